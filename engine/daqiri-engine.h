@@ -1,0 +1,177 @@
+/* daqiri engine API: ports, RX/TX queues, bursts, flows, clock, stats.
+ *
+ * Plain C on GLib; no GStreamer. An engine (afpacket, mlx5, emu, ...) registers a
+ * DqEngineOps table; ports are opened by a device string ("afpacket:eth1", "emu:x",
+ * "mlx5_0") and shared, refcounted, between every user that names the same device.
+ *
+ * The receive contract: dq_rxq_poll() returns a DqBurst, a run of packets that all lie in
+ * one contiguous ring range [data, data + size). The range stays owned by the caller until
+ * dq_rxq_release() hands it back; the engine reuses ring memory only after every burst that
+ * covers it was released. Holding bursts makes the ring run dry: the engine then drops
+ * packets and counts them (DqRxStats.drops_ring_full), it never overwrites held memory.
+ */
+#ifndef DAQIRI_ENGINE_H
+#define DAQIRI_ENGINE_H
+
+#include <glib.h>
+#include "daqiri-flow.h"
+
+G_BEGIN_DECLS
+
+#define DQ_ERROR (dq_error_quark ())
+GQuark dq_error_quark (void);
+
+typedef enum {
+  DQ_ERROR_DEVICE,      /* no such device, or it cannot be opened */
+  DQ_ERROR_CONFIG,      /* a configuration value is out of range */
+  DQ_ERROR_PERMISSION,  /* the process lacks a privilege (CAP_NET_RAW, ...) */
+  DQ_ERROR_FLOW,        /* a flow rule is malformed or not supported by this engine */
+  DQ_ERROR_IO,          /* a system call failed */
+  DQ_ERROR_BUSY,        /* the resource is in use (queue index taken, ...) */
+} DqError;
+
+/* Per-packet descriptor. Binary identical to the public GstDaqiriPacket. */
+typedef struct {
+  guint32 offset;       /* of the first byte, from DqBurst.data */
+  guint32 length;       /* bytes present in the ring (<= wire length) */
+  guint32 flow_id;      /* mark of the first flow rule that matched, 0 without rules */
+  guint32 flags;        /* DqPacketFlags */
+  guint64 timestamp;    /* port clock, ns */
+} DqPacket;
+
+typedef enum {
+  DQ_PACKET_FLAG_TRUNCATED = 1 << 0,  /* the frame was longer than the ring slot */
+  DQ_PACKET_FLAG_VLAN      = 1 << 1,  /* a VLAN tag was stripped; vid in DqPacket flags >> 16 */
+  DQ_PACKET_FLAG_TS_HW     = 1 << 2,  /* timestamp taken by the NIC */
+  DQ_PACKET_FLAG_CSUM_OK   = 1 << 3,  /* L3/L4 checksums verified by the NIC */
+} DqPacketFlags;
+
+#define DQ_PACKET_VLAN_ID(flags) ((guint16) (((flags) >> 16) & 0x0fff))
+
+typedef enum {
+  DQ_MEMORY_HOST,
+  DQ_MEMORY_CUDA,
+} DqMemoryKind;
+
+typedef struct _DqPort DqPort;
+typedef struct _DqRxQueue DqRxQueue;
+typedef struct _DqTxQueue DqTxQueue;
+
+typedef struct {
+  guint8 *data;         /* start of the ring range */
+  gsize size;           /* bytes of the ring range; every packet lies inside */
+  guint n_packets;
+  DqPacket *packets;    /* owned by the queue; valid until released */
+  DqMemoryKind memory;
+  /*< private >*/
+  gpointer range;       /* engine token that identifies the ring range */
+} DqBurst;
+
+typedef struct {
+  guint burst_packets;        /* max packets in one burst, >= 1 */
+  guint64 burst_timeout_ns;   /* flush a partial burst after this long */
+  gsize ring_bytes;           /* ring memory of this queue */
+  guint max_packet_size;      /* largest frame kept whole; longer ones are truncated */
+  const DqFlowRule *flows;    /* rules whose queue is this queue's index, or any */
+  guint n_flows;
+  guint queue_index;          /* 0 .. n_queues-1 */
+  guint n_queues;             /* queues that share this port's traffic (fanout) */
+  guint32 group_id;           /* identifies the set of queues of one element */
+} DqRxConfig;
+
+typedef struct {
+  gsize ring_bytes;           /* TX ring memory */
+  guint max_packet_size;      /* largest frame that can be sent */
+} DqTxConfig;
+
+typedef struct {
+  guint64 packets;
+  guint64 bytes;
+  guint64 bursts;
+  guint64 drops_ring_full;    /* dropped because no ring space was free */
+  guint64 drops_filtered;     /* not matching any flow (engines that filter in software) */
+  guint64 truncated;
+} DqRxStats;
+
+typedef struct {
+  guint64 packets;
+  guint64 bytes;
+  guint64 bursts;
+  guint64 errors;             /* packets the kernel or NIC refused */
+  guint64 ring_full_waits;    /* times the sender waited for ring space */
+} DqTxStats;
+
+typedef struct {
+  const char *name;           /* e.g. "afpacket" */
+  const char *clock_name;     /* e.g. "CLOCK_REALTIME (kernel)" */
+  int clock_id;               /* POSIX clock the port time is on, or -1 for a NIC clock */
+  guint8 mac[6];
+  guint mtu;
+} DqPortInfo;
+
+/* ---- the engine table ---- */
+
+typedef struct {
+  const char *name;           /* device prefix, "afpacket" for "afpacket:IFACE" */
+  const char *description;
+
+  gpointer (*port_open) (const char *arg, DqPortInfo *info, GError **error);
+  void (*port_close) (gpointer port);
+  guint64 (*port_time) (gpointer port);
+
+  gpointer (*rxq_create) (gpointer port, const DqRxConfig *config, GError **error);
+  void (*rxq_destroy) (gpointer rxq);
+  /* 1: burst returned; 0: timeout or woken; -1: error */
+  int (*rxq_poll) (gpointer rxq, DqBurst *burst, gint64 timeout_ns, GError **error);
+  void (*rxq_release) (gpointer rxq, DqBurst *burst);
+  void (*rxq_wakeup) (gpointer rxq);
+  void (*rxq_stats) (gpointer rxq, DqRxStats *stats);
+  gsize (*rxq_ring_bytes) (gpointer rxq);
+
+  gpointer (*txq_create) (gpointer port, const DqTxConfig *config, GError **error);
+  void (*txq_destroy) (gpointer txq);
+  /* sends all n frames, waiting for ring space; returns frames queued, -1 on error
+   * (with *error set) or when woken (without) */
+  int (*txq_send) (gpointer txq, const guint8 *const *frames, const guint32 *lengths,
+      guint n, GError **error);
+  gboolean (*txq_flush) (gpointer txq, GError **error);
+  void (*txq_wakeup) (gpointer txq);
+  void (*txq_stats) (gpointer txq, DqTxStats *stats);
+} DqEngineOps;
+
+void dq_engine_register (const DqEngineOps *ops);
+/* names of the registered engines, NULL-terminated, static */
+const char *const *dq_engine_names (void);
+
+/* ---- ports ---- */
+
+DqPort *dq_port_open (const char *device, GError **error);
+DqPort *dq_port_ref (DqPort *port);
+void dq_port_unref (DqPort *port);
+const DqPortInfo *dq_port_info (DqPort *port);
+const char *dq_port_device (DqPort *port);
+guint64 dq_port_time (DqPort *port);
+
+/* ---- RX ---- */
+
+DqRxQueue *dq_rxq_create (DqPort *port, const DqRxConfig *config, GError **error);
+void dq_rxq_destroy (DqRxQueue *rxq);
+int dq_rxq_poll (DqRxQueue *rxq, DqBurst *burst, gint64 timeout_ns, GError **error);
+void dq_rxq_release (DqRxQueue *rxq, DqBurst *burst);
+void dq_rxq_wakeup (DqRxQueue *rxq);
+void dq_rxq_stats (DqRxQueue *rxq, DqRxStats *stats);
+gsize dq_rxq_ring_bytes (DqRxQueue *rxq);
+
+/* ---- TX ---- */
+
+DqTxQueue *dq_txq_create (DqPort *port, const DqTxConfig *config, GError **error);
+void dq_txq_destroy (DqTxQueue *txq);
+int dq_txq_send (DqTxQueue *txq, const guint8 *const *frames, const guint32 *lengths,
+    guint n, GError **error);
+gboolean dq_txq_flush (DqTxQueue *txq, GError **error);
+void dq_txq_wakeup (DqTxQueue *txq);
+void dq_txq_stats (DqTxQueue *txq, DqTxStats *stats);
+
+G_END_DECLS
+
+#endif /* DAQIRI_ENGINE_H */

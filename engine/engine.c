@@ -1,0 +1,292 @@
+/* Engine registry, shared ports and the thin dispatch layer over the engine tables. */
+#include "daqiri-engine.h"
+#include "engines.h"
+
+#include <string.h>
+
+G_DEFINE_QUARK (daqiri-engine-error-quark, dq_error)
+
+#define MAX_ENGINES 8
+
+static const DqEngineOps *engines[MAX_ENGINES];
+static const char *engine_names[MAX_ENGINES + 1];
+static guint n_engines;
+static GMutex registry_lock;
+
+struct _DqPort {
+  gint refcount;              /* protected by registry_lock */
+  char *device;
+  const DqEngineOps *ops;
+  gpointer priv;
+  DqPortInfo info;
+};
+
+struct _DqRxQueue {
+  DqPort *port;
+  gpointer priv;
+};
+
+struct _DqTxQueue {
+  DqPort *port;
+  gpointer priv;
+};
+
+static GHashTable *open_ports;  /* device string -> DqPort, protected by registry_lock */
+
+static void
+register_locked (const DqEngineOps *ops)
+{
+  for (guint i = 0; i < n_engines; i++)
+    if (strcmp (engines[i]->name, ops->name) == 0)
+      return;
+  g_return_if_fail (n_engines < MAX_ENGINES);
+  engines[n_engines] = ops;
+  engine_names[n_engines] = ops->name;
+  n_engines++;
+}
+
+static void
+ensure_builtin (void)
+{
+  static gsize done;
+  if (g_once_init_enter (&done)) {
+    g_mutex_lock (&registry_lock);
+    register_locked (&dq_afpacket_engine);
+    g_mutex_unlock (&registry_lock);
+    g_once_init_leave (&done, 1);
+  }
+}
+
+void
+dq_engine_register (const DqEngineOps *ops)
+{
+  ensure_builtin ();
+  g_mutex_lock (&registry_lock);
+  register_locked (ops);
+  g_mutex_unlock (&registry_lock);
+}
+
+const char *const *
+dq_engine_names (void)
+{
+  ensure_builtin ();
+  return engine_names;
+}
+
+static const DqEngineOps *
+find_engine (const char *device, const char **arg, GError **error)
+{
+  const char *colon = strchr (device, ':');
+  if (colon != NULL) {
+    gsize len = (gsize) (colon - device);
+    for (guint i = 0; i < n_engines; i++) {
+      if (strlen (engines[i]->name) == len && strncmp (engines[i]->name, device, len) == 0) {
+        *arg = colon + 1;
+        return engines[i];
+      }
+    }
+  }
+  char *known = g_strjoinv ("', '", (char **) engine_names);
+  g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
+      "device '%s' names no engine built into this daqiri; use ENGINE:ARG with ENGINE one of '%s' "
+      "(for example afpacket:eth0)", device, known);
+  g_free (known);
+  return NULL;
+}
+
+DqPort *
+dq_port_open (const char *device, GError **error)
+{
+  g_return_val_if_fail (device != NULL, NULL);
+  ensure_builtin ();
+
+  g_mutex_lock (&registry_lock);
+  if (open_ports == NULL)
+    open_ports = g_hash_table_new (g_str_hash, g_str_equal);
+  DqPort *port = g_hash_table_lookup (open_ports, device);
+  if (port != NULL) {
+    port->refcount++;
+    g_mutex_unlock (&registry_lock);
+    return port;
+  }
+
+  const char *arg = NULL;
+  const DqEngineOps *ops = find_engine (device, &arg, error);
+  if (ops == NULL) {
+    g_mutex_unlock (&registry_lock);
+    return NULL;
+  }
+  if (*arg == '\0') {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
+        "device '%s': the %s engine needs a name after '%s:'", device, ops->name, ops->name);
+    g_mutex_unlock (&registry_lock);
+    return NULL;
+  }
+  port = g_new0 (DqPort, 1);
+  port->info.clock_id = -1;
+  port->info.name = ops->name;
+  port->priv = ops->port_open (arg, &port->info, error);
+  if (port->priv == NULL) {
+    g_free (port);
+    g_mutex_unlock (&registry_lock);
+    return NULL;
+  }
+  port->refcount = 1;
+  port->ops = ops;
+  port->device = g_strdup (device);
+  g_hash_table_insert (open_ports, port->device, port);
+  g_mutex_unlock (&registry_lock);
+  return port;
+}
+
+DqPort *
+dq_port_ref (DqPort *port)
+{
+  g_mutex_lock (&registry_lock);
+  port->refcount++;
+  g_mutex_unlock (&registry_lock);
+  return port;
+}
+
+void
+dq_port_unref (DqPort *port)
+{
+  if (port == NULL)
+    return;
+  g_mutex_lock (&registry_lock);
+  if (--port->refcount > 0) {
+    g_mutex_unlock (&registry_lock);
+    return;
+  }
+  g_hash_table_remove (open_ports, port->device);
+  g_mutex_unlock (&registry_lock);
+  port->ops->port_close (port->priv);
+  g_free (port->device);
+  g_free (port);
+}
+
+const DqPortInfo *
+dq_port_info (DqPort *port)
+{
+  return &port->info;
+}
+
+const char *
+dq_port_device (DqPort *port)
+{
+  return port->device;
+}
+
+guint64
+dq_port_time (DqPort *port)
+{
+  return port->ops->port_time (port->priv);
+}
+
+DqRxQueue *
+dq_rxq_create (DqPort *port, const DqRxConfig *config, GError **error)
+{
+  if (config->burst_packets == 0 || config->n_queues == 0 ||
+      config->queue_index >= config->n_queues) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "invalid RX queue config: burst-packets %u (allowed >= 1), queue %u of %u",
+        config->burst_packets, config->queue_index, config->n_queues);
+    return NULL;
+  }
+  gpointer priv = port->ops->rxq_create (port->priv, config, error);
+  if (priv == NULL)
+    return NULL;
+  DqRxQueue *rxq = g_new0 (DqRxQueue, 1);
+  rxq->port = dq_port_ref (port);
+  rxq->priv = priv;
+  return rxq;
+}
+
+void
+dq_rxq_destroy (DqRxQueue *rxq)
+{
+  if (rxq == NULL)
+    return;
+  rxq->port->ops->rxq_destroy (rxq->priv);
+  dq_port_unref (rxq->port);
+  g_free (rxq);
+}
+
+int
+dq_rxq_poll (DqRxQueue *rxq, DqBurst *burst, gint64 timeout_ns, GError **error)
+{
+  return rxq->port->ops->rxq_poll (rxq->priv, burst, timeout_ns, error);
+}
+
+void
+dq_rxq_release (DqRxQueue *rxq, DqBurst *burst)
+{
+  rxq->port->ops->rxq_release (rxq->priv, burst);
+}
+
+void
+dq_rxq_wakeup (DqRxQueue *rxq)
+{
+  rxq->port->ops->rxq_wakeup (rxq->priv);
+}
+
+void
+dq_rxq_stats (DqRxQueue *rxq, DqRxStats *stats)
+{
+  memset (stats, 0, sizeof *stats);
+  rxq->port->ops->rxq_stats (rxq->priv, stats);
+}
+
+gsize
+dq_rxq_ring_bytes (DqRxQueue *rxq)
+{
+  return rxq->port->ops->rxq_ring_bytes (rxq->priv);
+}
+
+DqTxQueue *
+dq_txq_create (DqPort *port, const DqTxConfig *config, GError **error)
+{
+  gpointer priv = port->ops->txq_create (port->priv, config, error);
+  if (priv == NULL)
+    return NULL;
+  DqTxQueue *txq = g_new0 (DqTxQueue, 1);
+  txq->port = dq_port_ref (port);
+  txq->priv = priv;
+  return txq;
+}
+
+void
+dq_txq_destroy (DqTxQueue *txq)
+{
+  if (txq == NULL)
+    return;
+  txq->port->ops->txq_destroy (txq->priv);
+  dq_port_unref (txq->port);
+  g_free (txq);
+}
+
+int
+dq_txq_send (DqTxQueue *txq, const guint8 *const *frames, const guint32 *lengths, guint n,
+    GError **error)
+{
+  return txq->port->ops->txq_send (txq->priv, frames, lengths, n, error);
+}
+
+gboolean
+dq_txq_flush (DqTxQueue *txq, GError **error)
+{
+  return txq->port->ops->txq_flush (txq->priv, error);
+}
+
+void
+dq_txq_wakeup (DqTxQueue *txq)
+{
+  txq->port->ops->txq_wakeup (txq->priv);
+}
+
+void
+dq_txq_stats (DqTxQueue *txq, DqTxStats *stats)
+{
+  memset (stats, 0, sizeof *stats);
+  txq->port->ops->txq_stats (txq->priv, stats);
+}

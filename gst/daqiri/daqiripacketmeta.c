@@ -1,0 +1,131 @@
+/* GstDaqiriPacketMeta: per-packet descriptors of a daqiri burst buffer. */
+#include "daqiripacketmeta.h"
+
+#include <string.h>
+
+GType
+gst_daqiri_packet_meta_api_get_type (void)
+{
+  static GType type;
+  static const gchar *tags[] = { NULL };
+
+  if (g_once_init_enter (&type)) {
+    GType t = gst_meta_api_type_register ("GstDaqiriPacketMetaAPI", tags);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+static gboolean
+packet_meta_init (GstMeta * meta, gpointer params, GstBuffer * buffer)
+{
+  GstDaqiriPacketMeta *pmeta = (GstDaqiriPacketMeta *) meta;
+
+  pmeta->n_packets = 0;
+  pmeta->packets = NULL;
+  pmeta->release = NULL;
+  pmeta->release_data = NULL;
+  return TRUE;
+}
+
+static void
+packet_meta_free (GstMeta * meta, GstBuffer * buffer)
+{
+  GstDaqiriPacketMeta *pmeta = (GstDaqiriPacketMeta *) meta;
+
+  if (pmeta->release != NULL)
+    pmeta->release (pmeta->release_data);
+  pmeta->release = NULL;
+  pmeta->packets = NULL;
+  pmeta->n_packets = 0;
+}
+
+/* A copy of a region keeps the packets that lie wholly inside it, rebased to its start. */
+static gboolean
+packet_meta_transform (GstBuffer * dest, GstMeta * meta, GstBuffer * buffer,
+    GQuark type, gpointer data)
+{
+  GstDaqiriPacketMeta *src = (GstDaqiriPacketMeta *) meta;
+
+  if (!GST_META_TRANSFORM_IS_COPY (type))
+    return FALSE;
+
+  GstMetaTransformCopy *copy = data;
+  gsize start = 0, end = G_MAXSIZE;
+  if (copy->region) {
+    start = copy->offset;
+    end = copy->size == (gsize) - 1 ? G_MAXSIZE : copy->offset + copy->size;
+  }
+
+  GstDaqiriPacket *kept = g_new (GstDaqiriPacket, MAX (src->n_packets, 1));
+  guint n = 0;
+  for (guint i = 0; i < src->n_packets; i++) {
+    const GstDaqiriPacket *p = &src->packets[i];
+    if (p->offset < start || (gsize) p->offset + p->length > end)
+      continue;
+    kept[n] = *p;
+    kept[n].offset = (guint32) (p->offset - start);
+    n++;
+  }
+  gst_buffer_add_daqiri_packet_meta_full (dest, kept, n, g_free, kept);
+  return TRUE;
+}
+
+const GstMetaInfo *
+gst_daqiri_packet_meta_get_info (void)
+{
+  static const GstMetaInfo *info;
+
+  if (g_once_init_enter ((GstMetaInfo **) & info)) {
+    const GstMetaInfo *mi = gst_meta_register (GST_DAQIRI_PACKET_META_API_TYPE,
+        "GstDaqiriPacketMeta", sizeof (GstDaqiriPacketMeta),
+        packet_meta_init, packet_meta_free, packet_meta_transform);
+    g_once_init_leave ((GstMetaInfo **) & info, (GstMetaInfo *) mi);
+  }
+  return info;
+}
+
+GstDaqiriPacketMeta *
+gst_buffer_add_daqiri_packet_meta_full (GstBuffer * buffer, GstDaqiriPacket * packets,
+    guint n_packets, GDestroyNotify release, gpointer release_data)
+{
+  g_return_val_if_fail (GST_IS_BUFFER (buffer), NULL);
+  g_return_val_if_fail (packets != NULL || n_packets == 0, NULL);
+
+  GstDaqiriPacketMeta *meta = (GstDaqiriPacketMeta *) gst_buffer_add_meta (buffer,
+      GST_DAQIRI_PACKET_META_INFO, NULL);
+  if (meta == NULL)
+    return NULL;
+  meta->n_packets = n_packets;
+  meta->packets = packets;
+  meta->release = release;
+  meta->release_data = release_data;
+  return meta;
+}
+
+GstDaqiriPacketMeta *
+gst_buffer_add_daqiri_packet_meta (GstBuffer * buffer, const GstDaqiriPacket * packets,
+    guint n_packets)
+{
+  g_return_val_if_fail (packets != NULL || n_packets == 0, NULL);
+
+  GstDaqiriPacket *copy = g_new (GstDaqiriPacket, MAX (n_packets, 1));
+  if (n_packets > 0)
+    memcpy (copy, packets, n_packets * sizeof (GstDaqiriPacket));
+  return gst_buffer_add_daqiri_packet_meta_full (buffer, copy, n_packets, g_free, copy);
+}
+
+gboolean
+gst_daqiri_packet_meta_validate (const GstDaqiriPacketMeta * meta, gsize size,
+    guint * bad_index)
+{
+  for (guint i = 0; i < meta->n_packets; i++) {
+    const GstDaqiriPacket *p = &meta->packets[i];
+    if ((gsize) p->offset > size || (gsize) p->length > size - p->offset) {
+      if (bad_index != NULL)
+        *bad_index = i;
+      return FALSE;
+    }
+  }
+  return TRUE;
+}

@@ -1,0 +1,109 @@
+/* GstDaqiriPacketMeta: the packets inside a daqiri burst buffer.
+ *
+ * A daqiri buffer (caps application/x-daqiri-packets) carries a burst: many packets that
+ * sit in one contiguous region of memory, usually a range of the receive ring. The meta
+ * lists them: per packet the byte offset from the start of the buffer's data, the length,
+ * the flow id (mark of the flow rule it matched), the port-clock timestamp in ns and
+ * flags. Reading packet i:
+ *
+ *   GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
+ *   GstMapInfo map;
+ *   gst_buffer_map (buf, &map, GST_MAP_READ);
+ *   for (guint i = 0; i < meta->n_packets; i++) {
+ *     const guint8 *frame = map.data + meta->packets[i].offset;   // Ethernet header
+ *     guint len = meta->packets[i].length;
+ *     ...
+ *   }
+ */
+#ifndef GST_DAQIRI_PACKET_META_H
+#define GST_DAQIRI_PACKET_META_H
+
+#include <gst/gst.h>
+
+G_BEGIN_DECLS
+
+#ifdef BUILDING_GST_DAQIRI
+#define GST_DAQIRI_API __attribute__ ((visibility ("default"))) extern
+#else
+#define GST_DAQIRI_API extern
+#endif
+
+/** The media type of daqiri packet bursts. */
+#define GST_DAQIRI_PACKETS_MEDIA_TYPE "application/x-daqiri-packets"
+
+/**
+ * GstDaqiriPacketFlags:
+ * @GST_DAQIRI_PACKET_FLAG_TRUNCATED: the frame on the wire was longer than @length
+ * @GST_DAQIRI_PACKET_FLAG_VLAN: a VLAN tag was stripped on receive; its id is
+ *   gst_daqiri_packet_vlan_id()
+ * @GST_DAQIRI_PACKET_FLAG_TS_HW: the timestamp was taken by the NIC
+ * @GST_DAQIRI_PACKET_FLAG_CSUM_OK: the NIC verified the L3/L4 checksums
+ */
+typedef enum {
+  GST_DAQIRI_PACKET_FLAG_TRUNCATED = 1 << 0,
+  GST_DAQIRI_PACKET_FLAG_VLAN = 1 << 1,
+  GST_DAQIRI_PACKET_FLAG_TS_HW = 1 << 2,
+  GST_DAQIRI_PACKET_FLAG_CSUM_OK = 1 << 3,
+} GstDaqiriPacketFlags;
+
+/**
+ * GstDaqiriPacket:
+ * @offset: byte offset of the packet's first byte (its Ethernet header) in the buffer
+ * @length: bytes of the packet present in the buffer
+ * @flow_id: mark of the flow rule the packet matched (0 without flow rules)
+ * @flags: #GstDaqiriPacketFlags in the low 16 bits; the VLAN id in bits 16..27
+ * @timestamp: receive time on the port clock, in ns (0 when unknown)
+ */
+typedef struct {
+  guint32 offset;
+  guint32 length;
+  guint32 flow_id;
+  guint32 flags;
+  guint64 timestamp;
+} GstDaqiriPacket;
+
+#define gst_daqiri_packet_vlan_id(p) ((guint16) (((p)->flags >> 16) & 0x0fff))
+
+/**
+ * GstDaqiriPacketMeta:
+ * @meta: parent
+ * @n_packets: number of packets
+ * @packets: @n_packets descriptors, in receive order
+ */
+typedef struct {
+  GstMeta meta;
+  guint n_packets;
+  GstDaqiriPacket *packets;
+  /*< private >*/
+  GDestroyNotify release;
+  gpointer release_data;
+  gpointer _gst_reserved[GST_PADDING];
+} GstDaqiriPacketMeta;
+
+GST_DAQIRI_API GType gst_daqiri_packet_meta_api_get_type (void);
+#define GST_DAQIRI_PACKET_META_API_TYPE (gst_daqiri_packet_meta_api_get_type ())
+
+GST_DAQIRI_API const GstMetaInfo *gst_daqiri_packet_meta_get_info (void);
+#define GST_DAQIRI_PACKET_META_INFO (gst_daqiri_packet_meta_get_info ())
+
+#define gst_buffer_get_daqiri_packet_meta(b) \
+  ((GstDaqiriPacketMeta *) gst_buffer_get_meta ((b), GST_DAQIRI_PACKET_META_API_TYPE))
+
+/* Adds a meta with a copy of @n_packets descriptors. */
+GST_DAQIRI_API GstDaqiriPacketMeta *gst_buffer_add_daqiri_packet_meta (GstBuffer * buffer,
+    const GstDaqiriPacket * packets, guint n_packets);
+
+/* Adds a meta that uses @packets in place, without a copy. @release (may be NULL) is
+ * called with @release_data when the meta is freed; until then @packets must stay valid.
+ * This is how sources hand out per-packet arrays from their own pools. */
+GST_DAQIRI_API GstDaqiriPacketMeta *gst_buffer_add_daqiri_packet_meta_full (GstBuffer *
+    buffer, GstDaqiriPacket * packets, guint n_packets, GDestroyNotify release,
+    gpointer release_data);
+
+/* Checks that every packet lies inside @size bytes; FALSE names the first bad one. */
+GST_DAQIRI_API gboolean gst_daqiri_packet_meta_validate (const GstDaqiriPacketMeta * meta,
+    gsize size, guint * bad_index);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,174 @@
+/* Burst buffers: one GstMemory per engine ring range, returned to the engine on free. */
+#include "gstdaqiriburst.h"
+
+#include <gst/daqiri/daqiripacketmeta.h>
+#include <string.h>
+
+struct _GstDaqiriRxRing {
+  gint refcount;
+  DqRxQueue *rxq;
+};
+
+GstDaqiriRxRing *
+gst_daqiri_rx_ring_new (DqRxQueue * rxq)
+{
+  GstDaqiriRxRing *ring = g_new0 (GstDaqiriRxRing, 1);
+  ring->refcount = 1;
+  ring->rxq = rxq;
+  return ring;
+}
+
+GstDaqiriRxRing *
+gst_daqiri_rx_ring_ref (GstDaqiriRxRing * ring)
+{
+  g_atomic_int_inc (&ring->refcount);
+  return ring;
+}
+
+void
+gst_daqiri_rx_ring_unref (GstDaqiriRxRing * ring)
+{
+  if (ring != NULL && g_atomic_int_dec_and_test (&ring->refcount)) {
+    dq_rxq_destroy (ring->rxq);
+    g_free (ring);
+  }
+}
+
+DqRxQueue *
+gst_daqiri_rx_ring_queue (GstDaqiriRxRing * ring)
+{
+  return ring->rxq;
+}
+
+/* ---- the allocator of ring-range memories ---- */
+
+typedef struct {
+  GstMemory mem;
+  GstDaqiriRxRing *ring;
+  DqBurst burst;
+} GstDaqiriBurstMemory;
+
+#define GST_TYPE_DAQIRI_BURST_ALLOCATOR (gst_daqiri_burst_allocator_get_type ())
+G_DECLARE_FINAL_TYPE (GstDaqiriBurstAllocator, gst_daqiri_burst_allocator, GST,
+    DAQIRI_BURST_ALLOCATOR, GstAllocator);
+
+struct _GstDaqiriBurstAllocator {
+  GstAllocator parent;
+};
+
+G_DEFINE_TYPE (GstDaqiriBurstAllocator, gst_daqiri_burst_allocator, GST_TYPE_ALLOCATOR);
+
+#define BURST_MEMORY_TYPE "DaqiriBurstMemory"
+
+static GstMemory *
+burst_alloc (GstAllocator * allocator, gsize size, GstAllocationParams * params)
+{
+  /* ring ranges come from the engine, never from gst_allocator_alloc() */
+  return NULL;
+}
+
+static void
+burst_free (GstAllocator * allocator, GstMemory * mem)
+{
+  GstDaqiriBurstMemory *bmem = (GstDaqiriBurstMemory *) mem;
+
+  dq_rxq_release (bmem->ring->rxq, &bmem->burst);
+  gst_daqiri_rx_ring_unref (bmem->ring);
+  g_free (bmem);
+}
+
+static gpointer
+burst_map (GstMemory * mem, gsize maxsize, GstMapFlags flags)
+{
+  if (flags & GST_MAP_WRITE)
+    return NULL;                /* the ring is the NIC's, read-only to us */
+  return ((GstDaqiriBurstMemory *) mem)->burst.data;
+}
+
+static void
+burst_unmap (GstMemory * mem)
+{
+}
+
+static GstMemory *
+burst_copy (GstMemory * mem, gssize offset, gssize size)
+{
+  if (size == -1)
+    size = (gssize) mem->size - offset;
+  GstMemory *copy = gst_allocator_alloc (NULL, (gsize) size, NULL);
+  GstMapInfo dst;
+  if (!gst_memory_map (copy, &dst, GST_MAP_WRITE)) {
+    gst_memory_unref (copy);
+    return NULL;
+  }
+  memcpy (dst.data, ((GstDaqiriBurstMemory *) mem)->burst.data + mem->offset + offset,
+      (gsize) size);
+  gst_memory_unmap (copy, &dst);
+  return copy;
+}
+
+static void
+gst_daqiri_burst_allocator_class_init (GstDaqiriBurstAllocatorClass * klass)
+{
+  GST_ALLOCATOR_CLASS (klass)->alloc = burst_alloc;
+  GST_ALLOCATOR_CLASS (klass)->free = burst_free;
+}
+
+static void
+gst_daqiri_burst_allocator_init (GstDaqiriBurstAllocator * self)
+{
+  GstAllocator *alloc = GST_ALLOCATOR (self);
+
+  alloc->mem_type = BURST_MEMORY_TYPE;
+  alloc->mem_map = burst_map;
+  alloc->mem_unmap = burst_unmap;
+  alloc->mem_copy = burst_copy;
+  GST_OBJECT_FLAG_SET (self, GST_ALLOCATOR_FLAG_CUSTOM_ALLOC);
+}
+
+static GstAllocator *
+burst_allocator_get (void)
+{
+  static GstAllocator *allocator;
+
+  if (g_once_init_enter (&allocator)) {
+    GstAllocator *a = g_object_new (GST_TYPE_DAQIRI_BURST_ALLOCATOR, NULL);
+    gst_object_ref_sink (a);
+    GST_OBJECT_FLAG_SET (a, GST_OBJECT_FLAG_MAY_BE_LEAKED);
+    g_once_init_leave (&allocator, a);
+  }
+  return allocator;
+}
+
+gboolean
+gst_is_daqiri_burst_memory (GstMemory * mem)
+{
+  return mem != NULL && mem->allocator != NULL &&
+      g_type_is_a (G_OBJECT_TYPE (mem->allocator), GST_TYPE_DAQIRI_BURST_ALLOCATOR);
+}
+
+GstBuffer *
+gst_daqiri_burst_buffer_new (GstDaqiriRxRing * ring, const DqBurst * burst)
+{
+  G_STATIC_ASSERT (sizeof (DqPacket) == sizeof (GstDaqiriPacket));
+  G_STATIC_ASSERT (G_STRUCT_OFFSET (DqPacket, timestamp) ==
+      G_STRUCT_OFFSET (GstDaqiriPacket, timestamp));
+  G_STATIC_ASSERT (G_STRUCT_OFFSET (DqPacket, flags) ==
+      G_STRUCT_OFFSET (GstDaqiriPacket, flags));
+
+  GstDaqiriBurstMemory *bmem = g_new (GstDaqiriBurstMemory, 1);
+  /* NO_SHARE: a sub-buffer gets a copy, so no view of the ring outlives the range */
+  gst_memory_init (GST_MEMORY_CAST (bmem),
+      GST_MEMORY_FLAG_READONLY | GST_MEMORY_FLAG_NO_SHARE, burst_allocator_get (), NULL,
+      burst->size, 0, 0, burst->size);
+  bmem->ring = gst_daqiri_rx_ring_ref (ring);
+  bmem->burst = *burst;
+
+  GstBuffer *buf = gst_buffer_new ();
+  gst_buffer_append_memory (buf, GST_MEMORY_CAST (bmem));
+  /* the packet array lives in the engine's burst record: the meta keeps the memory */
+  gst_buffer_add_daqiri_packet_meta_full (buf, (GstDaqiriPacket *) bmem->burst.packets,
+      bmem->burst.n_packets, (GDestroyNotify) gst_memory_unref,
+      gst_memory_ref (GST_MEMORY_CAST (bmem)));
+  return buf;
+}

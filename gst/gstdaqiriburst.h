@@ -1,0 +1,28 @@
+/* Burst buffers: GstMemory that wraps one engine ring range and hands it back on free. */
+#ifndef GST_DAQIRI_BURST_H
+#define GST_DAQIRI_BURST_H
+
+#include <gst/gst.h>
+#include "daqiri-engine.h"
+
+G_BEGIN_DECLS
+
+/* A refcounted RX queue: it outlives the element while downstream still holds bursts. */
+typedef struct _GstDaqiriRxRing GstDaqiriRxRing;
+
+GstDaqiriRxRing *gst_daqiri_rx_ring_new (DqRxQueue * rxq);
+GstDaqiriRxRing *gst_daqiri_rx_ring_ref (GstDaqiriRxRing * ring);
+void gst_daqiri_rx_ring_unref (GstDaqiriRxRing * ring);
+DqRxQueue *gst_daqiri_rx_ring_queue (GstDaqiriRxRing * ring);
+
+/* A buffer holding the burst's ring range as its only memory, with a
+ * GstDaqiriPacketMeta over the burst's packet array (no copy). The range goes back to
+ * the engine when the buffer (and every copy of the meta) is gone. */
+GstBuffer *gst_daqiri_burst_buffer_new (GstDaqiriRxRing * ring, const DqBurst * burst);
+
+/* Whether @mem wraps a ring range. */
+gboolean gst_is_daqiri_burst_memory (GstMemory * mem);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,23 @@
+/* Helpers shared by the daqiri elements. */
+#ifndef GST_DAQIRI_ELEMENT_H
+#define GST_DAQIRI_ELEMENT_H
+
+#include <gst/gst.h>
+#include "daqiri-engine.h"
+
+G_BEGIN_DECLS
+
+/* Posts an ERROR for an engine GError: the domain/code picked from the engine error. */
+void gst_daqiri_post_engine_error (GstElement * element, const char *what, GError * error,
+    const char *file, const char *function, int line);
+#define GST_DAQIRI_POST_ENGINE_ERROR(el, what, err) \
+  gst_daqiri_post_engine_error (GST_ELEMENT_CAST (el), (what), (err), __FILE__, \
+      GST_FUNCTION, __LINE__)
+
+/* Opens the port named by the `device` property or posts an ERROR naming the property,
+ * the value and what is allowed. */
+DqPort *gst_daqiri_open_port (GstElement * element, const char *device);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,665 @@
+/**
+ * SECTION:element-daqirisrc
+ * @title: daqirisrc
+ * @short_description: receive raw Ethernet packets in bursts, without a copy
+ *
+ * daqirisrc receives packets from a port (a NIC driven by one of daqiri's engines) and
+ * pushes them downstream in bursts: one buffer per burst of up to #GstDaqiriSrc:burst-packets
+ * packets that lie in one range of the receive ring, with a #GstDaqiriPacketMeta listing
+ * every packet (offset, length, flow id, timestamp, flags). The buffer's memory is the ring
+ * itself; when the buffer is freed the range goes back to the NIC. Downstream that holds
+ * buffers too long makes the ring run dry: the NIC drops and #GstDaqiriSrc:stats counts it.
+ *
+ * Packets are filtered and marked by #GstDaqiriSrc:flows, and spread over
+ * #GstDaqiriSrc:queues receive queues that the element polls in its streaming thread.
+ * The element provides a clock that reads the port clock; with it as the pipeline clock
+ * buffer PTS is exactly the first packet's port time minus the base time.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 daqirisrc device=afpacket:eth1 flows="proto=udp dst-port=5000 mark=7" ! fakesink
+ * ]|
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstdaqirisrc.h"
+#include "gstdaqiriburst.h"
+#include "gstdaqiriclock.h"
+#include "gstdaqirielement.h"
+
+#include <gst/daqiri/daqiripacketmeta.h>
+#include <string.h>
+#include <unistd.h>
+
+GST_DEBUG_CATEGORY_STATIC (daqirisrc_debug);
+#define GST_CAT_DEFAULT daqirisrc_debug
+
+#define DEFAULT_DEVICE NULL
+#define DEFAULT_FLOWS NULL
+#define DEFAULT_QUEUES 1
+#define MAX_QUEUES 64
+#define DEFAULT_BURST_PACKETS 256
+#define DEFAULT_BURST_TIMEOUT (1 * GST_MSECOND)
+#define MIN_BURST_TIMEOUT (1 * GST_USECOND)
+#define MAX_BURST_TIMEOUT (10 * GST_SECOND)
+#define DEFAULT_RING_SIZE (64 * 1024 * 1024)
+#define MIN_RING_SIZE (64 * 1024)
+#define MAX_RING_SIZE (G_GUINT64_CONSTANT (16) * 1024 * 1024 * 1024)
+#define DEFAULT_MAX_PACKET_SIZE 9216
+#define DROP_WARNING_INTERVAL_US G_USEC_PER_SEC
+
+enum {
+  PROP_0,
+  PROP_DEVICE,
+  PROP_FLOWS,
+  PROP_QUEUES,
+  PROP_BURST_PACKETS,
+  PROP_BURST_TIMEOUT,
+  PROP_RING_SIZE,
+  PROP_MAX_PACKET_SIZE,
+  PROP_STATS,
+  PROP_STATS_INTERVAL,
+};
+
+struct _GstDaqiriSrc {
+  GstPushSrc parent;
+
+  /* properties, protected by the object lock */
+  gchar *device;
+  gchar *flows;
+  guint n_queues;
+  guint burst_packets;
+  guint64 burst_timeout;
+  guint64 ring_size;
+  guint max_packet_size;
+  guint64 stats_interval;
+
+  /* between start and stop */
+  DqPort *port;
+  GstClock *clock;
+  GstDaqiriRxRing **rings;
+  guint n_rings;
+  guint next_ring;
+  gint flushing;
+
+  /* drop warnings and periodic stats messages */
+  gint64 last_drop_check;
+  guint64 drops_reported;
+  gint64 last_stats_post;
+  DqRxStats last_posted;
+
+  /* totals of the queues that were stopped, so stats survive a restart */
+  DqRxStats past;
+};
+
+#define gst_daqiri_src_parent_class parent_class
+G_DEFINE_TYPE (GstDaqiriSrc, gst_daqiri_src, GST_TYPE_PUSH_SRC);
+GST_ELEMENT_REGISTER_DEFINE (daqirisrc, "daqirisrc", GST_RANK_NONE, GST_TYPE_DAQIRI_SRC);
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE ", max-packet-size = (int) [ 64, 65535 ]"));
+
+static void
+add_stats (DqRxStats * sum, const DqRxStats * s)
+{
+  sum->packets += s->packets;
+  sum->bytes += s->bytes;
+  sum->bursts += s->bursts;
+  sum->drops_ring_full += s->drops_ring_full;
+  sum->drops_filtered += s->drops_filtered;
+  sum->truncated += s->truncated;
+}
+
+/* totals over the running queues; object lock held */
+static void
+collect_stats (GstDaqiriSrc * self, DqRxStats * sum)
+{
+  *sum = self->past;
+  for (guint i = 0; i < self->n_rings; i++) {
+    DqRxStats s;
+    dq_rxq_stats (gst_daqiri_rx_ring_queue (self->rings[i]), &s);
+    add_stats (sum, &s);
+  }
+}
+
+static GstStructure *
+make_stats (GstDaqiriSrc * self)
+{
+  DqRxStats s;
+  guint64 ring_bytes = 0;
+
+  GST_OBJECT_LOCK (self);
+  collect_stats (self, &s);
+  for (guint i = 0; i < self->n_rings; i++)
+    ring_bytes += dq_rxq_ring_bytes (gst_daqiri_rx_ring_queue (self->rings[i]));
+  guint n = self->n_rings;
+  GST_OBJECT_UNLOCK (self);
+
+  return gst_structure_new ("application/x-daqiri-src-stats",
+      "packets", G_TYPE_UINT64, s.packets,
+      "bytes", G_TYPE_UINT64, s.bytes,
+      "bursts", G_TYPE_UINT64, s.bursts,
+      "drops", G_TYPE_UINT64, s.drops_ring_full + s.drops_filtered,
+      "drops-ring-full", G_TYPE_UINT64, s.drops_ring_full,
+      "drops-filtered", G_TYPE_UINT64, s.drops_filtered,
+      "truncated", G_TYPE_UINT64, s.truncated,
+      "queues", G_TYPE_UINT, n,
+      "ring-bytes", G_TYPE_UINT64, ring_bytes, NULL);
+}
+
+static void
+gst_daqiri_src_set_property (GObject * object, guint prop_id, const GValue * value,
+    GParamSpec * pspec)
+{
+  GstDaqiriSrc *self = GST_DAQIRI_SRC (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_DEVICE:
+      g_free (self->device);
+      self->device = g_value_dup_string (value);
+      break;
+    case PROP_FLOWS:
+      g_free (self->flows);
+      self->flows = g_value_dup_string (value);
+      break;
+    case PROP_QUEUES:
+      self->n_queues = g_value_get_uint (value);
+      break;
+    case PROP_BURST_PACKETS:
+      self->burst_packets = g_value_get_uint (value);
+      break;
+    case PROP_BURST_TIMEOUT:
+      self->burst_timeout = g_value_get_uint64 (value);
+      break;
+    case PROP_RING_SIZE:
+      self->ring_size = g_value_get_uint64 (value);
+      break;
+    case PROP_MAX_PACKET_SIZE:
+      self->max_packet_size = g_value_get_uint (value);
+      break;
+    case PROP_STATS_INTERVAL:
+      self->stats_interval = g_value_get_uint64 (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_daqiri_src_get_property (GObject * object, guint prop_id, GValue * value,
+    GParamSpec * pspec)
+{
+  GstDaqiriSrc *self = GST_DAQIRI_SRC (object);
+
+  if (prop_id == PROP_STATS) {
+    g_value_take_boxed (value, make_stats (self));
+    return;
+  }
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_DEVICE:
+      g_value_set_string (value, self->device);
+      break;
+    case PROP_FLOWS:
+      g_value_set_string (value, self->flows);
+      break;
+    case PROP_QUEUES:
+      g_value_set_uint (value, self->n_queues);
+      break;
+    case PROP_BURST_PACKETS:
+      g_value_set_uint (value, self->burst_packets);
+      break;
+    case PROP_BURST_TIMEOUT:
+      g_value_set_uint64 (value, self->burst_timeout);
+      break;
+    case PROP_RING_SIZE:
+      g_value_set_uint64 (value, self->ring_size);
+      break;
+    case PROP_MAX_PACKET_SIZE:
+      g_value_set_uint (value, self->max_packet_size);
+      break;
+    case PROP_STATS_INTERVAL:
+      g_value_set_uint64 (value, self->stats_interval);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+release_rings (GstDaqiriSrc * self)
+{
+  GST_OBJECT_LOCK (self);
+  DqRxStats final;
+  collect_stats (self, &final);
+  self->past = final;
+  GstDaqiriRxRing **rings = self->rings;
+  guint n = self->n_rings;
+  self->rings = NULL;
+  self->n_rings = 0;
+  GST_OBJECT_UNLOCK (self);
+
+  /* a ring lives on while downstream still holds its bursts */
+  for (guint i = 0; i < n; i++)
+    gst_daqiri_rx_ring_unref (rings[i]);
+  g_free (rings);
+}
+
+/* Checks that every rule's queue exists; posts an ERROR otherwise. */
+static gboolean
+check_flow_queues (GstDaqiriSrc * self, const DqFlowRule * rules, guint n_rules,
+    guint n_queues)
+{
+  for (guint i = 0; i < n_rules; i++) {
+    if ((rules[i].keys & DQ_FLOW_QUEUE) && rules[i].queue >= n_queues) {
+      char *text = dq_flow_rule_to_string (&rules[i]);
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+          ("property 'flows': rule %u (\"%s\") sends to queue %u, but property 'queues' "
+              "is %u; queue takes 0..%u", i + 1, text, rules[i].queue, n_queues,
+              n_queues - 1), (NULL));
+      g_free (text);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+static gboolean
+gst_daqiri_src_start (GstBaseSrc * bsrc)
+{
+  GstDaqiriSrc *self = GST_DAQIRI_SRC (bsrc);
+  GError *error = NULL;
+  DqFlowRule *rules = NULL;
+  guint n_rules = 0;
+
+  GST_OBJECT_LOCK (self);
+  gchar *device = g_strdup (self->device);
+  gchar *flows = g_strdup (self->flows);
+  DqRxConfig config = {
+    .burst_packets = self->burst_packets,
+    .burst_timeout_ns = self->burst_timeout,
+    .ring_bytes = self->ring_size,
+    .max_packet_size = self->max_packet_size,
+    .n_queues = self->n_queues,
+    .group_id = (guint32) (GPOINTER_TO_SIZE (self) >> 4) ^ (guint32) getpid (),
+  };
+  memset (&self->past, 0, sizeof self->past);
+  GST_OBJECT_UNLOCK (self);
+
+  if (!dq_flow_parse (flows, &rules, &n_rules, &error)) {
+    GST_DAQIRI_POST_ENGINE_ERROR (self, "property 'flows'", error);
+    goto fail;
+  }
+  if (!check_flow_queues (self, rules, n_rules, config.n_queues))
+    goto fail;
+
+  self->port = gst_daqiri_open_port (GST_ELEMENT_CAST (self), device);
+  if (self->port == NULL)
+    goto fail;
+
+  config.flows = rules;
+  config.n_flows = n_rules;
+  GstDaqiriRxRing **rings = g_new0 (GstDaqiriRxRing *, config.n_queues);
+  for (guint q = 0; q < config.n_queues; q++) {
+    config.queue_index = q;
+    DqRxQueue *rxq = dq_rxq_create (self->port, &config, &error);
+    if (rxq == NULL) {
+      GST_DAQIRI_POST_ENGINE_ERROR (self, "receive queue", error);
+      for (guint i = 0; i < q; i++)
+        gst_daqiri_rx_ring_unref (rings[i]);
+      g_free (rings);
+      goto fail;
+    }
+    rings[q] = gst_daqiri_rx_ring_new (rxq);
+  }
+
+  GST_OBJECT_LOCK (self);
+  self->rings = rings;
+  self->n_rings = config.n_queues;
+  self->next_ring = 0;
+  self->clock = gst_daqiri_clock_new (self->port);
+  GST_OBJECT_UNLOCK (self);
+  self->last_drop_check = self->last_stats_post = g_get_monotonic_time ();
+  self->drops_reported = 0;
+  memset (&self->last_posted, 0, sizeof self->last_posted);
+
+  GST_INFO_OBJECT (self, "receiving from %s: %u queue(s), %u flow rule(s), port clock %s",
+      device, config.n_queues, n_rules, dq_port_info (self->port)->clock_name);
+  g_free (rules);
+  g_free (device);
+  g_free (flows);
+  return TRUE;
+
+fail:
+  g_clear_error (&error);
+  g_clear_pointer (&self->port, dq_port_unref);
+  g_free (rules);
+  g_free (device);
+  g_free (flows);
+  return FALSE;
+}
+
+static gboolean
+gst_daqiri_src_stop (GstBaseSrc * bsrc)
+{
+  GstDaqiriSrc *self = GST_DAQIRI_SRC (bsrc);
+
+  release_rings (self);
+  GST_OBJECT_LOCK (self);
+  GstClock *clock = self->clock;
+  self->clock = NULL;
+  GST_OBJECT_UNLOCK (self);
+  if (clock != NULL)
+    gst_object_unref (clock);
+  g_clear_pointer (&self->port, dq_port_unref);
+  return TRUE;
+}
+
+static GstClock *
+gst_daqiri_src_provide_clock (GstElement * element)
+{
+  GstDaqiriSrc *self = GST_DAQIRI_SRC (element);
+  GstClock *clock = NULL;
+
+  GST_OBJECT_LOCK (self);
+  if (self->clock != NULL)
+    clock = gst_object_ref (self->clock);
+  GST_OBJECT_UNLOCK (self);
+  return clock;
+}
+
+static gboolean
+gst_daqiri_src_negotiate (GstBaseSrc * bsrc)
+{
+  GstDaqiriSrc *self = GST_DAQIRI_SRC (bsrc);
+
+  GST_OBJECT_LOCK (self);
+  gint max = (gint) self->max_packet_size;
+  GST_OBJECT_UNLOCK (self);
+  GstCaps *caps = gst_caps_new_simple (GST_DAQIRI_PACKETS_MEDIA_TYPE,
+      "max-packet-size", G_TYPE_INT, max, NULL);
+  gboolean ok = gst_base_src_set_caps (bsrc, caps);
+  gst_caps_unref (caps);
+  return ok;
+}
+
+static gboolean
+gst_daqiri_src_query (GstBaseSrc * bsrc, GstQuery * query)
+{
+  GstDaqiriSrc *self = GST_DAQIRI_SRC (bsrc);
+
+  if (GST_QUERY_TYPE (query) == GST_QUERY_LATENCY) {
+    /* a packet waits at most one burst timeout before its burst is handed out; the ring
+     * holds packets for as long as downstream lets it, so there is no upper bound */
+    GST_OBJECT_LOCK (self);
+    GstClockTime min = self->burst_timeout;
+    GST_OBJECT_UNLOCK (self);
+    gst_query_set_latency (query, TRUE, min, GST_CLOCK_TIME_NONE);
+    return TRUE;
+  }
+  return GST_BASE_SRC_CLASS (parent_class)->query (bsrc, query);
+}
+
+static gboolean
+gst_daqiri_src_unlock (GstBaseSrc * bsrc)
+{
+  GstDaqiriSrc *self = GST_DAQIRI_SRC (bsrc);
+
+  g_atomic_int_set (&self->flushing, 1);
+  GST_OBJECT_LOCK (self);
+  for (guint i = 0; i < self->n_rings; i++)
+    dq_rxq_wakeup (gst_daqiri_rx_ring_queue (self->rings[i]));
+  GST_OBJECT_UNLOCK (self);
+  return TRUE;
+}
+
+static gboolean
+gst_daqiri_src_unlock_stop (GstBaseSrc * bsrc)
+{
+  g_atomic_int_set (&GST_DAQIRI_SRC (bsrc)->flushing, 0);
+  return TRUE;
+}
+
+/* PTS of a burst whose first packet arrived at port time `ts`. On the port's own clock
+ * this is exact; on any other clock the port time is carried over by the offset between
+ * the two clocks read now. */
+static GstClockTime
+burst_pts (GstDaqiriSrc * self, guint64 ts)
+{
+  GstElement *element = GST_ELEMENT_CAST (self);
+
+  GST_OBJECT_LOCK (self);
+  GstClock *clock = element->clock ? gst_object_ref (element->clock) : NULL;
+  GstClockTime base_time = element->base_time;
+  GST_OBJECT_UNLOCK (self);
+  if (clock == NULL)
+    return GST_CLOCK_TIME_NONE;
+
+  GstClockTime clock_time;
+  if (ts != 0 && GST_IS_DAQIRI_CLOCK (clock) &&
+      gst_daqiri_clock_get_port (GST_DAQIRI_CLOCK (clock)) == self->port) {
+    clock_time = ts;
+  } else {
+    guint64 port_now = dq_port_time (self->port);
+    clock_time = gst_clock_get_time (clock);
+    if (ts != 0 && ts <= port_now && port_now - ts < clock_time)
+      clock_time -= port_now - ts;
+  }
+  gst_object_unref (clock);
+  return clock_time > base_time ? clock_time - base_time : 0;
+}
+
+/* Posts the stats with the rates since the last post as an element message. */
+static void
+post_stats (GstDaqiriSrc * self, const DqRxStats * s, gint64 now)
+{
+  double secs = (double) (now - self->last_stats_post) / G_USEC_PER_SEC;
+  GstStructure *st = make_stats (self);
+
+  gst_structure_set_name (st, "daqiri-src-stats");
+  gst_structure_set (st,
+      "packets-per-second", G_TYPE_DOUBLE,
+      (double) (s->packets - self->last_posted.packets) / secs,
+      "bytes-per-second", G_TYPE_DOUBLE,
+      (double) (s->bytes - self->last_posted.bytes) / secs, NULL);
+  gst_element_post_message (GST_ELEMENT_CAST (self),
+      gst_message_new_element (GST_OBJECT_CAST (self), st));
+  self->last_posted = *s;
+  self->last_stats_post = now;
+}
+
+/* Once a second (and every stats-interval): warn about new ring-full drops, post stats. */
+static void
+check_stats (GstDaqiriSrc * self)
+{
+  gint64 now = g_get_monotonic_time ();
+  gint64 interval = (gint64) (self->stats_interval / 1000);
+  gboolean post = interval > 0 && now - self->last_stats_post >= interval;
+  if (!post && now - self->last_drop_check < DROP_WARNING_INTERVAL_US)
+    return;
+
+  DqRxStats s;
+  GST_OBJECT_LOCK (self);
+  collect_stats (self, &s);
+  GST_OBJECT_UNLOCK (self);
+  if (post)
+    post_stats (self, &s, now);
+  if (now - self->last_drop_check < DROP_WARNING_INTERVAL_US)
+    return;
+  self->last_drop_check = now;
+  if (s.drops_ring_full > self->drops_reported) {
+    GST_ELEMENT_WARNING (self, RESOURCE, READ,
+        ("%" G_GUINT64_FORMAT " packets dropped because the receive ring was full",
+            s.drops_ring_full - self->drops_reported),
+        ("downstream holds bursts too long or is too slow, or ring-size is too small "
+            "(%" G_GUINT64_FORMAT " dropped in all)", s.drops_ring_full));
+    self->drops_reported = s.drops_ring_full;
+  }
+}
+
+static GstFlowReturn
+gst_daqiri_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
+{
+  GstDaqiriSrc *self = GST_DAQIRI_SRC (psrc);
+  GError *error = NULL;
+  DqBurst burst;
+  guint n = self->n_rings;
+  GstDaqiriRxRing *ring = NULL;
+
+  while (ring == NULL) {
+    if (g_atomic_int_get (&self->flushing))
+      return GST_FLOW_FLUSHING;
+    /* one pass over every queue without waiting, then wait on the next one */
+    int r = 0;
+    guint q = self->next_ring;
+    for (guint i = 0; i < n && r == 0; i++) {
+      q = (self->next_ring + i) % n;
+      r = dq_rxq_poll (gst_daqiri_rx_ring_queue (self->rings[q]), &burst, 0, &error);
+    }
+    if (r == 0) {
+      /* several queues: wake up to look at the others; stats messages: wake up to
+       * post them while no packet arrives */
+      q = self->next_ring;
+      gint64 wait = n == 1 ? -1 : (gint64) self->burst_timeout;
+      if (self->stats_interval > 0 && (wait < 0 || (guint64) wait > self->stats_interval))
+        wait = (gint64) MIN (self->stats_interval, (guint64) G_MAXINT64);
+      r = dq_rxq_poll (gst_daqiri_rx_ring_queue (self->rings[q]), &burst, wait, &error);
+      if (r == 0) {
+        self->next_ring = (q + 1) % n;
+        check_stats (self);
+      }
+    }
+    if (r < 0) {
+      GST_DAQIRI_POST_ENGINE_ERROR (self, "receive", error);
+      g_clear_error (&error);
+      return GST_FLOW_ERROR;
+    }
+    if (r > 0) {
+      ring = self->rings[q];
+      self->next_ring = (q + 1) % n;
+    }
+  }
+
+  GstBuffer *buf = gst_daqiri_burst_buffer_new (ring, &burst);
+  guint64 first_ts = burst.n_packets > 0 ? burst.packets[0].timestamp : 0;
+  GST_BUFFER_PTS (buf) = burst_pts (self, first_ts);
+  if (burst.n_packets > 1 && first_ts != 0) {
+    guint64 last_ts = burst.packets[burst.n_packets - 1].timestamp;
+    if (last_ts >= first_ts)
+      GST_BUFFER_DURATION (buf) = last_ts - first_ts;
+  }
+  check_stats (self);
+  *outbuf = buf;
+  return GST_FLOW_OK;
+}
+
+static void
+gst_daqiri_src_finalize (GObject * object)
+{
+  GstDaqiriSrc *self = GST_DAQIRI_SRC (object);
+
+  g_free (self->device);
+  g_free (self->flows);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+static void
+gst_daqiri_src_class_init (GstDaqiriSrcClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstBaseSrcClass *basesrc_class = GST_BASE_SRC_CLASS (klass);
+  GstPushSrcClass *pushsrc_class = GST_PUSH_SRC_CLASS (klass);
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_READY;
+
+  gobject_class->set_property = gst_daqiri_src_set_property;
+  gobject_class->get_property = gst_daqiri_src_get_property;
+  gobject_class->finalize = gst_daqiri_src_finalize;
+
+  g_object_class_install_property (gobject_class, PROP_DEVICE,
+      g_param_spec_string ("device", "Device",
+          "Port to receive from, as ENGINE:NAME: afpacket:IFACE for any Linux interface "
+          "(eth0, veth1, lo). Ports are shared between elements that name the same device",
+          DEFAULT_DEVICE, rw));
+  g_object_class_install_property (gobject_class, PROP_FLOWS,
+      g_param_spec_string ("flows", "Flows",
+          "Flow rules: packets matching none are dropped before they reach the ring. "
+          "Rules separated by ';', each a list of key=value: proto (udp, tcp, icmp, "
+          "0-255), src and dst (IPv4[/prefix]), src-port, dst-port, ethertype, vlan, "
+          "mark (the flow id of every matching packet), queue. Empty: receive every "
+          "packet with flow id 0", DEFAULT_FLOWS, rw));
+  g_object_class_install_property (gobject_class, PROP_QUEUES,
+      g_param_spec_uint ("queues", "Queues",
+          "Receive queues the port's traffic is spread over (by flow hash, or by the "
+          "flows' queue key); the element polls them all in its streaming thread",
+          1, MAX_QUEUES, DEFAULT_QUEUES, rw));
+  g_object_class_install_property (gobject_class, PROP_BURST_PACKETS,
+      g_param_spec_uint ("burst-packets", "Burst packets",
+          "Most packets in one buffer", 1, 65535, DEFAULT_BURST_PACKETS, rw));
+  g_object_class_install_property (gobject_class, PROP_BURST_TIMEOUT,
+      g_param_spec_uint64 ("burst-timeout", "Burst timeout",
+          "Longest time in ns a received packet waits for its burst to fill before the "
+          "partial burst is pushed (the afpacket engine rounds up to whole ms)",
+          MIN_BURST_TIMEOUT, MAX_BURST_TIMEOUT, DEFAULT_BURST_TIMEOUT, rw));
+  g_object_class_install_property (gobject_class, PROP_RING_SIZE,
+      g_param_spec_uint64 ("ring-size", "Ring size",
+          "Receive ring memory per queue in bytes: packets buffered while downstream is "
+          "busy", MIN_RING_SIZE, MAX_RING_SIZE, DEFAULT_RING_SIZE, rw));
+  g_object_class_install_property (gobject_class, PROP_MAX_PACKET_SIZE,
+      g_param_spec_uint ("max-packet-size", "Max packet size",
+          "Largest frame kept whole, in bytes from the Ethernet header; longer frames are "
+          "cut to this size and flagged truncated", 64, 65535, DEFAULT_MAX_PACKET_SIZE, rw));
+  g_object_class_install_property (gobject_class, PROP_STATS,
+      g_param_spec_boxed ("stats", "Statistics",
+          "Counters over all queues: packets, bytes, bursts, drops, drops-ring-full (ring "
+          "full: downstream too slow), drops-filtered, truncated, queues, ring-bytes",
+          GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property (gobject_class, PROP_STATS_INTERVAL,
+      g_param_spec_uint64 ("stats-interval", "Stats interval",
+          "Post the stats as a 'daqiri-src-stats' element message, with "
+          "packets-per-second and bytes-per-second since the last one, every this many "
+          "ns while packets arrive (0: never)", 0, G_MAXUINT64, 0,
+          rw | GST_PARAM_MUTABLE_PLAYING));
+
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class, "daqiri packet source",
+      "Source/Network",
+      "Receives raw Ethernet packets from a NIC ring in bursts, without copies",
+      "daqiri developers");
+
+  element_class->provide_clock = GST_DEBUG_FUNCPTR (gst_daqiri_src_provide_clock);
+  basesrc_class->start = GST_DEBUG_FUNCPTR (gst_daqiri_src_start);
+  basesrc_class->stop = GST_DEBUG_FUNCPTR (gst_daqiri_src_stop);
+  basesrc_class->negotiate = GST_DEBUG_FUNCPTR (gst_daqiri_src_negotiate);
+  basesrc_class->query = GST_DEBUG_FUNCPTR (gst_daqiri_src_query);
+  basesrc_class->unlock = GST_DEBUG_FUNCPTR (gst_daqiri_src_unlock);
+  basesrc_class->unlock_stop = GST_DEBUG_FUNCPTR (gst_daqiri_src_unlock_stop);
+  pushsrc_class->create = GST_DEBUG_FUNCPTR (gst_daqiri_src_create);
+
+  GST_DEBUG_CATEGORY_INIT (daqirisrc_debug, "daqirisrc", 0, "daqiri packet source");
+}
+
+static void
+gst_daqiri_src_init (GstDaqiriSrc * self)
+{
+  self->device = g_strdup (DEFAULT_DEVICE);
+  self->flows = g_strdup (DEFAULT_FLOWS);
+  self->n_queues = DEFAULT_QUEUES;
+  self->burst_packets = DEFAULT_BURST_PACKETS;
+  self->burst_timeout = DEFAULT_BURST_TIMEOUT;
+  self->ring_size = DEFAULT_RING_SIZE;
+  self->max_packet_size = DEFAULT_MAX_PACKET_SIZE;
+
+  gst_base_src_set_live (GST_BASE_SRC (self), TRUE);
+  gst_base_src_set_format (GST_BASE_SRC (self), GST_FORMAT_TIME);
+  GST_OBJECT_FLAG_SET (self, GST_ELEMENT_FLAG_PROVIDE_CLOCK);
+}
