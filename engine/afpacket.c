@@ -1,0 +1,1402 @@
+/* afpacket engine: any Linux network interface through AF_PACKET sockets.
+ *
+ * RX: one TPACKET_V3 ring per queue. The kernel fills a block with packets and hands the
+ * whole block over (TP_STATUS_USER); the block is cut into bursts of at most burst_packets
+ * packets, each a contiguous range of the block, and the block goes back to the kernel
+ * once the walk is done and every burst cut from it was released. Flow rules run twice:
+ * as a classic BPF socket filter in the kernel (only matching packets enter the ring) and
+ * in software on delivery, to find each packet's mark. Several queues of one element
+ * share the traffic through PACKET_FANOUT.
+ *
+ * TX: one TPACKET_V2 ring per queue with PACKET_QDISC_BYPASS; frames are copied into
+ * slots, flagged TP_STATUS_SEND_REQUEST and sent by one send() per burst.
+ *
+ * Timestamps are the kernel's software receive time, on CLOCK_REALTIME.
+ */
+#include "daqiri-engine.h"
+#include "engines.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <linux/filter.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <net/if_arp.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+
+#define AFP_RX_DEFAULT_RING ((gsize) 64 << 20)
+#define AFP_TX_DEFAULT_RING ((gsize) 4 << 20)
+#define AFP_RING_MAX ((gsize) 4 << 30)
+#define AFP_RX_MAX_BLOCK ((gsize) 1 << 20)
+#define AFP_RX_PREFERRED_BLOCKS 8
+#define AFP_MIN_PACKET 64
+#define AFP_MAX_PACKET 65535
+#define AFP_VLAN_HLEN 4
+
+/* Bytes a TPACKET_V3 block spends besides the frame itself: the block descriptor
+ * (48), then per packet the tpacket3_hdr + sockaddr_ll, padded so that the network
+ * header is 16-aligned (mac offset 82 for Ethernet), and 8-byte alignment of the next
+ * packet. Rounded up generously; a block must hold one max_packet_size frame whole. */
+#define AFP_RX_BLOCK_OVERHEAD 160
+/* The smallest room one packet takes in a block (headers + a 14-byte frame). */
+#define AFP_RX_MIN_PACKET_ROOM 96
+
+/* Without PACKET_TX_HAS_OFF the kernel reads a TX frame at this offset in its slot. */
+#define AFP_TX_DATA_OFFSET (TPACKET2_HDRLEN - sizeof (struct sockaddr_ll))
+
+/* How long one wait lasts while the kernel's POLLIN cannot tell us anything (see
+ * rx_wait) or while TX slots are still being sent. */
+#define AFP_WAIT_SLICE_NS G_GINT64_CONSTANT (1000000)
+#define AFP_TX_FLUSH_SLICE_NS G_GINT64_CONSTANT (100000)
+
+typedef struct {
+  int ifindex;
+  char ifname[IF_NAMESIZE];
+  guint mtu;
+} AfpPort;
+
+/* ---------------------------------------------------------------------------------- */
+/* helpers */
+
+static gint64
+mono_now_ns (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (gint64) ts.tv_sec * G_GINT64_CONSTANT (1000000000) + ts.tv_nsec;
+}
+
+static struct timespec
+ns_to_timespec (gint64 ns)
+{
+  struct timespec ts;
+  ts.tv_sec = ns / G_GINT64_CONSTANT (1000000000);
+  ts.tv_nsec = ns % G_GINT64_CONSTANT (1000000000);
+  return ts;
+}
+
+static void
+counter_add (guint64 * counter, guint64 value)
+{
+  __atomic_fetch_add (counter, value, __ATOMIC_RELAXED);
+}
+
+static guint64
+counter_get (guint64 * counter)
+{
+  return __atomic_load_n (counter, __ATOMIC_RELAXED);
+}
+
+static void
+eventfd_signal (int fd)
+{
+  guint64 one = 1;
+  ssize_t r;
+  do
+    r = write (fd, &one, sizeof one);
+  while (r < 0 && errno == EINTR);
+}
+
+static void
+eventfd_drain (int fd)
+{
+  guint64 value;
+  ssize_t r;
+  do
+    r = read (fd, &value, sizeof value);
+  while (r < 0 && errno == EINTR);
+}
+
+static gboolean
+is_pow2 (gsize v)
+{
+  return v != 0 && (v & (v - 1)) == 0;
+}
+
+static gsize
+pow2_at_least (gsize v)
+{
+  gsize p = 1;
+  while (p < v)
+    p <<= 1;
+  return p;
+}
+
+static gsize
+page_size (void)
+{
+  long p = sysconf (_SC_PAGESIZE);
+  return p > 0 ? (gsize) p : 4096;
+}
+
+/* Largest frame the interface takes: the kernel refuses (and, with PACKET_LOSS, silently
+ * skips) frames longer than MTU + Ethernet header, + 4 when the frame is 802.1Q tagged. */
+static guint
+port_frame_limit (guint mtu)
+{
+  return mtu + ETH_HLEN;
+}
+
+static gboolean
+port_read_mtu (const char *ifname, guint * mtu)
+{
+  struct ifreq ifr;
+  int s = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  gboolean ok = FALSE;
+
+  if (s < 0)
+    return FALSE;
+  memset (&ifr, 0, sizeof ifr);
+  g_strlcpy (ifr.ifr_name, ifname, sizeof ifr.ifr_name);
+  if (ioctl (s, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > 0) {
+    *mtu = (guint) ifr.ifr_mtu;
+    ok = TRUE;
+  }
+  close (s);
+  return ok;
+}
+
+static char *
+list_interfaces (void)
+{
+  struct if_nameindex *list = if_nameindex ();
+  GString *names = g_string_new (NULL);
+
+  if (list != NULL) {
+    for (struct if_nameindex * i = list; i->if_index != 0 && i->if_name != NULL; i++) {
+      if (names->len > 0)
+        g_string_append (names, ", ");
+      g_string_append (names, i->if_name);
+    }
+    if_freenameindex (list);
+  }
+  if (names->len == 0)
+    g_string_append (names, "(none)");
+  return g_string_free (names, FALSE);
+}
+
+/* An AF_PACKET SOCK_RAW socket with protocol 0: it receives nothing until it is bound
+ * with a protocol, so options and filters can be set before any packet arrives. */
+static int
+packet_socket_open (const AfpPort * port, const char *what, GError ** error)
+{
+  int fd = socket (AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+  if (fd >= 0)
+    return fd;
+
+  int err = errno;
+  if (err == EPERM || err == EACCES)
+    g_set_error (error, DQ_ERROR, DQ_ERROR_PERMISSION,
+        "afpacket:%s: opening the %s AF_PACKET socket needs CAP_NET_RAW: run as root or "
+        "grant the capability (setcap cap_net_raw+ep) (%s)", port->ifname, what,
+        g_strerror (err));
+  else
+    g_set_error (error, DQ_ERROR, DQ_ERROR_IO,
+        "afpacket:%s: cannot open the %s AF_PACKET socket: %s", port->ifname, what,
+        g_strerror (err));
+  return -1;
+}
+
+static gboolean
+packet_setsockopt (int fd, int level, int name, const void *value, socklen_t len,
+    const AfpPort * port, const char *what, GError ** error)
+{
+  if (setsockopt (fd, level, name, value, len) == 0)
+    return TRUE;
+  int err = errno;
+  g_set_error (error, DQ_ERROR, err == EPERM ? DQ_ERROR_PERMISSION : DQ_ERROR_IO,
+      "afpacket:%s: setting %s failed: %s", port->ifname, what, g_strerror (err));
+  return FALSE;
+}
+
+static gboolean
+packet_set_int (int fd, int name, int value, const AfpPort * port, const char *what,
+    GError ** error)
+{
+  return packet_setsockopt (fd, SOL_PACKET, name, &value, sizeof value, port, what, error);
+}
+
+static gboolean
+packet_bind (int fd, const AfpPort * port, guint16 protocol, GError ** error)
+{
+  struct sockaddr_ll sll;
+
+  memset (&sll, 0, sizeof sll);
+  sll.sll_family = AF_PACKET;
+  sll.sll_protocol = htons (protocol);
+  sll.sll_ifindex = port->ifindex;
+  if (bind (fd, (struct sockaddr *) &sll, sizeof sll) == 0)
+    return TRUE;
+  int err = errno;
+  g_set_error (error, DQ_ERROR, err == ENODEV ? DQ_ERROR_DEVICE : DQ_ERROR_IO, "afpacket:%s: binding to the interface failed: %s", port->ifname,
+      g_strerror (err));
+  return FALSE;
+}
+
+static gboolean
+packet_attach_filter (int fd, struct sock_filter *insns, guint n_insns,
+    const AfpPort * port, GError ** error)
+{
+  struct sock_fprog prog = { .len = (unsigned short) n_insns, .filter = insns };
+  return packet_setsockopt (fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog, port,
+      "the socket filter (SO_ATTACH_FILTER)", error);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* port */
+
+static gpointer
+afp_port_open (const char *arg, DqPortInfo * info, GError ** error)
+{
+  if (strlen (arg) >= IF_NAMESIZE) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
+        "afpacket:%s: an interface name has at most %d characters", arg, IF_NAMESIZE - 1);
+    return NULL;
+  }
+  unsigned int ifindex = if_nametoindex (arg);
+  if (ifindex == 0) {
+    char *names = list_interfaces ();
+    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
+        "afpacket:%s: no network interface '%s' in this network namespace; found: %s",
+        arg, arg, names);
+    g_free (names);
+    return NULL;
+  }
+
+  int s = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: socket() failed: %s", arg,
+        g_strerror (errno));
+    return NULL;
+  }
+  struct ifreq ifr;
+  memset (&ifr, 0, sizeof ifr);
+  g_strlcpy (ifr.ifr_name, arg, sizeof ifr.ifr_name);
+  if (ioctl (s, SIOCGIFHWADDR, &ifr) != 0) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
+        "afpacket:%s: cannot read the hardware address: %s", arg, g_strerror (errno));
+    close (s);
+    return NULL;
+  }
+  /* Bursts carry Ethernet frames: interfaces without an Ethernet header (tun, ip
+   * tunnels, ...) would deliver bare IP packets. */
+  if (ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER && ifr.ifr_hwaddr.sa_family != ARPHRD_LOOPBACK) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
+        "afpacket:%s: not an Ethernet interface (ARPHRD type %u); the afpacket engine "
+        "needs Ethernet framing", arg, ifr.ifr_hwaddr.sa_family);
+    close (s);
+    return NULL;
+  }
+  memcpy (info->mac, ifr.ifr_hwaddr.sa_data, sizeof info->mac);
+  close (s);
+
+  AfpPort *port = g_new0 (AfpPort, 1);
+  port->ifindex = (int) ifindex;
+  g_strlcpy (port->ifname, arg, sizeof port->ifname);
+  if (!port_read_mtu (arg, &port->mtu)) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "afpacket:%s: cannot read the MTU: %s",
+        arg, g_strerror (errno));
+    g_free (port);
+    return NULL;
+  }
+  info->mtu = port->mtu;
+  info->clock_id = CLOCK_REALTIME;
+  info->clock_name = "CLOCK_REALTIME (kernel software timestamps)";
+  return port;
+}
+
+static void
+afp_port_close (gpointer priv)
+{
+  g_free (priv);
+}
+
+static guint64
+afp_port_time (gpointer priv)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_REALTIME, &ts);
+  return (guint64) ts.tv_sec * G_GUINT64_CONSTANT (1000000000) + (guint64) ts.tv_nsec;
+}
+
+/* max_packet_size 0 means: a full-MTU frame with one VLAN tag. */
+static guint
+default_max_packet (const AfpPort * port)
+{
+  return MIN (port->mtu + ETH_HLEN + AFP_VLAN_HLEN, AFP_MAX_PACKET);
+}
+
+static gboolean
+check_max_packet (const char *dir, const AfpPort * port, guint max_packet, GError ** error)
+{
+  if (max_packet >= AFP_MIN_PACKET && max_packet <= AFP_MAX_PACKET)
+    return TRUE;
+  g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+      "afpacket:%s: %s max-packet-size %u is out of range (allowed %u .. %u, or 0 for "
+      "MTU + 18)", port->ifname, dir, max_packet, AFP_MIN_PACKET, AFP_MAX_PACKET);
+  return FALSE;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* RX queue */
+
+typedef struct _AfpBurstRec AfpBurstRec;
+
+/* A burst record: the packet array handed out with one burst. Records are recycled
+ * through the queue's free list; a new one is allocated only when the list is empty. */
+struct _AfpBurstRec {
+  AfpBurstRec *next;            /* free list */
+  AfpBurstRec *all_next;        /* every record of the queue, for destroy */
+  guint block;                  /* ring block the burst was cut from */
+  DqPacket packets[];
+};
+
+typedef struct {
+  gsize block_size;
+  guint n_blocks;
+  guint retire_tov_ms;
+  guint max_packet;
+} AfpRxGeometry;
+
+typedef struct {
+  const AfpPort *port;
+  int fd;
+  int wake_fd;
+  guint8 *ring;
+  gsize ring_size;
+  gsize block_size;
+  guint n_blocks;
+
+  /* per block: 1 while the poller walks it + 1 per burst in flight; the block goes
+   * back to the kernel when this drops to 0 */
+  gint *block_refs;
+  /* per block: seq_num the kernel gave the block when we last walked it */
+  guint64 *walked_seq;
+
+  /* poller state, touched by the polling thread only */
+  guint cur;                    /* next block in ring order */
+  gboolean walking;             /* block cur is being cut into bursts */
+  guint8 *walk_pkt;             /* next packet header in block cur */
+  guint walk_left;              /* packets of block cur not yet delivered */
+
+  guint burst_packets;          /* packets a record holds */
+  DqFlowRule *rules;            /* the rules that apply to this queue */
+  guint n_rules;
+
+  GMutex free_lock;
+  AfpBurstRec *free_recs;
+  AfpBurstRec *all_recs;
+
+  guint64 packets;
+  guint64 bytes;
+  guint64 bursts;
+  guint64 truncated;
+  guint64 drops_filtered;
+
+  GMutex stats_lock;
+  guint64 kernel_drops;
+} AfpRxQueue;
+
+/* RX ring geometry.
+ *  - block size: a power of two and a multiple of the page size, at most 1 MiB. It is
+ *    halved while the ring would have fewer than 8 blocks, but never below one page nor
+ *    below the room one max_packet_size frame takes (frame + AFP_RX_BLOCK_OVERHEAD): a
+ *    block is the unit the kernel hands over (latency) and the unit of reuse.
+ *  - blocks: ring_bytes / block size, the remainder unused; at least 2, so that the
+ *    kernel can fill one block while the other is read.
+ *  - retire timeout: burst_timeout_ns rounded up to whole ms (the kernel's unit), >= 1:
+ *    a partly filled block is handed over after that long.
+ */
+static gboolean
+rx_geometry_choose (const AfpPort * port, const DqRxConfig * config, AfpRxGeometry * geo,
+    GError ** error)
+{
+  gsize page = page_size ();
+  gsize ring = config->ring_bytes ? config->ring_bytes : AFP_RX_DEFAULT_RING;
+  guint max_packet = config->max_packet_size ? config->max_packet_size :
+      default_max_packet (port);
+
+  if (!check_max_packet ("RX", port, max_packet, error))
+    return FALSE;
+  if (ring < 2 * page || ring > AFP_RING_MAX) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "afpacket:%s: RX ring-bytes %" G_GSIZE_FORMAT " is out of range (allowed %"
+        G_GSIZE_FORMAT " .. %" G_GSIZE_FORMAT ", or 0 for %" G_GSIZE_FORMAT ")",
+        port->ifname, ring, 2 * page, AFP_RING_MAX, AFP_RX_DEFAULT_RING);
+    return FALSE;
+  }
+
+  gsize need = (gsize) max_packet + AFP_RX_BLOCK_OVERHEAD;
+  gsize block = MAX (AFP_RX_MAX_BLOCK, page);
+  while (block > page && ring / block < AFP_RX_PREFERRED_BLOCKS && block / 2 >= need)
+    block /= 2;
+  while (block < need)
+    block *= 2;
+  if (ring / block < 2) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "afpacket:%s: RX ring-bytes %" G_GSIZE_FORMAT " is too small for max-packet-size "
+        "%u: the ring needs at least 2 blocks of %" G_GSIZE_FORMAT " bytes (allowed: "
+        "ring-bytes >= %" G_GSIZE_FORMAT ")", port->ifname, ring, max_packet, block,
+        2 * block);
+    return FALSE;
+  }
+
+  guint64 tov = (config->burst_timeout_ns + 999999) / 1000000;
+  geo->block_size = block;
+  geo->n_blocks = (guint) (ring / block);
+  geo->retire_tov_ms = (guint) CLAMP (tov, 1, G_MAXUINT32);
+  geo->max_packet = max_packet;
+  return TRUE;
+}
+
+/* Rules with a queue key must name one of the element's queues; the rules without one,
+ * and those naming this queue, apply to this queue. */
+static gboolean
+rx_rules_select (AfpRxQueue * rxq, const DqRxConfig * config, GError ** error)
+{
+  for (guint i = 0; i < config->n_flows; i++) {
+    const DqFlowRule *rule = &config->flows[i];
+    if ((rule->keys & DQ_FLOW_QUEUE) && rule->queue >= config->n_queues) {
+      char *text = dq_flow_rule_to_string (rule);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
+          "afpacket:%s: flow rule %u (%s) sends to queue %u, but there %s only %u "
+          "queue%s (allowed queue=0 .. %u)", rxq->port->ifname, i + 1, text, rule->queue,
+          config->n_queues == 1 ? "is" : "are", config->n_queues,
+          config->n_queues == 1 ? "" : "s", config->n_queues - 1);
+      g_free (text);
+      return FALSE;
+    }
+  }
+  rxq->rules = g_new0 (DqFlowRule, MAX (config->n_flows, 1));
+  for (guint i = 0; i < config->n_flows; i++) {
+    const DqFlowRule *rule = &config->flows[i];
+    if (!(rule->keys & DQ_FLOW_QUEUE) || rule->queue == config->queue_index)
+      rxq->rules[rxq->n_rules++] = *rule;
+  }
+  return TRUE;
+}
+
+static gboolean
+rx_ring_map (AfpRxQueue * rxq, const AfpRxGeometry * geo, GError ** error)
+{
+  struct tpacket_req3 req;
+
+  memset (&req, 0, sizeof req);
+  req.tp_block_size = (unsigned int) geo->block_size;
+  req.tp_block_nr = geo->n_blocks;
+  /* TPACKET_V3 packs packets of any size into a block; the frame fields only have to
+   * be consistent (frame_nr = blocks * frames per block). */
+  req.tp_frame_size = (unsigned int) geo->block_size;
+  req.tp_frame_nr = geo->n_blocks;
+  req.tp_retire_blk_tov = geo->retire_tov_ms;
+  if (setsockopt (rxq->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) != 0) {
+    int err = errno;
+    g_set_error (error, DQ_ERROR, err == ENOMEM ? DQ_ERROR_CONFIG : DQ_ERROR_IO,
+        "afpacket:%s: cannot create the RX ring (%u blocks of %" G_GSIZE_FORMAT
+        " bytes): %s", rxq->port->ifname, geo->n_blocks, geo->block_size, g_strerror (err));
+    return FALSE;
+  }
+
+  rxq->ring_size = geo->block_size * geo->n_blocks;
+  void *ring = mmap (NULL, rxq->ring_size, PROT_READ | PROT_WRITE,
+      MAP_SHARED | MAP_POPULATE, rxq->fd, 0);
+  if (ring == MAP_FAILED) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_IO,
+        "afpacket:%s: cannot map the RX ring (%" G_GSIZE_FORMAT " bytes): %s",
+        rxq->port->ifname, rxq->ring_size, g_strerror (errno));
+    rxq->ring_size = 0;
+    return FALSE;
+  }
+  rxq->ring = ring;
+  rxq->block_size = geo->block_size;
+  rxq->n_blocks = geo->n_blocks;
+  rxq->block_refs = g_new0 (gint, geo->n_blocks);
+  rxq->walked_seq = g_new0 (guint64, geo->n_blocks);
+  return TRUE;
+}
+
+/* The socket filter of this queue: the flow rules as classic BPF (returning the snap
+ * length), or with no rules a one-instruction program that keeps max_packet bytes. */
+static gboolean
+rx_filter_attach (AfpRxQueue * rxq, const DqRxConfig * config, guint max_packet,
+    GError ** error)
+{
+  if (config->n_flows == 0) {
+    struct sock_filter keep[] = { BPF_STMT (BPF_RET | BPF_K, max_packet) };
+    return packet_attach_filter (rxq->fd, keep, G_N_ELEMENTS (keep), rxq->port, error);
+  }
+  guint n_insns = 0;
+  int queue = config->n_queues > 1 ? (int) config->queue_index : -1;
+  struct sock_filter *insns = dq_flow_compile_bpf (config->flows, config->n_flows,
+      DQ_FLOW_BPF_FILTER, queue, max_packet, &n_insns, error);
+  if (insns == NULL)
+    return FALSE;
+  gboolean ok = packet_attach_filter (rxq->fd, insns, n_insns, rxq->port, error);
+  g_free (insns);
+  return ok;
+}
+
+/* Joins the fanout group that spreads the port's traffic over the element's queues:
+ * by flow hash, or by the rules' queue keys (a CBPF program shared by the group). */
+static gboolean
+rx_fanout_join (AfpRxQueue * rxq, const DqRxConfig * config, GError ** error)
+{
+  gboolean by_rule = FALSE;
+  for (guint i = 0; i < config->n_flows; i++)
+    if (config->flows[i].keys & DQ_FLOW_QUEUE)
+      by_rule = TRUE;
+
+  guint16 id = (guint16) (config->group_id & 0xffff);
+  int type = by_rule ? PACKET_FANOUT_CBPF : PACKET_FANOUT_HASH;
+  int arg = (int) id | (type << 16);
+  if (setsockopt (rxq->fd, SOL_PACKET, PACKET_FANOUT, &arg, sizeof arg) != 0) {
+    int err = errno;
+    g_set_error (error, DQ_ERROR, err == EINVAL || err == ENOSPC ? DQ_ERROR_BUSY :
+        DQ_ERROR_IO, "afpacket:%s: queue %u cannot join fanout group %u (%s): %s%s",
+        rxq->port->ifname, config->queue_index, id, by_rule ? "cbpf" : "hash",
+        g_strerror (err), err == EINVAL || err == ENOSPC ?
+        "; the group id is in use with other settings or is full, choose another" : "");
+    return FALSE;
+  }
+  if (!by_rule)
+    return TRUE;
+
+  guint n_insns = 0;
+  struct sock_filter *insns = dq_flow_compile_bpf (config->flows, config->n_flows,
+      DQ_FLOW_BPF_FANOUT, -1, 0, &n_insns, error);
+  if (insns == NULL)
+    return FALSE;
+  struct sock_fprog prog = { .len = (unsigned short) n_insns, .filter = insns };
+  gboolean ok = packet_setsockopt (rxq->fd, SOL_PACKET, PACKET_FANOUT_DATA, &prog,
+      sizeof prog, rxq->port, "the fanout program (PACKET_FANOUT_DATA)", error);
+  g_free (insns);
+  return ok;
+}
+
+/* Order matters: the socket (protocol 0) receives nothing until bound, so the ring, the
+ * filter and PACKET_IGNORE_OUTGOING are in place before the first packet can arrive.
+ * A fanout member must be bound before it joins; in between it would receive packets
+ * outside the group, so it binds with a drop-all filter, joins, and only then attaches
+ * its real filter. */
+static gboolean
+rx_socket_setup (AfpRxQueue * rxq, const DqRxConfig * config, const AfpRxGeometry * geo,
+    GError ** error)
+{
+  if (!packet_set_int (rxq->fd, PACKET_VERSION, TPACKET_V3, rxq->port,
+          "PACKET_VERSION (TPACKET_V3)", error))
+    return FALSE;
+  if (!rx_ring_map (rxq, geo, error))
+    return FALSE;
+
+  if (config->n_queues > 1) {
+    struct sock_filter drop[] = { BPF_STMT (BPF_RET | BPF_K, 0) };
+    if (!packet_attach_filter (rxq->fd, drop, G_N_ELEMENTS (drop), rxq->port, error))
+      return FALSE;
+  } else if (!rx_filter_attach (rxq, config, geo->max_packet, error)) {
+    return FALSE;
+  }
+  if (!packet_set_int (rxq->fd, PACKET_IGNORE_OUTGOING, 1, rxq->port,
+          "PACKET_IGNORE_OUTGOING", error))
+    return FALSE;
+  if (!packet_bind (rxq->fd, rxq->port, ETH_P_ALL, error))
+    return FALSE;
+  if (config->n_queues > 1) {
+    if (!rx_fanout_join (rxq, config, error))
+      return FALSE;
+    if (!rx_filter_attach (rxq, config, geo->max_packet, error))
+      return FALSE;
+  }
+  int one = 1;
+  /* best effort: keeps anyone holding the fd from swapping the filter */
+  (void) setsockopt (rxq->fd, SOL_SOCKET, SO_LOCK_FILTER, &one, sizeof one);
+  return TRUE;
+}
+
+static void
+afp_rxq_destroy (gpointer priv)
+{
+  AfpRxQueue *rxq = priv;
+
+  if (rxq == NULL)
+    return;
+  if (rxq->ring != NULL)
+    munmap (rxq->ring, rxq->ring_size);
+  if (rxq->fd >= 0)
+    close (rxq->fd);
+  if (rxq->wake_fd >= 0)
+    close (rxq->wake_fd);
+  for (AfpBurstRec * rec = rxq->all_recs; rec != NULL;) {
+    AfpBurstRec *next = rec->all_next;
+    g_free (rec);
+    rec = next;
+  }
+  g_free (rxq->block_refs);
+  g_free (rxq->walked_seq);
+  g_free (rxq->rules);
+  g_mutex_clear (&rxq->free_lock);
+  g_mutex_clear (&rxq->stats_lock);
+  g_free (rxq);
+}
+
+static gpointer
+afp_rxq_create (gpointer port_priv, const DqRxConfig * config, GError ** error)
+{
+  const AfpPort *port = port_priv;
+  AfpRxGeometry geo;
+
+  if (!rx_geometry_choose (port, config, &geo, error))
+    return NULL;
+
+  AfpRxQueue *rxq = g_new0 (AfpRxQueue, 1);
+  rxq->port = port;
+  rxq->fd = -1;
+  rxq->wake_fd = -1;
+  g_mutex_init (&rxq->free_lock);
+  g_mutex_init (&rxq->stats_lock);
+  /* a block cannot hold more packets than this, so larger records would never fill */
+  rxq->burst_packets = (guint) MIN ((gsize) config->burst_packets,
+      geo.block_size / AFP_RX_MIN_PACKET_ROOM);
+
+  if (!rx_rules_select (rxq, config, error))
+    goto fail;
+  rxq->wake_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (rxq->wake_fd < 0) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: eventfd() failed: %s",
+        port->ifname, g_strerror (errno));
+    goto fail;
+  }
+  rxq->fd = packet_socket_open (port, "RX", error);
+  if (rxq->fd < 0)
+    goto fail;
+  if (!rx_socket_setup (rxq, config, &geo, error))
+    goto fail;
+  return rxq;
+
+fail:
+  afp_rxq_destroy (rxq);
+  return NULL;
+}
+
+static struct tpacket_block_desc *
+ring_block_desc (AfpRxQueue * rxq, guint block)
+{
+  return (struct tpacket_block_desc *) (rxq->ring + (gsize) block * rxq->block_size);
+}
+
+static guint32
+ring_block_status (struct tpacket_block_desc *desc)
+{
+  /* The kernel fills a block, then publishes it by setting TP_STATUS_USER after a
+   * write barrier: everything read after this acquire load is the filled block. */
+  return __atomic_load_n (&desc->hdr.bh1.block_status, __ATOMIC_ACQUIRE);
+}
+
+/* Block `cur` holds packets we have not seen: the kernel handed it over, and it is not
+ * a block we walked that is still held (its status stays TP_STATUS_USER until the last
+ * burst of it is released; the kernel gives every block it opens a new seq_num). */
+static gboolean
+ring_block_ready (AfpRxQueue * rxq)
+{
+  struct tpacket_block_desc *desc = ring_block_desc (rxq, rxq->cur);
+  if (!(ring_block_status (desc) & TP_STATUS_USER))
+    return FALSE;
+  return desc->hdr.bh1.seq_num != rxq->walked_seq[rxq->cur];
+}
+
+static void
+ring_block_release (AfpRxQueue * rxq, guint block)
+{
+  struct tpacket_block_desc *desc = ring_block_desc (rxq, block);
+  /* Hand the block back: every read of its packets, in any thread, happened before the
+   * last reference was dropped; release order keeps them before the kernel's reuse. */
+  __atomic_store_n (&desc->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+}
+
+static void
+ring_block_put (AfpRxQueue * rxq, guint block)
+{
+  if (g_atomic_int_dec_and_test (&rxq->block_refs[block]))
+    ring_block_release (rxq, block);
+}
+
+static void
+ring_block_walk_begin (AfpRxQueue * rxq)
+{
+  struct tpacket_block_desc *desc = ring_block_desc (rxq, rxq->cur);
+
+  rxq->walked_seq[rxq->cur] = desc->hdr.bh1.seq_num;
+  g_atomic_int_set (&rxq->block_refs[rxq->cur], 1);
+  rxq->walk_pkt = (guint8 *) desc + desc->hdr.bh1.offset_to_first_pkt;
+  rxq->walk_left = desc->hdr.bh1.num_pkts;
+  rxq->walking = TRUE;
+}
+
+static void
+ring_block_walk_end (AfpRxQueue * rxq)
+{
+  guint block = rxq->cur;
+
+  rxq->walking = FALSE;
+  rxq->walk_left = 0;
+  rxq->cur = (rxq->cur + 1) % rxq->n_blocks;
+  ring_block_put (rxq, block);
+}
+
+static AfpBurstRec *
+burst_rec_get (AfpRxQueue * rxq)
+{
+  g_mutex_lock (&rxq->free_lock);
+  AfpBurstRec *rec = rxq->free_recs;
+  if (rec != NULL)
+    rxq->free_recs = rec->next;
+  g_mutex_unlock (&rxq->free_lock);
+  if (rec != NULL)
+    return rec;
+
+  rec = g_malloc (sizeof (AfpBurstRec) + rxq->burst_packets * sizeof (DqPacket));
+  rec->next = NULL;
+  /* all_recs is only written here, by the polling thread, and read at destroy */
+  rec->all_next = rxq->all_recs;
+  rxq->all_recs = rec;
+  return rec;
+}
+
+static void
+burst_rec_put (AfpRxQueue * rxq, AfpBurstRec * rec)
+{
+  g_mutex_lock (&rxq->free_lock);
+  rec->next = rxq->free_recs;
+  rxq->free_recs = rec;
+  g_mutex_unlock (&rxq->free_lock);
+}
+
+/* flow id of a packet, or FALSE when it matches none of this queue's rules */
+static gboolean
+rx_packet_classify (AfpRxQueue * rxq, const guint8 * frame, guint len, int vlan,
+    guint32 * flow_id)
+{
+  *flow_id = 0;
+  if (rxq->n_rules == 0)
+    return TRUE;
+  int idx = dq_flow_match (rxq->rules, rxq->n_rules, frame, len, vlan);
+  if (idx < 0)
+    return FALSE;
+  if (rxq->rules[idx].keys & DQ_FLOW_MARK)
+    *flow_id = rxq->rules[idx].mark;
+  return TRUE;
+}
+
+/* Cuts the next burst (at most burst_packets packets) from block `cur`. Returns the
+ * number of packets delivered; packets that match no rule are skipped. */
+static guint
+rx_burst_cut (AfpRxQueue * rxq, DqBurst * burst)
+{
+  guint8 *block = (guint8 *) ring_block_desc (rxq, rxq->cur);
+  guint8 *block_end = block + rxq->block_size;
+  AfpBurstRec *rec = burst_rec_get (rxq);
+  guint8 *first = NULL, *end = NULL;
+  guint n = 0;
+  guint64 bytes = 0, truncated = 0, filtered = 0;
+
+  while (rxq->walk_left > 0 && n < rxq->burst_packets) {
+    struct tpacket3_hdr *hdr = (struct tpacket3_hdr *) rxq->walk_pkt;
+    guint8 *frame = rxq->walk_pkt + hdr->tp_mac;
+
+    if (G_UNLIKELY (rxq->walk_pkt + sizeof *hdr > block_end ||
+            frame + hdr->tp_snaplen > block_end)) {
+      g_warning ("afpacket:%s: malformed packet header in RX block %u; skipping the rest "
+          "of the block", rxq->port->ifname, rxq->cur);
+      rxq->walk_left = 0;
+      break;
+    }
+    rxq->walk_left--;
+    rxq->walk_pkt += hdr->tp_next_offset;
+
+    int vlan = -1;
+    guint32 flags = 0;
+    if (hdr->tp_status & TP_STATUS_VLAN_VALID) {
+      vlan = hdr->hv1.tp_vlan_tci & 0x0fff;
+      flags |= DQ_PACKET_FLAG_VLAN | ((guint32) vlan << 16);
+    }
+    guint32 flow_id;
+    if (!rx_packet_classify (rxq, frame, hdr->tp_snaplen, vlan, &flow_id)) {
+      filtered++;
+      continue;
+    }
+    if (hdr->tp_snaplen < hdr->tp_len) {
+      flags |= DQ_PACKET_FLAG_TRUNCATED;
+      truncated++;
+    }
+    if (first == NULL)
+      first = (guint8 *) hdr;
+
+    DqPacket *pkt = &rec->packets[n++];
+    pkt->offset = (guint32) (frame - first);
+    pkt->length = hdr->tp_snaplen;
+    pkt->flow_id = flow_id;
+    pkt->flags = flags;
+    pkt->timestamp = (guint64) hdr->tp_sec * G_GUINT64_CONSTANT (1000000000) + hdr->tp_nsec;
+    end = frame + hdr->tp_snaplen;
+    bytes += hdr->tp_snaplen;
+  }
+
+  if (n > 0) {
+    g_atomic_int_inc (&rxq->block_refs[rxq->cur]);
+    rec->block = rxq->cur;
+    burst->data = first;
+    burst->size = (gsize) (end - first);
+    burst->n_packets = n;
+    burst->packets = rec->packets;
+    burst->memory = DQ_MEMORY_HOST;
+    burst->range = rec;
+    counter_add (&rxq->packets, n);
+    counter_add (&rxq->bytes, bytes);
+    counter_add (&rxq->bursts, 1);
+    counter_add (&rxq->truncated, truncated);
+  } else {
+    burst_rec_put (rxq, rec);
+  }
+  if (filtered > 0)
+    counter_add (&rxq->drops_filtered, filtered);
+  if (rxq->walk_left == 0)
+    ring_block_walk_end (rxq);
+  return n;
+}
+
+/* The socket reported an error (POLLERR). ENETDOWN means the link went down: the
+ * kernel re-attaches the socket when the interface comes back up, so keep waiting,
+ * unless the interface is gone altogether. */
+static int
+rx_socket_error (AfpRxQueue * rxq, GError ** error)
+{
+  int err = 0;
+  socklen_t len = sizeof err;
+  char name[IF_NAMESIZE];
+
+  if (getsockopt (rxq->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+    err = errno;
+  if (err == 0 || err == ENETDOWN) {
+    if (if_indextoname ((unsigned int) rxq->port->ifindex, name) == NULL) {
+      g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
+          "afpacket:%s: the interface was removed", rxq->port->ifname);
+      return -1;
+    }
+    return 1;
+  }
+  g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: receive error: %s",
+      rxq->port->ifname, g_strerror (err));
+  return -1;
+}
+
+/* Waits for the kernel to hand over a block, for a wakeup, or for the deadline
+ * (monotonic ns, -1 for none). Returns 1 to look at the ring again, 0 when woken or
+ * timed out, -1 on error. */
+static int
+rx_wait (AfpRxQueue * rxq, gint64 deadline, GError ** error)
+{
+  struct pollfd pfd[2] = {
+    {.fd = rxq->fd,.events = POLLIN},
+    {.fd = rxq->wake_fd,.events = POLLIN},
+  };
+  gint64 wait_ns = -1;
+
+  if (deadline >= 0) {
+    wait_ns = deadline - mono_now_ns ();
+    if (wait_ns <= 0)
+      return 0;
+  }
+  /* The kernel reports POLLIN while the block before the one it fills is not
+   * TP_STATUS_KERNEL. While we still hold that block (bursts not yet released) POLLIN
+   * is always set and says nothing: sleep in short slices instead of spinning. */
+  guint prev = (rxq->cur + rxq->n_blocks - 1) % rxq->n_blocks;
+  if (ring_block_status (ring_block_desc (rxq, prev)) != TP_STATUS_KERNEL ||
+      !(ring_block_status (ring_block_desc (rxq, rxq->cur)) == TP_STATUS_KERNEL)) {
+    pfd[0].events = 0;
+    wait_ns = wait_ns < 0 ? AFP_WAIT_SLICE_NS : MIN (wait_ns, AFP_WAIT_SLICE_NS);
+  }
+
+  struct timespec ts = ns_to_timespec (wait_ns);
+  int r = ppoll (pfd, 2, wait_ns < 0 ? NULL : &ts, NULL);
+  if (r < 0) {
+    if (errno == EINTR)
+      return 1;
+    g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: poll() failed: %s",
+        rxq->port->ifname, g_strerror (errno));
+    return -1;
+  }
+  if (pfd[1].revents & POLLIN) {
+    eventfd_drain (rxq->wake_fd);
+    return 0;
+  }
+  if (pfd[0].revents & POLLERR)
+    return rx_socket_error (rxq, error);
+  return 1;
+}
+
+static int
+afp_rxq_poll (gpointer priv, DqBurst * burst, gint64 timeout_ns, GError ** error)
+{
+  AfpRxQueue *rxq = priv;
+  gint64 deadline = -1;
+  gboolean have_deadline = FALSE;
+
+  for (;;) {
+    if (rxq->walking) {
+      if (rx_burst_cut (rxq, burst) > 0)
+        return 1;
+      continue;
+    }
+    if (ring_block_ready (rxq)) {
+      ring_block_walk_begin (rxq);
+      continue;
+    }
+    if (!have_deadline) {
+      deadline = timeout_ns < 0 ? -1 : mono_now_ns () + timeout_ns;
+      have_deadline = TRUE;
+    }
+    int r = rx_wait (rxq, deadline, error);
+    if (r <= 0)
+      return r;
+  }
+}
+
+static void
+afp_rxq_release (gpointer priv, DqBurst * burst)
+{
+  AfpRxQueue *rxq = priv;
+  AfpBurstRec *rec = burst->range;
+
+  g_return_if_fail (rec != NULL);
+  guint block = rec->block;
+  burst->range = NULL;
+  burst->packets = NULL;
+  burst->n_packets = 0;
+  burst_rec_put (rxq, rec);
+  ring_block_put (rxq, block);
+}
+
+static void
+afp_rxq_wakeup (gpointer priv)
+{
+  AfpRxQueue *rxq = priv;
+  eventfd_signal (rxq->wake_fd);
+}
+
+static void
+afp_rxq_stats (gpointer priv, DqRxStats * stats)
+{
+  AfpRxQueue *rxq = priv;
+  struct tpacket_stats_v3 st;
+  socklen_t len = sizeof st;
+
+  /* reading PACKET_STATISTICS resets the kernel's counters: accumulate them */
+  g_mutex_lock (&rxq->stats_lock);
+  memset (&st, 0, sizeof st);
+  if (getsockopt (rxq->fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0)
+    rxq->kernel_drops += st.tp_drops;
+  stats->drops_ring_full = rxq->kernel_drops;
+  g_mutex_unlock (&rxq->stats_lock);
+
+  stats->packets = counter_get (&rxq->packets);
+  stats->bytes = counter_get (&rxq->bytes);
+  stats->bursts = counter_get (&rxq->bursts);
+  stats->truncated = counter_get (&rxq->truncated);
+  stats->drops_filtered = counter_get (&rxq->drops_filtered);
+}
+
+static gsize
+afp_rxq_ring_bytes (gpointer priv)
+{
+  AfpRxQueue *rxq = priv;
+  return rxq->ring_size;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* TX queue */
+
+typedef struct {
+  AfpPort *port;
+  int fd;
+  int wake_fd;
+  guint8 *ring;
+  gsize ring_size;
+  gsize slot_size;
+  guint n_slots;
+  guint max_packet;
+  guint frame_limit;            /* port MTU + Ethernet header, refreshed when exceeded */
+
+  /* sender state, one sending thread */
+  guint head;                   /* next slot to fill */
+  guint tail;                   /* oldest slot handed to the kernel */
+  guint in_flight;              /* slots handed to the kernel, not yet reclaimed */
+
+  guint64 packets;
+  guint64 bytes;
+  guint64 bursts;
+  guint64 errors;
+  guint64 ring_full_waits;
+} AfpTxQueue;
+
+/* TX ring geometry: a slot is the power of two >= TPACKET2_HDRLEN + max_packet_size;
+ * blocks are 64 KiB (or one slot, or one page, whichever is larger) and the ring holds
+ * ring_bytes / block blocks; slots never straddle blocks, so slot i is at i * slot. */
+static gboolean
+tx_geometry_check (AfpTxQueue * txq, const DqTxConfig * config, gsize * block,
+    guint * n_blocks, GError ** error)
+{
+  gsize page = page_size ();
+  gsize ring = config->ring_bytes ? config->ring_bytes : AFP_TX_DEFAULT_RING;
+
+  txq->max_packet = config->max_packet_size ? config->max_packet_size :
+      default_max_packet (txq->port);
+  if (!check_max_packet ("TX", txq->port, txq->max_packet, error))
+    return FALSE;
+  txq->slot_size = pow2_at_least (TPACKET2_HDRLEN + txq->max_packet);
+  *block = MAX (MAX (txq->slot_size, page), (gsize) 64 << 10);
+  while (*block > txq->slot_size && *block > page && ring / *block < 2)
+    *block /= 2;
+  gsize min_ring = MAX (2 * txq->slot_size, 2 * page);
+  if (ring < min_ring || ring > AFP_RING_MAX || ring / *block < 1) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "afpacket:%s: TX ring-bytes %" G_GSIZE_FORMAT " is out of range for "
+        "max-packet-size %u (allowed %" G_GSIZE_FORMAT " .. %" G_GSIZE_FORMAT ", or 0 for %"
+        G_GSIZE_FORMAT ")", txq->port->ifname, ring, txq->max_packet, min_ring,
+        AFP_RING_MAX, AFP_TX_DEFAULT_RING);
+    return FALSE;
+  }
+  g_assert (is_pow2 (*block) && *block % txq->slot_size == 0);
+  *n_blocks = (guint) (ring / *block);
+  txq->n_slots = (guint) (*n_blocks * (*block / txq->slot_size));
+  return TRUE;
+}
+
+static gboolean
+tx_ring_map (AfpTxQueue * txq, gsize block, guint n_blocks, GError ** error)
+{
+  struct tpacket_req req;
+
+  memset (&req, 0, sizeof req);
+  req.tp_block_size = (unsigned int) block;
+  req.tp_block_nr = n_blocks;
+  req.tp_frame_size = (unsigned int) txq->slot_size;
+  req.tp_frame_nr = txq->n_slots;
+  if (setsockopt (txq->fd, SOL_PACKET, PACKET_TX_RING, &req, sizeof req) != 0) {
+    int err = errno;
+    g_set_error (error, DQ_ERROR, err == ENOMEM ? DQ_ERROR_CONFIG : DQ_ERROR_IO,
+        "afpacket:%s: cannot create the TX ring (%u slots of %" G_GSIZE_FORMAT
+        " bytes): %s", txq->port->ifname, txq->n_slots, txq->slot_size, g_strerror (err));
+    return FALSE;
+  }
+  txq->ring_size = block * n_blocks;
+  void *ring = mmap (NULL, txq->ring_size, PROT_READ | PROT_WRITE,
+      MAP_SHARED | MAP_POPULATE, txq->fd, 0);
+  if (ring == MAP_FAILED) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_IO,
+        "afpacket:%s: cannot map the TX ring (%" G_GSIZE_FORMAT " bytes): %s",
+        txq->port->ifname, txq->ring_size, g_strerror (errno));
+    txq->ring_size = 0;
+    return FALSE;
+  }
+  txq->ring = ring;
+  return TRUE;
+}
+
+static void
+afp_txq_destroy (gpointer priv)
+{
+  AfpTxQueue *txq = priv;
+
+  if (txq == NULL)
+    return;
+  if (txq->ring != NULL)
+    munmap (txq->ring, txq->ring_size);
+  if (txq->fd >= 0)
+    close (txq->fd);
+  if (txq->wake_fd >= 0)
+    close (txq->wake_fd);
+  g_free (txq);
+}
+
+static gpointer
+afp_txq_create (gpointer port_priv, const DqTxConfig * config, GError ** error)
+{
+  AfpTxQueue *txq = g_new0 (AfpTxQueue, 1);
+  gsize block;
+  guint n_blocks;
+
+  txq->port = port_priv;
+  txq->fd = -1;
+  txq->wake_fd = -1;
+  txq->frame_limit = port_frame_limit (txq->port->mtu);
+  if (!tx_geometry_check (txq, config, &block, &n_blocks, error))
+    goto fail;
+  txq->wake_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (txq->wake_fd < 0) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: eventfd() failed: %s",
+        txq->port->ifname, g_strerror (errno));
+    goto fail;
+  }
+  txq->fd = packet_socket_open (txq->port, "TX", error);
+  if (txq->fd < 0)
+    goto fail;
+  /* PACKET_LOSS: a frame the kernel refuses is skipped (slot back to AVAILABLE) instead
+   * of stopping the ring at TP_STATUS_WRONG_FORMAT with no way to step over it. We
+   * check frames before they enter the ring, so this should never trigger. */
+  if (!packet_set_int (txq->fd, PACKET_VERSION, TPACKET_V2, txq->port,
+          "PACKET_VERSION (TPACKET_V2)", error) ||
+      !packet_set_int (txq->fd, PACKET_LOSS, 1, txq->port, "PACKET_LOSS", error) ||
+      !packet_set_int (txq->fd, PACKET_QDISC_BYPASS, 1, txq->port, "PACKET_QDISC_BYPASS",
+          error))
+    goto fail;
+  /* Frames in flight are charged to the send buffer; a send buffer smaller than the ring
+   * would stop the kernel half way through it. */
+  int sndbuf = (int) MIN (2 * (gsize) block * n_blocks, (gsize) G_MAXINT / 2);
+  if (setsockopt (txq->fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof sndbuf) != 0)
+    (void) setsockopt (txq->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+  if (!tx_ring_map (txq, block, n_blocks, error))
+    goto fail;
+  /* protocol 0: the socket only sends, it never receives */
+  if (!packet_bind (txq->fd, txq->port, 0, error))
+    goto fail;
+  return txq;
+
+fail:
+  afp_txq_destroy (txq);
+  return NULL;
+}
+
+static struct tpacket2_hdr *
+tx_slot (AfpTxQueue * txq, guint index)
+{
+  return (struct tpacket2_hdr *) (txq->ring + (gsize) index * txq->slot_size);
+}
+
+/* Takes back, in ring order, the slots the kernel is done with. */
+static void
+tx_slots_reclaim (AfpTxQueue * txq)
+{
+  guint64 errors = 0;
+
+  while (txq->in_flight > 0) {
+    struct tpacket2_hdr *hdr = tx_slot (txq, txq->tail);
+    /* the kernel sets AVAILABLE (maybe with timestamp bits) once the frame left */
+    guint32 status = __atomic_load_n (&hdr->tp_status, __ATOMIC_ACQUIRE);
+    if (status & (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING))
+      break;
+    if (status & TP_STATUS_WRONG_FORMAT) {
+      errors++;
+      __atomic_store_n (&hdr->tp_status, TP_STATUS_AVAILABLE, __ATOMIC_RELAXED);
+    }
+    txq->tail = (txq->tail + 1) % txq->n_slots;
+    txq->in_flight--;
+  }
+  if (errors > 0)
+    counter_add (&txq->errors, errors);
+}
+
+static struct tpacket2_hdr *
+tx_slot_next (AfpTxQueue * txq)
+{
+  if (txq->in_flight == txq->n_slots) {
+    tx_slots_reclaim (txq);
+    if (txq->in_flight == txq->n_slots)
+      return NULL;
+  }
+  return tx_slot (txq, txq->head);
+}
+
+/* Asks the kernel to send every slot flagged TP_STATUS_SEND_REQUEST. */
+static gboolean
+tx_kick (AfpTxQueue * txq, GError ** error)
+{
+  if (send (txq->fd, NULL, 0, MSG_DONTWAIT) >= 0)
+    return TRUE;
+  int err = errno;
+  /* no memory for an skb, or the device queue is full: the slots stay flagged and go
+   * out with the next kick */
+  if (err == EAGAIN || err == ENOBUFS || err == EINTR)
+    return TRUE;
+  g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: send failed: %s%s",
+      txq->port->ifname, g_strerror (err),
+      err == ENETDOWN ? " (the interface is down; queued frames go out once it is up)" : "");
+  return FALSE;
+}
+
+/* Waits for the kernel to finish a slot. Returns 1 to try again, 0 when woken, -1 on
+ * error. `slice_ns` bounds the wait: the kernel's POLLOUT looks at its own head, which
+ * is not always the slot we wait for. */
+static int
+tx_wait (AfpTxQueue * txq, short events, gint64 slice_ns, GError ** error)
+{
+  struct pollfd pfd[2] = {
+    {.fd = txq->fd,.events = events},
+    {.fd = txq->wake_fd,.events = POLLIN},
+  };
+  struct timespec ts = ns_to_timespec (slice_ns);
+
+  if (ppoll (pfd, 2, &ts, NULL) < 0 && errno != EINTR) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: poll() failed: %s",
+        txq->port->ifname, g_strerror (errno));
+    return -1;
+  }
+  if (pfd[1].revents & POLLIN) {
+    eventfd_drain (txq->wake_fd);
+    return 0;
+  }
+  return 1;
+}
+
+static guint
+tx_frame_limit (AfpTxQueue * txq, const guint8 * frame)
+{
+  if (frame[12] == 0x81 && frame[13] == 0x00)
+    return txq->frame_limit + AFP_VLAN_HLEN;
+  return txq->frame_limit;
+}
+
+/* Frames the kernel would refuse never enter the ring: shorter than an Ethernet header,
+ * longer than max_packet_size, or longer than the interface takes. */
+static gboolean
+tx_frame_acceptable (AfpTxQueue * txq, const guint8 * frame, guint32 len)
+{
+  guint mtu;
+
+  if (len < ETH_HLEN || len > txq->max_packet)
+    return FALSE;
+  if (len <= tx_frame_limit (txq, frame))
+    return TRUE;
+  /* maybe the MTU grew since we last looked */
+  if (!port_read_mtu (txq->port->ifname, &mtu))
+    return FALSE;
+  txq->frame_limit = port_frame_limit (mtu);
+  return len <= tx_frame_limit (txq, frame);
+}
+
+static int
+afp_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * lengths, guint n,
+    GError ** error)
+{
+  AfpTxQueue *txq = priv;
+  guint queued = 0;
+  guint64 bytes = 0, errors = 0;
+  int result = 0;
+
+  for (guint i = 0; i < n && result == 0; i++) {
+    if (!tx_frame_acceptable (txq, frames[i], lengths[i])) {
+      errors++;
+      continue;
+    }
+    struct tpacket2_hdr *hdr = tx_slot_next (txq);
+    if (hdr == NULL) {
+      counter_add (&txq->ring_full_waits, 1);
+      short events = POLLOUT;
+      while (hdr == NULL && result == 0) {
+        if (!tx_kick (txq, error)) {
+          result = -1;
+          break;
+        }
+        guint before = txq->in_flight;
+        int r = tx_wait (txq, events, AFP_WAIT_SLICE_NS, error);
+        if (r <= 0) {
+          result = -1;
+          break;
+        }
+        hdr = tx_slot_next (txq);
+        /* POLLOUT without progress: the kernel's head is free but ours is not */
+        events = (hdr == NULL && txq->in_flight == before) ? 0 : POLLOUT;
+      }
+      if (hdr == NULL)
+        break;
+    }
+    memcpy ((guint8 *) hdr + AFP_TX_DATA_OFFSET, frames[i], lengths[i]);
+    hdr->tp_len = lengths[i];
+    /* the kernel reads the frame once it sees SEND_REQUEST: publish with release */
+    __atomic_store_n (&hdr->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
+    txq->head = (txq->head + 1) % txq->n_slots;
+    txq->in_flight++;
+    queued++;
+    bytes += lengths[i];
+  }
+
+  if (queued > 0) {
+    GError *kick_error = NULL;
+    if (!tx_kick (txq, result == 0 ? error : &kick_error))
+      result = -1;
+    g_clear_error (&kick_error);
+    counter_add (&txq->packets, queued);
+    counter_add (&txq->bytes, bytes);
+    counter_add (&txq->bursts, 1);
+  }
+  if (errors > 0)
+    counter_add (&txq->errors, errors);
+  return result < 0 ? -1 : (int) queued;
+}
+
+static gboolean
+afp_txq_flush (gpointer priv, GError ** error)
+{
+  AfpTxQueue *txq = priv;
+
+  for (;;) {
+    tx_slots_reclaim (txq);
+    if (txq->in_flight == 0)
+      return TRUE;
+    if (!tx_kick (txq, error))
+      return FALSE;
+    tx_slots_reclaim (txq);
+    if (txq->in_flight == 0)
+      return TRUE;
+    int r = tx_wait (txq, 0, AFP_TX_FLUSH_SLICE_NS, error);
+    if (r <= 0)
+      return FALSE;
+  }
+}
+
+static void
+afp_txq_wakeup (gpointer priv)
+{
+  AfpTxQueue *txq = priv;
+  eventfd_signal (txq->wake_fd);
+}
+
+static void
+afp_txq_stats (gpointer priv, DqTxStats * stats)
+{
+  AfpTxQueue *txq = priv;
+
+  stats->packets = counter_get (&txq->packets);
+  stats->bytes = counter_get (&txq->bytes);
+  stats->bursts = counter_get (&txq->bursts);
+  stats->errors = counter_get (&txq->errors);
+  stats->ring_full_waits = counter_get (&txq->ring_full_waits);
+}
+
+const DqEngineOps dq_afpacket_engine = {
+  .name = "afpacket",
+  .description = "any Linux network interface through AF_PACKET (TPACKET_V3 RX ring, "
+      "TPACKET_V2 TX ring, fanout for several queues)",
+  .port_open = afp_port_open,
+  .port_close = afp_port_close,
+  .port_time = afp_port_time,
+  .rxq_create = afp_rxq_create,
+  .rxq_destroy = afp_rxq_destroy,
+  .rxq_poll = afp_rxq_poll,
+  .rxq_release = afp_rxq_release,
+  .rxq_wakeup = afp_rxq_wakeup,
+  .rxq_stats = afp_rxq_stats,
+  .rxq_ring_bytes = afp_rxq_ring_bytes,
+  .txq_create = afp_txq_create,
+  .txq_destroy = afp_txq_destroy,
+  .txq_send = afp_txq_send,
+  .txq_flush = afp_txq_flush,
+  .txq_wakeup = afp_txq_wakeup,
+  .txq_stats = afp_txq_stats,
+};

@@ -462,10 +462,11 @@ check_conflicts (const RuleText *rt, const DqFlowRule *rule, GError **error)
   return TRUE;
 }
 
+/* Tokens are separated by blanks of any kind: space, tab, newline, CR, VT, FF. */
 static gboolean
 is_space (char c)
 {
-  return g_ascii_isspace (c);
+  return c == ' ' || (c >= '\t' && c <= '\r');
 }
 
 /* Tokens of rt->text, separated by whitespace. */
@@ -661,7 +662,8 @@ read_frame_fields (const guint8 *frame, guint len, int vlan, FrameFields *f)
   guint l3 = 14, ihl, ver_ihl;
   guint16 type;
 
-  f->have = 0;
+  /* a few stores; keeps the compiler sure that no field is read unset */
+  memset (f, 0, sizeof *f);
   if (vlan >= 0) {
     f->have |= HAVE_VLAN;
     f->vlan = (guint16) (vlan & 0x0fff);        /* the VID bits of a TCI */

@@ -525,13 +525,15 @@ gst_daqiri_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
       r = dq_rxq_poll (gst_daqiri_rx_ring_queue (self->rings[q]), &burst, 0, &error);
     }
     if (r == 0) {
-      /* several queues: wake up to look at the others; stats messages: wake up to
-       * post them while no packet arrives */
+      /* several queues: wake up to look at the others; also wake up once a second
+       * (or every stats-interval) while nothing arrives, to report drops of a ring
+       * that downstream keeps full, and to post stats */
       q = self->next_ring;
-      gint64 wait = n == 1 ? -1 : (gint64) self->burst_timeout;
-      if (self->stats_interval > 0 && (wait < 0 || (guint64) wait > self->stats_interval))
-        wait = (gint64) MIN (self->stats_interval, (guint64) G_MAXINT64);
-      r = dq_rxq_poll (gst_daqiri_rx_ring_queue (self->rings[q]), &burst, wait, &error);
+      guint64 wait = n == 1 ? DROP_WARNING_INTERVAL_US * 1000 : self->burst_timeout;
+      if (self->stats_interval > 0)
+        wait = MIN (wait, self->stats_interval);
+      r = dq_rxq_poll (gst_daqiri_rx_ring_queue (self->rings[q]), &burst, (gint64) wait,
+          &error);
       if (r == 0) {
         self->next_ring = (q + 1) % n;
         check_stats (self);

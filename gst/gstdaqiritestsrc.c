@@ -1,0 +1,839 @@
+/**
+ * SECTION:element-daqiritestsrc
+ * @title: daqiritestsrc
+ * @short_description: generate bursts of daqiri test packets
+ *
+ * daqiritestsrc generates UDP/IPv4/Ethernet frames in the daqiri test-packet format
+ * (see daqiritestpacket.h in the daqiri library): every byte of a frame follows from the
+ * addresses and ports set here, the packet's sequence number and its flow index, so a
+ * receiver can check each packet with gst_daqiri_test_packet_check() and tell lost,
+ * reordered, truncated and corrupted packets apart.
+ *
+ * Each buffer is a burst of #GstDaqiriTestSrc:burst-packets frames laid out back to back
+ * in one block of system memory, every frame starting on a 64-byte boundary, with a
+ * #GstDaqiriPacketMeta listing them: the same shape as the bursts daqirisrc receives.
+ * Packet n (counting from 0) has sequence number n (modulo 2^32), flow index
+ * n mod #GstDaqiriTestSrc:flows (also its flow id in the meta) and a size between
+ * #GstDaqiriTestSrc:packet-size-min and #GstDaqiriTestSrc:packet-size-max picked by
+ * gst_daqiri_test_packet_size().
+ *
+ * With #GstDaqiriTestSrc:rate set, packet n is due at n / rate seconds after the first
+ * burst and a burst is pushed when its last packet is due, so the average rate is exact.
+ * The clock is the pipeline clock when #GstDaqiriTestSrc:is-live is set, the monotonic
+ * system clock otherwise. A buffer's PTS is the due time of its first packet in running
+ * time; without a rate, live buffers carry the running time at which they were made and
+ * other buffers carry none.
+ *
+ * ## Example launch lines
+ * |[
+ * gst-launch-1.0 daqiritestsrc num-packets=10000000 burst-packets=256 ! fakesink
+ * ]| as fast as the CPU can make them
+ * |[
+ * gst-launch-1.0 daqiritestsrc rate=1000000 flows=4 packet-size-max=1514 is-live=true ! \
+ *     daqirisink device=afpacket:veth0
+ * ]| one million packets per second on four UDP ports, 60 to 1514 bytes
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstdaqiritestsrc.h"
+
+#include <gst/daqiri/daqiripacketmeta.h>
+#include <gst/daqiri/daqiritestpacket.h>
+#include <arpa/inet.h>
+#include <string.h>
+
+GST_DEBUG_CATEGORY_STATIC (daqiritestsrc_debug);
+#define GST_CAT_DEFAULT daqiritestsrc_debug
+
+#define DEFAULT_NUM_PACKETS 0
+#define DEFAULT_BURST_PACKETS 64
+#define MAX_BURST_PACKETS 65535
+#define MIN_PACKET_SIZE GST_DAQIRI_TEST_PACKET_MIN_SIZE
+#define MAX_PACKET_SIZE 9216
+#define DEFAULT_PACKET_SIZE_MIN 60
+#define DEFAULT_PACKET_SIZE_MAX 60
+#define DEFAULT_FLOWS 1
+#define MAX_FLOWS 65535
+#define DEFAULT_RATE 0
+#define DEFAULT_SRC_MAC "02:00:00:00:00:01"
+#define DEFAULT_DST_MAC "02:00:00:00:00:02"
+#define DEFAULT_SRC "10.0.0.1"
+#define DEFAULT_DST "10.0.0.2"
+#define DEFAULT_SRC_PORT 5000
+#define DEFAULT_DST_PORT 6000
+#define DEFAULT_UDP_CHECKSUM TRUE
+#define DEFAULT_IS_LIVE FALSE
+
+/* every frame of a burst starts on a cache line */
+#define FRAME_ALIGN 64
+#define ALIGN_UP(x) (((x) + FRAME_ALIGN - 1) & ~(guint) (FRAME_ALIGN - 1))
+
+enum {
+  PROP_0,
+  PROP_NUM_PACKETS,
+  PROP_BURST_PACKETS,
+  PROP_PACKET_SIZE_MIN,
+  PROP_PACKET_SIZE_MAX,
+  PROP_FLOWS,
+  PROP_RATE,
+  PROP_SRC_MAC,
+  PROP_DST_MAC,
+  PROP_SRC,
+  PROP_DST,
+  PROP_SRC_PORT,
+  PROP_DST_PORT,
+  PROP_UDP_CHECKSUM,
+  PROP_IS_LIVE,
+  PROP_STATS,
+};
+
+struct _GstDaqiriTestSrc {
+  GstPushSrc parent;
+
+  /* properties, protected by the object lock */
+  guint64 num_packets;
+  guint burst_packets;
+  guint packet_size_min;
+  guint packet_size_max;
+  guint flows;
+  guint64 rate;
+  gchar *src_mac;
+  gchar *dst_mac;
+  gchar *src;
+  gchar *dst;
+  guint src_port;
+  guint dst_port;
+  gboolean udp_checksum;
+
+  /* what start() took from the properties; read only by the streaming thread */
+  GstDaqiriTestPacketParams params;
+  guint64 limit;
+  guint burst;
+  guint size_min;
+  guint size_max;
+  guint n_flows;
+  guint64 pps;
+  gboolean live;
+
+  /* streaming state */
+  guint64 next_packet;
+  guint next_flow;
+  GstClock *pacing_clock;       /* the clock the first due time was anchored on */
+  GstClockTime epoch;           /* running time (pipeline clock) or clock time (system
+                                 * clock) at which packet 0 was due */
+  gboolean on_pipeline_clock;
+
+  /* the pending wait, protected by the object lock so that unlock() can end it */
+  GstClockID clock_id;
+  gboolean flushing;
+
+  /* counters, protected by the object lock */
+  guint64 packets;
+  guint64 bytes;
+  guint64 bursts;
+};
+
+#define gst_daqiri_test_src_parent_class parent_class
+G_DEFINE_TYPE (GstDaqiriTestSrc, gst_daqiri_test_src, GST_TYPE_PUSH_SRC);
+GST_ELEMENT_REGISTER_DEFINE (daqiritestsrc, "daqiritestsrc", GST_RANK_NONE,
+    GST_TYPE_DAQIRI_TEST_SRC);
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE ", max-packet-size = (int) [ "
+        G_STRINGIFY (MIN_PACKET_SIZE) ", " G_STRINGIFY (MAX_PACKET_SIZE) " ]"));
+
+static GstStructure *
+make_stats (GstDaqiriTestSrc * self)
+{
+  GST_OBJECT_LOCK (self);
+  GstStructure *s = gst_structure_new ("application/x-daqiri-test-src-stats",
+      "packets", G_TYPE_UINT64, self->packets,
+      "bytes", G_TYPE_UINT64, self->bytes,
+      "bursts", G_TYPE_UINT64, self->bursts, NULL);
+  GST_OBJECT_UNLOCK (self);
+  return s;
+}
+
+static void
+gst_daqiri_test_src_set_property (GObject * object, guint prop_id, const GValue * value,
+    GParamSpec * pspec)
+{
+  GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (object);
+
+  /* gst_base_src_set_live() takes the object lock itself */
+  if (prop_id == PROP_IS_LIVE) {
+    gst_base_src_set_live (GST_BASE_SRC (self), g_value_get_boolean (value));
+    return;
+  }
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_NUM_PACKETS:
+      self->num_packets = g_value_get_uint64 (value);
+      break;
+    case PROP_BURST_PACKETS:
+      self->burst_packets = g_value_get_uint (value);
+      break;
+    case PROP_PACKET_SIZE_MIN:
+      self->packet_size_min = g_value_get_uint (value);
+      break;
+    case PROP_PACKET_SIZE_MAX:
+      self->packet_size_max = g_value_get_uint (value);
+      break;
+    case PROP_FLOWS:
+      self->flows = g_value_get_uint (value);
+      break;
+    case PROP_RATE:
+      self->rate = g_value_get_uint64 (value);
+      break;
+    case PROP_SRC_MAC:
+      g_free (self->src_mac);
+      self->src_mac = g_value_dup_string (value);
+      break;
+    case PROP_DST_MAC:
+      g_free (self->dst_mac);
+      self->dst_mac = g_value_dup_string (value);
+      break;
+    case PROP_SRC:
+      g_free (self->src);
+      self->src = g_value_dup_string (value);
+      break;
+    case PROP_DST:
+      g_free (self->dst);
+      self->dst = g_value_dup_string (value);
+      break;
+    case PROP_SRC_PORT:
+      self->src_port = g_value_get_uint (value);
+      break;
+    case PROP_DST_PORT:
+      self->dst_port = g_value_get_uint (value);
+      break;
+    case PROP_UDP_CHECKSUM:
+      self->udp_checksum = g_value_get_boolean (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_daqiri_test_src_get_property (GObject * object, guint prop_id, GValue * value,
+    GParamSpec * pspec)
+{
+  GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (object);
+
+  if (prop_id == PROP_STATS) {
+    g_value_take_boxed (value, make_stats (self));
+    return;
+  }
+  if (prop_id == PROP_IS_LIVE) {
+    g_value_set_boolean (value, gst_base_src_is_live (GST_BASE_SRC (self)));
+    return;
+  }
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_NUM_PACKETS:
+      g_value_set_uint64 (value, self->num_packets);
+      break;
+    case PROP_BURST_PACKETS:
+      g_value_set_uint (value, self->burst_packets);
+      break;
+    case PROP_PACKET_SIZE_MIN:
+      g_value_set_uint (value, self->packet_size_min);
+      break;
+    case PROP_PACKET_SIZE_MAX:
+      g_value_set_uint (value, self->packet_size_max);
+      break;
+    case PROP_FLOWS:
+      g_value_set_uint (value, self->flows);
+      break;
+    case PROP_RATE:
+      g_value_set_uint64 (value, self->rate);
+      break;
+    case PROP_SRC_MAC:
+      g_value_set_string (value, self->src_mac);
+      break;
+    case PROP_DST_MAC:
+      g_value_set_string (value, self->dst_mac);
+      break;
+    case PROP_SRC:
+      g_value_set_string (value, self->src);
+      break;
+    case PROP_DST:
+      g_value_set_string (value, self->dst);
+      break;
+    case PROP_SRC_PORT:
+      g_value_set_uint (value, self->src_port);
+      break;
+    case PROP_DST_PORT:
+      g_value_set_uint (value, self->dst_port);
+      break;
+    case PROP_UDP_CHECKSUM:
+      g_value_set_boolean (value, self->udp_checksum);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+/* "aa:bb:cc:dd:ee:ff": six bytes of two hex digits each, separated by ':' */
+static gboolean
+parse_mac (const gchar * text, guint8 mac[6])
+{
+  if (text == NULL || strlen (text) != 17)
+    return FALSE;
+  for (guint i = 0; i < 6; i++) {
+    const gchar *p = text + 3 * i;
+    gint hi = g_ascii_xdigit_value (p[0]);
+    gint lo = g_ascii_xdigit_value (p[1]);
+    if (hi < 0 || lo < 0 || (i < 5 && p[2] != ':'))
+      return FALSE;
+    mac[i] = (guint8) (hi << 4 | lo);
+  }
+  return TRUE;
+}
+
+static gboolean
+take_mac (GstDaqiriTestSrc * self, const gchar * property, const gchar * text,
+    guint8 mac[6])
+{
+  if (parse_mac (text, mac))
+    return TRUE;
+  GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+      ("property '%s': \"%s\" is not a MAC address; expected six two-digit hex bytes "
+          "separated by ':', like 02:00:00:00:00:01", property, GST_STR_NULL (text)),
+      (NULL));
+  return FALSE;
+}
+
+static gboolean
+take_ipv4 (GstDaqiriTestSrc * self, const gchar * property, const gchar * text,
+    guint32 * addr)
+{
+  struct in_addr in;
+
+  if (text != NULL && inet_pton (AF_INET, text, &in) == 1) {
+    *addr = g_ntohl (in.s_addr);
+    return TRUE;
+  }
+  GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+      ("property '%s': \"%s\" is not an IPv4 address; expected four decimal numbers "
+          "0-255 separated by '.', like 10.0.0.1", property, GST_STR_NULL (text)), (NULL));
+  return FALSE;
+}
+
+static gboolean
+gst_daqiri_test_src_start (GstBaseSrc * bsrc)
+{
+  GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (bsrc);
+  GstDaqiriTestPacketParams params;
+  gboolean ok = FALSE;
+
+  GST_OBJECT_LOCK (self);
+  gchar *src_mac = g_strdup (self->src_mac);
+  gchar *dst_mac = g_strdup (self->dst_mac);
+  gchar *src = g_strdup (self->src);
+  gchar *dst = g_strdup (self->dst);
+  guint size_min = self->packet_size_min;
+  guint size_max = self->packet_size_max;
+  guint flows = self->flows;
+  guint src_port = self->src_port;
+  guint dst_port = self->dst_port;
+  gboolean udp_checksum = self->udp_checksum;
+  self->limit = self->num_packets;
+  self->burst = self->burst_packets;
+  self->pps = self->rate;
+  self->packets = self->bytes = self->bursts = 0;
+  self->flushing = FALSE;
+  GST_OBJECT_UNLOCK (self);
+
+  if (size_min > size_max) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("property 'packet-size-min' (%u) is larger than property 'packet-size-max' "
+            "(%u); the sizes are drawn from packet-size-min..packet-size-max, so "
+            "packet-size-min must not exceed packet-size-max", size_min, size_max),
+        (NULL));
+    goto done;
+  }
+  if (dst_port + flows - 1 > G_MAXUINT16) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("property 'dst-port' (%u) with property 'flows' (%u): flow %u would use UDP "
+            "port %u, beyond 65535; flow f goes to dst-port + f, so dst-port may be at "
+            "most %u with %u flows", dst_port, flows, flows - 1, dst_port + flows - 1,
+            G_MAXUINT16 - (flows - 1), flows), (NULL));
+    goto done;
+  }
+  gst_daqiri_test_packet_params_init (&params);
+  if (!take_mac (self, "src-mac", src_mac, params.src_mac) ||
+      !take_mac (self, "dst-mac", dst_mac, params.dst_mac) ||
+      !take_ipv4 (self, "src", src, &params.src_ip) ||
+      !take_ipv4 (self, "dst", dst, &params.dst_ip))
+    goto done;
+  params.src_port = (guint16) src_port;
+  params.dst_port = (guint16) dst_port;
+  params.udp_checksum = udp_checksum;
+
+  self->params = params;
+  self->size_min = size_min;
+  self->size_max = size_max;
+  self->n_flows = flows;
+  self->live = gst_base_src_is_live (bsrc);
+  self->next_packet = 0;
+  self->next_flow = 0;
+  gst_clear_object (&self->pacing_clock);
+  GST_INFO_OBJECT (self, "%" G_GUINT64_FORMAT " packets (0: endless) in bursts of %u, "
+      "%u..%u bytes, %u flow(s), %" G_GUINT64_FORMAT " packets/s (0: unpaced), %s",
+      self->limit, self->burst, size_min, size_max, flows, self->pps,
+      self->live ? "live" : "not live");
+  ok = TRUE;
+
+done:
+  g_free (src_mac);
+  g_free (dst_mac);
+  g_free (src);
+  g_free (dst);
+  return ok;
+}
+
+static gboolean
+gst_daqiri_test_src_stop (GstBaseSrc * bsrc)
+{
+  GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (bsrc);
+
+  GST_OBJECT_LOCK (self);
+  GstClockID id = self->clock_id;
+  self->clock_id = NULL;
+  GST_OBJECT_UNLOCK (self);
+  if (id != NULL)
+    gst_clock_id_unref (id);
+  gst_clear_object (&self->pacing_clock);
+  return TRUE;
+}
+
+static gboolean
+gst_daqiri_test_src_negotiate (GstBaseSrc * bsrc)
+{
+  GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (bsrc);
+
+  GstCaps *caps = gst_caps_new_simple (GST_DAQIRI_PACKETS_MEDIA_TYPE,
+      "max-packet-size", G_TYPE_INT, (gint) self->size_max, NULL);
+  gboolean ok = gst_base_src_set_caps (bsrc, caps);
+  gst_caps_unref (caps);
+  return ok;
+}
+
+/* Our own pool of burst-sized buffers: one allocation per buffer the pool ever makes,
+ * none per burst once downstream hands buffers back. */
+static gboolean
+gst_daqiri_test_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
+{
+  GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (bsrc);
+  GstCaps *caps = NULL;
+  GstAllocationParams params;
+
+  gst_query_parse_allocation (query, &caps, NULL);
+  guint size = self->burst * ALIGN_UP (self->size_max);
+  GstBufferPool *pool = gst_buffer_pool_new ();
+  GstStructure *config = gst_buffer_pool_get_config (pool);
+  gst_allocation_params_init (&params);
+  params.align = FRAME_ALIGN - 1;
+  gst_buffer_pool_config_set_params (config, caps, size, 2, 0);
+  gst_buffer_pool_config_set_allocator (config, NULL, &params);
+  if (!gst_buffer_pool_set_config (pool, config)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("could not configure a pool of %u-byte burst buffers", size), (NULL));
+    gst_object_unref (pool);
+    return FALSE;
+  }
+  if (gst_query_get_n_allocation_pools (query) > 0)
+    gst_query_set_nth_allocation_pool (query, 0, pool, size, 2, 0);
+  else
+    gst_query_add_allocation_pool (query, pool, size, 2, 0);
+  gst_object_unref (pool);
+  return TRUE;
+}
+
+static gboolean
+gst_daqiri_test_src_query (GstBaseSrc * bsrc, GstQuery * query)
+{
+  GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (bsrc);
+
+  if (GST_QUERY_TYPE (query) == GST_QUERY_LATENCY && gst_base_src_is_live (bsrc)) {
+    /* a burst leaves when its last packet is due but is stamped with its first one's
+     * time: the difference is the latency */
+    GST_OBJECT_LOCK (self);
+    GstClockTime min = self->rate > 0 ? gst_util_uint64_scale_ceil (self->burst_packets -
+        1, GST_SECOND, self->rate) : 0;
+    GST_OBJECT_UNLOCK (self);
+    gst_query_set_latency (query, TRUE, min, GST_CLOCK_TIME_NONE);
+    return TRUE;
+  }
+  return GST_BASE_SRC_CLASS (parent_class)->query (bsrc, query);
+}
+
+static gboolean
+gst_daqiri_test_src_unlock (GstBaseSrc * bsrc)
+{
+  GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (bsrc);
+
+  GST_OBJECT_LOCK (self);
+  self->flushing = TRUE;
+  if (self->clock_id != NULL)
+    gst_clock_id_unschedule (self->clock_id);
+  GST_OBJECT_UNLOCK (self);
+  return TRUE;
+}
+
+static gboolean
+gst_daqiri_test_src_unlock_stop (GstBaseSrc * bsrc)
+{
+  GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (bsrc);
+
+  GST_OBJECT_LOCK (self);
+  self->flushing = FALSE;
+  GST_OBJECT_UNLOCK (self);
+  return TRUE;
+}
+
+/* Waits until @clock reads @time; FLUSHING when unlock() ended the wait. The clock id is
+ * kept and re-armed, so pacing allocates nothing per burst. */
+static GstFlowReturn
+wait_for (GstDaqiriTestSrc * self, GstClock * clock, GstClockTime time)
+{
+  GST_OBJECT_LOCK (self);
+  if (self->flushing) {
+    GST_OBJECT_UNLOCK (self);
+    return GST_FLOW_FLUSHING;
+  }
+  GstClockID id = self->clock_id;
+  if (id == NULL || !gst_clock_single_shot_id_reinit (clock, id, time)) {
+    if (id != NULL)
+      gst_clock_id_unref (id);
+    id = self->clock_id = gst_clock_new_single_shot_id (clock, time);
+  }
+  gst_clock_id_ref (id);
+  GST_OBJECT_UNLOCK (self);
+
+  GstClockReturn ret = gst_clock_id_wait (id, NULL);
+  gst_clock_id_unref (id);
+  if (ret == GST_CLOCK_UNSCHEDULED)
+    return GST_FLOW_FLUSHING;
+  return GST_FLOW_OK;
+}
+
+/* The pipeline clock and base time for a live source that has one, or else the system
+ * clock (monotonic) with no base time. */
+static GstClock *
+get_clock (GstDaqiriTestSrc * self, GstClockTime * base_time, gboolean * is_pipeline)
+{
+  GstElement *element = GST_ELEMENT_CAST (self);
+  GstClock *clock = NULL;
+
+  GST_OBJECT_LOCK (self);
+  if (self->live && element->clock != NULL) {
+    clock = gst_object_ref (element->clock);
+    *base_time = element->base_time;
+  }
+  GST_OBJECT_UNLOCK (self);
+  *is_pipeline = clock != NULL;
+  if (clock == NULL) {
+    clock = gst_system_clock_obtain ();
+    *base_time = 0;
+  }
+  return clock;
+}
+
+/* Paces the burst of packets [first, first + n): waits until its last packet is due and
+ * returns its first packet's due time as PTS. The due times are anchored at the first
+ * burst (and again whenever the clock changes), never at the previous burst, so a late
+ * burst does not shift the ones after it. */
+static GstFlowReturn
+pace_burst (GstDaqiriTestSrc * self, guint64 first, guint n, GstClockTime * pts,
+    GstClockTime * duration)
+{
+  GstClockTime base_time;
+  gboolean on_pipeline;
+  GstFlowReturn ret = GST_FLOW_OK;
+
+  *pts = GST_CLOCK_TIME_NONE;
+  *duration = GST_CLOCK_TIME_NONE;
+  if (self->pps == 0 && !self->live)
+    return GST_FLOW_OK;
+
+  GstClock *clock = get_clock (self, &base_time, &on_pipeline);
+  GstClockTime now = gst_clock_get_time (clock);
+
+  if (self->pps == 0) {
+    /* as fast as possible: a live buffer is stamped with when it was made */
+    if (on_pipeline)
+      *pts = now > base_time ? now - base_time : 0;
+    goto out;
+  }
+
+  GstClockTime first_due = gst_util_uint64_scale (first, GST_SECOND, self->pps);
+  GstClockTime last_due = gst_util_uint64_scale (first + n - 1, GST_SECOND, self->pps);
+  if (clock != self->pacing_clock) {
+    /* anchor: the first packet of this burst is due now */
+    GstClockTime local = on_pipeline ? (now > base_time ? now - base_time : 0) : now;
+    self->epoch = local > first_due ? local - first_due : 0;
+    gst_object_replace ((GstObject **) & self->pacing_clock, GST_OBJECT_CAST (clock));
+    self->on_pipeline_clock = on_pipeline;
+    GST_DEBUG_OBJECT (self, "pacing on %" GST_PTR_FORMAT ", packet 0 due at %"
+        GST_TIME_FORMAT, clock, GST_TIME_ARGS (self->epoch));
+  }
+
+  GstClockTime wake = base_time + self->epoch + last_due;
+  if (wake > now) {
+    ret = wait_for (self, clock, wake);
+    if (ret != GST_FLOW_OK)
+      goto out;
+  }
+  /* on the system clock running time starts with the first packet */
+  *pts = (on_pipeline ? self->epoch : 0) + first_due;
+  *duration = gst_util_uint64_scale (first + n, GST_SECOND, self->pps) - first_due;
+
+out:
+  gst_object_unref (clock);
+  return ret;
+}
+
+/* The packet meta rides along with the pool's buffer (flagged POOLED), so its descriptor
+ * array is allocated once per buffer, not once per burst. */
+static GstDaqiriPacketMeta *
+burst_meta (GstDaqiriTestSrc * self, GstBuffer * buf)
+{
+  GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
+  if (meta != NULL)
+    return meta;
+
+  GstDaqiriPacket *packets = g_new0 (GstDaqiriPacket, self->burst);
+  meta = gst_buffer_add_daqiri_packet_meta_full (buf, packets, 0, g_free, packets);
+  GST_META_FLAG_SET (meta, GST_META_FLAG_POOLED);
+  return meta;
+}
+
+static GstFlowReturn
+gst_daqiri_test_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
+{
+  GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (psrc);
+  GstBaseSrc *bsrc = GST_BASE_SRC (psrc);
+  GstClockTime pts, duration;
+  GstFlowReturn ret;
+  GstMapInfo map;
+
+  const guint64 first = self->next_packet;
+  if (self->limit != 0 && first >= self->limit)
+    return GST_FLOW_EOS;
+  guint n = self->burst;
+  if (self->limit != 0 && self->limit - first < n)
+    n = (guint) (self->limit - first);
+
+  ret = pace_burst (self, first, n, &pts, &duration);
+  if (ret != GST_FLOW_OK)
+    return ret;
+
+  GstBufferPool *pool = gst_base_src_get_buffer_pool (bsrc);
+  if (pool == NULL) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("no buffer pool was negotiated"),
+        (NULL));
+    return GST_FLOW_ERROR;
+  }
+  GstBuffer *buf = NULL;
+  ret = gst_buffer_pool_acquire_buffer (pool, &buf, NULL);
+  gst_object_unref (pool);
+  if (ret != GST_FLOW_OK)
+    return ret;
+  if (!gst_buffer_map (buf, &map, GST_MAP_WRITE)) {
+    gst_buffer_unref (buf);
+    GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("could not map a burst buffer"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+
+  if (map.size < (gsize) self->burst * ALIGN_UP (self->size_max)) {
+    gst_buffer_unmap (buf, &map);
+    gst_buffer_unref (buf);
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("a burst buffer holds %" G_GSIZE_FORMAT " bytes, a burst needs up to %u",
+            map.size, self->burst * ALIGN_UP (self->size_max)), (NULL));
+    return GST_FLOW_ERROR;
+  }
+
+  GstDaqiriPacketMeta *meta = burst_meta (self, buf);
+  GstDaqiriPacket *pkt = meta->packets;
+  const GstDaqiriTestPacketParams *params = &self->params;
+  const guint size_min = self->size_min, size_max = self->size_max;
+  const guint n_flows = self->n_flows;
+  guint flow = self->next_flow;
+  guint offset = 0, end = 0;
+  guint64 bytes = 0;
+
+  for (guint i = 0; i < n; i++) {
+    const guint32 seq = (guint32) (first + i);
+    const guint size = size_min == size_max ? size_min :
+        gst_daqiri_test_packet_size (size_min, size_max, seq);
+    gst_daqiri_test_packet_write (params, map.data + offset, size, seq, flow);
+    pkt[i].offset = offset;
+    pkt[i].length = size;
+    pkt[i].flow_id = flow;
+    pkt[i].flags = 0;
+    pkt[i].timestamp = 0;
+    end = offset + size;
+    offset += ALIGN_UP (size);
+    bytes += size;
+    if (++flow == n_flows)
+      flow = 0;
+  }
+  meta->n_packets = n;
+  gst_buffer_unmap (buf, &map);
+  gst_buffer_set_size (buf, end);
+
+  self->next_packet = first + n;
+  self->next_flow = flow;
+  GST_BUFFER_PTS (buf) = pts;
+  GST_BUFFER_DURATION (buf) = duration;
+  GST_BUFFER_OFFSET (buf) = first;
+  GST_BUFFER_OFFSET_END (buf) = first + n;
+
+  GST_OBJECT_LOCK (self);
+  self->packets += n;
+  self->bytes += bytes;
+  self->bursts++;
+  GST_OBJECT_UNLOCK (self);
+
+  *outbuf = buf;
+  return GST_FLOW_OK;
+}
+
+static void
+gst_daqiri_test_src_finalize (GObject * object)
+{
+  GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (object);
+
+  g_free (self->src_mac);
+  g_free (self->dst_mac);
+  g_free (self->src);
+  g_free (self->dst);
+  if (self->clock_id != NULL)
+    gst_clock_id_unref (self->clock_id);
+  gst_clear_object (&self->pacing_clock);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+static void
+gst_daqiri_test_src_class_init (GstDaqiriTestSrcClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstBaseSrcClass *basesrc_class = GST_BASE_SRC_CLASS (klass);
+  GstPushSrcClass *pushsrc_class = GST_PUSH_SRC_CLASS (klass);
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_READY;
+
+  gobject_class->set_property = gst_daqiri_test_src_set_property;
+  gobject_class->get_property = gst_daqiri_test_src_get_property;
+  gobject_class->finalize = gst_daqiri_test_src_finalize;
+
+  g_object_class_install_property (gobject_class, PROP_NUM_PACKETS,
+      g_param_spec_uint64 ("num-packets", "Number of packets",
+          "Packets to send before EOS (the last burst may be short); 0: never stop",
+          0, G_MAXUINT64, DEFAULT_NUM_PACKETS, rw));
+  g_object_class_install_property (gobject_class, PROP_BURST_PACKETS,
+      g_param_spec_uint ("burst-packets", "Burst packets",
+          "Packets in one buffer", 1, MAX_BURST_PACKETS, DEFAULT_BURST_PACKETS, rw));
+  g_object_class_install_property (gobject_class, PROP_PACKET_SIZE_MIN,
+      g_param_spec_uint ("packet-size-min", "Smallest packet size",
+          "Smallest frame in bytes, from the Ethernet header to the end of the UDP "
+          "payload (no FCS); must not exceed packet-size-max",
+          MIN_PACKET_SIZE, MAX_PACKET_SIZE, DEFAULT_PACKET_SIZE_MIN, rw));
+  g_object_class_install_property (gobject_class, PROP_PACKET_SIZE_MAX,
+      g_param_spec_uint ("packet-size-max", "Largest packet size",
+          "Largest frame in bytes (no FCS); packet sizes cover packet-size-min.."
+          "packet-size-max evenly in a scrambled order",
+          MIN_PACKET_SIZE, MAX_PACKET_SIZE, DEFAULT_PACKET_SIZE_MAX, rw));
+  g_object_class_install_property (gobject_class, PROP_FLOWS,
+      g_param_spec_uint ("flows", "Flows",
+          "Number of flows, taken in turn packet by packet: flow f is sent to UDP port "
+          "dst-port + f and has flow id f in the packet meta",
+          1, MAX_FLOWS, DEFAULT_FLOWS, rw));
+  g_object_class_install_property (gobject_class, PROP_RATE,
+      g_param_spec_uint64 ("rate", "Rate",
+          "Packets per second; a burst leaves when its last packet is due. 0: as fast "
+          "as possible", 0, G_MAXUINT64, DEFAULT_RATE, rw));
+  g_object_class_install_property (gobject_class, PROP_SRC_MAC,
+      g_param_spec_string ("src-mac", "Source MAC",
+          "Ethernet source address, as aa:bb:cc:dd:ee:ff", DEFAULT_SRC_MAC, rw));
+  g_object_class_install_property (gobject_class, PROP_DST_MAC,
+      g_param_spec_string ("dst-mac", "Destination MAC",
+          "Ethernet destination address, as aa:bb:cc:dd:ee:ff", DEFAULT_DST_MAC, rw));
+  g_object_class_install_property (gobject_class, PROP_SRC,
+      g_param_spec_string ("src", "Source address",
+          "IPv4 source address, dotted decimal", DEFAULT_SRC, rw));
+  g_object_class_install_property (gobject_class, PROP_DST,
+      g_param_spec_string ("dst", "Destination address",
+          "IPv4 destination address, dotted decimal", DEFAULT_DST, rw));
+  g_object_class_install_property (gobject_class, PROP_SRC_PORT,
+      g_param_spec_uint ("src-port", "Source port",
+          "UDP source port", 0, G_MAXUINT16, DEFAULT_SRC_PORT, rw));
+  g_object_class_install_property (gobject_class, PROP_DST_PORT,
+      g_param_spec_uint ("dst-port", "Destination port",
+          "UDP destination port of flow 0; flow f uses dst-port + f, which must not "
+          "exceed 65535", 0, G_MAXUINT16, DEFAULT_DST_PORT, rw));
+  g_object_class_install_property (gobject_class, PROP_UDP_CHECKSUM,
+      g_param_spec_boolean ("udp-checksum", "UDP checksum",
+          "Compute the UDP checksum; off: the checksum field is 0 (none)",
+          DEFAULT_UDP_CHECKSUM, rw));
+  g_object_class_install_property (gobject_class, PROP_IS_LIVE,
+      g_param_spec_boolean ("is-live", "Is live",
+          "Act as a live source: produce only in PLAYING, pace and timestamp against "
+          "the pipeline clock", DEFAULT_IS_LIVE, rw));
+  g_object_class_install_property (gobject_class, PROP_STATS,
+      g_param_spec_boxed ("stats", "Statistics",
+          "Counters since the element last started: packets, bytes (frame bytes, no "
+          "FCS), bursts", GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class, "daqiri test packet source",
+      "Source/Network",
+      "Generates bursts of checkable UDP/IPv4/Ethernet test packets, optionally paced",
+      "daqiri developers");
+
+  basesrc_class->start = GST_DEBUG_FUNCPTR (gst_daqiri_test_src_start);
+  basesrc_class->stop = GST_DEBUG_FUNCPTR (gst_daqiri_test_src_stop);
+  basesrc_class->negotiate = GST_DEBUG_FUNCPTR (gst_daqiri_test_src_negotiate);
+  basesrc_class->decide_allocation =
+      GST_DEBUG_FUNCPTR (gst_daqiri_test_src_decide_allocation);
+  basesrc_class->query = GST_DEBUG_FUNCPTR (gst_daqiri_test_src_query);
+  basesrc_class->unlock = GST_DEBUG_FUNCPTR (gst_daqiri_test_src_unlock);
+  basesrc_class->unlock_stop = GST_DEBUG_FUNCPTR (gst_daqiri_test_src_unlock_stop);
+  pushsrc_class->create = GST_DEBUG_FUNCPTR (gst_daqiri_test_src_create);
+
+  GST_DEBUG_CATEGORY_INIT (daqiritestsrc_debug, "daqiritestsrc", 0,
+      "daqiri test packet source");
+}
+
+static void
+gst_daqiri_test_src_init (GstDaqiriTestSrc * self)
+{
+  self->num_packets = DEFAULT_NUM_PACKETS;
+  self->burst_packets = DEFAULT_BURST_PACKETS;
+  self->packet_size_min = DEFAULT_PACKET_SIZE_MIN;
+  self->packet_size_max = DEFAULT_PACKET_SIZE_MAX;
+  self->flows = DEFAULT_FLOWS;
+  self->rate = DEFAULT_RATE;
+  self->src_mac = g_strdup (DEFAULT_SRC_MAC);
+  self->dst_mac = g_strdup (DEFAULT_DST_MAC);
+  self->src = g_strdup (DEFAULT_SRC);
+  self->dst = g_strdup (DEFAULT_DST);
+  self->src_port = DEFAULT_SRC_PORT;
+  self->dst_port = DEFAULT_DST_PORT;
+  self->udp_checksum = DEFAULT_UDP_CHECKSUM;
+
+  gst_base_src_set_live (GST_BASE_SRC (self), DEFAULT_IS_LIVE);
+  gst_base_src_set_format (GST_BASE_SRC (self), GST_FORMAT_TIME);
+}

@@ -3,5 +3,6 @@
 #define GST_DAQIRI_H
 
 #include <gst/daqiri/daqiripacketmeta.h>
+#include <gst/daqiri/daqiritestpacket.h>
 
 #endif

@@ -253,8 +253,9 @@ udp_port_for_test (void)
   return (guint16) (20000 + (getpid () % 20000));
 }
 
+/* Sends n datagrams numbered first..first+n-1: payload byte 0 = number, byte j = number*13+j */
 static void
-send_udp (guint16 port, guint n, guint size)
+send_udp (guint16 port, guint first, guint n, guint size)
 {
   int fd = socket (AF_INET, SOCK_DGRAM, 0);
   struct sockaddr_in to = {.sin_family = AF_INET,.sin_port = htons (port) };
@@ -262,7 +263,7 @@ send_udp (guint16 port, guint n, guint size)
   guint8 payload[2048];
 
   fail_unless (fd >= 0);
-  for (guint i = 0; i < n; i++) {
+  for (guint i = first; i < first + n; i++) {
     for (guint j = 0; j < size; j++)
       payload[j] = (guint8) (i * 13 + j);
     payload[0] = (guint8) i;
@@ -348,10 +349,10 @@ GST_START_TEST (test_src_loopback_udp)
   fail_unless_equals_int (max, 9216);
   gst_caps_unref (caps);
 
-  send_udp (port, 100, 200);
+  send_udp (port, 0, 100, 200);
   /* traffic on other ports never reaches the ring */
-  send_udp (port + 1, 50, 100);
-  send_udp (port, 100, 200);
+  send_udp (port + 1, 0, 50, 100);
+  send_udp (port, 100, 100, 200);
   guint got = pull_and_check (h, 200, 200, 77);
   fail_unless_equals_int (got, 200);
   fail_unless (gst_harness_try_pull (h) == NULL);
@@ -416,8 +417,11 @@ check_pts_with_clock (GstClock * forced)
   if (forced != NULL)
     gst_pipeline_use_clock (GST_PIPELINE (pipeline), forced);
   GstElement *sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  /* the socket exists once the state change returns; the live pipeline completes its
+   * change to PLAYING with the first buffer */
   fail_unless (gst_element_set_state (pipeline,
           GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
+  send_udp (port, 0, 5, 64);
   fail_unless (gst_element_get_state (pipeline, NULL, NULL,
           5 * GST_SECOND) == GST_STATE_CHANGE_SUCCESS);
   GstClock *clock = gst_pipeline_get_clock (GST_PIPELINE (pipeline));
@@ -425,7 +429,6 @@ check_pts_with_clock (GstClock * forced)
     fail_unless (g_str_has_prefix (GST_OBJECT_NAME (clock), "daqiri-afpacket:lo"),
         "pipeline clock is %s", GST_OBJECT_NAME (clock));
 
-  send_udp (port, 5, 64);
   for (guint i = 0; i < 5; i++) {
     GstSample *sample = gst_app_sink_try_pull_sample (GST_APP_SINK (sink), 5 * GST_SECOND);
     fail_unless (sample != NULL);
@@ -465,14 +468,20 @@ GST_START_TEST (test_src_pts)
 
 GST_END_TEST;
 
+static GstStaticPadTemplate harness_src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+
 /* A burst whose descriptors point outside its buffer: the good packets are sent, the bad
  * ones counted as malformed and never read. */
 GST_START_TEST (test_sink_malformed_descriptors)
 {
   if (!have_raw_socket ())
     return;
-  GstHarness *h = gst_harness_new_with_padnames ("daqirisink", "sink", NULL);
-  g_object_set (h->element, "device", "afpacket:lo", NULL);
+  /* a harnessed sink starts at once: configure it first */
+  GstElement *sink = gst_element_factory_make ("daqirisink", NULL);
+  g_object_set (sink, "device", "afpacket:lo", NULL);
+  GstHarness *h = gst_harness_new_full (sink, &harness_src_template, "sink", NULL, NULL);
+  gst_object_unref (sink);
   gst_harness_set_src_caps_str (h, GST_DAQIRI_PACKETS_MEDIA_TYPE);
 
   GstBuffer *buf = gst_buffer_new_allocate (NULL, 1000, NULL);
