@@ -8,8 +8,9 @@
  * in software on delivery, to find each packet's mark. Several queues of one element
  * share the traffic through PACKET_FANOUT.
  *
- * TX: one TPACKET_V2 ring per queue with PACKET_QDISC_BYPASS; frames are copied into
- * slots, flagged TP_STATUS_SEND_REQUEST and sent by one send() per burst.
+ * TX: one TPACKET_V2 ring per queue with PACKET_QDISC_BYPASS (no qdisc, and no copy to
+ * packet taps: tcpdump on the sending interface does not see these frames); frames are
+ * copied into slots, flagged TP_STATUS_SEND_REQUEST and sent by one send() per burst.
  *
  * Timestamps are the kernel's software receive time, on CLOCK_REALTIME.
  */
@@ -31,6 +32,11 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+
+/* Linux >= 6.2; the Debian 12 UAPI headers (6.1) lack it */
+#ifndef PACKET_FANOUT_FLAG_IGNORE_OUTGOING
+#define PACKET_FANOUT_FLAG_IGNORE_OUTGOING 0x4000
+#endif
 
 #define AFP_RX_DEFAULT_RING ((gsize) 64 << 20)
 #define AFP_TX_DEFAULT_RING ((gsize) 4 << 20)
@@ -57,10 +63,20 @@
 #define AFP_WAIT_SLICE_NS G_GINT64_CONSTANT (1000000)
 #define AFP_TX_FLUSH_SLICE_NS G_GINT64_CONSTANT (100000)
 
+/* A fanout group of the port: the queues of one element (one DqRxConfig.group_id). */
+typedef struct {
+  guint32 group_id;
+  guint16 fanout_id;            /* the kernel's id, unique in the network namespace */
+  guint members;
+} AfpFanout;
+
 typedef struct {
   int ifindex;
   char ifname[IF_NAMESIZE];
   guint mtu;
+
+  GMutex lock;                  /* protects fanouts (queues come and go in any thread) */
+  GArray *fanouts;              /* AfpFanout */
 } AfpPort;
 
 /* ---------------------------------------------------------------------------------- */
@@ -160,7 +176,9 @@ port_read_mtu (const char *ifname, guint * mtu)
     *mtu = (guint) ifr.ifr_mtu;
     ok = TRUE;
   }
+  int err = errno;
   close (s);
+  errno = err;
   return ok;
 }
 
@@ -236,8 +254,8 @@ packet_bind (int fd, const AfpPort * port, guint16 protocol, GError ** error)
   if (bind (fd, (struct sockaddr *) &sll, sizeof sll) == 0)
     return TRUE;
   int err = errno;
-  g_set_error (error, DQ_ERROR, err == ENODEV ? DQ_ERROR_DEVICE : DQ_ERROR_IO, "afpacket:%s: binding to the interface failed: %s", port->ifname,
-      g_strerror (err));
+  g_set_error (error, DQ_ERROR, err == ENODEV ? DQ_ERROR_DEVICE : DQ_ERROR_IO,
+      "afpacket:%s: binding to the interface failed: %s", port->ifname, g_strerror (err));
   return FALSE;
 }
 
@@ -288,7 +306,8 @@ afp_port_open (const char *arg, DqPortInfo * info, GError ** error)
   }
   /* Bursts carry Ethernet frames: interfaces without an Ethernet header (tun, ip
    * tunnels, ...) would deliver bare IP packets. */
-  if (ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER && ifr.ifr_hwaddr.sa_family != ARPHRD_LOOPBACK) {
+  if (ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER &&
+      ifr.ifr_hwaddr.sa_family != ARPHRD_LOOPBACK) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
         "afpacket:%s: not an Ethernet interface (ARPHRD type %u); the afpacket engine "
         "needs Ethernet framing", arg, ifr.ifr_hwaddr.sa_family);
@@ -298,15 +317,18 @@ afp_port_open (const char *arg, DqPortInfo * info, GError ** error)
   memcpy (info->mac, ifr.ifr_hwaddr.sa_data, sizeof info->mac);
   close (s);
 
-  AfpPort *port = g_new0 (AfpPort, 1);
-  port->ifindex = (int) ifindex;
-  g_strlcpy (port->ifname, arg, sizeof port->ifname);
-  if (!port_read_mtu (arg, &port->mtu)) {
+  guint mtu;
+  if (!port_read_mtu (arg, &mtu)) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "afpacket:%s: cannot read the MTU: %s",
         arg, g_strerror (errno));
-    g_free (port);
     return NULL;
   }
+  AfpPort *port = g_new0 (AfpPort, 1);
+  port->ifindex = (int) ifindex;
+  port->mtu = mtu;
+  g_strlcpy (port->ifname, arg, sizeof port->ifname);
+  g_mutex_init (&port->lock);
+  port->fanouts = g_array_new (FALSE, FALSE, sizeof (AfpFanout));
   info->mtu = port->mtu;
   info->clock_id = CLOCK_REALTIME;
   info->clock_name = "CLOCK_REALTIME (kernel software timestamps)";
@@ -316,7 +338,11 @@ afp_port_open (const char *arg, DqPortInfo * info, GError ** error)
 static void
 afp_port_close (gpointer priv)
 {
-  g_free (priv);
+  AfpPort *port = priv;
+
+  g_array_unref (port->fanouts);
+  g_mutex_clear (&port->lock);
+  g_free (port);
 }
 
 static guint64
@@ -367,9 +393,11 @@ typedef struct {
 } AfpRxGeometry;
 
 typedef struct {
-  const AfpPort *port;
+  AfpPort *port;
   int fd;
   int wake_fd;
+  gboolean in_fanout;           /* a member of port's fanout group `group_id` */
+  guint32 group_id;
   guint8 *ring;
   gsize ring_size;
   gsize block_size;
@@ -544,26 +572,93 @@ rx_filter_attach (AfpRxQueue * rxq, const DqRxConfig * config, guint max_packet,
   return ok;
 }
 
+static AfpFanout *
+port_fanout_find (AfpPort * port, guint32 group_id)
+{
+  for (guint i = 0; i < port->fanouts->len; i++) {
+    AfpFanout *f = &g_array_index (port->fanouts, AfpFanout, i);
+    if (f->group_id == group_id)
+      return f;
+  }
+  return NULL;
+}
+
+static void
+port_fanout_leave (AfpPort * port, guint32 group_id)
+{
+  g_mutex_lock (&port->lock);
+  for (guint i = 0; i < port->fanouts->len; i++) {
+    AfpFanout *f = &g_array_index (port->fanouts, AfpFanout, i);
+    if (f->group_id == group_id && --f->members == 0) {
+      g_array_remove_index_fast (port->fanouts, i);
+      break;
+    }
+  }
+  g_mutex_unlock (&port->lock);
+}
+
+/* setsockopt (PACKET_FANOUT). The group receives through its own hook, so the members'
+ * PACKET_IGNORE_OUTGOING does not apply there: the group needs the flag too (Linux >=
+ * 6.2; without it, older kernels). */
+static int
+fanout_setsockopt (int fd, guint16 id, int type_flags)
+{
+  int arg = (int) id | ((type_flags | PACKET_FANOUT_FLAG_IGNORE_OUTGOING) << 16);
+  if (setsockopt (fd, SOL_PACKET, PACKET_FANOUT, &arg, sizeof arg) == 0)
+    return 0;
+  if (errno != EINVAL)
+    return -1;
+  arg = (int) id | (type_flags << 16);
+  return setsockopt (fd, SOL_PACKET, PACKET_FANOUT, &arg, sizeof arg);
+}
+
 /* Joins the fanout group that spreads the port's traffic over the element's queues:
- * by flow hash, or by the rules' queue keys (a CBPF program shared by the group). */
+ * by flow hash, or by the rules' queue keys (a CBPF program shared by the group).
+ * Fanout ids are 16 bits per network namespace: instead of group_id & 0xffff, which
+ * two elements could share, the first queue of a group asks the kernel for an unused
+ * id (PACKET_FANOUT_FLAG_UNIQUEID) and the port hands it to the group's other queues. */
 static gboolean
 rx_fanout_join (AfpRxQueue * rxq, const DqRxConfig * config, GError ** error)
 {
+  AfpPort *port = rxq->port;
   gboolean by_rule = FALSE;
   for (guint i = 0; i < config->n_flows; i++)
     if (config->flows[i].keys & DQ_FLOW_QUEUE)
       by_rule = TRUE;
-
-  guint16 id = (guint16) (config->group_id & 0xffff);
   int type = by_rule ? PACKET_FANOUT_CBPF : PACKET_FANOUT_HASH;
-  int arg = (int) id | (type << 16);
-  if (setsockopt (rxq->fd, SOL_PACKET, PACKET_FANOUT, &arg, sizeof arg) != 0) {
-    int err = errno;
+
+  g_mutex_lock (&port->lock);
+  AfpFanout *group = port_fanout_find (port, config->group_id);
+  guint16 id = group != NULL ? group->fanout_id : 0;
+  int r = group != NULL ? fanout_setsockopt (rxq->fd, id, type) :
+      fanout_setsockopt (rxq->fd, 0, type | PACKET_FANOUT_FLAG_UNIQUEID);
+  int err = errno;
+  if (r == 0 && group == NULL) {
+    /* read back the id the kernel chose */
+    int val = 0;
+    socklen_t len = sizeof val;
+    if (getsockopt (rxq->fd, SOL_PACKET, PACKET_FANOUT, &val, &len) == 0) {
+      AfpFanout f = {.group_id = config->group_id,.fanout_id = (guint16) (val & 0xffff) };
+      g_array_append_val (port->fanouts, f);
+      group = port_fanout_find (port, config->group_id);
+      id = f.fanout_id;
+    } else {
+      r = -1;
+      err = errno;
+    }
+  }
+  if (r == 0) {
+    group->members++;
+    rxq->in_fanout = TRUE;
+    rxq->group_id = config->group_id;
+  }
+  g_mutex_unlock (&port->lock);
+
+  if (r != 0) {
     g_set_error (error, DQ_ERROR, err == EINVAL || err == ENOSPC ? DQ_ERROR_BUSY :
-        DQ_ERROR_IO, "afpacket:%s: queue %u cannot join fanout group %u (%s): %s%s",
-        rxq->port->ifname, config->queue_index, id, by_rule ? "cbpf" : "hash",
-        g_strerror (err), err == EINVAL || err == ENOSPC ?
-        "; the group id is in use with other settings or is full, choose another" : "");
+        DQ_ERROR_IO, "afpacket:%s: queue %u of group %u cannot join its fanout group "
+        "(%s, kernel id %u): %s", rxq->port->ifname, config->queue_index,
+        config->group_id, by_rule ? "cbpf" : "hash", id, g_strerror (err));
     return FALSE;
   }
   if (!by_rule)
@@ -631,6 +726,8 @@ afp_rxq_destroy (gpointer priv)
     munmap (rxq->ring, rxq->ring_size);
   if (rxq->fd >= 0)
     close (rxq->fd);
+  if (rxq->in_fanout)
+    port_fanout_leave (rxq->port, rxq->group_id);
   if (rxq->wake_fd >= 0)
     close (rxq->wake_fd);
   for (AfpBurstRec * rec = rxq->all_recs; rec != NULL;) {
@@ -649,7 +746,7 @@ afp_rxq_destroy (gpointer priv)
 static gpointer
 afp_rxq_create (gpointer port_priv, const DqRxConfig * config, GError ** error)
 {
-  const AfpPort *port = port_priv;
+  AfpPort *port = port_priv;
   AfpRxGeometry geo;
 
   if (!rx_geometry_choose (port, config, &geo, error))
@@ -800,7 +897,6 @@ static guint
 rx_burst_cut (AfpRxQueue * rxq, DqBurst * burst)
 {
   guint8 *block = (guint8 *) ring_block_desc (rxq, rxq->cur);
-  guint8 *block_end = block + rxq->block_size;
   AfpBurstRec *rec = burst_rec_get (rxq);
   guint8 *first = NULL, *end = NULL;
   guint n = 0;
@@ -808,15 +904,17 @@ rx_burst_cut (AfpRxQueue * rxq, DqBurst * burst)
 
   while (rxq->walk_left > 0 && n < rxq->burst_packets) {
     struct tpacket3_hdr *hdr = (struct tpacket3_hdr *) rxq->walk_pkt;
-    guint8 *frame = rxq->walk_pkt + hdr->tp_mac;
+    gsize at = (gsize) (rxq->walk_pkt - block);
 
-    if (G_UNLIKELY (rxq->walk_pkt + sizeof *hdr > block_end ||
-            frame + hdr->tp_snaplen > block_end)) {
+    /* the kernel wrote these offsets; never follow one out of the block */
+    if (G_UNLIKELY (at + sizeof *hdr > rxq->block_size ||
+            at + hdr->tp_mac + (gsize) hdr->tp_snaplen > rxq->block_size)) {
       g_warning ("afpacket:%s: malformed packet header in RX block %u; skipping the rest "
           "of the block", rxq->port->ifname, rxq->cur);
       rxq->walk_left = 0;
       break;
     }
+    guint8 *frame = rxq->walk_pkt + hdr->tp_mac;
     rxq->walk_left--;
     rxq->walk_pkt += hdr->tp_next_offset;
 
@@ -915,10 +1013,11 @@ rx_wait (AfpRxQueue * rxq, gint64 deadline, GError ** error)
   }
   /* The kernel reports POLLIN while the block before the one it fills is not
    * TP_STATUS_KERNEL. While we still hold that block (bursts not yet released) POLLIN
-   * is always set and says nothing: sleep in short slices instead of spinning. */
+   * is always set and says nothing; and while we hold the block it would fill next,
+   * only our release can make progress: sleep in short slices instead of spinning. */
   guint prev = (rxq->cur + rxq->n_blocks - 1) % rxq->n_blocks;
   if (ring_block_status (ring_block_desc (rxq, prev)) != TP_STATUS_KERNEL ||
-      !(ring_block_status (ring_block_desc (rxq, rxq->cur)) == TP_STATUS_KERNEL)) {
+      ring_block_status (ring_block_desc (rxq, rxq->cur)) != TP_STATUS_KERNEL) {
     pfd[0].events = 0;
     wait_ns = wait_ns < 0 ? AFP_WAIT_SLICE_NS : MIN (wait_ns, AFP_WAIT_SLICE_NS);
   }
@@ -1285,11 +1384,12 @@ afp_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * lengt
     GError ** error)
 {
   AfpTxQueue *txq = priv;
-  guint queued = 0;
+  guint queued = 0, consumed = 0;
   guint64 bytes = 0, errors = 0;
-  int result = 0;
+  gboolean failed = FALSE, woken = FALSE;
 
-  for (guint i = 0; i < n && result == 0; i++) {
+  for (; consumed < n && !failed && !woken; consumed++) {
+    guint i = consumed;
     if (!tx_frame_acceptable (txq, frames[i], lengths[i])) {
       errors++;
       continue;
@@ -1298,23 +1398,25 @@ afp_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * lengt
     if (hdr == NULL) {
       counter_add (&txq->ring_full_waits, 1);
       short events = POLLOUT;
-      while (hdr == NULL && result == 0) {
+      while (hdr == NULL) {
         if (!tx_kick (txq, error)) {
-          result = -1;
+          failed = TRUE;
           break;
         }
         guint before = txq->in_flight;
         int r = tx_wait (txq, events, AFP_WAIT_SLICE_NS, error);
-        if (r <= 0) {
-          result = -1;
+        if (r < 0)
+          failed = TRUE;
+        if (r == 0)
+          woken = TRUE;
+        if (r <= 0)
           break;
-        }
         hdr = tx_slot_next (txq);
         /* POLLOUT without progress: the kernel's head is free but ours is not */
         events = (hdr == NULL && txq->in_flight == before) ? 0 : POLLOUT;
       }
       if (hdr == NULL)
-        break;
+        break;                  /* frame i stays unconsumed */
     }
     memcpy ((guint8 *) hdr + AFP_TX_DATA_OFFSET, frames[i], lengths[i]);
     hdr->tp_len = lengths[i];
@@ -1328,8 +1430,8 @@ afp_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * lengt
 
   if (queued > 0) {
     GError *kick_error = NULL;
-    if (!tx_kick (txq, result == 0 ? error : &kick_error))
-      result = -1;
+    if (!tx_kick (txq, failed ? &kick_error : error))
+      failed = TRUE;
     g_clear_error (&kick_error);
     counter_add (&txq->packets, queued);
     counter_add (&txq->bytes, bytes);
@@ -1337,7 +1439,7 @@ afp_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * lengt
   }
   if (errors > 0)
     counter_add (&txq->errors, errors);
-  return result < 0 ? -1 : (int) queued;
+  return failed ? -1 : (int) consumed;
 }
 
 static gboolean

@@ -6,9 +6,10 @@
  *
  * The receive contract: dq_rxq_poll() returns a DqBurst, a run of packets that all lie in
  * one contiguous ring range [data, data + size). The range stays owned by the caller until
- * dq_rxq_release() hands it back; the engine reuses ring memory only after every burst that
- * covers it was released. Holding bursts makes the ring run dry: the engine then drops
- * packets and counts them (DqRxStats.drops_ring_full), it never overwrites held memory.
+ * dq_rxq_release() hands it back (from any thread, in any order); the engine reuses ring
+ * memory only after every burst that covers it was released. Holding bursts makes the ring
+ * run dry: the engine then drops packets and counts them (DqRxStats.drops_ring_full), it
+ * never overwrites held memory.
  */
 #ifndef DAQIRI_ENGINE_H
 #define DAQIRI_ENGINE_H
@@ -72,7 +73,9 @@ typedef struct {
   guint64 burst_timeout_ns;   /* flush a partial burst after this long */
   gsize ring_bytes;           /* ring memory of this queue */
   guint max_packet_size;      /* largest frame kept whole; longer ones are truncated */
-  const DqFlowRule *flows;    /* rules whose queue is this queue's index, or any */
+  const DqFlowRule *flows;    /* every rule of the queue set (the same array for each
+                               * queue); a queue takes those without a queue key and
+                               * those naming its index */
   guint n_flows;
   guint queue_index;          /* 0 .. n_queues-1 */
   guint n_queues;             /* queues that share this port's traffic (fanout) */
@@ -130,8 +133,10 @@ typedef struct {
 
   gpointer (*txq_create) (gpointer port, const DqTxConfig *config, GError **error);
   void (*txq_destroy) (gpointer txq);
-  /* sends all n frames, waiting for ring space; returns frames queued, -1 on error
-   * (with *error set) or when woken (without) */
+  /* Sends the n frames in order, waiting for ring space. Returns how many frames were
+   * consumed: queued for sending, or refused (too short, too long) and counted in
+   * DqTxStats.errors. That is n unless a wakeup ended the wait early; then the caller
+   * passes the rest again. -1 with *error set when the port failed. */
   int (*txq_send) (gpointer txq, const guint8 *const *frames, const guint32 *lengths,
       guint n, GError **error);
   gboolean (*txq_flush) (gpointer txq, GError **error);

@@ -415,6 +415,15 @@ emit_filter (Prog *p, const DqFlowRule *rules, guint n_rules, int queue,
   stmt (p, BPF_RET | BPF_K, 0);
 }
 
+/* A ^= A >> shift, through X. */
+static void
+emit_xor_shift (Prog *p, guint32 shift)
+{
+  stmt (p, BPF_MISC | BPF_TAX, 0);
+  stmt (p, BPF_ALU | BPF_RSH | BPF_K, shift);
+  stmt (p, BPF_ALU | BPF_XOR | BPF_X, 0);
+}
+
 /* When the skb carries no receive hash (0: the NIC gave none and nothing computed
  * one, common on veth and for locally sent packets), hash the fields read above so
  * that flows still spread over the fanout members:
@@ -436,18 +445,11 @@ emit_hash (Prog *p)
     stmt (p, BPF_LD | BPF_MEM, xor_slots[i]);
     stmt (p, BPF_ALU | BPF_XOR | BPF_X, 0);
   }
-  /* A ^= A >> s, through X */
-#define XOR_SHIFT(s) G_STMT_START { \
-    stmt (p, BPF_MISC | BPF_TAX, 0); \
-    stmt (p, BPF_ALU | BPF_RSH | BPF_K, s); \
-    stmt (p, BPF_ALU | BPF_XOR | BPF_X, 0); \
-  } G_STMT_END
-  XOR_SHIFT (16);
+  emit_xor_shift (p, 16);
   stmt (p, BPF_ALU | BPF_MUL | BPF_K, 0x7feb352d);
-  XOR_SHIFT (15);
+  emit_xor_shift (p, 15);
   stmt (p, BPF_ALU | BPF_MUL | BPF_K, 0x846ca68b);
-  XOR_SHIFT (16);
-#undef XOR_SHIFT
+  emit_xor_shift (p, 16);
   bind_label (p, done);
   stmt (p, BPF_RET | BPF_A, 0);
 }

@@ -263,7 +263,8 @@ parse_proto (const char *s, gsize len, DqFlowRule *rule)
   guint i;
 
   for (i = 0; i < G_N_ELEMENTS (names); i++) {
-    if (len == strlen (names[i].name) && g_ascii_strncasecmp (s, names[i].name, len) == 0) {
+    if (len == strlen (names[i].name)
+        && g_ascii_strncasecmp (s, names[i].name, len) == 0) {
       rule->proto = names[i].number;
       return VALUE_OK;
     }
@@ -354,11 +355,14 @@ parse_queue (const char *s, gsize len, DqFlowRule *rule)
   return r;
 }
 
+#define ALLOWED_IPV4 \
+  "an IPv4 address A.B.C.D (octets 0..255) with an optional /0..32 prefix"
+
 /* Indexed by the bit number of the DqFlowKeys value. */
 static const KeyInfo key_info[N_KEYS] = {
   {"proto", parse_proto, "udp, tcp, icmp or a protocol number 0..255"},
-  {"src", parse_src, "an IPv4 address A.B.C.D (octets 0..255) with an optional /0..32 prefix"},
-  {"dst", parse_dst, "an IPv4 address A.B.C.D (octets 0..255) with an optional /0..32 prefix"},
+  {"src", parse_src, ALLOWED_IPV4},
+  {"dst", parse_dst, ALLOWED_IPV4},
   {"src-port", parse_src_port, "0..65535"},
   {"dst-port", parse_dst_port, "0..65535"},
   {"ethertype", parse_ethertype, "0x0600..0xffff (hex with 0x, or decimal 1536..65535)"},
@@ -383,46 +387,59 @@ lookup_key (const char *s, gsize len)
 
 /* ---- rules ---- */
 
+/* 'dst-port=x' is <what>; dst-port takes <allowed> */
+static gboolean
+value_error (const RuleText *rt, GError **error, const char *tok, gsize len,
+    const char *what, const KeyInfo *info)
+{
+  g_autofree char *shown = show_text (tok, len);
+
+  return rule_error (rt, error, "'%s' %s; %s takes %s", shown, what, info->name,
+      info->allowed);
+}
+
 static gboolean
 parse_token (RuleText *rt, const char *tok, gsize len, DqFlowRule *rule, GError **error)
 {
   const char *eq = memchr (tok, '=', len);
-  g_autofree char *shown = show_text (tok, len);
   const KeyInfo *info;
   gsize key_len;
   int k;
 
-  if (!eq)
-    return rule_error (rt, error, "'%s' is not key=value; keys are " ALL_KEYS_TEXT, shown);
+  if (!eq) {
+    g_autofree char *shown = show_text (tok, len);
+
+    return rule_error (rt, error, "'%s' is not key=value; keys are " ALL_KEYS_TEXT,
+        shown);
+  }
   key_len = (gsize) (eq - tok);
   k = lookup_key (tok, key_len);
   if (k < 0) {
     g_autofree char *key = show_text (tok, key_len);
+    g_autofree char *shown = show_text (tok, len);
 
     return rule_error (rt, error, "unknown key '%s' in '%s'; keys are " ALL_KEYS_TEXT,
         key, shown);
   }
   info = &key_info[k];
   if (rule->keys & (1u << k)) {
+    g_autofree char *shown = show_text (tok, len);
     g_autofree char *first = show_text (rt->token[k], rt->token_len[k]);
 
     return rule_error (rt, error, "'%s' repeats key %s (already '%s'); each key may "
         "appear once per rule", shown, info->name, first);
   }
   if (key_len + 1 == len)
-    return rule_error (rt, error, "'%s' has no value; %s takes %s", shown, info->name,
-        info->allowed);
+    return value_error (rt, error, tok, len, "has no value", info);
 
   switch (info->parse (eq + 1, len - key_len - 1, rule)) {
     case VALUE_OK:
       break;
     case VALUE_INVALID:
-      return rule_error (rt, error, "'%s' is not valid; %s takes %s", shown, info->name,
-          info->allowed);
+      return value_error (rt, error, tok, len, "is not valid", info);
     case VALUE_RANGE:
     default:
-      return rule_error (rt, error, "'%s' is out of range; %s takes %s", shown,
-          info->name, info->allowed);
+      return value_error (rt, error, tok, len, "is out of range", info);
   }
   rule->keys |= 1u << k;
   rt->token[k] = tok;

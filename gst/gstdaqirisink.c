@@ -257,17 +257,15 @@ send_frames (GstDaqiriSink * self, guint n)
     GError *error = NULL;
     int r = dq_txq_send (self->txq, self->frames + sent, self->lengths + sent, n - sent,
         &error);
-    if (r < 0 && error != NULL) {
+    if (r < 0) {
       GST_DAQIRI_POST_ENGINE_ERROR (self, "send", error);
       g_error_free (error);
       return GST_FLOW_ERROR;
     }
-    if (r < 0) {
-      if (g_atomic_int_get (&self->flushing))
-        return GST_FLOW_FLUSHING;
-      continue;                 /* a wakeup left over from an earlier flush */
-    }
     sent += (guint) r;
+    /* woken before the end: by a flush, or by a wakeup left over from an earlier one */
+    if (sent < n && g_atomic_int_get (&self->flushing))
+      return GST_FLOW_FLUSHING;
   }
   return GST_FLOW_OK;
 }

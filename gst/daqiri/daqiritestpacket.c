@@ -86,6 +86,31 @@ pattern_sum (guint phase, guint n)
   return sum;
 }
 
+/* Copies @n < 256 bytes in 16-, 8- or 4-byte moves, the last one overlapping the one
+ * before; a variable-length memcpy() of a few bytes is several times slower. */
+static inline void
+copy_short (guint8 * dst, const guint8 * src, guint n)
+{
+  if (n >= 16) {
+    guint8 *const last = dst + n - 16;
+    while (dst < last) {
+      memcpy (dst, src, 16);
+      dst += 16;
+      src += 16;
+    }
+    memcpy (last, src - (dst - last), 16);
+  } else if (n >= 8) {
+    memcpy (dst, src, 8);
+    memcpy (dst + n - 8, src + n - 8, 8);
+  } else if (n >= 4) {
+    memcpy (dst, src, 4);
+    memcpy (dst + n - 4, src + n - 4, 4);
+  } else {
+    for (guint i = 0; i < n; i++)
+      dst[i] = src[i];
+  }
+}
+
 static void
 pattern_fill (guint8 * dst, guint phase, guint n)
 {
@@ -94,7 +119,7 @@ pattern_fill (guint8 * dst, guint phase, guint n)
     dst += PATTERN_PERIOD;
     n -= PATTERN_PERIOD;
   }
-  memcpy (dst, pattern + phase, n);
+  copy_short (dst, pattern + phase, n);
 }
 
 void

@@ -263,9 +263,7 @@ read_line (LineReader * lr, char *out, gsize out_size, gint timeout_ms)
     int wait = -1;
     if (deadline >= 0) {
       gint64 left = deadline - mono_ns ();
-      if (left <= 0)
-        return 0;
-      wait = (int) ((left + NS_PER_MS - 1) / NS_PER_MS);
+      wait = left <= 0 ? 0 : (int) ((left + NS_PER_MS - 1) / NS_PER_MS);
     }
     struct pollfd pfd = {.fd = lr->fd,.events = POLLIN };
     int r = poll (&pfd, 1, wait);
@@ -273,8 +271,11 @@ read_line (LineReader * lr, char *out, gsize out_size, gint timeout_ms)
       continue;
     if (r < 0)
       return -1;
-    if (r == 0)
+    if (r == 0) {
+      if (wait == 0)
+        return 0;
       continue;
+    }
     ssize_t got = read (lr->fd, lr->buf + lr->len, sizeof lr->buf - lr->len);
     if (got < 0 && errno == EINTR)
       continue;
@@ -423,8 +424,8 @@ typedef struct {
   gint64 done_at;
   guint64 count;
   gint64 last_change;
-  guint64 cpu_at_change;
-  gint64 cpu_sampled_at;
+  gboolean quiet;               /* the count did not change at the last look */
+  guint64 cpu_quiet;            /* CPU time when the current quiet spell was noticed */
   gboolean timed_out;
 } IdleTracker;
 
@@ -434,21 +435,23 @@ idle_init (IdleTracker * t, gint idle_ms)
   memset (t, 0, sizeof *t);
   t->idle_ns = (gint64) idle_ms * NS_PER_MS;
   t->last_change = mono_ns ();
-  t->cpu_at_change = self_cpu_ns ();
-  t->cpu_sampled_at = t->last_change;
+  t->quiet = TRUE;
+  t->cpu_quiet = self_cpu_ns ();
 }
 
-/* TRUE when the receiver should stop */
+/* TRUE when the receiver should stop. Called at every look at the counter: each tick
+ * of the GStreamer receivers, each wakeup without a full block of the bare loop. */
 static gboolean
 idle_update (IdleTracker * t, guint64 count, gint64 now)
 {
   if (count != t->count) {
     t->count = count;
     t->last_change = now;
-    if (now - t->cpu_sampled_at >= TICK_MS * NS_PER_MS) {
-      t->cpu_at_change = self_cpu_ns ();
-      t->cpu_sampled_at = now;
-    }
+    t->quiet = FALSE;
+  } else if (!t->quiet) {
+    /* first look without news: what the CPU spends from here on is the idle wait */
+    t->quiet = TRUE;
+    t->cpu_quiet = self_cpu_ns ();
   }
   if (!t->done)
     return FALSE;
@@ -492,6 +495,27 @@ child_fail (const char *what, const char *detail)
 static guint64 probe_packets;
 static guint64 probe_buffers;
 
+/* The longest time between two deliveries while packets flowed, and when it ended (from
+ * "ready"): a receiver that stalls longer than the ring lasts drops packets. */
+typedef struct {
+  gint64 start;
+  gint64 last;
+  gint64 max_gap;
+  gint64 max_gap_end;
+} GapMeter;
+
+static GapMeter gaps;           /* written by the streaming thread only */
+
+static void
+gap_note (GapMeter * g, gint64 now)
+{
+  if (g->last != 0 && now - g->last > g->max_gap) {
+    g->max_gap = now - g->last;
+    g->max_gap_end = now - g->start;
+  }
+  g->last = now;
+}
+
 static void
 count_buffer (GstBuffer * buf)
 {
@@ -500,6 +524,7 @@ count_buffer (GstBuffer * buf)
   GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
   __atomic_fetch_add (&probe_packets, meta ? meta->n_packets : 1, __ATOMIC_RELAXED);
   __atomic_fetch_add (&probe_buffers, 1, __ATOMIC_RELAXED);
+  gap_note (&gaps, mono_ns ());
 }
 
 static gboolean
@@ -566,9 +591,12 @@ child_gst_main (void)
   gst_object_unref (pad);
 
   GstBus *bus = gst_element_get_bus (pipeline);
+  /* the sink of a live pipeline completes PLAYING only with the first buffer: wait for
+   * the source (live: PLAYING without preroll) */
+  GstState state = GST_STATE_NULL;
   if (gst_element_set_state (pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE ||
-      gst_element_get_state (pipeline, NULL, NULL, 10 * GST_SECOND) ==
-      GST_STATE_CHANGE_FAILURE) {
+      gst_element_get_state (src, &state, NULL, 10 * GST_SECOND) ==
+      GST_STATE_CHANGE_FAILURE || state != GST_STATE_PLAYING) {
     gchar *text = bus_error (bus);
     child_fail ("cannot start the pipeline", text ? text : "(no error message)");
   }
@@ -580,6 +608,7 @@ child_gst_main (void)
   guint64 cpu0 = self_cpu_ns ();
   IdleTracker idle;
   idle_init (&idle, opt_idle_ms);
+  __atomic_store_n (&gaps.start, mono_ns (), __ATOMIC_RELEASE);
   send_line (CHILD_STATUS_FD, "ready");
 
   for (;;) {
@@ -601,12 +630,14 @@ child_gst_main (void)
   send_line (CHILD_STATUS_FD, "result received=%" G_GUINT64_FORMAT " buffers=%"
       G_GUINT64_FORMAT " cpu_ns=%" G_GUINT64_FORMAT " idle_cpu_ns=%" G_GUINT64_FORMAT
       " timed_out=%d stats_packets=%" G_GUINT64_FORMAT " stats_bursts=%" G_GUINT64_FORMAT
-      " kernel_drops=%" G_GUINT64_FORMAT " ring_bytes=%" G_GUINT64_FORMAT,
+      " kernel_drops=%" G_GUINT64_FORMAT " ring_bytes=%" G_GUINT64_FORMAT " max_gap_us=%"
+      G_GINT64_FORMAT " max_gap_end_ms=%" G_GINT64_FORMAT,
       __atomic_load_n (&probe_packets, __ATOMIC_RELAXED),
       __atomic_load_n (&probe_buffers, __ATOMIC_RELAXED), cpu1 - cpu0,
-      cpu1 - MIN (cpu1, MAX (idle.cpu_at_change, cpu0)), idle.timed_out,
+      cpu1 - MIN (cpu1, MAX (idle.cpu_quiet, cpu0)), idle.timed_out,
       stats_u64 (stats, "packets"), stats_u64 (stats, "bursts"),
-      stats_u64 (stats, "drops-ring-full"), stats_u64 (stats, "ring-bytes"));
+      stats_u64 (stats, "drops-ring-full"), stats_u64 (stats, "ring-bytes"),
+      gaps.max_gap / 1000, gaps.max_gap_end / NS_PER_MS);
   if (stats != NULL)
     gst_structure_free (stats);
 
@@ -667,6 +698,7 @@ child_bare_main (void)
   guint64 cpu0 = self_cpu_ns ();
   IdleTracker idle;
   idle_init (&idle, opt_idle_ms);
+  gaps.start = mono_ns ();
   send_line (CHILD_STATUS_FD, "ready");
 
   for (;;) {
@@ -682,6 +714,7 @@ child_bare_main (void)
       }
       received += n;
       blocks++;
+      gap_note (&gaps, mono_ns ());
       __atomic_store_n (&desc->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
       cur = (cur + 1) % n_blocks;
       continue;
@@ -704,9 +737,10 @@ child_bare_main (void)
   send_line (CHILD_STATUS_FD, "result received=%" G_GUINT64_FORMAT " buffers=%"
       G_GUINT64_FORMAT " cpu_ns=%" G_GUINT64_FORMAT " idle_cpu_ns=%" G_GUINT64_FORMAT
       " timed_out=%d kernel_drops=%u ring_bytes=%" G_GSIZE_FORMAT " snap_bytes=%"
-      G_GUINT64_FORMAT, received, blocks, cpu1 - cpu0,
-      cpu1 - MIN (cpu1, MAX (idle.cpu_at_change, cpu0)), idle.timed_out, st.tp_drops,
-      block_size * n_blocks, snap_bytes);
+      G_GUINT64_FORMAT " max_gap_us=%" G_GINT64_FORMAT " max_gap_end_ms=%" G_GINT64_FORMAT,
+      received, blocks, cpu1 - cpu0, cpu1 - MIN (cpu1, MAX (idle.cpu_quiet, cpu0)),
+      idle.timed_out, st.tp_drops, block_size * n_blocks, snap_bytes, gaps.max_gap / 1000,
+      gaps.max_gap_end / NS_PER_MS);
   munmap (ring, block_size * n_blocks);
   close (fd);
   return 0;
@@ -1179,6 +1213,8 @@ typedef struct {
   guint64 stats_packets;
   guint64 if_rx_packets;
   guint64 if_rx_dropped;
+  guint64 max_gap_us;
+  guint64 max_gap_end_ms;
   gboolean timed_out;
   double ns_per_packet;
 } Run;
@@ -1233,6 +1269,8 @@ receiver_collect (Child * rc, Run * run)
     run->timed_out = line_value (line, "timed_out") == 1;
     run->stats_packets = line_value (line, "stats_packets");
     run->ring_bytes = line_value (line, "ring_bytes");
+    run->max_gap_us = line_value (line, "max_gap_us");
+    run->max_gap_end_ms = line_value (line, "max_gap_end_ms");
     if (run->kernel_drops == UNKNOWN)
       run->kernel_drops = line_value (line, "kernel_drops");
   } else {
@@ -1388,6 +1426,7 @@ cell_print_json (const Cell * c)
       0.0);
   json_u64 (out, "ring_bytes", m->ring_bytes);
   json_u64 (out, "stats_packets", m->stats_packets);
+  json_u64 (out, "max_gap_us", m->max_gap_us);
   json_u64 (out, "if_rx_packets", m->if_rx_packets);
   json_u64 (out, "if_rx_dropped", m->if_rx_dropped);
   g_string_append_printf (out, ", \"send_pps\": %.0f",
@@ -1398,6 +1437,28 @@ cell_print_json (const Cell * c)
   for (guint i = 0; i < c->runs->len; i++) {
     const Run *r = g_ptr_array_index (c->runs, i);
     g_string_append_printf (out, "%s%.1f", i ? ", " : "", r->ns_per_packet);
+  }
+  g_string_append (out, "], \"drops_all\": [");
+  for (guint i = 0; i < c->runs->len; i++) {
+    guint64 d = drops_of (g_ptr_array_index (c->runs, i));
+    if (d == UNKNOWN)
+      g_string_append_printf (out, "%snull", i ? ", " : "");
+    else
+      g_string_append_printf (out, "%s%" G_GUINT64_FORMAT, i ? ", " : "", d);
+  }
+  g_string_append (out, "], \"kernel_drops_all\": [");
+  for (guint i = 0; i < c->runs->len; i++) {
+    guint64 d = ((const Run *) g_ptr_array_index (c->runs, i))->kernel_drops;
+    if (d == UNKNOWN)
+      g_string_append_printf (out, "%snull", i ? ", " : "");
+    else
+      g_string_append_printf (out, "%s%" G_GUINT64_FORMAT, i ? ", " : "", d);
+  }
+  g_string_append (out, "], \"send_pps_all\": [");
+  for (guint i = 0; i < c->runs->len; i++) {
+    const Run *r = g_ptr_array_index (c->runs, i);
+    g_string_append_printf (out, "%s%.0f", i ? ", " : "",
+        r->send_ns > 0 ? (double) r->sent * 1e9 / (double) r->send_ns : 0.0);
   }
   g_string_append (out, "]");
   json_u64 (out, "drops_all_repeats", c->drops_all);
@@ -1803,10 +1864,14 @@ main (int argc, char **argv)
               c->payload, c->receiver, run->error);
         else
           fprintf (stderr, "bench-rx: [%d/%d] %uB %-9s sent %" G_GUINT64_FORMAT " (%.2f Mpps)"
-              ", received %" G_GUINT64_FORMAT ", %.1f ns/pkt, idle cost %.2f ms\n", rep + 1,
-              opt_repeat, c->payload, c->receiver, run->sent,
+              ", received %" G_GUINT64_FORMAT " (kernel drops %" G_GINT64_FORMAT "), %.1f "
+              "ns/pkt, idle cost %.2f ms, longest gap %.1f ms (ended %" G_GUINT64_FORMAT
+              " ms after ready)\n", rep + 1, opt_repeat, c->payload, c->receiver, run->sent,
               run->send_ns > 0 ? (double) run->sent * 1e3 / (double) run->send_ns : 0.0,
-              run->received, run->ns_per_packet, (double) run->idle_cpu_ns / 1e6);
+              run->received, run->kernel_drops == UNKNOWN ? (gint64) -1 :
+              (gint64) run->kernel_drops, run->ns_per_packet,
+              (double) run->idle_cpu_ns / 1e6, (double) run->max_gap_us / 1e3,
+              run->max_gap_end_ms);
       }
     }
     for (guint i = 0; i < cells->len; i++) {

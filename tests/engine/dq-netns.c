@@ -103,9 +103,10 @@ ip_program (void)
   return NULL;
 }
 
-/* Runs `ip ARGV...`; on failure the error carries the command line and ip's stderr. */
+/* Runs `ip ARGV...`; on failure the error carries the command line and ip's stderr.
+ * With `out`, ip's stdout is returned there (g_free). */
 static gboolean
-ip_run (GPtrArray * args, GError ** error)
+ip_run (GPtrArray * args, char **out, GError ** error)
 {
   char *ip = ip_program ();
   if (ip == NULL) {
@@ -119,7 +120,8 @@ ip_run (GPtrArray * args, GError ** error)
   char *err_text = NULL;
   int status = 0;
   gboolean ok = g_spawn_sync (NULL, (char **) args->pdata, NULL,
-      G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err_text, &status, error);
+      out != NULL ? 0 : G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, out, &err_text, &status,
+      error);
   if (ok && !g_spawn_check_wait_status (status, NULL)) {
     char *cmd = g_strjoinv (" ", (char **) args->pdata);
     g_set_error (error, G_SPAWN_ERROR, G_SPAWN_ERROR_FAILED, "`%s` failed: %s", cmd,
@@ -141,7 +143,7 @@ ip_runv (const char *netns, GError ** error, const char *first, va_list ap)
   }
   for (const char *a = first; a != NULL; a = va_arg (ap, const char *))
     g_ptr_array_add (args, g_strdup (a));
-  gboolean ok = ip_run (args, error);
+  gboolean ok = ip_run (args, NULL, error);
   g_ptr_array_unref (args);
   return ok;
 }
@@ -262,7 +264,9 @@ dq_netns_new (const char *veth_a, const char *veth_b, guint mtu, GError ** error
       (mtu != 0 && !dq_netns_set_mtu (ns, veth_a, mtu, error)) ||
       (mtu != 0 && !dq_netns_set_mtu (ns, veth_b, mtu, error)) ||
       !dq_netns_ip (ns, error, "link", "set", "dev", veth_a, "up", NULL) ||
-      !dq_netns_ip (ns, error, "link", "set", "dev", veth_b, "up", NULL)) {
+      !dq_netns_ip (ns, error, "link", "set", "dev", veth_b, "up", NULL) ||
+      !dq_netns_wait_up (ns, veth_a, 5000, error) ||
+      !dq_netns_wait_up (ns, veth_b, 5000, error)) {
     dq_netns_free (ns);
     return NULL;
   }
@@ -286,6 +290,41 @@ dq_netns_enter (DqNetns * ns, GError ** error)
     return FALSE;
   }
   return setns_path (ns->path, error);
+}
+
+/* The kernel brings a link's operational state (and, for a link whose carrier came
+ * back, its qdisc) up asynchronously, in the linkwatch work: frames sent before that
+ * are dropped. */
+gboolean
+dq_netns_wait_up (DqNetns * ns, const char *ifname, guint timeout_ms, GError ** error)
+{
+  gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+
+  for (;;) {
+    GPtrArray *args = g_ptr_array_new_with_free_func (g_free);
+    char *out = NULL;
+    g_ptr_array_add (args, g_strdup ("-n"));
+    g_ptr_array_add (args, g_strdup (ns->name));
+    g_ptr_array_add (args, g_strdup ("-o"));
+    g_ptr_array_add (args, g_strdup ("link"));
+    g_ptr_array_add (args, g_strdup ("show"));
+    g_ptr_array_add (args, g_strdup ("dev"));
+    g_ptr_array_add (args, g_strdup (ifname));
+    gboolean ok = ip_run (args, &out, error);
+    g_ptr_array_unref (args);
+    gboolean up = ok && out != NULL && strstr (out, " state UP ") != NULL;
+    g_free (out);
+    if (!ok)
+      return FALSE;
+    if (up)
+      return TRUE;
+    if (g_get_monotonic_time () > deadline) {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FAILED,
+          "%s in %s did not come up within %u ms", ifname, ns->name, timeout_ms);
+      return FALSE;
+    }
+    g_usleep (2000);
+  }
 }
 
 gboolean

@@ -23,7 +23,8 @@
 #define PORT_KEYS (DQ_FLOW_SRC_PORT | DQ_FLOW_DST_PORT)
 #define IPV4_KEYS (DQ_FLOW_PROTO | DQ_FLOW_SRC | DQ_FLOW_DST | PORT_KEYS)
 #define ALL_KEYS 0x1ffu
-#define KEYS_TEXT "keys are proto, src, dst, src-port, dst-port, ethertype, vlan, mark, queue"
+#define KEYS_TEXT \
+  "keys are proto, src, dst, src-port, dst-port, ethertype, vlan, mark, queue"
 
 #define PICK(pool) ((pool)[g_test_rand_int_range (0, G_N_ELEMENTS (pool))])
 
@@ -130,7 +131,8 @@ assert_rule_equal (const DqFlowRule *got, const DqFlowRule *want)
     g_autofree char *g = dq_flow_rule_to_string (got);
     g_autofree char *w = dq_flow_rule_to_string (want);
 
-    g_error ("rule \"%s\" (keys 0x%x) != \"%s\" (keys 0x%x)", g, got->keys, w, want->keys);
+    g_error ("rule \"%s\" (keys 0x%x) != \"%s\" (keys 0x%x)", g, got->keys, w,
+        want->keys);
   }
 }
 
@@ -199,10 +201,12 @@ test_parse_valid_values (void)
     {"src=10.1.2.3/8", {.keys = DQ_FLOW_SRC,.src = IP4 (10, 0, 0, 0),.src_prefix = 8}},
     {"src=10.1.2.3/0", {.keys = DQ_FLOW_SRC,.src = 0,.src_prefix = 0}},
     {"src=10.1.2.3/32", {.keys = DQ_FLOW_SRC,.src = IP4 (10, 1, 2, 3),.src_prefix = 32}},
-    {"src=10.1.2.255/31", {.keys = DQ_FLOW_SRC,.src = IP4 (10, 1, 2, 254),.src_prefix = 31}},
+    {"src=10.1.2.255/31", {.keys = DQ_FLOW_SRC,.src = IP4 (10, 1, 2, 254),
+            .src_prefix = 31}},
     {"src=0.0.0.0", {.keys = DQ_FLOW_SRC,.src = 0,.src_prefix = 32}},
     {"dst=255.255.255.255", {.keys = DQ_FLOW_DST,.dst = 0xffffffffu,.dst_prefix = 32}},
-    {"dst=192.168.7.9/20", {.keys = DQ_FLOW_DST,.dst = IP4 (192, 168, 0, 0),.dst_prefix = 20}},
+    {"dst=192.168.7.9/20", {.keys = DQ_FLOW_DST,.dst = IP4 (192, 168, 0, 0),
+            .dst_prefix = 20}},
     {"dst=1.2.3.4/1", {.keys = DQ_FLOW_DST,.dst = 0,.dst_prefix = 1}},
     {"src-port=0", {.keys = DQ_FLOW_SRC_PORT,.src_port = 0}},
     {"src-port=65535", {.keys = DQ_FLOW_SRC_PORT,.src_port = 65535}},
@@ -249,7 +253,8 @@ typedef struct {
   gboolean out_of_range;        /* else "is not valid" */
 } BadValue;
 
-#define ALLOWED_IPV4 "an IPv4 address A.B.C.D (octets 0..255) with an optional /0..32 prefix"
+#define ALLOWED_IPV4 \
+  "an IPv4 address A.B.C.D (octets 0..255) with an optional /0..32 prefix"
 
 /* Each key at and past its limits; the whole message is compared. */
 static void
@@ -347,7 +352,8 @@ test_parse_structure_errors (void)
   expect_error ("src-port=1 proto=47", "'src-port=1' needs proto udp or tcp, but the "
       "rule has 'proto=47'", NULL);
   expect_error ("ethertype=0x86dd src=1.2.3.4", "'ethertype=0x86dd' conflicts with "
-      "'src=1.2.3.4': proto, src, dst and ports match IPv4 only (ethertype 0x0800)", NULL);
+      "'src=1.2.3.4': proto, src, dst and ports match IPv4 only (ethertype 0x0800)",
+      NULL);
   expect_error ("dst-port=5 ethertype=0x86dd", "'ethertype=0x86dd' conflicts with "
       "'dst-port=5'", NULL);
   expect_error ("proto=udp ethertype=2054", "'ethertype=2054' conflicts with "
@@ -397,7 +403,8 @@ test_parse_rule_count (void)
   guint i, n = 0;
 
   for (i = 0; i < DQ_FLOW_MAX_RULES; i++)
-    g_string_append_printf (text, "dst-port=%u mark=%u;%s", i, i + 1, i % 7 ? "" : ";\n ;");
+    g_string_append_printf (text, "dst-port=%u mark=%u;%s", i, i + 1,
+        i % 7 ? "" : ";\n ;");
   rules = parse_ok (text->str, &n);
   g_assert_cmpuint (n, ==, 256);
   for (i = 0; i < n; i++) {
@@ -452,8 +459,8 @@ test_parse_huge (void)
 
   /* the rule text and the token are cut to 64 bytes in the message */
   message = parse_error (letters);
-  g_assert_nonnull (strstr (message, "flow rule 1 (\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-          "aaaaaaaaaaaaaaaaaaaaaaaa...\"): 'aaaa"));
+  g_assert_nonnull (strstr (message, "flow rule 1 (\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+          "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...\"): 'aaaa"));
   g_assert_true (g_str_has_suffix (message, "...' is not key=value; " KEYS_TEXT));
   g_clear_pointer (&message, g_free);
 
@@ -503,7 +510,8 @@ rule_is_sane (const DqFlowRule *r)
     return FALSE;
   if ((r->keys & DQ_FLOW_ETHERTYPE) && r->ethertype < 0x0600)
     return FALSE;
-  if ((r->keys & PORT_KEYS) && (r->keys & DQ_FLOW_PROTO) && r->proto != 6 && r->proto != 17)
+  if ((r->keys & PORT_KEYS) && (r->keys & DQ_FLOW_PROTO) && r->proto != 6
+      && r->proto != 17)
     return FALSE;
   if ((r->keys & DQ_FLOW_ETHERTYPE) && (r->keys & IPV4_KEYS) && r->ethertype != 0x0800)
     return FALSE;
@@ -622,7 +630,9 @@ test_to_string_canonical (void)
 /* ---- random rules (also used by the BPF tests) ---- */
 
 static const guint16 pool_vlan[] = { 0, 1, 100, 4095 };
-static const guint16 pool_ethertype[] = { 0x0800, 0x86dd, 0x0806, 0x8100, 0x88a8, 0x0600 };
+static const guint16 pool_ethertype[] = {
+  0x0800, 0x86dd, 0x0806, 0x8100, 0x88a8, 0x0600,
+};
 static const guint8 pool_proto[] = { 1, 6, 17, 47 };
 static const guint32 pool_addr[] = {
   IP4 (10, 0, 0, 1), IP4 (10, 0, 0, 2), IP4 (10, 1, 0, 1), IP4 (192, 168, 1, 1), 0,
@@ -1663,7 +1673,8 @@ test_bpf_equivalence (void)
     ProgramSet ps;
     guint n = PICK (sizes);
     int queue = g_test_rand_int_range (0, 4);
-    guint32 snaplen = chance (50) ? 0xffffffffu : (guint32) g_test_rand_int_range (1, 9000);
+    guint32 snaplen =
+        chance (50) ? 0xffffffffu : (guint32) g_test_rand_int_range (1, 9000);
     int percent = PICK (((const int[]) { 15, 25, 40 }));
 
     for (i = 0; i < n; i++) {
@@ -1835,7 +1846,8 @@ test_bpf_long_programs (void)
   more = g_new (DqFlowRule, 300);
   for (i = 0; i < 300; i++)
     more[i] = rules[i % n_rules];
-  g_assert_null (dq_flow_compile_bpf (more, 300, DQ_FLOW_BPF_FILTER, -1, 100, &n, &error));
+  g_assert_null (dq_flow_compile_bpf (more, 300, DQ_FLOW_BPF_FILTER, -1, 100, &n,
+          &error));
   g_assert_error (error, DQ_ERROR, DQ_ERROR_FLOW);
   g_assert_nonnull (strstr (error->message, "300 flow rules need more than 4096 BPF "
           "instructions"));
