@@ -456,7 +456,7 @@ rx_geometry_choose (const AfpPort * port, const DqRxConfig * config, AfpRxGeomet
     return FALSE;
   if (ring < 2 * page || ring > AFP_RING_MAX) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-        "afpacket:%s: RX ring-bytes %" G_GSIZE_FORMAT " is out of range (allowed %"
+        "afpacket:%s: RX ring-size %" G_GSIZE_FORMAT " is out of range (allowed %"
         G_GSIZE_FORMAT " .. %" G_GSIZE_FORMAT ", or 0 for %" G_GSIZE_FORMAT ")",
         port->ifname, ring, 2 * page, AFP_RING_MAX, AFP_RX_DEFAULT_RING);
     return FALSE;
@@ -470,9 +470,9 @@ rx_geometry_choose (const AfpPort * port, const DqRxConfig * config, AfpRxGeomet
     block *= 2;
   if (ring / block < 2) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-        "afpacket:%s: RX ring-bytes %" G_GSIZE_FORMAT " is too small for max-packet-size "
+        "afpacket:%s: RX ring-size %" G_GSIZE_FORMAT " is too small for max-packet-size "
         "%u: the ring needs at least 2 blocks of %" G_GSIZE_FORMAT " bytes (allowed: "
-        "ring-bytes >= %" G_GSIZE_FORMAT ")", port->ifname, ring, max_packet, block,
+        "ring-size >= %" G_GSIZE_FORMAT ")", port->ifname, ring, max_packet, block,
         2 * block);
     return FALSE;
   }
@@ -1165,7 +1165,7 @@ tx_geometry_check (AfpTxQueue * txq, const DqTxConfig * config, gsize * block,
   gsize min_ring = MAX (2 * txq->slot_size, 2 * page);
   if (ring < min_ring || ring > AFP_RING_MAX || ring / *block < 1) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-        "afpacket:%s: TX ring-bytes %" G_GSIZE_FORMAT " is out of range for "
+        "afpacket:%s: TX ring-size %" G_GSIZE_FORMAT " is out of range for "
         "max-packet-size %u (allowed %" G_GSIZE_FORMAT " .. %" G_GSIZE_FORMAT ", or 0 for %"
         G_GSIZE_FORMAT ")", txq->port->ifname, ring, txq->max_packet, min_ring,
         AFP_RING_MAX, AFP_TX_DEFAULT_RING);

@@ -24,6 +24,8 @@
 
 #define TX_IF "dqtx0"
 #define RX_IF "dqrx0"
+#define FW_OUT_IF "dqfw0"            /* a second veth pair: dqfw0 -> dqfw1 */
+#define FW_IN_IF "dqfw1"
 #define N_FLOWS 4
 #define FLOWS "proto=udp dst-port=6000 mark=10; proto=udp dst-port=6001 mark=11; " \
   "proto=udp dst-port=6002 mark=12; proto=udp dst-port=6003 mark=13"
@@ -147,11 +149,11 @@ receiver_wait (Receiver * r, guint n, guint timeout_ms)
 }
 
 static GstElement *
-receiver_pipeline (Receiver * r, const gchar * extra)
+receiver_pipeline_on (Receiver * r, const gchar * iface, const gchar * extra)
 {
-  gchar *launch = g_strdup_printf ("daqirisrc name=src device=afpacket:" RX_IF
+  gchar *launch = g_strdup_printf ("daqirisrc name=src device=afpacket:%s"
       " flows=\"" FLOWS "\" %s ! appsink name=sink sync=false emit-signals=false",
-      extra ? extra : "");
+      iface, extra ? extra : "");
   GError *error = NULL;
   GstElement *pipeline = gst_parse_launch (launch, &error);
   fail_unless (pipeline != NULL, "%s: %s", launch, error ? error->message : "");
@@ -163,6 +165,12 @@ receiver_pipeline (Receiver * r, const gchar * extra)
   fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
       GST_STATE_CHANGE_FAILURE);
   return pipeline;
+}
+
+static GstElement *
+receiver_pipeline (Receiver * r, const gchar * extra)
+{
+  return receiver_pipeline_on (r, RX_IF, extra);
 }
 
 static GstStructure *
@@ -248,6 +256,47 @@ GST_START_TEST (test_daqiri_to_daqiri)
   assert_all_received (&r, rx, n);
   /* bursts: never more than burst-packets per buffer */
   fail_unless (r.buffers >= n / 128);
+  gst_element_set_state (rx, GST_STATE_NULL);
+  gst_object_unref (rx);
+  receiver_clear (&r);
+}
+
+GST_END_TEST;
+
+/* daqirisrc ! daqirisink forwards every packet unchanged, in order, burst by burst:
+ * testsrc -> dqtx0 => dqrx0 -> [daqirisrc ! daqirisink] -> dqfw0 => dqfw1 -> checker */
+GST_START_TEST (test_forward_unchanged)
+{
+  const guint n = 50000;
+  Receiver r;
+  receiver_init (&r, n);
+  GstElement *rx = receiver_pipeline_on (&r, FW_IN_IF, "ring-size=134217728");
+
+  GError *error = NULL;
+  GstElement *fw = gst_parse_launch ("daqirisrc name=src device=afpacket:" RX_IF
+      " ring-size=134217728 ! daqirisink name=tx device=afpacket:" FW_OUT_IF, &error);
+  fail_unless (fw != NULL);
+  fail_unless (gst_element_set_state (fw, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
+
+  gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=64 "
+      "packet-size-min=60 packet-size-max=1500 flows=%d rate=200000 ! "
+      "daqirisink name=tx device=afpacket:" TX_IF, n, N_FLOWS);
+  GstStructure *tx = run_sender (launch);
+  g_free (launch);
+  gst_structure_free (tx);
+
+  assert_all_received (&r, rx, n);
+  GstStructure *fs = element_stats (fw, "src");
+  GstStructure *ft = element_stats (fw, "tx");
+  fail_unless_equals_uint64 (stat_u64 (fs, "packets"), n);
+  fail_unless_equals_uint64 (stat_u64 (ft, "packets"), n);
+  fail_unless_equals_uint64 (stat_u64 (ft, "bytes"), stat_u64 (fs, "bytes"));
+  fail_unless_equals_uint64 (stat_u64 (ft, "errors"), 0);
+  fail_unless_equals_uint64 (stat_u64 (ft, "malformed"), 0);
+  gst_structure_free (fs);
+  gst_structure_free (ft);
+  gst_element_set_state (fw, GST_STATE_NULL);
+  gst_object_unref (fw);
   gst_element_set_state (rx, GST_STATE_NULL);
   gst_object_unref (rx);
   receiver_clear (&r);
@@ -548,6 +597,7 @@ e2e_suite (void)
   tcase_set_timeout (tc, 300);
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_daqiri_to_daqiri);
+  tcase_add_test (tc, test_forward_unchanged);
   tcase_add_test (tc, test_tcpreplay_to_daqirisrc);
   tcase_add_test (tc, test_daqirisink_to_tcpdump);
   tcase_add_test (tc, test_held_buffers_exhaust_ring);
@@ -560,6 +610,16 @@ main (int argc, char **argv)
 {
   /* before any thread exists: every thread created later is in the namespace */
   DqNetns *ns = dq_netns_setup_or_skip (TX_IF, RX_IF, 0);
+  GError *error = NULL;
+  if (!dq_netns_ip (ns, &error, "link", "add", FW_OUT_IF, "type", "veth", "peer", "name",
+          FW_IN_IF, NULL) || !dq_netns_ip (ns, &error, "link", "set", FW_OUT_IF, "up", NULL)
+      || !dq_netns_ip (ns, &error, "link", "set", FW_IN_IF, "up", NULL)
+      || !dq_netns_wait_up (ns, FW_OUT_IF, 5000, &error)
+      || !dq_netns_wait_up (ns, FW_IN_IF, 5000, &error)) {
+    g_printerr ("second veth pair: %s\n", error->message);
+    dq_netns_free (ns);
+    return 1;
+  }
 
   tmpdir = g_dir_make_tmp ("daqiri-e2e-XXXXXX", NULL);
   gst_check_init (&argc, &argv);

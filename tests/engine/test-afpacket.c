@@ -649,7 +649,7 @@ test_config_errors (void)
       (const char *[]) { "max-packet-size 65536", "64 .. 65535", NULL });
   c = rx_config (64, page, 1500);
   expect_rx_error (port, &c, DQ_ERROR, DQ_ERROR_CONFIG,
-      (const char *[]) { "ring-bytes", small, two_pages, NULL });
+      (const char *[]) { "ring-size", small, two_pages, NULL });
   /* three pages cannot hold two blocks big enough for a 65535-byte frame */
   c = rx_config (64, 3 * page, 65535);
   expect_rx_error (port, &c, DQ_ERROR, DQ_ERROR_CONFIG,
@@ -689,7 +689,7 @@ test_config_errors (void)
   expect_tx_error (port, &t, (const char *[]) { "max-packet-size 70000", "64 .. 65535", NULL });
   t.max_packet_size = 1500;
   t.ring_bytes = page;
-  expect_tx_error (port, &t, (const char *[]) { "TX ring-bytes", small, NULL });
+  expect_tx_error (port, &t, (const char *[]) { "TX ring-size", small, NULL });
 
   dq_port_unref (port);
 }
