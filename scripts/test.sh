@@ -24,12 +24,17 @@ logs+=(build/meson-logs/testlog.json)
 
 if [ "$asan" = 1 ]; then
   if [ ! -f build-asan/build.ninja ]; then
+    # GStreamer's GST_READ_*/GST_WRITE_* macros load and store unaligned on x86 by design:
+    # UBSan's alignment check would flag every header field, so it is left out
     meson setup build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false \
-      -Dbenchmarks=disabled >/dev/null || fail "test: configuring build-asan failed"
+      -Dc_args=-fno-sanitize=alignment -Dbenchmarks=disabled >/dev/null \
+      || fail "test: configuring build-asan failed"
   fi
   ninja -C build-asan >/dev/null || fail "test: ASan build failed"
   rm -f build-asan/meson-logs/testlog.json
-  LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" \
+  # CK_FORK=no: one process per test program, so LeakSanitizer sees every test's leaks
+  # at its exit (forked check children report GLib's own start-up allocations instead)
+  CK_FORK=no LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" \
   UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
     meson test -C build-asan --print-errorlogs --num-processes 1 "$@"
   logs+=(build-asan/meson-logs/testlog.json)

@@ -185,6 +185,40 @@ self_cpu_ns (void)
   return rusage_cpu_ns (&ru);
 }
 
+/* system time alone */
+static guint64
+self_sys_ns (void)
+{
+  struct rusage ru;
+  getrusage (RUSAGE_SELF, &ru);
+  return (guint64) ru.ru_stime.tv_sec * NS_PER_S + (guint64) ru.ru_stime.tv_usec * 1000;
+}
+
+/* Time the threads of this process spent runnable but waiting for a CPU (schedstat's
+ * run_delay), summed: large when other work on the receiver's CPU delayed it. */
+static guint64
+self_runq_delay_ns (void)
+{
+  guint64 sum = 0;
+  GDir *dir = g_dir_open ("/proc/self/task", 0, NULL);
+  if (dir == NULL)
+    return 0;
+  const char *tid;
+  while ((tid = g_dir_read_name (dir)) != NULL) {
+    gchar *path = g_strdup_printf ("/proc/self/task/%s/schedstat", tid);
+    gchar *text = NULL;
+    if (g_file_get_contents (path, &text, NULL, NULL)) {
+      guint64 run_ns, delay_ns;
+      if (sscanf (text, "%" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT, &run_ns, &delay_ns) == 2)
+        sum += delay_ns;
+      g_free (text);
+    }
+    g_free (path);
+  }
+  g_dir_close (dir);
+  return sum;
+}
+
 static void
 sleep_ms (gint ms)
 {
@@ -606,6 +640,8 @@ child_gst_main (void)
     child_fail ("pipeline error", text);
 
   guint64 cpu0 = self_cpu_ns ();
+  guint64 sys0 = self_sys_ns ();
+  guint64 runq0 = self_runq_delay_ns ();
   IdleTracker idle;
   idle_init (&idle, opt_idle_ms);
   __atomic_store_n (&gaps.start, mono_ns (), __ATOMIC_RELEASE);
@@ -623,6 +659,8 @@ child_gst_main (void)
       child_fail ("pipeline error", text);
   }
   guint64 cpu1 = self_cpu_ns ();
+  guint64 sys1 = self_sys_ns ();
+  guint64 runq1 = self_runq_delay_ns ();
 
   GstStructure *stats = NULL;
   if (g_object_class_find_property (G_OBJECT_GET_CLASS (src), "stats") != NULL)
@@ -631,13 +669,14 @@ child_gst_main (void)
       G_GUINT64_FORMAT " cpu_ns=%" G_GUINT64_FORMAT " idle_cpu_ns=%" G_GUINT64_FORMAT
       " timed_out=%d stats_packets=%" G_GUINT64_FORMAT " stats_bursts=%" G_GUINT64_FORMAT
       " kernel_drops=%" G_GUINT64_FORMAT " ring_bytes=%" G_GUINT64_FORMAT " max_gap_us=%"
-      G_GINT64_FORMAT " max_gap_end_ms=%" G_GINT64_FORMAT,
-      __atomic_load_n (&probe_packets, __ATOMIC_RELAXED),
+      G_GINT64_FORMAT " max_gap_end_ms=%" G_GINT64_FORMAT " runq_delay_us=%" G_GUINT64_FORMAT
+      " sys_ns=%" G_GUINT64_FORMAT, __atomic_load_n (&probe_packets, __ATOMIC_RELAXED),
       __atomic_load_n (&probe_buffers, __ATOMIC_RELAXED), cpu1 - cpu0,
       cpu1 - MIN (cpu1, MAX (idle.cpu_quiet, cpu0)), idle.timed_out,
       stats_u64 (stats, "packets"), stats_u64 (stats, "bursts"),
       stats_u64 (stats, "drops-ring-full"), stats_u64 (stats, "ring-bytes"),
-      gaps.max_gap / 1000, gaps.max_gap_end / NS_PER_MS);
+      gaps.max_gap / 1000, gaps.max_gap_end / NS_PER_MS,
+      (runq1 - MIN (runq0, runq1)) / 1000, sys1 - MIN (sys0, sys1));
   if (stats != NULL)
     gst_structure_free (stats);
 
@@ -696,6 +735,8 @@ child_bare_main (void)
   guint64 received = 0, blocks = 0, snap_bytes = 0;
   guint cur = 0;
   guint64 cpu0 = self_cpu_ns ();
+  guint64 sys0 = self_sys_ns ();
+  guint64 runq0 = self_runq_delay_ns ();
   IdleTracker idle;
   idle_init (&idle, opt_idle_ms);
   gaps.start = mono_ns ();
@@ -730,6 +771,8 @@ child_bare_main (void)
       break;
   }
   guint64 cpu1 = self_cpu_ns ();
+  guint64 sys1 = self_sys_ns ();
+  guint64 runq1 = self_runq_delay_ns ();
 
   memset (&st, 0, sizeof st);
   st_len = sizeof st;
@@ -737,10 +780,12 @@ child_bare_main (void)
   send_line (CHILD_STATUS_FD, "result received=%" G_GUINT64_FORMAT " buffers=%"
       G_GUINT64_FORMAT " cpu_ns=%" G_GUINT64_FORMAT " idle_cpu_ns=%" G_GUINT64_FORMAT
       " timed_out=%d kernel_drops=%u ring_bytes=%" G_GSIZE_FORMAT " snap_bytes=%"
-      G_GUINT64_FORMAT " max_gap_us=%" G_GINT64_FORMAT " max_gap_end_ms=%" G_GINT64_FORMAT,
-      received, blocks, cpu1 - cpu0, cpu1 - MIN (cpu1, MAX (idle.cpu_quiet, cpu0)),
-      idle.timed_out, st.tp_drops, block_size * n_blocks, snap_bytes, gaps.max_gap / 1000,
-      gaps.max_gap_end / NS_PER_MS);
+      G_GUINT64_FORMAT " max_gap_us=%" G_GINT64_FORMAT " max_gap_end_ms=%" G_GINT64_FORMAT
+      " runq_delay_us=%" G_GUINT64_FORMAT " sys_ns=%" G_GUINT64_FORMAT, received, blocks,
+      cpu1 - cpu0, cpu1 - MIN (cpu1, MAX (idle.cpu_quiet, cpu0)), idle.timed_out,
+      st.tp_drops, block_size * n_blocks, snap_bytes, gaps.max_gap / 1000,
+      gaps.max_gap_end / NS_PER_MS, (runq1 - MIN (runq0, runq1)) / 1000,
+      sys1 - MIN (sys0, sys1));
   munmap (ring, block_size * n_blocks);
   close (fd);
   return 0;
@@ -1215,6 +1260,8 @@ typedef struct {
   guint64 if_rx_dropped;
   guint64 max_gap_us;
   guint64 max_gap_end_ms;
+  guint64 runq_delay_us;
+  guint64 sys_ns;
   gboolean timed_out;
   double ns_per_packet;
 } Run;
@@ -1271,6 +1318,8 @@ receiver_collect (Child * rc, Run * run)
     run->ring_bytes = line_value (line, "ring_bytes");
     run->max_gap_us = line_value (line, "max_gap_us");
     run->max_gap_end_ms = line_value (line, "max_gap_end_ms");
+    run->runq_delay_us = line_value (line, "runq_delay_us");
+    run->sys_ns = line_value (line, "sys_ns");
     if (run->kernel_drops == UNKNOWN)
       run->kernel_drops = line_value (line, "kernel_drops");
   } else {
@@ -1418,6 +1467,10 @@ cell_print_json (const Cell * c)
   g_string_append_printf (out, ", \"cpu_ns_per_packet\": %.1f", m->ns_per_packet);
   json_u64 (out, "peak_rss_kib", m->peak_rss_kib);
   json_u64 (out, "cpu_ns", m->cpu_ns);
+  json_u64 (out, "sys_ns", m->sys_ns);
+  if (m->sys_ns != UNKNOWN && m->received > 0)
+    g_string_append_printf (out, ", \"sys_ns_per_packet\": %.1f",
+        (double) m->sys_ns / (double) m->received);
   json_u64 (out, "idle_cpu_ns", m->idle_cpu_ns);
   json_u64 (out, "cpu_ns_process", m->cpu_ns_process);
   json_u64 (out, "buffers", m->buffers);
@@ -1427,6 +1480,7 @@ cell_print_json (const Cell * c)
   json_u64 (out, "ring_bytes", m->ring_bytes);
   json_u64 (out, "stats_packets", m->stats_packets);
   json_u64 (out, "max_gap_us", m->max_gap_us);
+  json_u64 (out, "runq_delay_us", m->runq_delay_us);
   json_u64 (out, "if_rx_packets", m->if_rx_packets);
   json_u64 (out, "if_rx_dropped", m->if_rx_dropped);
   g_string_append_printf (out, ", \"send_pps\": %.0f",
@@ -1495,6 +1549,32 @@ drops_text (const Cell * c)
   return g_strdup_printf ("%" G_GUINT64_FORMAT, c->drops_all);
 }
 
+
+/* drops of a cell over its runs, and what the runs that dropped looked like */
+static gchar *
+drops_detail (const Cell * c)
+{
+  if (c == NULL || c->drops_all == UNKNOWN)
+    return g_strdup ("?");
+  if (c->drops_all == 0)
+    return g_strdup ("0");
+  guint n = 0;
+  guint64 gap = 0, runq = 0;
+  for (guint i = 0; i < c->runs->len; i++) {
+    const Run *r = g_ptr_array_index (c->runs, i);
+    guint64 d = drops_of (r);
+    if (d == UNKNOWN || d == 0)
+      continue;
+    n++;
+    if (r->max_gap_us != UNKNOWN)
+      gap = MAX (gap, r->max_gap_us);
+    if (r->runq_delay_us != UNKNOWN)
+      runq = MAX (runq, r->runq_delay_us);
+  }
+  return g_strdup_printf ("%" G_GUINT64_FORMAT " (in %u of %u runs; there the longest gap "
+      "between deliveries was %.0f ms and the receiver waited %.0f ms in all for its CPU)",
+      c->drops_all, n, c->runs->len, (double) gap / 1e3, (double) runq / 1e3);
+}
 
 static gchar *
 fmt_ns (const Cell * c)
@@ -1571,8 +1651,11 @@ print_report (GPtrArray * cells, const guint * payloads, guint n_payloads)
       ok = d->drops_all != UNKNOWN && b->drops_all != UNKNOWN &&
           (b->drops_all > 0 || d->drops_all == 0);
       n_pass += ok;
-      printf (" drops daqirisrc %s, bare %s over %d run(s) (target: none where bare has "
-          "none: %s)", dd, bd, opt_repeat, pass (ok));
+      gchar *ddet = drops_detail (d), *bdet = drops_detail (b);
+      printf ("\n      drops over %d run(s): daqirisrc %s, bare %s (target: none where bare "
+          "has none: %s)", opt_repeat, ddet, bdet, pass (ok));
+      g_free (ddet);
+      g_free (bdet);
     } else {
       printf (" daqirisrc/bare = ? (FAIL); drops ? (FAIL)");
     }
@@ -1866,12 +1949,13 @@ main (int argc, char **argv)
           fprintf (stderr, "bench-rx: [%d/%d] %uB %-9s sent %" G_GUINT64_FORMAT " (%.2f Mpps)"
               ", received %" G_GUINT64_FORMAT " (kernel drops %" G_GINT64_FORMAT "), %.1f "
               "ns/pkt, idle cost %.2f ms, longest gap %.1f ms (ended %" G_GUINT64_FORMAT
-              " ms after ready)\n", rep + 1, opt_repeat, c->payload, c->receiver, run->sent,
+              " ms after ready), waited %.1f ms for the CPU\n", rep + 1, opt_repeat,
+              c->payload, c->receiver, run->sent,
               run->send_ns > 0 ? (double) run->sent * 1e3 / (double) run->send_ns : 0.0,
               run->received, run->kernel_drops == UNKNOWN ? (gint64) -1 :
               (gint64) run->kernel_drops, run->ns_per_packet,
               (double) run->idle_cpu_ns / 1e6, (double) run->max_gap_us / 1e3,
-              run->max_gap_end_ms);
+              run->max_gap_end_ms, (double) run->runq_delay_us / 1e3);
       }
     }
     for (guint i = 0; i < cells->len; i++) {
