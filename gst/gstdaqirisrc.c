@@ -44,11 +44,11 @@ GST_DEBUG_CATEGORY_STATIC (daqirisrc_debug);
 #define DEFAULT_BURST_TIMEOUT (1 * GST_MSECOND)
 #define MIN_BURST_TIMEOUT (1 * GST_USECOND)
 #define MAX_BURST_TIMEOUT (10 * GST_SECOND)
-#define DEFAULT_RING_SIZE (64 * 1024 * 1024)
-#define MIN_RING_SIZE (64 * 1024)
-#define MAX_RING_SIZE (G_GUINT64_CONSTANT (4) * 1024 * 1024 * 1024)
+#define DEFAULT_RING_SIZE (G_GUINT64_CONSTANT (64) << 20)
+#define MIN_RING_SIZE (G_GUINT64_CONSTANT (64) << 10)
+#define MAX_RING_SIZE (G_GUINT64_CONSTANT (4) << 30)
 #define DEFAULT_MAX_PACKET_SIZE 9216
-#define DROP_WARNING_INTERVAL_US G_USEC_PER_SEC
+#define DROP_WARNING_INTERVAL_US ((gint64) G_USEC_PER_SEC)
 
 enum {
   PROP_0,
@@ -514,6 +514,9 @@ gst_daqiri_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
   guint n = self->n_rings;
   GstDaqiriRxRing *ring = NULL;
 
+  if (n == 0)
+    return GST_FLOW_FLUSHING;   /* not started */
+
   while (ring == NULL) {
     if (g_atomic_int_get (&self->flushing))
       return GST_FLOW_FLUSHING;
@@ -529,7 +532,7 @@ gst_daqiri_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
        * (or every stats-interval) while nothing arrives, to report drops of a ring
        * that downstream keeps full, and to post stats */
       q = self->next_ring;
-      guint64 wait = n == 1 ? DROP_WARNING_INTERVAL_US * 1000 : self->burst_timeout;
+      guint64 wait = n == 1 ? (guint64) DROP_WARNING_INTERVAL_US * 1000 : self->burst_timeout;
       if (self->stats_interval > 0)
         wait = MIN (wait, self->stats_interval);
       r = dq_rxq_poll (gst_daqiri_rx_ring_queue (self->rings[q]), &burst, (gint64) wait,
@@ -629,7 +632,7 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass * klass)
       g_param_spec_uint64 ("stats-interval", "Stats interval",
           "Post the stats as a 'daqiri-src-stats' element message, with "
           "packets-per-second and bytes-per-second since the last one, every this many "
-          "ns while packets arrive (0: never)", 0, G_MAXUINT64, 0,
+          "ns (0: never)", 0, G_MAXUINT64, 0,
           rw | GST_PARAM_MUTABLE_PLAYING));
 
   gst_element_class_add_static_pad_template (element_class, &src_template);

@@ -67,7 +67,11 @@ packet_meta_transform (GstBuffer * dest, GstMeta * meta, GstBuffer * buffer,
     kept[n].offset = (guint32) (p->offset - start);
     n++;
   }
-  gst_buffer_add_daqiri_packet_meta_full (dest, kept, n, g_free, kept);
+  /* the meta owns `kept` from here: its release frees it */
+  if (gst_buffer_add_daqiri_packet_meta_full (dest, kept, n, g_free, kept) == NULL) {
+    g_free (kept);
+    return FALSE;
+  }
   return TRUE;
 }
 
@@ -112,7 +116,12 @@ gst_buffer_add_daqiri_packet_meta (GstBuffer * buffer, const GstDaqiriPacket * p
   GstDaqiriPacket *copy = g_new (GstDaqiriPacket, MAX (n_packets, 1));
   if (n_packets > 0)
     memcpy (copy, packets, n_packets * sizeof (GstDaqiriPacket));
-  return gst_buffer_add_daqiri_packet_meta_full (buffer, copy, n_packets, g_free, copy);
+  /* the meta owns `copy` from here: its release frees it */
+  GstDaqiriPacketMeta *meta = gst_buffer_add_daqiri_packet_meta_full (buffer, copy,
+      n_packets, g_free, copy);
+  if (meta == NULL)
+    g_free (copy);
+  return meta;
 }
 
 gboolean

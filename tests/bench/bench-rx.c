@@ -185,13 +185,14 @@ self_cpu_ns (void)
   return rusage_cpu_ns (&ru);
 }
 
-/* system time alone */
+
+/* voluntary context switches of every thread of this process: how often it slept */
 static guint64
-self_sys_ns (void)
+self_sleeps (void)
 {
   struct rusage ru;
   getrusage (RUSAGE_SELF, &ru);
-  return (guint64) ru.ru_stime.tv_sec * NS_PER_S + (guint64) ru.ru_stime.tv_usec * 1000;
+  return (guint64) ru.ru_nvcsw;
 }
 
 /* Time the threads of this process spent runnable but waiting for a CPU (schedstat's
@@ -640,8 +641,8 @@ child_gst_main (void)
     child_fail ("pipeline error", text);
 
   guint64 cpu0 = self_cpu_ns ();
-  guint64 sys0 = self_sys_ns ();
   guint64 runq0 = self_runq_delay_ns ();
+  guint64 sleeps0 = self_sleeps ();
   IdleTracker idle;
   idle_init (&idle, opt_idle_ms);
   __atomic_store_n (&gaps.start, mono_ns (), __ATOMIC_RELEASE);
@@ -659,8 +660,8 @@ child_gst_main (void)
       child_fail ("pipeline error", text);
   }
   guint64 cpu1 = self_cpu_ns ();
-  guint64 sys1 = self_sys_ns ();
   guint64 runq1 = self_runq_delay_ns ();
+  guint64 sleeps1 = self_sleeps ();
 
   GstStructure *stats = NULL;
   if (g_object_class_find_property (G_OBJECT_GET_CLASS (src), "stats") != NULL)
@@ -670,13 +671,13 @@ child_gst_main (void)
       " timed_out=%d stats_packets=%" G_GUINT64_FORMAT " stats_bursts=%" G_GUINT64_FORMAT
       " kernel_drops=%" G_GUINT64_FORMAT " ring_bytes=%" G_GUINT64_FORMAT " max_gap_us=%"
       G_GINT64_FORMAT " max_gap_end_ms=%" G_GINT64_FORMAT " runq_delay_us=%" G_GUINT64_FORMAT
-      " sys_ns=%" G_GUINT64_FORMAT, __atomic_load_n (&probe_packets, __ATOMIC_RELAXED),
+      " sleeps=%" G_GUINT64_FORMAT, __atomic_load_n (&probe_packets, __ATOMIC_RELAXED),
       __atomic_load_n (&probe_buffers, __ATOMIC_RELAXED), cpu1 - cpu0,
       cpu1 - MIN (cpu1, MAX (idle.cpu_quiet, cpu0)), idle.timed_out,
       stats_u64 (stats, "packets"), stats_u64 (stats, "bursts"),
       stats_u64 (stats, "drops-ring-full"), stats_u64 (stats, "ring-bytes"),
       gaps.max_gap / 1000, gaps.max_gap_end / NS_PER_MS,
-      (runq1 - MIN (runq0, runq1)) / 1000, sys1 - MIN (sys0, sys1));
+      (runq1 - MIN (runq0, runq1)) / 1000, sleeps1 - MIN (sleeps0, sleeps1));
   if (stats != NULL)
     gst_structure_free (stats);
 
@@ -734,9 +735,10 @@ child_bare_main (void)
 
   guint64 received = 0, blocks = 0, snap_bytes = 0;
   guint cur = 0;
+  int getenv_prefetch = getenv ("BENCH_PREFETCH") != NULL;
   guint64 cpu0 = self_cpu_ns ();
-  guint64 sys0 = self_sys_ns ();
   guint64 runq0 = self_runq_delay_ns ();
+  guint64 sleeps0 = self_sleeps ();
   IdleTracker idle;
   idle_init (&idle, opt_idle_ms);
   gaps.start = mono_ns ();
@@ -752,6 +754,7 @@ child_bare_main (void)
         const struct tpacket3_hdr *h = (const struct tpacket3_hdr *) p;
         snap_bytes += h->tp_snaplen;
         p += h->tp_next_offset;
+        if (getenv_prefetch) __builtin_prefetch (p + 2 * (p - (const guint8 *) h));
       }
       received += n;
       blocks++;
@@ -771,8 +774,8 @@ child_bare_main (void)
       break;
   }
   guint64 cpu1 = self_cpu_ns ();
-  guint64 sys1 = self_sys_ns ();
   guint64 runq1 = self_runq_delay_ns ();
+  guint64 sleeps1 = self_sleeps ();
 
   memset (&st, 0, sizeof st);
   st_len = sizeof st;
@@ -781,11 +784,11 @@ child_bare_main (void)
       G_GUINT64_FORMAT " cpu_ns=%" G_GUINT64_FORMAT " idle_cpu_ns=%" G_GUINT64_FORMAT
       " timed_out=%d kernel_drops=%u ring_bytes=%" G_GSIZE_FORMAT " snap_bytes=%"
       G_GUINT64_FORMAT " max_gap_us=%" G_GINT64_FORMAT " max_gap_end_ms=%" G_GINT64_FORMAT
-      " runq_delay_us=%" G_GUINT64_FORMAT " sys_ns=%" G_GUINT64_FORMAT, received, blocks,
+      " runq_delay_us=%" G_GUINT64_FORMAT " sleeps=%" G_GUINT64_FORMAT, received, blocks,
       cpu1 - cpu0, cpu1 - MIN (cpu1, MAX (idle.cpu_quiet, cpu0)), idle.timed_out,
       st.tp_drops, block_size * n_blocks, snap_bytes, gaps.max_gap / 1000,
       gaps.max_gap_end / NS_PER_MS, (runq1 - MIN (runq0, runq1)) / 1000,
-      sys1 - MIN (sys0, sys1));
+      sleeps1 - MIN (sleeps0, sleeps1));
   munmap (ring, block_size * n_blocks);
   close (fd);
   return 0;
@@ -1261,7 +1264,7 @@ typedef struct {
   guint64 max_gap_us;
   guint64 max_gap_end_ms;
   guint64 runq_delay_us;
-  guint64 sys_ns;
+  guint64 sleeps;
   gboolean timed_out;
   double ns_per_packet;
 } Run;
@@ -1319,7 +1322,7 @@ receiver_collect (Child * rc, Run * run)
     run->max_gap_us = line_value (line, "max_gap_us");
     run->max_gap_end_ms = line_value (line, "max_gap_end_ms");
     run->runq_delay_us = line_value (line, "runq_delay_us");
-    run->sys_ns = line_value (line, "sys_ns");
+    run->sleeps = line_value (line, "sleeps");
     if (run->kernel_drops == UNKNOWN)
       run->kernel_drops = line_value (line, "kernel_drops");
   } else {
@@ -1467,10 +1470,6 @@ cell_print_json (const Cell * c)
   g_string_append_printf (out, ", \"cpu_ns_per_packet\": %.1f", m->ns_per_packet);
   json_u64 (out, "peak_rss_kib", m->peak_rss_kib);
   json_u64 (out, "cpu_ns", m->cpu_ns);
-  json_u64 (out, "sys_ns", m->sys_ns);
-  if (m->sys_ns != UNKNOWN && m->received > 0)
-    g_string_append_printf (out, ", \"sys_ns_per_packet\": %.1f",
-        (double) m->sys_ns / (double) m->received);
   json_u64 (out, "idle_cpu_ns", m->idle_cpu_ns);
   json_u64 (out, "cpu_ns_process", m->cpu_ns_process);
   json_u64 (out, "buffers", m->buffers);
@@ -1481,6 +1480,7 @@ cell_print_json (const Cell * c)
   json_u64 (out, "stats_packets", m->stats_packets);
   json_u64 (out, "max_gap_us", m->max_gap_us);
   json_u64 (out, "runq_delay_us", m->runq_delay_us);
+  json_u64 (out, "sleeps", m->sleeps);
   json_u64 (out, "if_rx_packets", m->if_rx_packets);
   json_u64 (out, "if_rx_dropped", m->if_rx_dropped);
   g_string_append_printf (out, ", \"send_pps\": %.0f",

@@ -1,0 +1,122 @@
+/* The mlx5 engine's seam between the host-side ring code (identical on a real ConnectX and
+ * on the emulated one) and the control path (who creates the rings, where doorbells go,
+ * where the clock is read).
+ *
+ * The host side allocates every ring in its own memory — CQ buffers, RQ and SQ WQE rings,
+ * doorbell records, packet buffers — with the PRM layouts (rdma-core's mlx5dv.h structs)
+ * and then asks the control path, through Mlx5PortOps, to turn that memory into device
+ * objects: on hardware DevX umem registration + CREATE_CQ/CREATE_RQ/CREATE_SQ/CREATE_TIR,
+ * a memory region for the packet buffers, and mlx5dv_dr steering rules; on the emulator,
+ * handing the same pointers to the emulated device. After creation the datapath never
+ * calls the control path again except for doorbells through the pointers it got back
+ * (RQ/CQ doorbell records in host memory, the SQ doorbell record plus the UAR/BlueFlame
+ * register) — and the datapath never asks which kind of device it drives.
+ *
+ * No GStreamer here; plain C on GLib and rdma-core's headers.
+ */
+#ifndef DAQIRI_MLX5_PORT_H
+#define DAQIRI_MLX5_PORT_H
+
+#include <glib.h>
+#include <stdint.h>
+
+#include "daqiri-engine.h"
+
+G_BEGIN_DECLS
+
+typedef struct _Mlx5Port Mlx5Port;
+
+/* A completion queue: 2^log_size 64-byte CQEs. */
+typedef struct {
+  guint8 *ring;                 /* 64-byte aligned, 2^log_size * 64 bytes, set to 0xff
+                                 * (opcode INVALID, owner 1) before creation */
+  volatile guint32 *dbrec;      /* [0] = consumer index (be32, 24 bits) */
+  guint log_size;
+  guint32 cqn;                  /* set by cq_create */
+  gpointer priv;                /* control path's handle */
+} Mlx5Cq;
+
+/* A striding (multi-packet) receive queue: 2^log_wqes WQEs of 32 bytes (next segment +
+ * one data segment), each pointing at a region of 2^log_strides strides of
+ * 2^log_stride_size bytes inside the packet buffer. */
+typedef struct {
+  guint8 *wqes;                 /* 2^log_wqes * 32 bytes */
+  volatile guint32 *dbrec;      /* [MLX5_RCV_DBR] = producer counter (be32, 16 bits) */
+  guint log_wqes;
+  guint log_strides;            /* strides per WQE, log2 */
+  guint log_stride_size;        /* bytes per stride, log2 */
+  guint8 *buf;                  /* packet buffer: 2^log_wqes regions */
+  gsize buf_size;
+  guint32 lkey;                 /* of the packet buffer, set by mr_reg */
+  Mlx5Cq *cq;
+  guint32 rqn;                  /* set by rq_create */
+  gpointer priv;
+} Mlx5Rq;
+
+/* A send queue of 2^log_wqebbs 64-byte WQE basic blocks. */
+typedef struct {
+  guint8 *wqes;                 /* 2^log_wqebbs * 64 bytes */
+  volatile guint32 *dbrec;      /* [MLX5_SND_DBR] = producer counter (be32, 16 bits) */
+  guint log_wqebbs;
+  Mlx5Cq *cq;
+  guint32 sqn;                  /* set by sq_create: the QPN/SQN in ctrl segments */
+  volatile guint64 *bf_reg;     /* set by sq_create: the UAR/BlueFlame doorbell register */
+  guint bf_size;                /* bytes of one BlueFlame buffer (the offset toggles) */
+  gpointer priv;
+} Mlx5Sq;
+
+/* Conversion of raw CQE timestamps to ns, as mlx5dv_clock_info / mlx5dv_ts_to_ns define. */
+typedef struct {
+  guint64 nsec;
+  guint64 last_cycles;
+  guint64 frac;
+  guint32 mult;
+  guint32 shift;
+  guint64 mask;
+} Mlx5ClockInfo;
+
+typedef struct {
+  /* strides: limits the device accepts (log2) */
+  guint min_log_stride_size, max_log_stride_size;
+  guint min_log_strides, max_log_strides;
+  guint max_log_wqes;
+  guint max_log_cq_size;
+  gboolean real_time_ts;        /* CQE timestamps are already ns of the real-time clock */
+  guint64 device_frequency_khz;
+} Mlx5Caps;
+
+typedef struct {
+  const char *name;             /* "mlx5" or "emu" */
+
+  /* opens the device by the name after the engine prefix; fills info and caps */
+  gpointer (*open) (const char *name, DqPortInfo * info, Mlx5Caps * caps, GError ** error);
+  void (*close) (gpointer dev);
+
+  /* registers host memory the device reads or writes packets in; returns its lkey */
+  gboolean (*mr_reg) (gpointer dev, void *addr, gsize size, guint32 * lkey,
+      gpointer * handle, GError ** error);
+  void (*mr_dereg) (gpointer dev, gpointer handle);
+
+  gboolean (*cq_create) (gpointer dev, Mlx5Cq * cq, GError ** error);
+  void (*cq_destroy) (gpointer dev, Mlx5Cq * cq);
+  /* creates the RQ and moves it to ready; the host posts WQEs by writing them and the
+   * doorbell record */
+  gboolean (*rq_create) (gpointer dev, Mlx5Rq * rq, GError ** error);
+  void (*rq_destroy) (gpointer dev, Mlx5Rq * rq);
+  gboolean (*sq_create) (gpointer dev, Mlx5Sq * sq, GError ** error);
+  void (*sq_destroy) (gpointer dev, Mlx5Sq * sq);
+
+  /* steers the port's packets to the RQs: the rules (none: everything) with a tag
+   * action carrying each rule's mark; rules with a queue key go to that RQ, the others
+   * are spread over all RQs (RSS). Replaces any earlier rule set of these RQs. */
+  gboolean (*flows_set) (gpointer dev, Mlx5Rq ** rqs, guint n_rqs,
+      const DqFlowRule * rules, guint n_rules, GError ** error);
+
+  /* the port clock now, ns; and the parameters that turn raw CQE timestamps into ns */
+  guint64 (*clock_now) (gpointer dev);
+  void (*clock_info) (gpointer dev, Mlx5ClockInfo * info);
+} Mlx5PortOps;
+
+G_END_DECLS
+
+#endif /* DAQIRI_MLX5_PORT_H */
