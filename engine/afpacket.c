@@ -28,6 +28,7 @@
 #include <linux/if_packet.h>
 #include <net/if.h>
 #include <net/if_arp.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -42,7 +43,13 @@
 #define AFP_TX_DEFAULT_RING ((gsize) 4 << 20)
 #define AFP_RING_MAX ((gsize) 4 << 30)
 #define AFP_RX_MAX_BLOCK ((gsize) 1 << 20)
-#define AFP_RX_PREFERRED_BLOCKS 8
+/* The kernel hands a block over when it is full or when the burst timeout (>= 1 ms)
+ * expires, so a ring of N blocks covers at least N ms of a stalled reader even at low
+ * rates: prefer many blocks (64 MiB -> 256 blocks of 256 KiB), but not below 64 KiB a
+ * block, and at least 8 blocks where the ring allows. */
+#define AFP_RX_PREFERRED_BLOCKS 256
+#define AFP_RX_MIN_BLOCKS 8
+#define AFP_RX_MIN_PREFERRED_BLOCK ((gsize) 64 << 10)
 #define AFP_MIN_PACKET 64
 #define AFP_MAX_PACKET 65535
 #define AFP_VLAN_HLEN 4
@@ -396,6 +403,7 @@ typedef struct {
   AfpPort *port;
   int fd;
   int wake_fd;
+  int ep_fd;                    /* epoll: socket (edge-triggered) + wake_fd */
   gboolean in_fanout;           /* a member of port's fanout group `group_id` */
   guint32 group_id;
   guint8 *ring;
@@ -464,7 +472,8 @@ rx_geometry_choose (const AfpPort * port, const DqRxConfig * config, AfpRxGeomet
 
   gsize need = (gsize) max_packet + AFP_RX_BLOCK_OVERHEAD;
   gsize block = MAX (AFP_RX_MAX_BLOCK, page);
-  while (block > page && ring / block < AFP_RX_PREFERRED_BLOCKS && block / 2 >= need)
+  while (block > page && block / 2 >= need && (ring / block < AFP_RX_MIN_BLOCKS ||
+          (ring / block < AFP_RX_PREFERRED_BLOCKS && block > AFP_RX_MIN_PREFERRED_BLOCK)))
     block /= 2;
   while (block < need)
     block *= 2;
@@ -730,6 +739,8 @@ afp_rxq_destroy (gpointer priv)
     port_fanout_leave (rxq->port, rxq->group_id);
   if (rxq->wake_fd >= 0)
     close (rxq->wake_fd);
+  if (rxq->ep_fd >= 0)
+    close (rxq->ep_fd);
   for (AfpBurstRec * rec = rxq->all_recs; rec != NULL;) {
     AfpBurstRec *next = rec->all_next;
     g_free (rec);
@@ -741,6 +752,26 @@ afp_rxq_destroy (gpointer priv)
   g_mutex_clear (&rxq->free_lock);
   g_mutex_clear (&rxq->stats_lock);
   g_free (rxq);
+}
+
+/* The packet socket edge-triggered: TPACKET_V3 wakes the socket once for every block it
+ * hands over, and an edge-triggered epoll reports exactly those wakeups. A level-
+ * triggered poll reports "readable" for as long as we hold the block before the one
+ * the kernel fills — a downstream that keeps one buffer would make it spin. */
+static gboolean
+rx_epoll_setup (AfpRxQueue * rxq, GError ** error)
+{
+  struct epoll_event sock_ev = {.events = EPOLLIN | EPOLLET,.data.u32 = 0 };
+  struct epoll_event wake_ev = {.events = EPOLLIN,.data.u32 = 1 };
+
+  rxq->ep_fd = epoll_create1 (EPOLL_CLOEXEC);
+  if (rxq->ep_fd < 0 || epoll_ctl (rxq->ep_fd, EPOLL_CTL_ADD, rxq->fd, &sock_ev) < 0 ||
+      epoll_ctl (rxq->ep_fd, EPOLL_CTL_ADD, rxq->wake_fd, &wake_ev) < 0) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: epoll setup failed: %s",
+        rxq->port->ifname, g_strerror (errno));
+    return FALSE;
+  }
+  return TRUE;
 }
 
 static gpointer
@@ -756,6 +787,7 @@ afp_rxq_create (gpointer port_priv, const DqRxConfig * config, GError ** error)
   rxq->port = port;
   rxq->fd = -1;
   rxq->wake_fd = -1;
+  rxq->ep_fd = -1;
   g_mutex_init (&rxq->free_lock);
   g_mutex_init (&rxq->stats_lock);
   /* a block cannot hold more packets than this, so larger records would never fill */
@@ -774,6 +806,8 @@ afp_rxq_create (gpointer port_priv, const DqRxConfig * config, GError ** error)
   if (rxq->fd < 0)
     goto fail;
   if (!rx_socket_setup (rxq, config, &geo, error))
+    goto fail;
+  if (!rx_epoll_setup (rxq, error))
     goto fail;
   return rxq;
 
@@ -917,6 +951,8 @@ rx_burst_cut (AfpRxQueue * rxq, DqBurst * burst)
     guint8 *frame = rxq->walk_pkt + hdr->tp_mac;
     rxq->walk_left--;
     rxq->walk_pkt += hdr->tp_next_offset;
+    /* the other CPU just wrote the next header: start loading it now */
+    __builtin_prefetch (rxq->walk_pkt);
 
     int vlan = -1;
     guint32 flags = 0;
@@ -996,48 +1032,41 @@ rx_socket_error (AfpRxQueue * rxq, GError ** error)
 
 /* Waits for the kernel to hand over a block, for a wakeup, or for the deadline
  * (monotonic ns, -1 for none). Returns 1 to look at the ring again, 0 when woken or
- * timed out, -1 on error. */
+ * timed out, -1 on error. The caller looked at the ring just before: a block handed
+ * over since then has already queued its edge, so none is missed. */
 static int
 rx_wait (AfpRxQueue * rxq, gint64 deadline, GError ** error)
 {
-  struct pollfd pfd[2] = {
-    {.fd = rxq->fd,.events = POLLIN},
-    {.fd = rxq->wake_fd,.events = POLLIN},
-  };
-  gint64 wait_ns = -1;
+  struct timespec ts, *tsp = NULL;
+  struct epoll_event ev[2];
 
   if (deadline >= 0) {
-    wait_ns = deadline - mono_now_ns ();
+    gint64 wait_ns = deadline - mono_now_ns ();
     if (wait_ns <= 0)
       return 0;
+    ts = ns_to_timespec (wait_ns);
+    tsp = &ts;
   }
-  /* The kernel reports POLLIN while the block before the one it fills is not
-   * TP_STATUS_KERNEL. While we still hold that block (bursts not yet released) POLLIN
-   * is always set and says nothing; and while we hold the block it would fill next,
-   * only our release can make progress: sleep in short slices instead of spinning. */
-  guint prev = (rxq->cur + rxq->n_blocks - 1) % rxq->n_blocks;
-  if (ring_block_status (ring_block_desc (rxq, prev)) != TP_STATUS_KERNEL ||
-      ring_block_status (ring_block_desc (rxq, rxq->cur)) != TP_STATUS_KERNEL) {
-    pfd[0].events = 0;
-    wait_ns = wait_ns < 0 ? AFP_WAIT_SLICE_NS : MIN (wait_ns, AFP_WAIT_SLICE_NS);
-  }
-
-  struct timespec ts = ns_to_timespec (wait_ns);
-  int r = ppoll (pfd, 2, wait_ns < 0 ? NULL : &ts, NULL);
+  int r = epoll_pwait2 (rxq->ep_fd, ev, G_N_ELEMENTS (ev), tsp, NULL);
   if (r < 0) {
     if (errno == EINTR)
       return 1;
-    g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: poll() failed: %s",
+    g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: epoll_wait() failed: %s",
         rxq->port->ifname, g_strerror (errno));
     return -1;
   }
-  if (pfd[1].revents & POLLIN) {
-    eventfd_drain (rxq->wake_fd);
+  if (r == 0)
     return 0;
+  gboolean woken = FALSE;
+  for (int i = 0; i < r; i++) {
+    if (ev[i].data.u32 == 1) {
+      eventfd_drain (rxq->wake_fd);
+      woken = TRUE;
+    } else if (ev[i].events & EPOLLERR) {
+      return rx_socket_error (rxq, error);
+    }
   }
-  if (pfd[0].revents & POLLERR)
-    return rx_socket_error (rxq, error);
-  return 1;
+  return woken ? 0 : 1;
 }
 
 static int

@@ -24,15 +24,18 @@
  * Both namespaces are anonymous: the kernel removes them, and the veth pair with them,
  * when the last process inside exits, however the benchmark ends (error, signal,
  * SIGKILL). Every child has PR_SET_PDEATHSIG so none outlives the orchestrator. Nothing
- * touches the namespace the benchmark was started in. Neighbour entries are static and
- * IPv6 is off on both ends, so the only frames on the link are the benchmark's.
+ * touches the namespace the benchmark was started in. Neighbour entries are static, IPv6
+ * is off on both ends and ICMP errors are off on the receive side, so the only frames on
+ * the link are the benchmark's.
  *
  * The receiver's CPU time is read with getrusage(RUSAGE_SELF) inside the receiver (all
  * its threads) when it reports ready (set up, PLAYING, 100 ms settled) and when it has
  * seen no packet for --idle-ms after the sender finished: the window covers receiving
- * and the idle wait (nothing is subtracted; the wait costs ~0: the receivers sleep in
- * poll(), and idle_cpu_ns reports what it cost), not process start, gst_init, pipeline
- * set-up or tear-down. The whole-process figure (wait4) is reported too.
+ * and the idle wait, not process start, gst_init, pipeline set-up or tear-down. Nothing
+ * is subtracted: the receivers sleep in poll() while idle, and idle_cpu_ns reports what
+ * the wait cost (well under a ms for bare and udpsrc; a few ms for daqirisrc ! fakesink,
+ * whose engine polls in 1 ms slices while the sink holds the last buffer). The
+ * whole-process figure (wait4) is reported too.
  *
  * Usage (root):  bench-rx [--packets N] [--rate PPS] [--payloads 64,1024] [--repeat N]
  *                bench-rx --soak SECONDS       daqirisrc at full rate, RSS every 10 s
@@ -107,6 +110,7 @@ static gchar *opt_payloads = NULL;
 static gchar *opt_receivers = NULL;
 static gint opt_repeat = 3;
 static gint opt_idle_ms = 300;
+static gint opt_stall_ms = 0;
 static gint opt_soak = 0;
 static gint opt_soak_payload = 64;
 static gchar *opt_sink = NULL;
@@ -116,6 +120,7 @@ static gchar *opt_plugin_dir = NULL;
 static gint opt_block_size = BARE_BLOCK_SIZE;
 static gint opt_blocks = BARE_BLOCKS;
 static gint opt_retire_ms = BARE_RETIRE_MS;
+static gboolean opt_bare_prefetch = FALSE;
 /* receiver child mode */
 static gchar *opt_child = NULL;
 static gchar *opt_pipeline = NULL;
@@ -134,6 +139,9 @@ static GOptionEntry entries[] = {
   {"idle-ms", 0, 0, G_OPTION_ARG_INT, &opt_idle_ms,
       "A receiver stops after this long without packets once the sender finished "
       "(default 300)", "MS"},
+  {"stall-ms", 0, 0, G_OPTION_ARG_INT, &opt_stall_ms,
+      "Stop each receiver (SIGSTOP) for this long, 300 ms into the traffic: how long a "
+      "stall its ring absorbs (default 0: no stall)", "MS"},
   {"soak", 0, 0, G_OPTION_ARG_INT, &opt_soak,
       "Instead of the comparison: daqirisrc at full rate for this long, RSS sampled every "
       "10 s", "SECONDS"},
@@ -153,6 +161,9 @@ static GOptionEntry entries[] = {
       "Blocks of the bare loop's ring (default 64, as daqirisrc)", "N"},
   {"bare-retire-ms", 0, 0, G_OPTION_ARG_INT, &opt_retire_ms,
       "Block retire timeout of the bare loop (default 1, as daqirisrc)", "MS"},
+  {"bare-prefetch", 0, 0, G_OPTION_ARG_NONE, &opt_bare_prefetch,
+      "Let the bare loop prefetch packet headers ahead (not the floor: shows what "
+      "prefetching would save)", NULL},
   {"child", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &opt_child, NULL, NULL},
   {"pipeline", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &opt_pipeline, NULL, NULL},
   {NULL, 0, 0, G_OPTION_ARG_NONE, NULL, NULL, NULL}
@@ -512,7 +523,7 @@ idle_read_ctl (IdleTracker * t, LineReader * ctl)
   return r == 0;
 }
 
-static void
+static G_GNUC_NORETURN void
 child_fail (const char *what, const char *detail)
 {
   gchar *text = g_strdup_printf ("%s: %s", what, detail ? detail : "");
@@ -735,7 +746,6 @@ child_bare_main (void)
 
   guint64 received = 0, blocks = 0, snap_bytes = 0;
   guint cur = 0;
-  int getenv_prefetch = getenv ("BENCH_PREFETCH") != NULL;
   guint64 cpu0 = self_cpu_ns ();
   guint64 runq0 = self_runq_delay_ns ();
   guint64 sleeps0 = self_sleeps ();
@@ -754,7 +764,8 @@ child_bare_main (void)
         const struct tpacket3_hdr *h = (const struct tpacket3_hdr *) p;
         snap_bytes += h->tp_snaplen;
         p += h->tp_next_offset;
-        if (getenv_prefetch) __builtin_prefetch (p + 2 * (p - (const guint8 *) h));
+        if (opt_bare_prefetch)  /* the header three packets on, if sizes stay the same */
+          __builtin_prefetch (p + 2 * (gsize) h->tp_next_offset);
       }
       received += n;
       blocks++;
@@ -1124,6 +1135,7 @@ typedef struct {
   guint64 udp_in;
   guint64 udp_rcvbuf_errors;
   guint64 udp_no_ports;
+  guint64 icmp_out;
 } NetCounters;
 
 static void
@@ -1152,22 +1164,28 @@ net_counters (NetCounters * nc)
   if (g_file_get_contents ("/proc/net/snmp", &text, NULL, NULL)) {
     gchar **lines = g_strsplit (text, "\n", -1);
     for (guint i = 0; lines[i] && lines[i + 1]; i++) {
-      if (!g_str_has_prefix (lines[i], "Udp: ") || !g_str_has_prefix (lines[i + 1], "Udp: "))
+      gboolean udp = g_str_has_prefix (lines[i], "Udp: ") &&
+          g_str_has_prefix (lines[i + 1], "Udp: ");
+      gboolean icmp = g_str_has_prefix (lines[i], "Icmp: ") &&
+          g_str_has_prefix (lines[i + 1], "Icmp: ");
+      if (!udp && !icmp)
         continue;
-      gchar **names = g_strsplit (lines[i] + 5, " ", -1);
-      gchar **values = g_strsplit (lines[i + 1] + 5, " ", -1);
+      gchar **names = g_strsplit (strchr (lines[i], ' ') + 1, " ", -1);
+      gchar **values = g_strsplit (strchr (lines[i + 1], ' ') + 1, " ", -1);
       for (guint k = 0; names[k] && values[k]; k++) {
         guint64 v = g_ascii_strtoull (values[k], NULL, 10);
-        if (strcmp (names[k], "InDatagrams") == 0)
+        if (udp && strcmp (names[k], "InDatagrams") == 0)
           nc->udp_in = v;
-        else if (strcmp (names[k], "RcvbufErrors") == 0)
+        else if (udp && strcmp (names[k], "RcvbufErrors") == 0)
           nc->udp_rcvbuf_errors = v;
-        else if (strcmp (names[k], "NoPorts") == 0)
+        else if (udp && strcmp (names[k], "NoPorts") == 0)
           nc->udp_no_ports = v;
+        else if (icmp && strcmp (names[k], "OutMsgs") == 0)
+          nc->icmp_out = v;
       }
       g_strfreev (names);
       g_strfreev (values);
-      break;
+      i++;
     }
     g_strfreev (lines);
     g_free (text);
@@ -1205,9 +1223,13 @@ receiver_start (const char *receiver, Child * c)
     g_ptr_array_add (argv, g_strdup_printf ("--bare-block-size=%d", opt_block_size));
     g_ptr_array_add (argv, g_strdup_printf ("--bare-blocks=%d", opt_blocks));
     g_ptr_array_add (argv, g_strdup_printf ("--bare-retire-ms=%d", opt_retire_ms));
+    if (opt_bare_prefetch)
+      g_ptr_array_add (argv, g_strdup ("--bare-prefetch"));
   } else {
+    gchar *pipeline = receiver_pipeline (receiver);
     g_ptr_array_add (argv, g_strdup ("--child=gst"));
-    g_ptr_array_add (argv, g_strdup_printf ("--pipeline=%s", receiver_pipeline (receiver)));
+    g_ptr_array_add (argv, g_strdup_printf ("--pipeline=%s", pipeline));
+    g_free (pipeline);
   }
   g_ptr_array_add (argv, g_strdup_printf ("--idle-ms=%d", opt_idle_ms));
   g_ptr_array_add (argv, NULL);
@@ -1261,6 +1283,7 @@ typedef struct {
   guint64 stats_packets;
   guint64 if_rx_packets;
   guint64 if_rx_dropped;
+  guint64 icmp_out;
   guint64 max_gap_us;
   guint64 max_gap_end_ms;
   guint64 runq_delay_us;
@@ -1349,6 +1372,14 @@ run_one (Child * sender, const char *receiver, guint payload, guint64 count, Run
     net_counters (&before);
     send_line (sender->ctl, "send %" G_GUINT64_FORMAT " %u %" G_GINT64_FORMAT " 0", count,
         payload, opt_rate);
+    if (opt_stall_ms > 0) {
+      /* the receiver stops taking packets for a while; the ring has to hold them */
+      if (read_line (&sender->status, line, sizeof line, 300) != 0)
+        die ("--stall-ms: the sender finished within 300 ms; send more packets");
+      kill (rc.pid, SIGSTOP);
+      sleep_ms (opt_stall_ms);
+      kill (rc.pid, SIGCONT);
+    }
     expect_line (sender, "sender", "sent ", line, sizeof line, -1);
     if (sscanf (line, "sent %" G_GUINT64_FORMAT " %" G_GINT64_FORMAT, &run->sent,
             &run->send_ns) != 2)
@@ -1358,6 +1389,7 @@ run_one (Child * sender, const char *receiver, guint payload, guint64 count, Run
     net_counters (&after);
     run->if_rx_packets = after.if_rx_packets - before.if_rx_packets;
     run->if_rx_dropped = after.if_rx_dropped - before.if_rx_dropped;
+    run->icmp_out = after.icmp_out - before.icmp_out;
     if (strcmp (receiver, "udpsrc") == 0)
       run->kernel_drops = after.udp_rcvbuf_errors - before.udp_rcvbuf_errors;
   }
@@ -1483,6 +1515,7 @@ cell_print_json (const Cell * c)
   json_u64 (out, "sleeps", m->sleeps);
   json_u64 (out, "if_rx_packets", m->if_rx_packets);
   json_u64 (out, "if_rx_dropped", m->if_rx_dropped);
+  json_u64 (out, "icmp_out", m->icmp_out);
   g_string_append_printf (out, ", \"send_pps\": %.0f",
       m->send_ns > 0 ? (double) m->sent * 1e9 / (double) m->send_ns : 0.0);
   g_string_append_printf (out, ", \"rate_pps\": %" G_GINT64_FORMAT, opt_rate);
@@ -1864,6 +1897,7 @@ main (int argc, char **argv)
   }
 
   if (opt_packets <= 0 || opt_rate < 0 || opt_repeat < 1 || opt_idle_ms < 1 ||
+      opt_stall_ms < 0 ||
       opt_soak < 0 || opt_block_size <= 0 || opt_blocks < 2 || opt_retire_ms < 1)
     die ("an option is out of range (see --help)");
   static const char *const receivers_allowed[] = { "bare", "daqirisrc", "udpsrc", NULL };
@@ -1886,6 +1920,9 @@ main (int argc, char **argv)
   if (geteuid () != 0) {
     fprintf (stderr, "bench-rx: needs root (network namespaces, veth, raw sockets); "
         "skipped\n");
+    g_strfreev (receivers);
+    g_strfreev (payload_texts);
+    g_free (payloads);
     return 77;
   }
   ssize_t len = readlink ("/proc/self/exe", self_exe, sizeof self_exe - 1);
@@ -1913,13 +1950,25 @@ main (int argc, char **argv)
   network_setup (&sender);
 
   long cpus = sysconf (_SC_NPROCESSORS_ONLN);
-  printf ("# bench-rx: %" G_GINT64_FORMAT " packets per run, %s, %d run(s) each, veth "
-      "%s -> %s in private namespaces, sender cpu 0, receiver cpu 1%s, sink \"%s\", "
-      "idle stop %d ms\n", opt_packets, opt_rate ? "paced" : "full speed",
-      opt_repeat, TX_IFACE, RX_IFACE, cpus < 2 ? " (one CPU: not pinned)" : "",
-      opt_sink ? opt_sink : "fakesink", opt_idle_ms);
+  if (opt_soak > 0)
+    printf ("# bench-rx soak: daqirisrc for %d s, %s, veth %s -> %s in private "
+        "namespaces, sender cpu 0, receiver cpu 1%s, sink \"%s\"\n", opt_soak,
+        opt_rate ? "paced" : "full speed", TX_IFACE, RX_IFACE,
+        cpus < 2 ? " (one CPU: not pinned)" : "", opt_sink ? opt_sink : "fakesink");
+  else
+    printf ("# bench-rx: %" G_GINT64_FORMAT " packets per run, %s, %d run(s) each, veth "
+        "%s -> %s in private namespaces, sender cpu 0, receiver cpu 1%s, sink \"%s\", "
+        "idle stop %d ms\n", opt_packets, opt_rate ? "paced" : "full speed",
+        opt_repeat, TX_IFACE, RX_IFACE, cpus < 2 ? " (one CPU: not pinned)" : "",
+        opt_sink ? opt_sink : "fakesink", opt_idle_ms);
   if (opt_rate)
     printf ("# rate %" G_GINT64_FORMAT " packets/s\n", opt_rate);
+  if (opt_bare_prefetch)
+    printf ("# the bare loop prefetches headers (--bare-prefetch): not the floor as "
+        "specified\n");
+  if (opt_stall_ms > 0)
+    printf ("# every receiver is stopped for %d ms, 300 ms into the traffic "
+        "(--stall-ms)\n", opt_stall_ms);
   fflush (stdout);
 
   int rc = 0;
