@@ -96,9 +96,9 @@
 #define UNKNOWN G_MAXUINT64
 
 /* daqirisrc's defaults on a 1500-MTU port (engine/afpacket.c rx_geometry_choose with
- * ring-size 64 MiB, max-packet-size 9216, burst-timeout 1 ms): 64 blocks of 1 MiB */
-#define BARE_BLOCK_SIZE (1u << 20)
-#define BARE_BLOCKS 64u
+ * ring-size 64 MiB, max-packet-size 9216, burst-timeout 1 ms): 256 blocks of 256 KiB */
+#define BARE_BLOCK_SIZE (256u << 10)
+#define BARE_BLOCKS 256u
 #define BARE_RETIRE_MS 1u
 
 /* ---------------------------------------------------------------------------------- */
