@@ -52,6 +52,10 @@ ensure_builtin (void)
   if (g_once_init_enter (&done)) {
     g_mutex_lock (&registry_lock);
     register_locked (&dq_afpacket_engine);
+#ifdef DQ_HAVE_MLX5
+    for (const DqEngineOps * const *e = dq_mlx5_engines (); *e != NULL; e++)
+      register_locked (*e);
+#endif
     g_mutex_unlock (&registry_lock);
     g_once_init_leave (&done, 1);
   }

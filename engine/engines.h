@@ -6,4 +6,9 @@
 
 extern const DqEngineOps dq_afpacket_engine;
 
+#ifdef DQ_HAVE_MLX5
+/* mlx5/mlx5-engine.h: the mlx5 engines ("emu", and "mlx5" with the hardware path) */
+const DqEngineOps *const *dq_mlx5_engines (void);
+#endif
+
 #endif

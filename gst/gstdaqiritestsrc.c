@@ -15,7 +15,8 @@
  * Packet n (counting from 0) has sequence number n (modulo 2^32), flow index
  * n mod #GstDaqiriTestSrc:flows (also its flow id in the meta) and a size between
  * #GstDaqiriTestSrc:packet-size-min and #GstDaqiriTestSrc:packet-size-max picked by
- * gst_daqiri_test_packet_size().
+ * gst_daqiri_test_packet_size(). A buffer's offset is the number of its first packet and
+ * its offset-end the number after its last, so a gap between buffers shows at once.
  *
  * With #GstDaqiriTestSrc:rate set, packet n is due at n / rate seconds after the first
  * burst and a burst is pushed when its last packet is due, so the average rate is exact.
@@ -123,11 +124,13 @@ struct _GstDaqiriTestSrc {
   GstClock *pacing_clock;       /* the clock the first due time was anchored on */
   GstClockTime epoch;           /* running time (pipeline clock) or clock time (system
                                  * clock) at which packet 0 was due */
-  gboolean on_pipeline_clock;
 
-  /* the pending wait, protected by the object lock so that unlock() can end it */
+  /* the pending wait, protected by the object lock so that unlock() and state changes
+   * can end it; cond (with the object lock) wakes a wait that sits out PAUSED */
   GstClockID clock_id;
   gboolean flushing;
+  gboolean paused;
+  GCond cond;
 
   /* counters, protected by the object lock */
   guint64 packets;
@@ -289,7 +292,7 @@ parse_mac (const gchar * text, guint8 mac[6])
   if (text == NULL || strlen (text) != 17)
     return FALSE;
   for (guint i = 0; i < 6; i++) {
-    const gchar *p = text + 3 * i;
+    const gchar *p = text + (gsize) 3 * i;
     gint hi = g_ascii_xdigit_value (p[0]);
     gint lo = g_ascii_xdigit_value (p[1]);
     if (hi < 0 || lo < 0 || (i < 5 && p[2] != ':'))
@@ -334,8 +337,10 @@ gst_daqiri_test_src_start (GstBaseSrc * bsrc)
   GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (bsrc);
   GstDaqiriTestPacketParams params;
   gboolean ok = FALSE;
+  gboolean live = gst_base_src_is_live (bsrc);
 
   GST_OBJECT_LOCK (self);
+  self->live = live;
   gchar *src_mac = g_strdup (self->src_mac);
   gchar *dst_mac = g_strdup (self->dst_mac);
   gchar *src = g_strdup (self->src);
@@ -351,6 +356,7 @@ gst_daqiri_test_src_start (GstBaseSrc * bsrc)
   self->pps = self->rate;
   self->packets = self->bytes = self->bursts = 0;
   self->flushing = FALSE;
+  self->paused = FALSE;
   GST_OBJECT_UNLOCK (self);
 
   if (size_min > size_max) {
@@ -383,7 +389,6 @@ gst_daqiri_test_src_start (GstBaseSrc * bsrc)
   self->size_min = size_min;
   self->size_max = size_max;
   self->n_flows = flows;
-  self->live = gst_base_src_is_live (bsrc);
   self->next_packet = 0;
   self->next_flow = 0;
   gst_clear_object (&self->pacing_clock);
@@ -486,6 +491,7 @@ gst_daqiri_test_src_unlock (GstBaseSrc * bsrc)
   self->flushing = TRUE;
   if (self->clock_id != NULL)
     gst_clock_id_unschedule (self->clock_id);
+  g_cond_broadcast (&self->cond);
   GST_OBJECT_UNLOCK (self);
   return TRUE;
 }
@@ -501,30 +507,72 @@ gst_daqiri_test_src_unlock_stop (GstBaseSrc * bsrc)
   return TRUE;
 }
 
-/* Waits until @clock reads @time; FLUSHING when unlock() ended the wait. The clock id is
- * kept and re-armed, so pacing allocates nothing per burst. */
+/* Waits until @due: a running time on the pipeline clock (@on_pipeline), or a time of
+ * the system clock. FLUSHING when unlock() ended the wait. A live source sits out PAUSED
+ * here, then waits again against the new base time, so a burst never leaves early and no
+ * packet is lost to a pause. The clock id is kept and re-armed: pacing allocates nothing
+ * per burst. */
 static GstFlowReturn
-wait_for (GstDaqiriTestSrc * self, GstClock * clock, GstClockTime time)
+wait_until (GstDaqiriTestSrc * self, GstClock * clock, gboolean on_pipeline,
+    GstClockTime due)
 {
-  GST_OBJECT_LOCK (self);
-  if (self->flushing) {
-    GST_OBJECT_UNLOCK (self);
-    return GST_FLOW_FLUSHING;
-  }
-  GstClockID id = self->clock_id;
-  if (id == NULL || !gst_clock_single_shot_id_reinit (clock, id, time)) {
-    if (id != NULL)
-      gst_clock_id_unref (id);
-    id = self->clock_id = gst_clock_new_single_shot_id (clock, time);
-  }
-  gst_clock_id_ref (id);
-  GST_OBJECT_UNLOCK (self);
+  GstFlowReturn ret = GST_FLOW_OK;
 
-  GstClockReturn ret = gst_clock_id_wait (id, NULL);
-  gst_clock_id_unref (id);
-  if (ret == GST_CLOCK_UNSCHEDULED)
-    return GST_FLOW_FLUSHING;
-  return GST_FLOW_OK;
+  GST_OBJECT_LOCK (self);
+  for (;;) {
+    if (self->flushing) {
+      ret = GST_FLOW_FLUSHING;
+      break;
+    }
+    if (self->paused) {
+      g_cond_wait (&self->cond, GST_OBJECT_GET_LOCK (self));
+      continue;
+    }
+    GstClockTime target = due + (on_pipeline ? GST_ELEMENT_CAST (self)->base_time : 0);
+    if (gst_clock_get_time (clock) >= target)
+      break;
+    GstClockID id = self->clock_id;
+    if (id == NULL || !gst_clock_single_shot_id_reinit (clock, id, target)) {
+      if (id != NULL)
+        gst_clock_id_unref (id);
+      id = self->clock_id = gst_clock_new_single_shot_id (clock, target);
+    }
+    gst_clock_id_ref (id);
+    GST_OBJECT_UNLOCK (self);
+    gst_clock_id_wait (id, NULL);
+    gst_clock_id_unref (id);
+    GST_OBJECT_LOCK (self);
+    /* woken on time, or unscheduled by unlock() or a state change: look again */
+  }
+  GST_OBJECT_UNLOCK (self);
+  return ret;
+}
+
+/* basesrc holds a live source in PAUSED only outside create(); the wait inside it is
+ * ours to hold (and to redo against the new base time in PLAYING) */
+static GstStateChangeReturn
+gst_daqiri_test_src_change_state (GstElement * element, GstStateChange transition)
+{
+  GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (element);
+
+  switch (transition) {
+    case GST_STATE_CHANGE_PLAYING_TO_PAUSED:
+      GST_OBJECT_LOCK (self);
+      self->paused = self->live;
+      if (self->paused && self->clock_id != NULL)
+        gst_clock_id_unschedule (self->clock_id);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case GST_STATE_CHANGE_PAUSED_TO_PLAYING:
+      GST_OBJECT_LOCK (self);
+      self->paused = FALSE;
+      g_cond_broadcast (&self->cond);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    default:
+      break;
+  }
+  return GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
 }
 
 /* The pipeline clock and base time for a live source that has one, or else the system
@@ -583,17 +631,13 @@ pace_burst (GstDaqiriTestSrc * self, guint64 first, guint n, GstClockTime * pts,
     GstClockTime local = on_pipeline ? (now > base_time ? now - base_time : 0) : now;
     self->epoch = local > first_due ? local - first_due : 0;
     gst_object_replace ((GstObject **) & self->pacing_clock, GST_OBJECT_CAST (clock));
-    self->on_pipeline_clock = on_pipeline;
     GST_DEBUG_OBJECT (self, "pacing on %" GST_PTR_FORMAT ", packet 0 due at %"
         GST_TIME_FORMAT, clock, GST_TIME_ARGS (self->epoch));
   }
 
-  GstClockTime wake = base_time + self->epoch + last_due;
-  if (wake > now) {
-    ret = wait_for (self, clock, wake);
-    if (ret != GST_FLOW_OK)
-      goto out;
-  }
+  ret = wait_until (self, clock, on_pipeline, self->epoch + last_due);
+  if (ret != GST_FLOW_OK)
+    goto out;
   /* on the system clock running time starts with the first packet */
   *pts = (on_pipeline ? self->epoch : 0) + first_due;
   *duration = gst_util_uint64_scale (first + n, GST_SECOND, self->pps) - first_due;
@@ -722,6 +766,7 @@ gst_daqiri_test_src_finalize (GObject * object)
   if (self->clock_id != NULL)
     gst_clock_id_unref (self->clock_id);
   gst_clear_object (&self->pacing_clock);
+  g_cond_clear (&self->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -803,6 +848,7 @@ gst_daqiri_test_src_class_init (GstDaqiriTestSrcClass * klass)
       "Generates bursts of checkable UDP/IPv4/Ethernet test packets, optionally paced",
       "daqiri developers");
 
+  element_class->change_state = GST_DEBUG_FUNCPTR (gst_daqiri_test_src_change_state);
   basesrc_class->start = GST_DEBUG_FUNCPTR (gst_daqiri_test_src_start);
   basesrc_class->stop = GST_DEBUG_FUNCPTR (gst_daqiri_test_src_stop);
   basesrc_class->negotiate = GST_DEBUG_FUNCPTR (gst_daqiri_test_src_negotiate);
@@ -834,6 +880,7 @@ gst_daqiri_test_src_init (GstDaqiriTestSrc * self)
   self->dst_port = DEFAULT_DST_PORT;
   self->udp_checksum = DEFAULT_UDP_CHECKSUM;
 
+  g_cond_init (&self->cond);
   gst_base_src_set_live (GST_BASE_SRC (self), DEFAULT_IS_LIVE);
   gst_base_src_set_format (GST_BASE_SRC (self), GST_FORMAT_TIME);
 }

@@ -81,9 +81,16 @@ typedef struct {
   guint min_log_strides, max_log_strides;
   guint max_log_wqes;
   guint max_log_cq_size;
-  gboolean real_time_ts;        /* CQE timestamps are already ns of the real-time clock */
+  guint max_log_wqebbs;         /* SQ size limit, log2 of 64-byte WQEBBs (log_max_qp_sz) */
+  gboolean real_time_ts;        /* CQE timestamps are in the real-time format (seconds in
+                                 * the high 32 bits, ns in the low 32), not raw ticks */
   guint64 device_frequency_khz;
 } Mlx5Caps;
+
+/* Counters the device keeps per RQ (on hardware: a queue counter set). */
+typedef struct {
+  guint64 out_of_buffer;        /* packets dropped: no posted WQE had room */
+} Mlx5RqCounters;
 
 typedef struct {
   const char *name;             /* "mlx5" or "emu" */
@@ -106,13 +113,21 @@ typedef struct {
   gboolean (*sq_create) (gpointer dev, Mlx5Sq * sq, GError ** error);
   void (*sq_destroy) (gpointer dev, Mlx5Sq * sq);
 
-  /* steers the port's packets to the RQs: the rules (none: everything) with a tag
-   * action carrying each rule's mark; rules with a queue key go to that RQ, the others
-   * are spread over all RQs (RSS). Replaces any earlier rule set of these RQs. */
-  gboolean (*flows_set) (gpointer dev, Mlx5Rq ** rqs, guint n_rqs,
+  /* steers the port's packets to a group of RQs (the queues of one element, identified
+   * by `group`): the rules (none: everything) with a tag action carrying each rule's
+   * mark (24 bits); rules with a queue key go to rqs[queue], the others are spread over
+   * all n_rqs RQs (RSS, Toeplitz over the IPv4 addresses and L4 ports). Replaces the
+   * group's earlier rule set; n_rqs 0 removes it. A packet is taken by the first group
+   * (in the order they were set) whose rules it matches; groups without rules take what
+   * no rule took. */
+  gboolean (*flows_set) (gpointer dev, guint32 group, Mlx5Rq ** rqs, guint n_rqs,
       const DqFlowRule * rules, guint n_rules, GError ** error);
 
-  /* the port clock now, ns; and the parameters that turn raw CQE timestamps into ns */
+  /* the device's counters of one RQ */
+  void (*rq_counters) (gpointer dev, Mlx5Rq * rq, Mlx5RqCounters * counters);
+
+  /* the port clock now, ns (the domain of the converted CQE timestamps); and the
+   * parameters that turn raw CQE timestamps into ns (unused with caps.real_time_ts) */
   guint64 (*clock_now) (gpointer dev);
   void (*clock_info) (gpointer dev, Mlx5ClockInfo * info);
 } Mlx5PortOps;

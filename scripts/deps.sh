@@ -7,7 +7,7 @@ packages=(
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   libibverbs-dev rdma-core ibverbs-providers
-  iproute2 tcpdump tcpreplay ethtool valgrind
+  iproute2 tcpdump tcpreplay ethtool valgrind clang-tidy
 )
 
 missing=()
@@ -16,11 +16,16 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
-if [ ${#missing[@]} -eq 0 ]; then
+# The Linux kernel's mlx5_ifc.h, read as data by the PRM layout test: any Debian
+# linux-headers-*-common package of the 6.1 series has it.
+need_ifc=0
+if ! compgen -G '/usr/src/linux-headers-*-common/include/linux/mlx5/mlx5_ifc.h' >/dev/null; then
+  need_ifc=1
+fi
+if [ ${#missing[@]} -eq 0 ] && [ $need_ifc -eq 0 ]; then
   exit 0
 fi
 
-echo "daqiri: installing ${missing[*]}"
 if [ "$(id -u)" -ne 0 ]; then
   SUDO=sudo
 else
@@ -28,4 +33,14 @@ else
 fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
+if [ $need_ifc -eq 1 ]; then
+  ifc=$(apt-cache search --names-only '^linux-headers-6\.1\.0-[0-9]+-common$' | cut -d' ' -f1 |
+    sort -V | tail -n 1)
+  if [ -n "$ifc" ]; then
+    missing+=("$ifc")
+  else
+    echo "daqiri: no linux-headers-6.1.0-*-common package found; the PRM layout test will skip" >&2
+  fi
+fi
+echo "daqiri: installing ${missing[*]}"
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,219 @@
+/* Packet knowledge of the emulated ConnectX: the headers its checksum offload, checksum
+ * verification and RSS look at. Every read is bounded by the frame length. */
+#include "emu-net.h"
+#include "emu.h"
+
+#include <infiniband/mlx5dv.h>
+
+#include "mlx5-dma.h"
+
+#define ETH_HLEN 14
+#define ETHERTYPE_IPV4 0x0800
+#define ETHERTYPE_IPV6 0x86dd
+#define ETHERTYPE_VLAN 0x8100
+#define ETHERTYPE_QINQ 0x88a8
+#define IPPROTO_TCP_ 6
+#define IPPROTO_UDP_ 17
+#define TCP_CSUM_OFFSET 16
+#define UDP_CSUM_OFFSET 6
+
+static guint16
+rd16 (const guint8 * p)
+{
+  return (guint16) ((p[0] << 8) | p[1]);
+}
+
+static void
+wr16 (guint8 * p, guint16 v)
+{
+  p[0] = (guint8) (v >> 8);
+  p[1] = (guint8) v;
+}
+
+void
+emu_parse (const guint8 * frame, guint len, EmuHeaders * h)
+{
+  guint off = ETH_HLEN;
+
+  h->l3_offset = 0;
+  h->l4_offset = 0;
+  h->l4_len = 0;
+  h->l3_type = MLX5_CQE_L3_HDR_TYPE_NONE;
+  h->l4_type = MLX5_CQE_L4_HDR_TYPE_NONE;
+  h->proto = 0;
+  if (len < ETH_HLEN)
+    return;
+  guint16 type = rd16 (frame + 12);
+  /* one VLAN tag is looked through (the device does not strip it: vsd) */
+  if (type == ETHERTYPE_VLAN || type == ETHERTYPE_QINQ) {
+    if (len < ETH_HLEN + 4)
+      return;
+    type = rd16 (frame + 16);
+    off += 4;
+  }
+  if (type == ETHERTYPE_IPV6) {
+    if (len >= off + 40 && (frame[off] >> 4) == 6) {
+      h->l3_offset = off;
+      h->l3_type = MLX5_CQE_L3_HDR_TYPE_IPV6;
+      h->proto = frame[off + 6];
+    }
+    return;
+  }
+  if (type != ETHERTYPE_IPV4 || len < off + 20)
+    return;
+  const guint8 *ip = frame + off;
+  guint ihl = (guint) (ip[0] & 0xf) * 4;
+  guint total = rd16 (ip + 2);
+  if ((ip[0] >> 4) != 4 || ihl < 20 || len < off + ihl || total < ihl ||
+      off + total > len)
+    return;
+  h->l3_offset = off;
+  h->l3_type = MLX5_CQE_L3_HDR_TYPE_IPV4;
+  h->proto = ip[9];
+  /* fragments: only the first has the L4 header, and none has the whole L4 payload */
+  if (rd16 (ip + 6) & 0x3fff)
+    return;
+  guint l4 = off + ihl;
+  guint l4_len = total - ihl;
+  if (h->proto == IPPROTO_UDP_ && l4_len >= 8) {
+    h->l4_type = MLX5_CQE_L4_HDR_TYPE_UDP;
+  } else if (h->proto == IPPROTO_TCP_ && l4_len >= 20 && (frame[l4 + 12] >> 4) * 4u >= 20 &&
+      (frame[l4 + 12] >> 4) * 4u <= l4_len) {
+    h->l4_type = MLX5_CQE_L4_HDR_TYPE_TCP;
+  } else {
+    return;
+  }
+  h->l4_offset = l4;
+  h->l4_len = l4_len;
+}
+
+/* one's complement sum of 16-bit big-endian words (odd tail padded with zero) */
+static guint32
+sum16 (guint32 sum, const guint8 * p, guint len)
+{
+  guint i;
+  for (i = 0; i + 1 < len; i += 2)
+    sum += rd16 (p + i);
+  if (len & 1)
+    sum += (guint32) p[len - 1] << 8;
+  return sum;
+}
+
+static guint16
+fold (guint32 sum)
+{
+  while (sum >> 16)
+    sum = (sum & 0xffff) + (sum >> 16);
+  return (guint16) sum;
+}
+
+/* the IPv4 pseudo header: addresses, protocol, L4 length */
+static guint32
+pseudo_sum (const guint8 * ip, guint8 proto, guint l4_len)
+{
+  guint32 sum = sum16 (0, ip + 12, 8);
+  return sum + proto + l4_len;
+}
+
+static guint
+l4_csum_offset (const EmuHeaders * h)
+{
+  return h->l4_type == MLX5_CQE_L4_HDR_TYPE_TCP ? TCP_CSUM_OFFSET : UDP_CSUM_OFFSET;
+}
+
+guint
+emu_csum_fill (guint8 * frame, guint len, guint8 cs_flags)
+{
+  EmuHeaders h;
+  guint done = 0;
+
+  emu_parse (frame, len, &h);
+  if (h.l3_type != MLX5_CQE_L3_HDR_TYPE_IPV4)
+    return 0;
+  guint8 *ip = frame + h.l3_offset;
+  if (cs_flags & MLX5_ETH_WQE_L3_CSUM) {
+    guint ihl = (guint) (ip[0] & 0xf) * 4;
+    wr16 (ip + 10, 0);
+    wr16 (ip + 10, (guint16) ~fold (sum16 (0, ip, ihl)));
+    done |= 1;
+  }
+  if ((cs_flags & MLX5_ETH_WQE_L4_CSUM) && h.l4_offset != 0) {
+    guint8 *l4 = frame + h.l4_offset;
+    guint at = l4_csum_offset (&h);
+    wr16 (l4 + at, 0);
+    guint16 csum = (guint16) ~fold (sum16 (pseudo_sum (ip, h.proto, h.l4_len), l4,
+            h.l4_len));
+    /* UDP sends a computed 0 as 0xffff: 0 means "no checksum" */
+    if (csum == 0 && h.l4_type == MLX5_CQE_L4_HDR_TYPE_UDP)
+      csum = 0xffff;
+    wr16 (l4 + at, csum);
+    done |= 2;
+  }
+  return done;
+}
+
+guint8
+emu_csum_verify (const guint8 * frame, guint len, const EmuHeaders * h)
+{
+  guint8 ok = MLX5_CQE_L2_OK;
+
+  if (h->l3_type != MLX5_CQE_L3_HDR_TYPE_IPV4)
+    return ok;
+  const guint8 *ip = frame + h->l3_offset;
+  guint ihl = (guint) (ip[0] & 0xf) * 4;
+  if (fold (sum16 (0, ip, ihl)) == 0xffff)
+    ok |= MLX5_CQE_L3_OK;
+  if (h->l4_offset != 0) {
+    const guint8 *l4 = frame + h->l4_offset;
+    /* UDP checksum 0: the sender computed none */
+    gboolean none = h->l4_type == MLX5_CQE_L4_HDR_TYPE_UDP && rd16 (l4 + UDP_CSUM_OFFSET) == 0;
+    if (none || fold (sum16 (pseudo_sum (ip, h->proto, h->l4_len), l4, h->l4_len)) == 0xffff)
+      ok |= MLX5_CQE_L4_OK;
+  }
+  return ok;
+}
+
+/* the 40-byte default RSS key (Microsoft's RSS verification key) */
+static const guint8 rss_key[40] = {
+  0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
+  0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
+  0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+};
+
+/* Toeplitz: for each set input bit i (most significant first) XOR in the 32 key bits
+ * that start at key bit i. */
+guint32
+emu_toeplitz (const guint8 * data, guint len)
+{
+  guint32 result = 0;
+  guint64 window = 0;
+
+  len = MIN (len, sizeof rss_key - 4);
+  for (guint k = 0; k < 8; k++)
+    window = (window << 8) | rss_key[k];
+  for (guint i = 0; i < len; i++) {
+    for (guint b = 0; b < 8; b++) {
+      if (data[i] & (0x80 >> b))
+        result ^= (guint32) (window >> (32 - b));
+    }
+    window = (window << 8) | (i + 8 < sizeof rss_key ? rss_key[i + 8] : 0);
+  }
+  return result;
+}
+
+guint32
+emu_rss_hash (const guint8 * frame, const EmuHeaders * h)
+{
+  guint8 in[12];
+
+  if (h->l3_type != MLX5_CQE_L3_HDR_TYPE_IPV4)
+    return 0;
+  const guint8 *ip = frame + h->l3_offset;
+  for (guint i = 0; i < 8; i++)
+    in[i] = ip[12 + i];
+  if (h->l4_offset == 0)
+    return emu_toeplitz (in, 8);
+  for (guint i = 0; i < 4; i++)
+    in[8 + i] = frame[h->l4_offset + i];
+  return emu_toeplitz (in, 12);
+}

@@ -1,0 +1,177 @@
+/* Inside the emulated ConnectX: the port, its device objects and their device-side
+ * state. Shared by the device model (emu.c), its control path (emu-port.c) and the
+ * configuration parser (emu-config.c). */
+#ifndef DAQIRI_MLX5_EMU_PRIVATE_H
+#define DAQIRI_MLX5_EMU_PRIVATE_H
+
+#include "emu.h"
+
+G_BEGIN_DECLS
+
+#define EMU_NAME_MAX 32
+#define EMU_DEFAULT_RATE G_GUINT64_CONSTANT (100000000000)
+#define EMU_DEFAULT_FREQ_KHZ 1000000
+#define EMU_DEFAULT_MTU 1500
+#define EMU_DEFAULT_OVERHEAD 24
+#define EMU_MIN_FRAME 60
+#define EMU_MAX_FRAME 65535
+#define EMU_BF_SIZE 256
+#define EMU_INPUT_MAX 65536
+/* a cable with pause holds the sender back while this many frames wait at the peer */
+#define EMU_PEER_PAUSE 256
+
+/* which keys a spec gave explicitly */
+enum {
+  EMU_KEY_RATE = 1 << 0,
+  EMU_KEY_FREQ = 1 << 1,
+  EMU_KEY_MTU = 1 << 2,
+  EMU_KEY_MAC = 1 << 3,
+  EMU_KEY_PEER = 1 << 4,
+  EMU_KEY_PAUSE = 1 << 5,
+  EMU_KEY_CLOCK = 1 << 6,
+  EMU_KEY_OVERHEAD = 1 << 7,
+};
+
+typedef struct {
+  char name[EMU_NAME_MAX + 1];
+  guint32 keys;
+  guint64 rate_bps;
+  guint64 freq_khz;
+  guint mtu;
+  guint8 mac[6];
+  char peer[EMU_NAME_MAX + 1];  /* "" : this port */
+  gboolean peer_none;
+  gboolean pause;
+  gboolean real_time;
+  guint overhead;
+} EmuConfig;
+
+/* Parses "NAME[,KEY=VALUE]..." (see emu.h); unset keys get their defaults. */
+gboolean emu_config_parse (const char *spec, EmuConfig * cfg, GError ** error);
+/* A second user's spec against the port's: keys it gives must agree. */
+gboolean emu_config_compatible (const EmuConfig * port, const EmuConfig * other,
+    GError ** error);
+
+/* A registered memory region: what the IOMMU lets the device touch. */
+typedef struct {
+  guint8 *addr;
+  gsize size;
+  guint32 lkey;
+  gboolean used;
+} EmuMr;
+
+/* Device-side copy of a CQ's context (the host's ring, doorbell record, size). */
+typedef struct {
+  guint8 *ring;
+  volatile guint32 *dbrec;
+  guint log_size;
+  guint32 cqn;
+  guint32 pi;                   /* CQEs written */
+} EmuCq;
+
+typedef struct {
+  guint8 *wqes;
+  volatile guint32 *dbrec;
+  guint log_wqes;
+  guint log_strides;
+  guint log_stride_size;
+  EmuCq *cq;
+  guint32 rqn;
+
+  /* device state: the WQE being filled */
+  guint32 hw_wqe;               /* WQE counter */
+  guint32 hw_stride;            /* next free stride in it */
+  guint8 *region;               /* its region, checked against the MRs; NULL: none yet */
+  guint64 out_of_buffer;
+} EmuRq;
+
+typedef struct {
+  guint8 *wqes;
+  volatile guint32 *dbrec;
+  guint log_wqebbs;
+  EmuCq *cq;
+  guint32 sqn;
+  guint8 *bf;                   /* the UAR/BlueFlame page the host writes doorbells to */
+  guint32 hw_ci;                /* WQEBBs executed */
+} EmuSq;
+
+/* The steering rules of one group of RQs. */
+typedef struct {
+  guint32 group;
+  EmuRq **rqs;
+  guint n_rqs;
+  guint rqt_size;               /* RSS indirection table: next power of two >= n_rqs */
+  DqFlowRule *rules;
+  guint n_rules;
+} EmuSteerGroup;
+
+/* A train of frames on a wire: it started at tick `anchor` and `bits` went since. */
+typedef struct {
+  guint64 anchor;
+  guint64 bits;
+} EmuWire;
+
+typedef struct {
+  guint len;
+  gboolean lossless;            /* from a cable with pause: waits for RX room */
+  guint64 arrival_ns;           /* CLOCK_MONOTONIC (or REALTIME with clock=rt) */
+  guint8 data[];
+} EmuFrame;
+
+typedef struct {
+  EmuGenConfig cfg;
+  gboolean active;
+  guint64 produced;
+  guint64 start_ticks;
+  guint8 frame[EMU_MAX_FRAME];
+} EmuGen;
+
+struct _EmuPort {
+  gint refcount;                /* the object */
+  gint users;                   /* opens; protected by the registry lock */
+  EmuConfig cfg;
+  char *clock_name;
+  guint64 freq_hz;
+
+  GMutex lock;                  /* device objects and device state; the device thread
+                                 * holds it for one pass */
+  GPtrArray *mrs;               /* EmuMr*, index = lkey >> 8 */
+  GPtrArray *cqs, *rqs, *sqs;
+  GPtrArray *groups;            /* EmuSteerGroup*, in the order they were set */
+  guint32 next_id;
+
+  EmuWire tx_wire, rx_wire;
+  EmuGen *gen;
+
+  /* faults (under lock) */
+  guint fault_rx_drop;
+  gint64 fault_rx_error;        /* -1: none; else packets to let through first */
+  guint8 fault_rx_syndrome;
+  gint64 fault_tx_error;
+  guint8 fault_tx_syndrome;
+  gboolean stalled;
+
+  /* frames from outside: injected, or sent by another port's cable */
+  GMutex in_lock;
+  GQueue input;                 /* EmuFrame* */
+
+  GThread *thread;
+  gint stop;
+  GMutex wake_lock;
+  GCond wake_cond;
+  gint busy;                    /* a pass found work (for wait_idle) */
+
+  EmuCounters c;                /* written under lock, read atomically */
+  guint8 bounce[EMU_MAX_FRAME];
+};
+
+/* device-side object management (emu.c), called with port->lock held */
+EmuMr *emu_mr_lookup (EmuPort * port, guint32 lkey);
+void emu_port_kick (EmuPort * port);
+guint64 emu_port_now_ns (EmuPort * port);
+guint64 emu_ticks_to_ns (EmuPort * port, guint64 ticks);
+gboolean emu_dma_ok (EmuPort * port, guint32 lkey, guint64 addr, guint64 len, guint8 ** ptr);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,1159 @@
+/* The emulated ConnectX: device model (see emu.h for what it is and how to configure it).
+ *
+ * One device thread per port runs passes over the port's work, holding the port lock for
+ * one pass: execute the SQ WQEs the host posted (each frame goes onto the cable), then
+ * receive the frames waiting at the port's input (injected, or from another port's
+ * cable), then the generator's frames. A received frame is steered to an RQ, written
+ * into the strides of the RQ's current WQE, and completed with a CQE.
+ *
+ * PRM rules implemented here, one place each:
+ *  - Doorbell records are big-endian counters the host writes: RQ word 0 (MLX5_RCV_DBR,
+ *    16-bit WQE counter), SQ word 1 (MLX5_SND_DBR, 16-bit WQEBB counter), CQ word 0
+ *    (24-bit consumer index). The device reads WQEs only below the counter (rq_posted,
+ *    sq_run) and writes a CQE only where the consumer index lets it (cq_has_room).
+ *  - CQE ownership: the owner bit written is the wrap parity of the CQ producer index,
+ *    and op_own is written last, after a barrier (cq_publish).
+ *  - Striding RQ: strides of the current WQE are filled in order; a packet takes
+ *    ceil(len / stride) consecutive strides and never spans WQEs: when it does not fit
+ *    the rest of the WQE, those strides are completed by a filler CQE and the packet goes
+ *    to the next WQE (rq_deliver). CQE: byte_cnt = strides << 16 | len (bit 31 for a
+ *    filler), wqe_id = the WQE's ring index, wqe_counter = the first stride (rq_cqe).
+ *  - A WQE is used only after its data segment passes the IOMMU (the lkey names a
+ *    registered region and [addr, addr + byte_count) lies in it) and byte_count is the
+ *    region size; else its strides complete with an error CQE (rq_fetch).
+ *  - SEND WQE execution: ctrl (opcode, WQE index, QPN, DS count), Ethernet segment
+ *    (cs_flags, inline headers), data segments by pointer or inline; checksums per
+ *    cs_flags; a CQE when the completion mode asks (CE 2/3) or on error (sq_execute).
+ *  - Flow steering: the first rule that matches, in the order groups were set, tags the
+ *    packet with its mark (24 bits, in sop_drop_qpn) and picks the RQ: its queue, or RSS
+ *    over the group (Toeplitz hash into an indirection table of a power-of-two size,
+ *    entry i = RQ i mod n) (steer).
+ *  - Line rate and timestamps: see emu.h (wire_start).
+ */
+#include "emu-private.h"
+#include "emu-net.h"
+
+#include "mlx5-dma.h"
+#include "mlx5-mem.h"
+
+#include <string.h>
+#include <time.h>
+
+__extension__ typedef unsigned __int128 EmuU128;
+
+#define SQ_BUDGET 256
+#define INPUT_BUDGET 256
+#define GEN_BUDGET 256
+#define IDLE_SPIN 64
+#define IDLE_YIELD 128
+#define IDLE_SLEEP_MAX_US 200
+
+static GMutex registry_lock;
+static GHashTable *registry;    /* name -> EmuPort, open ports */
+
+/* ---------------------------------------------------------------------------------- */
+/* time */
+
+guint64
+emu_port_now_ns (EmuPort * p)
+{
+  struct timespec ts;
+  clock_gettime (p->cfg.real_time ? CLOCK_REALTIME : CLOCK_MONOTONIC, &ts);
+  return (guint64) ts.tv_sec * G_GUINT64_CONSTANT (1000000000) + (guint64) ts.tv_nsec;
+}
+
+static guint64
+ns_to_ticks (EmuPort * p, guint64 ns)
+{
+  return (guint64) ((EmuU128) ns * p->cfg.freq_khz / 1000000);
+}
+
+guint64
+emu_ticks_to_ns (EmuPort * p, guint64 ticks)
+{
+  return (guint64) ((EmuU128) ticks * 1000000 / p->cfg.freq_khz);
+}
+
+guint64
+emu_port_ticks (EmuPort * p)
+{
+  return ns_to_ticks (p, emu_port_now_ns (p));
+}
+
+guint64
+emu_port_freq_hz (EmuPort * p)
+{
+  return p->freq_hz;
+}
+
+guint64
+emu_port_rate_bps (EmuPort * p)
+{
+  return p->cfg.rate_bps;
+}
+
+/* the CQE timestamp field: raw ticks, or with clock=rt seconds << 32 | ns */
+static guint64
+cqe_timestamp (EmuPort * p, guint64 ticks)
+{
+  if (!p->cfg.real_time)
+    return ticks;
+  return ((ticks / G_GUINT64_CONSTANT (1000000000)) << 32) |
+      (ticks % G_GUINT64_CONSTANT (1000000000));
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* the wire: frames back to back at line rate (formula in emu.h) */
+
+static guint64
+wire_bits (EmuPort * p, guint len)
+{
+  return 8 * (guint64) (MAX (len, EMU_MIN_FRAME) + p->cfg.overhead);
+}
+
+/* The tick at which a frame of `len` bytes that is ready at tick `at` starts. */
+static guint64
+wire_start (EmuPort * p, EmuWire * w, guint64 at, guint len)
+{
+  EmuU128 sent = (EmuU128) w->bits * p->freq_hz;
+  guint64 busy_until = w->anchor + (guint64) ((sent + p->cfg.rate_bps - 1) / p->cfg.rate_bps);
+  if (at >= busy_until) {
+    /* the wire was idle: a new train starts */
+    w->anchor = at;
+    w->bits = 0;
+  }
+  guint64 start = w->anchor + (guint64) ((EmuU128) w->bits * p->freq_hz / p->cfg.rate_bps);
+  w->bits += wire_bits (p, len);
+  return start;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* the IOMMU */
+
+EmuMr *
+emu_mr_lookup (EmuPort * p, guint32 lkey)
+{
+  guint idx = lkey >> 8;
+  if (idx >= p->mrs->len)
+    return NULL;
+  EmuMr *mr = g_ptr_array_index (p->mrs, idx);
+  if (mr == NULL || mr->lkey != lkey)
+    return NULL;
+  return mr;
+}
+
+/* Whether the device may touch [addr, addr + len) through `lkey`; the pointer if so.
+ * A refusal is counted: a real device would raise a protection error. */
+gboolean
+emu_dma_ok (EmuPort * p, guint32 lkey, guint64 addr, guint64 len, guint8 ** ptr)
+{
+  EmuMr *mr = emu_mr_lookup (p, lkey);
+  guint64 base = mr != NULL ? (guint64) (uintptr_t) mr->addr : 0;
+
+  if (mr == NULL || addr < base || len > mr->size || addr - base > mr->size - len) {
+    MLX5_COUNTER_ADD (p->c.iommu_faults, 1);
+    return FALSE;
+  }
+  *ptr = (guint8 *) (uintptr_t) addr;
+  return TRUE;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* completion queues */
+
+static gboolean
+cq_has_room (EmuCq * cq, guint n)
+{
+  guint32 ci = be32toh (__atomic_load_n (&cq->dbrec[0], __ATOMIC_ACQUIRE)) & 0xffffff;
+  guint32 used = (cq->pi - ci) & 0xffffff;
+  return used + n <= (1u << cq->log_size);
+}
+
+/* The next CQE, cleared except op_own: the old op_own keeps the host away from it. */
+static volatile struct mlx5_cqe64 *
+cq_next (EmuCq * cq)
+{
+  guint32 mask = (1u << cq->log_size) - 1;
+  volatile struct mlx5_cqe64 *cqe =
+      (volatile struct mlx5_cqe64 *) (cq->ring + ((gsize) (cq->pi & mask) << 6));
+  memset ((void *) cqe, 0, MLX5_CQE_SIZE - 1);
+  return cqe;
+}
+
+static void
+cq_publish (EmuCq * cq, volatile struct mlx5_cqe64 *cqe, guint8 opcode)
+{
+  /* everything else before ownership passes to the host */
+  mlx5_dma_wmb ();
+  cqe->op_own = (guint8) (opcode << 4) | ((cq->pi >> cq->log_size) & MLX5_CQE_OWNER_MASK);
+  cq->pi++;
+}
+
+/* An error CQE: syndrome and vendor syndrome, the failing WQE's opcode and QPN, and
+ * wqe_counter; the error layout shares wqe_id and byte_cnt with a good CQE. */
+static void
+cq_error (EmuCq * cq, guint8 opcode, guint8 syndrome, guint8 wqe_opcode, guint32 qpn,
+    guint16 wqe_id, guint16 wqe_counter, guint32 byte_cnt)
+{
+  volatile struct mlx5_cqe64 *cqe = cq_next (cq);
+  volatile struct mlx5_err_cqe *err = (volatile struct mlx5_err_cqe *) cqe;
+  cqe->wqe_id = htobe16 (wqe_id);
+  cqe->byte_cnt = htobe32 (byte_cnt);
+  err->syndrome = syndrome;
+  err->vendor_err_synd = 0;
+  err->s_wqe_opcode_qpn = htobe32 (((guint32) wqe_opcode << 24) | (qpn & 0xffffff));
+  err->wqe_counter = htobe16 (wqe_counter);
+  cq_publish (cq, cqe, opcode);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* receive queues */
+
+static guint32
+rq_strides (const EmuRq * rq)
+{
+  return 1u << rq->log_strides;
+}
+
+/* WQEs the host posted that the device has not finished (the current one included). */
+static guint32
+rq_posted (EmuPort * p, EmuRq * rq)
+{
+  guint32 pi = be32toh (__atomic_load_n (&rq->dbrec[MLX5_RCV_DBR], __ATOMIC_ACQUIRE));
+  guint32 posted = (pi - rq->hw_wqe) & 0xffff;
+  if (G_UNLIKELY (posted > (1u << rq->log_wqes))) {
+    /* a counter past the ring: nothing below it can be trusted */
+    MLX5_COUNTER_ADD (p->c.doorbell_errors, 1);
+    return 0;
+  }
+  return posted;
+}
+
+static void
+rq_advance (EmuRq * rq, guint32 n)
+{
+  rq->hw_stride += n;
+  if (rq->hw_stride >= rq_strides (rq)) {
+    rq->hw_wqe++;
+    rq->hw_stride = 0;
+    rq->region = NULL;
+  }
+}
+
+/* Error CQE for `n` strides at the current position (consumes them). */
+static void
+rq_error (EmuPort * p, EmuRq * rq, guint32 n, guint8 syndrome)
+{
+  guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
+  cq_error (rq->cq, MLX5_CQE_RESP_ERR, syndrome, 0, rq->rqn, (guint16) slot,
+      (guint16) rq->hw_stride, n << MLX5_MPRQ_STRIDES_SHIFT);
+  MLX5_COUNTER_ADD (p->c.rx_cqe_errors, 1);
+  rq_advance (rq, n);
+}
+
+/* Makes the WQE at hw_wqe current. A WQE whose data segment the IOMMU refuses, or whose
+ * byte count is not the region size, has all its strides completed with an error CQE,
+ * and the next one is tried. FALSE: no usable posted WQE (or no CQE room to say so). */
+static gboolean
+rq_fetch (EmuPort * p, EmuRq * rq)
+{
+  guint32 region_bytes = 1u << (rq->log_strides + rq->log_stride_size);
+
+  while (rq->region == NULL) {
+    if (rq_posted (p, rq) == 0 || !cq_has_room (rq->cq, 1))
+      return FALSE;
+    guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
+    const volatile struct mlx5_mprq_wqe *wqe = (const volatile struct mlx5_mprq_wqe *)
+        (rq->wqes + ((gsize) slot << MLX5_LOG_MPRQ_WQE_SIZE));
+    guint32 byte_count = be32toh (wqe->dseg.byte_count);
+    guint32 lkey = be32toh (wqe->dseg.lkey);
+    guint64 addr = be64toh (wqe->dseg.addr);
+    guint8 *ptr;
+    rq->hw_stride = 0;
+    if (byte_count != region_bytes)
+      rq_error (p, rq, rq_strides (rq), MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+    else if (!emu_dma_ok (p, lkey, addr, byte_count, &ptr))
+      rq_error (p, rq, rq_strides (rq), MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
+    else
+      rq->region = ptr;
+  }
+  return TRUE;
+}
+
+static guint32
+rq_strides_for (const EmuRq * rq, guint len)
+{
+  return (len + (1u << rq->log_stride_size) - 1) >> rq->log_stride_size;
+}
+
+/* Would a frame of `len` bytes be written now (pause asks before sending)? */
+static gboolean
+rq_has_room (EmuPort * p, EmuRq * rq, guint len)
+{
+  guint32 need = rq_strides_for (rq, len);
+  if (need > rq_strides (rq))
+    return TRUE;                /* it will be dropped whatever happens */
+  if (rq->region != NULL && rq->hw_stride + need <= rq_strides (rq))
+    return cq_has_room (rq->cq, 1);
+  /* the current WQE (if any) is finished by a filler CQE; a next one must be posted */
+  guint32 more = rq->region != NULL ? 2 : 1;
+  return cq_has_room (rq->cq, more) && rq_posted (p, rq) >= more;
+}
+
+typedef struct {
+  guint32 tag;                  /* flow tag (24 bits) */
+  guint32 hash;                 /* RSS hash, 0 without RSS */
+  guint8 hds_ip_ext;            /* L2/L3/L4 OK */
+  guint8 l4_l3;                 /* l4_hdr_type_etc */
+} EmuRxMeta;
+
+static void
+rq_cqe (EmuRq * rq, guint32 slot, guint32 n_strides, guint len, guint64 ts,
+    const EmuRxMeta * m)
+{
+  volatile struct mlx5_cqe64 *cqe = cq_next (rq->cq);
+  volatile guint8 *raw = (volatile guint8 *) cqe;
+
+  cqe->wqe_id = htobe16 ((guint16) slot);
+  /* rss_hash_result (bytes 12..15; rdma-core calls them reserved) */
+  raw[12] = (guint8) (m->hash >> 24);
+  raw[13] = (guint8) (m->hash >> 16);
+  raw[14] = (guint8) (m->hash >> 8);
+  raw[15] = (guint8) m->hash;
+  cqe->hds_ip_ext = m->hds_ip_ext;
+  cqe->l4_hdr_type_etc = m->l4_l3;
+  cqe->byte_cnt = htobe32 ((n_strides << MLX5_MPRQ_STRIDES_SHIFT) | len);
+  cqe->timestamp = htobe64 (ts);
+  cqe->sop_drop_qpn = htobe32 (m->tag & MLX5_FLOW_TAG_BITS);
+  cqe->wqe_counter = htobe16 ((guint16) rq->hw_stride);
+  cq_publish (rq->cq, cqe, MLX5_CQE_RESP_SEND);
+}
+
+/* Writes a received frame into the RQ (the PRM's striding RQ rules; see the top). */
+static void
+rq_deliver (EmuPort * p, EmuRq * rq, const guint8 * frame, guint len, guint64 ticks,
+    const EmuRxMeta * m)
+{
+  guint32 need = rq_strides_for (rq, len);
+  guint32 strides = rq_strides (rq);
+
+  if (need > strides) {
+    MLX5_COUNTER_ADD (p->c.rx_oversize, 1);
+    return;
+  }
+  if (!rq_fetch (p, rq))
+    goto out_of_buffer;
+  if (rq->hw_stride + need > strides) {
+    /* the packet does not fit the rest of this WQE: a filler CQE skips it */
+    guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
+    guint32 left = strides - rq->hw_stride;
+    volatile struct mlx5_cqe64 *cqe = cq_next (rq->cq);
+    cqe->wqe_id = htobe16 ((guint16) slot);
+    cqe->byte_cnt = htobe32 (MLX5_MPRQ_FILLER_FLAG | (left << MLX5_MPRQ_STRIDES_SHIFT));
+    cqe->wqe_counter = htobe16 ((guint16) rq->hw_stride);
+    cq_publish (rq->cq, cqe, MLX5_CQE_RESP_SEND);
+    MLX5_COUNTER_ADD (p->c.rx_fillers, 1);
+    rq_advance (rq, left);
+    if (!rq_fetch (p, rq))
+      goto out_of_buffer;
+  }
+  if (!cq_has_room (rq->cq, 1)) {
+    MLX5_COUNTER_ADD (p->c.rx_cq_overruns, 1);
+    return;
+  }
+  if (p->fault_rx_error == 0) {
+    p->fault_rx_error = -1;
+    rq_error (p, rq, need, p->fault_rx_syndrome);
+    return;
+  }
+  if (p->fault_rx_error > 0)
+    p->fault_rx_error--;
+
+  guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
+  memcpy (rq->region + ((gsize) rq->hw_stride << rq->log_stride_size), frame, len);
+  rq_cqe (rq, slot, need, len, cqe_timestamp (p, ticks), m);
+  rq_advance (rq, need);
+  MLX5_COUNTER_ADD (p->c.rx_packets, 1);
+  MLX5_COUNTER_ADD (p->c.rx_bytes, len);
+  return;
+
+out_of_buffer:
+  rq->out_of_buffer++;
+  MLX5_COUNTER_ADD (p->c.rx_out_of_buffer, 1);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* receiving: steering, then the RQ */
+
+static EmuRq *
+rss_pick (const EmuSteerGroup * g, guint32 hash)
+{
+  return g->rqs[(hash & (g->rqt_size - 1)) % g->n_rqs];
+}
+
+/* The RQ a frame goes to and its tag; NULL when no group takes it. */
+static EmuRq *
+steer (EmuPort * p, const guint8 * frame, guint len, const EmuHeaders * h, EmuRxMeta * m)
+{
+  m->tag = 0;
+  m->hash = 0;
+  for (guint i = 0; i < p->groups->len; i++) {
+    EmuSteerGroup *g = g_ptr_array_index (p->groups, i);
+    if (g->n_rules == 0)
+      continue;
+    int idx = dq_flow_match (g->rules, g->n_rules, frame, len, -1);
+    if (idx < 0)
+      continue;
+    const DqFlowRule *r = &g->rules[idx];
+    if (r->keys & DQ_FLOW_MARK)
+      m->tag = r->mark & MLX5_FLOW_TAG_BITS;
+    if (r->keys & DQ_FLOW_QUEUE)
+      return g->rqs[r->queue];
+    if (g->n_rqs > 1)
+      m->hash = emu_rss_hash (frame, h);
+    return rss_pick (g, m->hash);
+  }
+  for (guint i = 0; i < p->groups->len; i++) {
+    EmuSteerGroup *g = g_ptr_array_index (p->groups, i);
+    if (g->n_rules != 0)
+      continue;
+    if (g->n_rqs > 1)
+      m->hash = emu_rss_hash (frame, h);
+    return rss_pick (g, m->hash);
+  }
+  return NULL;
+}
+
+/* The largest frame (without FCS) the port takes: MTU + Ethernet header + one VLAN
+ * tag, as mlx5 sizes its hardware MTU. */
+static guint
+max_frame (EmuPort * p)
+{
+  return p->cfg.mtu + 18;
+}
+
+/* A frame that arrives at the port at tick `at`. `known_ok` >= 0: its hds_ip_ext bits
+ * are known (the sender computed the checksums), else they are verified. With
+ * `lossless`, a frame its RQ has no room for is not taken: FALSE, nothing changed. */
+static gboolean
+rx_frame (EmuPort * p, const guint8 * frame, guint len, guint64 at, gboolean lossless,
+    gint known_ok)
+{
+  EmuHeaders h;
+  EmuRxMeta m;
+
+  emu_parse (frame, len, &h);
+  EmuRq *rq = steer (p, frame, len, &h, &m);
+  if (lossless && rq != NULL && !rq_has_room (p, rq, len))
+    return FALSE;
+  guint64 ts = wire_start (p, &p->rx_wire, at, len);
+  MLX5_COUNTER_ADD (p->c.rx_packets_phy, 1);
+  MLX5_COUNTER_ADD (p->c.rx_bytes_phy, len);
+  if (len < 14 || len > max_frame (p)) {
+    MLX5_COUNTER_ADD (p->c.rx_oversize, 1);
+    return TRUE;
+  }
+  if (p->fault_rx_drop > 0) {
+    p->fault_rx_drop--;
+    MLX5_COUNTER_ADD (p->c.rx_fault_drops, 1);
+    return TRUE;
+  }
+  if (rq == NULL) {
+    MLX5_COUNTER_ADD (p->c.rx_steer_miss, 1);
+    return TRUE;
+  }
+  m.hds_ip_ext = known_ok >= 0 ? (guint8) known_ok : emu_csum_verify (frame, len, &h);
+  m.l4_l3 = (guint8) ((h.l4_type << MLX5_CQE_L4_HDR_SHIFT) |
+      (h.l3_type << MLX5_CQE_L3_HDR_SHIFT));
+  rq_deliver (p, rq, frame, len, ts, &m);
+  return TRUE;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* send queues */
+
+typedef struct {
+  gboolean resolved;
+  EmuPort *peer;                /* referenced; NULL: no link */
+} EmuCable;
+
+static EmuPort *
+cable_peer (EmuPort * p, EmuCable * cable)
+{
+  if (p->cfg.peer_none)
+    return NULL;
+  if (p->cfg.peer[0] == '\0')
+    return p;
+  if (!cable->resolved) {
+    cable->peer = emu_port_lookup (p->cfg.peer);
+    cable->resolved = TRUE;
+  }
+  return cable->peer;
+}
+
+/* The WQE at sq->hw_ci, its WQEBBs copied out in order (the ring wraps). */
+typedef struct {
+  guint8 bytes[16 * MLX5_SEND_WQE_BB];
+  guint32 opcode;
+  guint32 index;
+  guint32 qpn;
+  guint ds;
+  guint n_bb;
+  gboolean truncated;           /* its DS count runs past what the doorbell covers */
+  gboolean signaled;
+} EmuSendWqe;
+
+static void
+sq_copy_wqe (EmuSq * sq, guint32 posted, EmuSendWqe * w)
+{
+  guint32 mask = (1u << sq->log_wqebbs) - 1;
+  memcpy (w->bytes, sq->wqes + ((gsize) (sq->hw_ci & mask) << MLX5_SEND_WQE_SHIFT),
+      MLX5_SEND_WQE_BB);
+  const struct mlx5_wqe_ctrl_seg *ctrl = (const struct mlx5_wqe_ctrl_seg *) w->bytes;
+  guint32 opmod_idx_opcode = be32toh (ctrl->opmod_idx_opcode);
+  guint32 qpn_ds = be32toh (ctrl->qpn_ds);
+  w->opcode = opmod_idx_opcode & 0xff;
+  w->index = (opmod_idx_opcode >> 8) & 0xffff;
+  w->qpn = qpn_ds >> 8;
+  w->ds = qpn_ds & MLX5_WQE_DS_MASK;
+  /* CE 2 and 3 ask for a CQE on success; errors always complete */
+  w->signaled = (ctrl->fm_ce_se & MLX5_WQE_CTRL_CE_MASK) >= MLX5_WQE_CTRL_CQ_UPDATE;
+  w->n_bb = MAX (1u, (w->ds + 3) / 4);
+  /* never read past what the doorbell covers: such a WQE is malformed */
+  w->truncated = w->n_bb > posted;
+  w->n_bb = MIN (w->n_bb, posted);
+  for (guint b = 1; b < w->n_bb; b++)
+    memcpy (w->bytes + (gsize) b * MLX5_SEND_WQE_BB, sq->wqes +
+        ((gsize) ((sq->hw_ci + b) & mask) << MLX5_SEND_WQE_SHIFT), MLX5_SEND_WQE_BB);
+}
+
+/* Gathers a SEND WQE's frame into the bounce buffer: inline headers of the Ethernet
+ * segment, then the data segments (pointer segments through the IOMMU, or inline).
+ * Returns 0 and the length, or the error syndrome. */
+static guint8
+sq_gather (EmuPort * p, const EmuSendWqe * w, guint * frame_len, guint8 * cs_flags)
+{
+  guint end = MIN (w->ds, w->n_bb * 4) * MLX5_WQE_DS_SIZE;
+  guint len = 0;
+
+  if (w->ds < 3 || end < 3 * MLX5_WQE_DS_SIZE)
+    return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+  const struct mlx5_wqe_eth_seg *eth =
+      (const struct mlx5_wqe_eth_seg *) (w->bytes + MLX5_WQE_DS_SIZE);
+  guint inl = be16toh (eth->inline_hdr_sz);
+  guint at = MLX5_WQE_DS_SIZE + G_STRUCT_OFFSET (struct mlx5_wqe_eth_seg, inline_hdr_start);
+  *cs_flags = eth->cs_flags;
+  /* the segment holds 2 inline bytes; more continue in the following 16-byte units */
+  if (at + inl > end || inl > EMU_MAX_FRAME)
+    return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+  memcpy (p->bounce, w->bytes + at, inl);
+  len = inl;
+  guint off = 2 * MLX5_WQE_DS_SIZE + ((MAX (inl, 2u) - 2 + MLX5_WQE_DS_SIZE - 1) &
+      ~(MLX5_WQE_DS_SIZE - 1));
+
+  while (off + MLX5_WQE_DS_SIZE <= end) {
+    const struct mlx5_wqe_data_seg *ds = (const struct mlx5_wqe_data_seg *) (w->bytes + off);
+    guint32 bc = be32toh (ds->byte_count);
+    if (bc & MLX5_INLINE_SEG) {
+      guint32 n = bc & ~MLX5_INLINE_SEG;
+      if (off + 4 + (guint64) n > end || len + (guint64) n > EMU_MAX_FRAME)
+        return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+      memcpy (p->bounce + len, w->bytes + off + 4, n);
+      len += n;
+      off += (4 + n + MLX5_WQE_DS_SIZE - 1) & ~(MLX5_WQE_DS_SIZE - 1);
+      continue;
+    }
+    guint8 *src;
+    if (len + (guint64) bc > EMU_MAX_FRAME)
+      return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+    if (bc > 0) {
+      if (!emu_dma_ok (p, be32toh (ds->lkey), be64toh (ds->addr), bc, &src))
+        return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+      memcpy (p->bounce + len, src, bc);
+      len += bc;
+    }
+    off += MLX5_WQE_DS_SIZE;
+  }
+  /* the MAC refuses runts and frames over the MTU */
+  if (len < 14 || len > max_frame (p))
+    return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+  *frame_len = len;
+  return 0;
+}
+
+static void
+sq_cqe (EmuSq * sq, guint16 index, guint64 ts)
+{
+  volatile struct mlx5_cqe64 *cqe = cq_next (sq->cq);
+  cqe->timestamp = htobe64 (ts);
+  cqe->sop_drop_qpn = htobe32 (sq->sqn & 0xffffff);
+  cqe->wqe_counter = htobe16 (index);
+  cq_publish (sq->cq, cqe, MLX5_CQE_REQ);
+}
+
+/* Executes the WQE at hw_ci. TRUE: done (hw_ci moved on); FALSE: it has to wait (no
+ * CQE room, or pause holds the frame back). */
+static gboolean
+sq_execute (EmuPort * p, EmuSq * sq, guint32 posted, guint64 now, EmuCable * cable)
+{
+  EmuSendWqe w;
+  guint8 syndrome = 0, cs_flags = 0;
+  guint len = 0;
+
+  sq_copy_wqe (sq, posted, &w);
+  if (!cq_has_room (sq->cq, 1))
+    return FALSE;
+  /* a WQE of another index or QP, or an opcode we do not execute (SEND and NOP are
+   * what we know) is a local QP operation error */
+  if (w.index != (sq->hw_ci & 0xffff) || w.qpn != sq->sqn ||
+      (w.opcode != MLX5_OPCODE_SEND && w.opcode != MLX5_OPCODE_NOP))
+    syndrome = MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+  else if (w.truncated)
+    syndrome = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+  else if (w.opcode == MLX5_OPCODE_SEND)
+    syndrome = sq_gather (p, &w, &len, &cs_flags);
+  if (syndrome == 0 && w.opcode == MLX5_OPCODE_SEND) {
+    if (p->fault_tx_error == 0) {
+      p->fault_tx_error = -1;
+      syndrome = p->fault_tx_syndrome;
+    } else if (p->fault_tx_error > 0) {
+      p->fault_tx_error--;
+    }
+  }
+  if (syndrome != 0) {
+    cq_error (sq->cq, MLX5_CQE_REQ_ERR, syndrome, (guint8) w.opcode, sq->sqn, 0,
+        (guint16) w.index, 0);
+    MLX5_COUNTER_ADD (p->c.tx_cqes, 1);
+    MLX5_COUNTER_ADD (p->c.tx_cqe_errors, 1);
+    sq->hw_ci += w.n_bb;
+    return TRUE;
+  }
+
+  guint64 start = now;
+  if (w.opcode == MLX5_OPCODE_SEND) {
+    gint known_ok = -1;
+    if (cs_flags != 0) {
+      guint done = emu_csum_fill (p->bounce, len, cs_flags);
+      if (done & 1)
+        MLX5_COUNTER_ADD (p->c.tx_csum_l3, 1);
+      if (done & 2)
+        MLX5_COUNTER_ADD (p->c.tx_csum_l4, 1);
+      EmuHeaders h;
+      emu_parse (p->bounce, len, &h);
+      /* what the device just computed it need not verify again */
+      if (done == 3 || (done == 1 && h.l4_type == MLX5_CQE_L4_HDR_TYPE_NONE))
+        known_ok = MLX5_CQE_L2_OK | MLX5_CQE_L3_OK | (done == 3 ? MLX5_CQE_L4_OK : 0);
+    }
+    EmuPort *peer = cable_peer (p, cable);
+    if (peer == p) {
+      if (p->cfg.pause) {
+        EmuHeaders h;
+        EmuRxMeta m;
+        emu_parse (p->bounce, len, &h);
+        EmuRq *rq = steer (p, p->bounce, len, &h, &m);
+        if (rq != NULL && !rq_has_room (p, rq, len)) {
+          MLX5_COUNTER_ADD (p->c.pause_waits, 1);
+          return FALSE;
+        }
+      }
+      start = wire_start (p, &p->tx_wire, now, len);
+      rx_frame (p, p->bounce, len, start, FALSE, known_ok);
+    } else if (peer != NULL) {
+      g_mutex_lock (&peer->in_lock);
+      guint waiting = peer->input.length;
+      g_mutex_unlock (&peer->in_lock);
+      if (p->cfg.pause && waiting >= EMU_PEER_PAUSE) {
+        MLX5_COUNTER_ADD (p->c.pause_waits, 1);
+        return FALSE;
+      }
+      start = wire_start (p, &p->tx_wire, now, len);
+      EmuFrame *f = g_malloc (sizeof (EmuFrame) + len);
+      f->len = len;
+      f->lossless = p->cfg.pause;
+      f->arrival_ns = emu_ticks_to_ns (p, start);
+      memcpy (f->data, p->bounce, len);
+      g_mutex_lock (&peer->in_lock);
+      g_queue_push_tail (&peer->input, f);
+      g_mutex_unlock (&peer->in_lock);
+      emu_port_kick (peer);
+    } else {
+      start = wire_start (p, &p->tx_wire, now, len);
+      MLX5_COUNTER_ADD (p->c.tx_no_link, 1);
+    }
+    MLX5_COUNTER_ADD (p->c.tx_packets, 1);
+    MLX5_COUNTER_ADD (p->c.tx_bytes, len);
+  }
+  if (w.signaled) {
+    sq_cqe (sq, (guint16) w.index, cqe_timestamp (p, start));
+    MLX5_COUNTER_ADD (p->c.tx_cqes, 1);
+  }
+  sq->hw_ci += w.n_bb;
+  return TRUE;
+}
+
+static guint
+sq_run (EmuPort * p, EmuSq * sq, guint64 now, EmuCable * cable)
+{
+  guint done = 0;
+
+  while (done < SQ_BUDGET) {
+    guint32 pi = be32toh (__atomic_load_n (&sq->dbrec[MLX5_SND_DBR], __ATOMIC_ACQUIRE));
+    guint32 posted = (pi - sq->hw_ci) & 0xffff;
+    if (posted == 0)
+      break;
+    if (G_UNLIKELY (posted > (1u << sq->log_wqebbs))) {
+      /* a counter past the ring: wait for a sane one */
+      MLX5_COUNTER_ADD (p->c.doorbell_errors, 1);
+      break;
+    }
+    if (!sq_execute (p, sq, posted, now, cable))
+      break;
+    done++;
+  }
+  return done;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* frames from outside, and the generator */
+
+/* Receives frames from the input queue in order. A frame from a cable with pause that
+ * finds no room stays at the head (with everything after it) until there is. */
+static guint
+input_run (EmuPort * p)
+{
+  EmuFrame *frames[INPUT_BUDGET];
+  guint n = 0, done = 0;
+
+  g_mutex_lock (&p->in_lock);
+  while (n < INPUT_BUDGET && !g_queue_is_empty (&p->input))
+    frames[n++] = g_queue_pop_head (&p->input);
+  g_mutex_unlock (&p->in_lock);
+  for (; done < n; done++) {
+    EmuFrame *f = frames[done];
+    if (!rx_frame (p, f->data, f->len, ns_to_ticks (p, f->arrival_ns), f->lossless, -1))
+      break;
+    g_free (f);
+  }
+  if (done < n) {
+    g_mutex_lock (&p->in_lock);
+    for (guint i = n; i > done; i--)
+      g_queue_push_head (&p->input, frames[i - 1]);
+    g_mutex_unlock (&p->in_lock);
+  }
+  return done;
+}
+
+#define GEN_SEQ_OFFSET 42
+
+static void
+gen_template (EmuPort * p, EmuGen * g)
+{
+  guint len = g->cfg.frame_len;
+  guint8 *f = g->frame;
+  static const guint8 src_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0xfe };
+
+  memset (f, 0, len);
+  memcpy (f, p->cfg.mac, 6);
+  memcpy (f + 6, src_mac, 6);
+  f[12] = 0x08;
+  f[13] = 0x00;
+  guint8 *ip = f + 14;
+  ip[0] = 0x45;
+  ip[2] = (guint8) ((len - 14) >> 8);
+  ip[3] = (guint8) (len - 14);
+  ip[6] = 0x40;                 /* don't fragment */
+  ip[8] = 64;
+  ip[9] = 17;
+  ip[12] = 10;
+  ip[15] = 1;
+  ip[16] = 10;
+  ip[19] = 2;
+  guint8 *udp = ip + 20;
+  udp[0] = 1000 >> 8;
+  udp[1] = 1000 & 0xff;
+  udp[2] = 5000 >> 8;
+  udp[3] = 5000 & 0xff;
+  udp[4] = (guint8) ((len - 34) >> 8);
+  udp[5] = (guint8) (len - 34);
+  emu_csum_fill (f, len, MLX5_ETH_WQE_L3_CSUM);
+}
+
+static void
+gen_frame (EmuGen * g, guint64 k)
+{
+  guint len = g->cfg.frame_len;
+  guint32 seq = g->cfg.first_seq + (guint32) k;
+  guint8 *f = g->frame;
+
+  f[GEN_SEQ_OFFSET] = (guint8) (seq >> 24);
+  f[GEN_SEQ_OFFSET + 1] = (guint8) (seq >> 16);
+  f[GEN_SEQ_OFFSET + 2] = (guint8) (seq >> 8);
+  f[GEN_SEQ_OFFSET + 3] = (guint8) seq;
+  for (guint i = GEN_SEQ_OFFSET + 4; i < len; i++)
+    f[i] = (guint8) (k + i);
+  emu_csum_fill (f, len, MLX5_ETH_WQE_L4_CSUM);
+}
+
+static guint
+gen_run (EmuPort * p, guint64 now)
+{
+  EmuGen *g = p->gen;
+  guint n = 0;
+
+  if (g == NULL || !g->active)
+    return 0;
+  while (n < GEN_BUDGET && (g->cfg.count == 0 || g->produced < g->cfg.count)) {
+    guint64 at = now;
+    if (g->cfg.rate_pps != 0) {
+      /* frame k is due at start + k / rate */
+      at = g->start_ticks + (guint64) ((EmuU128) g->produced * p->freq_hz / g->cfg.rate_pps);
+      if (at > now)
+        break;
+    }
+    gen_frame (g, g->produced);
+    if (!rx_frame (p, g->frame, g->cfg.frame_len, at, g->cfg.lossless,
+            MLX5_CQE_L2_OK | MLX5_CQE_L3_OK | MLX5_CQE_L4_OK))
+      break;
+    __atomic_store_n (&g->produced, g->produced + 1, __ATOMIC_RELAXED);
+    n++;
+  }
+  if (g->cfg.count != 0 && g->produced == g->cfg.count)
+    g->active = FALSE;
+  return n;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* the device thread */
+
+static gboolean
+port_idle_locked (EmuPort * p)
+{
+  for (guint i = 0; i < p->sqs->len; i++) {
+    EmuSq *sq = g_ptr_array_index (p->sqs, i);
+    guint32 pi = be32toh (__atomic_load_n (&sq->dbrec[MLX5_SND_DBR], __ATOMIC_ACQUIRE));
+    if (((pi - sq->hw_ci) & 0xffff) != 0)
+      return FALSE;
+  }
+  if (p->gen != NULL && p->gen->active)
+    return FALSE;
+  g_mutex_lock (&p->in_lock);
+  gboolean empty = g_queue_is_empty (&p->input);
+  g_mutex_unlock (&p->in_lock);
+  return empty;
+}
+
+static guint
+device_pass (EmuPort * p)
+{
+  EmuCable cable = { FALSE, NULL };
+  guint work = 0;
+
+  g_mutex_lock (&p->lock);
+  if (!p->stalled) {
+    guint64 now = emu_port_ticks (p);
+    for (guint i = 0; i < p->sqs->len; i++)
+      work += sq_run (p, g_ptr_array_index (p->sqs, i), now, &cable);
+    work += input_run (p);
+    work += gen_run (p, now);
+  }
+  g_mutex_unlock (&p->lock);
+  if (cable.peer != NULL)
+    emu_port_unref (cable.peer);
+  return work;
+}
+
+void
+emu_port_kick (EmuPort * p)
+{
+  g_mutex_lock (&p->wake_lock);
+  p->busy = 1;
+  g_cond_signal (&p->wake_cond);
+  g_mutex_unlock (&p->wake_lock);
+}
+
+/* Polls: the host's doorbells are plain memory writes the device can only see by
+ * looking. Spins while there is work, then yields, then sleeps in growing slices (a
+ * kick from inject/generate/create wakes it at once). */
+static gpointer
+device_thread (gpointer data)
+{
+  EmuPort *p = data;
+  guint idle = 0;
+
+  while (!g_atomic_int_get (&p->stop)) {
+    if (device_pass (p) > 0) {
+      idle = 0;
+      continue;
+    }
+    idle++;
+    if (idle < IDLE_SPIN) {
+      mlx5_cpu_relax ();
+    } else if (idle < IDLE_YIELD) {
+      g_thread_yield ();
+    } else {
+      guint us = MIN ((idle - IDLE_YIELD + 1) * 10, IDLE_SLEEP_MAX_US);
+      g_mutex_lock (&p->wake_lock);
+      if (!p->busy && !g_atomic_int_get (&p->stop))
+        g_cond_wait_until (&p->wake_cond, &p->wake_lock, g_get_monotonic_time () + us);
+      if (p->busy)
+        idle = 0;
+      p->busy = 0;
+      g_mutex_unlock (&p->wake_lock);
+    }
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* ports */
+
+static void
+port_free (EmuPort * p)
+{
+  EmuFrame *f;
+  while ((f = g_queue_pop_head (&p->input)) != NULL)
+    g_free (f);
+  for (guint i = 0; i < p->groups->len; i++) {
+    EmuSteerGroup *g = g_ptr_array_index (p->groups, i);
+    g_free (g->rqs);
+    g_free (g->rules);
+    g_free (g);
+  }
+  for (guint i = 0; i < p->sqs->len; i++) {
+    EmuSq *sq = g_ptr_array_index (p->sqs, i);
+    g_free (sq->bf);
+    g_free (sq);
+  }
+  g_ptr_array_free (p->groups, TRUE);
+  g_ptr_array_free (p->sqs, TRUE);
+  g_ptr_array_free (p->rqs, TRUE);
+  g_ptr_array_free (p->cqs, TRUE);
+  g_ptr_array_free (p->mrs, TRUE);
+  g_free (p->gen);
+  g_free (p->clock_name);
+  g_mutex_clear (&p->lock);
+  g_mutex_clear (&p->in_lock);
+  g_mutex_clear (&p->wake_lock);
+  g_cond_clear (&p->wake_cond);
+  g_free (p);
+}
+
+void
+emu_port_unref (EmuPort * p)
+{
+  if (p != NULL && g_atomic_int_dec_and_test (&p->refcount))
+    port_free (p);
+}
+
+EmuPort *
+emu_port_lookup (const char *name)
+{
+  g_mutex_lock (&registry_lock);
+  EmuPort *p = registry != NULL ? g_hash_table_lookup (registry, name) : NULL;
+  if (p != NULL)
+    g_atomic_int_inc (&p->refcount);
+  g_mutex_unlock (&registry_lock);
+  return p;
+}
+
+const char *
+emu_port_name (EmuPort * p)
+{
+  return p->cfg.name;
+}
+
+static EmuPort *
+port_new (const EmuConfig * cfg)
+{
+  EmuPort *p = g_new0 (EmuPort, 1);
+  p->refcount = 1;
+  p->users = 1;
+  p->cfg = *cfg;
+  p->freq_hz = cfg->freq_khz * 1000;
+  p->clock_name = g_strdup_printf ("emu:%s device clock (%" G_GUINT64_FORMAT " kHz, %s)",
+      cfg->name, cfg->freq_khz, cfg->real_time ? "real time" : "free-running");
+  g_mutex_init (&p->lock);
+  g_mutex_init (&p->in_lock);
+  g_mutex_init (&p->wake_lock);
+  g_cond_init (&p->wake_cond);
+  g_queue_init (&p->input);
+  p->mrs = g_ptr_array_new_with_free_func (g_free);
+  p->cqs = g_ptr_array_new_with_free_func (g_free);
+  p->rqs = g_ptr_array_new_with_free_func (g_free);
+  p->sqs = g_ptr_array_new ();
+  p->groups = g_ptr_array_new ();
+  p->next_id = 0x100;
+  p->fault_rx_error = -1;
+  p->fault_tx_error = -1;
+  char *thread_name = g_strdup_printf ("emu:%s", cfg->name);
+  p->thread = g_thread_new (thread_name, device_thread, p);
+  g_free (thread_name);
+  return p;
+}
+
+EmuPort *
+emu_port_open (const char *spec, GError ** error)
+{
+  EmuConfig cfg;
+
+  if (!emu_config_parse (spec, &cfg, error))
+    return NULL;
+  g_mutex_lock (&registry_lock);
+  if (registry == NULL)
+    registry = g_hash_table_new (g_str_hash, g_str_equal);
+  EmuPort *p = g_hash_table_lookup (registry, cfg.name);
+  if (p != NULL) {
+    if (!emu_config_compatible (&p->cfg, &cfg, error))
+      p = NULL;
+    else
+      p->users++;
+    g_mutex_unlock (&registry_lock);
+    return p;
+  }
+  p = port_new (&cfg);
+  g_hash_table_insert (registry, p->cfg.name, p);
+  g_mutex_unlock (&registry_lock);
+  return p;
+}
+
+void
+emu_port_close (EmuPort * p)
+{
+  if (p == NULL)
+    return;
+  g_mutex_lock (&registry_lock);
+  if (--p->users > 0) {
+    g_mutex_unlock (&registry_lock);
+    return;
+  }
+  g_hash_table_remove (registry, p->cfg.name);
+  g_mutex_unlock (&registry_lock);
+  g_atomic_int_set (&p->stop, 1);
+  emu_port_kick (p);
+  g_thread_join (p->thread);
+  p->thread = NULL;
+  emu_port_unref (p);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* outside access: inject, generator, faults, counters */
+
+gboolean
+emu_port_inject (EmuPort * p, const guint8 * frame, guint len)
+{
+  if (len > EMU_MAX_FRAME)
+    return FALSE;
+  EmuFrame *f = g_malloc (sizeof (EmuFrame) + len);
+  f->len = len;
+  f->lossless = FALSE;
+  f->arrival_ns = emu_port_now_ns (p);
+  memcpy (f->data, frame, len);
+  g_mutex_lock (&p->in_lock);
+  gboolean ok = p->input.length < EMU_INPUT_MAX;
+  if (ok)
+    g_queue_push_tail (&p->input, f);
+  g_mutex_unlock (&p->in_lock);
+  if (!ok) {
+    g_free (f);
+    return FALSE;
+  }
+  emu_port_kick (p);
+  return TRUE;
+}
+
+gboolean
+emu_port_generate (EmuPort * p, const EmuGenConfig * config, GError ** error)
+{
+  gboolean stop = config->frame_len == 0 && config->count == 0 && config->rate_pps == 0;
+  if (!stop && (config->frame_len < EMU_MIN_FRAME || config->frame_len > p->cfg.mtu + 18)) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "emu:%s: generator frame length %u is "
+        "out of range (allowed %u .. %u)", p->cfg.name, config->frame_len, EMU_MIN_FRAME,
+        p->cfg.mtu + 18);
+    return FALSE;
+  }
+  g_mutex_lock (&p->lock);
+  if (p->gen == NULL)
+    p->gen = g_new0 (EmuGen, 1);
+  p->gen->active = FALSE;
+  if (!stop) {
+    p->gen->cfg = *config;
+    p->gen->produced = 0;
+    p->gen->start_ticks = emu_port_ticks (p);
+    gen_template (p, p->gen);
+    p->gen->active = TRUE;
+  }
+  g_mutex_unlock (&p->lock);
+  emu_port_kick (p);
+  return TRUE;
+}
+
+guint64
+emu_port_generated (EmuPort * p)
+{
+  g_mutex_lock (&p->lock);
+  guint64 n = p->gen != NULL ? p->gen->produced : 0;
+  g_mutex_unlock (&p->lock);
+  return n;
+}
+
+void
+emu_port_fault_rx_drop (EmuPort * p, guint n)
+{
+  g_mutex_lock (&p->lock);
+  p->fault_rx_drop = n;
+  g_mutex_unlock (&p->lock);
+}
+
+void
+emu_port_fault_rx_error (EmuPort * p, guint skip, guint8 syndrome)
+{
+  g_mutex_lock (&p->lock);
+  p->fault_rx_error = skip;
+  p->fault_rx_syndrome = syndrome;
+  g_mutex_unlock (&p->lock);
+}
+
+void
+emu_port_fault_tx_error (EmuPort * p, guint skip, guint8 syndrome)
+{
+  g_mutex_lock (&p->lock);
+  p->fault_tx_error = skip;
+  p->fault_tx_syndrome = syndrome;
+  g_mutex_unlock (&p->lock);
+}
+
+void
+emu_port_fault_stall (EmuPort * p, gboolean stall)
+{
+  g_mutex_lock (&p->lock);
+  p->stalled = stall;
+  g_mutex_unlock (&p->lock);
+  emu_port_kick (p);
+}
+
+void
+emu_port_counters (EmuPort * p, EmuCounters * c)
+{
+  const guint64 *src = (const guint64 *) &p->c;
+  guint64 *dst = (guint64 *) c;
+  for (guint i = 0; i < sizeof (EmuCounters) / sizeof (guint64); i++)
+    dst[i] = __atomic_load_n (&src[i], __ATOMIC_RELAXED);
+}
+
+gboolean
+emu_port_wait_idle (EmuPort * p, gint64 timeout_ns)
+{
+  gint64 deadline = g_get_monotonic_time () + timeout_ns / 1000;
+  for (;;) {
+    /* two idle looks around a pass: the device finished what it had taken too */
+    g_mutex_lock (&p->lock);
+    gboolean idle = p->stalled || port_idle_locked (p);
+    g_mutex_unlock (&p->lock);
+    if (idle)
+      return TRUE;
+    if (g_get_monotonic_time () > deadline)
+      return FALSE;
+    emu_port_kick (p);
+    g_usleep (50);
+  }
+}

@@ -1,0 +1,829 @@
+/* The mlx5 engine: DqEngineOps over the mlx5 rings (rx.c, tx.c) for any control path
+ * (Mlx5PortOps). Nothing here knows whether the device is a ConnectX or the emulated
+ * one; the only difference is the ops table a device prefix selects.
+ *
+ * RX: one striding RQ per queue. rxq_poll() reads CQEs into an open burst record; the
+ * burst is handed out when it holds burst_packets packets, when its WQE is used up (a
+ * burst never crosses a WQE: it is one contiguous range of one WQE's region), or when
+ * its first packet waited burst_timeout_ns. Releasing a burst gives its strides back
+ * (any thread); the polling thread re-posts WQEs in ring order. Queues of one element
+ * (one group_id) are steered as a group once all of them exist.
+ *
+ * TX: one SQ per queue, frames copied into its slots (mlx5_txq_send); waits for slots
+ * by reading the TX CQ. Both directions wait with a spin, then in short sleeps on an
+ * eventfd that rxq_wakeup/txq_wakeup signal.
+ */
+#include "mlx5-engine.h"
+
+#include "mlx5-dma.h"
+#include "mlx5-mem.h"
+#include "mlx5-port.h"
+#include "rx.h"
+#include "tx.h"
+#include "emu.h"
+
+#ifdef DQ_HAVE_MLX5_HW
+#include "hw/hw.h"
+#endif
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+
+#define SPIN_POLLS 256
+#define SLEEP_MIN_NS G_GINT64_CONSTANT (10000)
+#define SLEEP_MAX_NS G_GINT64_CONSTANT (200000)
+#define CLOCK_REFRESH_NS G_GINT64_CONSTANT (250000000)
+/* the largest frame (without FCS) an mlx5 port takes: MTU + Ethernet header + one VLAN tag */
+#define FRAME_OVER_MTU 18
+
+/* ---------------------------------------------------------------------------------- */
+/* helpers */
+
+static gint64
+mono_now_ns (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (gint64) ts.tv_sec * G_GINT64_CONSTANT (1000000000) + ts.tv_nsec;
+}
+
+static void
+eventfd_signal (int fd)
+{
+  guint64 one = 1;
+  ssize_t r;
+  do
+    r = write (fd, &one, sizeof one);
+  while (r < 0 && errno == EINTR);
+}
+
+static void
+eventfd_drain (int fd)
+{
+  guint64 value;
+  ssize_t r;
+  do
+    r = read (fd, &value, sizeof value);
+  while (r < 0 && errno == EINTR);
+}
+
+/* Sleeps up to `ns` or until the eventfd is signalled (then drained): TRUE if woken. */
+static gboolean
+wait_on (int fd, gint64 ns)
+{
+  struct pollfd pfd = {.fd = fd,.events = POLLIN };
+  struct timespec ts = {.tv_sec = ns / 1000000000,.tv_nsec = ns % 1000000000 };
+  if (ppoll (&pfd, 1, &ts, NULL) > 0 && (pfd.revents & POLLIN)) {
+    eventfd_drain (fd);
+    return TRUE;
+  }
+  return FALSE;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* ports */
+
+typedef struct _Mlx5Group Mlx5Group;
+typedef struct _Mlx5EngRxq Mlx5EngRxq;
+
+typedef struct {
+  const Mlx5PortOps *ops;
+  gpointer dev;
+  char *what;                   /* "emu:x", for messages */
+  Mlx5Caps caps;
+  guint mtu;
+  guint8 mac[6];
+
+  /* engine keys of the device string */
+  guint stride;
+  guint strides;
+  guint tx_signal;
+  gboolean tx_csum;
+  gboolean tx_eth_src;
+
+  GMutex lock;                  /* groups */
+  GPtrArray *groups;
+} Mlx5EngPort;
+
+/* the RX queues of one element, steered together */
+struct _Mlx5Group {
+  guint32 group_id;
+  guint n_queues;
+  Mlx5EngRxq **queues;
+  guint n_present;
+  DqFlowRule *rules;
+  guint n_rules;
+  gboolean installed;
+};
+
+static gboolean
+parse_key_uint (const char *what, const char *key, const char *value, guint min, guint max,
+    gboolean pow2, guint * out, GError ** error)
+{
+  char *end = NULL;
+  guint64 v = g_ascii_strtoull (value, &end, 10);
+  if (!g_ascii_isdigit (*value) || *end != '\0' || v < min || v > max ||
+      (pow2 && (v & (v - 1)) != 0)) {
+    char *s = g_strescape (value, NULL);
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: %s=%s is not allowed (allowed: %s%u "
+        ".. %u)", what, key, s, pow2 ? "a power of two " : "", min, max);
+    g_free (s);
+    return FALSE;
+  }
+  *out = (guint) v;
+  return TRUE;
+}
+
+static gboolean
+parse_key_bool (const char *what, const char *key, const char *value, gboolean * out,
+    GError ** error)
+{
+  if (g_ascii_strcasecmp (value, "on") == 0 || strcmp (value, "1") == 0 ||
+      g_ascii_strcasecmp (value, "true") == 0 || g_ascii_strcasecmp (value, "yes") == 0) {
+    *out = TRUE;
+    return TRUE;
+  }
+  if (g_ascii_strcasecmp (value, "off") == 0 || strcmp (value, "0") == 0 ||
+      g_ascii_strcasecmp (value, "false") == 0 || g_ascii_strcasecmp (value, "no") == 0) {
+    *out = FALSE;
+    return TRUE;
+  }
+  char *s = g_strescape (value, NULL);
+  g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: %s=%s is not allowed (allowed: on or "
+      "off)", what, key, s);
+  g_free (s);
+  return FALSE;
+}
+
+/* Takes the engine's keys out of "NAME,KEY=VALUE,..."; returns the rest for the control
+ * path, or NULL on a bad value. */
+static char *
+port_take_keys (Mlx5EngPort * port, const char *arg, GError ** error)
+{
+  char **parts = g_strsplit (arg, ",", -1);
+  GString *rest = g_string_new (parts[0]);
+  gboolean ok = TRUE;
+
+  for (guint i = 1; parts[i] != NULL && ok; i++) {
+    char *eq = strchr (parts[i], '=');
+    if (eq == NULL) {
+      g_string_append_printf (rest, ",%s", parts[i]);
+      continue;
+    }
+    *eq = '\0';
+    const char *key = parts[i], *value = eq + 1;
+    if (strcmp (key, "stride") == 0)
+      ok = parse_key_uint (port->what, key, value, 64, 8192, TRUE, &port->stride, error);
+    else if (strcmp (key, "strides") == 0)
+      ok = parse_key_uint (port->what, key, value, 8, 65536, TRUE, &port->strides, error);
+    else if (strcmp (key, "tx-signal") == 0)
+      ok = parse_key_uint (port->what, key, value, 1, 16384, FALSE, &port->tx_signal, error);
+    else if (strcmp (key, "tx-csum") == 0)
+      ok = parse_key_bool (port->what, key, value, &port->tx_csum, error);
+    else if (strcmp (key, "tx-eth-src") == 0)
+      ok = parse_key_bool (port->what, key, value, &port->tx_eth_src, error);
+    else
+      g_string_append_printf (rest, ",%s=%s", key, value);
+  }
+  g_strfreev (parts);
+  if (!ok) {
+    g_string_free (rest, TRUE);
+    return NULL;
+  }
+  return g_string_free (rest, FALSE);
+}
+
+static void
+eng_port_free (Mlx5EngPort * port)
+{
+  if (port->groups != NULL)
+    g_ptr_array_free (port->groups, TRUE);
+  g_mutex_clear (&port->lock);
+  g_free (port->what);
+  g_free (port);
+}
+
+static gpointer
+eng_port_open (const Mlx5PortOps * ops, const char *arg, DqPortInfo * info, GError ** error)
+{
+  Mlx5EngPort *port = g_new0 (Mlx5EngPort, 1);
+  port->ops = ops;
+  g_mutex_init (&port->lock);
+  port->groups = g_ptr_array_new ();
+  port->tx_csum = TRUE;
+  char *name = g_strndup (arg, strcspn (arg, ","));
+  port->what = g_strdup_printf ("%s:%s", ops->name, name);
+  g_free (name);
+
+  char *rest = port_take_keys (port, arg, error);
+  if (rest == NULL) {
+    eng_port_free (port);
+    return NULL;
+  }
+  port->dev = ops->open (rest, info, &port->caps, error);
+  g_free (rest);
+  if (port->dev == NULL) {
+    eng_port_free (port);
+    return NULL;
+  }
+  port->mtu = info->mtu;
+  memcpy (port->mac, info->mac, 6);
+  return port;
+}
+
+static void
+eng_port_close (gpointer priv)
+{
+  Mlx5EngPort *port = priv;
+  port->ops->close (port->dev);
+  eng_port_free (port);
+}
+
+static guint64
+eng_port_time (gpointer priv)
+{
+  Mlx5EngPort *port = priv;
+  return port->ops->clock_now (port->dev);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* RX queues */
+
+typedef struct _Mlx5BurstRec Mlx5BurstRec;
+
+struct _Mlx5BurstRec {
+  Mlx5BurstRec *next;           /* free list */
+  Mlx5BurstRec *all_next;       /* every record of the queue */
+  guint32 wqe;
+  guint32 strides;
+  DqPacket packets[];
+};
+
+struct _Mlx5EngRxq {
+  Mlx5EngPort *port;
+  Mlx5Rxq *ring;
+  Mlx5Group *group;
+  guint queue_index;
+  guint burst_packets;
+  guint64 burst_timeout_ns;
+  guint max_packet;
+  int wake_fd;
+
+  /* polling thread */
+  Mlx5BurstRec *open;           /* the burst being filled */
+  Mlx5RxBurst ob;
+  gint64 open_since;            /* when its first packet was read */
+  gint64 clock_refresh_at;
+
+  GMutex free_lock;
+  Mlx5BurstRec *free_recs;
+  Mlx5BurstRec *all_recs;
+
+  guint64 bursts;
+  guint64 truncated;
+};
+
+static Mlx5BurstRec *
+rec_get (Mlx5EngRxq * rxq)
+{
+  g_mutex_lock (&rxq->free_lock);
+  Mlx5BurstRec *rec = rxq->free_recs;
+  if (rec != NULL)
+    rxq->free_recs = rec->next;
+  g_mutex_unlock (&rxq->free_lock);
+  if (rec != NULL)
+    return rec;
+  rec = g_malloc (sizeof (Mlx5BurstRec) + rxq->burst_packets * sizeof (DqPacket));
+  rec->next = NULL;
+  /* all_recs: written by the polling thread only, read at destroy */
+  rec->all_next = rxq->all_recs;
+  rxq->all_recs = rec;
+  return rec;
+}
+
+static void
+rec_put (Mlx5EngRxq * rxq, Mlx5BurstRec * rec)
+{
+  g_mutex_lock (&rxq->free_lock);
+  rec->next = rxq->free_recs;
+  rxq->free_recs = rec;
+  g_mutex_unlock (&rxq->free_lock);
+}
+
+static gboolean
+rx_rules_check (Mlx5EngPort * port, const DqRxConfig * config, GError ** error)
+{
+  for (guint i = 0; i < config->n_flows; i++) {
+    const DqFlowRule *rule = &config->flows[i];
+    if ((rule->keys & DQ_FLOW_QUEUE) && rule->queue >= config->n_queues) {
+      char *text = dq_flow_rule_to_string (rule);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW, "%s: flow rule %u (%s) sends to queue "
+          "%u, but there %s only %u queue%s (allowed queue=0 .. %u)", port->what, i + 1,
+          text, rule->queue, config->n_queues == 1 ? "is" : "are", config->n_queues,
+          config->n_queues == 1 ? "" : "s", config->n_queues - 1);
+      g_free (text);
+      return FALSE;
+    }
+    if ((rule->keys & DQ_FLOW_MARK) && rule->mark > MLX5_FLOW_TAG_BITS) {
+      char *text = dq_flow_rule_to_string (rule);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW, "%s: flow rule %u (%s): mark %u does not "
+          "fit the NIC's 24-bit flow tag (allowed mark=0 .. %u)", port->what, i + 1, text,
+          rule->mark, MLX5_FLOW_TAG_BITS);
+      g_free (text);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* Joins the queue to its group; once every queue of the group exists, the group's
+ * steering is installed. */
+static gboolean
+rx_group_join (Mlx5EngRxq * rxq, const DqRxConfig * config, GError ** error)
+{
+  Mlx5EngPort *port = rxq->port;
+  Mlx5Group *g = NULL;
+  gboolean ok = TRUE;
+
+  g_mutex_lock (&port->lock);
+  for (guint i = 0; i < port->groups->len; i++) {
+    Mlx5Group *x = g_ptr_array_index (port->groups, i);
+    if (x->group_id == config->group_id)
+      g = x;
+  }
+  if (g == NULL) {
+    g = g_new0 (Mlx5Group, 1);
+    g->group_id = config->group_id;
+    g->n_queues = config->n_queues;
+    g->queues = g_new0 (Mlx5EngRxq *, config->n_queues);
+    g->n_rules = config->n_flows;
+    g->rules = g_memdup2 (config->flows, sizeof (DqFlowRule) * MAX (config->n_flows, 1));
+    g_ptr_array_add (port->groups, g);
+  }
+  if (config->n_queues != g->n_queues || g->queues[config->queue_index] != NULL) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_BUSY, "%s: RX queue %u of group %u is taken "
+        "(or the group has %u queues, not %u)", port->what, config->queue_index,
+        config->group_id, g->n_queues, config->n_queues);
+    g_mutex_unlock (&port->lock);
+    return FALSE;
+  }
+  g->queues[config->queue_index] = rxq;
+  g->n_present++;
+  rxq->group = g;
+  if (g->n_present == g->n_queues) {
+    Mlx5Rq **rqs = g_new (Mlx5Rq *, g->n_queues);
+    for (guint i = 0; i < g->n_queues; i++)
+      rqs[i] = mlx5_rxq_rq (g->queues[i]->ring);
+    ok = port->ops->flows_set (port->dev, g->group_id, rqs, g->n_queues, g->rules,
+        g->n_rules, error);
+    g->installed = ok;
+    g_free (rqs);
+  }
+  g_mutex_unlock (&port->lock);
+  return ok;
+}
+
+static void
+rx_group_leave (Mlx5EngRxq * rxq)
+{
+  Mlx5EngPort *port = rxq->port;
+  Mlx5Group *g = rxq->group;
+
+  if (g == NULL)
+    return;
+  g_mutex_lock (&port->lock);
+  if (g->installed) {
+    port->ops->flows_set (port->dev, g->group_id, NULL, 0, NULL, 0, NULL);
+    g->installed = FALSE;
+  }
+  g->queues[rxq->queue_index] = NULL;
+  if (--g->n_present == 0) {
+    g_ptr_array_remove (port->groups, g);
+    g_free (g->queues);
+    g_free (g->rules);
+    g_free (g);
+  }
+  g_mutex_unlock (&port->lock);
+  rxq->group = NULL;
+}
+
+static void
+eng_rxq_destroy (gpointer priv)
+{
+  Mlx5EngRxq *rxq = priv;
+  if (rxq == NULL)
+    return;
+  rx_group_leave (rxq);
+  mlx5_rxq_free (rxq->ring);
+  for (Mlx5BurstRec * rec = rxq->all_recs; rec != NULL;) {
+    Mlx5BurstRec *next = rec->all_next;
+    g_free (rec);
+    rec = next;
+  }
+  if (rxq->wake_fd >= 0)
+    close (rxq->wake_fd);
+  g_mutex_clear (&rxq->free_lock);
+  g_free (rxq);
+}
+
+static gpointer
+eng_rxq_create (gpointer port_priv, const DqRxConfig * config, GError ** error)
+{
+  Mlx5EngPort *port = port_priv;
+  Mlx5RxGeometry geo;
+  guint max_packet = config->max_packet_size ? config->max_packet_size :
+      port->mtu + FRAME_OVER_MTU;
+
+  if (!rx_rules_check (port, config, error))
+    return NULL;
+  if (!mlx5_rx_geometry_choose (&port->caps, port->what, config->ring_bytes, max_packet,
+          port->stride, port->strides, &geo, error))
+    return NULL;
+
+  Mlx5EngRxq *rxq = g_new0 (Mlx5EngRxq, 1);
+  rxq->port = port;
+  rxq->queue_index = config->queue_index;
+  rxq->burst_packets = config->burst_packets;
+  rxq->burst_timeout_ns = config->burst_timeout_ns;
+  rxq->max_packet = max_packet;
+  g_mutex_init (&rxq->free_lock);
+  rxq->wake_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (rxq->wake_fd < 0) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "%s: eventfd() failed: %s", port->what,
+        g_strerror (errno));
+    goto fail;
+  }
+  rxq->ring = mlx5_rxq_new (port->ops, port->dev, &port->caps, &geo, error);
+  if (rxq->ring == NULL)
+    goto fail;
+  if (!rx_group_join (rxq, config, error))
+    goto fail;
+  rxq->clock_refresh_at = mono_now_ns () + CLOCK_REFRESH_NS;
+  return rxq;
+
+fail:
+  eng_rxq_destroy (rxq);
+  return NULL;
+}
+
+/* Hands the open burst out. */
+static void
+rx_burst_emit (Mlx5EngRxq * rxq, DqBurst * burst)
+{
+  Mlx5BurstRec *rec = rxq->open;
+  guint64 truncated = 0;
+
+  rec->wqe = rxq->ob.wqe;
+  rec->strides = rxq->ob.strides;
+  for (guint i = 0; i < rxq->ob.n_packets; i++) {
+    if (G_UNLIKELY (rec->packets[i].length > rxq->max_packet)) {
+      rec->packets[i].length = rxq->max_packet;
+      rec->packets[i].flags |= DQ_PACKET_FLAG_TRUNCATED;
+      truncated++;
+    }
+  }
+  burst->data = mlx5_rxq_burst_data (rxq->ring, &rxq->ob);
+  burst->size = mlx5_rxq_burst_size (rxq->ring, &rxq->ob);
+  burst->n_packets = rxq->ob.n_packets;
+  burst->packets = rec->packets;
+  burst->memory = DQ_MEMORY_HOST;
+  burst->range = rec;
+  rxq->open = NULL;
+  rxq->open_since = 0;
+  MLX5_COUNTER_ADD (rxq->bursts, 1);
+  if (truncated > 0)
+    MLX5_COUNTER_ADD (rxq->truncated, truncated);
+}
+
+static int
+eng_rxq_poll (gpointer priv, DqBurst * burst, gint64 timeout_ns, GError ** error)
+{
+  Mlx5EngRxq *rxq = priv;
+  gint64 deadline = -1;
+  gint64 sleep_ns = SLEEP_MIN_NS;
+  guint spins = 0;
+
+  for (;;) {
+    gint64 now = mono_now_ns ();
+    /* a fresh snapshot before converting timestamps (it is only good for seconds) */
+    if (now >= rxq->clock_refresh_at) {
+      mlx5_rxq_clock_refresh (rxq->ring);
+      rxq->clock_refresh_at = now + CLOCK_REFRESH_NS;
+    }
+    mlx5_rxq_refill (rxq->ring);
+    if (rxq->open == NULL) {
+      rxq->open = rec_get (rxq);
+      memset (&rxq->ob, 0, sizeof rxq->ob);
+    }
+    guint before = rxq->ob.n_packets;
+    gboolean complete = mlx5_rxq_poll (rxq->ring, &rxq->ob, rxq->open->packets,
+        rxq->burst_packets);
+    if (before == 0 && rxq->ob.n_packets > 0)
+      rxq->open_since = now;
+    if (rxq->ob.n_packets > 0 && (complete ||
+            now - rxq->open_since >= (gint64) rxq->burst_timeout_ns)) {
+      rx_burst_emit (rxq, burst);
+      return 1;
+    }
+    if (rxq->ob.n_packets > before) {
+      /* more came: the CQ may have more */
+      spins = 0;
+      continue;
+    }
+    if (timeout_ns == 0)
+      return 0;
+    if (deadline < 0 && timeout_ns > 0)
+      deadline = now + timeout_ns;
+    if (deadline >= 0 && now >= deadline)
+      return 0;
+    if (spins < SPIN_POLLS) {
+      spins++;
+      mlx5_cpu_relax ();
+      continue;
+    }
+    /* sleep in slices: until the deadline, the open burst's timeout, or a wakeup */
+    gint64 slice = sleep_ns;
+    if (deadline >= 0)
+      slice = MIN (slice, deadline - now);
+    if (rxq->ob.n_packets > 0)
+      slice = MIN (slice, rxq->open_since + (gint64) rxq->burst_timeout_ns - now);
+    if (slice > 0 && wait_on (rxq->wake_fd, slice))
+      return 0;
+    sleep_ns = MIN (sleep_ns * 2, SLEEP_MAX_NS);
+  }
+}
+
+static void
+eng_rxq_release (gpointer priv, DqBurst * burst)
+{
+  Mlx5EngRxq *rxq = priv;
+  Mlx5BurstRec *rec = burst->range;
+
+  g_return_if_fail (rec != NULL);
+  mlx5_rxq_release (rxq->ring, rec->wqe, rec->strides);
+  burst->range = NULL;
+  burst->packets = NULL;
+  burst->n_packets = 0;
+  rec_put (rxq, rec);
+}
+
+static void
+eng_rxq_wakeup (gpointer priv)
+{
+  Mlx5EngRxq *rxq = priv;
+  eventfd_signal (rxq->wake_fd);
+}
+
+static void
+eng_rxq_stats (gpointer priv, DqRxStats * stats)
+{
+  Mlx5EngRxq *rxq = priv;
+  Mlx5RxCounters c;
+  Mlx5RqCounters rc = { 0 };
+
+  mlx5_rxq_counters (rxq->ring, &c);
+  rxq->port->ops->rq_counters (rxq->port->dev, mlx5_rxq_rq (rxq->ring), &rc);
+  stats->packets = c.packets;
+  stats->bytes = c.bytes;
+  stats->bursts = MLX5_COUNTER_GET (rxq->bursts);
+  stats->drops_ring_full = rc.out_of_buffer;
+  stats->truncated = MLX5_COUNTER_GET (rxq->truncated);
+}
+
+static gsize
+eng_rxq_ring_bytes (gpointer priv)
+{
+  Mlx5EngRxq *rxq = priv;
+  return mlx5_rxq_ring_bytes (rxq->ring);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* TX queues */
+
+typedef struct {
+  Mlx5EngPort *port;
+  Mlx5Txq *ring;
+  guint max_packet;
+  int wake_fd;
+
+  guint64 packets;
+  guint64 bytes;
+  guint64 bursts;
+  guint64 errors;
+  guint64 ring_full_waits;
+} Mlx5EngTxq;
+
+static void
+eng_txq_destroy (gpointer priv)
+{
+  Mlx5EngTxq *txq = priv;
+  if (txq == NULL)
+    return;
+  mlx5_txq_free (txq->ring);
+  if (txq->wake_fd >= 0)
+    close (txq->wake_fd);
+  g_free (txq);
+}
+
+static gpointer
+eng_txq_create (gpointer port_priv, const DqTxConfig * config, GError ** error)
+{
+  Mlx5EngPort *port = port_priv;
+  Mlx5TxConfig cfg = { 0 };
+  guint max_packet = config->max_packet_size ? config->max_packet_size :
+      port->mtu + FRAME_OVER_MTU;
+
+  if (!mlx5_tx_geometry_choose (&port->caps, port->what, config->ring_bytes, max_packet,
+          port->tx_signal, &cfg, error))
+    return NULL;
+  cfg.csum = port->tx_csum;
+  cfg.stamp_src_mac = port->tx_eth_src;
+  memcpy (cfg.mac, port->mac, 6);
+
+  Mlx5EngTxq *txq = g_new0 (Mlx5EngTxq, 1);
+  txq->port = port;
+  txq->max_packet = max_packet;
+  txq->wake_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (txq->wake_fd < 0) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "%s: eventfd() failed: %s", port->what,
+        g_strerror (errno));
+    goto fail;
+  }
+  txq->ring = mlx5_txq_new (port->ops, port->dev, &cfg, error);
+  if (txq->ring == NULL)
+    goto fail;
+  return txq;
+
+fail:
+  eng_txq_destroy (txq);
+  return NULL;
+}
+
+static gboolean
+tx_frame_ok (Mlx5EngTxq * txq, guint32 len)
+{
+  return len >= 14 && len <= txq->max_packet;
+}
+
+/* Waits for free slots: TRUE when there are some, FALSE when woken. */
+static gboolean
+tx_wait_slots (Mlx5EngTxq * txq)
+{
+  gint64 sleep_ns = SLEEP_MIN_NS;
+  guint spins = 0;
+
+  MLX5_COUNTER_ADD (txq->ring_full_waits, 1);
+  for (;;) {
+    mlx5_txq_reclaim (txq->ring);
+    if (mlx5_txq_free_slots (txq->ring) > 0)
+      return TRUE;
+    if (spins < SPIN_POLLS) {
+      spins++;
+      mlx5_cpu_relax ();
+      continue;
+    }
+    if (wait_on (txq->wake_fd, sleep_ns))
+      return FALSE;
+    sleep_ns = MIN (sleep_ns * 2, SLEEP_MAX_NS);
+  }
+}
+
+static int
+eng_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * lengths, guint n,
+    GError ** error)
+{
+  Mlx5EngTxq *txq = priv;
+  guint i = 0, sent = 0;
+  guint64 bytes = 0, errors = 0;
+
+  while (i < n) {
+    if (!tx_frame_ok (txq, lengths[i])) {
+      errors++;
+      i++;
+      continue;
+    }
+    guint j = i;
+    while (j < n && tx_frame_ok (txq, lengths[j]))
+      j++;
+    guint k = mlx5_txq_send (txq->ring, frames + i, lengths + i, j - i);
+    for (guint x = 0; x < k; x++)
+      bytes += lengths[i + x];
+    sent += k;
+    i += k;
+    if (i < j && !tx_wait_slots (txq))
+      break;
+  }
+  if (sent > 0) {
+    MLX5_COUNTER_ADD (txq->packets, sent);
+    MLX5_COUNTER_ADD (txq->bytes, bytes);
+    MLX5_COUNTER_ADD (txq->bursts, 1);
+  }
+  if (errors > 0)
+    MLX5_COUNTER_ADD (txq->errors, errors);
+  return (int) i;
+}
+
+static gboolean
+eng_txq_flush (gpointer priv, GError ** error)
+{
+  Mlx5EngTxq *txq = priv;
+  gint64 sleep_ns = SLEEP_MIN_NS;
+
+  for (;;) {
+    mlx5_txq_reclaim (txq->ring);
+    if (mlx5_txq_idle (txq->ring))
+      return TRUE;
+    if (wait_on (txq->wake_fd, sleep_ns))
+      return FALSE;
+    sleep_ns = MIN (sleep_ns * 2, SLEEP_MAX_NS);
+  }
+}
+
+static void
+eng_txq_wakeup (gpointer priv)
+{
+  Mlx5EngTxq *txq = priv;
+  eventfd_signal (txq->wake_fd);
+}
+
+static void
+eng_txq_stats (gpointer priv, DqTxStats * stats)
+{
+  Mlx5EngTxq *txq = priv;
+  Mlx5TxCounters c;
+
+  mlx5_txq_counters (txq->ring, &c);
+  stats->packets = MLX5_COUNTER_GET (txq->packets);
+  stats->bytes = MLX5_COUNTER_GET (txq->bytes);
+  stats->bursts = MLX5_COUNTER_GET (txq->bursts);
+  stats->errors = MLX5_COUNTER_GET (txq->errors) + c.cqe_errors;
+  stats->ring_full_waits = MLX5_COUNTER_GET (txq->ring_full_waits);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* the engine tables */
+
+static gpointer
+emu_port_open_engine (const char *arg, DqPortInfo * info, GError ** error)
+{
+  return eng_port_open (&emu_port_ops, arg, info, error);
+}
+
+#define MLX5_ENGINE_COMMON \
+  .port_close = eng_port_close, \
+  .port_time = eng_port_time, \
+  .rxq_create = eng_rxq_create, \
+  .rxq_destroy = eng_rxq_destroy, \
+  .rxq_poll = eng_rxq_poll, \
+  .rxq_release = eng_rxq_release, \
+  .rxq_wakeup = eng_rxq_wakeup, \
+  .rxq_stats = eng_rxq_stats, \
+  .rxq_ring_bytes = eng_rxq_ring_bytes, \
+  .txq_create = eng_txq_create, \
+  .txq_destroy = eng_txq_destroy, \
+  .txq_send = eng_txq_send, \
+  .txq_flush = eng_txq_flush, \
+  .txq_wakeup = eng_txq_wakeup, \
+  .txq_stats = eng_txq_stats
+
+const DqEngineOps dq_emu_engine = {
+  .name = "emu",
+  .description = "the emulated ConnectX: mlx5 striding RQ and SQ rings played by a "
+      "software device (emu:NAME[,rate=..,freq=..,peer=..]), TX looped to RX",
+  .port_open = emu_port_open_engine,
+  MLX5_ENGINE_COMMON,
+};
+
+#ifdef DQ_HAVE_MLX5_HW
+static gpointer
+hw_port_open_engine (const char *arg, DqPortInfo * info, GError ** error)
+{
+  return eng_port_open (&mlx5_hw_port_ops, arg, info, error);
+}
+
+static const DqEngineOps dq_mlx5_hw_engine = {
+  .name = "mlx5",
+  .description = "NVIDIA ConnectX through DevX: striding RQ and SQ rings driven from "
+      "user space",
+  .port_open = hw_port_open_engine,
+  MLX5_ENGINE_COMMON,
+};
+#endif
+
+static const DqEngineOps *const mlx5_engines[] = {
+  &dq_emu_engine,
+#ifdef DQ_HAVE_MLX5_HW
+  &dq_mlx5_hw_engine,
+#endif
+  NULL,
+};
+
+const DqEngineOps *const *
+dq_mlx5_engines (void)
+{
+  return mlx5_engines;
+}

@@ -1,0 +1,131 @@
+/* Memory ordering between the host and a device that reads and writes host memory by
+ * DMA, and the small helpers both sides of the mlx5 rings share (CQE ownership, clock
+ * conversion). Used by the host ring code (rx.c, tx.c) and by the emulated device.
+ *
+ * The barriers follow rdma-core's util/udma_barrier.h in meaning (the code is ours):
+ *   mlx5_dma_wmb   host stores (WQEs) are visible to the device before a later store
+ *                  (the doorbell record) is
+ *   mlx5_dma_rmb   a load that saw a device-written flag (a CQE's owner bit) is ordered
+ *                  before the loads of what the flag guards (the rest of the CQE, packet
+ *                  data)
+ *   mlx5_dma_mb    every earlier load and store before every later store (reads of CQEs
+ *                  done before the consumer index that lets the device overwrite them)
+ *   mlx5_wc_flush  write-combined stores (BlueFlame) leave the CPU before the next one
+ * On x86 (TSO) the first three only have to stop the compiler; the WC flush is sfence.
+ * The emulated device is another CPU thread, so the same barriers order its view too.
+ */
+#ifndef DAQIRI_MLX5_DMA_H
+#define DAQIRI_MLX5_DMA_H
+
+#include <glib.h>
+#include <endian.h>
+#include <stdint.h>
+
+#include <infiniband/mlx5dv.h>
+
+#include "mlx5-port.h"
+
+G_BEGIN_DECLS
+
+#if defined(__x86_64__) || defined(__i386__)
+#define mlx5_dma_wmb() __asm__ __volatile__ ("" ::: "memory")
+#define mlx5_dma_rmb() __asm__ __volatile__ ("" ::: "memory")
+#define mlx5_dma_mb() __asm__ __volatile__ ("" ::: "memory")
+#define mlx5_wc_flush() __asm__ __volatile__ ("sfence" ::: "memory")
+#define mlx5_cpu_relax() __asm__ __volatile__ ("pause" ::: "memory")
+#elif defined(__aarch64__)
+#define mlx5_dma_wmb() __asm__ __volatile__ ("dmb oshst" ::: "memory")
+#define mlx5_dma_rmb() __asm__ __volatile__ ("dmb oshld" ::: "memory")
+#define mlx5_dma_mb() __asm__ __volatile__ ("dmb osh" ::: "memory")
+#define mlx5_wc_flush() __asm__ __volatile__ ("dsb st" ::: "memory")
+#define mlx5_cpu_relax() __asm__ __volatile__ ("yield" ::: "memory")
+#else
+#define mlx5_dma_wmb() __atomic_thread_fence (__ATOMIC_SEQ_CST)
+#define mlx5_dma_rmb() __atomic_thread_fence (__ATOMIC_SEQ_CST)
+#define mlx5_dma_mb() __atomic_thread_fence (__ATOMIC_SEQ_CST)
+#define mlx5_wc_flush() __atomic_thread_fence (__ATOMIC_SEQ_CST)
+#define mlx5_cpu_relax() do { } while (0)
+#endif
+
+/* Bytes of one CQE (cqe_sz 0 in the CQ context), of an RQ WQE of a striding RQ (16-byte
+ * next segment + one 16-byte data segment, log_wq_stride 5) and of an SQ WQE basic block. */
+#define MLX5_CQE_SIZE 64
+#define MLX5_MPRQ_WQE_SIZE 32
+#define MLX5_LOG_MPRQ_WQE_SIZE 5
+
+/* Multi-packet (striding RQ) CQE byte_cnt: bit 31 = filler (the strides were skipped,
+ * no packet), bits 30..16 = strides the packet (or filler) consumed, bits 15..0 = packet
+ * bytes. Linux names these MLX5_MPWRQ_FILLER_CQE / MPWRQ_CQE_NUM_STRIDES (0x7fff). */
+#define MLX5_MPRQ_FILLER_FLAG 0x80000000u
+#define MLX5_MPRQ_STRIDES_SHIFT 16
+#define MLX5_MPRQ_STRIDES_MASK 0x7fffu
+#define MLX5_MPRQ_LEN_MASK 0xffffu
+
+/* A striding RQ WQE covers at most 2^16 strides (single_wqe_log_num_of_strides <= 16 in
+ * the extended range) and wqe_id / wqe_counter are 16 bits. */
+#define MLX5_MPRQ_MAX_LOG_STRIDES 16
+
+/* fm_ce_se completion mode (CE, bits 3..2): 0 = CQE only on error, 1 = only on the first
+ * error, 2 = always (MLX5_WQE_CTRL_CQ_UPDATE), 3 = always and an event. An unsignalled
+ * WQE uses 1: completion mode 0 can stall an SQ that mixes WAIT and SEND WQEs. */
+#define MLX5_WQE_CTRL_CE_MASK (3u << 2)
+#define MLX5_WQE_CTRL_CQ_ONLY_FIRST_ERR (1u << 2)
+
+/* qpn_ds: the low 6 bits count the WQE's 16-byte data segments (DS) */
+#define MLX5_WQE_DS_MASK 0x3fu
+#define MLX5_WQE_DS_SIZE 16
+
+/* The 24-bit flow tag the steering TAG action sets, in the CQE's sop_drop_qpn */
+#define MLX5_FLOW_TAG_BITS 0xffffffu
+
+/* l4_hdr_type_etc (byte 39 of the CQE): L4 header type in bits 6..4, L3 in 3..2 */
+#define MLX5_CQE_L4_HDR_SHIFT 4
+#define MLX5_CQE_L3_HDR_SHIFT 2
+#define MLX5_CQE_L4_HDR_TYPE_NONE 0x0
+#define MLX5_CQE_L4_HDR_TYPE_TCP 0x1
+#define MLX5_CQE_L4_HDR_TYPE_UDP 0x4
+
+/* The opcode of a CQE, and whether the CQE at consumer index `ci` of a CQ of 2^log_size
+ * entries belongs to software: its owner bit equals the wrap parity of ci (the device
+ * flips the owner value it writes on each pass over the ring; the ring starts filled
+ * with 0xff: owner 1, opcode INVALID, so nothing is owned before the first write). */
+static inline guint8
+mlx5_cqe_opcode (const volatile struct mlx5_cqe64 *cqe)
+{
+  return cqe->op_own >> 4;
+}
+
+static inline gboolean
+mlx5_cqe_sw_owned (const volatile struct mlx5_cqe64 *cqe, guint32 ci, guint log_size)
+{
+  guint8 op_own = cqe->op_own;
+  return (op_own >> 4) != MLX5_CQE_INVALID &&
+      (op_own & MLX5_CQE_OWNER_MASK) == ((ci >> log_size) & 1);
+}
+
+/* Raw free-running device ticks to ns, the arithmetic of rdma-core's mlx5dv_ts_to_ns():
+ * the clock info is a snapshot (last_cycles -> nsec, plus frac in 2^-shift ns); a
+ * timestamp within half the counter range after the snapshot is added, one before it
+ * subtracted. Valid while |ts - last_cycles| * mult < 2^64: refresh the snapshot often
+ * (every 0.5 s at most for a 1 GHz counter with mult 2^31). */
+static inline guint64
+mlx5_ts_to_ns (const Mlx5ClockInfo * ci, guint64 ts)
+{
+  guint64 delta = (ts - ci->last_cycles) & ci->mask;
+  if (delta > ci->mask / 2) {
+    delta = (ci->last_cycles - ts) & ci->mask;
+    return ci->nsec - (((delta * ci->mult) - ci->frac) >> ci->shift);
+  }
+  return ci->nsec + (((delta * ci->mult) + ci->frac) >> ci->shift);
+}
+
+/* A real-time CQE timestamp: seconds in the high 32 bits, ns in the low 32. */
+static inline guint64
+mlx5_rt_ts_to_ns (guint64 ts)
+{
+  return (ts >> 32) * G_GUINT64_CONSTANT (1000000000) + (ts & 0xffffffffu);
+}
+
+G_END_DECLS
+
+#endif /* DAQIRI_MLX5_DMA_H */

@@ -1,0 +1,31 @@
+/* The mlx5 engines: one DqEngineOps table per control path (Mlx5PortOps), all sharing
+ * the same datapath (rx.c, tx.c). "emu" drives the emulated ConnectX (emu:NAME); "mlx5"
+ * a real one, when the hardware control path is built (DQ_HAVE_MLX5_HW).
+ *
+ * Device strings: ENGINE:NAME[,KEY=VALUE]... The engine takes these keys itself (same on
+ * hardware and emulator) and hands NAME with the other keys to the control path:
+ *
+ *   stride=64..8192          RX stride bytes, a power of two (default: the power of two
+ *                            >= max-packet-size, at most 2048)
+ *   strides=8..65536         RX strides per WQE, a power of two (default 512, fewer for
+ *                            small rings)
+ *   tx-signal=1..N           ask for a TX completion every N WQEs (default 32)
+ *   tx-csum=on|off           L3/L4 checksum offload on every sent frame (default on)
+ *   tx-eth-src=on|off        write the port's MAC into bytes 6..11 of every sent frame
+ *                            (default off)
+ */
+#ifndef DAQIRI_MLX5_ENGINE_H
+#define DAQIRI_MLX5_ENGINE_H
+
+#include "daqiri-engine.h"
+
+G_BEGIN_DECLS
+
+/* the engines of this library, NULL-terminated (engine/engine.c registers them) */
+const DqEngineOps *const *dq_mlx5_engines (void);
+
+extern const DqEngineOps dq_emu_engine;
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,561 @@
+/* Host side of an mlx5 striding RQ and its CQ (see rx.h).
+ *
+ * PRM rules this code relies on, one place each:
+ *  - RQ WQE of a striding RQ: 16-byte next segment (unused in a cyclic WQ, left zero) and
+ *    one data segment {byte_count = region bytes, lkey, addr = region start}
+ *    (rxq_post_wqe).
+ *  - RQ doorbell record word MLX5_RCV_DBR = big-endian WQE counter, 16 bits, written
+ *    after the WQEs it publishes are visible (rxq_ring_doorbell).
+ *  - The device fills the strides of the WQE at its consumer counter in order; one CQE
+ *    per packet: byte_cnt = filler bit | strides consumed << 16 | bytes, wqe_id = the
+ *    WQE's ring index, wqe_counter = the packet's first stride. A packet that does not
+ *    fit the rest of a WQE makes the device skip those strides with a filler CQE and
+ *    start the packet in the next WQE (cq_poll_one).
+ *  - CQE ownership by the owner bit against the consumer index's wrap parity, then a
+ *    read barrier (mlx5_cqe_sw_owned in mlx5-dma.h).
+ *  - CQ doorbell record word 0 = consumer index, 24 bits, big-endian (cq_ring_doorbell).
+ */
+#include "rx.h"
+
+#include "mlx5-dma.h"
+#include "mlx5-mem.h"
+
+#include <string.h>
+
+struct _Mlx5Rxq {
+  const Mlx5PortOps *ops;
+  gpointer dev;
+  char *what;
+
+  Mlx5Cq cq;
+  Mlx5Rq rq;
+  gpointer mr;
+  gboolean cq_created, rq_created;
+
+  /* geometry */
+  guint log_stride_size;
+  guint32 strides;              /* per WQE */
+  guint32 wqe_mask;
+  guint log_region;
+  guint32 cq_mask;
+  guint log_cq;
+
+  /* polling thread state */
+  guint32 cq_ci;                /* CQEs consumed */
+  guint32 cq_ci_rung;           /* value in the CQ doorbell record */
+  guint32 rq_pi;                /* WQEs posted (the RQ doorbell counter) */
+  guint32 cur_wqe;              /* counter of the WQE the device fills */
+  guint32 cur_stride;           /* its next stride */
+  gboolean real_time_ts;
+  Mlx5ClockInfo clock;
+
+  /* per ring slot: strides given back (packets released, fillers, errors); the WQE is
+   * re-posted when this reaches `strides` */
+  gint *freed;
+
+  Mlx5RxCounters c;
+};
+
+/* ---------------------------------------------------------------------------------- */
+/* geometry */
+
+static gboolean
+is_pow2 (guint64 v)
+{
+  return v != 0 && (v & (v - 1)) == 0;
+}
+
+static guint
+log2_floor (guint64 v)
+{
+  return v == 0 ? 0 : 63 - (guint) __builtin_clzll (v);
+}
+
+static guint
+log2_ceil (guint64 v)
+{
+  return v <= 1 ? 0 : log2_floor (v - 1) + 1;
+}
+
+gboolean
+mlx5_rx_geometry_choose (const Mlx5Caps * caps, const char *what, gsize ring_bytes,
+    guint max_packet, guint stride_size, guint strides_per_wqe, Mlx5RxGeometry * geo,
+    GError ** error)
+{
+  gsize ring = ring_bytes ? ring_bytes : MLX5_RX_DEFAULT_RING;
+  guint min_ls = caps->min_log_stride_size, max_ls = caps->max_log_stride_size;
+  guint min_lw = caps->min_log_strides;
+  guint max_lw = MIN (caps->max_log_strides, MLX5_MPRQ_MAX_LOG_STRIDES);
+  guint max_lq = MIN (caps->max_log_wqes, MLX5_RX_MAX_LOG_WQES);
+  guint ls, lw;
+
+  /* the CQE's byte count is 16 bits */
+  if (max_packet == 0 || max_packet > MLX5_MPRQ_LEN_MASK) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: max-packet-size %u is out of range "
+        "(allowed 1 .. %u)", what, max_packet, MLX5_MPRQ_LEN_MASK);
+    return FALSE;
+  }
+  if (stride_size != 0) {
+    if (!is_pow2 (stride_size) || log2_floor (stride_size) < min_ls ||
+        log2_floor (stride_size) > max_ls) {
+      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: stride %u is not allowed "
+          "(allowed: a power of two %u .. %u)", what, stride_size, 1u << min_ls,
+          1u << max_ls);
+      return FALSE;
+    }
+    ls = log2_floor (stride_size);
+  } else {
+    ls = log2_ceil (MIN (max_packet, MLX5_RX_DEFAULT_STRIDE));
+    ls = CLAMP (ls, min_ls, max_ls);
+  }
+
+  /* strides one max_packet frame needs: a packet never spans two WQEs */
+  guint need = log2_ceil (((guint64) max_packet + (1u << ls) - 1) >> ls);
+  if (strides_per_wqe != 0) {
+    if (!is_pow2 (strides_per_wqe) || log2_floor (strides_per_wqe) < min_lw ||
+        log2_floor (strides_per_wqe) > max_lw) {
+      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: strides %u per WQE is not "
+          "allowed (allowed: a power of two %u .. %u)", what, strides_per_wqe,
+          1u << min_lw, 1u << max_lw);
+      return FALSE;
+    }
+    lw = log2_floor (strides_per_wqe);
+    if (lw < need) {
+      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: %u strides of %u bytes per WQE "
+          "cannot hold max-packet-size %u (allowed: strides >= %u)", what,
+          strides_per_wqe, 1u << ls, max_packet, 1u << need);
+      return FALSE;
+    }
+  } else {
+    if (need > max_lw) {
+      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: max-packet-size %u does not fit "
+          "one WQE of %u strides of %u bytes (allowed: max-packet-size <= %" G_GUINT64_FORMAT
+          ", or a larger stride)", what, max_packet, 1u << max_lw, 1u << ls,
+          (guint64) 1 << (max_lw + ls));
+      return FALSE;
+    }
+    lw = CLAMP (MLX5_RX_DEFAULT_LOG_STRIDES, MAX (min_lw, need), max_lw);
+    while ((ring >> (ls + lw)) < (1u << MLX5_RX_MIN_LOG_WQES) && lw > MAX (min_lw, need))
+      lw--;
+  }
+
+  guint64 n_regions = ring >> (ls + lw);
+  if (n_regions < (1u << MLX5_RX_MIN_LOG_WQES)) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: ring-size %" G_GSIZE_FORMAT
+        " is too small for %u strides of %u bytes per WQE: the ring needs at least %u "
+        "WQEs (allowed: ring-size >= %" G_GUINT64_FORMAT ")", what, ring, 1u << lw,
+        1u << ls, 1u << MLX5_RX_MIN_LOG_WQES,
+        (guint64) 1 << (ls + lw + MLX5_RX_MIN_LOG_WQES));
+    return FALSE;
+  }
+  guint lq = MIN (log2_floor (n_regions), max_lq);
+  /* one CQE per stride at most: a CQ of strides-in-the-ring entries cannot overflow */
+  if (lq + lw > caps->max_log_cq_size) {
+    if (caps->max_log_cq_size < lw + MLX5_RX_MIN_LOG_WQES) {
+      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: %u strides per WQE need a CQ of "
+          "%u entries for %u WQEs, more than the device's %u (allowed: strides <= %u)",
+          what, 1u << lw, 1u << (lw + MLX5_RX_MIN_LOG_WQES), 1u << MLX5_RX_MIN_LOG_WQES,
+          1u << caps->max_log_cq_size,
+          1u << (caps->max_log_cq_size - MLX5_RX_MIN_LOG_WQES));
+      return FALSE;
+    }
+    lq = caps->max_log_cq_size - lw;
+  }
+  geo->log_stride_size = ls;
+  geo->log_strides = lw;
+  geo->log_wqes = lq;
+  geo->log_cq_size = lq + lw;
+  return TRUE;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* rings */
+
+static void
+rxq_post_wqe (Mlx5Rxq * q, guint32 slot)
+{
+  struct mlx5_mprq_wqe *wqe = (struct mlx5_mprq_wqe *) (q->rq.wqes +
+      ((gsize) slot << MLX5_LOG_MPRQ_WQE_SIZE));
+  guint8 *region = q->rq.buf + ((gsize) slot << q->log_region);
+
+  wqe->dseg.byte_count = htobe32 (1u << q->log_region);
+  wqe->dseg.lkey = htobe32 (q->rq.lkey);
+  wqe->dseg.addr = htobe64 ((guint64) (uintptr_t) region);
+}
+
+/* The CQ doorbell record tells the device which CQEs it may overwrite: every read of
+ * those CQEs must be done before the store. */
+static inline void
+cq_ring_doorbell (Mlx5Rxq * q)
+{
+  if (q->cq_ci_rung == q->cq_ci)
+    return;
+  mlx5_dma_mb ();
+  q->cq.dbrec[0] = htobe32 (q->cq_ci & 0xffffff);
+  q->cq_ci_rung = q->cq_ci;
+}
+
+/* The WQEs must be in memory before the device can see the counter that covers them. */
+static inline void
+rxq_ring_doorbell (Mlx5Rxq * q)
+{
+  mlx5_dma_wmb ();
+  q->rq.dbrec[MLX5_RCV_DBR] = htobe32 (q->rq_pi & 0xffff);
+}
+
+void
+mlx5_rxq_free (Mlx5Rxq * q)
+{
+  if (q == NULL)
+    return;
+  if (q->rq_created)
+    q->ops->rq_destroy (q->dev, &q->rq);
+  if (q->cq_created)
+    q->ops->cq_destroy (q->dev, &q->cq);
+  if (q->mr != NULL)
+    q->ops->mr_dereg (q->dev, q->mr);
+  mlx5_mem_unmap (q->rq.buf, q->rq.buf_size);
+  mlx5_mem_free (q->rq.wqes);
+  mlx5_mem_free ((gpointer) q->rq.dbrec);
+  mlx5_mem_free (q->cq.ring);
+  mlx5_mem_free ((gpointer) q->cq.dbrec);
+  g_free (q->freed);
+  g_free (q->what);
+  g_free (q);
+}
+
+Mlx5Rxq *
+mlx5_rxq_new (const Mlx5PortOps * ops, gpointer dev, const Mlx5Caps * caps,
+    const Mlx5RxGeometry * geo, GError ** error)
+{
+  Mlx5Rxq *q = g_new0 (Mlx5Rxq, 1);
+  guint32 n_wqes = 1u << geo->log_wqes;
+  gsize cq_bytes = (gsize) MLX5_CQE_SIZE << geo->log_cq_size;
+
+  q->ops = ops;
+  q->dev = dev;
+  q->what = g_strdup (ops->name);
+  q->log_stride_size = geo->log_stride_size;
+  q->strides = 1u << geo->log_strides;
+  q->log_region = geo->log_stride_size + geo->log_strides;
+  q->wqe_mask = n_wqes - 1;
+  q->log_cq = geo->log_cq_size;
+  q->cq_mask = (1u << geo->log_cq_size) - 1;
+  q->real_time_ts = caps->real_time_ts;
+  q->freed = g_new0 (gint, n_wqes);
+
+  q->rq.buf_size = (gsize) n_wqes << q->log_region;
+  q->rq.buf = mlx5_mem_map (q->rq.buf_size);
+  q->cq.ring = mlx5_mem_alloc (cq_bytes, mlx5_page_size ());
+  q->cq.dbrec = mlx5_mem_alloc (64, 64);
+  q->rq.wqes = mlx5_mem_alloc ((gsize) n_wqes * MLX5_MPRQ_WQE_SIZE, mlx5_page_size ());
+  q->rq.dbrec = mlx5_mem_alloc (64, 64);
+  if (q->rq.buf == NULL || q->cq.ring == NULL || q->cq.dbrec == NULL ||
+      q->rq.wqes == NULL || q->rq.dbrec == NULL) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: cannot allocate the RX ring "
+        "(%" G_GSIZE_FORMAT " bytes of packet buffer, %" G_GSIZE_FORMAT " bytes of CQ)",
+        q->what, q->rq.buf_size, cq_bytes);
+    if (q->rq.buf == NULL)
+      q->rq.buf_size = 0;
+    goto fail;
+  }
+
+  if (!ops->mr_reg (dev, q->rq.buf, q->rq.buf_size, &q->rq.lkey, &q->mr, error))
+    goto fail;
+
+  /* every CQE starts invalid with owner 1: nothing is software-owned on the first pass */
+  memset (q->cq.ring, 0xff, cq_bytes);
+  q->cq.log_size = geo->log_cq_size;
+  if (!ops->cq_create (dev, &q->cq, error))
+    goto fail;
+  q->cq_created = TRUE;
+
+  q->rq.log_wqes = geo->log_wqes;
+  q->rq.log_strides = geo->log_strides;
+  q->rq.log_stride_size = geo->log_stride_size;
+  q->rq.cq = &q->cq;
+  for (guint32 i = 0; i < n_wqes; i++)
+    rxq_post_wqe (q, i);
+  if (!ops->rq_create (dev, &q->rq, error))
+    goto fail;
+  q->rq_created = TRUE;
+  q->rq_pi = n_wqes;
+  rxq_ring_doorbell (q);
+  mlx5_rxq_clock_refresh (q);
+  return q;
+
+fail:
+  mlx5_rxq_free (q);
+  return NULL;
+}
+
+Mlx5Rq *
+mlx5_rxq_rq (Mlx5Rxq * q)
+{
+  return &q->rq;
+}
+
+gsize
+mlx5_rxq_ring_bytes (Mlx5Rxq * q)
+{
+  return q->rq.buf_size;
+}
+
+guint
+mlx5_rxq_stride_size (Mlx5Rxq * q)
+{
+  return 1u << q->log_stride_size;
+}
+
+guint
+mlx5_rxq_strides_per_wqe (Mlx5Rxq * q)
+{
+  return q->strides;
+}
+
+guint
+mlx5_rxq_n_wqes (Mlx5Rxq * q)
+{
+  return q->wqe_mask + 1;
+}
+
+void
+mlx5_rxq_clock_refresh (Mlx5Rxq * q)
+{
+  if (!q->real_time_ts)
+    q->ops->clock_info (q->dev, &q->clock);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* completions */
+
+static inline volatile struct mlx5_cqe64 *
+cq_cqe (Mlx5Rxq * q, guint32 ci)
+{
+  return (volatile struct mlx5_cqe64 *) (q->cq.ring + ((gsize) (ci & q->cq_mask) << 6));
+}
+
+gboolean
+mlx5_rxq_cq_ready (Mlx5Rxq * q)
+{
+  return mlx5_cqe_sw_owned (cq_cqe (q, q->cq_ci), q->cq_ci, q->log_cq);
+}
+
+static inline void
+strides_give_back (Mlx5Rxq * q, guint32 slot, guint32 n)
+{
+  __atomic_fetch_add (&q->freed[slot], (gint) n, __ATOMIC_RELEASE);
+}
+
+/* Moves the software cursor over `n` strides of the current WQE; TRUE when that used
+ * the WQE up (the device continues in the next one). */
+static inline gboolean
+cursor_advance (Mlx5Rxq * q, guint32 n)
+{
+  q->cur_stride += n;
+  if (q->cur_stride < q->strides)
+    return FALSE;
+  q->cur_wqe++;
+  q->cur_stride = 0;
+  return TRUE;
+}
+
+/* A CQE that does not match the ring (wrong WQE or stride, a stride count of 0 or past
+ * the WQE's end, a length that does not fit its strides, an unknown opcode): counted,
+ * no packet. The software cursor stays the authority: the CQE's strides (at least 1, at
+ * most the rest of the WQE) are given back from the cursor's position, so the WQE is
+ * still re-posted once it is complete. */
+static gboolean
+cqe_device_error (Mlx5Rxq * q, guint32 n_strides)
+{
+  guint32 slot = q->cur_wqe & q->wqe_mask;
+  guint32 left = q->strides - q->cur_stride;
+  guint32 n = CLAMP (n_strides, 1, left);
+
+  MLX5_COUNTER_ADD (q->c.device_errors, 1);
+  strides_give_back (q, slot, n);
+  return cursor_advance (q, n);
+}
+
+/* An error CQE of the RQ (MLX5_CQE_RESP_ERR): no packet; the strides it names are given
+ * back at once. The error layout keeps wqe_id, byte_cnt's stride count and wqe_counter
+ * where a good CQE has them (as the Linux driver reads them); when they do not name the
+ * cursor's position, the rest of the WQE is given up. */
+static gboolean
+cqe_error (Mlx5Rxq * q, volatile struct mlx5_cqe64 *cqe)
+{
+  volatile struct mlx5_err_cqe *err = (volatile struct mlx5_err_cqe *) cqe;
+  guint32 slot = q->cur_wqe & q->wqe_mask;
+  guint32 left = q->strides - q->cur_stride;
+  guint32 n = (be32toh (cqe->byte_cnt) >> MLX5_MPRQ_STRIDES_SHIFT) & MLX5_MPRQ_STRIDES_MASK;
+
+  if (be16toh (cqe->wqe_id) != slot || be16toh (cqe->wqe_counter) != q->cur_stride ||
+      n == 0 || n > left)
+    n = left;
+  MLX5_COUNTER_ADD (q->c.cqe_errors, 1);
+  __atomic_store_n (&q->c.last_syndrome, err->syndrome, __ATOMIC_RELAXED);
+  __atomic_store_n (&q->c.last_vendor_syndrome, err->vendor_err_synd, __ATOMIC_RELAXED);
+  strides_give_back (q, slot, n);
+  return cursor_advance (q, n);
+}
+
+static inline guint32
+cqe_packet_flags (const volatile struct mlx5_cqe64 *cqe)
+{
+  guint8 ok = cqe->hds_ip_ext;
+  guint8 l4 = (cqe->l4_hdr_type_etc >> MLX5_CQE_L4_HDR_SHIFT) & 0x7;
+  guint32 flags = DQ_PACKET_FLAG_TS_HW;
+
+  /* L3 verified, and L4 verified when there is an L4 header the device knows */
+  if ((ok & MLX5_CQE_L3_OK) && ((ok & MLX5_CQE_L4_OK) || l4 == MLX5_CQE_L4_HDR_TYPE_NONE))
+    flags |= DQ_PACKET_FLAG_CSUM_OK;
+  return flags;
+}
+
+gboolean
+mlx5_rxq_poll (Mlx5Rxq * q, Mlx5RxBurst * b, DqPacket * pkts, guint max)
+{
+  guint n = b->n_packets;
+  guint64 bytes = 0, fillers = 0;
+  guint n_new = 0;
+  gboolean complete = FALSE;
+
+  while (n < max) {
+    volatile struct mlx5_cqe64 *cqe = cq_cqe (q, q->cq_ci);
+    if (!mlx5_cqe_sw_owned (cqe, q->cq_ci, q->log_cq))
+      break;
+    /* the owner bit was read before anything it guards */
+    mlx5_dma_rmb ();
+    q->cq_ci++;
+    if ((q->cq_ci & (MLX5_RX_CQ_DOORBELL_EVERY - 1)) == 0)
+      cq_ring_doorbell (q);
+
+    guint8 opcode = mlx5_cqe_opcode (cqe);
+    gboolean wqe_done;
+    if (G_UNLIKELY (opcode != MLX5_CQE_RESP_SEND)) {
+      if (opcode == MLX5_CQE_RESP_ERR) {
+        wqe_done = cqe_error (q, cqe);
+      } else {
+        /* no RQ CQE has this opcode, and it names no strides: count it, move nothing */
+        MLX5_COUNTER_ADD (q->c.device_errors, 1);
+        wqe_done = FALSE;
+      }
+    } else {
+      guint32 byte_cnt = be32toh (cqe->byte_cnt);
+      guint32 n_strides = (byte_cnt >> MLX5_MPRQ_STRIDES_SHIFT) & MLX5_MPRQ_STRIDES_MASK;
+      guint32 len = byte_cnt & MLX5_MPRQ_LEN_MASK;
+      guint32 slot = q->cur_wqe & q->wqe_mask;
+      guint32 stride = be16toh (cqe->wqe_counter);
+
+      gboolean filler = (byte_cnt & MLX5_MPRQ_FILLER_FLAG) != 0;
+
+      if (G_UNLIKELY (be16toh (cqe->wqe_id) != slot || stride != q->cur_stride ||
+              n_strides == 0 || n_strides > q->strides - stride ||
+              (!filler && (len == 0 || len > (n_strides << q->log_stride_size))))) {
+        wqe_done = cqe_device_error (q, n_strides);
+      } else if (filler) {
+        /* the rest of the WQE was skipped: no packet, give the strides back now */
+        fillers++;
+        strides_give_back (q, slot, n_strides);
+        wqe_done = cursor_advance (q, n_strides);
+      } else {
+        if (n == 0) {
+          b->wqe = slot;
+          b->first_stride = stride;
+          b->strides = 0;
+        }
+        DqPacket *pkt = &pkts[n++];
+        guint32 at = stride << q->log_stride_size;
+        guint64 ts = be64toh (cqe->timestamp);
+        pkt->offset = at - (b->first_stride << q->log_stride_size);
+        pkt->length = len;
+        pkt->flow_id = be32toh (cqe->sop_drop_qpn) & MLX5_FLOW_TAG_BITS;
+        pkt->flags = cqe_packet_flags (cqe);
+        pkt->timestamp = q->real_time_ts ? mlx5_rt_ts_to_ns (ts) : mlx5_ts_to_ns (&q->clock, ts);
+        b->strides += n_strides;
+        b->end = at + len;
+        bytes += len;
+        n_new++;
+        wqe_done = cursor_advance (q, n_strides);
+      }
+    }
+    /* a burst never crosses a WQE */
+    if (wqe_done && n > 0) {
+      complete = TRUE;
+      break;
+    }
+  }
+  if (n == max)
+    complete = TRUE;
+  b->n_packets = n;
+  cq_ring_doorbell (q);
+  if (n_new > 0) {
+    MLX5_COUNTER_ADD (q->c.packets, n_new);
+    MLX5_COUNTER_ADD (q->c.bytes, bytes);
+  }
+  if (fillers > 0)
+    MLX5_COUNTER_ADD (q->c.fillers, fillers);
+  return complete;
+}
+
+guint8 *
+mlx5_rxq_burst_data (Mlx5Rxq * q, const Mlx5RxBurst * b)
+{
+  return q->rq.buf + ((gsize) b->wqe << q->log_region) +
+      ((gsize) b->first_stride << q->log_stride_size);
+}
+
+gsize
+mlx5_rxq_burst_size (Mlx5Rxq * q, const Mlx5RxBurst * b)
+{
+  return b->end - (b->first_stride << q->log_stride_size);
+}
+
+void
+mlx5_rxq_release (Mlx5Rxq * q, guint32 wqe, guint32 strides)
+{
+  g_return_if_fail (wqe <= q->wqe_mask);
+  strides_give_back (q, wqe, strides);
+}
+
+guint
+mlx5_rxq_refill (Mlx5Rxq * q)
+{
+  guint32 pi = q->rq_pi;
+
+  /* strictly in ring order: the oldest posted WQE first, and only once every stride of
+   * it is back (the device is done with it, and so is every reader) */
+  for (;;) {
+    guint32 slot = pi & q->wqe_mask;
+    gint freed = __atomic_load_n (&q->freed[slot], __ATOMIC_ACQUIRE);
+    if ((guint32) freed < q->strides)
+      break;
+    if (G_UNLIKELY ((guint32) freed > q->strides))
+      MLX5_COUNTER_ADD (q->c.device_errors, 1);
+    __atomic_store_n (&q->freed[slot], 0, __ATOMIC_RELAXED);
+    rxq_post_wqe (q, slot);
+    pi++;
+  }
+  guint posted = pi - q->rq_pi;
+  if (posted == 0)
+    return 0;
+  /* the device may only complete into CQEs we are done with */
+  cq_ring_doorbell (q);
+  q->rq_pi = pi;
+  rxq_ring_doorbell (q);
+  MLX5_COUNTER_ADD (q->c.reposts, posted);
+  return posted;
+}
+
+void
+mlx5_rxq_counters (Mlx5Rxq * q, Mlx5RxCounters * c)
+{
+  c->packets = MLX5_COUNTER_GET (q->c.packets);
+  c->bytes = MLX5_COUNTER_GET (q->c.bytes);
+  c->fillers = MLX5_COUNTER_GET (q->c.fillers);
+  c->cqe_errors = MLX5_COUNTER_GET (q->c.cqe_errors);
+  c->device_errors = MLX5_COUNTER_GET (q->c.device_errors);
+  c->reposts = MLX5_COUNTER_GET (q->c.reposts);
+  c->last_syndrome = MLX5_COUNTER_GET (q->c.last_syndrome);
+  c->last_vendor_syndrome = MLX5_COUNTER_GET (q->c.last_vendor_syndrome);
+}

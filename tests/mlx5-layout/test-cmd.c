@@ -1,0 +1,1082 @@
+/* The DevX command builders of the hardware control path (mlx5/hw/hw-cmd.c), run on
+ * known inputs. Every mailbox is checked twice per field: with DEVX_GET through our
+ * layouts, and bit by bit at the PRM offset written here as a number (from
+ * reference/daqiri-facts.md §4.9 and the kernel's mlx5_ifc.h), so a builder that writes
+ * the right value into a wrongly placed field fails too. Each checked field is then
+ * cleared in a copy, and the copy must come out all zero: a builder sets nothing it was
+ * not asked to. Also: capability and counter parsing from fake output mailboxes, the
+ * failure text, the geometry checks, and the steering plans (match buffers,
+ * priorities, errors). */
+#include <errno.h>
+#include <string.h>
+
+#include <glib.h>
+#include <infiniband/mlx5dv.h>
+
+#include "daqiri-engine.h"
+#include "hw-cmd.h"
+#include "mlx5-ifc.h"
+
+/* ------------------------------------------------------------------------------------ */
+/* raw big-endian bit access, PRM numbering (bit 0 = MSB of byte 0) */
+
+static guint64
+bits_get (const void *buf, gsize off, guint width)
+{
+  const guint8 *b = buf;
+  guint64 v = 0;
+  for (guint i = 0; i < width; i++) {
+    gsize bit = off + i;
+    v = v << 1 | ((b[bit / 8] >> (7 - bit % 8)) & 1);
+  }
+  return v;
+}
+
+static void
+bits_set (void *buf, gsize off, guint width, guint64 v)
+{
+  guint8 *b = buf;
+  for (guint i = 0; i < width; i++) {
+    gsize bit = off + i;
+    guint8 m = (guint8) (1u << (7 - bit % 8));
+    if ((v >> (width - 1 - i)) & 1)
+      b[bit / 8] |= m;
+    else
+      b[bit / 8] &= (guint8) ~m;
+  }
+}
+
+static void
+assert_zero (const guint8 * buf, gsize len)
+{
+  for (gsize i = 0; i < len; i++) {
+    if (buf[i] != 0) {
+      g_printerr ("byte 0x%" G_GSIZE_MODIFIER "x (bits 0x%" G_GSIZE_MODIFIER "x..) = 0x%02x "
+          "was set but not checked\n", i, i * 8, buf[i]);
+      g_assert_cmphex (buf[i], ==, 0);
+    }
+  }
+}
+
+/* the field `fld` of layout `typ`: at bit `off`, `width` bits wide, holds `val` */
+#define EXPECT(typ, buf, copy, fld, off, width, val) G_STMT_START { \
+    g_assert_cmphex (__devx_bit_off (typ, fld), ==, (off)); \
+    g_assert_cmphex (__devx_bit_sz (typ, fld), ==, (width)); \
+    if ((width) <= 32) \
+      g_assert_cmphex (DEVX_GET (typ, buf, fld), ==, (val)); \
+    else \
+      g_assert_cmphex (DEVX_GET64 (typ, buf, fld), ==, (val)); \
+    g_assert_cmphex (bits_get (buf, off, width), ==, (val)); \
+    bits_set (copy, off, width, 0); \
+  } G_STMT_END
+
+#define PAGE_4K 12
+#define PAGE_64K 16
+
+/* ------------------------------------------------------------------------------------ */
+/* encodings */
+
+static void
+test_encodings (void)
+{
+  /* page sizes relative to the 4 KiB adapter page (DAQIRI #269: GH200's 64 KiB pages) */
+  g_assert_cmpuint (mlx5_hw_page_size_encode (PAGE_4K), ==, 0);
+  g_assert_cmpuint (mlx5_hw_page_size_encode (PAGE_64K), ==, 4);
+  g_assert_cmpuint (mlx5_hw_page_size_encode (21), ==, 9);
+  /* strides per WQE: log - 9 in 4 bits, two's complement below 512 */
+  g_assert_cmpuint (mlx5_hw_log_strides_encode (9), ==, 0);
+  g_assert_cmpuint (mlx5_hw_log_strides_encode (10), ==, 1);
+  g_assert_cmpuint (mlx5_hw_log_strides_encode (16), ==, 7);
+  g_assert_cmpuint (mlx5_hw_log_strides_encode (8), ==, 0xf);
+  g_assert_cmpuint (mlx5_hw_log_strides_encode (6), ==, 0xd);
+  g_assert_cmpuint (mlx5_hw_log_strides_encode (3), ==, 0xa);
+  /* stride bytes: log - 6 */
+  g_assert_cmpuint (mlx5_hw_log_stride_size_encode (6), ==, 0);
+  g_assert_cmpuint (mlx5_hw_log_stride_size_encode (11), ==, 5);
+  g_assert_cmpuint (mlx5_hw_log_stride_size_encode (13), ==, 7);
+  /* real time only where the device stamps it; else free running, never DEFAULT */
+  g_assert_cmpuint (mlx5_hw_ts_format (FALSE), ==, 0);
+  g_assert_cmpuint (mlx5_hw_ts_format (TRUE), ==, 2);
+  /* real-time CQE timestamps: seconds << 32 | ns */
+  g_assert_cmpuint (mlx5_hw_rt_ts_to_ns (G_GUINT64_CONSTANT (0x0000000500000007)), ==,
+      G_GUINT64_CONSTANT (5000000007));
+  g_assert_cmpuint (mlx5_hw_rt_ts_to_ns ((G_GUINT64_CONSTANT (1700000000) << 32) |
+          999999999u), ==, G_GUINT64_CONSTANT (1700000000999999999));
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* small commands */
+
+static void
+test_query_hca_cap (void)
+{
+  guint8 in[DEVX_ST_SZ_BYTES (query_hca_cap_in)], copy[sizeof in];
+  g_assert_cmpuint (sizeof in, ==, 16);
+  memset (in, 0, sizeof in);
+  mlx5_cmd_build_query_hca_cap (in, MLX5_HCA_CAP_GENERAL);
+  memcpy (copy, in, sizeof in);
+  EXPECT (query_hca_cap_in, in, copy, opcode, 0x0, 16, 0x100);
+  EXPECT (query_hca_cap_in, in, copy, op_mod, 0x30, 16, 0x1);    /* general, current */
+  assert_zero (copy, sizeof copy);
+
+  memset (in, 0, sizeof in);
+  mlx5_cmd_build_query_hca_cap (in, MLX5_HCA_CAP_ETHERNET_OFFLOADS);
+  memcpy (copy, in, sizeof in);
+  EXPECT (query_hca_cap_in, in, copy, opcode, 0x0, 16, 0x100);
+  EXPECT (query_hca_cap_in, in, copy, op_mod, 0x30, 16, 0x3);    /* Ethernet, current */
+  assert_zero (copy, sizeof copy);
+  g_assert_cmpuint (DEVX_ST_SZ_BYTES (query_hca_cap_out), ==, 0x1010);
+}
+
+static void
+test_small_commands (void)
+{
+  guint8 in[16], copy[16];
+
+  memset (in, 0, sizeof in);
+  mlx5_cmd_build_query_nic_vport_context (in);
+  memcpy (copy, in, sizeof in);
+  EXPECT (query_nic_vport_context_in, in, copy, opcode, 0x0, 16, 0x754);
+  EXPECT (query_nic_vport_context_in, in, copy, op_mod, 0x30, 16, 0);
+  assert_zero (copy, sizeof copy);
+
+  memset (in, 0, sizeof in);
+  mlx5_cmd_build_alloc_transport_domain (in);
+  memcpy (copy, in, sizeof in);
+  EXPECT (alloc_transport_domain_in, in, copy, opcode, 0x0, 16, 0x816);
+  assert_zero (copy, sizeof copy);
+
+  memset (in, 0, sizeof in);
+  mlx5_cmd_build_alloc_q_counter (in);
+  memcpy (copy, in, sizeof in);
+  EXPECT (alloc_q_counter_in, in, copy, opcode, 0x0, 16, 0x771);
+  assert_zero (copy, sizeof copy);
+
+  guint8 qin[DEVX_ST_SZ_BYTES (query_q_counter_in)], qcopy[sizeof qin];
+  memset (qin, 0, sizeof qin);
+  mlx5_cmd_build_query_q_counter (qin, 0x2a);
+  memcpy (qcopy, qin, sizeof qin);
+  EXPECT (query_q_counter_in, qin, qcopy, opcode, 0x0, 16, 0x773);
+  EXPECT (query_q_counter_in, qin, qcopy, clear, 0xc0, 1, 0);
+  EXPECT (query_q_counter_in, qin, qcopy, counter_set_id, 0xf8, 8, 0x2a);
+  assert_zero (qcopy, sizeof qcopy);
+
+  guint8 tin[DEVX_ST_SZ_BYTES (create_tis_in)], tcopy[sizeof tin];
+  memset (tin, 0, sizeof tin);
+  mlx5_cmd_build_create_tis (tin, 0x12345);
+  memcpy (tcopy, tin, sizeof tin);
+  EXPECT (create_tis_in, tin, tcopy, opcode, 0x0, 16, 0x912);
+  EXPECT (create_tis_in, tin, tcopy, ctx.transport_domain, 0x228, 24, 0x12345);
+  assert_zero (tcopy, sizeof tcopy);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* CQ */
+
+static void
+check_create_cq (guint page_shift, guint page_code)
+{
+  guint8 ring[64];
+  guint32 dbrec[2];
+  Mlx5Cq cq = {.ring = ring, .dbrec = dbrec, .log_size = 13 };
+  Mlx5HwQueueMem mem = {.umem_id = 0x11, .umem_offset = 0x40, .dbr_umem_id = 0x22,
+    .dbr_offset = 0x1c0
+  };
+  guint8 in[DEVX_ST_SZ_BYTES (create_cq_in)], copy[sizeof in];
+  g_assert_cmpuint (sizeof in, ==, 0x110);
+  memset (in, 0, sizeof in);
+  mlx5_cmd_build_create_cq (in, &cq, &mem, 0x3c5, 0x1a, page_shift);
+  memcpy (copy, in, sizeof in);
+  EXPECT (create_cq_in, in, copy, opcode, 0x0, 16, 0x400);
+  EXPECT (create_cq_in, in, copy, cq_context.dbr_umem_valid, 0x86, 1, 1);
+  EXPECT (create_cq_in, in, copy, cq_context.cqe_sz, 0x88, 3, 0);   /* 64 bytes */
+  EXPECT (create_cq_in, in, copy, cq_context.dbr_umem_id, 0xa0, 32, 0x22);
+  EXPECT (create_cq_in, in, copy, cq_context.log_cq_size, 0xe3, 5, 13);
+  EXPECT (create_cq_in, in, copy, cq_context.uar_page, 0xe8, 24, 0x3c5);
+  /* the low byte is DAQIRI's c_eqn@0xb8 */
+  g_assert_cmphex (bits_get (in, 0x80 + 0xb8, 8), ==, 0x1a);
+  EXPECT (create_cq_in, in, copy, cq_context.c_eqn_or_apu_element, 0x120, 32, 0x1a);
+  EXPECT (create_cq_in, in, copy, cq_context.log_page_size, 0x143, 5, page_code);
+  EXPECT (create_cq_in, in, copy, cq_context.dbr_addr, 0x240, 64, 0x1c0);
+  EXPECT (create_cq_in, in, copy, cq_umem_offset, 0x280, 64, 0x40);
+  EXPECT (create_cq_in, in, copy, cq_umem_id, 0x2c0, 32, 0x11);
+  EXPECT (create_cq_in, in, copy, cq_umem_valid, 0x2e0, 1, 1);
+  assert_zero (copy, sizeof copy);
+}
+
+static void
+test_create_cq (void)
+{
+  check_create_cq (PAGE_4K, 0);
+  check_create_cq (PAGE_64K, 4);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* RQ */
+
+static void
+check_create_rq (guint page_shift, guint page_code, guint log_strides, guint strides_code,
+    gboolean real_time)
+{
+  guint8 wqes[64];
+  guint32 dbrec[2];
+  Mlx5Rq rq = {.wqes = wqes, .dbrec = dbrec, .log_wqes = 6, .log_strides = log_strides,
+    .log_stride_size = 11
+  };
+  Mlx5HwQueueMem mem = {.umem_id = 0xaa01, .umem_offset = 0, .dbr_umem_id = 0xbb02,
+    .dbr_offset = 0x800
+  };
+  guint8 in[DEVX_ST_SZ_BYTES (create_rq_in)], copy[sizeof in];
+  g_assert_cmpuint (sizeof in, ==, 0x110);
+  memset (in, 0, sizeof in);
+  mlx5_cmd_build_create_rq (in, &rq, 0x4567, 0x89ab, &mem, page_shift,
+      mlx5_hw_ts_format (real_time), 0x21);
+  memcpy (copy, in, sizeof in);
+  EXPECT (create_rq_in, in, copy, opcode, 0x0, 16, 0x908);
+  /* rqc at 0x100 */
+  EXPECT (create_rq_in, in, copy, ctx.vsd, 0x103, 1, 1);
+  EXPECT (create_rq_in, in, copy, ctx.state, 0x108, 4, 0);          /* RST */
+  EXPECT (create_rq_in, in, copy, ctx.flush_in_error_en, 0x10d, 1, 1);
+  EXPECT (create_rq_in, in, copy, ctx.ts_format, 0x11a, 2, real_time ? 2 : 0);
+  EXPECT (create_rq_in, in, copy, ctx.cqn, 0x148, 24, 0x4567);
+  EXPECT (create_rq_in, in, copy, ctx.counter_set_id, 0x160, 8, 0x21);
+  /* wq at 0x280 */
+  EXPECT (create_rq_in, in, copy, ctx.wq.wq_type, 0x280, 4, 3);     /* striding */
+  EXPECT (create_rq_in, in, copy, ctx.wq.pd, 0x2c8, 24, 0x89ab);
+  EXPECT (create_rq_in, in, copy, ctx.wq.dbr_addr, 0x300, 64, 0x800);
+  EXPECT (create_rq_in, in, copy, ctx.wq.log_wq_stride, 0x38c, 4, 5);  /* 32 B */
+  EXPECT (create_rq_in, in, copy, ctx.wq.log_wq_pg_sz, 0x393, 5, page_code);
+  EXPECT (create_rq_in, in, copy, ctx.wq.log_wq_sz, 0x39b, 5, 6);
+  EXPECT (create_rq_in, in, copy, ctx.wq.dbr_umem_valid, 0x3a0, 1, 1);
+  EXPECT (create_rq_in, in, copy, ctx.wq.wq_umem_valid, 0x3a1, 1, 1);
+  EXPECT (create_rq_in, in, copy, ctx.wq.single_wqe_log_num_of_strides, 0x3b4, 4,
+      strides_code);
+  EXPECT (create_rq_in, in, copy, ctx.wq.two_byte_shift_en, 0x3b8, 1, 0);
+  EXPECT (create_rq_in, in, copy, ctx.wq.single_stride_log_num_of_bytes, 0x3bd, 3, 5);
+  EXPECT (create_rq_in, in, copy, ctx.wq.dbr_umem_id, 0x3c0, 32, 0xbb02);
+  EXPECT (create_rq_in, in, copy, ctx.wq.wq_umem_id, 0x3e0, 32, 0xaa01);
+  EXPECT (create_rq_in, in, copy, ctx.wq.wq_umem_offset, 0x400, 64, 0);
+  assert_zero (copy, sizeof copy);
+}
+
+static void
+test_create_rq (void)
+{
+  check_create_rq (PAGE_4K, 0, 9, 0, FALSE);
+  check_create_rq (PAGE_64K, 4, 9, 0, FALSE);
+  check_create_rq (PAGE_4K, 0, 6, 0xd, TRUE);
+  check_create_rq (PAGE_64K, 4, 16, 7, TRUE);
+}
+
+static void
+test_modify_rq (void)
+{
+  guint8 in[DEVX_ST_SZ_BYTES (modify_rq_in)], copy[sizeof in];
+  memset (in, 0, sizeof in);
+  mlx5_cmd_build_modify_rq_rdy (in, 0xabcdef);
+  memcpy (copy, in, sizeof in);
+  EXPECT (modify_rq_in, in, copy, opcode, 0x0, 16, 0x909);
+  EXPECT (modify_rq_in, in, copy, rq_state, 0x40, 4, 0);            /* from RST */
+  EXPECT (modify_rq_in, in, copy, rqn, 0x48, 24, 0xabcdef);
+  EXPECT (modify_rq_in, in, copy, modify_bitmask, 0x80, 64, 0);
+  EXPECT (modify_rq_in, in, copy, ctx.state, 0x108, 4, 1);          /* to RDY */
+  assert_zero (copy, sizeof copy);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* SQ */
+
+static void
+check_create_sq (guint page_shift, guint page_code, gboolean real_time, gboolean mpw)
+{
+  guint8 wqes[64];
+  guint32 dbrec[2];
+  Mlx5Sq sq = {.wqes = wqes, .dbrec = dbrec, .log_wqebbs = 12 };
+  Mlx5HwQueueMem mem = {.umem_id = 7, .umem_offset = 0, .dbr_umem_id = 7,
+    .dbr_offset = 0x40000
+  };
+  guint8 in[DEVX_ST_SZ_BYTES (create_sq_in)], copy[sizeof in];
+  memset (in, 0, sizeof in);
+  mlx5_cmd_build_create_sq (in, &sq, 0x321, 0x654, 0x987, 0x5a5, &mem, page_shift,
+      mlx5_hw_ts_format (real_time), mpw);
+  memcpy (copy, in, sizeof in);
+  EXPECT (create_sq_in, in, copy, opcode, 0x0, 16, 0x904);
+  /* sqc at 0x100 */
+  EXPECT (create_sq_in, in, copy, ctx.flush_in_error_en, 0x103, 1, 1);
+  EXPECT (create_sq_in, in, copy, ctx.allow_multi_pkt_send_wqe, 0x104, 1, mpw ? 1 : 0);
+  EXPECT (create_sq_in, in, copy, ctx.min_wqe_inline_mode, 0x105, 3, 0);
+  EXPECT (create_sq_in, in, copy, ctx.state, 0x108, 4, 0);
+  EXPECT (create_sq_in, in, copy, ctx.ts_format, 0x11a, 2, real_time ? 2 : 0);
+  EXPECT (create_sq_in, in, copy, ctx.cqn, 0x148, 24, 0x321);
+  EXPECT (create_sq_in, in, copy, ctx.tis_lst_sz, 0x200, 16, 1);
+  EXPECT (create_sq_in, in, copy, ctx.tis_num_0, 0x268, 24, 0x987);
+  /* wq at 0x280 */
+  EXPECT (create_sq_in, in, copy, ctx.wq.wq_type, 0x280, 4, 1);     /* cyclic */
+  EXPECT (create_sq_in, in, copy, ctx.wq.pd, 0x2c8, 24, 0x654);
+  EXPECT (create_sq_in, in, copy, ctx.wq.uar_page, 0x2e8, 24, 0x5a5);
+  EXPECT (create_sq_in, in, copy, ctx.wq.dbr_addr, 0x300, 64, 0x40000);
+  EXPECT (create_sq_in, in, copy, ctx.wq.log_wq_stride, 0x38c, 4, 6);  /* 64 B */
+  EXPECT (create_sq_in, in, copy, ctx.wq.log_wq_pg_sz, 0x393, 5, page_code);
+  EXPECT (create_sq_in, in, copy, ctx.wq.log_wq_sz, 0x39b, 5, 12);
+  EXPECT (create_sq_in, in, copy, ctx.wq.dbr_umem_valid, 0x3a0, 1, 1);
+  EXPECT (create_sq_in, in, copy, ctx.wq.wq_umem_valid, 0x3a1, 1, 1);
+  EXPECT (create_sq_in, in, copy, ctx.wq.dbr_umem_id, 0x3c0, 32, 7);
+  EXPECT (create_sq_in, in, copy, ctx.wq.wq_umem_id, 0x3e0, 32, 7);
+  EXPECT (create_sq_in, in, copy, ctx.wq.wq_umem_offset, 0x400, 64, 0);
+  assert_zero (copy, sizeof copy);
+}
+
+static void
+test_create_sq (void)
+{
+  check_create_sq (PAGE_4K, 0, FALSE, TRUE);
+  check_create_sq (PAGE_64K, 4, TRUE, FALSE);
+}
+
+static void
+test_modify_sq (void)
+{
+  guint8 in[DEVX_ST_SZ_BYTES (modify_sq_in)], copy[sizeof in];
+  memset (in, 0, sizeof in);
+  mlx5_cmd_build_modify_sq_rdy (in, 0x1234);
+  memcpy (copy, in, sizeof in);
+  EXPECT (modify_sq_in, in, copy, opcode, 0x0, 16, 0x905);
+  EXPECT (modify_sq_in, in, copy, sq_state, 0x40, 4, 0);
+  EXPECT (modify_sq_in, in, copy, sqn, 0x48, 24, 0x1234);
+  EXPECT (modify_sq_in, in, copy, ctx.state, 0x108, 4, 1);
+  assert_zero (copy, sizeof copy);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* TIR, RQT */
+
+static void
+test_create_tir_direct (void)
+{
+  guint8 in[DEVX_ST_SZ_BYTES (create_tir_in)], copy[sizeof in];
+  memset (in, 0, sizeof in);
+  mlx5_cmd_build_create_tir_direct (in, 0x00c0de, 0x77);
+  memcpy (copy, in, sizeof in);
+  EXPECT (create_tir_in, in, copy, opcode, 0x0, 16, 0x900);
+  EXPECT (create_tir_in, in, copy, ctx.disp_type, 0x120, 4, 0);     /* direct */
+  EXPECT (create_tir_in, in, copy, ctx.inline_rqn, 0x1e8, 24, 0x00c0de);
+  EXPECT (create_tir_in, in, copy, ctx.rx_hash_fn, 0x220, 4, 0);
+  EXPECT (create_tir_in, in, copy, ctx.transport_domain, 0x228, 24, 0x77);
+  assert_zero (copy, sizeof copy);
+}
+
+static void
+test_create_rqt (void)
+{
+  g_assert_cmpuint (mlx5_hw_rqt_size (1), ==, 1);
+  g_assert_cmpuint (mlx5_hw_rqt_size (2), ==, 2);
+  g_assert_cmpuint (mlx5_hw_rqt_size (3), ==, 4);
+  g_assert_cmpuint (mlx5_hw_rqt_size (5), ==, 8);
+  g_assert_cmpuint (mlx5_cmd_create_rqt_in_bytes (4), ==, 0x110 + 16);
+
+  const guint32 rqns[3] = { 0x100, 0x200, 0xabcdef };
+  gsize len = mlx5_cmd_create_rqt_in_bytes (4);
+  guint8 *in = g_malloc0 (len), *copy = g_malloc (len);
+  mlx5_cmd_build_create_rqt (in, rqns, 3);
+  memcpy (copy, in, len);
+  EXPECT (create_rqt_in, in, copy, opcode, 0x0, 16, 0x916);
+  EXPECT (create_rqt_in, in, copy, rqt_context.rqt_max_size, 0x1b0, 16, 4);
+  EXPECT (create_rqt_in, in, copy, rqt_context.rqt_actual_size, 0x1d0, 16, 4);
+  /* the entries follow the 0x780-bit context: 32 bits each, RQN in the low 24 */
+  g_assert_cmphex (__devx_bit_off (create_rqt_in, rqt_context.rq_num), ==, 0x880);
+  const guint32 want[4] = { 0x100, 0x200, 0xabcdef, 0x100 };
+  for (guint i = 0; i < 4; i++) {
+    gsize at = 0x880 + i * 0x20;
+    g_assert_cmphex (bits_get (in, at, 8), ==, 0);
+    g_assert_cmphex (bits_get (in, at + 8, 24), ==, want[i]);
+    bits_set (copy, at + 8, 24, 0);
+  }
+  assert_zero (copy, len);
+  g_free (in);
+  g_free (copy);
+}
+
+static void
+test_create_tir_rss (void)
+{
+  guint8 in[DEVX_ST_SZ_BYTES (create_tir_in)], copy[sizeof in];
+  memset (in, 0, sizeof in);
+  mlx5_cmd_build_create_tir_rss (in, 0x4242, 0x77, mlx5_hw_default_toeplitz_key);
+  memcpy (copy, in, sizeof in);
+  EXPECT (create_tir_in, in, copy, opcode, 0x0, 16, 0x900);
+  EXPECT (create_tir_in, in, copy, ctx.disp_type, 0x120, 4, 1);     /* indirect */
+  EXPECT (create_tir_in, in, copy, ctx.indirect_table, 0x208, 24, 0x4242);
+  EXPECT (create_tir_in, in, copy, ctx.rx_hash_fn, 0x220, 4, 2);    /* Toeplitz */
+  EXPECT (create_tir_in, in, copy, ctx.transport_domain, 0x228, 24, 0x77);
+  EXPECT (create_tir_in, in, copy, ctx.rx_hash_field_selector_outer.l3_prot_type, 0x380,
+      1, 0);                    /* IPv4 */
+  EXPECT (create_tir_in, in, copy, ctx.rx_hash_field_selector_outer.l4_prot_type, 0x381,
+      1, 1);                    /* UDP */
+  EXPECT (create_tir_in, in, copy, ctx.rx_hash_field_selector_outer.selected_fields,
+      0x382, 30, 0xf);          /* src/dst IP, src/dst port */
+  /* the key, first byte first, at bit 0x240 (byte 0x48) */
+  g_assert_cmphex (__devx_bit_off (create_tir_in, ctx.rx_hash_toeplitz_key), ==, 0x240);
+  static const guint8 key[40] = {
+    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67,
+    0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb,
+    0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30,
+    0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+  };
+  g_assert_cmpmem (in + 0x48, 40, key, 40);
+  memset (copy + 0x48, 0, 40);
+  assert_zero (copy, sizeof copy);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* output side */
+
+static void
+test_failure_text (void)
+{
+  guint8 out[DEVX_ST_SZ_BYTES (create_rq_out)];
+  memset (out, 0, sizeof out);
+  bits_set (out, 0x0, 8, 0x3);
+  bits_set (out, 0x20, 32, 0x43d98f);
+  g_assert_cmpuint (mlx5_cmd_out_status (out), ==, 3);
+  g_assert_cmphex (mlx5_cmd_out_syndrome (out), ==, 0x43d98f);
+  char *t = mlx5_cmd_failure_text ("CREATE_RQ", EREMOTEIO, out);
+  g_assert_cmpstr (t, ==, "CREATE_RQ failed: Remote I/O error; firmware status 0x3 "
+      "(bad parameter), syndrome 0x43d98f");
+  g_free (t);
+
+  /* refused before the firmware: no status to show */
+  memset (out, 0, sizeof out);
+  t = mlx5_cmd_failure_text ("CREATE_CQ", EPERM, out);
+  g_assert_cmpstr (t, ==, "CREATE_CQ failed: Operation not permitted");
+  g_free (t);
+  t = mlx5_cmd_failure_text ("ALLOC_TRANSPORT_DOMAIN", ENOMEM, NULL);
+  g_assert_cmpstr (t, ==, "ALLOC_TRANSPORT_DOMAIN failed: Cannot allocate memory");
+  g_free (t);
+
+  bits_set (out, 0x0, 8, 0xf);
+  bits_set (out, 0x20, 32, 0x1);
+  t = mlx5_cmd_failure_text ("CREATE_SQ", EIO, out);
+  g_assert_cmpstr (t, ==, "CREATE_SQ failed: Input/output error; firmware status 0xf "
+      "(no resources), syndrome 0x1");
+  g_free (t);
+
+  g_assert_cmpstr (mlx5_cmd_status_str (0x5), ==, "bad resource");
+  g_assert_cmpstr (mlx5_cmd_status_str (0x50), ==, "bad input length");
+  g_assert_cmpstr (mlx5_cmd_status_str (0x7), ==, "unknown status");
+}
+
+static void
+test_caps_parse (void)
+{
+  guint8 *out = g_malloc0 (DEVX_ST_SZ_BYTES (query_hca_cap_out));
+  /* cmd_hca_cap at bit 0x80 of the output, fields at the kernel's offsets */
+  const gsize c = 0x80;
+  bits_set (out, c + 0x88, 8, 15);      /* log_max_qp_sz */
+  bits_set (out, c + 0xc8, 8, 22);      /* log_max_cq_sz */
+  bits_set (out, c + 0x1b6, 2, 1);      /* port_type Ethernet */
+  bits_set (out, c + 0x201, 1, 1);      /* striding_rq */
+  bits_set (out, c + 0x21c, 1, 1);      /* eth_net_offloads */
+  bits_set (out, c + 0x260, 1, 1);      /* bf */
+  bits_set (out, c + 0x26b, 5, 9);      /* log_bf_reg_size */
+  bits_set (out, c + 0x393, 5, 8);      /* log_max_rqt_size */
+  bits_set (out, c + 0x3a0, 1, 1);      /* ext_stride_num_range */
+  bits_set (out, c + 0x3a3, 5, 13);     /* log_max_stride_sz_rq */
+  bits_set (out, c + 0x3ab, 5, 6);      /* log_min_stride_sz_rq */
+  bits_set (out, c + 0x3db, 5, 16);     /* log_max_wq_sz */
+  bits_set (out, c + 0x400, 64, G_GUINT64_CONSTANT (0x0000000400000040));
+  bits_set (out, c + 0x440, 2, 2);      /* sq_ts_format both */
+  bits_set (out, c + 0x442, 2, 1);      /* rq_ts_format real time */
+  bits_set (out, c + 0x4e0, 32, 1000000);       /* device_frequency_khz */
+  bits_set (out, c + 0x68b, 1, 0);      /* wait_on_data */
+  bits_set (out, c + 0x68c, 1, 1);      /* wait_on_time (facts §4.7) */
+  Mlx5HwCaps caps;
+  memset (&caps, 0, sizeof caps);
+  mlx5_hw_caps_parse_general (&caps, out);
+  g_assert_cmpuint (caps.log_max_qp_sz, ==, 15);
+  g_assert_cmpuint (caps.log_max_cq_sz, ==, 22);
+  g_assert_cmpuint (caps.port_type, ==, MLX5_CAP_PORT_TYPE_ETH);
+  g_assert_true (caps.striding_rq);
+  g_assert_true (caps.eth_net_offloads);
+  g_assert_true (caps.bf);
+  g_assert_cmpuint (caps.log_bf_reg_size, ==, 9);
+  g_assert_cmpuint (caps.log_max_rqt_size, ==, 8);
+  g_assert_true (caps.ext_stride_num_range);
+  g_assert_cmpuint (caps.log_max_stride_sz_rq, ==, 13);
+  g_assert_cmpuint (caps.log_min_stride_sz_rq, ==, 6);
+  g_assert_cmpuint (caps.log_max_wq_sz, ==, 16);
+  g_assert_cmphex (caps.general_obj_types, ==, G_GUINT64_CONSTANT (0x0000000400000040));
+  g_assert_cmpuint (caps.sq_ts_format, ==, 2);
+  g_assert_cmpuint (caps.rq_ts_format, ==, 1);
+  g_assert_cmpuint (caps.device_frequency_khz, ==, 1000000);
+  g_assert_false (caps.wait_on_data);
+  g_assert_true (caps.wait_on_time);
+
+  /* the Ethernet offload page over the same union */
+  memset (out, 0, DEVX_ST_SZ_BYTES (query_hca_cap_out));
+  bits_set (out, c + 0x0, 1, 1);        /* csum_cap */
+  bits_set (out, c + 0x10, 2, 2);       /* multi_pkt_send_wqe */
+  bits_set (out, c + 0x12, 2, 1);       /* wqe_inline_mode VPORT_CONTEXT */
+  bits_set (out, c + 0x1a, 1, 1);       /* enhanced_multi_pkt_send_wqe */
+  mlx5_hw_caps_parse_eth (&caps, out);
+  g_assert_true (caps.csum_cap);
+  g_assert_cmpuint (caps.multi_pkt_send_wqe, ==, 2);
+  g_assert_cmpuint (caps.wqe_inline_mode, ==, MLX5_CAP_INLINE_MODE_VPORT_CONTEXT);
+  g_assert_true (caps.enhanced_multi_pkt_send_wqe);
+  g_free (out);
+
+  guint8 vout[DEVX_ST_SZ_BYTES (query_nic_vport_context_out)];
+  memset (vout, 0, sizeof vout);
+  bits_set (vout, 0x80 + 0x5, 3, MLX5_INLINE_MODE_L2);
+  bits_set (vout, 0x80 + 0x130, 16, 9022);
+  bits_set (vout, 0x80 + 0x7a0 + 0x10, 16, 0x0c42);
+  bits_set (vout, 0x80 + 0x7a0 + 0x20, 32, 0xa1b2c3d4);
+  guint mode = 0, mtu = 0;
+  guint8 mac[6];
+  mlx5_hw_vport_parse (vout, &mode, &mtu, mac);
+  g_assert_cmpuint (mode, ==, MLX5_INLINE_MODE_L2);
+  g_assert_cmpuint (mtu, ==, 9022);
+  const guint8 want_mac[6] = { 0x0c, 0x42, 0xa1, 0xb2, 0xc3, 0xd4 };
+  g_assert_cmpmem (mac, 6, want_mac, 6);
+
+  guint8 qout[DEVX_ST_SZ_BYTES (query_q_counter_out)];
+  memset (qout, 0, sizeof qout);
+  bits_set (qout, 0x180, 32, 123456789);
+  g_assert_cmpuint (mlx5_hw_q_counter_out_of_buffer (qout), ==, 123456789);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* decisions taken from the capabilities */
+
+static void
+test_decisions (void)
+{
+  Mlx5HwCaps hw;
+  memset (&hw, 0, sizeof hw);
+  hw.log_max_wq_sz = 16;
+  hw.log_max_qp_sz = 15;
+  hw.log_max_cq_sz = 22;
+  hw.device_frequency_khz = 156250;
+  struct mlx5dv_context dv;
+  memset (&dv, 0, sizeof dv);
+  dv.comp_mask = MLX5DV_CONTEXT_MASK_STRIDING_RQ;
+  dv.striding_rq_caps.min_single_stride_log_num_of_bytes = 6;
+  dv.striding_rq_caps.max_single_stride_log_num_of_bytes = 13;
+  dv.striding_rq_caps.min_single_wqe_log_num_of_strides = 3;
+  dv.striding_rq_caps.max_single_wqe_log_num_of_strides = 16;
+  dv.striding_rq_caps.supported_qpts = 1u << IBV_QPT_RAW_PACKET;
+  Mlx5Caps caps;
+  mlx5_hw_caps_fill (&caps, &hw, &dv, FALSE);
+  g_assert_cmpuint (caps.min_log_stride_size, ==, 6);
+  g_assert_cmpuint (caps.max_log_stride_size, ==, 13);
+  g_assert_cmpuint (caps.min_log_strides, ==, 3);
+  g_assert_cmpuint (caps.max_log_strides, ==, 16);
+  g_assert_cmpuint (caps.max_log_wqes, ==, 16);
+  g_assert_cmpuint (caps.max_log_wqebbs, ==, 15);
+  g_assert_cmpuint (caps.max_log_cq_size, ==, 22);
+  g_assert_false (caps.real_time_ts);
+  g_assert_cmpuint (caps.device_frequency_khz, ==, 156250);
+  mlx5_hw_caps_fill (&caps, &hw, &dv, TRUE);
+  g_assert_true (caps.real_time_ts);
+  /* no striding RQ for raw packet queues (or the kernel did not answer the mask): no
+   * stride limits, which the RQ check turns into a clear error */
+  dv.striding_rq_caps.supported_qpts = 1u << IBV_QPT_UD;
+  mlx5_hw_caps_fill (&caps, &hw, &dv, FALSE);
+  g_assert_cmpuint (caps.max_log_strides, ==, 0);
+  g_assert_cmpuint (caps.max_log_stride_size, ==, 0);
+  dv.striding_rq_caps.supported_qpts = 1u << IBV_QPT_RAW_PACKET;
+  dv.comp_mask = 0;
+  mlx5_hw_caps_fill (&caps, &hw, &dv, FALSE);
+  g_assert_cmpuint (caps.max_log_strides, ==, 0);
+  hw.log_max_qp_sz = 0;
+  mlx5_hw_caps_fill (&caps, &hw, &dv, FALSE);
+  g_assert_cmpuint (caps.max_log_wqebbs, ==, 16);
+
+  /* send WQE inline requirement */
+  memset (&hw, 0, sizeof hw);
+  g_assert_cmpuint (mlx5_hw_tx_inline_mode (&hw, TRUE), ==, MLX5_INLINE_MODE_NONE);
+  hw.eth_net_offloads = TRUE;
+  hw.wqe_inline_mode = MLX5_CAP_INLINE_MODE_NOT_REQUIRED;
+  g_assert_cmpuint (mlx5_hw_tx_inline_mode (&hw, FALSE), ==, MLX5_INLINE_MODE_NONE);
+  hw.wqe_inline_mode = MLX5_CAP_INLINE_MODE_L2;
+  g_assert_cmpuint (mlx5_hw_tx_inline_mode (&hw, TRUE), ==, MLX5_INLINE_MODE_L2);
+  hw.wqe_inline_mode = MLX5_CAP_INLINE_MODE_VPORT_CONTEXT;
+  hw.min_wqe_inline_mode = MLX5_INLINE_MODE_NONE;
+  g_assert_cmpuint (mlx5_hw_tx_inline_mode (&hw, TRUE), ==, MLX5_INLINE_MODE_NONE);
+  hw.min_wqe_inline_mode = MLX5_INLINE_MODE_IP;
+  g_assert_cmpuint (mlx5_hw_tx_inline_mode (&hw, TRUE), ==, MLX5_INLINE_MODE_IP);
+  g_assert_cmpuint (mlx5_hw_tx_inline_mode (&hw, FALSE), ==, MLX5_INLINE_MODE_L2);
+
+  /* multi-packet WQEs */
+  memset (&hw, 0, sizeof hw);
+  hw.enhanced_multi_pkt_send_wqe = TRUE;
+  g_assert_false (mlx5_hw_tx_allow_mpw (&hw));
+  hw.eth_net_offloads = TRUE;
+  g_assert_true (mlx5_hw_tx_allow_mpw (&hw));
+  hw.enhanced_multi_pkt_send_wqe = FALSE;
+  g_assert_false (mlx5_hw_tx_allow_mpw (&hw));
+  hw.multi_pkt_send_wqe = 1;
+  g_assert_true (mlx5_hw_tx_allow_mpw (&hw));
+
+  /* the BlueFlame buffer the datapath alternates between */
+  g_assert_cmpuint (mlx5_hw_bf_size (TRUE, 9), ==, 0);
+  g_assert_cmpuint (mlx5_hw_bf_size (FALSE, 9), ==, 256);
+  g_assert_cmpuint (mlx5_hw_bf_size (FALSE, 10), ==, 512);
+  g_assert_cmpuint (mlx5_hw_bf_size (FALSE, 0), ==, 256);
+
+  g_assert_cmpuint (mlx5_hw_vport_mtu_to_netdev (1522), ==, 1500);
+  g_assert_cmpuint (mlx5_hw_vport_mtu_to_netdev (9022), ==, 9000);
+  g_assert_cmpuint (mlx5_hw_vport_mtu_to_netdev (0), ==, 1500);
+
+  /* doorbell record placement */
+  gsize bytes;
+  guint64 off;
+  g_assert_true (mlx5_hw_dbr_in_ring_umem (0x10000, 0x2000, 0x12000, 4096, &bytes, &off));
+  g_assert_cmpuint (bytes, ==, 0x2008);
+  g_assert_cmpuint (off, ==, 0x2000);
+  g_assert_true (mlx5_hw_dbr_in_ring_umem (0x10000, 0x2000, 0x12ff8, 4096, &bytes, &off));
+  g_assert_cmpuint (bytes, ==, 0x3000);
+  g_assert_cmpuint (off, ==, 0x2ff8);
+  /* past the page after the ring, inside the ring, or before it: a umem of its own */
+  g_assert_false (mlx5_hw_dbr_in_ring_umem (0x10000, 0x2000, 0x12ffc, 4096, &bytes, &off));
+  g_assert_cmpuint (bytes, ==, 0x2000);
+  g_assert_cmpuint (off, ==, 0);
+  g_assert_false (mlx5_hw_dbr_in_ring_umem (0x10000, 0x2000, 0x11000, 4096, &bytes, &off));
+  g_assert_false (mlx5_hw_dbr_in_ring_umem (0x10000, 0x2000, 0x0ff00, 4096, &bytes, &off));
+  g_assert_true (mlx5_hw_dbr_in_ring_umem (0x10000, 0x2000, 0x1c000, 65536, &bytes, &off));
+  g_assert_cmpuint (off, ==, 0xc000);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* geometry checks */
+
+static Mlx5Caps
+sample_caps (void)
+{
+  Mlx5Caps caps;
+  memset (&caps, 0, sizeof caps);
+  caps.min_log_stride_size = 6;
+  caps.max_log_stride_size = 13;
+  caps.min_log_strides = 3;
+  caps.max_log_strides = 16;
+  caps.max_log_wqes = 16;
+  caps.max_log_cq_size = 22;
+  caps.max_log_wqebbs = 15;
+  return caps;
+}
+
+/* `errp` is read after the call that fills it (arguments are evaluated in no set order) */
+static void
+expect_error (gboolean ok, GError ** errp, int code, const char *message)
+{
+  g_assert_false (ok);
+  g_assert_error (*errp, DQ_ERROR, code);
+  g_assert_cmpstr ((*errp)->message, ==, message);
+  g_clear_error (errp);
+}
+
+static void
+test_geometry (void)
+{
+  Mlx5Caps caps = sample_caps ();
+  static guint8 ring[256] __attribute__ ((aligned (64)));
+  guint32 dbrec[2];
+  int created = 1;
+  GError *err = NULL;
+
+  Mlx5Cq cq = {.ring = ring, .dbrec = dbrec, .log_size = 22, .priv = &created };
+  g_assert_true (mlx5_hw_cq_check (&cq, &caps, &err));
+  g_assert_no_error (err);
+  cq.log_size = 23;
+  expect_error (mlx5_hw_cq_check (&cq, &caps, &err), &err, DQ_ERROR_CONFIG,
+      "mlx5: a CQ of 2^23 CQEs is larger than the device allows (2^22)");
+  cq.log_size = 10;
+  cq.ring = ring + 8;
+  err = NULL;
+  g_assert_false (mlx5_hw_cq_check (&cq, &caps, &err));
+  g_assert_error (err, DQ_ERROR, DQ_ERROR_CONFIG);
+  g_assert_true (g_str_has_suffix (err->message, "is not 64-byte aligned"));
+  g_clear_error (&err);
+  cq.ring = ring;
+
+  Mlx5Rq rq = {.wqes = ring, .dbrec = dbrec, .log_wqes = 6, .log_strides = 9,
+    .log_stride_size = 11, .cq = &cq
+  };
+  g_assert_true (mlx5_hw_rq_check (&rq, &caps, &err));
+  g_assert_no_error (err);
+  rq.log_stride_size = 5;
+  expect_error (mlx5_hw_rq_check (&rq, &caps, &err), &err, DQ_ERROR_CONFIG,
+      "mlx5: a stride of 32 bytes is outside what the device allows (64..8192 bytes)");
+  rq.log_stride_size = 11;
+  rq.log_strides = 17;
+  expect_error (mlx5_hw_rq_check (&rq, &caps, &err), &err, DQ_ERROR_CONFIG,
+      "mlx5: 131072 strides per WQE is outside what the device allows (8..65536)");
+  rq.log_strides = 9;
+  rq.log_wqes = 17;
+  expect_error (mlx5_hw_rq_check (&rq, &caps, &err), &err, DQ_ERROR_CONFIG,
+      "mlx5: an RQ of 2^17 WQEs is larger than the device allows (2^16)");
+  rq.log_wqes = 6;
+  cq.priv = NULL;
+  expect_error (mlx5_hw_rq_check (&rq, &caps, &err), &err, DQ_ERROR_CONFIG,
+      "mlx5: the RQ's completion queue was not created");
+  cq.priv = &created;
+  Mlx5Caps none = caps;
+  none.min_log_strides = none.max_log_strides = 0;
+  expect_error (mlx5_hw_rq_check (&rq, &none, &err), &err, DQ_ERROR_DEVICE,
+      "mlx5: this device has no striding (multi-packet) receive queues");
+  rq.dbrec = NULL;
+  expect_error (mlx5_hw_rq_check (&rq, &caps, &err), &err, DQ_ERROR_CONFIG,
+      "mlx5: the RQ doorbell record is not set");
+  rq.dbrec = dbrec;
+
+  Mlx5Sq sq = {.wqes = ring, .dbrec = dbrec, .log_wqebbs = 15, .cq = &cq };
+  g_assert_true (mlx5_hw_sq_check (&sq, &caps, &err));
+  g_assert_no_error (err);
+  sq.log_wqebbs = 16;
+  expect_error (mlx5_hw_sq_check (&sq, &caps, &err), &err, DQ_ERROR_CONFIG,
+      "mlx5: an SQ of 2^16 WQE basic blocks is larger than the device allows (2^15)");
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* steering plans */
+
+static DqFlowRule *
+rules_parse (const char *text, guint * n)
+{
+  DqFlowRule *rules = NULL;
+  GError *err = NULL;
+  g_assert_true (dq_flow_parse (text, &rules, n, &err));
+  g_assert_no_error (err);
+  return rules;
+}
+
+static GArray *
+plan_one (const char *text, guint n_rqs, GError ** error)
+{
+  guint n = 0;
+  DqFlowRule *rules = rules_parse (text, &n);
+  Mlx5HwFlowGroup g = {.n_rqs = n_rqs, .rules = rules, .n_rules = n };
+  GArray *plan = mlx5_hw_flow_plan (&g, 1, MLX5_HW_ROOT_PRIORITIES, error);
+  g_free (rules);
+  return plan;
+}
+
+static const Mlx5HwFlowEntry *
+entry (GArray * plan, guint i)
+{
+  g_assert_cmpuint (i, <, plan->len);
+  return &g_array_index (plan, Mlx5HwFlowEntry, i);
+}
+
+/* a match field at its fte_match_set_lyr_2_4 offset, in mask and value */
+typedef struct {
+  gsize off;
+  guint width;
+  guint32 mask, value;
+} MatchField;
+
+#define M_ETHERTYPE 0x30, 16
+#define M_FIRST_VID 0x74, 12
+#define M_IP_PROTOCOL 0x80, 8
+#define M_CVLAN_TAG 0x90, 1
+#define M_SVLAN_TAG 0x91, 1
+#define M_TCP_SPORT 0xa0, 16
+#define M_TCP_DPORT 0xb0, 16
+#define M_UDP_SPORT 0xe0, 16
+#define M_UDP_DPORT 0xf0, 16
+#define M_SRC_IPV4 0x160, 32
+#define M_DST_IPV4 0x1e0, 32
+
+/* the entry matches exactly these fields: everything else in the mask is zero */
+static void
+expect_match (const Mlx5HwFlowEntry * e, const MatchField * fields, guint n)
+{
+  guint8 m[MLX5_HW_MATCH_BYTES], v[MLX5_HW_MATCH_BYTES];
+  memcpy (m, e->mask, sizeof m);
+  memcpy (v, e->value, sizeof v);
+  for (guint i = 0; i < n; i++) {
+    g_assert_cmphex (bits_get (e->mask, fields[i].off, fields[i].width), ==, fields[i].mask);
+    g_assert_cmphex (bits_get (e->value, fields[i].off, fields[i].width), ==,
+        fields[i].value);
+    bits_set (m, fields[i].off, fields[i].width, 0);
+    bits_set (v, fields[i].off, fields[i].width, 0);
+  }
+  assert_zero (m, sizeof m);
+  assert_zero (v, sizeof v);
+  g_assert_cmpuint (e->criteria, ==, n ? MLX5_MATCH_OUTER_HEADERS : 0);
+}
+
+static void
+test_plan_catch_all (void)
+{
+  GError *err = NULL;
+  GArray *plan = mlx5_hw_flow_plan (NULL, 0, MLX5_HW_ROOT_PRIORITIES, &err);
+  g_assert_no_error (err);
+  g_assert_cmpuint (plan->len, ==, 0);
+  g_array_unref (plan);
+
+  plan = plan_one (NULL, 4, &err);
+  g_assert_no_error (err);
+  g_assert_cmpuint (plan->len, ==, 1);
+  const Mlx5HwFlowEntry *e = entry (plan, 0);
+  expect_match (e, NULL, 0);
+  g_assert_cmpuint (e->tag, ==, 0);
+  g_assert_cmpuint (e->dest, ==, MLX5_HW_FLOW_DEST_RSS);
+  g_assert_cmpuint (e->priority, ==, 0);
+  g_assert_cmpuint (e->rule, ==, G_MAXUINT);
+  g_assert_cmpuint (e->group, ==, 0);
+  g_array_unref (plan);
+}
+
+static void
+test_plan_fields (void)
+{
+  GError *err = NULL;
+  /* the matcher fields of mlx5dv_dr as our layout names them */
+  g_assert_cmphex (__devx_bit_off (fte_match_set_lyr_2_4, ethertype), ==, 0x30);
+  g_assert_cmphex (__devx_bit_off (fte_match_set_lyr_2_4,
+          src_ipv4_src_ipv6.ipv4_layout.ipv4), ==, 0x160);
+  g_assert_cmphex (__devx_bit_off (fte_match_set_lyr_2_4,
+          dst_ipv4_dst_ipv6.ipv4_layout.ipv4), ==, 0x1e0);
+  g_assert_cmpuint (DEVX_ST_SZ_BYTES (fte_match_set_lyr_2_4), ==, MLX5_HW_MATCH_BYTES);
+
+  GArray *plan = plan_one ("proto=udp dst-port=5000 mark=7 queue=1", 2, &err);
+  g_assert_no_error (err);
+  g_assert_cmpuint (plan->len, ==, 1);
+  const Mlx5HwFlowEntry *e = entry (plan, 0);
+  MatchField udp[] = {
+    {M_ETHERTYPE, 0xffff, 0x0800}, {M_IP_PROTOCOL, 0xff, 17}, {M_UDP_DPORT, 0xffff, 5000},
+  };
+  expect_match (e, udp, G_N_ELEMENTS (udp));
+  g_assert_cmpuint (DEVX_GET (fte_match_set_lyr_2_4, e->value, udp_dport), ==, 5000);
+  g_assert_cmpuint (e->tag, ==, 7);
+  g_assert_cmpuint (e->dest, ==, 1);
+  g_assert_cmpuint (e->priority, ==, 0);
+  g_array_unref (plan);
+
+  /* ports without a protocol: a UDP and a TCP entry */
+  plan = plan_one ("src-port=53 dst-port=5353 mark=3", 1, &err);
+  g_assert_no_error (err);
+  g_assert_cmpuint (plan->len, ==, 2);
+  MatchField u[] = {
+    {M_ETHERTYPE, 0xffff, 0x0800}, {M_IP_PROTOCOL, 0xff, 17},
+    {M_UDP_SPORT, 0xffff, 53}, {M_UDP_DPORT, 0xffff, 5353},
+  };
+  MatchField t[] = {
+    {M_ETHERTYPE, 0xffff, 0x0800}, {M_IP_PROTOCOL, 0xff, 6},
+    {M_TCP_SPORT, 0xffff, 53}, {M_TCP_DPORT, 0xffff, 5353},
+  };
+  expect_match (entry (plan, 0), u, G_N_ELEMENTS (u));
+  expect_match (entry (plan, 1), t, G_N_ELEMENTS (t));
+  g_assert_cmpuint (entry (plan, 0)->priority, ==, 0);
+  g_assert_cmpuint (entry (plan, 1)->priority, ==, 0);
+  g_assert_cmpuint (entry (plan, 1)->tag, ==, 3);
+  g_assert_cmpuint (entry (plan, 1)->dest, ==, MLX5_HW_FLOW_DEST_RSS);
+  g_array_unref (plan);
+
+  /* addresses with prefixes; a /0 matches everything and sets no mask */
+  plan = plan_one ("src=10.0.0.0/8 dst=192.168.1.7", 1, &err);
+  g_assert_no_error (err);
+  g_assert_cmpuint (plan->len, ==, 1);
+  MatchField ip[] = {
+    {M_ETHERTYPE, 0xffff, 0x0800}, {M_SRC_IPV4, 0xff000000, 0x0a000000},
+    {M_DST_IPV4, 0xffffffff, 0xc0a80107},
+  };
+  expect_match (entry (plan, 0), ip, G_N_ELEMENTS (ip));
+  g_array_unref (plan);
+  plan = plan_one ("dst=0.0.0.0/0 proto=icmp", 1, &err);
+  g_assert_no_error (err);
+  MatchField icmp[] = { {M_ETHERTYPE, 0xffff, 0x0800}, {M_IP_PROTOCOL, 0xff, 1} };
+  expect_match (entry (plan, 0), icmp, G_N_ELEMENTS (icmp));
+  g_array_unref (plan);
+
+  /* a VLAN id: an 802.1Q and an 802.1ad first tag */
+  plan = plan_one ("vlan=100 ethertype=0x88b5 mark=16777215", 1, &err);
+  g_assert_no_error (err);
+  g_assert_cmpuint (plan->len, ==, 2);
+  MatchField cv[] = {
+    {M_ETHERTYPE, 0xffff, 0x88b5}, {M_CVLAN_TAG, 1, 1}, {M_FIRST_VID, 0xfff, 100},
+  };
+  MatchField sv[] = {
+    {M_ETHERTYPE, 0xffff, 0x88b5}, {M_SVLAN_TAG, 1, 1}, {M_FIRST_VID, 0xfff, 100},
+  };
+  expect_match (entry (plan, 0), cv, G_N_ELEMENTS (cv));
+  expect_match (entry (plan, 1), sv, G_N_ELEMENTS (sv));
+  g_assert_cmpuint (entry (plan, 0)->tag, ==, 0xffffff);
+  g_assert_cmpuint (entry (plan, 0)->priority, ==, 0);
+  g_assert_cmpuint (entry (plan, 1)->priority, ==, 0);
+  g_array_unref (plan);
+
+  /* both: 2 x 2 entries */
+  plan = plan_one ("vlan=5 dst-port=1", 1, &err);
+  g_assert_no_error (err);
+  g_assert_cmpuint (plan->len, ==, 4);
+  g_array_unref (plan);
+
+  /* only a mark: everything, tagged */
+  plan = plan_one ("mark=9", 1, &err);
+  g_assert_no_error (err);
+  g_assert_cmpuint (plan->len, ==, 1);
+  expect_match (entry (plan, 0), NULL, 0);
+  g_assert_cmpuint (entry (plan, 0)->tag, ==, 9);
+  g_assert_cmpuint (entry (plan, 0)->rule, ==, 0);
+  g_array_unref (plan);
+}
+
+static void
+test_plan_priorities (void)
+{
+  GError *err = NULL;
+  /* disjoint rules share priority 0; the broad UDP rule comes after the one it overlaps
+   * with another queue (5000 -> 0), not after the one with its own action (5001 -> 1) */
+  GArray *plan = plan_one ("dst-port=5000 queue=0; dst-port=5001 queue=1; proto=udp queue=1",
+      2, &err);
+  g_assert_no_error (err);
+  g_assert_cmpuint (plan->len, ==, 5);
+  const guint want_rule[5] = { 0, 0, 1, 1, 2 };
+  const guint want_prio[5] = { 0, 0, 0, 0, 1 };
+  const guint want_dest[5] = { 0, 0, 1, 1, 1 };
+  for (guint i = 0; i < 5; i++) {
+    g_assert_cmpuint (entry (plan, i)->rule, ==, want_rule[i]);
+    g_assert_cmpuint (entry (plan, i)->priority, ==, want_prio[i]);
+    g_assert_cmpuint (entry (plan, i)->dest, ==, want_dest[i]);
+  }
+  g_array_unref (plan);
+
+  /* an entry an earlier one always takes first can never match: left out */
+  plan = plan_one ("proto=udp mark=1; proto=udp dst-port=9 mark=2; mark=3; mark=4", 1, &err);
+  g_assert_no_error (err);
+  g_assert_cmpuint (plan->len, ==, 2);
+  g_assert_cmpuint (entry (plan, 0)->tag, ==, 1);
+  g_assert_cmpuint (entry (plan, 0)->priority, ==, 0);
+  g_assert_cmpuint (entry (plan, 1)->tag, ==, 3);
+  g_assert_cmpuint (entry (plan, 1)->priority, ==, 1);
+  g_array_unref (plan);
+
+  /* nested prefixes, narrowest first: each overlaps all before it with another mark;
+   * 16 fit the root table's 16 priorities, 17 do not */
+  GString *text = g_string_new (NULL);
+  for (guint i = 0; i < 16; i++)
+    g_string_append_printf (text, "src=10.0.0.0/%u mark=%u;", 32 - i, i + 1);
+  plan = plan_one (text->str, 1, &err);
+  g_assert_no_error (err);
+  g_assert_cmpuint (plan->len, ==, 16);
+  for (guint i = 0; i < 16; i++)
+    g_assert_cmpuint (entry (plan, i)->priority, ==, i);
+  g_array_unref (plan);
+  g_string_append (text, "src=10.0.0.0/16 mark=17");
+  plan = plan_one (text->str, 1, &err);
+  g_assert_null (plan);
+  g_assert_error (err, DQ_ERROR, DQ_ERROR_FLOW);
+  g_assert_cmpstr (err->message, ==, "flow rule 17 (\"src=10.0.0.0/16 mark=17\"): it "
+      "overlaps earlier rules with other actions 16 levels deep; the NIC's steering table "
+      "has 16 priorities (make the rules disjoint or fewer)");
+  g_clear_error (&err);
+  g_string_free (text, TRUE);
+}
+
+static void
+test_plan_errors (void)
+{
+  GError *err = NULL;
+  GArray *plan = plan_one ("proto=udp; queue=2", 2, &err);
+  g_assert_null (plan);
+  g_assert_error (err, DQ_ERROR, DQ_ERROR_FLOW);
+  g_assert_cmpstr (err->message, ==, "flow rule 2 (\"queue=2\"): queue 2 does not exist; "
+      "there are 2 RX queues (0..1)");
+  g_clear_error (&err);
+
+  plan = plan_one ("queue=1", 1, &err);
+  g_assert_null (plan);
+  g_assert_cmpstr (err->message, ==, "flow rule 1 (\"queue=1\"): queue 1 does not exist; "
+      "there is 1 RX queue (0..0)");
+  g_clear_error (&err);
+
+  plan = plan_one ("dst-port=80 mark=16777216", 1, &err);
+  g_assert_null (plan);
+  g_assert_error (err, DQ_ERROR, DQ_ERROR_FLOW);
+  g_assert_cmpstr (err->message, ==, "flow rule 1 (\"dst-port=80 mark=16777216\"): mark "
+      "16777216 does not fit the 24 bits a ConnectX delivers with each packet "
+      "(0..16777215)");
+  g_clear_error (&err);
+
+  Mlx5HwFlowGroup empty = {.n_rqs = 0 };
+  plan = mlx5_hw_flow_plan (&empty, 1, MLX5_HW_ROOT_PRIORITIES, &err);
+  g_assert_null (plan);
+  g_assert_cmpstr (err->message, ==, "queue group 1 has no RX queues");
+  g_clear_error (&err);
+
+  /* the group is named when there are several */
+  guint n;
+  DqFlowRule *r = rules_parse ("mark=4294967295", &n);
+  Mlx5HwFlowGroup two[2] = { {.n_rqs = 1 }, {.n_rqs = 1, .rules = r, .n_rules = n } };
+  plan = mlx5_hw_flow_plan (two, 2, MLX5_HW_ROOT_PRIORITIES, &err);
+  g_assert_null (plan);
+  g_assert_cmpstr (err->message, ==, "flow rule 1 (\"mark=4294967295\") of queue group 2: "
+      "mark 4294967295 does not fit the 24 bits a ConnectX delivers with each packet "
+      "(0..16777215)");
+  g_clear_error (&err);
+  g_free (r);
+}
+
+static void
+test_plan_groups (void)
+{
+  GError *err = NULL;
+  guint na, nb;
+  DqFlowRule *a = rules_parse ("dst-port=5000 mark=1", &na);
+  DqFlowRule *b = rules_parse ("proto=udp dst-port=5000 mark=2; proto=tcp mark=3", &nb);
+
+  /* A's rules, B's rules, then the catch-alls of the groups without rules in set order:
+   * C takes what no rule took; D's catch-all can never match */
+  Mlx5HwFlowGroup g[4] = {
+    {.n_rqs = 2, .rules = a, .n_rules = na },
+    {.n_rqs = 1 },
+    {.n_rqs = 3, .rules = b, .n_rules = nb },
+    {.n_rqs = 1 },
+  };
+  GArray *plan = mlx5_hw_flow_plan (g, 4, MLX5_HW_ROOT_PRIORITIES, &err);
+  g_assert_no_error (err);
+  /* A udp, A tcp (prio 0); B's UDP 5000 is A's: left out; B tcp (overlaps A's TCP 5000
+   * with another group: prio 1); group 1's catch-all (prio 2); group 3's: left out */
+  g_assert_cmpuint (plan->len, ==, 4);
+  const guint want_group[4] = { 0, 0, 2, 1 };
+  const guint want_prio[4] = { 0, 0, 1, 2 };
+  const guint want_tag[4] = { 1, 1, 3, 0 };
+  for (guint i = 0; i < 4; i++) {
+    g_assert_cmpuint (entry (plan, i)->group, ==, want_group[i]);
+    g_assert_cmpuint (entry (plan, i)->priority, ==, want_prio[i]);
+    g_assert_cmpuint (entry (plan, i)->tag, ==, want_tag[i]);
+  }
+  g_assert_cmpuint (entry (plan, 3)->rule, ==, G_MAXUINT);
+  g_assert_cmpuint (entry (plan, 3)->dest, ==, MLX5_HW_FLOW_DEST_RSS);
+  g_array_unref (plan);
+  g_free (a);
+  g_free (b);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/mlx5-layout/cmd/encodings", test_encodings);
+  g_test_add_func ("/mlx5-layout/cmd/query-hca-cap", test_query_hca_cap);
+  g_test_add_func ("/mlx5-layout/cmd/small-commands", test_small_commands);
+  g_test_add_func ("/mlx5-layout/cmd/create-cq", test_create_cq);
+  g_test_add_func ("/mlx5-layout/cmd/create-rq", test_create_rq);
+  g_test_add_func ("/mlx5-layout/cmd/modify-rq", test_modify_rq);
+  g_test_add_func ("/mlx5-layout/cmd/create-sq", test_create_sq);
+  g_test_add_func ("/mlx5-layout/cmd/modify-sq", test_modify_sq);
+  g_test_add_func ("/mlx5-layout/cmd/create-tir-direct", test_create_tir_direct);
+  g_test_add_func ("/mlx5-layout/cmd/create-rqt", test_create_rqt);
+  g_test_add_func ("/mlx5-layout/cmd/create-tir-rss", test_create_tir_rss);
+  g_test_add_func ("/mlx5-layout/cmd/failure-text", test_failure_text);
+  g_test_add_func ("/mlx5-layout/cmd/caps-parse", test_caps_parse);
+  g_test_add_func ("/mlx5-layout/cmd/decisions", test_decisions);
+  g_test_add_func ("/mlx5-layout/cmd/geometry", test_geometry);
+  g_test_add_func ("/mlx5-layout/cmd/plan-catch-all", test_plan_catch_all);
+  g_test_add_func ("/mlx5-layout/cmd/plan-fields", test_plan_fields);
+  g_test_add_func ("/mlx5-layout/cmd/plan-priorities", test_plan_priorities);
+  g_test_add_func ("/mlx5-layout/cmd/plan-errors", test_plan_errors);
+  g_test_add_func ("/mlx5-layout/cmd/plan-groups", test_plan_groups);
+  return g_test_run ();
+}

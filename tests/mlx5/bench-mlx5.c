@@ -1,0 +1,276 @@
+/* Micro-benchmark of the mlx5 host datapath against the emulated ConnectX, timing host
+ * work only:
+ *
+ *   rx-ring    mlx5_rxq_poll + release + refill (CQE decode, burst fill, stride release,
+ *              WQE re-post, doorbells) per 64-byte packet; the emulator's generator fills
+ *              the whole ring first and is idle while the host drains it
+ *   rx-engine  the same through the engine API (dq_rxq_poll + dq_rxq_release: burst
+ *              records, burst timeout clock, stats)
+ *   tx-copy    mlx5_txq_send of 64-byte frames in bursts of 32: copy into slots, WQE
+ *              build, one doorbell per burst; the device is stalled while timed, so no
+ *              completion is read (reclaim happens untimed between rounds)
+ *   tx-inplace mlx5_txq_acquire + commit (frames written in place: no copy)
+ *
+ * Prints one JSON object per measurement (min and median over the rounds, ns per
+ * packet) and a one-line summary against the 25 ns targets.
+ *   usage: bench-mlx5 [--rounds N] [--burst N]
+ */
+#include "daqiri-engine.h"
+#include "emu.h"
+#include "rx.h"
+#include "tx.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define TARGET_NS 25.0
+#define FRAME 64
+#define S_NS G_GINT64_CONSTANT (1000000000)
+
+static guint rounds = 15;
+static guint burst = 64;
+
+static gint64
+now_ns (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (gint64) ts.tv_sec * S_NS + ts.tv_nsec;
+}
+
+static int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+typedef struct {
+  double min, median;
+  guint64 packets;
+} Result;
+
+static Result
+summarize (const char *name, double *per_round, guint n, guint64 packets)
+{
+  Result r = {.packets = packets };
+  qsort (per_round, n, sizeof (double), cmp_double);
+  r.min = per_round[0];
+  r.median = per_round[n / 2];
+  printf ("{\"bench\": \"mlx5-%s\", \"unit\": \"ns/packet\", \"frame\": %u, \"burst\": %u, "
+      "\"rounds\": %u, \"packets\": %" G_GUINT64_FORMAT ", \"min\": %.2f, \"median\": %.2f, "
+      "\"target\": %.0f}\n", name, FRAME, burst, n, packets, r.min, r.median, TARGET_NS);
+  fflush (stdout);
+  return r;
+}
+
+/* fills the RX ring with `count` generated frames and waits until all are in */
+static void
+prefill (EmuPort * port, guint64 count)
+{
+  EmuGenConfig g = {.frame_len = FRAME,.count = count,.lossless = TRUE };
+  GError *error = NULL;
+  if (!emu_port_generate (port, &g, &error))
+    g_error ("%s", error->message);
+  gint64 deadline = now_ns () + 60 * S_NS;
+  while (emu_port_generated (port) < count) {
+    if (now_ns () > deadline)
+      g_error ("the generator did not fill the ring");
+    g_usleep (200);
+  }
+  if (!emu_port_wait_idle (port, 10 * S_NS))
+    g_error ("the device did not go idle");
+}
+
+static Result
+bench_rx_ring (void)
+{
+  GError *error = NULL;
+  Mlx5Caps caps;
+  DqPortInfo info = { 0 };
+  gpointer dev = emu_port_ops.open ("bench-rx", &info, &caps, &error);
+  if (dev == NULL)
+    g_error ("%s", error->message);
+  /* 64-byte strides, 512 per WQE, 256 WQEs: 131072 packets fill the ring */
+  Mlx5RxGeometry geo = {.log_stride_size = 6,.log_strides = 9,.log_wqes = 8,
+    .log_cq_size = 17
+  };
+  Mlx5Rxq *q = mlx5_rxq_new (&emu_port_ops, dev, &caps, &geo, &error);
+  if (q == NULL)
+    g_error ("%s", error->message);
+  Mlx5Rq *rq = mlx5_rxq_rq (q);
+  if (!emu_port_ops.flows_set (dev, 1, &rq, 1, NULL, 0, &error))
+    g_error ("%s", error->message);
+  guint64 fill = (guint64) 1 << geo.log_cq_size;
+  double *per = g_new (double, rounds);
+  DqPacket *pkts = g_new (DqPacket, burst);
+  guint64 total = 0, sum = 0;
+
+  for (guint r = 0; r < rounds + 1; r++) {
+    prefill (dev, fill);
+    guint64 got = 0;
+    gint64 t0 = now_ns ();
+    while (got < fill) {
+      Mlx5RxBurst b = { 0 };
+      mlx5_rxq_poll (q, &b, pkts, burst);
+      /* touch what a consumer reads: the metadata (length) of every packet */
+      for (guint i = 0; i < b.n_packets; i++)
+        sum += pkts[i].length;
+      mlx5_rxq_release (q, b.wqe, b.strides);
+      mlx5_rxq_refill (q);
+      got += b.n_packets;
+    }
+    gint64 t1 = now_ns ();
+    if (r > 0) {                /* round 0 warms caches and pages */
+      per[r - 1] = (double) (t1 - t0) / (double) got;
+      total += got;
+    }
+  }
+  if (sum != total * FRAME + fill * FRAME)
+    g_error ("bytes: %" G_GUINT64_FORMAT, sum);
+  Result res = summarize ("rx-ring", per, rounds, total);
+  g_free (pkts);
+  g_free (per);
+  mlx5_rxq_free (q);
+  emu_port_ops.close (dev);
+  return res;
+}
+
+static Result
+bench_rx_engine (void)
+{
+  GError *error = NULL;
+  DqPort *port = dq_port_open ("emu:bench-eng,stride=64,strides=512", &error);
+  if (port == NULL)
+    g_error ("%s", error->message);
+  DqRxConfig cfg = {.burst_packets = burst,.burst_timeout_ns = 1000000,
+    .ring_bytes = 8 << 20,.max_packet_size = FRAME,.n_queues = 1,.group_id = 77
+  };
+  DqRxQueue *rxq = dq_rxq_create (port, &cfg, &error);
+  if (rxq == NULL)
+    g_error ("%s", error->message);
+  EmuPort *ep = emu_port_lookup ("bench-eng");
+  guint64 fill = (8 << 20) / FRAME;
+  double *per = g_new (double, rounds);
+  guint64 total = 0;
+
+  for (guint r = 0; r < rounds + 1; r++) {
+    prefill (ep, fill);
+    guint64 got = 0;
+    gint64 t0 = now_ns ();
+    while (got < fill) {
+      DqBurst b;
+      if (dq_rxq_poll (rxq, &b, 0, &error) != 1)
+        g_error ("the ring ran dry after %" G_GUINT64_FORMAT " packets", got);
+      got += b.n_packets;
+      dq_rxq_release (rxq, &b);
+    }
+    gint64 t1 = now_ns ();
+    /* the poller re-posts released WQEs when it polls next: let it, untimed */
+    DqBurst none;
+    if (dq_rxq_poll (rxq, &none, 0, &error) != 0)
+      g_error ("a packet too many");
+    if (r > 0) {
+      per[r - 1] = (double) (t1 - t0) / (double) got;
+      total += got;
+    }
+  }
+  Result res = summarize ("rx-engine", per, rounds, total);
+  g_free (per);
+  emu_port_unref (ep);
+  dq_rxq_destroy (rxq);
+  dq_port_unref (port);
+  return res;
+}
+
+static Result
+bench_tx (gboolean in_place)
+{
+  GError *error = NULL;
+  Mlx5Caps caps;
+  DqPortInfo info = { 0 };
+  gpointer dev = emu_port_ops.open ("bench-tx,peer=none", &info, &caps, &error);
+  if (dev == NULL)
+    g_error ("%s", error->message);
+  Mlx5TxConfig cfg = {.csum = TRUE };
+  if (!mlx5_tx_geometry_choose (&caps, "bench", 2 << 20, FRAME, 0, &cfg, &error))
+    g_error ("%s", error->message);
+  Mlx5Txq *q = mlx5_txq_new (&emu_port_ops, dev, &cfg, &error);
+  if (q == NULL)
+    g_error ("%s", error->message);
+  EmuPort *ep = dev;
+  guint n_slots = mlx5_txq_n_slots (q);
+  guint8 frame[FRAME];
+  const guint8 **frames = g_new (const guint8 *, burst);
+  guint32 *lens = g_new (guint32, burst);
+  guint8 **slots = g_new (guint8 *, burst);
+  double *per = g_new (double, rounds);
+  guint64 total = 0;
+
+  memset (frame, 0x5a, sizeof frame);
+  frame[12] = 0x08;
+  for (guint i = 0; i < burst; i++) {
+    frames[i] = frame;
+    lens[i] = FRAME;
+  }
+  for (guint r = 0; r < rounds + 1; r++) {
+    emu_port_fault_stall (ep, TRUE);
+    guint64 sent = 0;
+    gint64 t0 = now_ns ();
+    while (sent + burst <= n_slots) {
+      if (in_place) {
+        guint k = mlx5_txq_acquire (q, burst, slots);
+        for (guint i = 0; i < k; i++)
+          ((guint32 *) slots[i])[0] = (guint32) (sent + i);
+        sent += mlx5_txq_commit (q, k, lens);
+      } else {
+        sent += mlx5_txq_send (q, frames, lens, burst);
+      }
+    }
+    gint64 t1 = now_ns ();
+    emu_port_fault_stall (ep, FALSE);
+    if (!emu_port_wait_idle (ep, 10 * S_NS))
+      g_error ("the device did not go idle");
+    mlx5_txq_reclaim (q);
+    if (!mlx5_txq_idle (q))
+      g_error ("TX completions missing");
+    if (r > 0) {
+      per[r - 1] = (double) (t1 - t0) / (double) sent;
+      total += sent;
+    }
+  }
+  Result res = summarize (in_place ? "tx-inplace" : "tx-copy", per, rounds, total);
+  g_free (per);
+  g_free (slots);
+  g_free (lens);
+  g_free (frames);
+  mlx5_txq_free (q);
+  emu_port_ops.close (dev);
+  return res;
+}
+
+int
+main (int argc, char **argv)
+{
+  for (int i = 1; i < argc; i++) {
+    if (strcmp (argv[i], "--rounds") == 0 && i + 1 < argc)
+      rounds = (guint) MAX (1, atoi (argv[++i]));
+    else if (strcmp (argv[i], "--burst") == 0 && i + 1 < argc)
+      burst = (guint) CLAMP (atoi (argv[++i]), 1, 512);
+    else {
+      fprintf (stderr, "usage: %s [--rounds N] [--burst N]\n", argv[0]);
+      return 2;
+    }
+  }
+  Result rx = bench_rx_ring ();
+  Result rxe = bench_rx_engine ();
+  Result txc = bench_tx (FALSE);
+  Result txi = bench_tx (TRUE);
+  gboolean met = rx.median <= TARGET_NS && txc.median <= TARGET_NS;
+  printf ("mlx5 host datapath, 64-byte packets, median ns/packet: RX %.1f (engine API %.1f), "
+      "TX %.1f (in place %.1f); target <= %.0f: %s\n", rx.median, rxe.median, txc.median,
+      txi.median, TARGET_NS, met ? "met" : "NOT met");
+  return 0;
+}

@@ -1,0 +1,1286 @@
+/* The emulated ConnectX (mlx5/emu) driven by the host rings (mlx5/rx.c, tx.c) through
+ * its control path, without the engine: configuration, TX -> cable -> RX with strides,
+ * fillers and ring wrap-around, the IOMMU, fault injection, checksum offload checked by
+ * an independent recomputation, the line-rate timestamp formula, steering with marks
+ * and RSS, the cable between two ports, the generator.
+ */
+#include "emu.h"
+#include "mlx5-dma.h"
+#include "rx.h"
+#include "tx.h"
+#include "test-util.h"
+
+#include <string.h>
+
+#define S_NS G_GINT64_CONSTANT (1000000000)
+
+__extension__ typedef unsigned __int128 U128;
+
+/* ---------------------------------------------------------------------------------- */
+/* a port, its RX queues and a TX queue, created through the control path */
+
+typedef struct {
+  gpointer dev;
+  EmuPort *port;
+  DqPortInfo info;
+  Mlx5Caps caps;
+  Mlx5Rxq *rx[4];
+  guint n_rx;
+  Mlx5Txq *tx;
+} Rig;
+
+static void
+rig_open (Rig * r, const char *spec)
+{
+  GError *error = NULL;
+  memset (r, 0, sizeof *r);
+  r->dev = emu_port_ops.open (spec, &r->info, &r->caps, &error);
+  g_assert_no_error (error);
+  r->port = r->dev;
+}
+
+static Mlx5Rxq *
+rig_rx (Rig * r, guint log_stride, guint log_strides, guint log_wqes)
+{
+  Mlx5RxGeometry geo = {.log_stride_size = log_stride,.log_strides = log_strides,
+    .log_wqes = log_wqes,.log_cq_size = log_strides + log_wqes
+  };
+  GError *error = NULL;
+  Mlx5Rxq *q = mlx5_rxq_new (&emu_port_ops, r->dev, &r->caps, &geo, &error);
+  g_assert_no_error (error);
+  r->rx[r->n_rx++] = q;
+  return q;
+}
+
+/* steers everything (or `rules`) to the rig's RQs as group `group` */
+static void
+rig_steer (Rig * r, guint32 group, const DqFlowRule * rules, guint n_rules)
+{
+  Mlx5Rq *rqs[4];
+  GError *error = NULL;
+  for (guint i = 0; i < r->n_rx; i++)
+    rqs[i] = mlx5_rxq_rq (r->rx[i]);
+  g_assert_true (emu_port_ops.flows_set (r->dev, group, rqs, r->n_rx, rules, n_rules,
+          &error));
+  g_assert_no_error (error);
+}
+
+static Mlx5Txq *
+rig_tx (Rig * r, gsize ring, guint max_packet, gboolean csum)
+{
+  Mlx5TxConfig cfg = {.csum = csum };
+  GError *error = NULL;
+  g_assert_true (mlx5_tx_geometry_choose (&r->caps, "t", ring, max_packet, 0, &cfg,
+          &error));
+  r->tx = mlx5_txq_new (&emu_port_ops, r->dev, &cfg, &error);
+  g_assert_no_error (error);
+  return r->tx;
+}
+
+static void
+rig_close (Rig * r)
+{
+  if (r->tx != NULL)
+    mlx5_txq_free (r->tx);
+  for (guint i = 0; i < r->n_rx; i++)
+    mlx5_rxq_free (r->rx[i]);
+  emu_port_ops.close (r->dev);
+}
+
+/* A received packet, copied out. */
+typedef struct {
+  guint8 *data;
+  guint len;
+  guint32 flow_id;
+  guint32 flags;
+  guint64 ts;
+  guint queue;
+} RxPkt;
+
+static void
+rxpkt_clear (gpointer p)
+{
+  g_free (((RxPkt *) p)->data);
+}
+
+static GArray *
+rxpkts_new (void)
+{
+  GArray *a = g_array_new (FALSE, TRUE, sizeof (RxPkt));
+  g_array_set_clear_func (a, rxpkt_clear);
+  return a;
+}
+
+/* Polls queue `qi` of the rig until `want` packets (in `out`) or `timeout_ms`; each
+ * burst is checked (one WQE region, packets inside it) and released at once. */
+static void
+rig_poll (Rig * r, guint qi, GArray * out, guint want, guint timeout_ms)
+{
+  Mlx5Rxq *q = r->rx[qi];
+  gint64 deadline = g_get_monotonic_time () + timeout_ms * 1000;
+  gsize region = (gsize) mlx5_rxq_stride_size (q) * mlx5_rxq_strides_per_wqe (q);
+  DqPacket pkts[64];
+
+  while (out->len < want && g_get_monotonic_time () < deadline) {
+    Mlx5RxBurst b = { 0 };
+    mlx5_rxq_refill (q);
+    mlx5_rxq_poll (q, &b, pkts, 64);
+    if (b.n_packets == 0) {
+      g_usleep (20);
+      continue;
+    }
+    guint8 *data = mlx5_rxq_burst_data (q, &b);
+    gsize size = mlx5_rxq_burst_size (q, &b);
+    /* the burst lies in its WQE's region */
+    g_assert_cmpuint ((gsize) b.first_stride * mlx5_rxq_stride_size (q) + size, <=, region);
+    for (guint i = 0; i < b.n_packets; i++) {
+      g_assert_cmpuint (pkts[i].offset + pkts[i].length, <=, size);
+      RxPkt p = {.data = g_memdup2 (data + pkts[i].offset, pkts[i].length),
+        .len = pkts[i].length,.flow_id = pkts[i].flow_id,.flags = pkts[i].flags,
+        .ts = pkts[i].timestamp,.queue = qi
+      };
+      g_array_append_val (out, p);
+    }
+    mlx5_rxq_release (q, b.wqe, b.strides);
+  }
+  mlx5_rxq_refill (q);
+}
+
+static void
+send_all (Mlx5Txq * tx, guint8 ** frames, guint32 * lens, guint n)
+{
+  guint done = 0;
+  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  while (done < n) {
+    done += mlx5_txq_send (tx, (const guint8 * const *) frames + done, lens + done,
+        n - done);
+    g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+    if (done < n)
+      g_usleep (10);
+  }
+}
+
+static void
+wait_idle (Rig * r)
+{
+  g_assert_true (emu_port_wait_idle (r->port, 5 * S_NS));
+}
+
+/* ---------------------------------------------------------------------------------- */
+
+static void
+test_config (void)
+{
+  GError *error = NULL;
+  struct {
+    const char *spec, *message;
+  } bad[] = {
+    {"", "the port name must be 1..32"},
+    {"a b", "the port name must be"},
+    {"x,rate=fast", "emu:x: rate=fast is not allowed (allowed: 1m .. 1600g"},
+    {"x,rate=2000g", "rate=2000g is not allowed"},
+    {"x,freq=1500hz", "freq=1500hz is not allowed (allowed: 1mhz .. 10ghz in whole kHz"},
+    {"x,mtu=10000", "mtu=10000 is not allowed (allowed: 68 .. 9978)"},
+    {"x,mac=02:00:00:00:00", "mac=02:00:00:00:00 is not allowed"},
+    {"x,peer=a/b", "peer=a/b is not allowed"},
+    {"x,pause=maybe", "pause=maybe is not allowed (allowed: on or off)"},
+    {"x,clock=gps", "clock=gps is not allowed (allowed: free or rt)"},
+    {"x,clock=rt,freq=156250khz", "clock=rt counts ns: it needs freq=1ghz"},
+    {"x,overhead=65", "overhead=65 is not allowed (allowed: 0 .. 64 bytes)"},
+    {"x,colour=blue", "unknown key 'colour' (allowed: rate, freq, clock, mtu, mac, peer, "
+          "pause, overhead)"},
+    {"x,rate", "'rate' is not KEY=VALUE"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++) {
+    g_assert_null (emu_port_open (bad[i].spec, &error));
+    g_assert_nonnull (error);
+    if (strstr (error->message, bad[i].message) == NULL)
+      g_error ("'%s': got '%s', expected '%s'", bad[i].spec, error->message, bad[i].message);
+    g_clear_error (&error);
+  }
+
+  EmuPort *a = emu_port_open ("cfg0,rate=25g,freq=156250khz,mtu=9000,"
+      "mac=02:aa:bb:cc:dd:ee,pause=off,overhead=20", &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (emu_port_rate_bps (a), ==, 25000000000ull);
+  g_assert_cmpuint (emu_port_freq_hz (a), ==, 156250000ull);
+  /* shared by name: the same object; keys must agree */
+  EmuPort *b = emu_port_open ("cfg0,rate=25000000000", &error);
+  g_assert_no_error (error);
+  g_assert_true (a == b);
+  g_assert_null (emu_port_open ("cfg0,rate=100g", &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_BUSY);
+  g_assert_nonnull (strstr (error->message, "emu:cfg0 is already open with another rate"));
+  g_clear_error (&error);
+  EmuPort *c = emu_port_lookup ("cfg0");
+  g_assert_true (c == a);
+  emu_port_unref (c);
+  emu_port_close (b);
+  c = emu_port_lookup ("cfg0");
+  g_assert_true (c == a);
+  emu_port_unref (c);
+  emu_port_close (a);
+  g_assert_null (emu_port_lookup ("cfg0"));
+
+  /* the control path reports what it was configured with */
+  Rig r;
+  rig_open (&r, "cfg1,mtu=9000,mac=02:01:02:03:04:05,freq=500mhz");
+  const guint8 mac[6] = { 2, 1, 2, 3, 4, 5 };
+  g_assert_cmpmem (r.info.mac, 6, mac, 6);
+  g_assert_cmpuint (r.info.mtu, ==, 9000);
+  g_assert_cmpint (r.info.clock_id, ==, -1);
+  g_assert_cmpstr (r.info.clock_name, ==, "emu:cfg1 device clock (500000 kHz, free-running)");
+  g_assert_cmpuint (r.caps.device_frequency_khz, ==, 500000);
+  g_assert_false (r.caps.real_time_ts);
+  g_assert_cmpuint (r.caps.min_log_stride_size, ==, 6);
+  g_assert_cmpuint (r.caps.max_log_strides, ==, 16);
+  rig_close (&r);
+}
+
+/* The clock info the device hands out makes rdma-core's own mlx5dv_ts_to_ns() give
+ * ns = ticks * 10^6 / f_kHz (to within a ns) on both sides of the snapshot; at 1 GHz
+ * exactly ns = ticks. */
+static void
+check_clock_info (const char *spec, guint64 khz, gboolean exact)
+{
+  Rig r;
+  Mlx5ClockInfo ci;
+  rig_open (&r, spec);
+  emu_port_ops.clock_info (r.dev, &ci);
+  struct mlx5dv_clock_info dv = {.nsec = ci.nsec,.last_cycles = ci.last_cycles,
+    .frac = ci.frac,.mult = ci.mult,.shift = ci.shift,.mask = ci.mask
+  };
+  gint64 span = (gint64) (khz * 500);   /* half a second of ticks */
+  for (gint64 d = -span; d <= span; d += span / 1000 + 7) {
+    guint64 ticks = ci.last_cycles + (guint64) d;
+    guint64 exact_ns = (guint64) (((U128) ticks * 1000000) / khz);
+    guint64 got = mlx5dv_ts_to_ns (&dv, ticks);
+    gint64 diff = (gint64) (got - exact_ns);
+    if (exact ? diff != 0 : (diff < -1 || diff > 1))
+      g_error ("%s: ticks %" G_GUINT64_FORMAT ": %" G_GUINT64_FORMAT " ns, exactly %"
+          G_GUINT64_FORMAT, spec, ticks, got, exact_ns);
+  }
+  /* the port clock and the snapshot agree */
+  guint64 now = emu_port_ops.clock_now (r.dev);
+  g_assert_cmpuint (now, >=, ci.nsec);
+  g_assert_cmpuint (now - ci.nsec, <, 1000000000ull);
+  rig_close (&r);
+}
+
+static void
+test_clock_info (void)
+{
+  check_clock_info ("clk0", 1000000, TRUE);
+  check_clock_info ("clk1,freq=156250khz", 156250, FALSE);
+  check_clock_info ("clk2,freq=1mhz", 1000, FALSE);
+  check_clock_info ("clk3,freq=2500mhz", 2500000, FALSE);
+}
+
+/* Microsoft's RSS verification vectors for the default key */
+static void
+test_toeplitz (void)
+{
+  const struct {
+    guint8 src[4], dst[4];
+    guint16 sport, dport;
+    guint32 ipv4, ipv4_l4;
+  } v[] = {
+    {{66, 9, 149, 187}, {161, 142, 100, 80}, 2794, 1766, 0x323e8fc2, 0x51ccc178},
+    {{199, 92, 111, 2}, {65, 69, 140, 83}, 14230, 4739, 0xd718262a, 0xc626b0ea},
+    {{24, 19, 198, 95}, {12, 22, 207, 184}, 12898, 38024, 0xd2d0a5de, 0x5c2b394a},
+    {{38, 27, 205, 30}, {209, 142, 163, 6}, 48228, 2217, 0x82989176, 0xafc7327f},
+    {{153, 39, 163, 191}, {202, 188, 127, 2}, 44251, 1303, 0x5d1809c5, 0x10e828a2},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (v); i++) {
+    guint8 in[12];
+    memcpy (in, v[i].src, 4);
+    memcpy (in + 4, v[i].dst, 4);
+    in[8] = (guint8) (v[i].sport >> 8);
+    in[9] = (guint8) v[i].sport;
+    in[10] = (guint8) (v[i].dport >> 8);
+    in[11] = (guint8) v[i].dport;
+    g_assert_cmphex (emu_toeplitz (in, 8), ==, v[i].ipv4);
+    g_assert_cmphex (emu_toeplitz (in, 12), ==, v[i].ipv4_l4);
+  }
+}
+
+/* TX -> cable -> RX through small rings: packets of 1..16 strides, fillers exactly
+ * where a packet does not fit the rest of a WQE, every byte checked, the CQ (128), RQ
+ * (8 WQEs) and SQ (32 WQEBBs) wrapped hundreds of times */
+static void
+test_loopback_strides (void)
+{
+  Rig r;
+  rig_open (&r, "lb0");
+  Mlx5Rxq *q = rig_rx (&r, 6, 4, 3);    /* 64-byte strides, 16 per WQE, 8 WQEs */
+  rig_steer (&r, 1, NULL, 0);
+  Mlx5Txq *tx = rig_tx (&r, 16 * 1024, 1024, FALSE);    /* 16 slots */
+  GRand *rand = g_rand_new_with_seed (11);
+  GArray *got = rxpkts_new ();
+  guint8 *frames[16];
+  guint32 lens[16];
+  TuFrameSpec spec = {.proto = 0 };
+  guint32 seq = 0;
+  guint64 fillers = 0;
+  guint model_stride = 0;
+
+  for (guint i = 0; i < 16; i++)
+    frames[i] = g_malloc (1024);
+  while (seq < 30000) {
+    guint n = g_rand_int_range (rand, 1, 17);
+    for (guint i = 0; i < n; i++) {
+      lens[i] = g_rand_int_range (rand, 18, 1025);
+      spec.len = lens[i];
+      tu_frame_build (frames[i], &spec, seq + i);
+      /* the device's stride cursor, as the PRM says it moves */
+      guint need = (lens[i] + 63) / 64;
+      if (model_stride + need > 16) {
+        fillers++;
+        model_stride = 0;
+      }
+      model_stride = (model_stride + need) % 16;
+    }
+    send_all (tx, frames, lens, n);
+    g_array_set_size (got, 0);
+    rig_poll (&r, 0, got, n, 5000);
+    g_assert_cmpuint (got->len, ==, n);
+    for (guint i = 0; i < n; i++) {
+      RxPkt *p = &g_array_index (got, RxPkt, i);
+      char *why = NULL;
+      spec.len = lens[i];
+      if (!tu_frame_check (p->data, p->len, &spec, seq + i, &why))
+        g_error ("%s", why);
+      g_assert_cmpuint (p->flags & DQ_PACKET_FLAG_TS_HW, !=, 0);
+    }
+    seq += n;
+  }
+  mlx5_txq_reclaim (tx);
+  g_assert_true (mlx5_txq_idle (tx));
+  EmuCounters c;
+  emu_port_counters (r.port, &c);
+  Mlx5RxCounters rc;
+  mlx5_rxq_counters (q, &rc);
+  g_assert_cmpuint (c.tx_packets, ==, seq);
+  g_assert_cmpuint (c.rx_packets, ==, seq);
+  g_assert_cmpuint (rc.packets, ==, seq);
+  g_assert_cmpuint (c.rx_fillers, ==, fillers);
+  g_assert_cmpuint (rc.fillers, ==, fillers);
+  g_assert_cmpuint (rc.device_errors, ==, 0);
+  g_assert_cmpuint (rc.cqe_errors, ==, 0);
+  g_assert_cmpuint (c.rx_out_of_buffer, ==, 0);  /* pause held the sender back */
+  g_assert_cmpuint (c.iommu_faults, ==, 0);
+  g_assert_cmpuint (rc.reposts, >, 1000);
+  for (guint i = 0; i < 16; i++)
+    g_free (frames[i]);
+  g_array_unref (got);
+  g_rand_free (rand);
+  rig_close (&r);
+}
+
+/* The IOMMU: RQ WQEs pointing outside registered memory, with a wrong lkey or a wrong
+ * byte count complete with error CQEs and nothing is written; the ring recovers. */
+static void
+test_iommu_rx (void)
+{
+  Rig r;
+  rig_open (&r, "iommu0,pause=off");
+  Mlx5Rxq *q = rig_rx (&r, 6, 3, 2);    /* 8 strides per WQE, 4 WQEs */
+  rig_steer (&r, 1, NULL, 0);
+  Mlx5Rq *rq = mlx5_rxq_rq (q);
+  guint8 *guard = g_malloc0 (4096);
+  GArray *got = rxpkts_new ();
+  TuFrameSpec spec = {.len = 100,.proto = TU_PROTO_UDP,.good_csums = TRUE };
+  guint8 frame[100];
+  Mlx5RxCounters rc;
+  EmuCounters c;
+
+  struct mlx5_mprq_wqe *w = (struct mlx5_mprq_wqe *) rq->wqes;
+  /* WQE 0: an address outside every registered region (the guard buffer) */
+  w[0].dseg.addr = htobe64 ((guint64) (uintptr_t) guard);
+  /* WQE 1: the right address with an lkey nobody registered */
+  w[1].dseg.lkey = htobe32 (0x7f00005a);
+  /* WQE 2: a byte count that is not the region size */
+  w[2].dseg.byte_count = htobe32 (64);
+  tu_frame_build (frame, &spec, 1);
+  g_assert_true (emu_port_inject (r.port, frame, 100));
+  wait_idle (&r);
+  rig_poll (&r, 0, got, 1, 2000);
+  g_assert_cmpuint (got->len, ==, 1);
+  g_assert_cmpuint (tu_frame_seq (g_array_index (got, RxPkt, 0).data, 100), ==, 1);
+  for (guint i = 0; i < 4096; i++)
+    g_assert_cmpuint (guard[i], ==, 0);
+  mlx5_rxq_counters (q, &rc);
+  g_assert_cmpuint (rc.cqe_errors, ==, 3);
+  g_assert_cmpuint (rc.last_syndrome, ==, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+  emu_port_counters (r.port, &c);
+  g_assert_cmpuint (c.iommu_faults, ==, 2);
+  g_assert_cmpuint (c.rx_cqe_errors, ==, 3);
+  g_assert_cmpuint (c.rx_packets, ==, 1);
+
+  /* the three WQEs came back whole and were re-posted (rewritten right) */
+  g_assert_cmpuint (rc.reposts, ==, 3);
+  for (guint32 s = 2; s < 40; s++) {
+    tu_frame_build (frame, &spec, s);
+    g_assert_true (emu_port_inject (r.port, frame, 100));
+    g_array_set_size (got, 0);
+    rig_poll (&r, 0, got, 1, 2000);
+    g_assert_cmpuint (got->len, ==, 1);
+    g_assert_cmpuint (tu_frame_seq (g_array_index (got, RxPkt, 0).data, 100), ==, s);
+  }
+  emu_port_counters (r.port, &c);
+  g_assert_cmpuint (c.iommu_faults, ==, 2);
+  g_assert_cmpuint (c.rx_out_of_buffer, ==, 0);
+  g_array_unref (got);
+  g_free (guard);
+  rig_close (&r);
+}
+
+/* The IOMMU on the send side, and malformed SQ WQEs: error CQEs with the PRM syndromes,
+ * their slots reclaimed, the SQ goes on. */
+static void
+test_iommu_tx (void)
+{
+  Rig r;
+  rig_open (&r, "iommu1");
+  rig_rx (&r, 11, 3, 2);
+  rig_steer (&r, 1, NULL, 0);
+  Mlx5Txq *tx = rig_tx (&r, 8 * 2048, 1518, FALSE);
+  Mlx5Sq *sq = mlx5_txq_sq (tx);
+  GArray *got = rxpkts_new ();
+  TuFrameSpec spec = {.len = 200,.proto = TU_PROTO_UDP,.good_csums = TRUE };
+  guint8 *slots[4];
+  guint32 lens[4] = { 200, 200, 200, 200 };
+  Mlx5TxCounters tc;
+  EmuCounters c;
+
+  emu_port_fault_stall (r.port, TRUE);
+  g_assert_cmpuint (mlx5_txq_acquire (tx, 4, slots), ==, 4);
+  for (guint i = 0; i < 4; i++)
+    tu_frame_build (slots[i], &spec, 100 + i);
+  g_assert_cmpuint (mlx5_txq_commit (tx, 4, lens), ==, 4);
+  guint8 *w = sq->wqes;
+  struct mlx5_wqe_data_seg *ds1 = (struct mlx5_wqe_data_seg *) (w + 64 + 32);
+  struct mlx5_wqe_data_seg *ds2 = (struct mlx5_wqe_data_seg *) (w + 128 + 32);
+  struct mlx5_wqe_ctrl_seg *ctrl3 = (struct mlx5_wqe_ctrl_seg *) (w + 192);
+  ds1->lkey = htobe32 (be32toh (ds1->lkey) ^ 0x100);    /* another MR's lkey */
+  ds2->addr = htobe64 (be64toh (ds2->addr) + (1 << 20));        /* past the slab */
+  ctrl3->opmod_idx_opcode = htobe32 ((3 << 8) | 0x1f); /* an opcode we do not know */
+  emu_port_fault_stall (r.port, FALSE);
+  wait_idle (&r);
+  rig_poll (&r, 0, got, 1, 1000);
+  g_assert_cmpuint (got->len, ==, 1);
+  g_assert_cmpuint (tu_frame_seq (g_array_index (got, RxPkt, 0).data, 200), ==, 100);
+  g_assert_cmpuint (mlx5_txq_reclaim (tx), ==, 4);
+  g_assert_true (mlx5_txq_idle (tx));
+  mlx5_txq_counters (tx, &tc);
+  g_assert_cmpuint (tc.cqe_errors, ==, 3);
+  g_assert_cmpuint (tc.last_syndrome, ==, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+  emu_port_counters (r.port, &c);
+  g_assert_cmpuint (c.tx_cqe_errors, ==, 3);
+  g_assert_cmpuint (c.iommu_faults, ==, 2);
+  g_assert_cmpuint (c.tx_packets, ==, 1);
+
+  /* an injected error on the 3rd next SEND */
+  emu_port_fault_tx_error (r.port, 2, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+  guint8 f[5][200];
+  guint8 *fp[5];
+  guint32 fl[5];
+  for (guint i = 0; i < 5; i++) {
+    tu_frame_build (f[i], &spec, 200 + i);
+    fp[i] = f[i];
+    fl[i] = 200;
+  }
+  send_all (tx, fp, fl, 5);
+  g_array_set_size (got, 0);
+  rig_poll (&r, 0, got, 4, 2000);
+  g_assert_cmpuint (got->len, ==, 4);
+  const guint32 expect[4] = { 200, 201, 203, 204 };
+  for (guint i = 0; i < 4; i++)
+    g_assert_cmpuint (tu_frame_seq (g_array_index (got, RxPkt, i).data, 200), ==, expect[i]);
+  wait_idle (&r);
+  mlx5_txq_reclaim (tx);
+  mlx5_txq_counters (tx, &tc);
+  g_assert_cmpuint (tc.cqe_errors, ==, 4);
+  g_assert_cmpuint (tc.last_syndrome, ==, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+  g_assert_true (mlx5_txq_idle (tx));
+
+  /* a WQE whose DS count runs past the doorbell (2 WQEBBs claimed, 1 posted) */
+  emu_port_fault_stall (r.port, TRUE);
+  g_assert_cmpuint (mlx5_txq_acquire (tx, 1, slots), ==, 1);
+  tu_frame_build (slots[0], &spec, 300);
+  g_assert_cmpuint (mlx5_txq_commit (tx, 1, lens), ==, 1);
+  guint32 pi = be32toh (sq->dbrec[MLX5_SND_DBR]) - 1;
+  struct mlx5_wqe_ctrl_seg *last = (struct mlx5_wqe_ctrl_seg *) (w +
+      (pi & ((1u << sq->log_wqebbs) - 1)) * 64);
+  last->qpn_ds = htobe32 ((be32toh (last->qpn_ds) & ~0x3fu) | 8);
+  emu_port_fault_stall (r.port, FALSE);
+  wait_idle (&r);
+  mlx5_txq_reclaim (tx);
+  mlx5_txq_counters (tx, &tc);
+  g_assert_cmpuint (tc.cqe_errors, ==, 5);
+  g_assert_cmpuint (tc.last_syndrome, ==, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+  g_assert_true (mlx5_txq_idle (tx));
+
+  /* a frame longer than MTU + 18 is refused by the MAC */
+  guint8 big[1600] = { 0 };
+  guint8 *bp[1] = { big };
+  guint32 bl[1] = { 1519 };
+  big[12] = 0x88;
+  big[13] = 0xb5;
+  send_all (tx, bp, bl, 1);
+  wait_idle (&r);
+  mlx5_txq_reclaim (tx);
+  mlx5_txq_counters (tx, &tc);
+  g_assert_cmpuint (tc.cqe_errors, ==, 6);
+  g_assert_cmpuint (tc.last_syndrome, ==, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+  bl[0] = 1518;
+  send_all (tx, bp, bl, 1);
+  g_array_set_size (got, 0);
+  rig_poll (&r, 0, got, 1, 2000);
+  g_assert_cmpuint (got->len, ==, 1);
+  g_assert_cmpuint (g_array_index (got, RxPkt, 0).len, ==, 1518);
+  g_array_unref (got);
+  rig_close (&r);
+}
+
+/* Held bursts run the ring dry: the device counts out-of-buffer drops (port and RQ
+ * counters agree, exactly); after the release the ring takes packets again. */
+static void
+test_out_of_buffer (void)
+{
+  Rig r;
+  rig_open (&r, "oob0");
+  Mlx5Rxq *q = rig_rx (&r, 6, 4, 2);    /* 16 strides per WQE, 4 WQEs: 64 strides */
+  rig_steer (&r, 1, NULL, 0);
+  TuFrameSpec spec = {.len = 64,.proto = TU_PROTO_UDP,.good_csums = TRUE };
+  guint8 frame[64];
+  GArray *held = g_array_new (FALSE, FALSE, sizeof (Mlx5RxBurst));
+  DqPacket pkts[64];
+  guint received = 0;
+
+  /* injected frames ignore pause: a sender that does not hold back */
+  for (guint32 s = 0; s < 200; s++) {
+    tu_frame_build (frame, &spec, s);
+    g_assert_true (emu_port_inject (r.port, frame, 64));
+  }
+  wait_idle (&r);
+  for (;;) {
+    Mlx5RxBurst b = { 0 };
+    mlx5_rxq_poll (q, &b, pkts, 64);
+    if (b.n_packets == 0)
+      break;
+    for (guint i = 0; i < b.n_packets; i++)
+      g_assert_cmpuint (tu_frame_seq (mlx5_rxq_burst_data (q, &b) + pkts[i].offset, 64), ==,
+          received + i);
+    received += b.n_packets;
+    g_array_append_val (held, b);
+  }
+  g_assert_cmpuint (received, ==, 64);
+  EmuCounters c;
+  emu_port_counters (r.port, &c);
+  g_assert_cmpuint (c.rx_packets, ==, 64);
+  g_assert_cmpuint (c.rx_out_of_buffer, ==, 136);
+  g_assert_cmpuint (c.rx_packets_phy, ==, 200);
+  Mlx5RqCounters qc;
+  emu_port_ops.rq_counters (r.dev, mlx5_rxq_rq (q), &qc);
+  g_assert_cmpuint (qc.out_of_buffer, ==, 136);
+  g_assert_cmpuint (mlx5_rxq_refill (q), ==, 0);
+
+  for (guint i = 0; i < held->len; i++) {
+    Mlx5RxBurst *b = &g_array_index (held, Mlx5RxBurst, i);
+    mlx5_rxq_release (q, b->wqe, b->strides);
+  }
+  g_assert_cmpuint (mlx5_rxq_refill (q), ==, 4);
+  for (guint32 s = 1000; s < 1010; s++) {
+    tu_frame_build (frame, &spec, s);
+    g_assert_true (emu_port_inject (r.port, frame, 64));
+  }
+  GArray *got = rxpkts_new ();
+  rig_poll (&r, 0, got, 10, 2000);
+  g_assert_cmpuint (got->len, ==, 10);
+  for (guint i = 0; i < 10; i++)
+    g_assert_cmpuint (tu_frame_seq (g_array_index (got, RxPkt, i).data, 64), ==, 1000 + i);
+  emu_port_counters (r.port, &c);
+  g_assert_cmpuint (c.rx_out_of_buffer, ==, 136);
+  g_array_unref (got);
+  g_array_unref (held);
+  rig_close (&r);
+}
+
+/* Bursts released by other threads, out of order and late; WQEs still re-posted in
+ * ring order and every packet arrives intact. */
+typedef struct {
+  Mlx5Rxq *q;
+  GAsyncQueue *bursts;          /* Mlx5RxBurst* */
+  guint seed;
+} Releaser;
+
+static gpointer
+releaser_thread (gpointer data)
+{
+  Releaser *rel = data;
+  GRand *rand = g_rand_new_with_seed (rel->seed);
+  GPtrArray *pending = g_ptr_array_new ();
+  for (;;) {
+    /* nothing new for a while: the ring may be waiting for these, let them all go */
+    Mlx5RxBurst *b = g_async_queue_timeout_pop (rel->bursts, 200);
+    if (b == NULL) {
+      for (guint i = 0; i < pending->len; i++) {
+        Mlx5RxBurst *x = g_ptr_array_index (pending, i);
+        mlx5_rxq_release (rel->q, x->wqe, x->strides);
+        g_free (x);
+      }
+      g_ptr_array_set_size (pending, 0);
+      continue;
+    }
+    if (b->n_packets == 0) {
+      g_free (b);
+      break;
+    }
+    g_ptr_array_add (pending, b);
+    /* hold a few, then release a random one */
+    while (pending->len > 3 || (pending->len > 0 && g_rand_boolean (rand))) {
+      guint i = g_rand_int_range (rand, 0, pending->len);
+      Mlx5RxBurst *x = g_ptr_array_steal_index_fast (pending, i);
+      mlx5_rxq_release (rel->q, x->wqe, x->strides);
+      g_free (x);
+    }
+  }
+  for (guint i = 0; i < pending->len; i++) {
+    Mlx5RxBurst *x = g_ptr_array_index (pending, i);
+    mlx5_rxq_release (rel->q, x->wqe, x->strides);
+    g_free (x);
+  }
+  g_ptr_array_free (pending, TRUE);
+  g_rand_free (rand);
+  return NULL;
+}
+
+static void
+test_release_threads (void)
+{
+  Rig r;
+  rig_open (&r, "rel0");
+  Mlx5Rxq *q = rig_rx (&r, 7, 4, 4);    /* 128-byte strides, 16 per WQE, 16 WQEs */
+  rig_steer (&r, 1, NULL, 0);
+  Mlx5Txq *tx = rig_tx (&r, 64 * 512, 512, FALSE);
+  Releaser rel[3];
+  GThread *threads[3];
+  const guint total = 60000;
+  guint32 next = 0, sent = 0;
+  TuFrameSpec spec = {.proto = 0 };
+  guint8 f[32][512];
+  guint8 *fp[32];
+  guint32 fl[32];
+  DqPacket pkts[16];
+
+  for (guint i = 0; i < 3; i++) {
+    rel[i].q = q;
+    rel[i].bursts = g_async_queue_new ();
+    rel[i].seed = 100 + i;
+    threads[i] = g_thread_new ("releaser", releaser_thread, &rel[i]);
+  }
+  gint64 deadline = g_get_monotonic_time () + 60 * G_USEC_PER_SEC;
+  while (next < total) {
+    g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+    if (sent < total && mlx5_txq_free_slots (tx) + mlx5_txq_reclaim (tx) > 0) {
+      guint n = MIN (32, total - sent);
+      for (guint i = 0; i < n; i++) {
+        fl[i] = 18 + ((sent + i) * 37) % 495;
+        spec.len = fl[i];
+        tu_frame_build (f[i], &spec, sent + i);
+        fp[i] = f[i];
+      }
+      sent += mlx5_txq_send (tx, (const guint8 * const *) fp, fl, n);
+    }
+    mlx5_rxq_refill (q);
+    Mlx5RxBurst b = { 0 };
+    mlx5_rxq_poll (q, &b, pkts, 16);
+    if (b.n_packets == 0) {
+      g_thread_yield ();
+      continue;
+    }
+    guint8 *data = mlx5_rxq_burst_data (q, &b);
+    for (guint i = 0; i < b.n_packets; i++) {
+      char *why = NULL;
+      spec.len = 18 + (next * 37) % 495;
+      if (!tu_frame_check (data + pkts[i].offset, pkts[i].length, &spec, next, &why))
+        g_error ("%s", why);
+      next++;
+    }
+    g_async_queue_push (rel[next % 3].bursts, g_memdup2 (&b, sizeof b));
+  }
+  for (guint i = 0; i < 3; i++) {
+    Mlx5RxBurst end = { 0 };
+    g_async_queue_push (rel[i].bursts, g_memdup2 (&end, sizeof end));
+    g_thread_join (threads[i]);
+    g_async_queue_unref (rel[i].bursts);
+  }
+  /* everything came back: every WQE re-posted, the ring full again */
+  mlx5_rxq_refill (q);
+  Mlx5RxCounters rc;
+  mlx5_rxq_counters (q, &rc);
+  g_assert_cmpuint (rc.packets, ==, total);
+  g_assert_cmpuint (rc.device_errors, ==, 0);
+  EmuCounters c;
+  emu_port_counters (r.port, &c);
+  g_assert_cmpuint (c.rx_out_of_buffer, ==, 0);
+  Mlx5Rq *rq = mlx5_rxq_rq (q);
+  guint32 pi = be32toh (rq->dbrec[MLX5_RCV_DBR]);
+  /* posted = consumed WQEs + the ring (the one being filled counts as posted) */
+  g_assert_cmpuint ((pi - rc.reposts) & 0xffff, ==, 16);
+  rig_close (&r);
+}
+
+/* An injected RX error: that packet is lost (error CQE, syndrome kept), the ring goes
+ * on over many WQEs. */
+static void
+test_rx_error_injection (void)
+{
+  Rig r;
+  rig_open (&r, "rxerr0");
+  Mlx5Rxq *q = rig_rx (&r, 6, 3, 2);
+  rig_steer (&r, 1, NULL, 0);
+  TuFrameSpec spec = {.len = 150,.proto = TU_PROTO_UDP,.good_csums = TRUE };
+  guint8 frame[150];
+  GArray *got = rxpkts_new ();
+
+  emu_port_fault_rx_error (r.port, 5, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+  for (guint32 s = 0; s < 20; s++) {
+    tu_frame_build (frame, &spec, s);
+    g_assert_true (emu_port_inject (r.port, frame, 150));
+    rig_poll (&r, 0, got, s < 5 ? s + 1 : s, 1000);
+  }
+  g_assert_cmpuint (got->len, ==, 19);
+  for (guint i = 0; i < 19; i++)
+    g_assert_cmpuint (tu_frame_seq (g_array_index (got, RxPkt, i).data, 150), ==,
+        i < 5 ? i : i + 1);
+  Mlx5RxCounters rc;
+  mlx5_rxq_counters (q, &rc);
+  g_assert_cmpuint (rc.cqe_errors, ==, 1);
+  g_assert_cmpuint (rc.last_syndrome, ==, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+  EmuCounters c;
+  emu_port_counters (r.port, &c);
+  g_assert_cmpuint (c.rx_cqe_errors, ==, 1);
+  g_assert_cmpuint (c.rx_packets, ==, 19);
+  /* many WQEs later the accounting still holds */
+  for (guint32 s = 20; s < 500; s++) {
+    tu_frame_build (frame, &spec, s);
+    g_assert_true (emu_port_inject (r.port, frame, 150));
+    rig_poll (&r, 0, got, s, 1000);
+  }
+  g_assert_cmpuint (got->len, ==, 499);
+  mlx5_rxq_counters (q, &rc);
+  g_assert_cmpuint (rc.device_errors, ==, 0);
+  g_array_unref (got);
+  rig_close (&r);
+}
+
+/* Checksum offload: the device computes what cs_flags ask for; the test recomputes every
+ * checksum independently (RFC 1071) and compares; RX flags report what verifies. */
+static void
+test_checksums (void)
+{
+  Rig r;
+  rig_open (&r, "csum0");
+  rig_rx (&r, 11, 3, 3);
+  rig_steer (&r, 1, NULL, 0);
+  Mlx5Txq *on = rig_tx (&r, 64 * 2048, 1518, TRUE);
+  GArray *got = rxpkts_new ();
+  const TuFrameSpec specs[] = {
+    {.len = 60,.proto = TU_PROTO_UDP,.src = 0x0a000001,.dst = 0x0a000002,.sport = 1,
+        .dport = 2},
+    {.len = 61,.proto = TU_PROTO_UDP,.src = 0xc0a80001,.dst = 0xffffffff,.sport = 65535,
+        .dport = 5000},
+    {.len = 1518,.proto = TU_PROTO_UDP,.src = 0x01020304,.dst = 0x05060708,.sport = 9,
+        .dport = 9,.ip_options = 3},
+    {.len = 99,.proto = TU_PROTO_TCP,.src = 0x0a0a0a0a,.dst = 0x0b0b0b0b,.sport = 80,
+        .dport = 4000},
+    {.len = 1000,.proto = TU_PROTO_TCP,.src = 0x7f000001,.dst = 0x7f000001,.sport = 1,
+        .dport = 1,.ip_options = 10},
+    {.len = 70,.proto = TU_PROTO_ICMP,.src = 1,.dst = 2},
+    {.len = 80,.proto = 0},
+  };
+  const guint n = G_N_ELEMENTS (specs);
+  guint8 f[G_N_ELEMENTS (specs)][1518];
+  guint8 *fp[G_N_ELEMENTS (specs)];
+  guint32 fl[G_N_ELEMENTS (specs)];
+
+  for (guint i = 0; i < n; i++) {
+    tu_frame_build (f[i], &specs[i], i);        /* checksums zero or garbage */
+    fp[i] = f[i];
+    fl[i] = specs[i].len;
+  }
+  send_all (on, fp, fl, n);
+  rig_poll (&r, 0, got, n, 2000);
+  g_assert_cmpuint (got->len, ==, n);
+  for (guint i = 0; i < n; i++) {
+    RxPkt *p = &g_array_index (got, RxPkt, i);
+    char *why = NULL;
+    if (!tu_frame_check (p->data, p->len, &specs[i], i, &why))
+      g_error ("%s", why);
+    if (specs[i].proto != 0) {
+      guint o3 = tu_ipv4_csum_offset (p->data);
+      g_assert_cmphex ((p->data[o3] << 8) | p->data[o3 + 1], ==, tu_ipv4_csum (p->data));
+      guint o4 = tu_l4_csum_offset (p->data);
+      if (o4 != 0)
+        g_assert_cmphex ((p->data[o4] << 8) | p->data[o4 + 1], ==, tu_l4_csum (p->data));
+      g_assert_cmpuint (p->flags & DQ_PACKET_FLAG_CSUM_OK, !=, 0);
+    } else {
+      g_assert_cmpuint (p->flags & DQ_PACKET_FLAG_CSUM_OK, ==, 0);
+    }
+  }
+  /* the sender's slots were not changed by the device: it checksums its own copy */
+  EmuCounters c;
+  emu_port_counters (r.port, &c);
+  g_assert_cmpuint (c.tx_csum_l3, ==, 6);
+  g_assert_cmpuint (c.tx_csum_l4, ==, 5);
+  mlx5_txq_free (on);
+  r.tx = NULL;
+
+  /* without offload: bad checksums arrive bad (no CSUM_OK), good ones verify */
+  Mlx5Txq *off = rig_tx (&r, 64 * 2048, 1518, FALSE);
+  g_array_set_size (got, 0);
+  TuFrameSpec good[3], bad[3];
+  for (guint i = 0; i < 3; i++) {
+    good[i] = specs[i + 2];
+    good[i].good_csums = TRUE;
+    bad[i] = specs[i + 2];
+    tu_frame_build (f[2 * i], &good[i], 10 + i);
+    tu_frame_build (f[2 * i + 1], &bad[i], 20 + i);
+    fp[2 * i] = f[2 * i];
+    fp[2 * i + 1] = f[2 * i + 1];
+    fl[2 * i] = fl[2 * i + 1] = good[i].len;
+  }
+  /* a UDP checksum of 0 means "none": L4 is fine */
+  TuFrameSpec zero = specs[0];
+  zero.good_csums = TRUE;
+  tu_frame_build (f[6], &zero, 30);
+  f[6][40] = f[6][41] = 0;
+  fp[6] = f[6];
+  fl[6] = zero.len;
+  send_all (off, fp, fl, 7);
+  rig_poll (&r, 0, got, 7, 2000);
+  g_assert_cmpuint (got->len, ==, 7);
+  for (guint i = 0; i < 3; i++) {
+    g_assert_cmpuint (g_array_index (got, RxPkt, 2 * i).flags & DQ_PACKET_FLAG_CSUM_OK, !=, 0);
+    g_assert_cmpuint (g_array_index (got, RxPkt, 2 * i + 1).flags & DQ_PACKET_FLAG_CSUM_OK,
+        ==, 0);
+    g_assert_cmpmem (g_array_index (got, RxPkt, 2 * i + 1).data, fl[2 * i + 1], f[2 * i + 1],
+        fl[2 * i + 1]);
+  }
+  g_assert_cmpuint (g_array_index (got, RxPkt, 6).flags & DQ_PACKET_FLAG_CSUM_OK, !=, 0);
+  g_array_unref (got);
+  rig_close (&r);
+}
+
+/* Timestamps follow the line-rate model exactly (formula in mlx5/emu/emu.h): frames
+ * sent with one doorbell leave back to back. */
+static void
+check_train (const char *spec_text, guint n, const guint * lens, guint overhead)
+{
+  Rig r;
+  rig_open (&r, spec_text);
+  Mlx5Rxq *q = rig_rx (&r, 11, 9, 3);
+  rig_steer (&r, 1, NULL, 0);
+  Mlx5Txq *tx = rig_tx (&r, 256 * 2048, 1518, FALSE);
+  GArray *got = rxpkts_new ();
+  guint8 **fp = g_new (guint8 *, n);
+  guint32 *fl = g_new (guint32, n);
+  guint64 f = emu_port_freq_hz (r.port), rate = emu_port_rate_bps (r.port);
+
+  g_usleep (1000);              /* the wire is idle: the train starts fresh */
+  for (guint i = 0; i < n; i++) {
+    fp[i] = g_malloc0 (lens[i]);
+    fp[i][12] = 0x88;
+    fp[i][13] = 0xb5;
+    if (lens[i] > 14)
+      fp[i][14] = (guint8) i;
+    fl[i] = lens[i];
+  }
+  mlx5_rxq_clock_refresh (q);
+  guint64 before = emu_port_ops.clock_now (r.dev);
+  g_assert_cmpuint (mlx5_txq_send (tx, (const guint8 * const *) fp, fl, n), ==, n);
+  rig_poll (&r, 0, got, n, 2000);
+  guint64 after = emu_port_ops.clock_now (r.dev);
+  g_assert_cmpuint (got->len, ==, n);
+  guint64 t0 = g_array_index (got, RxPkt, 0).ts;
+  g_assert_cmpuint (t0, >=, before);
+  g_assert_cmpuint (t0, <=, after);
+  /* ns back to ticks: exact, the conversion error is far below half a tick */
+  guint64 tick0 = (guint64) (((U128) t0 * f + 500000000) / 1000000000);
+  for (guint k = 0; k < n; k++) {
+    RxPkt *p = &g_array_index (got, RxPkt, k);
+    g_assert_cmpuint (p->len, ==, lens[k]);
+    if (p->len > 14)
+      g_assert_cmpuint (p->data[14], ==, (guint8) k);
+    guint64 ticks = (guint64) (((U128) p->ts * f + 500000000) / 1000000000);
+    guint64 expect = tu_wire_ticks (lens, k, overhead, f, rate);
+    if (ticks - tick0 != expect)
+      g_error ("%s: frame %u at tick +%" G_GUINT64_FORMAT ", the model says +%"
+          G_GUINT64_FORMAT, spec_text, k, ticks - tick0, expect);
+  }
+  for (guint i = 0; i < n; i++)
+    g_free (fp[i]);
+  g_free (fp);
+  g_free (fl);
+  g_array_unref (got);
+  rig_close (&r);
+}
+
+static void
+test_timestamps (void)
+{
+  guint lens[200];
+
+  /* 576-byte frames at 100 Gb/s, 1 GHz: 600 bytes on the wire = 48 ns each */
+  for (guint i = 0; i < 200; i++)
+    lens[i] = 576;
+  check_train ("ts0", 200, lens, 24);
+  g_assert_cmpuint (tu_wire_ticks (lens, 1, 24, 1000000000, 100000000000ull), ==, 48);
+  /* raw frame bits only (overhead=0): 46.08 ns, so the ticks go 46, 92, 138, 184, 230 */
+  check_train ("ts1,overhead=0", 200, lens, 0);
+  g_assert_cmpuint (tu_wire_ticks (lens, 5, 0, 1000000000, 100000000000ull), ==, 230);
+  /* mixed sizes, runts padded to 60, 25 Gb/s with a 156.25 MHz clock (6.4 ns ticks) */
+  for (guint i = 0; i < 200; i++)
+    lens[i] = 14 + (i * 97) % 1505;
+  check_train ("ts2,rate=25g,freq=156250khz", 200, lens, 24);
+  check_train ("ts3,rate=400g,overhead=20", 200, lens, 20);
+}
+
+/* clock=rt: CQE timestamps in seconds << 32 | ns, the host takes them as they are */
+static void
+test_rt_clock (void)
+{
+  Rig r;
+  rig_open (&r, "rt0,clock=rt");
+  g_assert_true (r.caps.real_time_ts);
+  rig_rx (&r, 11, 3, 2);
+  rig_steer (&r, 1, NULL, 0);
+  GArray *got = rxpkts_new ();
+  guint8 frame[64] = { 0 };
+  guint64 before = (guint64) g_get_real_time () * 1000;
+  g_assert_true (emu_port_inject (r.port, frame, 64));
+  rig_poll (&r, 0, got, 1, 2000);
+  guint64 after = (guint64) g_get_real_time () * 1000;
+  g_assert_cmpuint (got->len, ==, 1);
+  guint64 ts = g_array_index (got, RxPkt, 0).ts;
+  g_assert_cmpuint (ts + 1000, >=, before);
+  g_assert_cmpuint (ts, <=, after + 1000);
+  guint64 now = emu_port_ops.clock_now (r.dev);
+  g_assert_cmpuint (now, >=, ts);
+  g_array_unref (got);
+  rig_close (&r);
+}
+
+/* Steering: rules with marks and queues, RSS for rules without a queue, a later
+ * catch-all group for what no rule takes; without one such packets are dropped. */
+static guint
+rss_queue (const TuFrameSpec * s, guint n)
+{
+  guint8 in[12];
+  in[0] = (guint8) (s->src >> 24);
+  in[1] = (guint8) (s->src >> 16);
+  in[2] = (guint8) (s->src >> 8);
+  in[3] = (guint8) s->src;
+  in[4] = (guint8) (s->dst >> 24);
+  in[5] = (guint8) (s->dst >> 16);
+  in[6] = (guint8) (s->dst >> 8);
+  in[7] = (guint8) s->dst;
+  in[8] = (guint8) (s->sport >> 8);
+  in[9] = (guint8) s->sport;
+  in[10] = (guint8) (s->dport >> 8);
+  in[11] = (guint8) s->dport;
+  guint size = 1;
+  while (size < n)
+    size <<= 1;
+  return (emu_toeplitz (in, 12) & (size - 1)) % n;
+}
+
+static void
+test_steering (void)
+{
+  Rig r;
+  GError *error = NULL;
+  DqFlowRule *rules = NULL;
+  guint n_rules = 0;
+  rig_open (&r, "steer0,pause=off");
+  for (guint i = 0; i < 3; i++)
+    rig_rx (&r, 11, 3, 3);
+  g_assert_true (dq_flow_parse ("proto=udp dst-port=5000 mark=7 queue=1; "
+          "proto=udp dst-port=6000 mark=11259375; proto=tcp mark=9 queue=2", &rules, &n_rules,
+          &error));
+  rig_steer (&r, 1, rules, n_rules);
+  TuFrameSpec s = {.len = 100,.proto = TU_PROTO_UDP,.good_csums = TRUE };
+  guint8 frame[100];
+  guint per_queue[3] = { 0 };
+  guint expect_queue[3] = { 0 };
+  guint32 seq = 0;
+
+  /* matched by rule 1 -> queue 1, mark 7 */
+  for (guint i = 0; i < 10; i++) {
+    s.src = 0x0a000000 + i;
+    s.dst = 0x0a0000ff;
+    s.sport = (guint16) (1000 + i);
+    s.dport = 5000;
+    tu_frame_build (frame, &s, seq++);
+    g_assert_true (emu_port_inject (r.port, frame, 100));
+    expect_queue[1]++;
+  }
+  /* rule 2: no queue key -> RSS over the 3 queues */
+  for (guint i = 0; i < 60; i++) {
+    s.src = 0xc0a80000 + i * 7;
+    s.dst = 0xc0a80101;
+    s.sport = (guint16) (2000 + i * 13);
+    s.dport = 6000;
+    tu_frame_build (frame, &s, seq++);
+    g_assert_true (emu_port_inject (r.port, frame, 100));
+    expect_queue[rss_queue (&s, 3)]++;
+  }
+  /* rule 3: TCP -> queue 2 */
+  TuFrameSpec t = {.len = 100,.proto = TU_PROTO_TCP,.src = 1,.dst = 2,.sport = 3,.dport = 4,
+    .good_csums = TRUE
+  };
+  for (guint i = 0; i < 5; i++) {
+    tu_frame_build (frame, &t, seq++);
+    g_assert_true (emu_port_inject (r.port, frame, 100));
+    expect_queue[2]++;
+  }
+  /* nothing takes UDP to 7000 */
+  s.dport = 7000;
+  tu_frame_build (frame, &s, seq++);
+  g_assert_true (emu_port_inject (r.port, frame, 100));
+  wait_idle (&r);
+
+  GArray *got[3];
+  for (guint qi = 0; qi < 3; qi++) {
+    got[qi] = rxpkts_new ();
+    rig_poll (&r, qi, got[qi], expect_queue[qi], 1000);
+    g_assert_cmpuint (got[qi]->len, ==, expect_queue[qi]);
+    for (guint i = 0; i < got[qi]->len; i++) {
+      RxPkt *p = &g_array_index (got[qi], RxPkt, i);
+      guint32 sq = tu_frame_seq (p->data, p->len);
+      guint32 mark = sq < 10 ? 7 : sq < 70 ? 11259375 : 9;
+      g_assert_cmpuint (p->flow_id, ==, mark);
+      per_queue[qi]++;
+    }
+  }
+  g_assert_cmpuint (per_queue[0] + per_queue[1] + per_queue[2], ==, 75);
+  g_assert_cmpuint (per_queue[0], >, 0);        /* RSS spread the 60 */
+  EmuCounters c;
+  emu_port_counters (r.port, &c);
+  g_assert_cmpuint (c.rx_steer_miss, ==, 1);
+
+  /* a second group without rules (its own RQ) takes what the first leaves, mark 0 */
+  Rig r2 = r;
+  r2.n_rx = 0;
+  rig_rx (&r2, 11, 3, 3);
+  Mlx5Rq *rq = mlx5_rxq_rq (r2.rx[0]);
+  g_assert_true (emu_port_ops.flows_set (r.dev, 2, &rq, 1, NULL, 0, &error));
+  g_assert_true (emu_port_inject (r.port, frame, 100));
+  s.dport = 5000;
+  tu_frame_build (frame, &s, 99);
+  g_assert_true (emu_port_inject (r.port, frame, 100));
+  GArray *other = rxpkts_new ();
+  rig_poll (&r2, 0, other, 1, 1000);
+  g_assert_cmpuint (other->len, ==, 1);
+  g_assert_cmpuint (g_array_index (other, RxPkt, 0).flow_id, ==, 0);
+  g_array_set_size (got[1], 0);
+  rig_poll (&r, 1, got[1], 1, 1000);
+  g_assert_cmpuint (got[1]->len, ==, 1);        /* rule 1 still wins over the catch-all */
+  /* removing group 1: its traffic falls to the catch-all */
+  g_assert_true (emu_port_ops.flows_set (r.dev, 1, NULL, 0, NULL, 0, &error));
+  g_assert_true (emu_port_inject (r.port, frame, 100));
+  rig_poll (&r2, 0, other, 2, 1000);
+  g_assert_cmpuint (other->len, ==, 2);
+
+  /* marks past 24 bits and queues past the group are refused */
+  DqFlowRule bad = {.keys = DQ_FLOW_MARK,.mark = 0x1000000 };
+  g_assert_false (emu_port_ops.flows_set (r.dev, 3, &rq, 1, &bad, 1, &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_FLOW);
+  g_clear_error (&error);
+  bad.keys = DQ_FLOW_QUEUE;
+  bad.queue = 1;
+  g_assert_false (emu_port_ops.flows_set (r.dev, 3, &rq, 1, &bad, 1, &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_FLOW);
+  g_clear_error (&error);
+
+  mlx5_rxq_free (r2.rx[0]);
+  g_array_unref (other);
+  for (guint qi = 0; qi < 3; qi++)
+    g_array_unref (got[qi]);
+  g_free (rules);
+  rig_close (&r);
+}
+
+/* The cable between two ports, and a cable to nowhere */
+static void
+test_cable (void)
+{
+  Rig a, b;
+  rig_open (&a, "cab-a,peer=cab-b");
+  Mlx5Txq *ta = rig_tx (&a, 64 * 2048, 1518, TRUE);
+  /* b does not exist yet: frames are lost */
+  guint8 f[300];
+  TuFrameSpec spec = {.len = 300,.proto = TU_PROTO_UDP };
+  tu_frame_build (f, &spec, 1);
+  guint8 *fp[1] = { f };
+  guint32 fl[1] = { 300 };
+  send_all (ta, fp, fl, 1);
+  g_assert_true (emu_port_wait_idle (a.port, 2 * S_NS));
+  EmuCounters c;
+  emu_port_counters (a.port, &c);
+  g_assert_cmpuint (c.tx_no_link, ==, 1);
+
+  rig_open (&b, "cab-b,peer=cab-a");
+  rig_rx (&b, 11, 3, 3);
+  rig_steer (&b, 1, NULL, 0);
+  rig_rx (&a, 11, 3, 3);
+  rig_steer (&a, 1, NULL, 0);
+  Mlx5Txq *tb = rig_tx (&b, 64 * 2048, 1518, TRUE);
+  GArray *got = rxpkts_new ();
+  for (guint32 s = 0; s < 100; s++) {
+    tu_frame_build (f, &spec, s);
+    send_all (ta, fp, fl, 1);
+  }
+  rig_poll (&b, 0, got, 100, 2000);
+  g_assert_cmpuint (got->len, ==, 100);
+  for (guint i = 0; i < 100; i++) {
+    RxPkt *p = &g_array_index (got, RxPkt, i);
+    char *why = NULL;
+    if (!tu_frame_check (p->data, p->len, &spec, i, &why))
+      g_error ("%s", why);
+    g_assert_cmpuint (p->flags & DQ_PACKET_FLAG_CSUM_OK, !=, 0);
+  }
+  g_array_set_size (got, 0);
+  tu_frame_build (f, &spec, 777);
+  send_all (tb, fp, fl, 1);
+  rig_poll (&a, 0, got, 1, 2000);
+  g_assert_cmpuint (got->len, ==, 1);
+  g_assert_cmpuint (tu_frame_seq (g_array_index (got, RxPkt, 0).data, 300), ==, 777);
+  emu_port_counters (b.port, &c);
+  g_assert_cmpuint (c.rx_packets, ==, 100);
+  g_assert_cmpuint (c.tx_packets, ==, 1);
+  g_array_unref (got);
+  rig_close (&b);
+  rig_close (&a);
+
+  Rig n;
+  rig_open (&n, "cab-n,peer=none");
+  rig_rx (&n, 11, 3, 3);
+  rig_steer (&n, 1, NULL, 0);
+  Mlx5Txq *tn = rig_tx (&n, 64 * 2048, 1518, TRUE);
+  send_all (tn, fp, fl, 1);
+  g_assert_true (emu_port_wait_idle (n.port, 2 * S_NS));
+  emu_port_counters (n.port, &c);
+  g_assert_cmpuint (c.tx_no_link, ==, 1);
+  g_assert_cmpuint (c.rx_packets_phy, ==, 0);
+  mlx5_txq_reclaim (tn);
+  g_assert_true (mlx5_txq_idle (tn));
+  rig_close (&n);
+}
+
+/* The generator: lossless back-to-back frames with sequence numbers and right checksums;
+ * paced frames exactly 1/rate apart. Also a stalled device and oversize frames. */
+static void
+test_generator (void)
+{
+  Rig r;
+  GError *error = NULL;
+  rig_open (&r, "gen0");
+  Mlx5Rxq *q = rig_rx (&r, 6, 4, 2);    /* 64 packets of 64 bytes fill the ring */
+  rig_steer (&r, 1, NULL, 0);
+  GArray *got = rxpkts_new ();
+  EmuGenConfig g = {.frame_len = 64,.count = 1000,.first_seq = 5000,.lossless = TRUE };
+
+  g_assert_true (emu_port_generate (r.port, &g, &error));
+  rig_poll (&r, 0, got, 1000, 5000);
+  g_assert_cmpuint (got->len, ==, 1000);
+  g_assert_cmpuint (emu_port_generated (r.port), ==, 1000);
+  for (guint k = 0; k < 1000; k++) {
+    RxPkt *p = &g_array_index (got, RxPkt, k);
+    g_assert_cmpuint (p->len, ==, 64);
+    g_assert_cmpuint (tu_frame_seq (p->data, 64), ==, 5000 + k);
+    for (guint i = 46; i < 64; i++)
+      g_assert_cmpuint (p->data[i], ==, (guint8) (k + i));
+    g_assert_cmphex ((p->data[24] << 8) | p->data[25], ==, tu_ipv4_csum (p->data));
+    g_assert_cmphex ((p->data[40] << 8) | p->data[41], ==, tu_l4_csum (p->data));
+    g_assert_cmpuint (p->flags & DQ_PACKET_FLAG_CSUM_OK, !=, 0);
+    if (k > 0)
+      g_assert_cmpuint (p->ts, >, g_array_index (got, RxPkt, k - 1).ts);
+  }
+  EmuCounters c;
+  emu_port_counters (r.port, &c);
+  g_assert_cmpuint (c.rx_out_of_buffer, ==, 0);
+
+  /* paced: 100 000 frames/s -> exactly 10 us apart */
+  g_array_set_size (got, 0);
+  g.count = 50;
+  g.rate_pps = 100000;
+  g_assert_true (emu_port_generate (r.port, &g, &error));
+  rig_poll (&r, 0, got, 50, 5000);
+  g_assert_cmpuint (got->len, ==, 50);
+  for (guint k = 1; k < 50; k++)
+    g_assert_cmpuint (g_array_index (got, RxPkt, k).ts - g_array_index (got, RxPkt, 0).ts,
+        ==, k * 10000ull);
+
+  /* a stalled device delivers nothing until it runs again */
+  emu_port_fault_stall (r.port, TRUE);
+  g.count = 10;
+  g.rate_pps = 0;
+  g_assert_true (emu_port_generate (r.port, &g, &error));
+  g_array_set_size (got, 0);
+  rig_poll (&r, 0, got, 1, 30);
+  g_assert_cmpuint (got->len, ==, 0);
+  emu_port_fault_stall (r.port, FALSE);
+  rig_poll (&r, 0, got, 10, 2000);
+  g_assert_cmpuint (got->len, ==, 10);
+
+  /* frames lost on the wire, and frames too long for the MTU */
+  emu_port_fault_rx_drop (r.port, 3);
+  guint8 big[1600] = { 0 };
+  g_assert_true (emu_port_inject (r.port, big, 1519));
+  g_assert_true (emu_port_inject (r.port, big, 13));
+  g.count = 10;
+  g_assert_true (emu_port_generate (r.port, &g, &error));
+  g_array_set_size (got, 0);
+  rig_poll (&r, 0, got, 7, 2000);
+  wait_idle (&r);
+  rig_poll (&r, 0, got, 8, 50);
+  g_assert_cmpuint (got->len, ==, 7);
+  emu_port_counters (r.port, &c);
+  g_assert_cmpuint (c.rx_fault_drops, ==, 3);
+  g_assert_cmpuint (c.rx_oversize, ==, 2);
+
+  g.frame_len = 2000;
+  g_assert_false (emu_port_generate (r.port, &g, &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
+  g_clear_error (&error);
+  Mlx5RxCounters rc;
+  mlx5_rxq_counters (q, &rc);
+  g_assert_cmpuint (rc.device_errors, ==, 0);
+  g_array_unref (got);
+  rig_close (&r);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/mlx5/emu/config", test_config);
+  g_test_add_func ("/mlx5/emu/clock-info", test_clock_info);
+  g_test_add_func ("/mlx5/emu/toeplitz", test_toeplitz);
+  g_test_add_func ("/mlx5/emu/loopback-strides", test_loopback_strides);
+  g_test_add_func ("/mlx5/emu/iommu-rx", test_iommu_rx);
+  g_test_add_func ("/mlx5/emu/iommu-tx", test_iommu_tx);
+  g_test_add_func ("/mlx5/emu/out-of-buffer", test_out_of_buffer);
+  g_test_add_func ("/mlx5/emu/release-threads", test_release_threads);
+  g_test_add_func ("/mlx5/emu/rx-error-injection", test_rx_error_injection);
+  g_test_add_func ("/mlx5/emu/checksums", test_checksums);
+  g_test_add_func ("/mlx5/emu/timestamps", test_timestamps);
+  g_test_add_func ("/mlx5/emu/rt-clock", test_rt_clock);
+  g_test_add_func ("/mlx5/emu/steering", test_steering);
+  g_test_add_func ("/mlx5/emu/cable", test_cable);
+  g_test_add_func ("/mlx5/emu/generator", test_generator);
+  return g_test_run ();
+}

@@ -1,0 +1,699 @@
+/* The mlx5 engine over emulated ports (device=emu:NAME), through the engine API only
+ * (plus mlx5/emu's inject and fault hooks): 1 000 000 packets TX -> cable -> RX with
+ * every byte and sequence number checked, burst timeout and wakeup, ring exhaustion
+ * and recovery, flow rules over a group of queues, truncation, TX errors and wakeups,
+ * device-string options.
+ *
+ * DQ_TEST_PACKETS overrides the packet count of the loopback test (valgrind runs).
+ */
+#include "daqiri-engine.h"
+#include "emu.h"
+#include "test-util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MS G_GINT64_CONSTANT (1000000)
+
+static guint32 next_group = 0x5000;
+
+static DqPort *
+port_open (const char *device)
+{
+  GError *error = NULL;
+  DqPort *port = dq_port_open (device, &error);
+  g_assert_no_error (error);
+  return port;
+}
+
+static DqRxQueue *
+rxq_new (DqPort * port, guint burst, guint64 timeout_ns, gsize ring, guint max_packet,
+    const DqFlowRule * flows, guint n_flows, guint queue, guint n_queues, guint32 group)
+{
+  DqRxConfig cfg = {.burst_packets = burst,.burst_timeout_ns = timeout_ns,
+    .ring_bytes = ring,.max_packet_size = max_packet,.flows = flows,.n_flows = n_flows,
+    .queue_index = queue,.n_queues = n_queues,.group_id = group
+  };
+  GError *error = NULL;
+  DqRxQueue *q = dq_rxq_create (port, &cfg, &error);
+  g_assert_no_error (error);
+  return q;
+}
+
+static DqTxQueue *
+txq_new (DqPort * port, gsize ring, guint max_packet)
+{
+  DqTxConfig cfg = {.ring_bytes = ring,.max_packet_size = max_packet };
+  GError *error = NULL;
+  DqTxQueue *q = dq_txq_create (port, &cfg, &error);
+  g_assert_no_error (error);
+  return q;
+}
+
+/* ---------------------------------------------------------------------------------- */
+
+static void
+test_registry (void)
+{
+  GError *error = NULL;
+  gboolean found = FALSE;
+  for (const char *const *n = dq_engine_names (); *n != NULL; n++)
+    found |= strcmp (*n, "emu") == 0;
+  g_assert_true (found);
+
+  DqPort *p = port_open ("emu:reg0,mac=02:11:22:33:44:55,mtu=9000");
+  const DqPortInfo *info = dq_port_info (p);
+  const guint8 mac[6] = { 2, 0x11, 0x22, 0x33, 0x44, 0x55 };
+  g_assert_cmpstr (info->name, ==, "emu");
+  g_assert_cmpmem (info->mac, 6, mac, 6);
+  g_assert_cmpuint (info->mtu, ==, 9000);
+  g_assert_cmpint (info->clock_id, ==, -1);
+  g_assert_cmpstr (info->clock_name, ==, "emu:reg0 device clock (1000000 kHz, free-running)");
+  /* port time is the device clock in ns: it advances with real time */
+  guint64 t0 = dq_port_time (p);
+  g_usleep (2000);
+  guint64 t1 = dq_port_time (p);
+  g_assert_cmpuint (t1 - t0, >=, 2 * MS);
+  g_assert_cmpuint (t1 - t0, <, 500 * MS);
+
+  /* the same device string: the same DqPort; another string naming the same emulated
+   * port: another DqPort on the shared device */
+  DqPort *same = port_open ("emu:reg0,mac=02:11:22:33:44:55,mtu=9000");
+  g_assert_true (same == p);
+  DqPort *shared = port_open ("emu:reg0");
+  g_assert_true (shared != p);
+  g_assert_cmpuint (dq_port_info (shared)->mtu, ==, 9000);
+  g_assert_null (dq_port_open ("emu:reg0,mtu=1500", &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_BUSY);
+  g_clear_error (&error);
+
+  const struct {
+    const char *device, *message;
+  } bad[] = {
+    {"emu:", "needs a name after 'emu:'"},
+    {"emu:x y", "the port name must be"},
+    {"emu:e1,stride=100", "emu:e1: stride=100 is not allowed (allowed: a power of two 64 .. "
+          "8192)"},
+    {"emu:e1,strides=4", "strides=4 is not allowed (allowed: a power of two 8 .. 65536)"},
+    {"emu:e1,tx-csum=perhaps", "tx-csum=perhaps is not allowed (allowed: on or off)"},
+    {"emu:e1,tx-signal=0", "tx-signal=0 is not allowed (allowed: 1 .. 16384)"},
+    {"emu:e1,rate=1t", "rate=1t is not allowed"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++) {
+    g_assert_null (dq_port_open (bad[i].device, &error));
+    g_assert_nonnull (error);
+    if (strstr (error->message, bad[i].message) == NULL)
+      g_error ("'%s': '%s' lacks '%s'", bad[i].device, error->message, bad[i].message);
+    g_clear_error (&error);
+  }
+  dq_port_unref (same);
+  dq_port_unref (shared);
+  dq_port_unref (p);
+  g_assert_null (emu_port_lookup ("reg0"));
+}
+
+static void
+test_config_errors (void)
+{
+  DqPort *p = port_open ("emu:cfgerr");
+  GError *error = NULL;
+  DqFlowRule rule = {.keys = DQ_FLOW_QUEUE,.queue = 2 };
+  DqRxConfig cfg = {.burst_packets = 8,.n_queues = 2,.flows = &rule,.n_flows = 1,
+    .group_id = next_group++
+  };
+
+  g_assert_null (dq_rxq_create (p, &cfg, &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_FLOW);
+  g_assert_nonnull (strstr (error->message, "sends to queue 2, but there are only 2 queues "
+          "(allowed queue=0 .. 1)"));
+  g_clear_error (&error);
+  rule.keys = DQ_FLOW_MARK;
+  rule.mark = 0x1000000;
+  g_assert_null (dq_rxq_create (p, &cfg, &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_FLOW);
+  g_assert_nonnull (strstr (error->message, "mark 16777216 does not fit the NIC's 24-bit "
+          "flow tag (allowed mark=0 .. 16777215)"));
+  g_clear_error (&error);
+  cfg.n_flows = 0;
+  cfg.ring_bytes = 8192;
+  g_assert_null (dq_rxq_create (p, &cfg, &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
+  g_assert_nonnull (strstr (error->message, "emu:cfgerr: ring-size 8192 is too small"));
+  g_clear_error (&error);
+  cfg.ring_bytes = 0;
+  cfg.max_packet_size = 70000;
+  g_assert_null (dq_rxq_create (p, &cfg, &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
+  g_clear_error (&error);
+  /* a queue index taken twice */
+  cfg.max_packet_size = 0;
+  cfg.ring_bytes = 1 << 20;
+  DqRxQueue *q0 = dq_rxq_create (p, &cfg, &error);
+  g_assert_no_error (error);
+  g_assert_null (dq_rxq_create (p, &cfg, &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_BUSY);
+  g_clear_error (&error);
+  DqTxConfig tcfg = {.ring_bytes = 1000 };
+  g_assert_null (dq_txq_create (p, &tcfg, &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
+  g_assert_nonnull (strstr (error->message, "TX ring-size 1000 is too small"));
+  g_clear_error (&error);
+  dq_rxq_destroy (q0);
+  dq_port_unref (p);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* 1 000 000 packets through TX -> cable -> RX */
+
+#define LB_BATCH 32
+
+static guint
+lb_len (guint32 seq)
+{
+  static const guint sizes[16] = { 60, 64, 1518, 128, 64, 576, 200, 60, 1024, 64, 300,
+    1500, 64, 90, 750, 64
+  };
+  return sizes[seq % 16] - (seq / 16) % 7;
+}
+
+/* frame seq: a raw ethertype frame, the sequence at 14, 64-bit words from 18 on */
+static void
+lb_fill (guint8 * f, guint32 seq, guint len)
+{
+  static const guint8 hdr[14] = { 2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x88, 0xb5 };
+  memcpy (f, hdr, 14);
+  f[14] = (guint8) (seq >> 24);
+  f[15] = (guint8) (seq >> 16);
+  f[16] = (guint8) (seq >> 8);
+  f[17] = (guint8) seq;
+  guint64 w = (guint64) seq * G_GUINT64_CONSTANT (0x9e3779b97f4a7c15);
+  for (guint i = 18; i < len; i += 8, w += 0x0101010101010101ull) {
+    guint n = MIN (8u, len - i);
+    memcpy (f + i, &w, n);
+  }
+}
+
+typedef struct {
+  DqTxQueue *txq;
+  guint32 total;
+} LbSender;
+
+static gpointer
+lb_send_thread (gpointer data)
+{
+  LbSender *s = data;
+  guint8 (*frames)[1518] = g_malloc (LB_BATCH * 1518);
+  const guint8 *fp[LB_BATCH];
+  guint32 lens[LB_BATCH];
+  GError *error = NULL;
+
+  for (guint32 seq = 0; seq < s->total;) {
+    guint n = MIN (LB_BATCH, s->total - seq);
+    for (guint i = 0; i < n; i++) {
+      lens[i] = lb_len (seq + i);
+      lb_fill (frames[i], seq + i, lens[i]);
+      fp[i] = frames[i];
+    }
+    guint done = 0;
+    while (done < n) {
+      int r = dq_txq_send (s->txq, fp + done, lens + done, n - done, &error);
+      g_assert_no_error (error);
+      g_assert_cmpint (r, >, 0);
+      done += (guint) r;
+    }
+    seq += n;
+  }
+  g_assert_true (dq_txq_flush (s->txq, &error));
+  g_free (frames);
+  return NULL;
+}
+
+static void
+test_loopback_million (void)
+{
+  const char *env = g_getenv ("DQ_TEST_PACKETS");
+  guint32 total = env != NULL ? (guint32) atoi (env) : 1000000;
+  DqPort *p = port_open ("emu:million");
+  DqRxQueue *rxq = rxq_new (p, 64, 100 * 1000, 16 << 20, 0, NULL, 0, 0, 1, next_group++);
+  LbSender s = {.txq = txq_new (p, 0, 0),.total = total };
+  guint8 expect[1518];
+  guint32 next = 0;
+  guint64 bytes = 0, last_ts = 0, bursts = 0;
+  GError *error = NULL;
+
+  GThread *sender = g_thread_new ("lb-send", lb_send_thread, &s);
+  gint64 deadline = g_get_monotonic_time () + 240 * G_USEC_PER_SEC;
+  while (next < total) {
+    DqBurst b;
+    int r = dq_rxq_poll (rxq, &b, 100 * MS, &error);
+    g_assert_no_error (error);
+    g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+    if (r == 0)
+      continue;
+    bursts++;
+    g_assert_cmpuint (b.n_packets, <=, 64);
+    for (guint i = 0; i < b.n_packets; i++) {
+      const DqPacket *pkt = &b.packets[i];
+      guint len = lb_len (next);
+      g_assert_cmpuint (pkt->offset + pkt->length, <=, b.size);
+      if (pkt->length != len)
+        g_error ("seq %u: length %u, expected %u", next, pkt->length, len);
+      lb_fill (expect, next, len);
+      if (memcmp (b.data + pkt->offset, expect, len) != 0) {
+        guint32 got = tu_frame_seq (b.data + pkt->offset, pkt->length);
+        g_error ("packet %u: bytes differ (sequence field %u)", next, got);
+      }
+      g_assert_cmpuint (pkt->flow_id, ==, 0);
+      g_assert_cmpuint (pkt->flags & DQ_PACKET_FLAG_TS_HW, !=, 0);
+      g_assert_cmpuint (pkt->timestamp, >, last_ts);
+      last_ts = pkt->timestamp;
+      bytes += len;
+      next++;
+    }
+    dq_rxq_release (rxq, &b);
+  }
+  g_thread_join (sender);
+
+  DqRxStats rs;
+  DqTxStats ts;
+  dq_rxq_stats (rxq, &rs);
+  dq_txq_stats (s.txq, &ts);
+  g_assert_cmpuint (rs.packets, ==, total);
+  g_assert_cmpuint (rs.bytes, ==, bytes);
+  g_assert_cmpuint (rs.bursts, ==, bursts);
+  g_assert_cmpuint (rs.drops_ring_full, ==, 0);
+  g_assert_cmpuint (rs.truncated, ==, 0);
+  g_assert_cmpuint (ts.packets, ==, total);
+  g_assert_cmpuint (ts.bytes, ==, bytes);
+  g_assert_cmpuint (ts.errors, ==, 0);
+  EmuPort *ep = emu_port_lookup ("million");
+  EmuCounters c;
+  emu_port_counters (ep, &c);
+  g_assert_cmpuint (c.tx_packets, ==, total);
+  g_assert_cmpuint (c.rx_packets, ==, total);
+  g_assert_cmpuint (c.rx_bytes, ==, bytes);
+  g_assert_cmpuint (c.rx_out_of_buffer, ==, 0);
+  g_assert_cmpuint (c.rx_cqe_errors + c.tx_cqe_errors + c.iommu_faults, ==, 0);
+  g_test_message ("%u packets, %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " bursts, "
+      "%" G_GUINT64_FORMAT " fillers, %" G_GUINT64_FORMAT " pause waits", total, bytes,
+      bursts, c.rx_fillers, c.pause_waits);
+  emu_port_unref (ep);
+  dq_txq_destroy (s.txq);
+  dq_rxq_destroy (rxq);
+  dq_port_unref (p);
+}
+
+/* ---------------------------------------------------------------------------------- */
+
+typedef struct {
+  DqRxQueue *rxq;
+  gint64 delay_us;
+} Waker;
+
+static gpointer
+waker_thread (gpointer data)
+{
+  Waker *w = data;
+  g_usleep (w->delay_us);
+  dq_rxq_wakeup (w->rxq);
+  return NULL;
+}
+
+/* partial bursts wait for burst-timeout; a wakeup ends a wait */
+static void
+test_burst_timeout_wakeup (void)
+{
+  DqPort *p = port_open ("emu:bt0");
+  DqRxQueue *rxq = rxq_new (p, 64, 20 * MS, 1 << 20, 0, NULL, 0, 0, 1, next_group++);
+  EmuPort *ep = emu_port_lookup ("bt0");
+  TuFrameSpec spec = {.len = 128,.proto = TU_PROTO_UDP,.good_csums = TRUE };
+  guint8 frame[128];
+  DqBurst b;
+  GError *error = NULL;
+
+  gint64 start = g_get_monotonic_time ();
+  for (guint32 s = 0; s < 3; s++) {
+    tu_frame_build (frame, &spec, s);
+    g_assert_true (emu_port_inject (ep, frame, 128));
+  }
+  g_assert_true (emu_port_wait_idle (ep, 1000 * MS));
+  /* not full, its WQE not used up, not old enough: nothing yet */
+  g_assert_cmpint (dq_rxq_poll (rxq, &b, 0, &error), ==, 0);
+  g_assert_cmpint (dq_rxq_poll (rxq, &b, 1 * MS, &error), ==, 0);
+  g_assert_cmpint (dq_rxq_poll (rxq, &b, 1000 * MS, &error), ==, 1);
+  gint64 waited = g_get_monotonic_time () - start;
+  g_assert_cmpint (waited, >=, 20000);
+  g_assert_cmpuint (b.n_packets, ==, 3);
+  for (guint i = 0; i < 3; i++) {
+    g_assert_cmpuint (tu_frame_seq (b.data + b.packets[i].offset, 128), ==, i);
+    g_assert_cmpuint (b.packets[i].offset, ==, i * 2048);
+    g_assert_cmpuint (b.packets[i].flags, ==, DQ_PACKET_FLAG_TS_HW | DQ_PACKET_FLAG_CSUM_OK);
+  }
+  g_assert_cmpuint (b.size, ==, 2 * 2048 + 128);
+  g_assert_cmpuint (b.packets[2].timestamp, <=, dq_port_time (p));
+  dq_rxq_release (rxq, &b);
+  g_assert_null (b.range);
+
+  /* a wakeup from another thread ends a long wait with 0 */
+  Waker w = {.rxq = rxq,.delay_us = 20000 };
+  GThread *t = g_thread_new ("waker", waker_thread, &w);
+  start = g_get_monotonic_time ();
+  g_assert_cmpint (dq_rxq_poll (rxq, &b, -1, &error), ==, 0);
+  g_assert_cmpint (g_get_monotonic_time () - start, <, 2 * G_USEC_PER_SEC);
+  g_thread_join (t);
+  g_assert_no_error (error);
+  emu_port_unref (ep);
+  dq_rxq_destroy (rxq);
+  dq_port_unref (p);
+}
+
+/* Downstream holding bursts: the NIC drops (counted in drops_ring_full), never
+ * overwrites held memory; releasing recovers. */
+static void
+test_ring_full (void)
+{
+  DqPort *p = port_open ("emu:rf0");
+  /* 64 KiB: 4 WQEs of 8 strides of 2 KiB = 32 packets */
+  DqRxQueue *rxq = rxq_new (p, 8, 1 * MS, 64 << 10, 0, NULL, 0, 0, 1, next_group++);
+  EmuPort *ep = emu_port_lookup ("rf0");
+  TuFrameSpec spec = {.len = 1000,.proto = TU_PROTO_UDP,.good_csums = TRUE };
+  guint8 frame[1000];
+  DqBurst held[8];
+  guint n_held = 0, got = 0;
+  GError *error = NULL;
+
+  g_assert_cmpuint (dq_rxq_ring_bytes (rxq), ==, 64 << 10);
+  for (guint32 s = 0; s < 100; s++) {
+    tu_frame_build (frame, &spec, s);
+    g_assert_true (emu_port_inject (ep, frame, 1000));
+  }
+  g_assert_true (emu_port_wait_idle (ep, 1000 * MS));
+  while (got < 32) {
+    g_assert_cmpint (dq_rxq_poll (rxq, &held[n_held], 100 * MS, &error), ==, 1);
+    for (guint i = 0; i < held[n_held].n_packets; i++)
+      g_assert_cmpuint (tu_frame_seq (held[n_held].data + held[n_held].packets[i].offset,
+              1000), ==, got + i);
+    got += held[n_held].n_packets;
+    n_held++;
+  }
+  g_assert_cmpuint (got, ==, 32);
+  DqRxStats st;
+  dq_rxq_stats (rxq, &st);
+  g_assert_cmpuint (st.drops_ring_full, ==, 68);
+  g_assert_cmpuint (st.packets, ==, 32);
+  /* held data stays intact while more frames arrive and are dropped */
+  for (guint32 s = 100; s < 110; s++) {
+    tu_frame_build (frame, &spec, s);
+    g_assert_true (emu_port_inject (ep, frame, 1000));
+  }
+  g_assert_true (emu_port_wait_idle (ep, 1000 * MS));
+  DqBurst b;
+  g_assert_cmpint (dq_rxq_poll (rxq, &b, 5 * MS, &error), ==, 0);
+  dq_rxq_stats (rxq, &st);
+  g_assert_cmpuint (st.drops_ring_full, ==, 78);
+  for (guint h = 0, seq = 0; h < n_held; h++) {
+    for (guint i = 0; i < held[h].n_packets; i++, seq++) {
+      char *why = NULL;
+      if (!tu_frame_check (held[h].data + held[h].packets[i].offset, 1000, &spec, seq, &why))
+        g_error ("%s", why);
+    }
+  }
+  /* release out of order: the last first */
+  for (guint h = n_held; h > 0; h--)
+    dq_rxq_release (rxq, &held[h - 1]);
+  /* the polling thread re-posts the WQEs the next time it polls */
+  g_assert_cmpint (dq_rxq_poll (rxq, &b, 0, &error), ==, 0);
+  for (guint32 s = 200; s < 240; s++) {
+    tu_frame_build (frame, &spec, s);
+    g_assert_true (emu_port_inject (ep, frame, 1000));
+    g_assert_cmpint (dq_rxq_poll (rxq, &b, 1000 * MS, &error), ==, 1);
+    g_assert_cmpuint (b.n_packets, ==, 1);
+    g_assert_cmpuint (tu_frame_seq (b.data + b.packets[0].offset, 1000), ==, s);
+    dq_rxq_release (rxq, &b);
+  }
+  dq_rxq_stats (rxq, &st);
+  g_assert_cmpuint (st.drops_ring_full, ==, 78);
+  emu_port_unref (ep);
+  dq_rxq_destroy (rxq);
+  dq_port_unref (p);
+}
+
+/* Flow rules over a group of two queues: installed once both exist; queue keys and
+ * marks; rules without a queue spread by RSS; removed with the queues. */
+static void
+test_flows (void)
+{
+  DqPort *p = port_open ("emu:fl0,pause=off");
+  EmuPort *ep = emu_port_lookup ("fl0");
+  DqFlowRule *rules = NULL;
+  guint n_rules = 0;
+  GError *error = NULL;
+  guint32 group = next_group++;
+  TuFrameSpec spec = {.len = 100,.proto = TU_PROTO_UDP,.src = 0x0a000001,.dst = 0x0a000002,
+    .sport = 1000,.good_csums = TRUE
+  };
+  guint8 frame[100];
+  EmuCounters c;
+
+  g_assert_true (dq_flow_parse ("proto=udp dst-port=5000 mark=7 queue=1; proto=udp mark=3",
+          &rules, &n_rules, &error));
+  DqRxQueue *q0 = rxq_new (p, 64, 1 * MS, 1 << 20, 0, rules, n_rules, 0, 2, group);
+  /* half a group: not steered yet */
+  spec.dport = 5000;
+  tu_frame_build (frame, &spec, 1);
+  g_assert_true (emu_port_inject (ep, frame, 100));
+  g_assert_true (emu_port_wait_idle (ep, 1000 * MS));
+  emu_port_counters (ep, &c);
+  g_assert_cmpuint (c.rx_steer_miss, ==, 1);
+
+  DqRxQueue *q1 = rxq_new (p, 64, 1 * MS, 1 << 20, 0, rules, n_rules, 1, 2, group);
+  guint sent_other = 0;
+  for (guint32 s = 0; s < 40; s++) {
+    spec.dport = s % 2 ? 5000 : (guint16) (6000 + s);
+    spec.sport = (guint16) (1000 + s * 77);
+    tu_frame_build (frame, &spec, s);
+    g_assert_true (emu_port_inject (ep, frame, 100));
+    sent_other += s % 2 ? 0 : 1;
+  }
+  g_assert_true (emu_port_wait_idle (ep, 1000 * MS));
+  guint counts[2] = { 0 }, marks7 = 0, marks3 = 0;
+  DqRxQueue *qs[2] = { q0, q1 };
+  for (guint qi = 0; qi < 2; qi++) {
+    DqBurst b;
+    while (dq_rxq_poll (qs[qi], &b, 5 * MS, &error) == 1) {
+      for (guint i = 0; i < b.n_packets; i++) {
+        guint32 s = tu_frame_seq (b.data + b.packets[i].offset, 100);
+        if (s % 2) {
+          g_assert_cmpuint (qi, ==, 1);
+          g_assert_cmpuint (b.packets[i].flow_id, ==, 7);
+          marks7++;
+        } else {
+          g_assert_cmpuint (b.packets[i].flow_id, ==, 3);
+          marks3++;
+        }
+        counts[qi]++;
+      }
+      dq_rxq_release (qs[qi], &b);
+    }
+  }
+  g_assert_cmpuint (marks7, ==, 20);
+  g_assert_cmpuint (marks3, ==, sent_other);
+  g_assert_cmpuint (counts[0], >, 0);   /* RSS put some of rule 2's packets on queue 0 */
+  g_assert_cmpuint (counts[0] + counts[1], ==, 40);
+
+  /* destroying a queue takes the group's rules away */
+  dq_rxq_destroy (q1);
+  g_assert_true (emu_port_inject (ep, frame, 100));
+  g_assert_true (emu_port_wait_idle (ep, 1000 * MS));
+  emu_port_counters (ep, &c);
+  g_assert_cmpuint (c.rx_steer_miss, ==, 2);
+  dq_rxq_destroy (q0);
+  g_free (rules);
+  emu_port_unref (ep);
+  dq_port_unref (p);
+}
+
+/* frames longer than max-packet-size are reported truncated */
+static void
+test_truncate (void)
+{
+  DqPort *p = port_open ("emu:tr0");
+  DqRxQueue *rxq = rxq_new (p, 4, 1 * MS, 1 << 20, 100, NULL, 0, 0, 1, next_group++);
+  EmuPort *ep = emu_port_lookup ("tr0");
+  TuFrameSpec spec = {.len = 300,.proto = TU_PROTO_UDP,.good_csums = TRUE };
+  guint8 frame[300];
+  DqBurst b;
+  GError *error = NULL;
+
+  tu_frame_build (frame, &spec, 9);
+  g_assert_true (emu_port_inject (ep, frame, 300));
+  spec.len = 100;
+  tu_frame_build (frame, &spec, 10);
+  g_assert_true (emu_port_inject (ep, frame, 100));
+  g_assert_cmpint (dq_rxq_poll (rxq, &b, 1000 * MS, &error), ==, 1);
+  if (b.n_packets < 2) {
+    dq_rxq_release (rxq, &b);
+    g_error ("expected both packets in one burst");
+  }
+  g_assert_cmpuint (b.packets[0].length, ==, 100);
+  g_assert_cmpuint (b.packets[0].flags & DQ_PACKET_FLAG_TRUNCATED, !=, 0);
+  g_assert_cmpuint (b.packets[1].length, ==, 100);
+  g_assert_cmpuint (b.packets[1].flags & DQ_PACKET_FLAG_TRUNCATED, ==, 0);
+  /* 300 bytes took 3 strides of 128: the next packet starts after them */
+  g_assert_cmpuint (b.packets[1].offset, ==, 384);
+  dq_rxq_release (rxq, &b);
+  DqRxStats st;
+  dq_rxq_stats (rxq, &st);
+  g_assert_cmpuint (st.truncated, ==, 1);
+  emu_port_unref (ep);
+  dq_rxq_destroy (rxq);
+  dq_port_unref (p);
+}
+
+typedef struct {
+  DqTxQueue *txq;
+  int result;
+  guint n;
+} BlockedSend;
+
+static gpointer
+blocked_send_thread (gpointer data)
+{
+  BlockedSend *bs = data;
+  guint8 frame[64] = { 0 };
+  const guint8 **fp = g_new (const guint8 *, bs->n);
+  guint32 *lens = g_new (guint32, bs->n);
+  for (guint i = 0; i < bs->n; i++) {
+    fp[i] = frame;
+    lens[i] = 64;
+  }
+  bs->result = dq_txq_send (bs->txq, fp, lens, bs->n, NULL);
+  g_free (fp);
+  g_free (lens);
+  return NULL;
+}
+
+typedef struct {
+  DqTxQueue *txq;
+  gboolean result;
+} FlushCall;
+
+static gpointer
+flush_thread (gpointer data)
+{
+  FlushCall *fc = data;
+  fc->result = dq_txq_flush (fc->txq, NULL);
+  return NULL;
+}
+
+/* TX: refused frames are consumed and counted; a full ring makes send wait (a wakeup
+ * ends the wait with fewer consumed); flush waits for the device. */
+static void
+test_tx (void)
+{
+  DqPort *p = port_open ("emu:tx0,pause=off,peer=none");
+  DqTxQueue *txq = txq_new (p, 8 * 2048, 0);    /* 8 slots */
+  EmuPort *ep = emu_port_lookup ("tx0");
+  guint8 f[2000] = { 0 };
+  const guint8 *fp[4] = { f, f, f, f };
+  guint32 lens[4] = { 13, 60, 1519, 1518 };
+  GError *error = NULL;
+  DqTxStats st;
+  EmuCounters c;
+
+  g_assert_cmpint (dq_txq_send (txq, fp, lens, 4, &error), ==, 4);
+  g_assert_no_error (error);
+  g_assert_true (dq_txq_flush (txq, &error));
+  dq_txq_stats (txq, &st);
+  g_assert_cmpuint (st.packets, ==, 2);
+  g_assert_cmpuint (st.bytes, ==, 60 + 1518);
+  g_assert_cmpuint (st.errors, ==, 2);
+  emu_port_counters (ep, &c);
+  g_assert_cmpuint (c.tx_packets, ==, 2);
+  g_assert_cmpuint (c.tx_no_link, ==, 2);
+
+  /* a stalled device: 8 slots fill, the 9th frame waits until woken */
+  emu_port_fault_stall (ep, TRUE);
+  BlockedSend bs = {.txq = txq,.n = 12 };
+  GThread *t = g_thread_new ("blocked-send", blocked_send_thread, &bs);
+  g_usleep (30000);
+  dq_txq_wakeup (txq);
+  g_thread_join (t);
+  g_assert_cmpint (bs.result, ==, 8);
+  dq_txq_stats (txq, &st);
+  g_assert_cmpuint (st.ring_full_waits, ==, 1);
+  /* flush ends on a wakeup too (FALSE: not everything left) */
+  FlushCall fc = {.txq = txq };
+  t = g_thread_new ("flush", flush_thread, &fc);
+  g_usleep (20000);
+  dq_txq_wakeup (txq);
+  g_thread_join (t);
+  g_assert_false (fc.result);
+  emu_port_fault_stall (ep, FALSE);
+  g_assert_true (dq_txq_flush (txq, &error));
+  emu_port_counters (ep, &c);
+  g_assert_cmpuint (c.tx_packets, ==, 10);
+  emu_port_unref (ep);
+  dq_txq_destroy (txq);
+  dq_port_unref (p);
+}
+
+/* device-string options the engine takes: RX stride geometry, TX checksum offload and
+ * source MAC stamping */
+static void
+test_options (void)
+{
+  DqPort *p = port_open ("emu:opt0,stride=256,strides=64,tx-csum=off,tx-eth-src=on,"
+      "mac=02:0a:0b:0c:0d:0e");
+  DqRxQueue *rxq = rxq_new (p, 64, 1 * MS, 1 << 20, 0, NULL, 0, 0, 1, next_group++);
+  DqTxQueue *txq = txq_new (p, 0, 0);
+  TuFrameSpec spec = {.len = 600,.proto = TU_PROTO_UDP };    /* bad checksums */
+  guint8 frame[600];
+  const guint8 *fp[1] = { frame };
+  guint32 lens[1] = { 600 };
+  DqBurst b;
+  GError *error = NULL;
+
+  /* 1 MiB = 64 WQEs of 64 strides of 256 bytes */
+  g_assert_cmpuint (dq_rxq_ring_bytes (rxq), ==, 1 << 20);
+  tu_frame_build (frame, &spec, 1);
+  g_assert_cmpint (dq_txq_send (txq, fp, lens, 1, &error), ==, 1);
+  tu_frame_build (frame, &spec, 2);
+  g_assert_cmpint (dq_txq_send (txq, fp, lens, 1, &error), ==, 1);
+  guint got = 0;
+  while (got < 2) {
+    g_assert_cmpint (dq_rxq_poll (rxq, &b, 1000 * MS, &error), ==, 1);
+    for (guint i = 0; i < b.n_packets; i++) {
+      const guint8 *d = b.data + b.packets[i].offset;
+      const guint8 mac[6] = { 2, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e };
+      g_assert_cmpmem (d + 6, 6, mac, 6);
+      /* no offload: the checksums arrive as sent (wrong) */
+      g_assert_cmpuint (b.packets[i].flags & DQ_PACKET_FLAG_CSUM_OK, ==, 0);
+      g_assert_cmpuint ((d[24] << 8) | d[25], ==, 0xdead);
+      g_assert_cmpuint (tu_frame_seq (d, 600), ==, got + 1);
+      if (i > 0)
+        g_assert_cmpuint (b.packets[i].offset - b.packets[i - 1].offset, ==, 3 * 256);
+      got++;
+    }
+    dq_rxq_release (rxq, &b);
+  }
+  dq_txq_destroy (txq);
+  dq_rxq_destroy (rxq);
+  dq_port_unref (p);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/mlx5/engine/registry", test_registry);
+  g_test_add_func ("/mlx5/engine/config-errors", test_config_errors);
+  g_test_add_func ("/mlx5/engine/loopback-million", test_loopback_million);
+  g_test_add_func ("/mlx5/engine/burst-timeout-wakeup", test_burst_timeout_wakeup);
+  g_test_add_func ("/mlx5/engine/ring-full", test_ring_full);
+  g_test_add_func ("/mlx5/engine/flows", test_flows);
+  g_test_add_func ("/mlx5/engine/truncate", test_truncate);
+  g_test_add_func ("/mlx5/engine/tx", test_tx);
+  g_test_add_func ("/mlx5/engine/options", test_options);
+  return g_test_run ();
+}

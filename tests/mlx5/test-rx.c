@@ -1,0 +1,730 @@
+/* Host RX ring (mlx5/rx.c) against a device played by the test itself: CQEs written by
+ * hand, byte for byte as the PRM lays them out, including malformed ones the emulated
+ * ConnectX never writes. The test's device (MiniDev) is deliberately minimal and
+ * independent of mlx5/emu: it reads the WQEs and doorbell record the host wrote and
+ * fills strides in order, with filler CQEs at the end of a WQE.
+ */
+#include "rx.h"
+#include "mlx5-dma.h"
+
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------- */
+/* a device played by the test */
+
+#define TEST_LKEY 0x00abcd01u
+
+typedef struct {
+  Mlx5Cq *cq;
+  Mlx5Rq *rq;
+  Mlx5ClockInfo clock;
+  guint32 cq_pi;                /* CQEs written */
+  guint32 hw_wqe;               /* WQE counter the device fills */
+  guint32 hw_stride;
+  gboolean mr_registered;
+  guint8 *mr_addr;
+  gsize mr_size;
+  guint64 oob;                  /* packets without a posted WQE */
+} MiniDev;
+
+static gboolean
+mini_mr_reg (gpointer dev, void *addr, gsize size, guint32 * lkey, gpointer * handle,
+    GError ** error)
+{
+  MiniDev *d = dev;
+  d->mr_registered = TRUE;
+  d->mr_addr = addr;
+  d->mr_size = size;
+  *lkey = TEST_LKEY;
+  *handle = d;
+  return TRUE;
+}
+
+static void
+mini_mr_dereg (gpointer dev, gpointer handle)
+{
+  MiniDev *d = dev;
+  g_assert_true (handle == d);
+  d->mr_registered = FALSE;
+}
+
+static gboolean
+mini_cq_create (gpointer dev, Mlx5Cq * cq, GError ** error)
+{
+  MiniDev *d = dev;
+  d->cq = cq;
+  cq->cqn = 7;
+  return TRUE;
+}
+
+static void
+mini_cq_destroy (gpointer dev, Mlx5Cq * cq)
+{
+  MiniDev *d = dev;
+  d->cq = NULL;
+}
+
+static gboolean
+mini_rq_create (gpointer dev, Mlx5Rq * rq, GError ** error)
+{
+  MiniDev *d = dev;
+  d->rq = rq;
+  rq->rqn = 9;
+  return TRUE;
+}
+
+static void
+mini_rq_destroy (gpointer dev, Mlx5Rq * rq)
+{
+  MiniDev *d = dev;
+  d->rq = NULL;
+}
+
+static void
+mini_clock_info (gpointer dev, Mlx5ClockInfo * info)
+{
+  MiniDev *d = dev;
+  *info = d->clock;
+}
+
+static const Mlx5PortOps mini_ops = {
+  .name = "mini",
+  .mr_reg = mini_mr_reg,
+  .mr_dereg = mini_mr_dereg,
+  .cq_create = mini_cq_create,
+  .cq_destroy = mini_cq_destroy,
+  .rq_create = mini_rq_create,
+  .rq_destroy = mini_rq_destroy,
+  .clock_info = mini_clock_info,
+};
+
+static const Mlx5Caps mini_caps = {
+  .min_log_stride_size = 6,.max_log_stride_size = 13,
+  .min_log_strides = 3,.max_log_strides = 16,
+  .max_log_wqes = 16,.max_log_cq_size = 22,.max_log_wqebbs = 15,
+  .device_frequency_khz = 1000000,
+};
+
+/* identity clock: ns = ticks */
+static void
+mini_init (MiniDev * d)
+{
+  memset (d, 0, sizeof *d);
+  d->clock.mult = 1u << 31;
+  d->clock.shift = 31;
+  d->clock.mask = G_MAXUINT64;
+}
+
+static volatile struct mlx5_cqe64 *
+mini_cqe_next (MiniDev * d)
+{
+  guint32 mask = (1u << d->cq->log_size) - 1;
+  volatile struct mlx5_cqe64 *cqe =
+      (volatile struct mlx5_cqe64 *) (d->cq->ring + (gsize) (d->cq_pi & mask) * 64);
+  /* the host must have consumed the CQE we overwrite */
+  guint32 ci = be32toh (d->cq->dbrec[0]) & 0xffffff;
+  g_assert_cmpuint ((d->cq_pi - ci) & 0xffffff, <, 1u << d->cq->log_size);
+  memset ((void *) cqe, 0, 63);
+  return cqe;
+}
+
+static void
+mini_cqe_publish (MiniDev * d, volatile struct mlx5_cqe64 *cqe, guint8 opcode)
+{
+  mlx5_dma_wmb ();
+  cqe->op_own = (guint8) (opcode << 4) | ((d->cq_pi >> d->cq->log_size) & 1);
+  d->cq_pi++;
+}
+
+/* a raw CQE (any values, for malformed input) */
+static void
+mini_cqe_raw (MiniDev * d, guint8 opcode, guint16 wqe_id, guint16 stride, guint32 byte_cnt,
+    guint64 ts, guint32 tag, guint8 hds_ip_ext, guint8 l4_l3)
+{
+  volatile struct mlx5_cqe64 *cqe = mini_cqe_next (d);
+  cqe->wqe_id = htobe16 (wqe_id);
+  cqe->wqe_counter = htobe16 (stride);
+  cqe->byte_cnt = htobe32 (byte_cnt);
+  cqe->timestamp = htobe64 (ts);
+  cqe->sop_drop_qpn = htobe32 (tag);
+  cqe->hds_ip_ext = hds_ip_ext;
+  cqe->l4_hdr_type_etc = l4_l3;
+  mini_cqe_publish (d, cqe, opcode);
+}
+
+static guint32
+mini_posted (MiniDev * d)
+{
+  guint32 pi = be32toh (d->rq->dbrec[MLX5_RCV_DBR]) & 0xffff;
+  return (pi - d->hw_wqe) & 0xffff;
+}
+
+static guint32
+mini_strides (MiniDev * d)
+{
+  return 1u << d->rq->log_strides;
+}
+
+static void
+mini_wqe_done_if_full (MiniDev * d)
+{
+  if (d->hw_stride == mini_strides (d)) {
+    d->hw_wqe++;
+    d->hw_stride = 0;
+  }
+}
+
+/* Receives one frame of `len` bytes filled with `fill`: the way the PRM says a striding
+ * RQ does. Returns FALSE (and counts) when no posted WQE has room. */
+static gboolean
+mini_rx (MiniDev * d, guint len, guint8 fill, guint64 ts, guint32 tag)
+{
+  guint32 stride_size = 1u << d->rq->log_stride_size;
+  guint32 need = (len + stride_size - 1) / stride_size;
+
+  if (mini_posted (d) == 0) {
+    d->oob++;
+    return FALSE;
+  }
+  if (d->hw_stride + need > mini_strides (d)) {
+    guint32 left = mini_strides (d) - d->hw_stride;
+    mini_cqe_raw (d, MLX5_CQE_RESP_SEND, d->hw_wqe & ((1u << d->rq->log_wqes) - 1),
+        (guint16) d->hw_stride, MLX5_MPRQ_FILLER_FLAG | (left << 16), 0, 0, 0, 0);
+    d->hw_stride += left;
+    mini_wqe_done_if_full (d);
+    if (mini_posted (d) == 0) {
+      d->oob++;
+      return FALSE;
+    }
+  }
+  guint32 slot = d->hw_wqe & ((1u << d->rq->log_wqes) - 1);
+  const struct mlx5_mprq_wqe *wqe =
+      (const struct mlx5_mprq_wqe *) (d->rq->wqes + (gsize) slot * 32);
+  g_assert_cmpuint (be32toh (wqe->dseg.lkey), ==, TEST_LKEY);
+  g_assert_cmpuint (be32toh (wqe->dseg.byte_count), ==,
+      mini_strides (d) * stride_size);
+  guint8 *region = (guint8 *) (uintptr_t) be64toh (wqe->dseg.addr);
+  g_assert_true (region >= d->mr_addr &&
+      region + mini_strides (d) * stride_size <= d->mr_addr + d->mr_size);
+  memset (region + (gsize) d->hw_stride * stride_size, fill, len);
+  mini_cqe_raw (d, MLX5_CQE_RESP_SEND, (guint16) slot, (guint16) d->hw_stride,
+      (need << 16) | len, ts, tag, MLX5_CQE_L2_OK | MLX5_CQE_L3_OK | MLX5_CQE_L4_OK,
+      (MLX5_CQE_L4_HDR_TYPE_UDP << 4) | (MLX5_CQE_L3_HDR_TYPE_IPV4 << 2));
+  d->hw_stride += need;
+  mini_wqe_done_if_full (d);
+  return TRUE;
+}
+
+static Mlx5Rxq *
+rxq_new_small (MiniDev * d, guint log_stride, guint log_strides, guint log_wqes)
+{
+  Mlx5RxGeometry geo = {.log_stride_size = log_stride,.log_strides = log_strides,
+    .log_wqes = log_wqes,.log_cq_size = log_strides + log_wqes
+  };
+  GError *error = NULL;
+  Mlx5Rxq *q = mlx5_rxq_new (&mini_ops, d, &mini_caps, &geo, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (q);
+  return q;
+}
+
+/* ---------------------------------------------------------------------------------- */
+
+static void
+test_geometry (void)
+{
+  Mlx5RxGeometry geo;
+  GError *error = NULL;
+
+  /* defaults: 2 KiB strides, 512 per WQE (1 MiB), 64 WQEs in 64 MiB, CQ 32768 */
+  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 0, 1518, 0, 0, &geo, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (geo.log_stride_size, ==, 11);
+  g_assert_cmpuint (geo.log_strides, ==, 9);
+  g_assert_cmpuint (geo.log_wqes, ==, 6);
+  g_assert_cmpuint (geo.log_cq_size, ==, 15);
+
+  /* small frames get small strides; a 100 MB ring rounds down to a power of two */
+  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 100000000, 100, 0, 0, &geo,
+          &error));
+  g_assert_cmpuint (geo.log_stride_size, ==, 7);
+  g_assert_cmpuint (geo.log_strides, ==, 9);
+  g_assert_cmpuint (geo.log_wqes, ==, 10);      /* 95 MiB / 64 KiB = 1525 -> 1024 */
+
+  /* jumbo frames span strides: 9018 bytes need 5 of 2 KiB -> still 512 per WQE */
+  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 0, 9018, 0, 0, &geo, &error));
+  g_assert_cmpuint (geo.log_stride_size, ==, 11);
+  g_assert_cmpuint (geo.log_strides, ==, 9);
+
+  /* a small ring lowers the strides per WQE to keep 4 WQEs */
+  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 65536, 1518, 0, 0, &geo,
+          &error));
+  g_assert_cmpuint (geo.log_strides, ==, 3);
+  g_assert_cmpuint (geo.log_wqes, ==, 2);
+
+  /* the CQ limit caps the WQE count */
+  Mlx5Caps caps = mini_caps;
+  caps.max_log_cq_size = 12;
+  g_assert_true (mlx5_rx_geometry_choose (&caps, "t", 0, 1518, 0, 0, &geo, &error));
+  g_assert_cmpuint (geo.log_wqes + geo.log_strides, ==, 12);
+  g_assert_cmpuint (geo.log_cq_size, ==, 12);
+
+  /* errors name the value and what is allowed */
+  g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "emu:t", 0, 1518, 100, 0, &geo,
+          &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
+  g_assert_nonnull (strstr (error->message, "emu:t: stride 100 is not allowed "
+          "(allowed: a power of two 64 .. 8192)"));
+  g_clear_error (&error);
+
+  g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "t", 0, 1518, 2048, 5, &geo,
+          &error));
+  g_assert_nonnull (strstr (error->message, "strides 5 per WQE is not allowed "
+          "(allowed: a power of two 8 .. 65536)"));
+  g_clear_error (&error);
+
+  g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "t", 0, 9018, 1024, 8, &geo,
+          &error));
+  g_assert_nonnull (strstr (error->message, "cannot hold max-packet-size 9018 "
+          "(allowed: strides >= 16)"));
+  g_clear_error (&error);
+
+  g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "t", 4096, 1518, 0, 0, &geo,
+          &error));
+  g_assert_nonnull (strstr (error->message, "ring-size 4096 is too small"));
+  g_assert_nonnull (strstr (error->message, "(allowed: ring-size >= 65536)"));
+  g_clear_error (&error);
+
+  g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "t", 0, 70000, 0, 0, &geo, &error));
+  g_assert_nonnull (strstr (error->message, "max-packet-size 70000 is out of range "
+          "(allowed 1 .. 65535)"));
+  g_clear_error (&error);
+}
+
+/* the WQEs the host posts, the doorbell record, and a first burst */
+static void
+test_post_and_poll (void)
+{
+  MiniDev d;
+  mini_init (&d);
+  d.clock.nsec = 5000;
+  d.clock.last_cycles = 1000;
+  Mlx5Rxq *q = rxq_new_small (&d, 6, 4, 2);     /* 64-byte strides, 16 per WQE, 4 WQEs */
+
+  g_assert_true (d.mr_registered);
+  g_assert_cmpuint (d.mr_size, ==, 4 * 16 * 64);
+  g_assert_cmpuint (be32toh (d.rq->dbrec[MLX5_RCV_DBR]), ==, 4);
+  for (guint i = 0; i < 4; i++) {
+    const guint8 *w = d.rq->wqes + i * 32;
+    for (guint b = 0; b < 16; b++)
+      g_assert_cmpuint (w[b], ==, 0);   /* next segment left zero */
+    const struct mlx5_wqe_data_seg *ds = (const struct mlx5_wqe_data_seg *) (w + 16);
+    g_assert_cmpuint (be32toh (ds->byte_count), ==, 1024);
+    g_assert_cmpuint (be32toh (ds->lkey), ==, TEST_LKEY);
+    g_assert_cmpuint (be64toh (ds->addr), ==, (guint64) (uintptr_t) (d.mr_addr + i * 1024));
+  }
+
+  Mlx5RxBurst b = { 0 };
+  DqPacket pkts[8];
+  g_assert_false (mlx5_rxq_cq_ready (q));
+  g_assert_false (mlx5_rxq_poll (q, &b, pkts, 8));
+  g_assert_cmpuint (b.n_packets, ==, 0);
+
+  g_assert_true (mini_rx (&d, 60, 0xa1, 1010, 0x123456));
+  g_assert_true (mini_rx (&d, 100, 0xa2, 1020, 7));     /* 2 strides */
+  g_assert_true (mini_rx (&d, 64, 0xa3, 990, 0x1000000 | 9));   /* before the snapshot */
+  g_assert_true (mlx5_rxq_cq_ready (q));
+  g_assert_false (mlx5_rxq_poll (q, &b, pkts, 8));      /* CQ ran dry, WQE not used up */
+  g_assert_cmpuint (b.n_packets, ==, 3);
+  g_assert_cmpuint (b.wqe, ==, 0);
+  g_assert_cmpuint (b.first_stride, ==, 0);
+  g_assert_cmpuint (b.strides, ==, 4);
+  g_assert_cmpuint (pkts[0].offset, ==, 0);
+  g_assert_cmpuint (pkts[0].length, ==, 60);
+  g_assert_cmpuint (pkts[1].offset, ==, 64);
+  g_assert_cmpuint (pkts[1].length, ==, 100);
+  g_assert_cmpuint (pkts[2].offset, ==, 192);
+  g_assert_cmpuint (pkts[2].length, ==, 64);
+  g_assert_cmpuint (pkts[0].flow_id, ==, 0x123456);
+  g_assert_cmpuint (pkts[1].flow_id, ==, 7);
+  g_assert_cmpuint (pkts[2].flow_id, ==, 9);    /* only the 24-bit tag */
+  g_assert_cmpuint (pkts[0].timestamp, ==, 5010);
+  g_assert_cmpuint (pkts[1].timestamp, ==, 5020);
+  g_assert_cmpuint (pkts[2].timestamp, ==, 4990);
+  g_assert_cmpuint (pkts[0].flags, ==, DQ_PACKET_FLAG_TS_HW | DQ_PACKET_FLAG_CSUM_OK);
+  guint8 *data = mlx5_rxq_burst_data (q, &b);
+  g_assert_true (data == d.mr_addr);
+  g_assert_cmpuint (mlx5_rxq_burst_size (q, &b), ==, 192 + 64);
+  g_assert_cmpuint (data[0], ==, 0xa1);
+  g_assert_cmpuint (data[59], ==, 0xa1);
+  g_assert_cmpuint (data[64], ==, 0xa2);
+  g_assert_cmpuint (data[163], ==, 0xa2);
+  g_assert_cmpuint (data[192 + 63], ==, 0xa3);
+  /* CQ doorbell record: consumer index after the poll */
+  g_assert_cmpuint (be32toh (d.cq->dbrec[0]), ==, 3);
+
+  /* the burst continues with the next packet of the same WQE */
+  g_assert_true (mini_rx (&d, 64, 0xa4, 1030, 0));
+  g_assert_false (mlx5_rxq_poll (q, &b, pkts, 8));
+  g_assert_cmpuint (b.n_packets, ==, 4);
+  g_assert_cmpuint (pkts[3].offset, ==, 256);
+  g_assert_cmpuint (b.strides, ==, 5);
+
+  /* max packets completes a burst */
+  Mlx5RxBurst b2 = { 0 };
+  g_assert_true (mini_rx (&d, 64, 0xa5, 1040, 0));
+  g_assert_true (mini_rx (&d, 64, 0xa6, 1050, 0));
+  g_assert_true (mlx5_rxq_poll (q, &b2, pkts, 1));
+  g_assert_cmpuint (b2.n_packets, ==, 1);
+  g_assert_cmpuint (b2.first_stride, ==, 5);
+  g_assert_cmpuint (mlx5_rxq_burst_data (q, &b2)[0], ==, 0xa5);
+
+  Mlx5RxCounters c;
+  mlx5_rxq_counters (q, &c);
+  g_assert_cmpuint (c.packets, ==, 5);
+  g_assert_cmpuint (c.bytes, ==, 60 + 100 + 64 + 64 + 64);
+  mlx5_rxq_free (q);
+  g_assert_false (d.mr_registered);
+}
+
+/* checksum flags from hds_ip_ext and the L4 type */
+static void
+test_csum_flags (void)
+{
+  MiniDev d;
+  mini_init (&d);
+  Mlx5Rxq *q = rxq_new_small (&d, 6, 4, 2);
+  const struct {
+    guint8 ok, l4;
+    guint32 flags;
+  } cases[] = {
+    {MLX5_CQE_L2_OK | MLX5_CQE_L3_OK | MLX5_CQE_L4_OK, MLX5_CQE_L4_HDR_TYPE_UDP,
+        DQ_PACKET_FLAG_CSUM_OK},
+    {MLX5_CQE_L2_OK | MLX5_CQE_L3_OK, MLX5_CQE_L4_HDR_TYPE_UDP, 0},
+    {MLX5_CQE_L2_OK | MLX5_CQE_L4_OK, MLX5_CQE_L4_HDR_TYPE_TCP, 0},
+    {MLX5_CQE_L2_OK | MLX5_CQE_L3_OK, MLX5_CQE_L4_HDR_TYPE_NONE, DQ_PACKET_FLAG_CSUM_OK},
+    {MLX5_CQE_L2_OK, MLX5_CQE_L4_HDR_TYPE_NONE, 0},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    mini_cqe_raw (&d, MLX5_CQE_RESP_SEND, 0, (guint16) i, (1u << 16) | 60, 0, 0,
+        cases[i].ok, (guint8) (cases[i].l4 << 4));
+  Mlx5RxBurst b = { 0 };
+  DqPacket pkts[8];
+  mlx5_rxq_poll (q, &b, pkts, 8);
+  g_assert_cmpuint (b.n_packets, ==, G_N_ELEMENTS (cases));
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    g_assert_cmpuint (pkts[i].flags, ==, DQ_PACKET_FLAG_TS_HW | cases[i].flags);
+  mlx5_rxq_free (q);
+}
+
+/* filler CQEs end a WQE (and a burst); WQEs are re-posted strictly in ring order */
+static void
+test_filler_and_ring_order (void)
+{
+  MiniDev d;
+  mini_init (&d);
+  Mlx5Rxq *q = rxq_new_small (&d, 6, 4, 2);     /* 16 strides per WQE */
+  Mlx5RxBurst b0 = { 0 }, b1 = { 0 };
+  DqPacket p0[32], p1[32];
+
+  /* 7 packets of 2 strides = 14 strides; the 8th (3 strides) does not fit: filler of 2 */
+  for (guint i = 0; i < 7; i++)
+    g_assert_true (mini_rx (&d, 128, (guint8) i, 0, 0));
+  g_assert_true (mini_rx (&d, 150, 0x77, 0, 0));
+  g_assert_true (mlx5_rxq_poll (q, &b0, p0, 32));       /* complete: the WQE is used up */
+  g_assert_cmpuint (b0.n_packets, ==, 7);
+  g_assert_cmpuint (b0.wqe, ==, 0);
+  g_assert_cmpuint (b0.strides, ==, 14);
+  g_assert_false (mlx5_rxq_poll (q, &b1, p1, 32));
+  g_assert_cmpuint (b1.n_packets, ==, 1);
+  g_assert_cmpuint (b1.wqe, ==, 1);
+  g_assert_cmpuint (b1.first_stride, ==, 0);
+  g_assert_cmpuint (p1[0].length, ==, 150);
+  g_assert_cmpuint (mlx5_rxq_burst_data (q, &b1)[149], ==, 0x77);
+  Mlx5RxCounters c;
+  mlx5_rxq_counters (q, &c);
+  g_assert_cmpuint (c.fillers, ==, 1);
+
+  /* fill WQE 1 up with single-stride packets */
+  for (guint i = 0; i < 13; i++)
+    g_assert_true (mini_rx (&d, 64, 0x10, 0, 0));
+  g_assert_true (mlx5_rxq_poll (q, &b1, p1, 32));
+  g_assert_cmpuint (b1.n_packets, ==, 14);
+  g_assert_cmpuint (b1.strides, ==, 16);
+
+  /* releasing WQE 1 first re-posts nothing: WQE 0 is older */
+  mlx5_rxq_release (q, b1.wqe, b1.strides);
+  g_assert_cmpuint (mlx5_rxq_refill (q), ==, 0);
+  g_assert_cmpuint (be32toh (d.rq->dbrec[MLX5_RCV_DBR]), ==, 4);
+  /* a partial release of WQE 0 is not enough */
+  mlx5_rxq_release (q, b0.wqe, 10);
+  g_assert_cmpuint (mlx5_rxq_refill (q), ==, 0);
+  mlx5_rxq_release (q, b0.wqe, 4);
+  g_assert_cmpuint (mlx5_rxq_refill (q), ==, 2);        /* WQE 0, then WQE 1 */
+  g_assert_cmpuint (be32toh (d.rq->dbrec[MLX5_RCV_DBR]), ==, 6);
+  mlx5_rxq_counters (q, &c);
+  g_assert_cmpuint (c.reposts, ==, 2);
+  g_assert_cmpuint (c.device_errors, ==, 0);
+  mlx5_rxq_free (q);
+}
+
+/* Many passes over every ring: owner bit parity of the CQ, the 16-bit RQ counter, the
+ * 24-bit CQ counter in the doorbell records, bytes of every packet. Held bursts make
+ * the device run out of WQEs (counted); releasing them recovers. */
+static void
+test_wrap_around (void)
+{
+  MiniDev d;
+  mini_init (&d);
+  Mlx5Rxq *q = rxq_new_small (&d, 6, 3, 2);     /* 8 strides per WQE, 4 WQEs, CQ 32 */
+  guint64 sent = 0, received = 0, expected_oob = 0;
+  GRand *rand = g_rand_new_with_seed (42);
+  guint32 next_check = 0;
+
+  for (guint round = 0; round < 3000; round++) {
+    /* the device receives up to 12 frames of 1..4 strides */
+    guint n = g_rand_int_range (rand, 1, 13);
+    for (guint i = 0; i < n; i++) {
+      guint len = g_rand_int_range (rand, 1, 257);
+      guint8 fill = (guint8) (sent & 0xff);
+      if (mini_rx (&d, len, fill, sent, (guint32) (sent & 0xffffff)))
+        sent++;
+      else
+        expected_oob++;
+    }
+    /* the host drains the CQ in bursts of up to 5 and releases them all */
+    for (;;) {
+      Mlx5RxBurst b = { 0 };
+      DqPacket pkts[5];
+      mlx5_rxq_poll (q, &b, pkts, 5);
+      if (b.n_packets == 0)
+        break;
+      guint8 *data = mlx5_rxq_burst_data (q, &b);
+      for (guint i = 0; i < b.n_packets; i++) {
+        g_assert_cmpuint (pkts[i].timestamp, ==, next_check);
+        g_assert_cmpuint (pkts[i].flow_id, ==, next_check & 0xffffff);
+        g_assert_cmpuint (data[pkts[i].offset], ==, next_check & 0xff);
+        g_assert_cmpuint (data[pkts[i].offset + pkts[i].length - 1], ==, next_check & 0xff);
+        g_assert_cmpuint (pkts[i].offset + pkts[i].length, <=,
+            mlx5_rxq_burst_size (q, &b));
+        next_check++;
+        received++;
+      }
+      mlx5_rxq_release (q, b.wqe, b.strides);
+    }
+    mlx5_rxq_refill (q);
+    /* doorbell records always say exactly where the host is */
+    g_assert_cmpuint (be32toh (d.cq->dbrec[0]), ==, d.cq_pi & 0xffffff);
+  }
+  g_assert_cmpuint (received, ==, sent);
+  g_assert_cmpuint (d.oob, ==, expected_oob);
+  g_assert_cmpuint (d.cq_pi, >, 40 * 32);       /* the CQ wrapped 40+ times */
+  g_assert_cmpuint (d.hw_wqe, >, 1000);
+
+  /* hold everything: the device runs out of WQEs and counts; release: it recovers */
+  GArray *held = g_array_new (FALSE, FALSE, sizeof (Mlx5RxBurst));
+  guint64 oob_before = d.oob;
+  for (guint i = 0; i < 100; i++)
+    mini_rx (&d, 64, 0x55, 0, 0);
+  for (;;) {
+    Mlx5RxBurst b = { 0 };
+    DqPacket pkts[64];
+    mlx5_rxq_poll (q, &b, pkts, 64);
+    if (b.n_packets == 0)
+      break;
+    g_array_append_val (held, b);
+  }
+  g_assert_cmpuint (d.oob - oob_before, >=, 100 - 32);
+  g_assert_cmpuint (mlx5_rxq_refill (q), ==, 0);
+  for (guint i = 0; i < held->len; i++) {
+    Mlx5RxBurst *b = &g_array_index (held, Mlx5RxBurst, i);
+    mlx5_rxq_release (q, b->wqe, b->strides);
+  }
+  g_array_free (held, TRUE);
+  g_assert_cmpuint (mlx5_rxq_refill (q), >=, 3);
+  g_assert_true (mini_rx (&d, 64, 0x66, 0, 0));
+  mlx5_rxq_free (q);
+  g_rand_free (rand);
+}
+
+/* the 16-bit counters wrap: wqe_id (ring index) and the RQ doorbell counter */
+static void
+test_counter_wrap (void)
+{
+  MiniDev d;
+  mini_init (&d);
+  Mlx5Rxq *q = rxq_new_small (&d, 6, 3, 2);
+
+  for (guint i = 0; i < 70000 * 8 / 4; i++) {
+    g_assert_true (mini_rx (&d, 200, (guint8) i, 0, 0));     /* 4 strides: 2 per WQE */
+    Mlx5RxBurst b = { 0 };
+    DqPacket pkts[4];
+    mlx5_rxq_poll (q, &b, pkts, 4);
+    g_assert_cmpuint (b.n_packets, ==, 1);
+    g_assert_cmpuint (mlx5_rxq_burst_data (q, &b)[199], ==, (guint8) i);
+    mlx5_rxq_release (q, b.wqe, b.strides);
+    mlx5_rxq_refill (q);
+  }
+  g_assert_cmpuint (d.hw_wqe, ==, 70000);
+  g_assert_cmpuint (be32toh (d.rq->dbrec[MLX5_RCV_DBR]), ==, (70000 + 4) & 0xffff);
+  Mlx5RxCounters c;
+  mlx5_rxq_counters (q, &c);
+  g_assert_cmpuint (c.reposts, ==, 70000);
+  g_assert_cmpuint (c.device_errors, ==, 0);
+  mlx5_rxq_free (q);
+}
+
+/* CQEs that contradict the ring are counted and never followed */
+static void
+test_malformed_cqes (void)
+{
+  MiniDev d;
+  mini_init (&d);
+  Mlx5Rxq *q = rxq_new_small (&d, 6, 3, 2);     /* 8 strides per WQE */
+  Mlx5RxBurst b = { 0 };
+  DqPacket pkts[16];
+  Mlx5RxCounters c;
+
+  mini_cqe_raw (&d, MLX5_CQE_RESP_SEND, 0xffff, 0, (1u << 16) | 60, 0, 0, 0, 0);  /* WQE */
+  mini_cqe_raw (&d, MLX5_CQE_RESP_SEND, 0, 0x7fff, (1u << 16) | 60, 0, 0, 0, 0);  /* stride */
+  mini_cqe_raw (&d, MLX5_CQE_RESP_SEND, 0, 2, (0u << 16) | 60, 0, 0, 0, 0); /* 0 strides */
+  mini_cqe_raw (&d, MLX5_CQE_RESP_SEND, 0, 3, (1u << 16) | 65, 0, 0, 0, 0); /* too long */
+  mini_cqe_raw (&d, MLX5_CQE_RESP_SEND, 0, 4, (1u << 16) | 0, 0, 0, 0, 0);  /* empty */
+  mini_cqe_raw (&d, MLX5_CQE_REQ, 0, 5, (1u << 16) | 60, 0, 0, 0, 0);       /* opcode */
+  mini_cqe_raw (&d, MLX5_CQE_RESP_SEND, 0, 5, (0x7fffu << 16) | 60, 0, 0, 0, 0);  /* past */
+  g_assert_false (mlx5_rxq_poll (q, &b, pkts, 16));
+  g_assert_cmpuint (b.n_packets, ==, 0);
+  mlx5_rxq_counters (q, &c);
+  g_assert_cmpuint (c.device_errors, ==, 7);
+  g_assert_cmpuint (c.packets, ==, 0);
+  /* the cursor moved 1 stride for each, except the opcode one (no strides known) and
+   * the last one, which took the rest of the WQE: WQE 0 is complete and re-posted */
+  g_assert_cmpuint (mlx5_rxq_refill (q), ==, 1);
+  g_assert_cmpuint (be32toh (d.rq->dbrec[MLX5_RCV_DBR]), ==, 5);
+
+  /* the ring goes on at WQE 1 */
+  d.hw_wqe = 1;
+  d.hw_stride = 0;
+  g_assert_true (mini_rx (&d, 64, 0xee, 0, 0));
+  g_assert_false (mlx5_rxq_poll (q, &b, pkts, 16));
+  g_assert_cmpuint (b.n_packets, ==, 1);
+  g_assert_cmpuint (b.wqe, ==, 1);
+  g_assert_cmpuint (mlx5_rxq_burst_data (q, &b)[0], ==, 0xee);
+  mlx5_rxq_counters (q, &c);
+  g_assert_cmpuint (c.device_errors, ==, 7);
+  mlx5_rxq_free (q);
+}
+
+/* error CQEs: counted with their syndrome, their strides given back at once */
+static void
+test_error_cqe (void)
+{
+  MiniDev d;
+  mini_init (&d);
+  Mlx5Rxq *q = rxq_new_small (&d, 6, 3, 2);     /* 8 strides per WQE */
+  Mlx5RxBurst b = { 0 };
+  DqPacket pkts[16];
+  Mlx5RxCounters c;
+
+  g_assert_true (mini_rx (&d, 64, 0x01, 0, 0));
+  /* an error for a 2-stride packet at stride 1 */
+  {
+    volatile struct mlx5_cqe64 *cqe = mini_cqe_next (&d);
+    volatile struct mlx5_err_cqe *err = (volatile struct mlx5_err_cqe *) cqe;
+    cqe->wqe_id = htobe16 (0);
+    cqe->wqe_counter = htobe16 (1);
+    cqe->byte_cnt = htobe32 (2u << 16);
+    err->syndrome = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+    err->vendor_err_synd = 0x42;
+    mini_cqe_publish (&d, cqe, MLX5_CQE_RESP_ERR);
+    d.hw_stride += 2;
+  }
+  g_assert_true (mini_rx (&d, 64, 0x03, 0, 0));
+  g_assert_false (mlx5_rxq_poll (q, &b, pkts, 16));
+  g_assert_cmpuint (b.n_packets, ==, 2);
+  g_assert_cmpuint (pkts[1].offset, ==, 3 * 64);        /* after the two error strides */
+  g_assert_cmpuint (b.strides, ==, 2);
+  mlx5_rxq_counters (q, &c);
+  g_assert_cmpuint (c.cqe_errors, ==, 1);
+  g_assert_cmpuint (c.last_syndrome, ==, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+  g_assert_cmpuint (c.last_vendor_syndrome, ==, 0x42);
+
+  /* an error whose position is wrong gives up the rest of the WQE */
+  {
+    volatile struct mlx5_cqe64 *cqe = mini_cqe_next (&d);
+    cqe->wqe_id = htobe16 (3);
+    cqe->byte_cnt = htobe32 (1u << 16);
+    ((volatile struct mlx5_err_cqe *) cqe)->syndrome = MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+    mini_cqe_publish (&d, cqe, MLX5_CQE_RESP_ERR);
+  }
+  g_assert_true (mlx5_rxq_poll (q, &b, pkts, 16));      /* the WQE is used up */
+  g_assert_cmpuint (b.n_packets, ==, 2);
+  mlx5_rxq_release (q, b.wqe, b.strides);
+  g_assert_cmpuint (mlx5_rxq_refill (q), ==, 1);
+  mlx5_rxq_counters (q, &c);
+  g_assert_cmpuint (c.cqe_errors, ==, 2);
+  g_assert_cmpuint (c.last_syndrome, ==, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
+  mlx5_rxq_free (q);
+}
+
+/* our clock conversion is rdma-core's mlx5dv_ts_to_ns, value for value */
+static void
+test_ts_to_ns (void)
+{
+  GRand *rand = g_rand_new_with_seed (7);
+  for (guint i = 0; i < 100000; i++) {
+    struct mlx5dv_clock_info ci = {
+      .nsec = g_rand_int (rand) * (guint64) 1000 + 1000000000000ull,
+      .last_cycles = ((guint64) g_rand_int (rand) << 32) | g_rand_int (rand),
+      .frac = g_rand_int_range (rand, 0, 1 << 20),
+      .mult = g_rand_int_range (rand, 1 << 20, G_MAXINT32),
+      .shift = 28,
+      .mask = (i & 1) ? G_MAXUINT64 : ((1ull << 41) - 1),
+    };
+    Mlx5ClockInfo mine = {.nsec = ci.nsec,.last_cycles = ci.last_cycles,.frac = ci.frac,
+      .mult = ci.mult,.shift = ci.shift,.mask = ci.mask
+    };
+    gint64 d = g_rand_int_range (rand, -400000000, 400000000);
+    guint64 ts = ci.last_cycles + (guint64) d;
+    g_assert_cmpuint (mlx5_ts_to_ns (&mine, ts), ==, mlx5dv_ts_to_ns (&ci, ts));
+  }
+  g_rand_free (rand);
+  g_assert_cmpuint (mlx5_rt_ts_to_ns ((5ull << 32) | 123), ==, 5000000123ull);
+}
+
+/* real-time CQE timestamps (sec << 32 | ns) are taken as they are */
+static void
+test_real_time_ts (void)
+{
+  MiniDev d;
+  mini_init (&d);
+  Mlx5Caps caps = mini_caps;
+  caps.real_time_ts = TRUE;
+  Mlx5RxGeometry geo = {.log_stride_size = 6,.log_strides = 3,.log_wqes = 2,
+    .log_cq_size = 5
+  };
+  Mlx5Rxq *q = mlx5_rxq_new (&mini_ops, &d, &caps, &geo, NULL);
+  g_assert_true (mini_rx (&d, 64, 1, (1700000000ull << 32) | 999999999, 0));
+  Mlx5RxBurst b = { 0 };
+  DqPacket pkts[2];
+  mlx5_rxq_poll (q, &b, pkts, 2);
+  g_assert_cmpuint (pkts[0].timestamp, ==, 1700000000999999999ull);
+  mlx5_rxq_free (q);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/mlx5/rx/geometry", test_geometry);
+  g_test_add_func ("/mlx5/rx/post-and-poll", test_post_and_poll);
+  g_test_add_func ("/mlx5/rx/csum-flags", test_csum_flags);
+  g_test_add_func ("/mlx5/rx/filler-and-ring-order", test_filler_and_ring_order);
+  g_test_add_func ("/mlx5/rx/wrap-around", test_wrap_around);
+  g_test_add_func ("/mlx5/rx/counter-wrap", test_counter_wrap);
+  g_test_add_func ("/mlx5/rx/malformed-cqes", test_malformed_cqes);
+  g_test_add_func ("/mlx5/rx/error-cqe", test_error_cqe);
+  g_test_add_func ("/mlx5/rx/ts-to-ns", test_ts_to_ns);
+  g_test_add_func ("/mlx5/rx/real-time-ts", test_real_time_ts);
+  return g_test_run ();
+}

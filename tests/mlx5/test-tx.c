@@ -1,0 +1,470 @@
+/* Host TX ring (mlx5/tx.c) against a device played by the test: the test reads the SQ
+ * doorbell record and the WQEs the host wrote, checks every field against the PRM
+ * layout, and writes TX CQEs by hand (including ones that name no WQE in flight).
+ */
+#include "tx.h"
+#include "mlx5-dma.h"
+
+#include <string.h>
+
+#define TEST_LKEY 0x00beef02u
+#define TEST_SQN 0x123456u
+#define BF_SIZE 256
+
+typedef struct {
+  Mlx5Cq *cq;
+  Mlx5Sq *sq;
+  guint8 *slab;
+  gsize slab_size;
+  guint8 bf[2 * BF_SIZE] __attribute__((aligned (64)));
+  guint32 hw_ci;                /* WQEBBs executed */
+  guint32 cq_pi;
+  GPtrArray *frames;            /* GBytes of what was sent */
+  GArray *cs_flags;             /* guint8 per frame */
+  guint32 last_bf_offset;
+} TxDev;
+
+static gboolean
+tx_mr_reg (gpointer dev, void *addr, gsize size, guint32 * lkey, gpointer * handle,
+    GError ** error)
+{
+  TxDev *d = dev;
+  d->slab = addr;
+  d->slab_size = size;
+  *lkey = TEST_LKEY;
+  *handle = d;
+  return TRUE;
+}
+
+static void
+tx_mr_dereg (gpointer dev, gpointer handle)
+{
+}
+
+static gboolean
+tx_cq_create (gpointer dev, Mlx5Cq * cq, GError ** error)
+{
+  ((TxDev *) dev)->cq = cq;
+  return TRUE;
+}
+
+static void
+tx_cq_destroy (gpointer dev, Mlx5Cq * cq)
+{
+}
+
+static gboolean
+tx_sq_create (gpointer dev, Mlx5Sq * sq, GError ** error)
+{
+  TxDev *d = dev;
+  d->sq = sq;
+  sq->sqn = TEST_SQN;
+  sq->bf_reg = (volatile guint64 *) d->bf;
+  sq->bf_size = BF_SIZE;
+  return TRUE;
+}
+
+static void
+tx_sq_destroy (gpointer dev, Mlx5Sq * sq)
+{
+}
+
+static const Mlx5PortOps tx_ops = {
+  .name = "txdev",
+  .mr_reg = tx_mr_reg,
+  .mr_dereg = tx_mr_dereg,
+  .cq_create = tx_cq_create,
+  .cq_destroy = tx_cq_destroy,
+  .sq_create = tx_sq_create,
+  .sq_destroy = tx_sq_destroy,
+};
+
+static const Mlx5Caps tx_caps = {
+  .min_log_stride_size = 6,.max_log_stride_size = 13,
+  .min_log_strides = 3,.max_log_strides = 16,
+  .max_log_wqes = 16,.max_log_cq_size = 22,.max_log_wqebbs = 15,
+};
+
+static void
+txdev_init (TxDev * d)
+{
+  memset (d, 0, sizeof *d);
+  d->frames = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
+  d->cs_flags = g_array_new (FALSE, FALSE, 1);
+}
+
+static void
+txdev_clear (TxDev * d)
+{
+  g_ptr_array_unref (d->frames);
+  g_array_unref (d->cs_flags);
+}
+
+static void
+txdev_cqe (TxDev * d, guint8 opcode, guint16 wqe_counter, guint8 syndrome)
+{
+  guint32 mask = (1u << d->cq->log_size) - 1;
+  volatile struct mlx5_cqe64 *cqe =
+      (volatile struct mlx5_cqe64 *) (d->cq->ring + (gsize) (d->cq_pi & mask) * 64);
+  guint32 ci = be32toh (d->cq->dbrec[0]) & 0xffffff;
+  g_assert_cmpuint ((d->cq_pi - ci) & 0xffffff, <, 1u << d->cq->log_size);
+  memset ((void *) cqe, 0, 63);
+  cqe->wqe_counter = htobe16 (wqe_counter);
+  cqe->sop_drop_qpn = htobe32 (TEST_SQN);
+  if (opcode == MLX5_CQE_REQ_ERR)
+    ((volatile struct mlx5_err_cqe *) cqe)->syndrome = syndrome;
+  mlx5_dma_wmb ();
+  cqe->op_own = (guint8) (opcode << 4) | ((d->cq_pi >> d->cq->log_size) & 1);
+  d->cq_pi++;
+}
+
+/* Executes the WQEs up to the doorbell record: checks each against the PRM layout and
+ * the host's rules, keeps the frame, and completes signalled WQEs. `complete` FALSE
+ * keeps CQEs back (the host must then run out of slots). Returns WQEs executed. */
+static guint
+txdev_execute (TxDev * d, gboolean complete)
+{
+  guint32 pi = be32toh (d->sq->dbrec[MLX5_SND_DBR]);
+  guint32 mask = (1u << d->sq->log_wqebbs) - 1;
+  guint n = 0;
+
+  g_assert_cmpuint (pi, <=, 0xffff);
+  while ((guint16) d->hw_ci != (guint16) pi) {
+    const guint8 *wqe = d->sq->wqes + (gsize) (d->hw_ci & mask) * 64;
+    const struct mlx5_wqe_ctrl_seg *ctrl = (const struct mlx5_wqe_ctrl_seg *) wqe;
+    const struct mlx5_wqe_eth_seg *eth = (const struct mlx5_wqe_eth_seg *) (wqe + 16);
+    const struct mlx5_wqe_data_seg *ds = (const struct mlx5_wqe_data_seg *) (wqe + 32);
+    guint32 opmod_idx_opcode = be32toh (ctrl->opmod_idx_opcode);
+    guint32 qpn_ds = be32toh (ctrl->qpn_ds);
+
+    g_assert_cmpuint (opmod_idx_opcode & 0xff, ==, MLX5_OPCODE_SEND);
+    g_assert_cmpuint ((opmod_idx_opcode >> 8) & 0xffff, ==, d->hw_ci & 0xffff);
+    g_assert_cmpuint (opmod_idx_opcode >> 24, ==, 0);
+    g_assert_cmpuint (qpn_ds >> 8, ==, TEST_SQN);
+    g_assert_cmpuint (qpn_ds & 0x3f, ==, 3);
+    g_assert_cmpuint (ctrl->signature, ==, 0);
+    g_assert_cmpuint (ctrl->imm, ==, 0);
+    guint8 ce = ctrl->fm_ce_se & 0x0c;
+    g_assert_true (ce == MLX5_WQE_CTRL_CQ_UPDATE || ce == MLX5_WQE_CTRL_CQ_ONLY_FIRST_ERR);
+    g_assert_cmpuint (be16toh (eth->inline_hdr_sz), ==, 0);
+    g_assert_cmpuint (be16toh (eth->mss), ==, 0);
+    g_assert_cmpuint (be32toh (ds->lkey), ==, TEST_LKEY);
+    guint32 len = be32toh (ds->byte_count);
+    guint8 *addr = (guint8 *) (uintptr_t) be64toh (ds->addr);
+    g_assert_true (addr >= d->slab && addr + len <= d->slab + d->slab_size);
+    g_ptr_array_add (d->frames, g_bytes_new (addr, len));
+    g_array_append_val (d->cs_flags, eth->cs_flags);
+    if (complete && ce == MLX5_WQE_CTRL_CQ_UPDATE)
+      txdev_cqe (d, MLX5_CQE_REQ, (guint16) d->hw_ci, 0);
+    d->hw_ci++;
+    n++;
+  }
+  return n;
+}
+
+static Mlx5Txq *
+txq_new (TxDev * d, gsize ring, guint max_packet, guint signal_every)
+{
+  Mlx5TxConfig cfg = {.csum = TRUE };
+  GError *error = NULL;
+  g_assert_true (mlx5_tx_geometry_choose (&tx_caps, "t", ring, max_packet, signal_every,
+          &cfg, &error));
+  g_assert_no_error (error);
+  Mlx5Txq *q = mlx5_txq_new (&tx_ops, d, &cfg, &error);
+  g_assert_no_error (error);
+  return q;
+}
+
+static void
+fill_frame (guint8 * buf, guint len, guint32 seq)
+{
+  for (guint i = 0; i < len; i++)
+    buf[i] = (guint8) (seq * 7 + i);
+}
+
+static void
+check_frame (GBytes * bytes, guint len, guint32 seq)
+{
+  gsize size;
+  const guint8 *data = g_bytes_get_data (bytes, &size);
+  g_assert_cmpuint (size, ==, len);
+  for (guint i = 0; i < len; i++)
+    if (data[i] != (guint8) (seq * 7 + i))
+      g_error ("frame %u byte %u: %02x, expected %02x", seq, i, data[i],
+          (guint8) (seq * 7 + i));
+}
+
+/* ---------------------------------------------------------------------------------- */
+
+static void
+test_geometry (void)
+{
+  Mlx5TxConfig cfg = { 0 };
+  GError *error = NULL;
+
+  g_assert_true (mlx5_tx_geometry_choose (&tx_caps, "t", 0, 1518, 0, &cfg, &error));
+  g_assert_cmpuint (cfg.log_slot_size, ==, 11);
+  g_assert_cmpuint (cfg.log_slots, ==, 11);
+  g_assert_cmpuint (cfg.log_wqebbs, ==, 12);
+  g_assert_cmpuint (cfg.signal_every, ==, 32);
+
+  g_assert_true (mlx5_tx_geometry_choose (&tx_caps, "t", 4096, 60, 0, &cfg, &error));
+  g_assert_cmpuint (cfg.log_slot_size, ==, 6);
+  g_assert_cmpuint (cfg.log_slots, ==, 6);
+  g_assert_cmpuint (cfg.signal_every, ==, 32);
+
+  g_assert_true (mlx5_tx_geometry_choose (&tx_caps, "t", 4096, 512, 0, &cfg, &error));
+  g_assert_cmpuint (cfg.log_slots, ==, 3);
+  g_assert_cmpuint (cfg.signal_every, ==, 4);   /* at most half the slots */
+
+  g_assert_false (mlx5_tx_geometry_choose (&tx_caps, "emu:t", 4096, 2000, 0, &cfg, &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
+  g_assert_nonnull (strstr (error->message, "emu:t: TX ring-size 4096 is too small for "
+          "slots of 2048 bytes (allowed: ring-size >= 8192)"));
+  g_clear_error (&error);
+  g_assert_false (mlx5_tx_geometry_choose (&tx_caps, "t", 4096, 512, 5, &cfg, &error));
+  g_assert_nonnull (strstr (error->message, "(allowed 1 .. 4)"));
+  g_clear_error (&error);
+  g_assert_false (mlx5_tx_geometry_choose (&tx_caps, "t", 0, 13, 0, &cfg, &error));
+  g_assert_nonnull (strstr (error->message, "max-packet-size 13 is out of range "
+          "(allowed 14 .. 65535)"));
+  g_clear_error (&error);
+}
+
+/* the bytes of the WQEs, the doorbell record and the BlueFlame writes */
+static void
+test_wqe_layout (void)
+{
+  TxDev d;
+  txdev_init (&d);
+  Mlx5Txq *q = txq_new (&d, 64 * 16, 64, 2);    /* 16 slots of 64 bytes, CQE every 2 */
+  guint8 f[3][60];
+  const guint8 *frames[3] = { f[0], f[1], f[2] };
+  guint32 lens[3] = { 60, 42, 14 };
+
+  for (guint i = 0; i < 3; i++)
+    fill_frame (f[i], lens[i], i);
+  g_assert_cmpuint (mlx5_txq_send (q, frames, lens, 3), ==, 3);
+  g_assert_cmpuint (be32toh (d.sq->dbrec[MLX5_SND_DBR]), ==, 3);
+  /* the doorbell: the first 8 bytes of the last WQE's ctrl segment, at BF offset 0 */
+  g_assert_cmpmem (d.bf, 8, d.sq->wqes + 2 * 64, 8);
+  const struct mlx5_wqe_ctrl_seg *c0 = (const struct mlx5_wqe_ctrl_seg *) d.sq->wqes;
+  const struct mlx5_wqe_ctrl_seg *c1 = (const struct mlx5_wqe_ctrl_seg *) (d.sq->wqes + 64);
+  const struct mlx5_wqe_ctrl_seg *c2 = (const struct mlx5_wqe_ctrl_seg *) (d.sq->wqes + 128);
+  /* byte for byte: opmod_idx_opcode = 00 | idx(16) | 0a, qpn_ds = sqn(24) | 03 */
+  const guint8 expect_ctrl1[8] = { 0x00, 0x00, 0x01, 0x0a, 0x12, 0x34, 0x56, 0x03 };
+  g_assert_cmpmem (c1, 8, expect_ctrl1, 8);
+  g_assert_cmpuint (c0->fm_ce_se, ==, MLX5_WQE_CTRL_CQ_ONLY_FIRST_ERR);
+  g_assert_cmpuint (c1->fm_ce_se, ==, MLX5_WQE_CTRL_CQ_UPDATE);    /* every 2nd */
+  g_assert_cmpuint (c2->fm_ce_se, ==, MLX5_WQE_CTRL_CQ_UPDATE);    /* last of the burst */
+  const guint8 *eth = d.sq->wqes + 64 + 16;
+  g_assert_cmpuint (eth[4], ==, MLX5_ETH_WQE_L3_CSUM | MLX5_ETH_WQE_L4_CSUM);
+  g_assert_cmpuint (txdev_execute (&d, TRUE), ==, 3);
+  for (guint i = 0; i < 3; i++) {
+    check_frame (g_ptr_array_index (d.frames, i), lens[i], i);
+    g_assert_cmpuint (g_array_index (d.cs_flags, guint8, i), ==, 0xc0);
+  }
+
+  /* the next doorbell uses the other half of the BlueFlame buffer */
+  g_assert_cmpuint (mlx5_txq_send (q, frames, lens, 1), ==, 1);
+  g_assert_cmpmem (d.bf + BF_SIZE, 8, d.sq->wqes + 3 * 64, 8);
+  g_assert_cmpuint (mlx5_txq_send (q, frames, lens, 1), ==, 1);
+  g_assert_cmpmem (d.bf, 8, d.sq->wqes + 4 * 64, 8);
+
+  Mlx5TxCounters c;
+  mlx5_txq_counters (q, &c);
+  g_assert_cmpuint (c.packets, ==, 5);
+  g_assert_cmpuint (c.bytes, ==, 60 + 42 + 14 + 60 + 60);
+  g_assert_cmpuint (c.doorbells, ==, 3);
+  mlx5_txq_free (q);
+  txdev_clear (&d);
+}
+
+/* slots come back only through CQEs; many passes over SQ, CQ and slots (16-bit WQE
+ * index wrap) with every byte checked */
+static void
+test_reclaim_wrap (void)
+{
+  TxDev d;
+  txdev_init (&d);
+  Mlx5Txq *q = txq_new (&d, 128 * 16, 100, 4); /* 16 slots of 128 bytes */
+  GRand *rand = g_rand_new_with_seed (3);
+  guint32 seq = 0, checked = 0;
+  guint8 buf[32][128];
+  const guint8 *frames[32];
+  guint32 lens[32];
+
+  g_assert_cmpuint (mlx5_txq_n_slots (q), ==, 16);
+  g_assert_cmpuint (mlx5_txq_free_slots (q), ==, 16);
+  /* without completions the slots run out */
+  for (guint i = 0; i < 20; i++) {
+    frames[i] = buf[i];
+    lens[i] = 64;
+    fill_frame (buf[i], 64, seq + i);
+  }
+  g_assert_cmpuint (mlx5_txq_send (q, frames, lens, 20), ==, 16);
+  seq += 16;
+  g_assert_cmpuint (mlx5_txq_free_slots (q), ==, 0);
+  g_assert_cmpuint (txdev_execute (&d, FALSE), ==, 16);
+  g_assert_cmpuint (mlx5_txq_send (q, frames, lens, 1), ==, 0);
+  g_assert_false (mlx5_txq_idle (q));
+  /* one CQE for the 8th WQE frees 8 slots */
+  txdev_cqe (&d, MLX5_CQE_REQ, 7, 0);
+  g_assert_cmpuint (mlx5_txq_reclaim (q), ==, 8);
+  g_assert_cmpuint (mlx5_txq_free_slots (q), ==, 8);
+  txdev_cqe (&d, MLX5_CQE_REQ, 15, 0);
+  g_assert_cmpuint (mlx5_txq_reclaim (q), ==, 8);
+  g_assert_true (mlx5_txq_idle (q));
+  for (; checked < 16; checked++)
+    check_frame (g_ptr_array_index (d.frames, checked), 64, checked);
+
+  while (seq < 70000) {
+    guint n = g_rand_int_range (rand, 1, 33);
+    for (guint i = 0; i < n; i++) {
+      frames[i] = buf[i];
+      lens[i] = g_rand_int_range (rand, 14, 129);
+      fill_frame (buf[i], lens[i], seq + i);
+    }
+    guint sent = mlx5_txq_send (q, frames, lens, n);
+    g_assert_cmpuint (sent, <=, 16);
+    g_assert_cmpuint (txdev_execute (&d, TRUE), ==, sent);
+    for (guint i = 0; i < sent; i++)
+      check_frame (g_ptr_array_index (d.frames, checked + i), lens[i], seq + i);
+    checked += sent;
+    seq += sent;
+    mlx5_txq_reclaim (q);
+    g_assert_true (mlx5_txq_idle (q));
+    g_assert_cmpuint (mlx5_txq_free_slots (q), ==, 16);
+    if (d.frames->len > 1000) {
+      g_ptr_array_remove_range (d.frames, 0, d.frames->len);
+      g_array_set_size (d.cs_flags, 0);
+      checked = 0;
+    }
+  }
+  g_assert_cmpuint (d.hw_ci, ==, seq);
+  g_assert_cmpuint (be32toh (d.sq->dbrec[MLX5_SND_DBR]), ==, seq & 0xffff);
+  Mlx5TxCounters c;
+  mlx5_txq_counters (q, &c);
+  g_assert_cmpuint (c.packets, ==, seq);
+  g_assert_cmpuint (c.device_errors, ==, 0);
+  g_assert_cmpuint (c.cqe_errors, ==, 0);
+  mlx5_txq_free (q);
+  g_rand_free (rand);
+  txdev_clear (&d);
+}
+
+/* writing frames in place: acquire, write, commit (partly), cancel */
+static void
+test_acquire_commit (void)
+{
+  TxDev d;
+  txdev_init (&d);
+  Mlx5Txq *q = txq_new (&d, 128 * 8, 128, 0);   /* 8 slots */
+  guint8 *slots[10];
+  guint32 lens[10];
+
+  g_assert_cmpuint (mlx5_txq_acquire (q, 10, slots), ==, 8);
+  g_assert_cmpuint (mlx5_txq_free_slots (q), ==, 0);
+  for (guint i = 0; i < 8; i++) {
+    g_assert_true (slots[i] == d.slab + i * 128);
+    lens[i] = 20 + i;
+    fill_frame (slots[i], lens[i], 100 + i);
+  }
+  g_assert_cmpuint (mlx5_txq_commit (q, 3, lens), ==, 3);
+  g_assert_cmpuint (txdev_execute (&d, TRUE), ==, 3);
+  /* the 5 still acquired go next, in order */
+  g_assert_cmpuint (mlx5_txq_commit (q, 2, lens + 3), ==, 2);
+  g_assert_cmpuint (txdev_execute (&d, TRUE), ==, 2);
+  for (guint i = 0; i < 5; i++)
+    check_frame (g_ptr_array_index (d.frames, i), 20 + i, 100 + i);
+  mlx5_txq_cancel (q);
+  mlx5_txq_reclaim (q);
+  g_assert_cmpuint (mlx5_txq_free_slots (q), ==, 8);
+  /* after cancel the slots are handed out again, from the first unsent one */
+  g_assert_cmpuint (mlx5_txq_acquire (q, 1, slots), ==, 1);
+  g_assert_true (slots[0] == d.slab + 5 * 128);
+  /* a length out of range stops the commit */
+  guint32 bad[2] = { 0, 60 };
+  g_assert_cmpuint (mlx5_txq_commit (q, 1, bad), ==, 0);
+  bad[0] = 129;
+  g_assert_cmpuint (mlx5_txq_commit (q, 1, bad), ==, 0);
+  g_assert_cmpuint (mlx5_txq_free_slots (q), ==, 7);
+  mlx5_txq_cancel (q);
+  mlx5_txq_free (q);
+  txdev_clear (&d);
+}
+
+/* the port MAC goes into bytes 6..11 when asked */
+static void
+test_src_mac (void)
+{
+  TxDev d;
+  txdev_init (&d);
+  Mlx5TxConfig cfg = {.stamp_src_mac = TRUE,.mac = {2, 0, 0, 0xaa, 0xbb, 0xcc} };
+  g_assert_true (mlx5_tx_geometry_choose (&tx_caps, "t", 0, 128, 0, &cfg, NULL));
+  Mlx5Txq *q = mlx5_txq_new (&tx_ops, &d, &cfg, NULL);
+  guint8 f[60];
+  memset (f, 0x11, sizeof f);
+  const guint8 *frames[1] = { f };
+  guint32 lens[1] = { 60 };
+  g_assert_cmpuint (mlx5_txq_send (q, frames, lens, 1), ==, 1);
+  txdev_execute (&d, TRUE);
+  const guint8 *sent = g_bytes_get_data (g_ptr_array_index (d.frames, 0), NULL);
+  const guint8 expect[14] = { 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 2, 0, 0, 0xaa, 0xbb, 0xcc,
+    0x11, 0x11
+  };
+  g_assert_cmpmem (sent, 14, expect, 14);
+  g_assert_cmpuint (f[6], ==, 0x11);    /* the caller's frame is untouched */
+  g_assert_cmpuint (g_array_index (d.cs_flags, guint8, 0), ==, 0);   /* no csum asked */
+  mlx5_txq_free (q);
+  txdev_clear (&d);
+}
+
+/* error CQEs complete their WQE (counted, syndrome kept); CQEs naming no WQE in flight
+ * and unknown opcodes are device errors and free nothing */
+static void
+test_bad_cqes (void)
+{
+  TxDev d;
+  txdev_init (&d);
+  Mlx5Txq *q = txq_new (&d, 64 * 8, 64, 0);
+  guint8 f[60] = { 0 };
+  const guint8 *frames[4] = { f, f, f, f };
+  guint32 lens[4] = { 60, 60, 60, 60 };
+  Mlx5TxCounters c;
+
+  g_assert_cmpuint (mlx5_txq_send (q, frames, lens, 4), ==, 4);
+  txdev_execute (&d, FALSE);
+  txdev_cqe (&d, MLX5_CQE_REQ, 4, 0);   /* not in flight (0..3) */
+  txdev_cqe (&d, MLX5_CQE_REQ, 0xfff0, 0);
+  txdev_cqe (&d, MLX5_CQE_RESP_SEND, 1, 0);     /* not a send completion */
+  g_assert_cmpuint (mlx5_txq_reclaim (q), ==, 0);
+  mlx5_txq_counters (q, &c);
+  g_assert_cmpuint (c.device_errors, ==, 3);
+  g_assert_cmpuint (mlx5_txq_free_slots (q), ==, 4);
+  txdev_cqe (&d, MLX5_CQE_REQ_ERR, 1, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
+  g_assert_cmpuint (mlx5_txq_reclaim (q), ==, 2);
+  mlx5_txq_counters (q, &c);
+  g_assert_cmpuint (c.cqe_errors, ==, 1);
+  g_assert_cmpuint (c.last_syndrome, ==, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
+  txdev_cqe (&d, MLX5_CQE_REQ, 3, 0);
+  g_assert_cmpuint (mlx5_txq_reclaim (q), ==, 2);
+  g_assert_true (mlx5_txq_idle (q));
+  mlx5_txq_counters (q, &c);
+  g_assert_cmpuint (c.completions, ==, 5);
+  mlx5_txq_free (q);
+  txdev_clear (&d);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/mlx5/tx/geometry", test_geometry);
+  g_test_add_func ("/mlx5/tx/wqe-layout", test_wqe_layout);
+  g_test_add_func ("/mlx5/tx/reclaim-wrap", test_reclaim_wrap);
+  g_test_add_func ("/mlx5/tx/acquire-commit", test_acquire_commit);
+  g_test_add_func ("/mlx5/tx/src-mac", test_src_mac);
+  g_test_add_func ("/mlx5/tx/bad-cqes", test_bad_cqes);
+  return g_test_run ();
+}
