@@ -36,7 +36,7 @@ if [ "$asan" = 1 ]; then
   # at its exit (forked check children report GLib's own start-up allocations instead)
   CK_FORK=no LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" \
   UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
-    meson test -C build-asan --print-errorlogs --num-processes 1 "$@"
+    meson test -C build-asan --print-errorlogs --num-processes 1 --no-suite lint "$@"
   logs+=(build-asan/meson-logs/testlog.json)
 fi
 
