@@ -12,8 +12,15 @@
  *
  * Packets are filtered and marked by #GstDaqiriSrc:flows, and spread over
  * #GstDaqiriSrc:queues receive queues that the element polls in its streaming thread.
- * The element provides a clock that reads the port clock; with it as the pipeline clock
- * buffer PTS is exactly the first packet's port time minus the base time.
+ * Time. Every packet's timestamp (in the meta) is port-clock ns. The element provides a
+ * clock that reads the port clock; with it as the pipeline clock a buffer's PTS is exactly
+ * its first packet's port time minus the base time. On any other pipeline clock the port
+ * time is mapped to that clock by a linear regression over (port time, clock time) pairs
+ * sampled from the streaming thread (as decklinkvideosrc does), which follows a port clock
+ * that runs at a different rate. The element sets the PTS of every buffer itself
+ * (#GstBaseSrc:do-timestamp is not needed). Every buffer also carries the raw port time
+ * of its first packet in a #GstReferenceTimestampMeta with the reference caps
+ * `timestamp/x-daqiri-port, device=(string)DEVICE`.
  *
  * ## Example launch line
  * |[
@@ -49,6 +56,8 @@ GST_DEBUG_CATEGORY_STATIC (daqirisrc_debug);
 #define MAX_RING_SIZE (G_GUINT64_CONSTANT (4) << 30)
 #define DEFAULT_MAX_PACKET_SIZE 9216
 #define DROP_WARNING_INTERVAL_US ((gint64) G_USEC_PER_SEC)
+/* media type of the reference caps of the GstReferenceTimestampMeta with the port time */
+#define PORT_TIME_REFERENCE "timestamp/x-daqiri-port"
 
 enum {
   PROP_0,
@@ -83,6 +92,10 @@ struct _GstDaqiriSrc {
   guint n_rings;
   guint next_ring;
   gint flushing;
+
+  /* time, between start and stop: used by the streaming thread only */
+  GstDaqiriTimeMap time_map;    /* port time -> pipeline clock time */
+  GstCaps *port_time_caps;      /* reference caps of the port-time meta */
 
   /* drop warnings and periodic stats messages */
   gint64 last_drop_check;
@@ -327,6 +340,9 @@ gst_daqiri_src_start (GstBaseSrc * bsrc)
   self->next_ring = 0;
   self->clock = gst_daqiri_clock_new (self->port);
   GST_OBJECT_UNLOCK (self);
+  gst_daqiri_time_map_init (&self->time_map, self->port);
+  self->port_time_caps = gst_caps_new_simple (PORT_TIME_REFERENCE,
+      "device", G_TYPE_STRING, device, NULL);
   self->last_drop_check = self->last_stats_post = g_get_monotonic_time ();
   self->drops_reported = 0;
   memset (&self->last_posted, 0, sizeof self->last_posted);
@@ -353,6 +369,14 @@ gst_daqiri_src_stop (GstBaseSrc * bsrc)
   GstDaqiriSrc *self = GST_DAQIRI_SRC (bsrc);
 
   release_rings (self);
+  if (self->time_map.n_samples > 0)
+    GST_DEBUG_OBJECT (self, "time map: %" G_GUINT64_FORMAT " samples, %" G_GUINT64_FORMAT
+        " fits, %" G_GUINT64_FORMAT " refused, %" G_GUINT64_FORMAT " restarts",
+        self->time_map.n_samples, self->time_map.n_fits, self->time_map.n_rejected,
+        self->time_map.n_restarts);
+  gst_daqiri_time_map_clear (&self->time_map);
+  gst_daqiri_time_map_init (&self->time_map, NULL);
+  gst_clear_caps (&self->port_time_caps);
   GST_OBJECT_LOCK (self);
   GstClock *clock = self->clock;
   self->clock = NULL;
@@ -397,8 +421,11 @@ gst_daqiri_src_query (GstBaseSrc * bsrc, GstQuery * query)
   GstDaqiriSrc *self = GST_DAQIRI_SRC (bsrc);
 
   if (GST_QUERY_TYPE (query) == GST_QUERY_LATENCY) {
-    /* a packet waits at most one burst timeout before its burst is handed out; the ring
-     * holds packets for as long as downstream lets it, so there is no upper bound */
+    /* min: a packet waits at most one burst timeout before its burst is handed out (its
+     * PTS is its arrival time). max, how long data may wait before it is lost: the ring
+     * keeps packets until downstream releases them, and a full ring drops new packets,
+     * not held ones, so no buffered data ever goes stale; how long the ring lasts depends
+     * on the packet rate, which nothing knows up front. So: unbounded. */
     GST_OBJECT_LOCK (self);
     GstClockTime min = self->burst_timeout;
     GST_OBJECT_UNLOCK (self);
@@ -428,32 +455,35 @@ gst_daqiri_src_unlock_stop (GstBaseSrc * bsrc)
   return TRUE;
 }
 
-/* PTS of a burst whose first packet arrived at port time `ts`. On the port's own clock
- * this is exact; on any other clock the port time is carried over by the offset between
- * the two clocks read now. */
+/* PTS of a burst whose first packet arrived at port time `ts` (0: no timestamp): `ts`
+ * on the pipeline clock (exact on the port's own clock, fitted on any other), minus the
+ * base time. */
 static GstClockTime
 burst_pts (GstDaqiriSrc * self, guint64 ts)
 {
   GstElement *element = GST_ELEMENT_CAST (self);
+  GstDaqiriTimeMap *map = &self->time_map;
 
+  /* the map holds a reference on the clock it maps to: a pointer compare is enough */
   GST_OBJECT_LOCK (self);
-  GstClock *clock = element->clock ? gst_object_ref (element->clock) : NULL;
+  GstClock *clock = element->clock;
   GstClockTime base_time = element->base_time;
+  gboolean changed = clock != map->clock;
+  if (changed && clock != NULL)
+    gst_object_ref (clock);
   GST_OBJECT_UNLOCK (self);
-  if (clock == NULL)
+  if (G_UNLIKELY (changed)) {
+    gst_daqiri_time_map_set_clock (map, clock);
+    if (clock != NULL)
+      gst_object_unref (clock);
+  }
+  if (map->clock == NULL)
     return GST_CLOCK_TIME_NONE;
 
-  GstClockTime clock_time;
-  if (ts != 0 && GST_IS_DAQIRI_CLOCK (clock) &&
-      gst_daqiri_clock_get_port (GST_DAQIRI_CLOCK (clock)) == self->port) {
-    clock_time = ts;
-  } else {
-    guint64 port_now = dq_port_time (self->port);
-    clock_time = gst_clock_get_time (clock);
-    if (ts != 0 && ts <= port_now && port_now - ts < clock_time)
-      clock_time -= port_now - ts;
-  }
-  gst_object_unref (clock);
+  GstClockTime clock_time = ts != 0 ? gst_daqiri_time_map_convert (map, ts) :
+      GST_CLOCK_TIME_NONE;
+  if (!GST_CLOCK_TIME_IS_VALID (clock_time))
+    clock_time = gst_clock_get_time (map->clock);       /* no time: arrival is now */
   return clock_time > base_time ? clock_time - base_time : 0;
 }
 
@@ -561,6 +591,10 @@ gst_daqiri_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     if (last_ts >= first_ts)
       GST_BUFFER_DURATION (buf) = last_ts - first_ts;
   }
+  /* the raw port time, whatever the pipeline clock (the caps are shared, not copied) */
+  if (first_ts != 0)
+    gst_buffer_add_reference_timestamp_meta (buf, self->port_time_caps, first_ts,
+        GST_BUFFER_DURATION (buf));
   check_stats (self);
   *outbuf = buf;
   return GST_FLOW_OK;
@@ -664,6 +698,7 @@ gst_daqiri_src_init (GstDaqiriSrc * self)
   self->ring_size = DEFAULT_RING_SIZE;
   self->max_packet_size = DEFAULT_MAX_PACKET_SIZE;
 
+  gst_daqiri_time_map_init (&self->time_map, NULL);
   gst_base_src_set_live (GST_BASE_SRC (self), TRUE);
   gst_base_src_set_format (GST_BASE_SRC (self), GST_FORMAT_TIME);
   GST_OBJECT_FLAG_SET (self, GST_ELEMENT_FLAG_PROVIDE_CLOCK);
