@@ -27,7 +27,7 @@ if [ "$asan" = 1 ]; then
     # GStreamer's GST_READ_*/GST_WRITE_* macros load and store unaligned on x86 by design:
     # UBSan's alignment check would flag every header field, so it is left out
     meson setup build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false \
-      -Dc_args=-fno-sanitize=alignment -Dbenchmarks=disabled >/dev/null \
+      -Dc_args=-fno-sanitize=alignment -Dbenchmarks=disabled -Dcuda=disabled >/dev/null \
       || fail "test: configuring build-asan failed"
   fi
   ninja -C build-asan >/dev/null || fail "test: ASan build failed"

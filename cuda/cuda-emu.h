@@ -1,0 +1,236 @@
+/* cuda-emu.h — just enough of CUDA to run reorder.cu's kernels on the CPU, for CI (no GPU there).
+ *
+ * Every CUDA thread of a block is a fiber (ucontext) on the calling OS thread; __syncthreads,
+ * __syncwarp and the warp shuffles/ballots switch between fibers until all living threads of the
+ * block (or warp) have arrived. Blocks run one after another in a random order, and at every
+ * switch the next fiber is picked at random, so races between blocks (the claim atomics, the
+ * last-block ticket) and between threads take a different interleaving per seed
+ * (DQ_EMU_SEED). Atomics are plain read-modify-writes: fibers only switch at the sync points.
+ * Device memory is host memory; kernels run to completion inside the launch; events are always
+ * complete. The conversion intrinsics use the CPU twin's functions: this emulates the kernels'
+ * control flow and data movement, not the GPU's arithmetic (that is what test-cuda-gpu checks on
+ * a real device).
+ *
+ * Not a general CUDA emulator: only what reorder.cu uses. */
+#ifndef DQ_CUDA_EMU_H
+#define DQ_CUDA_EMU_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <functional>
+
+#include "daqiri-reorder.h"
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__ __attribute__ ((noinline))
+#define __restrict__ __restrict
+#define __shared__ static
+#define __grid_constant__
+#define __launch_bounds__(...)
+
+struct dim3 {
+  unsigned x, y, z;
+  dim3 (unsigned a = 1, unsigned b = 1, unsigned c = 1) : x (a), y (b), z (c) {}
+};
+struct uint4 {
+  unsigned x, y, z, w;
+};
+static inline uint4 make_uint4 (unsigned a, unsigned b, unsigned c, unsigned d)
+{
+  uint4 v = { a, b, c, d };
+  return v;
+}
+
+/* ---- fibers ---------------------------------------------------------------------------------- */
+
+struct DqEmuThread {
+  dim3 tid;
+};
+extern DqEmuThread *dq_emu_cur;
+extern dim3 dq_emu_block, dq_emu_grid, dq_emu_block_dim;
+void dq_emu_launch (dim3 grid, dim3 block, const std::function<void ()> &body);
+void dq_emu_syncthreads ();
+void dq_emu_syncwarp ();
+/* warp exchange: every living lane of the calling warp deposits v; returns the lanes' values */
+const uint64_t *dq_emu_warp_exchange (uint64_t v);
+
+#define threadIdx (dq_emu_cur->tid)
+#define blockIdx dq_emu_block
+#define blockDim dq_emu_block_dim
+#define gridDim dq_emu_grid
+#define __syncthreads() dq_emu_syncthreads ()
+#define __syncwarp(...) dq_emu_syncwarp ()
+#define __threadfence() do { } while (0)
+
+template <typename T>
+static inline T
+__shfl_sync (unsigned, T v, int src, int width = 32)
+{
+  uint64_t bits = 0;
+  memcpy (&bits, &v, sizeof v);
+  const uint64_t *all = dq_emu_warp_exchange (bits);
+  unsigned lane = threadIdx.x & 31, base = lane - lane % (unsigned) width;
+  T r;
+  uint64_t got = all[base + (unsigned) src % (unsigned) width];
+  memcpy (&r, &got, sizeof r);
+  return r;
+}
+
+template <typename T>
+static inline T
+__shfl_up_sync (unsigned, T v, unsigned d, int width = 32)
+{
+  uint64_t bits = 0;
+  memcpy (&bits, &v, sizeof v);
+  const uint64_t *all = dq_emu_warp_exchange (bits);
+  unsigned lane = threadIdx.x & 31;
+  if (lane % (unsigned) width < d)
+    return v;
+  T r;
+  uint64_t got = all[lane - d];
+  memcpy (&r, &got, sizeof r);
+  return r;
+}
+
+static inline unsigned
+__ballot_sync (unsigned, int pred)
+{
+  const uint64_t *all = dq_emu_warp_exchange (pred ? 1 : 0);
+  unsigned lane = threadIdx.x & 31, warp0 = (threadIdx.x & ~31u);
+  unsigned m = 0;
+  for (unsigned k = 0; k < 32 && warp0 + k < blockDim.x; k++)
+    m |= (all[k] ? 1u : 0u) << k;
+  (void) lane;
+  return m;
+}
+
+/* ---- atomics (fibers switch only at sync points) -------------------------------------------- */
+
+template <typename T> static inline T atomicAdd (T *p, T v) { T o = *p; *p = o + v; return o; }
+template <typename T> static inline T atomicSub (T *p, T v) { T o = *p; *p = o - v; return o; }
+template <typename T> static inline T atomicExch (T *p, T v) { T o = *p; *p = v; return o; }
+template <typename T> static inline T atomicMin (T *p, T v) { T o = *p; if (v < o) *p = v; return o; }
+template <typename T> static inline T atomicMax (T *p, T v) { T o = *p; if (v > o) *p = v; return o; }
+
+/* ---- loads and bit intrinsics --------------------------------------------------------------- */
+
+template <typename T> static inline T __ldg (const T *p) { return *p; }
+template <typename T> static inline T __ldcg (const T *p) { return *p; }
+
+static inline unsigned
+__funnelshift_r (unsigned lo, unsigned hi, unsigned shift)
+{
+  return (unsigned) (((((uint64_t) hi) << 32) | lo) >> (shift & 31));
+}
+
+static inline unsigned
+__byte_perm (unsigned x, unsigned y, unsigned s)
+{
+  uint8_t b[8];
+  for (int k = 0; k < 4; k++) {
+    b[k] = (uint8_t) (x >> (8 * k));
+    b[4 + k] = (uint8_t) (y >> (8 * k));
+  }
+  unsigned r = 0;
+  for (int k = 0; k < 4; k++)
+    r |= (unsigned) b[(s >> (4 * k)) & 7] << (8 * k);
+  return r;
+}
+
+/* ---- conversions: the CPU twin's ------------------------------------------------------------ */
+
+struct __half { uint16_t x; };
+struct __nv_bfloat16 { uint16_t x; };
+static inline float __int2float_rn (int v) { return (float) v; }
+static inline double __int2double_rn (int v) { return (double) v; }
+static inline __half __float2half_rn (float f) { __half h = { dq_float_to_half_rn (f) }; return h; }
+static inline __nv_bfloat16 __float2bfloat16_rn (float f)
+{
+  __nv_bfloat16 h = { dq_float_to_bf16_rn (f) };
+  return h;
+}
+static inline unsigned short __half_as_ushort (__half h) { return h.x; }
+static inline unsigned short __bfloat16_as_ushort (__nv_bfloat16 h) { return h.x; }
+static inline unsigned __float_as_uint (float f) { unsigned u; memcpy (&u, &f, 4); return u; }
+static inline long long __double_as_longlong (double d) { long long u; memcpy (&u, &d, 8); return u; }
+
+/* ---- runtime API ---------------------------------------------------------------------------- */
+
+typedef int cudaError_t;
+typedef void *cudaStream_t;
+typedef void *cudaEvent_t;
+enum {
+  cudaSuccess = 0,
+  cudaErrorNotReady = 600,
+  cudaStreamNonBlocking = 1,
+  cudaEventDisableTiming = 2,
+  cudaHostAllocMapped = 2,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDefault = 4,
+  cudaDevAttrClockRate = 13,
+  cudaDevAttrMemoryClockRate = 36,
+};
+struct cudaDeviceProp {
+  char name[256];
+  int major, minor, multiProcessorCount, l2CacheSize;
+  size_t totalGlobalMem;
+};
+
+static inline const char *cudaGetErrorString (cudaError_t) { return "emulated CUDA error"; }
+static inline cudaError_t cudaGetDeviceCount (int *n) { *n = 1; return cudaSuccess; }
+static inline cudaError_t cudaGetDevice (int *d) { *d = 0; return cudaSuccess; }
+static inline cudaError_t cudaSetDevice (int) { return cudaSuccess; }
+static inline cudaError_t
+cudaGetDeviceProperties (cudaDeviceProp *p, int)
+{
+  memset (p, 0, sizeof *p);
+  strcpy (p->name, "daqiri CUDA emulator (CPU fibers)");
+  p->major = 9;
+  p->multiProcessorCount = 2;
+  p->totalGlobalMem = 1ull << 32;
+  p->l2CacheSize = 1 << 20;
+  return cudaSuccess;
+}
+static inline cudaError_t cudaDriverGetVersion (int *v) { *v = 0; return cudaSuccess; }
+static inline cudaError_t cudaRuntimeGetVersion (int *v) { *v = 0; return cudaSuccess; }
+static inline cudaError_t cudaDeviceGetAttribute (int *v, int, int) { *v = 0; return cudaSuccess; }
+template <typename T>
+static inline cudaError_t cudaMalloc (T **p, size_t n)
+{
+  *p = (T *) malloc (n ? n : 1);
+  if (*p)
+    memset ((void *) *p, 0xcd, n);       /* device memory is not zeroed */
+  return *p ? cudaSuccess : 2;
+}
+static inline cudaError_t cudaFree (void *p) { free (p); return cudaSuccess; }
+template <typename T>
+static inline cudaError_t cudaHostAlloc (T **p, size_t n, unsigned)
+{
+  *p = (T *) malloc (n ? n : 1);
+  return *p ? cudaSuccess : 2;
+}
+static inline cudaError_t cudaFreeHost (void *p) { free (p); return cudaSuccess; }
+template <typename T>
+static inline cudaError_t cudaHostGetDevicePointer (T **d, void *h, unsigned) { *d = (T *) h; return cudaSuccess; }
+static inline cudaError_t cudaMemcpy (void *d, const void *s, size_t n, int) { memmove (d, s, n); return cudaSuccess; }
+static inline cudaError_t cudaMemcpyAsync (void *d, const void *s, size_t n, int, cudaStream_t) { memmove (d, s, n); return cudaSuccess; }
+static inline cudaError_t cudaMemset (void *d, int v, size_t n) { memset (d, v, n); return cudaSuccess; }
+static inline cudaError_t cudaMemsetAsync (void *d, int v, size_t n, cudaStream_t) { memset (d, v, n); return cudaSuccess; }
+static inline cudaError_t cudaStreamCreateWithFlags (cudaStream_t *s, unsigned) { *s = (void *) 1; return cudaSuccess; }
+static inline cudaError_t cudaStreamDestroy (cudaStream_t) { return cudaSuccess; }
+static inline cudaError_t cudaStreamSynchronize (cudaStream_t) { return cudaSuccess; }
+static inline cudaError_t cudaEventCreateWithFlags (cudaEvent_t *e, unsigned) { *e = (void *) 1; return cudaSuccess; }
+static inline cudaError_t cudaEventDestroy (cudaEvent_t) { return cudaSuccess; }
+static inline cudaError_t cudaEventRecord (cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+static inline cudaError_t cudaEventQuery (cudaEvent_t) { return cudaSuccess; }
+static inline cudaError_t cudaEventSynchronize (cudaEvent_t) { return cudaSuccess; }
+static inline cudaError_t cudaGetLastError () { return cudaSuccess; }
+
+#define DQ_LAUNCH(kernel, grid, block, stream, ...) \
+  dq_emu_launch (dim3 (grid), dim3 (block), [=] () { kernel (__VA_ARGS__); })
+
+#endif /* DQ_CUDA_EMU_H */

@@ -1,0 +1,105 @@
+/* reorder-priv.h — helpers shared by the CPU twin (C) and the kernels (CUDA): the same source
+ * decides bit fields, unwrapping and element decoding on both sides. Internal to cuda/. */
+#ifndef DAQIRI_REORDER_PRIV_H
+#define DAQIRI_REORDER_PRIV_H
+
+#include <stdint.h>
+#include "daqiri-reorder.h"
+
+#ifdef __CUDACC__
+#define DQ_HD __host__ __device__ __forceinline__
+#else
+#define DQ_HD static inline
+#endif
+
+/* Element sizes in bits (0 for SAME). */
+DQ_HD uint32_t
+dq_elem_bits (uint32_t t)
+{
+  switch (t) {
+    case DQ_ELEM_INT4: return 4;
+    case DQ_ELEM_INT8: return 8;
+    case DQ_ELEM_INT16: case DQ_ELEM_FP16: case DQ_ELEM_BF16: return 16;
+    case DQ_ELEM_INT32: case DQ_ELEM_FP32: return 32;
+    case DQ_ELEM_FP64: return 64;
+    default: return 0;
+  }
+}
+
+/* Bytes [bit_offset / 8, (bit_offset + width + 7) / 8) must be readable. width 1..32. */
+DQ_HD uint32_t
+dq_bits_get_raw (const uint8_t *p, uint32_t bit_offset, uint32_t width)
+{
+  uint32_t first = bit_offset >> 3;
+  uint32_t last = (bit_offset + width - 1) >> 3;
+  uint64_t acc = 0;
+  for (uint32_t b = first; b <= last; b++)
+    acc = (acc << 8) | p[b];
+  /* acc holds (last - first + 1) bytes; drop the bits after the field, then mask */
+  uint32_t tail = (last + 1) * 8 - (bit_offset + width);
+  acc >>= tail;
+  return (uint32_t) (acc & ((width == 32) ? 0xffffffffull : ((1ull << width) - 1)));
+}
+
+/* Unwrap a `bits`-bit value k to the 64-bit value nearest head: head + d, d in (-2^(b-1), 2^(b-1)]. */
+DQ_HD int64_t
+dq_unwrap (uint32_t k, int64_t head, uint32_t bits)
+{
+  uint64_t m = 1ull << bits;
+  uint64_t d = ((uint64_t) k - (uint64_t) head) & (m - 1);
+  int64_t sd = (d > (m >> 1)) ? (int64_t) d - (int64_t) m : (int64_t) d;
+  return head + sd;
+}
+
+/* Element e of an input payload as int32 (the payload holds at least the element's bytes). */
+DQ_HD int32_t
+dq_decode_elem (const uint8_t *src, uint32_t e, uint32_t in_type, uint32_t network)
+{
+  switch (in_type) {
+    case DQ_ELEM_INT4: {
+      uint32_t b = src[e >> 1];
+      uint32_t n = (e & 1) ? (b & 0xf) : (b >> 4);
+      return (n & 8) ? (int32_t) (n | 0xfffffff0u) : (int32_t) n;
+    }
+    case DQ_ELEM_INT8:
+      return (int32_t) (int8_t) src[e];
+    case DQ_ELEM_INT16: {
+      uint32_t b0 = src[2 * e], b1 = src[2 * e + 1];
+      uint32_t v = network ? ((b0 << 8) | b1) : ((b1 << 8) | b0);
+      return (int32_t) (int16_t) (uint16_t) v;
+    }
+    case DQ_ELEM_INT32: {
+      const uint8_t *q = src + 4 * (size_t) e;
+      uint32_t v = network
+          ? (((uint32_t) q[0] << 24) | ((uint32_t) q[1] << 16) | ((uint32_t) q[2] << 8) | q[3])
+          : (((uint32_t) q[3] << 24) | ((uint32_t) q[2] << 16) | ((uint32_t) q[1] << 8) | q[0]);
+      return (int32_t) v;
+    }
+    default:
+      return 0;
+  }
+}
+
+/* Number of input elements in `len` payload bytes. */
+DQ_HD uint32_t
+dq_elem_count (uint32_t in_type, uint32_t len)
+{
+  return in_type == DQ_ELEM_INT4 ? 2 * len : len / (dq_elem_bits (in_type) / 8);
+}
+
+/* Per-batch state shared by both implementations' reasoning (not memory layout). */
+enum {
+  DQ_PKT_SHORT = 0,
+  DQ_PKT_LATE = 1,
+  DQ_PKT_PLACED = 2,      /* in the window at burst start */
+  DQ_PKT_DEFERRED = 3,    /* beyond it (or the first burst): handled in arrival order after */
+};
+
+#include <stddef.h>
+#ifdef __cplusplus
+extern "C"
+#endif
+/* snprintf into msg (if any); returns -1 */
+int dq_set_msg (char *msg, size_t len, const char *fmt, ...) __attribute__ ((format (printf, 3, 4)));
+
+#endif /* DAQIRI_REORDER_PRIV_H */

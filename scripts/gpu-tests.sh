@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# GPU checks of cuda/: the equivalence test (every kernel against its CPU twin, bit for bit) and the
+# reorder benchmark, on a machine with an NVIDIA GPU. Needs no GStreamer and no build tools there:
+# it runs the binaries built here (static CUDA runtime; libcuda.so.1 from the driver).
+#
+#   build here:  meson setup build-cuda -Dwerror=true && ninja -C build-cuda tests/cuda/test-cuda-gpu tests/cuda/bench-reorder
+#   run there:   bash scripts/gpu-tests.sh [BUILD_DIR] [--sanitize]
+#
+# --sanitize also runs the quick test under compute-sanitizer memcheck and racecheck (slow).
+# Logs go to $OUT (when set) or /tmp; the last lines are the summary.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=build-cuda
+sanitize=0
+for a in "$@"; do
+  case "$a" in
+    --sanitize) sanitize=1 ;;
+    *) build=$a ;;
+  esac
+done
+test_bin=$build/tests/cuda/test-cuda-gpu
+bench_bin=$build/tests/cuda/bench-reorder
+logs=${OUT:-/tmp}
+for b in "$test_bin" "$bench_bin"; do
+  if [ ! -x "$b" ]; then
+    echo "gpu-tests: $b is missing; build it first:"
+    echo "  meson setup $build -Dwerror=true && ninja -C $build tests/cuda/test-cuda-gpu tests/cuda/bench-reorder"
+    exit 2
+  fi
+done
+
+echo "== machine"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,memory.used,memory.total \
+  --format=csv,noheader 2>/dev/null || echo "(no nvidia-smi)"
+extra=$(ldd "$test_bin" | grep -v -E 'linux-vdso|libstdc\+\+|libgcc_s|libc\.so|libm\.so|ld-linux' || true)
+if [ -n "$extra" ]; then
+  echo "gpu-tests: unexpected shared libraries:"
+  echo "$extra"
+fi
+
+echo "== test-cuda-gpu"
+start=$(date +%s)
+"$test_bin" 2>&1 | tee "$logs/test-cuda-gpu.log"
+rc_test=${PIPESTATUS[0]}
+echo "(test: rc=$rc_test, $(( $(date +%s) - start )) s)"
+
+rc_san=0
+san_line="compute-sanitizer: not run"
+if [ "$sanitize" = 1 ]; then
+  if command -v compute-sanitizer >/dev/null; then
+    echo "== compute-sanitizer (quick test)"
+    for tool in memcheck racecheck; do
+      DQ_TEST_QUICK=1 timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 "$test_bin" \
+        > "$logs/sanitizer-$tool.log" 2>&1
+      r=$?
+      tail -3 "$logs/sanitizer-$tool.log"
+      [ $r -ne 0 ] && rc_san=$r
+      san_line="$san_line $tool=rc$r"
+    done
+    san_line="compute-sanitizer:${san_line#compute-sanitizer: not run}"
+  else
+    san_line="compute-sanitizer: not found"
+  fi
+fi
+
+echo "== bench-reorder"
+start=$(date +%s)
+"$bench_bin" 2>&1 | tee "$logs/bench-reorder.log"
+rc_bench=${PIPESTATUS[0]}
+echo "(bench: rc=$rc_bench, $(( $(date +%s) - start )) s)"
+
+echo "== summary"
+grep -h '^device:' "$logs/test-cuda-gpu.log" | head -1
+grep -h -E '^(test-cuda-gpu:|SKIP)' "$logs/test-cuda-gpu.log" || echo "test-cuda-gpu: no summary line (rc=$rc_test)"
+[ "$sanitize" = 1 ] && echo "$san_line"
+grep -h '^bench-reorder summary' "$logs/bench-reorder.log" || echo "bench-reorder: no summary line (rc=$rc_bench)"
+echo "gpu-tests: test rc=$rc_test, bench rc=$rc_bench, sanitizer rc=$rc_san"
+[ $rc_test -eq 0 ] && [ $rc_bench -eq 0 ] && [ $rc_san -eq 0 ]

@@ -1,0 +1,142 @@
+/* bench-kernels.cu — the benchmark's baselines and timing helpers (C ABI for bench-reorder.c).
+ *
+ * reference_reorder: the reference design, one thread block of 128 threads per packet, in
+ * arrival order; the block reads the packet's big-endian sequence number, picks slot seq % ppb and
+ * copies the payload there (16-byte accesses when source and destination allow, else 8, 4, 1). No
+ * bounds checks, no duplicate handling, no zero-fill: the cost floor of that design. It lives here
+ * only, as a baseline. */
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+
+namespace {
+
+__device__ __forceinline__ uint32_t
+be_bits (const uint8_t *p, uint32_t off, uint32_t w)
+{
+  uint32_t v = 0;
+  for (uint32_t i = 0; i < w; i++) {
+    uint32_t bit = off + i;
+    v = (v << 1) | ((p[bit >> 3] >> (7 - (bit & 7))) & 1u);
+  }
+  return v;
+}
+
+__global__ void
+reference_reorder (uint8_t *out, const uint8_t *const *in, uint32_t len, uint32_t off,
+    uint32_t seq_off, uint32_t seq_w, uint32_t ppb)
+{
+  const uint8_t *pkt = in[blockIdx.x];
+  if (!pkt)
+    return;
+  const uint32_t seq = be_bits (pkt, seq_off, seq_w);
+  const uint8_t *src = pkt + off;
+  uint8_t *dst = out + (size_t) (seq % ppb) * len;
+  const uintptr_t a = (uintptr_t) src | (uintptr_t) dst;
+  uint32_t done = 0;
+  if ((a & 15) == 0) {
+    for (uint32_t i = threadIdx.x; i < len / 16; i += blockDim.x)
+      ((uint4 *) dst)[i] = ((const uint4 *) src)[i];
+    done = len / 16 * 16;
+  } else if ((a & 7) == 0) {
+    for (uint32_t i = threadIdx.x; i < len / 8; i += blockDim.x)
+      ((uint2 *) dst)[i] = ((const uint2 *) src)[i];
+    done = len / 8 * 8;
+  } else if ((a & 3) == 0) {
+    for (uint32_t i = threadIdx.x; i < len / 4; i += blockDim.x)
+      ((uint32_t *) dst)[i] = ((const uint32_t *) src)[i];
+    done = len / 4 * 4;
+  }
+  for (uint32_t i = done + threadIdx.x; i < len; i += blockDim.x)
+    dst[i] = src[i];
+}
+
+__global__ void
+empty_kernel (int *never)
+{
+  if (never && threadIdx.x == 1024)
+    *never = 1;
+}
+
+}  // namespace
+
+extern "C" {
+
+/* n back-to-back empty launches (one block): the launch floor of a stream */
+int
+bench_empty_launches (void *stream, uint32_t n)
+{
+  for (uint32_t k = 0; k < n; k++)
+    empty_kernel<<<1, 32, 0, (cudaStream_t) stream>>> (NULL);
+  return cudaGetLastError () == cudaSuccess ? 0 : -1;
+}
+
+int
+bench_reference_reorder (void *stream, void *out, const void *const *dev_in, uint32_t n,
+    uint32_t len, uint32_t off, uint32_t seq_off, uint32_t seq_w, uint32_t ppb)
+{
+  reference_reorder<<<n, 128, 0, (cudaStream_t) stream>>> ((uint8_t *) out,
+      (const uint8_t *const *) dev_in, len, off, seq_off, seq_w, ppb);
+  return cudaGetLastError () == cudaSuccess ? 0 : -1;
+}
+
+int
+bench_d2d (void *stream, void *dst, const void *src, size_t bytes)
+{
+  return cudaMemcpyAsync (dst, src, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t) stream)
+      == cudaSuccess ? 0 : -1;
+}
+
+/* Events: a pair per measurement. */
+void *
+bench_event_new (void)
+{
+  cudaEvent_t e = NULL;
+  if (cudaEventCreate (&e) != cudaSuccess)
+    return NULL;
+  return (void *) e;
+}
+
+void
+bench_event_free (void *e)
+{
+  if (e)
+    cudaEventDestroy ((cudaEvent_t) e);
+}
+
+int
+bench_event_record (void *e, void *stream)
+{
+  return cudaEventRecord ((cudaEvent_t) e, (cudaStream_t) stream) == cudaSuccess ? 0 : -1;
+}
+
+/* Milliseconds between two recorded events, after waiting for the second; < 0 on error. */
+double
+bench_event_ms (void *a, void *b)
+{
+  float ms = 0;
+  if (cudaEventSynchronize ((cudaEvent_t) b) != cudaSuccess ||
+      cudaEventElapsedTime (&ms, (cudaEvent_t) a, (cudaEvent_t) b) != cudaSuccess)
+    return -1;
+  return ms;
+}
+
+void *
+bench_stream_new (void)
+{
+  cudaStream_t s = NULL;
+  if (cudaStreamCreateWithFlags (&s, cudaStreamNonBlocking) != cudaSuccess)
+    return NULL;
+  return (void *) s;
+}
+
+int
+bench_sync (void)
+{
+  cudaError_t e = cudaDeviceSynchronize ();
+  if (e != cudaSuccess)
+    fprintf (stderr, "cuda: %s\n", cudaGetErrorString (e));
+  return e == cudaSuccess ? 0 : -1;
+}
+
+}  // extern "C"

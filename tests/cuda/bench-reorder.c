@@ -1,0 +1,509 @@
+/* bench-reorder.c — reorder throughput, side by side in one run:
+ *   CPU: the CPU twin's bytes/s on one core against memcpy of the same payloads (always);
+ *   GPU: reorder against a device-to-device copy of the same payload bytes and against the
+ *        reference design (one 128-thread block per packet, bench-kernels.cu), for payloads of
+ *        64, 256, 1024 and 8192 bytes and batches of 1024..65536 packets; microseconds per
+ *        1024-packet batch; int4/int8/int16 -> fp16/bf16/fp32 against plain reorder.
+ * One submission = one batch (descriptors in device memory unless "desc=host"), packets shuffled
+ * within the batch, nothing lost. Bandwidths count bytes read + bytes written. Input pools are
+ * several times the L2; sequence numbers wrap exactly at the end of the pool, so cycling through
+ * it gives ever-increasing batch ids.
+ * Lines starting "bench " are machine-readable (key=value); the last line is the summary.
+ * Environment: DQ_BENCH_QUICK=1 for a short run. */
+#include <stdarg.h>
+#include <time.h>
+
+#include "dq-test-util.h"
+
+static int quick;
+
+static double
+now (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint32_t
+log2u (uint64_t v)
+{
+  uint32_t l = 0;
+  while ((1ull << l) < v)
+    l++;
+  return l;
+}
+
+/* A pool of nb batches of ppb packets: stride bytes apart, header with the BE sequence number in
+ * its last 4 bytes before the payload, packets of each batch in a random order. */
+typedef struct {
+  uint32_t P, ppb, nb, stride, off;
+  uint8_t *data;
+  size_t size;
+  DqReorderPacket *desc;
+} Pool;
+
+static void
+pool_make (Pool *p, uint32_t P, uint32_t ppb, uint32_t off, uint64_t target_bytes, uint32_t min_nb)
+{
+  memset (p, 0, sizeof *p);
+  p->P = P;
+  p->ppb = ppb;
+  p->off = off;
+  p->stride = (off + P + 63) & ~63u;
+  uint64_t per = (uint64_t) ppb * p->stride;
+  uint32_t nb = min_nb;
+  while ((uint64_t) nb * per < target_bytes)
+    nb *= 2;
+  p->nb = nb;
+  p->size = (size_t) nb * per;
+  p->data = malloc (p->size);
+  p->desc = malloc ((size_t) nb * ppb * sizeof *p->desc);
+  if (!p->data || !p->desc) {
+    fprintf (stderr, "out of memory for a %zu-byte pool\n", p->size);
+    exit (2);
+  }
+  DqRng rng = { 42 + P + ppb };
+  uint32_t *perm = malloc (ppb * sizeof *perm);
+  uint8_t *pattern = malloc (P + 256);
+  for (uint32_t j = 0; j < P + 256; j++)
+    pattern[j] = (uint8_t) (j * 31 + 7);
+  for (uint32_t b = 0; b < nb; b++) {
+    for (uint32_t s = 0; s < ppb; s++)
+      perm[s] = s;
+    for (uint32_t s = ppb; s > 1; s--) {
+      uint32_t k = dqt_below (&rng, s), t = perm[s - 1];
+      perm[s - 1] = perm[k];
+      perm[k] = t;
+    }
+    for (uint32_t k = 0; k < ppb; k++) {
+      uint32_t s = perm[k];
+      size_t o = ((size_t) b * ppb + s) * p->stride;
+      uint8_t *pk = p->data + o;
+      memset (pk, 0, off);
+      uint32_t seq = b * ppb + s;
+      pk[off - 4] = (uint8_t) (seq >> 24);
+      pk[off - 3] = (uint8_t) (seq >> 16);
+      pk[off - 2] = (uint8_t) (seq >> 8);
+      pk[off - 1] = (uint8_t) seq;
+      memcpy (pk + off, pattern + (seq & 255), P);     /* differs from packet to packet */
+      p->desc[(size_t) b * ppb + k] = (DqReorderPacket) { (uint32_t) o, off + P, 0, 0, o };
+    }
+  }
+  free (perm);
+  free (pattern);
+}
+
+static void
+pool_free (Pool *p)
+{
+  free (p->data);
+  free (p->desc);
+}
+
+static DqReorderConfig
+pool_cfg (const Pool *p, DqElemType in, DqElemType out)
+{
+  DqReorderConfig c;
+  dq_reorder_config_init (&c);
+  c.seq_bit_offset = (p->off - 4) * 8;
+  c.seq_bit_width = log2u ((uint64_t) p->nb * p->ppb);   /* wraps exactly at the pool's end */
+  c.seq_bit_offset += 32 - c.seq_bit_width;
+  c.packets_per_batch = p->ppb;
+  c.payload_offset = p->off;
+  c.payload_size = p->P;
+  c.input_type = in;
+  c.output_type = out;
+  c.window = 2;
+  return c;
+}
+
+/* ---- CPU --------------------------------------------------------------------------------- */
+
+static double cpu_min_ratio = 1e9;
+
+static void
+bench_cpu (uint32_t P)
+{
+  const uint32_t ppb = 1024, burst = 256;
+  Pool p;
+  pool_make (&p, P, ppb, 64, quick ? (8u << 20) : (64u << 20), 4);
+  DqReorderConfig cfg = pool_cfg (&p, DQ_ELEM_SAME, DQ_ELEM_SAME);
+  DqReorderCpu *c = dq_reorder_cpu_new (&cfg, NULL, 0);
+  uint64_t fsz = dq_reorder_frame_size (&cfg);
+  uint8_t *frames[4];
+  for (int i = 0; i < 4; i++) {
+    frames[i] = malloc (fsz);
+    memset (frames[i], 0, fsz);
+    dq_reorder_cpu_add_frame (c, frames[i], NULL);
+  }
+  const uint64_t npk = (uint64_t) p.nb * ppb;
+  const double min_t = quick ? 0.05 : 0.3;
+  /* reorder: bursts of 256 packets, frames back at once */
+  uint64_t done = 0;
+  double t0 = now (), t;
+  do {
+    for (uint64_t k = 0; k < npk; k += burst) {
+      DqReorderCompletion out;
+      dq_reorder_cpu_push (c, p.data, p.size, p.desc + k, burst, &out);
+      for (uint32_t j = 0; j < out.n_batches; j++)
+        dq_reorder_cpu_add_frame (c, out.batches[j].frame, NULL);
+    }
+    done += npk;
+    t = now () - t0;
+  } while (t < min_t);
+  double reorder_bps = (double) done * P / t;
+  /* memcpy of the same payloads to the same slots, in the same order */
+  done = 0;
+  t0 = now ();
+  do {
+    for (uint64_t k = 0; k < npk; k++) {
+      const DqReorderPacket *d = &p.desc[k];
+      uint32_t slot = (uint32_t) ((d->offset / p.stride) % ppb);
+      memcpy (frames[k / ppb & 3] + (size_t) slot * P, p.data + d->offset + p.off, P);
+    }
+    done += npk;
+    t = now () - t0;
+  } while (t < min_t);
+  double memcpy_bps = (double) done * P / t;
+  /* one bulk memcpy of as many bytes */
+  done = 0;
+  t0 = now ();
+  do {
+    memcpy (frames[done & 3], p.data + (done & 1) * 64, fsz);
+    done++;
+    t = now () - t0;
+  } while (t < min_t);
+  double bulk_bps = (double) done * fsz / t;
+  double r = reorder_bps / memcpy_bps;
+  if (r < cpu_min_ratio)
+    cpu_min_ratio = r;
+  printf ("bench cpu-reorder payload=%u burst=%u ppb=%u MBps=%.0f memcpy_MBps=%.0f "
+      "bulk_memcpy_MBps=%.0f vs_memcpy=%.2f vs_bulk=%.2f\n", P, burst, ppb, reorder_bps / 1e6,
+      memcpy_bps / 1e6, bulk_bps / 1e6, r, reorder_bps / bulk_bps);
+  fflush (stdout);
+  dq_reorder_cpu_free (c);
+  for (int i = 0; i < 4; i++)
+    free (frames[i]);
+  pool_free (&p);
+}
+
+/* ---- GPU --------------------------------------------------------------------------------- */
+
+#ifndef DQ_BENCH_NO_CUDA
+int bench_reference_reorder (void *stream, void *out, const void *const *dev_in, uint32_t n,
+    uint32_t len, uint32_t off, uint32_t seq_off, uint32_t seq_w, uint32_t ppb);
+int bench_d2d (void *stream, void *dst, const void *src, size_t bytes);
+void *bench_event_new (void);
+void bench_event_free (void *e);
+int bench_event_record (void *e, void *stream);
+double bench_event_ms (void *a, void *b);
+void *bench_stream_new (void);
+int bench_sync (void);
+int bench_empty_launches (void *stream, uint32_t n);
+
+typedef struct {
+  Pool hp;
+  uint8_t *d_data;
+  DqReorderPacket *d_desc;
+  void **d_ptrs;
+} GPool;
+
+static void
+gpool_make (GPool *g, uint32_t P, uint32_t ppb, uint32_t off, uint64_t target)
+{
+  pool_make (&g->hp, P, ppb, off, target, 4);
+  Pool *p = &g->hp;
+  size_t nd = (size_t) p->nb * ppb;
+  g->d_data = dq_cuda_malloc (p->size);
+  g->d_desc = dq_cuda_malloc (nd * sizeof *g->d_desc);
+  g->d_ptrs = dq_cuda_malloc (nd * sizeof (void *));
+  void **hp = malloc (nd * sizeof (void *));
+  if (!g->d_data || !g->d_desc || !g->d_ptrs || !hp) {
+    fprintf (stderr, "GPU pool of %zu bytes: %s\n", p->size, dq_cuda_last_error ());
+    exit (2);
+  }
+  for (size_t k = 0; k < nd; k++)
+    hp[k] = g->d_data + p->desc[k].offset;
+  dq_cuda_memcpy (g->d_data, p->data, p->size);
+  dq_cuda_memcpy (g->d_desc, p->desc, nd * sizeof *g->d_desc);
+  dq_cuda_memcpy (g->d_ptrs, hp, nd * sizeof (void *));
+  free (hp);
+}
+
+static void
+gpool_free (GPool *g)
+{
+  dq_cuda_free (g->d_data);
+  dq_cuda_free (g->d_desc);
+  dq_cuda_free (g->d_ptrs);
+  pool_free (&g->hp);
+}
+
+static uint32_t
+batches_for (uint64_t batch_bytes)
+{
+  uint64_t k = (quick ? (256ull << 20) : (4ull << 30)) / (batch_bytes ? batch_bytes : 1);
+  if (k < 16)
+    k = 16;
+  if (k > (quick ? 300u : 4000u))
+    k = quick ? 300 : 4000;
+  return (uint32_t) k;
+}
+
+/* Reorder K batches back to back; returns ms (GPU time between events). host_desc: descriptors
+ * from host memory (staged by the context) instead of device memory. */
+static double
+run_reorder (GPool *g, const DqReorderConfig *cfg, uint32_t K, int host_desc, uint64_t *no_frame)
+{
+  Pool *p = &g->hp;
+  DqReorderGpuOptions o = { p->ppb, 4, 32, -1, NULL };
+  char msg[256];
+  DqReorderGpu *ctx = dq_reorder_gpu_new (cfg, &o, msg, sizeof msg);
+  if (!ctx) {
+    fprintf (stderr, "dq_reorder_gpu_new: %s\n", msg);
+    exit (2);
+  }
+  uint64_t fsz = dq_reorder_frame_size (cfg);
+  enum { NF = 10 };
+  void *frames[NF];
+  for (int i = 0; i < NF; i++) {
+    frames[i] = dq_cuda_malloc (fsz);
+    dq_reorder_gpu_add_frame (ctx, frames[i], NULL);
+  }
+  void *e0 = bench_event_new (), *e1 = bench_event_new ();
+  void *stream = dq_reorder_gpu_stream (ctx);
+  uint32_t warm = 4;
+  DqReorderCompletion c;
+  for (uint32_t k = 0; k < warm + K; k++) {
+    if (k == warm)
+      bench_event_record (e0, stream);
+    const DqReorderPacket *d = host_desc ? p->desc : g->d_desc;
+    d += (size_t) (k % p->nb) * p->ppb;
+    for (;;) {
+      int rc = host_desc ? dq_reorder_gpu_submit (ctx, g->d_data, p->size, d, p->ppb, NULL)
+          : dq_reorder_gpu_submit_device (ctx, g->d_data, p->size, d, p->ppb, NULL);
+      if (rc == 0)
+        break;
+      if (rc != DQ_REORDER_BUSY) {
+        fprintf (stderr, "submit: %s\n", dq_reorder_gpu_error (ctx));
+        exit (2);
+      }
+      if (dq_reorder_gpu_poll (ctx, 1, &c) == 1)
+        for (uint32_t j = 0; j < c.n_batches; j++)
+          if (c.batches[j].frame)
+            dq_reorder_gpu_add_frame (ctx, c.batches[j].frame, NULL);
+    }
+    /* completions: recycle frames without waiting */
+    while (dq_reorder_gpu_poll (ctx, 0, &c) == 1)
+      for (uint32_t j = 0; j < c.n_batches; j++)
+        if (c.batches[j].frame)
+          dq_reorder_gpu_add_frame (ctx, c.batches[j].frame, NULL);
+  }
+  bench_event_record (e1, stream);
+  double ms = bench_event_ms (e0, e1);
+  while (dq_reorder_gpu_poll (ctx, 1, &c) == 1)
+    ;
+  *no_frame = c.stats.no_frame;
+  if (c.stats.complete != c.stats.batches)
+    fprintf (stderr, "warning: %llu of %llu batches incomplete\n",
+        (unsigned long long) (c.stats.batches - c.stats.complete),
+        (unsigned long long) c.stats.batches);
+  bench_event_free (e0);
+  bench_event_free (e1);
+  dq_reorder_gpu_free (ctx);
+  for (int i = 0; i < NF; i++)
+    dq_cuda_free (frames[i]);
+  return ms;
+}
+
+static double
+run_reference (GPool *g, void *stream, uint32_t K)
+{
+  Pool *p = &g->hp;
+  void *out = dq_cuda_malloc ((size_t) p->ppb * p->P);
+  void *e0 = bench_event_new (), *e1 = bench_event_new ();
+  for (uint32_t k = 0; k < K + 4; k++) {
+    if (k == 4)
+      bench_event_record (e0, stream);
+    bench_reference_reorder (stream, out, (const void *const *) (g->d_ptrs +
+        (size_t) (k % p->nb) * p->ppb), p->ppb, p->P, p->off, (p->off - 4) * 8, 32, p->ppb);
+  }
+  bench_event_record (e1, stream);
+  double ms = bench_event_ms (e0, e1);
+  bench_event_free (e0);
+  bench_event_free (e1);
+  dq_cuda_free (out);
+  return ms;
+}
+
+static double
+run_copy (GPool *g, void *stream, uint32_t K)
+{
+  Pool *p = &g->hp;
+  size_t bytes = (size_t) p->ppb * p->P;
+  void *out = dq_cuda_malloc (bytes);
+  void *e0 = bench_event_new (), *e1 = bench_event_new ();
+  size_t span = p->size - bytes;
+  for (uint32_t k = 0; k < K + 4; k++) {
+    if (k == 4)
+      bench_event_record (e0, stream);
+    size_t at = span ? ((size_t) (k % p->nb) * p->ppb * p->stride) % span : 0;
+    bench_d2d (stream, out, g->d_data + (at & ~(size_t) 255), bytes);
+  }
+  bench_event_record (e1, stream);
+  double ms = bench_event_ms (e0, e1);
+  bench_event_free (e0);
+  bench_event_free (e1);
+  dq_cuda_free (out);
+  return ms;
+}
+
+/* results for the summary: [0] over every batch size, [1] over batches >= 16384 packets (the
+ * throughput regime; small batches are bound by launch latency) */
+static double r64_vs_ref[2] = { 1e9, 1e9 }, r64_vs_ref_max = 0, r256_vs_copy[2] = { 1e9, 1e9 },
+    r1k_vs_copy[2] = { 1e9, 1e9 }, us_1024 = 0, us_1024_host = 0, conv_min = 1e9;
+
+static void
+take_min (double *m, double v, uint32_t ppb)
+{
+  if (v < m[0])
+    m[0] = v;
+  if (ppb >= 16384 && v < m[1])
+    m[1] = v;
+}
+static double plain_gbps_1024_4096;
+
+static void
+bench_gpu_reorder (uint32_t P, uint32_t ppb, uint32_t off, void *stream)
+{
+  GPool g;
+  gpool_make (&g, P, ppb, off, quick ? (64ull << 20) : (256ull << 20));
+  DqReorderConfig cfg = pool_cfg (&g.hp, DQ_ELEM_SAME, DQ_ELEM_SAME);
+  uint64_t batch_bytes = (uint64_t) ppb * P * 2;
+  uint32_t K = batches_for (batch_bytes);
+  uint64_t nf = 0;
+  double ms = run_reorder (&g, &cfg, K, 0, &nf);
+  double ms_ref = run_reference (&g, stream, K);
+  double ms_copy = run_copy (&g, stream, K);
+  double gb = (double) K * batch_bytes / 1e9;
+  double gbps = gb / (ms / 1e3), ref = gb / (ms_ref / 1e3), cp = gb / (ms_copy / 1e3);
+  printf ("bench gpu-reorder payload=%u ppb=%u offset=%u batches=%u GBps=%.1f copy_GBps=%.1f "
+      "ref_GBps=%.1f vs_copy=%.3f vs_ref=%.2f us_per_batch=%.2f ref_us_per_batch=%.2f "
+      "Mpps=%.0f no_frame=%llu\n", P, ppb, off, K, gbps, cp, ref, gbps / cp, gbps / ref,
+      ms * 1e3 / K, ms_ref * 1e3 / K, (double) K * ppb / (ms / 1e3) / 1e6, (unsigned long long) nf);
+  fflush (stdout);
+  if (off == 64) {
+    if (P == 64) {
+      take_min (r64_vs_ref, gbps / ref, ppb);
+      if (gbps / ref > r64_vs_ref_max)
+        r64_vs_ref_max = gbps / ref;
+    }
+    if (P == 256)
+      take_min (r256_vs_copy, gbps / cp, ppb);
+    if (P >= 1024)
+      take_min (r1k_vs_copy, gbps / cp, ppb);
+    if (P == 1024 && ppb == 4096)
+      plain_gbps_1024_4096 = gbps;
+  }
+  if (ppb == 1024 && P == 64 && off == 64) {
+    us_1024 = ms * 1e3 / K;
+    double ms_h = run_reorder (&g, &cfg, K, 1, &nf);
+    us_1024_host = ms_h * 1e3 / K;
+    printf ("bench gpu-batch1024 payload=%u desc=device us=%.2f desc=host us_host=%.2f\n", P,
+        us_1024, us_1024_host);
+  }
+  gpool_free (&g);
+}
+
+static void
+bench_gpu_convert (DqElemType in, DqElemType out)
+{
+  const uint32_t P = 1024, ppb = 4096;
+  GPool g;
+  gpool_make (&g, P, ppb, 64, quick ? (64ull << 20) : (256ull << 20));
+  DqReorderConfig cfg = pool_cfg (&g.hp, in, out);
+  uint32_t lout = dq_reorder_output_payload_size (&cfg);
+  uint64_t batch_bytes = (uint64_t) ppb * (P + lout);
+  uint32_t K = batches_for (batch_bytes);
+  uint64_t nf;
+  double ms = run_reorder (&g, &cfg, K, 0, &nf);
+  double gbps = (double) K * batch_bytes / 1e9 / (ms / 1e3);
+  double plain_pps = plain_gbps_1024_4096 * 1e9 / (2.0 * P);
+  double pps = (double) K * ppb / (ms / 1e3);
+  double r = plain_gbps_1024_4096 > 0 ? gbps / plain_gbps_1024_4096 : 0;
+  if (r < conv_min)
+    conv_min = r;
+  printf ("bench gpu-convert in=%s out=%s payload=%u out_payload=%u ppb=%u GBps=%.1f "
+      "vs_reorder=%.3f packet_rate_vs_reorder=%.3f\n", dq_elem_type_name (in),
+      dq_elem_type_name (out), P, lout, ppb, gbps, r, plain_pps > 0 ? pps / plain_pps : 0);
+  fflush (stdout);
+  gpool_free (&g);
+}
+#endif
+
+int
+main (void)
+{
+  quick = getenv ("DQ_BENCH_QUICK") != NULL;
+  static const uint32_t sizes[4] = { 64, 256, 1024, 8192 };
+  for (int i = 0; i < 4; i++)
+    bench_cpu (sizes[i]);
+  char cpu_line[160];
+  snprintf (cpu_line, sizeof cpu_line, "CPU twin %.2fx per-packet memcpy (min over 64..8192 B)",
+      cpu_min_ratio);
+#ifdef DQ_BENCH_NO_CUDA
+  printf ("bench-reorder summary: %s; GPU part not built (no nvcc)\n", cpu_line);
+  return 0;
+#else
+  char msg[256];
+  if (!dq_cuda_available (msg, sizeof msg)) {
+    printf ("bench-reorder summary: %s; GPU part skipped: %s\n", cpu_line, msg);
+    return 0;
+  }
+  char info[256];
+  dq_cuda_device_info (info, sizeof info);
+  printf ("device: %s\n", info);
+  void *stream = bench_stream_new ();
+  {
+    /* the floor: back-to-back empty kernels, one and two per "batch" */
+    void *e0 = bench_event_new (), *e1 = bench_event_new ();
+    bench_empty_launches (stream, 100);
+    bench_event_record (e0, stream);
+    bench_empty_launches (stream, 2000);
+    bench_event_record (e1, stream);
+    double ms = bench_event_ms (e0, e1);
+    printf ("bench gpu-launch empty_kernel_us=%.2f two_kernels_us=%.2f\n", ms * 1e3 / 2000,
+        2 * ms * 1e3 / 2000);
+    bench_event_free (e0);
+    bench_event_free (e1);
+  }
+  static const uint32_t ppbs[4] = { 1024, 4096, 16384, 65536 };
+  for (int si = 0; si < 4; si++)
+    for (int bi = 0; bi < 4; bi++) {
+      if (quick && bi > 1)
+        continue;
+      bench_gpu_reorder (sizes[si], ppbs[bi], 64, stream);
+    }
+  for (int si = 0; si < 4; si++)
+    bench_gpu_reorder (sizes[si], 16384, 46, stream);      /* misaligned payloads (UDP + 4) */
+  if (plain_gbps_1024_4096 <= 0)
+    bench_gpu_reorder (1024, 4096, 64, stream);
+  static const DqElemType ins[3] = { DQ_ELEM_INT4, DQ_ELEM_INT8, DQ_ELEM_INT16 };
+  static const DqElemType outs[3] = { DQ_ELEM_FP16, DQ_ELEM_BF16, DQ_ELEM_FP32 };
+  for (int a = 0; a < 3; a++)
+    for (int o = 0; o < 3; o++)
+      bench_gpu_convert (ins[a], outs[o]);
+  /* targets on the throughput regime (batches >= 16384 packets), the batch latency on 1024 */
+  int met = (r64_vs_ref[1] >= 5) + (r256_vs_copy[1] >= 0.5) + (r1k_vs_copy[1] >= 0.85) +
+      (us_1024 <= 3.0) + (conv_min >= 0.8);
+  printf ("bench-reorder summary: batches >= 16384 packets: 64B %.1fx one-block-per-packet "
+      "(target 5x), 256B %.0f%% of copy (50%%), >=1KB %.0f%% of copy (85%%); all batch sizes: 64B "
+      "%.1fx..%.1fx, 256B %.0f%%, >=1KB %.0f%%; 1024-packet batch %.2f us with device "
+      "descriptors, %.2f us host (3 us); conversions min %.0f%% of plain reorder (80%%); %s; "
+      "targets met %d/5\n", r64_vs_ref[1], r256_vs_copy[1] * 100, r1k_vs_copy[1] * 100,
+      r64_vs_ref[0], r64_vs_ref_max, r256_vs_copy[0] * 100, r1k_vs_copy[0] * 100, us_1024,
+      us_1024_host, conv_min * 100, cpu_line, met);
+  return bench_sync () == 0 ? 0 : 1;
+#endif
+}
