@@ -850,7 +850,9 @@ advance (const Params &p, Fin &f, int64_t newB, uint32_t cause)
   const int64_t end = newB < B + W ? newB : B + W;
   for (int64_t y = B; y < end; y++) {
     const uint32_t r = rec_index (p, y);
-    if (f.s.rec[r].filled)
+    const bool filled = f.s.rec[r].filled != 0;
+    __syncthreads ();           /* every thread has read `filled` before thread 0 resets it */
+    if (filled)
       emit (p, f, r, cause);
     else if (threadIdx.x == 0)
       f.s.stats.skipped++;
