@@ -45,7 +45,7 @@ dq_set_msg (char *msg, size_t len, const char *fmt, ...)
   if (msg && len) {
     va_list ap;
     va_start (ap, fmt);
-    vsnprintf (msg, len, fmt, ap);
+    vsnprintf (msg, len, fmt, ap);     // NOLINT(clang-analyzer-valist.Uninitialized): va_start above
     va_end (ap);
   }
   return -1;

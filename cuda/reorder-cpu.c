@@ -474,16 +474,16 @@ dq_reorder_cpu_push (DqReorderCpu *c, const void *data, size_t data_size,
     uint32_t slot;
     if (K > maxK)
       maxK = K;
-    if (fresh) {
-      c->cls[i] = DQ_PKT_DEFERRED;
-    } else if (!locate (c, K, seq, &x, &slot) || x < c->B) {
+    /* a packet of a window not yet started, or beyond the window: pass 2 */
+    c->cls[i] = DQ_PKT_DEFERRED;
+    if (fresh)
+      continue;
+    if (!locate (c, K, seq, &x, &slot) || x < c->B) {
       c->cls[i] = DQ_PKT_LATE;
       late++;
     } else if (x < c->B + (int64_t) c->W) {
       c->cls[i] = DQ_PKT_PLACED;
       place (c, x, slot, pkt, p->timestamp);
-    } else {
-      c->cls[i] = DQ_PKT_DEFERRED;
     }
   }
 
@@ -644,7 +644,7 @@ dq_packetize_validate (const DqReorderConfig *cfg, const DqPacketizeTemplate *t,
     if (ihl < 20 || (uint64_t) t->ipv4_offset + ihl > t->header_len)
       return dq_set_msg (msg, len, "IPv4 header length %u at offset %u does not fit the template", ihl,
           t->ipv4_offset);
-    uint64_t i0 = (uint64_t) t->ipv4_offset * 8, i1 = i0 + ihl * 8;
+    uint64_t i0 = (uint64_t) t->ipv4_offset * 8, i1 = i0 + (uint64_t) ihl * 8;
     if (overlaps (s0, s1, i0, i1) || (cfg->batch_bit_width && overlaps (b0, b1, i0, i1)))
       return dq_set_msg (msg, len, "a sequence or batch field lies in the IPv4 header at %u",
           t->ipv4_offset);

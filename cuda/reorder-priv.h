@@ -84,7 +84,8 @@ dq_decode_elem (const uint8_t *src, uint32_t e, uint32_t in_type, uint32_t netwo
 DQ_HD uint32_t
 dq_elem_count (uint32_t in_type, uint32_t len)
 {
-  return in_type == DQ_ELEM_INT4 ? 2 * len : len / (dq_elem_bits (in_type) / 8);
+  const uint32_t bytes = dq_elem_bits (in_type) / 8;
+  return in_type == DQ_ELEM_INT4 ? 2 * len : bytes ? len / bytes : 0;
 }
 
 /* Per-batch state shared by both implementations' reasoning (not memory layout). */
