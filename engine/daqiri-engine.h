@@ -10,6 +10,18 @@
  * memory only after every burst that covers it was released. Holding bursts makes the ring
  * run dry: the engine then drops packets and counts them (DqRxStats.drops_ring_full), it
  * never overwrites held memory.
+ *
+ * The send contract: dq_txq_send() copies frames into the TX ring. Engines whose ring is
+ * memory the caller may write (mlx5, emu) also hand out TX slots to write frames in
+ * place: dq_txq_acquire() lends a run of free slots (a DqTxSlots), the caller writes
+ * frame i into slot i and dq_txq_commit() sends them, no copy; dq_txq_cancel() gives
+ * them back unsent. One run of slots per queue is out at a time; dq_txq_send() is
+ * refused (DQ_ERROR_BUSY) while it is. dq_txq_can_acquire() tells whether the engine
+ * has in-place sending at all.
+ *
+ * Threads: a TX queue is driven by one thread at a time (send, acquire, commit, cancel,
+ * flush; the caller serializes them); dq_txq_wakeup() and dq_txq_stats() may be called
+ * from any thread at any time.
  */
 #ifndef DAQIRI_ENGINE_H
 #define DAQIRI_ENGINE_H
@@ -104,6 +116,18 @@ typedef struct {
   guint64 ring_full_waits;    /* times the sender waited for ring space */
 } DqTxStats;
 
+/* A run of TX slots lent by dq_txq_acquire(): slot i (0 <= i < n_slots) is the
+ * slot_size bytes at data + i * stride, in NIC-visible memory. */
+typedef struct {
+  guint8 *data;               /* slot 0 */
+  guint n_slots;              /* >= 1 */
+  guint stride;               /* bytes from one slot to the next (>= slot_size) */
+  guint slot_size;            /* the longest frame a slot holds */
+  DqMemoryKind memory;
+  /*< private >*/
+  gpointer token;             /* engine token of the lent run; NULL once given back */
+} DqTxSlots;
+
 typedef struct {
   const char *name;           /* e.g. "afpacket" */
   const char *clock_name;     /* e.g. "CLOCK_REALTIME (kernel)" */
@@ -142,6 +166,22 @@ typedef struct {
   gboolean (*txq_flush) (gpointer txq, GError **error);
   void (*txq_wakeup) (gpointer txq);
   void (*txq_stats) (gpointer txq, DqTxStats *stats);
+
+  /* In-place sending; all three NULL for an engine that only copies.
+   * txq_acquire lends up to max_frames free, contiguous slots of at least frame_size
+   * bytes, waiting up to timeout_ns (-1: until woken) for ring space. 1: *slots filled;
+   * 0: timeout or woken (txq_wakeup); -1 with *error: frame_size larger than the
+   * queue's slots (DQ_ERROR_CONFIG), or a run is already lent (DQ_ERROR_BUSY).
+   * txq_commit sends frames 0 .. n-1 of the run (frame i in slot i, lengths[i] bytes)
+   * with one doorbell and takes the rest of the run back; frames too short or too long
+   * are not sent and count in DqTxStats.errors. Returns n (every frame consumed), or -1
+   * with *error when the run is not the one lent or n > n_slots (nothing is sent).
+   * txq_cancel takes the run back unsent. Both clear slots->token. */
+  int (*txq_acquire) (gpointer txq, guint max_frames, guint frame_size, DqTxSlots *slots,
+      gint64 timeout_ns, GError **error);
+  int (*txq_commit) (gpointer txq, DqTxSlots *slots, guint n, const guint32 *lengths,
+      GError **error);
+  void (*txq_cancel) (gpointer txq, DqTxSlots *slots);
 } DqEngineOps;
 
 void dq_engine_register (const DqEngineOps *ops);
@@ -176,6 +216,16 @@ int dq_txq_send (DqTxQueue *txq, const guint8 *const *frames, const guint32 *len
 gboolean dq_txq_flush (DqTxQueue *txq, GError **error);
 void dq_txq_wakeup (DqTxQueue *txq);
 void dq_txq_stats (DqTxQueue *txq, DqTxStats *stats);
+
+/* In-place sending (see the send contract above). dq_txq_acquire() on an engine without
+ * it fails with DQ_ERROR_CONFIG; dq_txq_commit() and dq_txq_cancel() of a run whose
+ * token is NULL do nothing (commit returns 0). */
+gboolean dq_txq_can_acquire (DqTxQueue *txq);
+int dq_txq_acquire (DqTxQueue *txq, guint max_frames, guint frame_size, DqTxSlots *slots,
+    gint64 timeout_ns, GError **error);
+int dq_txq_commit (DqTxQueue *txq, DqTxSlots *slots, guint n, const guint32 *lengths,
+    GError **error);
+void dq_txq_cancel (DqTxQueue *txq, DqTxSlots *slots);
 
 G_END_DECLS
 

@@ -294,3 +294,46 @@ dq_txq_stats (DqTxQueue *txq, DqTxStats *stats)
   memset (stats, 0, sizeof *stats);
   txq->port->ops->txq_stats (txq->priv, stats);
 }
+
+gboolean
+dq_txq_can_acquire (DqTxQueue *txq)
+{
+  const DqEngineOps *ops = txq->port->ops;
+  return ops->txq_acquire != NULL && ops->txq_commit != NULL && ops->txq_cancel != NULL;
+}
+
+int
+dq_txq_acquire (DqTxQueue *txq, guint max_frames, guint frame_size, DqTxSlots *slots,
+    gint64 timeout_ns, GError **error)
+{
+  memset (slots, 0, sizeof *slots);
+  if (!dq_txq_can_acquire (txq)) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: the %s engine has no in-place "
+        "sending (frames are copied with dq_txq_send)", txq->port->device,
+        txq->port->ops->name);
+    return -1;
+  }
+  if (max_frames == 0) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: acquiring 0 TX slots (allowed: "
+        ">= 1)", txq->port->device);
+    return -1;
+  }
+  return txq->port->ops->txq_acquire (txq->priv, max_frames, frame_size, slots, timeout_ns,
+      error);
+}
+
+int
+dq_txq_commit (DqTxQueue *txq, DqTxSlots *slots, guint n, const guint32 *lengths,
+    GError **error)
+{
+  if (slots->token == NULL || !dq_txq_can_acquire (txq))
+    return 0;
+  return txq->port->ops->txq_commit (txq->priv, slots, n, lengths, error);
+}
+
+void
+dq_txq_cancel (DqTxQueue *txq, DqTxSlots *slots)
+{
+  if (slots->token != NULL && dq_txq_can_acquire (txq))
+    txq->port->ops->txq_cancel (txq->priv, slots);
+}

@@ -10,10 +10,23 @@
  * points outside the buffer are never read; they are counted in #GstDaqiriSink:stats as
  * malformed. The sink waits for ring space rather than drop a packet.
  *
- * ## Example launch line
+ * Where the engine lets frames be written into its TX ring (mlx5, emu), the sink answers
+ * the allocation query with a buffer pool over the ring's slots (buffer pool option
+ * "GstBufferPoolOptionDaqiriTxSlots"): each buffer is a run of slots with a
+ * #GstDaqiriPacketMeta listing them (packet i = slot i: offset, capacity). A producer
+ * that writes frame i into slot i, sets the lengths and n_packets and pushes the buffer
+ * has its frames sent where they are, without a copy (counted as in-place in the stats).
+ * Every other buffer is copied into the ring (counted as copies), on a TX queue of its
+ * own, so the two kinds may interleave on the wire. daqiritestsrc uses the pool.
+ *
+ * ## Example launch lines
  * |[
  * gst-launch-1.0 daqirisrc device=afpacket:eth1 ! daqirisink device=afpacket:eth2
- * ]|
+ * ]| forwarding: every frame copied into eth2's ring
+ * |[
+ * gst-launch-1.0 daqiritestsrc num-packets=1000000 ! daqirisink device=emu:x \
+ *     daqirisrc device=emu:x ! fakesink
+ * ]| the test source writes straight into the emulated ConnectX's TX slots
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -21,6 +34,7 @@
 
 #include "gstdaqirisink.h"
 #include "gstdaqirielement.h"
+#include "gstdaqiritxpool.h"
 
 #include <gst/daqiri/daqiripacketmeta.h>
 #include <string.h>
@@ -52,7 +66,10 @@ struct _GstDaqiriSink {
 
   /* between start and stop */
   DqPort *port;
-  DqTxQueue *txq;
+  DqTxQueue *txq;               /* copies */
+  gboolean can_lend;            /* the engine lends TX slots */
+  GstDaqiriTxRing *ring;        /* the pool's TX queue, made at the first allocation
+                                 * query; written in place */
   gint flushing;
 
   /* the frames of the burst being sent */
@@ -60,7 +77,10 @@ struct _GstDaqiriSink {
   guint32 *lengths;
   guint capacity;
 
+  /* counters, protected by the object lock */
   guint64 malformed;
+  guint64 in_place;
+  guint64 copies;
   DqTxStats past;
 };
 
@@ -81,14 +101,19 @@ add_stats (DqTxStats * sum, const DqTxStats * s)
   sum->ring_full_waits += s->ring_full_waits;
 }
 
-/* object lock held */
+/* both queues; object lock held */
 static void
 collect_stats (GstDaqiriSink * self, DqTxStats * sum)
 {
+  DqTxStats s;
+
   *sum = self->past;
   if (self->txq != NULL) {
-    DqTxStats s;
     dq_txq_stats (self->txq, &s);
+    add_stats (sum, &s);
+  }
+  if (self->ring != NULL) {
+    gst_daqiri_tx_ring_stats (self->ring, &s);
     add_stats (sum, &s);
   }
 }
@@ -101,6 +126,8 @@ make_stats (GstDaqiriSink * self)
   GST_OBJECT_LOCK (self);
   collect_stats (self, &s);
   guint64 malformed = self->malformed;
+  guint64 in_place = self->in_place;
+  guint64 copies = self->copies;
   GST_OBJECT_UNLOCK (self);
   return gst_structure_new ("application/x-daqiri-sink-stats",
       "packets", G_TYPE_UINT64, s.packets,
@@ -108,6 +135,8 @@ make_stats (GstDaqiriSink * self)
       "bursts", G_TYPE_UINT64, s.bursts,
       "errors", G_TYPE_UINT64, s.errors,
       "malformed", G_TYPE_UINT64, malformed,
+      "in-place", G_TYPE_UINT64, in_place,
+      "copies", G_TYPE_UINT64, copies,
       "ring-full-waits", G_TYPE_UINT64, s.ring_full_waits, NULL);
 }
 
@@ -177,7 +206,7 @@ gst_daqiri_sink_start (GstBaseSink * bsink)
     .max_packet_size = self->max_packet_size,
   };
   memset (&self->past, 0, sizeof self->past);
-  self->malformed = 0;
+  self->malformed = self->in_place = self->copies = 0;
   GST_OBJECT_UNLOCK (self);
 
   DqPort *port = gst_daqiri_open_port (GST_ELEMENT_CAST (self), device);
@@ -194,7 +223,10 @@ gst_daqiri_sink_start (GstBaseSink * bsink)
   GST_OBJECT_LOCK (self);
   self->port = port;
   self->txq = txq;
+  self->can_lend = dq_txq_can_acquire (txq);
   GST_OBJECT_UNLOCK (self);
+  GST_INFO_OBJECT (self, "sending on %s; %s", dq_port_device (port), self->can_lend ?
+      "upstream can write in place (TX slot pool)" : "frames are copied");
   return TRUE;
 }
 
@@ -209,12 +241,89 @@ gst_daqiri_sink_stop (GstBaseSink * bsink)
   self->past = final;
   DqTxQueue *txq = self->txq;
   DqPort *port = self->port;
+  GstDaqiriTxRing *ring = self->ring;
   self->txq = NULL;
   self->port = NULL;
+  self->ring = NULL;
+  self->can_lend = FALSE;
   GST_OBJECT_UNLOCK (self);
 
+  /* pool buffers upstream still holds keep the ring; they get no new slots */
+  if (ring != NULL) {
+    gst_daqiri_tx_ring_close (ring);
+    gst_daqiri_tx_ring_unref (ring);
+  }
   dq_txq_destroy (txq);
   dq_port_unref (port);
+  return TRUE;
+}
+
+/* The ring of the pool: a TX queue of its own, made once per run of the element. NULL
+ * when the engine does not lend slots. */
+static GstDaqiriTxRing *
+ensure_ring (GstDaqiriSink * self)
+{
+  GstDaqiriTxRing *ring = NULL;
+  GError *error = NULL;
+
+  GST_OBJECT_LOCK (self);
+  if (self->ring != NULL || !self->can_lend || self->port == NULL) {
+    ring = self->ring ? gst_daqiri_tx_ring_ref (self->ring) : NULL;
+    GST_OBJECT_UNLOCK (self);
+    return ring;
+  }
+  DqTxConfig config = {
+    .ring_bytes = self->ring_size,
+    .max_packet_size = self->max_packet_size,
+  };
+  DqTxQueue *txq = dq_txq_create (self->port, &config, &error);
+  if (txq != NULL)
+    ring = gst_daqiri_tx_ring_new (txq, &error);
+  if (ring != NULL) {
+    /* render reads it without the lock */
+    g_atomic_pointer_set (&self->ring, gst_daqiri_tx_ring_ref (ring));
+  } else {
+    /* copies still work: say why there is no pool and do not try again */
+    self->can_lend = FALSE;
+    if (txq != NULL)
+      dq_txq_destroy (txq);
+  }
+  GST_OBJECT_UNLOCK (self);
+  if (ring == NULL) {
+    GST_WARNING_OBJECT (self, "no TX slot pool, frames will be copied: %s",
+        error ? error->message : "?");
+    g_clear_error (&error);
+  }
+  return ring;
+}
+
+static gboolean
+gst_daqiri_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
+{
+  GstDaqiriSink *self = GST_DAQIRI_SINK (bsink);
+  GstCaps *caps = NULL;
+
+  gst_query_add_allocation_meta (query, GST_DAQIRI_PACKET_META_API_TYPE, NULL);
+  GstDaqiriTxRing *ring = ensure_ring (self);
+  if (ring == NULL)
+    return TRUE;
+
+  gst_query_parse_allocation (query, &caps, NULL);
+  guint max_run = gst_daqiri_tx_ring_max_run (ring);
+  guint size = max_run * gst_daqiri_tx_ring_stride (ring);
+  GstBufferPool *pool = gst_daqiri_tx_pool_new (ring);
+  GstStructure *config = gst_buffer_pool_get_config (pool);
+  gst_buffer_pool_config_set_params (config, caps, size, 0, 0);
+  gst_daqiri_tx_pool_config_set_burst (config, max_run, gst_daqiri_tx_ring_slot_size (ring));
+  gboolean ok = gst_buffer_pool_set_config (pool, config);
+  if (ok)
+    gst_query_add_allocation_pool (query, pool, size, 0, 0);
+  else
+    GST_WARNING_OBJECT (self, "could not configure the TX slot pool");
+  GST_DEBUG_OBJECT (self, "proposed %" GST_PTR_FORMAT ": up to %u slots of %u bytes per "
+      "buffer", pool, max_run, gst_daqiri_tx_ring_slot_size (ring));
+  gst_object_unref (pool);
+  gst_daqiri_tx_ring_unref (ring);
   return TRUE;
 }
 
@@ -227,6 +336,8 @@ gst_daqiri_sink_unlock (GstBaseSink * bsink)
   GST_OBJECT_LOCK (self);
   if (self->txq != NULL)
     dq_txq_wakeup (self->txq);
+  if (self->ring != NULL)
+    gst_daqiri_tx_ring_wakeup (self->ring);
   GST_OBJECT_UNLOCK (self);
   return TRUE;
 }
@@ -270,12 +381,68 @@ send_frames (GstDaqiriSink * self, guint n)
   return GST_FLOW_OK;
 }
 
+typedef enum {
+  IN_PLACE_SENT,
+  IN_PLACE_NO,                  /* not a run of our ring laid out slot by slot: copy */
+  IN_PLACE_ERROR,
+} InPlace;
+
+/* A buffer from our pool whose packet i lies at the start of slot i is sent where it
+ * is. Anything else (another ring's run, frames not where the slots are, a descriptor
+ * outside the buffer) is left to the copy path. */
+static InPlace
+render_in_place (GstDaqiriSink * self, GstBuffer * buffer)
+{
+  GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buffer);
+  GstDaqiriTxRing *ring = g_atomic_pointer_get (&self->ring);
+  GError *error = NULL;
+
+  if (ring == NULL || meta == NULL || gst_buffer_n_memory (buffer) != 1)
+    return IN_PLACE_NO;
+  GstMemory *mem = gst_buffer_peek_memory (buffer, 0);
+  if (!gst_is_daqiri_tx_slot_memory (mem) || gst_daqiri_tx_slot_memory_ring (mem) != ring)
+    return IN_PLACE_NO;
+  const DqTxSlots *run = gst_daqiri_tx_slot_memory_run (mem);
+  gsize size = mem->size;
+  if (meta->n_packets > run->n_slots)
+    return IN_PLACE_NO;
+  ensure_capacity (self, meta->n_packets);
+  for (guint i = 0; i < meta->n_packets; i++) {
+    const GstDaqiriPacket *p = &meta->packets[i];
+    if ((gsize) mem->offset + p->offset != (gsize) i * run->stride ||
+        p->length > run->slot_size || (gsize) p->offset > size ||
+        (gsize) p->length > size - p->offset)
+      return IN_PLACE_NO;
+    self->lengths[i] = p->length;
+  }
+  int r = gst_daqiri_tx_slot_memory_commit (mem, meta->n_packets, self->lengths, &error);
+  if (r < 0) {
+    GST_DAQIRI_POST_ENGINE_ERROR (self, "send in place", error);
+    g_error_free (error);
+    return IN_PLACE_ERROR;
+  }
+  if (r == 0)
+    return IN_PLACE_NO;       /* sent before (the same buffer twice): copy it again */
+  GST_OBJECT_LOCK (self);
+  self->in_place += meta->n_packets;
+  GST_OBJECT_UNLOCK (self);
+  return IN_PLACE_SENT;
+}
+
 static GstFlowReturn
 gst_daqiri_sink_render (GstBaseSink * bsink, GstBuffer * buffer)
 {
   GstDaqiriSink *self = GST_DAQIRI_SINK (bsink);
   GstMapInfo map;
 
+  switch (render_in_place (self, buffer)) {
+    case IN_PLACE_SENT:
+      return GST_FLOW_OK;
+    case IN_PLACE_ERROR:
+      return GST_FLOW_ERROR;
+    case IN_PLACE_NO:
+      break;
+  }
   if (!gst_buffer_map (buffer, &map, GST_MAP_READ)) {
     GST_ELEMENT_ERROR (self, RESOURCE, READ, ("cannot read the buffer to send"),
         ("gst_buffer_map failed (memory not CPU-readable?)"));
@@ -314,6 +481,11 @@ gst_daqiri_sink_render (GstBaseSink * bsink, GstBuffer * buffer)
 
   GstFlowReturn ret = n > 0 ? send_frames (self, n) : GST_FLOW_OK;
   gst_buffer_unmap (buffer, &map);
+  if (ret == GST_FLOW_OK && n > 0) {
+    GST_OBJECT_LOCK (self);
+    self->copies += n;
+    GST_OBJECT_UNLOCK (self);
+  }
   return ret;
 }
 
@@ -323,9 +495,11 @@ gst_daqiri_sink_event (GstBaseSink * bsink, GstEvent * event)
   GstDaqiriSink *self = GST_DAQIRI_SINK (bsink);
 
   if (GST_EVENT_TYPE (event) == GST_EVENT_EOS && self->txq != NULL) {
-    /* everything queued leaves the ring before EOS is reported */
+    /* everything queued leaves the rings before EOS is reported */
+    GstDaqiriTxRing *ring = g_atomic_pointer_get (&self->ring);
     GError *error = NULL;
-    if (!dq_txq_flush (self->txq, &error)) {
+    if (!dq_txq_flush (self->txq, &error) ||
+        (ring != NULL && !gst_daqiri_tx_ring_flush (ring, &error))) {
       GST_WARNING_OBJECT (self, "flush at EOS: %s", error ? error->message : "woken");
       g_clear_error (&error);
     }
@@ -374,7 +548,9 @@ gst_daqiri_sink_class_init (GstDaqiriSinkClass * klass)
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "Counters: packets, bytes, bursts, errors (refused by the port: too short or "
-          "too long), malformed (descriptor outside its buffer), ring-full-waits",
+          "too long), malformed (descriptor outside its buffer), in-place (packets handed "
+          "to the port from the TX slots upstream wrote them into, no copy), copies "
+          "(packets copied into the ring), ring-full-waits",
           GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
@@ -388,6 +564,8 @@ gst_daqiri_sink_class_init (GstDaqiriSinkClass * klass)
   basesink_class->unlock = GST_DEBUG_FUNCPTR (gst_daqiri_sink_unlock);
   basesink_class->unlock_stop = GST_DEBUG_FUNCPTR (gst_daqiri_sink_unlock_stop);
   basesink_class->render = GST_DEBUG_FUNCPTR (gst_daqiri_sink_render);
+  basesink_class->propose_allocation =
+      GST_DEBUG_FUNCPTR (gst_daqiri_sink_propose_allocation);
   basesink_class->event = GST_DEBUG_FUNCPTR (gst_daqiri_sink_event);
 
   GST_DEBUG_CATEGORY_INIT (daqirisink_debug, "daqirisink", 0, "daqiri packet sink");
@@ -401,4 +579,11 @@ gst_daqiri_sink_init (GstDaqiriSink * self)
   self->max_packet_size = DEFAULT_MAX_PACKET_SIZE;
   /* packets leave as soon as they arrive; buffers are not held back to their PTS */
   gst_base_sink_set_sync (GST_BASE_SINK (self), FALSE);
+  /* nothing to preroll: a pipeline with a live source elsewhere (daqirisrc) and this
+   * sink behind a non-live one (daqiritestsrc) does not wait on its first buffer, whose
+   * late arrival could leave the sink in PAUSED */
+  gst_base_sink_set_async_enabled (GST_BASE_SINK (self), FALSE);
+  /* a kept last sample would hold NIC memory: a run of TX slots, or a receive ring
+   * range when forwarding from daqirisrc */
+  gst_base_sink_set_last_sample_enabled (GST_BASE_SINK (self), FALSE);
 }

@@ -12,6 +12,10 @@
  * Each buffer is a burst of #GstDaqiriTestSrc:burst-packets frames laid out back to back
  * in one block of system memory, every frame starting on a 64-byte boundary, with a
  * #GstDaqiriPacketMeta listing them: the same shape as the bursts daqirisrc receives.
+ * When downstream offers a pool of TX slots (daqirisink on an engine that lends them),
+ * the frames are written straight into the slots instead, frame i in slot i, and sent
+ * from there without a copy; a burst is then cut short where the pool lends fewer slots
+ * (at the end of the ring), and the next burst goes on with the next packet.
  * Packet n (counting from 0) has sequence number n (modulo 2^32), flow index
  * n mod #GstDaqiriTestSrc:flows (also its flow id in the meta) and a size between
  * #GstDaqiriTestSrc:packet-size-min and #GstDaqiriTestSrc:packet-size-max picked by
@@ -39,6 +43,7 @@
 #endif
 
 #include "gstdaqiritestsrc.h"
+#include "gstdaqiritxpool.h"
 
 #include <gst/daqiri/daqiripacketmeta.h>
 #include <gst/daqiri/daqiritestpacket.h>
@@ -117,6 +122,7 @@ struct _GstDaqiriTestSrc {
   guint n_flows;
   guint64 pps;
   gboolean live;
+  gboolean in_slots;            /* writing into downstream's TX slot pool */
 
   /* streaming state */
   guint64 next_packet;
@@ -433,8 +439,35 @@ gst_daqiri_test_src_negotiate (GstBaseSrc * bsrc)
   return ok;
 }
 
-/* Our own pool of burst-sized buffers: one allocation per buffer the pool ever makes,
- * none per burst once downstream hands buffers back. */
+/* Takes downstream's pool of TX slots when it offers one that holds our frames. */
+static gboolean
+use_slot_pool (GstDaqiriTestSrc * self, GstQuery * query, GstCaps * caps)
+{
+  GstBufferPool *pool = NULL;
+  guint size, min, max;
+  gboolean ok = FALSE;
+
+  if (gst_query_get_n_allocation_pools (query) == 0)
+    return FALSE;
+  gst_query_parse_nth_allocation_pool (query, 0, &pool, &size, &min, &max);
+  if (pool == NULL)
+    return FALSE;
+  if (gst_buffer_pool_has_option (pool, GST_BUFFER_POOL_OPTION_DAQIRI_TX_SLOTS)) {
+    GstStructure *config = gst_buffer_pool_get_config (pool);
+    gst_buffer_pool_config_set_params (config, caps, size, min, max);
+    gst_daqiri_tx_pool_config_set_burst (config, self->burst, self->size_max);
+    ok = gst_buffer_pool_set_config (pool, config);
+    if (ok)
+      gst_query_set_nth_allocation_pool (query, 0, pool, size, min, max);
+    GST_INFO_OBJECT (self, "downstream offers TX slots: %s", ok ? "writing frames into "
+        "them" : "they do not take our frames, using our own buffers");
+  }
+  gst_object_unref (pool);
+  return ok;
+}
+
+/* Downstream's TX slots, or else our own pool of burst-sized buffers: one allocation
+ * per buffer the pool ever makes, none per burst once downstream hands buffers back. */
 static gboolean
 gst_daqiri_test_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
 {
@@ -443,6 +476,9 @@ gst_daqiri_test_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
   GstAllocationParams params;
 
   gst_query_parse_allocation (query, &caps, NULL);
+  self->in_slots = use_slot_pool (self, query, caps);
+  if (self->in_slots)
+    return TRUE;
   guint size = self->burst * ALIGN_UP (self->size_max);
   GstBufferPool *pool = gst_buffer_pool_new ();
   GstStructure *config = gst_buffer_pool_get_config (pool);
@@ -678,10 +714,6 @@ gst_daqiri_test_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
   if (self->limit != 0 && self->limit - first < n)
     n = (guint) (self->limit - first);
 
-  ret = pace_burst (self, first, n, &pts, &duration);
-  if (ret != GST_FLOW_OK)
-    return ret;
-
   GstBufferPool *pool = gst_base_src_get_buffer_pool (bsrc);
   if (pool == NULL) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("no buffer pool was negotiated"),
@@ -693,22 +725,43 @@ gst_daqiri_test_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
   gst_object_unref (pool);
   if (ret != GST_FLOW_OK)
     return ret;
+
+  /* TX slots: the meta lists the slots lent, packet i goes to slot i */
+  GstDaqiriPacketMeta *meta = burst_meta (self, buf);
+  const gboolean in_slots = self->in_slots;
+  if (in_slots)
+    n = MIN (n, meta->n_packets);
+
+  ret = pace_burst (self, first, n, &pts, &duration);
+  if (ret != GST_FLOW_OK) {
+    gst_buffer_unref (buf);
+    return ret;
+  }
+
   if (!gst_buffer_map (buf, &map, GST_MAP_WRITE)) {
     gst_buffer_unref (buf);
     GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("could not map a burst buffer"), (NULL));
     return GST_FLOW_ERROR;
   }
 
-  if (map.size < (gsize) self->burst * ALIGN_UP (self->size_max)) {
+  gboolean fits = n > 0;
+  if (!in_slots) {
+    fits = map.size >= (gsize) self->burst * ALIGN_UP (self->size_max);
+  } else {
+    for (guint i = 0; i < n && fits; i++)
+      fits = meta->packets[i].length >= self->size_max &&
+          meta->packets[i].offset <= map.size - self->size_max;
+  }
+  if (!fits) {
     gst_buffer_unmap (buf, &map);
     gst_buffer_unref (buf);
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-        ("a burst buffer holds %" G_GSIZE_FORMAT " bytes, a burst needs up to %u",
-            map.size, self->burst * ALIGN_UP (self->size_max)), (NULL));
+        ("a burst buffer holds %" G_GSIZE_FORMAT " bytes in %u place(s), a burst needs up "
+            "to %u frames of up to %u bytes", map.size, in_slots ? meta->n_packets :
+            self->burst, n, self->size_max), (NULL));
     return GST_FLOW_ERROR;
   }
 
-  GstDaqiriPacketMeta *meta = burst_meta (self, buf);
   GstDaqiriPacket *pkt = meta->packets;
   const GstDaqiriTestPacketParams *params = &self->params;
   const guint size_min = self->size_min, size_max = self->size_max;
@@ -721,6 +774,8 @@ gst_daqiri_test_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     const guint32 seq = (guint32) (first + i);
     const guint size = size_min == size_max ? size_min :
         gst_daqiri_test_packet_size (size_min, size_max, seq);
+    if (in_slots)
+      offset = pkt[i].offset;
     gst_daqiri_test_packet_write (params, map.data + offset, size, seq, flow);
     pkt[i].offset = offset;
     pkt[i].length = size;

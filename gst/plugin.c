@@ -1,4 +1,4 @@
-/* The daqiri plugin: daqirisrc, daqirisink, daqiritestsrc. */
+/* The daqiri plugin: daqirisrc, daqirisink, daqiritestsrc, daqirireorder, daqiripay. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -9,6 +9,8 @@
 #include "gstdaqirisrc.h"
 #include "gstdaqirisink.h"
 #include "gstdaqiritestsrc.h"
+#include "gstdaqirireorder.h"
+#include "gstdaqiripay.h"
 
 static gboolean
 plugin_init (GstPlugin * plugin)
@@ -20,6 +22,8 @@ plugin_init (GstPlugin * plugin)
   ok |= GST_ELEMENT_REGISTER (daqirisrc, plugin);
   ok |= GST_ELEMENT_REGISTER (daqirisink, plugin);
   ok |= GST_ELEMENT_REGISTER (daqiritestsrc, plugin);
+  ok |= GST_ELEMENT_REGISTER (daqirireorder, plugin);
+  ok |= GST_ELEMENT_REGISTER (daqiripay, plugin);
   return ok;
 }
 

@@ -9,9 +9,12 @@
  * (any thread); the polling thread re-posts WQEs in ring order. Queues of one element
  * (one group_id) are steered as a group once all of them exist.
  *
- * TX: one SQ per queue, frames copied into its slots (mlx5_txq_send); waits for slots
- * by reading the TX CQ. Both directions wait with a spin, then in short sleeps on an
- * eventfd that rxq_wakeup/txq_wakeup signal.
+ * TX: one SQ per queue, frames copied into its slots (mlx5_txq_send), or written in
+ * place: txq_acquire lends a run of slots that never wraps the slab end (so the run is
+ * one contiguous range) and is at most half the slots; txq_commit sends the frames of
+ * the run (mlx5_txq_commit) and takes the unused slots back. Waits for slots by reading
+ * the TX CQ. Both directions wait with a spin, then in short sleeps on an eventfd that
+ * rxq_wakeup/txq_wakeup signal.
  */
 #include "mlx5-engine.h"
 
@@ -34,9 +37,15 @@
 #include <sys/eventfd.h>
 
 #define SPIN_POLLS 256
+/* RX: cpu_relax()es spent spinning on an empty CQ before sleeping (~13 ns each on a
+ * current x86), and the most between two looks at it */
+#define SPIN_RELAXES 1536
+#define SPIN_BACKOFF_MAX 64
 #define SLEEP_MIN_NS G_GINT64_CONSTANT (10000)
 #define SLEEP_MAX_NS G_GINT64_CONSTANT (200000)
 #define CLOCK_REFRESH_NS G_GINT64_CONSTANT (250000000)
+/* while packets flow, the RX poll loop reads the clock every this many polls */
+#define CLOCK_READ_POLLS 32
 /* the largest frame (without FCS) an mlx5 port takes: MTU + Ethernet header + one VLAN tag */
 #define FRAME_OVER_MTU 18
 
@@ -278,6 +287,7 @@ struct _Mlx5EngRxq {
   Mlx5RxBurst ob;
   gint64 open_since;            /* when its first packet was read */
   gint64 clock_refresh_at;
+  guint backoff;                /* cpu_relax()es between two looks at an empty CQ */
 
   GMutex free_lock;
   Mlx5BurstRec *free_recs;
@@ -463,6 +473,7 @@ eng_rxq_create (gpointer port_priv, const DqRxConfig * config, GError ** error)
   if (!rx_group_join (rxq, config, error))
     goto fail;
   rxq->clock_refresh_at = mono_now_ns () + CLOCK_REFRESH_NS;
+  rxq->backoff = 1;
   return rxq;
 
 fail:
@@ -505,10 +516,14 @@ eng_rxq_poll (gpointer priv, DqBurst * burst, gint64 timeout_ns, GError ** error
   Mlx5EngRxq *rxq = priv;
   gint64 deadline = -1;
   gint64 sleep_ns = SLEEP_MIN_NS;
-  guint spins = 0;
+  guint spun = 0, flowing = 0;
+  /* The clock is read once per call, then while packets flow only every few polls, and
+   * whenever the CQ is empty: at millions of packets a second a clock_gettime() per
+   * poll cost as much as reading the CQEs. Timeouts are checked against it when
+   * nothing comes, so they keep their meaning. */
+  gint64 now = mono_now_ns ();
 
   for (;;) {
-    gint64 now = mono_now_ns ();
     /* a fresh snapshot before converting timestamps (it is only good for seconds) */
     if (now >= rxq->clock_refresh_at) {
       mlx5_rxq_clock_refresh (rxq->ring);
@@ -531,21 +546,36 @@ eng_rxq_poll (gpointer priv, DqBurst * burst, gint64 timeout_ns, GError ** error
     }
     if (rxq->ob.n_packets > before) {
       /* more came: the CQ may have more */
-      spins = 0;
+      spun = 0;
+      if (++flowing == CLOCK_READ_POLLS) {
+        flowing = 0;
+        now = mono_now_ns ();
+      }
       continue;
     }
+    flowing = 0;
+    now = mono_now_ns ();
     if (timeout_ns == 0)
       return 0;
     if (deadline < 0 && timeout_ns > 0)
       deadline = now + timeout_ns;
     if (deadline >= 0 && now >= deadline)
       return 0;
-    if (spins < SPIN_POLLS) {
-      spins++;
-      mlx5_cpu_relax ();
+    if (spun < SPIN_RELAXES) {
+      /* Wait a little after each empty look at the CQ, longer each time up to
+       * SPIN_BACKOFF_MAX (and so on while traffic flows). Reading the next CQE while
+       * the device writes it moves its cache line back and forth between the two (a
+       * device that is a CPU thread, like the emulator, stalls on every such write);
+       * looking again a moment later finds several CQEs in a row instead. */
+      for (guint i = 0; i < rxq->backoff; i++)
+        mlx5_cpu_relax ();
+      spun += rxq->backoff;
+      rxq->backoff = MIN (rxq->backoff * 2, SPIN_BACKOFF_MAX);
       continue;
     }
-    /* sleep in slices: until the deadline, the open burst's timeout, or a wakeup */
+    /* sleep in slices: until the deadline, the open burst's timeout, or a wakeup; the
+     * traffic paused, so the next looks start quick again */
+    rxq->backoff = 1;
     gint64 slice = sleep_ns;
     if (deadline >= 0)
       slice = MIN (slice, deadline - now);
@@ -554,6 +584,7 @@ eng_rxq_poll (gpointer priv, DqBurst * burst, gint64 timeout_ns, GError ** error
     if (slice > 0 && wait_on (rxq->wake_fd, slice))
       return 0;
     sleep_ns = MIN (sleep_ns * 2, SLEEP_MAX_NS);
+    now = mono_now_ns ();
   }
 }
 
@@ -610,6 +641,16 @@ typedef struct {
   guint max_packet;
   int wake_fd;
 
+  /* in-place sending: the slab's slots, and the run lent by txq_acquire */
+  guint8 *slab;                 /* slot 0 */
+  guint n_slots;
+  guint log_slot_size;
+  guint8 **addrs;               /* n_slots, scratch for mlx5_txq_acquire */
+  guint32 *lengths;             /* n_slots, scratch for txq_commit */
+  gboolean lent;
+  guint8 *lent_data;
+  guint lent_n;
+
   guint64 packets;
   guint64 bytes;
   guint64 bursts;
@@ -626,6 +667,8 @@ eng_txq_destroy (gpointer priv)
   mlx5_txq_free (txq->ring);
   if (txq->wake_fd >= 0)
     close (txq->wake_fd);
+  g_free (txq->addrs);
+  g_free (txq->lengths);
   g_free (txq);
 }
 
@@ -656,6 +699,14 @@ eng_txq_create (gpointer port_priv, const DqTxConfig * config, GError ** error)
   txq->ring = mlx5_txq_new (port->ops, port->dev, &cfg, error);
   if (txq->ring == NULL)
     goto fail;
+  txq->n_slots = mlx5_txq_n_slots (txq->ring);
+  txq->log_slot_size = cfg.log_slot_size;
+  txq->addrs = g_new (guint8 *, txq->n_slots);
+  txq->lengths = g_new (guint32, txq->n_slots);
+  /* a fresh queue hands out slot 0 first: where the slab starts */
+  if (mlx5_txq_acquire (txq->ring, 1, txq->addrs) == 1)
+    txq->slab = txq->addrs[0];
+  mlx5_txq_cancel (txq->ring);
   return txq;
 
 fail:
@@ -692,6 +743,17 @@ tx_wait_slots (Mlx5EngTxq * txq)
   }
 }
 
+static gboolean
+tx_refuse_if_lent (Mlx5EngTxq * txq, const char *what, GError ** error)
+{
+  if (!txq->lent)
+    return FALSE;
+  g_set_error (error, DQ_ERROR, DQ_ERROR_BUSY, "%s: %s while %u TX slots are lent for "
+      "writing in place (commit or cancel them first)", txq->port->what, what,
+      txq->lent_n);
+  return TRUE;
+}
+
 static int
 eng_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * lengths, guint n,
     GError ** error)
@@ -699,6 +761,9 @@ eng_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * lengt
   Mlx5EngTxq *txq = priv;
   guint i = 0, sent = 0;
   guint64 bytes = 0, errors = 0;
+
+  if (tx_refuse_if_lent (txq, "sending copies", error))
+    return -1;
 
   while (i < n) {
     if (!tx_frame_ok (txq, lengths[i])) {
@@ -725,6 +790,151 @@ eng_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * lengt
   if (errors > 0)
     MLX5_COUNTER_ADD (txq->errors, errors);
   return (int) i;
+}
+
+/* Tries to lend `want` slots that do not wrap the slab end (fewer when the slab ends
+ * first). Returns how many were lent, 0 when not that many are free yet. */
+static guint
+tx_try_lend (Mlx5EngTxq * txq, guint want)
+{
+  guint k = mlx5_txq_acquire (txq->ring, want, txq->addrs);
+  if (k == 0)
+    return 0;
+  guint idx = (guint) ((gsize) (txq->addrs[0] - txq->slab) >> txq->log_slot_size);
+  guint target = MIN (want, txq->n_slots - idx);
+  if (k < target) {
+    /* not enough free yet: wait for more rather than lend a short run */
+    mlx5_txq_cancel (txq->ring);
+    return 0;
+  }
+  if (k > target) {
+    mlx5_txq_cancel (txq->ring);
+    k = mlx5_txq_acquire (txq->ring, target, txq->addrs);
+  }
+  return k;
+}
+
+static int
+eng_txq_acquire (gpointer priv, guint max_frames, guint frame_size, DqTxSlots * slots,
+    gint64 timeout_ns, GError ** error)
+{
+  Mlx5EngTxq *txq = priv;
+  guint slot_size = 1u << txq->log_slot_size;
+  gint64 deadline = timeout_ns >= 0 ? mono_now_ns () + timeout_ns : -1;
+  gint64 sleep_ns = SLEEP_MIN_NS;
+  guint spins = 0;
+
+  if (frame_size > txq->max_packet) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: frames of %u bytes do not fit the "
+        "TX slots, made for frames up to %u bytes (allowed: frame size <= %u; a larger "
+        "max-packet-size makes larger slots)", txq->port->what, frame_size,
+        txq->max_packet, txq->max_packet);
+    return -1;
+  }
+  if (txq->slab == NULL) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "%s: the TX slots are unknown",
+        txq->port->what);
+    return -1;
+  }
+  if (tx_refuse_if_lent (txq, "acquiring TX slots", error))
+    return -1;
+  /* at most half the slab: a run being written never waits for the one being sent */
+  guint want = MIN (max_frames, MAX (txq->n_slots / 2, 1));
+  for (;;) {
+    guint k = tx_try_lend (txq, want);
+    if (k > 0) {
+      txq->lent = TRUE;
+      txq->lent_data = txq->addrs[0];
+      txq->lent_n = k;
+      slots->data = txq->addrs[0];
+      slots->n_slots = k;
+      slots->stride = slot_size;
+      slots->slot_size = MIN (slot_size, txq->max_packet);
+      slots->memory = DQ_MEMORY_HOST;
+      slots->token = txq;
+      return 1;
+    }
+    if (deadline >= 0 && mono_now_ns () >= deadline)
+      return 0;
+    if (spins == 0)
+      MLX5_COUNTER_ADD (txq->ring_full_waits, 1);
+    if (spins < SPIN_POLLS) {
+      spins++;
+      mlx5_cpu_relax ();
+      continue;
+    }
+    gint64 slice = sleep_ns;
+    if (deadline >= 0)
+      slice = MIN (slice, MAX (deadline - mono_now_ns (), 1));
+    if (wait_on (txq->wake_fd, slice))
+      return 0;
+    sleep_ns = MIN (sleep_ns * 2, SLEEP_MAX_NS);
+  }
+}
+
+static gboolean
+tx_run_is_lent (Mlx5EngTxq * txq, const DqTxSlots * slots)
+{
+  return txq->lent && slots->token == txq && slots->data == txq->lent_data &&
+      slots->n_slots == txq->lent_n;
+}
+
+static void
+eng_txq_cancel (gpointer priv, DqTxSlots * slots)
+{
+  Mlx5EngTxq *txq = priv;
+
+  if (!tx_run_is_lent (txq, slots))
+    return;
+  mlx5_txq_cancel (txq->ring);
+  txq->lent = FALSE;
+  slots->token = NULL;
+}
+
+static int
+eng_txq_commit (gpointer priv, DqTxSlots * slots, guint n, const guint32 * lengths,
+    GError ** error)
+{
+  Mlx5EngTxq *txq = priv;
+  guint64 bytes = 0, errors = 0;
+  guint w = 0;
+
+  if (!tx_run_is_lent (txq, slots) || n > slots->n_slots) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: committing %u frames of a run of "
+        "TX slots that %s", txq->port->what, n, tx_run_is_lent (txq, slots) ?
+        "has fewer slots" : "is not the one lent");
+    return -1;
+  }
+  /* a frame that is refused gives its slot to the next good one: the SQ sends slots in
+   * ring order, with no gaps (a move only happens when a frame is refused) */
+  for (guint i = 0; i < n; i++) {
+    guint32 len = lengths[i];
+    if (!tx_frame_ok (txq, len)) {
+      errors++;
+      continue;
+    }
+    if (w != i)
+      memmove (slots->data + (gsize) w * slots->stride,
+          slots->data + (gsize) i * slots->stride, len);
+    txq->lengths[w++] = len;
+  }
+  guint sent = w > 0 ? mlx5_txq_commit (txq->ring, w, txq->lengths) : 0;
+  mlx5_txq_cancel (txq->ring);
+  txq->lent = FALSE;
+  slots->token = NULL;
+  /* sent < w cannot happen (every length was checked against the slots); if it did,
+   * the rest would count as refused */
+  errors += w - sent;
+  for (guint i = 0; i < sent; i++)
+    bytes += txq->lengths[i];
+  if (sent > 0) {
+    MLX5_COUNTER_ADD (txq->packets, sent);
+    MLX5_COUNTER_ADD (txq->bytes, bytes);
+    MLX5_COUNTER_ADD (txq->bursts, 1);
+  }
+  if (errors > 0)
+    MLX5_COUNTER_ADD (txq->errors, errors);
+  return (int) n;
 }
 
 static gboolean
@@ -788,7 +998,10 @@ emu_port_open_engine (const char *arg, DqPortInfo * info, GError ** error)
   .txq_send = eng_txq_send, \
   .txq_flush = eng_txq_flush, \
   .txq_wakeup = eng_txq_wakeup, \
-  .txq_stats = eng_txq_stats
+  .txq_stats = eng_txq_stats, \
+  .txq_acquire = eng_txq_acquire, \
+  .txq_commit = eng_txq_commit, \
+  .txq_cancel = eng_txq_cancel
 
 const DqEngineOps dq_emu_engine = {
   .name = "emu",

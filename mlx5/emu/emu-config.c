@@ -12,6 +12,7 @@
 #define MTU_MIN 68
 #define MTU_MAX 9978
 #define OVERHEAD_MAX 64
+#define GEN_RATE_MAX G_GUINT64_CONSTANT (1000000000)
 
 static gboolean
 name_char_ok (char c)
@@ -167,6 +168,29 @@ apply_key (EmuConfig * cfg, const char *key, const char *value, GError ** error)
     else
       return bad_value (n, key, value, "free or rt", error);
     cfg->keys |= EMU_KEY_CLOCK;
+  } else if (strcmp (key, "gen") == 0) {
+    /* checked against the MTU once every key is known */
+    if (!parse_number (value, rate_units, 1, &v) || v < EMU_MIN_FRAME || v > EMU_MAX_FRAME ||
+        !g_ascii_isdigit (value[strlen (value) - 1]))
+      return bad_value (n, key, value, "a frame length of 60 .. MTU + 18 bytes", error);
+    cfg->gen_len = (guint) v;
+    cfg->keys |= EMU_KEY_GEN;
+  } else if (strcmp (key, "gen-rate") == 0) {
+    if (!parse_number (value, rate_units, 1, &v) || v > GEN_RATE_MAX)
+      return bad_value (n, key, value, "0 (back to back) .. 1g packets/s, a number with "
+          "k, m or g, e.g. 10m", error);
+    cfg->gen_rate = v;
+    cfg->keys |= EMU_KEY_GEN_RATE;
+  } else if (strcmp (key, "gen-count") == 0) {
+    if (!parse_number (value, rate_units, 1, &v))
+      return bad_value (n, key, value, "0 (endless) or a number of frames, with k, m or "
+          "g", error);
+    cfg->gen_count = v;
+    cfg->keys |= EMU_KEY_GEN_COUNT;
+  } else if (strcmp (key, "gen-lossless") == 0) {
+    if (!parse_bool (value, &cfg->gen_lossless))
+      return bad_value (n, key, value, "on or off", error);
+    cfg->keys |= EMU_KEY_GEN_LOSSLESS;
   } else if (strcmp (key, "overhead") == 0) {
     if (!parse_number (value, rate_units, 1, &v) || v > OVERHEAD_MAX ||
         !g_ascii_isdigit (value[strlen (value) - 1]))
@@ -176,7 +200,8 @@ apply_key (EmuConfig * cfg, const char *key, const char *value, GError ** error)
   } else {
     char *k = g_strescape (key, NULL);
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "emu:%s: unknown key '%s' (allowed: "
-        "rate, freq, clock, mtu, mac, peer, pause, overhead)", n, k);
+        "rate, freq, clock, mtu, mac, peer, pause, overhead); for the generator: gen, "
+        "gen-rate, gen-count, gen-lossless", n, k);
     g_free (k);
     return FALSE;
   }
@@ -223,6 +248,19 @@ emu_config_parse (const char *spec, EmuConfig * cfg, GError ** error)
     if (!apply_key (cfg, parts[i], eq + 1, error))
       goto out;
   }
+  if ((cfg->keys & (EMU_KEY_GEN_RATE | EMU_KEY_GEN_COUNT | EMU_KEY_GEN_LOSSLESS)) &&
+      cfg->gen_len == 0) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "emu:%s: gen-rate, gen-count and "
+        "gen-lossless shape the generator: give its frame length too (gen=60 .. %u)",
+        cfg->name, cfg->mtu + 18);
+    goto out;
+  }
+  if (cfg->gen_len > cfg->mtu + 18) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "emu:%s: gen=%u is not allowed "
+        "(allowed: a frame length of 60 .. %u, MTU + 18)", cfg->name, cfg->gen_len,
+        cfg->mtu + 18);
+    goto out;
+  }
   if (cfg->real_time && cfg->freq_khz != 1000000) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "emu:%s: clock=rt counts ns: it needs "
         "freq=1ghz (allowed: clock=free with freq=%" G_GUINT64_FORMAT "khz)", cfg->name,
@@ -258,6 +296,14 @@ emu_config_compatible (const EmuConfig * port, const EmuConfig * other, GError *
     key = "clock";
   else if ((k & EMU_KEY_OVERHEAD) && other->overhead != port->overhead)
     key = "overhead";
+  else if ((k & EMU_KEY_GEN) && other->gen_len != port->gen_len)
+    key = "gen";
+  else if ((k & EMU_KEY_GEN_RATE) && other->gen_rate != port->gen_rate)
+    key = "gen-rate";
+  else if ((k & EMU_KEY_GEN_COUNT) && other->gen_count != port->gen_count)
+    key = "gen-count";
+  else if ((k & EMU_KEY_GEN_LOSSLESS) && other->gen_lossless != port->gen_lossless)
+    key = "gen-lossless";
   if (key == NULL)
     return TRUE;
   g_set_error (error, DQ_ERROR, DQ_ERROR_BUSY, "emu:%s is already open with another %s "

@@ -321,7 +321,23 @@ emu_flows_set (gpointer dev, guint32 group, Mlx5Rq ** rqs, guint n_rqs,
   }
   if (g != NULL)
     g_ptr_array_insert (p->groups, (gint) at, g);
+  /* the spec's generator (gen=LEN) starts once a receive queue is there to take it */
+  gboolean gen_start = g != NULL && p->cfg.gen_len > 0 && !p->gen_from_spec;
+  if (gen_start)
+    p->gen_from_spec = TRUE;
   g_mutex_unlock (&p->lock);
+  if (gen_start) {
+    EmuGenConfig gc = {
+      .frame_len = p->cfg.gen_len,
+      .count = p->cfg.gen_count,
+      .rate_pps = p->cfg.gen_rate,
+      .first_seq = 0,
+      .lossless = p->cfg.gen_lossless,
+    };
+    /* the length was checked against the MTU with the spec */
+    if (!emu_port_generate (p, &gc, error))
+      return FALSE;
+  }
   emu_port_kick (p);
   return TRUE;
 }

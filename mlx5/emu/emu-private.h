@@ -30,6 +30,10 @@ enum {
   EMU_KEY_PAUSE = 1 << 5,
   EMU_KEY_CLOCK = 1 << 6,
   EMU_KEY_OVERHEAD = 1 << 7,
+  EMU_KEY_GEN = 1 << 8,
+  EMU_KEY_GEN_RATE = 1 << 9,
+  EMU_KEY_GEN_COUNT = 1 << 10,
+  EMU_KEY_GEN_LOSSLESS = 1 << 11,
 };
 
 typedef struct {
@@ -44,6 +48,11 @@ typedef struct {
   gboolean pause;
   gboolean real_time;
   guint overhead;
+  /* the generator the spec asks for (gen_len 0: none), started with the first RQ */
+  guint gen_len;
+  guint64 gen_rate;
+  guint64 gen_count;
+  gboolean gen_lossless;
 } EmuConfig;
 
 /* Parses "NAME[,KEY=VALUE]..." (see emu.h); unset keys get their defaults. */
@@ -142,6 +151,7 @@ struct _EmuPort {
 
   EmuWire tx_wire, rx_wire;
   EmuGen *gen;
+  gboolean gen_from_spec;       /* the spec's generator was started (under lock) */
 
   /* faults (under lock) */
   guint fault_rx_drop;

@@ -36,8 +36,19 @@
  *                   honour it); the generator follows its own `lossless`. Default on.
  *   overhead=0..64  wire bytes per frame besides the frame itself (default 24: preamble
  *                   and SFD 8, FCS 4, inter-frame gap 12).
+ *   gen=LEN         the built-in generator (emu_port_generate) feeds the port's RX with
+ *                   LEN-byte UDP frames (60 .. MTU + 18), from the moment the port has
+ *                   its first receive queue (steered), on the port's device thread:
+ *                   traffic without a sender. Default: no generator. With it:
+ *     gen-rate=PPS    frames per second (k, m, g allowed: 10m), or 0: as fast as the
+ *                     device thread makes them (timestamps back to back at line rate).
+ *                     Default 0.
+ *     gen-count=N     frames in all (k, m, g allowed), 0: endless. Default 0.
+ *     gen-lossless=on|off  a frame its RQ has no room for waits (on) or is dropped and
+ *                     counted as rx_out_of_buffer (off, as on a wire). Default off.
  *
- * e.g. "emu:x", "emu:a,peer=b,rate=25g", "emu:b,peer=a,rate=25g,freq=156250khz".
+ * e.g. "emu:x", "emu:a,peer=b,rate=25g", "emu:b,peer=a,rate=25g,freq=156250khz",
+ * "emu:g,gen=64,gen-rate=10m" (10 million 64-byte frames a second to whoever listens).
  * A second user of a port may repeat keys only with the same values.
  *
  * Line-rate model. A frame of L bytes (without FCS; shorter than 60 counts as 60, the

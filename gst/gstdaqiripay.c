@@ -1,0 +1,464 @@
+/* daqiripay: frames -> packet bursts (application/x-daqiri-packets), the inverse of
+ * daqirireorder.
+ *
+ * Every input buffer is one frame of packets-per-batch * payload-size bytes (caps
+ * application/x-daqiri-frame or anything else). It leaves as one burst of packets-per-batch
+ * Ethernet/IPv4/UDP packets (dq_packetize_cpu): header template, zeros, payload slot s of the
+ * frame at payload-offset, sequence number batch * packets-per-batch + s (mod 2^seq-bits) at
+ * seq-offset and, with batch-bits > 0, the batch number at batch-offset; IPv4 total length and
+ * checksum and UDP length filled in (UDP checksum 0). Frame n of the stream is batch n. The burst
+ * is system memory with a GstDaqiriPacketMeta and the frame's PTS.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstdaqiripay.h"
+
+#include <arpa/inet.h>
+#include <gst/daqiri/daqiripacketmeta.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daqiri-reorder.h"
+
+GST_DEBUG_CATEGORY_STATIC (daqiripay_debug);
+#define GST_CAT_DEFAULT daqiripay_debug
+
+#define HEADER_LEN 42           /* Ethernet 14 + IPv4 20 + UDP 8 */
+#define DEFAULT_SRC_MAC "02:00:00:00:00:01"
+#define DEFAULT_DST_MAC "02:00:00:00:00:02"
+#define DEFAULT_SRC_IP "10.0.0.1"
+#define DEFAULT_DST_IP "10.0.0.2"
+#define DEFAULT_SRC_PORT 5000
+#define DEFAULT_DST_PORT 6000
+#define DEFAULT_SEQ_OFFSET (HEADER_LEN * 8)
+#define DEFAULT_PAYLOAD_OFFSET (HEADER_LEN + 4)
+#define DEFAULT_PAYLOAD_SIZE 1024
+
+enum
+{
+  PROP_0,
+  PROP_SRC_MAC,
+  PROP_DST_MAC,
+  PROP_SRC_IP,
+  PROP_DST_IP,
+  PROP_SRC_PORT,
+  PROP_DST_PORT,
+  PROP_SEQ_OFFSET,
+  PROP_SEQ_BITS,
+  PROP_BATCH_OFFSET,
+  PROP_BATCH_BITS,
+  PROP_PACKETS_PER_BATCH,
+  PROP_PAYLOAD_OFFSET,
+  PROP_PAYLOAD_SIZE,
+};
+
+struct _GstDaqiriPay
+{
+  GstElement parent;
+  GstPad *sinkpad, *srcpad;
+
+  /* properties (object lock) */
+  gchar *src_mac, *dst_mac, *src_ip, *dst_ip;
+  guint src_port, dst_port;
+  DqReorderConfig cfg;
+
+  /* streaming state */
+  DqReorderConfig run_cfg;
+  DqPacketizeTemplate tmpl;
+  guint8 header[HEADER_LEN];
+  guint64 batch;
+  gboolean caps_sent;
+  DqReorderPacket *pkts;
+};
+
+G_DEFINE_TYPE (GstDaqiriPay, gst_daqiri_pay, GST_TYPE_ELEMENT);
+GST_ELEMENT_REGISTER_DEFINE (daqiripay, "daqiripay", GST_RANK_NONE, GST_TYPE_DAQIRI_PAY);
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink", GST_PAD_SINK,
+    GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC,
+    GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE));
+
+static gboolean
+parse_mac (const gchar * s, guint8 mac[6])
+{
+  unsigned int b[6];
+  char end;
+  if (!s || sscanf (s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
+          &end) != 6)
+    return FALSE;
+  for (int i = 0; i < 6; i++)
+    mac[i] = (guint8) b[i];
+  return TRUE;
+}
+
+static void
+put16 (guint8 * p, guint v)
+{
+  p[0] = (guint8) (v >> 8);
+  p[1] = (guint8) v;
+}
+
+static gboolean
+start (GstDaqiriPay * self)
+{
+  char msg[256];
+  guint8 *h = self->header;
+  struct in_addr sip, dip;
+  gboolean ok = TRUE;
+
+  memset (h, 0, sizeof self->header);
+  GST_OBJECT_LOCK (self);
+  self->run_cfg = self->cfg;
+  if (!parse_mac (self->dst_mac, h) || !parse_mac (self->src_mac, h + 6)) {
+    const gchar *name = parse_mac (self->dst_mac, h) ? "src-mac" : "dst-mac";
+    const gchar *val = parse_mac (self->dst_mac, h) ? self->src_mac : self->dst_mac;
+    g_snprintf (msg, sizeof msg, "%s is \"%s\"; allowed: six hex bytes like 02:00:00:00:00:01",
+        name, val ? val : "(null)");
+    ok = FALSE;
+  } else if (!self->src_ip || inet_pton (AF_INET, self->src_ip, &sip) != 1) {
+    g_snprintf (msg, sizeof msg, "src is \"%s\"; allowed: a dotted IPv4 address like 10.0.0.1",
+        self->src_ip ? self->src_ip : "(null)");
+    ok = FALSE;
+  } else if (!self->dst_ip || inet_pton (AF_INET, self->dst_ip, &dip) != 1) {
+    g_snprintf (msg, sizeof msg, "dst is \"%s\"; allowed: a dotted IPv4 address like 10.0.0.2",
+        self->dst_ip ? self->dst_ip : "(null)");
+    ok = FALSE;
+  }
+  put16 (h + 12, 0x0800);
+  h[14] = 0x45;
+  put16 (h + 20, 0x4000);       /* don't fragment */
+  h[22] = 64;
+  h[23] = 17;
+  if (ok) {
+    memcpy (h + 26, &sip, 4);
+    memcpy (h + 30, &dip, 4);
+  }
+  put16 (h + 34, self->src_port);
+  put16 (h + 36, self->dst_port);
+  GST_OBJECT_UNLOCK (self);
+  if (!ok) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", msg), (NULL));
+    return FALSE;
+  }
+
+  self->tmpl = (DqPacketizeTemplate) {
+  .header = self->header,.header_len = HEADER_LEN,.ipv4_offset = 14,.udp_offset = 34,
+        .packet_stride = 0,.min_length = 60};
+  self->tmpl.packet_stride = dq_packetize_packet_length (&self->run_cfg, &self->tmpl);
+  if (dq_packetize_validate (&self->run_cfg, &self->tmpl, msg, sizeof msg) != 0) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", msg),
+        ("the Ethernet/IPv4/UDP header takes bytes 0..%d", HEADER_LEN - 1));
+    return FALSE;
+  }
+  self->pkts = g_new (DqReorderPacket, self->run_cfg.packets_per_batch);
+  self->batch = 0;
+  self->caps_sent = FALSE;
+  return TRUE;
+}
+
+static GstFlowReturn
+gst_daqiri_pay_chain (GstPad * pad, GstObject * parent, GstBuffer * in)
+{
+  GstDaqiriPay *self = GST_DAQIRI_PAY (parent);
+  const DqReorderConfig *cfg = &self->run_cfg;
+  GstMapInfo imap, omap;
+
+  if (!self->pkts) {
+    gst_buffer_unref (in);
+    return GST_FLOW_FLUSHING;
+  }
+  gsize frame_size = (gsize) cfg->packets_per_batch * cfg->payload_size;
+  if (gst_buffer_get_size (in) != frame_size) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("a frame of %" G_GSIZE_FORMAT " bytes; expected packets-per-batch %u x payload-size "
+            "%u = %" G_GSIZE_FORMAT " bytes", gst_buffer_get_size (in), cfg->packets_per_batch,
+            cfg->payload_size, frame_size), (NULL));
+    gst_buffer_unref (in);
+    return GST_FLOW_ERROR;
+  }
+  if (!self->caps_sent) {
+    GstCaps *caps = gst_caps_new_empty_simple (GST_DAQIRI_PACKETS_MEDIA_TYPE);
+    gboolean ok = gst_pad_push_event (self->srcpad, gst_event_new_caps (caps));
+    gst_caps_unref (caps);
+    if (!ok) {
+      gst_buffer_unref (in);
+      return GST_FLOW_NOT_NEGOTIATED;
+    }
+    self->caps_sent = TRUE;
+  }
+
+  gsize out_size = (gsize) cfg->packets_per_batch * self->tmpl.packet_stride;
+  GstBuffer *out = gst_buffer_new_allocate (NULL, out_size, NULL);
+  if (!out || !gst_buffer_map (in, &imap, GST_MAP_READ)) {
+    if (out)
+      gst_buffer_unref (out);
+    gst_buffer_unref (in);
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("cannot allocate or map a burst of %" G_GSIZE_FORMAT " bytes", out_size), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  gst_buffer_map (out, &omap, GST_MAP_WRITE);
+  int rc = dq_packetize_cpu (cfg, &self->tmpl, imap.data, self->batch, omap.data, omap.size,
+      self->pkts);
+  gst_buffer_unmap (out, &omap);
+  gst_buffer_unmap (in, &imap);
+  if (rc != 0) {
+    gst_buffer_unref (out);
+    gst_buffer_unref (in);
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("packetize failed"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  gst_buffer_add_daqiri_packet_meta (out, (const GstDaqiriPacket *) self->pkts,
+      cfg->packets_per_batch);
+  GST_BUFFER_PTS (out) = GST_BUFFER_PTS (in);
+  GST_BUFFER_DURATION (out) = GST_BUFFER_DURATION (in);
+  GST_BUFFER_OFFSET (out) = self->batch;
+  self->batch++;
+  gst_buffer_unref (in);
+  return gst_pad_push (self->srcpad, out);
+}
+
+static gboolean
+gst_daqiri_pay_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
+{
+  if (GST_EVENT_TYPE (event) == GST_EVENT_CAPS) {
+    /* any input caps: the output caps replace them */
+    GstDaqiriPay *self = GST_DAQIRI_PAY (parent);
+    GstCaps *caps = gst_caps_new_empty_simple (GST_DAQIRI_PACKETS_MEDIA_TYPE);
+    gst_event_unref (event);
+    self->caps_sent = gst_pad_push_event (self->srcpad, gst_event_new_caps (caps));
+    gst_caps_unref (caps);
+    return self->caps_sent;
+  }
+  return gst_pad_event_default (pad, parent, event);
+}
+
+static GstStateChangeReturn
+gst_daqiri_pay_change_state (GstElement * element, GstStateChange transition)
+{
+  GstDaqiriPay *self = GST_DAQIRI_PAY (element);
+  GstStateChangeReturn ret;
+
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED && !start (self))
+    return GST_STATE_CHANGE_FAILURE;
+  ret = GST_ELEMENT_CLASS (gst_daqiri_pay_parent_class)->change_state (element, transition);
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
+    g_clear_pointer (&self->pkts, g_free);
+  return ret;
+}
+
+static void
+gst_daqiri_pay_set_property (GObject * object, guint prop_id, const GValue * value,
+    GParamSpec * pspec)
+{
+  GstDaqiriPay *self = GST_DAQIRI_PAY (object);
+  DqReorderConfig *cfg = &self->cfg;
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_SRC_MAC:
+      g_free (self->src_mac);
+      self->src_mac = g_value_dup_string (value);
+      break;
+    case PROP_DST_MAC:
+      g_free (self->dst_mac);
+      self->dst_mac = g_value_dup_string (value);
+      break;
+    case PROP_SRC_IP:
+      g_free (self->src_ip);
+      self->src_ip = g_value_dup_string (value);
+      break;
+    case PROP_DST_IP:
+      g_free (self->dst_ip);
+      self->dst_ip = g_value_dup_string (value);
+      break;
+    case PROP_SRC_PORT:
+      self->src_port = g_value_get_uint (value);
+      break;
+    case PROP_DST_PORT:
+      self->dst_port = g_value_get_uint (value);
+      break;
+    case PROP_SEQ_OFFSET:
+      cfg->seq_bit_offset = g_value_get_uint (value);
+      break;
+    case PROP_SEQ_BITS:
+      cfg->seq_bit_width = g_value_get_uint (value);
+      break;
+    case PROP_BATCH_OFFSET:
+      cfg->batch_bit_offset = g_value_get_uint (value);
+      break;
+    case PROP_BATCH_BITS:
+      cfg->batch_bit_width = g_value_get_uint (value);
+      break;
+    case PROP_PACKETS_PER_BATCH:
+      cfg->packets_per_batch = g_value_get_uint (value);
+      break;
+    case PROP_PAYLOAD_OFFSET:
+      cfg->payload_offset = g_value_get_uint (value);
+      break;
+    case PROP_PAYLOAD_SIZE:
+      cfg->payload_size = g_value_get_uint (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_daqiri_pay_get_property (GObject * object, guint prop_id, GValue * value,
+    GParamSpec * pspec)
+{
+  GstDaqiriPay *self = GST_DAQIRI_PAY (object);
+  DqReorderConfig *cfg = &self->cfg;
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_SRC_MAC:
+      g_value_set_string (value, self->src_mac);
+      break;
+    case PROP_DST_MAC:
+      g_value_set_string (value, self->dst_mac);
+      break;
+    case PROP_SRC_IP:
+      g_value_set_string (value, self->src_ip);
+      break;
+    case PROP_DST_IP:
+      g_value_set_string (value, self->dst_ip);
+      break;
+    case PROP_SRC_PORT:
+      g_value_set_uint (value, self->src_port);
+      break;
+    case PROP_DST_PORT:
+      g_value_set_uint (value, self->dst_port);
+      break;
+    case PROP_SEQ_OFFSET:
+      g_value_set_uint (value, cfg->seq_bit_offset);
+      break;
+    case PROP_SEQ_BITS:
+      g_value_set_uint (value, cfg->seq_bit_width);
+      break;
+    case PROP_BATCH_OFFSET:
+      g_value_set_uint (value, cfg->batch_bit_offset);
+      break;
+    case PROP_BATCH_BITS:
+      g_value_set_uint (value, cfg->batch_bit_width);
+      break;
+    case PROP_PACKETS_PER_BATCH:
+      g_value_set_uint (value, cfg->packets_per_batch);
+      break;
+    case PROP_PAYLOAD_OFFSET:
+      g_value_set_uint (value, cfg->payload_offset);
+      break;
+    case PROP_PAYLOAD_SIZE:
+      g_value_set_uint (value, cfg->payload_size);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_daqiri_pay_finalize (GObject * object)
+{
+  GstDaqiriPay *self = GST_DAQIRI_PAY (object);
+  g_free (self->src_mac);
+  g_free (self->dst_mac);
+  g_free (self->src_ip);
+  g_free (self->dst_ip);
+  g_free (self->pkts);
+  G_OBJECT_CLASS (gst_daqiri_pay_parent_class)->finalize (object);
+}
+
+static void
+gst_daqiri_pay_init (GstDaqiriPay * self)
+{
+  dq_reorder_config_init (&self->cfg);
+  self->cfg.seq_bit_offset = DEFAULT_SEQ_OFFSET;
+  self->cfg.payload_offset = DEFAULT_PAYLOAD_OFFSET;
+  self->cfg.payload_size = DEFAULT_PAYLOAD_SIZE;
+  self->src_mac = g_strdup (DEFAULT_SRC_MAC);
+  self->dst_mac = g_strdup (DEFAULT_DST_MAC);
+  self->src_ip = g_strdup (DEFAULT_SRC_IP);
+  self->dst_ip = g_strdup (DEFAULT_DST_IP);
+  self->src_port = DEFAULT_SRC_PORT;
+  self->dst_port = DEFAULT_DST_PORT;
+  self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
+  gst_pad_set_chain_function (self->sinkpad, gst_daqiri_pay_chain);
+  gst_pad_set_event_function (self->sinkpad, gst_daqiri_pay_sink_event);
+  gst_element_add_pad (GST_ELEMENT (self), self->sinkpad);
+  self->srcpad = gst_pad_new_from_static_template (&src_template, "src");
+  gst_pad_use_fixed_caps (self->srcpad);
+  gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
+}
+
+#define RW_READY (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)
+
+static void
+gst_daqiri_pay_class_init (GstDaqiriPayClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  const guint max_bit = DQ_REORDER_MAX_FRAME_BYTES * 8 - 1;
+
+  GST_DEBUG_CATEGORY_INIT (daqiripay_debug, "daqiripay", 0, "daqiri frame packetizer");
+
+  gobject_class->set_property = gst_daqiri_pay_set_property;
+  gobject_class->get_property = gst_daqiri_pay_get_property;
+  gobject_class->finalize = gst_daqiri_pay_finalize;
+  element_class->change_state = gst_daqiri_pay_change_state;
+
+  g_object_class_install_property (gobject_class, PROP_SRC_MAC,
+      g_param_spec_string ("src-mac", "Source MAC", "Ethernet source address",
+          DEFAULT_SRC_MAC, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_DST_MAC,
+      g_param_spec_string ("dst-mac", "Destination MAC", "Ethernet destination address",
+          DEFAULT_DST_MAC, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_SRC_IP,
+      g_param_spec_string ("src", "Source IPv4", "IPv4 source address", DEFAULT_SRC_IP,
+          RW_READY));
+  g_object_class_install_property (gobject_class, PROP_DST_IP,
+      g_param_spec_string ("dst", "Destination IPv4", "IPv4 destination address",
+          DEFAULT_DST_IP, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_SRC_PORT,
+      g_param_spec_uint ("src-port", "Source port", "UDP source port", 0, 65535, DEFAULT_SRC_PORT,
+          RW_READY));
+  g_object_class_install_property (gobject_class, PROP_DST_PORT,
+      g_param_spec_uint ("dst-port", "Destination port", "UDP destination port", 0, 65535,
+          DEFAULT_DST_PORT, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_SEQ_OFFSET,
+      g_param_spec_uint ("seq-offset", "Sequence offset",
+          "Bit offset of the sequence number from the packet start (bit 0 = MSB of byte 0; "
+          "the header takes bits 0..335)", 0, max_bit, DEFAULT_SEQ_OFFSET, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_SEQ_BITS,
+      g_param_spec_uint ("seq-bits", "Sequence bits", "Width of the sequence number (big-endian)",
+          1, 32, 32, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_BATCH_OFFSET,
+      g_param_spec_uint ("batch-offset", "Batch offset",
+          "Bit offset of the batch number from the packet start", 0, max_bit, 0, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_BATCH_BITS,
+      g_param_spec_uint ("batch-bits", "Batch bits", "Width of the batch number; 0: none",
+          0, 32, 0, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_PACKETS_PER_BATCH,
+      g_param_spec_uint ("packets-per-batch", "Packets per batch", "Packets per frame",
+          1, DQ_REORDER_MAX_PPB, 1, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_PAYLOAD_OFFSET,
+      g_param_spec_uint ("payload-offset", "Payload offset",
+          "Byte offset of the payload from the packet start (at least 42)", 0,
+          DQ_REORDER_MAX_FRAME_BYTES - 1, DEFAULT_PAYLOAD_OFFSET, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_PAYLOAD_SIZE,
+      g_param_spec_uint ("payload-size", "Payload size", "Frame bytes per packet",
+          1, DQ_REORDER_MAX_FRAME_BYTES, DEFAULT_PAYLOAD_SIZE, RW_READY));
+
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class, "daqiri frame packetizer",
+      "Codec/Payloader/Network", "Cuts frames into UDP/IPv4/Ethernet packet bursts with "
+      "sequence and batch numbers (the inverse of daqirireorder)", "daqiri");
+}

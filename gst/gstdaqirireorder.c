@@ -1,0 +1,738 @@
+/* daqirireorder: packet bursts (application/x-daqiri-packets) -> frames (application/x-daqiri-frame).
+ *
+ * Each input buffer is a burst with a GstDaqiriPacketMeta. The packets are placed by sequence
+ * (and optionally batch) number into frames of packets-per-batch payloads, converted as
+ * input-type/output-type say, by the CPU twin of the reorder kernels (cuda/daqiri-reorder.h,
+ * DqReorderCpu): system memory in, system memory out. The GPU path (DqReorderGpu on
+ * GstCudaMemory) is a later step.
+ *
+ * Frames come from a GstBufferPool of frame-size buffers, handed to the reorder context with
+ * dq_reorder_cpu_add_frame (one per window slot); every emitted batch is pushed in batch-id
+ * order with a GstCustomMeta "GstDaqiriFrameMeta" (batch-id, packets, missing, duplicates, late,
+ * short, flags) and replaced by a fresh frame.
+ *
+ * Time: the descriptors handed to the engine carry the PTS of the burst they arrived in instead
+ * of the port timestamp, so a batch's first_timestamp is the PTS of the burst holding its first
+ * packet; that is the frame's PTS. The timeout is measured on the same clock: when a burst's PTS is
+ * more than `timeout` after the oldest open batch's, that batch is flushed (flag FLUSHED). It is
+ * data-driven (checked per burst); EOS flushes everything.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstdaqirireorder.h"
+
+#include <gst/daqiri/daqiripacketmeta.h>
+#include <string.h>
+
+#include "daqiri-reorder.h"
+
+GST_DEBUG_CATEGORY_STATIC (daqirireorder_debug);
+#define GST_CAT_DEFAULT daqirireorder_debug
+
+G_STATIC_ASSERT (sizeof (GstDaqiriPacket) == sizeof (DqReorderPacket));
+G_STATIC_ASSERT (G_STRUCT_OFFSET (GstDaqiriPacket, timestamp) ==
+    G_STRUCT_OFFSET (DqReorderPacket, timestamp));
+
+enum
+{
+  PROP_0,
+  PROP_SEQ_OFFSET,
+  PROP_SEQ_BITS,
+  PROP_BATCH_OFFSET,
+  PROP_BATCH_BITS,
+  PROP_PACKETS_PER_BATCH,
+  PROP_PAYLOAD_OFFSET,
+  PROP_PAYLOAD_SIZE,
+  PROP_INPUT_TYPE,
+  PROP_OUTPUT_TYPE,
+  PROP_BYTE_ORDER,
+  PROP_WINDOW,
+  PROP_TIMEOUT,
+  PROP_STATS,
+};
+
+typedef struct
+{
+  GstBuffer *buf;
+  GstMapInfo map;
+} FrameSlot;
+
+struct _GstDaqiriReorder
+{
+  GstElement parent;
+  GstPad *sinkpad, *srcpad;
+
+  /* properties (object lock) */
+  DqReorderConfig cfg;
+  guint64 timeout;
+
+  /* streaming state (stream lock) */
+  DqReorderConfig run_cfg;
+  DqReorderCpu *ctx;
+  GstBufferPool *pool;
+  GstCaps *out_caps;
+  gboolean caps_sent;
+  DqReorderPacket *scratch;
+  guint scratch_len;
+  guint frames_held;            /* frames given to the context and not yet back */
+
+  /* counters (object lock) */
+  guint64 st_batches, st_complete, st_flushed, st_pushed, st_missing, st_duplicates, st_late,
+      st_short, st_skipped, st_packets, st_no_frame;
+};
+
+G_DEFINE_TYPE (GstDaqiriReorder, gst_daqiri_reorder, GST_TYPE_ELEMENT);
+GST_ELEMENT_REGISTER_DEFINE (daqirireorder, "daqirireorder", GST_RANK_NONE,
+    GST_TYPE_DAQIRI_REORDER);
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink", GST_PAD_SINK,
+    GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE));
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC,
+    GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_FRAME_MEDIA_TYPE ", element-type = (string) "
+        "{ u8, int4, int8, int16, int32, fp16, bf16, fp32, fp64 }, elements = (int) [ 1, MAX ], "
+        "packets-per-batch = (int) [ 1, MAX ]"));
+
+GType
+gst_daqiri_element_type_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {DQ_ELEM_SAME, "Same as the other side (a plain copy)", "same"},
+    {DQ_ELEM_INT4, "4-bit signed, two per byte, high nibble first", "int4"},
+    {DQ_ELEM_INT8, "8-bit signed", "int8"},
+    {DQ_ELEM_INT16, "16-bit signed", "int16"},
+    {DQ_ELEM_INT32, "32-bit signed", "int32"},
+    {DQ_ELEM_FP16, "IEEE half", "fp16"},
+    {DQ_ELEM_BF16, "bfloat16", "bf16"},
+    {DQ_ELEM_FP32, "IEEE single", "fp32"},
+    {DQ_ELEM_FP64, "IEEE double", "fp64"},
+    {0, NULL, NULL},
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type, g_enum_register_static ("GstDaqiriElementType", values));
+  return type;
+}
+
+GType
+gst_daqiri_byte_order_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {DQ_BYTE_ORDER_HOST, "Little-endian input elements", "host"},
+    {DQ_BYTE_ORDER_NETWORK, "Big-endian input elements", "network"},
+    {0, NULL, NULL},
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type, g_enum_register_static ("GstDaqiriByteOrder", values));
+  return type;
+}
+
+/* The caps name and per-element bits of the frame's element type. */
+static const gchar *
+frame_element (const DqReorderConfig * cfg, guint * bits)
+{
+  DqElemType t = cfg->output_type != DQ_ELEM_SAME ? cfg->output_type : cfg->input_type;
+  switch (t) {
+    case DQ_ELEM_INT4:
+      *bits = 4;
+      return "int4";
+    case DQ_ELEM_INT8:
+      *bits = 8;
+      return "int8";
+    case DQ_ELEM_INT16:
+      *bits = 16;
+      return "int16";
+    case DQ_ELEM_INT32:
+      *bits = 32;
+      return "int32";
+    case DQ_ELEM_FP16:
+      *bits = 16;
+      return "fp16";
+    case DQ_ELEM_BF16:
+      *bits = 16;
+      return "bf16";
+    case DQ_ELEM_FP32:
+      *bits = 32;
+      return "fp32";
+    case DQ_ELEM_FP64:
+      *bits = 64;
+      return "fp64";
+    default:
+      *bits = 8;
+      return "u8";
+  }
+}
+
+static void
+slot_free (FrameSlot * slot)
+{
+  gst_buffer_unmap (slot->buf, &slot->map);
+  gst_buffer_unref (slot->buf);
+  g_free (slot);
+}
+
+/* Hands one more frame from the pool to the context. */
+static gboolean
+add_frame (GstDaqiriReorder * self)
+{
+  GstBuffer *buf = NULL;
+  if (gst_buffer_pool_acquire_buffer (self->pool, &buf, NULL) != GST_FLOW_OK)
+    return FALSE;
+  FrameSlot *slot = g_new0 (FrameSlot, 1);
+  slot->buf = buf;
+  if (!gst_buffer_map (buf, &slot->map, GST_MAP_WRITE)) {
+    gst_buffer_unref (buf);
+    g_free (slot);
+    return FALSE;
+  }
+  if (dq_reorder_cpu_add_frame (self->ctx, slot->map.data, slot) != 0) {
+    slot_free (slot);
+    return FALSE;
+  }
+  self->frames_held++;
+  return TRUE;
+}
+
+static void
+stop_engine (GstDaqiriReorder * self)
+{
+  if (self->ctx) {
+    DqReorderCompletion c;
+    /* take every frame back; batches still open are dropped (this is teardown) */
+    if (dq_reorder_cpu_flush (self->ctx, DQ_FLUSH_RESET, &c) == 0) {
+      for (guint i = 0; i < c.n_batches; i++)
+        if (c.batches[i].frame_user)
+          slot_free (c.batches[i].frame_user);
+      for (guint i = 0; i < c.n_released; i++)
+        slot_free (c.released[i].user);
+    }
+    dq_reorder_cpu_free (self->ctx);
+    self->ctx = NULL;
+  }
+  self->frames_held = 0;
+  if (self->pool) {
+    gst_buffer_pool_set_active (self->pool, FALSE);
+    gst_clear_object (&self->pool);
+  }
+  gst_clear_caps (&self->out_caps);
+  g_clear_pointer (&self->scratch, g_free);
+  self->scratch_len = 0;
+  self->caps_sent = FALSE;
+}
+
+static gboolean
+start_engine (GstDaqiriReorder * self)
+{
+  char msg[256];
+
+  GST_OBJECT_LOCK (self);
+  self->run_cfg = self->cfg;
+  self->st_batches = self->st_complete = self->st_flushed = self->st_pushed = 0;
+  self->st_missing = self->st_duplicates = self->st_late = self->st_short = 0;
+  self->st_skipped = self->st_packets = self->st_no_frame = 0;
+  GST_OBJECT_UNLOCK (self);
+
+  if (dq_reorder_config_validate (&self->run_cfg, msg, sizeof msg) != 0) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", msg),
+        ("invalid reorder configuration"));
+    return FALSE;
+  }
+  self->ctx = dq_reorder_cpu_new (&self->run_cfg, msg, sizeof msg);
+  if (!self->ctx) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", msg), (NULL));
+    return FALSE;
+  }
+
+  guint64 frame_size = dq_reorder_frame_size (&self->run_cfg);
+  if (frame_size > G_MAXUINT) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("a frame of %" G_GUINT64_FORMAT " bytes (packets-per-batch %u x payload %u): allowed "
+            "up to %u bytes", frame_size, self->run_cfg.packets_per_batch,
+            dq_reorder_output_payload_size (&self->run_cfg), G_MAXUINT), (NULL));
+    return FALSE;
+  }
+  guint bits;
+  const gchar *etype = frame_element (&self->run_cfg, &bits);
+  guint64 elements = frame_size * 8 / bits;
+  self->out_caps = gst_caps_new_simple (GST_DAQIRI_FRAME_MEDIA_TYPE,
+      "element-type", G_TYPE_STRING, etype,
+      "elements", G_TYPE_INT, (gint) MIN (elements, (guint64) G_MAXINT),
+      "packets-per-batch", G_TYPE_INT, (gint) self->run_cfg.packets_per_batch, NULL);
+
+  guint window = dq_reorder_window (&self->run_cfg);
+  self->pool = gst_buffer_pool_new ();
+  GstStructure *config = gst_buffer_pool_get_config (self->pool);
+  gst_buffer_pool_config_set_params (config, self->out_caps, (guint) frame_size, window + 1, 0);
+  if (!gst_buffer_pool_set_config (self->pool, config)
+      || !gst_buffer_pool_set_active (self->pool, TRUE)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("cannot allocate frames of %u bytes", (guint) frame_size), (NULL));
+    return FALSE;
+  }
+  for (guint i = 0; i < window; i++)
+    if (!add_frame (self)) {
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+          ("cannot allocate frames of %u bytes", (guint) frame_size), (NULL));
+      return FALSE;
+    }
+  GST_INFO_OBJECT (self, "frames of %u bytes, window %u, caps %" GST_PTR_FORMAT,
+      (guint) frame_size, window, self->out_caps);
+  return TRUE;
+}
+
+static GstFlowReturn
+ensure_caps (GstDaqiriReorder * self)
+{
+  if (self->caps_sent)
+    return GST_FLOW_OK;
+  if (!gst_pad_push_event (self->srcpad, gst_event_new_caps (self->out_caps)))
+    return GST_FLOW_NOT_NEGOTIATED;
+  self->caps_sent = TRUE;
+  return GST_FLOW_OK;
+}
+
+/* The counters after one completion. */
+static void
+account (GstDaqiriReorder * self, const DqReorderCompletion * c)
+{
+  GST_OBJECT_LOCK (self);
+  self->st_packets = c->stats.packets;
+  self->st_duplicates = c->stats.duplicates;
+  self->st_late = c->stats.late;
+  self->st_short = c->stats.short_packets;
+  self->st_batches = c->stats.batches;
+  self->st_complete = c->stats.complete;
+  self->st_missing = c->stats.missing_slots;
+  self->st_skipped = c->stats.skipped;
+  self->st_no_frame = c->stats.no_frame;
+  for (guint i = 0; i < c->n_batches; i++) {
+    if (c->batches[i].flags & DQ_BATCH_FLUSHED)
+      self->st_flushed++;
+    if (c->batches[i].flags & DQ_BATCH_PUSHED)
+      self->st_pushed++;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+/* Pushes the batches of one completion, frees released frames. */
+static GstFlowReturn
+handle_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
+{
+  GstFlowReturn ret = GST_FLOW_OK;
+
+  account (self, c);
+
+  for (guint i = 0; i < c->n_released; i++) {
+    slot_free (c->released[i].user);
+    self->frames_held--;
+  }
+
+  for (guint i = 0; i < c->n_batches; i++) {
+    const DqReorderBatch *b = &c->batches[i];
+    if (!b->frame_user) {
+      GST_WARNING_OBJECT (self, "batch %" G_GUINT64_FORMAT " had no frame: dropped",
+          b->batch_id);
+      continue;
+    }
+    FrameSlot *slot = b->frame_user;
+    GstBuffer *buf = slot->buf;
+    gst_buffer_unmap (buf, &slot->map);
+    g_free (slot);
+    self->frames_held--;
+    if (ret != GST_FLOW_OK) {
+      gst_buffer_unref (buf);
+      continue;
+    }
+    GST_BUFFER_PTS (buf) = b->first_timestamp;      /* GST_CLOCK_TIME_NONE when unknown */
+    GST_BUFFER_DTS (buf) = GST_CLOCK_TIME_NONE;
+    GST_BUFFER_OFFSET (buf) = b->batch_id;
+    GstCustomMeta *meta = gst_buffer_add_custom_meta (buf, GST_DAQIRI_FRAME_META_NAME);
+    if (meta) {
+      GstStructure *s = gst_custom_meta_get_structure (meta);
+      gst_structure_set (s, "batch-id", G_TYPE_UINT64, b->batch_id,
+          "packets", G_TYPE_UINT, b->packets, "missing", G_TYPE_UINT, b->missing,
+          "duplicates", G_TYPE_UINT, b->duplicates, "late", G_TYPE_UINT, b->late,
+          "short", G_TYPE_UINT, b->short_packets, "flags", G_TYPE_UINT, b->flags,
+          "complete", G_TYPE_BOOLEAN, (b->flags & DQ_BATCH_COMPLETE) != 0,
+          "flushed", G_TYPE_BOOLEAN, (b->flags & DQ_BATCH_FLUSHED) != 0, NULL);
+    }
+    ret = ensure_caps (self);
+    if (ret != GST_FLOW_OK) {
+      gst_buffer_unref (buf);
+      continue;
+    }
+    ret = gst_pad_push (self->srcpad, buf);
+  }
+  return ret;
+}
+
+static GstFlowReturn
+flush_engine (GstDaqiriReorder * self, DqFlushMode mode)
+{
+  DqReorderCompletion c;
+  if (!self->ctx)
+    return GST_FLOW_OK;
+  if (dq_reorder_cpu_flush (self->ctx, mode, &c) != 0)
+    return GST_FLOW_ERROR;
+  return handle_completion (self, &c);
+}
+
+static GstFlowReturn
+gst_daqiri_reorder_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
+{
+  GstDaqiriReorder *self = GST_DAQIRI_REORDER (parent);
+  GstFlowReturn ret = GST_FLOW_OK;
+  GstMapInfo map;
+
+  if (!self->ctx) {
+    gst_buffer_unref (buf);
+    return GST_FLOW_FLUSHING;
+  }
+  GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
+  if (!meta) {
+    GST_WARNING_OBJECT (self, "buffer without GstDaqiriPacketMeta: dropped");
+    gst_buffer_unref (buf);
+    return GST_FLOW_OK;
+  }
+  if (!gst_buffer_map (buf, &map, GST_MAP_READ)) {
+    gst_buffer_unref (buf);
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("cannot map the input burst"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+
+  /* descriptors with the burst's PTS in place of the port timestamp (see the top comment) */
+  guint n = meta->n_packets;
+  if (n > self->scratch_len) {
+    g_free (self->scratch);
+    self->scratch = g_new (DqReorderPacket, n);
+    self->scratch_len = n;
+  }
+  GstClockTime pts = GST_BUFFER_PTS (buf);
+  for (guint i = 0; i < n; i++) {
+    memcpy (&self->scratch[i], &meta->packets[i], sizeof (DqReorderPacket));
+    self->scratch[i].timestamp = pts;
+  }
+
+  /* frames: one per window slot, plus one for each batch this burst can open beyond the window
+   * when its packets run in order (a burst spread over more batches gets NO_FRAME batches:
+   * counted in stats no-frame, dropped) */
+  guint ppb = self->run_cfg.packets_per_batch;
+  guint want = dq_reorder_window (&self->run_cfg) + (n + ppb - 1) / ppb + 1;
+  while (self->frames_held < want)
+    if (!add_frame (self)) {
+      gst_buffer_unmap (buf, &map);
+      gst_buffer_unref (buf);
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("cannot allocate a frame"), (NULL));
+      return GST_FLOW_ERROR;
+    }
+
+  DqReorderCompletion c;
+  if (dq_reorder_cpu_push (self->ctx, map.data, map.size, n ? self->scratch : NULL, n,
+          &c) != 0) {
+    gst_buffer_unmap (buf, &map);
+    gst_buffer_unref (buf);
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("reorder failed on a burst of %u packets", n),
+        (NULL));
+    return GST_FLOW_ERROR;
+  }
+  gst_buffer_unmap (buf, &map);
+  gst_buffer_unref (buf);
+  ret = handle_completion (self, &c);
+
+  /* timeout: flush the oldest open batch while its first burst is too old */
+  GST_OBJECT_LOCK (self);
+  guint64 timeout = self->timeout;
+  GST_OBJECT_UNLOCK (self);
+  DqReorderWindow w = c.window;
+  while (ret == GST_FLOW_OK && timeout && GST_CLOCK_TIME_IS_VALID (pts) && w.open
+      && GST_CLOCK_TIME_IS_VALID (w.oldest_first_timestamp)
+      && pts > w.oldest_first_timestamp && pts - w.oldest_first_timestamp > timeout) {
+    if (dq_reorder_cpu_flush (self->ctx, DQ_FLUSH_OLDEST, &c) != 0)
+      return GST_FLOW_ERROR;
+    ret = handle_completion (self, &c);
+    w = c.window;
+  }
+  return ret;
+}
+
+static gboolean
+gst_daqiri_reorder_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
+{
+  GstDaqiriReorder *self = GST_DAQIRI_REORDER (parent);
+
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_CAPS:
+      gst_event_unref (event);
+      if (!self->out_caps)
+        return FALSE;
+      return ensure_caps (self) == GST_FLOW_OK;
+    case GST_EVENT_EOS:
+      flush_engine (self, DQ_FLUSH_ALL);
+      break;
+    case GST_EVENT_FLUSH_STOP:{
+      /* a discontinuity: forget the stream, open batches are dropped (counted as flushed) */
+      DqReorderCompletion c;
+      if (self->ctx && dq_reorder_cpu_flush (self->ctx, DQ_FLUSH_RESET, &c) == 0) {
+        account (self, &c);
+        for (guint i = 0; i < c.n_released; i++)
+          slot_free (c.released[i].user);
+        for (guint i = 0; i < c.n_batches; i++)
+          if (c.batches[i].frame_user)
+            slot_free (c.batches[i].frame_user);
+        /* RESET gave every frame back; the next burst takes new ones */
+        self->frames_held = 0;
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return gst_pad_event_default (pad, parent, event);
+}
+
+static GstStateChangeReturn
+gst_daqiri_reorder_change_state (GstElement * element, GstStateChange transition)
+{
+  GstDaqiriReorder *self = GST_DAQIRI_REORDER (element);
+  GstStateChangeReturn ret;
+
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED && !start_engine (self)) {
+    stop_engine (self);
+    return GST_STATE_CHANGE_FAILURE;
+  }
+  ret = GST_ELEMENT_CLASS (gst_daqiri_reorder_parent_class)->change_state (element, transition);
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
+    stop_engine (self);
+  return ret;
+}
+
+static GstStructure *
+make_stats (GstDaqiriReorder * self)
+{
+  GST_OBJECT_LOCK (self);
+  GstStructure *s = gst_structure_new ("daqirireorder-stats",
+      "packets", G_TYPE_UINT64, self->st_packets,
+      "batches", G_TYPE_UINT64, self->st_batches,
+      "complete", G_TYPE_UINT64, self->st_complete,
+      "flushed", G_TYPE_UINT64, self->st_flushed,
+      "pushed", G_TYPE_UINT64, self->st_pushed,
+      "skipped", G_TYPE_UINT64, self->st_skipped,
+      "missing", G_TYPE_UINT64, self->st_missing,
+      "duplicates", G_TYPE_UINT64, self->st_duplicates,
+      "late", G_TYPE_UINT64, self->st_late,
+      "short", G_TYPE_UINT64, self->st_short,
+      "no-frame", G_TYPE_UINT64, self->st_no_frame, NULL);
+  GST_OBJECT_UNLOCK (self);
+  return s;
+}
+
+static void
+gst_daqiri_reorder_set_property (GObject * object, guint prop_id, const GValue * value,
+    GParamSpec * pspec)
+{
+  GstDaqiriReorder *self = GST_DAQIRI_REORDER (object);
+  DqReorderConfig *cfg = &self->cfg;
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_SEQ_OFFSET:
+      cfg->seq_bit_offset = g_value_get_uint (value);
+      break;
+    case PROP_SEQ_BITS:
+      cfg->seq_bit_width = g_value_get_uint (value);
+      break;
+    case PROP_BATCH_OFFSET:
+      cfg->batch_bit_offset = g_value_get_uint (value);
+      break;
+    case PROP_BATCH_BITS:
+      cfg->batch_bit_width = g_value_get_uint (value);
+      break;
+    case PROP_PACKETS_PER_BATCH:
+      cfg->packets_per_batch = g_value_get_uint (value);
+      break;
+    case PROP_PAYLOAD_OFFSET:
+      cfg->payload_offset = g_value_get_uint (value);
+      break;
+    case PROP_PAYLOAD_SIZE:
+      cfg->payload_size = g_value_get_uint (value);
+      break;
+    case PROP_INPUT_TYPE:
+      cfg->input_type = (DqElemType) g_value_get_enum (value);
+      break;
+    case PROP_OUTPUT_TYPE:
+      cfg->output_type = (DqElemType) g_value_get_enum (value);
+      break;
+    case PROP_BYTE_ORDER:
+      cfg->byte_order = (DqByteOrder) g_value_get_enum (value);
+      break;
+    case PROP_WINDOW:
+      cfg->window = g_value_get_uint (value);
+      break;
+    case PROP_TIMEOUT:
+      self->timeout = g_value_get_uint64 (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_daqiri_reorder_get_property (GObject * object, guint prop_id, GValue * value,
+    GParamSpec * pspec)
+{
+  GstDaqiriReorder *self = GST_DAQIRI_REORDER (object);
+  DqReorderConfig *cfg = &self->cfg;
+
+  if (prop_id == PROP_STATS) {
+    g_value_take_boxed (value, make_stats (self));
+    return;
+  }
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_SEQ_OFFSET:
+      g_value_set_uint (value, cfg->seq_bit_offset);
+      break;
+    case PROP_SEQ_BITS:
+      g_value_set_uint (value, cfg->seq_bit_width);
+      break;
+    case PROP_BATCH_OFFSET:
+      g_value_set_uint (value, cfg->batch_bit_offset);
+      break;
+    case PROP_BATCH_BITS:
+      g_value_set_uint (value, cfg->batch_bit_width);
+      break;
+    case PROP_PACKETS_PER_BATCH:
+      g_value_set_uint (value, cfg->packets_per_batch);
+      break;
+    case PROP_PAYLOAD_OFFSET:
+      g_value_set_uint (value, cfg->payload_offset);
+      break;
+    case PROP_PAYLOAD_SIZE:
+      g_value_set_uint (value, cfg->payload_size);
+      break;
+    case PROP_INPUT_TYPE:
+      g_value_set_enum (value, cfg->input_type);
+      break;
+    case PROP_OUTPUT_TYPE:
+      g_value_set_enum (value, cfg->output_type);
+      break;
+    case PROP_BYTE_ORDER:
+      g_value_set_enum (value, cfg->byte_order);
+      break;
+    case PROP_WINDOW:
+      g_value_set_uint (value, cfg->window);
+      break;
+    case PROP_TIMEOUT:
+      g_value_set_uint64 (value, self->timeout);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_daqiri_reorder_finalize (GObject * object)
+{
+  GstDaqiriReorder *self = GST_DAQIRI_REORDER (object);
+  stop_engine (self);
+  G_OBJECT_CLASS (gst_daqiri_reorder_parent_class)->finalize (object);
+}
+
+static void
+gst_daqiri_reorder_init (GstDaqiriReorder * self)
+{
+  dq_reorder_config_init (&self->cfg);
+  self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
+  gst_pad_set_chain_function (self->sinkpad, gst_daqiri_reorder_chain);
+  gst_pad_set_event_function (self->sinkpad, gst_daqiri_reorder_sink_event);
+  gst_element_add_pad (GST_ELEMENT (self), self->sinkpad);
+  self->srcpad = gst_pad_new_from_static_template (&src_template, "src");
+  gst_pad_use_fixed_caps (self->srcpad);
+  gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
+}
+
+#define RW_READY (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)
+
+static void
+gst_daqiri_reorder_class_init (GstDaqiriReorderClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  DqReorderConfig d;
+  const guint max_bit = DQ_REORDER_MAX_FRAME_BYTES * 8 - 1;
+
+  GST_DEBUG_CATEGORY_INIT (daqirireorder_debug, "daqirireorder", 0, "daqiri packet reorder");
+  dq_reorder_config_init (&d);
+
+  gobject_class->set_property = gst_daqiri_reorder_set_property;
+  gobject_class->get_property = gst_daqiri_reorder_get_property;
+  gobject_class->finalize = gst_daqiri_reorder_finalize;
+  element_class->change_state = gst_daqiri_reorder_change_state;
+
+  g_object_class_install_property (gobject_class, PROP_SEQ_OFFSET,
+      g_param_spec_uint ("seq-offset", "Sequence offset",
+          "Bit offset of the sequence number from the packet start (bit 0 = MSB of byte 0)",
+          0, max_bit, d.seq_bit_offset, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_SEQ_BITS,
+      g_param_spec_uint ("seq-bits", "Sequence bits", "Width of the sequence number (big-endian)",
+          1, 32, d.seq_bit_width, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_BATCH_OFFSET,
+      g_param_spec_uint ("batch-offset", "Batch offset",
+          "Bit offset of the batch number from the packet start", 0, max_bit,
+          d.batch_bit_offset, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_BATCH_BITS,
+      g_param_spec_uint ("batch-bits", "Batch bits",
+          "Width of the batch number; 0: none (batch = sequence / packets-per-batch)",
+          0, 32, d.batch_bit_width, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_PACKETS_PER_BATCH,
+      g_param_spec_uint ("packets-per-batch", "Packets per batch", "Packets (slots) per frame",
+          1, DQ_REORDER_MAX_PPB, d.packets_per_batch, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_PAYLOAD_OFFSET,
+      g_param_spec_uint ("payload-offset", "Payload offset",
+          "Byte offset of the payload from the packet start", 0,
+          DQ_REORDER_MAX_FRAME_BYTES - 1, d.payload_offset, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_PAYLOAD_SIZE,
+      g_param_spec_uint ("payload-size", "Payload size", "Input payload bytes per packet",
+          1, DQ_REORDER_MAX_FRAME_BYTES, d.payload_size, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_INPUT_TYPE,
+      g_param_spec_enum ("input-type", "Input type",
+          "Element type of the payload (same, int4, int8, int16, int32)",
+          GST_TYPE_DAQIRI_ELEMENT_TYPE, d.input_type, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_OUTPUT_TYPE,
+      g_param_spec_enum ("output-type", "Output type",
+          "Element type of the frame (same, fp16, bf16, fp32, fp64, int32)",
+          GST_TYPE_DAQIRI_ELEMENT_TYPE, d.output_type, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_BYTE_ORDER,
+      g_param_spec_enum ("byte-order", "Byte order", "Byte order of multi-byte input elements",
+          GST_TYPE_DAQIRI_BYTE_ORDER, d.byte_order, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_WINDOW,
+      g_param_spec_uint ("window", "Window",
+          "Batches open at once (at most half the batch-id range); 0: default",
+          0, DQ_REORDER_MAX_WINDOW, d.window, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_TIMEOUT,
+      g_param_spec_uint64 ("timeout", "Timeout",
+          "Flush (flagged) a partial batch whose first burst's PTS is older than this many ns "
+          "behind the newest burst; 0: never", 0, G_MAXUINT64, 0, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_STATS,
+      g_param_spec_boxed ("stats", "Statistics",
+          "packets, batches, complete, flushed, pushed, skipped, missing (slots), duplicates, "
+          "late, short, no-frame", GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class, "daqiri packet reorder",
+      "Filter/Network", "Reorders packet bursts by sequence number into frames (system memory)",
+      "daqiri");
+  gst_type_mark_as_plugin_api (GST_TYPE_DAQIRI_ELEMENT_TYPE, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_DAQIRI_BYTE_ORDER, 0);
+  if (!gst_meta_get_info (GST_DAQIRI_FRAME_META_NAME)) {
+    static const gchar *tags[] = { NULL };
+    gst_meta_register_custom (GST_DAQIRI_FRAME_META_NAME, tags, NULL, NULL, NULL);
+  }
+}

@@ -1,0 +1,1212 @@
+/* End to end over the emulated ConnectX, in one process (emulated ports are per process):
+ *
+ *   daqiritestsrc ! daqirisink device=emu:NAME   ->   daqirisrc device=emu:NAME ! appsink
+ *
+ * The emulated cable loops a port's TX to its own RX, or to another port's (peer=).
+ * Every byte, sequence number and flow id is checked; timestamps against the
+ * emulator's line-rate model; drops in both elements' stats and in the port's own
+ * counters. Also: forwarding between two cabled ports, a downstream that holds every
+ * buffer until the ring runs dry, 200 state cycles under traffic, and daqirisink's pool
+ * of TX slots (frames written in place, no copy). As root, also the copy path on the
+ * afpacket engine (no slots to lend) over a veth pair in a private network namespace.
+ *
+ * The plugin is linked into this program and registered statically, so that the test
+ * reads the very ports the elements drive (emu_port_lookup, counters). No root needed
+ * except for the afpacket case (skipped without it).
+ */
+#include <gst/check/gstcheck.h>
+#include <gst/check/gstharness.h>
+#include <gst/app/gstappsink.h>
+#include <gst/daqiri/daqiri.h>
+#include <gst/daqiri/daqiritestpacket.h>
+
+#include "emu.h"
+#include "dq-netns.h"
+#include "gstdaqiritxpool.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#define FLOWS "proto=udp dst-port=6000 mark=10; proto=udp dst-port=6001 mark=11; " \
+  "proto=udp dst-port=6002 mark=12; proto=udp dst-port=6003 mark=13"
+#define N_FLOWS 4
+#define MARK_BASE 10
+#define AFP_TX_IF "dqetx0"
+#define AFP_RX_IF "dqerx0"
+
+/* from plugin.c (GST_PLUGIN_DEFINE), linked in */
+const GstPluginDesc *gst_plugin_daqiri_get_desc (void);
+
+static gboolean have_netns;
+
+/* ---- a receiver that checks every packet ---- */
+
+typedef struct {
+  GstDaqiriTestPacketParams params;
+  guint8 *seen;                 /* one byte per sequence number */
+  guint n_expected;
+  guint received;
+  guint64 bytes;
+  guint duplicates;
+  guint bad;
+  guint wrong_flow;
+  gboolean check_order;         /* one sender: sequence numbers arrive in order */
+  guint out_of_order;
+  gint64 last_seq;
+  guint buffers;
+  gboolean hold;                /* keep every buffer (a stalled downstream) */
+  GPtrArray *held;
+
+  /* the line-rate model (emu.h): in a train that started at T0, the frame after S bits
+   * starts at T0 + floor (S * f / R); a later start means the wire was idle (new train) */
+  gboolean model;
+  guint64 freq_hz, rate_bps, overhead;
+  guint64 t0, bits;
+  guint64 trains;
+  guint64 in_train;             /* packets whose time the formula gave exactly */
+  guint64 model_early;          /* packets earlier than the formula allows: a bug */
+  guint64 last_ts;
+  guint ts_backwards;
+
+  GMutex lock;
+  GCond cond;
+} Receiver;
+
+static void
+receiver_init (Receiver * r, guint n_expected)
+{
+  memset (r, 0, sizeof *r);
+  gst_daqiri_test_packet_params_init (&r->params);
+  r->n_expected = n_expected;
+  r->seen = g_malloc0 (MAX (n_expected, 1));
+  r->held = g_ptr_array_new_with_free_func ((GDestroyNotify) gst_buffer_unref);
+  r->last_seq = -1;
+  g_mutex_init (&r->lock);
+  g_cond_init (&r->cond);
+}
+
+static void
+receiver_clear (Receiver * r)
+{
+  g_free (r->seen);
+  g_ptr_array_unref (r->held);
+  g_mutex_clear (&r->lock);
+  g_cond_clear (&r->cond);
+}
+
+static void
+receiver_reset (Receiver * r)
+{
+  memset (r->seen, 0, MAX (r->n_expected, 1));
+  r->received = 0;
+  r->bytes = 0;
+  r->last_seq = -1;
+}
+
+static void
+model_check (Receiver * r, guint64 ts, gsize len)
+{
+  guint64 w = 8 * (MAX (len, 60) + r->overhead);
+
+  if (r->trains > 0) {
+    guint64 expected = r->t0 + gst_util_uint64_scale (r->bits, r->freq_hz, r->rate_bps);
+    if (ts == expected) {
+      r->in_train++;
+      r->bits += w;
+      return;
+    }
+    if (ts < expected && r->model_early++ < 5)
+      g_printerr ("timestamp %" G_GUINT64_FORMAT " is %" G_GUINT64_FORMAT " ns before the "
+          "wire is free (train at %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT " bits)\n", ts,
+          expected - ts, r->t0, r->bits);
+  }
+  r->trains++;
+  r->t0 = ts;
+  r->bits = w;
+}
+
+static void
+receiver_check_frame (Receiver * r, const guint8 * frame, gsize len, guint32 flow_id,
+    guint64 ts)
+{
+  guint32 seq, flow;
+
+  if (!gst_daqiri_test_packet_check (&r->params, frame, len, &seq, &flow)) {
+    if (r->bad++ < 5)
+      g_printerr ("bad packet: %s\n", gst_daqiri_test_packet_explain (&r->params, frame,
+              len));
+    return;
+  }
+  if (seq >= r->n_expected) {
+    r->bad++;
+    return;
+  }
+  if (r->seen[seq]++)
+    r->duplicates++;
+  if (flow_id != MARK_BASE + flow)
+    r->wrong_flow++;
+  if (r->check_order && (gint64) seq != r->last_seq + 1)
+    r->out_of_order++;
+  r->last_seq = seq;
+  if (ts < r->last_ts)
+    r->ts_backwards++;
+  r->last_ts = ts;
+  if (r->model)
+    model_check (r, ts, len);
+  r->received++;
+  r->bytes += len;
+}
+
+static GstFlowReturn
+on_sample (GstAppSink * sink, gpointer user_data)
+{
+  Receiver *r = user_data;
+  GstSample *sample = gst_app_sink_pull_sample (sink);
+  GstBuffer *buf = gst_sample_get_buffer (sample);
+  GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
+  GstMapInfo map;
+
+  g_mutex_lock (&r->lock);
+  r->buffers++;
+  if (meta != NULL && gst_buffer_map (buf, &map, GST_MAP_READ)) {
+    if (!gst_daqiri_packet_meta_validate (meta, map.size, NULL))
+      r->bad++;
+    else
+      for (guint i = 0; i < meta->n_packets; i++)
+        receiver_check_frame (r, map.data + meta->packets[i].offset,
+            meta->packets[i].length, meta->packets[i].flow_id, meta->packets[i].timestamp);
+    gst_buffer_unmap (buf, &map);
+  } else {
+    r->bad++;
+  }
+  if (r->hold)
+    g_ptr_array_add (r->held, gst_buffer_ref (buf));
+  g_cond_broadcast (&r->cond);
+  g_mutex_unlock (&r->lock);
+  gst_sample_unref (sample);
+  return GST_FLOW_OK;
+}
+
+/* Waits until @n packets arrived or @timeout_ms passed without progress. */
+static guint
+receiver_wait (Receiver * r, guint n, guint timeout_ms)
+{
+  g_mutex_lock (&r->lock);
+  guint last = r->received;
+  gint64 deadline = g_get_monotonic_time () + timeout_ms * 1000;
+  while (r->received < n) {
+    if (!g_cond_wait_until (&r->cond, &r->lock, deadline)) {
+      if (r->received == last)
+        break;
+      last = r->received;
+      deadline = g_get_monotonic_time () + timeout_ms * 1000;
+    }
+  }
+  guint got = r->received;
+  g_mutex_unlock (&r->lock);
+  return got;
+}
+
+/* Sets @pipeline PLAYING; a failure fails the test with the error the bus got. */
+static void
+play (GstElement * pipeline)
+{
+  if (gst_element_set_state (pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE)
+    return;
+  GstBus *bus = gst_element_get_bus (pipeline);
+  GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  gst_object_unref (bus);
+  if (msg != NULL) {
+    GError *err = NULL;
+    gchar *dbg = NULL;
+    gst_message_parse_error (msg, &err, &dbg);
+    fail ("%s does not start: %s (%s)", GST_OBJECT_NAME (pipeline), err->message,
+        GST_STR_NULL (dbg));
+  }
+  fail ("%s does not start", GST_OBJECT_NAME (pipeline));
+}
+
+static GstElement *
+receiver_pipeline (Receiver * r, const gchar * device, const gchar * extra)
+{
+  gchar *launch = g_strdup_printf ("daqirisrc name=src device=%s flows=\"" FLOWS "\" %s ! "
+      "appsink name=sink sync=false emit-signals=false", device, extra ? extra : "");
+  GError *error = NULL;
+  GstElement *pipeline = gst_parse_launch (launch, &error);
+  fail_unless (pipeline != NULL, "%s: %s", launch, error ? error->message : "");
+  g_free (launch);
+  GstElement *sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  GstAppSinkCallbacks cb = {.new_sample = on_sample };
+  gst_app_sink_set_callbacks (GST_APP_SINK (sink), &cb, r, NULL);
+  gst_object_unref (sink);
+  /* the source starts (its receive queue exists and is steered) before this returns;
+   * the appsink completes its state change with the first buffer */
+  play (pipeline);
+  return pipeline;
+}
+
+static GstStructure *
+element_stats (GstElement * pipeline, const gchar * name)
+{
+  GstElement *el = gst_bin_get_by_name (GST_BIN (pipeline), name);
+  GstStructure *s = NULL;
+  fail_unless (el != NULL, "no element %s", name);
+  g_object_get (el, "stats", &s, NULL);
+  gst_object_unref (el);
+  return s;
+}
+
+static guint64
+stat_u64 (const GstStructure * s, const gchar * field)
+{
+  guint64 v = 0;
+  fail_unless (gst_structure_get_uint64 (s, field, &v), "no field %s", field);
+  return v;
+}
+
+static void
+fail_on_error_message (GstMessage * msg, const gchar * what)
+{
+  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+    GError *err = NULL;
+    gchar *dbg = NULL;
+    gst_message_parse_error (msg, &err, &dbg);
+    fail ("%s: %s (%s)", what, err->message, GST_STR_NULL (dbg));
+  }
+}
+
+/* Runs a sender pipeline to EOS and returns the stats of its element "tx". */
+static GstStructure *
+run_sender (const gchar * launch)
+{
+  GError *error = NULL;
+  GstElement *pipeline = gst_parse_launch (launch, &error);
+  fail_unless (pipeline != NULL, "%s: %s", launch, error ? error->message : "");
+  play (pipeline);
+  GstBus *bus = gst_element_get_bus (pipeline);
+  GstMessage *msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND,
+      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL, "sender timed out: %s", launch);
+  fail_on_error_message (msg, "sender");
+  gst_message_unref (msg);
+  gst_object_unref (bus);
+  GstStructure *stats = element_stats (pipeline, "tx");
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (pipeline);
+  return stats;
+}
+
+static EmuPort *
+port_lookup (const gchar * name)
+{
+  EmuPort *port = emu_port_lookup (name);
+  fail_unless (port != NULL, "emulated port %s is not open", name);
+  return port;
+}
+
+/* the bytes daqiritestsrc sends for packets 0 .. n-1 */
+static guint64
+test_bytes (guint n, guint min_size, guint max_size)
+{
+  guint64 sum = 0;
+  for (guint seq = 0; seq < n; seq++)
+    sum += gst_daqiri_test_packet_size (min_size, max_size, seq);
+  return sum;
+}
+
+static void
+assert_all_received (Receiver * r, GstElement * rx, guint n)
+{
+  guint got = receiver_wait (r, n, 3000);
+  GstStructure *s = element_stats (rx, "src");
+  guint missing = 0;
+  for (guint i = 0; i < n; i++)
+    missing += r->seen[i] == 0;
+  fail_unless_equals_int (r->bad, 0);
+  fail_unless_equals_int (r->duplicates, 0);
+  fail_unless_equals_int (r->wrong_flow, 0);
+  fail_unless_equals_int (r->out_of_order, 0);
+  fail_unless_equals_int (r->ts_backwards, 0);
+  fail_unless_equals_int (missing, 0);
+  fail_unless_equals_int (got, n);
+  fail_unless_equals_uint64 (stat_u64 (s, "packets"), n);
+  fail_unless_equals_uint64 (stat_u64 (s, "bytes"), r->bytes);
+  fail_unless_equals_uint64 (stat_u64 (s, "drops"), 0);
+  fail_unless_equals_uint64 (stat_u64 (s, "truncated"), 0);
+  gst_structure_free (s);
+}
+
+/* nothing lost anywhere on the port: every frame that arrived went into an RQ */
+static void
+assert_port_clean (EmuPort * port, guint64 rx_packets, guint64 tx_packets)
+{
+  EmuCounters c;
+  fail_unless (emu_port_wait_idle (port, 5 * GST_SECOND));
+  emu_port_counters (port, &c);
+  fail_unless_equals_uint64 (c.rx_packets_phy, rx_packets);
+  fail_unless_equals_uint64 (c.rx_packets, rx_packets);
+  fail_unless_equals_uint64 (c.tx_packets, tx_packets);
+  fail_unless_equals_uint64 (c.rx_out_of_buffer, 0);
+  fail_unless_equals_uint64 (c.rx_steer_miss, 0);
+  fail_unless_equals_uint64 (c.rx_oversize, 0);
+  fail_unless_equals_uint64 (c.rx_cq_overruns, 0);
+  fail_unless_equals_uint64 (c.rx_cqe_errors, 0);
+  fail_unless_equals_uint64 (c.tx_cqe_errors, 0);
+  fail_unless_equals_uint64 (c.tx_no_link, 0);
+  fail_unless_equals_uint64 (c.iommu_faults, 0);
+  fail_unless_equals_uint64 (c.doorbell_errors, 0);
+}
+
+/* ---- the tests ---- */
+
+/* 1 000 000 packets of 60..1500 bytes in 4 flows, daqiritestsrc ! daqirisink ->
+ * daqirisrc, on one port looped back at 25 Gb/s: every byte, every sequence number in
+ * order, every flow id, no drop anywhere, every frame written in place by the source
+ * (no copy in the sink), and every timestamp as the line-rate model says. */
+GST_START_TEST (test_loopback_million)
+{
+  const guint n = 1000000;
+  const gchar *device = "emu:loop,rate=25g";
+  Receiver r;
+  receiver_init (&r, n);
+  r.check_order = TRUE;
+  GstElement *rx = receiver_pipeline (&r, device, "burst-packets=256");
+  EmuPort *port = port_lookup ("loop");
+  r.model = TRUE;
+  r.freq_hz = emu_port_freq_hz (port);
+  r.rate_bps = emu_port_rate_bps (port);
+  r.overhead = 24;
+  fail_unless_equals_uint64 (r.rate_bps, G_GUINT64_CONSTANT (25000000000));
+  fail_unless_equals_uint64 (r.freq_hz, G_GUINT64_CONSTANT (1000000000));
+
+  gint64 t0 = g_get_monotonic_time ();
+  gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=64 "
+      "packet-size-min=60 packet-size-max=1500 flows=%d ! daqirisink name=tx device=%s",
+      n, N_FLOWS, device);
+  GstStructure *tx = run_sender (launch);
+  g_free (launch);
+  assert_all_received (&r, rx, n);
+  gint64 t1 = g_get_monotonic_time ();
+
+  guint64 bytes = test_bytes (n, 60, 1500);
+  fail_unless_equals_uint64 (r.bytes, bytes);
+  fail_unless_equals_uint64 (stat_u64 (tx, "packets"), n);
+  fail_unless_equals_uint64 (stat_u64 (tx, "bytes"), bytes);
+  fail_unless_equals_uint64 (stat_u64 (tx, "errors"), 0);
+  fail_unless_equals_uint64 (stat_u64 (tx, "malformed"), 0);
+  fail_unless_equals_uint64 (stat_u64 (tx, "in-place"), n);
+  fail_unless_equals_uint64 (stat_u64 (tx, "copies"), 0);
+  gst_structure_free (tx);
+
+  assert_port_clean (port, n, n);
+  EmuCounters c;
+  emu_port_counters (port, &c);
+  fail_unless_equals_uint64 (c.tx_bytes, bytes);
+  fail_unless_equals_uint64 (c.rx_bytes, bytes);
+  /* pause: a full RQ held the sender back instead of dropping */
+
+  /* the line-rate model: no frame earlier than the wire allows, and the frames of each
+   * back-to-back train exactly where the formula puts them (a doorbell posts 64 WQEs:
+   * most frames are inside a train) */
+  g_printerr ("loopback: %u packets in %.2f s, %" G_GUINT64_FORMAT " trains, %"
+      G_GUINT64_FORMAT " packets timed by the formula\n", n, (t1 - t0) / 1e6, r.trains,
+      r.in_train);
+  fail_unless_equals_uint64 (r.model_early, 0);
+  fail_unless_equals_uint64 (r.trains + r.in_train, n);
+  fail_unless (r.in_train >= n / 2, "only %" G_GUINT64_FORMAT " of %u packets inside a "
+      "train", r.in_train, n);
+
+  emu_port_unref (port);
+  gst_element_set_state (rx, GST_STATE_NULL);
+  gst_object_unref (rx);
+  receiver_clear (&r);
+}
+
+GST_END_TEST;
+
+/* The line-rate model on a train the test builds itself, at 100 Gb/s and the defaults:
+ * 576-byte frames are 48 ns apart (4800 bits), exactly. */
+GST_START_TEST (test_line_rate_576)
+{
+  const guint n = 20000;
+  Receiver r;
+  receiver_init (&r, n);
+  r.check_order = TRUE;
+  GstElement *rx = receiver_pipeline (&r, "emu:rate576", "burst-packets=256");
+  EmuPort *port = port_lookup ("rate576");
+  r.model = TRUE;
+  r.freq_hz = emu_port_freq_hz (port);
+  r.rate_bps = emu_port_rate_bps (port);
+  r.overhead = 24;
+
+  gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=128 "
+      "packet-size-min=576 packet-size-max=576 flows=%d ! daqirisink name=tx "
+      "device=emu:rate576", n, N_FLOWS);
+  GstStructure *tx = run_sender (launch);
+  g_free (launch);
+  gst_structure_free (tx);
+  assert_all_received (&r, rx, n);
+  assert_port_clean (port, n, n);
+  fail_unless_equals_uint64 (r.model_early, 0);
+  fail_unless (r.in_train >= n / 2);
+  emu_port_unref (port);
+  gst_element_set_state (rx, GST_STATE_NULL);
+  gst_object_unref (rx);
+  /* with one constant frame size every gap inside a train is 48 ns: checked by the
+   * formula above (floor (k * 4800 * 10^9 / 10^11) = 48 k) */
+  receiver_clear (&r);
+}
+
+GST_END_TEST;
+
+/* daqirisrc ! daqirisink forwards every packet unchanged between two cabled ports:
+ * testsrc -> [fwa TX => fwb RX] -> daqirisrc ! daqirisink -> [fwb TX => fwa RX] -> checker */
+GST_START_TEST (test_forward_unchanged)
+{
+  const guint n = 200000;
+  const gchar *dev_a = "emu:fwa,peer=fwb";
+  const gchar *dev_b = "emu:fwb,peer=fwa";
+  Receiver r;
+  receiver_init (&r, n);
+  r.check_order = TRUE;
+  GstElement *rx = receiver_pipeline (&r, dev_a, NULL);
+
+  GError *error = NULL;
+  gchar *fw_launch = g_strdup_printf ("daqirisrc name=src device=%s ! daqirisink name=tx "
+      "device=%s", dev_b, dev_b);
+  GstElement *fw = gst_parse_launch (fw_launch, &error);
+  g_free (fw_launch);
+  fail_unless (fw != NULL);
+  play (fw);
+
+  gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=64 "
+      "packet-size-min=60 packet-size-max=1500 flows=%d ! daqirisink name=tx device=%s",
+      n, N_FLOWS, dev_a);
+  GstStructure *tx = run_sender (launch);
+  g_free (launch);
+  fail_unless_equals_uint64 (stat_u64 (tx, "in-place"), n);
+  gst_structure_free (tx);
+
+  assert_all_received (&r, rx, n);
+  guint64 bytes = test_bytes (n, 60, 1500);
+  fail_unless_equals_uint64 (r.bytes, bytes);
+  GstStructure *fs = element_stats (fw, "src");
+  GstStructure *ft = element_stats (fw, "tx");
+  fail_unless_equals_uint64 (stat_u64 (fs, "packets"), n);
+  fail_unless_equals_uint64 (stat_u64 (fs, "drops"), 0);
+  fail_unless_equals_uint64 (stat_u64 (ft, "packets"), n);
+  fail_unless_equals_uint64 (stat_u64 (ft, "bytes"), bytes);
+  fail_unless_equals_uint64 (stat_u64 (fs, "bytes"), bytes);
+  fail_unless_equals_uint64 (stat_u64 (ft, "errors"), 0);
+  fail_unless_equals_uint64 (stat_u64 (ft, "malformed"), 0);
+  /* ring memory of daqirisrc is not a TX slot: the forwarder copies */
+  fail_unless_equals_uint64 (stat_u64 (ft, "copies"), n);
+  fail_unless_equals_uint64 (stat_u64 (ft, "in-place"), 0);
+  gst_structure_free (fs);
+  gst_structure_free (ft);
+
+  EmuPort *a = port_lookup ("fwa"), *b = port_lookup ("fwb");
+  assert_port_clean (a, n, n);
+  assert_port_clean (b, n, n);
+  emu_port_unref (a);
+  emu_port_unref (b);
+
+  gst_element_set_state (fw, GST_STATE_NULL);
+  gst_object_unref (fw);
+  gst_element_set_state (rx, GST_STATE_NULL);
+  gst_object_unref (rx);
+  receiver_clear (&r);
+}
+
+GST_END_TEST;
+
+/* A downstream that holds every buffer: the ring runs dry, the emulated NIC drops and
+ * counts (no pause on this port), the element's stats and the port's counters agree
+ * (sent = received + dropped), a warning is posted, and once the buffers are released
+ * the stream comes back. */
+GST_START_TEST (test_held_buffers_exhaust_ring)
+{
+  const guint n = 20000;
+  const gchar *device = "emu:held,pause=off";
+  Receiver r;
+  receiver_init (&r, n);
+  r.hold = TRUE;
+  GstElement *rx = receiver_pipeline (&r, device, "ring-size=1048576 burst-packets=64");
+  EmuPort *port = port_lookup ("held");
+
+  gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=32 "
+      "packet-size-min=1000 packet-size-max=1000 flows=1 ! daqirisink name=tx device=%s",
+      n, device);
+  GstStructure *tx = run_sender (launch);
+  g_free (launch);
+  fail_unless_equals_uint64 (stat_u64 (tx, "packets"), n);
+  gst_structure_free (tx);
+  fail_unless (emu_port_wait_idle (port, 5 * GST_SECOND));
+  receiver_wait (&r, n, 300);
+
+  GstStructure *s = element_stats (rx, "src");
+  guint64 packets = stat_u64 (s, "packets");
+  guint64 drops = stat_u64 (s, "drops-ring-full");
+  gst_structure_free (s);
+  EmuCounters c;
+  emu_port_counters (port, &c);
+  /* 1 MiB of 2 KiB strides holds 512 frames of 1000 bytes, far fewer than were sent */
+  fail_unless (packets <= 512, "ring held %" G_GUINT64_FORMAT " packets", packets);
+  fail_unless (packets > 0);
+  fail_unless_equals_uint64 (packets + drops, n);
+  fail_unless_equals_uint64 (c.rx_out_of_buffer, drops);
+  fail_unless_equals_uint64 (c.rx_packets, packets);
+  fail_unless_equals_uint64 (c.rx_packets_phy, n);
+  fail_unless_equals_uint64 (c.tx_packets, n);
+  fail_unless_equals_int (receiver_wait (&r, packets, 1000), packets);
+  fail_unless_equals_int (r.bad, 0);
+  fail_unless_equals_int (r.duplicates, 0);
+  /* the ones that made it are the first ones, in order */
+  for (guint i = 0; i < packets; i++)
+    fail_unless (r.seen[i] == 1, "packet %u missing", i);
+
+  GstBus *bus = gst_element_get_bus (rx);
+  GstMessage *w = gst_bus_timed_pop_filtered (bus, 3 * GST_SECOND, GST_MESSAGE_WARNING);
+  fail_unless (w != NULL, "no ring-full warning");
+  GError *err = NULL;
+  gst_message_parse_warning (w, &err, NULL);
+  fail_unless (strstr (err->message, "ring was full") != NULL, "%s", err->message);
+  g_error_free (err);
+  gst_message_unref (w);
+  gst_object_unref (bus);
+
+  /* release everything: the stream recovers, nothing more is dropped */
+  g_mutex_lock (&r.lock);
+  r.hold = FALSE;
+  g_ptr_array_set_size (r.held, 0);
+  receiver_reset (&r);
+  g_mutex_unlock (&r.lock);
+  launch = g_strdup_printf ("daqiritestsrc num-packets=2000 burst-packets=32 "
+      "packet-size-min=1000 packet-size-max=1000 flows=1 rate=20000 ! daqirisink name=tx "
+      "device=%s", device);
+  tx = run_sender (launch);
+  g_free (launch);
+  gst_structure_free (tx);
+  fail_unless_equals_int (receiver_wait (&r, 2000, 3000), 2000);
+  fail_unless_equals_int (r.bad, 0);
+  for (guint i = 0; i < 2000; i++)
+    fail_unless (r.seen[i] == 1, "packet %u missing after recovery", i);
+  s = element_stats (rx, "src");
+  fail_unless_equals_uint64 (stat_u64 (s, "drops-ring-full"), drops);
+  fail_unless_equals_uint64 (stat_u64 (s, "packets"), packets + 2000);
+  gst_structure_free (s);
+  emu_port_counters (port, &c);
+  fail_unless_equals_uint64 (c.rx_out_of_buffer, drops);
+
+  emu_port_unref (port);
+  gst_element_set_state (rx, GST_STATE_NULL);
+  gst_object_unref (rx);
+  receiver_clear (&r);
+}
+
+GST_END_TEST;
+
+/* 200 PLAYING -> NULL -> PLAYING cycles of the receiver under traffic (the sender
+ * cycling too, every tenth time), the last buffers of each run outliving their element:
+ * no crash, no leak, every run receives intact packets, the held buffers read intact
+ * after their element stopped.
+ *
+ * The held buffers are let go before the element starts again: while they live, the
+ * stopped element's receive queue lives too and keeps its place in the port's steering
+ * under the element's group id, so the restarted element would find its queue index
+ * taken (daqirisrc reuses one group id across runs; see the report). */
+GST_START_TEST (test_state_cycles_under_traffic)
+{
+  const gchar *device = "emu:cyc";
+  GError *error = NULL;
+  gchar *launch = g_strdup_printf ("daqiritestsrc rate=50000 burst-packets=16 "
+      "packet-size-min=60 packet-size-max=1500 flows=%d ! daqirisink name=tx device=%s",
+      N_FLOWS, device);
+  GstElement *sender = gst_parse_launch (launch, &error);
+  g_free (launch);
+  fail_unless (sender != NULL);
+  play (sender);
+
+  Receiver r;
+  receiver_init (&r, G_MAXUINT32 / 2);
+  r.hold = TRUE;
+  launch = g_strdup_printf ("daqirisrc name=src device=%s flows=\"" FLOWS "\" "
+      "ring-size=262144 ! appsink name=sink sync=false", device);
+  GstElement *rx = gst_parse_launch (launch, &error);
+  g_free (launch);
+  fail_unless (rx != NULL);
+  GstElement *sink = gst_bin_get_by_name (GST_BIN (rx), "sink");
+  GstAppSinkCallbacks cb = {.new_sample = on_sample };
+  gst_app_sink_set_callbacks (GST_APP_SINK (sink), &cb, &r, NULL);
+  gst_object_unref (sink);
+
+  for (guint cycle = 0; cycle < 200; cycle++) {
+    guint before = r.buffers;
+    if (cycle % 10 == 5) {
+      fail_unless (gst_element_set_state (sender, GST_STATE_NULL) ==
+          GST_STATE_CHANGE_SUCCESS);
+      play (sender);
+    }
+    play (rx);
+    g_mutex_lock (&r.lock);
+    gint64 deadline = g_get_monotonic_time () + 3 * G_USEC_PER_SEC;
+    while (r.buffers == before)
+      if (!g_cond_wait_until (&r.cond, &r.lock, deadline))
+        break;
+    gboolean got = r.buffers > before;
+    /* keep the newest few buffers across the NULL transition, free the rest */
+    if (r.held->len > 4)
+      g_ptr_array_remove_range (r.held, 0, r.held->len - 4);
+    g_mutex_unlock (&r.lock);
+    fail_unless (got, "cycle %u received nothing", cycle);
+    fail_unless (gst_element_set_state (rx, GST_STATE_NULL) == GST_STATE_CHANGE_SUCCESS);
+
+    /* the held buffers still read fine after their element stopped */
+    g_mutex_lock (&r.lock);
+    fail_unless (r.held->len > 0);
+    for (guint i = 0; i < r.held->len; i++) {
+      GstBuffer *buf = g_ptr_array_index (r.held, i);
+      GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
+      GstMapInfo map;
+      fail_unless (gst_buffer_map (buf, &map, GST_MAP_READ));
+      guint32 seq, flow;
+      for (guint k = 0; k < meta->n_packets; k++)
+        fail_unless (gst_daqiri_test_packet_check (&r.params, map.data +
+                meta->packets[k].offset, meta->packets[k].length, &seq, &flow));
+      gst_buffer_unmap (buf, &map);
+    }
+    g_ptr_array_set_size (r.held, 0);
+    g_mutex_unlock (&r.lock);
+  }
+  fail_unless_equals_int (r.bad, 0);
+  fail_unless_equals_int (r.wrong_flow, 0);
+  fail_unless (r.received > 200);
+
+  GstStructure *tx = element_stats (sender, "tx");
+  fail_unless (stat_u64 (tx, "packets") > 0);
+  fail_unless_equals_uint64 (stat_u64 (tx, "copies"), 0);
+  fail_unless_equals_uint64 (stat_u64 (tx, "errors"), 0);
+  gst_structure_free (tx);
+  gst_element_set_state (sender, GST_STATE_NULL);
+  gst_object_unref (sender);
+  gst_object_unref (rx);
+  g_ptr_array_set_size (r.held, 0);
+  receiver_clear (&r);
+}
+
+GST_END_TEST;
+
+/* ---- the port's generator, set up by the device string ---- */
+
+typedef struct {
+  guint received;
+  guint bad;
+  guint wrong_mark;
+  guint late;                   /* timestamp not exactly 1/rate after the one before */
+  guint64 first_ts, last_ts;
+  guint64 period_ns;
+  GMutex lock;
+} GenCheck;
+
+/* emu.h: Ethernet/IPv4/UDP from 10.0.0.1:1000 to 10.0.0.2:5000, the sequence number
+ * big-endian at offset 42, then byte i of the frame = (k + i) & 0xff */
+static GstFlowReturn
+on_gen_sample (GstAppSink * sink, gpointer user_data)
+{
+  GenCheck *g = user_data;
+  GstSample *sample = gst_app_sink_pull_sample (sink);
+  GstBuffer *buf = gst_sample_get_buffer (sample);
+  GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
+  GstMapInfo map;
+
+  g_mutex_lock (&g->lock);
+  fail_unless (meta != NULL && gst_buffer_map (buf, &map, GST_MAP_READ));
+  for (guint i = 0; i < meta->n_packets; i++) {
+    const GstDaqiriPacket *p = &meta->packets[i];
+    const guint8 *f = map.data + p->offset;
+    guint32 k = g->received;
+    gboolean ok = p->length == 128 && GST_READ_UINT32_BE (f + 42) == k &&
+        GST_READ_UINT16_BE (f + 12) == 0x0800 && f[23] == 17 &&
+        GST_READ_UINT16_BE (f + 36) == 5000 &&
+        (p->flags & GST_DAQIRI_PACKET_FLAG_CSUM_OK) != 0;
+    for (guint b = 46; ok && b < p->length; b++)
+      ok = f[b] == (guint8) (k + b);
+    g->bad += !ok;
+    g->wrong_mark += p->flow_id != 77;
+    if (g->received == 0)
+      g->first_ts = p->timestamp;
+    else if (p->timestamp != g->last_ts + g->period_ns)
+      g->late++;
+    g->last_ts = p->timestamp;
+    g->received++;
+  }
+  gst_buffer_unmap (buf, &map);
+  g_mutex_unlock (&g->lock);
+  gst_sample_unref (sample);
+  return GST_FLOW_OK;
+}
+
+/* gen=128,gen-rate=1m,gen-count=5000: exactly 5000 frames, every byte as emu.h says,
+ * marked by the flow rule, one every 1000 ns of port time exactly; bad keys are refused
+ * with a message naming what is allowed. */
+GST_START_TEST (test_generator_from_device_string)
+{
+  GenCheck g = {.period_ns = 1000 };
+  g_mutex_init (&g.lock);
+  GError *error = NULL;
+  GstElement *rx = gst_parse_launch ("daqirisrc name=src "
+      "device=emu:gen1,gen=128,gen-rate=1m,gen-count=5000 "
+      "flows=\"proto=udp dst-port=5000 mark=77\" ! appsink name=sink sync=false", &error);
+  fail_unless (rx != NULL);
+  GstElement *sink = gst_bin_get_by_name (GST_BIN (rx), "sink");
+  GstAppSinkCallbacks cb = {.new_sample = on_gen_sample };
+  gst_app_sink_set_callbacks (GST_APP_SINK (sink), &cb, &g, NULL);
+  gst_object_unref (sink);
+  play (rx);
+  EmuPort *port = port_lookup ("gen1");
+  for (guint i = 0; i < 500; i++) {
+    g_mutex_lock (&g.lock);
+    guint got = g.received;
+    g_mutex_unlock (&g.lock);
+    if (got >= 5000)
+      break;
+    g_usleep (10000);
+  }
+  fail_unless (emu_port_wait_idle (port, 5 * GST_SECOND));
+  g_usleep (20000);
+  g_mutex_lock (&g.lock);
+  fail_unless_equals_int (g.received, 5000);
+  fail_unless_equals_int (g.bad, 0);
+  fail_unless_equals_int (g.wrong_mark, 0);
+  fail_unless_equals_int (g.late, 0);
+  fail_unless_equals_uint64 (g.last_ts - g.first_ts, 4999 * 1000);
+  g_mutex_unlock (&g.lock);
+  EmuCounters c;
+  emu_port_counters (port, &c);
+  fail_unless_equals_uint64 (emu_port_generated (port), 5000);
+  fail_unless_equals_uint64 (c.rx_packets, 5000);
+  fail_unless_equals_uint64 (c.rx_out_of_buffer, 0);
+  GstStructure *s = element_stats (rx, "src");
+  fail_unless_equals_uint64 (stat_u64 (s, "packets"), 5000);
+  fail_unless_equals_uint64 (stat_u64 (s, "bytes"), 5000 * 128);
+  gst_structure_free (s);
+  emu_port_unref (port);
+  gst_element_set_state (rx, GST_STATE_NULL);
+  gst_object_unref (rx);
+  g_mutex_clear (&g.lock);
+
+  const struct {
+    const gchar *device, *message;
+  } bad[] = {
+    {"emu:genbad,gen=40", "gen=40 is not allowed"},
+    {"emu:genbad,gen=1519", "allowed: a frame length of 60 .. 1518"},
+    {"emu:genbad,gen=2000,mtu=2000", NULL},
+    {"emu:genbad,gen-rate=5", "give its frame length too"},
+    {"emu:genbad,gen=64,gen-lossless=maybe", "gen-lossless=maybe is not allowed"},
+    {"emu:genbad,gen=64,gen-rate=2g", "gen-rate=2g is not allowed"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++) {
+    DqPort *port_ok = dq_port_open (bad[i].device, &error);
+    if (bad[i].message == NULL) {
+      fail_unless (port_ok != NULL, "%s: %s", bad[i].device, error ? error->message : "");
+      dq_port_unref (port_ok);
+      continue;
+    }
+    fail_unless (port_ok == NULL, "%s was accepted", bad[i].device);
+    fail_unless (strstr (error->message, bad[i].message) != NULL, "%s: %s", bad[i].device,
+        error->message);
+    g_clear_error (&error);
+  }
+}
+
+GST_END_TEST;
+
+/* ---- daqirisink's pool of TX slots, driven by hand ---- */
+
+static GstStaticPadTemplate harness_src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+
+static GstHarness *
+sink_harness (const gchar * device)
+{
+  GstElement *sink = gst_element_factory_make ("daqirisink", NULL);
+  g_object_set (sink, "device", device, NULL);
+  /* a harnessed sink starts at once: configure it first */
+  GstHarness *h = gst_harness_new_full (sink, &harness_src_template, "sink", NULL, NULL);
+  gst_object_unref (sink);
+  gst_harness_set_src_caps_str (h, GST_DAQIRI_PACKETS_MEDIA_TYPE
+      ", max-packet-size=(int)1500");
+  return h;
+}
+
+static guint64
+harness_stat (GstHarness * h, const gchar * field)
+{
+  GstStructure *s = NULL;
+  g_object_get (h->element, "stats", &s, NULL);
+  guint64 v = stat_u64 (s, field);
+  gst_structure_free (s);
+  return v;
+}
+
+/* Asks the sink for its pool: none (NULL) on an engine that does not lend slots. */
+static GstBufferPool *
+query_pool (GstHarness * h, gboolean * has_meta)
+{
+  GstCaps *caps = gst_caps_from_string (GST_DAQIRI_PACKETS_MEDIA_TYPE);
+  GstQuery *q = gst_query_new_allocation (caps, TRUE);
+  gst_caps_unref (caps);
+  fail_unless (gst_pad_peer_query (h->srcpad, q));
+  guint idx;
+  *has_meta = gst_query_find_allocation_meta (q, GST_DAQIRI_PACKET_META_API_TYPE, &idx);
+  GstBufferPool *pool = NULL;
+  if (gst_query_get_n_allocation_pools (q) > 0)
+    gst_query_parse_nth_allocation_pool (q, 0, &pool, NULL, NULL, NULL);
+  gst_query_unref (q);
+  return pool;
+}
+
+/* writes test packets first_seq .. into the buffer: packet i at offsets[i] (NULL: at
+ * slot i), size `size` */
+static void
+fill_packets (GstBuffer * buf, guint n, guint32 first_seq, guint size,
+    const guint * offsets)
+{
+  GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
+  GstDaqiriTestPacketParams params;
+  GstMapInfo map;
+
+  gst_daqiri_test_packet_params_init (&params);
+  fail_unless (meta != NULL);
+  fail_unless (n <= meta->n_packets);
+  fail_unless (gst_buffer_map (buf, &map, GST_MAP_WRITE));
+  for (guint i = 0; i < n; i++) {
+    guint off = offsets ? offsets[i] : meta->packets[i].offset;
+    fail_unless (off + size <= map.size);
+    fail_unless_equals_int (gst_daqiri_test_packet_write (&params, map.data + off, size,
+            first_seq + i, (first_seq + i) % N_FLOWS), size);
+    meta->packets[i].offset = off;
+    meta->packets[i].length = size;
+    meta->packets[i].flow_id = (first_seq + i) % N_FLOWS;
+  }
+  meta->n_packets = n;
+  gst_buffer_unmap (buf, &map);
+}
+
+/* pushes and waits until the port sent it: the sink's two TX queues (in place, copies)
+ * then leave in push order */
+static void
+push_sent (GstHarness * h, GstBuffer * buf, EmuPort * port)
+{
+  fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+  fail_unless (emu_port_wait_idle (port, 5 * GST_SECOND));
+}
+
+static GstFlowReturn
+acquire_now (GstBufferPool * pool, GstBuffer ** buf)
+{
+  GstBufferPoolAcquireParams params = {.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT };
+  *buf = NULL;
+  return gst_buffer_pool_acquire_buffer (pool, buf, &params);
+}
+
+/* The pool's protocol: runs of slots described by the meta, one run lent at a time,
+ * frames sent in place (no copy), partial runs, frames not where the slots are (copied,
+ * still right), a frame the port refuses (the others still sent), slots held back while
+ * a sent buffer is still referenced. Every frame is checked at the receiver. */
+GST_START_TEST (test_sink_slot_pool)
+{
+  const gchar *device = "emu:pool";
+  Receiver r;
+  receiver_init (&r, 100000);
+  r.check_order = TRUE;
+  GstElement *rx = receiver_pipeline (&r, device, "burst-timeout=100000");
+  GstHarness *h = sink_harness (device);
+  EmuPort *port = port_lookup ("pool");
+  guint32 seq = 0;
+  GstBuffer *buf, *other;
+
+  gboolean has_meta = FALSE;
+  GstBufferPool *pool = query_pool (h, &has_meta);
+  fail_unless (has_meta);
+  fail_unless (pool != NULL, "daqirisink on emu proposed no pool");
+  fail_unless (gst_buffer_pool_has_option (pool, GST_BUFFER_POOL_OPTION_DAQIRI_TX_SLOTS));
+
+  /* a frame size larger than a slot is refused; 16 frames of up to 1500 bytes are fine */
+  GstStructure *config = gst_buffer_pool_get_config (pool);
+  gst_daqiri_tx_pool_config_set_burst (config, 16, 65535);
+  fail_if (gst_buffer_pool_set_config (pool, config));
+  config = gst_buffer_pool_get_config (pool);
+  gst_daqiri_tx_pool_config_set_burst (config, 16, 1500);
+  fail_unless (gst_buffer_pool_set_config (pool, config));
+  fail_unless (gst_buffer_pool_set_active (pool, TRUE));
+
+  /* a run: 16 slots, each at i * stride with its capacity, one memory over them */
+  fail_unless_equals_int (gst_buffer_pool_acquire_buffer (pool, &buf, NULL), GST_FLOW_OK);
+  GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
+  fail_unless (meta != NULL);
+  fail_unless_equals_int (meta->n_packets, 16);
+  fail_unless_equals_int (gst_buffer_n_memory (buf), 1);
+  GstMemory *mem = gst_buffer_peek_memory (buf, 0);
+  fail_unless (gst_is_daqiri_tx_slot_memory (mem));
+  const DqTxSlots *run = gst_daqiri_tx_slot_memory_run (mem);
+  guint stride = run->stride, slot_size = run->slot_size;
+  fail_unless (slot_size >= 1500);
+  fail_unless (stride >= slot_size);
+  for (guint i = 0; i < 16; i++) {
+    fail_unless_equals_int (meta->packets[i].offset, i * stride);
+    fail_unless_equals_int (meta->packets[i].length, slot_size);
+  }
+  /* one run at a time */
+  fail_unless_equals_int (acquire_now (pool, &other), GST_FLOW_EOS);
+
+  /* written in place and sent: no copy */
+  fill_packets (buf, 16, seq, 1000, NULL);
+  seq += 16;
+  push_sent (h, buf, port);
+  fail_unless_equals_uint64 (harness_stat (h, "in-place"), 16);
+  fail_unless_equals_uint64 (harness_stat (h, "copies"), 0);
+
+  /* a partial run: 5 frames of 16 slots; the other 11 go back */
+  fail_unless_equals_int (acquire_now (pool, &buf), GST_FLOW_OK);
+  fill_packets (buf, 5, seq, 700, NULL);
+  seq += 5;
+  push_sent (h, buf, port);
+  fail_unless_equals_uint64 (harness_stat (h, "in-place"), 21);
+
+  /* frames packed 64-byte aligned instead of one per slot: copied, still right */
+  fail_unless_equals_int (acquire_now (pool, &buf), GST_FLOW_OK);
+  guint packed[8];
+  for (guint i = 0; i < 8; i++)
+    packed[i] = i * 128;
+  fill_packets (buf, 8, seq, 100, packed);
+  seq += 8;
+  push_sent (h, buf, port);
+  fail_unless_equals_uint64 (harness_stat (h, "in-place"), 21);
+  fail_unless_equals_uint64 (harness_stat (h, "copies"), 8);
+
+  /* a frame of 10 bytes (a runt the port refuses) among good ones: the good ones are
+   * sent in order, the runt counted as an error */
+  fail_unless_equals_int (acquire_now (pool, &buf), GST_FLOW_OK);
+  fill_packets (buf, 6, seq, 200, NULL);
+  meta = gst_buffer_get_daqiri_packet_meta (buf);
+  meta->packets[2].length = 10;
+  push_sent (h, buf, port);
+  fail_unless_equals_uint64 (harness_stat (h, "errors"), 1);
+  fail_unless_equals_uint64 (harness_stat (h, "in-place"), 27);
+  guint32 runt = seq + 2;
+  seq += 6;
+
+  /* a sent buffer still referenced holds its slots: runs go round the ring up to it,
+   * then acquiring waits (here: DONTWAIT says EOS) until it is freed */
+  fail_unless_equals_int (acquire_now (pool, &buf), GST_FLOW_OK);
+  fill_packets (buf, 16, seq, 300, NULL);
+  seq += 16;
+  GstBuffer *kept = gst_buffer_ref (buf);
+  GstMapInfo kmap;
+  push_sent (h, buf, port);
+  guint runs = 0;
+  for (;;) {
+    GstFlowReturn ret = acquire_now (pool, &buf);
+    if (ret == GST_FLOW_EOS)
+      break;
+    fail_unless_equals_int (ret, GST_FLOW_OK);
+    meta = gst_buffer_get_daqiri_packet_meta (buf);
+    guint k = meta->n_packets;
+    fill_packets (buf, k, seq, 300, NULL);
+    seq += k;
+    push_sent (h, buf, port);
+    fail_unless (++runs < 100000, "the kept buffer's slots were never reached");
+  }
+  fail_unless (runs >= 2, "acquiring stopped after %u runs", runs);
+  /* the kept buffer still holds its 16 frames, untouched */
+  fail_unless (gst_buffer_map (kept, &kmap, GST_MAP_READ));
+  meta = gst_buffer_get_daqiri_packet_meta (kept);
+  for (guint i = 0; i < meta->n_packets; i++)
+    fail_unless (gst_daqiri_test_packet_check (NULL, kmap.data + meta->packets[i].offset,
+            meta->packets[i].length, NULL, NULL));
+  gst_buffer_unmap (kept, &kmap);
+  gst_buffer_unref (kept);
+  fail_unless_equals_int (acquire_now (pool, &buf), GST_FLOW_OK);
+  fill_packets (buf, 1, seq, 60, NULL);
+  seq += 1;
+  push_sent (h, buf, port);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+
+  /* every frame but the runt arrived, intact and in order */
+  fail_unless_equals_int (receiver_wait (&r, seq - 1, 3000), seq - 1);
+  fail_unless_equals_int (r.bad, 0);
+  fail_unless_equals_int (r.duplicates, 0);
+  fail_unless_equals_int (r.wrong_flow, 0);
+  for (guint32 i = 0; i < seq; i++)
+    fail_unless_equals_int (r.seen[i], i == runt ? 0 : 1);
+  /* the runt broke the order once */
+  fail_unless_equals_int (r.out_of_order, 1);
+  fail_unless_equals_uint64 (harness_stat (h, "packets"), seq - 1);
+  fail_unless_equals_uint64 (harness_stat (h, "copies"), 8);
+  fail_unless_equals_uint64 (harness_stat (h, "in-place"), seq - 8);
+
+  fail_unless (gst_buffer_pool_set_active (pool, FALSE));
+  gst_object_unref (pool);
+  emu_port_unref (port);
+  gst_harness_teardown (h);
+  gst_element_set_state (rx, GST_STATE_NULL);
+  gst_object_unref (rx);
+  receiver_clear (&r);
+}
+
+GST_END_TEST;
+
+static gpointer
+acquire_thread (gpointer data)
+{
+  GstBuffer *b = NULL;
+  GstFlowReturn ret = gst_buffer_pool_acquire_buffer (data, &b, NULL);
+  if (b != NULL)
+    gst_buffer_unref (b);
+  return GINT_TO_POINTER (ret);
+}
+
+/* A pool acquisition waiting for slots ends when the pool flushes and when the sink
+ * stops; buffers the producer still holds after the sink stopped are harmless. */
+GST_START_TEST (test_sink_slot_pool_flushing)
+{
+  GstHarness *h = sink_harness ("emu:poolflush,peer=none");
+  gboolean has_meta;
+  GstBufferPool *pool = query_pool (h, &has_meta);
+  fail_unless (pool != NULL);
+  GstStructure *config = gst_buffer_pool_get_config (pool);
+  gst_daqiri_tx_pool_config_set_burst (config, 8, 100);
+  fail_unless (gst_buffer_pool_set_config (pool, config));
+  fail_unless (gst_buffer_pool_set_active (pool, TRUE));
+
+  GstBuffer *held;
+  fail_unless_equals_int (gst_buffer_pool_acquire_buffer (pool, &held, NULL), GST_FLOW_OK);
+  /* a second acquisition waits for the first run; flushing ends the wait */
+  GThread *t = g_thread_new ("acquire", acquire_thread, pool);
+  g_usleep (50000);
+  gst_buffer_pool_set_flushing (pool, TRUE);
+  fail_unless_equals_int (GPOINTER_TO_INT (g_thread_join (t)), GST_FLOW_FLUSHING);
+  gst_buffer_pool_set_flushing (pool, FALSE);
+
+  /* the sink stops while the producer holds a run: no new run, the old one is given
+   * back when its buffer goes */
+  gst_element_set_state (h->element, GST_STATE_NULL);
+  GstBuffer *late = NULL;
+  gst_buffer_unref (held);
+  fail_unless_equals_int (gst_buffer_pool_acquire_buffer (pool, &late, NULL),
+      GST_FLOW_FLUSHING);
+  fail_unless (late == NULL);
+  fail_unless (gst_buffer_pool_set_active (pool, FALSE));
+  gst_object_unref (pool);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* ---- the afpacket engine lends no slots: the sink copies (root, veth pair) ---- */
+
+GST_START_TEST (test_afpacket_copies)
+{
+  if (!have_netns) {
+    g_printerr ("not root: skipping the afpacket copy-path check\n");
+    return;
+  }
+  const guint n = 20000;
+  GstHarness *h = sink_harness ("afpacket:" AFP_TX_IF);
+  gboolean has_meta = FALSE;
+  GstBufferPool *pool = query_pool (h, &has_meta);
+  fail_unless (pool == NULL, "afpacket has no slots to lend, yet a pool was proposed");
+  fail_unless (has_meta);
+  gst_harness_teardown (h);
+
+  Receiver r;
+  receiver_init (&r, n);
+  r.check_order = TRUE;
+  GstElement *rx = receiver_pipeline (&r, "afpacket:" AFP_RX_IF, "ring-size=67108864");
+  gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=64 "
+      "packet-size-min=60 packet-size-max=1500 flows=%d rate=200000 ! daqirisink name=tx "
+      "device=afpacket:" AFP_TX_IF, n, N_FLOWS);
+  GstStructure *tx = run_sender (launch);
+  g_free (launch);
+  fail_unless_equals_uint64 (stat_u64 (tx, "packets"), n);
+  fail_unless_equals_uint64 (stat_u64 (tx, "copies"), n);
+  fail_unless_equals_uint64 (stat_u64 (tx, "in-place"), 0);
+  fail_unless_equals_uint64 (stat_u64 (tx, "errors"), 0);
+  gst_structure_free (tx);
+  assert_all_received (&r, rx, n);
+  fail_unless_equals_uint64 (r.bytes, test_bytes (n, 60, 1500));
+  gst_element_set_state (rx, GST_STATE_NULL);
+  gst_object_unref (rx);
+  receiver_clear (&r);
+}
+
+GST_END_TEST;
+
+static Suite *
+e2e_emu_suite (void)
+{
+  Suite *s = suite_create ("daqiri-e2e-emu");
+  TCase *tc = tcase_create ("emu");
+
+  tcase_set_timeout (tc, 120);
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_loopback_million);
+  tcase_add_test (tc, test_line_rate_576);
+  tcase_add_test (tc, test_forward_unchanged);
+  tcase_add_test (tc, test_held_buffers_exhaust_ring);
+  tcase_add_test (tc, test_state_cycles_under_traffic);
+  tcase_add_test (tc, test_generator_from_device_string);
+  tcase_add_test (tc, test_sink_slot_pool);
+  tcase_add_test (tc, test_sink_slot_pool_flushing);
+  tcase_add_test (tc, test_afpacket_copies);
+  return s;
+}
+
+static void
+register_plugin (void)
+{
+  const GstPluginDesc *d = gst_plugin_daqiri_get_desc ();
+  if (!gst_plugin_register_static (d->major_version, d->minor_version, d->name,
+          d->description, d->plugin_init, d->version, d->license, d->source, d->package,
+          d->origin))
+    g_error ("cannot register the linked-in daqiri plugin");
+  /* the elements must be the linked-in ones, not a plugin file found on a path */
+  GstPluginFeature *f = gst_registry_lookup_feature (gst_registry_get (), "daqirisrc");
+  GstPlugin *plugin = f ? gst_plugin_feature_get_plugin (f) : NULL;
+  if (plugin == NULL || gst_plugin_get_filename (plugin) != NULL)
+    g_error ("daqirisrc comes from %s, not from this program",
+        plugin ? gst_plugin_get_filename (plugin) : "nowhere");
+  gst_object_unref (plugin);
+  gst_object_unref (f);
+}
+
+int
+main (int argc, char **argv)
+{
+  /* as root: a veth pair in a private namespace for the afpacket case, entered before
+   * any thread exists (threads created later are in it too) */
+  DqNetns *ns = NULL;
+  if (geteuid () == 0) {
+    GError *error = NULL;
+    ns = dq_netns_new (AFP_TX_IF, AFP_RX_IF, 0, &error);
+    if (ns != NULL && !dq_netns_enter (ns, &error))
+      g_clear_pointer (&ns, dq_netns_free);
+    if (ns == NULL) {
+      g_printerr ("no network namespace (%s): the afpacket case is skipped\n",
+          error->message);
+      g_error_free (error);
+    }
+  }
+  have_netns = ns != NULL;
+
+  /* only the linked-in plugin: a plugin file of the same name would replace it */
+  g_unsetenv ("GST_PLUGIN_PATH_1_0");
+  g_unsetenv ("GST_PLUGIN_PATH");
+  gst_check_init (&argc, &argv);
+  register_plugin ();
+  int failed = gst_check_run_suite (e2e_emu_suite (), "e2e-emu", __FILE__);
+  if (ns != NULL)
+    dq_netns_free (ns);
+  return failed != 0;
+}

@@ -1,0 +1,639 @@
+/* Tests of daqirireorder and daqiripay (system memory, the CPU twin of the reorder kernels). */
+#include <gst/gst.h>
+#include <gst/check/gstcheck.h>
+#include <gst/check/gstharness.h>
+#include <gst/daqiri/daqiripacketmeta.h>
+#include <gst/app/gstappsrc.h>
+#include <gst/app/gstappsink.h>
+#include <string.h>
+
+#define FRAME_META "GstDaqiriFrameMeta"
+
+/* ---- helpers ------------------------------------------------------------------------- */
+
+static guint
+frame_uint (GstBuffer * buf, const gchar * field)
+{
+  GstCustomMeta *m = gst_buffer_get_custom_meta (buf, FRAME_META);
+  guint v = G_MAXUINT;
+  fail_unless (m != NULL);
+  fail_unless (gst_structure_get_uint (gst_custom_meta_get_structure (m), field, &v), "%s",
+      field);
+  return v;
+}
+
+static guint64
+frame_batch (GstBuffer * buf)
+{
+  GstCustomMeta *m = gst_buffer_get_custom_meta (buf, FRAME_META);
+  guint64 v = G_MAXUINT64;
+  fail_unless (m != NULL);
+  fail_unless (gst_structure_get_uint64 (gst_custom_meta_get_structure (m), "batch-id", &v));
+  return v;
+}
+
+/* batch id, packets, missing, duplicates, late, short, flags of an output frame */
+static void
+assert_frame_meta (GstBuffer * buf, guint64 batch, guint packets, guint missing, guint dups,
+    guint late, guint shrt, guint flags)
+{
+  fail_unless_equals_uint64 (frame_batch (buf), batch);
+  fail_unless_equals_uint64 (GST_BUFFER_OFFSET (buf), batch);
+  fail_unless_equals_int (frame_uint (buf, "packets"), packets);
+  fail_unless_equals_int (frame_uint (buf, "missing"), missing);
+  fail_unless_equals_int (frame_uint (buf, "duplicates"), dups);
+  fail_unless_equals_int (frame_uint (buf, "late"), late);
+  fail_unless_equals_int (frame_uint (buf, "short"), shrt);
+  if (flags != G_MAXUINT)
+    fail_unless_equals_int (frame_uint (buf, "flags"), flags);
+}
+
+static void
+assert_bytes (GstBuffer * buf, const guint8 * want, gsize size)
+{
+  GstMapInfo map;
+  fail_unless_equals_uint64 (gst_buffer_get_size (buf), size);
+  fail_unless (gst_buffer_map (buf, &map, GST_MAP_READ));
+  for (gsize i = 0; i < size; i++)
+    if (map.data[i] != want[i])
+      fail ("byte %" G_GSIZE_FORMAT ": 0x%02x, expected 0x%02x", i, map.data[i], want[i]);
+  gst_buffer_unmap (buf, &map);
+}
+
+/* the stats of the harness's element named r */
+static guint64
+stat (GstHarness * h, const gchar * field)
+{
+  GstStructure *s = NULL;
+  guint64 v = G_MAXUINT64;
+  GstElement *e = gst_bin_get_by_name (GST_BIN (h->element), "r");
+  fail_unless (e != NULL);
+  g_object_get (e, "stats", &s, NULL);
+  gst_object_unref (e);
+  fail_unless (s != NULL);
+  fail_unless (gst_structure_get_uint64 (s, field, &v), "%s", field);
+  gst_structure_free (s);
+  return v;
+}
+
+#define F_COMPLETE 1u
+#define F_PUSHED   2u
+#define F_FLUSHED  4u
+
+/* ---- (a) daqiripay ! daqirireorder returns the frames bit for bit -------------------- */
+
+static void
+round_trip (guint payload_size, guint ppb, guint seq_bits, guint batch_bits, guint n_frames)
+{
+  /* sequence right after the UDP header; the batch field (bits 368..) after it when used */
+  guint payload_offset = batch_bits ? 50 : 46;
+  gchar *fields = g_strdup_printf ("seq-offset=336 seq-bits=%u batch-offset=368 batch-bits=%u "
+      "packets-per-batch=%u payload-offset=%u payload-size=%u", seq_bits,
+      batch_bits, ppb, payload_offset, payload_size);
+  gchar *launch = g_strdup_printf ("daqiripay %s ! daqirireorder name=r %s", fields, fields);
+  GstHarness *h = gst_harness_new_parse (launch);
+  gsize frame_size = (gsize) payload_size * ppb;
+  guint8 **frames = g_new (guint8 *, n_frames);
+
+  gst_harness_set_src_caps_str (h, "application/x-daqiri-frame");
+  for (guint f = 0; f < n_frames; f++) {
+    frames[f] = g_malloc (frame_size);
+    for (gsize i = 0; i < frame_size; i++)
+      frames[f][i] = (guint8) g_random_int ();
+    GstBuffer *in = gst_buffer_new_memdup (frames[f], frame_size);
+    GST_BUFFER_PTS (in) = f * GST_MSECOND;
+    fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+
+  fail_unless_equals_int (gst_harness_buffers_received (h), n_frames);
+  for (guint f = 0; f < n_frames; f++) {
+    GstBuffer *out = gst_harness_pull (h);
+    assert_bytes (out, frames[f], frame_size);
+    assert_frame_meta (out, f, ppb, 0, 0, 0, 0, F_COMPLETE);
+    fail_unless_equals_uint64 (GST_BUFFER_PTS (out), f * GST_MSECOND);
+    gst_buffer_unref (out);
+    g_free (frames[f]);
+  }
+  GstCaps *caps = gst_pad_get_current_caps (h->sinkpad);
+  GstStructure *s = gst_caps_get_structure (caps, 0);
+  gint elements = 0, p = 0;
+  fail_unless (gst_structure_has_name (s, "application/x-daqiri-frame"));
+  fail_unless_equals_string (gst_structure_get_string (s, "element-type"), "u8");
+  fail_unless (gst_structure_get_int (s, "elements", &elements));
+  fail_unless (gst_structure_get_int (s, "packets-per-batch", &p));
+  fail_unless_equals_int (elements, frame_size);
+  fail_unless_equals_int (p, ppb);
+  gst_caps_unref (caps);
+
+  fail_unless_equals_uint64 (stat (h, "packets"), (guint64) n_frames * ppb);
+  fail_unless_equals_uint64 (stat (h, "batches"), n_frames);
+  fail_unless_equals_uint64 (stat (h, "complete"), n_frames);
+  fail_unless_equals_uint64 (stat (h, "missing"), 0);
+  fail_unless_equals_uint64 (stat (h, "duplicates"), 0);
+  fail_unless_equals_uint64 (stat (h, "short"), 0);
+  g_free (frames);
+  g_free (launch);
+  g_free (fields);
+  gst_harness_teardown (h);
+}
+
+GST_START_TEST (test_round_trip)
+{
+  round_trip (1, 1, 32, 0, 10);
+  round_trip (7, 8, 32, 0, 12);
+  round_trip (1024, 4, 32, 16, 8);
+  round_trip (1472, 3, 16, 16, 6);
+  /* an 8-bit sequence wraps every 32 frames of 8 packets: ids keep growing across the wraps */
+  round_trip (64, 8, 8, 0, 80);
+  /* a 10-bit batch field wraps at frame 1024, with 4-bit sequence numbers */
+  round_trip (16, 16, 4, 10, 1100);
+}
+
+GST_END_TEST;
+
+/* daqiripay's packets, byte for byte: header, fields, lengths, checksum */
+GST_START_TEST (test_pay_packets)
+{
+  GstHarness *h = gst_harness_new_parse ("daqiripay src-mac=02:11:22:33:44:55 "
+      "dst-mac=02:66:77:88:99:aa src=192.168.1.2 dst=192.168.1.3 src-port=1000 "
+      "dst-port=2000 seq-offset=336 seq-bits=16 batch-offset=352 batch-bits=8 "
+      "packets-per-batch=2 payload-offset=46 payload-size=3");
+  const guint8 frame[6] = { 1, 2, 3, 4, 5, 6 };
+  gst_harness_set_src_caps_str (h, "application/octet-stream");
+  for (guint f = 0; f < 2; f++) {
+    GstBuffer *in = gst_buffer_new_memdup (frame, 6);
+    fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
+  }
+  gst_buffer_unref (gst_harness_pull (h));
+  GstBuffer *out = gst_harness_pull (h);        /* batch 1 */
+  GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (out);
+  fail_unless (meta != NULL);
+  fail_unless_equals_int (meta->n_packets, 2);
+  GstMapInfo map;
+  fail_unless (gst_buffer_map (out, &map, GST_MAP_READ));
+  for (guint s = 0; s < 2; s++) {
+    const guint8 *p = map.data + meta->packets[s].offset;
+    fail_unless_equals_int (meta->packets[s].length, 60);
+    guint8 want[60] = {
+      0x02, 0x66, 0x77, 0x88, 0x99, 0xaa, 0x02, 0x11, 0x22, 0x33, 0x44, 0x55, 0x08, 0x00,
+      0x45, 0x00, 0x00, 46, 0x00, 0x00, 0x40, 0x00, 64, 17, 0, 0, 192, 168, 1, 2, 192, 168, 1, 3,
+      0x03, 0xe8, 0x07, 0xd0, 0x00, 26, 0x00, 0x00,
+      0x00, (guint8) (2 + s), 0x01, 0x00, (guint8) (1 + 3 * s), (guint8) (2 + 3 * s),
+      (guint8) (3 + 3 * s),
+    };
+    /* IPv4 header checksum computed here */
+    guint32 sum = 0;
+    for (guint i = 14; i < 34; i += 2)
+      sum += (guint32) want[i] << 8 | want[i + 1];
+    while (sum >> 16)
+      sum = (sum & 0xffff) + (sum >> 16);
+    want[24] = (guint8) (~sum >> 8);
+    want[25] = (guint8) ~sum;
+    for (guint i = 0; i < 60; i++)
+      if (p[i] != want[i])
+        fail ("packet %u byte %u: 0x%02x, expected 0x%02x", s, i, p[i], want[i]);
+  }
+  gst_buffer_unmap (out, &map);
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* ---- (b) shuffles, duplicates, losses, short and malformed packets --------------------- */
+
+/* Packets of 8 bytes: 16-bit sequence at byte 0, payload of 4 bytes at byte 4. */
+#define PKT 8
+static guint8
+pay_byte (guint seq, guint k)
+{
+  return (guint8) (seq * 7 + k + 1);
+}
+
+typedef struct
+{
+  gint seq;                     /* -1: a short packet (5 bytes); -2: a descriptor past the end */
+  gboolean dup_payload;         /* payload 0xee (a duplicate must lose) */
+} P;
+
+static GstBuffer *
+burst (const P * p, guint n, GstClockTime pts)
+{
+  guint8 *data = g_malloc0 (MAX (n * PKT, 1));
+  GstDaqiriPacket *d = g_new0 (GstDaqiriPacket, n);
+  for (guint i = 0; i < n; i++) {
+    guint8 *q = data + i * PKT;
+    d[i].offset = i * PKT;
+    d[i].length = PKT;
+    d[i].timestamp = 12345;
+    if (p[i].seq == -1) {
+      d[i].length = 5;
+      continue;
+    }
+    if (p[i].seq == -2) {
+      d[i].offset = n * PKT + 100;
+      continue;
+    }
+    q[0] = (guint8) (p[i].seq >> 8);
+    q[1] = (guint8) p[i].seq;
+    for (guint k = 0; k < 4; k++)
+      q[4 + k] = p[i].dup_payload ? 0xee : pay_byte ((guint) p[i].seq, k);
+  }
+  GstBuffer *buf = gst_buffer_new_wrapped (data, MAX (n * PKT, 1));
+  gst_buffer_add_daqiri_packet_meta (buf, d, n);
+  g_free (d);
+  GST_BUFFER_PTS (buf) = pts;
+  return buf;
+}
+
+/* the frame of batch b with the given slots present */
+static void
+expect_frame (GstBuffer * out, guint b, guint present_mask)
+{
+  guint8 want[16] = { 0 };
+  for (guint s = 0; s < 4; s++)
+    if (present_mask & (1u << s))
+      for (guint k = 0; k < 4; k++)
+        want[s * 4 + k] = pay_byte (b * 4 + s, k);
+  assert_bytes (out, want, 16);
+}
+
+#define REORDER_B "daqirireorder name=r seq-offset=0 seq-bits=16 payload-offset=4 payload-size=4 " \
+    "packets-per-batch=4 window=2"
+
+GST_START_TEST (test_reorder_losses)
+{
+  GstHarness *h = gst_harness_new_parse (REORDER_B);
+  gst_harness_set_src_caps_str (h, "application/x-daqiri-packets");
+
+  /* burst 1: batch 0 and 1 interleaved, a duplicate of seq 1, a short packet */
+  const P b1[] = { {1}, {4}, {0}, {6}, {1, TRUE}, {-1}, {2} };
+  fail_unless_equals_int (gst_harness_push (h, burst (b1, G_N_ELEMENTS (b1), 1000)),
+      GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_buffers_received (h), 0);
+  /* burst 2 completes both */
+  const P b2[] = { {7}, {5}, {3} };
+  fail_unless_equals_int (gst_harness_push (h, burst (b2, G_N_ELEMENTS (b2), 2000)),
+      GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_buffers_received (h), 2);
+  /* burst 3: batch 2 and 3 one packet each, a late packet of batch 0, a descriptor outside */
+  const P b3[] = { {9}, {2}, {13}, {-2} };
+  fail_unless_equals_int (gst_harness_push (h, burst (b3, G_N_ELEMENTS (b3), 3000)),
+      GST_FLOW_OK);
+  /* a buffer without a packet meta is dropped */
+  fail_unless_equals_int (gst_harness_push (h, gst_buffer_new_allocate (NULL, 64, NULL)),
+      GST_FLOW_OK);
+  /* burst 4: batch 4 moves the window past batch 2 */
+  const P b4[] = { {16} };
+  fail_unless_equals_int (gst_harness_push (h, burst (b4, G_N_ELEMENTS (b4), 4000)),
+      GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_buffers_received (h), 3);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  fail_unless_equals_int (gst_harness_buffers_received (h), 5);
+
+  GstBuffer *out = gst_harness_pull (h);
+  expect_frame (out, 0, 0xf);
+  assert_frame_meta (out, 0, 4, 0, 1, 0, 1, F_COMPLETE);
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 1000);
+  gst_buffer_unref (out);
+  out = gst_harness_pull (h);
+  expect_frame (out, 1, 0xf);
+  assert_frame_meta (out, 1, 4, 0, 0, 0, 0, F_COMPLETE);
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 1000);
+  gst_buffer_unref (out);
+  out = gst_harness_pull (h);
+  expect_frame (out, 2, 0x2);
+  assert_frame_meta (out, 2, 1, 3, 0, 1, 1, F_PUSHED);
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 3000);
+  gst_buffer_unref (out);
+  out = gst_harness_pull (h);
+  expect_frame (out, 3, 0x2);
+  assert_frame_meta (out, 3, 1, 3, 0, 0, 0, F_FLUSHED);
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 3000);
+  gst_buffer_unref (out);
+  out = gst_harness_pull (h);
+  expect_frame (out, 4, 0x1);
+  assert_frame_meta (out, 4, 1, 3, 0, 0, 0, F_FLUSHED);
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 4000);
+  gst_buffer_unref (out);
+
+  fail_unless_equals_uint64 (stat (h, "packets"), 15);
+  fail_unless_equals_uint64 (stat (h, "batches"), 5);
+  fail_unless_equals_uint64 (stat (h, "complete"), 2);
+  fail_unless_equals_uint64 (stat (h, "pushed"), 1);
+  fail_unless_equals_uint64 (stat (h, "flushed"), 2);
+  fail_unless_equals_uint64 (stat (h, "missing"), 9);
+  fail_unless_equals_uint64 (stat (h, "duplicates"), 1);
+  fail_unless_equals_uint64 (stat (h, "late"), 1);
+  fail_unless_equals_uint64 (stat (h, "short"), 2);
+  fail_unless_equals_uint64 (stat (h, "skipped"), 0);
+  fail_unless_equals_uint64 (stat (h, "no-frame"), 0);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_reorder_timeout)
+{
+  GstHarness *h = gst_harness_new_parse (REORDER_B " timeout=1500");
+  gst_harness_set_src_caps_str (h, "application/x-daqiri-packets");
+  const P a[] = { {0}, {2} };
+  fail_unless_equals_int (gst_harness_push (h, burst (a, 2, 0)), GST_FLOW_OK);
+  const P b[] = { {5} };
+  fail_unless_equals_int (gst_harness_push (h, burst (b, 1, 1000)), GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_buffers_received (h), 0);
+  /* 2000 - 0 > 1500: batch 0 is flushed, batch 1 (first at 1000) is not yet */
+  fail_unless_equals_int (gst_harness_push (h, burst (b, 0, 2000)), GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_buffers_received (h), 1);
+  GstBuffer *out = gst_harness_pull (h);
+  expect_frame (out, 0, 0x5);
+  assert_frame_meta (out, 0, 2, 2, 0, 0, 0, F_FLUSHED);
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 0);
+  gst_buffer_unref (out);
+  fail_unless_equals_int (gst_harness_push (h, burst (b, 0, 2600)), GST_FLOW_OK);
+  out = gst_harness_pull (h);
+  expect_frame (out, 1, 0x2);
+  assert_frame_meta (out, 1, 1, 3, 0, 0, 0, F_FLUSHED);
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 1000);
+  gst_buffer_unref (out);
+  fail_unless_equals_uint64 (stat (h, "flushed"), 2);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* random bytes and random descriptors (many outside the burst): nothing read outside a packet
+ * (run under ASan), every descriptor counted */
+GST_START_TEST (test_reorder_malformed)
+{
+  GstHarness *h = gst_harness_new_parse ("daqirireorder name=r seq-offset=3 seq-bits=7 "
+      "batch-offset=20 batch-bits=5 payload-offset=6 payload-size=10 packets-per-batch=3 "
+      "input-type=int4 output-type=bf16");
+  GRand *rand = g_rand_new_with_seed (7);
+  guint64 total = 0, outside = 0;
+  gst_harness_set_src_caps_str (h, "application/x-daqiri-packets");
+  for (guint b = 0; b < 300; b++) {
+    guint size = g_rand_int_range (rand, 1, 400), n = g_rand_int_range (rand, 0, 40);
+    guint8 *data = g_malloc (size);
+    GstDaqiriPacket *d = g_new0 (GstDaqiriPacket, MAX (n, 1));
+    for (guint i = 0; i < size; i++)
+      data[i] = (guint8) g_rand_int (rand);
+    for (guint i = 0; i < n; i++) {
+      d[i].offset = g_rand_int_range (rand, 0, size + 50);
+      d[i].length = g_rand_int_range (rand, 0, 40);
+      if (g_rand_int_range (rand, 0, 10) == 0)
+        d[i].length = G_MAXUINT32 - g_rand_int_range (rand, 0, 3);
+      if ((guint64) d[i].offset + d[i].length > size)
+        outside++;
+    }
+    total += n;
+    GstBuffer *buf = gst_buffer_new_wrapped (data, size);
+    gst_buffer_add_daqiri_packet_meta (buf, d, n);
+    g_free (d);
+    GST_BUFFER_PTS (buf) = b * 1000;
+    fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  fail_unless_equals_uint64 (stat (h, "packets"), total);
+  fail_unless (stat (h, "short") >= outside);
+  fail_unless (gst_harness_buffers_received (h) > 0);
+  g_rand_free (rand);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* FLUSH_STOP forgets the stream: the open batch is dropped, the next packet starts a new
+ * window; an open batch at teardown gives its frame back */
+GST_START_TEST (test_reorder_flush)
+{
+  GstHarness *h = gst_harness_new_parse (REORDER_B);
+  GstSegment seg;
+  gst_harness_set_src_caps_str (h, "application/x-daqiri-packets");
+  const P a[] = { {0}, {1} };
+  fail_unless_equals_int (gst_harness_push (h, burst (a, 2, 100)), GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_stop (TRUE)));
+  gst_segment_init (&seg, GST_FORMAT_TIME);
+  fail_unless (gst_harness_push_event (h, gst_event_new_segment (&seg)));
+  const P b[] = { {10}, {8}, {11}, {9}, {12} };
+  fail_unless_equals_int (gst_harness_push (h, burst (b, 5, 200)), GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_buffers_received (h), 1);
+  GstBuffer *out = gst_harness_pull (h);
+  expect_frame (out, 2, 0xf);
+  assert_frame_meta (out, 2, 4, 0, 0, 0, 0, F_COMPLETE);
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 200);
+  gst_buffer_unref (out);
+  /* the dropped batch 0 counts as emitted and flushed, with its 2 missing slots */
+  fail_unless_equals_uint64 (stat (h, "batches"), 2);
+  fail_unless_equals_uint64 (stat (h, "complete"), 1);
+  fail_unless_equals_uint64 (stat (h, "flushed"), 1);
+  fail_unless_equals_uint64 (stat (h, "missing"), 2);
+  fail_unless_equals_uint64 (stat (h, "packets"), 7);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* ---- (c) int16 network order -> fp32 ------------------------------------------------- */
+
+GST_START_TEST (test_convert_int16_fp32)
+{
+  GstHarness *h = gst_harness_new_parse ("daqirireorder name=r seq-offset=0 seq-bits=16 "
+      "payload-offset=4 payload-size=8 packets-per-batch=2 input-type=int16 output-type=fp32 "
+      "byte-order=network");
+  const gint16 v[8] = { 1, -1, 32767, -32768, 0, 256, -300, 12345 };
+  guint8 data[2 * 12] = { 0 };
+  /* slot 1 first */
+  for (guint i = 0; i < 2; i++) {
+    guint seq = 1 - i;
+    guint8 *q = data + i * 12;
+    q[1] = (guint8) seq;
+    for (guint k = 0; k < 4; k++) {
+      guint16 u = (guint16) v[seq * 4 + k];
+      q[4 + 2 * k] = (guint8) (u >> 8);
+      q[5 + 2 * k] = (guint8) u;
+    }
+  }
+  GstDaqiriPacket d[2] = { {0, 12, 0, 0, 0}, {12, 12, 0, 0, 0} };
+  GstBuffer *buf = gst_buffer_new_memdup (data, sizeof data);
+  gst_buffer_add_daqiri_packet_meta (buf, d, 2);
+  gst_harness_set_src_caps_str (h, "application/x-daqiri-packets");
+  fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+  GstBuffer *out = gst_harness_pull (h);
+  const gfloat want[8] = { 1.0f, -1.0f, 32767.0f, -32768.0f, 0.0f, 256.0f, -300.0f, 12345.0f };
+  assert_bytes (out, (const guint8 *) want, sizeof want);
+  assert_frame_meta (out, 0, 2, 0, 0, 0, 0, F_COMPLETE);
+  gst_buffer_unref (out);
+
+  GstCaps *caps = gst_pad_get_current_caps (h->sinkpad);
+  GstCaps *want_caps = gst_caps_from_string ("application/x-daqiri-frame, "
+      "element-type=(string)fp32, elements=(int)8, packets-per-batch=(int)2");
+  fail_unless (gst_caps_is_equal (caps, want_caps), "caps %" GST_PTR_FORMAT, caps);
+  gst_caps_unref (caps);
+  gst_caps_unref (want_caps);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* ---- (d) bad properties: an ERROR naming the property, the value, what is allowed ------- */
+
+static gchar *
+start_error (const gchar * launch)
+{
+  GError *err = NULL;
+  GstElement *p = gst_parse_launch (launch, &err);
+  fail_unless (p != NULL && err == NULL);
+  fail_unless_equals_int (gst_element_set_state (p, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  GstBus *bus = gst_element_get_bus (p);
+  GstMessage *m = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  fail_unless (m != NULL);
+  gst_message_parse_error (m, &err, NULL);
+  gchar *text = g_strdup (err->message);
+  g_error_free (err);
+  gst_message_unref (m);
+  gst_object_unref (bus);
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (p);
+  return text;
+}
+
+static void
+assert_start_error (const gchar * launch, const gchar * want)
+{
+  gchar *text = start_error (launch);
+  fail_unless (strstr (text, want) != NULL, "error \"%s\" lacks \"%s\"", text, want);
+  g_free (text);
+}
+
+GST_START_TEST (test_bad_properties)
+{
+  assert_start_error ("fakesrc ! daqirireorder input-type=fp32 output-type=fp32 ! fakesink",
+      "input type 7 (fp32) is not an input type; allowed: same, int4, int8, int16, int32");
+  assert_start_error ("fakesrc ! daqirireorder input-type=int16 ! fakesink",
+      "input type int16 with output type same: set both to same");
+  assert_start_error ("fakesrc ! daqirireorder seq-bits=4 packets-per-batch=2 window=8 ! "
+      "fakesink", "window 8 is too large: at most 4 batches");
+  assert_start_error ("fakesrc ! daqirireorder payload-offset=65000 payload-size=1000 ! "
+      "fakesink", "payload-offset 65000 + payload-size 1000 exceeds 65536 bytes");
+  assert_start_error ("fakesrc ! daqiripay src-mac=02:00:zz ! fakesink",
+      "src-mac is \"02:00:zz\"; allowed: six hex bytes");
+  assert_start_error ("fakesrc ! daqiripay dst=10.0.0.300 ! fakesink",
+      "dst is \"10.0.0.300\"; allowed: a dotted IPv4 address");
+  assert_start_error ("fakesrc ! daqiripay seq-offset=150 ! fakesink",
+      "a sequence or batch field lies in the IPv4 header");
+  assert_start_error ("fakesrc ! daqiripay payload-offset=40 ! fakesink",
+      "header template (42 bytes) runs into the payload at offset 40");
+}
+
+GST_END_TEST;
+
+/* a frame of the wrong size is an error that names the sizes */
+GST_START_TEST (test_pay_wrong_size)
+{
+  GstHarness *h = gst_harness_new_parse ("daqiripay payload-size=100 packets-per-batch=2");
+  gst_harness_set_src_caps_str (h, "application/octet-stream");
+  fail_unless_equals_int (gst_harness_push (h, gst_buffer_new_allocate (NULL, 150, NULL)),
+      GST_FLOW_ERROR);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+#ifdef HAVE_MLX5_EMU
+/* ---- (e) over the emulated ConnectX: two pipelines in this process --------------------- *
+ *   appsrc ! daqiripay ! daqirisink device=emu:NAME
+ *   daqirisrc device=emu:NAME ! daqirireorder ! appsink
+ * (the emulated port lives in the plugin's engine, one per process) */
+
+#define EMU_FIELDS "seq-offset=336 seq-bits=16 batch-offset=352 batch-bits=16 " \
+    "packets-per-batch=16 payload-offset=48 payload-size=1000"
+
+static GstElement *
+launch (const gchar * desc)
+{
+  GError *err = NULL;
+  GstElement *p = gst_parse_launch (desc, &err);
+  fail_unless (p != NULL && err == NULL, "%s: %s", desc, err ? err->message : "");
+  return p;
+}
+
+GST_START_TEST (test_emu_round_trip)
+{
+  const guint n_frames = 40;
+  const gsize frame_size = 16 * 1000;
+  GstElement *rx = launch ("daqirisrc device=emu:reorder-rt ! daqirireorder name=r "
+      EMU_FIELDS " ! appsink name=out sync=false");
+  GstElement *tx = launch ("appsrc name=in format=time caps=application/x-daqiri-frame ! "
+      "daqiripay " EMU_FIELDS " ! daqirisink device=emu:reorder-rt sync=false");
+  fail_if (gst_element_set_state (rx, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE);
+  fail_if (gst_element_get_state (rx, NULL, NULL, 10 * GST_SECOND) == GST_STATE_CHANGE_FAILURE);
+  fail_if (gst_element_set_state (tx, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE);
+
+  GstElement *in = gst_bin_get_by_name (GST_BIN (tx), "in");
+  guint8 **frames = g_new (guint8 *, n_frames);
+  for (guint f = 0; f < n_frames; f++) {
+    frames[f] = g_malloc (frame_size);
+    for (gsize i = 0; i < frame_size; i++)
+      frames[f][i] = (guint8) g_random_int ();
+    GstBuffer *b = gst_buffer_new_memdup (frames[f], frame_size);
+    GST_BUFFER_PTS (b) = f * GST_MSECOND;
+    fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (in), b), GST_FLOW_OK);
+  }
+  gst_app_src_end_of_stream (GST_APP_SRC (in));
+  gst_object_unref (in);
+  GstBus *bus = gst_element_get_bus (tx);
+  GstMessage *m = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
+      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  fail_unless (m != NULL && GST_MESSAGE_TYPE (m) == GST_MESSAGE_EOS, "sender did not finish");
+  gst_message_unref (m);
+  gst_object_unref (bus);
+
+  GstElement *out = gst_bin_get_by_name (GST_BIN (rx), "out");
+  for (guint f = 0; f < n_frames; f++) {
+    GstSample *sample = gst_app_sink_try_pull_sample (GST_APP_SINK (out), 10 * GST_SECOND);
+    fail_unless (sample != NULL, "frame %u did not arrive", f);
+    GstBuffer *b = gst_sample_get_buffer (sample);
+    assert_bytes (b, frames[f], frame_size);
+    /* complete; PUSHED too when a burst held later batches beyond the window */
+    assert_frame_meta (b, f, 16, 0, 0, 0, 0, G_MAXUINT);
+    fail_unless_equals_int (frame_uint (b, "flags") & ~F_PUSHED, F_COMPLETE);
+    gst_sample_unref (sample);
+    g_free (frames[f]);
+  }
+  gst_object_unref (out);
+  g_free (frames);
+  gst_element_set_state (tx, GST_STATE_NULL);
+  gst_element_set_state (rx, GST_STATE_NULL);
+  gst_object_unref (tx);
+  gst_object_unref (rx);
+}
+
+GST_END_TEST;
+#endif
+
+static Suite *
+reorder_suite (void)
+{
+  Suite *s = suite_create ("daqirireorder");
+  TCase *tc = tcase_create ("general");
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_round_trip);
+  tcase_add_test (tc, test_pay_packets);
+  tcase_add_test (tc, test_reorder_losses);
+  tcase_add_test (tc, test_reorder_timeout);
+  tcase_add_test (tc, test_reorder_malformed);
+  tcase_add_test (tc, test_reorder_flush);
+  tcase_add_test (tc, test_convert_int16_fp32);
+  tcase_add_test (tc, test_bad_properties);
+  tcase_add_test (tc, test_pay_wrong_size);
+#ifdef HAVE_MLX5_EMU
+  tcase_add_test (tc, test_emu_round_trip);
+#endif
+  return s;
+}
+
+GST_CHECK_MAIN (reorder);
