@@ -107,6 +107,8 @@ struct _GstDaqiriSrc {
   DqRxStats past;
 };
 
+static gint next_group_id = 1;
+
 #define gst_daqiri_src_parent_class parent_class
 G_DEFINE_TYPE (GstDaqiriSrc, gst_daqiri_src, GST_TYPE_PUSH_SRC);
 GST_ELEMENT_REGISTER_DEFINE (daqirisrc, "daqirisrc", GST_RANK_NONE, GST_TYPE_DAQIRI_SRC);
@@ -302,7 +304,9 @@ gst_daqiri_src_start (GstBaseSrc * bsrc)
     .ring_bytes = self->ring_size,
     .max_packet_size = self->max_packet_size,
     .n_queues = self->n_queues,
-    .group_id = (guint32) (GPOINTER_TO_SIZE (self) >> 4) ^ (guint32) getpid (),
+    /* a fresh group for every start: queues of an earlier run live on while
+     * downstream still holds their bursts, and must not be mistaken for ours */
+    .group_id = (guint32) g_atomic_int_add (&next_group_id, 1) ^ ((guint32) getpid () << 16),
   };
   memset (&self->past, 0, sizeof self->past);
   GST_OBJECT_UNLOCK (self);
