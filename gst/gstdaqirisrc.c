@@ -631,7 +631,9 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass * klass)
   g_object_class_install_property (gobject_class, PROP_DEVICE,
       g_param_spec_string ("device", "Device",
           "Port to receive from, as ENGINE:NAME: afpacket:IFACE for any Linux interface "
-          "(eth0, veth1, lo). Ports are shared between elements that name the same device",
+          "(eth0, veth1, lo), mlx5:DEV for a ConnectX (IB name, netdev or PCI address), "
+          "emu:NAME for the emulated ConnectX. Ports are shared between elements that name "
+          "the same device",
           DEFAULT_DEVICE, rw));
   g_object_class_install_property (gobject_class, PROP_FLOWS,
       g_param_spec_string ("flows", "Flows",
