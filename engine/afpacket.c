@@ -16,6 +16,7 @@
  */
 #include "daqiri-engine.h"
 #include "engines.h"
+#include "burst-pool.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -386,8 +387,7 @@ typedef struct _AfpBurstRec AfpBurstRec;
 /* A burst record: the packet array handed out with one burst. Records are recycled
  * through the queue's free list; a new one is allocated only when the list is empty. */
 struct _AfpBurstRec {
-  AfpBurstRec *next;            /* free list */
-  AfpBurstRec *all_next;        /* every record of the queue, for destroy */
+  DqBurstLink link;
   guint block;                  /* ring block the burst was cut from */
   DqPacket packets[];
 };
@@ -427,9 +427,7 @@ typedef struct {
   DqFlowRule *rules;            /* the rules that apply to this queue */
   guint n_rules;
 
-  GMutex free_lock;
-  AfpBurstRec *free_recs;
-  AfpBurstRec *all_recs;
+  DqBurstPool recs;
 
   guint64 packets;
   guint64 bytes;
@@ -741,15 +739,10 @@ afp_rxq_destroy (gpointer priv)
     close (rxq->wake_fd);
   if (rxq->ep_fd >= 0)
     close (rxq->ep_fd);
-  for (AfpBurstRec * rec = rxq->all_recs; rec != NULL;) {
-    AfpBurstRec *next = rec->all_next;
-    g_free (rec);
-    rec = next;
-  }
+  dq_burst_pool_clear (&rxq->recs);
   g_free (rxq->block_refs);
   g_free (rxq->walked_seq);
   g_free (rxq->rules);
-  g_mutex_clear (&rxq->free_lock);
   g_mutex_clear (&rxq->stats_lock);
   g_free (rxq);
 }
@@ -788,11 +781,12 @@ afp_rxq_create (gpointer port_priv, const DqRxConfig * config, GError ** error)
   rxq->fd = -1;
   rxq->wake_fd = -1;
   rxq->ep_fd = -1;
-  g_mutex_init (&rxq->free_lock);
   g_mutex_init (&rxq->stats_lock);
   /* a block cannot hold more packets than this, so larger records would never fill */
   rxq->burst_packets = (guint) MIN ((gsize) config->burst_packets,
       geo.block_size / AFP_RX_MIN_PACKET_ROOM);
+  dq_burst_pool_init (&rxq->recs,
+      sizeof (AfpBurstRec) + rxq->burst_packets * sizeof (DqPacket));
 
   if (!rx_rules_select (rxq, config, error))
     goto fail;
@@ -881,34 +875,6 @@ ring_block_walk_end (AfpRxQueue * rxq)
   ring_block_put (rxq, block);
 }
 
-static AfpBurstRec *
-burst_rec_get (AfpRxQueue * rxq)
-{
-  g_mutex_lock (&rxq->free_lock);
-  AfpBurstRec *rec = rxq->free_recs;
-  if (rec != NULL)
-    rxq->free_recs = rec->next;
-  g_mutex_unlock (&rxq->free_lock);
-  if (rec != NULL)
-    return rec;
-
-  rec = g_malloc (sizeof (AfpBurstRec) + rxq->burst_packets * sizeof (DqPacket));
-  rec->next = NULL;
-  /* all_recs is only written here, by the polling thread, and read at destroy */
-  rec->all_next = rxq->all_recs;
-  rxq->all_recs = rec;
-  return rec;
-}
-
-static void
-burst_rec_put (AfpRxQueue * rxq, AfpBurstRec * rec)
-{
-  g_mutex_lock (&rxq->free_lock);
-  rec->next = rxq->free_recs;
-  rxq->free_recs = rec;
-  g_mutex_unlock (&rxq->free_lock);
-}
-
 /* flow id of a packet, or FALSE when it matches none of this queue's rules */
 static gboolean
 rx_packet_classify (AfpRxQueue * rxq, const guint8 * frame, guint len, int vlan,
@@ -931,7 +897,7 @@ static guint
 rx_burst_cut (AfpRxQueue * rxq, DqBurst * burst)
 {
   guint8 *block = (guint8 *) ring_block_desc (rxq, rxq->cur);
-  AfpBurstRec *rec = burst_rec_get (rxq);
+  AfpBurstRec *rec = dq_burst_pool_get (&rxq->recs);
   guint8 *first = NULL, *end = NULL;
   guint n = 0;
   guint64 bytes = 0, truncated = 0, filtered = 0;
@@ -996,7 +962,7 @@ rx_burst_cut (AfpRxQueue * rxq, DqBurst * burst)
     counter_add (&rxq->bursts, 1);
     counter_add (&rxq->truncated, truncated);
   } else {
-    burst_rec_put (rxq, rec);
+    dq_burst_pool_put (&rxq->recs, rec);
   }
   if (filtered > 0)
     counter_add (&rxq->drops_filtered, filtered);
@@ -1107,7 +1073,7 @@ afp_rxq_release (gpointer priv, DqBurst * burst)
   burst->range = NULL;
   burst->packets = NULL;
   burst->n_packets = 0;
-  burst_rec_put (rxq, rec);
+  dq_burst_pool_put (&rxq->recs, rec);
   ring_block_put (rxq, block);
 }
 

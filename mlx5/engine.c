@@ -17,6 +17,7 @@
  * rxq_wakeup/txq_wakeup signal.
  */
 #include "mlx5-engine.h"
+#include "burst-pool.h"
 
 #include "mlx5-dma.h"
 #include "mlx5-mem.h"
@@ -265,8 +266,7 @@ eng_port_time (gpointer priv)
 typedef struct _Mlx5BurstRec Mlx5BurstRec;
 
 struct _Mlx5BurstRec {
-  Mlx5BurstRec *next;           /* free list */
-  Mlx5BurstRec *all_next;       /* every record of the queue */
+  DqBurstLink link;
   guint32 wqe;
   guint32 strides;
   DqPacket packets[];
@@ -289,40 +289,11 @@ struct _Mlx5EngRxq {
   gint64 clock_refresh_at;
   guint backoff;                /* cpu_relax()es between two looks at an empty CQ */
 
-  GMutex free_lock;
-  Mlx5BurstRec *free_recs;
-  Mlx5BurstRec *all_recs;
+  DqBurstPool recs;
 
   guint64 bursts;
   guint64 truncated;
 };
-
-static Mlx5BurstRec *
-rec_get (Mlx5EngRxq * rxq)
-{
-  g_mutex_lock (&rxq->free_lock);
-  Mlx5BurstRec *rec = rxq->free_recs;
-  if (rec != NULL)
-    rxq->free_recs = rec->next;
-  g_mutex_unlock (&rxq->free_lock);
-  if (rec != NULL)
-    return rec;
-  rec = g_malloc (sizeof (Mlx5BurstRec) + rxq->burst_packets * sizeof (DqPacket));
-  rec->next = NULL;
-  /* all_recs: written by the polling thread only, read at destroy */
-  rec->all_next = rxq->all_recs;
-  rxq->all_recs = rec;
-  return rec;
-}
-
-static void
-rec_put (Mlx5EngRxq * rxq, Mlx5BurstRec * rec)
-{
-  g_mutex_lock (&rxq->free_lock);
-  rec->next = rxq->free_recs;
-  rxq->free_recs = rec;
-  g_mutex_unlock (&rxq->free_lock);
-}
 
 static gboolean
 rx_rules_check (Mlx5EngPort * port, const DqRxConfig * config, GError ** error)
@@ -429,14 +400,9 @@ eng_rxq_destroy (gpointer priv)
     return;
   rx_group_leave (rxq);
   mlx5_rxq_free (rxq->ring);
-  for (Mlx5BurstRec * rec = rxq->all_recs; rec != NULL;) {
-    Mlx5BurstRec *next = rec->all_next;
-    g_free (rec);
-    rec = next;
-  }
+  dq_burst_pool_clear (&rxq->recs);
   if (rxq->wake_fd >= 0)
     close (rxq->wake_fd);
-  g_mutex_clear (&rxq->free_lock);
   g_free (rxq);
 }
 
@@ -460,7 +426,8 @@ eng_rxq_create (gpointer port_priv, const DqRxConfig * config, GError ** error)
   rxq->burst_packets = config->burst_packets;
   rxq->burst_timeout_ns = config->burst_timeout_ns;
   rxq->max_packet = max_packet;
-  g_mutex_init (&rxq->free_lock);
+  dq_burst_pool_init (&rxq->recs,
+      sizeof (Mlx5BurstRec) + rxq->burst_packets * sizeof (DqPacket));
   rxq->wake_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (rxq->wake_fd < 0) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "%s: eventfd() failed: %s", port->what,
@@ -531,7 +498,7 @@ eng_rxq_poll (gpointer priv, DqBurst * burst, gint64 timeout_ns, GError ** error
     }
     mlx5_rxq_refill (rxq->ring);
     if (rxq->open == NULL) {
-      rxq->open = rec_get (rxq);
+      rxq->open = dq_burst_pool_get (&rxq->recs);
       memset (&rxq->ob, 0, sizeof rxq->ob);
     }
     guint before = rxq->ob.n_packets;
@@ -599,7 +566,7 @@ eng_rxq_release (gpointer priv, DqBurst * burst)
   burst->range = NULL;
   burst->packets = NULL;
   burst->n_packets = 0;
-  rec_put (rxq, rec);
+  dq_burst_pool_put (&rxq->recs, rec);
 }
 
 static void
