@@ -1,6 +1,9 @@
 /* Helpers shared by the daqiri elements. */
 #include "gstdaqirielement.h"
 
+#include <arpa/inet.h>
+#include <string.h>
+
 void
 gst_daqiri_post_engine_error (GstElement * element, const char *what, GError * error,
     const char *file, const char *function, int line)
@@ -48,4 +51,50 @@ gst_daqiri_open_port (GstElement * element, const char *device)
     g_error_free (error);
   }
   return port;
+}
+
+/* "aa:bb:cc:dd:ee:ff": six bytes of two hex digits each, separated by ':' */
+static gboolean
+parse_mac (const gchar * text, guint8 mac[6])
+{
+  if (text == NULL || strlen (text) != 17)
+    return FALSE;
+  for (guint i = 0; i < 6; i++) {
+    const gchar *p = text + (gsize) 3 * i;
+    gint hi = g_ascii_xdigit_value (p[0]);
+    gint lo = g_ascii_xdigit_value (p[1]);
+    if (hi < 0 || lo < 0 || (i < 5 && p[2] != ':'))
+      return FALSE;
+    mac[i] = (guint8) (hi << 4 | lo);
+  }
+  return TRUE;
+}
+
+gboolean
+gst_daqiri_take_mac (GstElement * element, const char *property, const char *text,
+    guint8 mac[6])
+{
+  if (parse_mac (text, mac))
+    return TRUE;
+  GST_ELEMENT_ERROR (element, RESOURCE, SETTINGS,
+      ("property '%s': \"%s\" is not a MAC address; expected six two-digit hex bytes "
+          "separated by ':', like 02:00:00:00:00:01", property, GST_STR_NULL (text)),
+      (NULL));
+  return FALSE;
+}
+
+gboolean
+gst_daqiri_take_ipv4 (GstElement * element, const char *property, const char *text,
+    guint32 * addr)
+{
+  struct in_addr in;
+
+  if (text != NULL && inet_pton (AF_INET, text, &in) == 1) {
+    *addr = g_ntohl (in.s_addr);
+    return TRUE;
+  }
+  GST_ELEMENT_ERROR (element, RESOURCE, SETTINGS,
+      ("property '%s': \"%s\" is not an IPv4 address; expected four decimal numbers "
+          "0-255 separated by '.', like 10.0.0.1", property, GST_STR_NULL (text)), (NULL));
+  return FALSE;
 }

@@ -18,6 +18,14 @@ void gst_daqiri_post_engine_error (GstElement * element, const char *what, GErro
  * the value and what is allowed. */
 DqPort *gst_daqiri_open_port (GstElement * element, const char *device);
 
+/* Parses a property holding a MAC address ("aa:bb:cc:dd:ee:ff") or an IPv4 address
+ * (dotted decimal; stored in host byte order), or posts an ERROR naming the property, the
+ * value and the form allowed. */
+gboolean gst_daqiri_take_mac (GstElement * element, const char *property, const char *text,
+    guint8 mac[6]);
+gboolean gst_daqiri_take_ipv4 (GstElement * element, const char *property, const char *text,
+    guint32 * addr);
+
 G_END_DECLS
 
 #endif

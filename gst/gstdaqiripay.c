@@ -14,8 +14,8 @@
 #endif
 
 #include "gstdaqiripay.h"
+#include "gstdaqirielement.h"
 
-#include <arpa/inet.h>
 #include <gst/daqiri/daqiripacketmeta.h>
 #include <stdio.h>
 #include <string.h>
@@ -81,19 +81,6 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink", GST
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC,
     GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE));
 
-static gboolean
-parse_mac (const gchar * s, guint8 mac[6])
-{
-  unsigned int b[6];
-  char end;
-  if (!s || sscanf (s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
-          &end) != 6)
-    return FALSE;
-  for (int i = 0; i < 6; i++)
-    mac[i] = (guint8) b[i];
-  return TRUE;
-}
-
 static void
 put16 (guint8 * p, guint v)
 {
@@ -106,43 +93,38 @@ start (GstDaqiriPay * self)
 {
   char msg[256];
   guint8 *h = self->header;
-  struct in_addr sip, dip;
-  gboolean ok = TRUE;
 
   memset (h, 0, sizeof self->header);
   GST_OBJECT_LOCK (self);
   self->run_cfg = self->cfg;
-  if (!parse_mac (self->dst_mac, h) || !parse_mac (self->src_mac, h + 6)) {
-    const gchar *name = parse_mac (self->dst_mac, h) ? "src-mac" : "dst-mac";
-    const gchar *val = parse_mac (self->dst_mac, h) ? self->src_mac : self->dst_mac;
-    g_snprintf (msg, sizeof msg, "%s is \"%s\"; allowed: six hex bytes like 02:00:00:00:00:01",
-        name, val ? val : "(null)");
-    ok = FALSE;
-  } else if (!self->src_ip || inet_pton (AF_INET, self->src_ip, &sip) != 1) {
-    g_snprintf (msg, sizeof msg, "src is \"%s\"; allowed: a dotted IPv4 address like 10.0.0.1",
-        self->src_ip ? self->src_ip : "(null)");
-    ok = FALSE;
-  } else if (!self->dst_ip || inet_pton (AF_INET, self->dst_ip, &dip) != 1) {
-    g_snprintf (msg, sizeof msg, "dst is \"%s\"; allowed: a dotted IPv4 address like 10.0.0.2",
-        self->dst_ip ? self->dst_ip : "(null)");
-    ok = FALSE;
-  }
+  gchar *src_mac = g_strdup (self->src_mac), *dst_mac = g_strdup (self->dst_mac);
+  gchar *src_ip = g_strdup (self->src_ip), *dst_ip = g_strdup (self->dst_ip);
+  guint src_port = self->src_port, dst_port = self->dst_port;
+  GST_OBJECT_UNLOCK (self);
+
+  GstElement *el = GST_ELEMENT_CAST (self);
+  guint32 sip = 0, dip = 0;
+  gboolean ok = gst_daqiri_take_mac (el, "dst-mac", dst_mac, h) &&
+      gst_daqiri_take_mac (el, "src-mac", src_mac, h + 6) &&
+      gst_daqiri_take_ipv4 (el, "src", src_ip, &sip) &&
+      gst_daqiri_take_ipv4 (el, "dst", dst_ip, &dip);
+  g_free (src_mac);
+  g_free (dst_mac);
+  g_free (src_ip);
+  g_free (dst_ip);
+  if (!ok)
+    return FALSE;
   put16 (h + 12, 0x0800);
   h[14] = 0x45;
   put16 (h + 20, 0x4000);       /* don't fragment */
   h[22] = 64;
   h[23] = 17;
-  if (ok) {
-    memcpy (h + 26, &sip, 4);
-    memcpy (h + 30, &dip, 4);
-  }
-  put16 (h + 34, self->src_port);
-  put16 (h + 36, self->dst_port);
-  GST_OBJECT_UNLOCK (self);
-  if (!ok) {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", msg), (NULL));
-    return FALSE;
-  }
+  put16 (h + 26, sip >> 16);
+  put16 (h + 28, sip & 0xffff);
+  put16 (h + 30, dip >> 16);
+  put16 (h + 32, dip & 0xffff);
+  put16 (h + 34, src_port);
+  put16 (h + 36, dst_port);
 
   self->tmpl = (DqPacketizeTemplate) {
   .header = self->header,.header_len = HEADER_LEN,.ipv4_offset = 14,.udp_offset = 34,

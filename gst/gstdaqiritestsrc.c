@@ -43,11 +43,11 @@
 #endif
 
 #include "gstdaqiritestsrc.h"
+#include "gstdaqirielement.h"
 #include "gstdaqiritxpool.h"
 
 #include <gst/daqiri/daqiripacketmeta.h>
 #include <gst/daqiri/daqiritestpacket.h>
-#include <arpa/inet.h>
 #include <string.h>
 
 GST_DEBUG_CATEGORY_STATIC (daqiritestsrc_debug);
@@ -291,52 +291,6 @@ gst_daqiri_test_src_get_property (GObject * object, guint prop_id, GValue * valu
   GST_OBJECT_UNLOCK (self);
 }
 
-/* "aa:bb:cc:dd:ee:ff": six bytes of two hex digits each, separated by ':' */
-static gboolean
-parse_mac (const gchar * text, guint8 mac[6])
-{
-  if (text == NULL || strlen (text) != 17)
-    return FALSE;
-  for (guint i = 0; i < 6; i++) {
-    const gchar *p = text + (gsize) 3 * i;
-    gint hi = g_ascii_xdigit_value (p[0]);
-    gint lo = g_ascii_xdigit_value (p[1]);
-    if (hi < 0 || lo < 0 || (i < 5 && p[2] != ':'))
-      return FALSE;
-    mac[i] = (guint8) (hi << 4 | lo);
-  }
-  return TRUE;
-}
-
-static gboolean
-take_mac (GstDaqiriTestSrc * self, const gchar * property, const gchar * text,
-    guint8 mac[6])
-{
-  if (parse_mac (text, mac))
-    return TRUE;
-  GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-      ("property '%s': \"%s\" is not a MAC address; expected six two-digit hex bytes "
-          "separated by ':', like 02:00:00:00:00:01", property, GST_STR_NULL (text)),
-      (NULL));
-  return FALSE;
-}
-
-static gboolean
-take_ipv4 (GstDaqiriTestSrc * self, const gchar * property, const gchar * text,
-    guint32 * addr)
-{
-  struct in_addr in;
-
-  if (text != NULL && inet_pton (AF_INET, text, &in) == 1) {
-    *addr = g_ntohl (in.s_addr);
-    return TRUE;
-  }
-  GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-      ("property '%s': \"%s\" is not an IPv4 address; expected four decimal numbers "
-          "0-255 separated by '.', like 10.0.0.1", property, GST_STR_NULL (text)), (NULL));
-  return FALSE;
-}
-
 static gboolean
 gst_daqiri_test_src_start (GstBaseSrc * bsrc)
 {
@@ -382,10 +336,10 @@ gst_daqiri_test_src_start (GstBaseSrc * bsrc)
     goto done;
   }
   gst_daqiri_test_packet_params_init (&params);
-  if (!take_mac (self, "src-mac", src_mac, params.src_mac) ||
-      !take_mac (self, "dst-mac", dst_mac, params.dst_mac) ||
-      !take_ipv4 (self, "src", src, &params.src_ip) ||
-      !take_ipv4 (self, "dst", dst, &params.dst_ip))
+  if (!gst_daqiri_take_mac (GST_ELEMENT_CAST (self), "src-mac", src_mac, params.src_mac) ||
+      !gst_daqiri_take_mac (GST_ELEMENT_CAST (self), "dst-mac", dst_mac, params.dst_mac) ||
+      !gst_daqiri_take_ipv4 (GST_ELEMENT_CAST (self), "src", src, &params.src_ip) ||
+      !gst_daqiri_take_ipv4 (GST_ELEMENT_CAST (self), "dst", dst, &params.dst_ip))
     goto done;
   params.src_port = (guint16) src_port;
   params.dst_port = (guint16) dst_port;

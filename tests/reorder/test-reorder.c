@@ -520,9 +520,9 @@ GST_START_TEST (test_bad_properties)
   assert_start_error ("fakesrc ! daqirireorder payload-offset=65000 payload-size=1000 ! "
       "fakesink", "payload-offset 65000 + payload-size 1000 exceeds 65536 bytes");
   assert_start_error ("fakesrc ! daqiripay src-mac=02:00:zz ! fakesink",
-      "src-mac is \"02:00:zz\"; allowed: six hex bytes");
+      "property 'src-mac': \"02:00:zz\" is not a MAC address; expected six two-digit hex");
   assert_start_error ("fakesrc ! daqiripay dst=10.0.0.300 ! fakesink",
-      "dst is \"10.0.0.300\"; allowed: a dotted IPv4 address");
+      "property 'dst': \"10.0.0.300\" is not an IPv4 address");
   assert_start_error ("fakesrc ! daqiripay seq-offset=150 ! fakesink",
       "a sequence or batch field lies in the IPv4 header");
   assert_start_error ("fakesrc ! daqiripay payload-offset=40 ! fakesink",
