@@ -497,25 +497,14 @@ rx_geometry_choose (const AfpPort * port, const DqRxConfig * config, AfpRxGeomet
 static gboolean
 rx_rules_select (AfpRxQueue * rxq, const DqRxConfig * config, GError ** error)
 {
-  for (guint i = 0; i < config->n_flows; i++) {
-    const DqFlowRule *rule = &config->flows[i];
-    if ((rule->keys & DQ_FLOW_QUEUE) && rule->queue >= config->n_queues) {
-      char *text = dq_flow_rule_to_string (rule);
-      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
-          "afpacket:%s: flow rule %u (%s) sends to queue %u, but there %s only %u "
-          "queue%s (allowed queue=0 .. %u)", rxq->port->ifname, i + 1, text, rule->queue,
-          config->n_queues == 1 ? "is" : "are", config->n_queues,
-          config->n_queues == 1 ? "" : "s", config->n_queues - 1);
-      g_free (text);
-      return FALSE;
-    }
-  }
-  rxq->rules = g_new0 (DqFlowRule, MAX (config->n_flows, 1));
-  for (guint i = 0; i < config->n_flows; i++) {
-    const DqFlowRule *rule = &config->flows[i];
-    if (!(rule->keys & DQ_FLOW_QUEUE) || rule->queue == config->queue_index)
-      rxq->rules[rxq->n_rules++] = *rule;
-  }
+  char what[IF_NAMESIZE + 16];
+
+  g_snprintf (what, sizeof what, "afpacket:%s", rxq->port->ifname);
+  if (!dq_flow_rules_check_queues (what, config->flows, config->n_flows, config->n_queues,
+          error))
+    return FALSE;
+  rxq->rules = dq_flow_rules_for_queue (config->flows, config->n_flows,
+      config->queue_index, &rxq->n_rules);
   return TRUE;
 }
 

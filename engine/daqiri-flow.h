@@ -88,6 +88,17 @@ char *dq_flow_rule_to_string (const DqFlowRule *rule);
 int dq_flow_match (const DqFlowRule *rules, guint n_rules, const guint8 *frame,
     guint len, int vlan);
 
+/* Checks that the `queue` key of every rule names one of n_queues queues (0 .. n_queues-1).
+ * On failure sets DQ_ERROR_FLOW naming `what` (the device), the rule and the queues
+ * allowed. */
+gboolean dq_flow_rules_check_queues (const char *what, const DqFlowRule *rules,
+    guint n_rules, guint n_queues, GError **error);
+
+/* The rules that apply to RX queue `queue`, in order: those without a queue key and those
+ * naming `queue`. Returns a newly allocated array (g_free; never NULL) of *n_out rules. */
+DqFlowRule *dq_flow_rules_for_queue (const DqFlowRule *rules, guint n_rules, guint queue,
+    guint *n_out);
+
 /* Classic BPF (struct sock_filter, 8 bytes an instruction) for the rules.
  *
  * Both accept exactly the packets dq_flow_match() matches, given the same VLAN.

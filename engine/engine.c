@@ -52,6 +52,9 @@ ensure_builtin (void)
   if (g_once_init_enter (&done)) {
     g_mutex_lock (&registry_lock);
     register_locked (&dq_afpacket_engine);
+#ifdef DQ_HAVE_DPDK
+    register_locked (&dq_dpdk_engine);
+#endif
 #ifdef DQ_HAVE_MLX5
     for (const DqEngineOps * const *e = dq_mlx5_engines (); *e != NULL; e++)
       register_locked (*e);

@@ -774,3 +774,35 @@ dq_flow_match (const DqFlowRule *rules, guint n_rules, const guint8 *frame, guin
       return (int) i;
   return -1;
 }
+
+gboolean
+dq_flow_rules_check_queues (const char *what, const DqFlowRule *rules, guint n_rules,
+    guint n_queues, GError **error)
+{
+  for (guint i = 0; i < n_rules; i++) {
+    const DqFlowRule *rule = &rules[i];
+    if ((rule->keys & DQ_FLOW_QUEUE) && rule->queue >= n_queues) {
+      char *text = dq_flow_rule_to_string (rule);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW, "%s: flow rule %u (%s) sends to queue "
+          "%u, but there %s only %u queue%s (allowed queue=0 .. %u)", what, i + 1, text,
+          rule->queue, n_queues == 1 ? "is" : "are", n_queues, n_queues == 1 ? "" : "s",
+          n_queues - 1);
+      g_free (text);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+DqFlowRule *
+dq_flow_rules_for_queue (const DqFlowRule *rules, guint n_rules, guint queue, guint *n_out)
+{
+  DqFlowRule *out = g_new0 (DqFlowRule, MAX (n_rules, 1));
+  guint n = 0;
+
+  for (guint i = 0; i < n_rules; i++)
+    if (!(rules[i].keys & DQ_FLOW_QUEUE) || rules[i].queue == queue)
+      out[n++] = rules[i];
+  *n_out = n;
+  return out;
+}

@@ -534,8 +534,9 @@ gst_daqiri_sink_class_init (GstDaqiriSinkClass * klass)
   g_object_class_install_property (gobject_class, PROP_DEVICE,
       g_param_spec_string ("device", "Device",
           "Port to send on, as ENGINE:NAME: afpacket:IFACE for any Linux interface, "
-          "mlx5:DEV for a ConnectX, emu:NAME for the emulated ConnectX. Ports are shared "
-          "between elements that name the same device",
+          "mlx5:DEV for a ConnectX, emu:NAME for the emulated ConnectX, dpdk:DEVARGS for a "
+          "DPDK device (builds with DPDK). Ports are shared between elements that name the "
+          "same device",
           DEFAULT_DEVICE, rw));
   g_object_class_install_property (gobject_class, PROP_RING_SIZE,
       g_param_spec_uint64 ("ring-size", "Ring size",

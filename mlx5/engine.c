@@ -298,17 +298,11 @@ struct _Mlx5EngRxq {
 static gboolean
 rx_rules_check (Mlx5EngPort * port, const DqRxConfig * config, GError ** error)
 {
+  if (!dq_flow_rules_check_queues (port->what, config->flows, config->n_flows,
+          config->n_queues, error))
+    return FALSE;
   for (guint i = 0; i < config->n_flows; i++) {
     const DqFlowRule *rule = &config->flows[i];
-    if ((rule->keys & DQ_FLOW_QUEUE) && rule->queue >= config->n_queues) {
-      char *text = dq_flow_rule_to_string (rule);
-      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW, "%s: flow rule %u (%s) sends to queue "
-          "%u, but there %s only %u queue%s (allowed queue=0 .. %u)", port->what, i + 1,
-          text, rule->queue, config->n_queues == 1 ? "is" : "are", config->n_queues,
-          config->n_queues == 1 ? "" : "s", config->n_queues - 1);
-      g_free (text);
-      return FALSE;
-    }
     if ((rule->keys & DQ_FLOW_MARK) && rule->mark > MLX5_FLOW_TAG_BITS) {
       char *text = dq_flow_rule_to_string (rule);
       g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW, "%s: flow rule %u (%s): mark %u does not "

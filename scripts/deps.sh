@@ -6,7 +6,7 @@ packages=(
   meson ninja-build pkg-config gcc libc6-dev libglib2.0-dev python3
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
-  libibverbs-dev rdma-core ibverbs-providers
+  libibverbs-dev rdma-core ibverbs-providers libdpdk-dev
   iproute2 tcpdump tcpreplay ethtool valgrind clang-tidy
 )
 
