@@ -2,12 +2,17 @@
  *
  * Each input buffer is a burst with a GstDaqiriPacketMeta. The packets are placed by sequence
  * (and optionally batch) number into frames of packets-per-batch payloads, converted as
- * input-type/output-type say, by the CPU twin of the reorder kernels (cuda/daqiri-reorder.h,
- * DqReorderCpu): system memory in, system memory out. The GPU path (DqReorderGpu on
- * GstCudaMemory) is a later step.
+ * input-type/output-type say, by one of two engines with bit-identical results:
+ *   memory=system  the CPU twin of the kernels (cuda/daqiri-reorder.h, DqReorderCpu): frames in
+ *                  system memory;
+ *   memory=cuda    the GPU kernels (DqReorderGpu): frames in GPU memory (gstdaqiricudamem.c,
+ *                  caps feature memory:DaqiriCUDA). Input bursts in system memory are copied
+ *                  into pinned, device-mapped staging memory that the kernels read over the bus;
+ *                  each burst is submitted and its completion awaited before the next (the
+ *                  frames pushed are final when pushed).
  *
  * Frames come from a GstBufferPool of frame-size buffers, handed to the reorder context with
- * dq_reorder_cpu_add_frame (one per window slot); every emitted batch is pushed in batch-id
+ * its add_frame (one per window slot); every emitted batch is pushed in batch-id
  * order with a GstCustomMeta "GstDaqiriFrameMeta" (batch-id, packets, missing, duplicates, late,
  * short, flags) and replaced by a fresh frame.
  *
@@ -23,10 +28,13 @@
 
 #include "gstdaqirireorder.h"
 
-#include <gst/daqiri/daqiripacketmeta.h>
+#include <gst/daqiri/daqiri.h>
 #include <string.h>
 
 #include "daqiri-reorder.h"
+#ifdef DQ_HAVE_CUDA
+#include "gstdaqiricudamem.h"
+#endif
 
 GST_DEBUG_CATEGORY_STATIC (daqirireorder_debug);
 #define GST_CAT_DEFAULT daqirireorder_debug
@@ -50,6 +58,7 @@ enum
   PROP_BYTE_ORDER,
   PROP_WINDOW,
   PROP_TIMEOUT,
+  PROP_MEMORY,
   PROP_STATS,
 };
 
@@ -67,10 +76,17 @@ struct _GstDaqiriReorder
   /* properties (object lock) */
   DqReorderConfig cfg;
   guint64 timeout;
+  GstDaqiriReorderMemory memory;
 
   /* streaming state (stream lock) */
   DqReorderConfig run_cfg;
-  DqReorderCpu *ctx;
+  GstDaqiriReorderMemory run_memory;
+  DqReorderCpu *ctx;            /* memory=system */
+#ifdef DQ_HAVE_CUDA
+  DqReorderGpu *gpu;            /* memory=cuda */
+  guint8 *staging;              /* pinned, device-mapped copy of the input burst */
+  gsize staging_size;
+#endif
   GstBufferPool *pool;
   GstCaps *out_caps;
   gboolean caps_sent;
@@ -89,10 +105,28 @@ GST_ELEMENT_REGISTER_DEFINE (daqirireorder, "daqirireorder", GST_RANK_NONE,
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink", GST_PAD_SINK,
     GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE));
+#define FRAME_CAPS_FIELDS ", element-type = (string) " \
+  "{ u8, int4, int8, int16, int32, fp16, bf16, fp32, fp64 }, elements = (int) [ 1, MAX ], " \
+  "packets-per-batch = (int) [ 1, MAX ]"
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC,
-    GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_FRAME_MEDIA_TYPE ", element-type = (string) "
-        "{ u8, int4, int8, int16, int32, fp16, bf16, fp32, fp64 }, elements = (int) [ 1, MAX ], "
-        "packets-per-batch = (int) [ 1, MAX ]"));
+    GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_FRAME_MEDIA_TYPE FRAME_CAPS_FIELDS "; "
+        GST_DAQIRI_FRAME_MEDIA_TYPE "(" GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA ")"
+        FRAME_CAPS_FIELDS));
+
+GType
+gst_daqiri_reorder_memory_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_DAQIRI_REORDER_MEMORY_SYSTEM, "System memory, reordered on the CPU", "system"},
+    {GST_DAQIRI_REORDER_MEMORY_CUDA, "GPU memory (caps feature memory:DaqiriCUDA), "
+          "reordered by the CUDA kernels", "cuda"},
+    {0, NULL, NULL}
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type, g_enum_register_static ("GstDaqiriReorderMemory", values));
+  return type;
+}
 
 GType
 gst_daqiri_element_type_get_type (void)
@@ -165,6 +199,125 @@ frame_element (const DqReorderConfig * cfg, guint * bits)
   }
 }
 
+/* ---- the reorder engine: the CPU twin or the GPU context, the same contract ---- */
+
+static gboolean
+engine_running (GstDaqiriReorder * self)
+{
+#ifdef DQ_HAVE_CUDA
+  if (self->gpu)
+    return TRUE;
+#endif
+  return self->ctx != NULL;
+}
+
+static int
+engine_add_frame (GstDaqiriReorder * self, void *frame, void *user)
+{
+#ifdef DQ_HAVE_CUDA
+  if (self->gpu)
+    return dq_reorder_gpu_add_frame (self->gpu, frame, user);
+#endif
+  return dq_reorder_cpu_add_frame (self->ctx, frame, user);
+}
+
+#ifdef DQ_HAVE_CUDA
+/* Waits for the completion of the submission just made. */
+static int
+gpu_complete (GstDaqiriReorder * self, int r, DqReorderCompletion * c)
+{
+  if (r == 0 && dq_reorder_gpu_poll (self->gpu, 1, c) == 1)
+    return 0;
+  GST_ERROR_OBJECT (self, "GPU reorder failed: %s", dq_reorder_gpu_error (self->gpu));
+  return -1;
+}
+#endif
+
+/* One burst in; the completion's pointers stay valid until the next engine call. */
+static int
+engine_push (GstDaqiriReorder * self, const guint8 * data, gsize size,
+    const DqReorderPacket * pkts, guint n, DqReorderCompletion * c)
+{
+#ifdef DQ_HAVE_CUDA
+  if (self->gpu) {
+    /* the kernels read the burst from pinned, device-mapped staging memory */
+    if (size > self->staging_size) {
+      dq_cuda_free_host (self->staging);
+      self->staging_size = MAX (size, 2 * self->staging_size);
+      self->staging = dq_cuda_malloc_host (self->staging_size);
+      if (self->staging == NULL) {
+        self->staging_size = 0;
+        GST_ERROR_OBJECT (self, "cannot allocate %" G_GSIZE_FORMAT " bytes of pinned memory: "
+            "%s", size, dq_cuda_last_error ());
+        return -1;
+      }
+    }
+    if (size > 0)
+      memcpy (self->staging, data, size);
+    return gpu_complete (self, dq_reorder_gpu_submit (self->gpu, self->staging, size, pkts,
+            n, NULL), c);
+  }
+#endif
+  return dq_reorder_cpu_push (self->ctx, data, size, pkts, n, c);
+}
+
+static int
+engine_flush (GstDaqiriReorder * self, DqFlushMode mode, DqReorderCompletion * c)
+{
+#ifdef DQ_HAVE_CUDA
+  if (self->gpu)
+    return gpu_complete (self, dq_reorder_gpu_flush (self->gpu, mode, NULL), c);
+#endif
+  return dq_reorder_cpu_flush (self->ctx, mode, c);
+}
+
+static void
+engine_free (GstDaqiriReorder * self)
+{
+#ifdef DQ_HAVE_CUDA
+  g_clear_pointer (&self->gpu, dq_reorder_gpu_free);
+  g_clear_pointer (&self->staging, dq_cuda_free_host);
+  self->staging_size = 0;
+#endif
+  g_clear_pointer (&self->ctx, dq_reorder_cpu_free);
+}
+
+/* Creates the engine of self->run_memory; FALSE with an error posted. */
+static gboolean
+engine_new (GstDaqiriReorder * self)
+{
+  char msg[256];
+
+  if (self->run_memory == GST_DAQIRI_REORDER_MEMORY_CUDA) {
+#ifdef DQ_HAVE_CUDA
+    if (!dq_cuda_available (msg, sizeof msg)) {
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+          ("property 'memory' is cuda, but no GPU can be used: %s (allowed: memory=system)",
+              msg), (NULL));
+      return FALSE;
+    }
+    DqReorderGpuOptions opts = {.max_packets = 65536, .device = -1 };
+    self->gpu = dq_reorder_gpu_new (&self->run_cfg, &opts, msg, sizeof msg);
+    if (!self->gpu) {
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", msg), (NULL));
+      return FALSE;
+    }
+    return TRUE;
+#else
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("property 'memory' is cuda, but this daqiri was built without CUDA (no nvcc when "
+            "it was built; meson feature cuda); allowed: memory=system"), (NULL));
+    return FALSE;
+#endif
+  }
+  self->ctx = dq_reorder_cpu_new (&self->run_cfg, msg, sizeof msg);
+  if (!self->ctx) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", msg), (NULL));
+    return FALSE;
+  }
+  return TRUE;
+}
+
 static void
 slot_free (FrameSlot * slot)
 {
@@ -182,12 +335,15 @@ add_frame (GstDaqiriReorder * self)
     return FALSE;
   FrameSlot *slot = g_new0 (FrameSlot, 1);
   slot->buf = buf;
-  if (!gst_buffer_map (buf, &slot->map, GST_MAP_WRITE)) {
+  GstMapFlags flags = GST_MAP_WRITE;
+  if (self->run_memory == GST_DAQIRI_REORDER_MEMORY_CUDA)
+    flags |= GST_DAQIRI_MAP_CUDA;
+  if (!gst_buffer_map (buf, &slot->map, flags)) {
     gst_buffer_unref (buf);
     g_free (slot);
     return FALSE;
   }
-  if (dq_reorder_cpu_add_frame (self->ctx, slot->map.data, slot) != 0) {
+  if (engine_add_frame (self, slot->map.data, slot) != 0) {
     slot_free (slot);
     return FALSE;
   }
@@ -198,19 +354,18 @@ add_frame (GstDaqiriReorder * self)
 static void
 stop_engine (GstDaqiriReorder * self)
 {
-  if (self->ctx) {
+  if (engine_running (self)) {
     DqReorderCompletion c;
     /* take every frame back; batches still open are dropped (this is teardown) */
-    if (dq_reorder_cpu_flush (self->ctx, DQ_FLUSH_RESET, &c) == 0) {
+    if (engine_flush (self, DQ_FLUSH_RESET, &c) == 0) {
       for (guint i = 0; i < c.n_batches; i++)
         if (c.batches[i].frame_user)
           slot_free (c.batches[i].frame_user);
       for (guint i = 0; i < c.n_released; i++)
         slot_free (c.released[i].user);
     }
-    dq_reorder_cpu_free (self->ctx);
-    self->ctx = NULL;
   }
+  engine_free (self);
   self->frames_held = 0;
   if (self->pool) {
     gst_buffer_pool_set_active (self->pool, FALSE);
@@ -229,6 +384,7 @@ start_engine (GstDaqiriReorder * self)
 
   GST_OBJECT_LOCK (self);
   self->run_cfg = self->cfg;
+  self->run_memory = self->memory;
   self->st_batches = self->st_complete = self->st_flushed = self->st_pushed = 0;
   self->st_missing = self->st_duplicates = self->st_late = self->st_short = 0;
   self->st_skipped = self->st_packets = self->st_no_frame = 0;
@@ -239,11 +395,8 @@ start_engine (GstDaqiriReorder * self)
         ("invalid reorder configuration"));
     return FALSE;
   }
-  self->ctx = dq_reorder_cpu_new (&self->run_cfg, msg, sizeof msg);
-  if (!self->ctx) {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", msg), (NULL));
+  if (!engine_new (self))
     return FALSE;
-  }
 
   guint64 frame_size = dq_reorder_frame_size (&self->run_cfg);
   if (frame_size > G_MAXUINT) {
@@ -261,10 +414,21 @@ start_engine (GstDaqiriReorder * self)
       "elements", G_TYPE_INT, (gint) MIN (elements, (guint64) G_MAXINT),
       "packets-per-batch", G_TYPE_INT, (gint) self->run_cfg.packets_per_batch, NULL);
 
+  if (self->run_memory == GST_DAQIRI_REORDER_MEMORY_CUDA)
+    gst_caps_set_features (self->out_caps, 0,
+        gst_caps_features_new (GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, NULL));
+
   guint window = dq_reorder_window (&self->run_cfg);
   self->pool = gst_buffer_pool_new ();
   GstStructure *config = gst_buffer_pool_get_config (self->pool);
   gst_buffer_pool_config_set_params (config, self->out_caps, (guint) frame_size, window + 1, 0);
+#ifdef DQ_HAVE_CUDA
+  if (self->run_memory == GST_DAQIRI_REORDER_MEMORY_CUDA) {
+    GstAllocator *cuda = gst_daqiri_cuda_allocator_get ();
+    gst_buffer_pool_config_set_allocator (config, cuda, NULL);
+    gst_object_unref (cuda);
+  }
+#endif
   if (!gst_buffer_pool_set_config (self->pool, config)
       || !gst_buffer_pool_set_active (self->pool, TRUE)) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
@@ -372,9 +536,9 @@ static GstFlowReturn
 flush_engine (GstDaqiriReorder * self, DqFlushMode mode)
 {
   DqReorderCompletion c;
-  if (!self->ctx)
+  if (!engine_running (self))
     return GST_FLOW_OK;
-  if (dq_reorder_cpu_flush (self->ctx, mode, &c) != 0)
+  if (engine_flush (self, mode, &c) != 0)
     return GST_FLOW_ERROR;
   return handle_completion (self, &c);
 }
@@ -386,7 +550,7 @@ gst_daqiri_reorder_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   GstFlowReturn ret = GST_FLOW_OK;
   GstMapInfo map;
 
-  if (!self->ctx) {
+  if (!engine_running (self)) {
     gst_buffer_unref (buf);
     return GST_FLOW_FLUSHING;
   }
@@ -429,8 +593,7 @@ gst_daqiri_reorder_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
     }
 
   DqReorderCompletion c;
-  if (dq_reorder_cpu_push (self->ctx, map.data, map.size, n ? self->scratch : NULL, n,
-          &c) != 0) {
+  if (engine_push (self, map.data, map.size, n ? self->scratch : NULL, n, &c) != 0) {
     gst_buffer_unmap (buf, &map);
     gst_buffer_unref (buf);
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("reorder failed on a burst of %u packets", n),
@@ -449,8 +612,10 @@ gst_daqiri_reorder_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   while (ret == GST_FLOW_OK && timeout && GST_CLOCK_TIME_IS_VALID (pts) && w.open
       && GST_CLOCK_TIME_IS_VALID (w.oldest_first_timestamp)
       && pts > w.oldest_first_timestamp && pts - w.oldest_first_timestamp > timeout) {
-    if (dq_reorder_cpu_flush (self->ctx, DQ_FLUSH_OLDEST, &c) != 0)
+    if (engine_flush (self, DQ_FLUSH_OLDEST, &c) != 0) {
+      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("reorder flush failed"), (NULL));
       return GST_FLOW_ERROR;
+    }
     ret = handle_completion (self, &c);
     w = c.window;
   }
@@ -474,7 +639,7 @@ gst_daqiri_reorder_sink_event (GstPad * pad, GstObject * parent, GstEvent * even
     case GST_EVENT_FLUSH_STOP:{
       /* a discontinuity: forget the stream, open batches are dropped (counted as flushed) */
       DqReorderCompletion c;
-      if (self->ctx && dq_reorder_cpu_flush (self->ctx, DQ_FLUSH_RESET, &c) == 0) {
+      if (engine_running (self) && engine_flush (self, DQ_FLUSH_RESET, &c) == 0) {
         account (self, &c);
         for (guint i = 0; i < c.n_released; i++)
           slot_free (c.released[i].user);
@@ -573,6 +738,9 @@ gst_daqiri_reorder_set_property (GObject * object, guint prop_id, const GValue *
     case PROP_TIMEOUT:
       self->timeout = g_value_get_uint64 (value);
       break;
+    case PROP_MEMORY:
+      self->memory = (GstDaqiriReorderMemory) g_value_get_enum (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -628,6 +796,9 @@ gst_daqiri_reorder_get_property (GObject * object, guint prop_id, GValue * value
       break;
     case PROP_TIMEOUT:
       g_value_set_uint64 (value, self->timeout);
+      break;
+    case PROP_MEMORY:
+      g_value_set_enum (value, self->memory);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -719,6 +890,12 @@ gst_daqiri_reorder_class_init (GstDaqiriReorderClass * klass)
       g_param_spec_uint64 ("timeout", "Timeout",
           "Flush (flagged) a partial batch whose first burst's PTS is older than this many ns "
           "behind the newest burst; 0: never", 0, G_MAXUINT64, 0, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_MEMORY,
+      g_param_spec_enum ("memory", "Memory",
+          "Where frames are made: system (CPU twin of the kernels) or cuda (GPU kernels, "
+          "frames in GPU memory with caps feature memory:DaqiriCUDA; needs a build with CUDA "
+          "and a GPU). Both give the same bytes",
+          GST_TYPE_DAQIRI_REORDER_MEMORY, GST_DAQIRI_REORDER_MEMORY_SYSTEM, RW_READY));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "packets, batches, complete, flushed, pushed, skipped, missing (slots), duplicates, "
@@ -727,10 +904,11 @@ gst_daqiri_reorder_class_init (GstDaqiriReorderClass * klass)
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class, "daqiri packet reorder",
-      "Filter/Network", "Reorders packet bursts by sequence number into frames (system memory)",
+      "Filter/Network", "Reorders packet bursts by sequence number into frames (system or GPU memory)",
       "daqiri");
   gst_type_mark_as_plugin_api (GST_TYPE_DAQIRI_ELEMENT_TYPE, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_DAQIRI_BYTE_ORDER, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_DAQIRI_REORDER_MEMORY, 0);
   if (!gst_meta_get_info (GST_DAQIRI_FRAME_META_NAME)) {
     static const gchar *tags[] = { NULL };
     gst_meta_register_custom (GST_DAQIRI_FRAME_META_NAME, tags, NULL, NULL, NULL);

@@ -4,7 +4,10 @@
 # it runs the binaries built here (static CUDA runtime; libcuda.so.1 from the driver).
 #
 #   build here:  meson setup build-cuda -Dwerror=true && ninja -C build-cuda tests/cuda/test-cuda-gpu tests/cuda/bench-reorder
+#                (scripts/gpu-stage.sh makes a small copy of what runs, to carry)
 #   run there:   bash scripts/gpu-tests.sh [BUILD_DIR] [--sanitize]
+# With a GStreamer runtime in the environment it also runs the element test
+# (tests/reorder/test-reorder-gpu: daqirireorder memory=cuda against memory=system).
 #
 # --sanitize also runs the quick test under compute-sanitizer memcheck and racecheck (slow).
 # Logs go to $OUT (when set) or /tmp; the last lines are the summary.
@@ -63,6 +66,22 @@ if [ "$sanitize" = 1 ]; then
   fi
 fi
 
+# daqirireorder memory=cuda against memory=system (needs a GStreamer runtime in the environment)
+elem_bin=$build/tests/reorder/test-reorder-gpu
+rc_elem=0
+elem_line="reorder-gpu: not run (no $elem_bin)"
+if [ -x "$elem_bin" ]; then
+  echo "== test-reorder-gpu (daqirireorder memory=cuda)"
+  if command -v gst-inspect-1.0 >/dev/null || [ -n "${GST_PLUGIN_SYSTEM_PATH_1_0:-}" ]; then
+    GST_PLUGIN_PATH_1_0="$PWD/$build/gst" LD_LIBRARY_PATH="$PWD/$build/gst${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+      "$elem_bin" 2>&1 | tee "$logs/test-reorder-gpu.log"
+    rc_elem=${PIPESTATUS[0]}
+    elem_line=$(grep -h '^reorder-gpu:' "$logs/test-reorder-gpu.log" || echo "reorder-gpu: no summary line (rc=$rc_elem)")
+  else
+    elem_line="reorder-gpu: not run (no GStreamer runtime here)"
+  fi
+fi
+
 echo "== bench-reorder"
 start=$(date +%s)
 "$bench_bin" 2>&1 | tee "$logs/bench-reorder.log"
@@ -73,6 +92,7 @@ echo "== summary"
 grep -h '^device:' "$logs/test-cuda-gpu.log" | head -1
 grep -h -E '^(test-cuda-gpu:|SKIP)' "$logs/test-cuda-gpu.log" || echo "test-cuda-gpu: no summary line (rc=$rc_test)"
 [ "$sanitize" = 1 ] && echo "$san_line"
+echo "$elem_line"
 grep -h '^bench-reorder summary' "$logs/bench-reorder.log" || echo "bench-reorder: no summary line (rc=$rc_bench)"
-echo "gpu-tests: test rc=$rc_test, bench rc=$rc_bench, sanitizer rc=$rc_san"
-[ $rc_test -eq 0 ] && [ $rc_bench -eq 0 ] && [ $rc_san -eq 0 ]
+echo "gpu-tests: test rc=$rc_test, element test rc=$rc_elem, bench rc=$rc_bench, sanitizer rc=$rc_san"
+[ $rc_test -eq 0 ] && [ $rc_elem -eq 0 ] && [ $rc_bench -eq 0 ] && [ $rc_san -eq 0 ]

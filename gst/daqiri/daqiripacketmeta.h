@@ -31,6 +31,14 @@ G_BEGIN_DECLS
 /** The media type of daqiri packet bursts. */
 #define GST_DAQIRI_PACKETS_MEDIA_TYPE "application/x-daqiri-packets"
 
+/* GPU memory of daqiri elements (frames of daqirireorder memory=cuda): caps carry this
+ * feature; gst_memory_is_type (mem, GST_DAQIRI_CUDA_MEMORY_TYPE) tells such memory. It is
+ * CUDA device memory of the primary context of the device: map it with GST_DAQIRI_MAP_CUDA
+ * (the value of GstCuda's GST_MAP_CUDA) to get the device pointer; a CPU map fails. */
+#define GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA "memory:DaqiriCUDA"
+#define GST_DAQIRI_CUDA_MEMORY_TYPE "daqiri.cuda.memory"
+#define GST_DAQIRI_MAP_CUDA ((GstMapFlags) (GST_MAP_FLAG_LAST << 1))
+
 /**
  * GstDaqiriPacketFlags:
  * @GST_DAQIRI_PACKET_FLAG_TRUNCATED: the frame on the wire was longer than @length

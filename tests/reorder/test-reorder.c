@@ -519,6 +519,21 @@ GST_START_TEST (test_bad_properties)
       "fakesink", "window 8 is too large: at most 4 batches");
   assert_start_error ("fakesrc ! daqirireorder payload-offset=65000 payload-size=1000 ! "
       "fakesink", "payload-offset 65000 + payload-size 1000 exceeds 65536 bytes");
+  /* memory=cuda needs CUDA in the build and a GPU: otherwise a clear error (CI has no GPU;
+   * tests/reorder/test-reorder-gpu.c covers the GPU) */
+  GError *perr = NULL;
+  GstElement *gp = gst_parse_launch ("fakesrc ! daqirireorder memory=cuda ! fakesink", &perr);
+  fail_unless (gp != NULL && perr == NULL);
+  if (gst_element_set_state (gp, GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE) {
+    gchar *text = start_error ("fakesrc ! daqirireorder memory=cuda ! fakesink");
+    fail_unless (strstr (text, "property 'memory' is cuda, but ") != NULL &&
+        (strstr (text, "no GPU can be used") != NULL ||
+            strstr (text, "built without CUDA") != NULL), "error \"%s\"", text);
+    fail_unless (strstr (text, "allowed: memory=system") != NULL);
+    g_free (text);
+  }
+  gst_element_set_state (gp, GST_STATE_NULL);
+  gst_object_unref (gp);
   assert_start_error ("fakesrc ! daqiripay src-mac=02:00:zz ! fakesink",
       "property 'src-mac': \"02:00:zz\" is not a MAC address; expected six two-digit hex");
   assert_start_error ("fakesrc ! daqiripay dst=10.0.0.300 ! fakesink",

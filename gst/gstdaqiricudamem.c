@@ -1,0 +1,154 @@
+/* A GstAllocator of CUDA device memory (see gstdaqiricudamem.h).
+ *
+ * A memory is the device pointer of one dq_cuda_malloc() (the root) or a share of it (a
+ * sub-range: the root stays alive through the parent reference, GStreamer adds the offset).
+ * GST_DAQIRI_MAP_CUDA maps return the device pointer; any other map fails: a device pointer
+ * handed to CPU code would crash it far from here. Copies are device-to-device.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstdaqiricudamem.h"
+
+#include <gst/daqiri/daqiri.h>
+
+#include "daqiri-reorder.h"
+
+GST_DEBUG_CATEGORY_STATIC (daqiricudamem_debug);
+#define GST_CAT_DEFAULT daqiricudamem_debug
+
+typedef struct
+{
+  GstMemory mem;
+  void *dev;                    /* device pointer of the root allocation */
+} DaqiriCudaMemory;
+
+typedef struct
+{
+  GstAllocator parent;
+} GstDaqiriCudaAllocator;
+
+typedef struct
+{
+  GstAllocatorClass parent_class;
+} GstDaqiriCudaAllocatorClass;
+
+GType gst_daqiri_cuda_allocator_get_type (void);
+G_DEFINE_TYPE (GstDaqiriCudaAllocator, gst_daqiri_cuda_allocator, GST_TYPE_ALLOCATOR);
+
+static GstMemory *
+cuda_mem_new (GstAllocator * allocator, GstMemory * parent, void *dev, gsize maxsize,
+    gsize align, gsize offset, gsize size)
+{
+  DaqiriCudaMemory *m = g_new0 (DaqiriCudaMemory, 1);
+  gst_memory_init (GST_MEMORY_CAST (m), 0, allocator, parent,
+      maxsize, align, offset, size);
+  m->dev = dev;
+  return GST_MEMORY_CAST (m);
+}
+
+static GstMemory *
+cuda_alloc (GstAllocator * allocator, gsize size, GstAllocationParams * params)
+{
+  gsize maxsize = size + params->prefix + params->padding;
+  void *dev = dq_cuda_malloc (MAX (maxsize, 1));
+  if (dev == NULL) {
+    GST_ERROR ("cannot allocate %" G_GSIZE_FORMAT " bytes of GPU memory: %s", maxsize,
+        dq_cuda_last_error ());
+    return NULL;
+  }
+  return cuda_mem_new (allocator, NULL, dev, maxsize, params->align, params->prefix, size);
+}
+
+static void
+cuda_free (GstAllocator * allocator, GstMemory * mem)
+{
+  DaqiriCudaMemory *m = (DaqiriCudaMemory *) mem;
+  if (mem->parent == NULL)
+    dq_cuda_free (m->dev);
+  g_free (m);
+}
+
+static gpointer
+cuda_map (GstMemory * mem, gsize maxsize, GstMapFlags flags)
+{
+  DaqiriCudaMemory *m = (DaqiriCudaMemory *) mem;
+  if (!(flags & GST_DAQIRI_MAP_CUDA)) {
+    GST_ERROR ("daqiri GPU memory cannot be mapped for the CPU: map it with "
+        "GST_DAQIRI_MAP_CUDA (GST_MAP_CUDA), or use daqirireorder memory=system");
+    return NULL;
+  }
+  return m->dev;
+}
+
+static void
+cuda_unmap (GstMemory * mem)
+{
+}
+
+static GstMemory *
+cuda_share (GstMemory * mem, gssize offset, gssize size)
+{
+  DaqiriCudaMemory *m = (DaqiriCudaMemory *) mem;
+  GstMemory *root = mem->parent ? mem->parent : mem;
+  if (size == -1)
+    size = (gssize) mem->size - offset;
+  return cuda_mem_new (mem->allocator, root, m->dev, mem->maxsize, mem->align,
+      mem->offset + (gsize) offset, (gsize) size);
+}
+
+static GstMemory *
+cuda_copy (GstMemory * mem, gssize offset, gssize size)
+{
+  DaqiriCudaMemory *m = (DaqiriCudaMemory *) mem;
+  if (size == -1)
+    size = (gssize) mem->size > offset ? (gssize) mem->size - offset : 0;
+  GstAllocationParams params = { 0, mem->align, 0, 0 };
+  GstMemory *copy = cuda_alloc (mem->allocator, (gsize) size, &params);
+  if (copy == NULL)
+    return NULL;
+  if (size > 0 && dq_cuda_memcpy (((DaqiriCudaMemory *) copy)->dev,
+          (guint8 *) m->dev + mem->offset + offset, (size_t) size) != 0) {
+    GST_ERROR ("GPU copy of %" G_GSSIZE_FORMAT " bytes failed: %s", size,
+        dq_cuda_last_error ());
+    gst_memory_unref (copy);
+    return NULL;
+  }
+  return copy;
+}
+
+static void
+gst_daqiri_cuda_allocator_class_init (GstDaqiriCudaAllocatorClass * klass)
+{
+  GstAllocatorClass *aclass = GST_ALLOCATOR_CLASS (klass);
+  aclass->alloc = cuda_alloc;
+  aclass->free = cuda_free;
+  GST_DEBUG_CATEGORY_INIT (daqiricudamem_debug, "daqiricudamem", 0,
+      "daqiri CUDA memory");
+}
+
+static void
+gst_daqiri_cuda_allocator_init (GstDaqiriCudaAllocator * self)
+{
+  GstAllocator *a = GST_ALLOCATOR_CAST (self);
+  a->mem_type = GST_DAQIRI_CUDA_MEMORY_TYPE;
+  a->mem_map = cuda_map;
+  a->mem_unmap = cuda_unmap;
+  a->mem_share = cuda_share;
+  a->mem_copy = cuda_copy;
+  GST_OBJECT_FLAG_SET (self, GST_ALLOCATOR_FLAG_CUSTOM_ALLOC);
+}
+
+GstAllocator *
+gst_daqiri_cuda_allocator_get (void)
+{
+  static GstAllocator *allocator;
+  if (g_once_init_enter (&allocator)) {
+    GstAllocator *a = g_object_new (gst_daqiri_cuda_allocator_get_type (), NULL);
+    gst_object_ref_sink (a);
+    GST_OBJECT_FLAG_SET (a, GST_OBJECT_FLAG_MAY_BE_LEAKED);
+    g_once_init_leave (&allocator, a);
+  }
+  return gst_object_ref (allocator);
+}

@@ -1,0 +1,309 @@
+/* daqirireorder memory=cuda against memory=system, on a GPU.
+ *
+ *   appsrc (bursts in system memory) ! daqirireorder memory=M ... ! appsink
+ *
+ * The same randomized stream (packets shuffled across batch boundaries, lost, duplicated,
+ * short, with descriptors past the end of the burst) goes through both; every frame must
+ * match: bytes (the GPU frames read back through GST_DAQIRI_MAP_CUDA), PTS, offset (batch
+ * id) and the frame meta; and the stats of both elements must be equal. Also: the GPU
+ * frames carry the caps feature memory:DaqiriCUDA, are daqiri CUDA memory, and refuse a
+ * CPU map. Exit 77 (skipped) without a GPU. Prints one summary line.
+ */
+#include <gst/gst.h>
+#include <gst/app/gstappsink.h>
+#include <gst/app/gstappsrc.h>
+#include <gst/daqiri/daqiri.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "daqiri-reorder.h"
+
+#define PAYLOAD_OFFSET 8
+
+typedef struct {
+  const char *name;
+  const char *props;            /* daqirireorder properties besides memory */
+  guint payload;                /* input payload bytes per packet */
+  guint ppb;
+  guint n_bursts;
+  guint max_burst;
+} Case;
+
+static const Case cases[] = {
+  {"copy 256 B x 64", "seq-offset=0 seq-bits=32 packets-per-batch=64 payload-offset=8 "
+        "payload-size=256 window=8", 256, 64, 300, 300},
+  {"int16->fp32 1000 B x 16", "seq-offset=0 seq-bits=16 packets-per-batch=16 "
+        "payload-offset=8 payload-size=1000 input-type=int16 output-type=fp32 "
+        "byte-order=network window=4", 1000, 16, 200, 64},
+  {"int4->fp16 64 B x 1024, batch field", "seq-offset=0 seq-bits=16 batch-offset=32 "
+        "batch-bits=16 packets-per-batch=1024 payload-offset=8 payload-size=64 "
+        "input-type=int4 output-type=fp16 window=2", 64, 1024, 100, 1024},
+};
+
+typedef struct {
+  GstBuffer **frames;           /* host copies, in push order */
+  guint n, cap;
+  GstClockTime *pts;
+  guint64 *offset;
+  gchar **meta;                 /* the frame meta as text */
+  gboolean feature_ok;
+  gboolean cpu_map_refused;
+  gchar *stats;
+} Run;
+
+/* Builds the bursts of one case: deterministic from the seed. */
+static GPtrArray *
+make_bursts (const Case * c, guint32 seed)
+{
+  GRand *rand = g_rand_new_with_seed (seed);
+  GPtrArray *bursts = g_ptr_array_new_with_free_func ((GDestroyNotify) gst_buffer_unref);
+  guint pkt_len = PAYLOAD_OFFSET + c->payload;
+  guint32 seq = 1000;
+  for (guint b = 0; b < c->n_bursts; b++) {
+    guint n = 1 + g_rand_int_range (rand, 0, (gint32) c->max_burst);
+    guint8 *data = g_malloc0 ((gsize) n * pkt_len + 16);
+    GstDaqiriPacket *d = g_new0 (GstDaqiriPacket, n);
+    guint32 *seqs = g_new (guint32, n);
+    for (guint i = 0; i < n; i++)
+      seqs[i] = seq++;
+    /* shuffle nearby packets (across batch boundaries), duplicate some, lose some */
+    for (guint i = 0; i < n; i++) {
+      guint step = (guint) g_rand_int_range (rand, 0, 40);
+      guint j = MIN (n - 1, i + step);
+      guint32 t = seqs[i];
+      seqs[i] = seqs[j];
+      seqs[j] = t;
+    }
+    for (guint i = 0; i < n; i++) {
+      guint8 *q = data + (gsize) i * pkt_len;
+      guint32 s = seqs[i];
+      gint r = g_rand_int_range (rand, 0, 1000);
+      if (r < 10 && i > 0)
+        s = seqs[i - 1];        /* duplicate */
+      else if (r < 12)
+        s += c->ppb;            /* a batch ahead: may push the window */
+      q[0] = (guint8) (s >> 8);
+      q[1] = (guint8) s;
+      q[2] = (guint8) (s >> 24);
+      q[3] = (guint8) (s >> 16);
+      /* the 16-bit cases read bytes 0..1; the 32-bit case bytes 0..3 as one field */
+      if (strstr (c->props, "seq-bits=32")) {
+        q[0] = (guint8) (s >> 24);
+        q[1] = (guint8) (s >> 16);
+        q[2] = (guint8) (s >> 8);
+        q[3] = (guint8) s;
+      }
+      guint batch = s / c->ppb;
+      q[4] = (guint8) (batch >> 8);
+      q[5] = (guint8) batch;
+      for (guint k = 0; k < c->payload; k++)
+        q[PAYLOAD_OFFSET + k] = (guint8) g_rand_int (rand);
+      d[i].offset = i * pkt_len;
+      d[i].length = pkt_len;
+      if (r >= 990)
+        d[i].length = PAYLOAD_OFFSET + c->payload / 2;   /* short */
+      else if (r >= 985)
+        d[i].offset = n * pkt_len + 4;                   /* past the end */
+    }
+    GstBuffer *buf = gst_buffer_new_wrapped (data, (gsize) n * pkt_len);
+    gst_buffer_add_daqiri_packet_meta (buf, d, n);
+    GST_BUFFER_PTS (buf) = (GstClockTime) b * 1000000;
+    g_ptr_array_add (bursts, buf);
+    g_free (d);
+    g_free (seqs);
+  }
+  g_rand_free (rand);
+  return bursts;
+}
+
+static gchar *
+meta_text (GstBuffer * buf)
+{
+  GstCustomMeta *m = gst_buffer_get_custom_meta (buf, "GstDaqiriFrameMeta");
+  return m ? gst_structure_to_string (gst_custom_meta_get_structure (m)) : g_strdup ("none");
+}
+
+static gboolean
+run_case (const Case * c, GPtrArray * bursts, const char *memory, Run * run)
+{
+  gchar *desc = g_strdup_printf ("appsrc name=in format=time caps=application/x-daqiri-packets "
+      "! daqirireorder name=r memory=%s %s ! appsink name=out sync=false", memory, c->props);
+  GError *err = NULL;
+  GstElement *p = gst_parse_launch (desc, &err);
+  g_free (desc);
+  if (p == NULL) {
+    g_printerr ("%s\n", err->message);
+    return FALSE;
+  }
+  GstElement *in = gst_bin_get_by_name (GST_BIN (p), "in");
+  GstElement *out = gst_bin_get_by_name (GST_BIN (p), "out");
+  GstElement *r = gst_bin_get_by_name (GST_BIN (p), "r");
+  g_object_set (out, "max-buffers", 0, "drop", FALSE, NULL);
+  if (gst_element_set_state (p, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
+    GstMessage *m = gst_bus_pop_filtered (GST_ELEMENT_BUS (p), GST_MESSAGE_ERROR);
+    if (m) {
+      GError *e;
+      gst_message_parse_error (m, &e, NULL);
+      g_printerr ("memory=%s does not start: %s\n", memory, e->message);
+      g_error_free (e);
+      gst_message_unref (m);
+    }
+    gst_element_set_state (p, GST_STATE_NULL);
+    gst_object_unref (in);
+    gst_object_unref (out);
+    gst_object_unref (r);
+    gst_object_unref (p);
+    return FALSE;
+  }
+  for (guint i = 0; i < bursts->len; i++)
+    gst_app_src_push_buffer (GST_APP_SRC (in),
+        gst_buffer_copy_deep (g_ptr_array_index (bursts, i)));
+  gst_app_src_end_of_stream (GST_APP_SRC (in));
+
+  gboolean cuda = strcmp (memory, "cuda") == 0;
+  run->feature_ok = TRUE;
+  run->cpu_map_refused = TRUE;
+  for (;;) {
+    GstSample *s = gst_app_sink_pull_sample (GST_APP_SINK (out));
+    if (s == NULL)
+      break;
+    GstBuffer *buf = gst_sample_get_buffer (s);
+    GstCaps *caps = gst_sample_get_caps (s);
+    gboolean has_feature = gst_caps_features_contains (gst_caps_get_features (caps, 0),
+        GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA);
+    if (has_feature != cuda)
+      run->feature_ok = FALSE;
+    GstMemory *mem = gst_buffer_peek_memory (buf, 0);
+    gsize size = gst_buffer_get_size (buf);
+    guint8 *host = g_malloc (size);
+    if (cuda) {
+      GstMapInfo map;
+      if (!gst_memory_is_type (mem, GST_DAQIRI_CUDA_MEMORY_TYPE))
+        run->feature_ok = FALSE;
+      if (gst_buffer_map (buf, &map, GST_MAP_READ)) {
+        run->cpu_map_refused = FALSE;
+        gst_buffer_unmap (buf, &map);
+      }
+      if (!gst_buffer_map (buf, &map, GST_MAP_READ | GST_DAQIRI_MAP_CUDA)) {
+        g_printerr ("GST_DAQIRI_MAP_CUDA map failed\n");
+        memset (host, 0xa5, size);
+      } else {
+        if (dq_cuda_memcpy (host, map.data, size) != 0)
+          g_printerr ("device to host copy failed: %s\n", dq_cuda_last_error ());
+        gst_buffer_unmap (buf, &map);
+      }
+    } else {
+      gst_buffer_extract (buf, 0, host, size);
+    }
+    if (run->n == run->cap) {
+      run->cap = MAX (16, run->cap * 2);
+      run->frames = g_renew (GstBuffer *, run->frames, run->cap);
+      run->pts = g_renew (GstClockTime, run->pts, run->cap);
+      run->offset = g_renew (guint64, run->offset, run->cap);
+      run->meta = g_renew (gchar *, run->meta, run->cap);
+    }
+    run->frames[run->n] = gst_buffer_new_wrapped (host, size);
+    run->pts[run->n] = GST_BUFFER_PTS (buf);
+    run->offset[run->n] = GST_BUFFER_OFFSET (buf);
+    run->meta[run->n] = meta_text (buf);
+    run->n++;
+    gst_sample_unref (s);
+  }
+  GstStructure *st;
+  g_object_get (r, "stats", &st, NULL);
+  run->stats = gst_structure_to_string (st);
+  gst_structure_free (st);
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (in);
+  gst_object_unref (out);
+  gst_object_unref (r);
+  gst_object_unref (p);
+  return TRUE;
+}
+
+static void
+run_clear (Run * run)
+{
+  for (guint i = 0; i < run->n; i++) {
+    gst_buffer_unref (run->frames[i]);
+    g_free (run->meta[i]);
+  }
+  g_free (run->frames);
+  g_free (run->pts);
+  g_free (run->offset);
+  g_free (run->meta);
+  g_free (run->stats);
+  memset (run, 0, sizeof *run);
+}
+
+int
+main (int argc, char **argv)
+{
+  char why[256];
+  gst_init (&argc, &argv);
+  if (!dq_cuda_available (why, sizeof why)) {
+    printf ("reorder-gpu: skipped: %s\n", why);
+    return 77;
+  }
+  char dev[256];
+  dq_cuda_device_info (dev, sizeof dev);
+  printf ("device: %s\n", dev);
+
+  guint failed = 0, passed = 0;
+  guint64 frames_total = 0, bytes_total = 0;
+  for (guint ci = 0; ci < G_N_ELEMENTS (cases); ci++) {
+    const Case *c = &cases[ci];
+    GPtrArray *bursts = make_bursts (c, 0x5eed0000u + ci);
+    Run sys = { 0 }, gpu = { 0 };
+    gboolean ok = run_case (c, bursts, "system", &sys) && run_case (c, bursts, "cuda", &gpu);
+    guint mismatches = 0;
+    if (ok) {
+      if (sys.n != gpu.n || sys.n == 0) {
+        printf ("  %s: %u frames on the CPU, %u on the GPU\n", c->name, sys.n, gpu.n);
+        ok = FALSE;
+      }
+      for (guint i = 0; ok && i < sys.n; i++) {
+        GstMapInfo a, b;
+        gst_buffer_map (sys.frames[i], &a, GST_MAP_READ);
+        gst_buffer_map (gpu.frames[i], &b, GST_MAP_READ);
+        gboolean same = a.size == b.size && memcmp (a.data, b.data, a.size) == 0 &&
+            sys.pts[i] == gpu.pts[i] && sys.offset[i] == gpu.offset[i] &&
+            strcmp (sys.meta[i], gpu.meta[i]) == 0;
+        if (!same && mismatches++ < 3)
+          printf ("  %s: frame %u (batch %" G_GUINT64_FORMAT ") differs: %s | %s\n", c->name,
+              i, sys.offset[i], sys.meta[i], gpu.meta[i]);
+        bytes_total += a.size;
+        gst_buffer_unmap (sys.frames[i], &a);
+        gst_buffer_unmap (gpu.frames[i], &b);
+      }
+      frames_total += sys.n;
+      if (mismatches > 0)
+        ok = FALSE;
+      if (ok && strcmp (sys.stats, gpu.stats) != 0) {
+        printf ("  %s: stats differ:\n    %s\n    %s\n", c->name, sys.stats, gpu.stats);
+        ok = FALSE;
+      }
+      if (!gpu.feature_ok || !sys.feature_ok) {
+        printf ("  %s: caps feature / memory type wrong\n", c->name);
+        ok = FALSE;
+      }
+      if (!gpu.cpu_map_refused) {
+        printf ("  %s: a CPU map of GPU memory succeeded\n", c->name);
+        ok = FALSE;
+      }
+    }
+    printf ("%s %s: %u frames, %u mismatches; %s\n", ok ? "PASS" : "FAIL", c->name, sys.n,
+        mismatches, sys.stats ? sys.stats : "");
+    if (ok)
+      passed++;
+    else
+      failed++;
+    run_clear (&sys);
+    run_clear (&gpu);
+    g_ptr_array_unref (bursts);
+  }
+  printf ("reorder-gpu: %u frames, %" G_GUINT64_FORMAT " bytes compared; %u passed, %u failed\n",
+      (guint) frames_total, bytes_total, passed, failed);
+  return failed ? 1 : 0;
+}
