@@ -217,6 +217,12 @@ static inline cudaError_t cudaFreeHost (void *p) { free (p); return cudaSuccess;
 template <typename T>
 static inline cudaError_t cudaHostGetDevicePointer (T **d, void *h, unsigned) { *d = (T *) h; return cudaSuccess; }
 static inline cudaError_t cudaMemcpy (void *d, const void *s, size_t n, int) { memmove (d, s, n); return cudaSuccess; }
+static inline cudaError_t cudaMemcpy2D (void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, int)
+{
+  for (size_t r = 0; r < h; r++)
+    memmove ((char *) d + r * dp, (const char *) s + r * sp, w);
+  return cudaSuccess;
+}
 static inline cudaError_t cudaMemcpyAsync (void *d, const void *s, size_t n, int, cudaStream_t) { memmove (d, s, n); return cudaSuccess; }
 static inline cudaError_t cudaMemset (void *d, int v, size_t n) { memset (d, v, n); return cudaSuccess; }
 static inline cudaError_t cudaMemsetAsync (void *d, int v, size_t n, cudaStream_t) { memset (d, v, n); return cudaSuccess; }

@@ -293,6 +293,9 @@ void *dq_cuda_malloc_host (size_t size);            /* pinned, mapped host memor
 void dq_cuda_free (void *dev_ptr);
 void dq_cuda_free_host (void *host_ptr);
 int dq_cuda_memcpy (void *dst, const void *src, size_t size);   /* synchronous, any direction */
+/* Synchronous copy of `height` rows of `width` bytes between pitched buffers, any direction. */
+int dq_cuda_memcpy2d (void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
+    size_t width, size_t height);
 int dq_cuda_memset (void *dev_ptr, int value, size_t size);
 const char *dq_cuda_last_error (void);
 

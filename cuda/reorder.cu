@@ -1679,6 +1679,14 @@ dq_cuda_memcpy (void *dst, const void *src, size_t size)
 }
 
 int
+dq_cuda_memcpy2d (void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,
+    size_t height)
+{
+  cudaError_t e = cudaMemcpy2D (dst, dst_pitch, src, src_pitch, width, height, cudaMemcpyDefault);
+  return e == cudaSuccess ? 0 : cuda_fail (NULL, 0, "cudaMemcpy2D", e);
+}
+
+int
 dq_cuda_memset (void *p, int v, size_t size)
 {
   cudaError_t e = cudaMemset (p, v, size);

@@ -10,6 +10,10 @@
  *                  into pinned, device-mapped staging memory that the kernels read over the bus;
  *                  each burst is submitted and its completion awaited before the next (the
  *                  frames pushed are final when pushed).
+ * With video-format the frames go out as raw video: the system-memory frames as they are; on
+ * the GPU each frame is copied into a GstCudaMemory frame of a GstCudaBufferPool of the
+ * pipeline's CUDA context (gstdaqirigstcuda.c), and every CUDA call of the element runs with
+ * that context current (cuda_enter/cuda_leave).
  *
  * Frames come from a GstBufferPool of frame-size buffers, handed to the reorder context with
  * its add_frame (one per window slot); every emitted batch is pushed in batch-id
@@ -29,11 +33,13 @@
 #include "gstdaqirireorder.h"
 
 #include <gst/daqiri/daqiri.h>
+#include <gst/video/video.h>
 #include <string.h>
 
 #include "daqiri-reorder.h"
 #ifdef DQ_HAVE_CUDA
 #include "gstdaqiricudamem.h"
+#include "gstdaqirigstcuda.h"
 #endif
 
 GST_DEBUG_CATEGORY_STATIC (daqirireorder_debug);
@@ -59,6 +65,10 @@ enum
   PROP_WINDOW,
   PROP_TIMEOUT,
   PROP_MEMORY,
+  PROP_VIDEO_FORMAT,
+  PROP_WIDTH,
+  PROP_HEIGHT,
+  PROP_FRAMERATE,
   PROP_STATS,
 };
 
@@ -77,15 +87,24 @@ struct _GstDaqiriReorder
   DqReorderConfig cfg;
   guint64 timeout;
   GstDaqiriReorderMemory memory;
+  GstVideoFormat video_format;
+  guint width, height;
+  gint fps_n, fps_d;
 
   /* streaming state (stream lock) */
   DqReorderConfig run_cfg;
   GstDaqiriReorderMemory run_memory;
+  gboolean video;               /* frames are raw video (video-format set) */
+  GstVideoInfo vinfo;
   DqReorderCpu *ctx;            /* memory=system */
 #ifdef DQ_HAVE_CUDA
   DqReorderGpu *gpu;            /* memory=cuda */
   guint8 *staging;              /* pinned, device-mapped copy of the input burst */
   gsize staging_size;
+  /* memory=cuda with video: the pipeline's GstCudaContext (current on the thread whenever
+   * CUDA is called) and the GstCudaMemory pool the frames are copied into */
+  GstObject *cuda_context;      /* object lock */
+  GstBufferPool *out_pool;
 #endif
   GstBufferPool *pool;
   GstCaps *out_caps;
@@ -108,10 +127,16 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink", GST
 #define FRAME_CAPS_FIELDS ", element-type = (string) " \
   "{ u8, int4, int8, int16, int32, fp16, bf16, fp32, fp64 }, elements = (int) [ 1, MAX ], " \
   "packets-per-batch = (int) [ 1, MAX ]"
+/* raw video: packed formats of one plane (those GstCudaMemory takes, and gray) */
+#define VIDEO_FORMATS "{ UYVY, YUY2, RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR, GRAY8, " \
+  "GRAY16_LE, GRAY16_BE }"
+#define CUDA_VIDEO_FORMATS "{ UYVY, YUY2, RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR }"
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC,
     GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_FRAME_MEDIA_TYPE FRAME_CAPS_FIELDS "; "
         GST_DAQIRI_FRAME_MEDIA_TYPE "(" GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA ")"
-        FRAME_CAPS_FIELDS));
+        FRAME_CAPS_FIELDS "; "
+        GST_VIDEO_CAPS_MAKE (VIDEO_FORMATS) "; "
+        GST_VIDEO_CAPS_MAKE_WITH_FEATURES ("memory:CUDAMemory", CUDA_VIDEO_FORMATS)));
 
 GType
 gst_daqiri_reorder_memory_get_type (void)
@@ -209,6 +234,26 @@ engine_running (GstDaqiriReorder * self)
     return TRUE;
 #endif
   return self->ctx != NULL;
+}
+
+/* With a pipeline CUDA context, CUDA work of this element runs in it: made current around
+ * every engine call. */
+static void
+cuda_enter (GstDaqiriReorder * self)
+{
+#ifdef DQ_HAVE_CUDA
+  if (self->out_pool)
+    gst_daqiri_gstcuda_push (self->cuda_context);
+#endif
+}
+
+static void
+cuda_leave (GstDaqiriReorder * self)
+{
+#ifdef DQ_HAVE_CUDA
+  if (self->out_pool)
+    gst_daqiri_gstcuda_pop ();
+#endif
 }
 
 static int
@@ -354,6 +399,7 @@ add_frame (GstDaqiriReorder * self)
 static void
 stop_engine (GstDaqiriReorder * self)
 {
+  cuda_enter (self);
   if (engine_running (self)) {
     DqReorderCompletion c;
     /* take every frame back; batches still open are dropped (this is teardown) */
@@ -371,11 +417,123 @@ stop_engine (GstDaqiriReorder * self)
     gst_buffer_pool_set_active (self->pool, FALSE);
     gst_clear_object (&self->pool);
   }
+  cuda_leave (self);
+#ifdef DQ_HAVE_CUDA
+  if (self->out_pool) {
+    gst_buffer_pool_set_active (self->out_pool, FALSE);
+    gst_clear_object (&self->out_pool);
+  }
+  GST_OBJECT_LOCK (self);
+  gst_clear_object (&self->cuda_context);
+  GST_OBJECT_UNLOCK (self);
+#endif
   gst_clear_caps (&self->out_caps);
   g_clear_pointer (&self->scratch, g_free);
   self->scratch_len = 0;
   self->caps_sent = FALSE;
 }
+
+/* video-format/width/height/framerate -> self->vinfo and raw-video caps; FALSE with an
+ * error posted when the frame does not make that picture. */
+static gboolean
+video_setup (GstDaqiriReorder * self, GstVideoFormat format, guint width, guint height,
+    gint fps_n, gint fps_d, guint64 frame_size)
+{
+  /* VIDEO_FORMATS and CUDA_VIDEO_FORMATS of the pad template */
+  static const GstVideoFormat formats[] = {
+    GST_VIDEO_FORMAT_UYVY, GST_VIDEO_FORMAT_YUY2, GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_BGRA,
+    GST_VIDEO_FORMAT_RGBx, GST_VIDEO_FORMAT_BGRx, GST_VIDEO_FORMAT_ARGB, GST_VIDEO_FORMAT_ABGR,
+    GST_VIDEO_FORMAT_RGB, GST_VIDEO_FORMAT_BGR,
+    /* system memory only */
+    GST_VIDEO_FORMAT_GRAY8, GST_VIDEO_FORMAT_GRAY16_LE, GST_VIDEO_FORMAT_GRAY16_BE,
+  };
+  const guint n_cuda = 10;
+  gboolean cuda = self->run_memory == GST_DAQIRI_REORDER_MEMORY_CUDA;
+  guint n = cuda ? n_cuda : G_N_ELEMENTS (formats);
+  const gchar *name = gst_video_format_to_string (format);
+  gboolean ok = FALSE;
+  for (guint i = 0; i < n; i++)
+    ok |= formats[i] == format;
+  if (!ok) {
+    GString *list = g_string_new (NULL);
+    for (guint i = 0; i < n; i++)
+      g_string_append_printf (list, "%s%s", i ? ", " : "", gst_video_format_to_string
+          (formats[i]));
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("property 'video-format' is %s: allowed with memory=%s: %s", name ? name : "?",
+            cuda ? "cuda" : "system", list->str), (NULL));
+    g_string_free (list, TRUE);
+    return FALSE;
+  }
+  if (width == 0 || height == 0) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("property 'video-format' is %s, but width %u x height %u is no picture: set both "
+            "(1 .. %u)", name, width, height, G_MAXINT), (NULL));
+    return FALSE;
+  }
+  if (!gst_video_info_set_format (&self->vinfo, format, width, height) ||
+      self->vinfo.size != frame_size ||
+      (gsize) GST_VIDEO_INFO_PLANE_STRIDE (&self->vinfo, 0) * height != self->vinfo.size) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("a frame of %" G_GUINT64_FORMAT " bytes (packets-per-batch %u x payload %u) is not "
+            "a %s picture of %u x %u (%" G_GSIZE_FORMAT " bytes, rows of %d bytes): set "
+            "width, height and the packet fields so that they agree", frame_size,
+            self->run_cfg.packets_per_batch, dq_reorder_output_payload_size (&self->run_cfg),
+            name, width, height, self->vinfo.size,
+            GST_VIDEO_INFO_PLANE_STRIDE (&self->vinfo, 0)), (NULL));
+    return FALSE;
+  }
+  GST_VIDEO_INFO_FPS_N (&self->vinfo) = fps_n;
+  GST_VIDEO_INFO_FPS_D (&self->vinfo) = fps_d;
+  self->out_caps = gst_video_info_to_caps (&self->vinfo);
+  self->video = TRUE;
+  return TRUE;
+}
+
+#ifdef DQ_HAVE_CUDA
+/* memory=cuda with raw video: frames go out as GstCudaMemory of the pipeline's context. */
+static gboolean
+cuda_video_setup (GstDaqiriReorder * self)
+{
+  const gchar *why = NULL;
+  if (!gst_daqiri_gstcuda_load (&why)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("raw video in GPU memory (memory=cuda with video-format) needs GstCuda: %s; "
+            "allowed without it: memory=system, or no video-format", why), (NULL));
+    return FALSE;
+  }
+  GstObject *ctx = NULL;
+  GST_OBJECT_LOCK (self);
+  if (self->cuda_context)
+    ctx = gst_object_ref (self->cuda_context);
+  GST_OBJECT_UNLOCK (self);
+  if (!ctx && !gst_daqiri_gstcuda_ensure_context (GST_ELEMENT (self), &ctx)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("no CUDA context for the pipeline (gst.cuda.context) could be found or made"),
+        (NULL));
+    return FALSE;
+  }
+  GST_OBJECT_LOCK (self);
+  gst_clear_object (&self->cuda_context);
+  self->cuda_context = ctx;
+  GST_OBJECT_UNLOCK (self);
+
+  gst_caps_set_features (self->out_caps, 0,
+      gst_caps_features_new (GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA, NULL));
+  self->out_pool = gst_daqiri_gstcuda_pool_new (ctx);
+  GstStructure *config = gst_buffer_pool_get_config (self->out_pool);
+  gst_buffer_pool_config_set_params (config, self->out_caps, (guint) self->vinfo.size, 2, 0);
+  gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+  if (!gst_buffer_pool_set_config (self->out_pool, config) ||
+      !gst_buffer_pool_set_active (self->out_pool, TRUE)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("cannot make a pool of GstCudaMemory frames for %" GST_PTR_FORMAT, self->out_caps),
+        (NULL));
+    return FALSE;
+  }
+  return TRUE;
+}
+#endif
 
 static gboolean
 start_engine (GstDaqiriReorder * self)
@@ -385,19 +543,20 @@ start_engine (GstDaqiriReorder * self)
   GST_OBJECT_LOCK (self);
   self->run_cfg = self->cfg;
   self->run_memory = self->memory;
+  GstVideoFormat video_format = self->video_format;
+  guint width = self->width, height = self->height;
+  gint fps_n = self->fps_n, fps_d = self->fps_d;
   self->st_batches = self->st_complete = self->st_flushed = self->st_pushed = 0;
   self->st_missing = self->st_duplicates = self->st_late = self->st_short = 0;
   self->st_skipped = self->st_packets = self->st_no_frame = 0;
   GST_OBJECT_UNLOCK (self);
+  self->video = FALSE;
 
   if (dq_reorder_config_validate (&self->run_cfg, msg, sizeof msg) != 0) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", msg),
         ("invalid reorder configuration"));
     return FALSE;
   }
-  if (!engine_new (self))
-    return FALSE;
-
   guint64 frame_size = dq_reorder_frame_size (&self->run_cfg);
   if (frame_size > G_MAXUINT) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
@@ -406,41 +565,56 @@ start_engine (GstDaqiriReorder * self)
             dq_reorder_output_payload_size (&self->run_cfg), G_MAXUINT), (NULL));
     return FALSE;
   }
-  guint bits;
-  const gchar *etype = frame_element (&self->run_cfg, &bits);
-  guint64 elements = frame_size * 8 / bits;
-  self->out_caps = gst_caps_new_simple (GST_DAQIRI_FRAME_MEDIA_TYPE,
-      "element-type", G_TYPE_STRING, etype,
-      "elements", G_TYPE_INT, (gint) MIN (elements, (guint64) G_MAXINT),
-      "packets-per-batch", G_TYPE_INT, (gint) self->run_cfg.packets_per_batch, NULL);
 
-  if (self->run_memory == GST_DAQIRI_REORDER_MEMORY_CUDA)
-    gst_caps_set_features (self->out_caps, 0,
-        gst_caps_features_new (GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, NULL));
-
-  guint window = dq_reorder_window (&self->run_cfg);
-  self->pool = gst_buffer_pool_new ();
-  GstStructure *config = gst_buffer_pool_get_config (self->pool);
-  gst_buffer_pool_config_set_params (config, self->out_caps, (guint) frame_size, window + 1, 0);
+  if (video_format != GST_VIDEO_FORMAT_UNKNOWN) {
+    if (!video_setup (self, video_format, width, height, fps_n, fps_d, frame_size))
+      return FALSE;
+  } else {
+    guint bits;
+    const gchar *etype = frame_element (&self->run_cfg, &bits);
+    guint64 elements = frame_size * 8 / bits;
+    self->out_caps = gst_caps_new_simple (GST_DAQIRI_FRAME_MEDIA_TYPE,
+        "element-type", G_TYPE_STRING, etype,
+        "elements", G_TYPE_INT, (gint) MIN (elements, (guint64) G_MAXINT),
+        "packets-per-batch", G_TYPE_INT, (gint) self->run_cfg.packets_per_batch, NULL);
+    if (self->run_memory == GST_DAQIRI_REORDER_MEMORY_CUDA)
+      gst_caps_set_features (self->out_caps, 0,
+          gst_caps_features_new (GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, NULL));
+  }
 #ifdef DQ_HAVE_CUDA
-  if (self->run_memory == GST_DAQIRI_REORDER_MEMORY_CUDA) {
-    GstAllocator *cuda = gst_daqiri_cuda_allocator_get ();
-    gst_buffer_pool_config_set_allocator (config, cuda, NULL);
-    gst_object_unref (cuda);
-  }
-#endif
-  if (!gst_buffer_pool_set_config (self->pool, config)
-      || !gst_buffer_pool_set_active (self->pool, TRUE)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-        ("cannot allocate frames of %u bytes", (guint) frame_size), (NULL));
+  if (self->video && self->run_memory == GST_DAQIRI_REORDER_MEMORY_CUDA &&
+      !cuda_video_setup (self))
     return FALSE;
-  }
-  for (guint i = 0; i < window; i++)
-    if (!add_frame (self)) {
+#endif
+
+  cuda_enter (self);
+  gboolean ok = engine_new (self);
+  guint window = dq_reorder_window (&self->run_cfg);
+  if (ok) {
+    /* the frames the engine fills: pushed as they are, or (GstCudaMemory video) copied
+     * into the out_pool's pitched frames */
+    self->pool = gst_buffer_pool_new ();
+    GstStructure *config = gst_buffer_pool_get_config (self->pool);
+    gst_buffer_pool_config_set_params (config, self->out_caps, (guint) frame_size, window + 1,
+        0);
+#ifdef DQ_HAVE_CUDA
+    if (self->run_memory == GST_DAQIRI_REORDER_MEMORY_CUDA) {
+      GstAllocator *cuda = gst_daqiri_cuda_allocator_get ();
+      gst_buffer_pool_config_set_allocator (config, cuda, NULL);
+      gst_object_unref (cuda);
+    }
+#endif
+    ok = gst_buffer_pool_set_config (self->pool, config) &&
+        gst_buffer_pool_set_active (self->pool, TRUE);
+    for (guint i = 0; ok && i < window; i++)
+      ok = add_frame (self);
+    if (!ok)
       GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
           ("cannot allocate frames of %u bytes", (guint) frame_size), (NULL));
-      return FALSE;
-    }
+  }
+  cuda_leave (self);
+  if (!ok)
+    return FALSE;
   GST_INFO_OBJECT (self, "frames of %u bytes, window %u, caps %" GST_PTR_FORMAT,
       (guint) frame_size, window, self->out_caps);
   return TRUE;
@@ -480,6 +654,36 @@ account (GstDaqiriReorder * self, const DqReorderCompletion * c)
   GST_OBJECT_UNLOCK (self);
 }
 
+#ifdef DQ_HAVE_CUDA
+/* A GstCudaMemory frame of the out_pool holding the packed device frame of `slot`. */
+static GstFlowReturn
+copy_to_cuda_video (GstDaqiriReorder * self, FrameSlot * slot, GstBuffer ** out)
+{
+  GstMapInfo map;
+  GstFlowReturn ret = gst_buffer_pool_acquire_buffer (self->out_pool, out, NULL);
+  if (ret != GST_FLOW_OK)
+    return ret;
+  if (!gst_buffer_map (*out, &map, GST_MAP_WRITE | GST_DAQIRI_MAP_CUDA)) {
+    gst_clear_buffer (out);
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("cannot map a GstCudaMemory frame"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  GstVideoMeta *vmeta = gst_buffer_get_video_meta (*out);
+  gsize row = (gsize) GST_VIDEO_INFO_PLANE_STRIDE (&self->vinfo, 0);
+  gsize pitch = vmeta ? (gsize) vmeta->stride[0] : row;
+  int r = dq_cuda_memcpy2d (map.data, pitch, slot->map.data, row, row,
+      GST_VIDEO_INFO_HEIGHT (&self->vinfo));
+  gst_buffer_unmap (*out, &map);
+  if (r != 0) {
+    gst_clear_buffer (out);
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("GPU copy into a GstCudaMemory frame "
+            "failed: %s", dq_cuda_last_error ()), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  return GST_FLOW_OK;
+}
+#endif
+
 /* Pushes the batches of one completion, frees released frames. */
 static GstFlowReturn
 handle_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
@@ -502,11 +706,21 @@ handle_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
     }
     FrameSlot *slot = b->frame_user;
     GstBuffer *buf = slot->buf;
-    gst_buffer_unmap (buf, &slot->map);
+#ifdef DQ_HAVE_CUDA
+    if (self->out_pool && ret == GST_FLOW_OK) {
+      /* GstCudaMemory video: copy the packed frame into a pitched one of the pool */
+      GstBuffer *out = NULL;
+      ret = copy_to_cuda_video (self, slot, &out);
+      gst_buffer_unmap (buf, &slot->map);
+      gst_buffer_unref (buf);
+      buf = out;
+    } else
+#endif
+      gst_buffer_unmap (buf, &slot->map);
     g_free (slot);
     self->frames_held--;
     if (ret != GST_FLOW_OK) {
-      gst_buffer_unref (buf);
+      gst_clear_buffer (&buf);
       continue;
     }
     GST_BUFFER_PTS (buf) = b->first_timestamp;      /* GST_CLOCK_TIME_NONE when unknown */
@@ -543,10 +757,21 @@ flush_engine (GstDaqiriReorder * self, DqFlushMode mode)
   return handle_completion (self, &c);
 }
 
+static GstFlowReturn chain_burst (GstDaqiriReorder * self, GstBuffer * buf);
+
 static GstFlowReturn
 gst_daqiri_reorder_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
 {
   GstDaqiriReorder *self = GST_DAQIRI_REORDER (parent);
+  cuda_enter (self);
+  GstFlowReturn ret = chain_burst (self, buf);
+  cuda_leave (self);
+  return ret;
+}
+
+static GstFlowReturn
+chain_burst (GstDaqiriReorder * self, GstBuffer * buf)
+{
   GstFlowReturn ret = GST_FLOW_OK;
   GstMapInfo map;
 
@@ -634,11 +859,14 @@ gst_daqiri_reorder_sink_event (GstPad * pad, GstObject * parent, GstEvent * even
         return FALSE;
       return ensure_caps (self) == GST_FLOW_OK;
     case GST_EVENT_EOS:
+      cuda_enter (self);
       flush_engine (self, DQ_FLUSH_ALL);
+      cuda_leave (self);
       break;
     case GST_EVENT_FLUSH_STOP:{
       /* a discontinuity: forget the stream, open batches are dropped (counted as flushed) */
       DqReorderCompletion c;
+      cuda_enter (self);
       if (engine_running (self) && engine_flush (self, DQ_FLUSH_RESET, &c) == 0) {
         account (self, &c);
         for (guint i = 0; i < c.n_released; i++)
@@ -649,12 +877,56 @@ gst_daqiri_reorder_sink_event (GstPad * pad, GstObject * parent, GstEvent * even
         /* RESET gave every frame back; the next burst takes new ones */
         self->frames_held = 0;
       }
+      cuda_leave (self);
       break;
     }
     default:
       break;
   }
   return gst_pad_event_default (pad, parent, event);
+}
+
+static void
+gst_daqiri_reorder_set_context (GstElement * element, GstContext * context)
+{
+#ifdef DQ_HAVE_CUDA
+  GstDaqiriReorder *self = GST_DAQIRI_REORDER (element);
+  if (g_strcmp0 (gst_context_get_context_type (context), GST_DAQIRI_CUDA_CONTEXT_TYPE) == 0) {
+    GstObject *ctx = NULL;
+    GST_OBJECT_LOCK (self);
+    if (self->cuda_context)
+      ctx = gst_object_ref (self->cuda_context);
+    GST_OBJECT_UNLOCK (self);
+    gst_daqiri_gstcuda_set_context (element, context, &ctx);
+    GST_OBJECT_LOCK (self);
+    gst_clear_object (&self->cuda_context);
+    self->cuda_context = ctx;
+    GST_OBJECT_UNLOCK (self);
+  }
+#endif
+  GST_ELEMENT_CLASS (gst_daqiri_reorder_parent_class)->set_context (element, context);
+}
+
+/* Answers context queries for the pipeline's CUDA context, on both pads. */
+static gboolean
+gst_daqiri_reorder_query (GstPad * pad, GstObject * parent, GstQuery * query)
+{
+#ifdef DQ_HAVE_CUDA
+  if (GST_QUERY_TYPE (query) == GST_QUERY_CONTEXT) {
+    GstDaqiriReorder *self = GST_DAQIRI_REORDER (parent);
+    GstObject *ctx = NULL;
+    GST_OBJECT_LOCK (self);
+    if (self->cuda_context)
+      ctx = gst_object_ref (self->cuda_context);
+    GST_OBJECT_UNLOCK (self);
+    gboolean answered = ctx != NULL &&
+        gst_daqiri_gstcuda_context_query (GST_ELEMENT (self), query, ctx);
+    gst_clear_object (&ctx);
+    if (answered)
+      return TRUE;
+  }
+#endif
+  return gst_pad_query_default (pad, parent, query);
 }
 
 static GstStateChangeReturn
@@ -741,6 +1013,19 @@ gst_daqiri_reorder_set_property (GObject * object, guint prop_id, const GValue *
     case PROP_MEMORY:
       self->memory = (GstDaqiriReorderMemory) g_value_get_enum (value);
       break;
+    case PROP_VIDEO_FORMAT:
+      self->video_format = (GstVideoFormat) g_value_get_enum (value);
+      break;
+    case PROP_WIDTH:
+      self->width = g_value_get_uint (value);
+      break;
+    case PROP_HEIGHT:
+      self->height = g_value_get_uint (value);
+      break;
+    case PROP_FRAMERATE:
+      self->fps_n = gst_value_get_fraction_numerator (value);
+      self->fps_d = gst_value_get_fraction_denominator (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -800,6 +1085,18 @@ gst_daqiri_reorder_get_property (GObject * object, guint prop_id, GValue * value
     case PROP_MEMORY:
       g_value_set_enum (value, self->memory);
       break;
+    case PROP_VIDEO_FORMAT:
+      g_value_set_enum (value, self->video_format);
+      break;
+    case PROP_WIDTH:
+      g_value_set_uint (value, self->width);
+      break;
+    case PROP_HEIGHT:
+      g_value_set_uint (value, self->height);
+      break;
+    case PROP_FRAMERATE:
+      gst_value_set_fraction (value, self->fps_n, self->fps_d);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -819,12 +1116,16 @@ static void
 gst_daqiri_reorder_init (GstDaqiriReorder * self)
 {
   dq_reorder_config_init (&self->cfg);
+  self->video_format = GST_VIDEO_FORMAT_UNKNOWN;
+  self->fps_d = 1;
   self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
   gst_pad_set_chain_function (self->sinkpad, gst_daqiri_reorder_chain);
   gst_pad_set_event_function (self->sinkpad, gst_daqiri_reorder_sink_event);
+  gst_pad_set_query_function (self->sinkpad, gst_daqiri_reorder_query);
   gst_element_add_pad (GST_ELEMENT (self), self->sinkpad);
   self->srcpad = gst_pad_new_from_static_template (&src_template, "src");
   gst_pad_use_fixed_caps (self->srcpad);
+  gst_pad_set_query_function (self->srcpad, gst_daqiri_reorder_query);
   gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
 }
 
@@ -845,6 +1146,7 @@ gst_daqiri_reorder_class_init (GstDaqiriReorderClass * klass)
   gobject_class->get_property = gst_daqiri_reorder_get_property;
   gobject_class->finalize = gst_daqiri_reorder_finalize;
   element_class->change_state = gst_daqiri_reorder_change_state;
+  element_class->set_context = gst_daqiri_reorder_set_context;
 
   g_object_class_install_property (gobject_class, PROP_SEQ_OFFSET,
       g_param_spec_uint ("seq-offset", "Sequence offset",
@@ -896,6 +1198,24 @@ gst_daqiri_reorder_class_init (GstDaqiriReorderClass * klass)
           "frames in GPU memory with caps feature memory:DaqiriCUDA; needs a build with CUDA "
           "and a GPU). Both give the same bytes",
           GST_TYPE_DAQIRI_REORDER_MEMORY, GST_DAQIRI_REORDER_MEMORY_SYSTEM, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_VIDEO_FORMAT,
+      g_param_spec_enum ("video-format", "Video format",
+          "Push frames as raw video (video/x-raw) of this format instead of "
+          "application/x-daqiri-frame: a packed format of one plane (UYVY, YUY2, RGBA, BGRA, "
+          "RGBx, BGRx, ARGB, ABGR, RGB, BGR, GRAY8, GRAY16_LE, GRAY16_BE; not gray with "
+          "memory=cuda), rows packed in the frame. With memory=cuda the frames are GstCudaMemory "
+          "of the pipeline's CUDA context (for cudadownload and the nvcodec elements). "
+          "unknown: not video", GST_TYPE_VIDEO_FORMAT, GST_VIDEO_FORMAT_UNKNOWN, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_WIDTH,
+      g_param_spec_uint ("width", "Width", "Picture width in pixels (with video-format); "
+          "width x height x pixel size must be the frame size", 0, G_MAXINT, 0, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_HEIGHT,
+      g_param_spec_uint ("height", "Height", "Picture height in rows (with video-format)",
+          0, G_MAXINT, 0, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_FRAMERATE,
+      gst_param_spec_fraction ("framerate", "Frame rate",
+          "Frame rate put in the video caps (0/1: variable)", 0, 1, G_MAXINT, 1, 0, 1,
+          RW_READY));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "packets, batches, complete, flushed, pushed, skipped, missing (slots), duplicates, "

@@ -24,6 +24,7 @@
 typedef struct {
   const char *name;
   const char *props;            /* daqirireorder properties besides memory */
+  const char *gpu_tail;         /* elements after daqirireorder in the memory=cuda run */
   guint payload;                /* input payload bytes per packet */
   guint ppb;
   guint n_bursts;
@@ -32,13 +33,19 @@ typedef struct {
 
 static const Case cases[] = {
   {"copy 256 B x 64", "seq-offset=0 seq-bits=32 packets-per-batch=64 payload-offset=8 "
-        "payload-size=256 window=8", 256, 64, 300, 300},
+        "payload-size=256 window=8", NULL, 256, 64, 300, 300},
   {"int16->fp32 1000 B x 16", "seq-offset=0 seq-bits=16 packets-per-batch=16 "
         "payload-offset=8 payload-size=1000 input-type=int16 output-type=fp32 "
-        "byte-order=network window=4", 1000, 16, 200, 64},
+        "byte-order=network window=4", NULL, 1000, 16, 200, 64},
   {"int4->fp16 64 B x 1024, batch field", "seq-offset=0 seq-bits=16 batch-offset=32 "
         "batch-bits=16 packets-per-batch=1024 payload-offset=8 payload-size=64 "
-        "input-type=int4 output-type=fp16 window=2", 64, 1024, 100, 1024},
+        "input-type=int4 output-type=fp16 window=2", NULL, 64, 1024, 100, 1024},
+  /* raw video: GstCudaMemory of the pipeline's CUDA context, read back by cudadownload;
+   * rows of 640 UYVY pixels (1280 bytes, so the GPU pitch differs from the row) */
+  {"UYVY 640x48 GstCudaMemory -> cudadownload", "seq-offset=0 seq-bits=16 "
+        "packets-per-batch=48 payload-offset=8 payload-size=1280 video-format=uyvy width=640 "
+        "height=48 framerate=50/1 window=4", "cudadownload ! video/x-raw,format=UYVY",
+        1280, 48, 150, 100},
 };
 
 typedef struct {
@@ -49,6 +56,7 @@ typedef struct {
   gchar **meta;                 /* the frame meta as text */
   gboolean feature_ok;
   gboolean cpu_map_refused;
+  gboolean video_cuda_caps;
   gchar *stats;
 } Run;
 
@@ -127,8 +135,11 @@ meta_text (GstBuffer * buf)
 static gboolean
 run_case (const Case * c, GPtrArray * bursts, const char *memory, Run * run)
 {
+  gboolean cuda = strcmp (memory, "cuda") == 0;
+  const char *tail = cuda && c->gpu_tail ? c->gpu_tail : NULL;
   gchar *desc = g_strdup_printf ("appsrc name=in format=time caps=application/x-daqiri-packets "
-      "! daqirireorder name=r memory=%s %s ! appsink name=out sync=false", memory, c->props);
+      "! daqirireorder name=r memory=%s %s ! %s%sappsink name=out sync=false", memory, c->props,
+      tail ? tail : "", tail ? " ! " : "");
   GError *err = NULL;
   GstElement *p = gst_parse_launch (desc, &err);
   g_free (desc);
@@ -161,7 +172,23 @@ run_case (const Case * c, GPtrArray * bursts, const char *memory, Run * run)
         gst_buffer_copy_deep (g_ptr_array_index (bursts, i)));
   gst_app_src_end_of_stream (GST_APP_SRC (in));
 
-  gboolean cuda = strcmp (memory, "cuda") == 0;
+  /* a GstCudaMemory run: the caps daqirireorder pushed carry memory:CUDAMemory; the samples
+   * are what cudadownload made of them (system memory) */
+  if (tail) {
+    GstPad *pad = gst_element_get_static_pad (r, "src");
+    GstCaps *caps = NULL;
+    for (int i = 0; i < 500 && caps == NULL; i++) {
+      caps = gst_pad_get_current_caps (pad);
+      if (caps == NULL)
+        g_usleep (2000);
+    }
+    run->video_cuda_caps = caps && gst_caps_features_contains (gst_caps_get_features (caps, 0),
+        "memory:CUDAMemory");
+    if (caps)
+      gst_caps_unref (caps);
+    gst_object_unref (pad);
+    cuda = FALSE;
+  }
   run->feature_ok = TRUE;
   run->cpu_map_refused = TRUE;
   for (;;) {
@@ -286,6 +313,10 @@ main (int argc, char **argv)
       }
       if (!gpu.feature_ok || !sys.feature_ok) {
         printf ("  %s: caps feature / memory type wrong\n", c->name);
+        ok = FALSE;
+      }
+      if (c->gpu_tail && !gpu.video_cuda_caps) {
+        printf ("  %s: daqirireorder did not push memory:CUDAMemory caps\n", c->name);
         ok = FALSE;
       }
       if (!gpu.cpu_map_refused) {

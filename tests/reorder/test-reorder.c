@@ -262,6 +262,43 @@ expect_frame (GstBuffer * out, guint b, guint present_mask)
 #define REORDER_B "daqirireorder name=r seq-offset=0 seq-bits=16 payload-offset=4 payload-size=4 " \
     "packets-per-batch=4 window=2"
 
+/* video-format: the same frames pushed as raw video (rows packed: 4 UYVY pixels = 8 bytes a
+ * row, 2 rows = one batch of 4 packets of 4 bytes) */
+GST_START_TEST (test_reorder_video)
+{
+  GstHarness *h = gst_harness_new_parse (REORDER_B " video-format=uyvy width=4 height=2 "
+      "framerate=25/1");
+  gst_harness_set_src_caps_str (h, "application/x-daqiri-packets");
+  const P b1[] = { {2}, {0}, {3}, {1}, {5}, {4}, {7}, {6} };
+  fail_unless_equals_int (gst_harness_push (h, burst (b1, G_N_ELEMENTS (b1), 1000)),
+      GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_buffers_received (h), 2);
+  GstCaps *caps = gst_pad_get_current_caps (h->sinkpad);
+  GstStructure *st = gst_caps_get_structure (caps, 0);
+  gint w = 0, hgt = 0, fn = 0, fd = 0;
+  fail_unless_equals_string (gst_structure_get_name (st), "video/x-raw");
+  fail_unless_equals_string (gst_structure_get_string (st, "format"), "UYVY");
+  fail_unless (gst_structure_get_int (st, "width", &w) && gst_structure_get_int (st, "height",
+          &hgt) && gst_structure_get_fraction (st, "framerate", &fn, &fd));
+  fail_unless_equals_int (w, 4);
+  fail_unless_equals_int (hgt, 2);
+  fail_unless_equals_int (fn, 25);
+  fail_unless_equals_int (fd, 1);
+  fail_unless (gst_caps_features_is_equal (gst_caps_get_features (caps, 0),
+          GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY));
+  gst_caps_unref (caps);
+  for (guint b = 0; b < 2; b++) {
+    GstBuffer *out = gst_harness_pull (h);
+    expect_frame (out, b, 0xf);
+    assert_frame_meta (out, b, 4, 0, 0, 0, 0, G_MAXUINT);
+    fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 1000);
+    gst_buffer_unref (out);
+  }
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_reorder_losses)
 {
   GstHarness *h = gst_harness_new_parse (REORDER_B);
@@ -534,6 +571,17 @@ GST_START_TEST (test_bad_properties)
   }
   gst_element_set_state (gp, GST_STATE_NULL);
   gst_object_unref (gp);
+  assert_start_error ("fakesrc ! daqirireorder video-format=uyvy ! fakesink",
+      "property 'video-format' is UYVY, but width 0 x height 0 is no picture");
+  assert_start_error ("fakesrc ! daqirireorder video-format=uyvy width=8 height=2 ! fakesink",
+      "a frame of 1 bytes (packets-per-batch 1 x payload 1) is not a UYVY picture of 8 x 2 "
+      "(32 bytes, rows of 16 bytes)");
+  assert_start_error ("fakesrc ! daqirireorder packets-per-batch=6 payload-size=1 "
+      "video-format=rgb width=3 height=2 ! fakesink", "is not a RGB picture of 3 x 2 "
+      "(24 bytes, rows of 12 bytes)");
+  assert_start_error ("fakesrc ! daqirireorder memory=cuda video-format=gray8 width=4 height=1 "
+      "packets-per-batch=4 ! fakesink", "property 'video-format' is GRAY8: allowed with "
+      "memory=cuda: UYVY, YUY2, RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR");
   assert_start_error ("fakesrc ! daqiripay src-mac=02:00:zz ! fakesink",
       "property 'src-mac': \"02:00:zz\" is not a MAC address; expected six two-digit hex");
   assert_start_error ("fakesrc ! daqiripay dst=10.0.0.300 ! fakesink",
@@ -639,6 +687,7 @@ reorder_suite (void)
   tcase_add_test (tc, test_round_trip);
   tcase_add_test (tc, test_pay_packets);
   tcase_add_test (tc, test_reorder_losses);
+  tcase_add_test (tc, test_reorder_video);
   tcase_add_test (tc, test_reorder_timeout);
   tcase_add_test (tc, test_reorder_malformed);
   tcase_add_test (tc, test_reorder_flush);
