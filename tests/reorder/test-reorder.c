@@ -582,6 +582,15 @@ GST_START_TEST (test_bad_properties)
   assert_start_error ("fakesrc ! daqirireorder memory=cuda video-format=gray8 width=4 height=1 "
       "packets-per-batch=4 ! fakesink", "property 'video-format' is GRAY8: allowed with "
       "memory=cuda: UYVY, YUY2, RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR");
+  /* GstCudaMemory video needs CUDA in the build, GstCuda and a GPU: CI has no GPU */
+  {
+    gchar *text = start_error ("fakesrc ! daqirireorder memory=cuda video-format=uyvy "
+        "width=2 height=2 packets-per-batch=2 payload-size=4 ! fakesink");
+    fail_unless (strstr (text, "needs GstCuda: ") != NULL ||
+        strstr (text, "built without CUDA") != NULL ||
+        strstr (text, "no GPU can be used") != NULL, "error \"%s\"", text);
+    g_free (text);
+  }
   assert_start_error ("fakesrc ! daqiripay src-mac=02:00:zz ! fakesink",
       "property 'src-mac': \"02:00:zz\" is not a MAC address; expected six two-digit hex");
   assert_start_error ("fakesrc ! daqiripay dst=10.0.0.300 ! fakesink",
