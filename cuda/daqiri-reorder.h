@@ -259,6 +259,11 @@ uint32_t dq_packetize_packet_length (const DqReorderConfig *cfg, const DqPacketi
  * descriptors. 0 on success, -1 if tmpl/out_size do not fit. */
 int dq_packetize_cpu (const DqReorderConfig *cfg, const DqPacketizeTemplate *tmpl,
     const void *frame, uint64_t batch_id, void *out, size_t out_size, DqReorderPacket *pkts);
+/* The same for slots first .. first+n-1 only: packet j (slot first + j) at out + j * stride,
+ * descriptor j in pkts[j]. -1 also when the range leaves the frame. */
+int dq_packetize_cpu_range (const DqReorderConfig *cfg, const DqPacketizeTemplate *tmpl,
+    const void *frame, uint64_t batch_id, uint32_t first, uint32_t n, void *out, size_t out_size,
+    DqReorderPacket *pkts);
 
 /* Bit helpers (MSB-first big-endian bit strings), exposed for tests and generators. */
 uint32_t dq_bits_get (const uint8_t *p, uint32_t bit_offset, uint32_t width);

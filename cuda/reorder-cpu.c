@@ -672,18 +672,29 @@ int
 dq_packetize_cpu (const DqReorderConfig *cfg, const DqPacketizeTemplate *t, const void *frame,
     uint64_t batch_id, void *out, size_t out_size, DqReorderPacket *pkts)
 {
+  return dq_packetize_cpu_range (cfg, t, frame, batch_id, 0, cfg->packets_per_batch, out,
+      out_size, pkts);
+}
+
+int
+dq_packetize_cpu_range (const DqReorderConfig *cfg, const DqPacketizeTemplate *t,
+    const void *frame, uint64_t batch_id, uint32_t first, uint32_t n, void *out, size_t out_size,
+    DqReorderPacket *pkts)
+{
   if (dq_packetize_validate (cfg, t, NULL, 0) != 0)
     return -1;
   uint32_t ppb = cfg->packets_per_batch;
   uint32_t plen = dq_packetize_packet_length (cfg, t);
-  if ((uint64_t) (ppb - 1) * t->packet_stride + plen > out_size)
+  if (n == 0 || first >= ppb || n > ppb - first ||
+      (uint64_t) (n - 1) * t->packet_stride + plen > out_size)
     return -1;
   uint32_t seq_mask = cfg->seq_bit_width == 32 ? 0xffffffffu : (1u << cfg->seq_bit_width) - 1;
   uint32_t batch_mask = cfg->batch_bit_width == 32 ? 0xffffffffu
       : (1u << cfg->batch_bit_width) - 1;
 
-  for (uint32_t s = 0; s < ppb; s++) {
-    uint8_t *p = (uint8_t *) out + (size_t) s * t->packet_stride;
+  for (uint32_t j = 0; j < n; j++) {
+    uint32_t s = first + j;
+    uint8_t *p = (uint8_t *) out + (size_t) j * t->packet_stride;
     memset (p, 0, plen);
     if (t->header_len)
       memcpy (p, t->header, t->header_len);
@@ -712,7 +723,7 @@ dq_packetize_cpu (const DqReorderConfig *cfg, const DqPacketizeTemplate *t, cons
       put_be16 (udp + 6, 0);
     }
     if (pkts)
-      pkts[s] = (DqReorderPacket) { (uint32_t) ((size_t) s * t->packet_stride), plen, 0, 0, 0 };
+      pkts[j] = (DqReorderPacket) { (uint32_t) ((size_t) j * t->packet_stride), plen, 0, 0, 0 };
   }
   return 0;
 }

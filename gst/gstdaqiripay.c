@@ -7,7 +7,13 @@
  * frame at payload-offset, sequence number batch * packets-per-batch + s (mod 2^seq-bits) at
  * seq-offset and, with batch-bits > 0, the batch number at batch-offset; IPv4 total length and
  * checksum and UDP length filled in (UDP checksum 0). Frame n of the stream is batch n. The burst
- * is system memory with a GstDaqiriPacketMeta and the frame's PTS.
+ * carries a GstDaqiriPacketMeta and the frame's PTS.
+ *
+ * Where the packets are written: when downstream offers a pool of TX slots (daqirisink on an
+ * engine that lends them, gstdaqiritxpool.h), straight into the slots — packet s of the frame
+ * into the next free slot, one buffer per run of slots lent (a frame may take several runs
+ * where the ring wraps), so the sink sends them without a copy. Otherwise into a system
+ * memory burst of packets-per-batch packets, one per frame.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -15,6 +21,7 @@
 
 #include "gstdaqiripay.h"
 #include "gstdaqirielement.h"
+#include "gstdaqiritxpool.h"
 
 #include <gst/daqiri/daqiripacketmeta.h>
 #include <stdio.h>
@@ -71,6 +78,7 @@ struct _GstDaqiriPay
   guint64 batch;
   gboolean caps_sent;
   DqReorderPacket *pkts;
+  GstBufferPool *slot_pool;     /* downstream's TX slots, when offered */
 };
 
 G_DEFINE_TYPE (GstDaqiriPay, gst_daqiri_pay, GST_TYPE_ELEMENT);
@@ -141,6 +149,88 @@ start (GstDaqiriPay * self)
   return TRUE;
 }
 
+/* Asks downstream for a pool of TX slots that holds our packets; takes it when offered. */
+static void
+negotiate_slot_pool (GstDaqiriPay * self)
+{
+  GstCaps *caps = gst_pad_get_current_caps (self->srcpad);
+  if (caps == NULL)
+    return;
+  GstQuery *query = gst_query_new_allocation (caps, TRUE);
+  GstBufferPool *pool = NULL;
+  guint size = 0, min = 0, max = 0;
+  if (gst_pad_peer_query (self->srcpad, query) &&
+      gst_query_get_n_allocation_pools (query) > 0)
+    gst_query_parse_nth_allocation_pool (query, 0, &pool, &size, &min, &max);
+  if (pool != NULL && gst_buffer_pool_has_option (pool, GST_BUFFER_POOL_OPTION_DAQIRI_TX_SLOTS)) {
+    GstStructure *config = gst_buffer_pool_get_config (pool);
+    gst_buffer_pool_config_set_params (config, caps, size, min, max);
+    gst_daqiri_tx_pool_config_set_burst (config, self->run_cfg.packets_per_batch,
+        self->tmpl.packet_stride);
+    if (gst_buffer_pool_set_config (pool, config) && gst_buffer_pool_set_active (pool, TRUE)) {
+      GST_INFO_OBJECT (self, "writing packets into downstream's TX slots");
+      self->slot_pool = g_steal_pointer (&pool);
+    } else {
+      GST_INFO_OBJECT (self, "downstream's TX slots do not hold %u-byte packets: copying",
+          self->tmpl.packet_stride);
+    }
+  }
+  if (pool)
+    gst_object_unref (pool);
+  gst_query_unref (query);
+  gst_caps_unref (caps);
+}
+
+/* One frame into runs of TX slots: packet s into slot j of the run, each run pushed. */
+static GstFlowReturn
+pay_into_slots (GstDaqiriPay * self, GstBuffer * in, const guint8 * frame)
+{
+  const DqReorderConfig *cfg = &self->run_cfg;
+  const guint32 plen = self->tmpl.packet_stride;
+  guint32 done = 0;
+  GstFlowReturn ret = GST_FLOW_OK;
+
+  while (done < cfg->packets_per_batch && ret == GST_FLOW_OK) {
+    GstBuffer *out = NULL;
+    ret = gst_buffer_pool_acquire_buffer (self->slot_pool, &out, NULL);
+    if (ret != GST_FLOW_OK)
+      break;
+    GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (out);
+    GstMapInfo map;
+    if (meta == NULL || meta->n_packets == 0 || !gst_buffer_map (out, &map, GST_MAP_WRITE)) {
+      gst_buffer_unref (out);
+      GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("a TX slot buffer without slots"), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    guint n = MIN (meta->n_packets, cfg->packets_per_batch - done);
+    int rc = 0;
+    for (guint j = 0; j < n && rc == 0; j++) {
+      GstDaqiriPacket *slot = &meta->packets[j];
+      if (slot->length < plen || slot->offset > map.size - plen) {
+        rc = -1;
+        break;
+      }
+      rc = dq_packetize_cpu_range (cfg, &self->tmpl, frame, self->batch, done + j, 1,
+          map.data + slot->offset, slot->length, NULL);
+      slot->length = plen;
+    }
+    gst_buffer_unmap (out, &map);
+    if (rc != 0) {
+      gst_buffer_unref (out);
+      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("cannot write a %u-byte packet into a TX slot",
+              plen), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    meta->n_packets = n;
+    GST_BUFFER_PTS (out) = GST_BUFFER_PTS (in);
+    GST_BUFFER_DURATION (out) = done == 0 ? GST_BUFFER_DURATION (in) : 0;
+    GST_BUFFER_OFFSET (out) = self->batch;
+    done += n;
+    ret = gst_pad_push (self->srcpad, out);
+  }
+  return ret;
+}
+
 static GstFlowReturn
 gst_daqiri_pay_chain (GstPad * pad, GstObject * parent, GstBuffer * in)
 {
@@ -170,6 +260,19 @@ gst_daqiri_pay_chain (GstPad * pad, GstObject * parent, GstBuffer * in)
       return GST_FLOW_NOT_NEGOTIATED;
     }
     self->caps_sent = TRUE;
+    negotiate_slot_pool (self);
+  }
+  if (self->slot_pool) {
+    if (!gst_buffer_map (in, &imap, GST_MAP_READ)) {
+      gst_buffer_unref (in);
+      GST_ELEMENT_ERROR (self, RESOURCE, READ, ("cannot map the frame"), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    GstFlowReturn ret = pay_into_slots (self, in, imap.data);
+    gst_buffer_unmap (in, &imap);
+    gst_buffer_unref (in);
+    self->batch++;
+    return ret;
   }
 
   gsize out_size = (gsize) cfg->packets_per_batch * self->tmpl.packet_stride;
@@ -213,6 +316,8 @@ gst_daqiri_pay_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
     gst_event_unref (event);
     self->caps_sent = gst_pad_push_event (self->srcpad, gst_event_new_caps (caps));
     gst_caps_unref (caps);
+    if (self->caps_sent && self->slot_pool == NULL)
+      negotiate_slot_pool (self);
     return self->caps_sent;
   }
   return gst_pad_event_default (pad, parent, event);
@@ -227,8 +332,13 @@ gst_daqiri_pay_change_state (GstElement * element, GstStateChange transition)
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED && !start (self))
     return GST_STATE_CHANGE_FAILURE;
   ret = GST_ELEMENT_CLASS (gst_daqiri_pay_parent_class)->change_state (element, transition);
-  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
     g_clear_pointer (&self->pkts, g_free);
+    if (self->slot_pool) {
+      gst_buffer_pool_set_active (self->slot_pool, FALSE);
+      gst_clear_object (&self->slot_pool);
+    }
+  }
   return ret;
 }
 

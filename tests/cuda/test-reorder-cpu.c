@@ -1430,6 +1430,32 @@ test_packetize_roundtrip (void)
   CHECK (strstr (msg, "same") != NULL);
   CHECK_EQ (dq_packetize_cpu (&cfg, &t, frame, 7, out, 49 * 64 + 59, pk), -1);
   CHECK_EQ (dq_packetize_cpu (&cfg, &t, frame, 7, out, 49 * 64 + 60, pk), 0);
+  /* ranges of slots (runs of TX slots): the same bytes, piece by piece, and one at a time at
+   * another stride */
+  uint8_t pieces[50 * 64];
+  memset (pieces, 0xee, sizeof pieces);
+  const uint32_t cuts[] = { 0, 1, 17, 32, 49, 50 };
+  for (int c = 0; c + 1 < 6; c++) {
+    uint32_t first = cuts[c], n = cuts[c + 1] - cuts[c];
+    DqReorderPacket rp[50];
+    CHECK_EQ (dq_packetize_cpu_range (&cfg, &t, frame, 7, first, n, pieces + first * 64,
+            (size_t) n * 64, rp), 0);
+    CHECK_EQ (rp[0].offset, 0);
+    CHECK_EQ (rp[n - 1].offset, (n - 1) * 64);
+  }
+  for (uint32_t sl = 0; sl < 50; sl++)
+    CHECK (memcmp (pieces + sl * 64, out + sl * 64, 60) == 0);
+  DqPacketizeTemplate t1 = t;
+  t1.packet_stride = 60;
+  for (uint32_t sl = 0; sl < 50; sl++) {
+    uint8_t one[60];
+    CHECK_EQ (dq_packetize_cpu_range (&cfg, &t1, frame, 7, sl, 1, one, sizeof one, NULL), 0);
+    CHECK (memcmp (one, out + sl * 64, 60) == 0);
+  }
+  CHECK_EQ (dq_packetize_cpu_range (&cfg, &t, frame, 7, 49, 2, pieces, sizeof pieces, pk), -1);
+  CHECK_EQ (dq_packetize_cpu_range (&cfg, &t, frame, 7, 50, 1, pieces, sizeof pieces, pk), -1);
+  CHECK_EQ (dq_packetize_cpu_range (&cfg, &t, frame, 7, 0, 0, pieces, sizeof pieces, pk), -1);
+  CHECK_EQ (dq_packetize_cpu_range (&cfg, &t, frame, 7, 10, 3, pieces, 2 * 64 + 59, pk), -1);
 }
 
 int

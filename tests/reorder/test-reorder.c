@@ -641,8 +641,9 @@ launch (const gchar * desc)
   return p;
 }
 
+/* in_place: the sink lends TX slots (emu), so daqiripay writes every packet into them */
 static void
-port_round_trip (const gchar * rx_device, const gchar * tx_device)
+port_round_trip (const gchar * rx_device, const gchar * tx_device, gboolean in_place)
 {
   const guint n_frames = 40;
   const gsize frame_size = 16 * 1000;
@@ -651,7 +652,7 @@ port_round_trip (const gchar * rx_device, const gchar * tx_device)
   GstElement *rx = launch (desc);
   g_free (desc);
   desc = g_strdup_printf ("appsrc name=in format=time caps=application/x-daqiri-frame ! "
-      "daqiripay " RT_FIELDS " ! daqirisink device=%s sync=false", tx_device);
+      "daqiripay " RT_FIELDS " ! daqirisink name=tx device=%s sync=false", tx_device);
   GstElement *tx = launch (desc);
   g_free (desc);
   /* daqirisrc opens its queue in READY -> PAUSED, within set_state: the receiver is ready
@@ -677,6 +678,18 @@ port_round_trip (const gchar * rx_device, const gchar * tx_device)
   fail_unless (m != NULL && GST_MESSAGE_TYPE (m) == GST_MESSAGE_EOS, "sender did not finish");
   gst_message_unref (m);
   gst_object_unref (bus);
+  GstElement *sink = gst_bin_get_by_name (GST_BIN (tx), "tx");
+  GstStructure *st = NULL;
+  guint64 sent = 0, placed = 0, copies = 0;
+  g_object_get (sink, "stats", &st, NULL);
+  fail_unless (gst_structure_get_uint64 (st, "packets", &sent) &&
+      gst_structure_get_uint64 (st, "in-place", &placed) &&
+      gst_structure_get_uint64 (st, "copies", &copies));
+  fail_unless_equals_uint64 (sent, n_frames * 16);
+  fail_unless_equals_uint64 (placed, in_place ? n_frames * 16 : 0);
+  fail_unless_equals_uint64 (copies, in_place ? 0 : n_frames * 16);
+  gst_structure_free (st);
+  gst_object_unref (sink);
 
   GstElement *out = gst_bin_get_by_name (GST_BIN (rx), "out");
   for (guint f = 0; f < n_frames; f++) {
@@ -701,7 +714,7 @@ port_round_trip (const gchar * rx_device, const gchar * tx_device)
 #ifdef HAVE_MLX5_EMU
 GST_START_TEST (test_emu_round_trip)
 {
-  port_round_trip ("emu:reorder-rt", "emu:reorder-rt");
+  port_round_trip ("emu:reorder-rt", "emu:reorder-rt", TRUE);
 }
 
 GST_END_TEST;
@@ -710,7 +723,7 @@ GST_END_TEST;
 #ifdef HAVE_DPDK
 GST_START_TEST (test_dpdk_round_trip)
 {
-  port_round_trip ("dpdk:net_ring0", "dpdk:net_ring0");
+  port_round_trip ("dpdk:net_ring0", "dpdk:net_ring0", FALSE);
 }
 
 GST_END_TEST;
@@ -722,7 +735,7 @@ GST_START_TEST (test_afpacket_round_trip)
     g_printerr ("not root: skipping the pay -> reorder round trip over veth\n");
     return;
   }
-  port_round_trip ("afpacket:" AFP_RX_IF, "afpacket:" AFP_TX_IF);
+  port_round_trip ("afpacket:" AFP_RX_IF, "afpacket:" AFP_TX_IF, FALSE);
 }
 
 GST_END_TEST;
