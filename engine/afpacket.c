@@ -17,6 +17,7 @@
 #include "daqiri-engine.h"
 #include "engines.h"
 #include "burst-pool.h"
+#include "engine-util.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -90,14 +91,6 @@ typedef struct {
 /* ---------------------------------------------------------------------------------- */
 /* helpers */
 
-static gint64
-mono_now_ns (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (gint64) ts.tv_sec * G_GINT64_CONSTANT (1000000000) + ts.tv_nsec;
-}
-
 static struct timespec
 ns_to_timespec (gint64 ns)
 {
@@ -105,38 +98,6 @@ ns_to_timespec (gint64 ns)
   ts.tv_sec = ns / G_GINT64_CONSTANT (1000000000);
   ts.tv_nsec = ns % G_GINT64_CONSTANT (1000000000);
   return ts;
-}
-
-static void
-counter_add (guint64 * counter, guint64 value)
-{
-  __atomic_fetch_add (counter, value, __ATOMIC_RELAXED);
-}
-
-static guint64
-counter_get (guint64 * counter)
-{
-  return __atomic_load_n (counter, __ATOMIC_RELAXED);
-}
-
-static void
-eventfd_signal (int fd)
-{
-  guint64 one = 1;
-  ssize_t r;
-  do
-    r = write (fd, &one, sizeof one);
-  while (r < 0 && errno == EINTR);
-}
-
-static void
-eventfd_drain (int fd)
-{
-  guint64 value;
-  ssize_t r;
-  do
-    r = read (fd, &value, sizeof value);
-  while (r < 0 && errno == EINTR);
 }
 
 static gboolean
@@ -356,9 +317,7 @@ afp_port_close (gpointer priv)
 static guint64
 afp_port_time (gpointer priv)
 {
-  struct timespec ts;
-  clock_gettime (CLOCK_REALTIME, &ts);
-  return (guint64) ts.tv_sec * G_GUINT64_CONSTANT (1000000000) + (guint64) ts.tv_nsec;
+  return dq_clock_ns (CLOCK_REALTIME);
 }
 
 /* max_packet_size 0 means: a full-MTU frame with one VLAN tag. */
@@ -946,15 +905,15 @@ rx_burst_cut (AfpRxQueue * rxq, DqBurst * burst)
     burst->packets = rec->packets;
     burst->memory = DQ_MEMORY_HOST;
     burst->range = rec;
-    counter_add (&rxq->packets, n);
-    counter_add (&rxq->bytes, bytes);
-    counter_add (&rxq->bursts, 1);
-    counter_add (&rxq->truncated, truncated);
+    dq_counter_add (&rxq->packets, n);
+    dq_counter_add (&rxq->bytes, bytes);
+    dq_counter_add (&rxq->bursts, 1);
+    dq_counter_add (&rxq->truncated, truncated);
   } else {
     dq_burst_pool_put (&rxq->recs, rec);
   }
   if (filtered > 0)
-    counter_add (&rxq->drops_filtered, filtered);
+    dq_counter_add (&rxq->drops_filtered, filtered);
   if (rxq->walk_left == 0)
     ring_block_walk_end (rxq);
   return n;
@@ -996,7 +955,7 @@ rx_wait (AfpRxQueue * rxq, gint64 deadline, GError ** error)
   struct epoll_event ev[2];
 
   if (deadline >= 0) {
-    gint64 wait_ns = deadline - mono_now_ns ();
+    gint64 wait_ns = deadline - dq_mono_ns ();
     if (wait_ns <= 0)
       return 0;
     ts = ns_to_timespec (wait_ns);
@@ -1015,7 +974,7 @@ rx_wait (AfpRxQueue * rxq, gint64 deadline, GError ** error)
   gboolean woken = FALSE;
   for (int i = 0; i < r; i++) {
     if (ev[i].data.u32 == 1) {
-      eventfd_drain (rxq->wake_fd);
+      dq_eventfd_drain (rxq->wake_fd);
       woken = TRUE;
     } else if (ev[i].events & EPOLLERR) {
       return rx_socket_error (rxq, error);
@@ -1042,7 +1001,7 @@ afp_rxq_poll (gpointer priv, DqBurst * burst, gint64 timeout_ns, GError ** error
       continue;
     }
     if (!have_deadline) {
-      deadline = timeout_ns < 0 ? -1 : mono_now_ns () + timeout_ns;
+      deadline = timeout_ns < 0 ? -1 : dq_mono_ns () + timeout_ns;
       have_deadline = TRUE;
     }
     int r = rx_wait (rxq, deadline, error);
@@ -1070,7 +1029,7 @@ static void
 afp_rxq_wakeup (gpointer priv)
 {
   AfpRxQueue *rxq = priv;
-  eventfd_signal (rxq->wake_fd);
+  dq_eventfd_signal (rxq->wake_fd);
 }
 
 static void
@@ -1088,11 +1047,11 @@ afp_rxq_stats (gpointer priv, DqRxStats * stats)
   stats->drops_ring_full = rxq->kernel_drops;
   g_mutex_unlock (&rxq->stats_lock);
 
-  stats->packets = counter_get (&rxq->packets);
-  stats->bytes = counter_get (&rxq->bytes);
-  stats->bursts = counter_get (&rxq->bursts);
-  stats->truncated = counter_get (&rxq->truncated);
-  stats->drops_filtered = counter_get (&rxq->drops_filtered);
+  stats->packets = dq_counter_get (&rxq->packets);
+  stats->bytes = dq_counter_get (&rxq->bytes);
+  stats->bursts = dq_counter_get (&rxq->bursts);
+  stats->truncated = dq_counter_get (&rxq->truncated);
+  stats->drops_filtered = dq_counter_get (&rxq->drops_filtered);
 }
 
 static gsize
@@ -1282,7 +1241,7 @@ tx_slots_reclaim (AfpTxQueue * txq)
     txq->in_flight--;
   }
   if (errors > 0)
-    counter_add (&txq->errors, errors);
+    dq_counter_add (&txq->errors, errors);
 }
 
 static struct tpacket2_hdr *
@@ -1331,7 +1290,7 @@ tx_wait (AfpTxQueue * txq, short events, gint64 slice_ns, GError ** error)
     return -1;
   }
   if (pfd[1].revents & POLLIN) {
-    eventfd_drain (txq->wake_fd);
+    dq_eventfd_drain (txq->wake_fd);
     return 0;
   }
   return 1;
@@ -1380,7 +1339,7 @@ afp_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * lengt
     }
     struct tpacket2_hdr *hdr = tx_slot_next (txq);
     if (hdr == NULL) {
-      counter_add (&txq->ring_full_waits, 1);
+      dq_counter_add (&txq->ring_full_waits, 1);
       short events = POLLOUT;
       while (hdr == NULL) {
         if (!tx_kick (txq, error)) {
@@ -1417,12 +1376,12 @@ afp_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * lengt
     if (!tx_kick (txq, failed ? &kick_error : error))
       failed = TRUE;
     g_clear_error (&kick_error);
-    counter_add (&txq->packets, queued);
-    counter_add (&txq->bytes, bytes);
-    counter_add (&txq->bursts, 1);
+    dq_counter_add (&txq->packets, queued);
+    dq_counter_add (&txq->bytes, bytes);
+    dq_counter_add (&txq->bursts, 1);
   }
   if (errors > 0)
-    counter_add (&txq->errors, errors);
+    dq_counter_add (&txq->errors, errors);
   return failed ? -1 : (int) consumed;
 }
 
@@ -1450,7 +1409,7 @@ static void
 afp_txq_wakeup (gpointer priv)
 {
   AfpTxQueue *txq = priv;
-  eventfd_signal (txq->wake_fd);
+  dq_eventfd_signal (txq->wake_fd);
 }
 
 static void
@@ -1458,11 +1417,11 @@ afp_txq_stats (gpointer priv, DqTxStats * stats)
 {
   AfpTxQueue *txq = priv;
 
-  stats->packets = counter_get (&txq->packets);
-  stats->bytes = counter_get (&txq->bytes);
-  stats->bursts = counter_get (&txq->bursts);
-  stats->errors = counter_get (&txq->errors);
-  stats->ring_full_waits = counter_get (&txq->ring_full_waits);
+  stats->packets = dq_counter_get (&txq->packets);
+  stats->bytes = dq_counter_get (&txq->bytes);
+  stats->bursts = dq_counter_get (&txq->bursts);
+  stats->errors = dq_counter_get (&txq->errors);
+  stats->ring_full_waits = dq_counter_get (&txq->ring_full_waits);
 }
 
 const DqEngineOps dq_afpacket_engine = {

@@ -32,6 +32,7 @@
 #include "daqiri-engine.h"
 #include "engines.h"
 #include "burst-pool.h"
+#include "engine-util.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -73,39 +74,11 @@
 /* ---------------------------------------------------------------------------------- */
 /* helpers */
 
-static gint64
-mono_now_ns (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (gint64) ts.tv_sec * G_GINT64_CONSTANT (1000000000) + ts.tv_nsec;
-}
-
-static guint64
-real_now_ns (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_REALTIME, &ts);
-  return (guint64) ts.tv_sec * G_GUINT64_CONSTANT (1000000000) + (guint64) ts.tv_nsec;
-}
-
 static void
 idle_sleep (void)
 {
   struct timespec ts = { 0, DPDK_IDLE_SLEEP_NS };
   nanosleep (&ts, NULL);
-}
-
-static void
-counter_add (guint64 * counter, guint64 value)
-{
-  __atomic_fetch_add (counter, value, __ATOMIC_RELAXED);
-}
-
-static guint64
-counter_get (guint64 * counter)
-{
-  return __atomic_load_n (counter, __ATOMIC_RELAXED);
 }
 
 static gsize
@@ -372,7 +345,7 @@ dpdk_port_close (gpointer priv)
 static guint64
 dpdk_port_time (gpointer priv)
 {
-  return real_now_ns ();
+  return dq_clock_ns (CLOCK_REALTIME);
 }
 
 /* (Re)configures and starts the device with n_rxq RX queues and the one TX queue.
@@ -752,13 +725,13 @@ rx_fill_from_pending (DpdkRxQueue * rxq)
     delivered++;
   }
   if (delivered > 0) {
-    counter_add (&rxq->packets, delivered);
-    counter_add (&rxq->bytes, bytes);
+    dq_counter_add (&rxq->packets, delivered);
+    dq_counter_add (&rxq->bytes, bytes);
   }
   if (truncated > 0)
-    counter_add (&rxq->truncated, truncated);
+    dq_counter_add (&rxq->truncated, truncated);
   if (filtered > 0)
-    counter_add (&rxq->drops_filtered, filtered);
+    dq_counter_add (&rxq->drops_filtered, filtered);
   return full || rxq->fill_n == rxq->burst_packets ||
       rxq->fill_off + rxq->max_packet > rxq->block_size;
 }
@@ -777,7 +750,7 @@ rx_fill_finish (DpdkRxQueue * rxq, DqBurst * burst)
   burst->packets = rec->packets;
   burst->memory = DQ_MEMORY_HOST;
   burst->range = rec;
-  counter_add (&rxq->bursts, 1);
+  dq_counter_add (&rxq->bursts, 1);
   rxq->fill = NULL;
   rxq->fill_n = 0;
   rxq->fill_off = 0;
@@ -804,7 +777,7 @@ dpdk_rxq_poll (gpointer priv, DqBurst * burst, gint64 timeout_ns, GError ** erro
 {
   DpdkRxQueue *rxq = priv;
   DpdkPort *port = rxq->port;
-  gint64 deadline = timeout_ns < 0 ? -1 : mono_now_ns () + timeout_ns;
+  gint64 deadline = timeout_ns < 0 ? -1 : dq_mono_ns () + timeout_ns;
 
   for (;;) {
     gboolean got = FALSE;
@@ -817,9 +790,9 @@ dpdk_rxq_poll (gpointer priv, DqBurst * burst, gint64 timeout_ns, GError ** erro
         rxq->pend_head = 0;
         rxq->pend_n = rte_eth_rx_burst (port->port_id, rxq->qid, rxq->pend, DPDK_RX_BATCH);
         if (rxq->pend_n > 0) {
-          rxq->pend_time = real_now_ns ();
+          rxq->pend_time = dq_clock_ns (CLOCK_REALTIME);
           if (rxq->fill_n == 0)
-            rxq->fill_start = mono_now_ns ();
+            rxq->fill_start = dq_mono_ns ();
         }
       }
       if (rxq->pend_n > 0) {
@@ -832,12 +805,12 @@ dpdk_rxq_poll (gpointer priv, DqBurst * burst, gint64 timeout_ns, GError ** erro
       }
       /* a partial burst waits at most burst-timeout for more packets */
       if (rxq->fill_n > 0 &&
-          (guint64) (mono_now_ns () - rxq->fill_start) >= rxq->burst_timeout_ns) {
+          (guint64) (dq_mono_ns () - rxq->fill_start) >= rxq->burst_timeout_ns) {
         rx_fill_finish (rxq, burst);
         return 1;
       }
     }
-    if (deadline >= 0 && mono_now_ns () >= deadline) {
+    if (deadline >= 0 && dq_mono_ns () >= deadline) {
       if (rxq->fill_n > 0) {
         rx_fill_finish (rxq, burst);
         return 1;
@@ -882,11 +855,11 @@ dpdk_rxq_stats (gpointer priv, DqRxStats * stats)
 {
   DpdkRxQueue *rxq = priv;
 
-  stats->packets = counter_get (&rxq->packets);
-  stats->bytes = counter_get (&rxq->bytes);
-  stats->bursts = counter_get (&rxq->bursts);
-  stats->truncated = counter_get (&rxq->truncated);
-  stats->drops_filtered = counter_get (&rxq->drops_filtered);
+  stats->packets = dq_counter_get (&rxq->packets);
+  stats->bytes = dq_counter_get (&rxq->bytes);
+  stats->bursts = dq_counter_get (&rxq->bursts);
+  stats->truncated = dq_counter_get (&rxq->truncated);
+  stats->drops_filtered = dq_counter_get (&rxq->drops_filtered);
   /* the device counts its drops per port: queue 0 reports them */
   stats->drops_ring_full = rxq->qid == 0 ? port_device_drops (rxq->port) : 0;
 }
@@ -972,7 +945,7 @@ tx_push (DpdkTxQueue * txq, struct rte_mbuf **mbufs, guint n, gboolean * woken)
       break;
     if (r == 0) {
       if (!waited) {
-        counter_add (&txq->ring_full_waits, 1);
+        dq_counter_add (&txq->ring_full_waits, 1);
         waited = TRUE;
       }
       if (g_atomic_int_compare_and_exchange (&txq->wake, 1, 0)) {
@@ -1016,7 +989,7 @@ dpdk_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * leng
     struct rte_mempool *pool = g_atomic_pointer_get (&txq->port->pool);
     if (rte_pktmbuf_alloc_bulk (pool, mbufs, k) != 0) {
       /* every mbuf is in flight: wait for the device to send some */
-      counter_add (&txq->ring_full_waits, 1);
+      dq_counter_add (&txq->ring_full_waits, 1);
       if (g_atomic_int_compare_and_exchange (&txq->wake, 1, 0)) {
         errors += idx[0] - consumed;
         consumed = idx[0];
@@ -1047,12 +1020,12 @@ dpdk_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * leng
   }
 
   if (queued > 0) {
-    counter_add (&txq->packets, queued);
-    counter_add (&txq->bytes, bytes);
-    counter_add (&txq->bursts, 1);
+    dq_counter_add (&txq->packets, queued);
+    dq_counter_add (&txq->bytes, bytes);
+    dq_counter_add (&txq->bursts, 1);
   }
   if (errors > 0)
-    counter_add (&txq->errors, errors);
+    dq_counter_add (&txq->errors, errors);
   (void) error;
   return (int) consumed;
 }
@@ -1064,7 +1037,7 @@ dpdk_txq_flush (gpointer priv, GError ** error)
 {
   DpdkTxQueue *txq = priv;
   DpdkPort *port = txq->port;
-  gint64 deadline = mono_now_ns () + DPDK_TX_FLUSH_TIMEOUT_NS;
+  gint64 deadline = dq_mono_ns () + DPDK_TX_FLUSH_TIMEOUT_NS;
 
   for (;;) {
     g_mutex_lock (&port->tx_lock);
@@ -1074,7 +1047,7 @@ dpdk_txq_flush (gpointer priv, GError ** error)
       return TRUE;              /* nothing left in flight, or the device cannot tell */
     if (g_atomic_int_compare_and_exchange (&txq->wake, 1, 0))
       return FALSE;
-    if (mono_now_ns () >= deadline) {
+    if (dq_mono_ns () >= deadline) {
       g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "%s: the device did not finish sending "
           "within 1 s", port->what);
       return FALSE;
@@ -1095,11 +1068,11 @@ dpdk_txq_stats (gpointer priv, DqTxStats * stats)
 {
   DpdkTxQueue *txq = priv;
 
-  stats->packets = counter_get (&txq->packets);
-  stats->bytes = counter_get (&txq->bytes);
-  stats->bursts = counter_get (&txq->bursts);
-  stats->errors = counter_get (&txq->errors);
-  stats->ring_full_waits = counter_get (&txq->ring_full_waits);
+  stats->packets = dq_counter_get (&txq->packets);
+  stats->bytes = dq_counter_get (&txq->bytes);
+  stats->bursts = dq_counter_get (&txq->bursts);
+  stats->errors = dq_counter_get (&txq->errors);
+  stats->ring_full_waits = dq_counter_get (&txq->ring_full_waits);
 }
 
 const DqEngineOps dq_dpdk_engine = {

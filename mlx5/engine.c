@@ -18,6 +18,7 @@
  */
 #include "mlx5-engine.h"
 #include "burst-pool.h"
+#include "engine-util.h"
 
 #include "mlx5-dma.h"
 #include "mlx5-mem.h"
@@ -53,34 +54,6 @@
 /* ---------------------------------------------------------------------------------- */
 /* helpers */
 
-static gint64
-mono_now_ns (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (gint64) ts.tv_sec * G_GINT64_CONSTANT (1000000000) + ts.tv_nsec;
-}
-
-static void
-eventfd_signal (int fd)
-{
-  guint64 one = 1;
-  ssize_t r;
-  do
-    r = write (fd, &one, sizeof one);
-  while (r < 0 && errno == EINTR);
-}
-
-static void
-eventfd_drain (int fd)
-{
-  guint64 value;
-  ssize_t r;
-  do
-    r = read (fd, &value, sizeof value);
-  while (r < 0 && errno == EINTR);
-}
-
 /* Sleeps up to `ns` or until the eventfd is signalled (then drained): TRUE if woken. */
 static gboolean
 wait_on (int fd, gint64 ns)
@@ -88,7 +61,7 @@ wait_on (int fd, gint64 ns)
   struct pollfd pfd = {.fd = fd,.events = POLLIN };
   struct timespec ts = {.tv_sec = ns / 1000000000,.tv_nsec = ns % 1000000000 };
   if (ppoll (&pfd, 1, &ts, NULL) > 0 && (pfd.revents & POLLIN)) {
-    eventfd_drain (fd);
+    dq_eventfd_drain (fd);
     return TRUE;
   }
   return FALSE;
@@ -433,7 +406,7 @@ eng_rxq_create (gpointer port_priv, const DqRxConfig * config, GError ** error)
     goto fail;
   if (!rx_group_join (rxq, config, error))
     goto fail;
-  rxq->clock_refresh_at = mono_now_ns () + CLOCK_REFRESH_NS;
+  rxq->clock_refresh_at = dq_mono_ns () + CLOCK_REFRESH_NS;
   rxq->backoff = 1;
   return rxq;
 
@@ -482,7 +455,7 @@ eng_rxq_poll (gpointer priv, DqBurst * burst, gint64 timeout_ns, GError ** error
    * whenever the CQ is empty: at millions of packets a second a clock_gettime() per
    * poll cost as much as reading the CQEs. Timeouts are checked against it when
    * nothing comes, so they keep their meaning. */
-  gint64 now = mono_now_ns ();
+  gint64 now = dq_mono_ns ();
 
   for (;;) {
     /* a fresh snapshot before converting timestamps (it is only good for seconds) */
@@ -510,12 +483,12 @@ eng_rxq_poll (gpointer priv, DqBurst * burst, gint64 timeout_ns, GError ** error
       spun = 0;
       if (++flowing == CLOCK_READ_POLLS) {
         flowing = 0;
-        now = mono_now_ns ();
+        now = dq_mono_ns ();
       }
       continue;
     }
     flowing = 0;
-    now = mono_now_ns ();
+    now = dq_mono_ns ();
     if (timeout_ns == 0)
       return 0;
     if (deadline < 0 && timeout_ns > 0)
@@ -545,7 +518,7 @@ eng_rxq_poll (gpointer priv, DqBurst * burst, gint64 timeout_ns, GError ** error
     if (slice > 0 && wait_on (rxq->wake_fd, slice))
       return 0;
     sleep_ns = MIN (sleep_ns * 2, SLEEP_MAX_NS);
-    now = mono_now_ns ();
+    now = dq_mono_ns ();
   }
 }
 
@@ -567,7 +540,7 @@ static void
 eng_rxq_wakeup (gpointer priv)
 {
   Mlx5EngRxq *rxq = priv;
-  eventfd_signal (rxq->wake_fd);
+  dq_eventfd_signal (rxq->wake_fd);
 }
 
 static void
@@ -781,7 +754,7 @@ eng_txq_acquire (gpointer priv, guint max_frames, guint frame_size, DqTxSlots * 
 {
   Mlx5EngTxq *txq = priv;
   guint slot_size = 1u << txq->log_slot_size;
-  gint64 deadline = timeout_ns >= 0 ? mono_now_ns () + timeout_ns : -1;
+  gint64 deadline = timeout_ns >= 0 ? dq_mono_ns () + timeout_ns : -1;
   gint64 sleep_ns = SLEEP_MIN_NS;
   guint spins = 0;
 
@@ -815,7 +788,7 @@ eng_txq_acquire (gpointer priv, guint max_frames, guint frame_size, DqTxSlots * 
       slots->token = txq;
       return 1;
     }
-    if (deadline >= 0 && mono_now_ns () >= deadline)
+    if (deadline >= 0 && dq_mono_ns () >= deadline)
       return 0;
     if (spins == 0)
       MLX5_COUNTER_ADD (txq->ring_full_waits, 1);
@@ -826,7 +799,7 @@ eng_txq_acquire (gpointer priv, guint max_frames, guint frame_size, DqTxSlots * 
     }
     gint64 slice = sleep_ns;
     if (deadline >= 0)
-      slice = MIN (slice, MAX (deadline - mono_now_ns (), 1));
+      slice = MIN (slice, MAX (deadline - dq_mono_ns (), 1));
     if (wait_on (txq->wake_fd, slice))
       return 0;
     sleep_ns = MIN (sleep_ns * 2, SLEEP_MAX_NS);
@@ -918,7 +891,7 @@ static void
 eng_txq_wakeup (gpointer priv)
 {
   Mlx5EngTxq *txq = priv;
-  eventfd_signal (txq->wake_fd);
+  dq_eventfd_signal (txq->wake_fd);
 }
 
 static void

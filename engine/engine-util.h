@@ -1,0 +1,64 @@
+/* Small helpers the engines share: clocks in nanoseconds, statistics counters that one
+ * thread adds to while any other reads them, eventfd wakeups. Internal to the engines (not
+ * installed). */
+#ifndef DAQIRI_ENGINE_UTIL_H
+#define DAQIRI_ENGINE_UTIL_H
+
+#include <glib.h>
+#include <errno.h>
+#include <time.h>
+#include <unistd.h>
+
+G_BEGIN_DECLS
+
+static inline guint64
+dq_clock_ns (clockid_t clock)
+{
+  struct timespec ts;
+  clock_gettime (clock, &ts);
+  return (guint64) ts.tv_sec * G_GUINT64_CONSTANT (1000000000) + (guint64) ts.tv_nsec;
+}
+
+/* CLOCK_MONOTONIC, signed: deadlines and differences */
+static inline gint64
+dq_mono_ns (void)
+{
+  return (gint64) dq_clock_ns (CLOCK_MONOTONIC);
+}
+
+static inline void
+dq_counter_add (guint64 *counter, guint64 value)
+{
+  __atomic_fetch_add (counter, value, __ATOMIC_RELAXED);
+}
+
+static inline guint64
+dq_counter_get (guint64 *counter)
+{
+  return __atomic_load_n (counter, __ATOMIC_RELAXED);
+}
+
+/* Wakes a waiter on an eventfd (its counter + 1), and takes the wakeups back. */
+static inline void
+dq_eventfd_signal (int fd)
+{
+  guint64 one = 1;
+  ssize_t r;
+  do
+    r = write (fd, &one, sizeof one);
+  while (r < 0 && errno == EINTR);
+}
+
+static inline void
+dq_eventfd_drain (int fd)
+{
+  guint64 value;
+  ssize_t r;
+  do
+    r = read (fd, &value, sizeof value);
+  while (r < 0 && errno == EINTR);
+}
+
+G_END_DECLS
+
+#endif
