@@ -132,6 +132,32 @@ txq_or_fail (DqPort * port)
   return q;
 }
 
+/* A net_ring0 port with one RX queue (the given geometry) and the TX queue. */
+typedef struct {
+  DqPort *port;
+  DqRxQueue *rxq;
+  DqTxQueue *txq;
+} Ring;
+
+static Ring
+ring_open (guint burst_packets, guint64 timeout_ns, gsize ring_bytes)
+{
+  Ring r;
+  r.port = open_or_fail ("dpdk:net_ring0");
+  DqRxConfig rc = rx_config (burst_packets, timeout_ns, ring_bytes);
+  r.rxq = rxq_or_fail (r.port, &rc);
+  r.txq = txq_or_fail (r.port);
+  return r;
+}
+
+static void
+ring_close (Ring * r)
+{
+  dq_txq_destroy (r->txq);
+  dq_rxq_destroy (r->rxq);
+  dq_port_unref (r->port);
+}
+
 typedef struct {
   DqTxQueue *txq;
   guint32 first, n;
@@ -353,10 +379,8 @@ test_ring_flows (void)
 static void
 test_ring_burst_timeout (void)
 {
-  DqPort *port = open_or_fail ("dpdk:net_ring0");
-  DqRxConfig rc = rx_config (256, 5 * MS, 0);
-  DqRxQueue *rxq = rxq_or_fail (port, &rc);
-  DqTxQueue *txq = txq_or_fail (port);
+  Ring ring = ring_open (256, 5 * MS, 0);
+  DqRxQueue *rxq = ring.rxq;
   GError *error = NULL;
   DqBurst b;
 
@@ -366,7 +390,7 @@ test_ring_burst_timeout (void)
   g_assert_cmpint (waited, >=, 30000);
   g_assert_cmpint (waited, <, 1000000);
 
-  Sender s = { .txq = txq, .first = 0, .n = 5, .chunk = 5 };
+  Sender s = { .txq = ring.txq, .first = 0, .n = 5, .chunk = 5 };
   sender_run (&s);
   g_assert_cmpint (s.consumed, ==, 5);
   t0 = g_get_monotonic_time ();
@@ -379,10 +403,7 @@ test_ring_burst_timeout (void)
   check_burst (&c, &b);
   assert_clean (&c, 5);
   dq_rxq_release (rxq, &b);
-
-  dq_txq_destroy (txq);
-  dq_rxq_destroy (rxq);
-  dq_port_unref (port);
+  ring_close (&ring);
 }
 
 /* A reader that holds every burst: the ring fills, polling stops, the net_ring device
@@ -460,16 +481,14 @@ poller_run (gpointer data)
 static void
 test_ring_wakeups (void)
 {
-  DqPort *port = open_or_fail ("dpdk:net_ring0");
-  DqRxConfig rc = rx_config (32, 1 * MS, 2 * 49152);
-  DqRxQueue *rxq = rxq_or_fail (port, &rc);
-  DqTxQueue *txq = txq_or_fail (port);
+  Ring ring = ring_open (32, 1 * MS, 2 * 49152);
+  DqTxQueue *txq = ring.txq;
 
-  Poller p = { .rxq = rxq, .result = 99 };
+  Poller p = { .rxq = ring.rxq, .result = 99 };
   GThread *th = g_thread_new ("poller", poller_run, &p);
   g_usleep (20000);
   gint64 t0 = g_get_monotonic_time ();
-  dq_rxq_wakeup (rxq);
+  dq_rxq_wakeup (ring.rxq);
   g_thread_join (th);
   g_assert_cmpint (p.result, ==, 0);
   g_assert_cmpint (g_get_monotonic_time () - t0, <, 200000);
@@ -486,20 +505,14 @@ test_ring_wakeups (void)
   dq_txq_stats (txq, &ts);
   g_assert_cmpuint (ts.packets, ==, (guint64) s.consumed);
   g_assert_cmpuint (ts.ring_full_waits, >, 0);
-
-  dq_txq_destroy (txq);
-  dq_rxq_destroy (rxq);
-  dq_port_unref (port);
+  ring_close (&ring);
 }
 
 /* Frames the device cannot take are refused and counted, the good ones sent. */
 static void
 test_ring_bad_frames (void)
 {
-  DqPort *port = open_or_fail ("dpdk:net_ring0");
-  DqRxConfig rc = rx_config (32, 1 * MS, 0);
-  DqRxQueue *rxq = rxq_or_fail (port, &rc);
-  DqTxQueue *txq = txq_or_fail (port);
+  Ring ring = ring_open (32, 1 * MS, 0);
   guint8 good[3][FRAME_MAX], big[4000] = { 0 }, tiny[10] = { 0 };
   const guint8 *frames[5] = { tiny, good[0], big, good[1], good[2] };
   guint32 lens[5] = { 10, 0, 4000, 0, 0 };
@@ -509,19 +522,16 @@ test_ring_bad_frames (void)
     frame_build (good[i], i, lens[idx]);
   }
   GError *error = NULL;
-  g_assert_cmpint (dq_txq_send (txq, frames, lens, 5, &error), ==, 5);
+  g_assert_cmpint (dq_txq_send (ring.txq, frames, lens, 5, &error), ==, 5);
   g_assert_no_error (error);
   Check c = { 0 };
-  receive (rxq, &c, 3, 200);
+  receive (ring.rxq, &c, 3, 200);
   assert_clean (&c, 3);
   DqTxStats ts;
-  dq_txq_stats (txq, &ts);
+  dq_txq_stats (ring.txq, &ts);
   g_assert_cmpuint (ts.packets, ==, 3);
   g_assert_cmpuint (ts.errors, ==, 2);
-
-  dq_txq_destroy (txq);
-  dq_rxq_destroy (rxq);
-  dq_port_unref (port);
+  ring_close (&ring);
 }
 
 static void
