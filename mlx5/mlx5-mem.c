@@ -36,6 +36,15 @@ mlx5_mem_map (gsize size)
 {
   if (size == 0)
     return NULL;
+  /* reserved huge pages (vm.nr_hugepages) when enough are free: fewer TLB misses, for the
+   * CPU and for the NIC's translation; they are reserved at mmap time, so a later fault
+   * never fails. Otherwise plain pages, with transparent huge pages asked for. */
+  if (size % HUGE_PAGE == 0) {
+    void *huge = mmap (NULL, size, PROT_READ | PROT_WRITE,
+        MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+    if (huge != MAP_FAILED)
+      return huge;
+  }
   void *mem = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED)
     return NULL;

@@ -11,8 +11,9 @@ G_BEGIN_DECLS
 gpointer mlx5_mem_alloc (gsize size, gsize align);
 void mlx5_mem_free (gpointer mem);
 
-/* Page-aligned zeroed anonymous mapping for packet buffers (pages are touched lazily;
- * transparent huge pages are asked for when the size allows). */
+/* Page-aligned zeroed anonymous mapping for packet buffers: reserved 2 MiB huge pages
+ * when the size is a multiple of 2 MiB and enough are free (vm.nr_hugepages), else plain
+ * pages touched lazily, with transparent huge pages asked for. */
 gpointer mlx5_mem_map (gsize size);
 void mlx5_mem_unmap (gpointer mem, gsize size);
 

@@ -6,8 +6,11 @@
  */
 #include "rx.h"
 #include "mlx5-dma.h"
+#include "mlx5-mem.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------------------------- */
 /* a device played by the test */
@@ -712,10 +715,90 @@ test_real_time_ts (void)
   mlx5_rxq_free (q);
 }
 
+/* The kernel page size of the mapping that holds addr, from /proc/self/smaps (0: unknown).
+ * A mapping starts with a line "LO-HI PERMS ..."; its fields follow, KernelPageSize among
+ * them. */
+static guint
+smaps_page_kib (gpointer addr)
+{
+  gchar *text = NULL;
+  guint kib = 0;
+  if (!g_file_get_contents ("/proc/self/smaps", &text, NULL, NULL))
+    return 0;
+  gchar **lines = g_strsplit (text, "\n", -1);
+  gboolean inside = FALSE;
+  const guint64 a = (guint64) (gsize) addr;
+  for (gchar **l = lines; *l != NULL && kib == 0; l++) {
+    guint64 lo, hi;
+    char perms[8];
+    if (g_ascii_isxdigit ((*l)[0]) && sscanf (*l, "%" G_GINT64_MODIFIER "x-%"
+            G_GINT64_MODIFIER "x %7s", &lo, &hi, perms) == 3)
+      inside = a >= lo && a < hi;
+    else if (inside && sscanf (*l, "KernelPageSize: %u kB", &kib) != 1)
+      kib = 0;
+  }
+  g_strfreev (lines);
+  g_free (text);
+  return kib;
+}
+
+/* Writes a /proc/sys value (g_file_set_contents would try a temporary file there). */
+static gboolean
+sysctl_write (const char *path, const char *value)
+{
+  FILE *f = fopen (path, "w");
+  if (f == NULL)
+    return FALSE;
+  gboolean ok = fputs (value, f) >= 0;
+  return fclose (f) == 0 && ok;
+}
+
+/* Packet buffers on reserved huge pages when there are enough, plain pages otherwise. As
+ * root the test reserves 40 pages for itself and gives them back. */
+static void
+test_huge_pages (void)
+{
+  const gsize size = (gsize) 64 << 20;
+  const char *knob = "/proc/sys/vm/nr_hugepages";
+  gchar *old = NULL;
+  /* no huge pages reserved for us: plain pages */
+  gpointer plain = mlx5_mem_map (size + 4096);
+  g_assert_nonnull (plain);
+  g_assert_cmpuint (smaps_page_kib (plain), ==, 4);
+  mlx5_mem_unmap (plain, size + 4096);
+
+  if (geteuid () != 0 || !g_file_get_contents (knob, &old, NULL, NULL)) {
+    g_test_skip ("needs root to reserve huge pages");
+    return;
+  }
+  guint before = (guint) g_ascii_strtoull (old, NULL, 10);
+  gchar *want = g_strdup_printf ("%u", before + 40);
+  gboolean set = sysctl_write (knob, want);
+  g_free (want);
+  gchar *now = NULL;
+  guint reserved = 0;
+  if (set && g_file_get_contents (knob, &now, NULL, NULL))
+    reserved = (guint) g_ascii_strtoull (now, NULL, 10) - before;
+  g_free (now);
+  if (reserved >= 32) {
+    gpointer huge = mlx5_mem_map (size);
+    g_assert_nonnull (huge);
+    g_assert_cmpuint (smaps_page_kib (huge), ==, 2048);
+    memset (huge, 0x5a, size);          /* every page is there: reserved at mmap */
+    g_assert_cmpuint (((guint8 *) huge)[size - 1], ==, 0x5a);
+    mlx5_mem_unmap (huge, size);
+  }
+  g_assert_true (sysctl_write (knob, old));
+  g_free (old);
+  if (reserved < 32)
+    g_test_skip ("the kernel reserved fewer than 32 huge pages");
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/mlx5/rx/huge-pages", test_huge_pages);
   g_test_add_func ("/mlx5/rx/geometry", test_geometry);
   g_test_add_func ("/mlx5/rx/post-and-poll", test_post_and_poll);
   g_test_add_func ("/mlx5/rx/csum-flags", test_csum_flags);
