@@ -22,9 +22,14 @@
  *
  * Time: the descriptors handed to the engine carry the PTS of the burst they arrived in instead
  * of the port timestamp, so a batch's first_timestamp is the PTS of the burst holding its first
- * packet; that is the frame's PTS. The timeout is measured on the same clock: when a burst's PTS is
- * more than `timeout` after the oldest open batch's, that batch is flushed (flag FLUSHED). It is
- * data-driven (checked per burst); EOS flushes everything.
+ * packet; that is the frame's PTS. The timeout is measured on the same clock (running time):
+ * the oldest open batch is flushed (flag FLUSHED) once its first burst's PTS is more than
+ * `timeout` behind either the PTS of a newer burst (checked per burst, so a replayed or
+ * offline stream times out the same way) or, in PLAYING, the pipeline clock: a timer thread
+ * flushes it once the clock is `timeout` past the moment that first burst arrived (its PTS
+ * mapped to the clock by the running time at which the latest burst arrived), so a stream
+ * that stops does not leave its last batch waiting for EOS.
+ * EOS flushes everything.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -112,6 +117,18 @@ struct _GstDaqiriReorder
   DqReorderPacket *scratch;
   guint scratch_len;
   guint frames_held;            /* frames given to the context and not yet back */
+  DqReorderWindow window;       /* after the last engine call */
+
+  /* the timeout timer: flushes the oldest open batch when the pipeline clock passes
+   * t_deadline (running time; NONE when no batch is open), taking the stream lock */
+  guint64 run_timeout;
+  GThread *timer;
+  GMutex t_lock;
+  GCond t_cond;
+  gboolean t_stop;
+  GstClockTime t_deadline;
+  gint64 clock_offset;          /* running time - PTS when the latest burst arrived */
+  gboolean have_offset;
 
   /* counters (object lock) */
   guint64 st_batches, st_complete, st_flushed, st_pushed, st_missing, st_duplicates, st_late,
@@ -543,6 +560,7 @@ start_engine (GstDaqiriReorder * self)
   GST_OBJECT_LOCK (self);
   self->run_cfg = self->cfg;
   self->run_memory = self->memory;
+  self->run_timeout = self->timeout;
   GstVideoFormat video_format = self->video_format;
   guint width = self->width, height = self->height;
   gint fps_n = self->fps_n, fps_d = self->fps_d;
@@ -635,6 +653,7 @@ ensure_caps (GstDaqiriReorder * self)
 static void
 account (GstDaqiriReorder * self, const DqReorderCompletion * c)
 {
+  self->window = c->window;
   GST_OBJECT_LOCK (self);
   self->st_packets = c->stats.packets;
   self->st_duplicates = c->stats.duplicates;
@@ -684,6 +703,118 @@ copy_to_cuda_video (GstDaqiriReorder * self, FrameSlot * slot, GstBuffer ** out)
 }
 #endif
 
+/* ---- the timeout timer ---- */
+
+/* The deadline of the oldest open batch after a completion (under the stream lock). */
+static void
+timer_set (GstDaqiriReorder * self, const DqReorderWindow * w)
+{
+  GstClockTime deadline = GST_CLOCK_TIME_NONE;
+  if (self->run_timeout && self->have_offset && w->open &&
+      GST_CLOCK_TIME_IS_VALID (w->oldest_first_timestamp) &&
+      w->oldest_first_timestamp <= G_MAXINT64 - self->run_timeout) {
+    gint64 d = (gint64) (w->oldest_first_timestamp + self->run_timeout);
+    d = self->clock_offset > 0 && d > G_MAXINT64 - self->clock_offset ? G_MAXINT64 :
+        d + self->clock_offset;
+    deadline = (GstClockTime) MAX (d, 0);
+  }
+  g_mutex_lock (&self->t_lock);
+  if (deadline != self->t_deadline) {
+    self->t_deadline = deadline;
+    g_cond_signal (&self->t_cond);
+  }
+  g_mutex_unlock (&self->t_lock);
+}
+
+/* The pipeline clock's running time, NONE unless PLAYING with a clock. */
+static GstClockTime
+running_time_now (GstDaqiriReorder * self)
+{
+  GstClockTime now = GST_CLOCK_TIME_NONE;
+  GST_OBJECT_LOCK (self);
+  GstClock *clock = GST_ELEMENT_CLOCK (self) ? gst_object_ref (GST_ELEMENT_CLOCK (self)) : NULL;
+  gboolean playing = GST_STATE (self) == GST_STATE_PLAYING;
+  GstClockTime base = GST_ELEMENT_CAST (self)->base_time;
+  GST_OBJECT_UNLOCK (self);
+  if (clock) {
+    GstClockTime t = gst_clock_get_time (clock);
+    if (playing && GST_CLOCK_TIME_IS_VALID (t) && t >= base)
+      now = t - base;
+    gst_object_unref (clock);
+  }
+  return now;
+}
+
+static GstFlowReturn flush_expired (GstDaqiriReorder * self, GstClockTime now,
+    DqReorderWindow w);
+
+static gpointer
+timer_run (gpointer data)
+{
+  GstDaqiriReorder *self = data;
+  g_mutex_lock (&self->t_lock);
+  while (!self->t_stop) {
+    if (!GST_CLOCK_TIME_IS_VALID (self->t_deadline)) {
+      g_cond_wait (&self->t_cond, &self->t_lock);
+      continue;
+    }
+    GstClockTime deadline = self->t_deadline;
+    g_mutex_unlock (&self->t_lock);
+    GstClockTime now = running_time_now (self);
+    if (!GST_CLOCK_TIME_IS_VALID (now) || now <= deadline) {
+      /* look again when it may be due, at least every 10 ms (the clock may be paused,
+       * replaced, or not run in step with the monotonic clock) */
+      gint64 wait_us = GST_CLOCK_TIME_IS_VALID (now) ?
+          (gint64) MIN ((deadline - now) / 1000 + 1, 10000) : 10000;
+      g_mutex_lock (&self->t_lock);
+      if (!self->t_stop && self->t_deadline == deadline)
+        g_cond_wait_until (&self->t_cond, &self->t_lock, g_get_monotonic_time () + wait_us);
+      continue;
+    }
+    GST_PAD_STREAM_LOCK (self->sinkpad);
+    /* the clock's now, in the PTS domain of the bursts */
+    GstClockTime clock_now = running_time_now (self);
+    if (engine_running (self) && self->have_offset && GST_CLOCK_TIME_IS_VALID (clock_now)) {
+      gint64 pts_now = (gint64) clock_now - self->clock_offset;
+      cuda_enter (self);
+      if (pts_now > 0)
+        flush_expired (self, (GstClockTime) pts_now, self->window);
+      cuda_leave (self);
+    }
+    GST_PAD_STREAM_UNLOCK (self->sinkpad);
+    g_mutex_lock (&self->t_lock);
+    /* nothing was due after all (a burst moved the offset): look again in a while */
+    if (!self->t_stop && self->t_deadline == deadline)
+      g_cond_wait_until (&self->t_cond, &self->t_lock, g_get_monotonic_time () + 1000);
+  }
+  g_mutex_unlock (&self->t_lock);
+  return NULL;
+}
+
+static void
+timer_start (GstDaqiriReorder * self)
+{
+  self->t_stop = FALSE;
+  self->t_deadline = GST_CLOCK_TIME_NONE;
+  self->have_offset = FALSE;
+  if (self->run_timeout)
+    self->timer = g_thread_new ("daqirireorder-timeout", timer_run, self);
+}
+
+/* With the pads deactivated (no push in flight can block). */
+static void
+timer_stop (GstDaqiriReorder * self)
+{
+  if (!self->timer)
+    return;
+  g_mutex_lock (&self->t_lock);
+  self->t_stop = TRUE;
+  g_cond_signal (&self->t_cond);
+  g_mutex_unlock (&self->t_lock);
+  g_thread_join (self->timer);
+  self->timer = NULL;
+}
+
 /* Pushes the batches of one completion, frees released frames. */
 static GstFlowReturn
 handle_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
@@ -691,6 +822,7 @@ handle_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
   GstFlowReturn ret = GST_FLOW_OK;
 
   account (self, c);
+  timer_set (self, &c->window);
 
   for (guint i = 0; i < c->n_released; i++) {
     slot_free (c->released[i].user);
@@ -799,6 +931,13 @@ chain_burst (GstDaqiriReorder * self, GstBuffer * buf)
     self->scratch_len = n;
   }
   GstClockTime pts = GST_BUFFER_PTS (buf);
+  if (self->run_timeout && GST_CLOCK_TIME_IS_VALID (pts)) {
+    GstClockTime now = running_time_now (self);
+    self->have_offset = GST_CLOCK_TIME_IS_VALID (now) && now <= G_MAXINT64 &&
+        pts <= G_MAXINT64;
+    if (self->have_offset)
+      self->clock_offset = (gint64) now - (gint64) pts;
+  }
   for (guint i = 0; i < n; i++) {
     memcpy (&self->scratch[i], &meta->packets[i], sizeof (DqReorderPacket));
     self->scratch[i].timestamp = pts;
@@ -828,15 +967,22 @@ chain_burst (GstDaqiriReorder * self, GstBuffer * buf)
   gst_buffer_unmap (buf, &map);
   gst_buffer_unref (buf);
   ret = handle_completion (self, &c);
+  if (ret == GST_FLOW_OK)
+    ret = flush_expired (self, pts, c.window);
+  return ret;
+}
 
-  /* timeout: flush the oldest open batch while its first burst is too old */
-  GST_OBJECT_LOCK (self);
-  guint64 timeout = self->timeout;
-  GST_OBJECT_UNLOCK (self);
-  DqReorderWindow w = c.window;
-  while (ret == GST_FLOW_OK && timeout && GST_CLOCK_TIME_IS_VALID (pts) && w.open
+/* Timeout: flushes the oldest open batch while its first burst is more than `timeout`
+ * behind `now` (a running time). Under the stream lock. */
+static GstFlowReturn
+flush_expired (GstDaqiriReorder * self, GstClockTime now, DqReorderWindow w)
+{
+  GstFlowReturn ret = GST_FLOW_OK;
+  const guint64 timeout = self->run_timeout;
+  while (ret == GST_FLOW_OK && timeout && GST_CLOCK_TIME_IS_VALID (now) && w.open
       && GST_CLOCK_TIME_IS_VALID (w.oldest_first_timestamp)
-      && pts > w.oldest_first_timestamp && pts - w.oldest_first_timestamp > timeout) {
+      && now > w.oldest_first_timestamp && now - w.oldest_first_timestamp > timeout) {
+    DqReorderCompletion c;
     if (engine_flush (self, DQ_FLUSH_OLDEST, &c) != 0) {
       GST_ELEMENT_ERROR (self, STREAM, FAILED, ("reorder flush failed"), (NULL));
       return GST_FLOW_ERROR;
@@ -869,6 +1015,7 @@ gst_daqiri_reorder_sink_event (GstPad * pad, GstObject * parent, GstEvent * even
       cuda_enter (self);
       if (engine_running (self) && engine_flush (self, DQ_FLUSH_RESET, &c) == 0) {
         account (self, &c);
+        timer_set (self, &c.window);
         for (guint i = 0; i < c.n_released; i++)
           slot_free (c.released[i].user);
         for (guint i = 0; i < c.n_batches; i++)
@@ -935,13 +1082,18 @@ gst_daqiri_reorder_change_state (GstElement * element, GstStateChange transition
   GstDaqiriReorder *self = GST_DAQIRI_REORDER (element);
   GstStateChangeReturn ret;
 
-  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED && !start_engine (self)) {
-    stop_engine (self);
-    return GST_STATE_CHANGE_FAILURE;
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
+    if (!start_engine (self)) {
+      stop_engine (self);
+      return GST_STATE_CHANGE_FAILURE;
+    }
+    timer_start (self);
   }
   ret = GST_ELEMENT_CLASS (gst_daqiri_reorder_parent_class)->change_state (element, transition);
-  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
+    timer_stop (self);
     stop_engine (self);
+  }
   return ret;
 }
 
@@ -1108,7 +1260,10 @@ static void
 gst_daqiri_reorder_finalize (GObject * object)
 {
   GstDaqiriReorder *self = GST_DAQIRI_REORDER (object);
+  timer_stop (self);
   stop_engine (self);
+  g_mutex_clear (&self->t_lock);
+  g_cond_clear (&self->t_cond);
   G_OBJECT_CLASS (gst_daqiri_reorder_parent_class)->finalize (object);
 }
 
@@ -1118,6 +1273,8 @@ gst_daqiri_reorder_init (GstDaqiriReorder * self)
   dq_reorder_config_init (&self->cfg);
   self->video_format = GST_VIDEO_FORMAT_UNKNOWN;
   self->fps_d = 1;
+  g_mutex_init (&self->t_lock);
+  g_cond_init (&self->t_cond);
   self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
   gst_pad_set_chain_function (self->sinkpad, gst_daqiri_reorder_chain);
   gst_pad_set_event_function (self->sinkpad, gst_daqiri_reorder_sink_event);
@@ -1190,8 +1347,9 @@ gst_daqiri_reorder_class_init (GstDaqiriReorderClass * klass)
           0, DQ_REORDER_MAX_WINDOW, d.window, RW_READY));
   g_object_class_install_property (gobject_class, PROP_TIMEOUT,
       g_param_spec_uint64 ("timeout", "Timeout",
-          "Flush (flagged) a partial batch whose first burst's PTS is older than this many ns "
-          "behind the newest burst; 0: never", 0, G_MAXUINT64, 0, RW_READY));
+          "Flush (flag FLUSHED) the oldest partial batch once its first burst's PTS is more "
+          "than this many ns behind a newer burst's PTS or, in PLAYING, the clock's running "
+          "time; 0: never", 0, G_MAXUINT64, 0, RW_READY));
   g_object_class_install_property (gobject_class, PROP_MEMORY,
       g_param_spec_enum ("memory", "Memory",
           "Where frames are made: system (CPU twin of the kernels) or cuda (GPU kernels, "

@@ -377,6 +377,8 @@ GST_END_TEST;
 GST_START_TEST (test_reorder_timeout)
 {
   GstHarness *h = gst_harness_new_parse (REORDER_B " timeout=1500");
+  /* a clock that stands still: only the PTS of newer bursts time batches out here */
+  gst_harness_use_testclock (h);
   gst_harness_set_src_caps_str (h, "application/x-daqiri-packets");
   const P a[] = { {0}, {2} };
   fail_unless_equals_int (gst_harness_push (h, burst (a, 2, 0)), GST_FLOW_OK);
@@ -398,6 +400,42 @@ GST_START_TEST (test_reorder_timeout)
   fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 1000);
   gst_buffer_unref (out);
   fail_unless_equals_uint64 (stat (h, "flushed"), 2);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* In PLAYING the clock times batches out too: a stream that stops does not leave its last
+ * batch waiting. The test clock stands at 10 s when the burst (PTS 3 s) arrives; the batch
+ * is flushed once the clock is 20 ms past that, and not before. */
+GST_START_TEST (test_reorder_timeout_clock)
+{
+  GstHarness *h = gst_harness_new_parse (REORDER_B " timeout=20000000");
+  gst_harness_use_testclock (h);
+  GstTestClock *clock = gst_harness_get_testclock (h);
+  gst_test_clock_set_time (clock, 10 * GST_SECOND);
+  gst_harness_set_src_caps_str (h, "application/x-daqiri-packets");
+  const P a[] = { {0}, {2}, {3} };
+  fail_unless_equals_int (gst_harness_push (h, burst (a, 3, 3 * GST_SECOND)), GST_FLOW_OK);
+  g_usleep (50000);
+  fail_unless_equals_int (gst_harness_buffers_received (h), 0);
+  gst_test_clock_advance_time (clock, 19 * GST_MSECOND);
+  g_usleep (50000);
+  fail_unless_equals_int (gst_harness_buffers_received (h), 0);
+  gst_test_clock_advance_time (clock, 2 * GST_MSECOND);
+  GstBuffer *out = NULL;
+  for (int i = 0; i < 500 && out == NULL; i++) {
+    out = gst_harness_try_pull (h);
+    if (out == NULL)
+      g_usleep (2000);
+  }
+  fail_unless (out != NULL, "the batch was not flushed by the clock");
+  expect_frame (out, 0, 0xd);
+  assert_frame_meta (out, 0, 3, 1, 0, 0, 0, F_FLUSHED);
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 3 * GST_SECOND);
+  gst_buffer_unref (out);
+  fail_unless_equals_uint64 (stat (h, "flushed"), 1);
+  gst_object_unref (clock);
   gst_harness_teardown (h);
 }
 
@@ -751,6 +789,7 @@ reorder_suite (void)
   tcase_add_test (tc, test_reorder_losses);
   tcase_add_test (tc, test_reorder_video);
   tcase_add_test (tc, test_reorder_timeout);
+  tcase_add_test (tc, test_reorder_timeout_clock);
   tcase_add_test (tc, test_reorder_malformed);
   tcase_add_test (tc, test_reorder_flush);
   tcase_add_test (tc, test_convert_int16_fp32);
