@@ -7,6 +7,9 @@
  *   udpsrc     `udpsrc port=5004 ! fakesink`, the kernel's UDP stack and GStreamer
  *   bare       a bare TPACKET_V3 loop with daqiri's default ring geometry that reads each
  *              packet header and releases each block: the floor
+ *   dpdk       (only when asked for with --receivers, in builds with DPDK) `daqirisrc
+ *              device=dpdk:net_af_packet0,iface=dqbrx,... ! fakesink`: the dpdk engine on
+ *              DPDK's af_packet driver, mbufs copied into bursts — the A/B baseline
  *
  * For each run: CPU ns per packet = (user + system time of the receiver process while it
  * received) / packets it delivered downstream; drops = sent - received, next to the
@@ -133,7 +136,7 @@ static GOptionEntry entries[] = {
   {"payloads", 0, 0, G_OPTION_ARG_STRING, &opt_payloads,
       "UDP payload sizes in bytes, comma-separated (default 64,1024)", "LIST"},
   {"receivers", 0, 0, G_OPTION_ARG_STRING, &opt_receivers,
-      "Receivers to run (default bare,daqirisrc,udpsrc)", "LIST"},
+      "Receivers to run: bare, daqirisrc, udpsrc, dpdk (default bare,daqirisrc,udpsrc)", "LIST"},
   {"repeat", 0, 0, G_OPTION_ARG_INT, &opt_repeat,
       "Runs per receiver and payload, interleaved; the median is reported (default 3)", "N"},
   {"idle-ms", 0, 0, G_OPTION_ARG_INT, &opt_idle_ms,
@@ -1201,6 +1204,10 @@ receiver_pipeline (const char *receiver)
   if (strcmp (receiver, "daqirisrc") == 0)
     return g_strdup_printf ("daqirisrc name=src device=afpacket:" RX_IFACE " %s ! %s name=sink",
         opt_src_props ? opt_src_props : "", sink);
+  if (strcmp (receiver, "dpdk") == 0)
+    return g_strdup_printf ("daqirisrc name=src device=dpdk:net_af_packet0,iface=" RX_IFACE
+        ",qpairs=1,blocksz=4096,framesz=2048,framecnt=16384 %s ! %s name=sink",
+        opt_src_props ? opt_src_props : "", sink);
   return g_strdup_printf ("udpsrc name=src port=%d ! %s name=sink", UDP_DST_PORT, sink);
 }
 
@@ -1692,6 +1699,11 @@ print_report (GPtrArray * cells, const guint * payloads, guint n_payloads)
     } else {
       printf (" daqirisrc/bare = ? (FAIL); drops ? (FAIL)");
     }
+    const Cell *k = find_cell (cells, "dpdk", payloads[p]);
+    if (k != NULL && d != NULL)
+      printf ("\n      dpdk engine (af_packet driver, copies): %.1f ns/pkt = %.2fx daqirisrc "
+          "on afpacket (no target)", k->median->ns_per_packet,
+          k->median->ns_per_packet / d->median->ns_per_packet);
     printf ("\n");
     if (d != NULL && d->median->ring_bytes != UNKNOWN)
       ring_bytes = d->median->ring_bytes;
@@ -1900,7 +1912,9 @@ main (int argc, char **argv)
       opt_stall_ms < 0 ||
       opt_soak < 0 || opt_block_size <= 0 || opt_blocks < 2 || opt_retire_ms < 1)
     die ("an option is out of range (see --help)");
-  static const char *const receivers_allowed[] = { "bare", "daqirisrc", "udpsrc", NULL };
+  static const char *const receivers_allowed[] = { "bare", "daqirisrc", "udpsrc", "dpdk",
+    NULL
+  };
   gchar **receivers = NULL, **payload_texts = NULL;
   guint n_receivers = parse_list (opt_receivers ? opt_receivers : "bare,daqirisrc,udpsrc",
       receivers_allowed, &receivers);
