@@ -7,7 +7,8 @@
  *                  system memory;
  *   memory=cuda    the GPU kernels (DqReorderGpu): frames in GPU memory (gstdaqiricudamem.c,
  *                  caps feature memory:DaqiriCUDA). Input bursts in system memory are copied
- *                  into pinned, device-mapped staging memory that the kernels read over the bus;
+ *                  into pinned, device-mapped staging memory that the kernels read over the bus,
+ *                  bursts in daqiri's GPU memory (memory:DaqiriCUDA) are read where they are;
  *                  each burst is submitted and its completion awaited before the next (the
  *                  frames pushed are final when pushed).
  * With video-format the frames go out as raw video: the system-memory frames as they are; on
@@ -106,6 +107,8 @@ struct _GstDaqiriReorder
   DqReorderGpu *gpu;            /* memory=cuda */
   guint8 *staging;              /* pinned, device-mapped copy of the input burst */
   gsize staging_size;
+  guint8 *host_copy;            /* memory=system: a GPU burst copied to the host */
+  gsize host_copy_size;
   /* memory=cuda with video: the pipeline's GstCudaContext (current on the thread whenever
    * CUDA is called) and the GstCudaMemory pool the frames are copied into */
   GstObject *cuda_context;      /* object lock */
@@ -140,7 +143,8 @@ GST_ELEMENT_REGISTER_DEFINE (daqirireorder, "daqirireorder", GST_RANK_NONE,
     GST_TYPE_DAQIRI_REORDER);
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink", GST_PAD_SINK,
-    GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE));
+    GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE "; "
+        GST_DAQIRI_PACKETS_MEDIA_TYPE "(" GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA ")"));
 #define FRAME_CAPS_FIELDS ", element-type = (string) " \
   "{ u8, int4, int8, int16, int32, fp16, bf16, fp32, fp64 }, elements = (int) [ 1, MAX ], " \
   "packets-per-batch = (int) [ 1, MAX ]"
@@ -295,12 +299,30 @@ gpu_complete (GstDaqiriReorder * self, int r, DqReorderCompletion * c)
 }
 #endif
 
-/* One burst in; the completion's pointers stay valid until the next engine call. */
+/* One burst in (data in GPU memory when on_gpu); the completion's pointers stay valid until
+ * the next engine call. */
 static int
-engine_push (GstDaqiriReorder * self, const guint8 * data, gsize size,
+engine_push (GstDaqiriReorder * self, const guint8 * data, gsize size, gboolean on_gpu,
     const DqReorderPacket * pkts, guint n, DqReorderCompletion * c)
 {
 #ifdef DQ_HAVE_CUDA
+  if (self->gpu && on_gpu)
+    return gpu_complete (self, dq_reorder_gpu_submit (self->gpu, data, size, pkts, n, NULL),
+        c);
+  if (!self->gpu && on_gpu) {
+    /* the CPU twin on a burst in GPU memory: a copy to the host first */
+    if (size > self->host_copy_size) {
+      g_free (self->host_copy);
+      self->host_copy_size = MAX (size, 2 * self->host_copy_size);
+      self->host_copy = g_malloc (self->host_copy_size);
+    }
+    if (size > 0 && dq_cuda_memcpy (self->host_copy, data, size) != 0) {
+      GST_ERROR_OBJECT (self, "copying a GPU burst to the host failed: %s",
+          dq_cuda_last_error ());
+      return -1;
+    }
+    data = self->host_copy;
+  }
   if (self->gpu) {
     /* the kernels read the burst from pinned, device-mapped staging memory */
     if (size > self->staging_size) {
@@ -318,6 +340,11 @@ engine_push (GstDaqiriReorder * self, const guint8 * data, gsize size,
       memcpy (self->staging, data, size);
     return gpu_complete (self, dq_reorder_gpu_submit (self->gpu, self->staging, size, pkts,
             n, NULL), c);
+  }
+#else
+  if (on_gpu) {
+    GST_ERROR_OBJECT (self, "a burst in GPU memory, but this build has no CUDA");
+    return -1;
   }
 #endif
   return dq_reorder_cpu_push (self->ctx, data, size, pkts, n, c);
@@ -340,6 +367,8 @@ engine_free (GstDaqiriReorder * self)
   g_clear_pointer (&self->gpu, dq_reorder_gpu_free);
   g_clear_pointer (&self->staging, dq_cuda_free_host);
   self->staging_size = 0;
+  g_clear_pointer (&self->host_copy, g_free);
+  self->host_copy_size = 0;
 #endif
   g_clear_pointer (&self->ctx, dq_reorder_cpu_free);
 }
@@ -917,7 +946,10 @@ chain_burst (GstDaqiriReorder * self, GstBuffer * buf)
     gst_buffer_unref (buf);
     return GST_FLOW_OK;
   }
-  if (!gst_buffer_map (buf, &map, GST_MAP_READ)) {
+  /* a burst in daqiri's GPU memory is read where it is (memory=cuda) */
+  gboolean on_gpu = gst_buffer_n_memory (buf) == 1 &&
+      gst_memory_is_type (gst_buffer_peek_memory (buf, 0), GST_DAQIRI_CUDA_MEMORY_TYPE);
+  if (!gst_buffer_map (buf, &map, on_gpu ? GST_MAP_READ | GST_DAQIRI_MAP_CUDA : GST_MAP_READ)) {
     gst_buffer_unref (buf);
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("cannot map the input burst"), (NULL));
     return GST_FLOW_ERROR;
@@ -957,7 +989,7 @@ chain_burst (GstDaqiriReorder * self, GstBuffer * buf)
     }
 
   DqReorderCompletion c;
-  if (engine_push (self, map.data, map.size, n ? self->scratch : NULL, n, &c) != 0) {
+  if (engine_push (self, map.data, map.size, on_gpu, n ? self->scratch : NULL, n, &c) != 0) {
     gst_buffer_unmap (buf, &map);
     gst_buffer_unref (buf);
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("reorder failed on a burst of %u packets", n),

@@ -11,6 +11,9 @@
 #include "gstdaqiritestsrc.h"
 #include "gstdaqirireorder.h"
 #include "gstdaqiripay.h"
+#ifdef DQ_HAVE_CUDA
+#include "gstdaqiricudamem.h"
+#endif
 
 static gboolean
 plugin_init (GstPlugin * plugin)
@@ -19,6 +22,10 @@ plugin_init (GstPlugin * plugin)
 
   /* register the meta once here, so every streaming thread can use it at once */
   gst_daqiri_packet_meta_get_info ();
+#ifdef DQ_HAVE_CUDA
+  /* GPU memory for applications too: gst_allocator_find (GST_DAQIRI_CUDA_MEMORY_TYPE) */
+  gst_allocator_register (GST_DAQIRI_CUDA_MEMORY_TYPE, gst_daqiri_cuda_allocator_get ());
+#endif
   ok |= GST_ELEMENT_REGISTER (daqirisrc, plugin);
   ok |= GST_ELEMENT_REGISTER (daqirisink, plugin);
   ok |= GST_ELEMENT_REGISTER (daqiritestsrc, plugin);

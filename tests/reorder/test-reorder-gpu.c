@@ -25,6 +25,7 @@ typedef struct {
   const char *name;
   const char *props;            /* daqirireorder properties besides memory */
   const char *gpu_tail;         /* elements after daqirireorder in the memory=cuda run */
+  gboolean gpu_bursts;          /* the memory=cuda run gets its bursts in GPU memory */
   guint payload;                /* input payload bytes per packet */
   guint ppb;
   guint n_bursts;
@@ -33,18 +34,21 @@ typedef struct {
 
 static const Case cases[] = {
   {"copy 256 B x 64", "seq-offset=0 seq-bits=32 packets-per-batch=64 payload-offset=8 "
-        "payload-size=256 window=8", NULL, 256, 64, 300, 300},
+        "payload-size=256 window=8", NULL, FALSE, 256, 64, 300, 300},
+  /* bursts already in GPU memory (daqiri's allocator, found by name), read where they are */
+  {"copy 256 B x 64, GPU bursts", "seq-offset=0 seq-bits=32 packets-per-batch=64 "
+        "payload-offset=8 payload-size=256 window=8", NULL, TRUE, 256, 64, 300, 300},
   {"int16->fp32 1000 B x 16", "seq-offset=0 seq-bits=16 packets-per-batch=16 "
         "payload-offset=8 payload-size=1000 input-type=int16 output-type=fp32 "
-        "byte-order=network window=4", NULL, 1000, 16, 200, 64},
+        "byte-order=network window=4", NULL, FALSE, 1000, 16, 200, 64},
   {"int4->fp16 64 B x 1024, batch field", "seq-offset=0 seq-bits=16 batch-offset=32 "
         "batch-bits=16 packets-per-batch=1024 payload-offset=8 payload-size=64 "
-        "input-type=int4 output-type=fp16 window=2", NULL, 64, 1024, 100, 1024},
+        "input-type=int4 output-type=fp16 window=2", NULL, FALSE, 64, 1024, 100, 1024},
   /* raw video: GstCudaMemory of the pipeline's CUDA context, read back by cudadownload;
    * rows of 640 UYVY pixels (1280 bytes, so the GPU pitch differs from the row) */
   {"UYVY 640x48 GstCudaMemory -> cudadownload", "seq-offset=0 seq-bits=16 "
         "packets-per-batch=48 payload-offset=8 payload-size=1280 video-format=uyvy width=640 "
-        "height=48 framerate=50/1 window=4", "cudadownload ! video/x-raw,format=UYVY",
+        "height=48 framerate=50/1 window=4", "cudadownload ! video/x-raw,format=UYVY", FALSE,
         1280, 48, 150, 100},
 };
 
@@ -125,6 +129,36 @@ make_bursts (const Case * c, guint32 seed)
   return bursts;
 }
 
+/* The burst with its data moved into daqiri's GPU memory (same meta, same PTS). */
+static GstBuffer *
+burst_to_gpu (GstBuffer * host)
+{
+  GstAllocator *cuda = gst_allocator_find (GST_DAQIRI_CUDA_MEMORY_TYPE);
+  if (cuda == NULL)
+    return NULL;
+  gsize size = gst_buffer_get_size (host);
+  GstMemory *mem = gst_allocator_alloc (cuda, size, NULL);
+  gst_object_unref (cuda);
+  if (mem == NULL)
+    return NULL;
+  GstMapInfo dst, src;
+  gboolean ok = gst_memory_map (mem, &dst, GST_MAP_WRITE | GST_DAQIRI_MAP_CUDA);
+  if (ok) {
+    gst_buffer_map (host, &src, GST_MAP_READ);
+    ok = dq_cuda_memcpy (dst.data, src.data, size) == 0;
+    gst_buffer_unmap (host, &src);
+    gst_memory_unmap (mem, &dst);
+  }
+  if (!ok) {
+    gst_memory_unref (mem);
+    return NULL;
+  }
+  GstBuffer *gpu = gst_buffer_new ();
+  gst_buffer_append_memory (gpu, mem);
+  gst_buffer_copy_into (gpu, host, GST_BUFFER_COPY_METADATA, 0, -1);
+  return gpu;
+}
+
 static gchar *
 meta_text (GstBuffer * buf)
 {
@@ -137,9 +171,11 @@ run_case (const Case * c, GPtrArray * bursts, const char *memory, Run * run)
 {
   gboolean cuda = strcmp (memory, "cuda") == 0;
   const char *tail = cuda && c->gpu_tail ? c->gpu_tail : NULL;
-  gchar *desc = g_strdup_printf ("appsrc name=in format=time caps=application/x-daqiri-packets "
-      "! daqirireorder name=r memory=%s %s ! %s%sappsink name=out sync=false", memory, c->props,
-      tail ? tail : "", tail ? " ! " : "");
+  gboolean gpu_in = cuda && c->gpu_bursts;
+  gchar *desc = g_strdup_printf ("appsrc name=in format=time caps=application/x-daqiri-packets%s "
+      "! daqirireorder name=r memory=%s %s ! %s%sappsink name=out sync=false",
+      gpu_in ? "(memory:DaqiriCUDA)" : "", memory, c->props, tail ? tail : "",
+      tail ? " ! " : "");
   GError *err = NULL;
   GstElement *p = gst_parse_launch (desc, &err);
   g_free (desc);
@@ -167,9 +203,15 @@ run_case (const Case * c, GPtrArray * bursts, const char *memory, Run * run)
     gst_object_unref (p);
     return FALSE;
   }
-  for (guint i = 0; i < bursts->len; i++)
-    gst_app_src_push_buffer (GST_APP_SRC (in),
-        gst_buffer_copy_deep (g_ptr_array_index (bursts, i)));
+  for (guint i = 0; i < bursts->len; i++) {
+    GstBuffer *b = g_ptr_array_index (bursts, i);
+    GstBuffer *in_buf = gpu_in ? burst_to_gpu (b) : gst_buffer_copy_deep (b);
+    if (in_buf == NULL) {
+      g_printerr ("cannot put a burst into GPU memory\n");
+      break;
+    }
+    gst_app_src_push_buffer (GST_APP_SRC (in), in_buf);
+  }
   gst_app_src_end_of_stream (GST_APP_SRC (in));
 
   /* a GstCudaMemory run: the caps daqirireorder pushed carry memory:CUDAMemory; the samples
