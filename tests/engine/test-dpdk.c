@@ -819,11 +819,34 @@ test_af_packet_veth (void)
   dq_port_unref (dpdk);
 }
 
+/* A bad EAL argument list: a clear error that names the variable; later opens give it
+ * again (the EAL starts once per process: in a child process of its own here). */
+static void
+test_bad_eal_args (void)
+{
+  if (g_test_subprocess ()) {
+    g_setenv ("DAQIRI_DPDK_EAL_ARGS", "--no-such-eal-option -m 64", TRUE);
+    for (int i = 0; i < 2; i++) {
+      GError *error = NULL;
+      g_assert_null (dq_port_open ("dpdk:net_null0", &error));
+      expect_error (error, DQ_ERROR_DEVICE, (const char *[]) { "EAL did not start",
+            "--no-such-eal-option", "from DAQIRI_DPDK_EAL_ARGS", NULL });
+    }
+    g_setenv ("DAQIRI_DPDK_EAL_ARGS", "'unbalanced", TRUE);
+    return;
+  }
+  g_test_trap_subprocess (NULL, 20 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_INHERIT_STDERR);
+  g_test_trap_assert_passed ();
+}
+
 int
 main (int argc, char **argv)
 {
   DqNetns *ns = NULL;
-  if (geteuid () == 0) {
+  gboolean subprocess = FALSE;
+  for (int i = 1; i < argc; i++)
+    subprocess |= strcmp (argv[i], "--GTestSubprocess") == 0;
+  if (geteuid () == 0 && !subprocess) {
     GError *error = NULL;
     ns = dq_netns_new (TX_IF, RX_IF, 0, &error);
     if (ns != NULL && !dq_netns_enter (ns, &error))
@@ -845,6 +868,7 @@ main (int argc, char **argv)
   g_test_add_func ("/dpdk/ring/bad-frames", test_ring_bad_frames);
   g_test_add_func ("/dpdk/ring/two-queues", test_ring_two_queues);
   g_test_add_func ("/dpdk/bad-input", test_bad_input);
+  g_test_add_func ("/dpdk/bad-eal-args", test_bad_eal_args);
   g_test_add_func ("/dpdk/pcap/files", test_pcap_files);
   g_test_add_func ("/dpdk/af-packet/veth", test_af_packet_veth);
   int r = g_test_run ();
