@@ -58,9 +58,28 @@ empty_kernel (int *never)
     *never = 1;
 }
 
+/* Occupies the stream for ns nanoseconds (GPU clock), so that work queued behind it runs back to
+ * back at the GPU's own pace, not the host's launch rate. */
+__global__ void
+spin_kernel (unsigned long long ns)
+{
+  unsigned long long t0, t;
+  asm volatile ("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do
+    asm volatile ("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  while (t - t0 < ns);
+}
+
 }  // namespace
 
 extern "C" {
+
+int
+bench_spin (void *stream, double us)
+{
+  spin_kernel<<<1, 32, 0, (cudaStream_t) stream>>> ((unsigned long long) (us * 1e3));
+  return cudaGetLastError () == cudaSuccess ? 0 : -1;
+}
 
 /* n back-to-back empty launches (one block): the launch floor of a stream */
 int

@@ -3,7 +3,10 @@
  *   GPU: reorder against a device-to-device copy of the same payload bytes and against the
  *        reference design (one 128-thread block per packet, bench-kernels.cu), for payloads of
  *        64, 256, 1024 and 8192 bytes and batches of 1024..65536 packets; microseconds per
- *        1024-packet batch; int4/int8/int16 -> fp16/bf16/fp32 against plain reorder.
+ *        1024-packet batch, and where it goes (gpu-batch1024-split: host time per submit and
+ *        poll call, GPU time per submission queued behind a spinning kernel, latency of one
+ *        submission alone, the same for an empty kernel); int4/int8/int16 -> fp16/bf16/fp32
+ *        against plain reorder.
  * One submission = one batch (descriptors in device memory unless "desc=host"), packets shuffled
  * within the batch, nothing lost. Bandwidths count bytes read + bytes written. Input pools are
  * several times the L2; sequence numbers wrap exactly at the end of the pool, so cycling through
@@ -201,6 +204,7 @@ double bench_event_ms (void *a, void *b);
 void *bench_stream_new (void);
 int bench_sync (void);
 int bench_empty_launches (void *stream, uint32_t n);
+int bench_spin (void *stream, double us);
 
 typedef struct {
   Pool hp;
@@ -317,6 +321,119 @@ run_reorder (GPool *g, const DqReorderConfig *cfg, uint32_t K, int host_desc, ui
   return ms;
 }
 
+static void
+recycle (DqReorderGpu *ctx, const DqReorderCompletion *c)
+{
+  for (uint32_t j = 0; j < c->n_batches; j++)
+    if (c->batches[j].frame)
+      dq_reorder_gpu_add_frame (ctx, c->batches[j].frame, NULL);
+}
+
+static int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+/* Where a small batch's time goes: the host's time per submit call and per poll call; the GPU's
+ * own time per submission, with Q submissions queued behind a spinning kernel (so that the host's
+ * launch rate does not pace them); the latency of one submission alone (submit, poll with wait);
+ * the same two for an empty kernel. */
+static void
+bench_batch_split (GPool *g, const DqReorderConfig *cfg, int host_desc)
+{
+  Pool *p = &g->hp;
+  enum { Q = 48, NF = Q + 8, LAT = 31 };
+  DqReorderGpuOptions o = { p->ppb, Q, 2 * NF, -1, NULL };
+  char msg[256];
+  DqReorderGpu *ctx = dq_reorder_gpu_new (cfg, &o, msg, sizeof msg);
+  if (!ctx) {
+    fprintf (stderr, "dq_reorder_gpu_new: %s\n", msg);
+    exit (2);
+  }
+  uint64_t fsz = dq_reorder_frame_size (cfg);
+  void *frames[NF];
+  for (int i = 0; i < NF; i++) {
+    frames[i] = dq_cuda_malloc (fsz);
+    dq_reorder_gpu_add_frame (ctx, frames[i], NULL);
+  }
+  void *e0 = bench_event_new (), *e1 = bench_event_new ();
+  void *stream = dq_reorder_gpu_stream (ctx);
+  DqReorderCompletion c;
+  uint32_t k = 0;
+#define SUBMIT() (host_desc \
+    ? dq_reorder_gpu_submit (ctx, g->d_data, p->size, p->desc + (size_t) (k++ % p->nb) * p->ppb, \
+        p->ppb, NULL) \
+    : dq_reorder_gpu_submit_device (ctx, g->d_data, p->size, \
+        g->d_desc + (size_t) (k++ % p->nb) * p->ppb, p->ppb, NULL))
+  for (int w = 0; w < 4; w++) {
+    SUBMIT ();
+    while (dq_reorder_gpu_poll (ctx, 1, &c) == 1)
+      recycle (ctx, &c);
+  }
+  double gpu_us = 0, submit_us = 0, enqueue_us = 0, notready_us = 0, ready_us = 0;
+  const int rounds = 3;
+  for (int r = 0; r < rounds; r++) {
+    bench_spin (stream, Q * 40.0);
+    bench_event_record (e0, stream);
+    double t0 = now ();
+    for (int q = 0; q < Q; q++)
+      if (SUBMIT () != 0) {
+        fprintf (stderr, "submit: %s\n", dq_reorder_gpu_error (ctx));
+        exit (2);
+      }
+    double t1 = now ();
+    bench_event_record (e1, stream);
+    const int NR = 100;
+    for (int q = 0; q < NR; q++)
+      dq_reorder_gpu_poll (ctx, 0, &c);
+    double t2 = now ();
+    gpu_us += bench_event_ms (e0, e1) * 1e3 / Q;
+    double t3 = now ();
+    int got = 0;
+    while (dq_reorder_gpu_poll (ctx, 0, &c) == 1) {
+      recycle (ctx, &c);
+      got++;
+    }
+    double t4 = now ();
+    submit_us += (t1 - t0) * 1e6 / Q;
+    enqueue_us += (t1 - t0) * 1e6;
+    notready_us += (t2 - t1) * 1e6 / NR;
+    ready_us += (t4 - t3) * 1e6 / (got ? got : 1);
+  }
+  double lat[LAT];
+  for (int r = 0; r < LAT; r++) {
+    double t0 = now ();
+    SUBMIT ();
+    dq_reorder_gpu_poll (ctx, 1, &c);
+    lat[r] = (now () - t0) * 1e6;
+    recycle (ctx, &c);
+  }
+#undef SUBMIT
+  qsort (lat, LAT, sizeof lat[0], cmp_double);
+  /* the empty kernel, the same ways */
+  bench_spin (stream, 2000.0);
+  bench_event_record (e0, stream);
+  double t0 = now ();
+  bench_empty_launches (stream, 200);
+  double empty_host_us = (now () - t0) * 1e6 / 200;
+  bench_event_record (e1, stream);
+  double empty_gpu_us = bench_event_ms (e0, e1) * 1e3 / 200;
+  printf ("bench gpu-batch1024-split payload=%u desc=%s host_submit_us=%.2f host_poll_ready_us=%.2f "
+      "host_poll_notready_us=%.2f gpu_queued_us=%.2f enqueue_us=%.0f spin_us=%.0f "
+      "latency_us_min=%.2f latency_us_med=%.2f empty_host_us=%.2f empty_gpu_queued_us=%.2f\n",
+      p->P, host_desc ? "host" : "device", submit_us / rounds, ready_us / rounds,
+      notready_us / rounds, gpu_us / rounds, enqueue_us / rounds, Q * 40.0, lat[0], lat[LAT / 2],
+      empty_host_us, empty_gpu_us);
+  fflush (stdout);
+  bench_event_free (e0);
+  bench_event_free (e1);
+  dq_reorder_gpu_free (ctx);
+  for (int i = 0; i < NF; i++)
+    dq_cuda_free (frames[i]);
+}
+
 static double
 run_reference (GPool *g, void *stream, uint32_t K)
 {
@@ -412,6 +529,9 @@ bench_gpu_reorder (uint32_t P, uint32_t ppb, uint32_t off, void *stream)
     us_1024_host = ms_h * 1e3 / K;
     printf ("bench gpu-batch1024 payload=%u desc=device us=%.2f desc=host us_host=%.2f\n", P,
         us_1024, us_1024_host);
+    fflush (stdout);
+    bench_batch_split (&g, &cfg, 0);
+    bench_batch_split (&g, &cfg, 1);
   }
   gpool_free (&g);
 }
