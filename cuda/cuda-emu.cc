@@ -1,6 +1,7 @@
 /* cuda-emu.cc — fibers for cuda-emu.h; see there. */
 #include <stdio.h>
 #include <ucontext.h>
+#include <memory>
 #include <vector>
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
@@ -211,4 +212,151 @@ dq_emu_launch (dim3 grid, dim3 block, const std::function<void ()> &body)
       abort ();
     }
   }
+}
+
+/* ---- graphs ---------------------------------------------------------------------------------- */
+
+struct DqEmuNode {
+  int type;                          /* cudaGraphNodeTypeKernel or cudaGraphNodeTypeConditional */
+  cudaKernelNodeParams kernel;
+  cudaGraphConditionalHandle cond;
+  cudaGraph_t body[1];
+};
+
+struct DqEmuGraph {
+  std::vector<std::unique_ptr<DqEmuNode>> nodes;
+  std::vector<cudaGraphConditionalHandle> handles;   /* created on this graph */
+};
+
+namespace {
+
+struct Cond {
+  unsigned value, def, assign_default;
+};
+std::vector<Cond> g_conds;
+
+/* a node's dependencies must be in the graph already: this emulation runs nodes in order */
+cudaError_t
+add_node (cudaGraphNode_t *n, cudaGraph_t g, const cudaGraphNode_t *deps, size_t ndeps)
+{
+  for (size_t i = 0; i < ndeps; i++) {
+    bool found = false;
+    for (auto &m : g->nodes)
+      found = found || m.get () == deps[i];
+    if (!found)
+      return 1;
+  }
+  g->nodes.emplace_back (new DqEmuNode ());
+  *n = g->nodes.back ().get ();
+  return cudaSuccess;
+}
+
+void
+run_graph (cudaGraph_t g)
+{
+  for (auto &n : g->nodes) {
+    if (n->type == cudaGraphNodeTypeKernel)
+      dq_emu_launch (n->kernel.gridDim, n->kernel.blockDim, n->kernel.run);
+    else if (g_conds[n->cond].value)
+      run_graph (n->body[0]);
+  }
+}
+
+void
+destroy_graph (cudaGraph_t g)
+{
+  for (auto &n : g->nodes)
+    if (n->type == cudaGraphNodeTypeConditional)
+      destroy_graph (n->body[0]);
+  delete g;
+}
+
+}  /* namespace */
+
+cudaError_t
+cudaGraphCreate (cudaGraph_t *g, unsigned)
+{
+  *g = new DqEmuGraph ();
+  return cudaSuccess;
+}
+
+cudaError_t
+cudaGraphDestroy (cudaGraph_t g)
+{
+  destroy_graph (g);
+  return cudaSuccess;
+}
+
+cudaError_t
+cudaGraphConditionalHandleCreate (cudaGraphConditionalHandle *h, cudaGraph_t g,
+    unsigned default_value, unsigned flags)
+{
+  g_conds.push_back (Cond { default_value, default_value, flags & cudaGraphCondAssignDefault });
+  *h = g_conds.size () - 1;
+  g->handles.push_back (*h);
+  return cudaSuccess;
+}
+
+cudaError_t
+cudaGraphAddKernelNode (cudaGraphNode_t *n, cudaGraph_t g, const cudaGraphNode_t *deps,
+    size_t ndeps, const cudaKernelNodeParams *p)
+{
+  if (!p->run || add_node (n, g, deps, ndeps) != cudaSuccess)
+    return 1;
+  (*n)->type = cudaGraphNodeTypeKernel;
+  (*n)->kernel = *p;
+  return cudaSuccess;
+}
+
+cudaError_t
+cudaGraphAddNode (cudaGraphNode_t *n, cudaGraph_t g, const cudaGraphNode_t *deps,
+    const cudaGraphEdgeData *, size_t ndeps, cudaGraphNodeParams *p)
+{
+  if (p->type != cudaGraphNodeTypeConditional || p->conditional.type != cudaGraphCondTypeIf ||
+      p->conditional.size != 1 || p->conditional.handle >= g_conds.size () ||
+      add_node (n, g, deps, ndeps) != cudaSuccess)
+    return 1;
+  (*n)->type = cudaGraphNodeTypeConditional;
+  (*n)->cond = p->conditional.handle;
+  (*n)->body[0] = new DqEmuGraph ();
+  p->conditional.phGraph_out = (*n)->body;
+  return cudaSuccess;
+}
+
+cudaError_t
+cudaGraphInstantiate (cudaGraphExec_t *e, cudaGraph_t g, unsigned long long)
+{
+  *e = g;
+  return cudaSuccess;
+}
+
+cudaError_t
+cudaGraphExecDestroy (cudaGraphExec_t)
+{
+  return cudaSuccess;
+}
+
+cudaError_t
+cudaGraphExecKernelNodeSetParams (cudaGraphExec_t, cudaGraphNode_t n, const cudaKernelNodeParams *p)
+{
+  if (n->type != cudaGraphNodeTypeKernel || !p->run)
+    return 1;
+  n->kernel = *p;
+  return cudaSuccess;
+}
+
+cudaError_t
+cudaGraphLaunch (cudaGraphExec_t e, cudaStream_t)
+{
+  for (cudaGraphConditionalHandle h : e->handles)
+    if (g_conds[h].assign_default)
+      g_conds[h].value = g_conds[h].def;
+  run_graph (e);
+  return cudaSuccess;
+}
+
+void
+cudaGraphSetConditional (cudaGraphConditionalHandle h, unsigned value)
+{
+  g_conds[h].value = value;
 }

@@ -239,4 +239,57 @@ static inline cudaError_t cudaGetLastError () { return cudaSuccess; }
 #define DQ_LAUNCH(kernel, grid, block, stream, ...) \
   dq_emu_launch (dim3 (grid), dim3 (block), [=] () { kernel (__VA_ARGS__); })
 
+/* ---- graphs: kernel nodes and IF nodes, run in the order they were added ------------------- *
+ * Enough for a chain (each node added after the ones it depends on): cudaGraphLaunch runs it at
+ * once, on the calling thread like any launch here; an IF node's body runs when its condition,
+ * set to its default at the start of the launch (cudaGraphCondAssignDefault), is non-zero by the
+ * time the node is reached (cudaGraphSetConditional from a kernel before it). Instantiating
+ * shares the graph (the exec is the graph); a node's parameters are copied when set. */
+typedef unsigned long long cudaGraphConditionalHandle;
+struct DqEmuGraph;
+struct DqEmuNode;
+typedef DqEmuGraph *cudaGraph_t;
+typedef DqEmuGraph *cudaGraphExec_t;
+typedef DqEmuNode *cudaGraphNode_t;
+enum {
+  cudaGraphCondAssignDefault = 1,
+  cudaGraphCondTypeIf = 0,
+  cudaGraphNodeTypeKernel = 0,
+  cudaGraphNodeTypeConditional = 13,
+};
+struct cudaKernelNodeParams {
+  void *func;
+  dim3 gridDim, blockDim;
+  unsigned sharedMemBytes;
+  void **kernelParams, **extra;
+  std::function<void ()> run;          /* the emulator's: the kernel with its arguments bound */
+};
+struct cudaConditionalNodeParams {
+  cudaGraphConditionalHandle handle;
+  int type;
+  unsigned size;
+  cudaGraph_t *phGraph_out;
+};
+struct cudaGraphNodeParams {
+  int type;
+  cudaConditionalNodeParams conditional;
+};
+typedef void cudaGraphEdgeData;
+
+cudaError_t cudaGraphCreate (cudaGraph_t *g, unsigned flags);
+cudaError_t cudaGraphDestroy (cudaGraph_t g);
+cudaError_t cudaGraphConditionalHandleCreate (cudaGraphConditionalHandle *h, cudaGraph_t g,
+    unsigned default_value, unsigned flags);
+cudaError_t cudaGraphAddKernelNode (cudaGraphNode_t *n, cudaGraph_t g, const cudaGraphNode_t *deps,
+    size_t ndeps, const cudaKernelNodeParams *p);
+cudaError_t cudaGraphAddNode (cudaGraphNode_t *n, cudaGraph_t g, const cudaGraphNode_t *deps,
+    const cudaGraphEdgeData *edges, size_t ndeps, cudaGraphNodeParams *p);
+cudaError_t cudaGraphInstantiate (cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags);
+cudaError_t cudaGraphExecDestroy (cudaGraphExec_t e);
+cudaError_t cudaGraphExecKernelNodeSetParams (cudaGraphExec_t e, cudaGraphNode_t n,
+    const cudaKernelNodeParams *p);
+cudaError_t cudaGraphLaunch (cudaGraphExec_t e, cudaStream_t s);
+/* device side */
+void cudaGraphSetConditional (cudaGraphConditionalHandle h, unsigned value);
+
 #endif /* DQ_CUDA_EMU_H */

@@ -48,7 +48,8 @@
  * A batch that receives packets while it has no frame keeps counting them, drops their data, and
  * is emitted with DQ_BATCH_NO_FRAME and frame NULL. DQ_FLUSH_RESET gives every unused frame back.
  *
- * The GPU context runs each submission as two kernels on its stream (see reorder.cu); results
+ * The GPU context runs each submission as two kernels on its stream, the second only when the
+ * first leaves work for it (one CUDA graph launch; see reorder.cu); results
  * (DqReorderCompletion) are polled in submission order; the burst memory and the frames of the
  * emitted batches may be used once the submission's completion has been polled.
  *

@@ -25,6 +25,14 @@
  *                     winners, zero-fill of the missing slots of emitted batches. Empty in the
  *                     steady state (no loss, no in-burst duplicate race).
  *
+ * Launch: one CUDA graph per context, built once: K1, then an IF node whose body is K2 (K2's
+ * parameters never change). Per submission the host sets K1's parameters and grid
+ * (cudaGraphExecKernelNodeSetParams) and launches the graph, one launch instead of two; the
+ * finalizer calls cudaGraphSetConditional when its work list is not empty, so K2 runs only then.
+ * Where graphs with conditional nodes are not available (or with DQ_REORDER_NO_GRAPH set in the
+ * environment), K1 and K2 are launched one after the other, K2 every time. Gather and packetize
+ * are single launches. Completion: an event recorded after the submission.
+ *
  * The claim word of a slot is (tag << 48) | stamp, tag = 0xffff - (generation & 0xffff) of the
  * record (window position) it belongs to: a new generation (the record moved to another batch)
  * has a smaller tag, so stale claims never win and never need clearing; every 65535 generations
@@ -143,6 +151,9 @@ struct Params {
   DqReorderBatch *res_batches;
   DqReorderFrame *res_released;
   uint32_t res_cap, rel_cap;
+  /* graph mode: K2 is the body of an IF node, run when the finalizer sets tail_cond */
+  cudaGraphConditionalHandle tail_cond;
+  uint32_t tail_if;
 };
 
 struct PacketizeParams {
@@ -1234,6 +1245,8 @@ finalize (const Params &p, Fin &f)
     z.n_copy = f.n_copy;
     z.n_zero = f.n_zero < p.zcap ? f.n_zero : p.zcap;
     *p.sc = z;
+    if (p.tail_if && (z.n_copy || z.n_zero))
+      cudaGraphSetConditional (p.tail_cond, 1);      /* K2 has work: run it */
   }
   __syncthreads ();
   {
@@ -1549,6 +1562,25 @@ packets_per_block (uint32_t n, uint32_t bytes, int sms)
   return per ? per : 1;
 }
 
+/* A graph kernel node running k (kThreads per block) with p, which is copied when the node is
+ * added or set; argv must live until then. */
+cudaKernelNodeParams
+kernel_node (void (*k) (const Params), uint32_t grid, const Params &p, void **argv)
+{
+  cudaKernelNodeParams np = {};
+  np.gridDim = dim3 (grid);
+  np.blockDim = dim3 (kThreads);
+#ifdef DQ_CUDA_EMU
+  (void) argv;
+  np.run = [k, p] () { k (p); };
+#else
+  argv[0] = (void *) &p;
+  np.func = (void *) k;
+  np.kernelParams = argv;
+#endif
+  return np;
+}
+
 }  /* namespace dqk */
 
 using namespace dqk;
@@ -1586,10 +1618,61 @@ struct _DqReorderGpu {
   Slot *slots;
   uint32_t next, oldest, inflight;
   cudaEvent_t last_event;
+  cudaGraph_t graph;           /* K1 -> IF (K2), or NULL: two launches per submission */
+  cudaGraphExec_t graph_exec;
+  cudaGraphNode_t k1_node;
+  cudaGraphConditionalHandle tail_cond;
   DqReorderStats stats;
   DqReorderWindow window;
   char err[256];
 };
+
+/* The graph of a reorder submission: K1, then an IF node whose body is K2 (its parameters never
+ * change), so that K2 runs only when K1's finalizer has work for it. 0, or -1 where graphs with
+ * conditional nodes are not available (the context then launches both kernels every time). */
+static int
+build_graph (DqReorderGpu *ctx)
+{
+  cudaGraph_t g = NULL, body;
+  cudaGraphNode_t cond, k2;
+  cudaGraphConditionalHandle h;
+  cudaGraphNodeParams cp = {};
+  void *argv[1];
+  Params p = ctx->base;
+  cudaKernelNodeParams np;
+  if (getenv ("DQ_REORDER_NO_GRAPH"))
+    return -1;
+  if (cudaGraphCreate (&g, 0) != cudaSuccess)
+    goto fail;
+  if (cudaGraphConditionalHandleCreate (&h, g, 0, cudaGraphCondAssignDefault) != cudaSuccess)
+    goto fail;
+  p.tail_cond = h;
+  p.tail_if = 1;
+  np = kernel_node (reorder_main, 1, p, argv);
+  if (cudaGraphAddKernelNode (&ctx->k1_node, g, NULL, 0, &np) != cudaSuccess)
+    goto fail;
+  cp.type = cudaGraphNodeTypeConditional;
+  cp.conditional.handle = h;
+  cp.conditional.type = cudaGraphCondTypeIf;
+  cp.conditional.size = 1;
+  if (cudaGraphAddNode (&cond, g, &ctx->k1_node, NULL, 1, &cp) != cudaSuccess)
+    goto fail;
+  body = cp.conditional.phGraph_out[0];
+  np = kernel_node (reorder_tail, 2 * (uint32_t) ctx->sms, ctx->base, argv);
+  if (cudaGraphAddKernelNode (&k2, body, NULL, 0, &np) != cudaSuccess)
+    goto fail;
+  if (cudaGraphInstantiate (&ctx->graph_exec, g, 0) != cudaSuccess)
+    goto fail;
+  ctx->graph = g;
+  ctx->tail_cond = h;
+  return 0;
+fail:
+  if (g)
+    cudaGraphDestroy (g);
+  (void) cudaGetLastError ();     /* not sticky: the context works without the graph */
+  ctx->graph_exec = NULL;
+  return -1;
+}
 
 #define CK(call, what) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
     cuda_fail (ctx ? ctx->err : NULL, ctx ? sizeof ctx->err : 0, what, e_); goto fail; } } while (0)
@@ -1724,6 +1807,10 @@ dq_reorder_gpu_free (DqReorderGpu *ctx)
     }
     free (ctx->slots);
   }
+  if (ctx->graph_exec)
+    cudaGraphExecDestroy (ctx->graph_exec);
+  if (ctx->graph)
+    cudaGraphDestroy (ctx->graph);
   cudaFree (ctx->st);
   cudaFree (ctx->sc);
   cudaFree (ctx->claims);
@@ -1861,6 +1948,7 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
     p.res_cap = res_cap;
     p.rel_cap = rel_cap;
   }
+  (void) build_graph (ctx);
   return ctx;
 
 fail:
@@ -1957,6 +2045,17 @@ submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket 
   const uint32_t grid = n ? (n + p.per_block - 1) / p.per_block : 1;
   if (kind == DQ_JOB_GATHER) {
     DQ_LAUNCH (gather_main, grid, kThreads, ctx->stream, p);
+  } else if (ctx->graph_exec) {
+    /* one launch: K1 with this submission's parameters, K2 if K1 asks for it */
+    p.tail_cond = ctx->tail_cond;
+    p.tail_if = 1;
+    void *argv[1];
+    const cudaKernelNodeParams np = kernel_node (reorder_main, grid, p, argv);
+    cudaError_t e = cudaGraphExecKernelNodeSetParams (ctx->graph_exec, ctx->k1_node, &np);
+    if (e == cudaSuccess)
+      e = cudaGraphLaunch (ctx->graph_exec, ctx->stream);
+    if (e != cudaSuccess)
+      return cuda_fail (ctx->err, sizeof ctx->err, "graph launch", e);
   } else {
     DQ_LAUNCH (reorder_main, grid, kThreads, ctx->stream, p);
     DQ_LAUNCH (reorder_tail, 2 * ctx->sms, kThreads, ctx->stream, p);
