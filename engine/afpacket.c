@@ -944,6 +944,26 @@ rx_socket_error (AfpRxQueue * rxq, GError ** error)
   return -1;
 }
 
+/* epoll_pwait2 (ns timeouts, Linux >= 5.11); where the kernel (or valgrind) does not have
+ * it, epoll_wait with the timeout rounded up to whole ms. */
+static int
+epoll_wait_ns (int ep_fd, struct epoll_event *ev, int n, const struct timespec *ts)
+{
+  static gint no_pwait2;
+  if (!g_atomic_int_get (&no_pwait2)) {
+    int r = epoll_pwait2 (ep_fd, ev, n, ts, NULL);
+    if (r >= 0 || errno != ENOSYS)
+      return r;
+    g_atomic_int_set (&no_pwait2, 1);
+  }
+  int ms = -1;
+  if (ts != NULL) {
+    gint64 ns = (gint64) ts->tv_sec * G_GINT64_CONSTANT (1000000000) + ts->tv_nsec;
+    ms = (int) MIN ((ns + 999999) / 1000000, G_MAXINT);
+  }
+  return epoll_wait (ep_fd, ev, n, ms);
+}
+
 /* Waits for the kernel to hand over a block, for a wakeup, or for the deadline
  * (monotonic ns, -1 for none). Returns 1 to look at the ring again, 0 when woken or
  * timed out, -1 on error. The caller looked at the ring just before: a block handed
@@ -961,7 +981,7 @@ rx_wait (AfpRxQueue * rxq, gint64 deadline, GError ** error)
     ts = ns_to_timespec (wait_ns);
     tsp = &ts;
   }
-  int r = epoll_pwait2 (rxq->ep_fd, ev, G_N_ELEMENTS (ev), tsp, NULL);
+  int r = epoll_wait_ns (rxq->ep_fd, ev, G_N_ELEMENTS (ev), tsp);
   if (r < 0) {
     if (errno == EINTR)
       return 1;
