@@ -87,9 +87,8 @@ emu_parse (const guint8 * frame, guint len, EmuHeaders * h)
   h->l4_len = l4_len;
 }
 
-/* one's complement sum of 16-bit big-endian words (odd tail padded with zero) */
-static guint32
-sum16 (guint32 sum, const guint8 * p, guint len)
+guint32
+emu_csum_add (guint32 sum, const guint8 * p, guint len)
 {
   guint i;
   for (i = 0; i + 1 < len; i += 2)
@@ -99,8 +98,8 @@ sum16 (guint32 sum, const guint8 * p, guint len)
   return sum;
 }
 
-static guint16
-fold (guint32 sum)
+guint16
+emu_csum_fold (guint32 sum)
 {
   while (sum >> 16)
     sum = (sum & 0xffff) + (sum >> 16);
@@ -111,7 +110,7 @@ fold (guint32 sum)
 static guint32
 pseudo_sum (const guint8 * ip, guint8 proto, guint l4_len)
 {
-  guint32 sum = sum16 (0, ip + 12, 8);
+  guint32 sum = emu_csum_add (0, ip + 12, 8);
   return sum + proto + l4_len;
 }
 
@@ -134,15 +133,15 @@ emu_csum_fill (guint8 * frame, guint len, guint8 cs_flags)
   if (cs_flags & MLX5_ETH_WQE_L3_CSUM) {
     guint ihl = (guint) (ip[0] & 0xf) * 4;
     wr16 (ip + 10, 0);
-    wr16 (ip + 10, (guint16) ~fold (sum16 (0, ip, ihl)));
+    wr16 (ip + 10, (guint16) ~emu_csum_fold (emu_csum_add (0, ip, ihl)));
     done |= 1;
   }
   if ((cs_flags & MLX5_ETH_WQE_L4_CSUM) && h.l4_offset != 0) {
     guint8 *l4 = frame + h.l4_offset;
     guint at = l4_csum_offset (&h);
     wr16 (l4 + at, 0);
-    guint16 csum = (guint16) ~fold (sum16 (pseudo_sum (ip, h.proto, h.l4_len), l4,
-            h.l4_len));
+    guint32 sum = emu_csum_add (pseudo_sum (ip, h.proto, h.l4_len), l4, h.l4_len);
+    guint16 csum = (guint16) ~emu_csum_fold (sum);
     /* UDP sends a computed 0 as 0xffff: 0 means "no checksum" */
     if (csum == 0 && h.l4_type == MLX5_CQE_L4_HDR_TYPE_UDP)
       csum = 0xffff;
@@ -161,13 +160,14 @@ emu_csum_verify (const guint8 * frame, guint len, const EmuHeaders * h)
     return ok;
   const guint8 *ip = frame + h->l3_offset;
   guint ihl = (guint) (ip[0] & 0xf) * 4;
-  if (fold (sum16 (0, ip, ihl)) == 0xffff)
+  if (emu_csum_fold (emu_csum_add (0, ip, ihl)) == 0xffff)
     ok |= MLX5_CQE_L3_OK;
   if (h->l4_offset != 0) {
     const guint8 *l4 = frame + h->l4_offset;
     /* UDP checksum 0: the sender computed none */
     gboolean none = h->l4_type == MLX5_CQE_L4_HDR_TYPE_UDP && rd16 (l4 + UDP_CSUM_OFFSET) == 0;
-    if (none || fold (sum16 (pseudo_sum (ip, h->proto, h->l4_len), l4, h->l4_len)) == 0xffff)
+    if (none || emu_csum_fold (emu_csum_add (pseudo_sum (ip, h->proto, h->l4_len), l4,
+                h->l4_len)) == 0xffff)
       ok |= MLX5_CQE_L4_OK;
   }
   return ok;

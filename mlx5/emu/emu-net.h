@@ -22,6 +22,12 @@ void emu_parse (const guint8 * frame, guint len, EmuHeaders * h);
  * frame. Returns the checksums written as (L3 ? 1 : 0) | (L4 ? 2 : 0). */
 guint emu_csum_fill (guint8 * frame, guint len, guint8 cs_flags);
 
+/* The Internet checksum's parts: the one's complement sum of the 16-bit big-endian
+ * words of [p, p + len) added to `sum` (an odd tail padded with zero), not folded; and
+ * that sum folded to 16 bits. Partial sums fold to the same result in any grouping. */
+guint32 emu_csum_add (guint32 sum, const guint8 * p, guint len);
+guint16 emu_csum_fold (guint32 sum);
+
 /* hds_ip_ext bits (MLX5_CQE_L2_OK | L3_OK | L4_OK) for a received frame: L3_OK when an
  * IPv4 header checksum verifies, L4_OK when the TCP/UDP checksum does (UDP checksum 0:
  * none sent, OK). */

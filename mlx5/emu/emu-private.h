@@ -127,13 +127,29 @@ typedef struct {
   guint8 data[];
 } EmuFrame;
 
+/* the generator's sequence number: UDP payload, after the 42 bytes of headers */
+#define EMU_GEN_SEQ_OFFSET 42
+
 typedef struct {
   EmuGenConfig cfg;
   gboolean active;
   guint64 produced;
   guint64 start_ticks;
+  /* the frame: the template, with the sequence number, pattern and UDP checksum of the
+   * last frame made */
   guint8 frame[EMU_MAX_FRAME];
+  /* the UDP checksum's parts that the template fixes: the sum of the pseudo header and
+   * the UDP header (checksum 0), and the pattern's sum for each k mod 256 (folded) */
+  guint32 csum_base;
+  guint16 pattern_sum[256];
+  /* byte j is j & 0xff: frame k's pattern starts at (k & 0xff) */
+  guint8 pattern[EMU_MAX_FRAME + 256];
 } EmuGen;
+
+/* the generator's frames (emu-gen.c): the template for g->cfg, sent to `dst_mac`; and
+ * frame k (first_seq + k, pattern (k + i) & 0xff, checksums right) in g->frame */
+void emu_gen_template (EmuGen * g, const guint8 dst_mac[6]);
+void emu_gen_frame (EmuGen * g, guint64 k);
 
 struct _EmuPort {
   gint refcount;                /* the object */

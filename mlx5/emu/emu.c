@@ -743,57 +743,6 @@ input_run (EmuPort * p)
   return done;
 }
 
-#define GEN_SEQ_OFFSET 42
-
-static void
-gen_template (EmuPort * p, EmuGen * g)
-{
-  guint len = g->cfg.frame_len;
-  guint8 *f = g->frame;
-  static const guint8 src_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0xfe };
-
-  memset (f, 0, len);
-  memcpy (f, p->cfg.mac, 6);
-  memcpy (f + 6, src_mac, 6);
-  f[12] = 0x08;
-  f[13] = 0x00;
-  guint8 *ip = f + 14;
-  ip[0] = 0x45;
-  ip[2] = (guint8) ((len - 14) >> 8);
-  ip[3] = (guint8) (len - 14);
-  ip[6] = 0x40;                 /* don't fragment */
-  ip[8] = 64;
-  ip[9] = 17;
-  ip[12] = 10;
-  ip[15] = 1;
-  ip[16] = 10;
-  ip[19] = 2;
-  guint8 *udp = ip + 20;
-  udp[0] = 1000 >> 8;
-  udp[1] = 1000 & 0xff;
-  udp[2] = 5000 >> 8;
-  udp[3] = 5000 & 0xff;
-  udp[4] = (guint8) ((len - 34) >> 8);
-  udp[5] = (guint8) (len - 34);
-  emu_csum_fill (f, len, MLX5_ETH_WQE_L3_CSUM);
-}
-
-static void
-gen_frame (EmuGen * g, guint64 k)
-{
-  guint len = g->cfg.frame_len;
-  guint32 seq = g->cfg.first_seq + (guint32) k;
-  guint8 *f = g->frame;
-
-  f[GEN_SEQ_OFFSET] = (guint8) (seq >> 24);
-  f[GEN_SEQ_OFFSET + 1] = (guint8) (seq >> 16);
-  f[GEN_SEQ_OFFSET + 2] = (guint8) (seq >> 8);
-  f[GEN_SEQ_OFFSET + 3] = (guint8) seq;
-  for (guint i = GEN_SEQ_OFFSET + 4; i < len; i++)
-    f[i] = (guint8) (k + i);
-  emu_csum_fill (f, len, MLX5_ETH_WQE_L4_CSUM);
-}
-
 static guint
 gen_run (EmuPort * p, guint64 now)
 {
@@ -810,7 +759,7 @@ gen_run (EmuPort * p, guint64 now)
       if (at > now)
         break;
     }
-    gen_frame (g, g->produced);
+    emu_gen_frame (g, g->produced);
     if (!rx_frame (p, g->frame, g->cfg.frame_len, at, g->cfg.lossless,
             MLX5_CQE_L2_OK | MLX5_CQE_L3_OK | MLX5_CQE_L4_OK))
       break;
@@ -1079,7 +1028,7 @@ emu_port_generate (EmuPort * p, const EmuGenConfig * config, GError ** error)
     p->gen->cfg = *config;
     p->gen->produced = 0;
     p->gen->start_ticks = emu_port_ticks (p);
-    gen_template (p, p->gen);
+    emu_gen_template (p->gen, p->cfg.mac);
     p->gen->active = TRUE;
   }
   g_mutex_unlock (&p->lock);
