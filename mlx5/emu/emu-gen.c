@@ -9,6 +9,9 @@
  * table of 256 sums made with the template). Partial one's complement sums fold to the
  * same checksum as the sum of the whole datagram, so the frames are the ones a
  * from-scratch checksum gives (test-emu-model checks it).
+ *
+ * Paced, frame k is due at start + floor (k * f / rate) ticks: the count keeps that
+ * tick and the remainder, so each frame adds instead of dividing.
  */
 #include "emu-private.h"
 #include "emu-net.h"
@@ -90,4 +93,28 @@ emu_gen_frame (EmuGen * g, guint64 k)
     csum = 0xffff;
   f[GEN_UDP_CSUM_OFFSET] = (guint8) (csum >> 8);
   f[GEN_UDP_CSUM_OFFSET + 1] = (guint8) csum;
+}
+
+void
+emu_gen_start (EmuGen * g, guint64 start_ticks, guint64 freq_hz)
+{
+  g->produced = 0;
+  g->start_ticks = start_ticks;
+  g->due_ticks = start_ticks;
+  g->due_rem = 0;
+  g->step_ticks = g->cfg.rate_pps != 0 ? freq_hz / g->cfg.rate_pps : 0;
+  g->step_rem = g->cfg.rate_pps != 0 ? freq_hz % g->cfg.rate_pps : 0;
+}
+
+void
+emu_gen_advance (EmuGen * g)
+{
+  __atomic_store_n (&g->produced, g->produced + 1, __ATOMIC_RELAXED);
+  /* frame k is due at start + floor (k * f / rate) */
+  g->due_ticks += g->step_ticks;
+  g->due_rem += g->step_rem;
+  if (g->due_rem >= g->cfg.rate_pps && g->cfg.rate_pps != 0) {
+    g->due_rem -= g->cfg.rate_pps;
+    g->due_ticks++;
+  }
 }

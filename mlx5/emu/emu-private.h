@@ -114,11 +114,24 @@ typedef struct {
   guint n_rules;
 } EmuSteerGroup;
 
-/* A train of frames on a wire: it started at tick `anchor` and `bits` went since. */
+/* A train of frames on a wire (the formula in emu.h): it started at tick `anchor`, and
+ * the S bits sent since take S * f / R ticks, kept exactly as a quotient and a
+ * remainder: S * f = ticks * R + rem. The step of the last frame size, W * f =
+ * step_ticks * R + step_rem, is kept too: each frame then costs additions, not a
+ * division (W * f < 2^64: W <= 8 * (65535 + 64) bits, f <= 10 GHz). */
 typedef struct {
   guint64 anchor;
-  guint64 bits;
+  guint64 ticks;
+  guint64 rem;
+  guint64 step_bits;            /* 0: no step yet */
+  guint64 step_ticks;
+  guint64 step_rem;
 } EmuWire;
+
+/* The tick at which a frame of `bits` wire bits that is ready at tick `at` starts on
+ * wire `w` (clock `freq_hz`, line rate `rate_bps`); the frame is then on the wire. */
+guint64 emu_wire_start (EmuWire * w, guint64 freq_hz, guint64 rate_bps, guint64 at,
+    guint64 bits);
 
 typedef struct {
   guint len;
@@ -133,8 +146,15 @@ typedef struct {
 typedef struct {
   EmuGenConfig cfg;
   gboolean active;
-  guint64 produced;
+  guint64 produced;              /* frames made (read by emu_port_generated) */
   guint64 start_ticks;
+  /* paced: frame `produced` is due at start + floor (produced * f / rate), kept as
+   * due_ticks (that tick) and due_rem (produced * f mod rate); each frame adds
+   * f = step_ticks * rate + step_rem */
+  guint64 due_ticks;
+  guint64 due_rem;
+  guint64 step_ticks;
+  guint64 step_rem;
   /* the frame: the template, with the sequence number, pattern and UDP checksum of the
    * last frame made */
   guint8 frame[EMU_MAX_FRAME];
@@ -150,6 +170,10 @@ typedef struct {
  * frame k (first_seq + k, pattern (k + i) & 0xff, checksums right) in g->frame */
 void emu_gen_template (EmuGen * g, const guint8 dst_mac[6]);
 void emu_gen_frame (EmuGen * g, guint64 k);
+/* the generator's count: frame 0 is due at `start_ticks` (clock `freq_hz`), and frame
+ * `produced` is due at g->due_ticks; advance counts a frame made */
+void emu_gen_start (EmuGen * g, guint64 start_ticks, guint64 freq_hz);
+void emu_gen_advance (EmuGen * g);
 
 struct _EmuPort {
   gint refcount;                /* the object */

@@ -28,7 +28,7 @@
  *    packet with its mark (24 bits, in sop_drop_qpn) and picks the RQ: its queue, or RSS
  *    over the group (Toeplitz hash into an indirection table of a power-of-two size,
  *    entry i = RQ i mod n) (steer).
- *  - Line rate and timestamps: see emu.h (wire_start).
+ *  - Line rate and timestamps: see emu.h (emu_wire_start).
  */
 #include "emu-private.h"
 #include "emu-net.h"
@@ -111,20 +111,37 @@ wire_bits (EmuPort * p, guint len)
   return 8 * (guint64) (MAX (len, EMU_MIN_FRAME) + p->cfg.overhead);
 }
 
-/* The tick at which a frame of `len` bytes that is ready at tick `at` starts. */
-static guint64
-wire_start (EmuPort * p, EmuWire * w, guint64 at, guint len)
+guint64
+emu_wire_start (EmuWire * w, guint64 freq_hz, guint64 rate_bps, guint64 at, guint64 bits)
 {
-  EmuU128 sent = (EmuU128) w->bits * p->freq_hz;
-  guint64 busy_until = w->anchor + (guint64) ((sent + p->cfg.rate_bps - 1) / p->cfg.rate_bps);
+  /* the wire is busy until the train's last bit: ceil (S * f / R) ticks after its start */
+  guint64 busy_until = w->anchor + w->ticks + (w->rem != 0 ? 1 : 0);
   if (at >= busy_until) {
     /* the wire was idle: a new train starts */
     w->anchor = at;
-    w->bits = 0;
+    w->ticks = 0;
+    w->rem = 0;
   }
-  guint64 start = w->anchor + (guint64) ((EmuU128) w->bits * p->freq_hz / p->cfg.rate_bps);
-  w->bits += wire_bits (p, len);
+  guint64 start = w->anchor + w->ticks;         /* floor (S * f / R) */
+
+  if (bits != w->step_bits) {
+    w->step_bits = bits;
+    w->step_ticks = bits * freq_hz / rate_bps;
+    w->step_rem = bits * freq_hz % rate_bps;
+  }
+  w->ticks += w->step_ticks;
+  w->rem += w->step_rem;
+  if (w->rem >= rate_bps) {
+    w->rem -= rate_bps;
+    w->ticks++;
+  }
   return start;
+}
+
+static guint64
+wire_start (EmuPort * p, EmuWire * w, guint64 at, guint len)
+{
+  return emu_wire_start (w, p->freq_hz, p->cfg.rate_bps, at, wire_bits (p, len));
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -755,7 +772,7 @@ gen_run (EmuPort * p, guint64 now)
     guint64 at = now;
     if (g->cfg.rate_pps != 0) {
       /* frame k is due at start + k / rate */
-      at = g->start_ticks + (guint64) ((EmuU128) g->produced * p->freq_hz / g->cfg.rate_pps);
+      at = g->due_ticks;
       if (at > now)
         break;
     }
@@ -763,7 +780,7 @@ gen_run (EmuPort * p, guint64 now)
     if (!rx_frame (p, g->frame, g->cfg.frame_len, at, g->cfg.lossless,
             MLX5_CQE_L2_OK | MLX5_CQE_L3_OK | MLX5_CQE_L4_OK))
       break;
-    __atomic_store_n (&g->produced, g->produced + 1, __ATOMIC_RELAXED);
+    emu_gen_advance (g);
     n++;
   }
   if (g->cfg.count != 0 && g->produced == g->cfg.count)
@@ -1026,8 +1043,7 @@ emu_port_generate (EmuPort * p, const EmuGenConfig * config, GError ** error)
   p->gen->active = FALSE;
   if (!stop) {
     p->gen->cfg = *config;
-    p->gen->produced = 0;
-    p->gen->start_ticks = emu_port_ticks (p);
+    emu_gen_start (p->gen, emu_port_ticks (p), p->freq_hz);
     emu_gen_template (p->gen, p->cfg.mac);
     p->gen->active = TRUE;
   }

@@ -1,6 +1,8 @@
 /* The emulated ConnectX's arithmetic against the plain formulas it stands for: the
  * generator's frames (incremental UDP checksum) against frames built and checksummed
- * from scratch. No device thread, no rings.
+ * from scratch; the line-rate model and the generator's pacing (quotient and remainder
+ * carried from frame to frame) against the 128-bit divisions of the formulas in emu.h.
+ * No device thread, no rings.
  */
 #include "emu-private.h"
 #include "emu-net.h"
@@ -8,6 +10,8 @@
 
 #include <infiniband/mlx5dv.h>
 #include <string.h>
+
+__extension__ typedef unsigned __int128 U128;
 
 /* ---------------------------------------------------------------------------------- */
 /* the generator */
@@ -144,10 +148,160 @@ test_gen_checksum (void)
   g_free (g);
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* the line-rate model */
+
+/* The formula of emu.h as the device computed it before: the train's bits, and two
+ * 128-bit divisions per frame. */
+typedef struct {
+  guint64 anchor;
+  guint64 bits;
+} RefWire;
+
+static guint64
+ref_wire_start (RefWire * w, guint64 f, guint64 r, guint64 at, guint64 bits)
+{
+  U128 sent = (U128) w->bits * f;
+  guint64 busy_until = w->anchor + (guint64) ((sent + r - 1) / r);
+  if (at >= busy_until) {
+    w->anchor = at;
+    w->bits = 0;
+  }
+  guint64 start = w->anchor + (guint64) ((U128) w->bits * f / r);
+  w->bits += bits;
+  return start;
+}
+
+static guint64
+ref_busy_until (const RefWire * w, guint64 f, guint64 r)
+{
+  return w->anchor + (guint64) (((U128) w->bits * f + r - 1) / r);
+}
+
+/* Frame starts equal the formula's, frame by frame: rates and clock frequencies from
+ * the ends of their ranges and odd ones between, sizes from the minimum frame to the
+ * largest (with the largest overhead), trains long enough for S * f to pass 2^64, and
+ * frames ready just before, at and just after the wire's end of train. */
+static void
+test_wire_model (void)
+{
+  static const guint64 rates[] = { 1000000, 9999991, 1000000000, 10000000000ull,
+    25000000000ull, 40000000000ull, 100000000000ull, 123456789012ull, 400000000000ull,
+    1600000000000ull
+  };
+  static const guint64 freqs[] = { 1000000, 156250000, 999999000, 1000000000,
+    3333333000ull, 10000000000ull
+  };
+  GRand *rand = g_rand_new_with_seed (20260530);
+  guint64 frames = 0, trains = 0;
+
+  for (guint ri = 0; ri < G_N_ELEMENTS (rates); ri++) {
+    for (guint fi = 0; fi < G_N_ELEMENTS (freqs); fi++) {
+      guint64 r = rates[ri], f = freqs[fi];
+      RefWire ref = { 0 };
+      EmuWire w = { 0 };
+      guint64 at = g_rand_int (rand);
+      for (guint n = 0; n < 6000; n++, frames++) {
+        guint64 bits;
+        switch (g_rand_int_range (rand, 0, 4)) {
+          case 0:
+            bits = 8 * (60 + 24);
+            break;
+          case 1:
+            bits = 8 * (576 + 24);
+            break;
+          case 2:
+            bits = 8 * (guint64) g_rand_int_range (rand, 60, 9997 + 64);
+            break;
+          default:
+            bits = 8 * (guint64) (65535 + 64);
+            break;
+        }
+        /* when the next frame is ready: within the train, at its end +- 1, later */
+        guint64 end = ref_busy_until (&ref, f, r);
+        switch (g_rand_int_range (rand, 0, 8)) {
+          case 0:
+            at = end - 1;
+            break;
+          case 1:
+            at = end;
+            break;
+          case 2:
+            at = end + 1;
+            break;
+          case 3:
+            at = end + g_rand_int_range (rand, 0, 1000000);
+            break;
+          default:
+            /* back to back: ready before the wire is free */
+            break;
+        }
+        if (at >= end)
+          trains++;
+        guint64 want = ref_wire_start (&ref, f, r, at, bits);
+        guint64 got = emu_wire_start (&w, f, r, at, bits);
+        if (got != want)
+          g_error ("wire: rate %" G_GUINT64_FORMAT " freq %" G_GUINT64_FORMAT " frame %u "
+              "(%" G_GUINT64_FORMAT " bits, ready at %" G_GUINT64_FORMAT "): starts at %"
+              G_GUINT64_FORMAT ", the formula says %" G_GUINT64_FORMAT, r, f, n, bits, at,
+              got, want);
+      }
+      /* a train of 6000 frames of the largest size: S * f passes 2^64 at 10 GHz */
+      at = ref_busy_until (&ref, f, r) + 5;
+      for (guint n = 0; n < 6000; n++, frames++) {
+        guint64 bits = 8 * (guint64) (65535 + 64);
+        guint64 want = ref_wire_start (&ref, f, r, at, bits);
+        guint64 got = emu_wire_start (&w, f, r, at, bits);
+        g_assert_cmpuint (got, ==, want);
+      }
+      if (f == 10000000000ull)
+        g_assert_cmpuint (ref.bits, >, G_MAXUINT64 / f);
+    }
+  }
+  /* a third of the random frames start a train (end, end + 1, later) */
+  g_assert_cmpuint (trains, >, G_N_ELEMENTS (rates) * G_N_ELEMENTS (freqs) * 6000 / 4);
+  g_test_message ("%" G_GUINT64_FORMAT " frame starts, %" G_GUINT64_FORMAT " trains, "
+      "equal to the formula's", frames, trains);
+  g_rand_free (rand);
+}
+
+/* The paced generator: frame k is due at start + floor (k * f / rate). */
+static void
+test_gen_pacing (void)
+{
+  static const guint64 rates[] = { 1, 3, 50000, 100000, 999983, 10000000, 14880952,
+    1000000000, 3000000000ull
+  };
+  static const guint64 freqs[] = { 1000000, 156250000, 1000000000, 3333333000ull,
+    10000000000ull
+  };
+  EmuGen *g = g_new0 (EmuGen, 1);
+  guint64 start = G_GUINT64_CONSTANT (0x123456789a);
+
+  for (guint ri = 0; ri < G_N_ELEMENTS (rates); ri++) {
+    for (guint fi = 0; fi < G_N_ELEMENTS (freqs); fi++) {
+      g->cfg.rate_pps = rates[ri];
+      emu_gen_start (g, start, freqs[fi]);
+      for (guint64 k = 0; k < 200000; k++) {
+        guint64 want = start + (guint64) ((U128) k * freqs[fi] / rates[ri]);
+        if (g->due_ticks != want)
+          g_error ("pacing: rate %" G_GUINT64_FORMAT " freq %" G_GUINT64_FORMAT " frame %"
+              G_GUINT64_FORMAT " due at %" G_GUINT64_FORMAT ", the formula says %"
+              G_GUINT64_FORMAT, rates[ri], freqs[fi], k, g->due_ticks, want);
+        g_assert_cmpuint (g->produced, ==, k);
+        emu_gen_advance (g);
+      }
+    }
+  }
+  g_free (g);
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/mlx5/emu-model/gen-checksum", test_gen_checksum);
+  g_test_add_func ("/mlx5/emu-model/gen-pacing", test_gen_pacing);
+  g_test_add_func ("/mlx5/emu-model/wire", test_wire_model);
   return g_test_run ();
 }
