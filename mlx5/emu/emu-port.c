@@ -152,6 +152,7 @@ emu_cq_destroy (gpointer dev, Mlx5Cq * cq)
     }
   }
   g_ptr_array_remove (p->cqs, cq->priv);
+  emu_steering_changed (p);
   g_mutex_unlock (&p->lock);
   cq->priv = NULL;
 }
@@ -212,6 +213,7 @@ emu_rq_destroy (gpointer dev, Mlx5Rq * rq)
     }
   }
   g_ptr_array_remove (p->rqs, rq->priv);
+  emu_steering_changed (p);
   g_mutex_unlock (&p->lock);
   rq->priv = NULL;
 }
@@ -321,6 +323,7 @@ emu_flows_set (gpointer dev, guint32 group, Mlx5Rq ** rqs, guint n_rqs,
   }
   if (g != NULL)
     g_ptr_array_insert (p->groups, (gint) at, g);
+  emu_steering_changed (p);
   /* the spec's generator (gen=LEN) starts once a receive queue is there to take it */
   gboolean gen_start = g != NULL && p->cfg.gen_len > 0 && !p->gen_from_spec;
   if (gen_start)

@@ -140,6 +140,14 @@ typedef struct {
   guint8 data[];
 } EmuFrame;
 
+/* What a received frame's CQE gets from steering and its headers. */
+typedef struct {
+  guint32 tag;                  /* flow tag (24 bits) */
+  guint32 hash;                 /* RSS hash, 0 without RSS */
+  guint8 hds_ip_ext;            /* L2/L3/L4 OK */
+  guint8 l4_l3;                 /* l4_hdr_type_etc */
+} EmuRxMeta;
+
 /* the generator's sequence number: UDP payload, after the 42 bytes of headers */
 #define EMU_GEN_SEQ_OFFSET 42
 
@@ -155,6 +163,11 @@ typedef struct {
   guint64 due_rem;
   guint64 step_ticks;
   guint64 step_rem;
+  /* the template's steering, the same for all its frames: the RQ (NULL: none) and the
+   * CQE fields, made at the port's steer_version `steer_version` (0: not yet) */
+  guint32 steer_version;
+  EmuRq *steer_rq;
+  EmuRxMeta steer_meta;
   /* the frame: the template, with the sequence number, pattern and UDP checksum of the
    * last frame made */
   guint8 frame[EMU_MAX_FRAME];
@@ -187,6 +200,8 @@ struct _EmuPort {
   GPtrArray *mrs;               /* EmuMr*, index = lkey >> 8 */
   GPtrArray *cqs, *rqs, *sqs;
   GPtrArray *groups;            /* EmuSteerGroup*, in the order they were set */
+  guint32 steer_version;        /* changes with the groups (never 0): steering cached
+                                 * before is stale */
   guint32 next_id;
 
   EmuWire tx_wire, rx_wire;
@@ -214,6 +229,14 @@ struct _EmuPort {
   EmuCounters c;                /* written under lock, read atomically */
   guint8 bounce[EMU_MAX_FRAME];
 };
+
+/* The steering groups changed (under the port lock). */
+static inline void
+emu_steering_changed (EmuPort * p)
+{
+  if (++p->steer_version == 0)
+    p->steer_version = 1;
+}
 
 /* device-side object management (emu.c), called with port->lock held */
 EmuMr *emu_mr_lookup (EmuPort * port, guint32 lkey);

@@ -317,13 +317,6 @@ rq_has_room (EmuPort * p, EmuRq * rq, guint len)
   return cq_has_room (rq->cq, more) && rq_posted (p, rq) >= more;
 }
 
-typedef struct {
-  guint32 tag;                  /* flow tag (24 bits) */
-  guint32 hash;                 /* RSS hash, 0 without RSS */
-  guint8 hds_ip_ext;            /* L2/L3/L4 OK */
-  guint8 l4_l3;                 /* l4_hdr_type_etc */
-} EmuRxMeta;
-
 static void
 rq_cqe (EmuRq * rq, guint32 slot, guint32 n_strides, guint len, guint64 ts,
     const EmuRxMeta * m)
@@ -449,18 +442,22 @@ max_frame (EmuPort * p)
   return p->cfg.mtu + 18;
 }
 
-/* A frame that arrives at the port at tick `at`. `known_ok` >= 0: its hds_ip_ext bits
- * are known (the sender computed the checksums), else they are verified. With
+/* the CQE's l4_hdr_type_etc: the header types */
+static guint8
+rx_l4_l3 (const EmuHeaders * h)
+{
+  return (guint8) ((h->l4_type << MLX5_CQE_L4_HDR_SHIFT) |
+      (h->l3_type << MLX5_CQE_L3_HDR_SHIFT));
+}
+
+/* A frame that arrives at the port at tick `at`, steered to `rq` (NULL: no group took
+ * it) with tag, hash and header types in `m`. `h` NULL: m->hds_ip_ext is known (the
+ * sender computed the checksums), else they are verified with the headers `h`. With
  * `lossless`, a frame its RQ has no room for is not taken: FALSE, nothing changed. */
 static gboolean
-rx_frame (EmuPort * p, const guint8 * frame, guint len, guint64 at, gboolean lossless,
-    gint known_ok)
+rx_steered (EmuPort * p, const guint8 * frame, guint len, guint64 at, gboolean lossless,
+    EmuRq * rq, EmuRxMeta * m, const EmuHeaders * h)
 {
-  EmuHeaders h;
-  EmuRxMeta m;
-
-  emu_parse (frame, len, &h);
-  EmuRq *rq = steer (p, frame, len, &h, &m);
   if (lossless && rq != NULL && !rq_has_room (p, rq, len))
     return FALSE;
   guint64 ts = wire_start (p, &p->rx_wire, at, len);
@@ -479,11 +476,26 @@ rx_frame (EmuPort * p, const guint8 * frame, guint len, guint64 at, gboolean los
     MLX5_COUNTER_ADD (p->c.rx_steer_miss, 1);
     return TRUE;
   }
-  m.hds_ip_ext = known_ok >= 0 ? (guint8) known_ok : emu_csum_verify (frame, len, &h);
-  m.l4_l3 = (guint8) ((h.l4_type << MLX5_CQE_L4_HDR_SHIFT) |
-      (h.l3_type << MLX5_CQE_L3_HDR_SHIFT));
-  rq_deliver (p, rq, frame, len, ts, &m);
+  if (h != NULL)
+    m->hds_ip_ext = emu_csum_verify (frame, len, h);
+  rq_deliver (p, rq, frame, len, ts, m);
   return TRUE;
+}
+
+/* A frame that arrives at the port at tick `at`: steered, then received (rx_steered).
+ * `known_ok` >= 0: its hds_ip_ext bits are known, else they are verified. */
+static gboolean
+rx_frame (EmuPort * p, const guint8 * frame, guint len, guint64 at, gboolean lossless,
+    gint known_ok)
+{
+  EmuHeaders h;
+  EmuRxMeta m;
+
+  emu_parse (frame, len, &h);
+  EmuRq *rq = steer (p, frame, len, &h, &m);
+  m.l4_l3 = rx_l4_l3 (&h);
+  m.hds_ip_ext = known_ok >= 0 ? (guint8) known_ok : 0;
+  return rx_steered (p, frame, len, at, lossless, rq, &m, known_ok >= 0 ? NULL : &h);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -760,6 +772,23 @@ input_run (EmuPort * p)
   return done;
 }
 
+/* The generator's frames all steer alike (only the payload changes, steering reads
+ * headers): the template is steered once, again only when the rules change. */
+static void
+gen_steer (EmuPort * p, EmuGen * g)
+{
+  EmuHeaders h;
+
+  if (g->steer_version == p->steer_version)
+    return;
+  emu_parse (g->frame, g->cfg.frame_len, &h);
+  g->steer_rq = steer (p, g->frame, g->cfg.frame_len, &h, &g->steer_meta);
+  g->steer_meta.l4_l3 = rx_l4_l3 (&h);
+  /* the generator's checksums are right */
+  g->steer_meta.hds_ip_ext = MLX5_CQE_L2_OK | MLX5_CQE_L3_OK | MLX5_CQE_L4_OK;
+  g->steer_version = p->steer_version;
+}
+
 static guint
 gen_run (EmuPort * p, guint64 now)
 {
@@ -768,6 +797,7 @@ gen_run (EmuPort * p, guint64 now)
 
   if (g == NULL || !g->active)
     return 0;
+  gen_steer (p, g);
   while (n < GEN_BUDGET && (g->cfg.count == 0 || g->produced < g->cfg.count)) {
     guint64 at = now;
     if (g->cfg.rate_pps != 0) {
@@ -777,8 +807,9 @@ gen_run (EmuPort * p, guint64 now)
         break;
     }
     emu_gen_frame (g, g->produced);
-    if (!rx_frame (p, g->frame, g->cfg.frame_len, at, g->cfg.lossless,
-            MLX5_CQE_L2_OK | MLX5_CQE_L3_OK | MLX5_CQE_L4_OK))
+    EmuRxMeta m = g->steer_meta;
+    if (!rx_steered (p, g->frame, g->cfg.frame_len, at, g->cfg.lossless, g->steer_rq, &m,
+            NULL))
       break;
     emu_gen_advance (g);
     n++;
@@ -949,6 +980,7 @@ port_new (const EmuConfig * cfg)
   p->sqs = g_ptr_array_new ();
   p->groups = g_ptr_array_new ();
   p->next_id = 0x100;
+  p->steer_version = 1;
   p->fault_rx_error = -1;
   p->fault_tx_error = -1;
   char *thread_name = g_strdup_printf ("emu:%s", cfg->name);
@@ -1045,6 +1077,7 @@ emu_port_generate (EmuPort * p, const EmuGenConfig * config, GError ** error)
     p->gen->cfg = *config;
     emu_gen_start (p->gen, emu_port_ticks (p), p->freq_hz);
     emu_gen_template (p->gen, p->cfg.mac);
+    p->gen->steer_version = 0;  /* a new template: steered again */
     p->gen->active = TRUE;
   }
   g_mutex_unlock (&p->lock);

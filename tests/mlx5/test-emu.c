@@ -1263,6 +1263,106 @@ test_generator (void)
   rig_close (&r);
 }
 
+/* Polls queue `qi` until nothing more comes for 30 ms. */
+static void
+rig_drain (Rig * r, guint qi, GArray * out)
+{
+  guint before;
+  do {
+    before = out->len;
+    rig_poll (r, qi, out, G_MAXUINT, 30);
+  } while (out->len != before);
+}
+
+/* The generator's frames follow the flow rules as they change while it runs (its
+ * steering is made once per template and rule set): a new queue and mark, no group,
+ * RSS. Lossless, so every sequence number arrives once, in order. */
+static void
+test_generator_steering (void)
+{
+  Rig r;
+  GError *error = NULL;
+  DqFlowRule *rules = NULL;
+  guint n_rules = 0;
+  rig_open (&r, "gensteer");
+  rig_rx (&r, 6, 4, 4);
+  rig_rx (&r, 6, 4, 4);
+  GArray *q0 = rxpkts_new (), *q1 = rxpkts_new ();
+
+  g_assert_true (dq_flow_parse ("proto=udp dst-port=5000 mark=7 queue=0", &rules, &n_rules,
+          &error));
+  rig_steer (&r, 1, rules, n_rules);
+  g_free (rules);
+  EmuGenConfig g = {.frame_len = 64,.rate_pps = 20000,.lossless = TRUE };
+  g_assert_true (emu_port_generate (r.port, &g, &error));
+  rig_poll (&r, 0, q0, 20, 2000);
+  g_assert_cmpuint (q0->len, >=, 20);
+
+  /* to queue 1 with mark 9, while frames keep coming */
+  g_assert_true (dq_flow_parse ("proto=udp dst-port=5000 mark=9 queue=1", &rules, &n_rules,
+          &error));
+  rig_steer (&r, 1, rules, n_rules);
+  g_free (rules);
+  rig_poll (&r, 1, q1, 20, 2000);
+  g_assert_cmpuint (q1->len, >=, 20);
+
+  /* rules that take nothing the generator makes: its frames are steering misses */
+  g_assert_true (dq_flow_parse ("proto=udp dst-port=6000 queue=0", &rules, &n_rules,
+          &error));
+  rig_steer (&r, 1, rules, n_rules);
+  g_free (rules);
+  rig_drain (&r, 0, q0);
+  rig_drain (&r, 1, q1);
+  EmuCounters c0, c;
+  emu_port_counters (r.port, &c0);
+  g_usleep (20000);
+  emu_port_counters (r.port, &c);
+  g_assert_cmpuint (c.rx_steer_miss, >, c0.rx_steer_miss);
+  g_assert_cmpuint (c.rx_packets, ==, c0.rx_packets);
+
+  /* so far: queue 0 had sequence numbers 0 .. a - 1 with mark 7, queue 1 a .. b - 1
+   * with mark 9, every one once */
+  guint a = q0->len, b = a + q1->len;
+  for (guint i = 0; i < q0->len; i++) {
+    RxPkt *p = &g_array_index (q0, RxPkt, i);
+    g_assert_cmpuint (tu_frame_seq (p->data, p->len), ==, i);
+    g_assert_cmpuint (p->flow_id, ==, 7);
+  }
+  for (guint i = 0; i < q1->len; i++) {
+    RxPkt *p = &g_array_index (q1, RxPkt, i);
+    g_assert_cmpuint (tu_frame_seq (p->data, p->len), ==, a + i);
+    g_assert_cmpuint (p->flow_id, ==, 9);
+  }
+  g_assert_cmpuint (c0.rx_packets, ==, b);
+
+  /* RSS over both queues with mark 3: the template's hash picks one */
+  TuFrameSpec spec = {.src = 0x0a000001,.dst = 0x0a000002,.sport = 1000,.dport = 5000 };
+  guint qi = rss_queue (&spec, 2);
+  g_assert_true (dq_flow_parse ("proto=udp mark=3", &rules, &n_rules, &error));
+  rig_steer (&r, 1, rules, n_rules);
+  g_free (rules);
+  GArray *rss = rxpkts_new ();
+  rig_poll (&r, qi, rss, 10, 2000);
+  g_assert_cmpuint (rss->len, >=, 10);
+  for (guint i = 0; i < rss->len; i++) {
+    RxPkt *p = &g_array_index (rss, RxPkt, i);
+    g_assert_cmpuint (p->flow_id, ==, 3);
+    g_assert_cmpuint (tu_frame_seq (p->data, p->len), >=, b);
+    g_assert_cmpuint (p->flags & DQ_PACKET_FLAG_CSUM_OK, !=, 0);
+  }
+
+  EmuGenConfig stop = { 0 };
+  g_assert_true (emu_port_generate (r.port, &stop, &error));
+  rig_drain (&r, qi, rss);
+  g_array_set_size (q0, 0);
+  rig_drain (&r, 1 - qi, q0);
+  g_assert_cmpuint (q0->len, ==, 0);
+  g_array_unref (rss);
+  g_array_unref (q0);
+  g_array_unref (q1);
+  rig_close (&r);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1282,5 +1382,6 @@ main (int argc, char **argv)
   g_test_add_func ("/mlx5/emu/steering", test_steering);
   g_test_add_func ("/mlx5/emu/cable", test_cable);
   g_test_add_func ("/mlx5/emu/generator", test_generator);
+  g_test_add_func ("/mlx5/emu/generator-steering", test_generator_steering);
   return g_test_run ();
 }
