@@ -12,7 +12,8 @@
  *    (24-bit consumer index). The device reads WQEs only below the counter (rq_posted,
  *    sq_run) and writes a CQE only where the consumer index lets it (cq_has_room).
  *  - CQE ownership: the owner bit written is the wrap parity of the CQ producer index,
- *    and op_own is written last, after a barrier (cq_publish).
+ *    and op_own is written last, after a barrier, in the store of the CQE's last word
+ *    (cq_post).
  *  - Striding RQ: strides of the current WQE are filled in order; a packet takes
  *    ceil(len / stride) consecutive strides and never spans WQEs: when it does not fit
  *    the rest of the WQE, those strides are completed by a filler CQE and the packet goes
@@ -186,23 +187,45 @@ cq_has_room (EmuCq * cq, guint n)
   return used + n <= (1u << cq->log_size);
 }
 
-/* The next CQE, cleared except op_own: the old op_own keeps the host away from it. */
-static volatile struct mlx5_cqe64 *
-cq_next (EmuCq * cq)
+/* A CQE being made: its 64 bytes as eight big-endian words, word i = bytes 8i .. 8i + 7
+ * (byte 8i the most significant), every field zero until set. */
+typedef struct {
+  guint64 w[8];
+} EmuCqe;
+
+/* Sets the `size`-byte big-endian field at byte `offset` of the CQE (to the value's low
+ * bytes, as a store of that size would). */
+static inline void
+cqe_set (EmuCqe * c, guint offset, guint size, guint64 value)
 {
-  guint32 mask = (1u << cq->log_size) - 1;
-  volatile struct mlx5_cqe64 *cqe =
-      (volatile struct mlx5_cqe64 *) (cq->ring + ((gsize) (cq->pi & mask) << 6));
-  memset ((void *) cqe, 0, MLX5_CQE_SIZE - 1);
-  return cqe;
+  if (size < 8)
+    value &= (G_GUINT64_CONSTANT (1) << (8 * size)) - 1;
+  c->w[offset / 8] |= value << (8 * (8 - offset % 8 - size));
 }
 
+/* a field of the CQE layout (struct mlx5_cqe64), or of the error CQE (mlx5_err_cqe) */
+#define CQE_SET(c, field, value) cqe_set ((c), G_STRUCT_OFFSET (struct mlx5_cqe64, field), \
+    sizeof (((struct mlx5_cqe64 *) NULL)->field), (value))
+#define ERR_CQE_SET(c, field, value) cqe_set ((c), \
+    G_STRUCT_OFFSET (struct mlx5_err_cqe, field), \
+    sizeof (((struct mlx5_err_cqe *) NULL)->field), (value))
+
+/* Writes the CQE into the next slot of the CQ and passes it to the host: bytes 0 .. 55
+ * in seven 8-byte stores, then, after a barrier, the last word in one 8-byte store with
+ * op_own (the opcode, and the owner bit: the wrap parity of the producer index). Until
+ * then the slot's old op_own keeps the host away from it. */
 static void
-cq_publish (EmuCq * cq, volatile struct mlx5_cqe64 *cqe, guint8 opcode)
+cq_post (EmuCq * cq, EmuCqe * c, guint8 opcode)
 {
+  guint32 mask = (1u << cq->log_size) - 1;
+  volatile guint64 *dst = (volatile guint64 *) (cq->ring + ((gsize) (cq->pi & mask) << 6));
+  for (guint i = 0; i < 7; i++)
+    dst[i] = htobe64 (c->w[i]);
+  CQE_SET (c, op_own, (guint8) (opcode << 4) | ((cq->pi >> cq->log_size) &
+          MLX5_CQE_OWNER_MASK));
   /* everything else before ownership passes to the host */
   mlx5_dma_wmb ();
-  cqe->op_own = (guint8) (opcode << 4) | ((cq->pi >> cq->log_size) & MLX5_CQE_OWNER_MASK);
+  dst[7] = htobe64 (c->w[7]);
   cq->pi++;
 }
 
@@ -212,15 +235,13 @@ static void
 cq_error (EmuCq * cq, guint8 opcode, guint8 syndrome, guint8 wqe_opcode, guint32 qpn,
     guint16 wqe_id, guint16 wqe_counter, guint32 byte_cnt)
 {
-  volatile struct mlx5_cqe64 *cqe = cq_next (cq);
-  volatile struct mlx5_err_cqe *err = (volatile struct mlx5_err_cqe *) cqe;
-  cqe->wqe_id = htobe16 (wqe_id);
-  cqe->byte_cnt = htobe32 (byte_cnt);
-  err->syndrome = syndrome;
-  err->vendor_err_synd = 0;
-  err->s_wqe_opcode_qpn = htobe32 (((guint32) wqe_opcode << 24) | (qpn & 0xffffff));
-  err->wqe_counter = htobe16 (wqe_counter);
-  cq_publish (cq, cqe, opcode);
+  EmuCqe c = { { 0 } };
+  CQE_SET (&c, wqe_id, wqe_id);
+  CQE_SET (&c, byte_cnt, byte_cnt);
+  ERR_CQE_SET (&c, syndrome, syndrome);
+  ERR_CQE_SET (&c, s_wqe_opcode_qpn, ((guint32) wqe_opcode << 24) | (qpn & 0xffffff));
+  ERR_CQE_SET (&c, wqe_counter, wqe_counter);
+  cq_post (cq, &c, opcode);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -321,22 +342,17 @@ static void
 rq_cqe (EmuRq * rq, guint32 slot, guint32 n_strides, guint len, guint64 ts,
     const EmuRxMeta * m)
 {
-  volatile struct mlx5_cqe64 *cqe = cq_next (rq->cq);
-  volatile guint8 *raw = (volatile guint8 *) cqe;
-
-  cqe->wqe_id = htobe16 ((guint16) slot);
+  EmuCqe c = { { 0 } };
+  CQE_SET (&c, wqe_id, slot);
   /* rss_hash_result (bytes 12..15; rdma-core calls them reserved) */
-  raw[12] = (guint8) (m->hash >> 24);
-  raw[13] = (guint8) (m->hash >> 16);
-  raw[14] = (guint8) (m->hash >> 8);
-  raw[15] = (guint8) m->hash;
-  cqe->hds_ip_ext = m->hds_ip_ext;
-  cqe->l4_hdr_type_etc = m->l4_l3;
-  cqe->byte_cnt = htobe32 ((n_strides << MLX5_MPRQ_STRIDES_SHIFT) | len);
-  cqe->timestamp = htobe64 (ts);
-  cqe->sop_drop_qpn = htobe32 (m->tag & MLX5_FLOW_TAG_BITS);
-  cqe->wqe_counter = htobe16 ((guint16) rq->hw_stride);
-  cq_publish (rq->cq, cqe, MLX5_CQE_RESP_SEND);
+  cqe_set (&c, 12, 4, m->hash);
+  CQE_SET (&c, hds_ip_ext, m->hds_ip_ext);
+  CQE_SET (&c, l4_hdr_type_etc, m->l4_l3);
+  CQE_SET (&c, byte_cnt, (n_strides << MLX5_MPRQ_STRIDES_SHIFT) | len);
+  CQE_SET (&c, timestamp, ts);
+  CQE_SET (&c, sop_drop_qpn, m->tag & MLX5_FLOW_TAG_BITS);
+  CQE_SET (&c, wqe_counter, (guint16) rq->hw_stride);
+  cq_post (rq->cq, &c, MLX5_CQE_RESP_SEND);
 }
 
 /* Writes a received frame into the RQ (the PRM's striding RQ rules; see the top). */
@@ -357,11 +373,11 @@ rq_deliver (EmuPort * p, EmuRq * rq, const guint8 * frame, guint len, guint64 ti
     /* the packet does not fit the rest of this WQE: a filler CQE skips it */
     guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
     guint32 left = strides - rq->hw_stride;
-    volatile struct mlx5_cqe64 *cqe = cq_next (rq->cq);
-    cqe->wqe_id = htobe16 ((guint16) slot);
-    cqe->byte_cnt = htobe32 (MLX5_MPRQ_FILLER_FLAG | (left << MLX5_MPRQ_STRIDES_SHIFT));
-    cqe->wqe_counter = htobe16 ((guint16) rq->hw_stride);
-    cq_publish (rq->cq, cqe, MLX5_CQE_RESP_SEND);
+    EmuCqe c = { { 0 } };
+    CQE_SET (&c, wqe_id, (guint16) slot);
+    CQE_SET (&c, byte_cnt, MLX5_MPRQ_FILLER_FLAG | (left << MLX5_MPRQ_STRIDES_SHIFT));
+    CQE_SET (&c, wqe_counter, (guint16) rq->hw_stride);
+    cq_post (rq->cq, &c, MLX5_CQE_RESP_SEND);
     MLX5_COUNTER_ADD (p->c.rx_fillers, 1);
     rq_advance (rq, left);
     if (!rq_fetch (p, rq))
@@ -613,11 +629,11 @@ sq_gather (EmuPort * p, const EmuSendWqe * w, guint * frame_len, guint8 * cs_fla
 static void
 sq_cqe (EmuSq * sq, guint16 index, guint64 ts)
 {
-  volatile struct mlx5_cqe64 *cqe = cq_next (sq->cq);
-  cqe->timestamp = htobe64 (ts);
-  cqe->sop_drop_qpn = htobe32 (sq->sqn & 0xffffff);
-  cqe->wqe_counter = htobe16 (index);
-  cq_publish (sq->cq, cqe, MLX5_CQE_REQ);
+  EmuCqe c = { { 0 } };
+  CQE_SET (&c, timestamp, ts);
+  CQE_SET (&c, sop_drop_qpn, sq->sqn & 0xffffff);
+  CQE_SET (&c, wqe_counter, index);
+  cq_post (sq->cq, &c, MLX5_CQE_REQ);
 }
 
 /* Executes the WQE at hw_ci. TRUE: done (hw_ci moved on); FALSE: it has to wait (no

@@ -1,11 +1,12 @@
 /* The emulated ConnectX's arithmetic against the plain formulas it stands for: the
  * generator's frames (incremental UDP checksum) against frames built and checksummed
  * from scratch; the line-rate model and the generator's pacing (quotient and remainder
- * carried from frame to frame) against the 128-bit divisions of the formulas in emu.h.
- * No device thread, no rings.
+ * carried from frame to frame) against the 128-bit divisions of the formulas in emu.h;
+ * and the CQEs the device writes, all 64 bytes, against the PRM's byte offsets.
  */
 #include "emu-private.h"
 #include "emu-net.h"
+#include "mlx5-dma.h"
 #include "test-util.h"
 
 #include <infiniband/mlx5dv.h>
@@ -296,6 +297,163 @@ test_gen_pacing (void)
   g_free (g);
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* CQEs, byte for byte */
+
+static void
+put_be (guint8 * cqe, guint offset, guint size, guint64 v)
+{
+  for (guint i = 0; i < size; i++)
+    cqe[offset + i] = (guint8) (v >> (8 * (size - 1 - i)));
+}
+
+static void
+check_cqe (const guint8 * got, const guint8 * want, const char *what)
+{
+  for (guint i = 0; i < 64; i++)
+    if (got[i] != want[i])
+      g_error ("%s CQE: byte %u is 0x%02x, the PRM layout says 0x%02x", what, i, got[i],
+          want[i]);
+}
+
+/* RQ CQEs as the device writes them into a CQ the host filled with 0xff: a packet
+ * (RSS hash, checksum and header bits, byte count, timestamp, flow tag, first stride,
+ * opcode and owner), a filler, the packet after it in the next WQE and an error CQE;
+ * every byte the PRM does not give a value is 0. Two RQs share the CQ; RSS picks one. */
+static void
+test_cqe_bytes (void)
+{
+  GError *error = NULL;
+  DqPortInfo info;
+  Mlx5Caps caps;
+  gpointer dev = emu_port_ops.open ("cqebytes,pause=off", &info, &caps, &error);
+  g_assert_no_error (error);
+  EmuPort *port = dev;
+
+  /* a CQ of 8, and two RQs of 2 WQEs of 8 strides of 64 bytes */
+  guint8 *cq_ring = g_aligned_alloc (8, 64, 64);
+  memset (cq_ring, 0xff, 8 * 64);
+  guint32 *cq_db = g_new0 (guint32, 2);
+  guint8 *buf = g_aligned_alloc0 (4, 512, 64);
+  Mlx5Cq cq = {.ring = cq_ring,.dbrec = cq_db,.log_size = 3 };
+  Mlx5Rq rq[2];
+  Mlx5Rq *rqs[2] = { &rq[0], &rq[1] };
+  gpointer mr;
+  guint32 lkey;
+  g_assert_true (emu_port_ops.mr_reg (dev, buf, 2048, &lkey, &mr, &error));
+  g_assert_true (emu_port_ops.cq_create (dev, &cq, &error));
+  for (guint q = 0; q < 2; q++) {
+    rq[q] = (Mlx5Rq) {.wqes = g_aligned_alloc0 (2, 32, 64),.dbrec = g_new0 (guint32, 2),
+      .log_wqes = 1,.log_strides = 3,.log_stride_size = 6,.buf = buf + 1024 * q,
+      .buf_size = 1024,.lkey = lkey,.cq = &cq
+    };
+    g_assert_true (emu_port_ops.rq_create (dev, &rq[q], &error));
+    for (guint i = 0; i < 2; i++) {
+      struct mlx5_mprq_wqe *w = (struct mlx5_mprq_wqe *) (rq[q].wqes + 32 * i);
+      w->dseg.byte_count = htobe32 (512);
+      w->dseg.lkey = htobe32 (lkey);
+      w->dseg.addr = htobe64 ((guint64) (uintptr_t) (rq[q].buf + 512 * i));
+    }
+    rq[q].dbrec[MLX5_RCV_DBR] = htobe32 (2);
+  }
+  DqFlowRule rule = {.keys = DQ_FLOW_PROTO | DQ_FLOW_MARK,.proto = 17,.mark = 0xabcdef };
+  g_assert_true (emu_port_ops.flows_set (dev, 1, rqs, 2, &rule, 1, &error));
+
+  /* 100 bytes (2 strides), then 400 bytes (7: a filler for the 6 left, then WQE 1),
+   * then a packet that completes with an error (1 stride) */
+  TuFrameSpec spec = {.len = 100,.proto = TU_PROTO_UDP,.src = 0x0a010203,
+    .dst = 0x0a040506,.sport = 1234,.dport = 4321,.good_csums = TRUE
+  };
+  guint8 frame[400];
+  tu_frame_build (frame, &spec, 1);
+  g_assert_true (emu_port_inject (port, frame, 100));
+  spec.len = 400;
+  tu_frame_build (frame, &spec, 2);
+  g_assert_true (emu_port_inject (port, frame, 400));
+  g_assert_true (emu_port_wait_idle (port, G_GINT64_CONSTANT (5000000000)));
+  emu_port_fault_rx_error (port, 0, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
+  spec.len = 60;
+  tu_frame_build (frame, &spec, 3);
+  g_assert_true (emu_port_inject (port, frame, 60));
+  g_assert_true (emu_port_wait_idle (port, G_GINT64_CONSTANT (5000000000)));
+  guint64 now = emu_port_ticks (port);
+
+  /* the Toeplitz hash of addresses and ports picks the RQ: entry hash & 1 of the
+   * indirection table, RQ hash & 1; the flow tag is the rule's mark */
+  const guint8 rss_in[12] = { 10, 1, 2, 3, 10, 4, 5, 6, 1234 >> 8, 1234 & 0xff, 4321 >> 8,
+    4321 & 0xff
+  };
+  guint32 hash = emu_toeplitz (rss_in, 12);
+  guint32 rqn = rq[hash & 1].rqn;
+  guint8 want[64];
+  guint8 l4_l3 = (MLX5_CQE_L4_HDR_TYPE_UDP << MLX5_CQE_L4_HDR_SHIFT) |
+      (MLX5_CQE_L3_HDR_TYPE_IPV4 << MLX5_CQE_L3_HDR_SHIFT);
+  guint64 ts0 = be64toh (*(guint64 *) (cq_ring + 48));
+  g_assert_cmpuint (ts0, >, 0);
+  g_assert_cmpuint (ts0, <=, now);
+  memset (want, 0, 64);
+  put_be (want, 2, 2, 0);       /* wqe_id */
+  put_be (want, 12, 4, hash);   /* rss_hash_result */
+  want[28] = MLX5_CQE_L2_OK | MLX5_CQE_L3_OK | MLX5_CQE_L4_OK;   /* hds_ip_ext */
+  want[29] = l4_l3;             /* l4_hdr_type_etc */
+  put_be (want, 44, 4, 2u << 16 | 100);   /* byte_cnt: strides, bytes */
+  put_be (want, 48, 8, ts0);    /* timestamp */
+  put_be (want, 56, 4, 0xabcdef);       /* sop_drop_qpn: flow tag */
+  put_be (want, 60, 2, 0);      /* wqe_counter: first stride */
+  want[63] = MLX5_CQE_RESP_SEND << 4 | 0;       /* op_own: first lap, owner 0 */
+  check_cqe (cq_ring, want, "packet");
+
+  memset (want, 0, 64);
+  put_be (want, 2, 2, 0);
+  put_be (want, 44, 4, 0x80000000u | 6u << 16);   /* filler, 6 strides */
+  put_be (want, 60, 2, 2);
+  want[63] = MLX5_CQE_RESP_SEND << 4;
+  check_cqe (cq_ring + 64, want, "filler");
+
+  /* back to back at 100 Gb/s, 1 GHz: 100 + 24 bytes are 9.92 ns, unless the wire had
+   * gone idle between the two */
+  guint64 ts2 = be64toh (*(guint64 *) (cq_ring + 128 + 48));
+  g_assert_cmpuint (ts2, >=, ts0 + 9);
+  memset (want, 0, 64);
+  put_be (want, 2, 2, 1);
+  put_be (want, 12, 4, hash);
+  want[28] = MLX5_CQE_L2_OK | MLX5_CQE_L3_OK | MLX5_CQE_L4_OK;
+  want[29] = l4_l3;
+  put_be (want, 44, 4, 7u << 16 | 400);
+  put_be (want, 48, 8, ts2);
+  put_be (want, 56, 4, 0xabcdef);
+  put_be (want, 60, 2, 0);
+  want[63] = MLX5_CQE_RESP_SEND << 4;
+  check_cqe (cq_ring + 128, want, "second packet");
+
+  /* the error layout: syndrome 55, opcode and QPN 56..59, wqe_counter 60..61; wqe_id
+   * and byte_cnt where a good CQE has them */
+  memset (want, 0, 64);
+  put_be (want, 2, 2, 1);
+  put_be (want, 44, 4, 1u << 16);
+  want[55] = MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+  put_be (want, 56, 4, rqn & 0xffffff);
+  put_be (want, 60, 2, 7);
+  want[63] = MLX5_CQE_RESP_ERR << 4;
+  check_cqe (cq_ring + 192, want, "error");
+  /* and nothing after them */
+  for (guint i = 256; i < 512; i++)
+    g_assert_cmpuint (cq_ring[i], ==, 0xff);
+
+  emu_port_ops.flows_set (dev, 1, NULL, 0, NULL, 0, &error);
+  for (guint q = 0; q < 2; q++) {
+    emu_port_ops.rq_destroy (dev, &rq[q]);
+    g_aligned_free (rq[q].wqes);
+    g_free ((gpointer) rq[q].dbrec);
+  }
+  emu_port_ops.cq_destroy (dev, &cq);
+  emu_port_ops.mr_dereg (dev, mr);
+  emu_port_ops.close (dev);
+  g_aligned_free (buf);
+  g_aligned_free (cq_ring);
+  g_free (cq_db);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -303,5 +461,6 @@ main (int argc, char **argv)
   g_test_add_func ("/mlx5/emu-model/gen-checksum", test_gen_checksum);
   g_test_add_func ("/mlx5/emu-model/gen-pacing", test_gen_pacing);
   g_test_add_func ("/mlx5/emu-model/wire", test_wire_model);
+  g_test_add_func ("/mlx5/emu-model/cqe-bytes", test_cqe_bytes);
   return g_test_run ();
 }
