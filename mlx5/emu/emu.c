@@ -214,11 +214,12 @@ cqe_set (EmuCqe * c, guint offset, guint size, guint64 value)
  * in seven 8-byte stores, then, after a barrier, the last word in one 8-byte store with
  * op_own (the opcode, and the owner bit: the wrap parity of the producer index). Until
  * then the slot's old op_own keeps the host away from it. */
-static void
+static inline void
 cq_post (EmuCq * cq, EmuCqe * c, guint8 opcode)
 {
   guint32 mask = (1u << cq->log_size) - 1;
   volatile guint64 *dst = (volatile guint64 *) (cq->ring + ((gsize) (cq->pi & mask) << 6));
+#pragma GCC unroll 7
   for (guint i = 0; i < 7; i++)
     dst[i] = htobe64 (c->w[i]);
   CQE_SET (c, op_own, (guint8) (opcode << 4) | ((cq->pi >> cq->log_size) &
@@ -367,7 +368,7 @@ rq_deliver (EmuPort * p, EmuRq * rq, const guint8 * frame, guint len, guint64 ti
     MLX5_COUNTER_ADD (p->c.rx_oversize, 1);
     return;
   }
-  if (!rq_fetch (p, rq))
+  if (G_UNLIKELY (rq->region == NULL) && !rq_fetch (p, rq))
     goto out_of_buffer;
   if (rq->hw_stride + need > strides) {
     /* the packet does not fit the rest of this WQE: a filler CQE skips it */
