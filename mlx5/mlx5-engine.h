@@ -5,8 +5,8 @@
  * Device strings: ENGINE:NAME[,KEY=VALUE]... The engine takes these keys itself (same on
  * hardware and emulator) and hands NAME with the other keys to the control path:
  *
- *   stride=64..8192          RX stride bytes, a power of two (default: the power of two
- *                            >= max-packet-size, at most 2048)
+ *   stride=64..8192          RX stride bytes, a power of two (default 64, the device
+ *                            minimum; a larger frame takes several strides of one WQE)
  *   strides=8..65536         RX strides per WQE, a power of two (default 512, fewer for
  *                            small rings)
  *   tx-signal=1..N           ask for a TX completion every N WQEs (default 32)

@@ -27,7 +27,7 @@ G_BEGIN_DECLS
 /* wqe_id and the RQ doorbell counter are 16 bits: a full ring of 2^16 posted WQEs
  * would read as 0 posted */
 #define MLX5_RX_MAX_LOG_WQES 15
-#define MLX5_RX_DEFAULT_STRIDE 2048
+#define MLX5_RX_DEFAULT_STRIDE 64
 #define MLX5_RX_DEFAULT_LOG_STRIDES 9
 /* CQ doorbell record written after this many CQEs (and at the end of every poll) */
 #define MLX5_RX_CQ_DOORBELL_EVERY 64
@@ -41,7 +41,9 @@ typedef struct {
 
 /* Chooses the ring geometry.
  *  - stride: `stride_size` when not 0 (a power of two within the device's limits), else
- *    the power of two >= max_packet, at most 2048 and at least the device minimum;
+ *    the power of two >= max_packet, at most 64 and at least the device minimum (a
+ *    larger frame takes several consecutive strides: small frames take little of the
+ *    ring, and the device writes the ring front to back);
  *  - strides per WQE: `strides_per_wqe` when not 0, else 512; raised so that one WQE holds
  *    a max_packet frame (a packet never spans WQEs), lowered (down to the device minimum)
  *    while the ring would have fewer than 4 WQEs;

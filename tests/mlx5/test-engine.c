@@ -135,10 +135,10 @@ test_config_errors (void)
           "flow tag (allowed mark=0 .. 16777215)"));
   g_clear_error (&error);
   cfg.n_flows = 0;
-  cfg.ring_bytes = 8192;
+  cfg.ring_bytes = 4096;
   g_assert_null (dq_rxq_create (p, &cfg, &error));
   g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
-  g_assert_nonnull (strstr (error->message, "emu:cfgerr: ring-size 8192 is too small"));
+  g_assert_nonnull (strstr (error->message, "emu:cfgerr: ring-size 4096 is too small"));
   g_clear_error (&error);
   cfg.ring_bytes = 0;
   cfg.max_packet_size = 70000;
@@ -346,10 +346,11 @@ test_burst_timeout_wakeup (void)
   g_assert_cmpuint (b.n_packets, ==, 3);
   for (guint i = 0; i < 3; i++) {
     g_assert_cmpuint (tu_frame_seq (b.data + b.packets[i].offset, 128), ==, i);
-    g_assert_cmpuint (b.packets[i].offset, ==, i * 2048);
+    /* two 64-byte strides each (the default stride) */
+    g_assert_cmpuint (b.packets[i].offset, ==, i * 128);
     g_assert_cmpuint (b.packets[i].flags, ==, DQ_PACKET_FLAG_TS_HW | DQ_PACKET_FLAG_CSUM_OK);
   }
-  g_assert_cmpuint (b.size, ==, 2 * 2048 + 128);
+  g_assert_cmpuint (b.size, ==, 2 * 128 + 128);
   g_assert_cmpuint (b.packets[2].timestamp, <=, dq_port_time (p));
   dq_rxq_release (rxq, &b);
   g_assert_null (b.range);
@@ -372,8 +373,8 @@ test_burst_timeout_wakeup (void)
 static void
 test_ring_full (void)
 {
-  DqPort *p = port_open ("emu:rf0");
-  /* 64 KiB: 4 WQEs of 8 strides of 2 KiB = 32 packets */
+  DqPort *p = port_open ("emu:rf0,stride=2048");
+  /* 64 KiB: 4 WQEs of 8 strides of 2 KiB (the stride key) = 32 packets */
   DqRxQueue *rxq = rxq_new (p, 8, 1 * MS, 64 << 10, 0, NULL, 0, 0, 1, next_group++);
   EmuPort *ep = emu_port_lookup ("rf0");
   TuFrameSpec spec = {.len = 1000,.proto = TU_PROTO_UDP,.good_csums = TRUE };
@@ -539,8 +540,8 @@ test_truncate (void)
   g_assert_cmpuint (b.packets[0].flags & DQ_PACKET_FLAG_TRUNCATED, !=, 0);
   g_assert_cmpuint (b.packets[1].length, ==, 100);
   g_assert_cmpuint (b.packets[1].flags & DQ_PACKET_FLAG_TRUNCATED, ==, 0);
-  /* 300 bytes took 3 strides of 128: the next packet starts after them */
-  g_assert_cmpuint (b.packets[1].offset, ==, 384);
+  /* 300 bytes took 5 strides of 64: the next packet starts after them */
+  g_assert_cmpuint (b.packets[1].offset, ==, 320);
   dq_rxq_release (rxq, &b);
   DqRxStats st;
   dq_rxq_stats (rxq, &st);

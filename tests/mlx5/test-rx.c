@@ -239,28 +239,44 @@ test_geometry (void)
   Mlx5RxGeometry geo;
   GError *error = NULL;
 
-  /* defaults: 2 KiB strides, 512 per WQE (1 MiB), 64 WQEs in 64 MiB, CQ 32768 */
+  /* defaults: 64-byte strides (a 1518-byte frame takes 24), 512 per WQE (32 KiB), 2048
+   * WQEs in 64 MiB, CQ 2^20 */
   g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 0, 1518, 0, 0, &geo, &error));
   g_assert_no_error (error);
-  g_assert_cmpuint (geo.log_stride_size, ==, 11);
+  g_assert_cmpuint (geo.log_stride_size, ==, 6);
   g_assert_cmpuint (geo.log_strides, ==, 9);
-  g_assert_cmpuint (geo.log_wqes, ==, 6);
-  g_assert_cmpuint (geo.log_cq_size, ==, 15);
+  g_assert_cmpuint (geo.log_wqes, ==, 11);
+  g_assert_cmpuint (geo.log_cq_size, ==, 20);
 
-  /* small frames get small strides; a 100 MB ring rounds down to a power of two */
+  /* a 100 MB ring rounds down to a power of two */
   g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 100000000, 100, 0, 0, &geo,
+          &error));
+  g_assert_cmpuint (geo.log_stride_size, ==, 6);
+  g_assert_cmpuint (geo.log_strides, ==, 9);
+  g_assert_cmpuint (geo.log_wqes, ==, 11);      /* 95 MiB / 32 KiB = 3051 -> 2048 */
+  /* a stride given: 128 bytes */
+  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 100000000, 100, 128, 0, &geo,
           &error));
   g_assert_cmpuint (geo.log_stride_size, ==, 7);
   g_assert_cmpuint (geo.log_strides, ==, 9);
   g_assert_cmpuint (geo.log_wqes, ==, 10);      /* 95 MiB / 64 KiB = 1525 -> 1024 */
 
-  /* jumbo frames span strides: 9018 bytes need 5 of 2 KiB -> still 512 per WQE */
+  /* jumbo frames span strides: 9018 bytes need 141 of 64 -> still 512 per WQE; 65535
+   * bytes need 1024 */
   g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 0, 9018, 0, 0, &geo, &error));
-  g_assert_cmpuint (geo.log_stride_size, ==, 11);
+  g_assert_cmpuint (geo.log_stride_size, ==, 6);
   g_assert_cmpuint (geo.log_strides, ==, 9);
+  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 0, 65535, 0, 0, &geo, &error));
+  g_assert_cmpuint (geo.log_stride_size, ==, 6);
+  g_assert_cmpuint (geo.log_strides, ==, 10);
 
-  /* a small ring lowers the strides per WQE to keep 4 WQEs */
+  /* a small ring lowers the strides per WQE to keep 4 WQEs (256 of 64 bytes) */
   g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 65536, 1518, 0, 0, &geo,
+          &error));
+  g_assert_cmpuint (geo.log_strides, ==, 8);
+  g_assert_cmpuint (geo.log_wqes, ==, 2);
+  /* ... down to the device minimum (2 KiB strides: 8 per WQE) */
+  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 65536, 1518, 2048, 0, &geo,
           &error));
   g_assert_cmpuint (geo.log_strides, ==, 3);
   g_assert_cmpuint (geo.log_wqes, ==, 2);
@@ -295,7 +311,8 @@ test_geometry (void)
   g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "t", 4096, 1518, 0, 0, &geo,
           &error));
   g_assert_nonnull (strstr (error->message, "ring-size 4096 is too small"));
-  g_assert_nonnull (strstr (error->message, "(allowed: ring-size >= 65536)"));
+  /* 4 WQEs of 32 strides (a 1518-byte frame needs 24) of 64 bytes */
+  g_assert_nonnull (strstr (error->message, "(allowed: ring-size >= 8192)"));
   g_clear_error (&error);
 
   g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "t", 0, 70000, 0, 0, &geo, &error));
