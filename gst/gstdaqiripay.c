@@ -23,7 +23,7 @@
 #include "gstdaqirielement.h"
 #include "gstdaqiritxpool.h"
 
-#include <gst/daqiri/daqiripacketmeta.h>
+#include <gst/daqiri/daqiri.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -149,6 +149,48 @@ start (GstDaqiriPay * self)
   return TRUE;
 }
 
+/* The frame's bytes where the CPU can read them: mapped, or, for a frame in daqiri's GPU
+ * memory (daqirireorder memory=cuda), copied to the host (*copy, g_free it). NULL with an
+ * error posted. */
+static const guint8 *
+frame_bytes (GstDaqiriPay * self, GstBuffer * in, GstMapInfo * map, guint8 ** copy)
+{
+  *copy = NULL;
+  if (gst_buffer_n_memory (in) == 1 &&
+      gst_memory_is_type (gst_buffer_peek_memory (in, 0), GST_DAQIRI_CUDA_MEMORY_TYPE)) {
+#ifdef DQ_HAVE_CUDA
+    if (gst_buffer_map (in, map, GST_MAP_READ | GST_DAQIRI_MAP_CUDA)) {
+      *copy = g_malloc (MAX (map->size, 1));
+      int r = dq_cuda_memcpy (*copy, map->data, map->size);
+      gst_buffer_unmap (in, map);
+      if (r == 0)
+        return *copy;
+      g_clear_pointer (copy, g_free);
+    }
+    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("cannot copy the frame from GPU memory: %s",
+            dq_cuda_last_error ()), (NULL));
+#else
+    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("a frame in GPU memory, but this build has no "
+            "CUDA"), (NULL));
+#endif
+    return NULL;
+  }
+  if (!gst_buffer_map (in, map, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("cannot map the frame"), (NULL));
+    return NULL;
+  }
+  return map->data;
+}
+
+static void
+frame_bytes_done (GstBuffer * in, GstMapInfo * map, guint8 * copy)
+{
+  if (copy)
+    g_free (copy);
+  else
+    gst_buffer_unmap (in, map);
+}
+
 /* Asks downstream for a pool of TX slots that holds our packets; takes it when offered. */
 static void
 negotiate_slot_pool (GstDaqiriPay * self)
@@ -262,14 +304,15 @@ gst_daqiri_pay_chain (GstPad * pad, GstObject * parent, GstBuffer * in)
     self->caps_sent = TRUE;
     negotiate_slot_pool (self);
   }
+  guint8 *copy;
+  const guint8 *frame = frame_bytes (self, in, &imap, &copy);
+  if (frame == NULL) {
+    gst_buffer_unref (in);
+    return GST_FLOW_ERROR;
+  }
   if (self->slot_pool) {
-    if (!gst_buffer_map (in, &imap, GST_MAP_READ)) {
-      gst_buffer_unref (in);
-      GST_ELEMENT_ERROR (self, RESOURCE, READ, ("cannot map the frame"), (NULL));
-      return GST_FLOW_ERROR;
-    }
-    GstFlowReturn ret = pay_into_slots (self, in, imap.data);
-    gst_buffer_unmap (in, &imap);
+    GstFlowReturn ret = pay_into_slots (self, in, frame);
+    frame_bytes_done (in, &imap, copy);
     gst_buffer_unref (in);
     self->batch++;
     return ret;
@@ -277,19 +320,19 @@ gst_daqiri_pay_chain (GstPad * pad, GstObject * parent, GstBuffer * in)
 
   gsize out_size = (gsize) cfg->packets_per_batch * self->tmpl.packet_stride;
   GstBuffer *out = gst_buffer_new_allocate (NULL, out_size, NULL);
-  if (!out || !gst_buffer_map (in, &imap, GST_MAP_READ)) {
+  if (!out || !gst_buffer_map (out, &omap, GST_MAP_WRITE)) {
     if (out)
       gst_buffer_unref (out);
+    frame_bytes_done (in, &imap, copy);
     gst_buffer_unref (in);
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-        ("cannot allocate or map a burst of %" G_GSIZE_FORMAT " bytes", out_size), (NULL));
+        ("cannot allocate a burst of %" G_GSIZE_FORMAT " bytes", out_size), (NULL));
     return GST_FLOW_ERROR;
   }
-  gst_buffer_map (out, &omap, GST_MAP_WRITE);
-  int rc = dq_packetize_cpu (cfg, &self->tmpl, imap.data, self->batch, omap.data, omap.size,
+  int rc = dq_packetize_cpu (cfg, &self->tmpl, frame, self->batch, omap.data, omap.size,
       self->pkts);
   gst_buffer_unmap (out, &omap);
-  gst_buffer_unmap (in, &imap);
+  frame_bytes_done (in, &imap, copy);
   if (rc != 0) {
     gst_buffer_unref (out);
     gst_buffer_unref (in);

@@ -25,6 +25,7 @@ typedef struct {
   const char *name;
   const char *props;            /* daqirireorder properties besides memory */
   const char *gpu_tail;         /* elements after daqirireorder in the memory=cuda run */
+  const char *tail;             /* elements after daqirireorder in both runs */
   gboolean gpu_bursts;          /* the memory=cuda run gets its bursts in GPU memory */
   guint payload;                /* input payload bytes per packet */
   guint ppb;
@@ -34,22 +35,26 @@ typedef struct {
 
 static const Case cases[] = {
   {"copy 256 B x 64", "seq-offset=0 seq-bits=32 packets-per-batch=64 payload-offset=8 "
-        "payload-size=256 window=8", NULL, FALSE, 256, 64, 300, 300},
+        "payload-size=256 window=8", NULL, NULL, FALSE, 256, 64, 300, 300},
   /* bursts already in GPU memory (daqiri's allocator, found by name), read where they are */
   {"copy 256 B x 64, GPU bursts", "seq-offset=0 seq-bits=32 packets-per-batch=64 "
-        "payload-offset=8 payload-size=256 window=8", NULL, TRUE, 256, 64, 300, 300},
+        "payload-offset=8 payload-size=256 window=8", NULL, NULL, TRUE, 256, 64, 300, 300},
   {"int16->fp32 1000 B x 16", "seq-offset=0 seq-bits=16 packets-per-batch=16 "
         "payload-offset=8 payload-size=1000 input-type=int16 output-type=fp32 "
-        "byte-order=network window=4", NULL, FALSE, 1000, 16, 200, 64},
+        "byte-order=network window=4", NULL, NULL, FALSE, 1000, 16, 200, 64},
   {"int4->fp16 64 B x 1024, batch field", "seq-offset=0 seq-bits=16 batch-offset=32 "
         "batch-bits=16 packets-per-batch=1024 payload-offset=8 payload-size=64 "
-        "input-type=int4 output-type=fp16 window=2", NULL, FALSE, 64, 1024, 100, 1024},
+        "input-type=int4 output-type=fp16 window=2", NULL, NULL, FALSE, 64, 1024, 100, 1024},
   /* raw video: GstCudaMemory of the pipeline's CUDA context, read back by cudadownload;
    * rows of 640 UYVY pixels (1280 bytes, so the GPU pitch differs from the row) */
   {"UYVY 640x48 GstCudaMemory -> cudadownload", "seq-offset=0 seq-bits=16 "
         "packets-per-batch=48 payload-offset=8 payload-size=1280 video-format=uyvy width=640 "
-        "height=48 framerate=50/1 window=4", "cudadownload ! video/x-raw,format=UYVY", FALSE,
-        1280, 48, 150, 100},
+        "height=48 framerate=50/1 window=4", "cudadownload ! video/x-raw,format=UYVY", NULL,
+        FALSE, 1280, 48, 150, 100},
+  /* frames in GPU memory into daqiripay: the packets it makes are those of system frames */
+  {"GPU frames -> daqiripay", "seq-offset=0 seq-bits=32 packets-per-batch=64 "
+        "payload-offset=8 payload-size=256 window=8", NULL, "daqiripay seq-offset=336 "
+        "packets-per-batch=64 payload-offset=46 payload-size=256", FALSE, 256, 64, 100, 300},
 };
 
 typedef struct {
@@ -170,7 +175,7 @@ static gboolean
 run_case (const Case * c, GPtrArray * bursts, const char *memory, Run * run)
 {
   gboolean cuda = strcmp (memory, "cuda") == 0;
-  const char *tail = cuda && c->gpu_tail ? c->gpu_tail : NULL;
+  const char *tail = cuda && c->gpu_tail ? c->gpu_tail : c->tail;
   gboolean gpu_in = cuda && c->gpu_bursts;
   gchar *desc = g_strdup_printf ("appsrc name=in format=time caps=application/x-daqiri-packets%s "
       "! daqirireorder name=r memory=%s %s ! %s%sappsink name=out sync=false",
@@ -216,7 +221,7 @@ run_case (const Case * c, GPtrArray * bursts, const char *memory, Run * run)
 
   /* a GstCudaMemory run: the caps daqirireorder pushed carry memory:CUDAMemory; the samples
    * are what cudadownload made of them (system memory) */
-  if (tail) {
+  if (tail && cuda && c->gpu_tail) {
     GstPad *pad = gst_element_get_static_pad (r, "src");
     GstCaps *caps = NULL;
     for (int i = 0; i < 500 && caps == NULL; i++) {
@@ -229,8 +234,9 @@ run_case (const Case * c, GPtrArray * bursts, const char *memory, Run * run)
     if (caps)
       gst_caps_unref (caps);
     gst_object_unref (pad);
-    cuda = FALSE;
   }
+  if (tail)
+    cuda = FALSE;               /* the samples are what the tail made: system memory */
   run->feature_ok = TRUE;
   run->cpu_map_refused = TRUE;
   for (;;) {
