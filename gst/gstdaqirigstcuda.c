@@ -18,8 +18,6 @@ static struct
 {
   gboolean (*load_library) (void);
   void (*memory_init_once) (void);
-  gboolean (*ensure_element_context) (GstElement * element, gint device_id,
-      GstObject ** ctx);
   gboolean (*handle_set_context) (GstElement * element, GstContext * context,
       gint device_id, GstObject ** ctx);
   gboolean (*handle_context_query) (GstElement * element, GstQuery * query,
@@ -28,6 +26,13 @@ static struct
   gboolean (*context_pop) (gpointer * cuda_ctx);
   GstBufferPool *(*buffer_pool_new) (GstObject * ctx);
   gboolean (*is_cuda_memory) (GstMemory * mem);
+  GstObject *(*context_new_wrapped) (gpointer cu_ctx, gint cu_dev);
+  GstContext *(*context_new_cuda_context) (GstObject * ctx);
+  /* the CUDA driver, for the device's primary context (CUresult is an int, CUdevice an int,
+   * CUcontext a pointer) */
+  int (*cu_init) (unsigned int flags);
+  int (*cu_device_get) (gint * dev, int ordinal);
+  int (*cu_primary_ctx_retain) (gpointer * ctx, gint dev);
 } api;
 
 static const gchar *load_failure;
@@ -52,15 +57,17 @@ load_once (gpointer data)
   }
   if (!resolve (module, "gst_cuda_load_library", (gpointer *) & api.load_library) ||
       !resolve (module, "gst_cuda_memory_init_once", (gpointer *) & api.memory_init_once) ||
-      !resolve (module, "gst_cuda_ensure_element_context",
-          (gpointer *) & api.ensure_element_context) ||
       !resolve (module, "gst_cuda_handle_set_context", (gpointer *) & api.handle_set_context) ||
       !resolve (module, "gst_cuda_handle_context_query",
           (gpointer *) & api.handle_context_query) ||
       !resolve (module, "gst_cuda_context_push", (gpointer *) & api.context_push) ||
       !resolve (module, "gst_cuda_context_pop", (gpointer *) & api.context_pop) ||
       !resolve (module, "gst_cuda_buffer_pool_new", (gpointer *) & api.buffer_pool_new) ||
-      !resolve (module, "gst_is_cuda_memory", (gpointer *) & api.is_cuda_memory)) {
+      !resolve (module, "gst_is_cuda_memory", (gpointer *) & api.is_cuda_memory) ||
+      !resolve (module, "gst_cuda_context_new_wrapped",
+          (gpointer *) & api.context_new_wrapped) ||
+      !resolve (module, "gst_context_new_cuda_context",
+          (gpointer *) & api.context_new_cuda_context)) {
     load_failure = GSTCUDA_LIBRARY " lacks a call daqiri needs (GStreamer older than 1.22?)";
     g_module_close (module);
     return NULL;
@@ -71,6 +78,15 @@ load_once (gpointer data)
     return NULL;
   }
   api.memory_init_once ();
+  /* gst_cuda_load_library opened it: this only takes another reference */
+  GModule *cuda = g_module_open ("libcuda.so.1", G_MODULE_BIND_LAZY);
+  if (cuda == NULL || !resolve (cuda, "cuInit", (gpointer *) & api.cu_init) ||
+      !resolve (cuda, "cuDeviceGet", (gpointer *) & api.cu_device_get) ||
+      !resolve (cuda, "cuDevicePrimaryCtxRetain", (gpointer *) & api.cu_primary_ctx_retain)) {
+    load_failure = "the CUDA driver library (libcuda.so.1) lacks cuDevicePrimaryCtxRetain";
+    return NULL;
+  }
+  g_module_make_resident (cuda);
   return GINT_TO_POINTER (1);
 }
 
@@ -84,10 +100,67 @@ gst_daqiri_gstcuda_load (const gchar ** why)
   return ok;
 }
 
+/* Asks the neighbours (a context query on every pad's peer) for the pipeline's context. */
+static gboolean
+query_neighbours (GstElement * element, GstObject ** holder)
+{
+  gboolean found = FALSE;
+  GstIterator *it = gst_element_iterate_pads (element);
+  GValue item = G_VALUE_INIT;
+  while (!found && gst_iterator_next (it, &item) == GST_ITERATOR_OK) {
+    GstPad *pad = g_value_get_object (&item);
+    GstQuery *query = gst_query_new_context (GST_DAQIRI_CUDA_CONTEXT_TYPE);
+    if (gst_pad_peer_query (pad, query)) {
+      GstContext *ctx = NULL;
+      gst_query_parse_context (query, &ctx);
+      if (ctx) {
+        api.handle_set_context (element, ctx, -1, holder);
+        found = *holder != NULL;
+      }
+    }
+    gst_query_unref (query);
+    g_value_reset (&item);
+  }
+  g_value_unset (&item);
+  gst_iterator_free (it);
+  return found;
+}
+
 gboolean
 gst_daqiri_gstcuda_ensure_context (GstElement * element, GstObject ** context)
 {
-  return gst_daqiri_gstcuda_load (NULL) && api.ensure_element_context (element, -1, context);
+  if (!gst_daqiri_gstcuda_load (NULL))
+    return FALSE;
+  if (*context != NULL || query_neighbours (element, context))
+    return TRUE;
+  /* the application may hand one over while this message is posted */
+  gst_element_post_message (element, gst_message_new_need_context (GST_OBJECT (element),
+          GST_DAQIRI_CUDA_CONTEXT_TYPE));
+  GST_OBJECT_LOCK (element);
+  GstContext *app = gst_element_get_context_unlocked (element, GST_DAQIRI_CUDA_CONTEXT_TYPE);
+  GST_OBJECT_UNLOCK (element);
+  if (app) {
+    api.handle_set_context (element, app, -1, context);
+    gst_context_unref (app);
+    if (*context != NULL)
+      return TRUE;
+  }
+  /* none yet: one over device 0's primary context, the one the CUDA runtime (and so the
+   * reorder kernels, and most CUDA libraries) use; then announce it to the pipeline. The
+   * primary context stays retained for the process. */
+  gint dev = 0;
+  gpointer primary = NULL;
+  if (api.cu_init (0) != 0 || api.cu_device_get (&dev, 0) != 0 ||
+      api.cu_primary_ctx_retain (&primary, dev) != 0 || primary == NULL)
+    return FALSE;
+  *context = api.context_new_wrapped (primary, dev);
+  if (*context == NULL)
+    return FALSE;
+  GstContext *announce = api.context_new_cuda_context (*context);
+  gst_element_set_context (element, announce);
+  gst_element_post_message (element, gst_message_new_have_context (GST_OBJECT (element),
+          announce));
+  return TRUE;
 }
 
 void

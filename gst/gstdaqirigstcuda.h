@@ -19,8 +19,9 @@ G_BEGIN_DECLS
  * when either is missing. */
 gboolean gst_daqiri_gstcuda_load (const gchar ** why);
 
-/* The pipeline's GstCudaContext (a GstObject): found by a context query to the neighbours
- * and the application, or created and announced. */
+/* The pipeline's GstCudaContext (a GstObject) into *context (left as it is when set): asked
+ * of the neighbours (context query), then of the application (need-context message), else
+ * made over device 0's primary CUDA context and announced (have-context message). */
 gboolean gst_daqiri_gstcuda_ensure_context (GstElement * element, GstObject ** context);
 /* GstElement::set_context and the GST_QUERY_CONTEXT answer, for elements holding one. */
 void gst_daqiri_gstcuda_set_context (GstElement * element, GstContext * context,

@@ -469,9 +469,6 @@ stop_engine (GstDaqiriReorder * self)
     gst_buffer_pool_set_active (self->out_pool, FALSE);
     gst_clear_object (&self->out_pool);
   }
-  GST_OBJECT_LOCK (self);
-  gst_clear_object (&self->cuda_context);
-  GST_OBJECT_UNLOCK (self);
 #endif
   gst_clear_caps (&self->out_caps);
   g_clear_pointer (&self->scratch, g_free);
@@ -537,6 +534,27 @@ video_setup (GstDaqiriReorder * self, GstVideoFormat format, guint width, guint 
 }
 
 #ifdef DQ_HAVE_CUDA
+/* The pipeline's CUDA context, found or made (see gst_daqiri_gstcuda_ensure_context), held
+ * in self->cuda_context; a reference for the caller, or NULL. */
+static GstObject *
+cuda_context_ensure (GstDaqiriReorder * self)
+{
+  GstObject *ctx = NULL;
+  GST_OBJECT_LOCK (self);
+  if (self->cuda_context)
+    ctx = gst_object_ref (self->cuda_context);
+  GST_OBJECT_UNLOCK (self);
+  if (ctx)
+    return ctx;
+  if (!gst_daqiri_gstcuda_ensure_context (GST_ELEMENT (self), &ctx))
+    return NULL;
+  GST_OBJECT_LOCK (self);
+  gst_clear_object (&self->cuda_context);
+  self->cuda_context = gst_object_ref (ctx);
+  GST_OBJECT_UNLOCK (self);
+  return ctx;
+}
+
 /* memory=cuda with raw video: frames go out as GstCudaMemory of the pipeline's context. */
 static gboolean
 cuda_video_setup (GstDaqiriReorder * self)
@@ -548,25 +566,18 @@ cuda_video_setup (GstDaqiriReorder * self)
             "allowed without it: memory=system, or no video-format", why), (NULL));
     return FALSE;
   }
-  GstObject *ctx = NULL;
-  GST_OBJECT_LOCK (self);
-  if (self->cuda_context)
-    ctx = gst_object_ref (self->cuda_context);
-  GST_OBJECT_UNLOCK (self);
-  if (!ctx && !gst_daqiri_gstcuda_ensure_context (GST_ELEMENT (self), &ctx)) {
+  GstObject *ctx = cuda_context_ensure (self);
+  if (!ctx) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
         ("no CUDA context for the pipeline (gst.cuda.context) could be found or made"),
         (NULL));
     return FALSE;
   }
-  GST_OBJECT_LOCK (self);
-  gst_clear_object (&self->cuda_context);
-  self->cuda_context = ctx;
-  GST_OBJECT_UNLOCK (self);
 
   gst_caps_set_features (self->out_caps, 0,
       gst_caps_features_new (GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA, NULL));
   self->out_pool = gst_daqiri_gstcuda_pool_new (ctx);
+  gst_object_unref (ctx);
   GstStructure *config = gst_buffer_pool_get_config (self->out_pool);
   gst_buffer_pool_config_set_params (config, self->out_caps, (guint) self->vinfo.size, 2, 0);
   gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
@@ -1114,6 +1125,21 @@ gst_daqiri_reorder_change_state (GstElement * element, GstStateChange transition
   GstDaqiriReorder *self = GST_DAQIRI_REORDER (element);
   GstStateChangeReturn ret;
 
+#ifdef DQ_HAVE_CUDA
+  /* GstCudaMemory video: the pipeline's CUDA context before any neighbour starts, so that
+   * the one made here (over the primary context) is the one they share */
+  if (transition == GST_STATE_CHANGE_NULL_TO_READY) {
+    GST_OBJECT_LOCK (self);
+    gboolean cuda_video = self->memory == GST_DAQIRI_REORDER_MEMORY_CUDA &&
+        self->video_format != GST_VIDEO_FORMAT_UNKNOWN;
+    GST_OBJECT_UNLOCK (self);
+    if (cuda_video && gst_daqiri_gstcuda_load (NULL)) {
+      GstObject *ctx = cuda_context_ensure (self);
+      if (ctx)
+        gst_object_unref (ctx);
+    }
+  }
+#endif
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
     if (!start_engine (self)) {
       stop_engine (self);
@@ -1126,6 +1152,13 @@ gst_daqiri_reorder_change_state (GstElement * element, GstStateChange transition
     timer_stop (self);
     stop_engine (self);
   }
+#ifdef DQ_HAVE_CUDA
+  if (transition == GST_STATE_CHANGE_READY_TO_NULL) {
+    GST_OBJECT_LOCK (self);
+    gst_clear_object (&self->cuda_context);
+    GST_OBJECT_UNLOCK (self);
+  }
+#endif
   return ret;
 }
 
@@ -1294,6 +1327,9 @@ gst_daqiri_reorder_finalize (GObject * object)
   GstDaqiriReorder *self = GST_DAQIRI_REORDER (object);
   timer_stop (self);
   stop_engine (self);
+#ifdef DQ_HAVE_CUDA
+  gst_clear_object (&self->cuda_context);
+#endif
   g_mutex_clear (&self->t_lock);
   g_cond_clear (&self->t_cond);
   G_OBJECT_CLASS (gst_daqiri_reorder_parent_class)->finalize (object);

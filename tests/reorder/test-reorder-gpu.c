@@ -14,6 +14,7 @@
 #include <gst/app/gstappsrc.h>
 #include <gst/daqiri/daqiri.h>
 
+#include <gmodule.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -66,6 +67,7 @@ typedef struct {
   gboolean feature_ok;
   gboolean cpu_map_refused;
   gboolean video_cuda_caps;
+  int primary;                  /* the announced CUDA context wraps the primary: 1, 0, -1 none */
   gchar *stats;
 } Run;
 
@@ -162,6 +164,46 @@ burst_to_gpu (GstBuffer * host)
   gst_buffer_append_memory (gpu, mem);
   gst_buffer_copy_into (gpu, host, GST_BUFFER_COPY_METADATA, 0, -1);
   return gpu;
+}
+
+/* Whether the CUDA context daqirireorder announced (have-context on the bus) is device 0's
+ * primary context: its handle against cuDevicePrimaryCtxRetain's. 1 yes, 0 no, -1 none. */
+static int
+announced_primary (GstElement * pipeline)
+{
+  GstBus *bus = gst_element_get_bus (pipeline);
+  GstMessage *m;
+  int result = -1;
+  while (result == -1 && (m = gst_bus_pop_filtered (bus, GST_MESSAGE_HAVE_CONTEXT)) != NULL) {
+    GstContext *ctx = NULL;
+    gst_message_parse_have_context (m, &ctx);
+    GObject *cuda_ctx = NULL;
+    const GValue *v = ctx && strcmp (gst_context_get_context_type (ctx),
+        "gst.cuda.context") == 0 ? gst_structure_get_value (gst_context_get_structure (ctx),
+        "gst.cuda.context") : NULL;
+    if (v && G_VALUE_HOLDS_OBJECT (v) && (cuda_ctx = g_value_dup_object (v)) != NULL) {
+      GModule *gc = g_module_open ("libgstcuda-1.0.so.0", G_MODULE_BIND_LAZY);
+      GModule *cu = g_module_open ("libcuda.so.1", G_MODULE_BIND_LAZY);
+      gpointer (*get_handle) (GObject *) = NULL;
+      int (*retain) (gpointer *, int) = NULL, (*release) (int) = NULL;
+      if (gc && cu && g_module_symbol (gc, "gst_cuda_context_get_handle",
+              (gpointer *) & get_handle) && g_module_symbol (cu, "cuDevicePrimaryCtxRetain",
+              (gpointer *) & retain) && g_module_symbol (cu, "cuDevicePrimaryCtxRelease_v2",
+              (gpointer *) & release)) {
+        gpointer primary = NULL;
+        if (retain (&primary, 0) == 0) {
+          result = get_handle (cuda_ctx) == primary;
+          release (0);
+        }
+      }
+      g_object_unref (cuda_ctx);
+    }
+    if (ctx)
+      gst_context_unref (ctx);
+    gst_message_unref (m);
+  }
+  gst_object_unref (bus);
+  return result;
 }
 
 static gchar *
@@ -285,6 +327,7 @@ run_case (const Case * c, GPtrArray * bursts, const char *memory, Run * run)
     run->n++;
     gst_sample_unref (s);
   }
+  run->primary = announced_primary (p);
   GstStructure *st;
   g_object_get (r, "stats", &st, NULL);
   run->stats = gst_structure_to_string (st);
@@ -361,6 +404,11 @@ main (int argc, char **argv)
       }
       if (!gpu.feature_ok || !sys.feature_ok) {
         printf ("  %s: caps feature / memory type wrong\n", c->name);
+        ok = FALSE;
+      }
+      if (c->gpu_tail && gpu.primary != 1) {
+        printf ("  %s: the CUDA context announced is not the primary one (%d)\n", c->name,
+            gpu.primary);
         ok = FALSE;
       }
       if (c->gpu_tail && !gpu.video_cuda_caps) {
