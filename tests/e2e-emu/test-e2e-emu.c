@@ -1237,18 +1237,7 @@ main (int argc, char **argv)
 {
   /* as root: a veth pair in a private namespace for the afpacket case, entered before
    * any thread exists (threads created later are in it too) */
-  DqNetns *ns = NULL;
-  if (geteuid () == 0) {
-    GError *error = NULL;
-    ns = dq_netns_new (AFP_TX_IF, AFP_RX_IF, 0, &error);
-    if (ns != NULL && !dq_netns_enter (ns, &error))
-      g_clear_pointer (&ns, dq_netns_free);
-    if (ns == NULL) {
-      g_printerr ("no network namespace (%s): the afpacket case is skipped\n",
-          error->message);
-      g_error_free (error);
-    }
-  }
+  DqNetns *ns = dq_netns_setup_optional (AFP_TX_IF, AFP_RX_IF, "the afpacket case");
   have_netns = ns != NULL;
 
   /* only the linked-in plugin: a plugin file of the same name would replace it */

@@ -388,3 +388,20 @@ dq_netns_setup_or_skip (const char *veth_a, const char *veth_b, guint mtu)
   }
   return ns;
 }
+
+DqNetns *
+dq_netns_setup_optional (const char *veth_a, const char *veth_b, const char *what)
+{
+  GError *error = NULL;
+
+  if (geteuid () != 0)
+    return NULL;
+  DqNetns *ns = dq_netns_new (veth_a, veth_b, 0, &error);
+  if (ns != NULL && !dq_netns_enter (ns, &error))
+    g_clear_pointer (&ns, dq_netns_free);
+  if (ns == NULL) {
+    fprintf (stderr, "no network namespace (%s): %s is skipped\n", error->message, what);
+    g_error_free (error);
+  }
+  return ns;
+}

@@ -53,6 +53,11 @@ void dq_netns_free (DqNetns *ns);
  * not root or when namespaces cannot be created; otherwise creates and enters. */
 DqNetns *dq_netns_setup_or_skip (const char *veth_a, const char *veth_b, guint mtu);
 
+/* For programs where only some cases need the veth pair: as root, creates and enters the
+ * namespace (NULL, with a message naming `what` that is skipped, when that fails); not root:
+ * NULL. Call from main() before any other thread exists. */
+DqNetns *dq_netns_setup_optional (const char *veth_a, const char *veth_b, const char *what);
+
 G_END_DECLS
 
 #endif /* DQ_NETNS_H */

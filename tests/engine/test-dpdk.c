@@ -846,17 +846,8 @@ main (int argc, char **argv)
   gboolean subprocess = FALSE;
   for (int i = 1; i < argc; i++)
     subprocess |= strcmp (argv[i], "--GTestSubprocess") == 0;
-  if (geteuid () == 0 && !subprocess) {
-    GError *error = NULL;
-    ns = dq_netns_new (TX_IF, RX_IF, 0, &error);
-    if (ns != NULL && !dq_netns_enter (ns, &error))
-      g_clear_pointer (&ns, dq_netns_free);
-    if (ns == NULL) {
-      g_printerr ("no network namespace (%s): the net_af_packet case is skipped\n",
-          error->message);
-      g_error_free (error);
-    }
-  }
+  if (!subprocess)
+    ns = dq_netns_setup_optional (TX_IF, RX_IF, "the net_af_packet case");
   have_netns = ns != NULL;
 
   g_test_init (&argc, &argv, NULL);

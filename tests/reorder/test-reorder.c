@@ -809,18 +809,7 @@ int
 main (int argc, char **argv)
 {
   /* as root: a veth pair in a private namespace, entered before any thread exists */
-  DqNetns *ns = NULL;
-  if (geteuid () == 0) {
-    GError *error = NULL;
-    ns = dq_netns_new (AFP_TX_IF, AFP_RX_IF, 0, &error);
-    if (ns != NULL && !dq_netns_enter (ns, &error))
-      g_clear_pointer (&ns, dq_netns_free);
-    if (ns == NULL) {
-      g_printerr ("no network namespace (%s): the afpacket round trip is skipped\n",
-          error->message);
-      g_error_free (error);
-    }
-  }
+  DqNetns *ns = dq_netns_setup_optional (AFP_TX_IF, AFP_RX_IF, "the afpacket round trip");
   have_netns = ns != NULL;
   gst_check_init (&argc, &argv);
   int failed = gst_check_run_suite (reorder_suite (), "reorder", __FILE__);
