@@ -721,6 +721,12 @@ afp_rxq_create (gpointer port_priv, const DqRxConfig * config, GError ** error)
   AfpPort *port = port_priv;
   AfpRxGeometry geo;
 
+  if (config->ring_memory != NULL) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "afpacket:%s: the kernel's ring is host "
+        "memory; receiving into GPU-accessible memory needs the mlx5 or emu engine",
+        port->ifname);
+    return NULL;
+  }
   if (!rx_geometry_choose (port, config, &geo, error))
     return NULL;
 

@@ -80,6 +80,17 @@ typedef struct {
   gpointer range;       /* engine token that identifies the ring range */
 } DqBurst;
 
+/* Where an RX queue's packet buffer lives when not in plain host memory: memory the
+ * element allocates (GPU-accessible memory: CUDA pinned, device-mapped host memory), given to
+ * engines that can receive into it. The bursts then say `kind`. alloc returns zeroed,
+ * page-aligned memory of `size` bytes (a multiple of the page size) or NULL. */
+typedef struct {
+  DqMemoryKind kind;
+  gpointer (*alloc) (gsize size, gpointer user);
+  void (*free) (gpointer mem, gsize size, gpointer user);
+  gpointer user;
+} DqRingMemory;
+
 typedef struct {
   guint burst_packets;        /* max packets in one burst, >= 1 */
   guint64 burst_timeout_ns;   /* flush a partial burst after this long */
@@ -92,6 +103,8 @@ typedef struct {
   guint queue_index;          /* 0 .. n_queues-1 */
   guint n_queues;             /* queues that share this port's traffic (fanout) */
   guint32 group_id;           /* identifies the set of queues of one element */
+  const DqRingMemory *ring_memory;  /* NULL: host memory; engines that cannot receive
+                                     * into other memory refuse it (DQ_ERROR_CONFIG) */
 } DqRxConfig;
 
 typedef struct {

@@ -589,6 +589,12 @@ static gpointer
 dpdk_rxq_create (gpointer port_priv, const DqRxConfig * config, GError ** error)
 {
   DpdkPort *port = port_priv;
+  if (config->ring_memory != NULL) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: the dpdk engine copies into host "
+        "memory; receiving into GPU-accessible memory needs the mlx5 or emu engine",
+        port->what);
+    return NULL;
+  }
   DpdkRxQueue *rxq = g_new0 (DpdkRxQueue, 1);
   rxq->port = port;
   rxq->qid = (guint16) config->queue_index;

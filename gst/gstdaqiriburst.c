@@ -1,7 +1,11 @@
-/* Burst buffers: one GstMemory per engine ring range, returned to the engine on free. */
+/* Burst buffers: one GstMemory per engine ring range, returned to the engine on free.
+ *
+ * A burst in a ring of GPU-accessible memory (DQ_MEMORY_CUDA: daqirisrc memory=cuda) is
+ * memory of type GST_DAQIRI_CUDA_MEMORY_TYPE: GST_DAQIRI_MAP_CUDA maps give the pointer the
+ * GPU reads; CPU maps are refused, as for daqiri's other GPU memory. */
 #include "gstdaqiriburst.h"
 
-#include <gst/daqiri/daqiripacketmeta.h>
+#include <gst/daqiri/daqiri.h>
 #include <string.h>
 
 struct _GstDaqiriRxRing {
@@ -54,6 +58,7 @@ G_DECLARE_FINAL_TYPE (GstDaqiriBurstAllocator, gst_daqiri_burst_allocator, GST,
 
 struct _GstDaqiriBurstAllocator {
   GstAllocator parent;
+  gboolean cuda;                /* the ranges are GPU-accessible memory */
 };
 
 G_DEFINE_TYPE (GstDaqiriBurstAllocator, gst_daqiri_burst_allocator, GST_TYPE_ALLOCATOR);
@@ -82,6 +87,11 @@ burst_map (GstMemory * mem, gsize maxsize, GstMapFlags flags)
 {
   if (flags & GST_MAP_WRITE)
     return NULL;                /* the ring is the NIC's, read-only to us */
+  if (((GstDaqiriBurstAllocator *) mem->allocator)->cuda && !(flags & GST_DAQIRI_MAP_CUDA)) {
+    GST_ERROR ("a burst in GPU memory cannot be mapped for the CPU: map it with "
+        "GST_DAQIRI_MAP_CUDA, or use daqirisrc memory=system");
+    return NULL;
+  }
   return ((GstDaqiriBurstMemory *) mem)->burst.data;
 }
 
@@ -93,6 +103,10 @@ burst_unmap (GstMemory * mem)
 static GstMemory *
 burst_copy (GstMemory * mem, gssize offset, gssize size)
 {
+  if (((GstDaqiriBurstAllocator *) mem->allocator)->cuda) {
+    GST_ERROR ("a burst in GPU memory is not copied by the CPU");
+    return NULL;
+  }
   if (size == -1)
     size = (gssize) mem->size - offset;
   GstMemory *copy = gst_allocator_alloc (NULL, (gsize) size, NULL);
@@ -127,17 +141,31 @@ gst_daqiri_burst_allocator_init (GstDaqiriBurstAllocator * self)
 }
 
 static GstAllocator *
-burst_allocator_get (void)
+burst_allocator_new (gboolean cuda)
 {
-  static GstAllocator *allocator;
+  GstDaqiriBurstAllocator *a = g_object_new (GST_TYPE_DAQIRI_BURST_ALLOCATOR, NULL);
+  a->cuda = cuda;
+  if (cuda)
+    GST_ALLOCATOR_CAST (a)->mem_type = GST_DAQIRI_CUDA_MEMORY_TYPE;
+  gst_object_ref_sink (a);
+  GST_OBJECT_FLAG_SET (a, GST_OBJECT_FLAG_MAY_BE_LEAKED);
+  return GST_ALLOCATOR_CAST (a);
+}
 
-  if (g_once_init_enter (&allocator)) {
-    GstAllocator *a = g_object_new (GST_TYPE_DAQIRI_BURST_ALLOCATOR, NULL);
-    gst_object_ref_sink (a);
-    GST_OBJECT_FLAG_SET (a, GST_OBJECT_FLAG_MAY_BE_LEAKED);
-    g_once_init_leave (&allocator, a);
+/* One allocator for host ranges, one for GPU-accessible ones. */
+static GstAllocator *
+burst_allocator_get (DqMemoryKind kind)
+{
+  static GstAllocator *host, *cuda;
+
+  if (kind == DQ_MEMORY_CUDA) {
+    if (g_once_init_enter (&cuda))
+      g_once_init_leave (&cuda, burst_allocator_new (TRUE));
+    return cuda;
   }
-  return allocator;
+  if (g_once_init_enter (&host))
+    g_once_init_leave (&host, burst_allocator_new (FALSE));
+  return host;
 }
 
 gboolean
@@ -159,7 +187,8 @@ gst_daqiri_burst_buffer_new (GstDaqiriRxRing * ring, const DqBurst * burst)
   GstDaqiriBurstMemory *bmem = g_new (GstDaqiriBurstMemory, 1);
   /* NO_SHARE: a sub-buffer gets a copy, so no view of the ring outlives the range */
   gst_memory_init (GST_MEMORY_CAST (bmem),
-      GST_MEMORY_FLAG_READONLY | GST_MEMORY_FLAG_NO_SHARE, burst_allocator_get (), NULL,
+      GST_MEMORY_FLAG_READONLY | GST_MEMORY_FLAG_NO_SHARE,
+      burst_allocator_get (burst->memory), NULL,
       burst->size, 0, 0, burst->size);
   bmem->ring = gst_daqiri_rx_ring_ref (ring);
   bmem->burst = *burst;

@@ -11,6 +11,8 @@
 
 #include "gstdaqiricudamem.h"
 
+#include <string.h>
+
 #include <gst/daqiri/daqiri.h>
 
 #include "daqiri-reorder.h"
@@ -151,4 +153,31 @@ gst_daqiri_cuda_allocator_get (void)
     g_once_init_leave (&allocator, a);
   }
   return gst_object_ref (allocator);
+}
+
+static gpointer
+ring_alloc (gsize size, gpointer user)
+{
+  void *mem = dq_cuda_malloc_host (size);
+  if (mem == NULL)
+    GST_ERROR ("cannot allocate %" G_GSIZE_FORMAT " bytes of pinned ring memory: %s", size,
+        dq_cuda_last_error ());
+  else
+    memset (mem, 0, size);
+  return mem;
+}
+
+static void
+ring_free (gpointer mem, gsize size, gpointer user)
+{
+  dq_cuda_free_host (mem);
+}
+
+const DqRingMemory *
+gst_daqiri_cuda_ring_memory (void)
+{
+  static const DqRingMemory ring = {
+    .kind = DQ_MEMORY_CUDA,.alloc = ring_alloc,.free = ring_free,.user = NULL
+  };
+  return &ring;
 }

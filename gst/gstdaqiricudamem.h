@@ -12,6 +12,12 @@ G_BEGIN_DECLS
 /* The allocator (a singleton, owned by the caller's reference). */
 GstAllocator *gst_daqiri_cuda_allocator_get (void);
 
+/* Ring memory for daqirisrc memory=cuda (DqRxConfig.ring_memory): CUDA pinned host memory
+ * mapped into the device's address space, which the NIC (or the emulated one) writes and the
+ * GPU reads in place. */
+#include "daqiri-engine.h"
+const DqRingMemory *gst_daqiri_cuda_ring_memory (void);
+
 G_END_DECLS
 
 #endif

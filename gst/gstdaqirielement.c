@@ -1,5 +1,11 @@
 /* Helpers shared by the daqiri elements. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
 #include "gstdaqirielement.h"
+
+#include "daqiri-reorder.h"
 
 #include <arpa/inet.h>
 #include <string.h>
@@ -96,5 +102,38 @@ gst_daqiri_take_ipv4 (GstElement * element, const char *property, const char *te
   GST_ELEMENT_ERROR (element, RESOURCE, SETTINGS,
       ("property '%s': \"%s\" is not an IPv4 address; expected four decimal numbers "
           "0-255 separated by '.', like 10.0.0.1", property, GST_STR_NULL (text)), (NULL));
+  return FALSE;
+}
+
+GType
+gst_daqiri_memory_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_DAQIRI_MEMORY_SYSTEM, "System memory", "system"},
+    {GST_DAQIRI_MEMORY_CUDA, "GPU-accessible memory (caps feature memory:DaqiriCUDA)",
+        "cuda"},
+    {0, NULL, NULL}
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type, g_enum_register_static ("GstDaqiriMemory", values));
+  return type;
+}
+
+gboolean
+gst_daqiri_cuda_usable (GstElement * element, const char *property)
+{
+#ifdef DQ_HAVE_CUDA
+  char why[256];
+  if (dq_cuda_available (why, sizeof why))
+    return TRUE;
+  GST_ELEMENT_ERROR (element, RESOURCE, SETTINGS,
+      ("property '%s' is cuda, but no GPU can be used: %s (allowed: %s=system)", property,
+          why, property), (NULL));
+#else
+  GST_ELEMENT_ERROR (element, RESOURCE, SETTINGS,
+      ("property '%s' is cuda, but this daqiri was built without CUDA (no nvcc when it was "
+          "built; meson feature cuda); allowed: %s=system", property, property), (NULL));
+#endif
   return FALSE;
 }

@@ -26,6 +26,18 @@ gboolean gst_daqiri_take_mac (GstElement * element, const char *property, const 
 gboolean gst_daqiri_take_ipv4 (GstElement * element, const char *property, const char *text,
     guint32 * addr);
 
+/* Where an element's buffers live: the `memory` property of daqirisrc and daqirireorder. */
+typedef enum {
+  GST_DAQIRI_MEMORY_SYSTEM = 0,
+  GST_DAQIRI_MEMORY_CUDA = 1,
+} GstDaqiriMemory;
+#define GST_TYPE_DAQIRI_MEMORY (gst_daqiri_memory_get_type ())
+GType gst_daqiri_memory_get_type (void);
+
+/* With CUDA built in and a usable GPU: TRUE. Else posts an ERROR naming `property` (set to
+ * cuda) and why, and returns FALSE. */
+gboolean gst_daqiri_cuda_usable (GstElement * element, const char *property);
+
 G_END_DECLS
 
 #endif

@@ -37,6 +37,7 @@
 #endif
 
 #include "gstdaqirireorder.h"
+#include "gstdaqirielement.h"
 
 #include <gst/daqiri/daqiri.h>
 #include <gst/video/video.h>
@@ -92,14 +93,14 @@ struct _GstDaqiriReorder
   /* properties (object lock) */
   DqReorderConfig cfg;
   guint64 timeout;
-  GstDaqiriReorderMemory memory;
+  GstDaqiriMemory memory;
   GstVideoFormat video_format;
   guint width, height;
   gint fps_n, fps_d;
 
   /* streaming state (stream lock) */
   DqReorderConfig run_cfg;
-  GstDaqiriReorderMemory run_memory;
+  GstDaqiriMemory run_memory;
   gboolean video;               /* frames are raw video (video-format set) */
   GstVideoInfo vinfo;
   DqReorderCpu *ctx;            /* memory=system */
@@ -159,20 +160,6 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src", GST_P
         GST_VIDEO_CAPS_MAKE (VIDEO_FORMATS) "; "
         GST_VIDEO_CAPS_MAKE_WITH_FEATURES ("memory:CUDAMemory", CUDA_VIDEO_FORMATS)));
 
-GType
-gst_daqiri_reorder_memory_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GST_DAQIRI_REORDER_MEMORY_SYSTEM, "System memory, reordered on the CPU", "system"},
-    {GST_DAQIRI_REORDER_MEMORY_CUDA, "GPU memory (caps feature memory:DaqiriCUDA), "
-          "reordered by the CUDA kernels", "cuda"},
-    {0, NULL, NULL}
-  };
-  if (g_once_init_enter (&type))
-    g_once_init_leave (&type, g_enum_register_static ("GstDaqiriReorderMemory", values));
-  return type;
-}
 
 GType
 gst_daqiri_element_type_get_type (void)
@@ -379,26 +366,17 @@ engine_new (GstDaqiriReorder * self)
 {
   char msg[256];
 
-  if (self->run_memory == GST_DAQIRI_REORDER_MEMORY_CUDA) {
-#ifdef DQ_HAVE_CUDA
-    if (!dq_cuda_available (msg, sizeof msg)) {
-      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-          ("property 'memory' is cuda, but no GPU can be used: %s (allowed: memory=system)",
-              msg), (NULL));
+  if (self->run_memory == GST_DAQIRI_MEMORY_CUDA) {
+    if (!gst_daqiri_cuda_usable (GST_ELEMENT_CAST (self), "memory"))
       return FALSE;
-    }
-    DqReorderGpuOptions opts = {.max_packets = 65536, .device = -1 };
+#ifdef DQ_HAVE_CUDA
+    DqReorderGpuOptions opts = {.max_packets = 65536,.device = -1 };
     self->gpu = dq_reorder_gpu_new (&self->run_cfg, &opts, msg, sizeof msg);
     if (!self->gpu) {
       GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", msg), (NULL));
       return FALSE;
     }
     return TRUE;
-#else
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("property 'memory' is cuda, but this daqiri was built without CUDA (no nvcc when "
-            "it was built; meson feature cuda); allowed: memory=system"), (NULL));
-    return FALSE;
 #endif
   }
   self->ctx = dq_reorder_cpu_new (&self->run_cfg, msg, sizeof msg);
@@ -427,7 +405,7 @@ add_frame (GstDaqiriReorder * self)
   FrameSlot *slot = g_new0 (FrameSlot, 1);
   slot->buf = buf;
   GstMapFlags flags = GST_MAP_WRITE;
-  if (self->run_memory == GST_DAQIRI_REORDER_MEMORY_CUDA)
+  if (self->run_memory == GST_DAQIRI_MEMORY_CUDA)
     flags |= GST_DAQIRI_MAP_CUDA;
   if (!gst_buffer_map (buf, &slot->map, flags)) {
     gst_buffer_unref (buf);
@@ -491,7 +469,7 @@ video_setup (GstDaqiriReorder * self, GstVideoFormat format, guint width, guint 
     GST_VIDEO_FORMAT_GRAY8, GST_VIDEO_FORMAT_GRAY16_LE, GST_VIDEO_FORMAT_GRAY16_BE,
   };
   const guint n_cuda = 10;
-  gboolean cuda = self->run_memory == GST_DAQIRI_REORDER_MEMORY_CUDA;
+  gboolean cuda = self->run_memory == GST_DAQIRI_MEMORY_CUDA;
   guint n = cuda ? n_cuda : G_N_ELEMENTS (formats);
   const gchar *name = gst_video_format_to_string (format);
   gboolean ok = FALSE;
@@ -635,12 +613,12 @@ start_engine (GstDaqiriReorder * self)
         "element-type", G_TYPE_STRING, etype,
         "elements", G_TYPE_INT, (gint) MIN (elements, (guint64) G_MAXINT),
         "packets-per-batch", G_TYPE_INT, (gint) self->run_cfg.packets_per_batch, NULL);
-    if (self->run_memory == GST_DAQIRI_REORDER_MEMORY_CUDA)
+    if (self->run_memory == GST_DAQIRI_MEMORY_CUDA)
       gst_caps_set_features (self->out_caps, 0,
           gst_caps_features_new (GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, NULL));
   }
 #ifdef DQ_HAVE_CUDA
-  if (self->video && self->run_memory == GST_DAQIRI_REORDER_MEMORY_CUDA &&
+  if (self->video && self->run_memory == GST_DAQIRI_MEMORY_CUDA &&
       !cuda_video_setup (self))
     return FALSE;
 #endif
@@ -656,7 +634,7 @@ start_engine (GstDaqiriReorder * self)
     gst_buffer_pool_config_set_params (config, self->out_caps, (guint) frame_size, window + 1,
         0);
 #ifdef DQ_HAVE_CUDA
-    if (self->run_memory == GST_DAQIRI_REORDER_MEMORY_CUDA) {
+    if (self->run_memory == GST_DAQIRI_MEMORY_CUDA) {
       GstAllocator *cuda = gst_daqiri_cuda_allocator_get ();
       gst_buffer_pool_config_set_allocator (config, cuda, NULL);
       gst_object_unref (cuda);
@@ -1130,7 +1108,7 @@ gst_daqiri_reorder_change_state (GstElement * element, GstStateChange transition
    * the one made here (over the primary context) is the one they share */
   if (transition == GST_STATE_CHANGE_NULL_TO_READY) {
     GST_OBJECT_LOCK (self);
-    gboolean cuda_video = self->memory == GST_DAQIRI_REORDER_MEMORY_CUDA &&
+    gboolean cuda_video = self->memory == GST_DAQIRI_MEMORY_CUDA &&
         self->video_format != GST_VIDEO_FORMAT_UNKNOWN;
     GST_OBJECT_UNLOCK (self);
     if (cuda_video && gst_daqiri_gstcuda_load (NULL)) {
@@ -1228,7 +1206,7 @@ gst_daqiri_reorder_set_property (GObject * object, guint prop_id, const GValue *
       self->timeout = g_value_get_uint64 (value);
       break;
     case PROP_MEMORY:
-      self->memory = (GstDaqiriReorderMemory) g_value_get_enum (value);
+      self->memory = (GstDaqiriMemory) g_value_get_enum (value);
       break;
     case PROP_VIDEO_FORMAT:
       self->video_format = (GstVideoFormat) g_value_get_enum (value);
@@ -1423,7 +1401,7 @@ gst_daqiri_reorder_class_init (GstDaqiriReorderClass * klass)
           "Where frames are made: system (CPU twin of the kernels) or cuda (GPU kernels, "
           "frames in GPU memory with caps feature memory:DaqiriCUDA; needs a build with CUDA "
           "and a GPU). Both give the same bytes",
-          GST_TYPE_DAQIRI_REORDER_MEMORY, GST_DAQIRI_REORDER_MEMORY_SYSTEM, RW_READY));
+          GST_TYPE_DAQIRI_MEMORY, GST_DAQIRI_MEMORY_SYSTEM, RW_READY));
   g_object_class_install_property (gobject_class, PROP_VIDEO_FORMAT,
       g_param_spec_enum ("video-format", "Video format",
           "Push frames as raw video (video/x-raw) of this format instead of "
@@ -1454,7 +1432,7 @@ gst_daqiri_reorder_class_init (GstDaqiriReorderClass * klass)
       "daqiri");
   gst_type_mark_as_plugin_api (GST_TYPE_DAQIRI_ELEMENT_TYPE, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_DAQIRI_BYTE_ORDER, 0);
-  gst_type_mark_as_plugin_api (GST_TYPE_DAQIRI_REORDER_MEMORY, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_DAQIRI_MEMORY, 0);
   if (!gst_meta_get_info (GST_DAQIRI_FRAME_META_NAME)) {
     static const gchar *tags[] = { NULL };
     gst_meta_register_custom (GST_DAQIRI_FRAME_META_NAME, tags, NULL, NULL, NULL);

@@ -15,13 +15,6 @@ GType gst_daqiri_element_type_get_type (void);
 #define GST_TYPE_DAQIRI_BYTE_ORDER (gst_daqiri_byte_order_get_type ())
 GType gst_daqiri_byte_order_get_type (void);
 
-typedef enum {
-  GST_DAQIRI_REORDER_MEMORY_SYSTEM = 0,
-  GST_DAQIRI_REORDER_MEMORY_CUDA = 1,
-} GstDaqiriReorderMemory;
-#define GST_TYPE_DAQIRI_REORDER_MEMORY (gst_daqiri_reorder_memory_get_type ())
-GType gst_daqiri_reorder_memory_get_type (void);
-
 #define GST_TYPE_DAQIRI_REORDER (gst_daqiri_reorder_get_type ())
 G_DECLARE_FINAL_TYPE (GstDaqiriReorder, gst_daqiri_reorder, GST, DAQIRI_REORDER, GstElement);
 

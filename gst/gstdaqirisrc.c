@@ -35,8 +35,11 @@
 #include "gstdaqiriburst.h"
 #include "gstdaqiriclock.h"
 #include "gstdaqirielement.h"
+#ifdef DQ_HAVE_CUDA
+#include "gstdaqiricudamem.h"
+#endif
 
-#include <gst/daqiri/daqiripacketmeta.h>
+#include <gst/daqiri/daqiri.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -70,6 +73,7 @@ enum {
   PROP_MAX_PACKET_SIZE,
   PROP_STATS,
   PROP_STATS_INTERVAL,
+  PROP_MEMORY,
 };
 
 struct _GstDaqiriSrc {
@@ -84,6 +88,7 @@ struct _GstDaqiriSrc {
   guint64 ring_size;
   guint max_packet_size;
   guint64 stats_interval;
+  GstDaqiriMemory memory;
 
   /* between start and stop */
   DqPort *port;
@@ -115,7 +120,9 @@ GST_ELEMENT_REGISTER_DEFINE (daqirisrc, "daqirisrc", GST_RANK_NONE, GST_TYPE_DAQ
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE ", max-packet-size = (int) [ 64, 65535 ]"));
+    GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE ", max-packet-size = (int) [ 64, 65535 ]; "
+        GST_DAQIRI_PACKETS_MEDIA_TYPE "(" GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA "), "
+        "max-packet-size = (int) [ 64, 65535 ]"));
 
 static void
 add_stats (DqRxStats * sum, const DqRxStats * s)
@@ -199,6 +206,9 @@ gst_daqiri_src_set_property (GObject * object, guint prop_id, const GValue * val
     case PROP_STATS_INTERVAL:
       self->stats_interval = g_value_get_uint64 (value);
       break;
+    case PROP_MEMORY:
+      self->memory = (GstDaqiriMemory) g_value_get_enum (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -241,6 +251,9 @@ gst_daqiri_src_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_STATS_INTERVAL:
       g_value_set_uint64 (value, self->stats_interval);
+      break;
+    case PROP_MEMORY:
+      g_value_set_enum (value, self->memory);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -308,6 +321,7 @@ gst_daqiri_src_start (GstBaseSrc * bsrc)
      * downstream still holds their bursts, and must not be mistaken for ours */
     .group_id = (guint32) g_atomic_int_add (&next_group_id, 1) ^ ((guint32) getpid () << 16),
   };
+  GstDaqiriMemory memory = self->memory;
   memset (&self->past, 0, sizeof self->past);
   GST_OBJECT_UNLOCK (self);
 
@@ -317,6 +331,13 @@ gst_daqiri_src_start (GstBaseSrc * bsrc)
   }
   if (!check_flow_queues (self, rules, n_rules, config.n_queues))
     goto fail;
+  if (memory == GST_DAQIRI_MEMORY_CUDA) {
+    if (!gst_daqiri_cuda_usable (GST_ELEMENT_CAST (self), "memory"))
+      goto fail;
+#ifdef DQ_HAVE_CUDA
+    config.ring_memory = gst_daqiri_cuda_ring_memory ();
+#endif
+  }
 
   self->port = gst_daqiri_open_port (GST_ELEMENT_CAST (self), device);
   if (self->port == NULL)
@@ -411,9 +432,13 @@ gst_daqiri_src_negotiate (GstBaseSrc * bsrc)
 
   GST_OBJECT_LOCK (self);
   gint max = (gint) self->max_packet_size;
+  gboolean cuda = self->memory == GST_DAQIRI_MEMORY_CUDA;
   GST_OBJECT_UNLOCK (self);
   GstCaps *caps = gst_caps_new_simple (GST_DAQIRI_PACKETS_MEDIA_TYPE,
       "max-packet-size", G_TYPE_INT, max, NULL);
+  if (cuda)
+    gst_caps_set_features (caps, 0,
+        gst_caps_features_new (GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, NULL));
   gboolean ok = gst_base_src_set_caps (bsrc, caps);
   gst_caps_unref (caps);
   return ok;
@@ -669,6 +694,14 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass * klass)
           "Counters over all queues: packets, bytes, bursts, drops, drops-ring-full (ring "
           "full: downstream too slow), drops-filtered, truncated, queues, ring-bytes",
           GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property (gobject_class, PROP_MEMORY,
+      g_param_spec_enum ("memory", "Memory",
+          "Where the receive ring lives: system memory, or cuda: GPU-accessible memory "
+          "(CUDA pinned host memory mapped for the device, caps feature memory:DaqiriCUDA) "
+          "that the NIC writes and daqirireorder memory=cuda reads in place; mlx5 and emu "
+          "engines only, needs a build with CUDA and a GPU",
+          GST_TYPE_DAQIRI_MEMORY, GST_DAQIRI_MEMORY_SYSTEM,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_STATS_INTERVAL,
       g_param_spec_uint64 ("stats-interval", "Stats interval",
           "Post the stats as a 'daqiri-src-stats' element message, with "

@@ -401,6 +401,7 @@ eng_rxq_create (gpointer port_priv, const DqRxConfig * config, GError ** error)
         g_strerror (errno));
     goto fail;
   }
+  geo.memory = config->ring_memory;
   rxq->ring = mlx5_rxq_new (port->ops, port->dev, &port->caps, &geo, error);
   if (rxq->ring == NULL)
     goto fail;
@@ -435,7 +436,7 @@ rx_burst_emit (Mlx5EngRxq * rxq, DqBurst * burst)
   burst->size = mlx5_rxq_burst_size (rxq->ring, &rxq->ob);
   burst->n_packets = rxq->ob.n_packets;
   burst->packets = rec->packets;
-  burst->memory = DQ_MEMORY_HOST;
+  burst->memory = mlx5_rxq_memory_kind (rxq->ring);
   burst->range = rec;
   rxq->open = NULL;
   rxq->open_since = 0;

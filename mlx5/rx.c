@@ -31,6 +31,7 @@ struct _Mlx5Rxq {
   Mlx5Rq rq;
   gpointer mr;
   gboolean cq_created, rq_created;
+  DqRingMemory memory;          /* of the packet buffer; alloc NULL: host (mlx5_mem_map) */
 
   /* geometry */
   guint log_stride_size;
@@ -165,6 +166,7 @@ mlx5_rx_geometry_choose (const Mlx5Caps * caps, const char *what, gsize ring_byt
   geo->log_strides = lw;
   geo->log_wqes = lq;
   geo->log_cq_size = lq + lw;
+  geo->memory = NULL;
   return TRUE;
 }
 
@@ -214,7 +216,12 @@ mlx5_rxq_free (Mlx5Rxq * q)
     q->ops->cq_destroy (q->dev, &q->cq);
   if (q->mr != NULL)
     q->ops->mr_dereg (q->dev, q->mr);
-  mlx5_mem_unmap (q->rq.buf, q->rq.buf_size);
+  if (q->memory.alloc != NULL) {
+    if (q->rq.buf != NULL)
+      q->memory.free (q->rq.buf, q->rq.buf_size, q->memory.user);
+  } else {
+    mlx5_mem_unmap (q->rq.buf, q->rq.buf_size);
+  }
   mlx5_mem_free (q->rq.wqes);
   mlx5_mem_free ((gpointer) q->rq.dbrec);
   mlx5_mem_free (q->cq.ring);
@@ -245,7 +252,10 @@ mlx5_rxq_new (const Mlx5PortOps * ops, gpointer dev, const Mlx5Caps * caps,
   q->freed = g_new0 (gint, n_wqes);
 
   q->rq.buf_size = (gsize) n_wqes << q->log_region;
-  q->rq.buf = mlx5_mem_map (q->rq.buf_size);
+  if (geo->memory != NULL)
+    q->memory = *geo->memory;
+  q->rq.buf = q->memory.alloc != NULL ? q->memory.alloc (q->rq.buf_size, q->memory.user) :
+      mlx5_mem_map (q->rq.buf_size);
   q->cq.ring = mlx5_mem_alloc (cq_bytes, mlx5_page_size ());
   q->cq.dbrec = mlx5_mem_alloc (64, 64);
   q->rq.wqes = mlx5_mem_alloc ((gsize) n_wqes * MLX5_MPRQ_WQE_SIZE, mlx5_page_size ());
@@ -293,6 +303,12 @@ Mlx5Rq *
 mlx5_rxq_rq (Mlx5Rxq * q)
 {
   return &q->rq;
+}
+
+DqMemoryKind
+mlx5_rxq_memory_kind (Mlx5Rxq * q)
+{
+  return q->memory.alloc != NULL ? q->memory.kind : DQ_MEMORY_HOST;
 }
 
 gsize

@@ -17,6 +17,7 @@
 #include <glib.h>
 
 #include "mlx5-port.h"
+#include "daqiri-engine.h"
 
 G_BEGIN_DECLS
 
@@ -37,6 +38,7 @@ typedef struct {
   guint log_strides;            /* strides per WQE */
   guint log_wqes;               /* WQEs in the ring */
   guint log_cq_size;            /* CQEs in the CQ: one per stride at most */
+  const DqRingMemory *memory;   /* the packet buffer's memory; NULL: host (mlx5_mem_map) */
 } Mlx5RxGeometry;
 
 /* Chooses the ring geometry.
@@ -87,6 +89,7 @@ void mlx5_rxq_free (Mlx5Rxq * q);
 
 Mlx5Rq *mlx5_rxq_rq (Mlx5Rxq * q);
 gsize mlx5_rxq_ring_bytes (Mlx5Rxq * q);        /* the packet buffer */
+DqMemoryKind mlx5_rxq_memory_kind (Mlx5Rxq * q);  /* of the packet buffer */
 guint mlx5_rxq_stride_size (Mlx5Rxq * q);
 guint mlx5_rxq_strides_per_wqe (Mlx5Rxq * q);
 guint mlx5_rxq_n_wqes (Mlx5Rxq * q);

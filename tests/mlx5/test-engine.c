@@ -368,6 +368,94 @@ test_burst_timeout_wakeup (void)
   dq_port_unref (p);
 }
 
+/* An RX ring in memory the caller provides (how daqirisrc memory=cuda gets GPU-accessible
+ * memory): allocated through the hook at create, the bursts lie inside it and say its kind,
+ * freed through the hook at destroy. */
+typedef struct {
+  guint allocs, frees;
+  guint8 *mem;
+  gsize size;
+} HookLog;
+
+static gpointer
+hook_alloc (gsize size, gpointer user)
+{
+  HookLog *log = user;
+  g_assert_cmpuint (size % 4096, ==, 0);
+  log->mem = aligned_alloc (4096, size);
+  memset (log->mem, 0, size);
+  log->size = size;
+  log->allocs++;
+  return log->mem;
+}
+
+static void
+hook_free (gpointer mem, gsize size, gpointer user)
+{
+  HookLog *log = user;
+  g_assert_true (mem == log->mem);
+  g_assert_cmpuint (size, ==, log->size);
+  log->frees++;
+  free (mem);
+}
+
+static void
+test_ring_memory_hook (void)
+{
+  HookLog log = { 0 };
+  DqRingMemory rm = {.kind = DQ_MEMORY_CUDA,.alloc = hook_alloc,.free = hook_free,
+    .user = &log
+  };
+  DqPort *p = port_open ("emu:hook0");
+  DqRxConfig cfg = {.burst_packets = 16,.burst_timeout_ns = 1 * MS,.ring_bytes = 1 << 20,
+    .n_queues = 1,.group_id = next_group++,.ring_memory = &rm
+  };
+  GError *error = NULL;
+  DqRxQueue *rxq = dq_rxq_create (p, &cfg, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (log.allocs, ==, 1);
+  g_assert_cmpuint (log.size, ==, dq_rxq_ring_bytes (rxq));
+
+  EmuPort *ep = emu_port_lookup ("hook0");
+  TuFrameSpec spec = {.len = 200,.proto = TU_PROTO_UDP,.good_csums = TRUE };
+  guint8 frame[200];
+  for (guint32 s = 0; s < 40; s++) {
+    tu_frame_build (frame, &spec, s);
+    g_assert_true (emu_port_inject (ep, frame, 200));
+  }
+  g_assert_true (emu_port_wait_idle (ep, 1000 * MS));
+  guint got = 0;
+  DqBurst b;
+  while (got < 40 && dq_rxq_poll (rxq, &b, 200 * MS, &error) == 1) {
+    g_assert_cmpint (b.memory, ==, DQ_MEMORY_CUDA);
+    g_assert_true (b.data >= log.mem && b.data + b.size <= log.mem + log.size);
+    for (guint i = 0; i < b.n_packets; i++) {
+      tu_frame_build (frame, &spec, got);
+      g_assert_cmpuint (b.packets[i].length, ==, 200);
+      g_assert_true (memcmp (b.data + b.packets[i].offset, frame, 200) == 0);
+      got++;
+    }
+    dq_rxq_release (rxq, &b);
+  }
+  g_assert_no_error (error);
+  g_assert_cmpuint (got, ==, 40);
+  emu_port_unref (ep);
+  dq_rxq_destroy (rxq);
+  g_assert_cmpuint (log.frees, ==, 1);
+  dq_port_unref (p);
+
+  /* an engine that can only receive into host memory says so */
+  DqPort *lo = dq_port_open ("afpacket:lo", &error);
+  if (lo != NULL) {
+    g_assert_null (dq_rxq_create (lo, &cfg, &error));
+    g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
+    g_assert_nonnull (strstr (error->message, "mlx5 or emu engine"));
+    g_clear_error (&error);
+    dq_port_unref (lo);
+  }
+  g_clear_error (&error);
+}
+
 /* Downstream holding bursts: the NIC drops (counted in drops_ring_full), never
  * overwrites held memory; releasing recovers. */
 static void
@@ -687,6 +775,7 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/mlx5/engine/ring-memory-hook", test_ring_memory_hook);
   g_test_add_func ("/mlx5/engine/registry", test_registry);
   g_test_add_func ("/mlx5/engine/config-errors", test_config_errors);
   g_test_add_func ("/mlx5/engine/loopback-million", test_loopback_million);

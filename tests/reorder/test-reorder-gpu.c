@@ -340,6 +340,77 @@ run_case (const Case * c, GPtrArray * bursts, const char *memory, Run * run)
   return TRUE;
 }
 
+/* The emulated ConnectX's generator into daqirisrc memory=M ! daqirireorder memory=M: the
+ * bursts lie in GPU-accessible ring memory with M = cuda. Returns the frames' bytes, in
+ * order, concatenated (NULL when the pipeline fails); *frames how many. */
+#define EMU_FRAMES 400
+#define EMU_PPB 64
+static GByteArray *
+emu_source_run (const char *memory, guint * frames, gboolean * cuda_caps)
+{
+  static guint serial;
+  gchar *desc = g_strdup_printf ("daqirisrc name=s device=emu:gpu%u,gen=64,gen-count=%u,"
+      "gen-lossless=1 memory=%s burst-packets=128 ! daqirireorder memory=%s "
+      "seq-offset=336 seq-bits=32 packets-per-batch=%u payload-offset=46 payload-size=18 ! "
+      "appsink name=out sync=false", serial++, EMU_FRAMES * EMU_PPB, memory, memory, EMU_PPB);
+  GError *err = NULL;
+  GstElement *p = gst_parse_launch (desc, &err);
+  g_free (desc);
+  if (p == NULL) {
+    g_printerr ("%s\n", err->message);
+    g_error_free (err);
+    return NULL;
+  }
+  GstElement *out = gst_bin_get_by_name (GST_BIN (p), "out");
+  GstElement *src = gst_bin_get_by_name (GST_BIN (p), "s");
+  GByteArray *bytes = NULL;
+  *frames = 0;
+  if (gst_element_set_state (p, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE) {
+    bytes = g_byte_array_new ();
+    GstSample *sample;
+    while (*frames < EMU_FRAMES &&
+        (sample = gst_app_sink_try_pull_sample (GST_APP_SINK (out), 10 * GST_SECOND))) {
+      GstBuffer *buf = gst_sample_get_buffer (sample);
+      GstMapInfo map;
+      gsize size = gst_buffer_get_size (buf);
+      guint8 *host = g_malloc (size);
+      gboolean cuda = strcmp (memory, "cuda") == 0;
+      if (gst_buffer_map (buf, &map, cuda ? GST_MAP_READ | GST_DAQIRI_MAP_CUDA : GST_MAP_READ)) {
+        if (cuda)
+          dq_cuda_memcpy (host, map.data, size);
+        else
+          memcpy (host, map.data, size);
+        gst_buffer_unmap (buf, &map);
+      }
+      g_byte_array_append (bytes, host, (guint) size);
+      g_free (host);
+      (*frames)++;
+      gst_sample_unref (sample);
+    }
+    GstPad *pad = gst_element_get_static_pad (src, "src");
+    GstCaps *caps = gst_pad_get_current_caps (pad);
+    *cuda_caps = caps && gst_caps_features_contains (gst_caps_get_features (caps, 0),
+        GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA);
+    if (caps)
+      gst_caps_unref (caps);
+    gst_object_unref (pad);
+  } else {
+    GstMessage *m = gst_bus_pop_filtered (GST_ELEMENT_BUS (p), GST_MESSAGE_ERROR);
+    if (m) {
+      GError *e;
+      gst_message_parse_error (m, &e, NULL);
+      g_printerr ("daqirisrc memory=%s does not start: %s\n", memory, e->message);
+      g_error_free (e);
+      gst_message_unref (m);
+    }
+  }
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (src);
+  gst_object_unref (out);
+  gst_object_unref (p);
+  return bytes;
+}
+
 static void
 run_clear (Run * run)
 {
@@ -429,6 +500,37 @@ main (int argc, char **argv)
     run_clear (&sys);
     run_clear (&gpu);
     g_ptr_array_unref (bursts);
+  }
+  /* the ring itself in GPU-accessible memory: the emulated NIC writes, the kernels read */
+  {
+    guint nf_sys = 0, nf_gpu = 0;
+    gboolean caps_sys = FALSE, caps_gpu = FALSE;
+    GByteArray *sys = emu_source_run ("system", &nf_sys, &caps_sys);
+    GByteArray *gpu = emu_source_run ("cuda", &nf_gpu, &caps_gpu);
+    gboolean ok = sys && gpu && nf_sys == EMU_FRAMES && nf_gpu == EMU_FRAMES &&
+        sys->len == gpu->len && memcmp (sys->data, gpu->data, sys->len) == 0 && caps_gpu &&
+        !caps_sys;
+    /* the frames hold the generator's pattern: payload byte i of packet k is k + 46 + i */
+    if (ok) {
+      for (guint k = 0; k < EMU_FRAMES * EMU_PPB && ok; k++)
+        for (guint i = 0; i < 18 && ok; i++)
+          ok = sys->data[k * 18 + i] == (guint8) (k + 46 + i);
+      if (!ok)
+        printf ("  emu source: the frames do not hold the generator's bytes\n");
+    }
+    printf ("%s emu:gen -> daqirisrc memory=cuda -> daqirireorder memory=cuda: %u / %u frames, "
+        "%u bytes, caps feature %s\n", ok ? "PASS" : "FAIL", nf_gpu, nf_sys, sys ? sys->len : 0,
+        caps_gpu ? "memory:DaqiriCUDA" : "missing");
+    if (ok)
+      passed++;
+    else
+      failed++;
+    frames_total += nf_gpu;
+    bytes_total += gpu ? gpu->len : 0;
+    if (sys)
+      g_byte_array_unref (sys);
+    if (gpu)
+      g_byte_array_unref (gpu);
   }
   printf ("reorder-gpu: %u frames, %" G_GUINT64_FORMAT " bytes compared; %u passed, %u failed\n",
       (guint) frames_total, bytes_total, passed, failed);
