@@ -1106,11 +1106,7 @@ typedef struct {
   guint tail;                   /* oldest slot handed to the kernel */
   guint in_flight;              /* slots handed to the kernel, not yet reclaimed */
 
-  guint64 packets;
-  guint64 bytes;
-  guint64 bursts;
-  guint64 errors;
-  guint64 ring_full_waits;
+  DqTxCounters tx;
 } AfpTxQueue;
 
 /* TX ring geometry: a slot is the power of two >= TPACKET2_HDRLEN + max_packet_size;
@@ -1267,7 +1263,7 @@ tx_slots_reclaim (AfpTxQueue * txq)
     txq->in_flight--;
   }
   if (errors > 0)
-    dq_counter_add (&txq->errors, errors);
+    dq_counter_add (&txq->tx.errors, errors);
 }
 
 static struct tpacket2_hdr *
@@ -1365,7 +1361,7 @@ afp_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * lengt
     }
     struct tpacket2_hdr *hdr = tx_slot_next (txq);
     if (hdr == NULL) {
-      dq_counter_add (&txq->ring_full_waits, 1);
+      dq_counter_add (&txq->tx.ring_full_waits, 1);
       short events = POLLOUT;
       while (hdr == NULL) {
         if (!tx_kick (txq, error)) {
@@ -1402,12 +1398,12 @@ afp_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * lengt
     if (!tx_kick (txq, failed ? &kick_error : error))
       failed = TRUE;
     g_clear_error (&kick_error);
-    dq_counter_add (&txq->packets, queued);
-    dq_counter_add (&txq->bytes, bytes);
-    dq_counter_add (&txq->bursts, 1);
+    dq_counter_add (&txq->tx.packets, queued);
+    dq_counter_add (&txq->tx.bytes, bytes);
+    dq_counter_add (&txq->tx.bursts, 1);
   }
   if (errors > 0)
-    dq_counter_add (&txq->errors, errors);
+    dq_counter_add (&txq->tx.errors, errors);
   return failed ? -1 : (int) consumed;
 }
 
@@ -1442,12 +1438,7 @@ static void
 afp_txq_stats (gpointer priv, DqTxStats * stats)
 {
   AfpTxQueue *txq = priv;
-
-  stats->packets = dq_counter_get (&txq->packets);
-  stats->bytes = dq_counter_get (&txq->bytes);
-  stats->bursts = dq_counter_get (&txq->bursts);
-  stats->errors = dq_counter_get (&txq->errors);
-  stats->ring_full_waits = dq_counter_get (&txq->ring_full_waits);
+  dq_tx_counters_read (&txq->tx, stats);
 }
 
 const DqEngineOps dq_afpacket_engine = {

@@ -885,11 +885,7 @@ typedef struct {
   guint max_packet;
   gint wake;                    /* atomic */
 
-  guint64 packets;
-  guint64 bytes;
-  guint64 bursts;
-  guint64 errors;
-  guint64 ring_full_waits;
+  DqTxCounters tx;
 } DpdkTxQueue;
 
 static gpointer
@@ -951,7 +947,7 @@ tx_push (DpdkTxQueue * txq, struct rte_mbuf **mbufs, guint n, gboolean * woken)
       break;
     if (r == 0) {
       if (!waited) {
-        dq_counter_add (&txq->ring_full_waits, 1);
+        dq_counter_add (&txq->tx.ring_full_waits, 1);
         waited = TRUE;
       }
       if (g_atomic_int_compare_and_exchange (&txq->wake, 1, 0)) {
@@ -995,7 +991,7 @@ dpdk_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * leng
     struct rte_mempool *pool = g_atomic_pointer_get (&txq->port->pool);
     if (rte_pktmbuf_alloc_bulk (pool, mbufs, k) != 0) {
       /* every mbuf is in flight: wait for the device to send some */
-      dq_counter_add (&txq->ring_full_waits, 1);
+      dq_counter_add (&txq->tx.ring_full_waits, 1);
       if (g_atomic_int_compare_and_exchange (&txq->wake, 1, 0)) {
         errors += idx[0] - consumed;
         consumed = idx[0];
@@ -1026,12 +1022,12 @@ dpdk_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * leng
   }
 
   if (queued > 0) {
-    dq_counter_add (&txq->packets, queued);
-    dq_counter_add (&txq->bytes, bytes);
-    dq_counter_add (&txq->bursts, 1);
+    dq_counter_add (&txq->tx.packets, queued);
+    dq_counter_add (&txq->tx.bytes, bytes);
+    dq_counter_add (&txq->tx.bursts, 1);
   }
   if (errors > 0)
-    dq_counter_add (&txq->errors, errors);
+    dq_counter_add (&txq->tx.errors, errors);
   (void) error;
   return (int) consumed;
 }
@@ -1073,12 +1069,7 @@ static void
 dpdk_txq_stats (gpointer priv, DqTxStats * stats)
 {
   DpdkTxQueue *txq = priv;
-
-  stats->packets = dq_counter_get (&txq->packets);
-  stats->bytes = dq_counter_get (&txq->bytes);
-  stats->bursts = dq_counter_get (&txq->bursts);
-  stats->errors = dq_counter_get (&txq->errors);
-  stats->ring_full_waits = dq_counter_get (&txq->ring_full_waits);
+  dq_tx_counters_read (&txq->tx, stats);
 }
 
 const DqEngineOps dq_dpdk_engine = {

@@ -5,6 +5,7 @@
 #define DAQIRI_ENGINE_UTIL_H
 
 #include <glib.h>
+#include "daqiri-engine.h"
 #include <errno.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,6 +37,25 @@ static inline guint64
 dq_counter_get (guint64 *counter)
 {
   return __atomic_load_n (counter, __ATOMIC_RELAXED);
+}
+
+/* The counters of a TX queue (its sending thread adds, any thread reads: DqTxStats). */
+typedef struct {
+  guint64 packets;
+  guint64 bytes;
+  guint64 bursts;
+  guint64 errors;
+  guint64 ring_full_waits;
+} DqTxCounters;
+
+static inline void
+dq_tx_counters_read (DqTxCounters *c, DqTxStats *stats)
+{
+  stats->packets = dq_counter_get (&c->packets);
+  stats->bytes = dq_counter_get (&c->bytes);
+  stats->bursts = dq_counter_get (&c->bursts);
+  stats->errors = dq_counter_get (&c->errors);
+  stats->ring_full_waits = dq_counter_get (&c->ring_full_waits);
 }
 
 /* Wakes a waiter on an eventfd (its counter + 1), and takes the wakeups back. */
