@@ -137,3 +137,84 @@ gst_daqiri_cuda_usable (GstElement * element, const char *property)
 #endif
   return FALSE;
 }
+
+/* ---- the packet fields of daqirireorder and daqiripay ---- */
+
+static guint32 *
+field_ptr (DqReorderConfig * cfg, guint field)
+{
+  switch (field) {
+    case 0:
+      return &cfg->seq_bit_offset;
+    case 1:
+      return &cfg->seq_bit_width;
+    case 2:
+      return &cfg->batch_bit_offset;
+    case 3:
+      return &cfg->batch_bit_width;
+    case 4:
+      return &cfg->packets_per_batch;
+    case 5:
+      return &cfg->payload_offset;
+    default:
+      return &cfg->payload_size;
+  }
+}
+
+void
+gst_daqiri_install_field_properties (GObjectClass * klass, guint first_id,
+    const DqReorderConfig * defaults, const char *const *notes)
+{
+  static const struct {
+    const char *name, *nick, *blurb;
+    guint min, max;
+  } fields[GST_DAQIRI_N_FIELDS] = {
+    {"seq-offset", "Sequence offset", "Bit offset of the sequence number from the packet "
+          "start (bit 0 = MSB of byte 0)", 0, DQ_REORDER_MAX_FRAME_BYTES * 8 - 1},
+    {"seq-bits", "Sequence bits", "Width of the sequence number (big-endian)", 1, 32},
+    {"batch-offset", "Batch offset", "Bit offset of the batch number from the packet start",
+        0, DQ_REORDER_MAX_FRAME_BYTES * 8 - 1},
+    {"batch-bits", "Batch bits", "Width of the batch number; 0: none (batch = sequence / "
+          "packets-per-batch)", 0, 32},
+    {"packets-per-batch", "Packets per batch", "Packets (slots) per frame", 1,
+        DQ_REORDER_MAX_PPB},
+    {"payload-offset", "Payload offset", "Byte offset of the payload from the packet start",
+        0, DQ_REORDER_MAX_FRAME_BYTES - 1},
+    {"payload-size", "Payload size", "Payload bytes per packet", 1,
+        DQ_REORDER_MAX_FRAME_BYTES},
+  };
+  DqReorderConfig d = *defaults;
+  for (guint i = 0; i < GST_DAQIRI_N_FIELDS; i++) {
+    const char *blurb = fields[i].blurb;
+    if (notes && notes[i]) {
+      /* interned: it lives as long as the class */
+      gchar *text = g_strdup_printf ("%s (%s)", fields[i].blurb, notes[i]);
+      blurb = g_intern_string (text);
+      g_free (text);
+    }
+    g_object_class_install_property (klass, first_id + i,
+        g_param_spec_uint (fields[i].name, fields[i].nick, blurb, fields[i].min,
+            fields[i].max, *field_ptr (&d, i),
+            G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+  }
+}
+
+gboolean
+gst_daqiri_field_set (DqReorderConfig * cfg, guint first_id, guint prop_id,
+    const GValue * value)
+{
+  if (prop_id < first_id || prop_id >= first_id + GST_DAQIRI_N_FIELDS)
+    return FALSE;
+  *field_ptr (cfg, prop_id - first_id) = g_value_get_uint (value);
+  return TRUE;
+}
+
+gboolean
+gst_daqiri_field_get (const DqReorderConfig * cfg, guint first_id, guint prop_id,
+    GValue * value)
+{
+  if (prop_id < first_id || prop_id >= first_id + GST_DAQIRI_N_FIELDS)
+    return FALSE;
+  g_value_set_uint (value, *field_ptr ((DqReorderConfig *) cfg, prop_id - first_id));
+  return TRUE;
+}

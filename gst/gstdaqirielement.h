@@ -4,6 +4,7 @@
 
 #include <gst/gst.h>
 #include "daqiri-engine.h"
+#include "daqiri-reorder.h"
 
 G_BEGIN_DECLS
 
@@ -25,6 +26,22 @@ gboolean gst_daqiri_take_mac (GstElement * element, const char *property, const 
     guint8 mac[6]);
 gboolean gst_daqiri_take_ipv4 (GstElement * element, const char *property, const char *text,
     guint32 * addr);
+
+/* The packet fields daqirireorder and daqiripay share, as properties in this order: seq-offset,
+ * seq-bits, batch-offset, batch-bits, packets-per-batch, payload-offset, payload-size. An
+ * element numbers them first_id .. first_id + GST_DAQIRI_N_FIELDS - 1. */
+#define GST_DAQIRI_N_FIELDS 7
+
+/* Installs the field properties with `defaults`; `notes` (NULL, or one entry a field, each
+ * NULL or text) is added to a field's blurb. */
+void gst_daqiri_install_field_properties (GObjectClass * klass, guint first_id,
+    const DqReorderConfig * defaults, const char *const *notes);
+/* Set / get the field of property `prop_id` (FALSE: not a field property). Call with the
+ * object lock held. */
+gboolean gst_daqiri_field_set (DqReorderConfig * cfg, guint first_id, guint prop_id,
+    const GValue * value);
+gboolean gst_daqiri_field_get (const DqReorderConfig * cfg, guint first_id, guint prop_id,
+    GValue * value);
 
 /* Where an element's buffers live: the `memory` property of daqirisrc and daqirireorder. */
 typedef enum {

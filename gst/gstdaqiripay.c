@@ -393,6 +393,10 @@ gst_daqiri_pay_set_property (GObject * object, guint prop_id, const GValue * val
   DqReorderConfig *cfg = &self->cfg;
 
   GST_OBJECT_LOCK (self);
+  if (gst_daqiri_field_set (cfg, PROP_SEQ_OFFSET, prop_id, value)) {
+    GST_OBJECT_UNLOCK (self);
+    return;
+  }
   switch (prop_id) {
     case PROP_SRC_MAC:
       g_free (self->src_mac);
@@ -416,27 +420,6 @@ gst_daqiri_pay_set_property (GObject * object, guint prop_id, const GValue * val
     case PROP_DST_PORT:
       self->dst_port = g_value_get_uint (value);
       break;
-    case PROP_SEQ_OFFSET:
-      cfg->seq_bit_offset = g_value_get_uint (value);
-      break;
-    case PROP_SEQ_BITS:
-      cfg->seq_bit_width = g_value_get_uint (value);
-      break;
-    case PROP_BATCH_OFFSET:
-      cfg->batch_bit_offset = g_value_get_uint (value);
-      break;
-    case PROP_BATCH_BITS:
-      cfg->batch_bit_width = g_value_get_uint (value);
-      break;
-    case PROP_PACKETS_PER_BATCH:
-      cfg->packets_per_batch = g_value_get_uint (value);
-      break;
-    case PROP_PAYLOAD_OFFSET:
-      cfg->payload_offset = g_value_get_uint (value);
-      break;
-    case PROP_PAYLOAD_SIZE:
-      cfg->payload_size = g_value_get_uint (value);
-      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -452,6 +435,10 @@ gst_daqiri_pay_get_property (GObject * object, guint prop_id, GValue * value,
   DqReorderConfig *cfg = &self->cfg;
 
   GST_OBJECT_LOCK (self);
+  if (gst_daqiri_field_get (cfg, PROP_SEQ_OFFSET, prop_id, value)) {
+    GST_OBJECT_UNLOCK (self);
+    return;
+  }
   switch (prop_id) {
     case PROP_SRC_MAC:
       g_value_set_string (value, self->src_mac);
@@ -470,27 +457,6 @@ gst_daqiri_pay_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_DST_PORT:
       g_value_set_uint (value, self->dst_port);
-      break;
-    case PROP_SEQ_OFFSET:
-      g_value_set_uint (value, cfg->seq_bit_offset);
-      break;
-    case PROP_SEQ_BITS:
-      g_value_set_uint (value, cfg->seq_bit_width);
-      break;
-    case PROP_BATCH_OFFSET:
-      g_value_set_uint (value, cfg->batch_bit_offset);
-      break;
-    case PROP_BATCH_BITS:
-      g_value_set_uint (value, cfg->batch_bit_width);
-      break;
-    case PROP_PACKETS_PER_BATCH:
-      g_value_set_uint (value, cfg->packets_per_batch);
-      break;
-    case PROP_PAYLOAD_OFFSET:
-      g_value_set_uint (value, cfg->payload_offset);
-      break;
-    case PROP_PAYLOAD_SIZE:
-      g_value_set_uint (value, cfg->payload_size);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -540,7 +506,6 @@ gst_daqiri_pay_class_init (GstDaqiriPayClass * klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
-  const guint max_bit = DQ_REORDER_MAX_FRAME_BYTES * 8 - 1;
 
   GST_DEBUG_CATEGORY_INIT (daqiripay_debug, "daqiripay", 0, "daqiri frame packetizer");
 
@@ -567,29 +532,15 @@ gst_daqiri_pay_class_init (GstDaqiriPayClass * klass)
   g_object_class_install_property (gobject_class, PROP_DST_PORT,
       g_param_spec_uint ("dst-port", "Destination port", "UDP destination port", 0, 65535,
           DEFAULT_DST_PORT, RW_READY));
-  g_object_class_install_property (gobject_class, PROP_SEQ_OFFSET,
-      g_param_spec_uint ("seq-offset", "Sequence offset",
-          "Bit offset of the sequence number from the packet start (bit 0 = MSB of byte 0; "
-          "the header takes bits 0..335)", 0, max_bit, DEFAULT_SEQ_OFFSET, RW_READY));
-  g_object_class_install_property (gobject_class, PROP_SEQ_BITS,
-      g_param_spec_uint ("seq-bits", "Sequence bits", "Width of the sequence number (big-endian)",
-          1, 32, 32, RW_READY));
-  g_object_class_install_property (gobject_class, PROP_BATCH_OFFSET,
-      g_param_spec_uint ("batch-offset", "Batch offset",
-          "Bit offset of the batch number from the packet start", 0, max_bit, 0, RW_READY));
-  g_object_class_install_property (gobject_class, PROP_BATCH_BITS,
-      g_param_spec_uint ("batch-bits", "Batch bits", "Width of the batch number; 0: none",
-          0, 32, 0, RW_READY));
-  g_object_class_install_property (gobject_class, PROP_PACKETS_PER_BATCH,
-      g_param_spec_uint ("packets-per-batch", "Packets per batch", "Packets per frame",
-          1, DQ_REORDER_MAX_PPB, 1, RW_READY));
-  g_object_class_install_property (gobject_class, PROP_PAYLOAD_OFFSET,
-      g_param_spec_uint ("payload-offset", "Payload offset",
-          "Byte offset of the payload from the packet start (at least 42)", 0,
-          DQ_REORDER_MAX_FRAME_BYTES - 1, DEFAULT_PAYLOAD_OFFSET, RW_READY));
-  g_object_class_install_property (gobject_class, PROP_PAYLOAD_SIZE,
-      g_param_spec_uint ("payload-size", "Payload size", "Frame bytes per packet",
-          1, DQ_REORDER_MAX_FRAME_BYTES, DEFAULT_PAYLOAD_SIZE, RW_READY));
+  DqReorderConfig d;
+  dq_reorder_config_init (&d);
+  d.seq_bit_offset = DEFAULT_SEQ_OFFSET;
+  d.payload_offset = DEFAULT_PAYLOAD_OFFSET;
+  d.payload_size = DEFAULT_PAYLOAD_SIZE;
+  static const char *const notes[GST_DAQIRI_N_FIELDS] = {
+    "the header takes bits 0..335", NULL, NULL, NULL, NULL, "at least 42", "frame bytes"
+  };
+  gst_daqiri_install_field_properties (gobject_class, PROP_SEQ_OFFSET, &d, notes);
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);

@@ -1168,28 +1168,11 @@ gst_daqiri_reorder_set_property (GObject * object, guint prop_id, const GValue *
   DqReorderConfig *cfg = &self->cfg;
 
   GST_OBJECT_LOCK (self);
+  if (gst_daqiri_field_set (cfg, PROP_SEQ_OFFSET, prop_id, value)) {
+    GST_OBJECT_UNLOCK (self);
+    return;
+  }
   switch (prop_id) {
-    case PROP_SEQ_OFFSET:
-      cfg->seq_bit_offset = g_value_get_uint (value);
-      break;
-    case PROP_SEQ_BITS:
-      cfg->seq_bit_width = g_value_get_uint (value);
-      break;
-    case PROP_BATCH_OFFSET:
-      cfg->batch_bit_offset = g_value_get_uint (value);
-      break;
-    case PROP_BATCH_BITS:
-      cfg->batch_bit_width = g_value_get_uint (value);
-      break;
-    case PROP_PACKETS_PER_BATCH:
-      cfg->packets_per_batch = g_value_get_uint (value);
-      break;
-    case PROP_PAYLOAD_OFFSET:
-      cfg->payload_offset = g_value_get_uint (value);
-      break;
-    case PROP_PAYLOAD_SIZE:
-      cfg->payload_size = g_value_get_uint (value);
-      break;
     case PROP_INPUT_TYPE:
       cfg->input_type = (DqElemType) g_value_get_enum (value);
       break;
@@ -1240,28 +1223,11 @@ gst_daqiri_reorder_get_property (GObject * object, guint prop_id, GValue * value
     return;
   }
   GST_OBJECT_LOCK (self);
+  if (gst_daqiri_field_get (cfg, PROP_SEQ_OFFSET, prop_id, value)) {
+    GST_OBJECT_UNLOCK (self);
+    return;
+  }
   switch (prop_id) {
-    case PROP_SEQ_OFFSET:
-      g_value_set_uint (value, cfg->seq_bit_offset);
-      break;
-    case PROP_SEQ_BITS:
-      g_value_set_uint (value, cfg->seq_bit_width);
-      break;
-    case PROP_BATCH_OFFSET:
-      g_value_set_uint (value, cfg->batch_bit_offset);
-      break;
-    case PROP_BATCH_BITS:
-      g_value_set_uint (value, cfg->batch_bit_width);
-      break;
-    case PROP_PACKETS_PER_BATCH:
-      g_value_set_uint (value, cfg->packets_per_batch);
-      break;
-    case PROP_PAYLOAD_OFFSET:
-      g_value_set_uint (value, cfg->payload_offset);
-      break;
-    case PROP_PAYLOAD_SIZE:
-      g_value_set_uint (value, cfg->payload_size);
-      break;
     case PROP_INPUT_TYPE:
       g_value_set_enum (value, cfg->input_type);
       break;
@@ -1340,7 +1306,6 @@ gst_daqiri_reorder_class_init (GstDaqiriReorderClass * klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   DqReorderConfig d;
-  const guint max_bit = DQ_REORDER_MAX_FRAME_BYTES * 8 - 1;
 
   GST_DEBUG_CATEGORY_INIT (daqirireorder_debug, "daqirireorder", 0, "daqiri packet reorder");
   dq_reorder_config_init (&d);
@@ -1351,31 +1316,7 @@ gst_daqiri_reorder_class_init (GstDaqiriReorderClass * klass)
   element_class->change_state = gst_daqiri_reorder_change_state;
   element_class->set_context = gst_daqiri_reorder_set_context;
 
-  g_object_class_install_property (gobject_class, PROP_SEQ_OFFSET,
-      g_param_spec_uint ("seq-offset", "Sequence offset",
-          "Bit offset of the sequence number from the packet start (bit 0 = MSB of byte 0)",
-          0, max_bit, d.seq_bit_offset, RW_READY));
-  g_object_class_install_property (gobject_class, PROP_SEQ_BITS,
-      g_param_spec_uint ("seq-bits", "Sequence bits", "Width of the sequence number (big-endian)",
-          1, 32, d.seq_bit_width, RW_READY));
-  g_object_class_install_property (gobject_class, PROP_BATCH_OFFSET,
-      g_param_spec_uint ("batch-offset", "Batch offset",
-          "Bit offset of the batch number from the packet start", 0, max_bit,
-          d.batch_bit_offset, RW_READY));
-  g_object_class_install_property (gobject_class, PROP_BATCH_BITS,
-      g_param_spec_uint ("batch-bits", "Batch bits",
-          "Width of the batch number; 0: none (batch = sequence / packets-per-batch)",
-          0, 32, d.batch_bit_width, RW_READY));
-  g_object_class_install_property (gobject_class, PROP_PACKETS_PER_BATCH,
-      g_param_spec_uint ("packets-per-batch", "Packets per batch", "Packets (slots) per frame",
-          1, DQ_REORDER_MAX_PPB, d.packets_per_batch, RW_READY));
-  g_object_class_install_property (gobject_class, PROP_PAYLOAD_OFFSET,
-      g_param_spec_uint ("payload-offset", "Payload offset",
-          "Byte offset of the payload from the packet start", 0,
-          DQ_REORDER_MAX_FRAME_BYTES - 1, d.payload_offset, RW_READY));
-  g_object_class_install_property (gobject_class, PROP_PAYLOAD_SIZE,
-      g_param_spec_uint ("payload-size", "Payload size", "Input payload bytes per packet",
-          1, DQ_REORDER_MAX_FRAME_BYTES, d.payload_size, RW_READY));
+  gst_daqiri_install_field_properties (gobject_class, PROP_SEQ_OFFSET, &d, NULL);
   g_object_class_install_property (gobject_class, PROP_INPUT_TYPE,
       g_param_spec_enum ("input-type", "Input type",
           "Element type of the payload (same, int4, int8, int16, int32)",
