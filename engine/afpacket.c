@@ -100,21 +100,6 @@ ns_to_timespec (gint64 ns)
   return ts;
 }
 
-static gboolean
-is_pow2 (gsize v)
-{
-  return v != 0 && (v & (v - 1)) == 0;
-}
-
-static gsize
-pow2_at_least (gsize v)
-{
-  gsize p = 1;
-  while (p < v)
-    p <<= 1;
-  return p;
-}
-
 static gsize
 page_size (void)
 {
@@ -1123,7 +1108,7 @@ tx_geometry_check (AfpTxQueue * txq, const DqTxConfig * config, gsize * block,
       default_max_packet (txq->port);
   if (!check_max_packet ("TX", txq->port, txq->max_packet, error))
     return FALSE;
-  txq->slot_size = pow2_at_least (TPACKET2_HDRLEN + txq->max_packet);
+  txq->slot_size = (gsize) 1 << dq_log2_ceil (TPACKET2_HDRLEN + txq->max_packet);
   *block = MAX (MAX (txq->slot_size, page), (gsize) 64 << 10);
   while (*block > txq->slot_size && *block > page && ring / *block < 2)
     *block /= 2;
@@ -1136,7 +1121,7 @@ tx_geometry_check (AfpTxQueue * txq, const DqTxConfig * config, gsize * block,
         AFP_RING_MAX, AFP_TX_DEFAULT_RING);
     return FALSE;
   }
-  g_assert (is_pow2 (*block) && *block % txq->slot_size == 0);
+  g_assert (dq_is_pow2 (*block) && *block % txq->slot_size == 0);
   *n_blocks = (guint) (ring / *block);
   txq->n_slots = (guint) (*n_blocks * (*block / txq->slot_size));
   return TRUE;

@@ -39,6 +39,26 @@ dq_counter_get (guint64 *counter)
   return __atomic_load_n (counter, __ATOMIC_RELAXED);
 }
 
+/* Ring arithmetic. */
+static inline gboolean
+dq_is_pow2 (guint64 v)
+{
+  return v != 0 && (v & (v - 1)) == 0;
+}
+
+static inline guint
+dq_log2_floor (guint64 v)
+{
+  return v == 0 ? 0 : 63 - (guint) __builtin_clzll (v);
+}
+
+/* the smallest n with 2^n >= v */
+static inline guint
+dq_log2_ceil (guint64 v)
+{
+  return v <= 1 ? 0 : dq_log2_floor (v - 1) + 1;
+}
+
 /* The counters of a TX queue (its sending thread adds, any thread reads: DqTxStats). */
 typedef struct {
   guint64 packets;

@@ -16,6 +16,7 @@
  *  - CQ doorbell record word 0 = consumer index, 24 bits, big-endian (cq_ring_doorbell).
  */
 #include "rx.h"
+#include "engine-util.h"
 
 #include "mlx5-dma.h"
 #include "mlx5-mem.h"
@@ -60,24 +61,6 @@ struct _Mlx5Rxq {
 /* ---------------------------------------------------------------------------------- */
 /* geometry */
 
-static gboolean
-is_pow2 (guint64 v)
-{
-  return v != 0 && (v & (v - 1)) == 0;
-}
-
-static guint
-log2_floor (guint64 v)
-{
-  return v == 0 ? 0 : 63 - (guint) __builtin_clzll (v);
-}
-
-static guint
-log2_ceil (guint64 v)
-{
-  return v <= 1 ? 0 : log2_floor (v - 1) + 1;
-}
-
 gboolean
 mlx5_rx_geometry_choose (const Mlx5Caps * caps, const char *what, gsize ring_bytes,
     guint max_packet, guint stride_size, guint strides_per_wqe, Mlx5RxGeometry * geo,
@@ -97,30 +80,30 @@ mlx5_rx_geometry_choose (const Mlx5Caps * caps, const char *what, gsize ring_byt
     return FALSE;
   }
   if (stride_size != 0) {
-    if (!is_pow2 (stride_size) || log2_floor (stride_size) < min_ls ||
-        log2_floor (stride_size) > max_ls) {
+    if (!dq_is_pow2 (stride_size) || dq_log2_floor (stride_size) < min_ls ||
+        dq_log2_floor (stride_size) > max_ls) {
       g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: stride %u is not allowed "
           "(allowed: a power of two %u .. %u)", what, stride_size, 1u << min_ls,
           1u << max_ls);
       return FALSE;
     }
-    ls = log2_floor (stride_size);
+    ls = dq_log2_floor (stride_size);
   } else {
-    ls = log2_ceil (MIN (max_packet, MLX5_RX_DEFAULT_STRIDE));
+    ls = dq_log2_ceil (MIN (max_packet, MLX5_RX_DEFAULT_STRIDE));
     ls = CLAMP (ls, min_ls, max_ls);
   }
 
   /* strides one max_packet frame needs: a packet never spans two WQEs */
-  guint need = log2_ceil (((guint64) max_packet + (1u << ls) - 1) >> ls);
+  guint need = dq_log2_ceil (((guint64) max_packet + (1u << ls) - 1) >> ls);
   if (strides_per_wqe != 0) {
-    if (!is_pow2 (strides_per_wqe) || log2_floor (strides_per_wqe) < min_lw ||
-        log2_floor (strides_per_wqe) > max_lw) {
+    if (!dq_is_pow2 (strides_per_wqe) || dq_log2_floor (strides_per_wqe) < min_lw ||
+        dq_log2_floor (strides_per_wqe) > max_lw) {
       g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: strides %u per WQE is not "
           "allowed (allowed: a power of two %u .. %u)", what, strides_per_wqe,
           1u << min_lw, 1u << max_lw);
       return FALSE;
     }
-    lw = log2_floor (strides_per_wqe);
+    lw = dq_log2_floor (strides_per_wqe);
     if (lw < need) {
       g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: %u strides of %u bytes per WQE "
           "cannot hold max-packet-size %u (allowed: strides >= %u)", what,
@@ -149,7 +132,7 @@ mlx5_rx_geometry_choose (const Mlx5Caps * caps, const char *what, gsize ring_byt
         (guint64) 1 << (ls + lw + MLX5_RX_MIN_LOG_WQES));
     return FALSE;
   }
-  guint lq = MIN (log2_floor (n_regions), max_lq);
+  guint lq = MIN (dq_log2_floor (n_regions), max_lq);
   /* one CQE per stride at most: a CQ of strides-in-the-ring entries cannot overflow */
   if (lq + lw > caps->max_log_cq_size) {
     if (caps->max_log_cq_size < lw + MLX5_RX_MIN_LOG_WQES) {

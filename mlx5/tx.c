@@ -17,6 +17,7 @@
  *    half of the BlueFlame buffer (sq_ring_doorbell).
  */
 #include "tx.h"
+#include "engine-util.h"
 
 #include "mlx5-dma.h"
 #include "mlx5-mem.h"
@@ -64,18 +65,6 @@ struct _Mlx5Txq {
   Mlx5TxCounters c;
 };
 
-static guint
-log2_floor (guint64 v)
-{
-  return v == 0 ? 0 : 63 - (guint) __builtin_clzll (v);
-}
-
-static guint
-log2_ceil (guint64 v)
-{
-  return v <= 1 ? 0 : log2_floor (v - 1) + 1;
-}
-
 gboolean
 mlx5_tx_geometry_choose (const Mlx5Caps * caps, const char *what, gsize ring_bytes,
     guint max_packet, guint signal_every, Mlx5TxConfig * cfg, GError ** error)
@@ -87,7 +76,7 @@ mlx5_tx_geometry_choose (const Mlx5Caps * caps, const char *what, gsize ring_byt
         "range (allowed 14 .. 65535)", what, max_packet);
     return FALSE;
   }
-  guint ls = MAX (log2_ceil (max_packet), log2_ceil (MLX5_TX_MIN_SLOT));
+  guint ls = MAX (dq_log2_ceil (max_packet), dq_log2_ceil (MLX5_TX_MIN_SLOT));
   guint64 n = ring >> ls;
   if (n < MLX5_TX_MIN_SLOTS) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: TX ring-size %" G_GSIZE_FORMAT
@@ -95,9 +84,9 @@ mlx5_tx_geometry_choose (const Mlx5Caps * caps, const char *what, gsize ring_byt
         1u << ls, MLX5_TX_MIN_SLOTS << ls);
     return FALSE;
   }
-  guint lw = MIN (log2_floor (n) + 1, caps->max_log_wqebbs);
-  guint lslots = MIN (log2_floor (n), caps->max_log_wqebbs);
-  if (lslots < log2_ceil (MLX5_TX_MIN_SLOTS)) {
+  guint lw = MIN (dq_log2_floor (n) + 1, caps->max_log_wqebbs);
+  guint lslots = MIN (dq_log2_floor (n), caps->max_log_wqebbs);
+  if (lslots < dq_log2_ceil (MLX5_TX_MIN_SLOTS)) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: the device's send queues are too "
         "small (%u WQEs)", what, 1u << caps->max_log_wqebbs);
     return FALSE;
