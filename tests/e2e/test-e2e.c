@@ -14,6 +14,7 @@
 #include <gst/daqiri/daqiritestpacket.h>
 
 #include "dq-netns.h"
+#include "dq-receiver.h"
 
 #include <glib/gstdio.h>
 #include <signal.h>
@@ -26,215 +27,9 @@
 #define RX_IF "dqrx0"
 #define FW_OUT_IF "dqfw0"            /* a second veth pair: dqfw0 -> dqfw1 */
 #define FW_IN_IF "dqfw1"
-#define N_FLOWS 4
-#define FLOWS "proto=udp dst-port=6000 mark=10; proto=udp dst-port=6001 mark=11; " \
-  "proto=udp dst-port=6002 mark=12; proto=udp dst-port=6003 mark=13"
+#define N_FLOWS DQ_E2E_N_FLOWS
 
 static gchar *tmpdir;
-
-/* ---- a receiver that checks every packet ---- */
-
-typedef struct {
-  GstDaqiriTestPacketParams params;
-  guint8 *seen;                 /* one byte per sequence number */
-  guint n_expected;
-  guint received;
-  guint duplicates;
-  guint bad;
-  guint wrong_flow;
-  guint out_of_order_ts;
-  guint64 last_ts;
-  guint buffers;
-  gboolean hold;                /* keep every buffer (a stalled downstream) */
-  GPtrArray *held;
-  GMutex lock;
-  GCond cond;
-} Receiver;
-
-static void
-receiver_init (Receiver * r, guint n_expected)
-{
-  memset (r, 0, sizeof *r);
-  gst_daqiri_test_packet_params_init (&r->params);
-  r->n_expected = n_expected;
-  r->seen = g_malloc0 (MAX (n_expected, 1));
-  r->held = g_ptr_array_new_with_free_func ((GDestroyNotify) gst_buffer_unref);
-  g_mutex_init (&r->lock);
-  g_cond_init (&r->cond);
-}
-
-static void
-receiver_clear (Receiver * r)
-{
-  g_free (r->seen);
-  g_ptr_array_unref (r->held);
-  g_mutex_clear (&r->lock);
-  g_cond_clear (&r->cond);
-}
-
-static void
-receiver_check_frame (Receiver * r, const guint8 * frame, gsize len, guint32 flow_id,
-    guint64 ts)
-{
-  guint32 seq, flow;
-
-  if (!gst_daqiri_test_packet_check (&r->params, frame, len, &seq, &flow)) {
-    if (r->bad++ < 5)
-      g_printerr ("bad packet: %s\n", gst_daqiri_test_packet_explain (&r->params, frame,
-              len));
-    return;
-  }
-  if (seq >= r->n_expected) {
-    r->bad++;
-    return;
-  }
-  if (r->seen[seq]++)
-    r->duplicates++;
-  if (flow_id != 10 + flow)
-    r->wrong_flow++;
-  if (ts < r->last_ts)
-    r->out_of_order_ts++;
-  r->last_ts = ts;
-  r->received++;
-}
-
-static GstFlowReturn
-on_sample (GstAppSink * sink, gpointer user_data)
-{
-  Receiver *r = user_data;
-  GstSample *sample = gst_app_sink_pull_sample (sink);
-  GstBuffer *buf = gst_sample_get_buffer (sample);
-  GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
-  GstMapInfo map;
-
-  g_mutex_lock (&r->lock);
-  r->buffers++;
-  if (meta != NULL && gst_buffer_map (buf, &map, GST_MAP_READ)) {
-    if (!gst_daqiri_packet_meta_validate (meta, map.size, NULL))
-      r->bad++;
-    else
-      for (guint i = 0; i < meta->n_packets; i++)
-        receiver_check_frame (r, map.data + meta->packets[i].offset,
-            meta->packets[i].length, meta->packets[i].flow_id, meta->packets[i].timestamp);
-    gst_buffer_unmap (buf, &map);
-  } else {
-    r->bad++;
-  }
-  if (r->hold)
-    g_ptr_array_add (r->held, gst_buffer_ref (buf));
-  g_cond_broadcast (&r->cond);
-  g_mutex_unlock (&r->lock);
-  gst_sample_unref (sample);
-  return GST_FLOW_OK;
-}
-
-/* Waits until @n packets arrived or @timeout_ms passed without progress. */
-static guint
-receiver_wait (Receiver * r, guint n, guint timeout_ms)
-{
-  g_mutex_lock (&r->lock);
-  guint last = r->received;
-  gint64 deadline = g_get_monotonic_time () + timeout_ms * 1000;
-  while (r->received < n) {
-    if (!g_cond_wait_until (&r->cond, &r->lock, deadline)) {
-      if (r->received == last)
-        break;
-      last = r->received;
-      deadline = g_get_monotonic_time () + timeout_ms * 1000;
-    }
-  }
-  guint got = r->received;
-  g_mutex_unlock (&r->lock);
-  return got;
-}
-
-static GstElement *
-receiver_pipeline_on (Receiver * r, const gchar * iface, const gchar * extra)
-{
-  gchar *launch = g_strdup_printf ("daqirisrc name=src device=afpacket:%s"
-      " flows=\"" FLOWS "\" %s ! appsink name=sink sync=false emit-signals=false",
-      iface, extra ? extra : "");
-  GError *error = NULL;
-  GstElement *pipeline = gst_parse_launch (launch, &error);
-  fail_unless (pipeline != NULL, "%s: %s", launch, error ? error->message : "");
-  g_free (launch);
-  GstElement *sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
-  GstAppSinkCallbacks cb = {.new_sample = on_sample };
-  gst_app_sink_set_callbacks (GST_APP_SINK (sink), &cb, r, NULL);
-  gst_object_unref (sink);
-  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
-      GST_STATE_CHANGE_FAILURE);
-  return pipeline;
-}
-
-static GstElement *
-receiver_pipeline (Receiver * r, const gchar * extra)
-{
-  return receiver_pipeline_on (r, RX_IF, extra);
-}
-
-static GstStructure *
-element_stats (GstElement * pipeline, const gchar * name)
-{
-  GstElement *el = gst_bin_get_by_name (GST_BIN (pipeline), name);
-  GstStructure *s = NULL;
-  g_object_get (el, "stats", &s, NULL);
-  gst_object_unref (el);
-  return s;
-}
-
-static guint64
-stat_u64 (const GstStructure * s, const gchar * field)
-{
-  guint64 v = 0;
-  fail_unless (gst_structure_get_uint64 (s, field, &v), "no field %s", field);
-  return v;
-}
-
-/* Runs a sender pipeline to EOS and returns its sink's stats. */
-static GstStructure *
-run_sender (const gchar * launch)
-{
-  GError *error = NULL;
-  GstElement *pipeline = gst_parse_launch (launch, &error);
-  fail_unless (pipeline != NULL, "%s: %s", launch, error ? error->message : "");
-  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
-      GST_STATE_CHANGE_FAILURE);
-  GstBus *bus = gst_element_get_bus (pipeline);
-  GstMessage *msg = gst_bus_timed_pop_filtered (bus, 120 * GST_SECOND,
-      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  fail_unless (msg != NULL, "sender timed out");
-  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
-    GError *err = NULL;
-    gst_message_parse_error (msg, &err, NULL);
-    fail ("sender error: %s", err->message);
-  }
-  gst_message_unref (msg);
-  gst_object_unref (bus);
-  GstStructure *stats = element_stats (pipeline, "tx");
-  gst_element_set_state (pipeline, GST_STATE_NULL);
-  gst_object_unref (pipeline);
-  return stats;
-}
-
-static void
-assert_all_received (Receiver * r, GstElement * rx, guint n)
-{
-  guint got = receiver_wait (r, n, 2000);
-  GstStructure *s = element_stats (rx, "src");
-  guint missing = 0;
-  for (guint i = 0; i < n; i++)
-    missing += r->seen[i] == 0;
-  fail_unless_equals_int (r->bad, 0);
-  fail_unless_equals_int (r->duplicates, 0);
-  fail_unless_equals_int (r->wrong_flow, 0);
-  fail_unless_equals_int (r->out_of_order_ts, 0);
-  fail_unless_equals_uint64 (stat_u64 (s, "drops"), 0);
-  fail_unless_equals_int (missing, 0);
-  fail_unless_equals_int (got, n);
-  fail_unless_equals_uint64 (stat_u64 (s, "packets"), n);
-  gst_structure_free (s);
-}
 
 /* 100 000 packets of 60..1500 bytes in 4 flows, daqirisink -> daqirisrc */
 GST_START_TEST (test_daqiri_to_daqiri)
@@ -242,7 +37,8 @@ GST_START_TEST (test_daqiri_to_daqiri)
   const guint n = 100000;
   Receiver r;
   receiver_init (&r, n);
-  GstElement *rx = receiver_pipeline (&r, "ring-size=134217728 burst-packets=128");
+  GstElement *rx = receiver_pipeline (&r, "afpacket:" RX_IF,
+      "ring-size=134217728 burst-packets=128");
 
   gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=64 "
       "packet-size-min=60 packet-size-max=1500 flows=%d rate=250000 ! "
@@ -270,7 +66,7 @@ GST_START_TEST (test_forward_unchanged)
   const guint n = 50000;
   Receiver r;
   receiver_init (&r, n);
-  GstElement *rx = receiver_pipeline_on (&r, FW_IN_IF, "ring-size=134217728");
+  GstElement *rx = receiver_pipeline (&r, "afpacket:" FW_IN_IF, "ring-size=134217728");
 
   GError *error = NULL;
   GstElement *fw = gst_parse_launch ("daqirisrc name=src device=afpacket:" RX_IF
@@ -378,7 +174,7 @@ GST_START_TEST (test_tcpreplay_to_daqirisrc)
 
   Receiver r;
   receiver_init (&r, n);
-  GstElement *rx = receiver_pipeline (&r, NULL);
+  GstElement *rx = receiver_pipeline (&r, "afpacket:" RX_IF, NULL);
   gchar *out = NULL, *err = NULL;
   gint status = 0;
   const gchar *argv[] = { "tcpreplay", "-q", "--pps=100000", "-i", TX_IF, pcap, NULL };
@@ -470,7 +266,8 @@ GST_START_TEST (test_held_buffers_exhaust_ring)
   Receiver r;
   receiver_init (&r, 2 * n);
   r.hold = TRUE;
-  GstElement *rx = receiver_pipeline (&r, "ring-size=1048576 burst-packets=64");
+  GstElement *rx = receiver_pipeline (&r, "afpacket:" RX_IF,
+      "ring-size=1048576 burst-packets=64");
 
   gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=32 "
       "packet-size-min=1000 packet-size-max=1000 flows=1 rate=200000 ! "
@@ -541,14 +338,13 @@ GST_START_TEST (test_state_cycles_under_traffic)
   Receiver r;
   receiver_init (&r, G_MAXUINT32 / 2);
   r.hold = TRUE;
-  gchar *launch = g_strdup ("daqirisrc name=src device=afpacket:" RX_IF " flows=\"" FLOWS
-      "\" ring-size=262144 ! appsink name=sink sync=false");
+  gchar *launch = g_strdup ("daqirisrc name=src device=afpacket:" RX_IF " flows=\""
+      DQ_E2E_FLOWS "\" ring-size=262144 ! appsink name=sink sync=false");
   GstElement *rx = gst_parse_launch (launch, &error);
   g_free (launch);
   fail_unless (rx != NULL);
   GstElement *sink = gst_bin_get_by_name (GST_BIN (rx), "sink");
-  GstAppSinkCallbacks cb = {.new_sample = on_sample };
-  gst_app_sink_set_callbacks (GST_APP_SINK (sink), &cb, &r, NULL);
+  receiver_attach (&r, sink);
   gst_object_unref (sink);
 
   for (guint cycle = 0; cycle < 200; cycle++) {

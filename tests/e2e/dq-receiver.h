@@ -1,0 +1,79 @@
+/* Test helper for end-to-end tests: a receiving pipeline (daqirisrc ! appsink) whose appsink
+ * checks every packet daqiritestsrc made (gst_daqiri_test_packet_check): bytes, sequence
+ * numbers (seen once each, optionally in order), the flow id the flow rules DQ_E2E_FLOWS give,
+ * timestamps that never go back, and optionally the emulated ConnectX's line-rate model. Also
+ * the sender side: run a pipeline to EOS and read its sink's stats. GstCheck assertions. */
+#ifndef DQ_RECEIVER_H
+#define DQ_RECEIVER_H
+
+#include <gst/gst.h>
+#include <gst/daqiri/daqiritestpacket.h>
+
+G_BEGIN_DECLS
+
+/* daqiritestsrc flows=4 sends to UDP ports 6000..6003; these rules mark them 10..13 */
+#define DQ_E2E_N_FLOWS 4
+#define DQ_E2E_MARK_BASE 10
+#define DQ_E2E_FLOWS "proto=udp dst-port=6000 mark=10; proto=udp dst-port=6001 mark=11; " \
+  "proto=udp dst-port=6002 mark=12; proto=udp dst-port=6003 mark=13"
+
+typedef struct {
+  GstDaqiriTestPacketParams params;
+  guint8 *seen;                 /* one byte per sequence number */
+  guint n_expected;
+  guint received;
+  guint64 bytes;
+  guint duplicates;
+  guint bad;
+  guint wrong_flow;
+  gboolean check_order;         /* one sender: sequence numbers arrive in order */
+  guint out_of_order;
+  gint64 last_seq;
+  guint buffers;
+  gboolean hold;                /* keep every buffer (a stalled downstream) */
+  GPtrArray *held;
+
+  /* the line-rate model (mlx5/emu/emu.h): in a train that started at T0, the frame after S
+   * bits starts at T0 + floor (S * f / R); a later start means the wire was idle (new train) */
+  gboolean model;
+  guint64 freq_hz, rate_bps, overhead;
+  guint64 t0, bits;
+  guint64 trains;
+  guint64 in_train;             /* packets whose time the formula gave exactly */
+  guint64 model_early;          /* packets earlier than the formula allows: a bug */
+  guint64 last_ts;
+  guint ts_backwards;
+
+  GMutex lock;
+  GCond cond;
+} Receiver;
+
+void receiver_init (Receiver * r, guint n_expected);
+void receiver_clear (Receiver * r);
+/* forgets what arrived (for a second stream into the same receiver) */
+void receiver_reset (Receiver * r);
+/* checks one frame (flow_id: the mark it came with; ts: its timestamp) */
+void receiver_check_frame (Receiver * r, const guint8 * frame, gsize len, guint32 flow_id,
+    guint64 ts);
+/* makes an appsink deliver its samples to the receiver */
+void receiver_attach (Receiver * r, GstElement * appsink);
+/* waits until n packets arrived or timeout_ms passed without progress; how many arrived */
+guint receiver_wait (Receiver * r, guint n, guint timeout_ms);
+
+/* Sets a pipeline PLAYING; a failure fails the test with the error the bus got. */
+void play (GstElement * pipeline);
+/* `daqirisrc name=src device=DEVICE flows=DQ_E2E_FLOWS EXTRA ! appsink name=sink`, PLAYING:
+ * the source's queue exists when this returns */
+GstElement *receiver_pipeline (Receiver * r, const gchar * device, const gchar * extra);
+/* the `stats` of the element `name` of a pipeline */
+GstStructure *element_stats (GstElement * pipeline, const gchar * name);
+guint64 stat_u64 (const GstStructure * s, const gchar * field);
+/* runs a sender pipeline to EOS; the stats of its element "tx" */
+GstStructure *run_sender (const gchar * launch);
+/* every one of packets 0 .. n-1 arrived once, correct, with its flow id; daqirisrc's stats
+ * (element "src" of rx) agree and say nothing was dropped or truncated */
+void assert_all_received (Receiver * r, GstElement * rx, guint n);
+
+G_END_DECLS
+
+#endif
