@@ -76,7 +76,10 @@ parse_mac (const gchar * text, guint8 mac[6])
   return TRUE;
 }
 
-gboolean
+/* A property holding a MAC address ("aa:bb:cc:dd:ee:ff") or an IPv4 address (dotted
+ * decimal, stored in host byte order), or an ERROR naming the property, the value and the form
+ * allowed. */
+static gboolean
 gst_daqiri_take_mac (GstElement * element, const char *property, const char *text,
     guint8 mac[6])
 {
@@ -89,7 +92,7 @@ gst_daqiri_take_mac (GstElement * element, const char *property, const char *tex
   return FALSE;
 }
 
-gboolean
+static gboolean
 gst_daqiri_take_ipv4 (GstElement * element, const char *property, const char *text,
     guint32 * addr)
 {
@@ -217,4 +220,123 @@ gst_daqiri_field_get (const DqReorderConfig * cfg, guint first_id, guint prop_id
     return FALSE;
   g_value_set_uint (value, *field_ptr ((DqReorderConfig *) cfg, prop_id - first_id));
   return TRUE;
+}
+
+/* ---- the addresses of daqiritestsrc and daqiripay ---- */
+
+void
+gst_daqiri_addresses_init (GstDaqiriAddresses * a)
+{
+  a->src_mac = g_strdup ("02:00:00:00:00:01");
+  a->dst_mac = g_strdup ("02:00:00:00:00:02");
+  a->src = g_strdup ("10.0.0.1");
+  a->dst = g_strdup ("10.0.0.2");
+  a->src_port = 5000;
+  a->dst_port = 6000;
+}
+
+void
+gst_daqiri_addresses_clear (GstDaqiriAddresses * a)
+{
+  g_clear_pointer (&a->src_mac, g_free);
+  g_clear_pointer (&a->dst_mac, g_free);
+  g_clear_pointer (&a->src, g_free);
+  g_clear_pointer (&a->dst, g_free);
+}
+
+void
+gst_daqiri_addresses_copy (const GstDaqiriAddresses * from, GstDaqiriAddresses * to)
+{
+  to->src_mac = g_strdup (from->src_mac);
+  to->dst_mac = g_strdup (from->dst_mac);
+  to->src = g_strdup (from->src);
+  to->dst = g_strdup (from->dst);
+  to->src_port = from->src_port;
+  to->dst_port = from->dst_port;
+}
+
+void
+gst_daqiri_install_address_properties (GObjectClass * klass, guint first_id,
+    const char *dst_port_note)
+{
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY;
+  GstDaqiriAddresses d;
+  gst_daqiri_addresses_init (&d);
+  g_object_class_install_property (klass, first_id + 0,
+      g_param_spec_string ("src-mac", "Source MAC",
+          "Ethernet source address, as aa:bb:cc:dd:ee:ff", d.src_mac, rw));
+  g_object_class_install_property (klass, first_id + 1,
+      g_param_spec_string ("dst-mac", "Destination MAC",
+          "Ethernet destination address, as aa:bb:cc:dd:ee:ff", d.dst_mac, rw));
+  g_object_class_install_property (klass, first_id + 2,
+      g_param_spec_string ("src", "Source address", "IPv4 source address, dotted decimal",
+          d.src, rw));
+  g_object_class_install_property (klass, first_id + 3,
+      g_param_spec_string ("dst", "Destination address",
+          "IPv4 destination address, dotted decimal", d.dst, rw));
+  g_object_class_install_property (klass, first_id + 4,
+      g_param_spec_uint ("src-port", "Source port", "UDP source port", 0, G_MAXUINT16,
+          d.src_port, rw));
+  const char *blurb = "UDP destination port";
+  if (dst_port_note) {
+    gchar *text = g_strdup_printf ("%s; %s", blurb, dst_port_note);
+    blurb = g_intern_string (text);
+    g_free (text);
+  }
+  g_object_class_install_property (klass, first_id + 5,
+      g_param_spec_uint ("dst-port", "Destination port", blurb, 0, G_MAXUINT16, d.dst_port,
+          rw));
+  gst_daqiri_addresses_clear (&d);
+}
+
+static gchar **
+address_text (GstDaqiriAddresses * a, guint i)
+{
+  gchar **texts[4] = { &a->src_mac, &a->dst_mac, &a->src, &a->dst };
+  return texts[i];
+}
+
+gboolean
+gst_daqiri_addresses_set (GstDaqiriAddresses * a, guint first_id, guint prop_id,
+    const GValue * value)
+{
+  if (prop_id < first_id || prop_id >= first_id + GST_DAQIRI_N_ADDRESSES)
+    return FALSE;
+  guint i = prop_id - first_id;
+  if (i < 4) {
+    gchar **text = address_text (a, i);
+    g_free (*text);
+    *text = g_value_dup_string (value);
+  } else if (i == 4) {
+    a->src_port = g_value_get_uint (value);
+  } else {
+    a->dst_port = g_value_get_uint (value);
+  }
+  return TRUE;
+}
+
+gboolean
+gst_daqiri_addresses_get (const GstDaqiriAddresses * a, guint first_id, guint prop_id,
+    GValue * value)
+{
+  if (prop_id < first_id || prop_id >= first_id + GST_DAQIRI_N_ADDRESSES)
+    return FALSE;
+  guint i = prop_id - first_id;
+  if (i < 4)
+    g_value_set_string (value, *address_text ((GstDaqiriAddresses *) a, i));
+  else
+    g_value_set_uint (value, i == 4 ? a->src_port : a->dst_port);
+  return TRUE;
+}
+
+gboolean
+gst_daqiri_addresses_take (GstElement * element, const GstDaqiriAddresses * a,
+    GstDaqiriAddressValues * v)
+{
+  v->src_port = (guint16) a->src_port;
+  v->dst_port = (guint16) a->dst_port;
+  return gst_daqiri_take_mac (element, "src-mac", a->src_mac, v->src_mac) &&
+      gst_daqiri_take_mac (element, "dst-mac", a->dst_mac, v->dst_mac) &&
+      gst_daqiri_take_ipv4 (element, "src", a->src, &v->src_ip) &&
+      gst_daqiri_take_ipv4 (element, "dst", a->dst, &v->dst_ip);
 }

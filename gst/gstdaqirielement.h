@@ -19,13 +19,39 @@ void gst_daqiri_post_engine_error (GstElement * element, const char *what, GErro
  * the value and what is allowed. */
 DqPort *gst_daqiri_open_port (GstElement * element, const char *device);
 
-/* Parses a property holding a MAC address ("aa:bb:cc:dd:ee:ff") or an IPv4 address
- * (dotted decimal; stored in host byte order), or posts an ERROR naming the property, the
- * value and the form allowed. */
-gboolean gst_daqiri_take_mac (GstElement * element, const char *property, const char *text,
-    guint8 mac[6]);
-gboolean gst_daqiri_take_ipv4 (GstElement * element, const char *property, const char *text,
-    guint32 * addr);
+/* The Ethernet/IPv4/UDP addresses daqiritestsrc and daqiripay put in their packets, as
+ * properties in this order: src-mac, dst-mac, src, dst, src-port, dst-port (numbered first_id
+ * .. first_id + GST_DAQIRI_N_ADDRESSES - 1). The text as set, and what it means once taken. */
+#define GST_DAQIRI_N_ADDRESSES 6
+
+typedef struct {
+  gchar *src_mac, *dst_mac, *src, *dst;
+  guint src_port, dst_port;
+} GstDaqiriAddresses;
+
+typedef struct {
+  guint8 src_mac[6], dst_mac[6];
+  guint32 src_ip, dst_ip;       /* host byte order */
+  guint16 src_port, dst_port;
+} GstDaqiriAddressValues;
+
+/* the defaults: 02:00:00:00:00:01 -> :02, 10.0.0.1:5000 -> 10.0.0.2:6000 */
+void gst_daqiri_addresses_init (GstDaqiriAddresses * a);
+void gst_daqiri_addresses_clear (GstDaqiriAddresses * a);
+/* `dst_port_note` (or NULL) is added to dst-port's blurb */
+void gst_daqiri_install_address_properties (GObjectClass * klass, guint first_id,
+    const char *dst_port_note);
+/* Set / get the address of property `prop_id` (FALSE: not an address property); with the
+ * object lock held. */
+gboolean gst_daqiri_addresses_set (GstDaqiriAddresses * a, guint first_id, guint prop_id,
+    const GValue * value);
+gboolean gst_daqiri_addresses_get (const GstDaqiriAddresses * a, guint first_id,
+    guint prop_id, GValue * value);
+/* Parses a copy of the addresses (taken under the object lock, see _copy), or posts an ERROR
+ * naming the property, the value and the form allowed. */
+void gst_daqiri_addresses_copy (const GstDaqiriAddresses * from, GstDaqiriAddresses * to);
+gboolean gst_daqiri_addresses_take (GstElement * element, const GstDaqiriAddresses * a,
+    GstDaqiriAddressValues * v);
 
 /* The packet fields daqirireorder and daqiripay share, as properties in this order: seq-offset,
  * seq-bits, batch-offset, batch-bits, packets-per-batch, payload-offset, payload-size. An

@@ -33,12 +33,6 @@ GST_DEBUG_CATEGORY_STATIC (daqiripay_debug);
 #define GST_CAT_DEFAULT daqiripay_debug
 
 #define HEADER_LEN 42           /* Ethernet 14 + IPv4 20 + UDP 8 */
-#define DEFAULT_SRC_MAC "02:00:00:00:00:01"
-#define DEFAULT_DST_MAC "02:00:00:00:00:02"
-#define DEFAULT_SRC_IP "10.0.0.1"
-#define DEFAULT_DST_IP "10.0.0.2"
-#define DEFAULT_SRC_PORT 5000
-#define DEFAULT_DST_PORT 6000
 #define DEFAULT_SEQ_OFFSET (HEADER_LEN * 8)
 #define DEFAULT_PAYLOAD_OFFSET (HEADER_LEN + 4)
 #define DEFAULT_PAYLOAD_SIZE 1024
@@ -67,8 +61,7 @@ struct _GstDaqiriPay
   GstPad *sinkpad, *srcpad;
 
   /* properties (object lock) */
-  gchar *src_mac, *dst_mac, *src_ip, *dst_ip;
-  guint src_port, dst_port;
+  GstDaqiriAddresses addrs;
   DqReorderConfig cfg;
 
   /* streaming state */
@@ -105,34 +98,28 @@ start (GstDaqiriPay * self)
   memset (h, 0, sizeof self->header);
   GST_OBJECT_LOCK (self);
   self->run_cfg = self->cfg;
-  gchar *src_mac = g_strdup (self->src_mac), *dst_mac = g_strdup (self->dst_mac);
-  gchar *src_ip = g_strdup (self->src_ip), *dst_ip = g_strdup (self->dst_ip);
-  guint src_port = self->src_port, dst_port = self->dst_port;
+  GstDaqiriAddresses addrs;
+  gst_daqiri_addresses_copy (&self->addrs, &addrs);
   GST_OBJECT_UNLOCK (self);
 
-  GstElement *el = GST_ELEMENT_CAST (self);
-  guint32 sip = 0, dip = 0;
-  gboolean ok = gst_daqiri_take_mac (el, "dst-mac", dst_mac, h) &&
-      gst_daqiri_take_mac (el, "src-mac", src_mac, h + 6) &&
-      gst_daqiri_take_ipv4 (el, "src", src_ip, &sip) &&
-      gst_daqiri_take_ipv4 (el, "dst", dst_ip, &dip);
-  g_free (src_mac);
-  g_free (dst_mac);
-  g_free (src_ip);
-  g_free (dst_ip);
+  GstDaqiriAddressValues v;
+  gboolean ok = gst_daqiri_addresses_take (GST_ELEMENT_CAST (self), &addrs, &v);
+  gst_daqiri_addresses_clear (&addrs);
   if (!ok)
     return FALSE;
+  memcpy (h, v.dst_mac, 6);
+  memcpy (h + 6, v.src_mac, 6);
   put16 (h + 12, 0x0800);
   h[14] = 0x45;
   put16 (h + 20, 0x4000);       /* don't fragment */
   h[22] = 64;
   h[23] = 17;
-  put16 (h + 26, sip >> 16);
-  put16 (h + 28, sip & 0xffff);
-  put16 (h + 30, dip >> 16);
-  put16 (h + 32, dip & 0xffff);
-  put16 (h + 34, src_port);
-  put16 (h + 36, dst_port);
+  put16 (h + 26, v.src_ip >> 16);
+  put16 (h + 28, v.src_ip & 0xffff);
+  put16 (h + 30, v.dst_ip >> 16);
+  put16 (h + 32, v.dst_ip & 0xffff);
+  put16 (h + 34, v.src_port);
+  put16 (h + 36, v.dst_port);
 
   self->tmpl = (DqPacketizeTemplate) {
   .header = self->header,.header_len = HEADER_LEN,.ipv4_offset = 14,.udp_offset = 34,
@@ -393,33 +380,12 @@ gst_daqiri_pay_set_property (GObject * object, guint prop_id, const GValue * val
   DqReorderConfig *cfg = &self->cfg;
 
   GST_OBJECT_LOCK (self);
-  if (gst_daqiri_field_set (cfg, PROP_SEQ_OFFSET, prop_id, value)) {
+  if (gst_daqiri_addresses_set (&self->addrs, PROP_SRC_MAC, prop_id, value) ||
+      gst_daqiri_field_set (cfg, PROP_SEQ_OFFSET, prop_id, value)) {
     GST_OBJECT_UNLOCK (self);
     return;
   }
   switch (prop_id) {
-    case PROP_SRC_MAC:
-      g_free (self->src_mac);
-      self->src_mac = g_value_dup_string (value);
-      break;
-    case PROP_DST_MAC:
-      g_free (self->dst_mac);
-      self->dst_mac = g_value_dup_string (value);
-      break;
-    case PROP_SRC_IP:
-      g_free (self->src_ip);
-      self->src_ip = g_value_dup_string (value);
-      break;
-    case PROP_DST_IP:
-      g_free (self->dst_ip);
-      self->dst_ip = g_value_dup_string (value);
-      break;
-    case PROP_SRC_PORT:
-      self->src_port = g_value_get_uint (value);
-      break;
-    case PROP_DST_PORT:
-      self->dst_port = g_value_get_uint (value);
-      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -435,29 +401,12 @@ gst_daqiri_pay_get_property (GObject * object, guint prop_id, GValue * value,
   DqReorderConfig *cfg = &self->cfg;
 
   GST_OBJECT_LOCK (self);
-  if (gst_daqiri_field_get (cfg, PROP_SEQ_OFFSET, prop_id, value)) {
+  if (gst_daqiri_addresses_get (&self->addrs, PROP_SRC_MAC, prop_id, value) ||
+      gst_daqiri_field_get (cfg, PROP_SEQ_OFFSET, prop_id, value)) {
     GST_OBJECT_UNLOCK (self);
     return;
   }
   switch (prop_id) {
-    case PROP_SRC_MAC:
-      g_value_set_string (value, self->src_mac);
-      break;
-    case PROP_DST_MAC:
-      g_value_set_string (value, self->dst_mac);
-      break;
-    case PROP_SRC_IP:
-      g_value_set_string (value, self->src_ip);
-      break;
-    case PROP_DST_IP:
-      g_value_set_string (value, self->dst_ip);
-      break;
-    case PROP_SRC_PORT:
-      g_value_set_uint (value, self->src_port);
-      break;
-    case PROP_DST_PORT:
-      g_value_set_uint (value, self->dst_port);
-      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -469,10 +418,7 @@ static void
 gst_daqiri_pay_finalize (GObject * object)
 {
   GstDaqiriPay *self = GST_DAQIRI_PAY (object);
-  g_free (self->src_mac);
-  g_free (self->dst_mac);
-  g_free (self->src_ip);
-  g_free (self->dst_ip);
+  gst_daqiri_addresses_clear (&self->addrs);
   g_free (self->pkts);
   G_OBJECT_CLASS (gst_daqiri_pay_parent_class)->finalize (object);
 }
@@ -484,12 +430,7 @@ gst_daqiri_pay_init (GstDaqiriPay * self)
   self->cfg.seq_bit_offset = DEFAULT_SEQ_OFFSET;
   self->cfg.payload_offset = DEFAULT_PAYLOAD_OFFSET;
   self->cfg.payload_size = DEFAULT_PAYLOAD_SIZE;
-  self->src_mac = g_strdup (DEFAULT_SRC_MAC);
-  self->dst_mac = g_strdup (DEFAULT_DST_MAC);
-  self->src_ip = g_strdup (DEFAULT_SRC_IP);
-  self->dst_ip = g_strdup (DEFAULT_DST_IP);
-  self->src_port = DEFAULT_SRC_PORT;
-  self->dst_port = DEFAULT_DST_PORT;
+  gst_daqiri_addresses_init (&self->addrs);
   self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
   gst_pad_set_chain_function (self->sinkpad, gst_daqiri_pay_chain);
   gst_pad_set_event_function (self->sinkpad, gst_daqiri_pay_sink_event);
@@ -514,24 +455,7 @@ gst_daqiri_pay_class_init (GstDaqiriPayClass * klass)
   gobject_class->finalize = gst_daqiri_pay_finalize;
   element_class->change_state = gst_daqiri_pay_change_state;
 
-  g_object_class_install_property (gobject_class, PROP_SRC_MAC,
-      g_param_spec_string ("src-mac", "Source MAC", "Ethernet source address",
-          DEFAULT_SRC_MAC, RW_READY));
-  g_object_class_install_property (gobject_class, PROP_DST_MAC,
-      g_param_spec_string ("dst-mac", "Destination MAC", "Ethernet destination address",
-          DEFAULT_DST_MAC, RW_READY));
-  g_object_class_install_property (gobject_class, PROP_SRC_IP,
-      g_param_spec_string ("src", "Source IPv4", "IPv4 source address", DEFAULT_SRC_IP,
-          RW_READY));
-  g_object_class_install_property (gobject_class, PROP_DST_IP,
-      g_param_spec_string ("dst", "Destination IPv4", "IPv4 destination address",
-          DEFAULT_DST_IP, RW_READY));
-  g_object_class_install_property (gobject_class, PROP_SRC_PORT,
-      g_param_spec_uint ("src-port", "Source port", "UDP source port", 0, 65535, DEFAULT_SRC_PORT,
-          RW_READY));
-  g_object_class_install_property (gobject_class, PROP_DST_PORT,
-      g_param_spec_uint ("dst-port", "Destination port", "UDP destination port", 0, 65535,
-          DEFAULT_DST_PORT, RW_READY));
+  gst_daqiri_install_address_properties (gobject_class, PROP_SRC_MAC, NULL);
   DqReorderConfig d;
   dq_reorder_config_init (&d);
   d.seq_bit_offset = DEFAULT_SEQ_OFFSET;

@@ -63,12 +63,6 @@ GST_DEBUG_CATEGORY_STATIC (daqiritestsrc_debug);
 #define DEFAULT_FLOWS 1
 #define MAX_FLOWS 65535
 #define DEFAULT_RATE 0
-#define DEFAULT_SRC_MAC "02:00:00:00:00:01"
-#define DEFAULT_DST_MAC "02:00:00:00:00:02"
-#define DEFAULT_SRC "10.0.0.1"
-#define DEFAULT_DST "10.0.0.2"
-#define DEFAULT_SRC_PORT 5000
-#define DEFAULT_DST_PORT 6000
 #define DEFAULT_UDP_CHECKSUM TRUE
 #define DEFAULT_IS_LIVE FALSE
 
@@ -105,12 +99,7 @@ struct _GstDaqiriTestSrc {
   guint packet_size_max;
   guint flows;
   guint64 rate;
-  gchar *src_mac;
-  gchar *dst_mac;
-  gchar *src;
-  gchar *dst;
-  guint src_port;
-  guint dst_port;
+  GstDaqiriAddresses addrs;
   gboolean udp_checksum;
 
   /* what start() took from the properties; read only by the streaming thread */
@@ -178,6 +167,10 @@ gst_daqiri_test_src_set_property (GObject * object, guint prop_id, const GValue 
     return;
   }
   GST_OBJECT_LOCK (self);
+  if (gst_daqiri_addresses_set (&self->addrs, PROP_SRC_MAC, prop_id, value)) {
+    GST_OBJECT_UNLOCK (self);
+    return;
+  }
   switch (prop_id) {
     case PROP_NUM_PACKETS:
       self->num_packets = g_value_get_uint64 (value);
@@ -196,28 +189,6 @@ gst_daqiri_test_src_set_property (GObject * object, guint prop_id, const GValue 
       break;
     case PROP_RATE:
       self->rate = g_value_get_uint64 (value);
-      break;
-    case PROP_SRC_MAC:
-      g_free (self->src_mac);
-      self->src_mac = g_value_dup_string (value);
-      break;
-    case PROP_DST_MAC:
-      g_free (self->dst_mac);
-      self->dst_mac = g_value_dup_string (value);
-      break;
-    case PROP_SRC:
-      g_free (self->src);
-      self->src = g_value_dup_string (value);
-      break;
-    case PROP_DST:
-      g_free (self->dst);
-      self->dst = g_value_dup_string (value);
-      break;
-    case PROP_SRC_PORT:
-      self->src_port = g_value_get_uint (value);
-      break;
-    case PROP_DST_PORT:
-      self->dst_port = g_value_get_uint (value);
       break;
     case PROP_UDP_CHECKSUM:
       self->udp_checksum = g_value_get_boolean (value);
@@ -244,6 +215,10 @@ gst_daqiri_test_src_get_property (GObject * object, guint prop_id, GValue * valu
     return;
   }
   GST_OBJECT_LOCK (self);
+  if (gst_daqiri_addresses_get (&self->addrs, PROP_SRC_MAC, prop_id, value)) {
+    GST_OBJECT_UNLOCK (self);
+    return;
+  }
   switch (prop_id) {
     case PROP_NUM_PACKETS:
       g_value_set_uint64 (value, self->num_packets);
@@ -262,24 +237,6 @@ gst_daqiri_test_src_get_property (GObject * object, guint prop_id, GValue * valu
       break;
     case PROP_RATE:
       g_value_set_uint64 (value, self->rate);
-      break;
-    case PROP_SRC_MAC:
-      g_value_set_string (value, self->src_mac);
-      break;
-    case PROP_DST_MAC:
-      g_value_set_string (value, self->dst_mac);
-      break;
-    case PROP_SRC:
-      g_value_set_string (value, self->src);
-      break;
-    case PROP_DST:
-      g_value_set_string (value, self->dst);
-      break;
-    case PROP_SRC_PORT:
-      g_value_set_uint (value, self->src_port);
-      break;
-    case PROP_DST_PORT:
-      g_value_set_uint (value, self->dst_port);
       break;
     case PROP_UDP_CHECKSUM:
       g_value_set_boolean (value, self->udp_checksum);
@@ -301,15 +258,12 @@ gst_daqiri_test_src_start (GstBaseSrc * bsrc)
 
   GST_OBJECT_LOCK (self);
   self->live = live;
-  gchar *src_mac = g_strdup (self->src_mac);
-  gchar *dst_mac = g_strdup (self->dst_mac);
-  gchar *src = g_strdup (self->src);
-  gchar *dst = g_strdup (self->dst);
+  GstDaqiriAddresses addrs;
+  gst_daqiri_addresses_copy (&self->addrs, &addrs);
   guint size_min = self->packet_size_min;
   guint size_max = self->packet_size_max;
   guint flows = self->flows;
-  guint src_port = self->src_port;
-  guint dst_port = self->dst_port;
+  guint dst_port = addrs.dst_port;
   gboolean udp_checksum = self->udp_checksum;
   self->limit = self->num_packets;
   self->burst = self->burst_packets;
@@ -336,13 +290,15 @@ gst_daqiri_test_src_start (GstBaseSrc * bsrc)
     goto done;
   }
   gst_daqiri_test_packet_params_init (&params);
-  if (!gst_daqiri_take_mac (GST_ELEMENT_CAST (self), "src-mac", src_mac, params.src_mac) ||
-      !gst_daqiri_take_mac (GST_ELEMENT_CAST (self), "dst-mac", dst_mac, params.dst_mac) ||
-      !gst_daqiri_take_ipv4 (GST_ELEMENT_CAST (self), "src", src, &params.src_ip) ||
-      !gst_daqiri_take_ipv4 (GST_ELEMENT_CAST (self), "dst", dst, &params.dst_ip))
+  GstDaqiriAddressValues v;
+  if (!gst_daqiri_addresses_take (GST_ELEMENT_CAST (self), &addrs, &v))
     goto done;
-  params.src_port = (guint16) src_port;
-  params.dst_port = (guint16) dst_port;
+  memcpy (params.src_mac, v.src_mac, 6);
+  memcpy (params.dst_mac, v.dst_mac, 6);
+  params.src_ip = v.src_ip;
+  params.dst_ip = v.dst_ip;
+  params.src_port = v.src_port;
+  params.dst_port = v.dst_port;
   params.udp_checksum = udp_checksum;
 
   self->params = params;
@@ -359,10 +315,7 @@ gst_daqiri_test_src_start (GstBaseSrc * bsrc)
   ok = TRUE;
 
 done:
-  g_free (src_mac);
-  g_free (dst_mac);
-  g_free (src);
-  g_free (dst);
+  gst_daqiri_addresses_clear (&addrs);
   return ok;
 }
 
@@ -768,10 +721,7 @@ gst_daqiri_test_src_finalize (GObject * object)
 {
   GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (object);
 
-  g_free (self->src_mac);
-  g_free (self->dst_mac);
-  g_free (self->src);
-  g_free (self->dst);
+  gst_daqiri_addresses_clear (&self->addrs);
   if (self->clock_id != NULL)
     gst_clock_id_unref (self->clock_id);
   gst_clear_object (&self->pacing_clock);
@@ -819,25 +769,8 @@ gst_daqiri_test_src_class_init (GstDaqiriTestSrcClass * klass)
       g_param_spec_uint64 ("rate", "Rate",
           "Packets per second; a burst leaves when its last packet is due. 0: as fast "
           "as possible", 0, G_MAXUINT64, DEFAULT_RATE, rw));
-  g_object_class_install_property (gobject_class, PROP_SRC_MAC,
-      g_param_spec_string ("src-mac", "Source MAC",
-          "Ethernet source address, as aa:bb:cc:dd:ee:ff", DEFAULT_SRC_MAC, rw));
-  g_object_class_install_property (gobject_class, PROP_DST_MAC,
-      g_param_spec_string ("dst-mac", "Destination MAC",
-          "Ethernet destination address, as aa:bb:cc:dd:ee:ff", DEFAULT_DST_MAC, rw));
-  g_object_class_install_property (gobject_class, PROP_SRC,
-      g_param_spec_string ("src", "Source address",
-          "IPv4 source address, dotted decimal", DEFAULT_SRC, rw));
-  g_object_class_install_property (gobject_class, PROP_DST,
-      g_param_spec_string ("dst", "Destination address",
-          "IPv4 destination address, dotted decimal", DEFAULT_DST, rw));
-  g_object_class_install_property (gobject_class, PROP_SRC_PORT,
-      g_param_spec_uint ("src-port", "Source port",
-          "UDP source port", 0, G_MAXUINT16, DEFAULT_SRC_PORT, rw));
-  g_object_class_install_property (gobject_class, PROP_DST_PORT,
-      g_param_spec_uint ("dst-port", "Destination port",
-          "UDP destination port of flow 0; flow f uses dst-port + f, which must not "
-          "exceed 65535", 0, G_MAXUINT16, DEFAULT_DST_PORT, rw));
+  gst_daqiri_install_address_properties (gobject_class, PROP_SRC_MAC,
+      "flow f uses dst-port + f, which must not exceed 65535");
   g_object_class_install_property (gobject_class, PROP_UDP_CHECKSUM,
       g_param_spec_boolean ("udp-checksum", "UDP checksum",
           "Compute the UDP checksum; off: the checksum field is 0 (none)",
@@ -881,12 +814,7 @@ gst_daqiri_test_src_init (GstDaqiriTestSrc * self)
   self->packet_size_max = DEFAULT_PACKET_SIZE_MAX;
   self->flows = DEFAULT_FLOWS;
   self->rate = DEFAULT_RATE;
-  self->src_mac = g_strdup (DEFAULT_SRC_MAC);
-  self->dst_mac = g_strdup (DEFAULT_DST_MAC);
-  self->src = g_strdup (DEFAULT_SRC);
-  self->dst = g_strdup (DEFAULT_DST);
-  self->src_port = DEFAULT_SRC_PORT;
-  self->dst_port = DEFAULT_DST_PORT;
+  gst_daqiri_addresses_init (&self->addrs);
   self->udp_checksum = DEFAULT_UDP_CHECKSUM;
 
   g_cond_init (&self->cond);
