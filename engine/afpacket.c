@@ -815,21 +815,6 @@ ring_block_walk_end (AfpRxQueue * rxq)
 }
 
 /* flow id of a packet, or FALSE when it matches none of this queue's rules */
-static gboolean
-rx_packet_classify (AfpRxQueue * rxq, const guint8 * frame, guint len, int vlan,
-    guint32 * flow_id)
-{
-  *flow_id = 0;
-  if (rxq->n_rules == 0)
-    return TRUE;
-  int idx = dq_flow_match (rxq->rules, rxq->n_rules, frame, len, vlan);
-  if (idx < 0)
-    return FALSE;
-  if (rxq->rules[idx].keys & DQ_FLOW_MARK)
-    *flow_id = rxq->rules[idx].mark;
-  return TRUE;
-}
-
 /* Cuts the next burst (at most burst_packets packets) from block `cur`. Returns the
  * number of packets delivered; packets that match no rule are skipped. */
 static guint
@@ -866,7 +851,7 @@ rx_burst_cut (AfpRxQueue * rxq, DqBurst * burst)
       flags |= DQ_PACKET_FLAG_VLAN | ((guint32) vlan << 16);
     }
     guint32 flow_id;
-    if (!rx_packet_classify (rxq, frame, hdr->tp_snaplen, vlan, &flow_id)) {
+    if (!dq_flow_classify (rxq->rules, rxq->n_rules, frame, hdr->tp_snaplen, vlan, &flow_id)) {
       filtered++;
       continue;
     }

@@ -88,6 +88,12 @@ char *dq_flow_rule_to_string (const DqFlowRule *rule);
 int dq_flow_match (const DqFlowRule *rules, guint n_rules, const guint8 *frame,
     guint len, int vlan);
 
+/* What the rules say of a received frame: FALSE when there are rules and none matches (the
+ * frame is filtered); else TRUE with *flow_id the mark of the first rule that matches (0
+ * without rules or without a mark key). `vlan` as for dq_flow_match(). */
+gboolean dq_flow_classify (const DqFlowRule *rules, guint n_rules, const guint8 *frame,
+    guint len, int vlan, guint32 *flow_id);
+
 /* Checks that the `queue` key of every rule names one of n_queues queues (0 .. n_queues-1).
  * On failure sets DQ_ERROR_FLOW naming `what` (the device), the rule and the queues
  * allowed. */

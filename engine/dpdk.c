@@ -688,6 +688,8 @@ rx_fill_from_pending (DpdkRxQueue * rxq)
   guint delivered = 0;
   gboolean full = FALSE;
 
+  const guint first = rxq->pend_head;
+
   while (rxq->pend_n > 0) {
     if (rxq->fill_n == rxq->burst_packets ||
         rxq->fill_off + rxq->max_packet > rxq->block_size) {
@@ -708,17 +710,11 @@ rx_fill_from_pending (DpdkRxQueue * rxq)
       flags |= DQ_PACKET_FLAG_TRUNCATED;
       truncated++;
     }
-    rte_pktmbuf_free (m);
 
-    guint32 flow_id = 0;
-    if (rxq->n_rules > 0) {
-      int idx = dq_flow_match (rxq->rules, rxq->n_rules, dst, len, vlan);
-      if (idx < 0) {
-        filtered++;
-        continue;
-      }
-      if (rxq->rules[idx].keys & DQ_FLOW_MARK)
-        flow_id = rxq->rules[idx].mark;
+    guint32 flow_id;
+    if (!dq_flow_classify (rxq->rules, rxq->n_rules, dst, len, vlan, &flow_id)) {
+      filtered++;
+      continue;
     }
     DqPacket *pkt = &rxq->fill->packets[rxq->fill_n++];
     pkt->offset = (guint32) rxq->fill_off;
@@ -730,6 +726,9 @@ rx_fill_from_pending (DpdkRxQueue * rxq)
     bytes += len;
     delivered++;
   }
+  /* the copied mbufs go back in one call */
+  if (rxq->pend_head > first)
+    rte_pktmbuf_free_bulk (rxq->pend + first, rxq->pend_head - first);
   if (delivered > 0) {
     dq_counter_add (&rxq->packets, delivered);
     dq_counter_add (&rxq->bytes, bytes);

@@ -806,3 +806,18 @@ dq_flow_rules_for_queue (const DqFlowRule *rules, guint n_rules, guint queue, gu
   *n_out = n;
   return out;
 }
+
+gboolean
+dq_flow_classify (const DqFlowRule *rules, guint n_rules, const guint8 *frame, guint len,
+    int vlan, guint32 *flow_id)
+{
+  *flow_id = 0;
+  if (n_rules == 0)
+    return TRUE;
+  int idx = dq_flow_match (rules, n_rules, frame, len, vlan);
+  if (idx < 0)
+    return FALSE;
+  if (rules[idx].keys & DQ_FLOW_MARK)
+    *flow_id = rules[idx].mark;
+  return TRUE;
+}
