@@ -109,16 +109,10 @@ burst_copy (GstMemory * mem, gssize offset, gssize size)
   }
   if (size == -1)
     size = (gssize) mem->size - offset;
-  GstMemory *copy = gst_allocator_alloc (NULL, (gsize) size, NULL);
-  GstMapInfo dst;
-  if (!gst_memory_map (copy, &dst, GST_MAP_WRITE)) {
-    gst_memory_unref (copy);
-    return NULL;
-  }
-  memcpy (dst.data, ((GstDaqiriBurstMemory *) mem)->burst.data + mem->offset + offset,
+  /* a plain system-memory copy */
+  guint8 *data = g_memdup2 (((GstDaqiriBurstMemory *) mem)->burst.data + mem->offset + offset,
       (gsize) size);
-  gst_memory_unmap (copy, &dst);
-  return copy;
+  return gst_memory_new_wrapped (0, data, (gsize) size, 0, (gsize) size, data, g_free);
 }
 
 static void

@@ -310,15 +310,9 @@ slot_copy (GstMemory * mem, gssize offset, gssize size)
   GstDaqiriTxSlotMemory *smem = (GstDaqiriTxSlotMemory *) mem;
   if (size == -1)
     size = (gssize) mem->size - offset;
-  GstMemory *copy = gst_allocator_alloc (NULL, (gsize) size, NULL);
-  GstMapInfo dst;
-  if (!gst_memory_map (copy, &dst, GST_MAP_WRITE)) {
-    gst_memory_unref (copy);
-    return NULL;
-  }
-  memcpy (dst.data, smem->run.data + mem->offset + offset, (gsize) size);
-  gst_memory_unmap (copy, &dst);
-  return copy;
+  /* a plain system-memory copy */
+  guint8 *data = g_memdup2 (smem->run.data + mem->offset + offset, (gsize) size);
+  return gst_memory_new_wrapped (0, data, (gsize) size, 0, (gsize) size, data, g_free);
 }
 
 static GstMemory *
