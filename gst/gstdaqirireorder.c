@@ -6,7 +6,8 @@
  *   memory=system  the CPU twin of the kernels (cuda/daqiri-reorder.h, DqReorderCpu): frames in
  *                  system memory;
  *   memory=cuda    the GPU kernels (DqReorderGpu): frames in GPU memory (gstdaqiricudamem.c,
- *                  caps feature memory:DaqiriCUDA). Input bursts in system memory are copied
+ *                  caps feature memory:DaqiriCUDA; or GstCudaMemory of a GstCudaBufferPool
+ *                  when downstream asks for memory:CUDAMemory). Input bursts in system memory are copied
  *                  into pinned, device-mapped staging memory that the kernels read over the bus,
  *                  bursts in daqiri's GPU memory (memory:DaqiriCUDA) are read where they are;
  *                  each burst is submitted and its completion awaited before the next (the
@@ -110,9 +111,12 @@ struct _GstDaqiriReorder
   gsize staging_size;
   guint8 *host_copy;            /* memory=system: a GPU burst copied to the host */
   gsize host_copy_size;
-  /* memory=cuda with video: the pipeline's GstCudaContext (current on the thread whenever
-   * CUDA is called) and the GstCudaMemory pool the frames are copied into */
+  /* memory=cuda with GstCudaMemory out (video, or frames downstream takes only as
+   * memory:CUDAMemory): the pipeline's GstCudaContext, current on the thread whenever CUDA is
+   * called (in_context), and for video the GstCudaMemory pool the frames are copied into */
   GstObject *cuda_context;      /* object lock */
+  gboolean in_context;
+  gboolean gstcuda_frames;      /* generic frames: the engine fills GstCudaMemory itself */
   GstBufferPool *out_pool;
 #endif
   GstBufferPool *pool;
@@ -157,6 +161,7 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src", GST_P
     GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_FRAME_MEDIA_TYPE FRAME_CAPS_FIELDS "; "
         GST_DAQIRI_FRAME_MEDIA_TYPE "(" GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA ")"
         FRAME_CAPS_FIELDS "; "
+        GST_DAQIRI_FRAME_MEDIA_TYPE "(memory:CUDAMemory)" FRAME_CAPS_FIELDS "; "
         GST_VIDEO_CAPS_MAKE (VIDEO_FORMATS) "; "
         GST_VIDEO_CAPS_MAKE_WITH_FEATURES ("memory:CUDAMemory", CUDA_VIDEO_FORMATS)));
 
@@ -250,7 +255,7 @@ static void
 cuda_enter (GstDaqiriReorder * self)
 {
 #ifdef DQ_HAVE_CUDA
-  if (self->out_pool)
+  if (self->in_context)
     gst_daqiri_gstcuda_push (self->cuda_context);
 #endif
 }
@@ -259,7 +264,7 @@ static void
 cuda_leave (GstDaqiriReorder * self)
 {
 #ifdef DQ_HAVE_CUDA
-  if (self->out_pool)
+  if (self->in_context)
     gst_daqiri_gstcuda_pop ();
 #endif
 }
@@ -447,6 +452,8 @@ stop_engine (GstDaqiriReorder * self)
     gst_buffer_pool_set_active (self->out_pool, FALSE);
     gst_clear_object (&self->out_pool);
   }
+  self->in_context = FALSE;
+  self->gstcuda_frames = FALSE;
 #endif
   gst_clear_caps (&self->out_caps);
   g_clear_pointer (&self->scratch, g_free);
@@ -556,6 +563,7 @@ cuda_video_setup (GstDaqiriReorder * self)
       gst_caps_features_new (GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA, NULL));
   self->out_pool = gst_daqiri_gstcuda_pool_new (ctx);
   gst_object_unref (ctx);
+  self->in_context = TRUE;
   GstStructure *config = gst_buffer_pool_get_config (self->out_pool);
   gst_buffer_pool_config_set_params (config, self->out_caps, (guint) self->vinfo.size, 2, 0);
   gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
@@ -566,6 +574,68 @@ cuda_video_setup (GstDaqiriReorder * self)
         (NULL));
     return FALSE;
   }
+  return TRUE;
+}
+
+/* memory=cuda, generic frames: GstCudaMemory (memory:CUDAMemory) when downstream prefers it
+ * to daqiri's own GPU memory (memory:DaqiriCUDA, the default: what an unconstrained peer
+ * gets). The engine then fills frames of a GstCudaBufferPool of the pipeline's context in
+ * place: GstCuda 1.22 allocates video layouts only, so a frame is one row of RGBA pixels
+ * (ceil(bytes / 4) wide) cut to the frame's size; its GstVideoMeta describes that row. FALSE
+ * with an error posted when downstream takes GstCudaMemory only and it cannot be had. */
+static gboolean
+cuda_frames_setup (GstDaqiriReorder * self, guint64 frame_size, guint n_frames)
+{
+  GstCaps *gstcuda = gst_caps_copy (self->out_caps);
+  gst_caps_set_features (gstcuda, 0,
+      gst_caps_features_new (GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA, NULL));
+  GstCaps *filter = gst_caps_copy (self->out_caps);
+  gst_caps_append (filter, gst_caps_ref (gstcuda));
+  GstCaps *peer = gst_pad_peer_query_caps (self->srcpad, filter);
+  gst_caps_unref (filter);
+  gboolean want = peer && !gst_caps_is_empty (peer) &&
+      gst_caps_features_contains (gst_caps_get_features (peer, 0),
+      GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA);
+  gst_clear_caps (&peer);
+  if (!want) {
+    gst_caps_unref (gstcuda);
+    return TRUE;
+  }
+
+  const gchar *why = NULL;
+  GstObject *ctx = NULL;
+  if (!gst_daqiri_gstcuda_load (&why) || !(ctx = cuda_context_ensure (self))) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("downstream takes the frames as GstCudaMemory (%s), which needs GstCuda: %s; "
+            "allowed without it: %s", GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA,
+            why ? why : "no CUDA context (gst.cuda.context) could be found or made",
+            GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA), (NULL));
+    gst_caps_unref (gstcuda);
+    return FALSE;
+  }
+  gst_caps_replace (&self->out_caps, gstcuda);
+  gst_caps_unref (gstcuda);
+
+  GstVideoInfo row;
+  gst_video_info_set_format (&row, GST_VIDEO_FORMAT_RGBA, (guint) ((frame_size + 3) / 4), 1);
+  GstCaps *row_caps = gst_video_info_to_caps (&row);
+  gst_caps_set_features (row_caps, 0,
+      gst_caps_features_new (GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA, NULL));
+  self->pool = gst_daqiri_gstcuda_pool_new (ctx);
+  gst_object_unref (ctx);
+  GstStructure *config = gst_buffer_pool_get_config (self->pool);
+  gst_buffer_pool_config_set_params (config, row_caps, (guint) row.size, n_frames, 0);
+  gboolean ok = gst_buffer_pool_set_config (self->pool, config) &&
+      gst_buffer_pool_set_active (self->pool, TRUE);
+  gst_caps_unref (row_caps);
+  if (!ok) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("cannot make a pool of GstCudaMemory frames of %" G_GUINT64_FORMAT " bytes",
+            frame_size), (NULL));
+    return FALSE;
+  }
+  self->in_context = TRUE;
+  self->gstcuda_frames = TRUE;
   return TRUE;
 }
 #endif
@@ -623,12 +693,18 @@ start_engine (GstDaqiriReorder * self)
     return FALSE;
 #endif
 
+  guint window = dq_reorder_window (&self->run_cfg);
+#ifdef DQ_HAVE_CUDA
+  if (!self->video && self->run_memory == GST_DAQIRI_MEMORY_CUDA &&
+      !cuda_frames_setup (self, frame_size, window + 1))
+    return FALSE;
+#endif
+
   cuda_enter (self);
   gboolean ok = engine_new (self);
-  guint window = dq_reorder_window (&self->run_cfg);
-  if (ok) {
+  if (ok && !self->pool) {
     /* the frames the engine fills: pushed as they are, or (GstCudaMemory video) copied
-     * into the out_pool's pitched frames */
+     * into the out_pool's pitched frames; GstCudaMemory generic frames have their pool */
     self->pool = gst_buffer_pool_new ();
     GstStructure *config = gst_buffer_pool_get_config (self->pool);
     gst_buffer_pool_config_set_params (config, self->out_caps, (guint) frame_size, window + 1,
@@ -642,12 +718,12 @@ start_engine (GstDaqiriReorder * self)
 #endif
     ok = gst_buffer_pool_set_config (self->pool, config) &&
         gst_buffer_pool_set_active (self->pool, TRUE);
-    for (guint i = 0; ok && i < window; i++)
-      ok = add_frame (self);
-    if (!ok)
-      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-          ("cannot allocate frames of %u bytes", (guint) frame_size), (NULL));
   }
+  for (guint i = 0; ok && i < window; i++)
+    ok = add_frame (self);
+  if (!ok)
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("cannot allocate frames of %u bytes", (guint) frame_size), (NULL));
   cuda_leave (self);
   if (!ok)
     return FALSE;
@@ -873,6 +949,10 @@ handle_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
       gst_clear_buffer (&buf);
       continue;
     }
+#ifdef DQ_HAVE_CUDA
+    if (self->gstcuda_frames)         /* the pool's row may be longer than the frame */
+      gst_buffer_resize (buf, 0, (gssize) dq_reorder_frame_size (&self->run_cfg));
+#endif
     GST_BUFFER_PTS (buf) = b->first_timestamp;      /* GST_CLOCK_TIME_NONE when unknown */
     GST_BUFFER_DTS (buf) = GST_CLOCK_TIME_NONE;
     GST_BUFFER_OFFSET (buf) = b->batch_id;

@@ -7,7 +7,8 @@
  * match: bytes (the GPU frames read back through GST_DAQIRI_MAP_CUDA), PTS, offset (batch
  * id) and the frame meta; and the stats of both elements must be equal. Also: the GPU
  * frames carry the caps feature memory:DaqiriCUDA, are daqiri CUDA memory, and refuse a
- * CPU map. Exit 77 (skipped) without a GPU. Prints one summary line.
+ * CPU map (GstCudaMemory frames, asked for with memory:CUDAMemory caps, are GstCudaMemory and
+ * read back by a CPU map). Exit 77 (skipped) without a GPU. Prints one summary line.
  */
 #include <gst/gst.h>
 #include <gst/app/gstappsink.h>
@@ -52,6 +53,12 @@ static const Case cases[] = {
         "packets-per-batch=48 payload-offset=8 payload-size=1280 video-format=uyvy width=640 "
         "height=48 framerate=50/1 window=4", "cudadownload ! video/x-raw,format=UYVY", NULL,
         FALSE, 1280, 48, 150, 100},
+  /* generic frames as GstCudaMemory when downstream asks for memory:CUDAMemory: filled in
+   * place, cut to the frame's 1750 bytes (not a whole number of the pool's RGBA pixels),
+   * read back by a CPU map (GstCuda downloads) */
+  {"copy 250 B x 7, GstCudaMemory frames", "seq-offset=0 seq-bits=32 packets-per-batch=7 "
+        "payload-offset=8 payload-size=250 window=4",
+        "application/x-daqiri-frame(memory:CUDAMemory)", NULL, FALSE, 250, 7, 200, 40},
   /* frames in GPU memory into daqiripay: the packets it makes are those of system frames */
   {"GPU frames -> daqiripay", "seq-offset=0 seq-bits=32 packets-per-batch=64 "
         "payload-offset=8 payload-size=256 window=8", NULL, "daqiripay seq-offset=336 "
@@ -66,7 +73,7 @@ typedef struct {
   gchar **meta;                 /* the frame meta as text */
   gboolean feature_ok;
   gboolean cpu_map_refused;
-  gboolean video_cuda_caps;
+  gboolean gstcuda_caps;
   int primary;                  /* the announced CUDA context wraps the primary: 1, 0, -1 none */
   gchar *stats;
 } Run;
@@ -271,12 +278,15 @@ run_case (const Case * c, GPtrArray * bursts, const char *memory, Run * run)
       if (caps == NULL)
         g_usleep (2000);
     }
-    run->video_cuda_caps = caps && gst_caps_features_contains (gst_caps_get_features (caps, 0),
+    run->gstcuda_caps = caps && gst_caps_features_contains (gst_caps_get_features (caps, 0),
         "memory:CUDAMemory");
     if (caps)
       gst_caps_unref (caps);
     gst_object_unref (pad);
   }
+  /* generic frames in GstCudaMemory: the tail is a caps filter, the samples GstCudaMemory */
+  gboolean gstcuda_frames = cuda && c->gpu_tail && g_str_has_prefix (c->gpu_tail,
+      "application/");
   if (tail)
     cuda = FALSE;               /* the samples are what the tail made: system memory */
   run->feature_ok = TRUE;
@@ -293,6 +303,8 @@ run_case (const Case * c, GPtrArray * bursts, const char *memory, Run * run)
       run->feature_ok = FALSE;
     GstMemory *mem = gst_buffer_peek_memory (buf, 0);
     gsize size = gst_buffer_get_size (buf);
+    if (gstcuda_frames && !gst_memory_is_type (mem, "gst.cuda.memory"))
+      run->feature_ok = FALSE;
     guint8 *host = g_malloc (size);
     if (cuda) {
       GstMapInfo map;
@@ -482,7 +494,7 @@ main (int argc, char **argv)
             gpu.primary);
         ok = FALSE;
       }
-      if (c->gpu_tail && !gpu.video_cuda_caps) {
+      if (c->gpu_tail && !gpu.gstcuda_caps) {
         printf ("  %s: daqirireorder did not push memory:CUDAMemory caps\n", c->name);
         ok = FALSE;
       }
