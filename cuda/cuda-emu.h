@@ -169,6 +169,7 @@ enum {
   cudaStreamNonBlocking = 1,
   cudaEventDisableTiming = 2,
   cudaHostAllocMapped = 2,
+  cudaHostAllocPortable = 1,
   cudaMemcpyHostToDevice = 1,
   cudaMemcpyDefault = 4,
   cudaDevAttrClockRate = 13,
@@ -193,6 +194,13 @@ cudaGetDeviceProperties (cudaDeviceProp *p, int)
   p->multiProcessorCount = 2;
   p->totalGlobalMem = 1ull << 32;
   p->l2CacheSize = 1 << 20;
+  return cudaSuccess;
+}
+template <class K>
+static inline cudaError_t
+cudaOccupancyMaxActiveBlocksPerMultiprocessor (int *n, K, int, size_t)
+{
+  *n = 3;                       /* what __launch_bounds__ (kThreads, 3) promises */
   return cudaSuccess;
 }
 static inline cudaError_t cudaDriverGetVersion (int *v) { *v = 0; return cudaSuccess; }

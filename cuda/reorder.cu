@@ -19,12 +19,16 @@ cuda_fail (char *msg, size_t len, const char *what, cudaError_t e)
   return -1;
 }
 
-/* Packets per block: enough blocks to fill the GPU a few times over, at least ~4 KiB of payload
- * per block, at most one packet per thread (the control phase). */
+/* Packets per block: the blocks that fit on the GPU at once (`resident`) in as few full waves as
+ * hold the burst at one packet per thread at most (the control phase), so that no partial last
+ * wave leaves SMs idle while it runs; at least ~4 KiB of payload per block. */
 uint32_t
-packets_per_block (uint32_t n, uint32_t bytes, int sms)
+packets_per_block (uint32_t n, uint32_t bytes, uint32_t resident)
 {
-  uint32_t per = (n + 4 * (uint32_t) sms - 1) / (4 * (uint32_t) sms);
+  const uint64_t per_wave = (uint64_t) resident * kThreads;
+  const uint64_t waves = n ? (n + per_wave - 1) / per_wave : 1;
+  const uint64_t blocks = waves * resident;
+  uint32_t per = (uint32_t) ((n + blocks - 1) / blocks);
   uint32_t min_per = (4096 + bytes - 1) / (bytes ? bytes : 1);
   if (per < min_per)
     per = min_per;
@@ -76,6 +80,7 @@ struct _DqReorderGpu {
   cudaStream_t stream;
   int own_stream;
   int sms;
+  uint32_t resident;            /* blocks of reorder_main the GPU runs at once */
   DevState *st;
   Scratch *sc;
   unsigned long long *claims;
@@ -203,7 +208,10 @@ void *
 dq_cuda_malloc_host (size_t size)
 {
   void *p = NULL;
-  cudaError_t e = cudaHostAlloc (&p, size ? size : 1, cudaHostAllocMapped);
+  /* portable: pinned and mapped in every context, so that a pipeline's GstCudaContext may
+   * read it too (daqirisrc's ring wrapped as GstCudaMemory) */
+  cudaError_t e = cudaHostAlloc (&p, size ? size : 1,
+      cudaHostAllocMapped | cudaHostAllocPortable);
   if (e != cudaSuccess) {
     cuda_fail (NULL, 0, "cudaHostAlloc", e);
     return NULL;
@@ -333,6 +341,12 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
   CK (cudaGetDevice (&dev), "cudaGetDevice");
   CK (cudaGetDeviceProperties (&pr, dev), "cudaGetDeviceProperties");
   ctx->sms = pr.multiProcessorCount;
+  {
+    int per_sm = 0;
+    CK (cudaOccupancyMaxActiveBlocksPerMultiprocessor (&per_sm, reorder_main, kThreads, 0),
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    ctx->resident = (uint32_t) (per_sm > 0 ? per_sm : 1) * (uint32_t) ctx->sms;
+  }
   if (o.stream) {
     ctx->stream = (cudaStream_t) o.stream;
   } else {
@@ -512,7 +526,7 @@ submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket 
     memcpy (s->stage, pkts, (size_t) n * sizeof *pkts);
     p.desc = (const uint8_t *) s->stage_d;
   }
-  p.per_block = packets_per_block (n, p.lin > p.lout ? p.lin : p.lout, ctx->sms);
+  p.per_block = packets_per_block (n, p.lin > p.lout ? p.lin : p.lout, ctx->resident);
   const uint32_t grid = n ? (n + p.per_block - 1) / p.per_block : 1;
   if (kind == DQ_JOB_GATHER) {
     DQ_LAUNCH (gather_main, grid, kThreads, ctx->stream, p);

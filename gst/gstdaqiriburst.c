@@ -2,11 +2,19 @@
  *
  * A burst in a ring of GPU-accessible memory (DQ_MEMORY_CUDA: daqirisrc memory=cuda) is
  * memory of type GST_DAQIRI_CUDA_MEMORY_TYPE: GST_DAQIRI_MAP_CUDA maps give the pointer the
- * GPU reads; CPU maps are refused, as for daqiri's other GPU memory. */
+ * GPU reads; CPU maps are refused, as for daqiri's other GPU memory. With GStreamer >= 1.24 the
+ * same range can go out as GstCudaMemory instead (gst_daqiri_burst_buffer_new_gstcuda). */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
 #include "gstdaqiriburst.h"
 
 #include <gst/daqiri/daqiri.h>
 #include <string.h>
+#ifdef DQ_HAVE_CUDA
+#include "gstdaqirigstcuda.h"
+#endif
 
 struct _GstDaqiriRxRing {
   gint refcount;
@@ -169,8 +177,9 @@ gst_is_daqiri_burst_memory (GstMemory * mem)
       g_type_is_a (G_OBJECT_TYPE (mem->allocator), GST_TYPE_DAQIRI_BURST_ALLOCATOR);
 }
 
-GstBuffer *
-gst_daqiri_burst_buffer_new (GstDaqiriRxRing * ring, const DqBurst * burst)
+/* The burst's ring range as a GstMemory: the range goes back when it is freed. */
+static GstMemory *
+burst_memory_new (GstDaqiriRxRing * ring, const DqBurst * burst)
 {
   G_STATIC_ASSERT (sizeof (DqPacket) == sizeof (GstDaqiriPacket));
   G_STATIC_ASSERT (G_STRUCT_OFFSET (DqPacket, timestamp) ==
@@ -186,12 +195,44 @@ gst_daqiri_burst_buffer_new (GstDaqiriRxRing * ring, const DqBurst * burst)
       burst->size, 0, 0, burst->size);
   bmem->ring = gst_daqiri_rx_ring_ref (ring);
   bmem->burst = *burst;
+  return GST_MEMORY_CAST (bmem);
+}
 
+/* A buffer of `mem` with the packet meta over bmem's packet array (the meta takes the
+ * reference to bmem: the array lives in the engine's burst record). */
+static GstBuffer *
+burst_buffer (GstMemory * mem, GstMemory * bmem)
+{
   GstBuffer *buf = gst_buffer_new ();
-  gst_buffer_append_memory (buf, GST_MEMORY_CAST (bmem));
-  /* the packet array lives in the engine's burst record: the meta keeps the memory */
-  gst_buffer_add_daqiri_packet_meta_full (buf, (GstDaqiriPacket *) bmem->burst.packets,
-      bmem->burst.n_packets, (GDestroyNotify) gst_memory_unref,
-      gst_memory_ref (GST_MEMORY_CAST (bmem)));
+  gst_buffer_append_memory (buf, mem);
+  const DqBurst *burst = &((GstDaqiriBurstMemory *) bmem)->burst;
+  gst_buffer_add_daqiri_packet_meta_full (buf, (GstDaqiriPacket *) burst->packets,
+      burst->n_packets, (GDestroyNotify) gst_memory_unref, bmem);
   return buf;
 }
+
+GstBuffer *
+gst_daqiri_burst_buffer_new (GstDaqiriRxRing * ring, const DqBurst * burst)
+{
+  GstMemory *bmem = burst_memory_new (ring, burst);
+  return burst_buffer (bmem, gst_memory_ref (bmem));
+}
+
+#ifdef DQ_HAVE_CUDA
+GstBuffer *
+gst_daqiri_burst_buffer_new_gstcuda (GstDaqiriRxRing * ring, const DqBurst * burst,
+    GstObject * cuda_context)
+{
+  GstMemory *bmem = burst_memory_new (ring, burst);
+  /* GstCudaMemory over the same range (mapped, portable pinned memory: its address is the
+   * device pointer in every context); it holds bmem, so the range lives as long as it */
+  GstMemory *mem = gst_daqiri_gstcuda_wrap (cuda_context, burst->data, burst->size,
+      gst_memory_ref (bmem), (GDestroyNotify) gst_memory_unref);
+  if (mem == NULL) {
+    gst_memory_unref (bmem);
+    gst_memory_unref (bmem);
+    return NULL;
+  }
+  return burst_buffer (mem, bmem);
+}
+#endif

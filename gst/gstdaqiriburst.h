@@ -20,6 +20,13 @@ DqRxQueue *gst_daqiri_rx_ring_queue (GstDaqiriRxRing * ring);
  * the engine when the buffer (and every copy of the meta) is gone. */
 GstBuffer *gst_daqiri_burst_buffer_new (GstDaqiriRxRing * ring, const DqBurst * burst);
 
+#ifdef DQ_HAVE_CUDA
+/* The same as GstCudaMemory of @cuda_context (GStreamer >= 1.24, see
+ * gst_daqiri_gstcuda_wrap); NULL where that cannot be made. */
+GstBuffer *gst_daqiri_burst_buffer_new_gstcuda (GstDaqiriRxRing * ring, const DqBurst * burst,
+    GstObject * cuda_context);
+#endif
+
 /* Whether @mem wraps a ring range. */
 gboolean gst_is_daqiri_burst_memory (GstMemory * mem);
 

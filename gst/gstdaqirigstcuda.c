@@ -6,6 +6,7 @@
 #include "gstdaqirigstcuda.h"
 
 #include <gmodule.h>
+#include <gst/video/video.h>
 
 GST_DEBUG_CATEGORY_STATIC (daqirigstcuda_debug);
 #define GST_CAT_DEFAULT daqirigstcuda_debug
@@ -33,6 +34,10 @@ static struct
   int (*cu_init) (unsigned int flags);
   int (*cu_device_get) (gint * dev, int ordinal);
   int (*cu_primary_ctx_retain) (gpointer * ctx, gint dev);
+  /* GStreamer >= 1.24 only (NULL before), same signature up to 1.28; CUdeviceptr is a
+   * 64-bit integer, a GstCudaStream a pointer */
+  GstMemory *(*alloc_wrapped) (GstAllocator * allocator, GstObject * ctx, gpointer stream,
+      const GstVideoInfo * info, guint64 dev_ptr, gpointer user_data, GDestroyNotify notify);
 } api;
 
 static const gchar *load_failure;
@@ -72,6 +77,10 @@ load_once (gpointer data)
     g_module_close (module);
     return NULL;
   }
+  /* optional: added in 1.24 (1.22's allocation calls have other signatures and are not used) */
+  if (!g_module_symbol (module, "gst_cuda_allocator_alloc_wrapped",
+          (gpointer *) & api.alloc_wrapped))
+    api.alloc_wrapped = NULL;
   g_module_make_resident (module);
   if (!api.load_library ()) {
     load_failure = "the CUDA driver library (libcuda.so.1) cannot be loaded";
@@ -126,12 +135,11 @@ query_neighbours (GstElement * element, GstObject ** holder)
   return found;
 }
 
-gboolean
-gst_daqiri_gstcuda_ensure_context (GstElement * element, GstObject ** context)
+/* Finds or makes the context into *found (NULL on entry). */
+static gboolean
+find_or_make (GstElement * element, GstObject ** found)
 {
-  if (!gst_daqiri_gstcuda_load (NULL))
-    return FALSE;
-  if (*context != NULL || query_neighbours (element, context))
+  if (query_neighbours (element, found))
     return TRUE;
   /* the application may hand one over while this message is posted */
   gst_element_post_message (element, gst_message_new_need_context (GST_OBJECT (element),
@@ -140,9 +148,9 @@ gst_daqiri_gstcuda_ensure_context (GstElement * element, GstObject ** context)
   GstContext *app = gst_element_get_context_unlocked (element, GST_DAQIRI_CUDA_CONTEXT_TYPE);
   GST_OBJECT_UNLOCK (element);
   if (app) {
-    api.handle_set_context (element, app, -1, context);
+    api.handle_set_context (element, app, -1, found);
     gst_context_unref (app);
-    if (*context != NULL)
+    if (*found != NULL)
       return TRUE;
   }
   /* none yet: one over device 0's primary context, the one the CUDA runtime (and so the
@@ -153,30 +161,71 @@ gst_daqiri_gstcuda_ensure_context (GstElement * element, GstObject ** context)
   if (api.cu_init (0) != 0 || api.cu_device_get (&dev, 0) != 0 ||
       api.cu_primary_ctx_retain (&primary, dev) != 0 || primary == NULL)
     return FALSE;
-  *context = api.context_new_wrapped (primary, dev);
-  if (*context == NULL)
+  *found = api.context_new_wrapped (primary, dev);
+  if (*found == NULL)
     return FALSE;
-  GstContext *announce = api.context_new_cuda_context (*context);
+  GstContext *announce = api.context_new_cuda_context (*found);
   gst_element_set_context (element, announce);
   gst_element_post_message (element, gst_message_new_have_context (GST_OBJECT (element),
           announce));
   return TRUE;
 }
 
+/* A reference to *holder (object lock), or NULL. */
+static GstObject *
+held (GstElement * element, GstObject ** holder)
+{
+  GST_OBJECT_LOCK (element);
+  GstObject *ctx = *holder ? gst_object_ref (*holder) : NULL;
+  GST_OBJECT_UNLOCK (element);
+  return ctx;
+}
+
+GstObject *
+gst_daqiri_gstcuda_ensure_context (GstElement * element, GstObject ** holder)
+{
+  if (!gst_daqiri_gstcuda_load (NULL))
+    return NULL;
+  GstObject *ctx = held (element, holder);
+  if (ctx)
+    return ctx;
+  GstObject *found = NULL;
+  if (!find_or_make (element, &found))
+    return NULL;
+  GST_OBJECT_LOCK (element);
+  if (*holder == NULL)          /* (set_context may have given one meanwhile: it wins) */
+    *holder = gst_object_ref (found);
+  ctx = gst_object_ref (*holder);
+  GST_OBJECT_UNLOCK (element);
+  gst_object_unref (found);
+  return ctx;
+}
+
 void
 gst_daqiri_gstcuda_set_context (GstElement * element, GstContext * context,
     GstObject ** holder)
 {
-  if (gst_daqiri_gstcuda_load (NULL))
-    api.handle_set_context (element, context, -1, holder);
+  if (g_strcmp0 (gst_context_get_context_type (context), GST_DAQIRI_CUDA_CONTEXT_TYPE) != 0 ||
+      !gst_daqiri_gstcuda_load (NULL))
+    return;
+  GstObject *ctx = held (element, holder);
+  api.handle_set_context (element, context, -1, &ctx);
+  GST_OBJECT_LOCK (element);
+  gst_clear_object (holder);
+  *holder = ctx;
+  GST_OBJECT_UNLOCK (element);
 }
 
 gboolean
 gst_daqiri_gstcuda_context_query (GstElement * element, GstQuery * query,
-    GstObject * context)
+    GstObject ** holder)
 {
-  return context != NULL && gst_daqiri_gstcuda_load (NULL) &&
-      api.handle_context_query (element, query, context);
+  if (GST_QUERY_TYPE (query) != GST_QUERY_CONTEXT || !gst_daqiri_gstcuda_load (NULL))
+    return FALSE;
+  GstObject *ctx = held (element, holder);
+  gboolean answered = ctx != NULL && api.handle_context_query (element, query, ctx);
+  gst_clear_object (&ctx);
+  return answered;
 }
 
 gboolean
@@ -190,6 +239,40 @@ gst_daqiri_gstcuda_pop (void)
 {
   if (gst_daqiri_gstcuda_load (NULL))
     api.context_pop (NULL);
+}
+
+gboolean
+gst_daqiri_gstcuda_can_wrap (const gchar ** why)
+{
+  if (!gst_daqiri_gstcuda_load (why))
+    return FALSE;
+  if (api.alloc_wrapped == NULL) {
+    if (why)
+      *why = GSTCUDA_LIBRARY " has no gst_cuda_allocator_alloc_wrapped (GStreamer 1.24 added "
+          "it)";
+    return FALSE;
+  }
+  return TRUE;
+}
+
+GstMemory *
+gst_daqiri_gstcuda_wrap (GstObject * context, gpointer dev_ptr, gsize size,
+    gpointer user_data, GDestroyNotify notify)
+{
+  if (!gst_daqiri_gstcuda_can_wrap (NULL) || context == NULL || dev_ptr == NULL || size == 0 ||
+      size > G_MAXINT)
+    return NULL;
+  /* one row of `size` bytes: GstCuda takes pitch = stride[0] and height = size / pitch; the
+   * stride is set exactly (GRAY8 would round it up to 4) */
+  GstVideoInfo info;
+  gst_video_info_set_format (&info, GST_VIDEO_FORMAT_GRAY8, (guint) size, 1);
+  info.stride[0] = (gint) size;
+  info.size = size;
+  GstMemory *mem = api.alloc_wrapped (NULL, context, NULL, &info, (guint64) (guintptr) dev_ptr,
+      user_data, notify);
+  if (mem)
+    GST_MINI_OBJECT_FLAG_SET (mem, GST_MEMORY_FLAG_READONLY | GST_MEMORY_FLAG_NO_SHARE);
+  return mem;
 }
 
 GstBufferPool *

@@ -19,19 +19,30 @@ G_BEGIN_DECLS
  * when either is missing. */
 gboolean gst_daqiri_gstcuda_load (const gchar ** why);
 
-/* The pipeline's GstCudaContext (a GstObject) into *context (left as it is when set): asked
- * of the neighbours (context query), then of the application (need-context message), else
- * made over device 0's primary CUDA context and announced (have-context message). */
-gboolean gst_daqiri_gstcuda_ensure_context (GstElement * element, GstObject ** context);
-/* GstElement::set_context and the GST_QUERY_CONTEXT answer, for elements holding one. */
+/* The pipeline's GstCudaContext (a GstObject), kept by an element in *holder under its object
+ * lock. ensure_context: a reference to it, found or made: *holder, else asked of the
+ * neighbours (context query), then of the application (need-context message), else made over
+ * device 0's primary context and announced (have-context message); NULL when none can be had.
+ * set_context and context_query: GstElement::set_context (other context types are ignored)
+ * and the GST_QUERY_CONTEXT answer (FALSE: not answered). */
+GstObject *gst_daqiri_gstcuda_ensure_context (GstElement * element, GstObject ** holder);
 void gst_daqiri_gstcuda_set_context (GstElement * element, GstContext * context,
     GstObject ** holder);
 gboolean gst_daqiri_gstcuda_context_query (GstElement * element, GstQuery * query,
-    GstObject * context);
+    GstObject ** holder);
 
 /* Makes the context current on this thread (for CUDA runtime calls), and undoes it. */
 gboolean gst_daqiri_gstcuda_push (GstObject * context);
 void gst_daqiri_gstcuda_pop (void);
+
+/* GstCudaMemory over memory daqiri owns (GStreamer >= 1.24: gst_cuda_allocator_alloc_wrapped,
+ * found at run time; 1.22 has no such call). can_wrap: FALSE with *why (static text) where it
+ * is missing. wrap: `size` bytes at dev_ptr (a pointer valid in every context: pinned, mapped,
+ * portable host memory, or device memory of the context) as one row, read-only; notify
+ * (user_data) runs when the memory is freed. NULL on failure. */
+gboolean gst_daqiri_gstcuda_can_wrap (const gchar ** why);
+GstMemory *gst_daqiri_gstcuda_wrap (GstObject * context, gpointer dev_ptr, gsize size,
+    gpointer user_data, GDestroyNotify notify);
 
 /* A GstCudaBufferPool of the context (configure it with video caps). */
 GstBufferPool *gst_daqiri_gstcuda_pool_new (GstObject * context);

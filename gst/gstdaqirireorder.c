@@ -149,7 +149,8 @@ GST_ELEMENT_REGISTER_DEFINE (daqirireorder, "daqirireorder", GST_RANK_NONE,
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink", GST_PAD_SINK,
     GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE "; "
-        GST_DAQIRI_PACKETS_MEDIA_TYPE "(" GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA ")"));
+        GST_DAQIRI_PACKETS_MEDIA_TYPE "(" GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA "); "
+        GST_DAQIRI_PACKETS_MEDIA_TYPE "(memory:CUDAMemory)"));
 #define FRAME_CAPS_FIELDS ", element-type = (string) " \
   "{ u8, int4, int8, int16, int32, fp16, bf16, fp32, fp64 }, elements = (int) [ 1, MAX ], " \
   "packets-per-batch = (int) [ 1, MAX ]"
@@ -519,25 +520,11 @@ video_setup (GstDaqiriReorder * self, GstVideoFormat format, guint width, guint 
 }
 
 #ifdef DQ_HAVE_CUDA
-/* The pipeline's CUDA context, found or made (see gst_daqiri_gstcuda_ensure_context), held
- * in self->cuda_context; a reference for the caller, or NULL. */
+/* The pipeline's CUDA context (self->cuda_context), found or made; a reference, or NULL. */
 static GstObject *
 cuda_context_ensure (GstDaqiriReorder * self)
 {
-  GstObject *ctx = NULL;
-  GST_OBJECT_LOCK (self);
-  if (self->cuda_context)
-    ctx = gst_object_ref (self->cuda_context);
-  GST_OBJECT_UNLOCK (self);
-  if (ctx)
-    return ctx;
-  if (!gst_daqiri_gstcuda_ensure_context (GST_ELEMENT (self), &ctx))
-    return NULL;
-  GST_OBJECT_LOCK (self);
-  gst_clear_object (&self->cuda_context);
-  self->cuda_context = gst_object_ref (ctx);
-  GST_OBJECT_UNLOCK (self);
-  return ctx;
+  return gst_daqiri_gstcuda_ensure_context (GST_ELEMENT (self), &self->cuda_context);
 }
 
 /* memory=cuda with raw video: frames go out as GstCudaMemory of the pipeline's context. */
@@ -1016,8 +1003,12 @@ chain_burst (GstDaqiriReorder * self, GstBuffer * buf)
     return GST_FLOW_OK;
   }
   /* a burst in daqiri's GPU memory is read where it is (memory=cuda) */
-  gboolean on_gpu = gst_buffer_n_memory (buf) == 1 &&
-      gst_memory_is_type (gst_buffer_peek_memory (buf, 0), GST_DAQIRI_CUDA_MEMORY_TYPE);
+  GstMemory *mem0 = gst_buffer_n_memory (buf) == 1 ? gst_buffer_peek_memory (buf, 0) : NULL;
+  gboolean on_gpu = mem0 && gst_memory_is_type (mem0, GST_DAQIRI_CUDA_MEMORY_TYPE);
+#ifdef DQ_HAVE_CUDA
+  /* GstCudaMemory bursts (daqirisrc memory=cuda with GStreamer >= 1.24): read in place too */
+  on_gpu = on_gpu || (mem0 && gst_daqiri_gstcuda_is_cuda_memory (mem0));
+#endif
   if (!gst_buffer_map (buf, &map, on_gpu ? GST_MAP_READ | GST_DAQIRI_MAP_CUDA : GST_MAP_READ)) {
     gst_buffer_unref (buf);
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("cannot map the input burst"), (NULL));
@@ -1138,19 +1129,8 @@ static void
 gst_daqiri_reorder_set_context (GstElement * element, GstContext * context)
 {
 #ifdef DQ_HAVE_CUDA
-  GstDaqiriReorder *self = GST_DAQIRI_REORDER (element);
-  if (g_strcmp0 (gst_context_get_context_type (context), GST_DAQIRI_CUDA_CONTEXT_TYPE) == 0) {
-    GstObject *ctx = NULL;
-    GST_OBJECT_LOCK (self);
-    if (self->cuda_context)
-      ctx = gst_object_ref (self->cuda_context);
-    GST_OBJECT_UNLOCK (self);
-    gst_daqiri_gstcuda_set_context (element, context, &ctx);
-    GST_OBJECT_LOCK (self);
-    gst_clear_object (&self->cuda_context);
-    self->cuda_context = ctx;
-    GST_OBJECT_UNLOCK (self);
-  }
+  gst_daqiri_gstcuda_set_context (element, context,
+      &GST_DAQIRI_REORDER (element)->cuda_context);
 #endif
   GST_ELEMENT_CLASS (gst_daqiri_reorder_parent_class)->set_context (element, context);
 }
@@ -1160,19 +1140,9 @@ static gboolean
 gst_daqiri_reorder_query (GstPad * pad, GstObject * parent, GstQuery * query)
 {
 #ifdef DQ_HAVE_CUDA
-  if (GST_QUERY_TYPE (query) == GST_QUERY_CONTEXT) {
-    GstDaqiriReorder *self = GST_DAQIRI_REORDER (parent);
-    GstObject *ctx = NULL;
-    GST_OBJECT_LOCK (self);
-    if (self->cuda_context)
-      ctx = gst_object_ref (self->cuda_context);
-    GST_OBJECT_UNLOCK (self);
-    gboolean answered = ctx != NULL &&
-        gst_daqiri_gstcuda_context_query (GST_ELEMENT (self), query, ctx);
-    gst_clear_object (&ctx);
-    if (answered)
-      return TRUE;
-  }
+  if (gst_daqiri_gstcuda_context_query (GST_ELEMENT (parent), query,
+          &GST_DAQIRI_REORDER (parent)->cuda_context))
+    return TRUE;
 #endif
   return gst_pad_query_default (pad, parent, query);
 }

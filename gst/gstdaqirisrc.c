@@ -37,6 +37,7 @@
 #include "gstdaqirielement.h"
 #ifdef DQ_HAVE_CUDA
 #include "gstdaqiricudamem.h"
+#include "gstdaqirigstcuda.h"
 #endif
 
 #include <gst/daqiri/daqiri.h>
@@ -110,6 +111,13 @@ struct _GstDaqiriSrc {
 
   /* totals of the queues that were stopped, so stats survive a restart */
   DqRxStats past;
+
+#ifdef DQ_HAVE_CUDA
+  /* memory=cuda bursts as GstCudaMemory (downstream asked for memory:CUDAMemory): the
+   * pipeline's GstCudaContext (object lock) */
+  GstObject *cuda_context;
+  gboolean gstcuda_bursts;      /* set in negotiate, read by the streaming thread */
+#endif
 };
 
 static gint next_group_id = 1;
@@ -122,6 +130,8 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS,
     GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE ", max-packet-size = (int) [ 64, 65535 ]; "
         GST_DAQIRI_PACKETS_MEDIA_TYPE "(" GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA "), "
+        "max-packet-size = (int) [ 64, 65535 ]; "
+        GST_DAQIRI_PACKETS_MEDIA_TYPE "(memory:CUDAMemory), "
         "max-packet-size = (int) [ 64, 65535 ]"));
 
 static void
@@ -425,6 +435,58 @@ gst_daqiri_src_provide_clock (GstElement * element)
   return clock;
 }
 
+#ifdef DQ_HAVE_CUDA
+/* memory=cuda: bursts as GstCudaMemory (memory:CUDAMemory) of the pipeline's CUDA context
+ * when downstream prefers them to daqiri's own (memory:DaqiriCUDA in *caps: what a peer that
+ * takes either gets). They need GStreamer >= 1.24 (gst_cuda_allocator_alloc_wrapped); without
+ * it daqiri's own are pushed if downstream takes them, else FALSE with an error posted. */
+static gboolean
+negotiate_gstcuda (GstDaqiriSrc * self, GstCaps ** caps)
+{
+  GstCaps *gstcuda = gst_caps_copy (*caps);
+  gst_caps_set_features (gstcuda, 0,
+      gst_caps_features_new (GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA, NULL));
+  GstCaps *filter = gst_caps_copy (*caps);
+  gst_caps_append (filter, gst_caps_ref (gstcuda));
+  GstCaps *peer = gst_pad_peer_query_caps (GST_BASE_SRC_PAD (self), filter);
+  gst_caps_unref (filter);
+  gboolean want = peer && !gst_caps_is_empty (peer) &&
+      gst_caps_features_contains (gst_caps_get_features (peer, 0),
+      GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA);
+  gboolean own_ok = peer && gst_caps_can_intersect (peer, *caps);
+  gst_clear_caps (&peer);
+  if (!want) {
+    gst_caps_unref (gstcuda);
+    return TRUE;
+  }
+  const gchar *why = NULL;
+  GstObject *ctx = NULL;
+  if (gst_daqiri_gstcuda_can_wrap (&why)) {
+    ctx = gst_daqiri_gstcuda_ensure_context (GST_ELEMENT (self), &self->cuda_context);
+    if (ctx == NULL)
+      why = "no CUDA context (gst.cuda.context) could be found or made";
+  }
+  if (ctx == NULL) {
+    gst_caps_unref (gstcuda);
+    if (own_ok) {
+      GST_INFO_OBJECT (self, "bursts as %s, not GstCudaMemory: %s",
+          GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, why);
+      return TRUE;
+    }
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("downstream takes the bursts only as GstCudaMemory (%s), which needs %s; allowed "
+            "with this GStreamer: %s", GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA, why,
+            GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA), (NULL));
+    return FALSE;
+  }
+  gst_object_unref (ctx);
+  gst_caps_replace (caps, gstcuda);
+  gst_caps_unref (gstcuda);
+  self->gstcuda_bursts = TRUE;
+  return TRUE;
+}
+#endif
+
 static gboolean
 gst_daqiri_src_negotiate (GstBaseSrc * bsrc)
 {
@@ -439,6 +501,13 @@ gst_daqiri_src_negotiate (GstBaseSrc * bsrc)
   if (cuda)
     gst_caps_set_features (caps, 0,
         gst_caps_features_new (GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, NULL));
+#ifdef DQ_HAVE_CUDA
+  self->gstcuda_bursts = FALSE;
+  if (cuda && !negotiate_gstcuda (self, &caps)) {
+    gst_caps_unref (caps);
+    return FALSE;
+  }
+#endif
   gboolean ok = gst_base_src_set_caps (bsrc, caps);
   gst_caps_unref (caps);
   return ok;
@@ -461,7 +530,20 @@ gst_daqiri_src_query (GstBaseSrc * bsrc, GstQuery * query)
     gst_query_set_latency (query, TRUE, min, GST_CLOCK_TIME_NONE);
     return TRUE;
   }
+#ifdef DQ_HAVE_CUDA
+  if (gst_daqiri_gstcuda_context_query (GST_ELEMENT (self), query, &self->cuda_context))
+    return TRUE;
+#endif
   return GST_BASE_SRC_CLASS (parent_class)->query (bsrc, query);
+}
+
+static void
+gst_daqiri_src_set_context (GstElement * element, GstContext * context)
+{
+#ifdef DQ_HAVE_CUDA
+  gst_daqiri_gstcuda_set_context (element, context, &GST_DAQIRI_SRC (element)->cuda_context);
+#endif
+  GST_ELEMENT_CLASS (parent_class)->set_context (element, context);
 }
 
 static gboolean
@@ -612,7 +694,24 @@ gst_daqiri_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     }
   }
 
-  GstBuffer *buf = gst_daqiri_burst_buffer_new (ring, &burst);
+  GstBuffer *buf;
+#ifdef DQ_HAVE_CUDA
+  if (self->gstcuda_bursts) {
+    GstObject *ctx = NULL;
+    GST_OBJECT_LOCK (self);
+    if (self->cuda_context)
+      ctx = gst_object_ref (self->cuda_context);
+    GST_OBJECT_UNLOCK (self);
+    buf = ctx ? gst_daqiri_burst_buffer_new_gstcuda (ring, &burst, ctx) : NULL;
+    gst_clear_object (&ctx);
+    if (buf == NULL) {
+      GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
+          ("cannot wrap a burst of %u bytes as GstCudaMemory", (guint) burst.size), (NULL));
+      return GST_FLOW_ERROR;
+    }
+  } else
+#endif
+    buf = gst_daqiri_burst_buffer_new (ring, &burst);
   guint64 first_ts = burst.n_packets > 0 ? burst.packets[0].timestamp : 0;
   GST_BUFFER_PTS (buf) = burst_pts (self, first_ts);
   if (burst.n_packets > 1 && first_ts != 0) {
@@ -636,6 +735,9 @@ gst_daqiri_src_finalize (GObject * object)
 
   g_free (self->device);
   g_free (self->flows);
+#ifdef DQ_HAVE_CUDA
+  gst_clear_object (&self->cuda_context);
+#endif
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -697,9 +799,10 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass * klass)
   g_object_class_install_property (gobject_class, PROP_MEMORY,
       g_param_spec_enum ("memory", "Memory",
           "Where the receive ring lives: system memory, or cuda: GPU-accessible memory "
-          "(CUDA pinned host memory mapped for the device, caps feature memory:DaqiriCUDA) "
-          "that the NIC writes and daqirireorder memory=cuda reads in place; mlx5 and emu "
-          "engines only, needs a build with CUDA and a GPU",
+          "(CUDA pinned host memory mapped for the device, caps feature memory:DaqiriCUDA; "
+          "or GstCudaMemory, memory:CUDAMemory, when downstream asks for it, with GStreamer "
+          ">= 1.24) that the NIC writes and daqirireorder memory=cuda reads in place; mlx5 "
+          "and emu engines only, needs a build with CUDA and a GPU",
           GST_TYPE_DAQIRI_MEMORY, GST_DAQIRI_MEMORY_SYSTEM,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_STATS_INTERVAL,
@@ -718,6 +821,7 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass * klass)
   element_class->provide_clock = GST_DEBUG_FUNCPTR (gst_daqiri_src_provide_clock);
   basesrc_class->start = GST_DEBUG_FUNCPTR (gst_daqiri_src_start);
   basesrc_class->stop = GST_DEBUG_FUNCPTR (gst_daqiri_src_stop);
+  element_class->set_context = GST_DEBUG_FUNCPTR (gst_daqiri_src_set_context);
   basesrc_class->negotiate = GST_DEBUG_FUNCPTR (gst_daqiri_src_negotiate);
   basesrc_class->query = GST_DEBUG_FUNCPTR (gst_daqiri_src_query);
   basesrc_class->unlock = GST_DEBUG_FUNCPTR (gst_daqiri_src_unlock);
