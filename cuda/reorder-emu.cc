@@ -4,4 +4,5 @@
 #define DQ_CLAIM_TAG_BITS 3     /* claims are reset every 7 generations: that path runs too */
 #define DQ_ZERO_LIST_BATCHES 1  /* and the full missing-slot list */
 #define DQ_ZERO_LIST_MIN 0
+#define DQ_PARAM_AHEAD 2        /* frames from the parameters and from the ring in memory */
 #include "reorder.cu"

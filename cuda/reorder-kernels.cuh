@@ -63,6 +63,12 @@ namespace dqk {
 
 constexpr int kThreads = 256;
 constexpr uint32_t kRingAhead = 2 * DQ_REORDER_MAX_WINDOW;   /* free-ring entries prefetched */
+/* free-ring entries the host puts in the parameters (the emulator's CI build shrinks it, so
+ * that frames come from both places) */
+#ifndef DQ_PARAM_AHEAD
+#define DQ_PARAM_AHEAD 64
+#endif
+constexpr uint32_t kParamAhead = DQ_PARAM_AHEAD;
 constexpr uint64_t kStampMask = (1ull << 48) - 1;
 constexpr uint64_t kNoStamp = ~0ull;
 
@@ -147,6 +153,12 @@ struct Params {
   uint32_t zcap;
   const FrameEnt *ring;
   uint32_t ring_cap;
+  /* the free ring's entries [ahead_base, ahead_base + ahead_n), copied here by the host (it
+   * wrote them): the frames handed out come from the parameters, not across the bus, as long
+   * as the GPU's position in the ring is within them */
+  uint32_t ahead_n;
+  uint64_t ahead_base;
+  FrameEnt ahead[kParamAhead];
   ResHdr *res;
   DqReorderBatch *res_batches;
   DqReorderFrame *res_released;
@@ -222,6 +234,17 @@ __device__ __forceinline__ uint32_t rec_index (const Params &p, int64_t id)
 {
   return (p.W & (p.W - 1)) == 0 ? (uint32_t) ((uint64_t) id & (p.W - 1))
       : (uint32_t) ((uint64_t) id % p.W);
+}
+
+/* Free-ring entry h: from the parameters where the host put it, else from host memory. */
+__device__ __forceinline__ FrameEnt
+ring_entry (const Params &p, uint64_t h)
+{
+  const uint64_t k = h - p.ahead_base;
+  if (k < p.ahead_n)
+    return p.ahead[k];
+  const FrameEnt *e = &p.ring[h % p.ring_cap];
+  return FrameEnt { ld_cg64 (&e->ptr), ld_cg64 (&e->user) };
 }
 
 /* ---- team data movement ------------------------------------------------------------------ */
@@ -718,7 +741,7 @@ struct Fin {
 struct Blk {
   int64_t B, H;
   uint32_t initialized;
-  uint64_t stamp;
+  uint64_t stamp, head;
   uint64_t frame[DQ_REORDER_MAX_WINDOW];
   uint32_t tag[DQ_REORDER_MAX_WINDOW];
   uint32_t filled[DQ_REORDER_MAX_WINDOW], dups[DQ_REORDER_MAX_WINDOW];
@@ -749,14 +772,9 @@ fill_frames (const Params &p, Fin &f, uint64_t since_stamp = kNoStamp)
         : (r.first_stamp == kNoStamp || r.first_stamp >= since_stamp);
     if (!r.frame && empty && s.free_head < p.free_tail) {
       uint64_t k = s.free_head - f.ring_base;
-      if (k < f.ring_n) {
-        r.frame = f.ring[k].ptr;
-        r.user = f.ring[k].user;
-      } else {
-        const FrameEnt *e = &p.ring[s.free_head % p.ring_cap];
-        r.frame = ld_cg64 (&e->ptr);
-        r.user = ld_cg64 (&e->user);
-      }
+      const FrameEnt e = k < f.ring_n ? f.ring[k] : ring_entry (p, s.free_head);
+      r.frame = e.ptr;
+      r.user = e.user;
       s.free_head++;
     }
   }
@@ -1059,11 +1077,8 @@ finalize (const Params &p, Fin &f)
     const uint64_t head = f.s.free_head;
     const uint64_t avail = p.free_tail - head;
     const uint32_t n = avail < kRingAhead ? (uint32_t) avail : kRingAhead;
-    if (t < n) {
-      const FrameEnt *e = &p.ring[(head + t) % p.ring_cap];
-      f.ring[t].ptr = ld_cg64 (&e->ptr);
-      f.ring[t].user = ld_cg64 (&e->user);
-    }
+    if (t < n)
+      f.ring[t] = ring_entry (p, head + t);
     if (t == 0) {
       f.ring_base = head;
       f.ring_n = n;
@@ -1184,10 +1199,9 @@ finalize (const Params &p, Fin &f)
   }
   if (p.kind == DQ_JOB_FLUSH && p.flush_mode == DQ_FLUSH_RESET && t == 0) {
     while (f.s.free_head < p.free_tail) {
-      const FrameEnt *e = &p.ring[f.s.free_head % p.ring_cap];
+      const FrameEnt e = ring_entry (p, f.s.free_head);
       if (f.n_rel < p.rel_cap)
-        p.res_released[f.n_rel++] = DqReorderFrame { (void *) ld_cg64 (&e->ptr),
-            (void *) ld_cg64 (&e->user) };
+        p.res_released[f.n_rel++] = DqReorderFrame { (void *) e.ptr, (void *) e.user };
       f.s.free_head++;
     }
   }
@@ -1271,6 +1285,7 @@ reorder_main (const __grid_constant__ Params p)
     b.H = __ldcg ((const long long *) &p.st->H);
     b.initialized = __ldcg (&p.st->initialized);
     b.stamp = ld_cg64 (&p.st->stamp);
+    b.head = ld_cg64 (&p.st->free_head);
     b.n_short = b.n_late = b.n_def = b.n_acc = b.n_dup = 0;
     b.maxK = 0;
   }
@@ -1279,6 +1294,21 @@ reorder_main (const __grid_constant__ Params p)
     b.frame[t] = ld_cg64 (&R->frame);
     b.tag[t] = tag_of (__ldcg (&R->gen));
     b.first[t] = ld_cg64 (&R->first_stamp);
+  }
+  /* this thread's packet: descriptor and header fields, read while the state loads are in
+   * flight (they do not depend on it) */
+  const uint32_t i = blockIdx.x * p.per_block + t;
+  const bool has_pkt = t < p.per_block && i < p.n;
+  uint32_t off = 0, len = 0, seq = 0, key = 0;
+  bool in_bounds = false;
+  if (has_pkt) {
+    off = desc_u32 (p.desc, i, 0);
+    len = desc_u32 (p.desc, i, 4);
+    in_bounds = (uint64_t) off + len <= p.data_size && len >= p.need;
+    if (in_bounds) {
+      seq = dq_bits_get_raw (p.data + off, p.seq_off, p.seq_w);
+      key = p.batch_w ? dq_bits_get_raw (p.data + off, p.batch_off, p.batch_w) : seq;
+    }
   }
   __syncthreads ();
   if (t < p.W) {
@@ -1292,11 +1322,11 @@ reorder_main (const __grid_constant__ Params p)
   __syncthreads ();
   if (t == 0 && b.initialized && p.kind == DQ_JOB_REORDER) {
     /* the frames the finalizer will hand out at the start of this burst (same rule) */
-    uint64_t head = ld_cg64 (&p.st->free_head);
+    uint64_t head = b.head;
     for (uint32_t i = 0; i < p.W; i++) {
       uint32_t r = rec_index (p, b.B + i);
       if (!b.frame[r] && b.empty[r] && head < p.free_tail) {
-        b.frame[r] = ld_cg64 (&p.ring[head % p.ring_cap].ptr);
+        b.frame[r] = ring_entry (p, head).ptr;
         head++;
       }
     }
@@ -1304,17 +1334,13 @@ reorder_main (const __grid_constant__ Params p)
   __syncthreads ();
 
   /* control: one thread per packet of this block */
-  const uint32_t i = blockIdx.x * p.per_block + t;
   Job job = { NULL, NULL, NULL, NULL };
-  if (t < p.per_block && i < p.n) {
-    const uint32_t off = desc_u32 (p.desc, i, 0), len = desc_u32 (p.desc, i, 4);
-    if ((uint64_t) off + len > p.data_size || len < p.need) {
+  if (has_pkt) {
+    if (!in_bounds) {
       p.cls[i] = DQ_PKT_SHORT;
       atomicAdd (&b.n_short, 1u);
     } else {
       const uint8_t *pkt = p.data + off;
-      const uint32_t seq = dq_bits_get_raw (pkt, p.seq_off, p.seq_w);
-      const uint32_t key = p.batch_w ? dq_bits_get_raw (pkt, p.batch_off, p.batch_w) : seq;
       if (!b.initialized) {
         p.cls[i] = DQ_PKT_DEFERRED;
         p.pk_x[i] = key;

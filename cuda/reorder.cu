@@ -498,6 +498,13 @@ job_params (DqReorderGpu *ctx, Slot *s)
   p.res_batches = (DqReorderBatch *) (p.res + 1);
   p.res_released = (DqReorderFrame *) (p.res_batches + p.res_cap);
   p.free_tail = ctx->tail;
+  /* the free ring's entries from the GPU's last reported position on: it may be further on by
+   * the frames the submissions in flight take, which kParamAhead covers in the common case */
+  const uint64_t avail = ctx->tail - ctx->head_known;
+  p.ahead_base = ctx->head_known;
+  p.ahead_n = avail < kParamAhead ? (uint32_t) avail : kParamAhead;
+  for (uint32_t k = 0; k < p.ahead_n; k++)
+    p.ahead[k] = ctx->ring[(ctx->head_known + k) % ctx->opt.max_frames];
   return p;
 }
 
