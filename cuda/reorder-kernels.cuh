@@ -31,7 +31,10 @@
  * finalizer calls cudaGraphSetConditional when its work list is not empty, so K2 runs only then.
  * Where graphs with conditional nodes are not available (or with DQ_REORDER_NO_GRAPH set in the
  * environment), K1 and K2 are launched one after the other, K2 every time. Gather and packetize
- * are single launches. Completion: an event recorded after the submission.
+ * are single launches. Completion: an event recorded after the submission. The free-frame ring
+ * lives in host memory; its next entries (from the position the GPU last reported) also ride in
+ * the parameters, so handing out a frame normally costs no round trip across the bus. K1's
+ * blocks size: as few full waves of the blocks the GPU holds at once as the burst needs.
  *
  * The claim word of a slot is (tag << 48) | stamp, tag = 0xffff - (generation & 0xffff) of the
  * record (window position) it belongs to: a new generation (the record moved to another batch)
@@ -1063,17 +1066,31 @@ __device__ void
 finalize (const Params &p, Fin &f)
 {
   const uint32_t t = threadIdx.x;
-  /* the state (its W records), as the other blocks left it (L2, not this SM's L1) */
+  /* the state (its W records) and the scratch counters, as the other blocks left them (L2,
+   * not this SM's L1), in one round trip */
   const uint32_t state_words = (uint32_t) (offsetof (DevState, rec) + p.W * sizeof (DevRec)) / 8;
+  const uint32_t shorts = __ldcg (&p.sc->n_short);
+  const uint32_t nf = __ldcg (&p.sc->n_fixup), nd = __ldcg (&p.sc->n_deferred);
+  if (t == 0) {
+    f.n_out = f.n_rel = f.n_copy = f.n_zero = 0;
+    f.late_count = __ldcg (&p.sc->n_late);
+    f.accepted = __ldcg (&p.sc->n_accepted);
+    f.dups = __ldcg (&p.sc->n_dups);
+    unsigned long long mk = __ldcg (&p.sc->maxK);
+    f.maxK = mk ? (int64_t) (mk - (1ull << 63)) : INT64_MIN;
+    f.flag = 0;
+  }
   {
     const uint64_t *src = (const uint64_t *) p.st;
     uint64_t *dst = (uint64_t *) &f.s;
     for (uint32_t k = t; k < state_words; k += blockDim.x)
       dst[k] = ld_cg64 (src + k);
   }
+  if (t < DQ_REORDER_MAX_WINDOW)
+    f.reset[t] = 0;
   __syncthreads ();
   {
-    /* the free ring's next entries (host memory): one round trip instead of one per frame */
+    /* the free ring's next entries (from the parameters, or host memory in one round trip) */
     const uint64_t head = f.s.free_head;
     const uint64_t avail = p.free_tail - head;
     const uint32_t n = avail < kRingAhead ? (uint32_t) avail : kRingAhead;
@@ -1084,21 +1101,9 @@ finalize (const Params &p, Fin &f)
       f.ring_n = n;
     }
   }
-  if (t == 0) {
-    f.n_out = f.n_rel = f.n_copy = f.n_zero = 0;
-    f.late_count = __ldcg (&p.sc->n_late);
-    f.accepted = __ldcg (&p.sc->n_accepted);
-    f.dups = __ldcg (&p.sc->n_dups);
-    unsigned long long mk = __ldcg (&p.sc->maxK);
-    f.maxK = mk ? (int64_t) (mk - (1ull << 63)) : INT64_MIN;
-    f.flag = 0;
-  }
-  if (t < DQ_REORDER_MAX_WINDOW)
-    f.reset[t] = 0;
   __syncthreads ();
   const bool was_init = f.s.initialized != 0;
   const uint64_t stamp0 = f.s.stamp;
-  uint32_t shorts = __ldcg (&p.sc->n_short);
 
   if (t == 0 && was_init && p.kind == DQ_JOB_REORDER)
     fill_frames (p, f, stamp0);
@@ -1108,7 +1113,6 @@ finalize (const Params &p, Fin &f)
 
   if (p.kind == DQ_JOB_REORDER) {
     /* fixups: a packet that took a slot from a later arrival of the same burst */
-    uint32_t nf = __ldcg (&p.sc->n_fixup);
     for (uint32_t k = t; k < nf; k += blockDim.x) {
       uint32_t i = __ldcg (p.aux + k);
       int64_t x = __ldcg ((const long long *) p.pk_x + i);
@@ -1121,7 +1125,6 @@ finalize (const Params &p, Fin &f)
     }
     first_timestamps (p, f, stamp0);
 
-    uint32_t nd = __ldcg (&p.sc->n_deferred);
     if (nd) {
       bool fresh = !was_init;
       if (fresh) {
