@@ -1,4 +1,5 @@
-/* daqiri-reorder.h — packet bursts to frames: reorder, gather, convert, packetize.
+/* daqiri-reorder.h — packet bursts to frames: reorder, gather, convert, packetize; 10-bit 4:2:2
+ * pgroups unpacked to planar video.
  *
  * Plain C ABI. Nothing here includes CUDA or GStreamer: CUDA objects cross this boundary as
  * void pointers (cudaStream_t, cudaEvent_t, device pointers). The CPU twin (DqReorderCpu,
@@ -266,6 +267,33 @@ int dq_packetize_cpu_range (const DqReorderConfig *cfg, const DqPacketizeTemplat
     const void *frame, uint64_t batch_id, uint32_t first, uint32_t n, void *out, size_t out_size,
     DqReorderPacket *pkts);
 
+/* ---- 10-bit 4:2:2 video: pgroups -> planar I422_10LE ----------------------------------------
+ *
+ * SMPTE ST 2110-20 / RFC 4175 carry 10-bit 4:2:2 (YCbCr-4:2:2, depth 10) as pgroups: 5 bytes per
+ * 2 pixels holding Cb, Y0, Cr, Y1, four 10-bit values packed big-endian, MSB first:
+ *   byte0 = Cb[9:2]   byte1 = Cb[1:0] Y0[9:4]   byte2 = Y0[3:0] Cr[9:6]   byte3 = Cr[5:0] Y1[9:8]
+ *   byte4 = Y1[7:0]
+ * (GStreamer's UYVP.) A picture of width x height (width even) is height rows of width / 2
+ * pgroups, rows contiguous: dq_uyvp_picture_size bytes, as the reorder frame holds them when
+ * packets carry the rows' bytes in order.
+ *
+ * Unpacking writes planar I422_10LE: Y (width x height), U = Cb and V = Cr (width / 2 x
+ * height), each sample 16-bit little-endian holding the 10-bit value in its low bits (the high
+ * 6 bits zero). Row r of a plane starts at plane + r * pitch; only the 2 * (samples per row)
+ * bytes of a row are written, never a pitch's padding. Plane pointers and pitches need no
+ * alignment. width or height 0: nothing to do. */
+
+/* Bytes of a packed picture: width / 2 * 5 * height (width even). */
+uint64_t dq_uyvp_picture_size (uint32_t width, uint32_t height);
+/* 0 when the sizes can be unpacked (width even, each pitch at least its row of samples), else
+ * -1 and, if msg, a sentence naming the value and what is allowed. */
+int dq_unpack_uyvp_validate (uint32_t width, uint32_t height, size_t y_pitch, size_t u_pitch,
+    size_t v_pitch, char *msg, size_t msg_len);
+/* The CPU twin: src is dq_uyvp_picture_size (width, height) bytes. 0, or -1 when
+ * dq_unpack_uyvp_validate refuses the sizes or a pointer is NULL (nothing written). */
+int dq_unpack_uyvp_to_i422_10 (const uint8_t *src, uint32_t width, uint32_t height,
+    uint8_t *y, size_t y_pitch, uint8_t *u, size_t u_pitch, uint8_t *v, size_t v_pitch);
+
 /* Bit helpers (MSB-first big-endian bit strings), exposed for tests and generators. */
 uint32_t dq_bits_get (const uint8_t *p, uint32_t bit_offset, uint32_t width);
 void dq_bits_set (uint8_t *p, uint32_t bit_offset, uint32_t width, uint32_t value);
@@ -303,6 +331,15 @@ int dq_cuda_memcpy (void *dst, const void *src, size_t size);   /* synchronous, 
 int dq_cuda_memcpy2d (void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
     size_t width, size_t height);
 int dq_cuda_memset (void *dev_ptr, int value, size_t size);
+/* Waits for the work queued on a stream (cudaStream_t; NULL: the default stream). */
+int dq_cuda_stream_synchronize (void *stream);
+/* The unpack of dq_unpack_uyvp_to_i422_10 (same bytes, bit for bit) as a kernel queued on
+ * `stream` (cudaStream_t; NULL: the default stream): src and the planes are device-accessible
+ * memory. Asynchronous: the planes are written once the stream has run it (e.g. after
+ * dq_cuda_stream_synchronize). 0, or -1 when the sizes are refused, a pointer is NULL or the
+ * launch fails (dq_cuda_last_error says which). */
+int dq_cuda_unpack_uyvp_to_i422_10 (const void *src, uint32_t width, uint32_t height, void *y,
+    size_t y_pitch, void *u, size_t u_pitch, void *v, size_t v_pitch, void *stream);
 const char *dq_cuda_last_error (void);
 
 DqReorderGpu *dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,

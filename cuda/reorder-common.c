@@ -265,3 +265,32 @@ dq_float_to_bf16_rn (float f)
   x += 0x7fffu + ((x >> 16) & 1);
   return (uint16_t) (x >> 16);
 }
+
+/* ---- 10-bit 4:2:2 pgroups (daqiri-reorder.h) ---- */
+
+uint64_t
+dq_uyvp_picture_size (uint32_t width, uint32_t height)
+{
+  return (uint64_t) (width / 2) * 5u * height;
+}
+
+int
+dq_unpack_uyvp_validate (uint32_t width, uint32_t height, size_t y_pitch, size_t u_pitch,
+    size_t v_pitch, char *msg, size_t len)
+{
+  if (width & 1u)
+    return dq_set_msg (msg, len, "width %u is odd: 10-bit 4:2:2 pgroups carry 2 pixels each; "
+        "allowed: even widths", width);
+  if (width == 0 || height == 0)
+    return 0;
+  /* a row of samples is 2 bytes each: width of them in Y, width / 2 in U and V */
+  const uint64_t y_row = 2ull * width, c_row = width;
+  if (y_pitch < y_row)
+    return dq_set_msg (msg, len, "the Y pitch of %zu bytes is smaller than a row of %u 16-bit "
+        "samples (%llu bytes)", y_pitch, width, (unsigned long long) y_row);
+  if (u_pitch < c_row || v_pitch < c_row)
+    return dq_set_msg (msg, len, "the %s pitch of %zu bytes is smaller than a row of %u 16-bit "
+        "samples (%llu bytes)", u_pitch < c_row ? "U" : "V", u_pitch < c_row ? u_pitch : v_pitch,
+        width / 2, (unsigned long long) c_row);
+  return 0;
+}

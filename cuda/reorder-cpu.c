@@ -727,3 +727,41 @@ dq_packetize_cpu_range (const DqReorderConfig *cfg, const DqPacketizeTemplate *t
   }
   return 0;
 }
+
+/* ---- 10-bit 4:2:2 pgroups -> planar I422_10LE (daqiri-reorder.h) ---- */
+
+static void
+put_le16 (uint8_t *p, uint32_t v)
+{
+  p[0] = (uint8_t) v;
+  p[1] = (uint8_t) (v >> 8);
+}
+
+int
+dq_unpack_uyvp_to_i422_10 (const uint8_t *src, uint32_t width, uint32_t height, uint8_t *y,
+    size_t y_pitch, uint8_t *u, size_t u_pitch, uint8_t *v, size_t v_pitch)
+{
+  if (dq_unpack_uyvp_validate (width, height, y_pitch, u_pitch, v_pitch, NULL, 0) != 0)
+    return -1;
+  if (width == 0 || height == 0)
+    return 0;
+  if (!src || !y || !u || !v)
+    return -1;
+  const uint32_t pgroups = width / 2;
+  const size_t row = (size_t) pgroups * 5;
+  for (uint32_t r = 0; r < height; r++) {
+    const uint8_t *s = src + (size_t) r * row;
+    uint8_t *yr = y + (size_t) r * y_pitch;
+    uint8_t *ur = u + (size_t) r * u_pitch;
+    uint8_t *vr = v + (size_t) r * v_pitch;
+    for (uint32_t x = 0; x < pgroups; x++) {
+      uint32_t c[4];
+      dq_uyvp_pgroup (s + (size_t) x * 5, c);
+      put_le16 (ur + 2 * (size_t) x, c[0]);
+      put_le16 (yr + 4 * (size_t) x, c[1]);
+      put_le16 (vr + 2 * (size_t) x, c[2]);
+      put_le16 (yr + 4 * (size_t) x + 2, c[3]);
+    }
+  }
+  return 0;
+}

@@ -1,4 +1,5 @@
-/* reorder-kernels.cuh — GPU reorder, gather and packetize, same results as reorder-cpu.c bit for bit.
+/* reorder-kernels.cuh — GPU reorder, gather, packetize and the 10-bit 4:2:2 unpack, same results as
+ * reorder-cpu.c bit for bit.
  *
  * One submission (a burst) runs as two kernels on the context's stream; the descriptors are read
  * where the caller left them (pinned staging for host arrays, or device memory), never copied
@@ -30,11 +31,13 @@
  * (cudaGraphExecKernelNodeSetParams) and launches the graph, one launch instead of two; the
  * finalizer calls cudaGraphSetConditional when its work list is not empty, so K2 runs only then.
  * Where graphs with conditional nodes are not available (or with DQ_REORDER_NO_GRAPH set in the
- * environment), K1 and K2 are launched one after the other, K2 every time. Gather and packetize
- * are single launches. Completion: an event recorded after the submission. The free-frame ring
- * lives in host memory; its next entries (from the position the GPU last reported) also ride in
- * the parameters, so handing out a frame normally costs no round trip across the bus. K1's
- * blocks size: as few full waves of the blocks the GPU holds at once as the burst needs.
+ * environment), K1 and K2 are launched one after the other, K2 every time. Gather, packetize and
+ * the unpack of 10-bit 4:2:2 pgroups to planar I422_10LE are single launches. Completion: an
+ * event recorded after the submission (the unpack belongs to no context: it runs on the caller's
+ * stream). The free-frame ring lives in host memory; its next entries (from the position the GPU
+ * last reported) also ride in the parameters, so handing out a frame normally costs no round
+ * trip across the bus. K1's grid: as few full waves of the blocks the GPU holds at once as the
+ * burst needs.
  *
  * The claim word of a slot is (tag << 48) | stamp, tag = 0xffff - (generation & 0xffff) of the
  * record (window position) it belongs to: a new generation (the record moved to another batch)
@@ -1561,6 +1564,62 @@ packetize_main (const __grid_constant__ PacketizeParams q)
     memset (&h, 0, sizeof h);
     h.kind = DQ_JOB_PACKETIZE;
     *q.res = h;
+  }
+}
+
+/* ---- 10-bit 4:2:2 pgroups -> planar I422_10LE --------------------------------------------- */
+
+struct UnpackParams {
+  const uint8_t *src;          /* rows of pgroups, contiguous */
+  uint8_t *y, *u, *v;
+  size_t y_pitch, u_pitch, v_pitch;
+  uint32_t pgroups;            /* per row: width / 2 */
+  uint32_t tiles_per_row;      /* runs of blockDim.x pgroups in a row */
+  uint64_t tiles;              /* tiles_per_row * height */
+};
+
+/* Stores of little-endian 16/32-bit samples (the GPU, like the hosts the emulation runs on, is
+ * little-endian): one store where the address allows it, bytes otherwise. The alignment is the
+ * same for every thread of a row (the row's base and an even offset), so a warp never
+ * diverges on it. */
+__device__ __forceinline__ void
+st_le16 (uint8_t *p, uint32_t v)
+{
+  if (((uintptr_t) p & 1u) == 0) {
+    *(uint16_t *) p = (uint16_t) v;
+  } else {
+    p[0] = (uint8_t) v;
+    p[1] = (uint8_t) (v >> 8);
+  }
+}
+
+__device__ __forceinline__ void
+st_le16x2 (uint8_t *p, uint32_t lo, uint32_t hi)
+{
+  if (((uintptr_t) p & 3u) == 0) {
+    *(uint32_t *) p = lo | (hi << 16);
+  } else {
+    st_le16 (p, lo);
+    st_le16 (p + 2, hi);
+  }
+}
+
+/* One thread per pgroup: a tile is blockDim.x consecutive pgroups of one row, so a warp reads
+ * 32 * 5 contiguous bytes and writes 32 * 4 contiguous bytes of Y and 32 * 2 of U and of V.
+ * The grid strides over the tiles (its size is capped; any picture fits). */
+__global__ void __launch_bounds__ (kThreads)
+unpack_uyvp_main (const __grid_constant__ UnpackParams q)
+{
+  for (uint64_t t = blockIdx.x; t < q.tiles; t += gridDim.x) {
+    const uint64_t row = t / q.tiles_per_row;
+    const uint32_t x = (uint32_t) (t - row * q.tiles_per_row) * blockDim.x + threadIdx.x;
+    if (x >= q.pgroups)
+      continue;
+    uint32_t c[4];
+    dq_uyvp_pgroup (q.src + (size_t) row * q.pgroups * 5 + (size_t) x * 5, c);
+    st_le16x2 (q.y + (size_t) row * q.y_pitch + 4 * (size_t) x, c[1], c[3]);
+    st_le16 (q.u + (size_t) row * q.u_pitch + 2 * (size_t) x, c[0]);
+    st_le16 (q.v + (size_t) row * q.v_pitch + 2 * (size_t) x, c[2]);
   }
 }
 

@@ -88,6 +88,18 @@ dq_elem_count (uint32_t in_type, uint32_t len)
   return in_type == DQ_ELEM_INT4 ? 2 * len : bytes ? len / bytes : 0;
 }
 
+/* One 10-bit 4:2:2 pgroup (5 bytes, big-endian, MSB first; daqiri-reorder.h) into its four
+ * samples: c[0] = Cb, c[1] = Y0, c[2] = Cr, c[3] = Y1. */
+DQ_HD void
+dq_uyvp_pgroup (const uint8_t *p, uint32_t c[4])
+{
+  const uint32_t b0 = p[0], b1 = p[1], b2 = p[2], b3 = p[3], b4 = p[4];
+  c[0] = (b0 << 2) | (b1 >> 6);
+  c[1] = ((b1 & 0x3fu) << 4) | (b2 >> 4);
+  c[2] = ((b2 & 0x0fu) << 6) | (b3 >> 2);
+  c[3] = ((b3 & 0x03u) << 8) | b4;
+}
+
 /* Per-batch state shared by both implementations' reasoning (not memory layout). */
 enum {
   DQ_PKT_SHORT = 0,

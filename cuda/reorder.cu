@@ -255,6 +255,49 @@ dq_cuda_memset (void *p, int v, size_t size)
   return e == cudaSuccess ? 0 : cuda_fail (NULL, 0, "cudaMemset", e);
 }
 
+int
+dq_cuda_stream_synchronize (void *stream)
+{
+  cudaError_t e = cudaStreamSynchronize ((cudaStream_t) stream);
+  return e == cudaSuccess ? 0 : cuda_fail (NULL, 0, "cudaStreamSynchronize", e);
+}
+
+int
+dq_cuda_unpack_uyvp_to_i422_10 (const void *src, uint32_t width, uint32_t height, void *y,
+    size_t y_pitch, void *u, size_t u_pitch, void *v, size_t v_pitch, void *stream)
+{
+  if (dq_unpack_uyvp_validate (width, height, y_pitch, u_pitch, v_pitch, g_err,
+          sizeof g_err) != 0)
+    return -1;
+  if (width == 0 || height == 0)
+    return 0;
+  if (!src || !y || !u || !v) {
+    snprintf (g_err, sizeof g_err, "unpack UYVP: a NULL source or plane pointer");
+    return -1;
+  }
+  UnpackParams q;
+  memset (&q, 0, sizeof q);
+  q.src = (const uint8_t *) src;
+  q.y = (uint8_t *) y;
+  q.u = (uint8_t *) u;
+  q.v = (uint8_t *) v;
+  q.y_pitch = y_pitch;
+  q.u_pitch = u_pitch;
+  q.v_pitch = v_pitch;
+  q.pgroups = width / 2;
+  /* narrow pictures get narrow blocks (whole warps); rows wider than a block take several */
+  const uint32_t threads = q.pgroups >= (uint32_t) kThreads ? (uint32_t) kThreads
+      : (q.pgroups + 31) / 32 * 32;
+  q.tiles_per_row = (q.pgroups + threads - 1) / threads;
+  q.tiles = (uint64_t) q.tiles_per_row * height;
+  /* enough blocks to fill any GPU several times over; the kernel strides over the rest */
+  const uint32_t grid = q.tiles < 8192 ? (uint32_t) q.tiles : 8192;
+  (void) cudaGetLastError ();     /* an earlier, non-sticky error is not this launch's */
+  DQ_LAUNCH (unpack_uyvp_main, grid, threads, (cudaStream_t) stream, q);
+  cudaError_t e = cudaGetLastError ();
+  return e == cudaSuccess ? 0 : cuda_fail (NULL, 0, "unpack UYVP kernel launch", e);
+}
+
 const char *
 dq_cuda_last_error (void)
 {

@@ -15,7 +15,10 @@
  * With video-format the frames go out as raw video: the system-memory frames as they are; on
  * the GPU each frame is copied into a GstCudaMemory frame of a GstCudaBufferPool of the
  * pipeline's CUDA context (gstdaqirigstcuda.c), and every CUDA call of the element runs with
- * that context current (cuda_enter/cuda_leave).
+ * that context current (cuda_enter/cuda_leave). I422_10LE is the exception to "as they are":
+ * the frame holds 10-bit 4:2:2 pgroups (SMPTE ST 2110-20, GStreamer's UYVP), unpacked into the
+ * planes of an I422_10LE frame of the output pool (out_pool: a GstVideoBufferPool on the CPU,
+ * the GstCudaBufferPool by a kernel on the GPU); the engine's frame then goes back to it.
  *
  * Frames come from a GstBufferPool of frame-size buffers, handed to the reorder context with
  * its add_frame (one per window slot); every emitted batch is pushed in batch-id
@@ -113,12 +116,17 @@ struct _GstDaqiriReorder
   gsize host_copy_size;
   /* memory=cuda with GstCudaMemory out (video, or frames downstream takes only as
    * memory:CUDAMemory): the pipeline's GstCudaContext, current on the thread whenever CUDA is
-   * called (in_context), and for video the GstCudaMemory pool the frames are copied into */
+   * called (in_context) */
   GstObject *cuda_context;      /* object lock */
   gboolean in_context;
   gboolean gstcuda_frames;      /* generic frames: the engine fills GstCudaMemory itself */
-  GstBufferPool *out_pool;
 #endif
+  /* where the pushed frames come from when not the engine's own: GstCudaMemory video (the
+   * frame copied, or unpacked, into it), or system-memory I422_10LE (unpacked); NULL: the
+   * engine's frame is pushed as it is */
+  GstBufferPool *out_pool;
+  gboolean out_gstcuda;         /* out_pool is a GstCudaBufferPool of cuda_context */
+  gboolean unpack;              /* the frame is UYVP pgroups, pushed as planar I422_10LE */
   GstBufferPool *pool;
   GstCaps *out_caps;
   gboolean caps_sent;
@@ -154,10 +162,12 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink", GST
 #define FRAME_CAPS_FIELDS ", element-type = (string) " \
   "{ u8, int4, int8, int16, int32, fp16, bf16, fp32, fp64 }, elements = (int) [ 1, MAX ], " \
   "packets-per-batch = (int) [ 1, MAX ]"
-/* raw video: packed formats of one plane (those GstCudaMemory takes, and gray) */
-#define VIDEO_FORMATS "{ UYVY, YUY2, RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR, GRAY8, " \
-  "GRAY16_LE, GRAY16_BE }"
-#define CUDA_VIDEO_FORMATS "{ UYVY, YUY2, RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR }"
+/* raw video: packed formats of one plane (those GstCudaMemory takes, gray, UYVP), and
+ * I422_10LE unpacked from UYVP pgroups (video_setup's table) */
+#define VIDEO_FORMATS "{ UYVY, YUY2, RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR, I422_10LE, " \
+  "GRAY8, GRAY16_LE, GRAY16_BE, UYVP }"
+#define CUDA_VIDEO_FORMATS "{ UYVY, YUY2, RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR, " \
+  "I422_10LE }"
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC,
     GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_FRAME_MEDIA_TYPE FRAME_CAPS_FIELDS "; "
         GST_DAQIRI_FRAME_MEDIA_TYPE "(" GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA ")"
@@ -410,7 +420,8 @@ add_frame (GstDaqiriReorder * self)
     return FALSE;
   FrameSlot *slot = g_new0 (FrameSlot, 1);
   slot->buf = buf;
-  GstMapFlags flags = GST_MAP_WRITE;
+  /* read back too when the frame is copied or unpacked into another before it is pushed */
+  GstMapFlags flags = self->out_pool ? GST_MAP_READWRITE : GST_MAP_WRITE;
   if (self->run_memory == GST_DAQIRI_MEMORY_CUDA)
     flags |= GST_DAQIRI_MAP_CUDA;
   if (!gst_buffer_map (buf, &slot->map, flags)) {
@@ -448,46 +459,55 @@ stop_engine (GstDaqiriReorder * self)
     gst_clear_object (&self->pool);
   }
   cuda_leave (self);
-#ifdef DQ_HAVE_CUDA
   if (self->out_pool) {
     gst_buffer_pool_set_active (self->out_pool, FALSE);
     gst_clear_object (&self->out_pool);
   }
+#ifdef DQ_HAVE_CUDA
   self->in_context = FALSE;
   self->gstcuda_frames = FALSE;
 #endif
+  self->out_gstcuda = FALSE;
+  self->unpack = FALSE;
   gst_clear_caps (&self->out_caps);
   g_clear_pointer (&self->scratch, g_free);
   self->scratch_len = 0;
   self->caps_sent = FALSE;
 }
 
-/* video-format/width/height/framerate -> self->vinfo and raw-video caps; FALSE with an
- * error posted when the frame does not make that picture. */
+/* The raw video formats (VIDEO_FORMATS and CUDA_VIDEO_FORMATS of the pad template): the frame
+ * is the picture, packed in one plane, except for I422_10LE, whose frame holds the picture as
+ * 10-bit 4:2:2 pgroups (daqiri-reorder.h) that are unpacked into its planes. */
+static const struct
+{
+  GstVideoFormat format;
+  gboolean cuda;                /* also with memory=cuda (GstCudaMemory takes it) */
+} video_formats[] = {
+  {GST_VIDEO_FORMAT_UYVY, TRUE}, {GST_VIDEO_FORMAT_YUY2, TRUE}, {GST_VIDEO_FORMAT_RGBA, TRUE},
+  {GST_VIDEO_FORMAT_BGRA, TRUE}, {GST_VIDEO_FORMAT_RGBx, TRUE}, {GST_VIDEO_FORMAT_BGRx, TRUE},
+  {GST_VIDEO_FORMAT_ARGB, TRUE}, {GST_VIDEO_FORMAT_ABGR, TRUE}, {GST_VIDEO_FORMAT_RGB, TRUE},
+  {GST_VIDEO_FORMAT_BGR, TRUE}, {GST_VIDEO_FORMAT_I422_10LE, TRUE},
+  {GST_VIDEO_FORMAT_GRAY8, FALSE}, {GST_VIDEO_FORMAT_GRAY16_LE, FALSE},
+  {GST_VIDEO_FORMAT_GRAY16_BE, FALSE}, {GST_VIDEO_FORMAT_UYVP, FALSE},
+};
+
+/* video-format/width/height/framerate -> self->vinfo and raw-video caps (and self->unpack); FALSE
+ * with an error posted when the frame does not make that picture. */
 static gboolean
 video_setup (GstDaqiriReorder * self, GstVideoFormat format, guint width, guint height,
     gint fps_n, gint fps_d, guint64 frame_size)
 {
-  /* VIDEO_FORMATS and CUDA_VIDEO_FORMATS of the pad template */
-  static const GstVideoFormat formats[] = {
-    GST_VIDEO_FORMAT_UYVY, GST_VIDEO_FORMAT_YUY2, GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_BGRA,
-    GST_VIDEO_FORMAT_RGBx, GST_VIDEO_FORMAT_BGRx, GST_VIDEO_FORMAT_ARGB, GST_VIDEO_FORMAT_ABGR,
-    GST_VIDEO_FORMAT_RGB, GST_VIDEO_FORMAT_BGR,
-    /* system memory only */
-    GST_VIDEO_FORMAT_GRAY8, GST_VIDEO_FORMAT_GRAY16_LE, GST_VIDEO_FORMAT_GRAY16_BE,
-  };
-  const guint n_cuda = 10;
   gboolean cuda = self->run_memory == GST_DAQIRI_MEMORY_CUDA;
-  guint n = cuda ? n_cuda : G_N_ELEMENTS (formats);
   const gchar *name = gst_video_format_to_string (format);
   gboolean ok = FALSE;
-  for (guint i = 0; i < n; i++)
-    ok |= formats[i] == format;
+  for (guint i = 0; i < G_N_ELEMENTS (video_formats); i++)
+    ok |= video_formats[i].format == format && (video_formats[i].cuda || !cuda);
   if (!ok) {
     GString *list = g_string_new (NULL);
-    for (guint i = 0; i < n; i++)
-      g_string_append_printf (list, "%s%s", i ? ", " : "", gst_video_format_to_string
-          (formats[i]));
+    for (guint i = 0; i < G_N_ELEMENTS (video_formats); i++)
+      if (video_formats[i].cuda || !cuda)
+        g_string_append_printf (list, "%s%s", list->len ? ", " : "",
+            gst_video_format_to_string (video_formats[i].format));
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
         ("property 'video-format' is %s: allowed with memory=%s: %s", name ? name : "?",
             cuda ? "cuda" : "system", list->str), (NULL));
@@ -500,22 +520,79 @@ video_setup (GstDaqiriReorder * self, GstVideoFormat format, guint width, guint 
             "(1 .. %u)", name, width, height, G_MAXINT), (NULL));
     return FALSE;
   }
-  if (!gst_video_info_set_format (&self->vinfo, format, width, height) ||
-      self->vinfo.size != frame_size ||
-      (gsize) GST_VIDEO_INFO_PLANE_STRIDE (&self->vinfo, 0) * height != self->vinfo.size) {
+  gboolean pgroups = format == GST_VIDEO_FORMAT_UYVP || format == GST_VIDEO_FORMAT_I422_10LE;
+  if (pgroups && (width & 1)) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("a frame of %" G_GUINT64_FORMAT " bytes (packets-per-batch %u x payload %u) is not "
-            "a %s picture of %u x %u (%" G_GSIZE_FORMAT " bytes, rows of %d bytes): set "
-            "width, height and the packet fields so that they agree", frame_size,
-            self->run_cfg.packets_per_batch, dq_reorder_output_payload_size (&self->run_cfg),
-            name, width, height, self->vinfo.size,
-            GST_VIDEO_INFO_PLANE_STRIDE (&self->vinfo, 0)), (NULL));
+        ("property 'width' is %u: video-format %s takes 10-bit 4:2:2 pgroups of 2 pixels; "
+            "allowed: even widths", width, name), (NULL));
     return FALSE;
+  }
+  if (!gst_video_info_set_format (&self->vinfo, format, width, height) ||
+      self->vinfo.size > G_MAXUINT) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("a %s picture of %u x %u: allowed up to %u bytes", name, width, height, G_MAXUINT),
+        (NULL));
+    return FALSE;
+  }
+  if (format == GST_VIDEO_FORMAT_I422_10LE) {
+    /* the frame holds the pgroups; the planes are made when the frame is pushed */
+    guint64 packed = dq_uyvp_picture_size (width, height);
+    if (packed != frame_size) {
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+          ("a frame of %" G_GUINT64_FORMAT " bytes (packets-per-batch %u x payload %u) is not "
+              "an I422_10LE picture of %u x %u carried as 10-bit 4:2:2 pgroups (%u*%u*5/2 = %"
+              G_GUINT64_FORMAT " bytes): set width, height and the packet fields so that they "
+              "agree", frame_size, self->run_cfg.packets_per_batch,
+              dq_reorder_output_payload_size (&self->run_cfg), width, height, width, height,
+              packed), (NULL));
+      return FALSE;
+    }
+    self->unpack = TRUE;
+  } else {
+    gsize row = (gsize) GST_VIDEO_INFO_PLANE_STRIDE (&self->vinfo, 0);
+    if (format == GST_VIDEO_FORMAT_UYVP && row != (gsize) width / 2 * 5) {
+      /* GstVideoInfo pads UYVP rows to 4 bytes; the frame has no room for that */
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+          ("property 'width' is %u: UYVP rows of %u*5/2 = %u bytes are padded to %"
+              G_GSIZE_FORMAT " bytes in GStreamer's UYVP layout, but the frame carries them "
+              "without padding; allowed: widths that are a multiple of 8 (or "
+              "video-format=i422-10le, which takes any even width)", width, width,
+              width / 2 * 5, row), (NULL));
+      return FALSE;
+    }
+    if (self->vinfo.size != frame_size || row * height != self->vinfo.size) {
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+          ("a frame of %" G_GUINT64_FORMAT " bytes (packets-per-batch %u x payload %u) is not "
+              "a %s picture of %u x %u (%" G_GSIZE_FORMAT " bytes, rows of %" G_GSIZE_FORMAT
+              " bytes): set width, height and the packet fields so that they agree",
+              frame_size, self->run_cfg.packets_per_batch,
+              dq_reorder_output_payload_size (&self->run_cfg), name, width, height,
+              self->vinfo.size, row), (NULL));
+      return FALSE;
+    }
   }
   GST_VIDEO_INFO_FPS_N (&self->vinfo) = fps_n;
   GST_VIDEO_INFO_FPS_D (&self->vinfo) = fps_d;
   self->out_caps = gst_video_info_to_caps (&self->vinfo);
   self->video = TRUE;
+  return TRUE;
+}
+
+/* memory=system with I422_10LE: the planar frames come from a pool of their own, with
+ * GstVideoMeta (the unpack writes the planes where the meta says). */
+static gboolean
+system_video_setup (GstDaqiriReorder * self)
+{
+  self->out_pool = gst_video_buffer_pool_new ();
+  GstStructure *config = gst_buffer_pool_get_config (self->out_pool);
+  gst_buffer_pool_config_set_params (config, self->out_caps, (guint) self->vinfo.size, 2, 0);
+  gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+  if (!gst_buffer_pool_set_config (self->out_pool, config) ||
+      !gst_buffer_pool_set_active (self->out_pool, TRUE)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("cannot make a pool of frames for %" GST_PTR_FORMAT, self->out_caps), (NULL));
+    return FALSE;
+  }
   return TRUE;
 }
 
@@ -549,6 +626,7 @@ cuda_video_setup (GstDaqiriReorder * self)
   gst_caps_set_features (self->out_caps, 0,
       gst_caps_features_new (GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA, NULL));
   self->out_pool = gst_daqiri_gstcuda_pool_new (ctx);
+  self->out_gstcuda = TRUE;
   gst_object_unref (ctx);
   self->in_context = TRUE;
   GstStructure *config = gst_buffer_pool_get_config (self->out_pool);
@@ -679,6 +757,9 @@ start_engine (GstDaqiriReorder * self)
       !cuda_video_setup (self))
     return FALSE;
 #endif
+  if (self->unpack && self->run_memory == GST_DAQIRI_MEMORY_SYSTEM &&
+      !system_video_setup (self))
+    return FALSE;
 
   guint window = dq_reorder_window (&self->run_cfg);
 #ifdef DQ_HAVE_CUDA
@@ -690,8 +771,9 @@ start_engine (GstDaqiriReorder * self)
   cuda_enter (self);
   gboolean ok = engine_new (self);
   if (ok && !self->pool) {
-    /* the frames the engine fills: pushed as they are, or (GstCudaMemory video) copied
-     * into the out_pool's pitched frames; GstCudaMemory generic frames have their pool */
+    /* the frames the engine fills: pushed as they are, or copied (GstCudaMemory video) or
+     * unpacked (I422_10LE) into a frame of the out_pool; GstCudaMemory generic frames have
+     * their own pool */
     self->pool = gst_buffer_pool_new ();
     GstStructure *config = gst_buffer_pool_get_config (self->pool);
     gst_buffer_pool_config_set_params (config, self->out_caps, (guint) frame_size, window + 1,
@@ -754,35 +836,122 @@ account (GstDaqiriReorder * self, const DqReorderCompletion * c)
   GST_OBJECT_UNLOCK (self);
 }
 
-#ifdef DQ_HAVE_CUDA
-/* A GstCudaMemory frame of the out_pool holding the packed device frame of `slot`. */
+/* memory=system I422_10LE: the pgroups of the frame of `slot` unpacked into the planes of
+ * `out` (a frame of the out_pool), where its GstVideoMeta puts them. */
 static GstFlowReturn
-copy_to_cuda_video (GstDaqiriReorder * self, FrameSlot * slot, GstBuffer ** out)
+unpack_cpu (GstDaqiriReorder * self, FrameSlot * slot, GstBuffer * out)
+{
+  GstVideoFrame f;
+  if (!gst_video_frame_map (&f, &self->vinfo, out, GST_MAP_WRITE)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("cannot map an I422_10LE frame"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  guint w = GST_VIDEO_INFO_WIDTH (&self->vinfo), h = GST_VIDEO_INFO_HEIGHT (&self->vinfo);
+  gint ys = GST_VIDEO_FRAME_PLANE_STRIDE (&f, 0), us = GST_VIDEO_FRAME_PLANE_STRIDE (&f, 1),
+      vs = GST_VIDEO_FRAME_PLANE_STRIDE (&f, 2);
+  int r = -1;
+  if (ys > 0 && us > 0 && vs > 0 && slot->map.size >= dq_uyvp_picture_size (w, h))
+    r = dq_unpack_uyvp_to_i422_10 (slot->map.data, w, h, GST_VIDEO_FRAME_PLANE_DATA (&f, 0),
+        (size_t) ys, GST_VIDEO_FRAME_PLANE_DATA (&f, 1), (size_t) us,
+        GST_VIDEO_FRAME_PLANE_DATA (&f, 2), (size_t) vs);
+  gst_video_frame_unmap (&f);
+  if (r != 0) {
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
+        ("cannot unpack a frame of %" G_GSIZE_FORMAT " bytes into an I422_10LE frame of %u x "
+            "%u with plane strides %d, %d, %d", slot->map.size, w, h, ys, us, vs), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  return GST_FLOW_OK;
+}
+
+#ifdef DQ_HAVE_CUDA
+/* Bytes a plane of `rows` rows of `row` bytes at `offset`, `pitch` apart, needs; 0 when the
+ * pitch is not positive or is narrower than a row (no such plane can be written). */
+static guint64
+plane_extent (gsize offset, gint pitch, gsize row, guint rows)
+{
+  if (pitch <= 0 || (gsize) pitch < row || rows == 0)
+    return 0;
+  return (guint64) offset + (guint64) (rows - 1) * (guint64) pitch + row;
+}
+
+/* GstCudaMemory video: the device frame of `slot` copied (a packed format) or unpacked
+ * (I422_10LE) into `out`, a GstCudaMemory frame of the out_pool, at the pitches and offsets of
+ * its GstVideoMeta; done (synchronized) when this returns. */
+static GstFlowReturn
+cuda_video_fill (GstDaqiriReorder * self, FrameSlot * slot, GstBuffer * out)
 {
   GstMapInfo map;
-  GstFlowReturn ret = gst_buffer_pool_acquire_buffer (self->out_pool, out, NULL);
-  if (ret != GST_FLOW_OK)
-    return ret;
-  if (!gst_buffer_map (*out, &map, GST_MAP_WRITE | GST_DAQIRI_MAP_CUDA)) {
-    gst_clear_buffer (out);
+  if (!gst_buffer_map (out, &map, GST_MAP_WRITE | GST_DAQIRI_MAP_CUDA)) {
     GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("cannot map a GstCudaMemory frame"), (NULL));
     return GST_FLOW_ERROR;
   }
-  GstVideoMeta *vmeta = gst_buffer_get_video_meta (*out);
-  gsize row = (gsize) GST_VIDEO_INFO_PLANE_STRIDE (&self->vinfo, 0);
-  gsize pitch = vmeta ? (gsize) vmeta->stride[0] : row;
-  int r = dq_cuda_memcpy2d (map.data, pitch, slot->map.data, row, row,
-      GST_VIDEO_INFO_HEIGHT (&self->vinfo));
-  gst_buffer_unmap (*out, &map);
+  GstVideoMeta *vmeta = gst_buffer_get_video_meta (out);
+  const GstVideoInfo *vi = &self->vinfo;
+  guint w = GST_VIDEO_INFO_WIDTH (vi), h = GST_VIDEO_INFO_HEIGHT (vi);
+  guint n_planes = self->unpack ? 3 : 1;
+  gsize off[3] = { 0 }, row[3] = { 0 };
+  gint pitch[3] = { 0 };
+  for (guint i = 0; i < n_planes; i++) {
+    off[i] = vmeta ? vmeta->offset[i] : GST_VIDEO_INFO_PLANE_OFFSET (vi, i);
+    pitch[i] = vmeta ? vmeta->stride[i] : GST_VIDEO_INFO_PLANE_STRIDE (vi, i);
+    /* I422_10LE: 16-bit samples, w in Y and w / 2 in U and V; packed: the frame's rows */
+    row[i] = self->unpack ? (i == 0 ? 2 * (gsize) w : w) :
+        (gsize) GST_VIDEO_INFO_PLANE_STRIDE (vi, 0);
+    guint64 need = plane_extent (off[i], pitch[i], row[i], h);
+    if (need == 0 || need > map.size) {
+      gst_buffer_unmap (out, &map);
+      GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
+          ("a GstCudaMemory frame of %" G_GSIZE_FORMAT " bytes cannot hold plane %u of %s "
+              "%u x %u (offset %" G_GSIZE_FORMAT ", pitch %d, rows of %" G_GSIZE_FORMAT
+              " bytes)", map.size, i, gst_video_format_to_string (GST_VIDEO_INFO_FORMAT (vi)),
+              w, h, off[i], pitch[i], row[i]), (NULL));
+      return GST_FLOW_ERROR;
+    }
+  }
+  guint8 *dst = map.data;
+  int r;
+  const gchar *what;
+  if (self->unpack) {
+    void *stream = dq_reorder_gpu_stream (self->gpu);
+    what = "unpacking 10-bit 4:2:2 pgroups into a GstCudaMemory I422_10LE frame";
+    r = dq_cuda_unpack_uyvp_to_i422_10 (slot->map.data, w, h, dst + off[0], (size_t) pitch[0],
+        dst + off[1], (size_t) pitch[1], dst + off[2], (size_t) pitch[2], stream);
+    /* the frame is final when pushed */
+    if (r == 0)
+      r = dq_cuda_stream_synchronize (stream);
+  } else {
+    what = "GPU copy into a GstCudaMemory frame";
+    r = dq_cuda_memcpy2d (dst + off[0], (size_t) pitch[0], slot->map.data, row[0], row[0], h);
+  }
+  gst_buffer_unmap (out, &map);
   if (r != 0) {
-    gst_clear_buffer (out);
-    GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("GPU copy into a GstCudaMemory frame "
-            "failed: %s", dq_cuda_last_error ()), (NULL));
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("%s failed: %s", what, dq_cuda_last_error ()),
+        (NULL));
     return GST_FLOW_ERROR;
   }
   return GST_FLOW_OK;
 }
 #endif
+
+/* The buffer pushed for the frame of `slot` when frames go out through the out_pool: one of
+ * its frames, filled from the engine's. */
+static GstFlowReturn
+output_frame (GstDaqiriReorder * self, FrameSlot * slot, GstBuffer ** out)
+{
+  GstFlowReturn ret = gst_buffer_pool_acquire_buffer (self->out_pool, out, NULL);
+  if (ret != GST_FLOW_OK)
+    return ret;
+#ifdef DQ_HAVE_CUDA
+  if (self->out_gstcuda)
+    ret = cuda_video_fill (self, slot, *out);
+  else
+#endif
+    ret = unpack_cpu (self, slot, *out);
+  if (ret != GST_FLOW_OK)
+    gst_clear_buffer (out);
+  return ret;
+}
 
 /* ---- the timeout timer ---- */
 
@@ -919,16 +1088,15 @@ handle_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
     }
     FrameSlot *slot = b->frame_user;
     GstBuffer *buf = slot->buf;
-#ifdef DQ_HAVE_CUDA
     if (self->out_pool && ret == GST_FLOW_OK) {
-      /* GstCudaMemory video: copy the packed frame into a pitched one of the pool */
+      /* GstCudaMemory video or I422_10LE: a frame of the out_pool goes out, the engine's
+       * goes back to its pool */
       GstBuffer *out = NULL;
-      ret = copy_to_cuda_video (self, slot, &out);
+      ret = output_frame (self, slot, &out);
       gst_buffer_unmap (buf, &slot->map);
       gst_buffer_unref (buf);
       buf = out;
     } else
-#endif
       gst_buffer_unmap (buf, &slot->map);
     g_free (slot);
     self->frames_held--;
@@ -1397,13 +1565,18 @@ gst_daqiri_reorder_class_init (GstDaqiriReorderClass * klass)
       g_param_spec_enum ("video-format", "Video format",
           "Push frames as raw video (video/x-raw) of this format instead of "
           "application/x-daqiri-frame: a packed format of one plane (UYVY, YUY2, RGBA, BGRA, "
-          "RGBx, BGRx, ARGB, ABGR, RGB, BGR, GRAY8, GRAY16_LE, GRAY16_BE; not gray with "
-          "memory=cuda), rows packed in the frame. With memory=cuda the frames are GstCudaMemory "
-          "of the pipeline's CUDA context (for cudadownload and the nvcodec elements). "
-          "unknown: not video", GST_TYPE_VIDEO_FORMAT, GST_VIDEO_FORMAT_UNKNOWN, RW_READY));
+          "RGBx, BGRx, ARGB, ABGR, RGB, BGR, GRAY8, GRAY16_LE, GRAY16_BE, UYVP; not gray or UYVP "
+          "with memory=cuda), rows packed in the frame; or I422_10LE (i422-10le): the frame "
+          "holds 10-bit 4:2:2 pgroups as SMPTE ST 2110-20 carries them (UYVP bytes: 5 per 2 "
+          "pixels, rows without padding, width even), unpacked into 16-bit planes. With "
+          "memory=cuda the frames are GstCudaMemory of the pipeline's CUDA context (for "
+          "cudadownload and the nvcodec elements). unknown: not video",
+          GST_TYPE_VIDEO_FORMAT, GST_VIDEO_FORMAT_UNKNOWN, RW_READY));
   g_object_class_install_property (gobject_class, PROP_WIDTH,
       g_param_spec_uint ("width", "Width", "Picture width in pixels (with video-format); "
-          "width x height x pixel size must be the frame size", 0, G_MAXINT, 0, RW_READY));
+          "width x height x pixel size must be the frame size (UYVP and I422_10LE: "
+          "width x height x 5/2 bytes, width even; UYVP: a multiple of 8)", 0, G_MAXINT, 0,
+          RW_READY));
   g_object_class_install_property (gobject_class, PROP_HEIGHT,
       g_param_spec_uint ("height", "Height", "Picture height in rows (with video-format)",
           0, G_MAXINT, 0, RW_READY));

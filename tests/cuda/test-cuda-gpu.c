@@ -1,6 +1,7 @@
 /* test-cuda-gpu.c — every GPU job against its CPU twin, bit for bit: reorder (all conversions,
  * 1..8192-byte payloads, loss, duplication, reordering, short/malformed and late packets, garbage
- * ids, frame shortage, flushes and resets, pipelined submissions), gather and packetize.
+ * ids, frame shortage, flushes and resets, pipelined submissions), gather, packetize and the unpack
+ * of 10-bit 4:2:2 pgroups into planar I422_10LE.
  *
  * Built twice: test-cuda-gpu links the real kernels (exit 77 without a usable GPU), test-cuda-emu
  * links the same kernels built on cuda-emu.h (CI, smaller sizes). Prints one summary line.
@@ -624,6 +625,102 @@ packetize_cases (void)
   }
 }
 
+/* 10-bit 4:2:2 pgroups -> planar I422_10LE: the kernel against the CPU twin on random pictures,
+ * the three planes pitched inside one allocation (as GstCudaMemory lays them out) with even and
+ * odd padding, some at odd addresses (the kernel's byte stores), narrow pictures (one partial
+ * block), rows of several blocks, and more rows than the grid has blocks (its stride loop).
+ * The whole allocation is compared: samples, padding and the bytes around. */
+static void
+unpack_cases (void)
+{
+  dq_test_name = "unpack-uyvp";
+  static const struct {
+    uint32_t w, h, ypad, cpad, shift;   /* shift: the planes start this many bytes in */
+    int big;                            /* GPU only, not in quick mode */
+  } pics[] = {
+    { 2, 1, 0, 0, 0, 0 }, { 2, 3, 1, 3, 1, 0 }, { 6, 5, 5, 3, 0, 0 }, { 64, 4, 0, 0, 0, 0 },
+    { 510, 3, 2, 0, 0, 0 },             /* 255 pgroups: one block, one thread idle */
+    { 514, 2, 62, 6, 0, 0 },            /* 257: two blocks a row */
+    { 1026, 3, 3, 1, 1, 0 }, { 640, 7, 256, 896, 0, 0 },
+    { 2, 9000, 1, 2, 0, 0 },            /* 9000 rows of one pgroup: more tiles than blocks */
+    { 1920, 1080, 256, 1152, 0, 1 }, { 3840, 64, 0, 0, 0, 1 }, { 4098, 33, 7, 5, 1, 1 },
+  };
+  DqReorderConfig cfg = cfg_make (4, 8, 8, DQ_ELEM_SAME, DQ_ELEM_SAME, DQ_BYTE_ORDER_HOST);
+  DqReorderGpuOptions o = { 8, 2, 4, -1, NULL };
+  DqReorderGpu *g = dq_reorder_gpu_new (&cfg, &o, NULL, 0);
+  CHECK (g != NULL);
+  DqRng rng = { 0x10b17422u };
+  for (size_t k = 0; k < sizeof pics / sizeof pics[0]; k++) {
+#ifdef DQ_TEST_EMU
+    if (pics[k].big)
+      continue;
+#else
+    if (pics[k].big && quick)
+      continue;
+#endif
+    const uint32_t w = pics[k].w, h = pics[k].h;
+    const size_t yp = 2 * (size_t) w + pics[k].ypad, up = w + pics[k].cpad,
+        vp = w + pics[k].cpad + (k & 1);
+    /* Y, U, V one after the other with a gap of 3 bytes, 16 bytes before and after */
+    const size_t yo = 16 + pics[k].shift, uo = yo + h * yp + 3, vo = uo + h * up + 3;
+    const size_t total = vo + h * vp + 16;
+    const size_t n_src = (size_t) dq_uyvp_picture_size (w, h);
+    uint8_t *src = malloc (n_src), *hcpu = malloc (total), *hgpu = malloc (total);
+    for (size_t i = 0; i < n_src; i++)
+      src[i] = (uint8_t) dqt_rand (&rng);
+    /* the extremes in the first pgroup */
+    memcpy (src, "\xff\xc0\x0f\xfc\x00", 5);
+    memset (hcpu, 0xa5, total);
+    uint8_t *dsrc = dmalloc (n_src), *dpl = dmalloc (total);
+    dcopy (dsrc, src, n_src);
+    dcopy (dpl, hcpu, total);
+    CHECK_EQ (dq_unpack_uyvp_to_i422_10 (src, w, h, hcpu + yo, yp, hcpu + uo, up, hcpu + vo, vp),
+        0);
+    /* on the default stream, or on a reorder context's */
+    void *stream = k & 1 ? dq_reorder_gpu_stream (g) : NULL;
+    int r = dq_cuda_unpack_uyvp_to_i422_10 (dsrc, w, h, dpl + yo, yp, dpl + uo, up, dpl + vo, vp,
+        stream);
+    CHECK_EQ (r, 0);
+    if (r != 0)
+      fprintf (stderr, "unpack %ux%u: %s\n", w, h, dq_cuda_last_error ());
+    CHECK_EQ (dq_cuda_stream_synchronize (stream), 0);
+    dcopy (hgpu, dpl, total);
+    if (memcmp (hcpu, hgpu, total) != 0) {
+      size_t i = 0;
+      while (hcpu[i] == hgpu[i])
+        i++;
+      fprintf (stderr, "[unpack-uyvp] %ux%u (pitches %zu, %zu, %zu): first difference at byte "
+          "%zu: CPU 0x%02x, GPU 0x%02x\n", w, h, yp, up, vp, i, hcpu[i], hgpu[i]);
+      dq_test_failures++;
+    }
+    /* the extremes landed: Cb 0x3ff, Y0 0, Cr 0x3ff, Y1 0 */
+    CHECK_EQ (hgpu[uo] | hgpu[uo + 1] << 8, 0x3ff);
+    CHECK_EQ (hgpu[vo] | hgpu[vo + 1] << 8, 0x3ff);
+    CHECK_EQ (hgpu[yo] | hgpu[yo + 1] << 8 | hgpu[yo + 2] << 16 | hgpu[yo + 3] << 24, 0);
+    CHECK_EQ (hgpu[yo - 1], 0xa5);
+    CHECK_EQ (hgpu[vo + (h - 1) * vp + w], 0xa5);
+    n_bytes += total;
+    n_subs++;
+    n_cases++;
+    dq_cuda_free (dsrc);
+    dq_cuda_free (dpl);
+    free (src);
+    free (hcpu);
+    free (hgpu);
+  }
+  /* refused before any launch, with the reason */
+  uint8_t *d = dmalloc (64);
+  CHECK_EQ (dq_cuda_unpack_uyvp_to_i422_10 (d, 3, 1, d, 6, d, 2, d, 2, NULL), -1);
+  CHECK (strstr (dq_cuda_last_error (), "width 3 is odd") != NULL);
+  CHECK_EQ (dq_cuda_unpack_uyvp_to_i422_10 (d, 4, 2, d, 7, d, 4, d, 4, NULL), -1);
+  CHECK (strstr (dq_cuda_last_error (), "Y pitch of 7 bytes") != NULL);
+  CHECK_EQ (dq_cuda_unpack_uyvp_to_i422_10 (d, 4, 2, d, 8, NULL, 4, d, 4, NULL), -1);
+  CHECK (strstr (dq_cuda_last_error (), "NULL") != NULL);
+  CHECK_EQ (dq_cuda_unpack_uyvp_to_i422_10 (NULL, 0, 0, NULL, 0, NULL, 0, NULL, 0, NULL), 0);
+  dq_cuda_free (d);
+  dq_reorder_gpu_free (g);
+}
+
 /* The API's edges: busy slots, a full frame queue, bad arguments. */
 static void
 api_cases (void)
@@ -679,6 +776,7 @@ main (void)
   verbose = getenv ("DQ_TEST_VERBOSE") != NULL;
   api_cases ();
   packetize_cases ();
+  unpack_cases ();
   gather_cases ();
   reorder_cases ();
   large_cases ();

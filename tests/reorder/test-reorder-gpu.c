@@ -8,10 +8,12 @@
  * id) and the frame meta; and the stats of both elements must be equal. Also: the GPU
  * frames carry the caps feature memory:DaqiriCUDA, are daqiri CUDA memory, and refuse a
  * CPU map (GstCudaMemory frames, asked for with memory:CUDAMemory caps, are GstCudaMemory and
- * read back by a CPU map). The emulated NIC's ring in GPU-accessible memory feeds the GPU
- * kernels: bursts as daqiri GPU memory, and as GstCudaMemory on GStreamer >= 1.24 (on 1.22 the
- * element must refuse with a message naming the missing call). Exit 77 (skipped) without a
- * GPU. Prints one summary line.
+ * read back by a CPU map). Raw video with memory=cuda (UYVY copied, I422_10LE unpacked from
+ * 10-bit 4:2:2 pgroups by the kernel) goes out as GstCudaMemory and is compared after
+ * cudadownload. The emulated NIC's ring in GPU-accessible memory feeds the GPU kernels: bursts
+ * as daqiri GPU memory, and as GstCudaMemory on GStreamer >= 1.24 (on 1.22 the element must
+ * refuse with a message naming the missing call). Exit 77 (skipped) without a GPU. Prints one
+ * summary line.
  */
 #include <gst/gst.h>
 #include <gst/app/gstappsink.h>
@@ -62,6 +64,18 @@ static const Case cases[] = {
   {"copy 250 B x 7, GstCudaMemory frames", "seq-offset=0 seq-bits=32 packets-per-batch=7 "
         "payload-offset=8 payload-size=250 window=4",
         "application/x-daqiri-frame(memory:CUDAMemory)", NULL, FALSE, 250, 7, 200, 40},
+  /* 10-bit 4:2:2 pgroups unpacked by the GPU kernel into the planes of GstCudaMemory
+   * I422_10LE frames (their pitches and offsets), read back by cudadownload, against the CPU
+   * unpack of memory=system: one row of 640 pixels (1600 bytes) a packet; and rows of 1920
+   * pixels (4800 bytes) across packets of 1200 bytes that arrive in GPU memory */
+  {"I422_10LE 640x48 GstCudaMemory -> cudadownload", "seq-offset=0 seq-bits=16 "
+        "packets-per-batch=48 payload-offset=8 payload-size=1600 video-format=i422-10le "
+        "width=640 height=48 framerate=50/1 window=4",
+        "cudadownload ! video/x-raw,format=I422_10LE", NULL, FALSE, 1600, 48, 150, 100},
+  {"I422_10LE 1920x36 GstCudaMemory -> cudadownload, GPU bursts", "seq-offset=0 seq-bits=16 "
+        "packets-per-batch=144 payload-offset=8 payload-size=1200 video-format=i422-10le "
+        "width=1920 height=36 window=4", "cudadownload ! video/x-raw,format=I422_10LE", NULL,
+        TRUE, 1200, 144, 60, 300},
   /* frames in GPU memory into daqiripay: the packets it makes are those of system frames */
   {"GPU frames -> daqiripay", "seq-offset=0 seq-bits=32 packets-per-batch=64 "
         "payload-offset=8 payload-size=256 window=8", NULL, "daqiripay seq-offset=336 "

@@ -5,6 +5,7 @@
 #include <gst/daqiri/daqiripacketmeta.h>
 #include <gst/app/gstappsrc.h>
 #include <gst/app/gstappsink.h>
+#include <gst/video/video.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -297,6 +298,186 @@ GST_START_TEST (test_reorder_video)
     fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 1000);
     gst_buffer_unref (out);
   }
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* 10-bit 4:2:2 video: packets of 16-bit sequence (byte 0) and RPAY bytes of pgroups (byte 4);
+ * rows straddle packets */
+#define RPAY 12
+static guint8
+row_byte (guint seq, guint k)
+{
+  /* the first packet holds the extremes: all bits set, the second none */
+  if (seq == 0)
+    return 0xff;
+  if (seq == 1)
+    return 0x00;
+  return (guint8) (seq * 37 + k * 11 + 5);
+}
+
+static GstBuffer *
+row_burst (const guint * seqs, guint n, GstClockTime pts)
+{
+  const guint len = 4 + RPAY;
+  guint8 *data = g_malloc0 (n * len);
+  GstDaqiriPacket *d = g_new0 (GstDaqiriPacket, n);
+  for (guint i = 0; i < n; i++) {
+    guint8 *q = data + i * len;
+    d[i].offset = i * len;
+    d[i].length = len;
+    q[0] = (guint8) (seqs[i] >> 8);
+    q[1] = (guint8) seqs[i];
+    for (guint k = 0; k < RPAY; k++)
+      q[4 + k] = row_byte (seqs[i], k);
+  }
+  GstBuffer *buf = gst_buffer_new_wrapped (data, n * len);
+  gst_buffer_add_daqiri_packet_meta (buf, d, n);
+  g_free (d);
+  GST_BUFFER_PTS (buf) = pts;
+  return buf;
+}
+
+/* The packed frame of batch b (ppb packets of RPAY bytes, lost ones zero), as sent. */
+static guint8 *
+packed_frame (guint b, guint ppb, guint lost_mask)
+{
+  guint8 *f = g_malloc0 (ppb * RPAY);
+  for (guint s = 0; s < ppb; s++)
+    if (!(lost_mask & (1u << s)))
+      for (guint k = 0; k < RPAY; k++)
+        f[s * RPAY + k] = row_byte (b * ppb + s, k);
+  return f;
+}
+
+/* Sample j of a row of pgroups read bit by bit: 10 bits from bit 10 * j, MSB first. */
+static guint
+pgroup_sample (const guint8 * row, guint j)
+{
+  guint v = 0;
+  for (guint i = 0; i < 10; i++) {
+    guint bit = 10 * j + i;
+    v = (v << 1) | ((row[bit / 8] >> (7 - bit % 8)) & 1u);
+  }
+  return v;
+}
+
+/* An I422_10LE frame holds the pgroups of `packed` (w x h): Cb, Y0, Cr, Y1 of pgroup x go to
+ * U[x], Y[2x], V[x], Y[2x + 1], 16-bit little-endian, where the frame's video meta says.
+ * Two oracles: the bit reader above, and GStreamer's own UYVP unpacker (to AYUV64, each
+ * component the 10-bit value in its top bits). */
+static void
+assert_i422_10 (GstBuffer * out, const GstVideoInfo * info, const guint8 * packed)
+{
+  GstVideoFrame f;
+  guint w = GST_VIDEO_INFO_WIDTH (info), h = GST_VIDEO_INFO_HEIGHT (info);
+  const GstVideoFormatInfo *uyvp = gst_video_format_get_info (GST_VIDEO_FORMAT_UYVP);
+  guint16 *ayuv = g_new (guint16, 4 * w);
+  GstVideoMeta *vmeta = gst_buffer_get_video_meta (out);
+  fail_unless (vmeta != NULL);
+  fail_unless_equals_int (vmeta->format, GST_VIDEO_FORMAT_I422_10LE);
+  fail_unless_equals_int (vmeta->n_planes, 3);
+  fail_unless (gst_video_frame_map (&f, info, out, GST_MAP_READ));
+  for (guint r = 0; r < h; r++) {
+    const guint8 *row = packed + r * (w * 5 / 2);
+    gpointer data[GST_VIDEO_MAX_PLANES] = { (gpointer) packed };
+    gint stride[GST_VIDEO_MAX_PLANES] = { (gint) (w * 5 / 2) };
+    uyvp->unpack_func (uyvp, 0, ayuv, data, stride, 0, (gint) r, (gint) w);
+    for (guint j = 0; j < 2 * w; j++) {
+      /* sample j of the row: Cb, Y0, Cr, Y1 of pgroup j / 4 */
+      static const guint plane_of[4] = { 1, 0, 2, 0 };
+      static const guint ayuv_of[4] = { 2, 1, 3, 1 };
+      guint x = j / 4, plane = plane_of[j % 4];
+      guint col = plane == 0 ? 2 * x + (j % 4 == 3) : x;
+      guint pixel = 2 * x + (j % 4 == 3);
+      const guint8 *p = (const guint8 *) GST_VIDEO_FRAME_PLANE_DATA (&f, plane) +
+          r * GST_VIDEO_FRAME_PLANE_STRIDE (&f, plane) + 2 * col;
+      guint got = GST_READ_UINT16_LE (p), want = pgroup_sample (row, j);
+      guint gst = ayuv[4 * pixel + ayuv_of[j % 4]] >> 6;
+      if (got != want || got != gst)
+        fail ("row %u, plane %u, sample %u: 0x%03x, expected 0x%03x (GStreamer's UYVP "
+            "unpack: 0x%03x)", r, plane, col, got, want, gst);
+    }
+  }
+  gst_video_frame_unmap (&f);
+  g_free (ayuv);
+}
+
+#define REORDER_ROWS "daqirireorder name=r seq-offset=0 seq-bits=16 payload-offset=4 " \
+    "payload-size=12 packets-per-batch=5 window=2"
+
+/* video-format=I422_10LE: 8 x 3 pictures of pgroups (rows of 20 bytes, 5 packets of 12 bytes)
+ * unpacked into planes; a lost packet's pgroups are zeros */
+GST_START_TEST (test_reorder_i422_10)
+{
+  GstHarness *h = gst_harness_new_parse (REORDER_ROWS " video-format=i422-10le width=8 "
+      "height=3 framerate=50/1");
+  gst_harness_set_src_caps_str (h, "application/x-daqiri-packets");
+  /* batch 0 shuffled; batch 1 without slot 2 (seq 7) and batch 2 with one packet: both
+   * flushed at EOS */
+  const guint b1[] = { 3, 0, 4, 2, 1, 9, 5, 8, 6 };
+  const guint b2[] = { 10 };
+  fail_unless_equals_int (gst_harness_push (h, row_burst (b1, G_N_ELEMENTS (b1), 1000)),
+      GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_push (h, row_burst (b2, G_N_ELEMENTS (b2), 2000)),
+      GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  fail_unless_equals_int (gst_harness_buffers_received (h), 3);
+
+  GstCaps *caps = gst_pad_get_current_caps (h->sinkpad);
+  GstStructure *st = gst_caps_get_structure (caps, 0);
+  gint w = 0, hgt = 0;
+  fail_unless_equals_string (gst_structure_get_name (st), "video/x-raw");
+  fail_unless_equals_string (gst_structure_get_string (st, "format"), "I422_10LE");
+  fail_unless (gst_structure_get_int (st, "width", &w) && gst_structure_get_int (st, "height",
+          &hgt));
+  fail_unless_equals_int (w, 8);
+  fail_unless_equals_int (hgt, 3);
+  fail_unless (gst_caps_features_is_equal (gst_caps_get_features (caps, 0),
+          GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY));
+  GstVideoInfo info;
+  fail_unless (gst_video_info_from_caps (&info, caps));
+  gst_caps_unref (caps);
+
+  const guint lost[] = { 0, 1u << 2, 0x1e };
+  const guint packets[] = { 5, 4, 1 }, flags[] = { F_COMPLETE, F_FLUSHED, F_FLUSHED };
+  for (guint b = 0; b < 3; b++) {
+    GstBuffer *out = gst_harness_pull (h);
+    fail_unless_equals_uint64 (gst_buffer_get_size (out), info.size);
+    guint8 *packed = packed_frame (b, 5, lost[b]);
+    assert_i422_10 (out, &info, packed);
+    g_free (packed);
+    assert_frame_meta (out, b, packets[b], 5 - packets[b], 0, 0, 0, flags[b]);
+    fail_unless_equals_uint64 (GST_BUFFER_PTS (out), b < 2 ? 1000 : 2000);
+    gst_buffer_unref (out);
+  }
+  fail_unless_equals_uint64 (stat (h, "batches"), 3);
+  fail_unless_equals_uint64 (stat (h, "missing"), 1 + 4);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* video-format=UYVP: the same pgroups pushed as they are (8 x 3: rows of 20 bytes, no padding) */
+GST_START_TEST (test_reorder_uyvp)
+{
+  GstHarness *h = gst_harness_new_parse (REORDER_ROWS " video-format=uyvp width=8 height=3");
+  gst_harness_set_src_caps_str (h, "application/x-daqiri-packets");
+  const guint b1[] = { 4, 3, 2, 1, 0 };
+  fail_unless_equals_int (gst_harness_push (h, row_burst (b1, G_N_ELEMENTS (b1), 0)),
+      GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_buffers_received (h), 1);
+  GstCaps *caps = gst_pad_get_current_caps (h->sinkpad);
+  fail_unless_equals_string (gst_structure_get_string (gst_caps_get_structure (caps, 0),
+          "format"), "UYVP");
+  gst_caps_unref (caps);
+  GstBuffer *out = gst_harness_pull (h);
+  guint8 *packed = packed_frame (0, 5, 0);
+  assert_bytes (out, packed, 60);
+  g_free (packed);
+  assert_frame_meta (out, 0, 5, 0, 0, 0, 0, F_COMPLETE);
+  gst_buffer_unref (out);
   gst_harness_teardown (h);
 }
 
@@ -637,11 +818,49 @@ GST_START_TEST (test_bad_properties)
       "(24 bytes, rows of 12 bytes)");
   assert_start_error ("fakesrc ! daqirireorder memory=cuda video-format=gray8 width=4 height=1 "
       "packets-per-batch=4 ! fakesink", "property 'video-format' is GRAY8: allowed with "
-      "memory=cuda: UYVY, YUY2, RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR");
+      "memory=cuda: UYVY, YUY2, RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR, I422_10LE");
+  assert_start_error ("fakesrc ! daqirireorder video-format=i420 width=4 height=2 ! fakesink",
+      "property 'video-format' is I420: allowed with memory=system: UYVY, YUY2, RGBA, BGRA, "
+      "RGBx, BGRx, ARGB, ABGR, RGB, BGR, I422_10LE, GRAY8, GRAY16_LE, GRAY16_BE, UYVP");
+  /* 10-bit 4:2:2: even widths; the frame holds width*height*5/2 bytes; UYVP rows unpadded,
+   * in system memory only (GstCudaMemory has no UYVP) */
+  assert_start_error ("fakesrc ! daqirireorder video-format=i422-10le width=7 height=2 "
+      "packets-per-batch=5 payload-size=7 ! fakesink", "property 'width' is 7: video-format "
+      "I422_10LE takes 10-bit 4:2:2 pgroups of 2 pixels; allowed: even widths");
+  assert_start_error ("fakesrc ! daqirireorder video-format=i422-10le width=8 height=2 "
+      "packets-per-batch=3 payload-size=10 ! fakesink", "a frame of 30 bytes "
+      "(packets-per-batch 3 x payload 10) is not an I422_10LE picture of 8 x 2 carried as "
+      "10-bit 4:2:2 pgroups (8*2*5/2 = 40 bytes)");
+  assert_start_error ("fakesrc ! daqirireorder video-format=uyvp width=3 height=2 ! fakesink",
+      "property 'width' is 3: video-format UYVP takes 10-bit 4:2:2 pgroups of 2 pixels");
+  assert_start_error ("fakesrc ! daqirireorder video-format=uyvp width=4 height=2 "
+      "packets-per-batch=2 payload-size=10 ! fakesink", "property 'width' is 4: UYVP rows of "
+      "4*5/2 = 10 bytes are padded to 12 bytes in GStreamer's UYVP layout, but the frame "
+      "carries them without padding; allowed: widths that are a multiple of 8");
+  assert_start_error ("fakesrc ! daqirireorder video-format=uyvp width=8 height=2 "
+      "packets-per-batch=3 payload-size=10 ! fakesink", "a frame of 30 bytes "
+      "(packets-per-batch 3 x payload 10) is not a UYVP picture of 8 x 2 (40 bytes, rows of "
+      "20 bytes)");
+  assert_start_error ("fakesrc ! daqirireorder memory=cuda video-format=uyvp width=8 height=2 "
+      "packets-per-batch=4 payload-size=10 ! fakesink", "property 'video-format' is UYVP: "
+      "allowed with memory=cuda: UYVY, YUY2, RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR, "
+      "I422_10LE");
   /* GstCudaMemory video needs CUDA in the build, GstCuda and a GPU: CI has no GPU */
-  {
-    gchar *text = start_error ("fakesrc ! daqirireorder memory=cuda video-format=uyvy "
-        "width=2 height=2 packets-per-batch=2 payload-size=4 ! fakesink");
+  const gchar *cuda_video[] = {
+    "fakesrc ! daqirireorder memory=cuda video-format=uyvy width=2 height=2 "
+        "packets-per-batch=2 payload-size=4 ! fakesink",
+    "fakesrc ! daqirireorder memory=cuda video-format=i422-10le width=8 height=2 "
+        "packets-per-batch=4 payload-size=10 ! fakesink",
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cuda_video); i++) {
+    GstElement *cp = gst_parse_launch (cuda_video[i], NULL);
+    fail_unless (cp != NULL);
+    gboolean fails = gst_element_set_state (cp, GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE;
+    gst_element_set_state (cp, GST_STATE_NULL);
+    gst_object_unref (cp);
+    if (!fails)
+      continue;                 /* a GPU with GstCuda: test-reorder-gpu covers it */
+    gchar *text = start_error (cuda_video[i]);
     fail_unless (strstr (text, "needs GstCuda: ") != NULL ||
         strstr (text, "built without CUDA") != NULL ||
         strstr (text, "no GPU can be used") != NULL, "error \"%s\"", text);
@@ -803,6 +1022,8 @@ reorder_suite (void)
   tcase_add_test (tc, test_pay_packets);
   tcase_add_test (tc, test_reorder_losses);
   tcase_add_test (tc, test_reorder_video);
+  tcase_add_test (tc, test_reorder_i422_10);
+  tcase_add_test (tc, test_reorder_uyvp);
   tcase_add_test (tc, test_reorder_timeout);
   tcase_add_test (tc, test_reorder_timeout_clock);
   tcase_add_test (tc, test_reorder_malformed);
