@@ -248,8 +248,8 @@ gst_daqiri_gstcuda_can_wrap (const gchar ** why)
     return FALSE;
   if (api.alloc_wrapped == NULL) {
     if (why)
-      *why = GSTCUDA_LIBRARY " has no gst_cuda_allocator_alloc_wrapped (GStreamer 1.24 added "
-          "it)";
+      *why = "GStreamer 1.24 or newer (gst_cuda_allocator_alloc_wrapped, missing from "
+          GSTCUDA_LIBRARY ")";
     return FALSE;
   }
   return TRUE;

@@ -401,10 +401,18 @@ emu_source_run (const char *memory, const char *filter, guint * frames, gchar **
     GstSample *sample;
     guint idle = 0;
     /* until all frames are in, an error is posted, or 10 s pass without a frame */
-    while (*frames < EMU_FRAMES && idle < 20 &&
-        !gst_bus_have_pending (GST_ELEMENT_BUS (p))) {
+    while (*frames < EMU_FRAMES && idle < 20) {
       sample = gst_app_sink_try_pull_sample (GST_APP_SINK (out), GST_SECOND / 2);
       if (sample == NULL) {
+        GstMessage *m = gst_bus_pop_filtered (GST_ELEMENT_BUS (p), GST_MESSAGE_ERROR);
+        if (m) {
+          GError *e;
+          gst_message_parse_error (m, &e, NULL);
+          *error = g_strdup (e->message);
+          g_error_free (e);
+          gst_message_unref (m);
+          break;
+        }
         idle++;
         continue;
       }
@@ -433,7 +441,7 @@ emu_source_run (const char *memory, const char *filter, guint * frames, gchar **
       gst_caps_unref (caps);
     gst_object_unref (pad);
   }
-  GstMessage *m = gst_bus_pop_filtered (GST_ELEMENT_BUS (p), GST_MESSAGE_ERROR);
+  GstMessage *m = *error ? NULL : gst_bus_pop_filtered (GST_ELEMENT_BUS (p), GST_MESSAGE_ERROR);
   if (m) {
     GError *e;
     gst_message_parse_error (m, &e, NULL);
