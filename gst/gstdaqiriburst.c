@@ -226,7 +226,7 @@ gst_daqiri_burst_buffer_new_gstcuda (GstDaqiriRxRing * ring, const DqBurst * bur
   GstMemory *bmem = burst_memory_new (ring, burst);
   /* GstCudaMemory over the same range (mapped, portable pinned memory: its address is the
    * device pointer in every context); it holds bmem, so the range lives as long as it */
-  GstMemory *mem = gst_daqiri_gstcuda_wrap (cuda_context, burst->data, burst->size,
+  GstMemory *mem = gst_daqiri_gstcuda_wrap (cuda_context, burst->data, burst->size, TRUE,
       gst_memory_ref (bmem), (GDestroyNotify) gst_memory_unref);
   if (mem == NULL) {
     gst_memory_unref (bmem);

@@ -257,7 +257,7 @@ gst_daqiri_gstcuda_can_wrap (const gchar ** why)
 
 GstMemory *
 gst_daqiri_gstcuda_wrap (GstObject * context, gpointer dev_ptr, gsize size,
-    gpointer user_data, GDestroyNotify notify)
+    gboolean readonly, gpointer user_data, GDestroyNotify notify)
 {
   if (!gst_daqiri_gstcuda_can_wrap (NULL) || context == NULL || dev_ptr == NULL || size == 0 ||
       size > G_MAXINT)
@@ -270,7 +270,7 @@ gst_daqiri_gstcuda_wrap (GstObject * context, gpointer dev_ptr, gsize size,
   info.size = size;
   GstMemory *mem = api.alloc_wrapped (NULL, context, NULL, &info, (guint64) (guintptr) dev_ptr,
       user_data, notify);
-  if (mem)
+  if (mem && readonly)
     GST_MINI_OBJECT_FLAG_SET (mem, GST_MEMORY_FLAG_READONLY | GST_MEMORY_FLAG_NO_SHARE);
   return mem;
 }

@@ -37,12 +37,12 @@ void gst_daqiri_gstcuda_pop (void);
 
 /* GstCudaMemory over memory daqiri owns (GStreamer >= 1.24: gst_cuda_allocator_alloc_wrapped,
  * found at run time; 1.22 has no such call). can_wrap: FALSE with *why (static text) where it
- * is missing. wrap: `size` bytes at dev_ptr (a pointer valid in every context: pinned, mapped,
- * portable host memory, or device memory of the context) as one row, read-only; notify
- * (user_data) runs when the memory is freed. NULL on failure. */
+ * is missing. wrap: `size` bytes at dev_ptr (a pointer valid in the context: pinned, mapped,
+ * portable host memory, or device memory of the context) as one row, read-only if asked;
+ * notify (user_data) runs when the memory is freed. NULL on failure. */
 gboolean gst_daqiri_gstcuda_can_wrap (const gchar ** why);
 GstMemory *gst_daqiri_gstcuda_wrap (GstObject * context, gpointer dev_ptr, gsize size,
-    gpointer user_data, GDestroyNotify notify);
+    gboolean readonly, gpointer user_data, GDestroyNotify notify);
 
 /* A GstCudaBufferPool of the context (configure it with video caps). */
 GstBufferPool *gst_daqiri_gstcuda_pool_new (GstObject * context);

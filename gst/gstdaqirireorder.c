@@ -119,7 +119,8 @@ struct _GstDaqiriReorder
    * called (in_context) */
   GstObject *cuda_context;      /* object lock */
   gboolean in_context;
-  gboolean gstcuda_frames;      /* generic frames: the engine fills GstCudaMemory itself */
+  gboolean gstcuda_frames;      /* generic frames go out as GstCudaMemory: ... */
+  gboolean gstcuda_wrap;        /* ... daqiri's frame wrapped (>= 1.24), else a pool's */
 #endif
   /* where the pushed frames come from when not the engine's own: GstCudaMemory video (the
    * frame copied, or unpacked, into it), or system-memory I422_10LE (unpacked); NULL: the
@@ -466,6 +467,7 @@ stop_engine (GstDaqiriReorder * self)
 #ifdef DQ_HAVE_CUDA
   self->in_context = FALSE;
   self->gstcuda_frames = FALSE;
+  self->gstcuda_wrap = FALSE;
 #endif
   self->out_gstcuda = FALSE;
   self->unpack = FALSE;
@@ -644,10 +646,12 @@ cuda_video_setup (GstDaqiriReorder * self)
 
 /* memory=cuda, generic frames: GstCudaMemory (memory:CUDAMemory) when downstream prefers it
  * to daqiri's own GPU memory (memory:DaqiriCUDA, the default: what an unconstrained peer
- * gets). The engine then fills frames of a GstCudaBufferPool of the pipeline's context in
- * place: GstCuda 1.22 allocates video layouts only, so a frame is one row of RGBA pixels
- * (ceil(bytes / 4) wide) cut to the frame's size; its GstVideoMeta describes that row. FALSE
- * with an error posted when downstream takes GstCudaMemory only and it cannot be had. */
+ * gets), filled in place. With GStreamer >= 1.24 daqiri's frame itself goes out wrapped as
+ * GstCudaMemory of exactly its size (gst_cuda_allocator_alloc_wrapped). GstCuda 1.22 wraps
+ * nothing and allocates video layouts only: the engine fills frames of a GstCudaBufferPool of
+ * the pipeline's context, each one row of RGBA pixels (ceil(bytes / 4) wide) cut to the
+ * frame's size, its GstVideoMeta describing that row. FALSE with an error posted when
+ * downstream takes GstCudaMemory only and it cannot be had. */
 static gboolean
 cuda_frames_setup (GstDaqiriReorder * self, guint64 frame_size, guint n_frames)
 {
@@ -680,6 +684,14 @@ cuda_frames_setup (GstDaqiriReorder * self, guint64 frame_size, guint n_frames)
   }
   gst_caps_replace (&self->out_caps, gstcuda);
   gst_caps_unref (gstcuda);
+  self->in_context = TRUE;
+  self->gstcuda_frames = TRUE;
+  if (gst_daqiri_gstcuda_can_wrap (NULL)) {
+    /* daqiri's frames (the default pool, made in the context), wrapped when pushed */
+    gst_object_unref (ctx);
+    self->gstcuda_wrap = TRUE;
+    return TRUE;
+  }
 
   GstVideoInfo row;
   gst_video_info_set_format (&row, GST_VIDEO_FORMAT_RGBA, (guint) ((frame_size + 3) / 4), 1);
@@ -699,8 +711,6 @@ cuda_frames_setup (GstDaqiriReorder * self, guint64 frame_size, guint n_frames)
             frame_size), (NULL));
     return FALSE;
   }
-  self->in_context = TRUE;
-  self->gstcuda_frames = TRUE;
   return TRUE;
 }
 #endif
@@ -1065,6 +1075,39 @@ timer_stop (GstDaqiriReorder * self)
   self->timer = NULL;
 }
 
+#ifdef DQ_HAVE_CUDA
+/* GStreamer >= 1.24, generic frames: `frame` (daqiri GPU memory) as GstCudaMemory of the
+ * pipeline's context; the GstCudaMemory holds it and gives it back to its pool when freed.
+ * NULL with an error posted (frame released) when that fails. */
+static GstBuffer *
+wrap_gstcuda (GstDaqiriReorder * self, GstBuffer * frame)
+{
+  GstMapInfo map;
+  GstMemory *mem = NULL;
+  gsize size = gst_buffer_get_size (frame);
+  if (gst_buffer_map (frame, &map, GST_MAP_READ | GST_DAQIRI_MAP_CUDA)) {
+    gpointer dev = map.data;    /* stays valid while the buffer lives */
+    gst_buffer_unmap (frame, &map);
+    GstObject *ctx = gst_daqiri_gstcuda_ensure_context (GST_ELEMENT (self),
+        &self->cuda_context);
+    if (ctx) {
+      mem = gst_daqiri_gstcuda_wrap (ctx, dev, size, FALSE, frame,
+          (GDestroyNotify) gst_buffer_unref);
+      gst_object_unref (ctx);
+    }
+  }
+  if (mem == NULL) {
+    gst_buffer_unref (frame);
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
+        ("cannot wrap a frame of %" G_GSIZE_FORMAT " bytes as GstCudaMemory", size), (NULL));
+    return NULL;
+  }
+  GstBuffer *out = gst_buffer_new ();
+  gst_buffer_append_memory (out, mem);
+  return out;
+}
+#endif
+
 /* Pushes the batches of one completion, frees released frames. */
 static GstFlowReturn
 handle_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
@@ -1105,8 +1148,15 @@ handle_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
       continue;
     }
 #ifdef DQ_HAVE_CUDA
-    if (self->gstcuda_frames)         /* the pool's row may be longer than the frame */
+    if (self->gstcuda_wrap) {
+      buf = wrap_gstcuda (self, buf);
+      if (buf == NULL) {
+        ret = GST_FLOW_ERROR;
+        continue;
+      }
+    } else if (self->gstcuda_frames) {  /* the pool's row may be longer than the frame */
       gst_buffer_resize (buf, 0, (gssize) dq_reorder_frame_size (&self->run_cfg));
+    }
 #endif
     GST_BUFFER_PTS (buf) = b->first_timestamp;      /* GST_CLOCK_TIME_NONE when unknown */
     GST_BUFFER_DTS (buf) = GST_CLOCK_TIME_NONE;
