@@ -48,7 +48,7 @@ case $# in
   3) suite=$1; out=$2; build=$3 ;;
   *) usage ;;
 esac
-[ -n "$suite" ] && [ -n "$out" ] || usage
+if [ -z "$suite" ] || [ -z "$out" ]; then usage; fi
 [[ $suite =~ ^[a-z0-9-]+$ ]] || die "SUITE '$suite' is not a Debian suite name"
 [ "$(id -u)" -eq 0 ] || die "must run as root (debootstrap and chroot)"
 [ "$(uname -m)" = x86_64 ] || die "only x86_64 is supported (this machine: $(uname -m))"
@@ -62,6 +62,10 @@ if [ -n "$build" ]; then
 fi
 mkdir -p "$(dirname "$out")"
 out=$(cd "$(dirname "$out")" && pwd -P)/$(basename "$out")
+
+if [ -e "$out" ] && [ ! -f "$out/.gst-runtime" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then
+  die "$out exists, is not empty and was not made by $me: not overwriting it"
+fi
 
 cache=${GST_RUNTIME_CACHE:-/var/tmp/gst-runtime}
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -116,8 +120,9 @@ root_install() { # PACKAGE...: apt-get install in the root
   say "apt-get install in the $suite root: $*"
   in_root apt-get install -y -q -o Dpkg::Use-Pty=0 --no-install-recommends "$@" || die "apt-get install $* in $root failed"
 }
-root_has() { in_root dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q 'install ok installed'; }
-root_can_install() { in_root apt-cache policy "$1" 2>/dev/null | grep -q 'Candidate: [0-9]'; }
+# shellcheck disable=SC2016 # dpkg-query's format, not the shell's
+root_has() { [ "$(in_root dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = 'install ok installed' ]; }
+root_can_install() { [[ $(in_root apt-cache policy "$1" 2>/dev/null) == *'Candidate: '[0-9]* ]]; }
 
 missing=()
 for p in "${packages[@]}"; do root_has "$p" || missing+=("$p"); done
@@ -126,6 +131,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 else
   say "GStreamer packages already installed in the $suite root"
 fi
+# shellcheck disable=SC2016
 gst_version=$(in_root dpkg-query -W -f='${Version}' libgstreamer1.0-0)
 say "$suite has GStreamer $gst_version"
 
@@ -148,7 +154,7 @@ mkdir -p "$root$stage" "$root$hostlibs"
 
 is_elf_obj() { # FILE: a shared library or executable (not a .o)
   [ "$(head -c 4 "$1" 2>/dev/null | od -An -c | tr -d ' \n')" = '177ELF' ] || return 1
-  readelf -h "$1" 2>/dev/null | grep -qE 'Type:[[:space:]]+(EXEC|DYN)'
+  [[ $(readelf -h "$1" 2>/dev/null) =~ Type:[[:space:]]+(EXEC|DYN) ]]
 }
 build_files=()
 if [ -n "$build" ]; then
@@ -250,9 +256,6 @@ for round in 1 2 3 4 5 6; do
 done
 
 # --- 4. the folder -----------------------------------------------------------------------
-if [ -e "$out" ] && [ ! -f "$out/.gst-runtime" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then
-  die "$out exists, is not empty and was not made by $me: not overwriting it"
-fi
 new=$out.new.$$
 trap 'rm -rf --one-file-system "$new"' EXIT
 rm -rf --one-file-system "$new"
@@ -352,14 +355,16 @@ chmod 755 "$new/run"
 say "checking that every ELF file resolves with $out/lib alone"
 bad=0
 check() { # FILE [PATH_PREFIX_ALSO_ALLOWED]
-  local f=$1 allow=${2:-} line name path
+  local f=$1 allow=${2:-} line name arrow path rest
   local listing
   listing=$(LD_TRACE_LOADED_OBJECTS=1 "$new/lib/ld-linux-x86-64.so.2" --inhibit-cache \
     --library-path "$new/lib" "$f" 2>&1) || true
   while IFS= read -r line; do
-    set -- $line
-    [ "${2:-}" = "=>" ] || { case $line in *"not found"* | *error*) warn "$f: $line"; bad=1 ;; esac; continue; }
-    name=$1 path=$3
+    read -r name arrow path rest <<<"$line"
+    if [ "${arrow:-}" != "=>" ]; then
+      case $line in *"not found"* | *error*) warn "$f: $line"; bad=1 ;; esac
+      continue
+    fi
     excluded "$name" && continue
     case $path in
       "$new/lib/"*) ;;
@@ -383,5 +388,5 @@ rm -rf --one-file-system "${root:?}$stage" "${root:?}$hostlibs"
 if [ ${#from_host[@]} -gt 0 ]; then
   warn "copied from this machine (no $suite package): ${!from_host[*]}"
 fi
-say "$out: GStreamer $gst_version ($suite), $(ls "$out/lib" | wc -l) libraries, ${#plugins[@]} plugins"
+say "$out: GStreamer $gst_version ($suite), $(find "$out/lib" -type f | wc -l) libraries, ${#plugins[@]} plugins"
 du -sh "$out" | awk -v me="$me" '{ print me ": size " $1 }'
