@@ -98,6 +98,7 @@ struct _GstDaqiriSrc {
   guint n_rings;
   guint next_ring;
   gint flushing;
+  gint paused;                  /* PLAYING -> PAUSED until PAUSED -> PLAYING */
 
   /* time, between start and stop: used by the streaming thread only */
   GstDaqiriTimeMap time_map;    /* port time -> pipeline clock time */
@@ -537,6 +538,23 @@ gst_daqiri_src_query (GstBaseSrc * bsrc, GstQuery * query)
   return GST_BASE_SRC_CLASS (parent_class)->query (bsrc, query);
 }
 
+static GstStateChangeReturn
+gst_daqiri_src_change_state (GstElement * element, GstStateChange transition)
+{
+  GstDaqiriSrc *self = GST_DAQIRI_SRC (element);
+
+  if (transition == GST_STATE_CHANGE_PLAYING_TO_PAUSED)
+    g_atomic_int_set (&self->paused, 1);
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING) {
+    g_atomic_int_set (&self->paused, 0);
+    /* undo the unlock() of the pause: basesrc calls unlock_stop only before the next
+     * create(), too late for the one in progress */
+    if (!GST_PAD_IS_FLUSHING (GST_BASE_SRC_PAD (self)))
+      g_atomic_int_set (&self->flushing, 0);
+  }
+  return GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+}
+
 static void
 gst_daqiri_src_set_context (GstElement * element, GstContext * context)
 {
@@ -659,7 +677,11 @@ gst_daqiri_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     return GST_FLOW_FLUSHING;   /* not started */
 
   while (ring == NULL) {
-    if (g_atomic_int_get (&self->flushing))
+    /* basesrc (1.24 on) also calls unlock() when a live source pauses: while paused and the
+     * pad is not flushing that is no flush, so keep receiving (basesrc drops what comes in
+     * PAUSED); returning FLUSHING would stop the task for good if PLAYING came back first */
+    if (g_atomic_int_get (&self->flushing) && !(g_atomic_int_get (&self->paused) &&
+            !GST_PAD_IS_FLUSHING (GST_BASE_SRC_PAD (self))))
       return GST_FLOW_FLUSHING;
     /* one pass over every queue without waiting, then wait on the next one */
     int r = 0;
@@ -822,6 +844,7 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass * klass)
   basesrc_class->start = GST_DEBUG_FUNCPTR (gst_daqiri_src_start);
   basesrc_class->stop = GST_DEBUG_FUNCPTR (gst_daqiri_src_stop);
   element_class->set_context = GST_DEBUG_FUNCPTR (gst_daqiri_src_set_context);
+  element_class->change_state = GST_DEBUG_FUNCPTR (gst_daqiri_src_change_state);
   basesrc_class->negotiate = GST_DEBUG_FUNCPTR (gst_daqiri_src_negotiate);
   basesrc_class->query = GST_DEBUG_FUNCPTR (gst_daqiri_src_query);
   basesrc_class->unlock = GST_DEBUG_FUNCPTR (gst_daqiri_src_unlock);

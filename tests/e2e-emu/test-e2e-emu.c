@@ -417,6 +417,49 @@ GST_START_TEST (test_state_cycles_under_traffic)
 
 GST_END_TEST;
 
+/* 30 PLAYING -> PAUSED -> PLAYING cycles with the port's generator running: bursts keep
+ * coming after every resume, however quickly it follows the pause (GStreamer 1.24 and later
+ * unlock a live source's create() on pause). */
+static GstFlowReturn
+count_sample (GstAppSink * sink, gpointer user_data)
+{
+  GstSample *sample = gst_app_sink_pull_sample (sink);
+  g_atomic_int_inc ((gint *) user_data);
+  gst_sample_unref (sample);
+  return GST_FLOW_OK;
+}
+
+GST_START_TEST (test_pause_resume_under_traffic)
+{
+  GError *error = NULL;
+  GstElement *rx = gst_parse_launch ("daqirisrc device=emu:pause,gen=64,gen-rate=2m "
+      "burst-packets=64 ! appsink name=sink sync=false", &error);
+  fail_unless (rx != NULL);
+  GstElement *sink = gst_bin_get_by_name (GST_BIN (rx), "sink");
+  gint samples = 0;
+  GstAppSinkCallbacks cb = { .new_sample = count_sample };
+  gst_app_sink_set_callbacks (GST_APP_SINK (sink), &cb, &samples, NULL);
+  play (rx);
+  for (guint cycle = 0; cycle < 30; cycle++) {
+    fail_unless (gst_element_set_state (rx, GST_STATE_PAUSED) != GST_STATE_CHANGE_FAILURE);
+    if (cycle % 2)
+      g_usleep (2000);          /* every other resume follows the pause at once */
+    fail_unless (gst_element_set_state (rx, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
+    gint before = g_atomic_int_get (&samples);
+    gint64 deadline = g_get_monotonic_time () + 3 * G_USEC_PER_SEC;
+    while (g_atomic_int_get (&samples) < before + 4 && g_get_monotonic_time () < deadline)
+      g_usleep (1000);
+    fail_unless (g_atomic_int_get (&samples) >= before + 4,
+        "cycle %u: %d bursts in 3 s after resuming", cycle,
+        g_atomic_int_get (&samples) - before);
+  }
+  gst_element_set_state (rx, GST_STATE_NULL);
+  gst_object_unref (sink);
+  gst_object_unref (rx);
+}
+
+GST_END_TEST;
+
 /* ---- the port's generator, set up by the device string ---- */
 
 typedef struct {
@@ -922,6 +965,7 @@ e2e_emu_suite (void)
   tcase_add_test (tc, test_forward_unchanged);
   tcase_add_test (tc, test_held_buffers_exhaust_ring);
   tcase_add_test (tc, test_state_cycles_under_traffic);
+  tcase_add_test (tc, test_pause_resume_under_traffic);
   tcase_add_test (tc, test_generator_from_device_string);
   tcase_add_test (tc, test_sink_slot_pool);
   tcase_add_test (tc, test_sink_slot_pool_flushing);
