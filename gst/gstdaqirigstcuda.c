@@ -275,6 +275,25 @@ gst_daqiri_gstcuda_wrap (GstObject * context, gpointer dev_ptr, gsize size,
   return mem;
 }
 
+gboolean
+gst_daqiri_gstcuda_peer_prefers (GstPad * pad, GstCaps * caps, GstCaps ** gstcuda,
+    gboolean * own_ok)
+{
+  *gstcuda = gst_caps_copy (caps);
+  gst_caps_set_features (*gstcuda, 0,
+      gst_caps_features_new (GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA, NULL));
+  GstCaps *filter = gst_caps_copy (caps);
+  gst_caps_append (filter, gst_caps_ref (*gstcuda));
+  GstCaps *peer = gst_pad_peer_query_caps (pad, filter);
+  gst_caps_unref (filter);
+  gboolean want = peer && !gst_caps_is_empty (peer) &&
+      gst_caps_features_contains (gst_caps_get_features (peer, 0),
+      GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA);
+  *own_ok = peer && gst_caps_can_intersect (peer, caps);
+  gst_clear_caps (&peer);
+  return want;
+}
+
 GstBufferPool *
 gst_daqiri_gstcuda_pool_new (GstObject * context)
 {

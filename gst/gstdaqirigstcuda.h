@@ -44,6 +44,12 @@ gboolean gst_daqiri_gstcuda_can_wrap (const gchar ** why);
 GstMemory *gst_daqiri_gstcuda_wrap (GstObject * context, gpointer dev_ptr, gsize size,
     gboolean readonly, gpointer user_data, GDestroyNotify notify);
 
+/* Whether the peer of @pad prefers @caps with the feature memory:CUDAMemory to @caps as they
+ * are (a peer that takes either gets @caps as they are). *gstcuda: @caps with that feature (a
+ * new reference); *own_ok: whether the peer takes @caps as they are. */
+gboolean gst_daqiri_gstcuda_peer_prefers (GstPad * pad, GstCaps * caps, GstCaps ** gstcuda,
+    gboolean * own_ok);
+
 /* A GstCudaBufferPool of the context (configure it with video caps). */
 GstBufferPool *gst_daqiri_gstcuda_pool_new (GstObject * context);
 gboolean gst_daqiri_gstcuda_is_cuda_memory (GstMemory * mem);

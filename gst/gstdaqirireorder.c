@@ -580,22 +580,31 @@ video_setup (GstDaqiriReorder * self, GstVideoFormat format, guint width, guint 
   return TRUE;
 }
 
-/* memory=system with I422_10LE: the planar frames come from a pool of their own, with
- * GstVideoMeta (the unpack writes the planes where the meta says). */
+/* self->out_pool set up for out_caps with GstVideoMeta and started; FALSE with an error
+ * posted. */
 static gboolean
-system_video_setup (GstDaqiriReorder * self)
+out_pool_start (GstDaqiriReorder * self)
 {
-  self->out_pool = gst_video_buffer_pool_new ();
   GstStructure *config = gst_buffer_pool_get_config (self->out_pool);
   gst_buffer_pool_config_set_params (config, self->out_caps, (guint) self->vinfo.size, 2, 0);
   gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
   if (!gst_buffer_pool_set_config (self->out_pool, config) ||
       !gst_buffer_pool_set_active (self->out_pool, TRUE)) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-        ("cannot make a pool of frames for %" GST_PTR_FORMAT, self->out_caps), (NULL));
+        ("cannot make a pool of %sframes for %" GST_PTR_FORMAT,
+            self->out_gstcuda ? "GstCudaMemory " : "", self->out_caps), (NULL));
     return FALSE;
   }
   return TRUE;
+}
+
+/* memory=system with I422_10LE: the planar frames come from a pool of their own, with
+ * GstVideoMeta (the unpack writes the planes where the meta says). */
+static gboolean
+system_video_setup (GstDaqiriReorder * self)
+{
+  self->out_pool = gst_video_buffer_pool_new ();
+  return out_pool_start (self);
 }
 
 #ifdef DQ_HAVE_CUDA
@@ -631,17 +640,7 @@ cuda_video_setup (GstDaqiriReorder * self)
   self->out_gstcuda = TRUE;
   gst_object_unref (ctx);
   self->in_context = TRUE;
-  GstStructure *config = gst_buffer_pool_get_config (self->out_pool);
-  gst_buffer_pool_config_set_params (config, self->out_caps, (guint) self->vinfo.size, 2, 0);
-  gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
-  if (!gst_buffer_pool_set_config (self->out_pool, config) ||
-      !gst_buffer_pool_set_active (self->out_pool, TRUE)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-        ("cannot make a pool of GstCudaMemory frames for %" GST_PTR_FORMAT, self->out_caps),
-        (NULL));
-    return FALSE;
-  }
-  return TRUE;
+  return out_pool_start (self);
 }
 
 /* memory=cuda, generic frames: GstCudaMemory (memory:CUDAMemory) when downstream prefers it
@@ -655,18 +654,9 @@ cuda_video_setup (GstDaqiriReorder * self)
 static gboolean
 cuda_frames_setup (GstDaqiriReorder * self, guint64 frame_size, guint n_frames)
 {
-  GstCaps *gstcuda = gst_caps_copy (self->out_caps);
-  gst_caps_set_features (gstcuda, 0,
-      gst_caps_features_new (GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA, NULL));
-  GstCaps *filter = gst_caps_copy (self->out_caps);
-  gst_caps_append (filter, gst_caps_ref (gstcuda));
-  GstCaps *peer = gst_pad_peer_query_caps (self->srcpad, filter);
-  gst_caps_unref (filter);
-  gboolean want = peer && !gst_caps_is_empty (peer) &&
-      gst_caps_features_contains (gst_caps_get_features (peer, 0),
-      GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA);
-  gst_clear_caps (&peer);
-  if (!want) {
+  GstCaps *gstcuda;
+  gboolean own_ok;
+  if (!gst_daqiri_gstcuda_peer_prefers (self->srcpad, self->out_caps, &gstcuda, &own_ok)) {
     gst_caps_unref (gstcuda);
     return TRUE;
   }
@@ -674,12 +664,18 @@ cuda_frames_setup (GstDaqiriReorder * self, guint64 frame_size, guint n_frames)
   const gchar *why = NULL;
   GstObject *ctx = NULL;
   if (!gst_daqiri_gstcuda_load (&why) || !(ctx = cuda_context_ensure (self))) {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("downstream takes the frames as GstCudaMemory (%s), which needs GstCuda: %s; "
-            "allowed without it: %s", GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA,
-            why ? why : "no CUDA context (gst.cuda.context) could be found or made",
-            GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA), (NULL));
     gst_caps_unref (gstcuda);
+    if (!why)
+      why = "no CUDA context (gst.cuda.context) could be found or made";
+    if (own_ok) {
+      GST_INFO_OBJECT (self, "frames as %s, not GstCudaMemory: %s",
+          GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, why);
+      return TRUE;
+    }
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("downstream takes the frames only as GstCudaMemory (%s), which needs GstCuda: %s; "
+            "allowed without it: %s", GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA, why,
+            GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA), (NULL));
     return FALSE;
   }
   gst_caps_replace (&self->out_caps, gstcuda);

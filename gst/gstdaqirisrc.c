@@ -444,19 +444,9 @@ gst_daqiri_src_provide_clock (GstElement * element)
 static gboolean
 negotiate_gstcuda (GstDaqiriSrc * self, GstCaps ** caps)
 {
-  GstCaps *gstcuda = gst_caps_copy (*caps);
-  gst_caps_set_features (gstcuda, 0,
-      gst_caps_features_new (GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA, NULL));
-  GstCaps *filter = gst_caps_copy (*caps);
-  gst_caps_append (filter, gst_caps_ref (gstcuda));
-  GstCaps *peer = gst_pad_peer_query_caps (GST_BASE_SRC_PAD (self), filter);
-  gst_caps_unref (filter);
-  gboolean want = peer && !gst_caps_is_empty (peer) &&
-      gst_caps_features_contains (gst_caps_get_features (peer, 0),
-      GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA);
-  gboolean own_ok = peer && gst_caps_can_intersect (peer, *caps);
-  gst_clear_caps (&peer);
-  if (!want) {
+  GstCaps *gstcuda;
+  gboolean own_ok;
+  if (!gst_daqiri_gstcuda_peer_prefers (GST_BASE_SRC_PAD (self), *caps, &gstcuda, &own_ok)) {
     gst_caps_unref (gstcuda);
     return TRUE;
   }
