@@ -413,12 +413,37 @@ slot_free (FrameSlot * slot)
 }
 
 /* Hands one more frame from the pool to the context. */
+#ifdef DQ_HAVE_CUDA
+/* GStreamer 1.22's GstCudaMemory sizes its host staging copy (for CPU maps) by the memory's
+ * size when first mapped, but downloads the whole pitched allocation: a pool frame cut to the
+ * frame's size (cuda_frames_setup) would fail every CPU map downstream (GstMemory then maps a
+ * full copy instead). So each pool memory is mapped once at its whole size before its first
+ * use, which makes the staging copy whole; later maps reuse it. */
+static void
+gstcuda_staging_whole (GstMemory * mem)
+{
+  static GQuark done;
+  if (!done)
+    done = g_quark_from_static_string ("daqiri-gstcuda-staging");
+  GstMapInfo map;
+  if (gst_mini_object_get_qdata (GST_MINI_OBJECT_CAST (mem), done) ||
+      !gst_memory_map (mem, &map, GST_MAP_READ))
+    return;
+  gst_memory_unmap (mem, &map);
+  gst_mini_object_set_qdata (GST_MINI_OBJECT_CAST (mem), done, GINT_TO_POINTER (1), NULL);
+}
+#endif
+
 static gboolean
 add_frame (GstDaqiriReorder * self)
 {
   GstBuffer *buf = NULL;
   if (gst_buffer_pool_acquire_buffer (self->pool, &buf, NULL) != GST_FLOW_OK)
     return FALSE;
+#ifdef DQ_HAVE_CUDA
+  if (self->gstcuda_frames && !self->gstcuda_wrap)
+    gstcuda_staging_whole (gst_buffer_peek_memory (buf, 0));
+#endif
   FrameSlot *slot = g_new0 (FrameSlot, 1);
   slot->buf = buf;
   /* read back too when the frame is copied or unpacked into another before it is pushed */
