@@ -8,8 +8,11 @@
 #   run there:   bash scripts/gpu-tests.sh [BUILD_DIR] [--sanitize]
 # With a GStreamer runtime in the environment it also runs the element test
 # (tests/reorder/test-reorder-gpu: daqirireorder memory=cuda against memory=system).
+# GST_RUN=PREFIX runs the element test through PREFIX, e.g. GST_RUN=.gst-trixie/run for the
+# GStreamer 1.26 folder of scripts/gst-runtime.sh (the GStreamer >= 1.24 paths).
 #
-# --sanitize also runs the quick test under compute-sanitizer memcheck and racecheck (slow).
+# --sanitize also runs the quick test under compute-sanitizer memcheck and racecheck, and the
+# element test under memcheck (slow).
 # Logs go to $OUT (when set) or /tmp; the last lines are the summary.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -72,11 +75,23 @@ rc_elem=0
 elem_line="reorder-gpu: not run (no $elem_bin)"
 if [ -x "$elem_bin" ]; then
   echo "== test-reorder-gpu (daqirireorder memory=cuda)"
-  if command -v gst-inspect-1.0 >/dev/null || [ -n "${GST_PLUGIN_SYSTEM_PATH_1_0:-}" ]; then
-    GST_PLUGIN_PATH_1_0="$PWD/$build/gst" LD_LIBRARY_PATH="$PWD/$build/gst${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-      "$elem_bin" 2>&1 | tee "$logs/test-reorder-gpu.log"
+  if command -v gst-inspect-1.0 >/dev/null || [ -n "${GST_PLUGIN_SYSTEM_PATH_1_0:-}" ] ||
+      [ -n "${GST_RUN:-}" ]; then
+    run=()
+    [ -n "${GST_RUN:-}" ] && run=("$GST_RUN")
+    export GST_PLUGIN_PATH_1_0="$PWD/$build/gst"
+    export LD_LIBRARY_PATH="$PWD/$build/gst${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    "${run[@]}" "$elem_bin" 2>&1 | tee "$logs/test-reorder-gpu.log"
     rc_elem=${PIPESTATUS[0]}
     elem_line=$(grep -h '^reorder-gpu:' "$logs/test-reorder-gpu.log" || echo "reorder-gpu: no summary line (rc=$rc_elem)")
+    if [ "$sanitize" = 1 ] && command -v compute-sanitizer >/dev/null; then
+      timeout 300 compute-sanitizer --target-processes all --tool memcheck --error-exitcode 3 \
+        "${run[@]}" "$elem_bin" > "$logs/sanitizer-elements.log" 2>&1
+      r=$?
+      tail -1 "$logs/sanitizer-elements.log"
+      [ $r -ne 0 ] && rc_elem=$r
+      elem_line="$elem_line; memcheck rc=$r"
+    fi
   else
     elem_line="reorder-gpu: not run (no GStreamer runtime here)"
   fi
