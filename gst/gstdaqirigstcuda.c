@@ -220,10 +220,12 @@ gboolean
 gst_daqiri_gstcuda_context_query (GstElement * element, GstQuery * query,
     GstObject ** holder)
 {
-  if (GST_QUERY_TYPE (query) != GST_QUERY_CONTEXT || !gst_daqiri_gstcuda_load (NULL))
+  if (GST_QUERY_TYPE (query) != GST_QUERY_CONTEXT)
     return FALSE;
+  /* (nothing held: nothing to answer, and no reason to load GstCuda) */
   GstObject *ctx = held (element, holder);
-  gboolean answered = ctx != NULL && api.handle_context_query (element, query, ctx);
+  gboolean answered = ctx != NULL && gst_daqiri_gstcuda_load (NULL) &&
+      api.handle_context_query (element, query, ctx);
   gst_clear_object (&ctx);
   return answered;
 }
