@@ -331,6 +331,11 @@ int dq_cuda_memcpy (void *dst, const void *src, size_t size);   /* synchronous, 
 int dq_cuda_memcpy2d (void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
     size_t width, size_t height);
 int dq_cuda_memset (void *dev_ptr, int value, size_t size);
+/* A dma-buf fd (Linux) covering `size` bytes of device memory at dev_ptr, for a NIC to reach
+ * it (GPUDirect RDMA by dma-buf): the whole pages around it, dev_ptr at *offset into the
+ * dma-buf. The caller closes *fd. 0, or -1 (dq_cuda_last_error says why: no support in the
+ * driver or kernel, or not on the emulator). */
+int dq_cuda_export_dmabuf (void *dev_ptr, size_t size, int *fd, uint64_t *offset);
 /* Waits for the work queued on a stream (cudaStream_t; NULL: the default stream). */
 int dq_cuda_stream_synchronize (void *stream);
 /* The unpack of dq_unpack_uyvp_to_i422_10 (same bytes, bit for bit) as a kernel queued on

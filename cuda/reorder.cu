@@ -4,6 +4,9 @@
  * the launches see the kernels). */
 #include "reorder-kernels.cuh"
 
+#include <dlfcn.h>
+#include <unistd.h>
+
 namespace dqk {
 
 /* ---- host side --------------------------------------------------------------------------- */
@@ -231,6 +234,52 @@ dq_cuda_free_host (void *p)
 {
   if (p)
     cudaFreeHost (p);
+}
+
+int
+dq_cuda_export_dmabuf (void *dev_ptr, size_t size, int *fd, uint64_t *offset)
+{
+  *fd = -1;
+  *offset = 0;
+#ifdef DQ_CUDA_EMU
+  (void) dev_ptr;
+  (void) size;
+  snprintf (g_err, sizeof g_err, "dma-buf export: not on the CUDA emulator");
+  return -1;
+#else
+  /* the driver call (the runtime has none): libcuda.so.1 is loaded already by the runtime */
+  typedef int (*GetHandle) (void *handle, unsigned long long dptr, size_t size, int type,
+      unsigned long long flags);
+  static GetHandle get_handle;
+  if (get_handle == NULL) {
+    void *lib = dlopen ("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (lib == NULL)
+      lib = dlopen ("libcuda.so.1", RTLD_NOW);
+    get_handle = lib ? (GetHandle) dlsym (lib, "cuMemGetHandleForAddressRange") : NULL;
+    if (get_handle == NULL) {
+      snprintf (g_err, sizeof g_err, "dma-buf export: the CUDA driver has no "
+          "cuMemGetHandleForAddressRange (driver 515 or newer needed)");
+      return -1;
+    }
+  }
+  /* the exported range is whole host pages: the allocation's pages around the buffer */
+  const uintptr_t page = (uintptr_t) sysconf (_SC_PAGESIZE);
+  const uintptr_t p = (uintptr_t) dev_ptr, base = p & ~(page - 1);
+  const size_t len = (size_t) (((p + size + page - 1) & ~(page - 1)) - base);
+  int handle = -1;
+  const int dma_buf_fd = 1;     /* CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD */
+  int r = get_handle (&handle, (unsigned long long) base, len, dma_buf_fd, 0);
+  if (r != 0 || handle < 0) {
+    snprintf (g_err, sizeof g_err, "dma-buf export of %zu bytes of GPU memory at %p "
+        "(cuMemGetHandleForAddressRange) failed: CUresult %d%s", len, (void *) base, r,
+        r == 801 ? " (not supported: the NVIDIA open kernel modules and a kernel with "
+        "dma-buf support are needed)" : "");
+    return -1;
+  }
+  *fd = handle;
+  *offset = (uint64_t) (p - base);
+  return 0;
+#endif
 }
 
 int

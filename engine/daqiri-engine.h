@@ -83,12 +83,19 @@ typedef struct {
 /* Where an RX queue's packet buffer lives when not in plain host memory: memory the
  * element allocates (GPU-accessible memory: CUDA pinned, device-mapped host memory), given to
  * engines that can receive into it. The bursts then say `kind`. alloc returns zeroed,
- * page-aligned memory of `size` bytes (a multiple of the page size) or NULL. */
+ * page-aligned memory of `size` bytes (a multiple of the page size) or NULL.
+ * export_dmabuf, when set, says the memory is GPU device memory that the CPU must not touch
+ * and that a NIC reaches through a dma-buf (GPUDirect RDMA): it gives a dma-buf fd covering
+ * [mem, mem + size) at *offset into it (the caller closes the fd), or FALSE with *error set.
+ * Only engines that register the ring with a NIC by dma-buf take such memory (mlx5 on a
+ * ConnectX); the others refuse it. */
 typedef struct {
   DqMemoryKind kind;
   gpointer (*alloc) (gsize size, gpointer user);
   void (*free) (gpointer mem, gsize size, gpointer user);
   gpointer user;
+  gboolean (*export_dmabuf) (gpointer mem, gsize size, int *fd, guint64 * offset,
+      gpointer user, GError ** error);
 } DqRingMemory;
 
 typedef struct {

@@ -173,6 +173,49 @@ ring_free (gpointer mem, gsize size, gpointer user)
   dq_cuda_free_host (mem);
 }
 
+static gpointer
+device_ring_alloc (gsize size, gpointer user)
+{
+  void *mem = dq_cuda_malloc (size);
+  if (mem == NULL || dq_cuda_memset (mem, 0, size) != 0) {
+    GST_ERROR ("cannot allocate %" G_GSIZE_FORMAT " bytes of GPU ring memory: %s", size,
+        dq_cuda_last_error ());
+    dq_cuda_free (mem);
+    return NULL;
+  }
+  return mem;
+}
+
+static void
+device_ring_free (gpointer mem, gsize size, gpointer user)
+{
+  dq_cuda_free (mem);
+}
+
+static gboolean
+device_ring_export (gpointer mem, gsize size, int *fd, guint64 * offset, gpointer user,
+    GError ** error)
+{
+  uint64_t off = 0;
+  if (dq_cuda_export_dmabuf (mem, size, fd, &off) != 0) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s; allowed without GPUDirect RDMA: "
+        "daqirisrc gpudirect=false (the ring in pinned host memory)", dq_cuda_last_error ());
+    return FALSE;
+  }
+  *offset = off;
+  return TRUE;
+}
+
+const DqRingMemory *
+gst_daqiri_cuda_device_ring_memory (void)
+{
+  static const DqRingMemory ring = {
+    .kind = DQ_MEMORY_CUDA,.alloc = device_ring_alloc,.free = device_ring_free,.user = NULL,
+    .export_dmabuf = device_ring_export
+  };
+  return &ring;
+}
+
 const DqRingMemory *
 gst_daqiri_cuda_ring_memory (void)
 {

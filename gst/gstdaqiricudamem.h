@@ -17,6 +17,9 @@ GstAllocator *gst_daqiri_cuda_allocator_get (void);
  * GPU reads in place. */
 #include "daqiri-engine.h"
 const DqRingMemory *gst_daqiri_cuda_ring_memory (void);
+/* The same in GPU device memory, which a ConnectX writes by GPUDirect RDMA (a dma-buf of the
+ * memory registered with the NIC); the CPU never touches it. */
+const DqRingMemory *gst_daqiri_cuda_device_ring_memory (void);
 
 G_END_DECLS
 

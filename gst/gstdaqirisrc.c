@@ -75,6 +75,7 @@ enum {
   PROP_STATS,
   PROP_STATS_INTERVAL,
   PROP_MEMORY,
+  PROP_GPUDIRECT,
 };
 
 struct _GstDaqiriSrc {
@@ -90,6 +91,7 @@ struct _GstDaqiriSrc {
   guint max_packet_size;
   guint64 stats_interval;
   GstDaqiriMemory memory;
+  gboolean gpudirect;
 
   /* between start and stop */
   DqPort *port;
@@ -220,6 +222,9 @@ gst_daqiri_src_set_property (GObject * object, guint prop_id, const GValue * val
     case PROP_MEMORY:
       self->memory = (GstDaqiriMemory) g_value_get_enum (value);
       break;
+    case PROP_GPUDIRECT:
+      self->gpudirect = g_value_get_boolean (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -265,6 +270,9 @@ gst_daqiri_src_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_MEMORY:
       g_value_set_enum (value, self->memory);
+      break;
+    case PROP_GPUDIRECT:
+      g_value_set_boolean (value, self->gpudirect);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -333,6 +341,7 @@ gst_daqiri_src_start (GstBaseSrc * bsrc)
     .group_id = (guint32) g_atomic_int_add (&next_group_id, 1) ^ ((guint32) getpid () << 16),
   };
   GstDaqiriMemory memory = self->memory;
+  gboolean gpudirect = self->gpudirect;
   memset (&self->past, 0, sizeof self->past);
   GST_OBJECT_UNLOCK (self);
 
@@ -346,7 +355,12 @@ gst_daqiri_src_start (GstBaseSrc * bsrc)
     if (!gst_daqiri_cuda_usable (GST_ELEMENT_CAST (self), "memory"))
       goto fail;
 #ifdef DQ_HAVE_CUDA
-    config.ring_memory = gst_daqiri_cuda_ring_memory ();
+    /* a ConnectX writes GPU memory itself (GPUDirect RDMA); the others, and the emulated
+     * one, write pinned host memory the GPU reads across the bus */
+    config.ring_memory = gpudirect && device && g_str_has_prefix (device, "mlx5:") ?
+        gst_daqiri_cuda_device_ring_memory () : gst_daqiri_cuda_ring_memory ();
+#else
+    (void) gpudirect;
 #endif
   }
 
@@ -817,6 +831,13 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass * klass)
           "and emu engines only, needs a build with CUDA and a GPU",
           GST_TYPE_DAQIRI_MEMORY, GST_DAQIRI_MEMORY_SYSTEM,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_GPUDIRECT,
+      g_param_spec_boolean ("gpudirect", "GPUDirect",
+          "With memory=cuda on a ConnectX (mlx5:), the ring in GPU device memory that the NIC "
+          "writes by GPUDirect RDMA (a dma-buf of the memory registered with the NIC: NVIDIA "
+          "open kernel modules and a kernel with dma-buf support); false, or other engines: "
+          "pinned host memory mapped for the GPU", TRUE,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_STATS_INTERVAL,
       g_param_spec_uint64 ("stats-interval", "Stats interval",
           "Post the stats as a 'daqiri-src-stats' element message, with "
@@ -854,6 +875,7 @@ gst_daqiri_src_init (GstDaqiriSrc * self)
   self->burst_timeout = DEFAULT_BURST_TIMEOUT;
   self->ring_size = DEFAULT_RING_SIZE;
   self->max_packet_size = DEFAULT_MAX_PACKET_SIZE;
+  self->gpudirect = TRUE;
 
   gst_daqiri_time_map_init (&self->time_map, NULL);
   gst_base_src_set_live (GST_BASE_SRC (self), TRUE);

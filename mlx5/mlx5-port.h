@@ -103,6 +103,11 @@ typedef struct {
   gboolean (*mr_reg) (gpointer dev, void *addr, gsize size, guint32 * lkey,
       gpointer * handle, GError ** error);
   void (*mr_dereg) (gpointer dev, gpointer handle);
+  /* registers device memory reached through a dma-buf (GPU memory: GPUDirect RDMA) at
+   * virtual address iova, `offset` bytes into the dma-buf `fd`; NULL: not possible on this
+   * device. The handle goes to mr_dereg. */
+  gboolean (*mr_reg_dmabuf) (gpointer dev, int fd, guint64 offset, gsize size, void *iova,
+      guint32 * lkey, gpointer * handle, GError ** error);
 
   gboolean (*cq_create) (gpointer dev, Mlx5Cq * cq, GError ** error);
   void (*cq_destroy) (gpointer dev, Mlx5Cq * cq);

@@ -16,12 +16,14 @@
  *  - CQ doorbell record word 0 = consumer index, 24 bits, big-endian (cq_ring_doorbell).
  */
 #include "rx.h"
+
 #include "engine-util.h"
 
 #include "mlx5-dma.h"
 #include "mlx5-mem.h"
 
 #include <string.h>
+#include <unistd.h>
 
 struct _Mlx5Rxq {
   const Mlx5PortOps *ops;
@@ -253,8 +255,28 @@ mlx5_rxq_new (const Mlx5PortOps * ops, gpointer dev, const Mlx5Caps * caps,
     goto fail;
   }
 
-  if (!ops->mr_reg (dev, q->rq.buf, q->rq.buf_size, &q->rq.lkey, &q->mr, error))
+  if (q->memory.export_dmabuf != NULL) {
+    /* GPU device memory: the NIC reaches it through a dma-buf; the host never touches it
+     * (the ring code reads CQEs only, never packet bytes) */
+    if (ops->mr_reg_dmabuf == NULL) {
+      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: the RX ring cannot be in GPU "
+          "device memory: this device cannot register a dma-buf (the emulated ConnectX "
+          "writes its ring from the CPU); allowed: host or pinned host memory", q->what);
+      goto fail;
+    }
+    int fd = -1;
+    guint64 offset = 0;
+    if (!q->memory.export_dmabuf (q->rq.buf, q->rq.buf_size, &fd, &offset, q->memory.user,
+            error))
+      goto fail;
+    gboolean ok = ops->mr_reg_dmabuf (dev, fd, offset, q->rq.buf_size, q->rq.buf,
+        &q->rq.lkey, &q->mr, error);
+    close (fd);                 /* the registration holds the dma-buf */
+    if (!ok)
+      goto fail;
+  } else if (!ops->mr_reg (dev, q->rq.buf, q->rq.buf_size, &q->rq.lkey, &q->mr, error)) {
     goto fail;
+  }
 
   /* every CQE starts invalid with owner 1: nothing is software-owned on the first pass */
   memset (q->cq.ring, 0xff, cq_bytes);

@@ -654,6 +654,31 @@ hw_mr_reg (gpointer priv, void *addr, gsize size, guint32 * lkey, gpointer * han
   return TRUE;
 }
 
+/* GPU device memory (GPUDirect RDMA through a dma-buf: the kernel's dma-buf support for the
+ * NVIDIA driver, no nvidia-peermem needed) */
+static gboolean
+hw_mr_reg_dmabuf (gpointer priv, int fd, guint64 offset, gsize size, void *iova,
+    guint32 * lkey, gpointer * handle, GError ** error)
+{
+  HwDev *dev = priv;
+  errno = 0;
+  struct ibv_mr *mr = ibv_reg_dmabuf_mr (dev->pd, offset, size, (guint64) (guintptr) iova, fd,
+      IBV_ACCESS_LOCAL_WRITE);
+  if (mr == NULL) {
+    int err = errno;
+    g_set_error (error, DQ_ERROR, error_code_for (err),
+        "%s: registering %" G_GSIZE_FORMAT " bytes of GPU memory at %p (ibv_reg_dmabuf_mr, "
+        "dma-buf fd %d offset %" G_GUINT64_FORMAT ") failed: %s (GPUDirect RDMA needs the "
+        "NVIDIA open kernel modules with dma-buf support and an rdma-core/kernel that "
+        "take dma-bufs; without them use daqirisrc gpudirect=false: pinned host memory)",
+        dev->name, size, iova, fd, offset, g_strerror (err));
+    return FALSE;
+  }
+  *lkey = mr->lkey;
+  *handle = mr;
+  return TRUE;
+}
+
 static void
 hw_mr_dereg (gpointer priv, gpointer handle)
 {
@@ -1366,6 +1391,7 @@ const Mlx5PortOps mlx5_hw_port_ops = {
   .close = hw_close,
   .mr_reg = hw_mr_reg,
   .mr_dereg = hw_mr_dereg,
+  .mr_reg_dmabuf = hw_mr_reg_dmabuf,
   .cq_create = hw_cq_create,
   .cq_destroy = hw_cq_destroy,
   .rq_create = hw_rq_create,

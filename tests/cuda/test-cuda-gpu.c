@@ -11,6 +11,9 @@
 
 #include "dq-test-util.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 /* stream sizes: 8x larger on a GPU, except in quick mode */
 #ifdef DQ_TEST_EMU
 #define SCALE 1
@@ -762,6 +765,34 @@ api_cases (void)
   dq_cuda_free (f);
 }
 
+/* GPUDirect RDMA by dma-buf (daqirisrc memory=cuda gpudirect=true on a ConnectX): export a
+ * dma-buf of device memory. Where the driver or kernel has no support the reason is printed
+ * (not a failure: that is the machine); where it works, the fd and offset must be right. */
+static void
+dmabuf_case (void)
+{
+#ifndef DQ_TEST_EMU
+  const size_t size = 4u << 20;
+  void *mem = dq_cuda_malloc (size);
+  CHECK (mem != NULL);
+  if (mem == NULL)
+    return;
+  int fd = -1;
+  uint64_t offset = 0;
+  if (dq_cuda_export_dmabuf ((uint8_t *) mem + 4096, size - 8192, &fd, &offset) != 0) {
+    printf ("dma-buf export: not available on this machine: %s\n", dq_cuda_last_error ());
+    CHECK (fd == -1);
+  } else {
+    struct stat st;
+    CHECK (fd >= 0 && fstat (fd, &st) == 0);
+    CHECK (offset == (((uintptr_t) mem + 4096) & 4095));
+    printf ("dma-buf export: fd %d, offset %llu\n", fd, (unsigned long long) offset);
+    close (fd);
+  }
+  dq_cuda_free (mem);
+#endif
+}
+
 int
 main (void)
 {
@@ -780,6 +811,7 @@ main (void)
   gather_cases ();
   reorder_cases ();
   large_cases ();
+  dmabuf_case ();
   printf ("test-cuda-%s: %s: %llu cases, %llu submissions, %llu batches, %.1f MB compared bit for "
       "bit with the CPU twin%s\n",
 #ifdef DQ_TEST_EMU

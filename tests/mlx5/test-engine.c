@@ -372,7 +372,7 @@ test_burst_timeout_wakeup (void)
  * memory): allocated through the hook at create, the bursts lie inside it and say its kind,
  * freed through the hook at destroy. */
 typedef struct {
-  guint allocs, frees;
+  guint allocs, frees, exports;
   guint8 *mem;
   gsize size;
 } HookLog;
@@ -397,6 +397,18 @@ hook_free (gpointer mem, gsize size, gpointer user)
   g_assert_cmpuint (size, ==, log->size);
   log->frees++;
   free (mem);
+}
+
+static gboolean
+hook_export_dmabuf (gpointer mem, gsize size, int *fd, guint64 * offset, gpointer user,
+    GError ** error)
+{
+  HookLog *log = user;
+  log->exports++;
+  *fd = -1;
+  *offset = 0;
+  g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "no dma-buf here");
+  return FALSE;
 }
 
 static void
@@ -443,6 +455,27 @@ test_ring_memory_hook (void)
   dq_rxq_destroy (rxq);
   g_assert_cmpuint (log.frees, ==, 1);
   dq_port_unref (p);
+
+  /* GPU device memory (a hook that exports a dma-buf): the emulated ConnectX cannot take
+   * it and says so; nothing is exported, the memory goes back through the hook */
+  {
+    HookLog dlog = { 0 };
+    DqRingMemory dm = rm;
+    dm.user = &dlog;
+    dm.export_dmabuf = hook_export_dmabuf;
+    DqRxConfig dcfg = cfg;
+    dcfg.ring_memory = &dm;
+    dcfg.group_id = next_group++;
+    DqPort *dp = port_open ("emu:hook1");
+    g_assert_null (dq_rxq_create (dp, &dcfg, &error));
+    g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
+    g_assert_nonnull (strstr (error->message, "cannot be in GPU device memory"));
+    g_clear_error (&error);
+    g_assert_cmpuint (dlog.exports, ==, 0);
+    g_assert_cmpuint (dlog.allocs, ==, 1);
+    g_assert_cmpuint (dlog.frees, ==, 1);
+    dq_port_unref (dp);
+  }
 
   /* an engine that can only receive into host memory says so */
   DqPort *lo = dq_port_open ("afpacket:lo", &error);
