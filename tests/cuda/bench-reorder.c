@@ -257,11 +257,20 @@ batches_for (uint64_t batch_bytes)
 
 /* Reorder K batches back to back; returns ms (GPU time between events). host_desc: descriptors
  * from host memory (staged by the context) instead of device memory. */
-static double
-run_reorder (GPool *g, const DqReorderConfig *cfg, uint32_t K, int host_desc, uint64_t *no_frame)
+static void
+recycle (DqReorderGpu *ctx, const DqReorderCompletion *c)
 {
-  Pool *p = &g->hp;
-  DqReorderGpuOptions o = { p->ppb, 4, 32, -1, NULL };
+  for (uint32_t j = 0; j < c->n_batches; j++)
+    if (c->batches[j].frame)
+      dq_reorder_gpu_add_frame (ctx, c->batches[j].frame, NULL);
+}
+
+/* A context for batches of ppb packets with `inflight` submission slots and nf frames of
+ * device memory given to it (freed by ctx_free). */
+static DqReorderGpu *
+ctx_new (const DqReorderConfig *cfg, uint32_t ppb, uint32_t inflight, int nf, void **frames)
+{
+  DqReorderGpuOptions o = { ppb, inflight, 2 * (uint32_t) nf, -1, NULL };
   char msg[256];
   DqReorderGpu *ctx = dq_reorder_gpu_new (cfg, &o, msg, sizeof msg);
   if (!ctx) {
@@ -269,12 +278,28 @@ run_reorder (GPool *g, const DqReorderConfig *cfg, uint32_t K, int host_desc, ui
     exit (2);
   }
   uint64_t fsz = dq_reorder_frame_size (cfg);
-  enum { NF = 10 };
-  void *frames[NF];
-  for (int i = 0; i < NF; i++) {
+  for (int i = 0; i < nf; i++) {
     frames[i] = dq_cuda_malloc (fsz);
     dq_reorder_gpu_add_frame (ctx, frames[i], NULL);
   }
+  return ctx;
+}
+
+static void
+ctx_free (DqReorderGpu *ctx, int nf, void **frames)
+{
+  dq_reorder_gpu_free (ctx);
+  for (int i = 0; i < nf; i++)
+    dq_cuda_free (frames[i]);
+}
+
+static double
+run_reorder (GPool *g, const DqReorderConfig *cfg, uint32_t K, int host_desc, uint64_t *no_frame)
+{
+  Pool *p = &g->hp;
+  enum { NF = 10 };
+  void *frames[NF];
+  DqReorderGpu *ctx = ctx_new (cfg, p->ppb, 4, NF, frames);
   void *e0 = bench_event_new (), *e1 = bench_event_new ();
   void *stream = dq_reorder_gpu_stream (ctx);
   uint32_t warm = 4;
@@ -294,15 +319,11 @@ run_reorder (GPool *g, const DqReorderConfig *cfg, uint32_t K, int host_desc, ui
         exit (2);
       }
       if (dq_reorder_gpu_poll (ctx, 1, &c) == 1)
-        for (uint32_t j = 0; j < c.n_batches; j++)
-          if (c.batches[j].frame)
-            dq_reorder_gpu_add_frame (ctx, c.batches[j].frame, NULL);
+        recycle (ctx, &c);
     }
     /* completions: recycle frames without waiting */
     while (dq_reorder_gpu_poll (ctx, 0, &c) == 1)
-      for (uint32_t j = 0; j < c.n_batches; j++)
-        if (c.batches[j].frame)
-          dq_reorder_gpu_add_frame (ctx, c.batches[j].frame, NULL);
+      recycle (ctx, &c);
   }
   bench_event_record (e1, stream);
   double ms = bench_event_ms (e0, e1);
@@ -315,18 +336,8 @@ run_reorder (GPool *g, const DqReorderConfig *cfg, uint32_t K, int host_desc, ui
         (unsigned long long) c.stats.batches);
   bench_event_free (e0);
   bench_event_free (e1);
-  dq_reorder_gpu_free (ctx);
-  for (int i = 0; i < NF; i++)
-    dq_cuda_free (frames[i]);
+  ctx_free (ctx, NF, frames);
   return ms;
-}
-
-static void
-recycle (DqReorderGpu *ctx, const DqReorderCompletion *c)
-{
-  for (uint32_t j = 0; j < c->n_batches; j++)
-    if (c->batches[j].frame)
-      dq_reorder_gpu_add_frame (ctx, c->batches[j].frame, NULL);
 }
 
 static int
@@ -345,19 +356,8 @@ bench_batch_split (GPool *g, const DqReorderConfig *cfg, int host_desc)
 {
   Pool *p = &g->hp;
   enum { Q = 48, NF = Q + 8, LAT = 31 };
-  DqReorderGpuOptions o = { p->ppb, Q, 2 * NF, -1, NULL };
-  char msg[256];
-  DqReorderGpu *ctx = dq_reorder_gpu_new (cfg, &o, msg, sizeof msg);
-  if (!ctx) {
-    fprintf (stderr, "dq_reorder_gpu_new: %s\n", msg);
-    exit (2);
-  }
-  uint64_t fsz = dq_reorder_frame_size (cfg);
   void *frames[NF];
-  for (int i = 0; i < NF; i++) {
-    frames[i] = dq_cuda_malloc (fsz);
-    dq_reorder_gpu_add_frame (ctx, frames[i], NULL);
-  }
+  DqReorderGpu *ctx = ctx_new (cfg, p->ppb, Q, NF, frames);
   void *e0 = bench_event_new (), *e1 = bench_event_new ();
   void *stream = dq_reorder_gpu_stream (ctx);
   DqReorderCompletion c;
@@ -429,9 +429,7 @@ bench_batch_split (GPool *g, const DqReorderConfig *cfg, int host_desc)
   fflush (stdout);
   bench_event_free (e0);
   bench_event_free (e1);
-  dq_reorder_gpu_free (ctx);
-  for (int i = 0; i < NF; i++)
-    dq_cuda_free (frames[i]);
+  ctx_free (ctx, NF, frames);
 }
 
 static double
