@@ -116,9 +116,8 @@ struct _GstDaqiriReorder
   gsize host_copy_size;
   /* memory=cuda with GstCudaMemory out (video, or frames downstream takes only as
    * memory:CUDAMemory): the pipeline's GstCudaContext, current on the thread whenever CUDA is
-   * called (in_context) */
+   * called (in_context ()) */
   GstObject *cuda_context;      /* object lock */
-  gboolean in_context;
   gboolean gstcuda_frames;      /* generic frames go out as GstCudaMemory: ... */
   gboolean gstcuda_wrap;        /* ... daqiri's frame wrapped (>= 1.24), else a pool's */
 #endif
@@ -261,13 +260,23 @@ engine_running (GstDaqiriReorder * self)
   return self->ctx != NULL;
 }
 
+#ifdef DQ_HAVE_CUDA
+/* Whether the frames go out as GstCudaMemory (video, or generic frames), so that the element's
+ * CUDA work runs in the pipeline's context. */
+static gboolean
+in_context (GstDaqiriReorder * self)
+{
+  return self->out_gstcuda || self->gstcuda_frames;
+}
+#endif
+
 /* With a pipeline CUDA context, CUDA work of this element runs in it: made current around
  * every engine call. */
 static void
 cuda_enter (GstDaqiriReorder * self)
 {
 #ifdef DQ_HAVE_CUDA
-  if (self->in_context)
+  if (in_context (self))
     gst_daqiri_gstcuda_push (self->cuda_context);
 #endif
 }
@@ -276,7 +285,7 @@ static void
 cuda_leave (GstDaqiriReorder * self)
 {
 #ifdef DQ_HAVE_CUDA
-  if (self->in_context)
+  if (in_context (self))
     gst_daqiri_gstcuda_pop ();
 #endif
 }
@@ -490,7 +499,6 @@ stop_engine (GstDaqiriReorder * self)
     gst_clear_object (&self->out_pool);
   }
 #ifdef DQ_HAVE_CUDA
-  self->in_context = FALSE;
   self->gstcuda_frames = FALSE;
   self->gstcuda_wrap = FALSE;
 #endif
@@ -664,7 +672,6 @@ cuda_video_setup (GstDaqiriReorder * self)
   self->out_pool = gst_daqiri_gstcuda_pool_new (ctx);
   self->out_gstcuda = TRUE;
   gst_object_unref (ctx);
-  self->in_context = TRUE;
   return out_pool_start (self);
 }
 
@@ -705,7 +712,6 @@ cuda_frames_setup (GstDaqiriReorder * self, guint64 frame_size, guint n_frames)
   }
   gst_caps_replace (&self->out_caps, gstcuda);
   gst_caps_unref (gstcuda);
-  self->in_context = TRUE;
   self->gstcuda_frames = TRUE;
   if (gst_daqiri_gstcuda_can_wrap (NULL)) {
     /* daqiri's frames (the default pool, made in the context), wrapped when pushed */
