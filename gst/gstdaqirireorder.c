@@ -40,20 +40,11 @@
 #include "config.h"
 #endif
 
-#include "gstdaqirireorder.h"
-#include "gstdaqirielement.h"
+#include "gstdaqirireorder-priv.h"
 
-#include <gst/daqiri/daqiri.h>
-#include <gst/video/video.h>
 #include <string.h>
 
-#include "daqiri-reorder.h"
-#ifdef DQ_HAVE_CUDA
-#include "gstdaqiricudamem.h"
-#include "gstdaqirigstcuda.h"
-#endif
-
-GST_DEBUG_CATEGORY_STATIC (daqirireorder_debug);
+GST_DEBUG_CATEGORY (daqirireorder_debug);
 #define GST_CAT_DEFAULT daqirireorder_debug
 
 G_STATIC_ASSERT (sizeof (GstDaqiriPacket) == sizeof (DqReorderPacket));
@@ -83,74 +74,6 @@ enum
   PROP_STATS,
 };
 
-typedef struct
-{
-  GstBuffer *buf;
-  GstMapInfo map;
-} FrameSlot;
-
-struct _GstDaqiriReorder
-{
-  GstElement parent;
-  GstPad *sinkpad, *srcpad;
-
-  /* properties (object lock) */
-  DqReorderConfig cfg;
-  guint64 timeout;
-  GstDaqiriMemory memory;
-  GstVideoFormat video_format;
-  guint width, height;
-  gint fps_n, fps_d;
-
-  /* streaming state (stream lock) */
-  DqReorderConfig run_cfg;
-  GstDaqiriMemory run_memory;
-  gboolean video;               /* frames are raw video (video-format set) */
-  GstVideoInfo vinfo;
-  DqReorderCpu *ctx;            /* memory=system */
-#ifdef DQ_HAVE_CUDA
-  DqReorderGpu *gpu;            /* memory=cuda */
-  guint8 *staging;              /* pinned, device-mapped copy of the input burst */
-  gsize staging_size;
-  guint8 *host_copy;            /* memory=system: a GPU burst copied to the host */
-  gsize host_copy_size;
-  /* memory=cuda with GstCudaMemory out (video, or frames downstream takes only as
-   * memory:CUDAMemory): the pipeline's GstCudaContext, current on the thread whenever CUDA is
-   * called (in_context ()) */
-  GstObject *cuda_context;      /* object lock */
-  gboolean gstcuda_frames;      /* generic frames go out as GstCudaMemory: ... */
-  gboolean gstcuda_wrap;        /* ... daqiri's frame wrapped (>= 1.24), else a pool's */
-#endif
-  /* where the pushed frames come from when not the engine's own: GstCudaMemory video (the
-   * frame copied, or unpacked, into it), or system-memory I422_10LE (unpacked); NULL: the
-   * engine's frame is pushed as it is */
-  GstBufferPool *out_pool;
-  gboolean out_gstcuda;         /* out_pool is a GstCudaBufferPool of cuda_context */
-  gboolean unpack;              /* the frame is UYVP pgroups, pushed as planar I422_10LE */
-  GstBufferPool *pool;
-  GstCaps *out_caps;
-  gboolean caps_sent;
-  DqReorderPacket *scratch;
-  guint scratch_len;
-  guint frames_held;            /* frames given to the context and not yet back */
-  DqReorderWindow window;       /* after the last engine call */
-
-  /* the timeout timer: flushes the oldest open batch when the pipeline clock passes
-   * t_deadline (running time; NONE when no batch is open), taking the stream lock */
-  guint64 run_timeout;
-  GThread *timer;
-  GMutex t_lock;
-  GCond t_cond;
-  gboolean t_stop;
-  GstClockTime t_deadline;
-  gint64 clock_offset;          /* running time - PTS when the latest burst arrived */
-  gboolean have_offset;
-
-  /* counters (object lock) */
-  guint64 st_batches, st_complete, st_flushed, st_pushed, st_missing, st_duplicates, st_late,
-      st_short, st_skipped, st_packets, st_no_frame;
-};
-
 G_DEFINE_TYPE (GstDaqiriReorder, gst_daqiri_reorder, GST_TYPE_ELEMENT);
 GST_ELEMENT_REGISTER_DEFINE (daqirireorder, "daqirireorder", GST_RANK_NONE,
     GST_TYPE_DAQIRI_REORDER);
@@ -163,7 +86,7 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink", GST
   "{ u8, int4, int8, int16, int32, fp16, bf16, fp32, fp64 }, elements = (int) [ 1, MAX ], " \
   "packets-per-batch = (int) [ 1, MAX ]"
 /* raw video: packed formats of one plane (those GstCudaMemory takes, gray, UYVP), and
- * I422_10LE unpacked from UYVP pgroups (video_setup's table) */
+ * I422_10LE unpacked from UYVP pgroups (the table in gstdaqirireorder-out.c) */
 #define VIDEO_FORMATS "{ UYVY, YUY2, RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR, I422_10LE, " \
   "GRAY8, GRAY16_LE, GRAY16_BE, UYVP }"
 #define CUDA_VIDEO_FORMATS "{ UYVY, YUY2, RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR, " \
@@ -175,7 +98,6 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src", GST_P
         GST_DAQIRI_FRAME_MEDIA_TYPE "(memory:CUDAMemory)" FRAME_CAPS_FIELDS "; "
         GST_VIDEO_CAPS_MAKE (VIDEO_FORMATS) "; "
         GST_VIDEO_CAPS_MAKE_WITH_FEATURES ("memory:CUDAMemory", CUDA_VIDEO_FORMATS)));
-
 
 GType
 gst_daqiri_element_type_get_type (void)
@@ -422,27 +344,6 @@ slot_free (FrameSlot * slot)
 }
 
 /* Hands one more frame from the pool to the context. */
-#ifdef DQ_HAVE_CUDA
-/* GStreamer 1.22's GstCudaMemory sizes its host staging copy (for CPU maps) by the memory's
- * size when first mapped, but downloads the whole pitched allocation: a pool frame cut to the
- * frame's size (cuda_frames_setup) would fail every CPU map downstream (GstMemory then maps a
- * full copy instead). So each pool memory is mapped once at its whole size before its first
- * use, which makes the staging copy whole; later maps reuse it. */
-static void
-gstcuda_staging_whole (GstMemory * mem)
-{
-  static GQuark done;
-  if (!done)
-    done = g_quark_from_static_string ("daqiri-gstcuda-staging");
-  GstMapInfo map;
-  if (gst_mini_object_get_qdata (GST_MINI_OBJECT_CAST (mem), done) ||
-      !gst_memory_map (mem, &map, GST_MAP_READ))
-    return;
-  gst_memory_unmap (mem, &map);
-  gst_mini_object_set_qdata (GST_MINI_OBJECT_CAST (mem), done, GINT_TO_POINTER (1), NULL);
-}
-#endif
-
 static gboolean
 add_frame (GstDaqiriReorder * self)
 {
@@ -451,7 +352,7 @@ add_frame (GstDaqiriReorder * self)
     return FALSE;
 #ifdef DQ_HAVE_CUDA
   if (self->gstcuda_frames && !self->gstcuda_wrap)
-    gstcuda_staging_whole (gst_buffer_peek_memory (buf, 0));
+    reorder_gstcuda_staging_whole (gst_buffer_peek_memory (buf, 0));
 #endif
   FrameSlot *slot = g_new0 (FrameSlot, 1);
   slot->buf = buf;
@@ -510,238 +411,6 @@ stop_engine (GstDaqiriReorder * self)
   self->caps_sent = FALSE;
 }
 
-/* The raw video formats (VIDEO_FORMATS and CUDA_VIDEO_FORMATS of the pad template): the frame
- * is the picture, packed in one plane, except for I422_10LE, whose frame holds the picture as
- * 10-bit 4:2:2 pgroups (daqiri-reorder.h) that are unpacked into its planes. */
-static const struct
-{
-  GstVideoFormat format;
-  gboolean cuda;                /* also with memory=cuda (GstCudaMemory takes it) */
-} video_formats[] = {
-  {GST_VIDEO_FORMAT_UYVY, TRUE}, {GST_VIDEO_FORMAT_YUY2, TRUE}, {GST_VIDEO_FORMAT_RGBA, TRUE},
-  {GST_VIDEO_FORMAT_BGRA, TRUE}, {GST_VIDEO_FORMAT_RGBx, TRUE}, {GST_VIDEO_FORMAT_BGRx, TRUE},
-  {GST_VIDEO_FORMAT_ARGB, TRUE}, {GST_VIDEO_FORMAT_ABGR, TRUE}, {GST_VIDEO_FORMAT_RGB, TRUE},
-  {GST_VIDEO_FORMAT_BGR, TRUE}, {GST_VIDEO_FORMAT_I422_10LE, TRUE},
-  {GST_VIDEO_FORMAT_GRAY8, FALSE}, {GST_VIDEO_FORMAT_GRAY16_LE, FALSE},
-  {GST_VIDEO_FORMAT_GRAY16_BE, FALSE}, {GST_VIDEO_FORMAT_UYVP, FALSE},
-};
-
-/* video-format/width/height/framerate -> self->vinfo and raw-video caps (and self->unpack); FALSE
- * with an error posted when the frame does not make that picture. */
-static gboolean
-video_setup (GstDaqiriReorder * self, GstVideoFormat format, guint width, guint height,
-    gint fps_n, gint fps_d, guint64 frame_size)
-{
-  gboolean cuda = self->run_memory == GST_DAQIRI_MEMORY_CUDA;
-  const gchar *name = gst_video_format_to_string (format);
-  gboolean ok = FALSE;
-  for (guint i = 0; i < G_N_ELEMENTS (video_formats); i++)
-    ok |= video_formats[i].format == format && (video_formats[i].cuda || !cuda);
-  if (!ok) {
-    GString *list = g_string_new (NULL);
-    for (guint i = 0; i < G_N_ELEMENTS (video_formats); i++)
-      if (video_formats[i].cuda || !cuda)
-        g_string_append_printf (list, "%s%s", list->len ? ", " : "",
-            gst_video_format_to_string (video_formats[i].format));
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("property 'video-format' is %s: allowed with memory=%s: %s", name ? name : "?",
-            cuda ? "cuda" : "system", list->str), (NULL));
-    g_string_free (list, TRUE);
-    return FALSE;
-  }
-  if (width == 0 || height == 0) {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("property 'video-format' is %s, but width %u x height %u is no picture: set both "
-            "(1 .. %u)", name, width, height, G_MAXINT), (NULL));
-    return FALSE;
-  }
-  gboolean pgroups = format == GST_VIDEO_FORMAT_UYVP || format == GST_VIDEO_FORMAT_I422_10LE;
-  if (pgroups && (width & 1)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("property 'width' is %u: video-format %s takes 10-bit 4:2:2 pgroups of 2 pixels; "
-            "allowed: even widths", width, name), (NULL));
-    return FALSE;
-  }
-  if (!gst_video_info_set_format (&self->vinfo, format, width, height) ||
-      self->vinfo.size > G_MAXUINT) {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("a %s picture of %u x %u: allowed up to %u bytes", name, width, height, G_MAXUINT),
-        (NULL));
-    return FALSE;
-  }
-  if (format == GST_VIDEO_FORMAT_I422_10LE) {
-    /* the frame holds the pgroups; the planes are made when the frame is pushed */
-    guint64 packed = dq_uyvp_picture_size (width, height);
-    if (packed != frame_size) {
-      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-          ("a frame of %" G_GUINT64_FORMAT " bytes (packets-per-batch %u x payload %u) is not "
-              "an I422_10LE picture of %u x %u carried as 10-bit 4:2:2 pgroups (%u*%u*5/2 = %"
-              G_GUINT64_FORMAT " bytes): set width, height and the packet fields so that they "
-              "agree", frame_size, self->run_cfg.packets_per_batch,
-              dq_reorder_output_payload_size (&self->run_cfg), width, height, width, height,
-              packed), (NULL));
-      return FALSE;
-    }
-    self->unpack = TRUE;
-  } else {
-    gsize row = (gsize) GST_VIDEO_INFO_PLANE_STRIDE (&self->vinfo, 0);
-    if (format == GST_VIDEO_FORMAT_UYVP && row != (gsize) width / 2 * 5) {
-      /* GstVideoInfo pads UYVP rows to 4 bytes; the frame has no room for that */
-      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-          ("property 'width' is %u: UYVP rows of %u*5/2 = %u bytes are padded to %"
-              G_GSIZE_FORMAT " bytes in GStreamer's UYVP layout, but the frame carries them "
-              "without padding; allowed: widths that are a multiple of 8 (or "
-              "video-format=i422-10le, which takes any even width)", width, width,
-              width / 2 * 5, row), (NULL));
-      return FALSE;
-    }
-    if (self->vinfo.size != frame_size || row * height != self->vinfo.size) {
-      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-          ("a frame of %" G_GUINT64_FORMAT " bytes (packets-per-batch %u x payload %u) is not "
-              "a %s picture of %u x %u (%" G_GSIZE_FORMAT " bytes, rows of %" G_GSIZE_FORMAT
-              " bytes): set width, height and the packet fields so that they agree",
-              frame_size, self->run_cfg.packets_per_batch,
-              dq_reorder_output_payload_size (&self->run_cfg), name, width, height,
-              self->vinfo.size, row), (NULL));
-      return FALSE;
-    }
-  }
-  GST_VIDEO_INFO_FPS_N (&self->vinfo) = fps_n;
-  GST_VIDEO_INFO_FPS_D (&self->vinfo) = fps_d;
-  self->out_caps = gst_video_info_to_caps (&self->vinfo);
-  self->video = TRUE;
-  return TRUE;
-}
-
-/* self->out_pool set up for out_caps with GstVideoMeta and started; FALSE with an error
- * posted. */
-static gboolean
-out_pool_start (GstDaqiriReorder * self)
-{
-  GstStructure *config = gst_buffer_pool_get_config (self->out_pool);
-  gst_buffer_pool_config_set_params (config, self->out_caps, (guint) self->vinfo.size, 2, 0);
-  gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
-  if (!gst_buffer_pool_set_config (self->out_pool, config) ||
-      !gst_buffer_pool_set_active (self->out_pool, TRUE)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-        ("cannot make a pool of %sframes for %" GST_PTR_FORMAT,
-            self->out_gstcuda ? "GstCudaMemory " : "", self->out_caps), (NULL));
-    return FALSE;
-  }
-  return TRUE;
-}
-
-/* memory=system with I422_10LE: the planar frames come from a pool of their own, with
- * GstVideoMeta (the unpack writes the planes where the meta says). */
-static gboolean
-system_video_setup (GstDaqiriReorder * self)
-{
-  self->out_pool = gst_video_buffer_pool_new ();
-  return out_pool_start (self);
-}
-
-#ifdef DQ_HAVE_CUDA
-/* The pipeline's CUDA context (self->cuda_context), found or made; a reference, or NULL. */
-static GstObject *
-cuda_context_ensure (GstDaqiriReorder * self)
-{
-  return gst_daqiri_gstcuda_ensure_context (GST_ELEMENT (self), &self->cuda_context);
-}
-
-/* memory=cuda with raw video: frames go out as GstCudaMemory of the pipeline's context. */
-static gboolean
-cuda_video_setup (GstDaqiriReorder * self)
-{
-  const gchar *why = NULL;
-  if (!gst_daqiri_gstcuda_load (&why)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("raw video in GPU memory (memory=cuda with video-format) needs GstCuda: %s; "
-            "allowed without it: memory=system, or no video-format", why), (NULL));
-    return FALSE;
-  }
-  GstObject *ctx = cuda_context_ensure (self);
-  if (!ctx) {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("no CUDA context for the pipeline (gst.cuda.context) could be found or made"),
-        (NULL));
-    return FALSE;
-  }
-
-  gst_caps_set_features (self->out_caps, 0,
-      gst_caps_features_new (GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA, NULL));
-  self->out_pool = gst_daqiri_gstcuda_pool_new (ctx);
-  self->out_gstcuda = TRUE;
-  gst_object_unref (ctx);
-  return out_pool_start (self);
-}
-
-/* memory=cuda, generic frames: GstCudaMemory (memory:CUDAMemory) when downstream prefers it
- * to daqiri's own GPU memory (memory:DaqiriCUDA, the default: what an unconstrained peer
- * gets), filled in place. With GStreamer >= 1.24 daqiri's frame itself goes out wrapped as
- * GstCudaMemory of exactly its size (gst_cuda_allocator_alloc_wrapped). GstCuda 1.22 wraps
- * nothing and allocates video layouts only: the engine fills frames of a GstCudaBufferPool of
- * the pipeline's context, each one row of RGBA pixels (ceil(bytes / 4) wide) cut to the
- * frame's size, its GstVideoMeta describing that row. FALSE with an error posted when
- * downstream takes GstCudaMemory only and it cannot be had. */
-static gboolean
-cuda_frames_setup (GstDaqiriReorder * self, guint64 frame_size, guint n_frames)
-{
-  GstCaps *gstcuda;
-  gboolean own_ok;
-  if (!gst_daqiri_gstcuda_peer_prefers (self->srcpad, self->out_caps, &gstcuda, &own_ok)) {
-    gst_caps_unref (gstcuda);
-    return TRUE;
-  }
-
-  const gchar *why = NULL;
-  GstObject *ctx = NULL;
-  if (!gst_daqiri_gstcuda_load (&why) || !(ctx = cuda_context_ensure (self))) {
-    gst_caps_unref (gstcuda);
-    if (!why)
-      why = "no CUDA context (gst.cuda.context) could be found or made";
-    if (own_ok) {
-      GST_INFO_OBJECT (self, "frames as %s, not GstCudaMemory: %s",
-          GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, why);
-      return TRUE;
-    }
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("downstream takes the frames only as GstCudaMemory (%s), which needs GstCuda: %s; "
-            "allowed without it: %s", GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA, why,
-            GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA), (NULL));
-    return FALSE;
-  }
-  gst_caps_replace (&self->out_caps, gstcuda);
-  gst_caps_unref (gstcuda);
-  self->gstcuda_frames = TRUE;
-  if (gst_daqiri_gstcuda_can_wrap (NULL)) {
-    /* daqiri's frames (the default pool, made in the context), wrapped when pushed */
-    gst_object_unref (ctx);
-    self->gstcuda_wrap = TRUE;
-    return TRUE;
-  }
-
-  GstVideoInfo row;
-  gst_video_info_set_format (&row, GST_VIDEO_FORMAT_RGBA, (guint) ((frame_size + 3) / 4), 1);
-  GstCaps *row_caps = gst_video_info_to_caps (&row);
-  gst_caps_set_features (row_caps, 0,
-      gst_caps_features_new (GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA, NULL));
-  self->pool = gst_daqiri_gstcuda_pool_new (ctx);
-  gst_object_unref (ctx);
-  GstStructure *config = gst_buffer_pool_get_config (self->pool);
-  gst_buffer_pool_config_set_params (config, row_caps, (guint) row.size, n_frames, 0);
-  gboolean ok = gst_buffer_pool_set_config (self->pool, config) &&
-      gst_buffer_pool_set_active (self->pool, TRUE);
-  gst_caps_unref (row_caps);
-  if (!ok) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-        ("cannot make a pool of GstCudaMemory frames of %" G_GUINT64_FORMAT " bytes",
-            frame_size), (NULL));
-    return FALSE;
-  }
-  return TRUE;
-}
-#endif
-
 static gboolean
 start_engine (GstDaqiriReorder * self)
 {
@@ -775,7 +444,7 @@ start_engine (GstDaqiriReorder * self)
   }
 
   if (video_format != GST_VIDEO_FORMAT_UNKNOWN) {
-    if (!video_setup (self, video_format, width, height, fps_n, fps_d, frame_size))
+    if (!reorder_video_setup (self, video_format, width, height, fps_n, fps_d, frame_size))
       return FALSE;
   } else {
     guint bits;
@@ -791,17 +460,17 @@ start_engine (GstDaqiriReorder * self)
   }
 #ifdef DQ_HAVE_CUDA
   if (self->video && self->run_memory == GST_DAQIRI_MEMORY_CUDA &&
-      !cuda_video_setup (self))
+      !reorder_cuda_video_setup (self))
     return FALSE;
 #endif
   if (self->unpack && self->run_memory == GST_DAQIRI_MEMORY_SYSTEM &&
-      !system_video_setup (self))
+      !reorder_system_video_setup (self))
     return FALSE;
 
   guint window = dq_reorder_window (&self->run_cfg);
 #ifdef DQ_HAVE_CUDA
   if (!self->video && self->run_memory == GST_DAQIRI_MEMORY_CUDA &&
-      !cuda_frames_setup (self, frame_size, window + 1))
+      !reorder_cuda_frames_setup (self, frame_size, window + 1))
     return FALSE;
 #endif
 
@@ -871,123 +540,6 @@ account (GstDaqiriReorder * self, const DqReorderCompletion * c)
       self->st_pushed++;
   }
   GST_OBJECT_UNLOCK (self);
-}
-
-/* memory=system I422_10LE: the pgroups of the frame of `slot` unpacked into the planes of
- * `out` (a frame of the out_pool), where its GstVideoMeta puts them. */
-static GstFlowReturn
-unpack_cpu (GstDaqiriReorder * self, FrameSlot * slot, GstBuffer * out)
-{
-  GstVideoFrame f;
-  if (!gst_video_frame_map (&f, &self->vinfo, out, GST_MAP_WRITE)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("cannot map an I422_10LE frame"), (NULL));
-    return GST_FLOW_ERROR;
-  }
-  guint w = GST_VIDEO_INFO_WIDTH (&self->vinfo), h = GST_VIDEO_INFO_HEIGHT (&self->vinfo);
-  gint ys = GST_VIDEO_FRAME_PLANE_STRIDE (&f, 0), us = GST_VIDEO_FRAME_PLANE_STRIDE (&f, 1),
-      vs = GST_VIDEO_FRAME_PLANE_STRIDE (&f, 2);
-  int r = -1;
-  if (ys > 0 && us > 0 && vs > 0 && slot->map.size >= dq_uyvp_picture_size (w, h))
-    r = dq_unpack_uyvp_to_i422_10 (slot->map.data, w, h, GST_VIDEO_FRAME_PLANE_DATA (&f, 0),
-        (size_t) ys, GST_VIDEO_FRAME_PLANE_DATA (&f, 1), (size_t) us,
-        GST_VIDEO_FRAME_PLANE_DATA (&f, 2), (size_t) vs);
-  gst_video_frame_unmap (&f);
-  if (r != 0) {
-    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
-        ("cannot unpack a frame of %" G_GSIZE_FORMAT " bytes into an I422_10LE frame of %u x "
-            "%u with plane strides %d, %d, %d", slot->map.size, w, h, ys, us, vs), (NULL));
-    return GST_FLOW_ERROR;
-  }
-  return GST_FLOW_OK;
-}
-
-#ifdef DQ_HAVE_CUDA
-/* Bytes a plane of `rows` rows of `row` bytes at `offset`, `pitch` apart, needs; 0 when the
- * pitch is not positive or is narrower than a row (no such plane can be written). */
-static guint64
-plane_extent (gsize offset, gint pitch, gsize row, guint rows)
-{
-  if (pitch <= 0 || (gsize) pitch < row || rows == 0)
-    return 0;
-  return (guint64) offset + (guint64) (rows - 1) * (guint64) pitch + row;
-}
-
-/* GstCudaMemory video: the device frame of `slot` copied (a packed format) or unpacked
- * (I422_10LE) into `out`, a GstCudaMemory frame of the out_pool, at the pitches and offsets of
- * its GstVideoMeta; done (synchronized) when this returns. */
-static GstFlowReturn
-cuda_video_fill (GstDaqiriReorder * self, FrameSlot * slot, GstBuffer * out)
-{
-  GstMapInfo map;
-  if (!gst_buffer_map (out, &map, GST_MAP_WRITE | GST_DAQIRI_MAP_CUDA)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("cannot map a GstCudaMemory frame"), (NULL));
-    return GST_FLOW_ERROR;
-  }
-  GstVideoMeta *vmeta = gst_buffer_get_video_meta (out);
-  const GstVideoInfo *vi = &self->vinfo;
-  guint w = GST_VIDEO_INFO_WIDTH (vi), h = GST_VIDEO_INFO_HEIGHT (vi);
-  guint n_planes = self->unpack ? 3 : 1;
-  gsize off[3] = { 0 }, row[3] = { 0 };
-  gint pitch[3] = { 0 };
-  for (guint i = 0; i < n_planes; i++) {
-    off[i] = vmeta ? vmeta->offset[i] : GST_VIDEO_INFO_PLANE_OFFSET (vi, i);
-    pitch[i] = vmeta ? vmeta->stride[i] : GST_VIDEO_INFO_PLANE_STRIDE (vi, i);
-    /* I422_10LE: 16-bit samples, w in Y and w / 2 in U and V; packed: the frame's rows */
-    row[i] = self->unpack ? (i == 0 ? 2 * (gsize) w : w) :
-        (gsize) GST_VIDEO_INFO_PLANE_STRIDE (vi, 0);
-    guint64 need = plane_extent (off[i], pitch[i], row[i], h);
-    if (need == 0 || need > map.size) {
-      gst_buffer_unmap (out, &map);
-      GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
-          ("a GstCudaMemory frame of %" G_GSIZE_FORMAT " bytes cannot hold plane %u of %s "
-              "%u x %u (offset %" G_GSIZE_FORMAT ", pitch %d, rows of %" G_GSIZE_FORMAT
-              " bytes)", map.size, i, gst_video_format_to_string (GST_VIDEO_INFO_FORMAT (vi)),
-              w, h, off[i], pitch[i], row[i]), (NULL));
-      return GST_FLOW_ERROR;
-    }
-  }
-  guint8 *dst = map.data;
-  int r;
-  const gchar *what;
-  if (self->unpack) {
-    void *stream = dq_reorder_gpu_stream (self->gpu);
-    what = "unpacking 10-bit 4:2:2 pgroups into a GstCudaMemory I422_10LE frame";
-    r = dq_cuda_unpack_uyvp_to_i422_10 (slot->map.data, w, h, dst + off[0], (size_t) pitch[0],
-        dst + off[1], (size_t) pitch[1], dst + off[2], (size_t) pitch[2], stream);
-    /* the frame is final when pushed */
-    if (r == 0)
-      r = dq_cuda_stream_synchronize (stream);
-  } else {
-    what = "GPU copy into a GstCudaMemory frame";
-    r = dq_cuda_memcpy2d (dst + off[0], (size_t) pitch[0], slot->map.data, row[0], row[0], h);
-  }
-  gst_buffer_unmap (out, &map);
-  if (r != 0) {
-    GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("%s failed: %s", what, dq_cuda_last_error ()),
-        (NULL));
-    return GST_FLOW_ERROR;
-  }
-  return GST_FLOW_OK;
-}
-#endif
-
-/* The buffer pushed for the frame of `slot` when frames go out through the out_pool: one of
- * its frames, filled from the engine's. */
-static GstFlowReturn
-output_frame (GstDaqiriReorder * self, FrameSlot * slot, GstBuffer ** out)
-{
-  GstFlowReturn ret = gst_buffer_pool_acquire_buffer (self->out_pool, out, NULL);
-  if (ret != GST_FLOW_OK)
-    return ret;
-#ifdef DQ_HAVE_CUDA
-  if (self->out_gstcuda)
-    ret = cuda_video_fill (self, slot, *out);
-  else
-#endif
-    ret = unpack_cpu (self, slot, *out);
-  if (ret != GST_FLOW_OK)
-    gst_clear_buffer (out);
-  return ret;
 }
 
 /* ---- the timeout timer ---- */
@@ -1102,39 +654,6 @@ timer_stop (GstDaqiriReorder * self)
   self->timer = NULL;
 }
 
-#ifdef DQ_HAVE_CUDA
-/* GStreamer >= 1.24, generic frames: `frame` (daqiri GPU memory) as GstCudaMemory of the
- * pipeline's context; the GstCudaMemory holds it and gives it back to its pool when freed.
- * NULL with an error posted (frame released) when that fails. */
-static GstBuffer *
-wrap_gstcuda (GstDaqiriReorder * self, GstBuffer * frame)
-{
-  GstMapInfo map;
-  GstMemory *mem = NULL;
-  gsize size = gst_buffer_get_size (frame);
-  if (gst_buffer_map (frame, &map, GST_MAP_READ | GST_DAQIRI_MAP_CUDA)) {
-    gpointer dev = map.data;    /* stays valid while the buffer lives */
-    gst_buffer_unmap (frame, &map);
-    GstObject *ctx = gst_daqiri_gstcuda_ensure_context (GST_ELEMENT (self),
-        &self->cuda_context);
-    if (ctx) {
-      mem = gst_daqiri_gstcuda_wrap (ctx, dev, size, FALSE, frame,
-          (GDestroyNotify) gst_buffer_unref);
-      gst_object_unref (ctx);
-    }
-  }
-  if (mem == NULL) {
-    gst_buffer_unref (frame);
-    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
-        ("cannot wrap a frame of %" G_GSIZE_FORMAT " bytes as GstCudaMemory", size), (NULL));
-    return NULL;
-  }
-  GstBuffer *out = gst_buffer_new ();
-  gst_buffer_append_memory (out, mem);
-  return out;
-}
-#endif
-
 /* Pushes the batches of one completion, frees released frames. */
 static GstFlowReturn
 handle_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
@@ -1162,7 +681,7 @@ handle_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
       /* GstCudaMemory video or I422_10LE: a frame of the out_pool goes out, the engine's
        * goes back to its pool */
       GstBuffer *out = NULL;
-      ret = output_frame (self, slot, &out);
+      ret = reorder_output_frame (self, slot, &out);
       gst_buffer_unmap (buf, &slot->map);
       gst_buffer_unref (buf);
       buf = out;
@@ -1176,7 +695,7 @@ handle_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
     }
 #ifdef DQ_HAVE_CUDA
     if (self->gstcuda_wrap) {
-      buf = wrap_gstcuda (self, buf);
+      buf = reorder_wrap_gstcuda (self, buf);
       if (buf == NULL) {
         ret = GST_FLOW_ERROR;
         continue;
@@ -1407,7 +926,7 @@ gst_daqiri_reorder_change_state (GstElement * element, GstStateChange transition
         self->video_format != GST_VIDEO_FORMAT_UNKNOWN;
     GST_OBJECT_UNLOCK (self);
     if (cuda_video && gst_daqiri_gstcuda_load (NULL)) {
-      GstObject *ctx = cuda_context_ensure (self);
+      GstObject *ctx = reorder_cuda_context_ensure (self);
       if (ctx)
         gst_object_unref (ctx);
     }

@@ -1,0 +1,117 @@
+/* daqirireorder's private parts, shared by the element (gstdaqirireorder.c) and the frames it
+ * pushes (gstdaqirireorder-out.c). */
+#ifndef GST_DAQIRI_REORDER_PRIV_H
+#define GST_DAQIRI_REORDER_PRIV_H
+
+#include "gstdaqirireorder.h"
+#include "gstdaqirielement.h"
+
+#include <gst/daqiri/daqiri.h>
+#include <gst/video/video.h>
+
+#include "daqiri-reorder.h"
+#ifdef DQ_HAVE_CUDA
+#include "gstdaqiricudamem.h"
+#include "gstdaqirigstcuda.h"
+#endif
+
+G_BEGIN_DECLS
+
+GST_DEBUG_CATEGORY_EXTERN (daqirireorder_debug);
+
+typedef struct
+{
+  GstBuffer *buf;
+  GstMapInfo map;
+} FrameSlot;
+
+struct _GstDaqiriReorder
+{
+  GstElement parent;
+  GstPad *sinkpad, *srcpad;
+
+  /* properties (object lock) */
+  DqReorderConfig cfg;
+  guint64 timeout;
+  GstDaqiriMemory memory;
+  GstVideoFormat video_format;
+  guint width, height;
+  gint fps_n, fps_d;
+
+  /* streaming state (stream lock) */
+  DqReorderConfig run_cfg;
+  GstDaqiriMemory run_memory;
+  gboolean video;               /* frames are raw video (video-format set) */
+  GstVideoInfo vinfo;
+  DqReorderCpu *ctx;            /* memory=system */
+#ifdef DQ_HAVE_CUDA
+  DqReorderGpu *gpu;            /* memory=cuda */
+  guint8 *staging;              /* pinned, device-mapped copy of the input burst */
+  gsize staging_size;
+  guint8 *host_copy;            /* memory=system: a GPU burst copied to the host */
+  gsize host_copy_size;
+  /* memory=cuda with GstCudaMemory out (video, or frames downstream takes only as
+   * memory:CUDAMemory): the pipeline's GstCudaContext, current on the thread whenever CUDA is
+   * called (in_context ()) */
+  GstObject *cuda_context;      /* object lock */
+  gboolean gstcuda_frames;      /* generic frames go out as GstCudaMemory: ... */
+  gboolean gstcuda_wrap;        /* ... daqiri's frame wrapped (>= 1.24), else a pool's */
+#endif
+  /* where the pushed frames come from when not the engine's own: GstCudaMemory video (the
+   * frame copied, or unpacked, into it), or system-memory I422_10LE (unpacked); NULL: the
+   * engine's frame is pushed as it is */
+  GstBufferPool *out_pool;
+  gboolean out_gstcuda;         /* out_pool is a GstCudaBufferPool of cuda_context */
+  gboolean unpack;              /* the frame is UYVP pgroups, pushed as planar I422_10LE */
+  GstBufferPool *pool;
+  GstCaps *out_caps;
+  gboolean caps_sent;
+  DqReorderPacket *scratch;
+  guint scratch_len;
+  guint frames_held;            /* frames given to the context and not yet back */
+  DqReorderWindow window;       /* after the last engine call */
+
+  /* the timeout timer: flushes the oldest open batch when the pipeline clock passes
+   * t_deadline (running time; NONE when no batch is open), taking the stream lock */
+  guint64 run_timeout;
+  GThread *timer;
+  GMutex t_lock;
+  GCond t_cond;
+  gboolean t_stop;
+  GstClockTime t_deadline;
+  gint64 clock_offset;          /* running time - PTS when the latest burst arrived */
+  gboolean have_offset;
+
+  /* counters (object lock) */
+  guint64 st_batches, st_complete, st_flushed, st_pushed, st_missing, st_duplicates, st_late,
+      st_short, st_skipped, st_packets, st_no_frame;
+};
+
+/* ---- gstdaqirireorder-out.c ---- */
+
+/* video-format/width/height/framerate -> self->vinfo and raw-video caps (and self->unpack);
+ * FALSE with an error posted when the frame does not make that picture. */
+gboolean reorder_video_setup (GstDaqiriReorder * self, GstVideoFormat format, guint width,
+    guint height, gint fps_n, gint fps_d, guint64 frame_size);
+/* memory=system I422_10LE: the pool of planar frames. */
+gboolean reorder_system_video_setup (GstDaqiriReorder * self);
+/* The frame pushed for the frame of `slot` when frames go out through the out_pool. */
+GstFlowReturn reorder_output_frame (GstDaqiriReorder * self, FrameSlot * slot,
+    GstBuffer ** out);
+#ifdef DQ_HAVE_CUDA
+/* The pipeline's CUDA context (self->cuda_context), found or made; a reference, or NULL. */
+GstObject *reorder_cuda_context_ensure (GstDaqiriReorder * self);
+/* memory=cuda with raw video: the GstCudaMemory pool the frames go out in. */
+gboolean reorder_cuda_video_setup (GstDaqiriReorder * self);
+/* memory=cuda, generic frames: GstCudaMemory when downstream prefers it. */
+gboolean reorder_cuda_frames_setup (GstDaqiriReorder * self, guint64 frame_size,
+    guint n_frames);
+/* GStreamer 1.22's GstCuda staging copy made whole before a pool memory's first use. */
+void reorder_gstcuda_staging_whole (GstMemory * mem);
+/* GStreamer >= 1.24: daqiri's frame as GstCudaMemory (NULL, error posted, on failure). */
+GstBuffer *reorder_wrap_gstcuda (GstDaqiriReorder * self, GstBuffer * frame);
+#endif
+
+G_END_DECLS
+
+#endif
