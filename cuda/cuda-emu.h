@@ -6,10 +6,10 @@
  * switch the next fiber is picked at random, so races between blocks (the claim atomics, the
  * last-block ticket) and between threads take a different interleaving per seed
  * (DQ_EMU_SEED). Atomics are plain read-modify-writes: fibers only switch at the sync points.
- * Device memory is host memory; kernels run to completion inside the launch; events are always
- * complete. The conversion intrinsics use the CPU twin's functions: this emulates the kernels'
- * control flow and data movement, not the GPU's arithmetic (that is what test-cuda-gpu checks on
- * a real device).
+ * Device memory is host memory; kernels run to completion inside the launch; events are complete
+ * (or pretend not to be: DQ_CUDA_EMU_EVENT_LAG below). The conversion intrinsics use the CPU
+ * twin's functions: this emulates the kernels' control flow and data movement, not the GPU's
+ * arithmetic (that is what test-cuda-gpu checks on a real device).
  *
  * Not a general CUDA emulator: only what reorder.cu uses. */
 #ifndef DQ_CUDA_EMU_H
@@ -237,11 +237,49 @@ static inline cudaError_t cudaMemsetAsync (void *d, int v, size_t n, cudaStream_
 static inline cudaError_t cudaStreamCreateWithFlags (cudaStream_t *s, unsigned) { *s = (void *) 1; return cudaSuccess; }
 static inline cudaError_t cudaStreamDestroy (cudaStream_t) { return cudaSuccess; }
 static inline cudaError_t cudaStreamSynchronize (cudaStream_t) { return cudaSuccess; }
-static inline cudaError_t cudaEventCreateWithFlags (cudaEvent_t *e, unsigned) { *e = (void *) 1; return cudaSuccess; }
-static inline cudaError_t cudaEventDestroy (cudaEvent_t) { return cudaSuccess; }
-static inline cudaError_t cudaEventRecord (cudaEvent_t, cudaStream_t) { return cudaSuccess; }
-static inline cudaError_t cudaEventQuery (cudaEvent_t) { return cudaSuccess; }
-static inline cudaError_t cudaEventSynchronize (cudaEvent_t) { return cudaSuccess; }
+/* Events: the work before them has always run (kernels run inside the launch), but with
+ * DQ_CUDA_EMU_EVENT_LAG=N in the environment a recorded event answers "not ready" to its first
+ * N queries, as a GPU still working would; cudaEventSynchronize makes it ready. So that callers'
+ * paths for work still in flight run in CI too. */
+struct DqEmuEvent {
+  int pending;
+};
+static inline int
+dq_emu_event_lag ()
+{
+  static int lag = -1;
+  if (lag < 0) {
+    const char *s = getenv ("DQ_CUDA_EMU_EVENT_LAG");
+    lag = s ? atoi (s) : 0;
+    if (lag < 0)
+      lag = 0;
+  }
+  return lag;
+}
+static inline cudaError_t
+cudaEventCreateWithFlags (cudaEvent_t *e, unsigned)
+{
+  *e = new DqEmuEvent { 0 };
+  return cudaSuccess;
+}
+static inline cudaError_t cudaEventDestroy (cudaEvent_t e) { delete (DqEmuEvent *) e; return cudaSuccess; }
+static inline cudaError_t
+cudaEventRecord (cudaEvent_t e, cudaStream_t)
+{
+  ((DqEmuEvent *) e)->pending = dq_emu_event_lag ();
+  return cudaSuccess;
+}
+static inline cudaError_t
+cudaEventQuery (cudaEvent_t e)
+{
+  DqEmuEvent *ev = (DqEmuEvent *) e;
+  if (ev->pending > 0) {
+    ev->pending--;
+    return cudaErrorNotReady;
+  }
+  return cudaSuccess;
+}
+static inline cudaError_t cudaEventSynchronize (cudaEvent_t e) { ((DqEmuEvent *) e)->pending = 0; return cudaSuccess; }
 static inline cudaError_t cudaGetLastError () { return cudaSuccess; }
 
 #define DQ_LAUNCH(kernel, grid, block, stream, ...) \

@@ -25,6 +25,22 @@ typedef struct
   GstMapInfo map;
 } FrameSlot;
 
+/* memory=cuda: the most bursts whose GPU work may run at once (property max-inflight), and the
+ * capacity of the GPU context's free-frame queue */
+#define REORDER_MAX_INFLIGHT 16
+#define REORDER_DEFAULT_INFLIGHT 4
+#define REORDER_GPU_FRAMES 512
+
+/* A burst submitted to the GPU and not yet retired: held, mapped, until its kernels are done. */
+typedef struct
+{
+  GstBuffer *buf;               /* the burst (NULL: a slot not in use) */
+  GstMapInfo map;
+  guint8 *staging;              /* pinned, device-mapped copy of a system-memory burst */
+  gsize staging_size;
+  guint frames;                 /* frames it may take: the batches it spans, plus one */
+} InFlight;
+
 struct _GstDaqiriReorder
 {
   GstElement parent;
@@ -37,6 +53,7 @@ struct _GstDaqiriReorder
   GstVideoFormat video_format;
   guint width, height;
   gint fps_n, fps_d;
+  guint max_inflight;
 
   /* streaming state (stream lock) */
   DqReorderConfig run_cfg;
@@ -46,8 +63,10 @@ struct _GstDaqiriReorder
   DqReorderCpu *ctx;            /* memory=system */
 #ifdef DQ_HAVE_CUDA
   DqReorderGpu *gpu;            /* memory=cuda */
-  guint8 *staging;              /* pinned, device-mapped copy of the input burst */
-  gsize staging_size;
+  /* bursts in flight on the GPU, oldest first: inflight[(if_first + k) % MAX], k < if_count;
+   * at most run_inflight of them (1 with a timeout) */
+  InFlight inflight[REORDER_MAX_INFLIGHT];
+  guint if_first, if_count, if_frames, run_inflight;
   guint8 *host_copy;            /* memory=system: a GPU burst copied to the host */
   gsize host_copy_size;
   /* memory=cuda with GstCudaMemory out (video, or frames downstream takes only as
@@ -71,14 +90,20 @@ struct _GstDaqiriReorder
   guint frames_held;            /* frames given to the context and not yet back */
   DqReorderWindow window;       /* after the last engine call */
 
-  /* the timeout timer: flushes the oldest open batch when the pipeline clock passes
-   * t_deadline (running time; NONE when no batch is open), taking the stream lock */
+  /* the element's thread (t_lock, t_cond, t_stop), one of two, taking the stream lock:
+   * - the timeout timer: flushes the oldest open batch when the pipeline clock passes
+   *   t_deadline (running time; NONE when no batch is open);
+   * - memory=cuda with bursts in flight: the retirer, which finishes and pushes them once
+   *   upstream has sent nothing for a while (t_armed: bursts are in flight; t_bursts: bursts
+   *   submitted so far) */
   guint64 run_timeout;
   GThread *timer;
   GMutex t_lock;
   GCond t_cond;
   gboolean t_stop;
   GstClockTime t_deadline;
+  gboolean t_armed;
+  guint64 t_bursts;
   gint64 clock_offset;          /* running time - PTS when the latest burst arrived */
   gboolean have_offset;
 

@@ -10,8 +10,8 @@
  *                  when downstream asks for memory:CUDAMemory). Input bursts in system memory are copied
  *                  into pinned, device-mapped staging memory that the kernels read over the bus,
  *                  bursts in daqiri's GPU memory (memory:DaqiriCUDA) are read where they are;
- *                  each burst is submitted and its completion awaited before the next (the
- *                  frames pushed are final when pushed).
+ *                  up to max-inflight bursts run on the GPU while the next are taken (the
+ *                  frames pushed are final when pushed; see "bursts in flight" below).
  * With video-format the frames go out as raw video: the system-memory frames as they are; on
  * the GPU each frame is copied into a GstCudaMemory frame of a GstCudaBufferPool of the
  * pipeline's CUDA context (gstdaqirigstcuda.c), and every CUDA call of the element runs with
@@ -71,6 +71,7 @@ enum
   PROP_WIDTH,
   PROP_HEIGHT,
   PROP_FRAMERATE,
+  PROP_MAX_INFLIGHT,
   PROP_STATS,
 };
 
@@ -222,30 +223,159 @@ engine_add_frame (GstDaqiriReorder * self, void *frame, void *user)
   return dq_reorder_cpu_add_frame (self->ctx, frame, user);
 }
 
-#ifdef DQ_HAVE_CUDA
-/* Waits for the completion of the submission just made. */
-static int
-gpu_complete (GstDaqiriReorder * self, int r, DqReorderCompletion * c)
+static GstFlowReturn handle_completion (GstDaqiriReorder * self,
+    const DqReorderCompletion * c);
+static void account (GstDaqiriReorder * self, const DqReorderCompletion * c);
+
+static void
+slot_free (FrameSlot * slot)
 {
-  if (r == 0 && dq_reorder_gpu_poll (self->gpu, 1, c) == 1)
-    return 0;
-  GST_ERROR_OBJECT (self, "GPU reorder failed: %s", dq_reorder_gpu_error (self->gpu));
-  return -1;
+  gst_buffer_unmap (slot->buf, &slot->map);
+  gst_buffer_unref (slot->buf);
+  g_free (slot);
+}
+
+/* A completion whose batches are not pushed (a reset, teardown): counted, frames freed. */
+static void
+drop_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
+{
+  account (self, c);
+  for (guint i = 0; i < c->n_released; i++) {
+    slot_free (c->released[i].user);
+    self->frames_held--;
+  }
+  for (guint i = 0; i < c->n_batches; i++)
+    if (c->batches[i].frame_user) {
+      slot_free (c->batches[i].frame_user);
+      self->frames_held--;
+    }
+}
+
+#ifdef DQ_HAVE_CUDA
+/* ---- memory=cuda: bursts in flight ----
+ *
+ * A burst is submitted and stays mapped (or copied into its pinned staging) until its
+ * completion is taken; up to run_inflight bursts run on the GPU while the next ones are taken
+ * from upstream. Completions come back in submission order and are pushed in that order. Before
+ * a flush (EOS, timeout, reset) and before any serialized event goes downstream, every burst in
+ * flight is retired first, so frames and events keep their order. */
+
+static void
+inflight_release (GstDaqiriReorder * self, InFlight * f)
+{
+  if (f->buf) {
+    gst_buffer_unmap (f->buf, &f->map);
+    gst_clear_buffer (&f->buf);
+  }
+  self->if_frames -= f->frames;
+  f->frames = 0;
+}
+
+/* The completion of the oldest submission (a burst in flight, or a flush): 1, 0 not ready yet
+ * (wait FALSE), -1 the GPU failed (logged). A burst's buffer is released. */
+static int
+gpu_take (GstDaqiriReorder * self, gboolean wait, DqReorderCompletion * c)
+{
+  int r = dq_reorder_gpu_poll (self->gpu, wait, c);
+  if (r < 0)
+    GST_ERROR_OBJECT (self, "GPU reorder failed: %s", dq_reorder_gpu_error (self->gpu));
+  if (r != 1 || c->user == NULL)
+    return r;
+  InFlight *f = &self->inflight[self->if_first];
+  g_assert (c->user == f);
+  inflight_release (self, f);
+  self->if_first = (self->if_first + 1) % REORDER_MAX_INFLIGHT;
+  self->if_count--;
+  return 1;
+}
+
+/* Retires up to `max` bursts in flight, oldest first: waiting for each (wait), or only those
+ * already done. Their batches are pushed (push) or dropped. GST_FLOW_ERROR, posted, when the
+ * GPU fails; else the first push's failure, if any. */
+static GstFlowReturn
+gpu_retire (GstDaqiriReorder * self, guint max, gboolean wait, gboolean push)
+{
+  GstFlowReturn ret = GST_FLOW_OK;
+  for (guint k = 0; k < max && self->if_count; k++) {
+    DqReorderCompletion c;
+    int r = gpu_take (self, wait, &c);
+    if (r == 0)
+      break;
+    if (r < 0) {
+      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("GPU reorder failed: %s",
+              dq_reorder_gpu_error (self->gpu)), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    if (!push) {
+      drop_completion (self, &c);
+      continue;
+    }
+    GstFlowReturn r2 = handle_completion (self, &c);
+    if (ret == GST_FLOW_OK)
+      ret = r2;
+  }
+  return ret;
+}
+
+/* One more burst in flight (descriptors in self->scratch): 0, or -1 (logged; nothing is held). */
+static int
+gpu_submit (GstDaqiriReorder * self, GstBuffer * buf, const GstMapInfo * map, gboolean on_gpu,
+    guint n, guint frames)
+{
+  InFlight *f = &self->inflight[(self->if_first + self->if_count) % REORDER_MAX_INFLIGHT];
+  const guint8 *data = map->data;
+  if (!on_gpu) {
+    /* the kernels read a system-memory burst from pinned, device-mapped staging memory */
+    if (map->size > f->staging_size) {
+      dq_cuda_free_host (f->staging);
+      f->staging_size = MAX (map->size, 2 * f->staging_size);
+      f->staging = dq_cuda_malloc_host (f->staging_size);
+      if (f->staging == NULL) {
+        f->staging_size = 0;
+        GST_ERROR_OBJECT (self, "cannot allocate %" G_GSIZE_FORMAT " bytes of pinned memory: "
+            "%s", map->size, dq_cuda_last_error ());
+        return -1;
+      }
+    }
+    if (map->size > 0)
+      memcpy (f->staging, map->data, map->size);
+    data = f->staging;
+  }
+  if (dq_reorder_gpu_submit (self->gpu, data, map->size, n ? self->scratch : NULL, n, f) != 0) {
+    GST_ERROR_OBJECT (self, "GPU reorder failed: %s", dq_reorder_gpu_error (self->gpu));
+    return -1;
+  }
+  f->buf = buf;
+  f->map = *map;
+  f->frames = frames;
+  self->if_frames += frames;
+  self->if_count++;
+  GST_LOG_OBJECT (self, "burst of %u packets submitted, %u in flight", n, self->if_count);
+  return 0;
+}
+
+/* Every burst still held (after the context is gone), and the staging memory, freed. */
+static void
+gpu_release_inflight (GstDaqiriReorder * self)
+{
+  for (guint k = 0; k < REORDER_MAX_INFLIGHT; k++) {
+    InFlight *f = &self->inflight[k];
+    inflight_release (self, f);
+    g_clear_pointer (&f->staging, dq_cuda_free_host);
+    f->staging_size = 0;
+  }
+  self->if_first = self->if_count = self->if_frames = 0;
 }
 #endif
 
-/* One burst in (data in GPU memory when on_gpu); the completion's pointers stay valid until
- * the next engine call. */
+/* One burst into the CPU twin (data in GPU memory when on_gpu: copied to the host first); the
+ * completion's pointers stay valid until the next engine call. */
 static int
-engine_push (GstDaqiriReorder * self, const guint8 * data, gsize size, gboolean on_gpu,
+cpu_push (GstDaqiriReorder * self, const guint8 * data, gsize size, gboolean on_gpu,
     const DqReorderPacket * pkts, guint n, DqReorderCompletion * c)
 {
+  if (on_gpu) {
 #ifdef DQ_HAVE_CUDA
-  if (self->gpu && on_gpu)
-    return gpu_complete (self, dq_reorder_gpu_submit (self->gpu, data, size, pkts, n, NULL),
-        c);
-  if (!self->gpu && on_gpu) {
-    /* the CPU twin on a burst in GPU memory: a copy to the host first */
     if (size > self->host_copy_size) {
       g_free (self->host_copy);
       self->host_copy_size = MAX (size, 2 * self->host_copy_size);
@@ -257,40 +387,29 @@ engine_push (GstDaqiriReorder * self, const guint8 * data, gsize size, gboolean 
       return -1;
     }
     data = self->host_copy;
-  }
-  if (self->gpu) {
-    /* the kernels read the burst from pinned, device-mapped staging memory */
-    if (size > self->staging_size) {
-      dq_cuda_free_host (self->staging);
-      self->staging_size = MAX (size, 2 * self->staging_size);
-      self->staging = dq_cuda_malloc_host (self->staging_size);
-      if (self->staging == NULL) {
-        self->staging_size = 0;
-        GST_ERROR_OBJECT (self, "cannot allocate %" G_GSIZE_FORMAT " bytes of pinned memory: "
-            "%s", size, dq_cuda_last_error ());
-        return -1;
-      }
-    }
-    if (size > 0)
-      memcpy (self->staging, data, size);
-    return gpu_complete (self, dq_reorder_gpu_submit (self->gpu, self->staging, size, pkts,
-            n, NULL), c);
-  }
 #else
-  if (on_gpu) {
     GST_ERROR_OBJECT (self, "a burst in GPU memory, but this build has no CUDA");
     return -1;
-  }
 #endif
+  }
   return dq_reorder_cpu_push (self->ctx, data, size, pkts, n, c);
 }
 
+/* A flush of the engine. On the GPU the bursts in flight are retired first: their batches
+ * pushed, except on a reset (dropped). */
 static int
 engine_flush (GstDaqiriReorder * self, DqFlushMode mode, DqReorderCompletion * c)
 {
 #ifdef DQ_HAVE_CUDA
-  if (self->gpu)
-    return gpu_complete (self, dq_reorder_gpu_flush (self->gpu, mode, NULL), c);
+  if (self->gpu) {
+    if (gpu_retire (self, G_MAXUINT, TRUE, mode != DQ_FLUSH_RESET) == GST_FLOW_ERROR)
+      return -1;
+    if (dq_reorder_gpu_flush (self->gpu, mode, NULL) != 0) {
+      GST_ERROR_OBJECT (self, "GPU reorder failed: %s", dq_reorder_gpu_error (self->gpu));
+      return -1;
+    }
+    return gpu_take (self, TRUE, c) == 1 ? 0 : -1;
+  }
 #endif
   return dq_reorder_cpu_flush (self->ctx, mode, c);
 }
@@ -299,9 +418,9 @@ static void
 engine_free (GstDaqiriReorder * self)
 {
 #ifdef DQ_HAVE_CUDA
+  /* the context waits for its work in flight; the bursts it read go after it */
   g_clear_pointer (&self->gpu, dq_reorder_gpu_free);
-  g_clear_pointer (&self->staging, dq_cuda_free_host);
-  self->staging_size = 0;
+  gpu_release_inflight (self);
   g_clear_pointer (&self->host_copy, g_free);
   self->host_copy_size = 0;
 #endif
@@ -318,7 +437,9 @@ engine_new (GstDaqiriReorder * self)
     if (!gst_daqiri_cuda_usable (GST_ELEMENT_CAST (self), "memory"))
       return FALSE;
 #ifdef DQ_HAVE_CUDA
-    DqReorderGpuOptions opts = {.max_packets = 65536,.device = -1 };
+    DqReorderGpuOptions opts = {.max_packets = 65536,.max_inflight = self->run_inflight,
+      .max_frames = REORDER_GPU_FRAMES,.device = -1
+    };
     self->gpu = dq_reorder_gpu_new (&self->run_cfg, &opts, msg, sizeof msg);
     if (!self->gpu) {
       GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", msg), (NULL));
@@ -333,14 +454,6 @@ engine_new (GstDaqiriReorder * self)
     return FALSE;
   }
   return TRUE;
-}
-
-static void
-slot_free (FrameSlot * slot)
-{
-  gst_buffer_unmap (slot->buf, &slot->map);
-  gst_buffer_unref (slot->buf);
-  g_free (slot);
 }
 
 /* Hands one more frame from the pool to the context. */
@@ -380,13 +493,8 @@ stop_engine (GstDaqiriReorder * self)
   if (engine_running (self)) {
     DqReorderCompletion c;
     /* take every frame back; batches still open are dropped (this is teardown) */
-    if (engine_flush (self, DQ_FLUSH_RESET, &c) == 0) {
-      for (guint i = 0; i < c.n_batches; i++)
-        if (c.batches[i].frame_user)
-          slot_free (c.batches[i].frame_user);
-      for (guint i = 0; i < c.n_released; i++)
-        slot_free (c.released[i].user);
-    }
+    if (engine_flush (self, DQ_FLUSH_RESET, &c) == 0)
+      drop_completion (self, &c);
   }
   engine_free (self);
   self->frames_held = 0;
@@ -420,6 +528,9 @@ start_engine (GstDaqiriReorder * self)
   self->run_cfg = self->cfg;
   self->run_memory = self->memory;
   self->run_timeout = self->timeout;
+#ifdef DQ_HAVE_CUDA
+  self->run_inflight = self->timeout ? 1 : self->max_inflight;
+#endif
   GstVideoFormat video_format = self->video_format;
   guint width = self->width, height = self->height;
   gint fps_n = self->fps_n, fps_d = self->fps_d;
@@ -630,14 +741,72 @@ timer_run (gpointer data)
   return NULL;
 }
 
+#ifdef DQ_HAVE_CUDA
+/* How long upstream may send nothing before the retirer finishes the bursts in flight. */
+#define RETIRE_IDLE_US 200
+
+/* The retirer: while bursts are in flight and no new one has come for RETIRE_IDLE_US, waits
+ * for them and pushes their frames (a stream that stops does not leave its last frames on the
+ * GPU); while bursts keep coming the streaming thread retires them itself. */
+static gpointer
+retire_run (gpointer data)
+{
+  GstDaqiriReorder *self = data;
+  g_mutex_lock (&self->t_lock);
+  while (!self->t_stop) {
+    if (!self->t_armed) {
+      g_cond_wait (&self->t_cond, &self->t_lock);
+      continue;
+    }
+    guint64 seen = self->t_bursts;
+    g_cond_wait_until (&self->t_cond, &self->t_lock, g_get_monotonic_time () + RETIRE_IDLE_US);
+    if (self->t_stop || self->t_bursts != seen)
+      continue;
+    g_mutex_unlock (&self->t_lock);
+    GST_PAD_STREAM_LOCK (self->sinkpad);
+    if (self->gpu && self->if_count) {
+      cuda_enter (self);
+      gpu_retire (self, G_MAXUINT, TRUE, TRUE);
+      cuda_leave (self);
+    }
+    g_mutex_lock (&self->t_lock);
+    self->t_armed = self->gpu && self->if_count;
+    GST_PAD_STREAM_UNLOCK (self->sinkpad);
+  }
+  g_mutex_unlock (&self->t_lock);
+  return NULL;
+}
+
+/* After a submission (stream lock held): the retirer knows bursts are in flight. */
+static void
+retire_note_burst (GstDaqiriReorder * self)
+{
+  if (!self->timer || self->run_timeout)
+    return;
+  g_mutex_lock (&self->t_lock);
+  self->t_bursts++;
+  if (!self->t_armed) {
+    self->t_armed = TRUE;
+    g_cond_signal (&self->t_cond);
+  }
+  g_mutex_unlock (&self->t_lock);
+}
+#endif
+
 static void
 timer_start (GstDaqiriReorder * self)
 {
   self->t_stop = FALSE;
   self->t_deadline = GST_CLOCK_TIME_NONE;
   self->have_offset = FALSE;
+  self->t_armed = FALSE;
+  self->t_bursts = 0;
   if (self->run_timeout)
     self->timer = g_thread_new ("daqirireorder-timeout", timer_run, self);
+#ifdef DQ_HAVE_CUDA
+  else if (self->gpu && self->run_inflight > 1)
+    self->timer = g_thread_new ("daqirireorder-retire", retire_run, self);
+#endif
 }
 
 /* With the pads deactivated (no push in flight can block). */
@@ -801,10 +970,28 @@ chain_burst (GstDaqiriReorder * self, GstBuffer * buf)
 
   /* frames: one per window slot, plus one for each batch this burst can open beyond the window
    * when its packets run in order (a burst spread over more batches gets NO_FRAME batches:
-   * counted in stats no-frame, dropped) */
+   * counted in stats no-frame, dropped); the same again for each burst still in flight */
   guint ppb = self->run_cfg.packets_per_batch;
-  guint want = dq_reorder_window (&self->run_cfg) + (n + ppb - 1) / ppb + 1;
-  while (self->frames_held < want)
+  guint window = dq_reorder_window (&self->run_cfg);
+  guint frames = (n + ppb - 1) / ppb + 1;
+  guint in_flight_frames = 0;
+#ifdef DQ_HAVE_CUDA
+  if (self->gpu) {
+    /* retire what is done; wait while run_inflight bursts (or as many frames as the free-frame
+     * queue holds) are in flight */
+    ret = gpu_retire (self, G_MAXUINT, FALSE, TRUE);
+    while (ret == GST_FLOW_OK && self->if_count && (self->if_count >= self->run_inflight ||
+            window + self->if_frames + frames > REORDER_GPU_FRAMES))
+      ret = gpu_retire (self, 1, TRUE, TRUE);
+    if (ret != GST_FLOW_OK) {
+      gst_buffer_unmap (buf, &map);
+      gst_buffer_unref (buf);
+      return ret;
+    }
+    in_flight_frames = self->if_frames;
+  }
+#endif
+  while (self->frames_held < window + in_flight_frames + frames)
     if (!add_frame (self)) {
       gst_buffer_unmap (buf, &map);
       gst_buffer_unref (buf);
@@ -812,19 +999,36 @@ chain_burst (GstDaqiriReorder * self, GstBuffer * buf)
       return GST_FLOW_ERROR;
     }
 
-  DqReorderCompletion c;
-  if (engine_push (self, map.data, map.size, on_gpu, n ? self->scratch : NULL, n, &c) != 0) {
+#ifdef DQ_HAVE_CUDA
+  if (self->gpu) {
+    if (gpu_submit (self, buf, &map, on_gpu, n, frames) != 0) {
+      gst_buffer_unmap (buf, &map);
+      gst_buffer_unref (buf);
+      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("reorder failed on a burst of %u packets", n),
+          (NULL));
+      return GST_FLOW_ERROR;
+    }
+    /* one at a time (with a timeout, which is checked on each burst's result) */
+    if (self->run_inflight == 1)
+      ret = gpu_retire (self, 1, TRUE, TRUE);
+    else
+      retire_note_burst (self);
+  } else
+#endif
+  {
+    DqReorderCompletion c;
+    int r = cpu_push (self, map.data, map.size, on_gpu, n ? self->scratch : NULL, n, &c);
     gst_buffer_unmap (buf, &map);
     gst_buffer_unref (buf);
-    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("reorder failed on a burst of %u packets", n),
-        (NULL));
-    return GST_FLOW_ERROR;
+    if (r != 0) {
+      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("reorder failed on a burst of %u packets",
+              n), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    ret = handle_completion (self, &c);
   }
-  gst_buffer_unmap (buf, &map);
-  gst_buffer_unref (buf);
-  ret = handle_completion (self, &c);
   if (ret == GST_FLOW_OK)
-    ret = flush_expired (self, pts, c.window);
+    ret = flush_expired (self, pts, self->window);
   return ret;
 }
 
@@ -870,20 +1074,22 @@ gst_daqiri_reorder_sink_event (GstPad * pad, GstObject * parent, GstEvent * even
       DqReorderCompletion c;
       cuda_enter (self);
       if (engine_running (self) && engine_flush (self, DQ_FLUSH_RESET, &c) == 0) {
-        account (self, &c);
+        /* RESET gives every frame back; the next burst takes new ones */
+        drop_completion (self, &c);
         timer_set (self, &c.window);
-        for (guint i = 0; i < c.n_released; i++)
-          slot_free (c.released[i].user);
-        for (guint i = 0; i < c.n_batches; i++)
-          if (c.batches[i].frame_user)
-            slot_free (c.batches[i].frame_user);
-        /* RESET gave every frame back; the next burst takes new ones */
-        self->frames_held = 0;
       }
       cuda_leave (self);
       break;
     }
     default:
+#ifdef DQ_HAVE_CUDA
+      /* frames of the bursts in flight go out before the event */
+      if (GST_EVENT_IS_SERIALIZED (event) && self->gpu && self->if_count) {
+        cuda_enter (self);
+        gpu_retire (self, G_MAXUINT, TRUE, TRUE);
+        cuda_leave (self);
+      }
+#endif
       break;
   }
   return gst_pad_event_default (pad, parent, event);
@@ -904,8 +1110,15 @@ static gboolean
 gst_daqiri_reorder_query (GstPad * pad, GstObject * parent, GstQuery * query)
 {
 #ifdef DQ_HAVE_CUDA
-  if (gst_daqiri_gstcuda_context_query (GST_ELEMENT (parent), query,
-          &GST_DAQIRI_REORDER (parent)->cuda_context))
+  GstDaqiriReorder *self = GST_DAQIRI_REORDER (parent);
+  /* a drain query (serialized, from upstream): the bursts in flight are finished and pushed */
+  if (GST_QUERY_TYPE (query) == GST_QUERY_DRAIN && pad == self->sinkpad && self->gpu &&
+      self->if_count) {
+    cuda_enter (self);
+    gpu_retire (self, G_MAXUINT, TRUE, TRUE);
+    cuda_leave (self);
+  }
+  if (gst_daqiri_gstcuda_context_query (GST_ELEMENT (parent), query, &self->cuda_context))
     return TRUE;
 #endif
   return gst_pad_query_default (pad, parent, query);
@@ -1018,6 +1231,9 @@ gst_daqiri_reorder_set_property (GObject * object, guint prop_id, const GValue *
       self->fps_n = gst_value_get_fraction_numerator (value);
       self->fps_d = gst_value_get_fraction_denominator (value);
       break;
+    case PROP_MAX_INFLIGHT:
+      self->max_inflight = g_value_get_uint (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1072,6 +1288,9 @@ gst_daqiri_reorder_get_property (GObject * object, guint prop_id, GValue * value
     case PROP_FRAMERATE:
       gst_value_set_fraction (value, self->fps_n, self->fps_d);
       break;
+    case PROP_MAX_INFLIGHT:
+      g_value_set_uint (value, self->max_inflight);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1099,6 +1318,7 @@ gst_daqiri_reorder_init (GstDaqiriReorder * self)
   dq_reorder_config_init (&self->cfg);
   self->video_format = GST_VIDEO_FORMAT_UNKNOWN;
   self->fps_d = 1;
+  self->max_inflight = REORDER_DEFAULT_INFLIGHT;
   g_mutex_init (&self->t_lock);
   g_cond_init (&self->t_cond);
   self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
@@ -1180,6 +1400,13 @@ gst_daqiri_reorder_class_init (GstDaqiriReorderClass * klass)
       gst_param_spec_fraction ("framerate", "Frame rate",
           "Frame rate put in the video caps (0/1: variable)", 0, 1, G_MAXINT, 1, 0, 1,
           RW_READY));
+  g_object_class_install_property (gobject_class, PROP_MAX_INFLIGHT,
+      g_param_spec_uint ("max-inflight", "Bursts in flight",
+          "memory=cuda: bursts whose GPU work may still run while the next bursts are taken "
+          "from upstream (their frames are pushed, in order, once it is done); 1: each burst's "
+          "kernels are awaited before the next burst is taken. With a timeout, 1 is used (the "
+          "timeout is checked on each burst's result)", 1, REORDER_MAX_INFLIGHT,
+          REORDER_DEFAULT_INFLIGHT, RW_READY));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "packets, batches, complete, flushed, pushed, skipped, missing (slots), duplicates, "
