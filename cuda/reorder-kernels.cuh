@@ -737,8 +737,11 @@ struct Fin {
   uint32_t n_out, n_rel, n_copy, n_zero;
   uint32_t late_count, accepted, dups;
   uint32_t nb, flag;
+  uint32_t run, run_no_frame;    /* complete batches in a row at the window's base */
   int64_t maxK, H0, target;
   uint8_t reset[DQ_REORDER_MAX_WINDOW];
+  uint32_t any_reset;            /* some reset[] is set */
+  uint32_t win_open, win_first;  /* the results header's window: open batches, the oldest */
   FrameEnt ring[kRingAhead];     /* the free ring's next entries */
   uint64_t ring_base;
   uint32_t ring_n;
@@ -754,6 +757,7 @@ struct Blk {
   unsigned long long first[DQ_REORDER_MAX_WINDOW];
   uint8_t empty[DQ_REORDER_MAX_WINDOW];
   Job jobs[kThreads];
+  uint32_t tmp32[kThreads / 32];
   uint32_t n_short, n_late, n_def, n_acc, n_dup;
   unsigned long long maxK;
   uint32_t last;
@@ -764,7 +768,8 @@ union Smem {
   Blk blk;
 };
 
-/* Frames for the window's records that have none and no packets, in batch-id order. With
+/* Frames for the window's records that have none and no packets, in batch-id order (block-wide:
+ * one thread per record, its rank among the records wanting one by a prefix sum). With
  * since_stamp: "no packets before the stamp" (the finalizer committing what the blocks of this
  * burst decided at its start, after they placed packets). The free ring lives in host memory:
  * its next entries were fetched into f.ring at the finalizer's start, in one round trip. */
@@ -772,18 +777,31 @@ __device__ void
 fill_frames (const Params &p, Fin &f, uint64_t since_stamp = kNoStamp)
 {
   DevState &s = f.s;
-  for (uint32_t i = 0; i < p.W; i++) {
-    DevRec &r = s.rec[rec_index (p, s.B + i)];
-    bool empty = since_stamp == kNoStamp ? r.filled == 0
-        : (r.first_stamp == kNoStamp || r.first_stamp >= since_stamp);
-    if (!r.frame && empty && s.free_head < p.free_tail) {
-      uint64_t k = s.free_head - f.ring_base;
-      const FrameEnt e = k < f.ring_n ? f.ring[k] : ring_entry (p, s.free_head);
-      r.frame = e.ptr;
-      r.user = e.user;
-      s.free_head++;
-    }
+  const uint32_t t = threadIdx.x;
+  __syncthreads ();
+  bool want = false;
+  DevRec *R = NULL;
+  if (t < p.W) {
+    R = &s.rec[rec_index (p, s.B + t)];
+    const bool empty = since_stamp == kNoStamp ? R->filled == 0
+        : (R->first_stamp == kNoStamp || R->first_stamp >= since_stamp);
+    want = !R->frame && empty;
   }
+  const uint64_t head = s.free_head;
+  uint32_t wanted;
+  const uint32_t rank = block_excl_sum (want ? 1u : 0u, f.tmp32, &wanted);
+  if (want && head + rank < p.free_tail) {
+    const uint64_t k = head + rank - f.ring_base;
+    const FrameEnt e = k < f.ring_n ? f.ring[k] : ring_entry (p, head + rank);
+    R->frame = e.ptr;
+    R->user = e.user;
+  }
+  __syncthreads ();
+  if (t == 0) {
+    const uint64_t avail = p.free_tail > head ? p.free_tail - head : 0;
+    s.free_head = head + (wanted < avail ? wanted : avail);
+  }
+  __syncthreads ();
 }
 
 __device__ void
@@ -794,6 +812,7 @@ new_generation (Fin &f, uint32_t r)
   if ((R.gen & kTagMask) == 0) {
     R.gen++;                      /* tag kTagMask is the one of never-claimed (all-ones) words */
     f.reset[r] = 1;
+    f.any_reset = 1;
   }
   R.filled = R.dups = 0;
   R.first_stamp = kNoStamp;
@@ -801,22 +820,27 @@ new_generation (Fin &f, uint32_t r)
   R.has_first = 0;
 }
 
-/* After thread 0 started new generations: clear the claims of records whose tags wrapped. */
+/* After new generations were started: clear the claims of records whose tags wrapped. */
 __device__ void
 apply_resets (const Params &p, Fin &f)
 {
   __syncthreads ();
-  for (uint32_t r = 0; r < p.W; r++) {
-    if (!f.reset[r])
-      continue;
-    unsigned long long *c = p.claims + (size_t) r * p.ppb;
-    for (uint32_t s = threadIdx.x; s < p.ppb; s += blockDim.x)
-      c[s] = ~0ull;
+  const bool any = f.any_reset != 0;
+  if (any) {
+    for (uint32_t r = 0; r < p.W; r++) {
+      if (!f.reset[r])
+        continue;
+      unsigned long long *c = p.claims + (size_t) r * p.ppb;
+      for (uint32_t s = threadIdx.x; s < p.ppb; s += blockDim.x)
+        c[s] = ~0ull;
+    }
+    __syncthreads ();
+    if (threadIdx.x < p.W)
+      f.reset[threadIdx.x] = 0;
   }
   __syncthreads ();
-  if (threadIdx.x < p.W)
-    f.reset[threadIdx.x] = 0;
-  __syncthreads ();
+  if (any && threadIdx.x == 0)
+    f.any_reset = 0;
 }
 
 /* Emit record r (block-wide): the result entry, the missing-slot list. */
@@ -907,21 +931,70 @@ advance (const Params &p, Fin &f, int64_t newB, uint32_t cause)
     if (newB - B > W)
       f.s.stats.skipped += (uint64_t) (newB - B - W);
     f.s.B = newB;
-    fill_frames (p, f);
   }
+  fill_frames (p, f);
   apply_resets (p, f);
 }
 
+/* Emits the complete batches at the window's base and moves the window past them: all of them
+ * at once, one thread each (what advance () by one, again and again, would do: the same
+ * entries in the same order, and the frames handed out afterwards in batch-id order). */
 __device__ void
 complete_batches (const Params &p, Fin &f)
 {
-  for (;;) {
-    __syncthreads ();
-    if (f.s.rec[rec_index (p, f.s.B)].filled != p.ppb)
-      break;
-    advance (p, f, f.s.B + 1, 0);
+  const uint32_t t = threadIdx.x;
+  __syncthreads ();
+  if (t == 0) {
+    f.run = p.W;
+    f.run_no_frame = 0;
   }
   __syncthreads ();
+  if (t < p.W && f.s.rec[rec_index (p, f.s.B + t)].filled != p.ppb)
+    atomicMin (&f.run, t);
+  __syncthreads ();
+  const uint32_t k = f.run;
+  if (k == 0)
+    return;
+  const int64_t B = f.s.B;
+  const bool mine = t < k;
+  const uint32_t r = mine ? rec_index (p, B + t) : 0;
+  bool framed = true;
+  if (mine) {
+    DevRec &R = f.s.rec[r];
+    framed = R.frame != 0;
+    DqReorderBatch b;
+    memset (&b, 0, sizeof b);
+    b.batch_id = (uint64_t) R.id;
+    b.frame = (void *) R.frame;
+    b.frame_user = framed ? (void *) R.user : NULL;
+    b.first_timestamp = R.first_ts;
+    b.packets = p.ppb;
+    b.duplicates = R.dups;
+    b.flags = DQ_BATCH_COMPLETE | (framed ? 0 : DQ_BATCH_NO_FRAME);
+    if (f.n_out + t < p.res_cap)
+      p.res_batches[f.n_out + t] = b;
+    if (!framed)
+      atomicAdd (&f.run_no_frame, 1u);
+  }
+  __syncthreads ();
+  if (mine) {
+    DevRec &R = f.s.rec[r];
+    R.frame = 0;
+    R.user = 0;
+    R.id = B + t + p.W;
+    new_generation (f, r);
+  }
+  __syncthreads ();
+  if (t == 0) {
+    DqReorderStats &st = f.s.stats;
+    st.batches += k;
+    st.complete += k;
+    st.no_frame += f.run_no_frame;
+    f.n_out += k;
+    f.s.B = B + k;
+  }
+  fill_frames (p, f);
+  apply_resets (p, f);
 }
 
 __device__ void
@@ -935,8 +1008,8 @@ start_window (const Params &p, Fin &f, int64_t x0)
       f.s.rec[r].id = x0 + i;
       new_generation (f, r);
     }
-    fill_frames (p, f);
   }
+  fill_frames (p, f);
   apply_resets (p, f);
 }
 
@@ -1091,6 +1164,8 @@ finalize (const Params &p, Fin &f)
   }
   if (t < DQ_REORDER_MAX_WINDOW)
     f.reset[t] = 0;
+  if (t == 0)
+    f.any_reset = 0;
   __syncthreads ();
   {
     /* the free ring's next entries (from the parameters, or host memory in one round trip) */
@@ -1108,11 +1183,10 @@ finalize (const Params &p, Fin &f)
   const bool was_init = f.s.initialized != 0;
   const uint64_t stamp0 = f.s.stamp;
 
-  if (t == 0 && was_init && p.kind == DQ_JOB_REORDER)
+  if (was_init && p.kind == DQ_JOB_REORDER)
     fill_frames (p, f, stamp0);
-  else if (t == 0 && was_init && p.kind == DQ_JOB_FLUSH && p.flush_mode != DQ_FLUSH_RESET)
+  else if (was_init && p.kind == DQ_JOB_FLUSH && p.flush_mode != DQ_FLUSH_RESET)
     fill_frames (p, f);
-  __syncthreads ();
 
   if (p.kind == DQ_JOB_REORDER) {
     /* fixups: a packet that took a slot from a later arrival of the same burst */
@@ -1211,6 +1285,16 @@ finalize (const Params &p, Fin &f)
       f.s.free_head++;
     }
   }
+  /* the window for the results header: open batches, and the oldest (one thread per record) */
+  if (t == 0) {
+    f.win_open = 0;
+    f.win_first = p.W;
+  }
+  __syncthreads ();
+  if (f.s.initialized && t < p.W && f.s.rec[rec_index (p, f.s.B + t)].filled) {
+    atomicAdd (&f.win_open, 1u);
+    atomicMin (&f.win_first, t);
+  }
   __syncthreads ();
 
   if (t == 0) {
@@ -1244,15 +1328,11 @@ finalize (const Params &p, Fin &f)
     h.window.initialized = f.s.initialized;
     if (f.s.initialized) {
       h.window.base = (uint64_t) f.s.B;
-      for (uint32_t i = 0; i < p.W; i++) {
-        const DevRec &R = f.s.rec[rec_index (p, f.s.B + i)];
-        if (R.filled) {
-          if (!h.window.open) {
-            h.window.oldest_id = (uint64_t) R.id;
-            h.window.oldest_first_timestamp = R.first_ts;
-          }
-          h.window.open++;
-        }
+      h.window.open = f.win_open;
+      if (f.win_open) {
+        const DevRec &R = f.s.rec[rec_index (p, f.s.B + f.win_first)];
+        h.window.oldest_id = (uint64_t) R.id;
+        h.window.oldest_first_timestamp = R.first_ts;
       }
     }
     *p.res = h;
@@ -1326,16 +1406,19 @@ reorder_main (const __grid_constant__ Params p)
     b.dups[t] = 0;
   }
   __syncthreads ();
-  if (t == 0 && b.initialized && p.kind == DQ_JOB_REORDER) {
-    /* the frames the finalizer will hand out at the start of this burst (same rule) */
-    uint64_t head = b.head;
-    for (uint32_t i = 0; i < p.W; i++) {
-      uint32_t r = rec_index (p, b.B + i);
-      if (!b.frame[r] && b.empty[r] && head < p.free_tail) {
-        b.frame[r] = ring_entry (p, head).ptr;
-        head++;
-      }
+  if (b.initialized && p.kind == DQ_JOB_REORDER) {
+    /* the frames the finalizer will hand out at the start of this burst (same rule, same
+     * prefix sum) */
+    bool want = false;
+    uint32_t r = 0;
+    if (t < p.W) {
+      r = rec_index (p, b.B + t);
+      want = !b.frame[r] && b.empty[r];
     }
+    uint32_t wanted;
+    const uint32_t rank = block_excl_sum (want ? 1u : 0u, b.tmp32, &wanted);
+    if (want && b.head + rank < p.free_tail)
+      b.frame[r] = ring_entry (p, b.head + rank).ptr;
   }
   __syncthreads ();
 
