@@ -1111,12 +1111,16 @@ gst_daqiri_reorder_query (GstPad * pad, GstObject * parent, GstQuery * query)
 {
 #ifdef DQ_HAVE_CUDA
   GstDaqiriReorder *self = GST_DAQIRI_REORDER (parent);
-  /* a drain query (serialized, from upstream): the bursts in flight are finished and pushed */
-  if (GST_QUERY_TYPE (query) == GST_QUERY_DRAIN && pad == self->sinkpad && self->gpu &&
-      self->if_count) {
-    cuda_enter (self);
-    gpu_retire (self, G_MAXUINT, TRUE, TRUE);
-    cuda_leave (self);
+  /* a drain query (serialized, from upstream): the bursts in flight are finished and pushed
+   * (under the stream lock, which the retirer takes too) */
+  if (GST_QUERY_TYPE (query) == GST_QUERY_DRAIN && pad == self->sinkpad) {
+    GST_PAD_STREAM_LOCK (pad);
+    if (self->gpu && self->if_count) {
+      cuda_enter (self);
+      gpu_retire (self, G_MAXUINT, TRUE, TRUE);
+      cuda_leave (self);
+    }
+    GST_PAD_STREAM_UNLOCK (pad);
   }
   if (gst_daqiri_gstcuda_context_query (GST_ELEMENT (parent), query, &self->cuda_context))
     return TRUE;
