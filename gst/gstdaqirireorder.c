@@ -1368,7 +1368,9 @@ gst_daqiri_reorder_class_init (GstDaqiriReorderClass * klass)
           GST_TYPE_DAQIRI_BYTE_ORDER, d.byte_order, RW_READY));
   g_object_class_install_property (gobject_class, PROP_WINDOW,
       g_param_spec_uint ("window", "Window",
-          "Batches open at once (at most half the batch-id range); 0: default",
+          "Batches open at once (at most half the batch-id range); 0: default. memory=cuda "
+          "is fastest when it covers the batches one burst spans (packets beyond it take a "
+          "serial path)",
           0, DQ_REORDER_MAX_WINDOW, d.window, RW_READY));
   g_object_class_install_property (gobject_class, PROP_TIMEOUT,
       g_param_spec_uint64 ("timeout", "Timeout",
