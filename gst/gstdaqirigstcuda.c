@@ -5,6 +5,8 @@
 
 #include "gstdaqirigstcuda.h"
 
+#include <gst/daqiri/daqiripacketmeta.h>
+
 #include <gmodule.h>
 #include <gst/video/video.h>
 
@@ -250,8 +252,8 @@ gst_daqiri_gstcuda_can_wrap (const gchar ** why)
     return FALSE;
   if (api.alloc_wrapped == NULL) {
     if (why)
-      *why = "GStreamer 1.24 or newer (gst_cuda_allocator_alloc_wrapped, missing from "
-          GSTCUDA_LIBRARY ")";
+      *why = "it needs GStreamer 1.24 or newer (gst_cuda_allocator_alloc_wrapped, missing "
+          "from " GSTCUDA_LIBRARY ")";
     return FALSE;
   }
   return TRUE;
@@ -294,6 +296,22 @@ gst_daqiri_gstcuda_peer_prefers (GstPad * pad, GstCaps * caps, GstCaps ** gstcud
   *own_ok = peer && gst_caps_can_intersect (peer, caps);
   gst_clear_caps (&peer);
   return want;
+}
+
+gboolean
+gst_daqiri_gstcuda_fall_back (GstElement * element, const gchar * what, gboolean own_ok,
+    const gchar * why)
+{
+  if (own_ok) {
+    GST_INFO_OBJECT (element, "%s as %s, not GstCudaMemory: %s", what,
+        GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, why);
+    return TRUE;
+  }
+  GST_ELEMENT_ERROR (element, CORE, NEGOTIATION,
+      ("downstream takes the %s only as GstCudaMemory (%s), which cannot be made here: %s; "
+          "allowed here: %s", what, GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA, why,
+          GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA), (NULL));
+  return FALSE;
 }
 
 GstBufferPool *

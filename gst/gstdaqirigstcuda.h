@@ -50,6 +50,12 @@ GstMemory *gst_daqiri_gstcuda_wrap (GstObject * context, gpointer dev_ptr, gsize
 gboolean gst_daqiri_gstcuda_peer_prefers (GstPad * pad, GstCaps * caps, GstCaps ** gstcuda,
     gboolean * own_ok);
 
+/* Downstream prefers GstCudaMemory for @what ("frames", "bursts"), which cannot be had here
+ * (@why): TRUE where it takes daqiri's own GPU memory too (@own_ok, from peer_prefers; logged),
+ * else FALSE with a negotiation error posted that names @why and what is allowed. */
+gboolean gst_daqiri_gstcuda_fall_back (GstElement * element, const gchar * what,
+    gboolean own_ok, const gchar * why);
+
 /* A GstCudaBufferPool of the context (configure it with video caps). */
 GstBufferPool *gst_daqiri_gstcuda_pool_new (GstObject * context);
 gboolean gst_daqiri_gstcuda_is_cuda_memory (GstMemory * mem);

@@ -200,18 +200,8 @@ reorder_cuda_frames_setup (GstDaqiriReorder * self, guint64 frame_size, guint n_
   GstObject *ctx = NULL;
   if (!gst_daqiri_gstcuda_load (&why) || !(ctx = reorder_cuda_context_ensure (self))) {
     gst_caps_unref (gstcuda);
-    if (!why)
-      why = "no CUDA context (gst.cuda.context) could be found or made";
-    if (own_ok) {
-      GST_INFO_OBJECT (self, "frames as %s, not GstCudaMemory: %s",
-          GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, why);
-      return TRUE;
-    }
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("downstream takes the frames only as GstCudaMemory (%s), which needs GstCuda: %s; "
-            "allowed without it: %s", GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA, why,
-            GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA), (NULL));
-    return FALSE;
+    return gst_daqiri_gstcuda_fall_back (GST_ELEMENT (self), "frames", own_ok,
+        why ? why : "no CUDA context (gst.cuda.context) could be found or made");
   }
   gst_caps_replace (&self->out_caps, gstcuda);
   gst_caps_unref (gstcuda);

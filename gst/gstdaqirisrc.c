@@ -473,16 +473,7 @@ negotiate_gstcuda (GstDaqiriSrc * self, GstCaps ** caps)
   }
   if (ctx == NULL) {
     gst_caps_unref (gstcuda);
-    if (own_ok) {
-      GST_INFO_OBJECT (self, "bursts as %s, not GstCudaMemory: %s",
-          GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, why);
-      return TRUE;
-    }
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-        ("downstream takes the bursts only as GstCudaMemory (%s), which needs %s; allowed "
-            "with this GStreamer: %s", GST_DAQIRI_CAPS_FEATURE_MEMORY_CUDA, why,
-            GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA), (NULL));
-    return FALSE;
+    return gst_daqiri_gstcuda_fall_back (GST_ELEMENT (self), "bursts", own_ok, why);
   }
   gst_object_unref (ctx);
   gst_caps_replace (caps, gstcuda);
