@@ -83,47 +83,48 @@ if command -v gst-inspect-1.0 >/dev/null || [ -n "${GST_PLUGIN_SYSTEM_PATH_1_0:-
   export LD_LIBRARY_PATH="$PWD/$build/gst${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 
-# daqirireorder memory=cuda against memory=system
-elem_bin=$build/tests/reorder/test-reorder-gpu
-rc_elem=0
-elem_line="reorder-gpu: not run (no $elem_bin)"
-if [ -x "$elem_bin" ]; then
-  echo "== test-reorder-gpu (daqirireorder memory=cuda)"
-  if [ "$have_gst" = 1 ]; then
-    "${run[@]}" "$elem_bin" 2>&1 | tee "$logs/test-reorder-gpu.log"
-    rc_elem=${PIPESTATUS[0]}
-    elem_line=$(grep -h '^reorder-gpu:' "$logs/test-reorder-gpu.log" || echo "reorder-gpu: no summary line (rc=$rc_elem)")
-    if [ "$sanitize" = 1 ] && command -v compute-sanitizer >/dev/null; then
-      timeout 300 compute-sanitizer --target-processes all --tool memcheck --error-exitcode 3 \
-        "${run[@]}" "$elem_bin" > "$logs/sanitizer-elements.log" 2>&1
-      r=$?
-      tail -1 "$logs/sanitizer-elements.log"
-      [ $r -ne 0 ] && rc_elem=$r
-      elem_line="$elem_line; memcheck rc=$r"
-    fi
-  else
-    elem_line="reorder-gpu: not run (no GStreamer runtime here)"
+# run_gst NAME TITLE: runs $build/tests/reorder/NAME (timeout 300) through the GStreamer runtime,
+# its output also in $logs/NAME.log; sets gst_rc and gst_line (its summary line, which starts
+# with NAME minus "test-", or why there is none).
+run_gst() {
+  local bin=$build/tests/reorder/$1 prefix=${1#test-}
+  gst_rc=0
+  if [ ! -x "$bin" ]; then
+    gst_line="$prefix: not run (no $bin)"
+    return
   fi
+  echo "== $1 ($2)"
+  if [ "$have_gst" != 1 ]; then
+    gst_line="$prefix: not run (no GStreamer runtime here)"
+    return
+  fi
+  local start
+  start=$(date +%s)
+  timeout 300 "${run[@]}" "$bin" 2>&1 | tee "$logs/$1.log"
+  gst_rc=${PIPESTATUS[0]}
+  echo "($1: rc=$gst_rc, $(( $(date +%s) - start )) s)"
+  gst_line=$(grep -h "^$prefix:" "$logs/$1.log" || echo "$prefix: no summary line (rc=$gst_rc)")
+}
+
+# daqirireorder memory=cuda against memory=system
+run_gst test-reorder-gpu "daqirireorder memory=cuda"
+rc_elem=$gst_rc
+elem_line=$gst_line
+if [ "$have_gst" = 1 ] && [ -x "$build/tests/reorder/test-reorder-gpu" ] && [ "$sanitize" = 1 ] &&
+    command -v compute-sanitizer >/dev/null; then
+  timeout 300 compute-sanitizer --target-processes all --tool memcheck --error-exitcode 3 \
+    "${run[@]}" "$build/tests/reorder/test-reorder-gpu" > "$logs/sanitizer-elements.log" 2>&1
+  r=$?
+  tail -1 "$logs/sanitizer-elements.log"
+  [ $r -ne 0 ] && rc_elem=$r
+  elem_line="$elem_line; memcheck rc=$r"
 fi
 
 # daqirisrc ! daqirireorder ! fakesink on the emulated ConnectX: Mpps with the ring and the frames
 # in system or GPU memory, and max-inflight 1 and 4. Reported only: its rc fails nothing.
-pipe_bin=$build/tests/reorder/bench-reorder-pipeline
-rc_pipe=0
-pipe_line="bench-reorder-pipeline: not run (no $pipe_bin)"
-if [ -x "$pipe_bin" ]; then
-  echo "== bench-reorder-pipeline (daqirisrc ! daqirireorder ! fakesink, emulated ConnectX)"
-  if [ "$have_gst" = 1 ]; then
-    start=$(date +%s)
-    timeout 300 "${run[@]}" "$pipe_bin" 2>&1 | tee "$logs/bench-reorder-pipeline.log"
-    rc_pipe=${PIPESTATUS[0]}
-    echo "(pipeline bench: rc=$rc_pipe, $(( $(date +%s) - start )) s)"
-    pipe_line=$(grep -h '^bench-reorder-pipeline:' "$logs/bench-reorder-pipeline.log" ||
-      echo "bench-reorder-pipeline: no summary line (rc=$rc_pipe)")
-  else
-    pipe_line="bench-reorder-pipeline: not run (no GStreamer runtime here)"
-  fi
-fi
+run_gst bench-reorder-pipeline "daqirisrc ! daqirireorder ! fakesink, emulated ConnectX"
+rc_pipe=$gst_rc
+pipe_line=$gst_line
 
 echo "== bench-reorder"
 start=$(date +%s)
