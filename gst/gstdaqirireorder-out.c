@@ -331,13 +331,14 @@ cuda_video_fill (GstDaqiriReorder * self, FrameSlot * slot, GstBuffer * out)
   int r;
   const gchar *what;
   if (self->unpack) {
-    void *stream = dq_reorder_gpu_stream (self->gpu);
+    /* on the default stream, not the reorder context's (non-blocking) one, whose later bursts
+     * in flight the wait would wait for too; the engine's frame is complete (its completion was
+     * taken), and the pushed frame final */
     what = "unpacking 10-bit 4:2:2 pgroups into a GstCudaMemory I422_10LE frame";
     r = dq_cuda_unpack_uyvp_to_i422_10 (slot->map.data, w, h, dst + off[0], (size_t) pitch[0],
-        dst + off[1], (size_t) pitch[1], dst + off[2], (size_t) pitch[2], stream);
-    /* the frame is final when pushed */
+        dst + off[1], (size_t) pitch[1], dst + off[2], (size_t) pitch[2], NULL);
     if (r == 0)
-      r = dq_cuda_stream_synchronize (stream);
+      r = dq_cuda_stream_synchronize (NULL);
   } else {
     what = "GPU copy into a GstCudaMemory frame";
     r = dq_cuda_memcpy2d (dst + off[0], (size_t) pitch[0], slot->map.data, row[0], row[0], h);

@@ -235,15 +235,22 @@ slot_free (FrameSlot * slot)
   g_free (slot);
 }
 
-/* A completion whose batches are not pushed (a reset, teardown): counted, frames freed. */
+/* A completion's counters, and the frames it gives back unused freed. */
 static void
-drop_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
+account_released (GstDaqiriReorder * self, const DqReorderCompletion * c)
 {
   account (self, c);
   for (guint i = 0; i < c->n_released; i++) {
     slot_free (c->released[i].user);
     self->frames_held--;
   }
+}
+
+/* A completion whose batches are not pushed (a reset, teardown): counted, frames freed. */
+static void
+drop_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
+{
+  account_released (self, c);
   for (guint i = 0; i < c->n_batches; i++)
     if (c->batches[i].frame_user) {
       slot_free (c->batches[i].frame_user);
@@ -317,7 +324,21 @@ gpu_retire (GstDaqiriReorder * self, guint max, gboolean wait, gboolean push)
   return ret;
 }
 
-/* One more burst in flight (descriptors in self->scratch): 0, or -1 (logged; nothing is held). */
+/* Every burst in flight finished and its frames pushed (a serialized event or a drain query
+ * goes on next, or upstream went quiet). */
+static void
+gpu_retire_all (GstDaqiriReorder * self)
+{
+  if (self->gpu && self->if_count) {
+    cuda_enter (self);
+    gpu_retire (self, G_MAXUINT, TRUE, TRUE);
+    cuda_leave (self);
+  }
+}
+
+/* One more burst in flight (descriptors in self->scratch): 0, the burst (mapped) then held until
+ * its completion, or let go at once when the kernels read a copy; -1 (logged): still the
+ * caller's. */
 static int
 gpu_submit (GstDaqiriReorder * self, GstBuffer * buf, const GstMapInfo * map, gboolean on_gpu,
     guint n, guint frames)
@@ -345,8 +366,13 @@ gpu_submit (GstDaqiriReorder * self, GstBuffer * buf, const GstMapInfo * map, gb
     GST_ERROR_OBJECT (self, "GPU reorder failed: %s", dq_reorder_gpu_error (self->gpu));
     return -1;
   }
-  f->buf = buf;
-  f->map = *map;
+  if (on_gpu) {
+    f->buf = buf;
+    f->map = *map;
+  } else {
+    gst_buffer_unmap (buf, (GstMapInfo *) map);
+    gst_buffer_unref (buf);
+  }
   f->frames = frames;
   self->if_frames += frames;
   self->if_count++;
@@ -764,11 +790,7 @@ retire_run (gpointer data)
       continue;
     g_mutex_unlock (&self->t_lock);
     GST_PAD_STREAM_LOCK (self->sinkpad);
-    if (self->gpu && self->if_count) {
-      cuda_enter (self);
-      gpu_retire (self, G_MAXUINT, TRUE, TRUE);
-      cuda_leave (self);
-    }
+    gpu_retire_all (self);
     g_mutex_lock (&self->t_lock);
     self->t_armed = self->gpu && self->if_count;
     GST_PAD_STREAM_UNLOCK (self->sinkpad);
@@ -781,8 +803,6 @@ retire_run (gpointer data)
 static void
 retire_note_burst (GstDaqiriReorder * self)
 {
-  if (!self->timer || self->run_timeout)
-    return;
   g_mutex_lock (&self->t_lock);
   self->t_bursts++;
   if (!self->t_armed) {
@@ -829,13 +849,8 @@ handle_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
 {
   GstFlowReturn ret = GST_FLOW_OK;
 
-  account (self, c);
+  account_released (self, c);
   timer_set (self, &c->window);
-
-  for (guint i = 0; i < c->n_released; i++) {
-    slot_free (c->released[i].user);
-    self->frames_held--;
-  }
 
   for (guint i = 0; i < c->n_batches; i++) {
     const DqReorderBatch *b = &c->batches[i];
@@ -977,6 +992,9 @@ chain_burst (GstDaqiriReorder * self, GstBuffer * buf)
   guint in_flight_frames = 0;
 #ifdef DQ_HAVE_CUDA
   if (self->gpu) {
+    /* no more than the context's free-frame queue holds (a burst over more batches than that
+     * gets NO_FRAME batches, as above) */
+    frames = MIN (frames, REORDER_GPU_FRAMES - window);
     /* retire what is done; wait while run_inflight bursts (or as many frames as the free-frame
      * queue holds) are in flight */
     ret = gpu_retire (self, G_MAXUINT, FALSE, TRUE);
@@ -1084,11 +1102,8 @@ gst_daqiri_reorder_sink_event (GstPad * pad, GstObject * parent, GstEvent * even
     default:
 #ifdef DQ_HAVE_CUDA
       /* frames of the bursts in flight go out before the event */
-      if (GST_EVENT_IS_SERIALIZED (event) && self->gpu && self->if_count) {
-        cuda_enter (self);
-        gpu_retire (self, G_MAXUINT, TRUE, TRUE);
-        cuda_leave (self);
-      }
+      if (GST_EVENT_IS_SERIALIZED (event))
+        gpu_retire_all (self);
 #endif
       break;
   }
@@ -1115,11 +1130,7 @@ gst_daqiri_reorder_query (GstPad * pad, GstObject * parent, GstQuery * query)
    * (under the stream lock, which the retirer takes too) */
   if (GST_QUERY_TYPE (query) == GST_QUERY_DRAIN && pad == self->sinkpad) {
     GST_PAD_STREAM_LOCK (pad);
-    if (self->gpu && self->if_count) {
-      cuda_enter (self);
-      gpu_retire (self, G_MAXUINT, TRUE, TRUE);
-      cuda_leave (self);
-    }
+    gpu_retire_all (self);
     GST_PAD_STREAM_UNLOCK (pad);
   }
   if (gst_daqiri_gstcuda_context_query (GST_ELEMENT (parent), query, &self->cuda_context))
