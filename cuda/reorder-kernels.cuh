@@ -843,6 +843,24 @@ apply_resets (const Params &p, Fin &f)
     f.any_reset = 0;
 }
 
+/* The result entry of record R emitted for `cause`. */
+__device__ __forceinline__ DqReorderBatch
+batch_entry (const Params &p, const DevRec &R, uint32_t cause)
+{
+  DqReorderBatch b;
+  memset (&b, 0, sizeof b);
+  b.batch_id = (uint64_t) R.id;
+  b.frame = (void *) R.frame;
+  b.frame_user = R.frame ? (void *) R.user : NULL;
+  b.first_timestamp = R.first_ts;
+  b.packets = R.filled;
+  b.missing = p.ppb - R.filled;
+  b.duplicates = R.dups;
+  b.flags = cause | (R.filled == p.ppb ? DQ_BATCH_COMPLETE : 0) |
+      (R.frame ? 0 : DQ_BATCH_NO_FRAME);
+  return b;
+}
+
 /* Emit record r (block-wide): the result entry, the missing-slot list. */
 __device__ void
 emit (const Params &p, Fin &f, uint32_t r, uint32_t cause)
@@ -850,16 +868,7 @@ emit (const Params &p, Fin &f, uint32_t r, uint32_t cause)
   DevRec &R = f.s.rec[r];
   const uint32_t filled = R.filled;
   if (threadIdx.x == 0) {
-    DqReorderBatch b;
-    memset (&b, 0, sizeof b);
-    b.batch_id = (uint64_t) R.id;
-    b.frame = (void *) R.frame;
-    b.frame_user = R.frame ? (void *) R.user : NULL;
-    b.first_timestamp = R.first_ts;
-    b.packets = filled;
-    b.missing = p.ppb - filled;
-    b.duplicates = R.dups;
-    b.flags = cause | (filled == p.ppb ? DQ_BATCH_COMPLETE : 0) | (R.frame ? 0 : DQ_BATCH_NO_FRAME);
+    const DqReorderBatch b = batch_entry (p, R, cause);
     if (f.n_out < p.res_cap)
       p.res_batches[f.n_out] = b;
     f.n_out++;
@@ -962,17 +971,8 @@ complete_batches (const Params &p, Fin &f)
   if (mine) {
     DevRec &R = f.s.rec[r];
     framed = R.frame != 0;
-    DqReorderBatch b;
-    memset (&b, 0, sizeof b);
-    b.batch_id = (uint64_t) R.id;
-    b.frame = (void *) R.frame;
-    b.frame_user = framed ? (void *) R.user : NULL;
-    b.first_timestamp = R.first_ts;
-    b.packets = p.ppb;
-    b.duplicates = R.dups;
-    b.flags = DQ_BATCH_COMPLETE | (framed ? 0 : DQ_BATCH_NO_FRAME);
     if (f.n_out + t < p.res_cap)
-      p.res_batches[f.n_out + t] = b;
+      p.res_batches[f.n_out + t] = batch_entry (p, R, 0);
     if (!framed)
       atomicAdd (&f.run_no_frame, 1u);
   }
