@@ -49,10 +49,14 @@
  * A batch that receives packets while it has no frame keeps counting them, drops their data, and
  * is emitted with DQ_BATCH_NO_FRAME and frame NULL. DQ_FLUSH_RESET gives every unused frame back.
  *
- * The GPU context runs each submission as two kernels on its stream, the second only when the
- * first leaves work for it (one CUDA graph launch; see reorder.cu); results
+ * The GPU context runs each submission as one kernel on its stream (reorder-kernels.cuh); results
  * (DqReorderCompletion) are polled in submission order; the burst memory and the frames of the
- * emitted batches may be used once the submission's completion has been polled.
+ * emitted batches may be used once the submission's completion has been polled. On sm_90 and
+ * later a reorder submission that follows another on the stream starts while the previous one
+ * finishes (programmatic dependent launch) and reads its descriptors and the packets' header
+ * fields then: a caller that writes burst memory or descriptors with its own kernel on the
+ * context's stream must make that kernel complete first (an event wait, or a synchronize),
+ * not merely enqueue it before the submission.
  *
  * Conversions (input type -> output type, elements packed contiguously, no scaling):
  *   int4 (two per byte, high nibble first, two's complement), int8, int16, int32 (little-endian

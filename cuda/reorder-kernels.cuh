@@ -1,12 +1,15 @@
 /* reorder-kernels.cuh — GPU reorder, gather, packetize and the 10-bit 4:2:2 unpack, same results as
  * reorder-cpu.c bit for bit.
  *
- * One submission (a burst) runs as two kernels on the context's stream; the descriptors are read
+ * One submission (a burst) runs as one kernel on the context's stream; the descriptors are read
  * where the caller left them (pinned staging for host arrays, or device memory), never copied
  * per packet:
  *
  *   K1 reorder_main   blocks of 256 threads, each taking a range of packets (4..256 of them,
  *                     sized so that the grid fills the GPU and a block moves >= 4 KiB).
+ *                     Prologue: this thread's descriptor and header fields, read while the
+ *                     previous submission may still be finishing (programmatic dependent launch,
+ *                     below); then the state.
  *                     Control, one thread per packet: bounds, the header fields, the unwrapped
  *                     batch id; a packet inside the window as it stood at the start of the burst
  *                     claims its slot with a 64-bit atomicMin of (generation tag, arrival stamp), so
@@ -22,22 +25,24 @@
  *                     window after each packet; packets between two moves of the window are claimed
  *                     together), emits batches, lists missing slots, completes batches, hands out
  *                     frames and writes the results into mapped host memory.
- *   K2 reorder_tail   the finalizer's work list over the whole GPU: payloads of deferred and fixup
- *                     winners, zero-fill of the missing slots of emitted batches. Empty in the
- *                     steady state (no loss, no in-burst duplicate race).
+ *                     Tail: the finalizer's work list (payloads of deferred and fixup winners,
+ *                     zero-fill of the missing slots of emitted batches), shared by the finalizer
+ *                     and up to `helpers` blocks (one per SM) that took their tickets before it and
+ *                     wait for it (a release/acquire flag holding the submission's number). This
+ *                     cannot deadlock: a helper waits only once every block has its ticket, so the
+ *                     finalizer is running. Empty in the steady state (no loss, no in-burst
+ *                     duplicate race): the helpers then just leave.
  *
- * Launch: one CUDA graph per context, built once: K1, then an IF node whose body is K2 (K2's
- * parameters never change). Per submission the host sets K1's parameters and grid
- * (cudaGraphExecKernelNodeSetParams) and launches the graph, one launch instead of two; the
- * finalizer calls cudaGraphSetConditional when its work list is not empty, so K2 runs only then.
- * Where graphs with conditional nodes are not available (or with DQ_REORDER_NO_GRAPH set in the
- * environment), K1 and K2 are launched one after the other, K2 every time. Gather, packetize and
- * the unpack of 10-bit 4:2:2 pgroups to planar I422_10LE are single launches. Completion: an
- * event recorded after the submission (the unpack belongs to no context: it runs on the caller's
- * stream). The free-frame ring lives in host memory; its next entries (from the position the GPU
- * last reported) also ride in the parameters, so handing out a frame normally costs no round
- * trip across the bus. K1's grid: as few full waves of the blocks the GPU holds at once as the
- * burst needs.
+ * Launch: K1 with programmatic stream serialization (sm_90 on) when the previous launch on the
+ * stream was the context's own K1: every block allows the next launch at its start, so the next
+ * submission's blocks are scheduled while this one's finalizer runs, read their descriptors and
+ * headers, and wait (cudaGridDependencySynchronize) before touching the state. Gather, packetize
+ * and the unpack of 10-bit 4:2:2 pgroups to planar I422_10LE are plain single launches, and the
+ * K1 after one of them is launched plainly too. Completion: an event recorded after the
+ * submission (the unpack belongs to no context: it runs on the caller's stream). The free-frame
+ * ring lives in host memory; its next entries (from the position the GPU last reported) also
+ * ride in the parameters, so handing out a frame normally costs no round trip across the bus.
+ * K1's grid: as few full waves of the blocks the GPU holds at once as the burst needs.
  *
  * The claim word of a slot is (tag << 48) | stamp, tag = 0xffff - (generation & 0xffff) of the
  * record (window position) it belongs to: a new generation (the record moved to another batch)
@@ -105,7 +110,9 @@ struct Scratch {           /* per submission; the finalizer resets it */
   unsigned int n_short, n_late, n_deferred, n_fixup, n_accepted, n_dups;
   unsigned int first_valid;
   unsigned long long maxK;  /* max unwrapped key + 2^63 (0: none) */
-  unsigned int n_copy, n_zero;  /* K2 work, written by the finalizer */
+  unsigned int n_copy, n_zero;  /* the tail's work, written by the finalizer */
+  unsigned long long go;   /* 2 * job_seq + (work list not empty), set by the finalizer once the
+                            * helpers of submission job_seq may go (they wait on it) */
 };
 
 struct CopyItem {
@@ -169,9 +176,10 @@ struct Params {
   DqReorderBatch *res_batches;
   DqReorderFrame *res_released;
   uint32_t res_cap, rel_cap;
-  /* graph mode: K2 is the body of an IF node, run when the finalizer sets tail_cond */
-  cudaGraphConditionalHandle tail_cond;
-  uint32_t tail_if;
+  /* the tail: up to `helpers` blocks of K1 wait for the finalizer and then share its work list
+   * with it; job_seq numbers the submission (never 0) */
+  uint32_t helpers;
+  uint64_t job_seq;
 };
 
 struct PacketizeParams {
@@ -205,6 +213,54 @@ __device__ __forceinline__ uint32_t tag_of (uint32_t gen) { return kTagMask - (g
 __device__ __forceinline__ uint64_t ld_cg64 (const void *p)
 {
   return __ldcg ((const unsigned long long *) p);
+}
+
+/* Programmatic dependent launch (sm_90 on): the next kernel on the stream may start once every
+ * block of this one called pdl_trigger; pdl_wait returns once the previous kernel has completed
+ * and its memory is visible. Without it (older GPUs, no PDL launch, the emulator) both are no-ops
+ * and the stream orders kernels as usual. */
+__device__ __forceinline__ void pdl_trigger ()
+{
+#if !defined (DQ_CUDA_EMU) && defined (__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaTriggerProgrammaticLaunchCompletion ();
+#endif
+}
+
+__device__ __forceinline__ void pdl_wait ()
+{
+#if !defined (DQ_CUDA_EMU) && defined (__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize ();
+#endif
+}
+
+/* The helpers' flag: a release store after the work list, acquire loads while waiting. */
+__device__ __forceinline__ void st_release64 (unsigned long long *p, uint64_t v)
+{
+#ifdef DQ_CUDA_EMU
+  *(volatile unsigned long long *) p = v;
+#else
+  asm volatile ("st.release.gpu.global.u64 [%0], %1;" :: "l" (p), "l" (v) : "memory");
+#endif
+}
+
+__device__ __forceinline__ uint64_t ld_acquire64 (const unsigned long long *p)
+{
+#ifdef DQ_CUDA_EMU
+  return *(const volatile unsigned long long *) p;
+#else
+  uint64_t v;
+  asm volatile ("ld.acquire.gpu.global.u64 %0, [%1];" : "=l" (v) : "l" (p) : "memory");
+  return v;
+#endif
+}
+
+__device__ __forceinline__ void pause_ns (unsigned ns)
+{
+#ifdef DQ_CUDA_EMU
+  (void) ns;
+#else
+  __nanosleep (ns);
+#endif
 }
 
 __device__ __forceinline__ uint32_t desc_u32 (const uint8_t *desc, uint32_t i, uint32_t field)
@@ -760,7 +816,7 @@ struct Blk {
   uint32_t tmp32[kThreads / 32];
   uint32_t n_short, n_late, n_def, n_acc, n_dup;
   unsigned long long maxK;
-  uint32_t last;
+  uint32_t ticket, tail_work;
 };
 
 union Smem {
@@ -1138,7 +1194,8 @@ run_deferred (const Params &p, Fin &f, bool fresh, uint64_t stamp0)
   }
 }
 
-__device__ void
+/* Returns whether the tail has work. */
+__device__ bool
 finalize (const Params &p, Fin &f)
 {
   const uint32_t t = threadIdx.x;
@@ -1147,6 +1204,12 @@ finalize (const Params &p, Fin &f)
   const uint32_t state_words = (uint32_t) (offsetof (DevState, rec) + p.W * sizeof (DevRec)) / 8;
   const uint32_t shorts = __ldcg (&p.sc->n_short);
   const uint32_t nf = __ldcg (&p.sc->n_fixup), nd = __ldcg (&p.sc->n_deferred);
+  /* a reorder job with no fixups and no deferred packets leaves the tail nothing (only they
+   * list copies, and only the deferred path and flushes emit partial batches): the helpers may
+   * leave now, not after the finalizer */
+  const bool quiet = p.kind == DQ_JOB_REORDER && nf == 0 && nd == 0;
+  if (quiet && t == 0)
+    st_release64 (&p.sc->go, 2 * p.job_seq);
   if (t == 0) {
     f.n_out = f.n_rel = f.n_copy = f.n_zero = 0;
     f.late_count = __ldcg (&p.sc->n_late);
@@ -1297,7 +1360,20 @@ finalize (const Params &p, Fin &f)
   }
   __syncthreads ();
 
+  const bool work = f.n_copy || f.n_zero;
   if (t == 0) {
+    /* the scratch for the next submission with the tail's work list; then the helpers go (before
+     * the results go to host memory, so that the release has no writes across the bus to wait
+     * for) */
+    Scratch z;
+    memset (&z, 0, sizeof z);
+    z.first_valid = 0xffffffffu;
+    z.n_copy = f.n_copy;
+    z.n_zero = f.n_zero < p.zcap ? f.n_zero : p.zcap;
+    z.go = quiet ? 2 * p.job_seq : 2 * (p.job_seq - 1);
+    *p.sc = z;
+    if (!quiet)
+      st_release64 (&p.sc->go, 2 * p.job_seq + (work ? 1 : 0));
     DqReorderStats &st = f.s.stats;
     uint32_t late = f.late_count;
     if (p.kind == DQ_JOB_REORDER)
@@ -1338,15 +1414,6 @@ finalize (const Params &p, Fin &f)
     *p.res = h;
     if (p.kind == DQ_JOB_REORDER)
       f.s.stamp = stamp0 + p.n;
-    /* the scratch for the next submission; the work list for K2 */
-    Scratch z;
-    memset (&z, 0, sizeof z);
-    z.first_valid = 0xffffffffu;
-    z.n_copy = f.n_copy;
-    z.n_zero = f.n_zero < p.zcap ? f.n_zero : p.zcap;
-    *p.sc = z;
-    if (p.tail_if && (z.n_copy || z.n_zero))
-      cudaGraphSetConditional (p.tail_cond, 1);      /* K2 has work: run it */
   }
   __syncthreads ();
   {
@@ -1354,6 +1421,28 @@ finalize (const Params &p, Fin &f)
     uint64_t *dst = (uint64_t *) p.st;
     for (uint32_t k = t; k < state_words; k += blockDim.x)
       dst[k] = src[k];
+  }
+  return work;
+}
+
+/* ---- the tail: the finalizer's work list ------------------------------------------------- */
+
+/* Part `part` of `parts` (one block each) of the finalizer's work list: the payloads of deferred
+ * and fixup winners, the zero-fill of the missing slots of emitted batches. Empty in the steady
+ * state (no loss, no in-burst duplicate race). */
+__device__ void
+tail (const Params &p, uint32_t part, uint32_t parts)
+{
+  const uint32_t nc = __ldcg (&p.sc->n_copy), nz = __ldcg (&p.sc->n_zero);
+  move_payloads (p, ItemJobs { p.copies, p.pay_off }, nc, part * kThreads + threadIdx.x,
+      parts * kThreads);
+  const uint32_t lane = threadIdx.x & 31;
+  const uint32_t warps = parts * (kThreads / 32);
+  for (uint32_t w = part * (kThreads / 32) + (threadIdx.x >> 5); w < nz; w += warps) {
+    const ZeroItem z = p.zeros[w];
+    for (uint32_t k = 0; k < 32; k++)
+      if (z.mask & (1u << k))
+        team_zero ((uint8_t *) z.dst + (size_t) k * p.lout, p.lout, lane, 32);
   }
 }
 
@@ -1366,6 +1455,26 @@ reorder_main (const __grid_constant__ Params p)
   Blk &b = sm.blk;
   const uint32_t t = threadIdx.x;
 
+  /* the next submission's K1 may be scheduled now (it waits for this one below) */
+  pdl_trigger ();
+  /* this thread's packet: descriptor and header fields, read before waiting for the previous
+   * submission (they do not depend on it: only the burst memory and the descriptors, which no
+   * kernel of the context writes) */
+  const uint32_t i = blockIdx.x * p.per_block + t;
+  const bool has_pkt = t < p.per_block && i < p.n;
+  uint32_t off = 0, len = 0, seq = 0, key = 0;
+  bool in_bounds = false;
+  if (has_pkt) {
+    off = desc_u32 (p.desc, i, 0);
+    len = desc_u32 (p.desc, i, 4);
+    in_bounds = (uint64_t) off + len <= p.data_size && len >= p.need;
+    if (in_bounds) {
+      seq = dq_bits_get_raw (p.data + off, p.seq_off, p.seq_w);
+      key = p.batch_w ? dq_bits_get_raw (p.data + off, p.batch_off, p.batch_w) : seq;
+    }
+  }
+  /* the previous submission complete, its memory visible: now the state */
+  pdl_wait ();
   if (t == 0) {
     b.B = __ldcg ((const long long *) &p.st->B);
     b.H = __ldcg ((const long long *) &p.st->H);
@@ -1380,21 +1489,6 @@ reorder_main (const __grid_constant__ Params p)
     b.frame[t] = ld_cg64 (&R->frame);
     b.tag[t] = tag_of (__ldcg (&R->gen));
     b.first[t] = ld_cg64 (&R->first_stamp);
-  }
-  /* this thread's packet: descriptor and header fields, read while the state loads are in
-   * flight (they do not depend on it) */
-  const uint32_t i = blockIdx.x * p.per_block + t;
-  const bool has_pkt = t < p.per_block && i < p.n;
-  uint32_t off = 0, len = 0, seq = 0, key = 0;
-  bool in_bounds = false;
-  if (has_pkt) {
-    off = desc_u32 (p.desc, i, 0);
-    len = desc_u32 (p.desc, i, 4);
-    in_bounds = (uint64_t) off + len <= p.data_size && len >= p.need;
-    if (in_bounds) {
-      seq = dq_bits_get_raw (p.data + off, p.seq_off, p.seq_w);
-      key = p.batch_w ? dq_bits_get_raw (p.data + off, p.batch_off, p.batch_w) : seq;
-    }
   }
   __syncthreads ();
   if (t < p.W) {
@@ -1504,33 +1598,32 @@ reorder_main (const __grid_constant__ Params p)
   __threadfence ();
   __syncthreads ();
   if (t == 0)
-    b.last = atomicAdd (&p.sc->blocks_done, 1u) == gridDim.x - 1;
+    b.ticket = atomicAdd (&p.sc->blocks_done, 1u);
   __syncthreads ();
-  const bool last = b.last != 0;
+  /* tickets 0 .. grid - 2: the first `helpers` of them wait for the finalizer (grid - 1, which
+   * is already running: every block took its ticket before it), then share its work list */
+  const uint32_t ticket = b.ticket;
+  const uint32_t helpers = p.helpers < gridDim.x - 1 ? p.helpers : gridDim.x - 1;
   __syncthreads ();                /* the finalizer's shared memory overlays b */
-  if (!last)
+  if (ticket != gridDim.x - 1) {
+    if (ticket >= helpers)
+      return;
+    if (t == 0) {
+      /* backing off to ~1 µs: a long finalizer (the deferred path) is not slowed by polls */
+      uint64_t go;
+      for (unsigned ns = 32; ((go = ld_acquire64 (&p.sc->go)) >> 1) != p.job_seq;
+          ns = ns < 1024 ? 2 * ns : ns)
+        pause_ns (ns);
+      b.tail_work = (uint32_t) (go & 1);
+    }
+    __syncthreads ();
+    if (b.tail_work)
+      tail (p, ticket, helpers + 1);
     return;
-  __threadfence ();
-  finalize (p, sm.fin);
-}
-
-/* ---- K2: the finalizer's work list --------------------------------------------------------- */
-
-__global__ void __launch_bounds__ (kThreads, 3)
-reorder_tail (const __grid_constant__ Params p)
-{
-  const uint32_t nc = p.sc->n_copy, nz = p.sc->n_zero;
-  const uint32_t threads = gridDim.x * kThreads;
-  move_payloads (p, ItemJobs { p.copies, p.pay_off }, nc, blockIdx.x * kThreads + threadIdx.x,
-      threads);
-  const uint32_t lane = threadIdx.x & 31;
-  const uint32_t warps = gridDim.x * (kThreads / 32);
-  for (uint32_t w = blockIdx.x * (kThreads / 32) + (threadIdx.x >> 5); w < nz; w += warps) {
-    const ZeroItem z = p.zeros[w];
-    for (uint32_t k = 0; k < 32; k++)
-      if (z.mask & (1u << k))
-        team_zero ((uint8_t *) z.dst + (size_t) k * p.lout, p.lout, lane, 32);
   }
+  __threadfence ();
+  if (finalize (p, sm.fin))
+    tail (p, helpers, helpers + 1);
 }
 
 /* ---- gather ------------------------------------------------------------------------------ */

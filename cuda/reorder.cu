@@ -1,5 +1,5 @@
 /* reorder.cu — the GPU context of the reorder kernels (DqReorderGpu, daqiri-reorder.h): memory,
- * submissions and their completions, the CUDA graph of a submission. The kernels and the design
+ * submissions, their launches and completions. The kernels and the design
  * of the device side are in reorder-kernels.cuh (one translation unit with this file, so that
  * the launches see the kernels). */
 #include "reorder-kernels.cuh"
@@ -40,25 +40,6 @@ packets_per_block (uint32_t n, uint32_t bytes, uint32_t resident)
   return per ? per : 1;
 }
 
-/* A graph kernel node running k (kThreads per block) with p, which is copied when the node is
- * added or set; argv must live until then. */
-cudaKernelNodeParams
-kernel_node (void (*k) (const Params), uint32_t grid, const Params &p, void **argv)
-{
-  cudaKernelNodeParams np = {};
-  np.gridDim = dim3 (grid);
-  np.blockDim = dim3 (kThreads);
-#ifdef DQ_CUDA_EMU
-  (void) argv;
-  np.run = [k, p] () { k (p); };
-#else
-  argv[0] = (void *) &p;
-  np.func = (void *) k;
-  np.kernelParams = argv;
-#endif
-  return np;
-}
-
 }  /* namespace dqk */
 
 using namespace dqk;
@@ -97,60 +78,36 @@ struct _DqReorderGpu {
   Slot *slots;
   uint32_t next, oldest, inflight;
   cudaEvent_t last_event;
-  cudaGraph_t graph;           /* K1 -> IF (K2), or NULL: two launches per submission */
-  cudaGraphExec_t graph_exec;
-  cudaGraphNode_t k1_node;
-  cudaGraphConditionalHandle tail_cond;
+  int pdl;                     /* programmatic dependent launch usable (sm_90 on) */
+  int chain;                   /* the last launch on the stream was K1: the next may overlap it */
+  uint64_t job_seq;            /* submissions numbered for the tail's helpers */
   DqReorderStats stats;
   DqReorderWindow window;
   char err[256];
 };
 
-/* The graph of a reorder submission: K1, then an IF node whose body is K2 (its parameters never
- * change), so that K2 runs only when K1's finalizer has work for it. 0, or -1 where graphs with
- * conditional nodes are not available (the context then launches both kernels every time). */
-static int
-build_graph (DqReorderGpu *ctx)
+/* Launches K1: overlapping the previous K1 where that is the stream's last launch (see
+ * reorder-kernels.cuh), a plain launch otherwise. */
+static cudaError_t
+launch_k1 (DqReorderGpu *ctx, uint32_t grid, const Params &p)
 {
-  cudaGraph_t g = NULL, body;
-  cudaGraphNode_t cond, k2;
-  cudaGraphConditionalHandle h;
-  cudaGraphNodeParams cp = {};
-  void *argv[1];
-  Params p = ctx->base;
-  cudaKernelNodeParams np;
-  if (getenv ("DQ_REORDER_NO_GRAPH"))
-    return -1;
-  if (cudaGraphCreate (&g, 0) != cudaSuccess)
-    goto fail;
-  if (cudaGraphConditionalHandleCreate (&h, g, 0, cudaGraphCondAssignDefault) != cudaSuccess)
-    goto fail;
-  p.tail_cond = h;
-  p.tail_if = 1;
-  np = kernel_node (reorder_main, 1, p, argv);
-  if (cudaGraphAddKernelNode (&ctx->k1_node, g, NULL, 0, &np) != cudaSuccess)
-    goto fail;
-  cp.type = cudaGraphNodeTypeConditional;
-  cp.conditional.handle = h;
-  cp.conditional.type = cudaGraphCondTypeIf;
-  cp.conditional.size = 1;
-  if (cudaGraphAddNode (&cond, g, &ctx->k1_node, NULL, 1, &cp) != cudaSuccess)
-    goto fail;
-  body = cp.conditional.phGraph_out[0];
-  np = kernel_node (reorder_tail, 2 * (uint32_t) ctx->sms, ctx->base, argv);
-  if (cudaGraphAddKernelNode (&k2, body, NULL, 0, &np) != cudaSuccess)
-    goto fail;
-  if (cudaGraphInstantiate (&ctx->graph_exec, g, 0) != cudaSuccess)
-    goto fail;
-  ctx->graph = g;
-  ctx->tail_cond = h;
-  return 0;
-fail:
-  if (g)
-    cudaGraphDestroy (g);
-  (void) cudaGetLastError ();     /* not sticky: the context works without the graph */
-  ctx->graph_exec = NULL;
-  return -1;
+#ifdef DQ_CUDA_EMU
+  DQ_LAUNCH (reorder_main, grid, kThreads, ctx->stream, p);
+  return cudaGetLastError ();
+#else
+  cudaLaunchConfig_t lc = {};
+  cudaLaunchAttribute at[1];
+  lc.gridDim = dim3 (grid);
+  lc.blockDim = dim3 (kThreads);
+  lc.stream = ctx->stream;
+  if (ctx->pdl && ctx->chain) {
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    lc.attrs = at;
+    lc.numAttrs = 1;
+  }
+  return cudaLaunchKernelEx (&lc, reorder_main, p);
+#endif
 }
 
 #define CK(call, what) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
@@ -378,10 +335,6 @@ dq_reorder_gpu_free (DqReorderGpu *ctx)
     }
     free (ctx->slots);
   }
-  if (ctx->graph_exec)
-    cudaGraphExecDestroy (ctx->graph_exec);
-  if (ctx->graph)
-    cudaGraphDestroy (ctx->graph);
   cudaFree (ctx->st);
   cudaFree (ctx->sc);
   cudaFree (ctx->claims);
@@ -433,6 +386,8 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
   CK (cudaGetDevice (&dev), "cudaGetDevice");
   CK (cudaGetDeviceProperties (&pr, dev), "cudaGetDeviceProperties");
   ctx->sms = pr.multiProcessorCount;
+  /* DQ_REORDER_NO_PDL in the environment: plain launches (for side-by-side benchmarks) */
+  ctx->pdl = pr.major >= 9 && !getenv ("DQ_REORDER_NO_PDL");
   {
     int per_sm = 0;
     CK (cudaOccupancyMaxActiveBlocksPerMultiprocessor (&per_sm, reorder_main, kThreads, 0),
@@ -524,8 +479,12 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
     p.ring_cap = o.max_frames;
     p.res_cap = res_cap;
     p.rel_cap = rel_cap;
+#ifdef DQ_CUDA_EMU
+    p.helpers = 0;                /* its blocks run one after another: none could wait */
+#else
+    p.helpers = (uint32_t) ctx->sms;
+#endif
   }
-  (void) build_graph (ctx);
   return ctx;
 
 fail:
@@ -629,20 +588,13 @@ submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket 
   const uint32_t grid = n ? (n + p.per_block - 1) / p.per_block : 1;
   if (kind == DQ_JOB_GATHER) {
     DQ_LAUNCH (gather_main, grid, kThreads, ctx->stream, p);
-  } else if (ctx->graph_exec) {
-    /* one launch: K1 with this submission's parameters, K2 if K1 asks for it */
-    p.tail_cond = ctx->tail_cond;
-    p.tail_if = 1;
-    void *argv[1];
-    const cudaKernelNodeParams np = kernel_node (reorder_main, grid, p, argv);
-    cudaError_t e = cudaGraphExecKernelNodeSetParams (ctx->graph_exec, ctx->k1_node, &np);
-    if (e == cudaSuccess)
-      e = cudaGraphLaunch (ctx->graph_exec, ctx->stream);
-    if (e != cudaSuccess)
-      return cuda_fail (ctx->err, sizeof ctx->err, "graph launch", e);
+    ctx->chain = 0;
   } else {
-    DQ_LAUNCH (reorder_main, grid, kThreads, ctx->stream, p);
-    DQ_LAUNCH (reorder_tail, 2 * ctx->sms, kThreads, ctx->stream, p);
+    p.job_seq = ++ctx->job_seq;
+    cudaError_t e = launch_k1 (ctx, grid, p);
+    if (e != cudaSuccess)
+      return cuda_fail (ctx->err, sizeof ctx->err, "reorder kernel launch", e);
+    ctx->chain = 1;
   }
   return launched (ctx, s, user, kind);
 }
@@ -717,6 +669,7 @@ dq_reorder_gpu_packetize (DqReorderGpu *ctx, const DqPacketizeTemplate *tmpl,
   q.res = s->res_d;
   const uint32_t per_block = kThreads / 32;
   DQ_LAUNCH (packetize_main, (ppb + per_block - 1) / per_block, kThreads, ctx->stream, q);
+  ctx->chain = 0;
   return launched (ctx, s, user, DQ_JOB_PACKETIZE);
 }
 
