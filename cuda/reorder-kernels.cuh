@@ -1209,7 +1209,7 @@ finalize (const Params &p, Fin &f)
    * leave now, not after the finalizer */
   const bool quiet = p.kind == DQ_JOB_REORDER && nf == 0 && nd == 0;
   if (quiet && t == 0)
-    st_release64 (&p.sc->go, 2 * p.job_seq);
+    *(volatile unsigned long long *) &p.sc->go = 2 * p.job_seq;   /* no data to publish */
   if (t == 0) {
     f.n_out = f.n_rel = f.n_copy = f.n_zero = 0;
     f.late_count = __ldcg (&p.sc->n_late);
