@@ -1429,8 +1429,9 @@ finalize (const Params &p, Fin &f)
 
 /* Part `part` of `parts` (one block each) of the finalizer's work list: the payloads of deferred
  * and fixup winners, the zero-fill of the missing slots of emitted batches. Empty in the steady
- * state (no loss, no in-burst duplicate race). */
-__device__ void
+ * state (no loss, no in-burst duplicate race). Not inlined: inlined, its movers made all of K1
+ * slower (H200, 1024 packets: 11.1 against 9.2 µs per submission). */
+__device__ __noinline__ void
 tail (const Params &p, uint32_t part, uint32_t parts)
 {
   const uint32_t nc = __ldcg (&p.sc->n_copy), nz = __ldcg (&p.sc->n_zero);
