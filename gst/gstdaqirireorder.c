@@ -1421,7 +1421,7 @@ gst_daqiri_reorder_class_init (GstDaqiriReorderClass * klass)
       g_param_spec_uint ("max-inflight", "Bursts in flight",
           "memory=cuda: bursts whose GPU work may still run while the next bursts are taken "
           "from upstream (their frames are pushed, in order, once it is done: when more bursts "
-          "come, or 0.2-0.4 ms after upstream goes quiet); 1: each burst's kernels are awaited "
+          "come, or 0.2-0.4 ms after upstream goes quiet); 1: each burst's GPU work is awaited "
           "before the next burst is taken (the least latency, the lowest rate). With a "
           "timeout, 1 is used (the timeout is checked on each burst's result)", 1,
           REORDER_MAX_INFLIGHT,
