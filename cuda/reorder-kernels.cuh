@@ -28,7 +28,8 @@
  *                     Tail: the finalizer's work list (payloads of deferred and fixup winners,
  *                     zero-fill of the missing slots of emitted batches), shared by the finalizer
  *                     and up to `helpers` blocks (one per SM) that took their tickets before it and
- *                     wait for it (a release/acquire flag holding the submission's number). This
+ *                     wait for it (a flag holding the submission's number: released with the work
+ *                     list, or set at the finalizer's start when none can arise). This
  *                     cannot deadlock: a helper waits only once every block has its ticket, so the
  *                     finalizer is running. Empty in the steady state (no loss, no in-burst
  *                     duplicate race): the helpers then just leave.
@@ -1610,7 +1611,7 @@ reorder_main (const __grid_constant__ Params p)
     if (ticket >= helpers)
       return;
     if (t == 0) {
-      /* backing off to ~1 µs: a long finalizer (the deferred path) is not slowed by polls */
+      /* backing off to ~1 µs: few polls while a long finalizer (the deferred path) runs */
       uint64_t go;
       for (unsigned ns = 32; ((go = ld_acquire64 (&p.sc->go)) >> 1) != p.job_seq;
           ns = ns < 1024 ? 2 * ns : ns)

@@ -4,6 +4,17 @@
 int dq_test_failures;
 const char *dq_test_name = "?";
 
+int
+dq_test_summary (const char *prog)
+{
+  if (dq_test_failures) {
+    fprintf (stderr, "%s: %d check(s) failed\n", prog, dq_test_failures);
+    return 1;
+  }
+  printf ("%s: all checks passed\n", prog);
+  return 0;
+}
+
 static void *
 xrealloc (void *p, size_t n)
 {

@@ -29,6 +29,9 @@ extern const char *dq_test_name;
     } \
   } while (0)
 
+/* main's end: "PROG: N check(s) failed" (stderr) or "PROG: all checks passed"; the exit code. */
+int dq_test_summary (const char *prog);
+
 /* A burst: one byte region, descriptors into it. */
 typedef struct {
   uint8_t *data;

@@ -1484,10 +1484,5 @@ main (void)
   test_random_wild ();
   test_gather ();
   test_packetize_roundtrip ();
-  if (dq_test_failures) {
-    fprintf (stderr, "test-reorder-cpu: %d check(s) failed\n", dq_test_failures);
-    return 1;
-  }
-  printf ("test-reorder-cpu: all checks passed\n");
-  return 0;
+  return dq_test_summary ("test-reorder-cpu");
 }

@@ -166,10 +166,5 @@ main (void)
 {
   test_uyvp_vectors ();
   test_uyvp_picture ();
-  if (dq_test_failures) {
-    fprintf (stderr, "test-unpack-cpu: %d check(s) failed\n", dq_test_failures);
-    return 1;
-  }
-  printf ("test-unpack-cpu: all checks passed\n");
-  return 0;
+  return dq_test_summary ("test-unpack-cpu");
 }
