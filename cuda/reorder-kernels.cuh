@@ -114,6 +114,14 @@ struct Scratch {           /* per submission; the finalizer resets it */
   unsigned int n_copy, n_zero;  /* the tail's work, written by the finalizer */
   unsigned long long go;   /* 2 * job_seq + (work list not empty), set by the finalizer once the
                             * helpers of submission job_seq may go (they wait on it) */
+  unsigned int tail_done;  /* blocks done with the tail's work list */
+};
+
+/* Hand-over between submissions (never reset; zero at start). The next submission's blocks may
+ * run while this one's still move payloads: they wait only for `ready`. */
+struct Sync {
+  unsigned long long ready;  /* job_seq of the last submission done with the state and scratch */
+  unsigned long long moved;  /* blocks of K1 done moving payloads, over all submissions */
 };
 
 struct CopyItem {
@@ -133,6 +141,8 @@ struct ResHdr {
   DqReorderStats stats;
   DqReorderWindow window;
 };
+
+static_assert (sizeof (DqReorderBatch) % 8 == 0, "result entries are copied in 8-byte words");
 
 struct FrameEnt {
   uint64_t ptr, user;
@@ -174,13 +184,18 @@ struct Params {
   uint64_t ahead_base;
   FrameEnt ahead[kParamAhead];
   ResHdr *res;
-  DqReorderBatch *res_batches;
+  DqReorderBatch *res_batches;    /* device memory: the finalizer's entries ... */
+  DqReorderBatch *res_out;        /* ... copied here (mapped host memory, after res) at its end */
   DqReorderFrame *res_released;
   uint32_t res_cap, rel_cap;
   /* the tail: up to `helpers` blocks of K1 wait for the finalizer and then share its work list
    * with it; job_seq numbers the submission (never 0) */
   uint32_t helpers;
   uint64_t job_seq;
+  /* K1 blocks launched up to and including this submission (its blocks are done moving
+   * payloads when sync->moved reaches it) */
+  uint64_t blocks_through;
+  Sync *sync;
 };
 
 struct PacketizeParams {
@@ -813,7 +828,6 @@ struct Blk {
   uint32_t filled[DQ_REORDER_MAX_WINDOW], dups[DQ_REORDER_MAX_WINDOW];
   unsigned long long first[DQ_REORDER_MAX_WINDOW];
   uint8_t empty[DQ_REORDER_MAX_WINDOW];
-  Job jobs[kThreads];
   uint32_t tmp32[kThreads / 32];
   uint32_t n_short, n_late, n_def, n_acc, n_dup;
   unsigned long long maxK;
@@ -1195,7 +1209,19 @@ run_deferred (const Params &p, Fin &f, bool fresh, uint64_t stamp0)
   }
 }
 
-/* Returns whether the tail has work. */
+/* The state and the scratch are the next submission's now: its blocks stop waiting (block-wide;
+ * after the state's write-back, or after the last part of the tail). */
+__device__ __forceinline__ void
+hand_over (const Params &p)
+{
+  __syncthreads ();
+  if (threadIdx.x == 0) {
+    __threadfence ();
+    st_release64 (&p.sync->ready, p.job_seq);
+  }
+}
+
+/* Returns whether the tail has work (then the tail's last part hands over, else finalize). */
 __device__ bool
 finalize (const Params &p, Fin &f)
 {
@@ -1362,6 +1388,7 @@ finalize (const Params &p, Fin &f)
   __syncthreads ();
 
   const bool work = f.n_copy || f.n_zero;
+  ResHdr h;                        /* thread 0's */
   if (t == 0) {
     /* the scratch for the next submission with the tail's work list; then the helpers go (before
      * the results go to host memory, so that the release has no writes across the bus to wait
@@ -1394,7 +1421,6 @@ finalize (const Params &p, Fin &f)
       st.pending_late -= l;
       st.pending_short -= s;
     }
-    ResHdr h;
     memset (&h, 0, sizeof h);
     h.n_batches = nout;
     h.n_released = f.n_rel;
@@ -1412,7 +1438,6 @@ finalize (const Params &p, Fin &f)
         h.window.oldest_first_timestamp = R.first_ts;
       }
     }
-    *p.res = h;
     if (p.kind == DQ_JOB_REORDER)
       f.s.stamp = stamp0 + p.n;
   }
@@ -1423,6 +1448,18 @@ finalize (const Params &p, Fin &f)
     for (uint32_t k = t; k < state_words; k += blockDim.x)
       dst[k] = src[k];
   }
+  if (!work)
+    hand_over (p);
+  /* the results into host memory last: no fence above waits for writes across the bus */
+  {
+    const uint32_t words = (f.n_out < p.res_cap ? f.n_out : p.res_cap) * sizeof (DqReorderBatch) / 8;
+    const uint64_t *src = (const uint64_t *) p.res_batches;
+    uint64_t *dst = (uint64_t *) p.res_out;
+    for (uint32_t k = t; k < words; k += blockDim.x)
+      dst[k] = ld_cg64 (src + k);
+  }
+  if (t == 0)
+    *p.res = h;
   return work;
 }
 
@@ -1448,12 +1485,35 @@ tail (const Params &p, uint32_t part, uint32_t parts)
   }
 }
 
+/* The tail's part `part` of `parts`, once every block of the submission has moved its payloads
+ * (a fixup rewrites a slot that a later arrival's block copied); the last part done hands over. */
+__device__ void
+run_tail (const Params &p, uint32_t part, uint32_t parts)
+{
+  if (threadIdx.x == 0)
+    for (unsigned ns = 32; ld_acquire64 (&p.sync->moved) < p.blocks_through;
+        ns = ns < 1024 ? 2 * ns : ns)
+      pause_ns (ns);
+  __syncthreads ();
+  tail (p, part, parts);
+  __syncthreads ();
+  if (threadIdx.x == 0) {
+    __threadfence ();
+    if (atomicAdd (&p.sc->tail_done, 1u) == parts - 1) {
+      __threadfence ();           /* the other parts' writes (seen through the counter) first */
+      st_release64 (&p.sync->ready, p.job_seq);
+    }
+  }
+}
+
 /* ---- K1 ---------------------------------------------------------------------------------- */
 
 __global__ void __launch_bounds__ (kThreads, 3)
 reorder_main (const __grid_constant__ Params p)
 {
   __shared__ Smem sm;
+  __shared__ Job jobs[kThreads];   /* this block's payloads (outside sm: the finalizer moves them
+                                    * after finalizing) */
   Blk &b = sm.blk;
   const uint32_t t = threadIdx.x;
 
@@ -1475,8 +1535,12 @@ reorder_main (const __grid_constant__ Params p)
       key = p.batch_w ? dq_bits_get_raw (p.data + off, p.batch_off, p.batch_w) : seq;
     }
   }
-  /* the previous submission complete, its memory visible: now the state */
-  pdl_wait ();
+  /* the previous submission done with the state and the scratch (its blocks may still be moving
+   * payloads): now the state */
+  if (t == 0)
+    while (ld_acquire64 (&p.sync->ready) + 1 < p.job_seq)
+      pause_ns (0);
+  __syncthreads ();
   if (t == 0) {
     b.B = __ldcg ((const long long *) &p.st->B);
     b.H = __ldcg ((const long long *) &p.st->H);
@@ -1575,14 +1639,9 @@ reorder_main (const __grid_constant__ Params p)
     }
   }
   if (t < p.per_block)
-    b.jobs[t] = job;
+    jobs[t] = job;
   __syncthreads ();
-  /* data: this block's payloads, all threads */
-  const uint32_t nj = p.n - blockIdx.x * p.per_block < p.per_block
-      ? p.n - blockIdx.x * p.per_block : p.per_block;
-  move_payloads (p, SharedJobs { b.jobs }, p.n ? nj : 0, t, kThreads);
-
-  __syncthreads ();
+  /* the counts, then the ticket: the finalizer needs the claims, not the payloads */
   if (t < p.W && (b.filled[t] || b.dups[t])) {
     DevRec *R = &p.st->rec[t];
     atomicAdd (&R->filled, b.filled[t]);
@@ -1602,14 +1661,31 @@ reorder_main (const __grid_constant__ Params p)
   if (t == 0)
     b.ticket = atomicAdd (&p.sc->blocks_done, 1u);
   __syncthreads ();
-  /* tickets 0 .. grid - 2: the first `helpers` of them wait for the finalizer (grid - 1, which
-   * is already running: every block took its ticket before it), then share its work list */
+  /* tickets 0 .. grid - 2 move their payloads; the first `helpers` of them then wait for the
+   * finalizer (grid - 1, which is already running: every block took its ticket before it) and
+   * share its work list. The finalizer moves its own payloads after finalizing, so that the
+   * next submission can start sooner. */
   const uint32_t ticket = b.ticket;
   const uint32_t helpers = p.helpers < gridDim.x - 1 ? p.helpers : gridDim.x - 1;
-  __syncthreads ();                /* the finalizer's shared memory overlays b */
-  if (ticket != gridDim.x - 1) {
-    if (ticket >= helpers)
-      return;
+  const bool finalizer = ticket == gridDim.x - 1;
+  bool work = false;
+  if (finalizer) {
+    __syncthreads ();              /* the finalizer's shared memory overlays b */
+    __threadfence ();
+    work = finalize (p, sm.fin);
+  }
+  const uint32_t nj = p.n - blockIdx.x * p.per_block < p.per_block
+      ? p.n - blockIdx.x * p.per_block : p.per_block;
+  move_payloads (p, SharedJobs { jobs }, p.n ? nj : 0, t, kThreads);
+  __syncthreads ();
+  if (t == 0) {
+    __threadfence ();
+    atomicAdd (&p.sync->moved, 1ull);
+  }
+  if (finalizer) {
+    if (work)
+      run_tail (p, helpers, helpers + 1);
+  } else if (ticket < helpers) {
     if (t == 0) {
       /* backing off to ~1 µs: few polls while a long finalizer (the deferred path) runs */
       uint64_t go;
@@ -1620,12 +1696,11 @@ reorder_main (const __grid_constant__ Params p)
     }
     __syncthreads ();
     if (b.tail_work)
-      tail (p, ticket, helpers + 1);
-    return;
+      run_tail (p, ticket, helpers + 1);
   }
-  __threadfence ();
-  if (finalize (p, sm.fin))
-    tail (p, helpers, helpers + 1);
+  /* the previous submission complete before this one is: its payloads are in the frames this
+   * one's results may hand out, and its completion event stays ordered before this one's */
+  pdl_wait ();
 }
 
 /* ---- gather ------------------------------------------------------------------------------ */

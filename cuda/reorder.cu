@@ -50,6 +50,7 @@ struct Slot {
   DqReorderPacket *stage_d;    /* the same two, as the device sees them */
   ResHdr *res_d;
   DqReorderBatch *batches;
+  DqReorderBatch *batches_d;   /* device: the finalizer writes here, then copies to batches */
   DqReorderFrame *released;
   cudaEvent_t done;
   int state;                   /* 0 free, 1 in flight */
@@ -67,6 +68,7 @@ struct _DqReorderGpu {
   uint32_t resident;            /* blocks of reorder_main the GPU runs at once */
   DevState *st;
   Scratch *sc;
+  Sync *sync;
   unsigned long long *claims;
   uint8_t *cls;
   int64_t *pk_x;
@@ -80,7 +82,8 @@ struct _DqReorderGpu {
   cudaEvent_t last_event;
   int pdl;                     /* programmatic dependent launch usable (sm_90 on) */
   int chain;                   /* the last launch on the stream was K1: the next may overlap it */
-  uint64_t job_seq;            /* submissions numbered for the tail's helpers */
+  uint64_t job_seq;            /* K1 submissions, numbered from 1 */
+  uint64_t blocks;             /* K1 blocks launched so far */
   DqReorderStats stats;
   DqReorderWindow window;
   char err[256];
@@ -330,6 +333,8 @@ dq_reorder_gpu_free (DqReorderGpu *ctx)
         cudaFreeHost (s->stage);
       if (s->res)
         cudaFreeHost (s->res);
+      if (s->batches_d)
+        cudaFree (s->batches_d);
       if (s->done)
         cudaEventDestroy (s->done);
     }
@@ -337,6 +342,7 @@ dq_reorder_gpu_free (DqReorderGpu *ctx)
   }
   cudaFree (ctx->st);
   cudaFree (ctx->sc);
+  cudaFree (ctx->sync);
   cudaFree (ctx->claims);
   cudaFree (ctx->cls);
   cudaFree (ctx->pk_x);
@@ -402,6 +408,8 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
   }
   CK (cudaMalloc (&ctx->st, sizeof (DevState)), "cudaMalloc(state)");
   CK (cudaMalloc (&ctx->sc, sizeof (Scratch)), "cudaMalloc(scratch)");
+  CK (cudaMalloc (&ctx->sync, sizeof (Sync)), "cudaMalloc(sync)");
+  CK (cudaMemsetAsync (ctx->sync, 0, sizeof (Sync), ctx->stream), "cudaMemset(sync)");
   CK (cudaMalloc (&ctx->claims, (size_t) W * ppb * 8), "cudaMalloc(claims)");
   CK (cudaMalloc (&ctx->cls, o.max_packets), "cudaMalloc(cls)");
   CK (cudaMalloc (&ctx->pk_x, (size_t) o.max_packets * 8), "cudaMalloc(pk_x)");
@@ -438,6 +446,8 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
     memset (s->res, 0, rb);
     s->batches = (DqReorderBatch *) (s->res + 1);
     s->released = (DqReorderFrame *) (s->batches + res_cap);
+    CK (cudaMalloc (&s->batches_d, (size_t) res_cap * sizeof (DqReorderBatch)),
+        "cudaMalloc(result batches)");
     CK (cudaEventCreateWithFlags (&s->done, cudaEventDisableTiming), "cudaEventCreate");
     CK (cudaHostGetDevicePointer (&s->stage_d, s->stage, 0), "cudaHostGetDevicePointer");
     CK (cudaHostGetDevicePointer (&s->res_d, s->res, 0), "cudaHostGetDevicePointer");
@@ -466,6 +476,7 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
       p.ppb_shift++;
     p.st = ctx->st;
     p.sc = ctx->sc;
+    p.sync = ctx->sync;
     p.claims = ctx->claims;
     p.cls = ctx->cls;
     p.pk_x = ctx->pk_x;
@@ -546,8 +557,9 @@ job_params (DqReorderGpu *ctx, Slot *s)
 {
   Params p = ctx->base;
   p.res = s->res_d;
-  p.res_batches = (DqReorderBatch *) (p.res + 1);
-  p.res_released = (DqReorderFrame *) (p.res_batches + p.res_cap);
+  p.res_out = (DqReorderBatch *) (p.res + 1);
+  p.res_released = (DqReorderFrame *) (p.res_out + p.res_cap);
+  p.res_batches = s->batches_d;
   p.free_tail = ctx->tail;
   /* the free ring's entries from the GPU's last reported position on: it may be further on by
    * the frames the submissions in flight take, which kParamAhead covers in the common case */
@@ -591,6 +603,7 @@ submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket 
     ctx->chain = 0;
   } else {
     p.job_seq = ++ctx->job_seq;
+    p.blocks_through = ctx->blocks += grid;
     cudaError_t e = launch_k1 (ctx, grid, p);
     if (e != cudaSuccess)
       return cuda_fail (ctx->err, sizeof ctx->err, "reorder kernel launch", e);
