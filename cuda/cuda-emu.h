@@ -96,6 +96,8 @@ __shfl_up_sync (unsigned, T v, unsigned d, int width = 32)
   return r;
 }
 
+static inline int __popc (unsigned v) { return __builtin_popcount (v); }
+
 static inline unsigned
 __ballot_sync (unsigned, int pred)
 {

@@ -259,6 +259,18 @@ __device__ __forceinline__ void st_release64 (unsigned long long *p, uint64_t v)
 #endif
 }
 
+__device__ __forceinline__ unsigned int atom_add_acq_rel (unsigned int *p, unsigned int v)
+{
+#ifdef DQ_CUDA_EMU
+  return atomicAdd (p, v);
+#else
+  unsigned int old;
+  asm volatile ("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r" (old) : "l" (p), "r" (v)
+      : "memory");
+  return old;
+#endif
+}
+
 __device__ __forceinline__ uint64_t ld_acquire64 (const unsigned long long *p)
 {
 #ifdef DQ_CUDA_EMU
@@ -850,6 +862,35 @@ fill_frames (const Params &p, Fin &f, uint64_t since_stamp = kNoStamp)
   DevState &s = f.s;
   const uint32_t t = threadIdx.x;
   __syncthreads ();
+  if (p.W <= 32) {
+    /* one warp holds the window: ranks by ballot, one barrier instead of four */
+    if (t < 32) {
+      bool want = false;
+      DevRec *R = NULL;
+      if (t < p.W) {
+        R = &s.rec[rec_index (p, s.B + t)];
+        const bool empty = since_stamp == kNoStamp ? R->filled == 0
+            : (R->first_stamp == kNoStamp || R->first_stamp >= since_stamp);
+        want = !R->frame && empty;
+      }
+      const uint64_t head = s.free_head;
+      const uint32_t m = __ballot_sync (0xffffffffu, want);
+      const uint32_t rank = __popc (m & ((1u << t) - 1)), wanted = __popc (m);
+      if (want && head + rank < p.free_tail) {
+        const uint64_t k = head + rank - f.ring_base;
+        const FrameEnt e = k < f.ring_n ? f.ring[k] : ring_entry (p, head + rank);
+        R->frame = e.ptr;
+        R->user = e.user;
+      }
+      __syncwarp ();
+      if (t == 0) {
+        const uint64_t avail = p.free_tail > head ? p.free_tail - head : 0;
+        s.free_head = head + (wanted < avail ? wanted : avail);
+      }
+    }
+    __syncthreads ();
+    return;
+  }
   bool want = false;
   DevRec *R = NULL;
   if (t < p.W) {
@@ -1215,10 +1256,8 @@ __device__ __forceinline__ void
 hand_over (const Params &p)
 {
   __syncthreads ();
-  if (threadIdx.x == 0) {
-    __threadfence ();
-    st_release64 (&p.sync->ready, p.job_seq);
-  }
+  if (threadIdx.x == 0)
+    st_release64 (&p.sync->ready, p.job_seq);   /* cumulative: the block's writes too */
 }
 
 /* Returns whether the tail has work (then the tail's last part hands over, else finalize). */
@@ -1656,10 +1695,10 @@ reorder_main (const __grid_constant__ Params p)
     if (b.n_dup) atomicAdd (&p.sc->n_dups, b.n_dup);
     if (b.maxK) atomicMax (&p.sc->maxK, b.maxK);
   }
-  __threadfence ();
   __syncthreads ();
-  if (t == 0)
-    b.ticket = atomicAdd (&p.sc->blocks_done, 1u);
+  if (t == 0)    /* release: the block's claims and counts (before it by the barrier); acquire:
+                  * the others', for the finalizer */
+    b.ticket = atom_add_acq_rel (&p.sc->blocks_done, 1u);
   __syncthreads ();
   /* tickets 0 .. grid - 2 move their payloads; the first `helpers` of them then wait for the
    * finalizer (grid - 1, which is already running: every block took its ticket before it) and
@@ -1671,7 +1710,6 @@ reorder_main (const __grid_constant__ Params p)
   bool work = false;
   if (finalizer) {
     __syncthreads ();              /* the finalizer's shared memory overlays b */
-    __threadfence ();
     work = finalize (p, sm.fin);
   }
   const uint32_t nj = p.n - blockIdx.x * p.per_block < p.per_block
@@ -1687,12 +1725,14 @@ reorder_main (const __grid_constant__ Params p)
       run_tail (p, helpers, helpers + 1);
   } else if (ticket < helpers) {
     if (t == 0) {
-      /* backing off to ~1 µs: few polls while a long finalizer (the deferred path) runs */
+      /* backing off to ~1 µs: few polls while a long finalizer (the deferred path) runs. A
+       * later submission's number means this one had no work: with work, the next submission
+       * waits for every part of this tail, so it cannot have reached its finalizer. */
       uint64_t go;
-      for (unsigned ns = 32; ((go = ld_acquire64 (&p.sc->go)) >> 1) != p.job_seq;
+      for (unsigned ns = 32; ((go = ld_acquire64 (&p.sc->go)) >> 1) < p.job_seq;
           ns = ns < 1024 ? 2 * ns : ns)
         pause_ns (ns);
-      b.tail_work = (uint32_t) (go & 1);
+      b.tail_work = (go >> 1) == p.job_seq ? (uint32_t) (go & 1) : 0;
     }
     __syncthreads ();
     if (b.tail_work)
