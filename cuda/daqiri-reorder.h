@@ -53,8 +53,8 @@
  * (DqReorderCompletion) are polled in submission order; the burst memory and the frames of the
  * emitted batches may be used once the submission's completion has been polled. On sm_90 and
  * later a reorder submission that follows another on the stream starts while the previous one
- * finishes (programmatic dependent launch) and reads its descriptors and the packets' header
- * fields then: a caller that writes burst memory or descriptors with its own kernel on the
+ * finishes (programmatic dependent launch) and reads its descriptors, header fields and payloads
+ * then: a caller that writes burst memory or descriptors with its own kernel on the
  * context's stream must make that kernel complete first (an event wait, or a synchronize),
  * not merely enqueue it before the submission.
  *

@@ -9,22 +9,28 @@
  *                     sized so that the grid fills the GPU and a block moves >= 4 KiB).
  *                     Prologue: this thread's descriptor and header fields, read while the
  *                     previous submission may still be finishing (programmatic dependent launch,
- *                     below); then the state.
+ *                     below); then, once the previous submission has handed the state over, the
+ *                     state.
  *                     Control, one thread per packet: bounds, the header fields, the unwrapped
  *                     batch id; a packet inside the window as it stood at the start of the burst
  *                     claims its slot with a 64-bit atomicMin of (generation tag, arrival stamp), so
  *                     the earliest arrival wins whatever the thread order; a claimer that took the
  *                     slot from a later arrival of the same burst leaves a "fixup". Packets beyond
  *                     the window (and all of the very first burst) are deferred.
+ *                     Ticket: after its claims and counts, each block takes a ticket (one
+ *                     acquire-release atomic); the last one is the finalizer.
  *                     Data, all threads of the block: the first claimers' payloads as one flat range
  *                     of 16-byte units (copy, or conversion groups) with several loads in flight per
  *                     thread, 16-byte loads where aligned (else two aligned loads and a funnel
- *                     shift, when both lie inside the packet; else bytes), 16-byte stores.
- *                     Finalizer: the last block to finish (atomic ticket) settles fixups, runs the
+ *                     shift, when both lie inside the packet; else bytes), 16-byte stores. The
+ *                     finalizer moves its own block's payloads after finalizing.
+ *                     Finalizer: the last block to take a ticket settles fixups, runs the
  *                     deferred packets in arrival order in epochs (a block-wide prefix max gives the
  *                     window after each packet; packets between two moves of the window are claimed
  *                     together), emits batches, lists missing slots, completes batches, hands out
- *                     frames and writes the results into mapped host memory.
+ *                     frames, writes the state back and hands it over (Sync.ready, a release),
+ *                     then copies the results into mapped host memory (after the release, so that
+ *                     it waits for no write across the bus).
  *                     Tail: the finalizer's work list (payloads of deferred and fixup winners,
  *                     zero-fill of the missing slots of emitted batches), shared by the finalizer
  *                     and up to `helpers` blocks (one per SM) that took their tickets before it and
@@ -32,12 +38,17 @@
  *                     list, or set at the finalizer's start when none can arise). This
  *                     cannot deadlock: a helper waits only once every block has its ticket, so the
  *                     finalizer is running. Empty in the steady state (no loss, no in-burst
- *                     duplicate race): the helpers then just leave.
+ *                     duplicate race): the helpers then just leave. With work, the tail first
+ *                     waits for every block's payloads (Sync.moved: a fixup rewrites a slot a
+ *                     later arrival copied) and its last part hands the state over.
  *
  * Launch: K1 with programmatic stream serialization (sm_90 on) when the previous launch on the
  * stream was the context's own K1: every block allows the next launch at its start, so the next
- * submission's blocks are scheduled while this one's finalizer runs, read their descriptors and
- * headers, and wait (cudaGridDependencySynchronize) before touching the state. Gather, packetize
+ * submission's blocks are scheduled while this one runs, read their descriptors and headers, and
+ * wait for the hand-over flag (not for this kernel's end) before touching the state: their claims
+ * and their finalizer run while this submission's payloads are still moving. Before it exits,
+ * every block waits for the previous kernel to complete (cudaGridDependencySynchronize), so that
+ * completions stay in submission order and an emitted frame holds every payload. Gather, packetize
  * and the unpack of 10-bit 4:2:2 pgroups to planar I422_10LE are plain single launches, and the
  * K1 after one of them is launched plainly too. Completion: an event recorded after the
  * submission (the unpack belongs to no context: it runs on the caller's stream). The free-frame
@@ -249,7 +260,7 @@ __device__ __forceinline__ void pdl_wait ()
 #endif
 }
 
-/* The helpers' flag: a release store after the work list, acquire loads while waiting. */
+/* Flags (the helpers' go, the hand-over): release stores, acquire loads while waiting. */
 __device__ __forceinline__ void st_release64 (unsigned long long *p, uint64_t v)
 {
 #ifdef DQ_CUDA_EMU
