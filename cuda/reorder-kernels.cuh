@@ -873,35 +873,6 @@ fill_frames (const Params &p, Fin &f, uint64_t since_stamp = kNoStamp)
   DevState &s = f.s;
   const uint32_t t = threadIdx.x;
   __syncthreads ();
-  if (p.W <= 32) {
-    /* one warp holds the window: ranks by ballot, one barrier instead of four */
-    if (t < 32) {
-      bool want = false;
-      DevRec *R = NULL;
-      if (t < p.W) {
-        R = &s.rec[rec_index (p, s.B + t)];
-        const bool empty = since_stamp == kNoStamp ? R->filled == 0
-            : (R->first_stamp == kNoStamp || R->first_stamp >= since_stamp);
-        want = !R->frame && empty;
-      }
-      const uint64_t head = s.free_head;
-      const uint32_t m = __ballot_sync (0xffffffffu, want);
-      const uint32_t rank = __popc (m & ((1u << t) - 1)), wanted = __popc (m);
-      if (want && head + rank < p.free_tail) {
-        const uint64_t k = head + rank - f.ring_base;
-        const FrameEnt e = k < f.ring_n ? f.ring[k] : ring_entry (p, head + rank);
-        R->frame = e.ptr;
-        R->user = e.user;
-      }
-      __syncwarp ();
-      if (t == 0) {
-        const uint64_t avail = p.free_tail > head ? p.free_tail - head : 0;
-        s.free_head = head + (wanted < avail ? wanted : avail);
-      }
-    }
-    __syncthreads ();
-    return;
-  }
   bool want = false;
   DevRec *R = NULL;
   if (t < p.W) {
@@ -911,8 +882,15 @@ fill_frames (const Params &p, Fin &f, uint64_t since_stamp = kNoStamp)
     want = !R->frame && empty;
   }
   const uint64_t head = s.free_head;
-  uint32_t wanted;
-  const uint32_t rank = block_excl_sum (want ? 1u : 0u, f.tmp32, &wanted);
+  uint32_t rank, wanted;
+  if (p.W <= 32) {
+    /* one warp holds the window: ranks by ballot (the other warps' are empty), no barrier */
+    const uint32_t m = __ballot_sync (0xffffffffu, want);
+    rank = __popc (m & ((1u << (t & 31)) - 1));
+    wanted = __popc (m);
+  } else {
+    rank = block_excl_sum (want ? 1u : 0u, f.tmp32, &wanted);
+  }
   if (want && head + rank < p.free_tail) {
     const uint64_t k = head + rank - f.ring_base;
     const FrameEnt e = k < f.ring_n ? f.ring[k] : ring_entry (p, head + rank);
