@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 namespace {
 
@@ -70,9 +71,77 @@ spin_kernel (unsigned long long ns)
   while (t - t0 < ns);
 }
 
+/* Code fetch: 4096 steps of straight-line code (8 independent chains, so that the SM issues about
+ * one instruction per cycle when the code is in its instruction cache), about 64 KB of code. */
+__device__ __forceinline__ void
+straight_code (uint32_t (&a)[8])
+{
+#pragma unroll
+  for (int i = 0; i < 4096; i++)
+    asm volatile ("{.reg .u32 t; shf.l.wrap.b32 t, %0, %0, 7; add.u32 %0, t, %1;}"
+        : "+r"(a[i & 7]) : "r"((uint32_t) i * 2654435761u));
+}
+
+/* A copy of the code that never runs (the first part of the kernel's code), then the timed copy
+ * twice: the first pass fetches its code (cold, on this SM), the second runs it from the SM's
+ * instruction cache. Cycles per pass into out[2 * block], out[2 * block + 1]. */
+__global__ void
+code_fetch_kernel (unsigned long long *out, uint32_t seed)
+{
+  uint32_t a[8];
+  for (int j = 0; j < 8; j++)
+    a[j] = seed + (uint32_t) j;
+  if (seed == 0x9e3779b9u)
+    straight_code (a);
+  long long t[3];
+  for (int r = 0; r < 2; r++) {
+    t[r] = clock64 ();
+    straight_code (a);
+  }
+  t[2] = clock64 ();
+  uint32_t sum = 0;
+  for (int j = 0; j < 8; j++)
+    sum += a[j];
+  if (threadIdx.x == 0) {
+    out[2 * blockIdx.x] = (unsigned long long) (t[1] - t[0]);
+    out[2 * blockIdx.x + 1] = (unsigned long long) (t[2] - t[1]) + (sum == 0x12345678u);
+  }
+}
+
 }  // namespace
 
 extern "C" {
+
+/* Code fetch on every SM: mean cycles of the first (cold) and second (warm) pass of the same 64 KB
+ * of straight-line code, one block per SM. 0 on success. */
+int
+bench_code_fetch (double *cold_cycles, double *warm_cycles, int *blocks)
+{
+  int dev = 0, sms = 0;
+  if (cudaGetDevice (&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute (&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0)
+    return -1;
+  unsigned long long *d = NULL;
+  unsigned long long *h = (unsigned long long *) calloc ((size_t) sms * 2, sizeof *h);
+  if (!h || cudaMalloc (&d, (size_t) sms * 2 * sizeof *d) != cudaSuccess) {
+    free (h);
+    return -1;
+  }
+  code_fetch_kernel<<<sms, 32>>> (d, 1);
+  int rc = cudaMemcpy (h, d, (size_t) sms * 2 * sizeof *d, cudaMemcpyDeviceToHost) == cudaSuccess
+      ? 0 : -1;
+  double c = 0, w = 0;
+  for (int b = 0; b < sms; b++) {
+    c += (double) h[2 * b];
+    w += (double) h[2 * b + 1];
+  }
+  *cold_cycles = c / sms;
+  *warm_cycles = w / sms;
+  *blocks = sms;
+  cudaFree (d);
+  free (h);
+  return rc;
+}
 
 int
 bench_spin (void *stream, double us)

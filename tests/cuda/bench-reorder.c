@@ -205,6 +205,7 @@ double bench_event_ms (void *a, void *b);
 void *bench_stream_new (void);
 int bench_sync (void);
 int bench_empty_launches (void *stream, uint32_t n);
+int bench_code_fetch (double *cold_cycles, double *warm_cycles, int *blocks);
 int bench_spin (void *stream, double us);
 
 typedef struct {
@@ -637,6 +638,15 @@ main (void)
         2 * ms * 1e3 / 2000);
     bench_event_free (e0);
     bench_event_free (e1);
+  }
+  {
+    /* what code costs that an SM has not run lately (the finalizer's, on whichever SM takes
+     * the last ticket): the same 64 KB of straight-line code, first and second pass */
+    double cold = 0, warm = 0;
+    int blocks = 0;
+    if (bench_code_fetch (&cold, &warm, &blocks) == 0)
+      printf ("bench gpu-code-fetch steps=4096 blocks=%d cold_cycles=%.0f warm_cycles=%.0f "
+          "cold_vs_warm=%.2f\n", blocks, cold, warm, warm > 0 ? cold / warm : 0.0);
   }
   static const uint32_t ppbs[4] = { 1024, 4096, 16384, 65536 };
   for (int si = 0; si < 4; si++)
