@@ -4,7 +4,10 @@
  * arrival order; the block reads the packet's big-endian sequence number, picks slot seq % ppb and
  * copies the payload there (16-byte accesses when source and destination allow, else 8, 4, 1). No
  * bounds checks, no duplicate handling, no zero-fill: the cost floor of that design. It lives here
- * only, as a baseline. */
+ * only, as a baseline.
+ *
+ * code_fetch_kernel: what running code an SM has not run lately costs (the reorder's finalizer
+ * is a different block on a different SM at each submission). */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -72,7 +75,8 @@ spin_kernel (unsigned long long ns)
 }
 
 /* Code fetch: 4096 steps of straight-line code (8 independent chains, so that the SM issues about
- * one instruction per cycle when the code is in its instruction cache), about 64 KB of code. */
+ * one instruction per cycle when the code is in its instruction cache), about 60 KB of code
+ * (sm_90, CUDA 13). */
 __device__ __forceinline__ void
 straight_code (uint32_t (&a)[8])
 {
@@ -104,6 +108,7 @@ code_fetch_kernel (unsigned long long *out, uint32_t seed)
     sum += a[j];
   if (threadIdx.x == 0) {
     out[2 * blockIdx.x] = (unsigned long long) (t[1] - t[0]);
+    /* (the sum's test keeps the chains' results, so the code stays) */
     out[2 * blockIdx.x + 1] = (unsigned long long) (t[2] - t[1]) + (sum == 0x12345678u);
   }
 }
@@ -112,7 +117,7 @@ code_fetch_kernel (unsigned long long *out, uint32_t seed)
 
 extern "C" {
 
-/* Code fetch on every SM: mean cycles of the first (cold) and second (warm) pass of the same 64 KB
+/* Code fetch on every SM: mean cycles of the first (cold) and second (warm) pass of the same
  * of straight-line code, one block per SM. 0 on success. */
 int
 bench_code_fetch (double *cold_cycles, double *warm_cycles, int *blocks)

@@ -5,7 +5,8 @@
  *        64, 256, 1024 and 8192 bytes and batches of 1024..65536 packets; microseconds per
  *        1024-packet batch, and where it goes (gpu-batch1024-split: host time per submit and
  *        poll call, GPU time per submission queued behind a spinning kernel, latency of one
- *        submission alone, the same for an empty kernel); int4/int8/int16 -> fp16/bf16/fp32
+ *        submission alone, the same for an empty kernel); gpu-code-fetch: cycles of code an SM
+ *        has not run lately against the same code again; int4/int8/int16 -> fp16/bf16/fp32
  *        against plain reorder.
  * One submission = one batch (descriptors in device memory unless "desc=host"), packets shuffled
  * within the batch, nothing lost; except gpu-burst: submissions of 64 consecutive 1024-packet
@@ -641,7 +642,7 @@ main (void)
   }
   {
     /* what code costs that an SM has not run lately (the finalizer's, on whichever SM takes
-     * the last ticket): the same 64 KB of straight-line code, first and second pass */
+     * the last ticket): the same ~60 KB of straight-line code, first and second pass */
     double cold = 0, warm = 0;
     int blocks = 0;
     if (bench_code_fetch (&cold, &warm, &blocks) == 0)
