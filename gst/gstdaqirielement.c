@@ -340,3 +340,15 @@ gst_daqiri_addresses_take (GstElement * element, const GstDaqiriAddresses * a,
       gst_daqiri_take_ipv4 (element, "src", a->src, &v->src_ip) &&
       gst_daqiri_take_ipv4 (element, "dst", a->dst, &v->dst_ip);
 }
+
+gboolean
+gst_daqiri_src_must_flush (GstBaseSrc * src, gboolean unlocked, gboolean paused)
+{
+  return unlocked && !(paused && !GST_PAD_IS_FLUSHING (GST_BASE_SRC_PAD (src)));
+}
+
+gboolean
+gst_daqiri_src_undo_pause_unlock (GstBaseSrc * src)
+{
+  return !GST_PAD_IS_FLUSHING (GST_BASE_SRC_PAD (src));
+}

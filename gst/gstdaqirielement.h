@@ -3,6 +3,7 @@
 #define GST_DAQIRI_ELEMENT_H
 
 #include <gst/gst.h>
+#include <gst/base/gstbasesrc.h>
 #include "daqiri-engine.h"
 #include "daqiri-reorder.h"
 
@@ -80,6 +81,15 @@ GType gst_daqiri_memory_get_type (void);
 /* With CUDA built in and a usable GPU: TRUE. Else posts an ERROR naming `property` (set to
  * cuda) and why, and returns FALSE. */
 gboolean gst_daqiri_cuda_usable (GstElement * element, const char *property);
+
+/* The sources' pause (daqirisrc, daqiritestsrc): basesrc (1.24 on) also calls unlock() when a
+ * live source goes from PLAYING to PAUSED. While paused with its pad not flushing, that unlock()
+ * is no flush: create() keeps going (returning FLUSHING would stop the task for good if PLAYING
+ * came back first). Whether create() is to stop, given the source's unlock() and pause flags: */
+gboolean gst_daqiri_src_must_flush (GstBaseSrc * src, gboolean unlocked, gboolean paused);
+/* On PAUSED -> PLAYING: whether to clear the flag the pause's unlock() set (basesrc calls
+ * unlock_stop() only before the next create(), too late for the one in progress). */
+gboolean gst_daqiri_src_undo_pause_unlock (GstBaseSrc * src);
 
 G_END_DECLS
 

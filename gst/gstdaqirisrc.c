@@ -542,9 +542,7 @@ gst_daqiri_src_change_state (GstElement * element, GstStateChange transition)
     g_atomic_int_set (&self->paused, 1);
   if (transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING) {
     g_atomic_int_set (&self->paused, 0);
-    /* undo the unlock() of the pause: basesrc calls unlock_stop only before the next
-     * create(), too late for the one in progress */
-    if (!GST_PAD_IS_FLUSHING (GST_BASE_SRC_PAD (self)))
+    if (gst_daqiri_src_undo_pause_unlock (GST_BASE_SRC (self)))
       g_atomic_int_set (&self->flushing, 0);
   }
   return GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
@@ -672,11 +670,9 @@ gst_daqiri_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     return GST_FLOW_FLUSHING;   /* not started */
 
   while (ring == NULL) {
-    /* basesrc (1.24 on) also calls unlock() when a live source pauses: while paused and the
-     * pad is not flushing that is no flush, so keep receiving (basesrc drops what comes in
-     * PAUSED); returning FLUSHING would stop the task for good if PLAYING came back first */
-    if (g_atomic_int_get (&self->flushing) && !(g_atomic_int_get (&self->paused) &&
-            !GST_PAD_IS_FLUSHING (GST_BASE_SRC_PAD (self))))
+    /* paused, it keeps receiving (basesrc drops what comes in PAUSED) */
+    if (gst_daqiri_src_must_flush (GST_BASE_SRC (self), g_atomic_int_get (&self->flushing),
+            g_atomic_int_get (&self->paused)))
       return GST_FLOW_FLUSHING;
     /* one pass over every queue without waiting, then wait on the next one */
     int r = 0;

@@ -463,10 +463,8 @@ wait_until (GstDaqiriTestSrc * self, GstClock * clock, gboolean on_pipeline,
 
   GST_OBJECT_LOCK (self);
   for (;;) {
-    /* basesrc (1.24 on) also calls unlock() when a live source pauses: while paused and the
-     * pad is not flushing, that is no flush, and the pause is sat out here like any other
-     * (returning FLUSHING would stop the task for good if PLAYING came back first) */
-    if (self->flushing && !(self->paused && !GST_PAD_IS_FLUSHING (GST_BASE_SRC_PAD (self)))) {
+    /* paused, the pause is sat out here like any other wait */
+    if (gst_daqiri_src_must_flush (GST_BASE_SRC (self), self->flushing, self->paused)) {
       ret = GST_FLOW_FLUSHING;
       break;
     }
@@ -512,9 +510,7 @@ gst_daqiri_test_src_change_state (GstElement * element, GstStateChange transitio
     case GST_STATE_CHANGE_PAUSED_TO_PLAYING:
       GST_OBJECT_LOCK (self);
       self->paused = FALSE;
-      /* undo the unlock() of the pause (basesrc 1.24 on calls unlock_stop only before the
-       * next create(), too late for a wait sat out inside this one) */
-      if (!GST_PAD_IS_FLUSHING (GST_BASE_SRC_PAD (self)))
+      if (gst_daqiri_src_undo_pause_unlock (GST_BASE_SRC (self)))
         self->flushing = FALSE;
       g_cond_broadcast (&self->cond);
       GST_OBJECT_UNLOCK (self);
