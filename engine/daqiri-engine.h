@@ -154,6 +154,9 @@ typedef struct {
   int clock_id;               /* POSIX clock the port time is on, or -1 for a NIC clock */
   guint8 mac[6];
   guint mtu;
+  gboolean device_dma;        /* the NIC itself writes the receive rings, so a ring in GPU
+                               * memory is written directly (GPUDirect RDMA); FALSE where
+                               * software copies into them (afpacket, dpdk, the emulator) */
 } DqPortInfo;
 
 /* ---- the engine table ---- */

@@ -351,22 +351,23 @@ gst_daqiri_src_start (GstBaseSrc * bsrc)
   }
   if (!check_flow_queues (self, rules, n_rules, config.n_queues))
     goto fail;
-  if (memory == GST_DAQIRI_MEMORY_CUDA) {
-    if (!gst_daqiri_cuda_usable (GST_ELEMENT_CAST (self), "memory"))
-      goto fail;
-#ifdef DQ_HAVE_CUDA
-    /* a ConnectX writes GPU memory itself (GPUDirect RDMA); the others, and the emulated
-     * one, write pinned host memory the GPU reads across the bus */
-    config.ring_memory = gpudirect && device && g_str_has_prefix (device, "mlx5:") ?
-        gst_daqiri_cuda_device_ring_memory () : gst_daqiri_cuda_ring_memory ();
-#else
-    (void) gpudirect;
-#endif
-  }
+  if (memory == GST_DAQIRI_MEMORY_CUDA &&
+      !gst_daqiri_cuda_usable (GST_ELEMENT_CAST (self), "memory"))
+    goto fail;
 
   self->port = gst_daqiri_open_port (GST_ELEMENT_CAST (self), device);
   if (self->port == NULL)
     goto fail;
+#ifdef DQ_HAVE_CUDA
+  /* a NIC that writes its rings itself (a ConnectX) writes GPU memory directly (GPUDirect
+   * RDMA); the others, the emulated ConnectX included, write pinned host memory that the GPU
+   * reads across the bus */
+  if (memory == GST_DAQIRI_MEMORY_CUDA)
+    config.ring_memory = gpudirect && dq_port_info (self->port)->device_dma ?
+        gst_daqiri_cuda_device_ring_memory () : gst_daqiri_cuda_ring_memory ();
+#else
+  (void) gpudirect;
+#endif
 
   config.flows = rules;
   config.n_flows = n_rules;

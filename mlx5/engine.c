@@ -950,7 +950,10 @@ const DqEngineOps dq_emu_engine = {
 static gpointer
 hw_port_open_engine (const char *arg, DqPortInfo * info, GError ** error)
 {
-  return eng_port_open (&mlx5_hw_port_ops, arg, info, error);
+  gpointer port = eng_port_open (&mlx5_hw_port_ops, arg, info, error);
+  if (port != NULL)
+    info->device_dma = TRUE;
+  return port;
 }
 
 static const DqEngineOps dq_mlx5_hw_engine = {

@@ -548,6 +548,7 @@ test_port_info (void)
   g_assert_cmpuint (info->mtu, ==, 1500);
   g_assert_cmpint (info->clock_id, ==, CLOCK_REALTIME);
   g_assert_nonnull (strstr (info->clock_name, "CLOCK_REALTIME"));
+  g_assert_false (info->device_dma);
 
   guint64 before = realtime_ns ();
   guint64 t = dq_port_time (port);

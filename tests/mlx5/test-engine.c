@@ -69,6 +69,8 @@ test_registry (void)
   g_assert_cmpuint (info->mtu, ==, 9000);
   g_assert_cmpint (info->clock_id, ==, -1);
   g_assert_cmpstr (info->clock_name, ==, "emu:reg0 device clock (1000000 kHz, free-running)");
+  /* software fills its rings: memory=cuda gets pinned host rings, never GPU memory */
+  g_assert_false (info->device_dma);
   /* port time is the device clock in ns: it advances with real time */
   guint64 t0 = dq_port_time (p);
   g_usleep (2000);
