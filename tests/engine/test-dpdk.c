@@ -277,6 +277,7 @@ test_ring_loopback (void)
   g_assert_cmpstr (info->name, ==, "dpdk");
   g_assert_cmpint (info->clock_id, ==, CLOCK_REALTIME);
   g_assert_cmpuint (info->mtu, ==, 1500);
+  g_assert_false (info->device_dma);    /* the PMD's mbufs are copied into the ring */
 
   DqRxConfig rc = rx_config (64, 1 * MS, 0);
   DqRxQueue *rxq = rxq_or_fail (port, &rc);
