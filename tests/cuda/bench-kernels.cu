@@ -118,7 +118,7 @@ code_fetch_kernel (unsigned long long *out, uint32_t seed)
 extern "C" {
 
 /* Code fetch on every SM: mean cycles of the first (cold) and second (warm) pass of the same
- * of straight-line code, one block per SM. 0 on success. */
+ * ~60 KB of straight-line code, one block per SM. 0 on success. */
 int
 bench_code_fetch (double *cold_cycles, double *warm_cycles, int *blocks)
 {

@@ -648,6 +648,8 @@ main (void)
     if (bench_code_fetch (&cold, &warm, &blocks) == 0)
       printf ("bench gpu-code-fetch steps=4096 blocks=%d cold_cycles=%.0f warm_cycles=%.0f "
           "cold_vs_warm=%.2f\n", blocks, cold, warm, warm > 0 ? cold / warm : 0.0);
+    else
+      fprintf (stderr, "bench gpu-code-fetch: the kernel could not run\n");
   }
   static const uint32_t ppbs[4] = { 1024, 4096, 16384, 65536 };
   for (int si = 0; si < 4; si++)
