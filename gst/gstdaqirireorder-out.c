@@ -29,7 +29,7 @@ static const struct
   {GST_VIDEO_FORMAT_GRAY16_BE, FALSE}, {GST_VIDEO_FORMAT_UYVP, FALSE},
 };
 
-/* video-format/width/height/framerate -> self->vinfo and raw-video caps (and self->unpack); FALSE
+/* video-format/width/height/framerate -> self->vinfo and raw-video caps; FALSE
  * with an error posted when the frame does not make that picture. */
 gboolean
 reorder_video_setup (GstDaqiriReorder * self, GstVideoFormat format, guint width, guint height,
@@ -85,7 +85,6 @@ reorder_video_setup (GstDaqiriReorder * self, GstVideoFormat format, guint width
               packed), (NULL));
       return FALSE;
     }
-    self->unpack = TRUE;
   } else {
     gsize row = (gsize) GST_VIDEO_INFO_PLANE_STRIDE (&self->vinfo, 0);
     if (format == GST_VIDEO_FORMAT_UYVP && row != (gsize) width / 2 * 5) {
@@ -307,14 +306,15 @@ cuda_video_fill (GstDaqiriReorder * self, FrameSlot * slot, GstBuffer * out)
   GstVideoMeta *vmeta = gst_buffer_get_video_meta (out);
   const GstVideoInfo *vi = &self->vinfo;
   guint w = GST_VIDEO_INFO_WIDTH (vi), h = GST_VIDEO_INFO_HEIGHT (vi);
-  guint n_planes = self->unpack ? 3 : 1;
+  const gboolean unpack = reorder_unpacks (self);
+  guint n_planes = unpack ? 3 : 1;
   gsize off[3] = { 0 }, row[3] = { 0 };
   gint pitch[3] = { 0 };
   for (guint i = 0; i < n_planes; i++) {
     off[i] = vmeta ? vmeta->offset[i] : GST_VIDEO_INFO_PLANE_OFFSET (vi, i);
     pitch[i] = vmeta ? vmeta->stride[i] : GST_VIDEO_INFO_PLANE_STRIDE (vi, i);
     /* I422_10LE: 16-bit samples, w in Y and w / 2 in U and V; packed: the frame's rows */
-    row[i] = self->unpack ? (i == 0 ? 2 * (gsize) w : w) :
+    row[i] = unpack ? (i == 0 ? 2 * (gsize) w : w) :
         (gsize) GST_VIDEO_INFO_PLANE_STRIDE (vi, 0);
     guint64 need = plane_extent (off[i], pitch[i], row[i], h);
     if (need == 0 || need > map.size) {
@@ -330,7 +330,7 @@ cuda_video_fill (GstDaqiriReorder * self, FrameSlot * slot, GstBuffer * out)
   guint8 *dst = map.data;
   int r;
   const gchar *what;
-  if (self->unpack) {
+  if (unpack) {
     /* on the default stream, not the reorder context's (non-blocking) one, whose later bursts
      * in flight the wait would wait for too; the engine's frame is complete (its completion was
      * taken), and the pushed frame final */

@@ -81,7 +81,6 @@ struct _GstDaqiriReorder
    * engine's frame is pushed as it is */
   GstBufferPool *out_pool;
   gboolean out_gstcuda;         /* out_pool is a GstCudaBufferPool of cuda_context */
-  gboolean unpack;              /* the frame is UYVP pgroups, pushed as planar I422_10LE */
   GstBufferPool *pool;
   GstCaps *out_caps;
   gboolean caps_sent;
@@ -112,9 +111,16 @@ struct _GstDaqiriReorder
       st_short, st_skipped, st_packets, st_no_frame;
 };
 
+/* The frame is UYVP pgroups, pushed as planar I422_10LE (video-format=i422-10le). */
+static inline gboolean
+reorder_unpacks (const GstDaqiriReorder * self)
+{
+  return self->video && GST_VIDEO_INFO_FORMAT (&self->vinfo) == GST_VIDEO_FORMAT_I422_10LE;
+}
+
 /* ---- gstdaqirireorder-out.c ---- */
 
-/* video-format/width/height/framerate -> self->vinfo and raw-video caps (and self->unpack);
+/* video-format/width/height/framerate -> self->vinfo and raw-video caps;
  * FALSE with an error posted when the frame does not make that picture. */
 gboolean reorder_video_setup (GstDaqiriReorder * self, GstVideoFormat format, guint width,
     guint height, gint fps_n, gint fps_d, guint64 frame_size);

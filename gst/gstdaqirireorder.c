@@ -538,7 +538,6 @@ stop_engine (GstDaqiriReorder * self)
   self->gstcuda_wrap = FALSE;
 #endif
   self->out_gstcuda = FALSE;
-  self->unpack = FALSE;
   gst_clear_caps (&self->out_caps);
   g_clear_pointer (&self->scratch, g_free);
   self->scratch_len = 0;
@@ -600,7 +599,7 @@ start_engine (GstDaqiriReorder * self)
       !reorder_cuda_video_setup (self))
     return FALSE;
 #endif
-  if (self->unpack && self->run_memory == GST_DAQIRI_MEMORY_SYSTEM &&
+  if (reorder_unpacks (self) && self->run_memory == GST_DAQIRI_MEMORY_SYSTEM &&
       !reorder_system_video_setup (self))
     return FALSE;
 
