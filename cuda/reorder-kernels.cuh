@@ -117,7 +117,7 @@ struct DevState {
   DevRec rec[DQ_REORDER_MAX_WINDOW];
 };
 
-struct Scratch {           /* per submission; the finalizer resets it */
+struct Scratch {           /* per submission (three, by job_seq % 3; see Win) */
   unsigned int blocks_done;
   unsigned int n_short, n_late, n_deferred, n_fixup, n_accepted, n_dups;
   unsigned int first_valid;
@@ -126,6 +126,27 @@ struct Scratch {           /* per submission; the finalizer resets it */
   unsigned long long go;   /* 2 * job_seq + (work list not empty), set by the finalizer once the
                             * helpers of submission job_seq may go (they wait on it) */
   unsigned int tail_done;  /* blocks done with the tail's work list */
+  /* the submission's per-record counts (its blocks add; its finalizer merges them into the
+   * state) */
+  unsigned int filled[DQ_REORDER_MAX_WINDOW], dups[DQ_REORDER_MAX_WINDOW];
+  unsigned long long first[DQ_REORDER_MAX_WINDOW];
+};
+
+/* The window a submission's blocks claimed against (before their packets), published by its
+ * block 0 before its ticket. With it and the submission's counts, the next submission's blocks
+ * compute the window its finalizer will leave, in the steady state (no deferred packets, no
+ * fixups, no tag wrap, the frames among the parameters' ring entries), and claim without
+ * waiting for that finalizer ("early start"). Scratch and Win are used by job_seq % 3: the
+ * scratch of submission s is read by its finalizer and by the blocks of s + 1, and reset by the
+ * finalizer of s + 1, which the blocks of s + 3 wait for. */
+struct Win {
+  int64_t B, H;
+  uint64_t stamp, head;    /* head: after the frames handed out at the burst's start */
+  uint64_t frame[DQ_REORDER_MAX_WINDOW];
+  unsigned long long first[DQ_REORDER_MAX_WINDOW];   /* before the burst */
+  uint32_t gen[DQ_REORDER_MAX_WINDOW];
+  uint32_t filled[DQ_REORDER_MAX_WINDOW];            /* before the burst */
+  uint32_t initialized, pad;
 };
 
 /* Hand-over between submissions (never reset; zero at start). The next submission's blocks may
@@ -207,6 +228,12 @@ struct Params {
    * payloads when sync->moved reaches it) */
   uint64_t blocks_through;
   Sync *sync;
+  /* early start: this submission's window and that of the K1 submission before it (job_seq -
+   * 1), its scratch, and what of its parameters the window after it depends on */
+  Win *win, *win_prev;
+  Scratch *sc_prev;
+  uint32_t prev_grid, prev_n, early;
+  uint64_t prev_free_tail;
 };
 
 struct PacketizeParams {
@@ -289,6 +316,17 @@ __device__ __forceinline__ uint64_t ld_acquire64 (const unsigned long long *p)
 #else
   uint64_t v;
   asm volatile ("ld.acquire.gpu.global.u64 %0, [%1];" : "=l" (v) : "l" (p) : "memory");
+  return v;
+#endif
+}
+
+__device__ __forceinline__ uint32_t ld_acquire32 (const unsigned int *p)
+{
+#ifdef DQ_CUDA_EMU
+  return *(const volatile unsigned int *) p;
+#else
+  uint32_t v;
+  asm volatile ("ld.acquire.gpu.global.u32 %0, [%1];" : "=r" (v) : "l" (p) : "memory");
   return v;
 #endif
 }
@@ -860,6 +898,11 @@ struct Blk {
   uint32_t n_short, n_late, n_def, n_acc, n_dup;
   unsigned long long maxK;
   uint32_t ticket, tail_work;
+  /* the window as it stood before this burst (published in Win) */
+  uint32_t gen[DQ_REORDER_MAX_WINDOW], tot[DQ_REORDER_MAX_WINDOW];
+  unsigned long long pre_first[DQ_REORDER_MAX_WINDOW];
+  uint64_t head_after;           /* after the frames handed out at the burst's start */
+  uint32_t early, bad, run;      /* early start taken; its window cannot be computed; run */
 };
 
 union Smem {
@@ -1254,9 +1297,40 @@ hand_over (const Params &p)
     st_release64 (&p.sync->ready, p.job_seq);   /* cumulative: the block's writes too */
 }
 
-/* Returns whether the tail has work (then the tail's last part hands over, else finalize). */
+#ifdef DQ_CUDA_EMU
+/* The emulator's check of early start: the window this submission's blocks claimed against
+ * (computed by them, or loaded from the state) is the one the finalizer has at the same point
+ * (after the frames handed out at the burst's start). */
+__device__ void
+check_window (const Params &p, Fin &f)
+{
+  __syncthreads ();
+  if (threadIdx.x != 0)
+    return;
+  const Win *V = p.win;
+  bool ok = V->B == f.s.B && V->H == f.s.H && V->stamp == f.s.stamp &&
+      V->head == f.s.free_head && V->initialized == f.s.initialized;
+  for (uint32_t r = 0; r < p.W; r++) {
+    const DevRec &R = f.s.rec[r];
+    const uint64_t first = V->first[r] < p.sc->first[r] ? V->first[r] : p.sc->first[r];
+    ok = ok && V->frame[r] == R.frame && V->gen[r] == R.gen &&
+        V->filled[r] + p.sc->filled[r] == R.filled && first == R.first_stamp;
+  }
+  if (!ok) {
+    fprintf (stderr, "reorder: submission %llu claimed against a window its finalizer does not "
+        "have (B %lld / %lld, stamp %llu / %llu, head %llu / %llu)\n",
+        (unsigned long long) p.job_seq, (long long) V->B, (long long) f.s.B,
+        (unsigned long long) V->stamp, (unsigned long long) f.s.stamp,
+        (unsigned long long) V->head, (unsigned long long) f.s.free_head);
+    abort ();
+  }
+}
+#endif
+
+/* Returns whether the tail has work (then the tail's last part hands over, else finalize).
+ * early: this block started early (the previous finalizer may still be running). */
 __device__ bool
-finalize (const Params &p, Fin &f)
+finalize (const Params &p, Fin &f, bool early)
 {
   const uint32_t t = threadIdx.x;
   /* the state (its W records) and the scratch counters, as the other blocks left them (L2,
@@ -1279,6 +1353,13 @@ finalize (const Params &p, Fin &f)
     f.maxK = mk ? (int64_t) (mk - (1ull << 63)) : INT64_MIN;
     f.flag = 0;
   }
+  if (early) {
+    /* the previous finalizer done with the state */
+    if (t == 0)
+      while (ld_acquire64 (&p.sync->ready) + 1 < p.job_seq)
+        pause_ns (0);
+    __syncthreads ();
+  }
   {
     const uint64_t *src = (const uint64_t *) p.st;
     uint64_t *dst = (uint64_t *) &f.s;
@@ -1289,7 +1370,22 @@ finalize (const Params &p, Fin &f)
     f.reset[t] = 0;
   if (t == 0)
     f.any_reset = 0;
+  /* this submission's per-record counts, merged below */
+  uint32_t c_filled = 0, c_dups = 0;
+  uint64_t c_first = kNoStamp;
+  if (t < p.W) {
+    c_filled = __ldcg (&p.sc->filled[t]);
+    c_dups = __ldcg (&p.sc->dups[t]);
+    c_first = ld_cg64 (&p.sc->first[t]);
+  }
   __syncthreads ();
+  if (t < p.W) {
+    DevRec &R = f.s.rec[t];
+    R.filled += c_filled;
+    R.dups += c_dups;
+    if (c_first < R.first_stamp)
+      R.first_stamp = c_first;
+  }
   {
     /* the free ring's next entries (from the parameters, or host memory in one round trip) */
     const uint64_t head = f.s.free_head;
@@ -1306,9 +1402,12 @@ finalize (const Params &p, Fin &f)
   const bool was_init = f.s.initialized != 0;
   const uint64_t stamp0 = f.s.stamp;
 
-  if (was_init && p.kind == DQ_JOB_REORDER)
+  if (was_init && p.kind == DQ_JOB_REORDER) {
     fill_frames (p, f, stamp0);
-  else if (was_init && p.kind == DQ_JOB_FLUSH && p.flush_mode != DQ_FLUSH_RESET)
+#ifdef DQ_CUDA_EMU
+    check_window (p, f);
+#endif
+  } else if (was_init && p.kind == DQ_JOB_FLUSH && p.flush_mode != DQ_FLUSH_RESET)
     fill_frames (p, f);
 
   if (p.kind == DQ_JOB_REORDER) {
@@ -1426,13 +1525,8 @@ finalize (const Params &p, Fin &f)
     /* the scratch for the next submission with the tail's work list; then the helpers go (before
      * the results go to host memory, so that the release has no writes across the bus to wait
      * for) */
-    Scratch z;
-    memset (&z, 0, sizeof z);
-    z.first_valid = 0xffffffffu;
-    z.n_copy = f.n_copy;
-    z.n_zero = f.n_zero < p.zcap ? f.n_zero : p.zcap;
-    z.go = quiet ? 2 * p.job_seq : 2 * (p.job_seq - 1);
-    *p.sc = z;
+    p.sc->n_copy = f.n_copy;
+    p.sc->n_zero = f.n_zero < p.zcap ? f.n_zero : p.zcap;
     if (!quiet)
       st_release64 (&p.sc->go, 2 * p.job_seq + (work ? 1 : 0));
     DqReorderStats &st = f.s.stats;
@@ -1480,6 +1574,24 @@ finalize (const Params &p, Fin &f)
     uint64_t *dst = (uint64_t *) p.st;
     for (uint32_t k = t; k < state_words; k += blockDim.x)
       dst[k] = src[k];
+  }
+  {
+    /* the previous submission's scratch (its finalizer and the blocks of this one are done with
+     * it), for the submission after next; `go` stays: its helpers may not have seen it yet */
+    Scratch *z = p.sc_prev;
+    if (t == 0) {
+      z->blocks_done = 0;
+      z->n_short = z->n_late = z->n_deferred = z->n_fixup = z->n_accepted = z->n_dups = 0;
+      z->first_valid = 0xffffffffu;
+      z->maxK = 0;
+      z->n_copy = z->n_zero = 0;
+      z->tail_done = 0;
+    }
+    if (t < p.W) {
+      z->filled[t] = 0;
+      z->dups[t] = 0;
+      z->first[t] = kNoStamp;
+    }
   }
   if (!work)
     hand_over (p);
@@ -1541,6 +1653,88 @@ run_tail (const Params &p, uint32_t part, uint32_t parts)
 
 /* ---- K1 ---------------------------------------------------------------------------------- */
 
+/* Early start: the window the previous submission's finalizer will leave, from the window its
+ * blocks claimed against (Win) and its counts (its scratch), as finalize () computes it when
+ * that submission had no deferred packets and no fixups: counts merged, H past the largest key,
+ * the complete batches at the base emitted (new generations), frames for the empty records from
+ * the free ring up to the previous submission's tail, the stamp past its packets. Clears b.early
+ * where that cannot be done here: the window was not initialized, a claim tag wraps (the
+ * finalizer then clears those claims), or a frame to hand out is not among the parameters' ring
+ * entries. Block-wide. */
+__device__ void
+early_window (const Params &p, Blk &b)
+{
+  const uint32_t t = threadIdx.x;
+  const Win *V = p.win_prev;
+  const Scratch *C = p.sc_prev;
+  unsigned long long mk = 0;
+  if (t == 0) {
+    b.B = __ldcg ((const long long *) &V->B);
+    b.H = __ldcg ((const long long *) &V->H);
+    b.stamp = ld_cg64 (&V->stamp) + p.prev_n;
+    b.head = ld_cg64 (&V->head);
+    b.initialized = __ldcg (&V->initialized);
+    mk = ld_cg64 (&C->maxK);
+    b.run = p.W;
+  }
+  if (t < p.W) {
+    b.frame[t] = ld_cg64 (&V->frame[t]);
+    b.gen[t] = __ldcg (&V->gen[t]);
+    b.tot[t] = __ldcg (&V->filled[t]) + __ldcg (&C->filled[t]);
+    const uint64_t f0 = ld_cg64 (&V->first[t]), f1 = ld_cg64 (&C->first[t]);
+    b.first[t] = f0 < f1 ? f0 : f1;
+  }
+  __syncthreads ();
+  if (t == 0) {
+    if (!b.initialized)
+      b.bad = 1;
+    if (mk && (int64_t) (mk - (1ull << 63)) > b.H)
+      b.H = (int64_t) (mk - (1ull << 63));
+  }
+  if (t < p.W && b.tot[rec_index (p, b.B + t)] != p.ppb)
+    atomicMin (&b.run, t);
+  __syncthreads ();
+  const uint32_t k = b.run;
+  if (t < k) {
+    const uint32_t r = rec_index (p, b.B + t);
+    const uint32_t g = b.gen[r] + 1;
+    if ((g & kTagMask) == 0)
+      b.bad = 1;
+    b.frame[r] = 0;
+    b.gen[r] = g;
+    b.tot[r] = 0;
+    b.first[r] = kNoStamp;
+  }
+  __syncthreads ();
+  if (t == 0)
+    b.B += k;
+  __syncthreads ();
+  bool want = false;
+  uint32_t r = 0;
+  if (t < p.W) {
+    r = rec_index (p, b.B + t);
+    want = !b.frame[r] && b.tot[r] == 0;
+  }
+  uint32_t wanted;
+  const uint32_t rank = block_excl_sum (want ? 1u : 0u, b.tmp32, &wanted);
+  if (want && b.head + rank < p.prev_free_tail) {
+    /* from the parameters only: every block reading host memory would load the bus */
+    const uint64_t e = b.head + rank - p.ahead_base;
+    if (e < p.ahead_n)
+      b.frame[r] = p.ahead[e].ptr;
+    else
+      b.bad = 1;
+  }
+  __syncthreads ();
+  if (t == 0) {
+    const uint64_t avail = p.prev_free_tail > b.head ? p.prev_free_tail - b.head : 0;
+    b.head += wanted < avail ? wanted : avail;
+    if (b.bad)
+      b.early = 0;
+  }
+  __syncthreads ();
+}
+
 __global__ void __launch_bounds__ (kThreads, 3)
 reorder_main (const __grid_constant__ Params p)
 {
@@ -1568,32 +1762,59 @@ reorder_main (const __grid_constant__ Params p)
       key = p.batch_w ? dq_bits_get_raw (p.data + off, p.batch_off, p.batch_w) : seq;
     }
   }
-  /* the previous submission done with the state and the scratch (its blocks may still be moving
-   * payloads): now the state */
-  if (t == 0)
-    while (ld_acquire64 (&p.sync->ready) + 1 < p.job_seq)
-      pause_ns (0);
-  __syncthreads ();
+  /* the previous submission: its finalizer done with the state (ready), or, with early start,
+   * its last ticket taken (its blocks may still be moving payloads) */
   if (t == 0) {
-    b.B = __ldcg ((const long long *) &p.st->B);
-    b.H = __ldcg ((const long long *) &p.st->H);
-    b.initialized = __ldcg (&p.st->initialized);
-    b.stamp = ld_cg64 (&p.st->stamp);
-    b.head = ld_cg64 (&p.st->free_head);
+    uint32_t early = 0;
+    for (;;) {
+      const uint64_t ready = ld_acquire64 (&p.sync->ready);
+      if (p.early && ready + 2 >= p.job_seq &&
+          ld_acquire32 (&p.sc_prev->blocks_done) == p.prev_grid) {
+        /* this submission's scratch is reset (by the finalizer of job_seq - 2), the previous
+         * one's claims and counts are in: early start if it left the steady state */
+        if (__ldcg (&p.sc_prev->n_deferred) == 0 && __ldcg (&p.sc_prev->n_fixup) == 0) {
+          early = 1;
+          break;
+        }
+      }
+      if (ready + 1 >= p.job_seq)
+        break;
+      pause_ns (32);             /* the ticket counter's line takes the last tickets' atomics */
+    }
+    b.early = early;
+    b.bad = 0;
     b.n_short = b.n_late = b.n_def = b.n_acc = b.n_dup = 0;
     b.maxK = 0;
   }
-  if (t < p.W) {
-    const DevRec *R = &p.st->rec[t];
-    b.frame[t] = ld_cg64 (&R->frame);
-    b.tag[t] = tag_of (__ldcg (&R->gen));
-    b.first[t] = ld_cg64 (&R->first_stamp);
+  __syncthreads ();
+  if (b.early)
+    early_window (p, b);
+  if (!b.early) {
+    if (t == 0)
+      while (ld_acquire64 (&p.sync->ready) + 1 < p.job_seq)
+        pause_ns (0);
+    __syncthreads ();
+    if (t == 0) {
+      b.B = __ldcg ((const long long *) &p.st->B);
+      b.H = __ldcg ((const long long *) &p.st->H);
+      b.initialized = __ldcg (&p.st->initialized);
+      b.stamp = ld_cg64 (&p.st->stamp);
+      b.head = ld_cg64 (&p.st->free_head);
+    }
+    if (t < p.W) {
+      const DevRec *R = &p.st->rec[t];
+      b.frame[t] = ld_cg64 (&R->frame);
+      b.gen[t] = __ldcg (&R->gen);
+      b.first[t] = ld_cg64 (&R->first_stamp);
+      b.tot[t] = __ldcg (&R->filled);
+    }
   }
   __syncthreads ();
   if (t < p.W) {
-    /* "no packets before this burst": other blocks of this burst may have added some already,
-     * all with stamps >= the burst's first (the live counters would not tell) */
+    /* "no packets before this burst" (the finalizer's rule, which sees this burst's too) */
     b.empty[t] = b.first[t] == kNoStamp || b.first[t] >= b.stamp;
+    b.tag[t] = tag_of (b.gen[t]);
+    b.pre_first[t] = b.first[t];
     b.first[t] = kNoStamp;
     b.filled[t] = 0;
     b.dups[t] = 0;
@@ -1612,8 +1833,32 @@ reorder_main (const __grid_constant__ Params p)
     const uint32_t rank = block_excl_sum (want ? 1u : 0u, b.tmp32, &wanted);
     if (want && b.head + rank < p.free_tail)
       b.frame[r] = ring_entry (p, b.head + rank).ptr;
+    if (t == 0) {
+      const uint64_t avail = p.free_tail > b.head ? p.free_tail - b.head : 0;
+      b.head_after = b.head + (wanted < avail ? wanted : avail);
+    }
+  } else if (t == 0) {
+    b.head_after = b.head;
   }
   __syncthreads ();
+  if (blockIdx.x == 0) {
+    /* the window this burst claims against, for the next submission's early start (before the
+     * ticket, whose release publishes it) */
+    Win *V = p.win;
+    if (t == 0) {
+      V->B = b.B;
+      V->H = b.H;
+      V->stamp = b.stamp;
+      V->head = b.head_after;
+      V->initialized = b.initialized;
+    }
+    if (t < p.W) {
+      V->frame[t] = b.frame[t];
+      V->gen[t] = b.gen[t];
+      V->first[t] = b.pre_first[t];
+      V->filled[t] = b.tot[t];
+    }
+  }
 
   /* control: one thread per packet of this block */
   Job job = { NULL, NULL, NULL, NULL };
@@ -1676,10 +1921,9 @@ reorder_main (const __grid_constant__ Params p)
   __syncthreads ();
   /* the counts, then the ticket: the finalizer needs the claims, not the payloads */
   if (t < p.W && (b.filled[t] || b.dups[t])) {
-    DevRec *R = &p.st->rec[t];
-    atomicAdd (&R->filled, b.filled[t]);
-    atomicAdd (&R->dups, b.dups[t]);
-    atomicMin ((unsigned long long *) &R->first_stamp, b.first[t]);
+    atomicAdd (&p.sc->filled[t], b.filled[t]);
+    atomicAdd (&p.sc->dups[t], b.dups[t]);
+    atomicMin (&p.sc->first[t], b.first[t]);
   }
   if (t == 0) {
     if (b.n_short) atomicAdd (&p.sc->n_short, b.n_short);
@@ -1703,8 +1947,9 @@ reorder_main (const __grid_constant__ Params p)
   const bool finalizer = ticket == gridDim.x - 1;
   bool work = false;
   if (finalizer) {
+    const bool early = b.early != 0;
     __syncthreads ();              /* the finalizer's shared memory overlays b */
-    work = finalize (p, sm.fin);
+    work = finalize (p, sm.fin, early);
   }
   const uint32_t nj = p.n - blockIdx.x * p.per_block < p.per_block
       ? p.n - blockIdx.x * p.per_block : p.per_block;

@@ -67,7 +67,8 @@ struct _DqReorderGpu {
   int sms;
   uint32_t resident;            /* blocks of reorder_main the GPU runs at once */
   DevState *st;
-  Scratch *sc;
+  Scratch *sc;                  /* 3 for K1 (by job_seq % 3), then gather's */
+  Win *win;                     /* 3, by job_seq % 3 */
   Sync *sync;
   unsigned long long *claims;
   uint8_t *cls;
@@ -84,6 +85,9 @@ struct _DqReorderGpu {
   int chain;                   /* the last launch on the stream was K1: the next may overlap it */
   uint64_t job_seq;            /* K1 submissions, numbered from 1 */
   uint64_t blocks;             /* K1 blocks launched so far */
+  int early;                   /* early start allowed (DQ_REORDER_NO_EARLY unset) */
+  uint32_t prev_grid, prev_n, prev_kind;   /* the last K1 submission */
+  uint64_t prev_free_tail;
   DqReorderStats stats;
   DqReorderWindow window;
   char err[256];
@@ -342,6 +346,7 @@ dq_reorder_gpu_free (DqReorderGpu *ctx)
   }
   cudaFree (ctx->st);
   cudaFree (ctx->sc);
+  cudaFree (ctx->win);
   cudaFree (ctx->sync);
   cudaFree (ctx->claims);
   cudaFree (ctx->cls);
@@ -394,6 +399,8 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
   ctx->sms = pr.multiProcessorCount;
   /* DQ_REORDER_NO_PDL in the environment: plain launches (for side-by-side benchmarks) */
   ctx->pdl = pr.major >= 9 && !getenv ("DQ_REORDER_NO_PDL");
+  /* DQ_REORDER_NO_EARLY: every submission waits for the previous finalizer (side by side) */
+  ctx->early = !getenv ("DQ_REORDER_NO_EARLY");
   {
     int per_sm = 0;
     CK (cudaOccupancyMaxActiveBlocksPerMultiprocessor (&per_sm, reorder_main, kThreads, 0),
@@ -407,7 +414,8 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
     ctx->own_stream = 1;
   }
   CK (cudaMalloc (&ctx->st, sizeof (DevState)), "cudaMalloc(state)");
-  CK (cudaMalloc (&ctx->sc, sizeof (Scratch)), "cudaMalloc(scratch)");
+  CK (cudaMalloc (&ctx->sc, 4 * sizeof (Scratch)), "cudaMalloc(scratch)");
+  CK (cudaMalloc (&ctx->win, 3 * sizeof (Win)), "cudaMalloc(windows)");
   CK (cudaMalloc (&ctx->sync, sizeof (Sync)), "cudaMalloc(sync)");
   CK (cudaMemsetAsync (ctx->sync, 0, sizeof (Sync), ctx->stream), "cudaMemset(sync)");
   CK (cudaMalloc (&ctx->claims, (size_t) W * ppb * 8), "cudaMalloc(claims)");
@@ -429,8 +437,11 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
       "cudaMemcpy(state)");
   memset (&zs, 0, sizeof zs);
   zs.first_valid = 0xffffffffu;
-  CK (cudaMemcpyAsync (ctx->sc, &zs, sizeof zs, cudaMemcpyHostToDevice, ctx->stream),
-      "cudaMemcpy(scratch)");
+  for (uint32_t r = 0; r < DQ_REORDER_MAX_WINDOW; r++)
+    zs.first[r] = kNoStamp;
+  for (int k = 0; k < 4; k++)
+    CK (cudaMemcpyAsync (ctx->sc + k, &zs, sizeof zs, cudaMemcpyHostToDevice, ctx->stream),
+        "cudaMemcpy(scratch)");
   CK (cudaStreamSynchronize (ctx->stream), "cudaStreamSynchronize");
 
   ctx->slots = (Slot *) calloc (o.max_inflight, sizeof (Slot));
@@ -604,11 +615,30 @@ submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket 
   p.per_block = packets_per_block (n, p.lin > p.lout ? p.lin : p.lout, wave);
   const uint32_t grid = n ? (n + p.per_block - 1) / p.per_block : 1;
   if (kind == DQ_JOB_GATHER) {
+    p.sc = ctx->sc + 3;
     DQ_LAUNCH (gather_main, grid, kThreads, ctx->stream, p);
     ctx->chain = 0;
   } else {
-    p.job_seq = ++ctx->job_seq;
+    const uint64_t seq = ++ctx->job_seq;
+    p.job_seq = seq;
     p.blocks_through = ctx->blocks += grid;
+    p.sc = ctx->sc + seq % 3;
+    p.sc_prev = ctx->sc + (seq - 1) % 3;
+    p.win = ctx->win + seq % 3;
+    p.win_prev = ctx->win + (seq - 1) % 3;
+    /* early start (reorder-kernels.cuh, Win) where the submission's chain of round trips, not
+     * its bytes, bounds it: up to 16 MiB moved, in + out, which the GPU moves in about the
+     * chain's time (H200: larger ones measured 2-5 % slower with it) */
+    const bool small = (uint64_t) n * (p.lin + p.lout) <= (16ull << 20);
+    p.early = ctx->early && small && seq > 1 && kind == DQ_JOB_REORDER &&
+        ctx->prev_kind == DQ_JOB_REORDER;
+    p.prev_grid = ctx->prev_grid;
+    p.prev_n = ctx->prev_n;
+    p.prev_free_tail = ctx->prev_free_tail;
+    ctx->prev_grid = grid;
+    ctx->prev_n = n;
+    ctx->prev_kind = kind;
+    ctx->prev_free_tail = p.free_tail;
     cudaError_t e = launch_k1 (ctx, grid, p);
     if (e != cudaSuccess)
       return cuda_fail (ctx->err, sizeof ctx->err, "reorder kernel launch", e);
