@@ -10,15 +10,20 @@
  *                     Prologue: this thread's descriptor and header fields, read while the
  *                     previous submission may still be finishing (programmatic dependent launch,
  *                     below); then, once the previous submission has handed the state over, the
- *                     state.
+ *                     state; or, early start (Win, early_window), once the previous submission's
+ *                     last ticket is taken and it left the steady state, the window its
+ *                     finalizer will leave, computed here. Block 0 publishes the window the
+ *                     burst claims against (Win) for the next submission.
  *                     Control, one thread per packet: bounds, the header fields, the unwrapped
  *                     batch id; a packet inside the window as it stood at the start of the burst
  *                     claims its slot with a 64-bit atomicMin of (generation tag, arrival stamp), so
  *                     the earliest arrival wins whatever the thread order; a claimer that took the
  *                     slot from a later arrival of the same burst leaves a "fixup". Packets beyond
  *                     the window (and all of the very first burst) are deferred.
- *                     Ticket: after its claims and counts, each block takes a ticket (one
- *                     acquire-release atomic); the last one is the finalizer.
+ *                     Ticket: after its claims and counts (per record into the submission's
+ *                     scratch), each block takes a ticket (one acquire-release atomic); the last
+ *                     one is the finalizer (which, after an early start, first waits for the
+ *                     previous finalizer).
  *                     Data, all threads of the block: the first claimers' payloads as one flat range
  *                     of 16-byte units (copy, or conversion groups) with several loads in flight per
  *                     thread, 16-byte loads where aligned (else two aligned loads and a funnel
