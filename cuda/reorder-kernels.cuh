@@ -11,8 +11,8 @@
  *                     previous submission may still be finishing (programmatic dependent launch,
  *                     below); then, once the previous submission has handed the state over, the
  *                     state; or, early start (Win, early_window), once the previous submission's
- *                     last ticket is taken and it left the steady state, the window its
- *                     finalizer will leave, computed here. Block 0 publishes the window the
+ *                     last ticket is taken and it had no deferred packets and no fixups, the
+ *                     window its finalizer will leave, computed here. Block 0 publishes the window the
  *                     burst claims against (Win) for the next submission.
  *                     Control, one thread per packet: bounds, the header fields, the unwrapped
  *                     batch id; a packet inside the window as it stood at the start of the burst
@@ -1776,7 +1776,8 @@ reorder_main (const __grid_constant__ Params p)
       if (p.early && ready + 2 >= p.job_seq &&
           ld_acquire32 (&p.sc_prev->blocks_done) == p.prev_grid) {
         /* this submission's scratch is reset (by the finalizer of job_seq - 2), the previous
-         * one's claims and counts are in: early start if it left the steady state */
+         * one's claims and counts are in: early start if it had no deferred packets and no
+         * fixups (the steady state) */
         if (__ldcg (&p.sc_prev->n_deferred) == 0 && __ldcg (&p.sc_prev->n_fixup) == 0) {
           early = 1;
           break;
