@@ -295,9 +295,6 @@ place (DqReorderCpu *c, int64_t x, uint32_t slot, const uint8_t *pkt, uint64_t t
 {
   CpuRec *r = rec_of (c, x);
   uint8_t bit = (uint8_t) (1u << (slot & 7));
-#ifdef DQ_CPU_DEBUG
-  if (x == 16 && slot == 13) fprintf (stderr, "CPU place x16 s13 ts %llu claimed %d byte %02x\n", (unsigned long long) ts, !!(r->claimed[slot >> 3] & bit), pkt[c->cfg.payload_offset]);
-#endif
   if (r->filled == 0)
     r->first_ts = ts;
   if (r->claimed[slot >> 3] & bit) {
@@ -366,11 +363,6 @@ end_call (DqReorderCpu *c, uint32_t late, uint32_t shorts, DqJobKind kind,
     c->stats.pending_late -= l;
     c->stats.pending_short -= s;
   }
-#ifdef DQ_CPU_DEBUG
-  fprintf (stderr, "CPU end kind %d B %lld fifo %zu:", kind, (long long) c->B, c->fifo_len);
-  for (uint32_t i = 0; i < c->W; i++) { CpuRec *r = rec_of (c, c->B + i); fprintf (stderr, " [%lld f=%p filled %u]", (long long) r->id, (void *) r->frame, r->filled); }
-  fprintf (stderr, "\n");
-#endif
   if (!out)
     return;
   memset (out, 0, sizeof *out);
