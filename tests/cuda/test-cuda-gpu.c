@@ -452,6 +452,25 @@ reorder_cases (void)
     c.seed = seed++;
     run_reorder_case (&c);
   }
+  /* clean streams (no loss, no duplicates, in order up to a few packets), many submissions in
+   * flight: the steady state, where a submission starts before the previous finalizer is done
+   * (early start); few frames, so that some batches find none and frames come back between
+   * submissions */
+  for (int k = 0; k < 3; k++) {
+    Case c;
+    memset (&c, 0, sizeof c);
+    snprintf (name, sizeof name, "steady-%d", k);
+    c.name = name;
+    c.cfg = cfg_make (64, k == 1 ? 100 : 32, 64, DQ_ELEM_SAME, DQ_ELEM_SAME, DQ_BYTE_ORDER_HOST);
+    c.cfg.window = 2 + (uint32_t) k;
+    DqStreamSpec sp = { quick ? 60 : 240, 0, 0, 0, 0, 4, 0, k == 0 ? 32 : k == 1 ? 64 : 150, 9 };
+    c.spec = sp;
+    c.n_frames = k == 2 ? c.cfg.window + 8 : c.cfg.window + 1;
+    c.hold = k == 2 ? 1 : 3;
+    c.pipeline = 4;
+    c.seed = seed++;
+    run_reorder_case (&c);
+  }
   for (int k = 0; k < (quick ? 2 : 4); k++) {
     Case c;
     memset (&c, 0, sizeof c);
