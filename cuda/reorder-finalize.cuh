@@ -28,11 +28,9 @@ struct Fin {
   uint32_t ring_n;
 };
 
-/* Frames for the window's records that have none and no packets, in batch-id order (block-wide:
- * one thread per record, its rank among the records wanting one by a prefix sum). With
- * since_stamp: "no packets before the stamp" (the finalizer committing what the blocks of this
- * burst decided at its start, after they placed packets). The free ring lives in host memory:
- * its next entries were fetched into f.ring at the finalizer's start, in one round trip. */
+/* Frames for the window's records that want one (wants_frame, with since_stamp), in batch-id
+ * order (block-wide). The free ring lives in host memory: its next entries were fetched into
+ * f.ring at the finalizer's start, in one round trip. */
 __device__ void
 fill_frames (const Params &p, Fin &f, uint64_t since_stamp = kNoStamp)
 {
@@ -43,20 +41,11 @@ fill_frames (const Params &p, Fin &f, uint64_t since_stamp = kNoStamp)
   DevRec *R = NULL;
   if (t < p.W) {
     R = &s.rec[rec_index (p, s.B + t)];
-    const bool empty = since_stamp == kNoStamp ? R->filled == 0
-        : (R->first_stamp == kNoStamp || R->first_stamp >= since_stamp);
-    want = !R->frame && empty;
+    want = wants_frame (R->frame, R->filled, R->first_stamp, since_stamp);
   }
   const uint64_t head = s.free_head;
-  uint32_t rank, wanted;
-  if (p.W <= 32) {
-    /* one warp holds the window: ranks by ballot (the other warps' are empty), no barrier */
-    const uint32_t m = __ballot_sync (0xffffffffu, want);
-    rank = __popc (m & ((1u << (t & 31)) - 1));
-    wanted = __popc (m);
-  } else {
-    rank = block_excl_sum (want ? 1u : 0u, f.tmp32, &wanted);
-  }
+  uint32_t wanted;
+  const uint32_t rank = frame_rank (p, want, f.tmp32, &wanted);
   if (want && head + rank < p.free_tail) {
     const uint64_t k = head + rank - f.ring_base;
     const FrameEnt e = k < f.ring_n ? f.ring[k] : ring_entry (p, head + rank);
@@ -64,10 +53,8 @@ fill_frames (const Params &p, Fin &f, uint64_t since_stamp = kNoStamp)
     R->user = e.user;
   }
   __syncthreads ();
-  if (t == 0) {
-    const uint64_t avail = p.free_tail > head ? p.free_tail - head : 0;
-    s.free_head = head + (wanted < avail ? wanted : avail);
-  }
+  if (t == 0)
+    s.free_head = head_after (head, wanted, p.free_tail);
   __syncthreads ();
 }
 
@@ -225,13 +212,10 @@ complete_batches (const Params &p, Fin &f)
     f.run_no_frame = 0;
   }
   __syncthreads ();
-  if (t < p.W && f.s.rec[rec_index (p, f.s.B + t)].filled != p.ppb)
-    atomicMin (&f.run, t);
-  __syncthreads ();
-  const uint32_t k = f.run;
+  const int64_t B = f.s.B;
+  const uint32_t k = complete_run (p, B, [&] (uint32_t r) { return f.s.rec[r].filled; }, &f.run);
   if (k == 0)
     return;
-  const int64_t B = f.s.B;
   const bool mine = t < k;
   const uint32_t r = mine ? rec_index (p, B + t) : 0;
   bool framed = true;
@@ -291,16 +275,19 @@ push_copy (const Params &p, Fin &f, uint32_t i, uint64_t frame, uint32_t slot)
   c.dst = frame + (uint64_t) slot * p.lout;
 }
 
-/* Records whose first packet came in this burst: its timestamp. */
+/* Records whose first packet came in this burst: its timestamp. Thread t may know it already:
+ * known_ts is the timestamp of the packet with stamp known (kNoStamp: none), for record t. */
 __device__ void
-first_timestamps (const Params &p, Fin &f, uint64_t stamp0)
+first_timestamps (const Params &p, Fin &f, uint64_t stamp0, uint64_t known = kNoStamp,
+    uint64_t known_ts = 0)
 {
   __syncthreads ();
   if (threadIdx.x < p.W) {
     DevRec &R = f.s.rec[threadIdx.x];
     if (!R.has_first && R.first_stamp != kNoStamp && R.first_stamp >= stamp0 &&
         R.first_stamp < stamp0 + p.n) {
-      R.first_ts = desc_ts (p.desc, (uint32_t) (R.first_stamp - stamp0));
+      R.first_ts = R.first_stamp == known ? known_ts
+          : desc_ts (p.desc, (uint32_t) (R.first_stamp - stamp0));
       R.has_first = 1;
     }
   }
@@ -446,9 +433,10 @@ check_window (const Params &p, Fin &f)
 #endif
 
 /* Returns whether the tail has work (then the tail's last part hands over, else finalize).
- * early: this block started early (the previous finalizer may still be running). */
+ * early: this block started early (the previous finalizer may still be running); stamp: the
+ * arrival stamp of this burst's first packet, as this block's window had it. */
 __device__ bool
-finalize (const Params &p, Fin &f, bool early)
+finalize (const Params &p, Fin &f, bool early, uint64_t stamp)
 {
   const uint32_t t = threadIdx.x;
   /* the state (its W records) and the scratch counters, as the other blocks left them (L2,
@@ -471,6 +459,18 @@ finalize (const Params &p, Fin &f, bool early)
     f.maxK = mk ? (int64_t) (mk - (1ull << 63)) : INT64_MIN;
     f.flag = 0;
   }
+  /* this submission's per-record counts (merged below) and the timestamp of each record's
+   * first packet in this burst: loaded while waiting for the previous finalizer, not on the
+   * chain of hand-overs */
+  uint32_t c_filled = 0, c_dups = 0;
+  uint64_t c_first = kNoStamp, c_ts = 0;
+  if (t < p.W) {
+    c_filled = __ldcg (&p.sc->filled[t]);
+    c_dups = __ldcg (&p.sc->dups[t]);
+    c_first = ld_cg64 (&p.sc->first[t]);
+    if (c_first != kNoStamp && c_first - stamp < p.n)
+      c_ts = desc_ts (p.desc, (uint32_t) (c_first - stamp));
+  }
   if (early) {
     /* the previous finalizer done with the state */
     if (t == 0)
@@ -488,14 +488,6 @@ finalize (const Params &p, Fin &f, bool early)
     f.reset[t] = 0;
   if (t == 0)
     f.any_reset = 0;
-  /* this submission's per-record counts, merged below */
-  uint32_t c_filled = 0, c_dups = 0;
-  uint64_t c_first = kNoStamp;
-  if (t < p.W) {
-    c_filled = __ldcg (&p.sc->filled[t]);
-    c_dups = __ldcg (&p.sc->dups[t]);
-    c_first = ld_cg64 (&p.sc->first[t]);
-  }
   __syncthreads ();
   if (t < p.W) {
     DevRec &R = f.s.rec[t];
@@ -540,7 +532,7 @@ finalize (const Params &p, Fin &f, bool early)
       if (f.s.rec[r].frame && __ldcg (p.claims + (size_t) r * p.ppb + slot) == want)
         push_copy (p, f, i, f.s.rec[r].frame, slot);
     }
-    first_timestamps (p, f, stamp0);
+    first_timestamps (p, f, stamp0, stamp == stamp0 ? c_first : kNoStamp, c_ts);
 
     if (nd) {
       bool fresh = !was_init;

@@ -463,6 +463,56 @@ DQ_UNROLL
   return before;
 }
 
+/* ---- window rules ------------------------------------------------------------------------ */
+
+/* What the finalizer decides and the blocks of a submission forecast (K1's prologue, early
+ * start): one definition of each rule, so that the two cannot disagree. */
+
+/* A record takes a frame from the free ring when it has none and no packets: none counted
+ * (since == kNoStamp), or none arrived before the stamp `since` (the finalizer committing what
+ * the blocks of a burst decided at its start, after they placed packets). */
+__device__ __forceinline__ bool
+wants_frame (uint64_t frame, uint32_t filled, uint64_t first, uint64_t since)
+{
+  return !frame && (since == kNoStamp ? filled == 0 : first == kNoStamp || first >= since);
+}
+
+/* The records wanting a frame take the free ring's entries in batch-id order (thread t: the
+ * record at B + t): this thread's rank among them; *wanted (thread 0): how many. With a window
+ * of at most 32 batches one warp holds it: ranks by ballot, no barrier. Block-wide. */
+__device__ __forceinline__ uint32_t
+frame_rank (const Params &p, bool want, uint32_t *tmp32, uint32_t *wanted)
+{
+  if (p.W <= 32) {
+    const uint32_t m = __ballot_sync (0xffffffffu, want);
+    *wanted = __popc (m);
+    return __popc (m & ((1u << (threadIdx.x & 31)) - 1));
+  }
+  return block_excl_sum (want ? 1u : 0u, tmp32, wanted);
+}
+
+/* The free ring's head after `wanted` frames were asked for, the ring filled up to `tail`. */
+__device__ __forceinline__ uint64_t
+head_after (uint64_t head, uint32_t wanted, uint64_t tail)
+{
+  const uint64_t avail = tail > head ? tail - head : 0;
+  return head + (wanted < avail ? wanted : avail);
+}
+
+/* Complete batches in a row at the window's base (B): the first t < W whose record is not
+ * complete; filled (r) is the count of record r. *run must hold p.W, set before the caller's
+ * last barrier. Block-wide. */
+template <typename Filled>
+__device__ __forceinline__ uint32_t
+complete_run (const Params &p, int64_t B, Filled filled, uint32_t *run)
+{
+  const uint32_t t = threadIdx.x;
+  if (t < p.W && filled (rec_index (p, B + t)) != p.ppb)
+    atomicMin (run, t);
+  __syncthreads ();
+  return *run;
+}
+
 #include "reorder-finalize.cuh" /* the finalizer and its tail (included only here) */
 
 /* ---- K1 ---------------------------------------------------------------------------------- */
@@ -476,7 +526,6 @@ struct Blk {
   uint32_t tag[DQ_REORDER_MAX_WINDOW];
   uint32_t filled[DQ_REORDER_MAX_WINDOW], dups[DQ_REORDER_MAX_WINDOW];
   unsigned long long first[DQ_REORDER_MAX_WINDOW];
-  uint8_t empty[DQ_REORDER_MAX_WINDOW];
   uint32_t tmp32[kThreads / 32];
   uint32_t n_short, n_late, n_def, n_acc, n_dup;
   unsigned long long maxK;
@@ -531,10 +580,7 @@ early_window (const Params &p, Blk &b)
     if (mk && (int64_t) (mk - (1ull << 63)) > b.H)
       b.H = (int64_t) (mk - (1ull << 63));
   }
-  if (t < p.W && b.tot[rec_index (p, b.B + t)] != p.ppb)
-    atomicMin (&b.run, t);
-  __syncthreads ();
-  const uint32_t k = b.run;
+  const uint32_t k = complete_run (p, b.B, [&] (uint32_t r) { return b.tot[r]; }, &b.run);
   if (t < k) {
     const uint32_t r = rec_index (p, b.B + t);
     const uint32_t g = b.gen[r] + 1;
@@ -553,10 +599,10 @@ early_window (const Params &p, Blk &b)
   uint32_t r = 0;
   if (t < p.W) {
     r = rec_index (p, b.B + t);
-    want = !b.frame[r] && b.tot[r] == 0;
+    want = wants_frame (b.frame[r], b.tot[r], b.first[r], kNoStamp);
   }
   uint32_t wanted;
-  const uint32_t rank = block_excl_sum (want ? 1u : 0u, b.tmp32, &wanted);
+  const uint32_t rank = frame_rank (p, want, b.tmp32, &wanted);
   if (want && b.head + rank < p.prev_free_tail) {
     /* from the parameters only: every block reading host memory would load the bus */
     const uint64_t e = b.head + rank - p.ahead_base;
@@ -567,8 +613,7 @@ early_window (const Params &p, Blk &b)
   }
   __syncthreads ();
   if (t == 0) {
-    const uint64_t avail = p.prev_free_tail > b.head ? p.prev_free_tail - b.head : 0;
-    b.head += wanted < avail ? wanted : avail;
+    b.head = head_after (b.head, wanted, p.prev_free_tail);
     if (b.bad)
       b.early = 0;
   }
@@ -652,8 +697,6 @@ reorder_main (const __grid_constant__ Params p)
   }
   __syncthreads ();
   if (t < p.W) {
-    /* "no packets before this burst" (the finalizer's rule, which sees this burst's too) */
-    b.empty[t] = b.first[t] == kNoStamp || b.first[t] >= b.stamp;
     b.tag[t] = tag_of (b.gen[t]);
     b.pre_first[t] = b.first[t];
     b.first[t] = kNoStamp;
@@ -662,22 +705,20 @@ reorder_main (const __grid_constant__ Params p)
   }
   __syncthreads ();
   if (b.initialized && p.kind == DQ_JOB_REORDER) {
-    /* the frames the finalizer will hand out at the start of this burst (same rule, same
-     * prefix sum) */
+    /* the frames the finalizer will hand out at the start of this burst (fill_frames with
+     * "no packets before this burst": the finalizer sees this burst's too) */
     bool want = false;
     uint32_t r = 0;
     if (t < p.W) {
       r = rec_index (p, b.B + t);
-      want = !b.frame[r] && b.empty[r];
+      want = wants_frame (b.frame[r], b.tot[r], b.pre_first[r], b.stamp);
     }
     uint32_t wanted;
-    const uint32_t rank = block_excl_sum (want ? 1u : 0u, b.tmp32, &wanted);
+    const uint32_t rank = frame_rank (p, want, b.tmp32, &wanted);
     if (want && b.head + rank < p.free_tail)
       b.frame[r] = ring_entry (p, b.head + rank).ptr;
-    if (t == 0) {
-      const uint64_t avail = p.free_tail > b.head ? p.free_tail - b.head : 0;
-      b.head_after = b.head + (wanted < avail ? wanted : avail);
-    }
+    if (t == 0)
+      b.head_after = head_after (b.head, wanted, p.free_tail);
   } else if (t == 0) {
     b.head_after = b.head;
   }
@@ -789,8 +830,9 @@ reorder_main (const __grid_constant__ Params p)
   bool work = false;
   if (finalizer) {
     const bool early = b.early != 0;
+    const uint64_t stamp = b.stamp;
     __syncthreads ();              /* the finalizer's shared memory overlays b */
-    work = finalize (p, sm.fin, early);
+    work = finalize (p, sm.fin, early, stamp);
   }
   const uint32_t nj = p.n - blockIdx.x * p.per_block < p.per_block
       ? p.n - blockIdx.x * p.per_block : p.per_block;
