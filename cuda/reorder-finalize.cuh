@@ -439,11 +439,32 @@ __device__ bool
 finalize (const Params &p, Fin &f, bool early, uint64_t stamp)
 {
   const uint32_t t = threadIdx.x;
-  /* the state (its W records) and the scratch counters, as the other blocks left them (L2,
-   * not this SM's L1), in one round trip */
+  /* the scratch counters and this submission's per-record counts, as the other blocks left
+   * them (L2, not this SM's L1), and the state (its W records) unless the previous finalizer
+   * may still be running: every load issued at once, one round trip */
   const uint32_t state_words = (uint32_t) (offsetof (DevState, rec) + p.W * sizeof (DevRec)) / 8;
+  const uint64_t *st_src = (const uint64_t *) p.st;
+  uint64_t *st_dst = (uint64_t *) &f.s;
   const uint32_t shorts = __ldcg (&p.sc->n_short);
   const uint32_t nf = __ldcg (&p.sc->n_fixup), nd = __ldcg (&p.sc->n_deferred);
+  uint32_t late = 0, accepted = 0, dups = 0;
+  unsigned long long mk = 0;
+  if (t == 0) {
+    late = __ldcg (&p.sc->n_late);
+    accepted = __ldcg (&p.sc->n_accepted);
+    dups = __ldcg (&p.sc->n_dups);
+    mk = __ldcg (&p.sc->maxK);
+  }
+  uint32_t c_filled = 0, c_dups = 0;
+  uint64_t c_first = kNoStamp, c_ts = 0;
+  if (t < p.W) {
+    c_filled = __ldcg (&p.sc->filled[t]);
+    c_dups = __ldcg (&p.sc->dups[t]);
+    c_first = ld_cg64 (&p.sc->first[t]);
+  }
+  uint64_t w = 0;                  /* this thread's first word of the state */
+  if (!early && t < state_words)
+    w = ld_cg64 (st_src + t);
   /* a reorder job with no fixups and no deferred packets leaves the tail nothing (only they
    * list copies, and only the deferred path and flushes emit partial batches): the helpers may
    * leave now, not after the finalizer */
@@ -452,38 +473,31 @@ finalize (const Params &p, Fin &f, bool early, uint64_t stamp)
     *(volatile unsigned long long *) &p.sc->go = 2 * p.job_seq;   /* no data to publish */
   if (t == 0) {
     f.n_out = f.n_rel = f.n_copy = f.n_zero = 0;
-    f.late_count = __ldcg (&p.sc->n_late);
-    f.accepted = __ldcg (&p.sc->n_accepted);
-    f.dups = __ldcg (&p.sc->n_dups);
-    unsigned long long mk = __ldcg (&p.sc->maxK);
+    f.late_count = late;
+    f.accepted = accepted;
+    f.dups = dups;
     f.maxK = mk ? (int64_t) (mk - (1ull << 63)) : INT64_MIN;
     f.flag = 0;
   }
-  /* this submission's per-record counts (merged below) and the timestamp of each record's
-   * first packet in this burst: loaded while waiting for the previous finalizer, not on the
-   * chain of hand-overs */
-  uint32_t c_filled = 0, c_dups = 0;
-  uint64_t c_first = kNoStamp, c_ts = 0;
-  if (t < p.W) {
-    c_filled = __ldcg (&p.sc->filled[t]);
-    c_dups = __ldcg (&p.sc->dups[t]);
-    c_first = ld_cg64 (&p.sc->first[t]);
-    if (c_first != kNoStamp && c_first - stamp < p.n)
-      c_ts = desc_ts (p.desc, (uint32_t) (c_first - stamp));
-  }
+  /* the timestamp of each record's first packet in this burst (read at its first use), off the
+   * chain of hand-overs: loaded while this block waits for the previous finalizer, else while
+   * the state's words come in */
+  const bool first_here = c_first != kNoStamp && c_first - stamp < p.n;
+  if (first_here)
+    c_ts = desc_ts (p.desc, (uint32_t) (c_first - stamp));
   if (early) {
     /* the previous finalizer done with the state */
     if (t == 0)
       while (ld_acquire64 (&p.sync->ready) + 1 < p.job_seq)
         pause_ns (0);
     __syncthreads ();
+    if (t < state_words)
+      w = ld_cg64 (st_src + t);
   }
-  {
-    const uint64_t *src = (const uint64_t *) p.st;
-    uint64_t *dst = (uint64_t *) &f.s;
-    for (uint32_t k = t; k < state_words; k += blockDim.x)
-      dst[k] = ld_cg64 (src + k);
-  }
+  if (t < state_words)
+    st_dst[t] = w;
+  for (uint32_t k = t + blockDim.x; k < state_words; k += blockDim.x)
+    st_dst[k] = ld_cg64 (st_src + k);
   if (t < DQ_REORDER_MAX_WINDOW)
     f.reset[t] = 0;
   if (t == 0)
