@@ -119,13 +119,24 @@ team_zero (uint8_t *dst, uint32_t len, uint32_t lane, uint32_t lanes)
     dst[i] = 0;
 }
 
-/* Read nb (<= 32) bytes at p into little-endian words; aligned word loads where [p & ~3, +36)
- * lies inside [lo, hi), bytes otherwise. */
+/* Read nb (<= 32) bytes at p into little-endian words: one 16-byte load for 16 aligned bytes,
+ * else aligned word loads where [p & ~3, +36) lies inside [lo, hi), bytes otherwise. */
 template <int NB>
 __device__ __forceinline__ void
 load_bytes (uint32_t (&w)[(NB + 3) / 4], const uint8_t *p, const uint8_t *lo, const uint8_t *hi)
 {
   constexpr int NW = (NB + 3) / 4;
+  if constexpr (NB == 16) {
+    /* one 16-byte load where p allows it (16-bit elements: the common case) */
+    if (((uintptr_t) p & 15) == 0) {
+      const uint4 v = __ldg ((const uint4 *) p);
+      w[0] = v.x;
+      w[1] = v.y;
+      w[2] = v.z;
+      w[3] = v.w;
+      return;
+    }
+  }
   const uint32_t *base = (const uint32_t *) ((uintptr_t) p & ~(uintptr_t) 3);
   const uint32_t sh = (uint32_t) ((uintptr_t) p & 3) * 8;
   if ((const uint8_t *) base >= lo && (const uint8_t *) (base + NW + 1) <= hi) {
