@@ -18,13 +18,14 @@
  * several times the L2; sequence numbers wrap exactly at the end of the pool, so cycling through
  * it gives ever-increasing batch ids.
  * Lines starting "bench " are machine-readable (key=value); the last line is the summary.
- * Environment: DQ_BENCH_QUICK=1 for a short run. */
+ * Environment: DQ_BENCH_QUICK=1 for a short run; DQ_BENCH_FOCUS=1 for the one-batch cases the
+ * targets read only (no CPU part, no bursts, no conversions), to run two builds alternately. */
 #include <stdarg.h>
 #include <time.h>
 
 #include "dq-test-util.h"
 
-static int quick;
+static int quick, focus;
 
 static double
 now (void)
@@ -636,8 +637,9 @@ int
 main (void)
 {
   quick = getenv ("DQ_BENCH_QUICK") != NULL;
+  focus = getenv ("DQ_BENCH_FOCUS") != NULL;
   static const uint32_t sizes[4] = { 64, 256, 1024, 8192 };
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 4 && !focus; i++)
     bench_cpu (sizes[i]);
   char cpu_line[160];
   snprintf (cpu_line, sizeof cpu_line, "CPU twin %.2fx per-packet memcpy (min over 64..8192 B)",
@@ -655,6 +657,16 @@ main (void)
   dq_cuda_device_info (info, sizeof info);
   printf ("device: %s\n", info);
   void *stream = bench_stream_new ();
+  if (focus) {
+    static const uint32_t cases[7][2] = { { 64, 1024 }, { 64, 16384 }, { 256, 16384 },
+      { 1024, 4096 }, { 1024, 16384 }, { 1024, 65536 }, { 8192, 16384 } };
+    for (int i = 0; i < 7; i++)
+      bench_gpu_reorder (cases[i][0], cases[i][1], 64, stream);
+    printf ("bench-reorder focus: batches of 16384 packets: 64B %.2fx one-block-per-packet, "
+        "256B %.1f%% of copy, >=1KB %.1f%% of copy; 1024-packet batch %.2f us\n", r64_vs_ref[1],
+        r256_vs_copy[1] * 100, r1k_vs_copy[1] * 100, us_1024);
+    return bench_sync () == 0 ? 0 : 1;
+  }
   {
     /* the floor: back-to-back empty kernels, one and two per "batch" */
     void *e0 = bench_event_new (), *e1 = bench_event_new ();
