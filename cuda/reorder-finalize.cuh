@@ -485,19 +485,33 @@ finalize (const Params &p, Fin &f, bool early, uint64_t stamp)
   const bool first_here = c_first != kNoStamp && c_first - stamp < p.n;
   if (first_here)
     c_ts = desc_ts (p.desc, (uint32_t) (c_first - stamp));
-  if (early) {
-    /* the previous finalizer done with the state */
-    if (t == 0)
-      while (ld_acquire64 (&p.sync->ready) + 1 < p.job_seq)
+  if (early && DQ_HAVE_MAIL) {
+    /* the state as the previous finalizer wrote it, word by word from its mailbox */
+    for (uint32_t k = t; k < state_words; k += blockDim.x) {
+      uint64_t v, tag;
+      for (;;) {
+        mail_get (p.mail + k, v, tag);
+        if (tag + 1 >= p.job_seq)
+          break;
         pause_ns (0);
-    __syncthreads ();
+      }
+      st_dst[k] = v;
+    }
+  } else {
+    if (early) {
+      /* the previous finalizer done with the state */
+      if (t == 0)
+        while (ld_acquire64 (&p.sync->ready) + 1 < p.job_seq)
+          pause_ns (0);
+      __syncthreads ();
+      if (t < state_words)
+        w = ld_cg64 (st_src + t);
+    }
     if (t < state_words)
-      w = ld_cg64 (st_src + t);
+      st_dst[t] = w;
+    for (uint32_t k = t + blockDim.x; k < state_words; k += blockDim.x)
+      st_dst[k] = ld_cg64 (st_src + k);
   }
-  if (t < state_words)
-    st_dst[t] = w;
-  for (uint32_t k = t + blockDim.x; k < state_words; k += blockDim.x)
-    st_dst[k] = ld_cg64 (st_src + k);
   if (t < DQ_REORDER_MAX_WINDOW)
     f.reset[t] = 0;
   if (t == 0)
@@ -694,10 +708,14 @@ finalize (const Params &p, Fin &f, bool early, uint64_t stamp)
   }
   __syncthreads ();
   {
+    /* the state for the next submission: its early finalizer's mail first */
     const uint64_t *src = (const uint64_t *) &f.s;
-    uint64_t *dst = (uint64_t *) p.st;
-    for (uint32_t k = t; k < state_words; k += blockDim.x)
+    uint64_t *dst = (uint64_t *) p.st_out;
+    for (uint32_t k = t; k < state_words; k += blockDim.x) {
+      if (DQ_HAVE_MAIL)
+        mail_put (p.mail + k, src[k], p.job_seq);
       dst[k] = src[k];
+    }
   }
   {
     /* the previous submission's scratch (its finalizer and the blocks of this one are done with

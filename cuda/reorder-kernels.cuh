@@ -35,7 +35,9 @@
  *                     together), emits batches, lists missing slots, completes batches, hands out
  *                     frames, writes the state back and hands it over (Sync.ready, a release),
  *                     then copies the results into mapped host memory (after the release, so that
- *                     it waits for no write across the bus).
+ *                     it waits for no write across the bus). The state's words also go to a
+ *                     mailbox (Mail), from which the next finalizer, when it started early,
+ *                     takes them without waiting for the hand-over.
  *                     Tail: the finalizer's work list (payloads of deferred and fixup winners,
  *                     zero-fill of the missing slots of emitted batches), shared by the finalizer
  *                     and up to `helpers` blocks (one per SM) that took their tickets before it and
@@ -161,6 +163,24 @@ struct Sync {
   unsigned long long moved;  /* blocks of K1 done moving payloads, over all submissions */
 };
 
+/* The state's words as a finalizer leaves them, each with the number of the submission that
+ * wrote it, in one 16-byte atomic (sm_90 on; the emulator: a word, then its tag). A finalizer
+ * that started early takes the state from here as soon as its predecessor has written it, not
+ * after that one's hand-over (a release that waits for every store of its block, then the flag,
+ * then the state's loads: three round trips on the finalizers' chain). The state itself is
+ * double-buffered (by job_seq % 2, read the one before), so that an early finalizer's write-back
+ * never meets its predecessor's: the one it overwrites was handed over (`ready`) before this
+ * submission's blocks started early. */
+struct Mail {
+  unsigned long long v, tag;
+};
+
+#if defined (DQ_CUDA_EMU) || (defined (__CUDA_ARCH__) && __CUDA_ARCH__ >= 900)
+#define DQ_HAVE_MAIL 1
+#else
+#define DQ_HAVE_MAIL 0
+#endif
+
 struct CopyItem {
   uint64_t pkt;            /* packet start (read bounds: [pkt, pkt + len)) */
   uint64_t dst;
@@ -202,7 +222,8 @@ struct Params {
   uint32_t in_type, out_type, network, converts;
   uint32_t ppb_pow2, ppb_shift;
   /* memory */
-  DevState *st;
+  DevState *st, *st_out;   /* the state as the previous submission left it; this one's */
+  Mail *mail;              /* the state's words, one per entry (Mail) */
   Scratch *sc;
   unsigned long long *claims;
   uint8_t *cls;
@@ -333,6 +354,39 @@ __device__ __forceinline__ uint32_t ld_acquire32 (const unsigned int *p)
   uint32_t v;
   asm volatile ("ld.acquire.gpu.global.u32 %0, [%1];" : "=r" (v) : "l" (p) : "memory");
   return v;
+#endif
+}
+
+/* The finalizer's mailbox (Mail): put a word with its tag; get both as one was put. */
+__device__ __forceinline__ void mail_put (Mail *m, uint64_t v, uint64_t tag)
+{
+#if defined (DQ_CUDA_EMU)
+  *(volatile unsigned long long *) &m->v = v;
+  __atomic_store_n (&m->tag, tag, __ATOMIC_RELEASE);
+#elif DQ_HAVE_MAIL
+  asm volatile ("{\n\t.reg .b128 d, b;\n\tmov.b128 b, {%1, %2};\n\t"
+      "atom.relaxed.gpu.global.exch.b128 d, [%0], b;\n\t}"
+      :: "l" (m), "l" (v), "l" (tag) : "memory");
+#else
+  (void) m;
+  (void) v;
+  (void) tag;
+#endif
+}
+
+__device__ __forceinline__ void mail_get (const Mail *m, uint64_t &v, uint64_t &tag)
+{
+#if defined (DQ_CUDA_EMU)
+  tag = __atomic_load_n (&m->tag, __ATOMIC_ACQUIRE);
+  v = *(const volatile unsigned long long *) &m->v;
+#elif DQ_HAVE_MAIL
+  /* a compare-and-swap that writes back what it compares with: an atomic 16-byte read */
+  asm volatile ("{\n\t.reg .b128 d, c;\n\tmov.b128 c, {%2, %2};\n\t"
+      "atom.relaxed.gpu.global.cas.b128 d, [%3], c, c;\n\tmov.b128 {%0, %1}, d;\n\t}"
+      : "=l" (v), "=l" (tag) : "l" (0ull), "l" (m) : "memory");
+#else
+  (void) m;
+  v = tag = 0;
 #endif
 }
 

@@ -66,7 +66,8 @@ struct _DqReorderGpu {
   int own_stream;
   int sms;
   uint32_t resident;            /* blocks of reorder_main the GPU runs at once */
-  DevState *st;
+  DevState *st;                 /* 2, by job_seq % 2 (Mail) */
+  Mail *mail;                   /* one per word of the state */
   Scratch *sc;                  /* 3 for K1 (by job_seq % 3), then gather's */
   Win *win;                     /* 3, by job_seq % 3 */
   Sync *sync;
@@ -345,6 +346,7 @@ dq_reorder_gpu_free (DqReorderGpu *ctx)
     free (ctx->slots);
   }
   cudaFree (ctx->st);
+  cudaFree (ctx->mail);
   cudaFree (ctx->sc);
   cudaFree (ctx->win);
   cudaFree (ctx->sync);
@@ -413,7 +415,10 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
     CK (cudaStreamCreateWithFlags (&ctx->stream, cudaStreamNonBlocking), "cudaStreamCreate");
     ctx->own_stream = 1;
   }
-  CK (cudaMalloc (&ctx->st, sizeof (DevState)), "cudaMalloc(state)");
+  CK (cudaMalloc (&ctx->st, 2 * sizeof (DevState)), "cudaMalloc(state)");
+  CK (cudaMalloc (&ctx->mail, sizeof (DevState) / 8 * sizeof (Mail)), "cudaMalloc(mailbox)");
+  CK (cudaMemsetAsync (ctx->mail, 0, sizeof (DevState) / 8 * sizeof (Mail), ctx->stream),
+      "cudaMemset(mailbox)");
   CK (cudaMalloc (&ctx->sc, 4 * sizeof (Scratch)), "cudaMalloc(scratch)");
   CK (cudaMalloc (&ctx->win, 3 * sizeof (Win)), "cudaMalloc(windows)");
   CK (cudaMalloc (&ctx->sync, sizeof (Sync)), "cudaMalloc(sync)");
@@ -433,8 +438,9 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
     init.rec[r].gen = 1;
     init.rec[r].first_stamp = kNoStamp;
   }
-  CK (cudaMemcpyAsync (ctx->st, &init, sizeof init, cudaMemcpyHostToDevice, ctx->stream),
-      "cudaMemcpy(state)");
+  for (int k = 0; k < 2; k++)
+    CK (cudaMemcpyAsync (ctx->st + k, &init, sizeof init, cudaMemcpyHostToDevice, ctx->stream),
+        "cudaMemcpy(state)");
   memset (&zs, 0, sizeof zs);
   zs.first_valid = 0xffffffffu;
   for (uint32_t r = 0; r < DQ_REORDER_MAX_WINDOW; r++)
@@ -485,7 +491,7 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
     p.ppb_pow2 = (ppb & (ppb - 1)) == 0;
     while ((1u << p.ppb_shift) < ppb)
       p.ppb_shift++;
-    p.st = ctx->st;
+    p.mail = ctx->mail;
     p.sc = ctx->sc;
     p.sync = ctx->sync;
     p.claims = ctx->claims;
@@ -626,6 +632,8 @@ submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket 
     p.job_seq = seq;
     p.blocks_through = ctx->blocks += grid;
     p.sc = ctx->sc + seq % 3;
+    p.st = ctx->st + (seq - 1) % 2;
+    p.st_out = ctx->st + seq % 2;
     p.sc_prev = ctx->sc + (seq - 1) % 3;
     p.win = ctx->win + seq % 3;
     p.win_prev = ctx->win + (seq - 1) % 3;
