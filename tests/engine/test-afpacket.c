@@ -533,6 +533,20 @@ rx_stats (DqRxQueue * rxq)
   return s;
 }
 
+/* The stats once drops_ring_full has reached `drops`, or after 2 s: the kernel counts a frame
+ * when its receive path runs, which a loaded machine can put off past a short quiet poll. */
+static DqRxStats
+rx_stats_drops (DqRxQueue * rxq, guint64 drops)
+{
+  const gint64 until = g_get_monotonic_time () + 2 * G_USEC_PER_SEC;
+  DqRxStats s = rx_stats (rxq);
+  while (s.drops_ring_full < drops && g_get_monotonic_time () < until) {
+    g_usleep (2000);
+    s = rx_stats (rxq);
+  }
+  return s;
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* port */
 
@@ -934,14 +948,14 @@ test_rx_ring_full (void)
   g_test_message ("ring of 64 KiB held %u frames of 1000 bytes", got);
   g_assert_cmpuint (got, >=, 8);
   g_assert_cmpuint (got, <, 300);
-  DqRxStats stats = rx_stats (rxq);
+  DqRxStats stats = rx_stats_drops (rxq, 300 - got);
   g_assert_cmpuint (stats.packets, ==, got);
   g_assert_cmpuint (stats.drops_ring_full, ==, 300 - got);
 
   /* more traffic while everything is held: all dropped, nothing overwritten */
   sender_send (s, gen_fixed, len1000, 300, 100);
   assert_rx_quiet (rxq, 30);
-  stats = rx_stats (rxq);
+  stats = rx_stats_drops (rxq, 400 - got);
   g_assert_cmpuint (stats.drops_ring_full, ==, 400 - got);
   g_assert_cmpuint (stats.packets, ==, got);
   Stream *again = stream_new (gen_fixed, len1000, 0, got, 1518, 16);
@@ -973,6 +987,29 @@ test_rx_ring_full (void)
 
 /* One burst of a block held while the others are released and traffic wraps the ring
  * many times: the held burst's memory is never handed back, then recovery. */
+/* Receives and releases until a poll of 5 ms finds nothing; every frame's sequence number in
+ * [lo, hi). Returns the frames received. */
+static guint
+drain_seq_range (DqRxQueue * rxq, guint32 lo, guint32 hi)
+{
+  guint n = 0;
+  for (;;) {
+    DqBurst b;
+    GError *error = NULL;
+    int r = dq_rxq_poll (rxq, &b, 5 * MS, &error);
+    g_assert_no_error (error);
+    if (r == 0)
+      return n;
+    for (guint i = 0; i < b.n_packets; i++) {
+      guint32 got_seq = frame_seq (b.data + b.packets[i].offset, b.packets[i].length);
+      g_assert_cmpuint (got_seq, >=, lo);
+      g_assert_cmpuint (got_seq, <, hi);
+    }
+    n += b.n_packets;
+    dq_rxq_release (rxq, &b);
+  }
+}
+
 static void
 test_rx_partial_hold (void)
 {
@@ -1010,28 +1047,20 @@ test_rx_partial_hold (void)
   g_assert_cmpuint (keep_first, <=, 3);
   g_assert_cmpuint (keep_first + keep_frames, ==, 6);
 
-  /* 20 rounds of 40 frames, everything else released at once */
+  /* 20 rounds of 40 frames, everything else released at once; then whatever the kernel still
+   * had to process, received or counted as dropped (up to 2 s) */
   guint32 seq = 6;
   guint received = 0;
   for (guint round = 0; round < 20; round++, seq += 40) {
     sender_send (s, gen_fixed, len1000, seq, 40);
-    for (;;) {
-      DqBurst b;
-      GError *error = NULL;
-      int r = dq_rxq_poll (rxq, &b, 5 * MS, &error);
-      g_assert_no_error (error);
-      if (r == 0)
-        break;
-      for (guint i = 0; i < b.n_packets; i++) {
-        guint32 got_seq = frame_seq (b.data + b.packets[i].offset, b.packets[i].length);
-        g_assert_cmpuint (got_seq, >=, 6);
-        g_assert_cmpuint (got_seq, <, seq + 40);
-      }
-      received += b.n_packets;
-      dq_rxq_release (rxq, &b);
-    }
+    received += drain_seq_range (rxq, 6, seq + 40);
   }
   DqRxStats stats = rx_stats (rxq);
+  const gint64 until = g_get_monotonic_time () + 2 * G_USEC_PER_SEC;
+  while (received + stats.drops_ring_full < 800 && g_get_monotonic_time () < until) {
+    received += drain_seq_range (rxq, 6, seq);
+    stats = rx_stats (rxq);
+  }
   g_test_message ("partial hold: %u received, %" G_GUINT64_FORMAT " dropped", received,
       stats.drops_ring_full);
   g_assert_cmpuint (stats.drops_ring_full, >, 0);
@@ -1311,22 +1340,28 @@ outgoing_run (guint n_queues)
     assert_rx_quiet (rxq[q], 20);
 
   sender_send (in, gen_plain, NULL, 200, 200);
+  /* every queue in turn until all 200 came (or 2 s), then none has more */
   guint got = 0;
-  for (guint q = 0; q < n_queues; q++) {
-    DqBurst b;
-    GError *error = NULL;
-    while (dq_rxq_poll (rxq[q], &b, 50 * MS, &error) == 1) {
-      for (guint i = 0; i < b.n_packets; i++) {
-        guint32 seq = frame_seq (b.data + b.packets[i].offset, b.packets[i].length);
-        g_assert_cmpuint (seq, >=, 200);
-        g_assert_cmpuint (seq, <, 400);
+  const gint64 until = g_get_monotonic_time () + 2 * G_USEC_PER_SEC;
+  while (got < 200 && g_get_monotonic_time () < until) {
+    for (guint q = 0; q < n_queues; q++) {
+      DqBurst b;
+      GError *error = NULL;
+      while (dq_rxq_poll (rxq[q], &b, 5 * MS, &error) == 1) {
+        for (guint i = 0; i < b.n_packets; i++) {
+          guint32 seq = frame_seq (b.data + b.packets[i].offset, b.packets[i].length);
+          g_assert_cmpuint (seq, >=, 200);
+          g_assert_cmpuint (seq, <, 400);
+        }
+        got += b.n_packets;
+        dq_rxq_release (rxq[q], &b);
       }
-      got += b.n_packets;
-      dq_rxq_release (rxq[q], &b);
+      g_assert_no_error (error);
     }
-    g_assert_no_error (error);
   }
   g_assert_cmpuint (got, ==, 200);
+  for (guint q = 0; q < n_queues; q++)
+    assert_rx_quiet (rxq[q], 20);
 
   sender_free (in);
   sender_free (out);
@@ -1393,6 +1428,18 @@ wakeup_latency (DqRxQueue * rxq)
   return job.returned_at - t0;
 }
 
+/* The best of up to three wakeup latencies, stopping at the first under 20 ms: a poller that is
+ * woken on time can still be scheduled late on a loaded machine, once; a wakeup that is missed
+ * blocks the poll forever (the test's timeout). */
+static gint64
+wakeup_latency_best (DqRxQueue * rxq)
+{
+  gint64 best = G_MAXINT64;
+  for (int k = 0; k < 3 && best >= 20 * MS; k++)
+    best = MIN (best, wakeup_latency (rxq));
+  return best;
+}
+
 static void
 test_rx_wakeup (void)
 {
@@ -1412,26 +1459,31 @@ test_rx_wakeup (void)
   g_assert_cmpint (waited, <, 200 * MS);
 
   /* wakeup breaks a poll that would block forever */
-  gint64 latency = wakeup_latency (rxq);
+  gint64 latency = wakeup_latency_best (rxq);
   g_test_message ("wakeup latency %.3f ms", latency / 1e6);
   g_assert_cmpint (latency, <, 20 * MS);
 
-  /* the same while a burst is held (the poller then waits in short slices); one frame, so that
+  /* the same while a burst is held; one frame, so that
    * nothing is left to arrive in a second burst while the poller should be blocked (five could
    * be split over two ring blocks, and the poller then returned the second) */
   sender_send (s, gen_plain, NULL, 0, 1);
   g_assert_cmpint (dq_rxq_poll (rxq, &b, 2000 * MS, &error), ==, 1);
   g_assert_no_error (error);
-  latency = wakeup_latency (rxq);
+  latency = wakeup_latency_best (rxq);
   g_test_message ("wakeup latency with a held burst %.3f ms", latency / 1e6);
   g_assert_cmpint (latency, <, 20 * MS);
   dq_rxq_release (rxq, &b);
 
-  /* a wakeup that comes first makes the next poll return at once */
-  dq_rxq_wakeup (rxq);
-  t0 = mono_ns ();
-  g_assert_cmpint (dq_rxq_poll (rxq, &b, -1, &error), ==, 0);
-  g_assert_cmpint (mono_ns () - t0, <, 20 * MS);
+  /* a wakeup that comes first makes the next poll return at once (best of up to three, as
+   * above) */
+  latency = G_MAXINT64;
+  for (int k = 0; k < 3 && latency >= 20 * MS; k++) {
+    dq_rxq_wakeup (rxq);
+    t0 = mono_ns ();
+    g_assert_cmpint (dq_rxq_poll (rxq, &b, -1, &error), ==, 0);
+    latency = MIN (latency, mono_ns () - t0);
+  }
+  g_assert_cmpint (latency, <, 20 * MS);
 
   sender_free (s);
   dq_rxq_destroy (rxq);

@@ -339,10 +339,13 @@ test_burst_timeout_wakeup (void)
     g_assert_true (emu_port_inject (ep, frame, 128));
   }
   g_assert_true (emu_port_wait_idle (ep, 1000 * MS));
-  /* not full, its WQE not used up, not old enough: nothing yet */
+  /* not full, its WQE not used up, not old enough: nothing yet (the 1 ms poll may see the
+   * burst only where this thread was held up past the burst timeout; `waited` tells) */
   g_assert_cmpint (dq_rxq_poll (rxq, &b, 0, &error), ==, 0);
-  g_assert_cmpint (dq_rxq_poll (rxq, &b, 1 * MS, &error), ==, 0);
-  g_assert_cmpint (dq_rxq_poll (rxq, &b, 1000 * MS, &error), ==, 1);
+  int r = dq_rxq_poll (rxq, &b, 1 * MS, &error);
+  if (r == 0)
+    r = dq_rxq_poll (rxq, &b, 1000 * MS, &error);
+  g_assert_cmpint (r, ==, 1);
   gint64 waited = g_get_monotonic_time () - start;
   g_assert_cmpint (waited, >=, 20000);
   g_assert_cmpuint (b.n_packets, ==, 3);
