@@ -167,7 +167,9 @@ struct Sync {
  * wrote it, in one 16-byte atomic (sm_90 on; the emulator: a word, then its tag). A finalizer
  * that started early takes the state from here as soon as its predecessor has written it, not
  * after that one's hand-over (a release that waits for every store of its block, then the flag,
- * then the state's loads: three round trips on the finalizers' chain). The state itself is
+ * then the state's loads: three round trips on the finalizers' chain). A submission starts
+ * early only after one with no deferred packets and no fixups, whose tail has no work, so
+ * nothing changes that state after it is put here. The state itself is
  * double-buffered (by job_seq % 2, read the one before), so that an early finalizer's write-back
  * never meets its predecessor's: the one it overwrites was handed over (`ready`) before this
  * submission's blocks started early. */
