@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# GPU checks of cuda/: the equivalence test (every kernel against its CPU twin, bit for bit) and the
-# reorder benchmark, on a machine with an NVIDIA GPU. Needs no GStreamer and no build tools there:
-# it runs the binaries built here (static CUDA runtime; libcuda.so.1 from the driver).
+# GPU checks of cuda/: the equivalence test (every kernel against its CPU twin, bit for bit), the
+# reorder benchmark and the persistent-pipeline design benchmark, on a machine with an NVIDIA GPU.
+# Needs no GStreamer and no build tools there: it runs the binaries built here (static CUDA
+# runtime; libcuda.so.1 from the driver).
 #
 #   build here:  meson setup build-cuda -Dwerror=true && ninja -C build-cuda tests/cuda/test-cuda-gpu tests/cuda/bench-reorder
 #                (scripts/gpu-stage.sh makes a small copy of what runs, to carry)
@@ -139,6 +140,18 @@ start=$(date +%s)
 rc_bench=${PIPESTATUS[0]}
 echo "(bench: rc=$rc_bench, $(( $(date +%s) - start )) s)"
 
+# the persistent-kernel design benchmark (tests/cuda/bench-persist.cu: not library code); its
+# frames are checked, so a wrong result fails like the benchmark's
+persist_bin=$build/tests/cuda/bench-persist
+rc_persist=0
+if [ -x "$persist_bin" ]; then
+  echo "== bench-persist"
+  start=$(date +%s)
+  timeout 300 "$persist_bin" 2>&1 | tee "$logs/bench-persist.log"
+  rc_persist=${PIPESTATUS[0]}
+  echo "(bench-persist: rc=$rc_persist, $(( $(date +%s) - start )) s)"
+fi
+
 echo "== summary"
 grep -h '^device:' "$logs/test-cuda-gpu.log" | head -1
 grep -h -E '^(test-cuda-gpu:|SKIP)' "$logs/test-cuda-gpu.log" || echo "test-cuda-gpu: no summary line (rc=$rc_test)"
@@ -146,5 +159,8 @@ grep -h -E '^(test-cuda-gpu:|SKIP)' "$logs/test-cuda-gpu.log" || echo "test-cuda
 echo "$elem_line"
 echo "$pipe_line"
 grep -h '^bench-reorder summary' "$logs/bench-reorder.log" || echo "bench-reorder: no summary line (rc=$rc_bench)"
-echo "gpu-tests: test rc=$rc_test, element test rc=$rc_elem, bench rc=$rc_bench, sanitizer rc=$rc_san, pipeline bench rc=$rc_pipe (only a timeout counts)"
-[ $rc_test -eq 0 ] && [ $rc_elem -eq 0 ] && [ $rc_bench -eq 0 ] && [ $rc_san -eq 0 ] && [ $rc_hang -eq 0 ]
+if [ -x "$persist_bin" ]; then
+  grep -h '^bench-persist summary' "$logs/bench-persist.log" || echo "bench-persist: no summary line (rc=$rc_persist)"
+fi
+echo "gpu-tests: test rc=$rc_test, element test rc=$rc_elem, bench rc=$rc_bench, persist bench rc=$rc_persist, sanitizer rc=$rc_san, pipeline bench rc=$rc_pipe (only a timeout counts)"
+[ $rc_test -eq 0 ] && [ $rc_elem -eq 0 ] && [ $rc_bench -eq 0 ] && [ $rc_persist -eq 0 ] && [ $rc_san -eq 0 ] && [ $rc_hang -eq 0 ]
