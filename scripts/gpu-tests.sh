@@ -4,7 +4,7 @@
 # Needs no GStreamer and no build tools there: it runs the binaries built here (static CUDA
 # runtime; libcuda.so.1 from the driver).
 #
-#   build here:  meson setup build-cuda -Dwerror=true && ninja -C build-cuda tests/cuda/test-cuda-gpu tests/cuda/bench-reorder
+#   build here:  meson setup build-cuda -Dwerror=true && ninja -C build-cuda tests/cuda/test-cuda-gpu tests/cuda/bench-reorder tests/cuda/bench-persist
 #                (scripts/gpu-stage.sh makes a small copy of what runs, to carry)
 #   run there:   bash scripts/gpu-tests.sh [BUILD_DIR] [--sanitize]
 # With a GStreamer runtime in the environment it also runs the element test
