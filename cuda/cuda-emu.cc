@@ -14,25 +14,42 @@
 #include "cuda-emu.h"
 
 DqEmuThread *dq_emu_cur;
-dim3 dq_emu_block, dq_emu_grid, dq_emu_block_dim;
+dim3 dq_emu_grid, dq_emu_block_dim;
+
+/* the __shared__ variables of every kernel (cuda-emu.h), bounds from the linker; one variable
+ * here keeps the section there when a build has no other */
+static char dq_emu_shared_anchor __attribute__ ((section ("dq_emu_shared"), used));
+extern "C" char __start_dq_emu_shared[], __stop_dq_emu_shared[];
 
 namespace {
 
 constexpr size_t kStack = 64 * 1024;
+/* yields in a row with no thread getting anywhere: every resident block waits for another */
+constexpr unsigned long kStuck = 1u << 20;
 
-enum { RUNNABLE = 0, AT_BLOCK = 1, AT_WARP = 2, DONE = 3 };
+enum { RUNNABLE = 0, AT_BLOCK = 1, AT_WARP = 2, YIELDED = 3, DONE = 4 };
 
 struct Fiber {
   DqEmuThread t;
   ucontext_t ctx;
   char *stack;
   int state;
+  unsigned slot;
 };
 
 struct Warp {
   unsigned alive, arrived, gen;
   uint64_t in[32];
   uint64_t out[2][32];
+};
+
+/* a resident block: its threads are fibers slot * n .. slot * n + n - 1 */
+struct Slot {
+  bool active;
+  unsigned alive, arrived;
+  std::vector<Warp> warps;
+  std::vector<unsigned> runnable, yielded;
+  std::vector<char> shared;     /* its shared memory while another block runs */
 };
 
 ucontext_t g_sched;
@@ -45,11 +62,11 @@ struct Fibers : std::vector<Fiber> {
   }
 };
 Fibers g_fibers;
-std::vector<Warp> g_warps;
-std::vector<unsigned> g_runnable;
+std::vector<Slot> g_slots;
+unsigned g_threads;             /* per block */
 const std::function<void ()> *g_body;
 Fiber *g_cur;
-unsigned g_alive, g_block_arrived;
+unsigned long g_idle;           /* yields since a thread last got somewhere */
 uint64_t g_rng;
 
 uint64_t
@@ -69,26 +86,28 @@ void
 make_runnable (unsigned i)
 {
   g_fibers[i].state = RUNNABLE;
-  g_runnable.push_back (i);
+  g_slots[g_fibers[i].slot].runnable.push_back (i);
 }
 
 void
-release_block ()
+release_block (unsigned s)
 {
-  g_block_arrived = 0;
-  for (unsigned i = 0; i < g_fibers.size (); i++)
+  Slot &S = g_slots[s];
+  S.arrived = 0;
+  for (unsigned i = s * g_threads; i < (s + 1) * g_threads; i++)
     if (g_fibers[i].state == AT_BLOCK)
       make_runnable (i);
 }
 
 void
-release_warp (unsigned w)
+release_warp (unsigned s, unsigned w)
 {
-  Warp &W = g_warps[w];
+  Warp &W = g_slots[s].warps[w];
   memcpy (W.out[W.gen & 1], W.in, sizeof W.in);
   W.gen++;
   W.arrived = 0;
-  for (unsigned i = w * 32; i < w * 32 + 32 && i < g_fibers.size (); i++)
+  for (unsigned i = s * g_threads + w * 32; i < s * g_threads + w * 32 + 32 &&
+      i < (s + 1) * g_threads; i++)
     if (g_fibers[i].state == AT_WARP)
       make_runnable (i);
 }
@@ -98,23 +117,27 @@ fiber_main ()
 {
   (*g_body) ();
   Fiber *f = g_cur;
+  Slot &S = g_slots[f->slot];
   f->state = DONE;
-  g_alive--;
-  unsigned w = f->t.tid.x / 32;
-  g_warps[w].alive--;
-  if (g_warps[w].alive && g_warps[w].arrived == g_warps[w].alive)
-    release_warp (w);
-  if (g_alive && g_block_arrived == g_alive)
-    release_block ();
+  g_idle = 0;
+  S.alive--;
+  Warp &W = S.warps[f->t.tid.x / 32];
+  W.alive--;
+  if (W.alive && W.arrived == W.alive)
+    release_warp (f->slot, f->t.tid.x / 32);
+  if (S.alive && S.arrived == S.alive)
+    release_block (f->slot);
   /* returns to g_sched through uc_link */
 }
 
 /* (its own function: getcontext returns twice, which would clobber a caller's loop) */
 __attribute__ ((noinline)) void
-setup_fiber (unsigned i)
+setup_fiber (unsigned i, unsigned slot, unsigned block)
 {
   Fiber &f = g_fibers[i];
-  f.t.tid = dim3 (i, 0, 0);
+  f.t.tid = dim3 (i - slot * g_threads, 0, 0);
+  f.t.bid = dim3 (block, 0, 0);
+  f.slot = slot;
   getcontext (&f.ctx);
   f.ctx.uc_stack.ss_sp = f.stack;
   f.ctx.uc_stack.ss_size = kStack;
@@ -123,15 +146,96 @@ setup_fiber (unsigned i)
   make_runnable (i);
 }
 
+void
+start_block (unsigned s, unsigned block)
+{
+  Slot &S = g_slots[s];
+  S.active = true;
+  S.alive = g_threads;
+  S.arrived = 0;
+  S.runnable.clear ();
+  S.yielded.clear ();
+  S.warps.assign ((g_threads + 31) / 32, Warp ());
+  for (unsigned w = 0; w < S.warps.size (); w++)
+    S.warps[w].alive = (w + 1) * 32 <= g_threads ? 32 : g_threads - w * 32;
+  for (unsigned i = s * g_threads; i < (s + 1) * g_threads; i++)
+    setup_fiber (i, s, block);
+}
+
+/* the block whose shared memory is in the section: -1 none */
+int g_loaded = -1;
+
+void
+load_shared (unsigned s)
+{
+  if (g_loaded == (int) s)
+    return;
+  const size_t n = (size_t) (__stop_dq_emu_shared - __start_dq_emu_shared);
+  if (g_loaded >= 0)
+    memcpy (g_slots[g_loaded].shared.data (), __start_dq_emu_shared, n);
+  g_slots[s].shared.resize (n);
+  memcpy (__start_dq_emu_shared, g_slots[s].shared.data (), n);
+  g_loaded = (int) s;
+}
+
+/* the block to run next: the current one while it has runnable threads, else a random other
+ * resident block with runnable threads; when every resident block only has threads that yielded
+ * (each waits for another block), they all try again. -1: no resident block left. */
+int
+pick_slot (int cur)
+{
+  if (cur >= 0 && g_slots[cur].active && !g_slots[cur].runnable.empty ())
+    return cur;
+  std::vector<unsigned> ready;
+  for (unsigned s = 0; s < g_slots.size (); s++)
+    if (g_slots[s].active && !g_slots[s].runnable.empty ())
+      ready.push_back (s);
+  if (ready.empty ()) {
+    bool any = false;
+    for (unsigned s = 0; s < g_slots.size (); s++) {
+      Slot &S = g_slots[s];
+      if (!S.active)
+        continue;
+      any = true;
+      for (unsigned i : S.yielded)
+        make_runnable (i);
+      S.yielded.clear ();
+      if (!S.runnable.empty ())
+        ready.push_back (s);
+    }
+    if (!any)
+      return -1;
+    if (ready.empty ()) {
+      fprintf (stderr, "cuda-emu: resident blocks deadlocked: every thread waits at a barrier\n");
+      abort ();
+    }
+  }
+  return (int) ready[next_rand () % ready.size ()];
+}
+
 }  /* namespace */
+
+unsigned
+dq_emu_resident ()
+{
+  static unsigned r;
+  if (!r) {
+    const char *e = getenv ("DQ_EMU_RESIDENT");
+    const long v = e ? strtol (e, NULL, 10) : 3;
+    r = v >= 1 && v <= 16 ? (unsigned) v : 3;
+  }
+  return r;
+}
 
 void
 dq_emu_syncthreads ()
 {
+  Slot &S = g_slots[g_cur->slot];
   g_cur->state = AT_BLOCK;
-  g_block_arrived++;
-  if (g_block_arrived == g_alive)
-    release_block ();              /* every waiter runnable again, this one too */
+  g_idle = 0;
+  S.arrived++;
+  if (S.arrived == S.alive)
+    release_block (g_cur->slot);   /* every waiter runnable again, this one too */
   swapcontext (&g_cur->ctx, &g_sched);
   dq_emu_cur = &g_cur->t;
 }
@@ -140,13 +244,14 @@ const uint64_t *
 dq_emu_warp_exchange (uint64_t v)
 {
   unsigned lane = g_cur->t.tid.x & 31, w = g_cur->t.tid.x / 32;
-  Warp &W = g_warps[w];
+  Warp &W = g_slots[g_cur->slot].warps[w];
   W.in[lane] = v;
   unsigned gen = W.gen;
   g_cur->state = AT_WARP;
+  g_idle = 0;
   W.arrived++;
   if (W.arrived == W.alive)
-    release_warp (w);
+    release_warp (g_cur->slot, w);
   swapcontext (&g_cur->ctx, &g_sched);
   dq_emu_cur = &g_cur->t;
   return W.out[gen & 1];
@@ -159,23 +264,41 @@ dq_emu_syncwarp ()
 }
 
 void
+dq_emu_yield ()
+{
+  if (++g_idle > kStuck) {
+    fprintf (stderr, "cuda-emu: resident blocks deadlocked: %lu yields and no thread got "
+        "anywhere (blocks waiting for each other, or for a block not yet resident)\n", g_idle);
+    abort ();
+  }
+  g_cur->state = YIELDED;
+  g_slots[g_cur->slot].yielded.push_back ((unsigned) (g_cur - g_fibers.data ()));
+  swapcontext (&g_cur->ctx, &g_sched);
+  dq_emu_cur = &g_cur->t;
+}
+
+void
 dq_emu_launch (dim3 grid, dim3 block, const std::function<void ()> &body)
 {
   const unsigned n = block.x * block.y * block.z;
-  if (g_fibers.size () < n) {
+  const unsigned R = grid.x < dq_emu_resident () ? grid.x : dq_emu_resident ();
+  g_threads = n;
+  if (g_fibers.size () < (size_t) R * n) {
     size_t old = g_fibers.size ();
-    g_fibers.resize (n);
-    for (size_t i = old; i < n; i++) {
+    g_fibers.resize ((size_t) R * n);
+    for (size_t i = old; i < g_fibers.size (); i++) {
       g_fibers[i].stack = (char *) malloc (kStack);
       (void) VALGRIND_STACK_REGISTER (g_fibers[i].stack, g_fibers[i].stack + kStack);
     }
   }
-  g_warps.assign ((n + 31) / 32, Warp ());
+  g_slots.assign (R, Slot ());
+  g_loaded = -1;
+  g_idle = 0;
   dq_emu_grid = grid;
   dq_emu_block_dim = block;
   g_body = &body;
 
-  /* blocks in a random order */
+  /* blocks start in a random order */
   std::vector<unsigned> order (grid.x);
   for (unsigned b = 0; b < grid.x; b++)
     order[b] = b;
@@ -185,30 +308,30 @@ dq_emu_launch (dim3 grid, dim3 block, const std::function<void ()> &body)
     order[b - 1] = order[k];
     order[k] = tmp;
   }
-  for (unsigned bi = 0; bi < grid.x; bi++) {
-    dq_emu_block = dim3 (order[bi], 0, 0);
-    g_runnable.clear ();
-    g_alive = n;
-    g_block_arrived = 0;
-    for (unsigned w = 0; w < g_warps.size (); w++) {
-      memset (&g_warps[w], 0, sizeof g_warps[w]);
-      g_warps[w].alive = (w + 1) * 32 <= n ? 32 : n - w * 32;
-    }
-    for (unsigned i = 0; i < n; i++)
-      setup_fiber (i);
-    while (!g_runnable.empty ()) {
-      unsigned k = (unsigned) (next_rand () % g_runnable.size ());
-      unsigned i = g_runnable[k];
-      g_runnable[k] = g_runnable.back ();
-      g_runnable.pop_back ();
-      g_cur = &g_fibers[i];
-      dq_emu_cur = &g_cur->t;
-      swapcontext (&g_sched, &g_cur->ctx);
-    }
-    if (g_alive) {
-      fprintf (stderr, "cuda-emu: block %u deadlocked: %u threads wait at a barrier\n",
-          order[bi], g_alive);
-      abort ();
+  unsigned started = 0;
+  for (unsigned s = 0; s < R; s++)
+    start_block (s, order[started++]);
+  int cur = -1;
+  for (;;) {
+    cur = pick_slot (cur);
+    if (cur < 0)
+      break;
+    Slot &S = g_slots[cur];
+    load_shared ((unsigned) cur);
+    unsigned k = (unsigned) (next_rand () % S.runnable.size ());
+    unsigned i = S.runnable[k];
+    S.runnable[k] = S.runnable.back ();
+    S.runnable.pop_back ();
+    g_cur = &g_fibers[i];
+    dq_emu_cur = &g_cur->t;
+    swapcontext (&g_sched, &g_cur->ctx);
+    if (S.alive == 0) {
+      /* the block is done: the next one takes its place (and its shared memory, as a GPU
+       * leaves it: undefined) */
+      S.active = false;
+      if (started < grid.x)
+        start_block ((unsigned) cur, order[started++]);
     }
   }
+  g_loaded = -1;
 }

@@ -2,10 +2,16 @@
  *
  * Every CUDA thread of a block is a fiber (ucontext) on the calling OS thread; __syncthreads,
  * __syncwarp and the warp shuffles/ballots switch between fibers until all living threads of the
- * block (or warp) have arrived. Blocks run one after another in a random order, and at every
- * switch the next fiber is picked at random, so races between blocks (the claim atomics, the
- * last-block ticket) and between threads take a different interleaving per seed
- * (DQ_EMU_SEED). Atomics are plain read-modify-writes: fibers only switch at the sync points.
+ * block (or warp) have arrived. Blocks start in a random order and up to DQ_EMU_RESIDENT of them
+ * (default 3) are resident at once, like a GPU holding a few: a block runs until none of its
+ * threads can go on (all at a barrier, or waiting for another block: pause_ns yields), then a
+ * random other resident block runs, and within a block the next thread is picked at random. So
+ * races between blocks (the claim atomics, the last-block ticket, blocks waiting for the
+ * finalizer) and between threads take a different interleaving per seed (DQ_EMU_SEED). Each
+ * resident block has its own shared memory: the __shared__ variables live in one section, which
+ * is saved and restored when another block runs. Atomics are plain read-modify-writes: fibers
+ * only switch at the sync points and yields. Resident blocks that all wait for each other (or
+ * for a block not yet started) are reported as a deadlock and abort the program.
  * Device memory is host memory; kernels run to completion inside the launch; events are complete
  * (or pretend not to be: DQ_CUDA_EMU_EVENT_LAG below). The conversion intrinsics use the CPU
  * twin's functions: this emulates the kernels' control flow and data movement, not the GPU's
@@ -28,7 +34,7 @@
 #define __forceinline__ inline
 #define __noinline__ __attribute__ ((noinline))
 #define __restrict__ __restrict
-#define __shared__ static
+#define __shared__ static __attribute__ ((section ("dq_emu_shared")))
 #define __grid_constant__
 #define __launch_bounds__(...)
 
@@ -48,18 +54,22 @@ static inline uint4 make_uint4 (unsigned a, unsigned b, unsigned c, unsigned d)
 /* ---- fibers ---------------------------------------------------------------------------------- */
 
 struct DqEmuThread {
-  dim3 tid;
+  dim3 tid, bid;
 };
 extern DqEmuThread *dq_emu_cur;
-extern dim3 dq_emu_block, dq_emu_grid, dq_emu_block_dim;
+extern dim3 dq_emu_grid, dq_emu_block_dim;
 void dq_emu_launch (dim3 grid, dim3 block, const std::function<void ()> &body);
 void dq_emu_syncthreads ();
 void dq_emu_syncwarp ();
+/* a thread waiting for another block: lets the other resident blocks run */
+void dq_emu_yield ();
+/* blocks resident at once (DQ_EMU_RESIDENT, 1..16, default 3) */
+unsigned dq_emu_resident ();
 /* warp exchange: every living lane of the calling warp deposits v; returns the lanes' values */
 const uint64_t *dq_emu_warp_exchange (uint64_t v);
 
 #define threadIdx (dq_emu_cur->tid)
-#define blockIdx dq_emu_block
+#define blockIdx (dq_emu_cur->bid)
 #define blockDim dq_emu_block_dim
 #define gridDim dq_emu_grid
 #define __syncthreads() dq_emu_syncthreads ()

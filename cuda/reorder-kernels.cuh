@@ -396,6 +396,7 @@ __device__ __forceinline__ void pause_ns (unsigned ns)
 {
 #ifdef DQ_CUDA_EMU
   (void) ns;
+  dq_emu_yield ();
 #else
   __nanosleep (ns);
 #endif

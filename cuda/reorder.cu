@@ -508,7 +508,9 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
     p.res_cap = res_cap;
     p.rel_cap = rel_cap;
 #ifdef DQ_CUDA_EMU
-    p.helpers = 0;                /* its blocks run one after another: none could wait */
+    /* helpers wait for the finalizer while holding their places: one place stays for the
+     * blocks that have not taken their tickets yet */
+    p.helpers = dq_emu_resident () - 1;
 #else
     p.helpers = (uint32_t) ctx->sms;
 #endif

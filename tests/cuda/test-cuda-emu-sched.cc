@@ -1,0 +1,115 @@
+/* test-cuda-emu-sched.cc — the CUDA emulator's scheduling (cuda/cuda-emu.h): resident blocks
+ * interleave, each with its own shared memory; a block may wait for another resident one; blocks
+ * that can only wait for each other are reported as a deadlock. */
+#include <signal.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cuda-emu.h"
+
+namespace {
+
+int failures;
+
+void
+check (bool ok, const char *what)
+{
+  printf ("%s: %s\n", ok ? "ok" : "FAIL", what);
+  if (!ok)
+    failures++;
+}
+
+/* every thread writes a value of its block into shared memory, lets the other resident blocks run
+ * (every thread of the block yields, so another block's threads write theirs in between), and
+ * counts what no longer holds */
+__global__ void
+shared_kernel (unsigned *wrong, unsigned *switched, volatile unsigned *last_block)
+{
+  __shared__ unsigned mine[64];
+  __shared__ unsigned owner;
+  const unsigned t = threadIdx.x, b = blockIdx.x;
+  if (t == 0)
+    owner = b;
+  mine[t] = b * 1000 + t;
+  __syncthreads ();
+  for (int k = 0; k < 4; k++) {
+    if (t == 0) {
+      if (*last_block != b)
+        atomicAdd (switched, 1u);
+      *last_block = b;
+    }
+    dq_emu_yield ();
+    __syncthreads ();
+  }
+  if (owner != b || mine[t] != b * 1000 + t)
+    atomicAdd (wrong, 1u);
+}
+
+/* block b waits until block b + 1 has finished: the chain only completes if the blocks run
+ * side by side */
+__global__ void
+chain_kernel (volatile unsigned *done, unsigned *order, unsigned *pos)
+{
+  const unsigned b = blockIdx.x;
+  if (threadIdx.x == 0 && b + 1 < gridDim.x)
+    while (!done[b + 1])
+      dq_emu_yield ();
+  __syncthreads ();
+  if (threadIdx.x == 0) {
+    order[atomicAdd (pos, 1u)] = b;
+    done[b] = 1;
+  }
+}
+
+/* every block waits for a flag nobody sets */
+__global__ void
+stuck_kernel (volatile unsigned *never)
+{
+  if (threadIdx.x == 0)
+    while (!*never)
+      dq_emu_yield ();
+  __syncthreads ();
+}
+
+}  /* namespace */
+
+int
+main (void)
+{
+  /* the blocks' shared memory stays theirs while others run */
+  /* (the launch captures its arguments by value: pointers) */
+  unsigned wrong = 0, switched = 0, last = ~0u;
+  unsigned *wrong_p = &wrong, *switched_p = &switched, *last_p = &last;
+  DQ_LAUNCH (shared_kernel, 12, 64, 0, wrong_p, switched_p, last_p);
+  check (wrong == 0, "each resident block keeps its own shared memory");
+  /* a block's first turn counts once; more means blocks took turns before finishing */
+  check (dq_emu_resident () == 1 ? switched == 12 : switched > 12,
+      "resident blocks run in turns (a block yields, another runs)");
+
+  /* a block waits for another resident block */
+  const unsigned R = dq_emu_resident ();
+  unsigned done[16] = { 0 }, order[16] = { 0 }, pos = 0;
+  unsigned *done_p = done, *order_p = order, *pos_p = &pos;
+  DQ_LAUNCH (chain_kernel, R, 32, 0, done_p, order_p, pos_p);
+  bool in_order = pos == R;
+  for (unsigned k = 0; k < R && in_order; k++)
+    in_order = order[k] == R - 1 - k;
+  check (in_order, "blocks waiting for each other in a chain finish last to first");
+
+  /* blocks that can only wait are a deadlock: the emulator aborts with a message */
+  fflush (stdout);
+  pid_t child = fork ();
+  if (child == 0) {
+    unsigned never = 0, *never_p = &never;
+    DQ_LAUNCH (stuck_kernel, 2, 32, 0, never_p);
+    _exit (0);
+  }
+  int status = 0;
+  waitpid (child, &status, 0);
+  check (WIFSIGNALED (status) && WTERMSIG (status) == SIGABRT,
+      "blocks that only wait for each other abort as a deadlock");
+
+  printf ("test-cuda-emu-sched: %s (%d failed)\n", failures ? "FAIL" : "PASS", failures);
+  return failures ? 1 : 0;
+}
