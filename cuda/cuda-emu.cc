@@ -1,6 +1,8 @@
 /* cuda-emu.cc — fibers for cuda-emu.h; see there. */
 #include <stdio.h>
 #include <ucontext.h>
+#include <list>
+#include <mutex>
 #include <vector>
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
@@ -14,7 +16,6 @@
 #include "cuda-emu.h"
 
 DqEmuThread *dq_emu_cur;
-dim3 dq_emu_grid, dq_emu_block_dim;
 
 /* the __shared__ variables of every kernel (cuda-emu.h), bounds from the linker; one variable
  * here keeps the section there when a build has no other */
@@ -43,10 +44,22 @@ struct Warp {
   uint64_t out[2][32];
 };
 
-/* a resident block: its threads are fibers slot * n .. slot * n + n - 1 */
+/* a kernel launched and not complete yet */
+struct Launch {
+  std::function<void ()> body;
+  dim3 grid, block;
+  std::vector<unsigned> order;  /* its blocks, in the order they start */
+  unsigned started, finished;
+  bool overlap;                 /* may start before the launch before it is complete */
+};
+std::list<Launch> g_launches;   /* oldest first */
+
+/* a resident block: its threads are fibers slot * g_stride .. + n - 1 */
 struct Slot {
   bool active;
-  unsigned alive, arrived;
+  Launch *launch;
+  unsigned n, alive, arrived;
+  bool crossed;                 /* its threads just passed a barrier together */
   std::vector<Warp> warps;
   std::vector<unsigned> runnable, yielded;
   std::vector<char> shared;     /* its shared memory while another block runs */
@@ -63,11 +76,16 @@ struct Fibers : std::vector<Fiber> {
 };
 Fibers g_fibers;
 std::vector<Slot> g_slots;
-unsigned g_threads;             /* per block */
-const std::function<void ()> *g_body;
+unsigned g_stride;              /* fibers per slot: the largest block launched */
 Fiber *g_cur;
 unsigned long g_idle;           /* yields since a thread last got somewhere */
 uint64_t g_rng;
+int g_loaded = -1;              /* the slot whose shared memory is in the section: -1 none */
+/* The host calls in from several threads (an element's streaming thread and its own): one at a
+ * time runs the fibers, whichever thread it is (a launch overlapped by the previous one may go on
+ * in another thread's call). */
+std::mutex g_mu;
+thread_local bool g_running;    /* this thread runs fibers: a launch from a kernel is a bug */
 
 uint64_t
 next_rand ()
@@ -94,7 +112,8 @@ release_block (unsigned s)
 {
   Slot &S = g_slots[s];
   S.arrived = 0;
-  for (unsigned i = s * g_threads; i < (s + 1) * g_threads; i++)
+  S.crossed = true;
+  for (unsigned i = s * g_stride; i < s * g_stride + S.n; i++)
     if (g_fibers[i].state == AT_BLOCK)
       make_runnable (i);
 }
@@ -102,12 +121,13 @@ release_block (unsigned s)
 void
 release_warp (unsigned s, unsigned w)
 {
-  Warp &W = g_slots[s].warps[w];
+  Slot &S = g_slots[s];
+  Warp &W = S.warps[w];
   memcpy (W.out[W.gen & 1], W.in, sizeof W.in);
   W.gen++;
   W.arrived = 0;
-  for (unsigned i = s * g_threads + w * 32; i < s * g_threads + w * 32 + 32 &&
-      i < (s + 1) * g_threads; i++)
+  for (unsigned i = s * g_stride + w * 32; i < s * g_stride + w * 32 + 32 &&
+      i < s * g_stride + S.n; i++)
     if (g_fibers[i].state == AT_WARP)
       make_runnable (i);
 }
@@ -115,7 +135,7 @@ release_warp (unsigned s, unsigned w)
 void
 fiber_main ()
 {
-  (*g_body) ();
+  g_slots[g_cur->slot].launch->body ();
   Fiber *f = g_cur;
   Slot &S = g_slots[f->slot];
   f->state = DONE;
@@ -132,11 +152,13 @@ fiber_main ()
 
 /* (its own function: getcontext returns twice, which would clobber a caller's loop) */
 __attribute__ ((noinline)) void
-setup_fiber (unsigned i, unsigned slot, unsigned block)
+setup_fiber (unsigned i, unsigned slot, const Launch &L, unsigned block)
 {
   Fiber &f = g_fibers[i];
-  f.t.tid = dim3 (i - slot * g_threads, 0, 0);
+  f.t.tid = dim3 (i - slot * g_stride, 0, 0);
   f.t.bid = dim3 (block, 0, 0);
+  f.t.grid = L.grid;
+  f.t.bdim = L.block;
   f.slot = slot;
   getcontext (&f.ctx);
   f.ctx.uc_stack.ss_sp = f.stack;
@@ -147,23 +169,42 @@ setup_fiber (unsigned i, unsigned slot, unsigned block)
 }
 
 void
-start_block (unsigned s, unsigned block)
+start_block (unsigned s, Launch &L)
 {
   Slot &S = g_slots[s];
+  const unsigned block = L.order[L.started++];
   S.active = true;
-  S.alive = g_threads;
+  S.crossed = false;
+  S.launch = &L;
+  S.n = L.block.x * L.block.y * L.block.z;
+  S.alive = S.n;
   S.arrived = 0;
   S.runnable.clear ();
   S.yielded.clear ();
-  S.warps.assign ((g_threads + 31) / 32, Warp ());
+  S.warps.assign ((S.n + 31) / 32, Warp ());
   for (unsigned w = 0; w < S.warps.size (); w++)
-    S.warps[w].alive = (w + 1) * 32 <= g_threads ? 32 : g_threads - w * 32;
-  for (unsigned i = s * g_threads; i < (s + 1) * g_threads; i++)
-    setup_fiber (i, s, block);
+    S.warps[w].alive = (w + 1) * 32 <= S.n ? 32 : S.n - w * 32;
+  for (unsigned i = s * g_stride; i < s * g_stride + S.n; i++)
+    setup_fiber (i, s, L, block);
 }
 
-/* the block whose shared memory is in the section: -1 none */
-int g_loaded = -1;
+/* The launch whose next block may start: the oldest with blocks left, if it is the oldest
+ * launch of all, or may overlap the one before it and that one has started all its blocks (on a
+ * GPU: every block of it has allowed the next launch, at its start). */
+Launch *
+next_to_start ()
+{
+  Launch *prev = NULL;
+  for (Launch &L : g_launches) {
+    if (L.started < L.grid.x) {
+      if (!prev || (L.overlap && prev->started == prev->grid.x))
+        return &L;
+      return NULL;
+    }
+    prev = &L;
+  }
+  return NULL;
+}
 
 void
 load_shared (unsigned s)
@@ -178,18 +219,25 @@ load_shared (unsigned s)
   g_loaded = (int) s;
 }
 
-/* the block to run next: the current one while it has runnable threads, else a random other
- * resident block with runnable threads; when every resident block only has threads that yielded
- * (each waits for another block), they all try again. -1: no resident block left. */
+/* the block to run next: the current one while it has runnable threads (but after a barrier,
+ * one time in four, another one: so that blocks also interleave between their barriers), else a
+ * random other resident block with runnable threads; when every resident block only has threads
+ * that yielded (each waits for another block), they all try again. -1: no resident block. */
 int
 pick_slot (int cur)
 {
-  if (cur >= 0 && g_slots[cur].active && !g_slots[cur].runnable.empty ())
-    return cur;
   std::vector<unsigned> ready;
   for (unsigned s = 0; s < g_slots.size (); s++)
     if (g_slots[s].active && !g_slots[s].runnable.empty ())
       ready.push_back (s);
+  if (cur >= 0 && g_slots[cur].active && !g_slots[cur].runnable.empty ()) {
+    Slot &C = g_slots[cur];
+    if (!C.crossed || ready.size () < 2 || next_rand () % 4 != 0) {
+      C.crossed = false;
+      return cur;
+    }
+    C.crossed = false;
+  }
   if (ready.empty ()) {
     bool any = false;
     for (unsigned s = 0; s < g_slots.size (); s++) {
@@ -211,6 +259,86 @@ pick_slot (int cur)
     }
   }
   return (int) ready[next_rand () % ready.size ()];
+}
+
+/* Runs resident blocks, starting the launches' blocks as places free up, until at most `keep`
+ * launches are left (the newest ones; their blocks may have run part of the way). */
+void
+run_until (size_t keep)
+{
+  g_running = true;
+  int cur = -1;
+  while (g_launches.size () > keep) {
+    for (unsigned s = 0; s < g_slots.size (); s++)
+      if (!g_slots[s].active) {
+        Launch *L = next_to_start ();
+        if (!L)
+          break;
+        start_block (s, *L);
+      }
+    cur = pick_slot (cur);
+    if (cur < 0) {
+      fprintf (stderr, "cuda-emu: %zu launches left and no block can start\n",
+          g_launches.size ());
+      abort ();
+    }
+    Slot &S = g_slots[cur];
+    load_shared ((unsigned) cur);
+    unsigned k = (unsigned) (next_rand () % S.runnable.size ());
+    unsigned i = S.runnable[k];
+    S.runnable[k] = S.runnable.back ();
+    S.runnable.pop_back ();
+    g_cur = &g_fibers[i];
+    dq_emu_cur = &g_cur->t;
+    swapcontext (&g_sched, &g_cur->ctx);
+    if (S.alive == 0) {
+      /* the block is done (the next one in its place finds its shared memory as a GPU leaves
+       * it: undefined) */
+      S.active = false;
+      S.launch->finished++;
+      while (!g_launches.empty () && g_launches.front ().finished == g_launches.front ().grid.x)
+        g_launches.pop_front ();
+    }
+  }
+  g_running = false;
+}
+
+void
+enqueue (dim3 grid, dim3 block, const std::function<void ()> &body, bool overlap)
+{
+  const unsigned n = block.x * block.y * block.z;
+  const unsigned R = dq_emu_resident ();
+  if (n > g_stride || g_slots.size () < R) {
+    /* more fibers per place: only with nothing in flight, whose fibers would move */
+    run_until (0);
+    g_stride = n > g_stride ? n : g_stride;
+    g_slots.assign (R, Slot ());
+    g_loaded = -1;
+    size_t old = g_fibers.size ();
+    g_fibers.resize ((size_t) R * g_stride);
+    for (size_t i = old; i < g_fibers.size (); i++) {
+      g_fibers[i].stack = (char *) malloc (kStack);
+      (void) VALGRIND_STACK_REGISTER (g_fibers[i].stack, g_fibers[i].stack + kStack);
+    }
+  }
+  g_launches.emplace_back ();
+  Launch &L = g_launches.back ();
+  L.body = body;
+  L.grid = grid;
+  L.block = block;
+  L.started = L.finished = 0;
+  L.overlap = overlap;
+  /* blocks start in a random order */
+  L.order.resize (grid.x);
+  for (unsigned b = 0; b < grid.x; b++)
+    L.order[b] = b;
+  for (unsigned b = grid.x; b > 1; b--) {
+    unsigned k = (unsigned) (next_rand () % b);
+    unsigned tmp = L.order[b - 1];
+    L.order[b - 1] = L.order[k];
+    L.order[k] = tmp;
+  }
+  g_idle = 0;
 }
 
 }  /* namespace */
@@ -278,60 +406,42 @@ dq_emu_yield ()
 }
 
 void
+dq_emu_grid_dependency_sync ()
+{
+  const Launch *mine = g_slots[g_cur->slot].launch;
+  while (&g_launches.front () != mine)
+    dq_emu_yield ();
+}
+
+void
 dq_emu_launch (dim3 grid, dim3 block, const std::function<void ()> &body)
 {
-  const unsigned n = block.x * block.y * block.z;
-  const unsigned R = grid.x < dq_emu_resident () ? grid.x : dq_emu_resident ();
-  g_threads = n;
-  if (g_fibers.size () < (size_t) R * n) {
-    size_t old = g_fibers.size ();
-    g_fibers.resize ((size_t) R * n);
-    for (size_t i = old; i < g_fibers.size (); i++) {
-      g_fibers[i].stack = (char *) malloc (kStack);
-      (void) VALGRIND_STACK_REGISTER (g_fibers[i].stack, g_fibers[i].stack + kStack);
-    }
+  if (g_running) {
+    fprintf (stderr, "cuda-emu: a kernel launched from a kernel\n");
+    abort ();
   }
-  g_slots.assign (R, Slot ());
-  g_loaded = -1;
-  g_idle = 0;
-  dq_emu_grid = grid;
-  dq_emu_block_dim = block;
-  g_body = &body;
+  std::lock_guard<std::mutex> lock (g_mu);
+  enqueue (grid, block, body, false);
+  run_until (0);
+}
 
-  /* blocks start in a random order */
-  std::vector<unsigned> order (grid.x);
-  for (unsigned b = 0; b < grid.x; b++)
-    order[b] = b;
-  for (unsigned b = grid.x; b > 1; b--) {
-    unsigned k = (unsigned) (next_rand () % b);
-    unsigned tmp = order[b - 1];
-    order[b - 1] = order[k];
-    order[k] = tmp;
+void
+dq_emu_launch_overlapped (dim3 grid, dim3 block, const std::function<void ()> &body)
+{
+  if (g_running) {
+    fprintf (stderr, "cuda-emu: a kernel launched from a kernel\n");
+    abort ();
   }
-  unsigned started = 0;
-  for (unsigned s = 0; s < R; s++)
-    start_block (s, order[started++]);
-  int cur = -1;
-  for (;;) {
-    cur = pick_slot (cur);
-    if (cur < 0)
-      break;
-    Slot &S = g_slots[cur];
-    load_shared ((unsigned) cur);
-    unsigned k = (unsigned) (next_rand () % S.runnable.size ());
-    unsigned i = S.runnable[k];
-    S.runnable[k] = S.runnable.back ();
-    S.runnable.pop_back ();
-    g_cur = &g_fibers[i];
-    dq_emu_cur = &g_cur->t;
-    swapcontext (&g_sched, &g_cur->ctx);
-    if (S.alive == 0) {
-      /* the block is done: the next one takes its place (and its shared memory, as a GPU
-       * leaves it: undefined) */
-      S.active = false;
-      if (started < grid.x)
-        start_block ((unsigned) cur, order[started++]);
-    }
-  }
-  g_loaded = -1;
+  std::lock_guard<std::mutex> lock (g_mu);
+  enqueue (grid, block, body, true);
+  run_until (1);
+}
+
+void
+dq_emu_synchronize ()
+{
+  if (g_running)
+    return;
+  std::lock_guard<std::mutex> lock (g_mu);
+  run_until (0);
 }

@@ -12,8 +12,13 @@
  * is saved and restored when another block runs. Atomics are plain read-modify-writes: fibers
  * only switch at the sync points and yields. Resident blocks that all wait for each other (or
  * for a block not yet started) are reported as a deadlock and abort the program.
- * Device memory is host memory; kernels run to completion inside the launch; events are complete
- * (or pretend not to be: DQ_CUDA_EMU_EVENT_LAG below). The conversion intrinsics use the CPU
+ * Device memory is host memory. A launch runs to its end before it returns, except one with
+ * programmatic stream serialization (dq_emu_launch_overlapped: K1 after K1), whose blocks start
+ * once the previous launch's have all started and run beside them; it returns once the previous
+ * one is complete, part of the way through itself, and goes on at the next launch or
+ * synchronizing call (copies, frees, stream and event synchronization, an event query that
+ * answers "ready"); pdl_wait waits for the launch before. Events are complete once queried (or
+ * pretend not to be: DQ_CUDA_EMU_EVENT_LAG below). The conversion intrinsics use the CPU
  * twin's functions: this emulates the kernels' control flow and data movement, not the GPU's
  * arithmetic (that is what test-cuda-gpu checks on a real device).
  *
@@ -54,11 +59,19 @@ static inline uint4 make_uint4 (unsigned a, unsigned b, unsigned c, unsigned d)
 /* ---- fibers ---------------------------------------------------------------------------------- */
 
 struct DqEmuThread {
-  dim3 tid, bid;
+  dim3 tid, bid, grid, bdim;
 };
 extern DqEmuThread *dq_emu_cur;
-extern dim3 dq_emu_grid, dq_emu_block_dim;
+/* a launch; it runs, with any launch still in flight, before this returns */
 void dq_emu_launch (dim3 grid, dim3 block, const std::function<void ()> &body);
+/* a launch with programmatic stream serialization: its blocks may start once every block of the
+ * launch before it has started; this returns once that one is complete, this one's blocks
+ * having run part of the way (the rest runs at the next launch or synchronizing call) */
+void dq_emu_launch_overlapped (dim3 grid, dim3 block, const std::function<void ()> &body);
+/* every launch complete (the synchronizing calls below: copies, frees, events, streams) */
+void dq_emu_synchronize ();
+/* pdl_wait: until the launch before the calling thread's is complete */
+void dq_emu_grid_dependency_sync ();
 void dq_emu_syncthreads ();
 void dq_emu_syncwarp ();
 /* a thread waiting for another block: lets the other resident blocks run */
@@ -70,8 +83,8 @@ const uint64_t *dq_emu_warp_exchange (uint64_t v);
 
 #define threadIdx (dq_emu_cur->tid)
 #define blockIdx (dq_emu_cur->bid)
-#define blockDim dq_emu_block_dim
-#define gridDim dq_emu_grid
+#define blockDim (dq_emu_cur->bdim)
+#define gridDim (dq_emu_cur->grid)
 #define __syncthreads() dq_emu_syncthreads ()
 #define __syncwarp(...) dq_emu_syncwarp ()
 #define __threadfence() do { } while (0)
@@ -226,30 +239,32 @@ static inline cudaError_t cudaMalloc (T **p, size_t n)
     memset ((void *) *p, 0xcd, n);       /* device memory is not zeroed */
   return *p ? cudaSuccess : 2;
 }
-static inline cudaError_t cudaFree (void *p) { free (p); return cudaSuccess; }
+static inline cudaError_t cudaFree (void *p) { dq_emu_synchronize (); free (p); return cudaSuccess; }
 template <typename T>
 static inline cudaError_t cudaHostAlloc (T **p, size_t n, unsigned)
 {
   *p = (T *) malloc (n ? n : 1);
   return *p ? cudaSuccess : 2;
 }
-static inline cudaError_t cudaFreeHost (void *p) { free (p); return cudaSuccess; }
+static inline cudaError_t cudaFreeHost (void *p) { dq_emu_synchronize (); free (p); return cudaSuccess; }
 template <typename T>
 static inline cudaError_t cudaHostGetDevicePointer (T **d, void *h, unsigned) { *d = (T *) h; return cudaSuccess; }
-static inline cudaError_t cudaMemcpy (void *d, const void *s, size_t n, int) { memmove (d, s, n); return cudaSuccess; }
+static inline cudaError_t cudaMemcpy (void *d, const void *s, size_t n, int) { dq_emu_synchronize (); memmove (d, s, n); return cudaSuccess; }
 static inline cudaError_t cudaMemcpy2D (void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, int)
 {
+  dq_emu_synchronize ();
   for (size_t r = 0; r < h; r++)
     memmove ((char *) d + r * dp, (const char *) s + r * sp, w);
   return cudaSuccess;
 }
-static inline cudaError_t cudaMemcpyAsync (void *d, const void *s, size_t n, int, cudaStream_t) { memmove (d, s, n); return cudaSuccess; }
-static inline cudaError_t cudaMemset (void *d, int v, size_t n) { memset (d, v, n); return cudaSuccess; }
-static inline cudaError_t cudaMemsetAsync (void *d, int v, size_t n, cudaStream_t) { memset (d, v, n); return cudaSuccess; }
+static inline cudaError_t cudaMemcpyAsync (void *d, const void *s, size_t n, int, cudaStream_t) { dq_emu_synchronize (); memmove (d, s, n); return cudaSuccess; }
+static inline cudaError_t cudaMemset (void *d, int v, size_t n) { dq_emu_synchronize (); memset (d, v, n); return cudaSuccess; }
+static inline cudaError_t cudaMemsetAsync (void *d, int v, size_t n, cudaStream_t) { dq_emu_synchronize (); memset (d, v, n); return cudaSuccess; }
 static inline cudaError_t cudaStreamCreateWithFlags (cudaStream_t *s, unsigned) { *s = (void *) 1; return cudaSuccess; }
-static inline cudaError_t cudaStreamDestroy (cudaStream_t) { return cudaSuccess; }
-static inline cudaError_t cudaStreamSynchronize (cudaStream_t) { return cudaSuccess; }
-/* Events: the work before them has always run (kernels run inside the launch), but with
+static inline cudaError_t cudaStreamDestroy (cudaStream_t) { dq_emu_synchronize (); return cudaSuccess; }
+static inline cudaError_t cudaStreamSynchronize (cudaStream_t) { dq_emu_synchronize (); return cudaSuccess; }
+/* Events: a query that answers "ready" and a synchronize first run every launch in flight to its
+ * end (one stream: what was launched before the event is then complete); with
  * DQ_CUDA_EMU_EVENT_LAG=N in the environment a recorded event answers "not ready" to its first
  * N queries, as a GPU still working would; cudaEventSynchronize makes it ready. So that callers'
  * paths for work still in flight run in CI too. */
@@ -289,9 +304,16 @@ cudaEventQuery (cudaEvent_t e)
     ev->pending--;
     return cudaErrorNotReady;
   }
+  dq_emu_synchronize ();
   return cudaSuccess;
 }
-static inline cudaError_t cudaEventSynchronize (cudaEvent_t e) { ((DqEmuEvent *) e)->pending = 0; return cudaSuccess; }
+static inline cudaError_t
+cudaEventSynchronize (cudaEvent_t e)
+{
+  ((DqEmuEvent *) e)->pending = 0;
+  dq_emu_synchronize ();
+  return cudaSuccess;
+}
 static inline cudaError_t cudaGetLastError () { return cudaSuccess; }
 
 #define DQ_LAUNCH(kernel, grid, block, stream, ...) \

@@ -299,8 +299,9 @@ __device__ __forceinline__ uint64_t ld_cg64 (const void *p)
 
 /* Programmatic dependent launch (sm_90 on): the next kernel on the stream may start once every
  * block of this one called pdl_trigger; pdl_wait returns once the previous kernel has completed
- * and its memory is visible. Without it (older GPUs, no PDL launch, the emulator) both are no-ops
- * and the stream orders kernels as usual. */
+ * and its memory is visible. Without it (older GPUs, no PDL launch) both are no-ops and the
+ * stream orders kernels as usual. The emulator starts the next launch's blocks once every block
+ * of this one has started, and waits in pdl_wait as a GPU does. */
 __device__ __forceinline__ void pdl_trigger ()
 {
 #if !defined (DQ_CUDA_EMU) && defined (__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -310,7 +311,9 @@ __device__ __forceinline__ void pdl_trigger ()
 
 __device__ __forceinline__ void pdl_wait ()
 {
-#if !defined (DQ_CUDA_EMU) && defined (__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined (DQ_CUDA_EMU)
+  dq_emu_grid_dependency_sync ();
+#elif defined (__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaGridDependencySynchronize ();
 #endif
 }

@@ -100,7 +100,10 @@ static cudaError_t
 launch_k1 (DqReorderGpu *ctx, uint32_t grid, const Params &p)
 {
 #ifdef DQ_CUDA_EMU
-  DQ_LAUNCH (reorder_main, grid, kThreads, ctx->stream, p);
+  if (ctx->pdl && ctx->chain)
+    dq_emu_launch_overlapped (dim3 (grid), dim3 (kThreads), [=] () { reorder_main (p); });
+  else
+    DQ_LAUNCH (reorder_main, grid, kThreads, ctx->stream, p);
   return cudaGetLastError ();
 #else
   cudaLaunchConfig_t lc = {};

@@ -62,6 +62,35 @@ chain_kernel (volatile unsigned *done, unsigned *order, unsigned *pos)
   }
 }
 
+/* the first of two launches: its blocks let others run a few times before they finish */
+__global__ void
+first_kernel (volatile unsigned *done)
+{
+  for (int k = 0; k < 4; k++)
+    dq_emu_yield ();
+  __syncthreads ();
+  if (threadIdx.x == 0)
+    done[blockIdx.x] = 1;
+}
+
+/* the second, overlapping the first: notes whether the first was complete when it started, and
+ * whether it is after pdl_wait (dq_emu_grid_dependency_sync) */
+__global__ void
+second_kernel (volatile unsigned *done, unsigned first_grid, unsigned *early, unsigned *late)
+{
+  bool all = true;
+  for (unsigned b = 0; b < first_grid; b++)
+    all = all && done[b];
+  if (threadIdx.x == 0 && !all)
+    atomicAdd (early, 1u);
+  dq_emu_grid_dependency_sync ();
+  all = true;
+  for (unsigned b = 0; b < first_grid; b++)
+    all = all && done[b];
+  if (!all)
+    atomicAdd (late, 1u);
+}
+
 /* every block waits for a flag nobody sets */
 __global__ void
 stuck_kernel (volatile unsigned *never)
@@ -96,6 +125,17 @@ main (void)
   for (unsigned k = 0; k < R && in_order; k++)
     in_order = order[k] == R - 1 - k;
   check (in_order, "blocks waiting for each other in a chain finish last to first");
+
+  /* a launch overlapping the one before it (programmatic dependent launch) */
+  unsigned first_done[2] = { 0 }, early = 0, late = 0;
+  unsigned *first_done_p = first_done, *early_p = &early, *late_p = &late;
+  dq_emu_launch_overlapped (dim3 (2), dim3 (32), [=] () { first_kernel (first_done_p); });
+  dq_emu_launch_overlapped (dim3 (2), dim3 (32),
+      [=] () { second_kernel (first_done_p, 2, early_p, late_p); });
+  check (first_done[0] && first_done[1], "an overlapped launch returns with the one before complete");
+  dq_emu_synchronize ();
+  check (late == 0, "pdl_wait returns once the launch before is complete");
+  check (R < 3 || early > 0, "an overlapped launch starts before the one before is complete");
 
   /* blocks that can only wait are a deadlock: the emulator aborts with a message */
   fflush (stdout);
