@@ -26,7 +26,7 @@ namespace {
 
 constexpr size_t kStack = 64 * 1024;
 /* yields in a row with no thread getting anywhere: every resident block waits for another */
-constexpr unsigned long kStuck = 1u << 20;
+constexpr unsigned long kStuck = 1u << 16;
 
 enum { RUNNABLE = 0, AT_BLOCK = 1, AT_WARP = 2, YIELDED = 3, DONE = 4 };
 
