@@ -341,6 +341,20 @@ enqueue (dim3 grid, dim3 block, const std::function<void ()> &body, bool overlap
   g_idle = 0;
 }
 
+/* a plain launch runs with whatever is in flight to its end; an overlapped one until the launch
+ * before it is complete */
+void
+launch (dim3 grid, dim3 block, const std::function<void ()> &body, bool overlap)
+{
+  if (g_running) {
+    fprintf (stderr, "cuda-emu: a kernel launched from a kernel\n");
+    abort ();
+  }
+  std::lock_guard<std::mutex> lock (g_mu);
+  enqueue (grid, block, body, overlap);
+  run_until (overlap ? 1 : 0);
+}
+
 }  /* namespace */
 
 unsigned
@@ -416,25 +430,13 @@ dq_emu_grid_dependency_sync ()
 void
 dq_emu_launch (dim3 grid, dim3 block, const std::function<void ()> &body)
 {
-  if (g_running) {
-    fprintf (stderr, "cuda-emu: a kernel launched from a kernel\n");
-    abort ();
-  }
-  std::lock_guard<std::mutex> lock (g_mu);
-  enqueue (grid, block, body, false);
-  run_until (0);
+  launch (grid, block, body, false);
 }
 
 void
 dq_emu_launch_overlapped (dim3 grid, dim3 block, const std::function<void ()> &body)
 {
-  if (g_running) {
-    fprintf (stderr, "cuda-emu: a kernel launched from a kernel\n");
-    abort ();
-  }
-  std::lock_guard<std::mutex> lock (g_mu);
-  enqueue (grid, block, body, true);
-  run_until (1);
+  launch (grid, block, body, true);
 }
 
 void
