@@ -1,6 +1,7 @@
 /* cuda-emu.h — just enough of CUDA to run reorder.cu's kernels on the CPU, for CI (no GPU there).
  *
- * Every CUDA thread of a block is a fiber (ucontext) on the calling OS thread; __syncthreads,
+ * Every CUDA thread of a block is a fiber (ucontext), run by the host thread that called in (one
+ * at a time; an overlapped launch may go on in another thread's call); __syncthreads,
  * __syncwarp and the warp shuffles/ballots switch between fibers until all living threads of the
  * block (or warp) have arrived. Blocks start in a random order and up to DQ_EMU_RESIDENT of them
  * (default 3) are resident at once, like a GPU holding a few: a block runs until none of its
