@@ -226,18 +226,17 @@ load_shared (unsigned s)
 int
 pick_slot (int cur)
 {
+  if (cur >= 0 && g_slots[cur].active && !g_slots[cur].runnable.empty ()) {
+    Slot &C = g_slots[cur];
+    const bool crossed = C.crossed;
+    C.crossed = false;
+    if (!crossed || next_rand () % 4 != 0)
+      return cur;
+  }
   std::vector<unsigned> ready;
   for (unsigned s = 0; s < g_slots.size (); s++)
     if (g_slots[s].active && !g_slots[s].runnable.empty ())
       ready.push_back (s);
-  if (cur >= 0 && g_slots[cur].active && !g_slots[cur].runnable.empty ()) {
-    Slot &C = g_slots[cur];
-    if (!C.crossed || ready.size () < 2 || next_rand () % 4 != 0) {
-      C.crossed = false;
-      return cur;
-    }
-    C.crossed = false;
-  }
   if (ready.empty ()) {
     bool any = false;
     for (unsigned s = 0; s < g_slots.size (); s++) {

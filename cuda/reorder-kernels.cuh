@@ -169,10 +169,10 @@ struct Sync {
  * after that one's hand-over (a release that waits for every store of its block, then the flag,
  * then the state's loads: three round trips on the finalizers' chain). A submission starts
  * early only after one with no deferred packets and no fixups, whose tail has no work, so
- * nothing changes that state after it is put here. The state itself is
- * double-buffered (by job_seq % 2, read the one before), so that an early finalizer's write-back
- * never meets its predecessor's: the one it overwrites was handed over (`ready`) before this
- * submission's blocks started early. */
+ * nothing changes that state after it is put here. The state itself is double-buffered (by
+ * job_seq % 2, read the one before), so that an early finalizer's write-back never meets its
+ * predecessor's: the one it overwrites was handed over (`ready`) before this submission's
+ * blocks started early. */
 struct Mail {
   unsigned long long v, tag;
 };

@@ -99,8 +99,9 @@ struct _DqReorderGpu {
 static cudaError_t
 launch_k1 (DqReorderGpu *ctx, uint32_t grid, const Params &p)
 {
+  const bool overlap = ctx->pdl && ctx->chain;
 #ifdef DQ_CUDA_EMU
-  if (ctx->pdl && ctx->chain)
+  if (overlap)
     dq_emu_launch_overlapped (dim3 (grid), dim3 (kThreads), [=] () { reorder_main (p); });
   else
     DQ_LAUNCH (reorder_main, grid, kThreads, ctx->stream, p);
@@ -111,7 +112,7 @@ launch_k1 (DqReorderGpu *ctx, uint32_t grid, const Params &p)
   lc.gridDim = dim3 (grid);
   lc.blockDim = dim3 (kThreads);
   lc.stream = ctx->stream;
-  if (ctx->pdl && ctx->chain) {
+  if (overlap) {
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[0].val.programmaticStreamSerializationAllowed = 1;
     lc.attrs = at;

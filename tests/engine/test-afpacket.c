@@ -985,8 +985,6 @@ test_rx_ring_full (void)
   dq_port_unref (port);
 }
 
-/* One burst of a block held while the others are released and traffic wraps the ring
- * many times: the held burst's memory is never handed back, then recovery. */
 /* Receives and releases until a poll of 5 ms finds nothing; every frame's sequence number in
  * [lo, hi). Returns the frames received. */
 static guint
@@ -1010,6 +1008,8 @@ drain_seq_range (DqRxQueue * rxq, guint32 lo, guint32 hi)
   }
 }
 
+/* One burst of a block held while the others are released and traffic wraps the ring
+ * many times: the held burst's memory is never handed back, then recovery. */
 static void
 test_rx_partial_hold (void)
 {
@@ -1463,9 +1463,9 @@ test_rx_wakeup (void)
   g_test_message ("wakeup latency %.3f ms", latency / 1e6);
   g_assert_cmpint (latency, <, 20 * MS);
 
-  /* the same while a burst is held; one frame, so that
-   * nothing is left to arrive in a second burst while the poller should be blocked (five could
-   * be split over two ring blocks, and the poller then returned the second) */
+  /* the same while a burst is held; one frame, so that nothing is left to arrive in a second
+   * burst while the poller should be blocked (five could be split over two ring blocks, and the
+   * poller then returned the second) */
   sender_send (s, gen_plain, NULL, 0, 1);
   g_assert_cmpint (dq_rxq_poll (rxq, &b, 2000 * MS, &error), ==, 1);
   g_assert_no_error (error);

@@ -936,8 +936,9 @@ GST_END_TEST;
  * due, on the monotonic clock, from the first burst (which is after the start), so the last
  * one (..9999) cannot arrive sooner than 9999 / 20000 s after the start; nor, at that rate,
  * much later than the first one (0.4 s of slack for a loaded machine; a source at half the
- * rate takes 1 s; start-up, slow under valgrind, is not counted); EOS follows; PTS count from 0 by the burst's share of the rate. The bursts are
- * checked only afterwards, so a slow check (valgrind) does not distort the timing. */
+ * rate takes 1 s; start-up, slow under valgrind, is not counted); EOS follows; PTS count from
+ * 0 by the burst's share of the rate. The bursts are checked only afterwards, so a slow check
+ * (valgrind) does not distort the timing. */
 GST_START_TEST (test_src_rate_count)
 {
   GstHarness *h = gst_harness_new ("daqiritestsrc");
