@@ -51,6 +51,9 @@ struct Launch {
   std::vector<unsigned> order;  /* its blocks, in the order they start */
   unsigned started, finished;
   bool overlap;                 /* may start before the launch before it is complete */
+  bool persistent;              /* on a stream of its own, every block resident at once, until
+                                 * its body returns (dq_emu_launch_persistent) */
+  size_t dyn_shared;            /* bytes of dynamic shared memory per block */
 };
 std::list<Launch> g_launches;   /* oldest first */
 
@@ -63,6 +66,7 @@ struct Slot {
   std::vector<Warp> warps;
   std::vector<unsigned> runnable, yielded;
   std::vector<char> shared;     /* its shared memory while another block runs */
+  std::vector<char> dyn;        /* its dynamic shared memory (never moves while it runs) */
 };
 
 ucontext_t g_sched;
@@ -182,6 +186,7 @@ start_block (unsigned s, Launch &L)
   S.runnable.clear ();
   S.yielded.clear ();
   S.warps.assign ((S.n + 31) / 32, Warp ());
+  S.dyn.assign (L.dyn_shared, (char) 0xcd);     /* not zeroed, as on a GPU */
   for (unsigned w = 0; w < S.warps.size (); w++)
     S.warps[w].alive = (w + 1) * 32 <= S.n ? 32 : S.n - w * 32;
   for (unsigned i = s * g_stride; i < s * g_stride + S.n; i++)
@@ -196,6 +201,12 @@ next_to_start ()
 {
   Launch *prev = NULL;
   for (Launch &L : g_launches) {
+    if (L.persistent) {
+      /* its own stream: it orders nothing, and it starts at once (enqueue_persistent) */
+      if (L.started < L.grid.x)
+        return &L;
+      continue;
+    }
     if (L.started < L.grid.x) {
       if (!prev || (L.overlap && prev->started == prev->grid.x))
         return &L;
@@ -260,14 +271,63 @@ pick_slot (int cur)
   return (int) ready[next_rand () % ready.size ()];
 }
 
-/* Runs resident blocks, starting the launches' blocks as places free up, until at most `keep`
- * launches are left (the newest ones; their blocks may have run part of the way). */
+size_t
+count (bool persistent)
+{
+  size_t n = 0;
+  for (const Launch &L : g_launches)
+    n += L.persistent == persistent;
+  return n;
+}
+
+/* Finished launches leave the list: a persistent one at once, the others in launch order (the
+ * stream's: dq_emu_grid_dependency_sync waits for those before). */
 void
-run_until (size_t keep)
+drop_finished ()
+{
+  for (auto it = g_launches.begin (); it != g_launches.end ();)
+    it = it->persistent && it->finished == it->grid.x ? g_launches.erase (it) : std::next (it);
+  for (auto it = g_launches.begin (); it != g_launches.end ();) {
+    if (it->persistent) {
+      ++it;
+      continue;
+    }
+    if (it->finished != it->grid.x)
+      break;
+    it = g_launches.erase (it);
+  }
+}
+
+enum RunMode {
+  PLAIN,      /* until at most `keep` launches that are not persistent are left */
+  IDLE,       /* until every resident thread only waits (a persistent kernel waiting for the
+               * host), or nothing is left */
+  ALL,        /* until every launch is complete, the persistent ones too */
+};
+
+bool
+living_idle ()
+{
+  unsigned long alive = 0;
+  for (const Slot &S : g_slots)
+    if (S.active)
+      alive += S.alive;
+  return g_idle > 2 * alive + 64;
+}
+
+/* Runs resident blocks, starting the launches' blocks as places free up, until `mode` says
+ * (launches left over may have run part of the way). */
+void
+run_until (size_t keep, RunMode mode = PLAIN)
 {
   g_running = true;
   int cur = -1;
-  while (g_launches.size () > keep) {
+  g_idle = 0;
+  for (;;) {
+    if (mode == PLAIN ? count (false) <= keep : g_launches.empty ())
+      break;
+    if (mode == IDLE && living_idle ())
+      break;
     for (unsigned s = 0; s < g_slots.size (); s++)
       if (!g_slots[s].active) {
         Launch *L = next_to_start ();
@@ -295,31 +355,45 @@ run_until (size_t keep)
        * it: undefined) */
       S.active = false;
       S.launch->finished++;
-      while (!g_launches.empty () && g_launches.front ().finished == g_launches.front ().grid.x)
-        g_launches.pop_front ();
+      drop_finished ();
     }
   }
   g_running = false;
 }
 
+/* Places and fibers for blocks of n threads, `places` of them at least: only with nothing
+ * resident, whose fibers would move. */
 void
-enqueue (dim3 grid, dim3 block, const std::function<void ()> &body, bool overlap)
+make_places (unsigned n, unsigned places)
+{
+  if (n <= g_stride && g_slots.size () >= places)
+    return;
+  run_until (0);
+  if (count (true)) {
+    fprintf (stderr, "cuda-emu: a launch of %u threads per block while a persistent kernel of "
+        "fewer runs\n", n);
+    abort ();
+  }
+  g_stride = n > g_stride ? n : g_stride;
+  if (places < g_slots.size ())
+    places = (unsigned) g_slots.size ();
+  g_slots.assign (places, Slot ());
+  g_loaded = -1;
+  size_t old = g_fibers.size ();
+  g_fibers.resize ((size_t) places * g_stride);
+  for (size_t i = old; i < g_fibers.size (); i++) {
+    g_fibers[i].stack = (char *) malloc (kStack);
+    (void) VALGRIND_STACK_REGISTER (g_fibers[i].stack, g_fibers[i].stack + kStack);
+  }
+}
+
+void
+enqueue (dim3 grid, dim3 block, const std::function<void ()> &body, bool overlap,
+    bool persistent = false, size_t dyn_shared = 0)
 {
   const unsigned n = block.x * block.y * block.z;
-  const unsigned R = dq_emu_resident ();
-  if (n > g_stride || g_slots.size () < R) {
-    /* more fibers per place: only with nothing in flight, whose fibers would move */
-    run_until (0);
-    g_stride = n > g_stride ? n : g_stride;
-    g_slots.assign (R, Slot ());
-    g_loaded = -1;
-    size_t old = g_fibers.size ();
-    g_fibers.resize ((size_t) R * g_stride);
-    for (size_t i = old; i < g_fibers.size (); i++) {
-      g_fibers[i].stack = (char *) malloc (kStack);
-      (void) VALGRIND_STACK_REGISTER (g_fibers[i].stack, g_fibers[i].stack + kStack);
-    }
-  }
+  /* a persistent kernel holds its places: the others keep dq_emu_resident () beside it */
+  make_places (n, dq_emu_resident () + (persistent ? grid.x : 0));
   g_launches.emplace_back ();
   Launch &L = g_launches.back ();
   L.body = body;
@@ -327,6 +401,8 @@ enqueue (dim3 grid, dim3 block, const std::function<void ()> &body, bool overlap
   L.block = block;
   L.started = L.finished = 0;
   L.overlap = overlap;
+  L.persistent = persistent;
+  L.dyn_shared = dyn_shared;
   /* blocks start in a random order */
   L.order.resize (grid.x);
   for (unsigned b = 0; b < grid.x; b++)
@@ -422,8 +498,17 @@ void
 dq_emu_grid_dependency_sync ()
 {
   const Launch *mine = g_slots[g_cur->slot].launch;
-  while (&g_launches.front () != mine)
+  for (;;) {
+    const Launch *first = NULL;
+    for (const Launch &L : g_launches)
+      if (!L.persistent) {
+        first = &L;
+        break;
+      }
+    if (first == mine)
+      break;
     dq_emu_yield ();
+  }
 }
 
 void
@@ -436,6 +521,43 @@ void
 dq_emu_launch_overlapped (dim3 grid, dim3 block, const std::function<void ()> &body)
 {
   launch (grid, block, body, true);
+}
+
+void
+dq_emu_launch_persistent (dim3 grid, dim3 block, size_t dyn_shared,
+    const std::function<void ()> &body)
+{
+  if (g_running) {
+    fprintf (stderr, "cuda-emu: a kernel launched from a kernel\n");
+    abort ();
+  }
+  std::lock_guard<std::mutex> lock (g_mu);
+  enqueue (grid, block, body, false, true, dyn_shared);
+  run_until (0, IDLE);
+}
+
+void
+dq_emu_progress ()
+{
+  if (g_running)
+    return;
+  std::lock_guard<std::mutex> lock (g_mu);
+  run_until (0, IDLE);
+}
+
+void
+dq_emu_join ()
+{
+  if (g_running)
+    return;
+  std::lock_guard<std::mutex> lock (g_mu);
+  run_until (0, ALL);
+}
+
+void *
+dq_emu_dynamic_shared ()
+{
+  return g_slots[g_cur->slot].dyn.data ();
 }
 
 void

@@ -18,7 +18,9 @@
  * once the previous launch's have all started and run beside them; it returns once the previous
  * one is complete, part of the way through itself, and goes on at the next launch or
  * synchronizing call (copies, frees, stream and event synchronization, an event query that
- * answers "ready"); pdl_wait waits for the launch before. Events are complete once queried (or
+ * answers "ready"); pdl_wait waits for the launch before. A persistent launch
+ * (dq_emu_launch_persistent) never blocks the host: its blocks run whenever the host calls in, the
+ * host and the kernel meeting through memory that both see (mapped host memory is host memory). Events are complete once queried (or
  * pretend not to be: DQ_CUDA_EMU_EVENT_LAG below). The conversion intrinsics use the CPU
  * twin's functions: this emulates the kernels' control flow and data movement, not the GPU's
  * arithmetic (that is what test-cuda-gpu checks on a real device).
@@ -69,7 +71,22 @@ void dq_emu_launch (dim3 grid, dim3 block, const std::function<void ()> &body);
  * launch before it has started; this returns once that one is complete, this one's blocks
  * having run part of the way (the rest runs at the next launch or synchronizing call) */
 void dq_emu_launch_overlapped (dim3 grid, dim3 block, const std::function<void ()> &body);
-/* every launch complete (the synchronizing calls below: copies, frees, events, streams) */
+/* a persistent kernel: on a stream of its own (it orders no other launch, none orders it), every
+ * block resident at once beside dq_emu_resident () places for the others, each with dyn_shared
+ * bytes of dynamic shared memory; it runs whenever the host calls in (this call, a launch, a
+ * synchronizing call, dq_emu_progress) until its body returns. This returns once every resident
+ * thread only waits. */
+void dq_emu_launch_persistent (dim3 grid, dim3 block, size_t dyn_shared,
+    const std::function<void ()> &body);
+/* runs what is resident until every thread only waits (or nothing is left): a host waiting for
+ * a persistent kernel calls this between looks at what it waits for */
+void dq_emu_progress ();
+/* every launch complete, the persistent ones too (after telling them to end) */
+void dq_emu_join ();
+/* the calling block's dynamic shared memory */
+void *dq_emu_dynamic_shared ();
+/* every launch complete but the persistent ones (the synchronizing calls below: copies, frees,
+ * events, streams) */
 void dq_emu_synchronize ();
 /* pdl_wait: until the launch before the calling thread's is complete */
 void dq_emu_grid_dependency_sync ();
@@ -89,6 +106,7 @@ const uint64_t *dq_emu_warp_exchange (uint64_t v);
 #define __syncthreads() dq_emu_syncthreads ()
 #define __syncwarp(...) dq_emu_syncwarp ()
 #define __threadfence() do { } while (0)
+#define __threadfence_system() do { } while (0)
 
 template <typename T>
 static inline T

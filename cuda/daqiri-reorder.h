@@ -315,7 +315,19 @@ typedef struct {
   uint32_t max_frames;         /* capacity of the free-frame queue; 0: 256 */
   int device;                  /* CUDA device ordinal; -1: the current one */
   void *stream;                /* cudaStream_t to work on; NULL: the context makes its own */
+  int persistent;              /* 1: one kernel, launched with the context, takes every reorder
+                                * and flush job (no launch per submission; see below); 0: a
+                                * launch per submission */
 } DqReorderGpuOptions;
+/* Persistent mode: the context launches one kernel that stays on the GPU until
+ * dq_reorder_gpu_free, on a stream of its own, with blocks resident on every SM (up to two on
+ * each, polling while idle: other work on the GPU shares those SMs with it); the host posts
+ * jobs into mapped memory and reads their completions there, so a submission costs no launch.
+ * Same results, bit for bit. Limits: max_packets <= 65534, and
+ * window * packets_per_batch claim words (4 bytes each) must fit a block's shared memory (about
+ * 56 000 slots on sm_90, 15 000 on sm_75); dq_reorder_gpu_new says so otherwise. Gather and
+ * packetize are refused (use another context), dq_reorder_gpu_event is NULL, and the kernel
+ * keeps its SMs busy polling while the context lives. */
 
 /* Error codes of the GPU calls (the message: dq_reorder_gpu_error). */
 #define DQ_REORDER_OK     0

@@ -1,0 +1,823 @@
+/* reorder-persist.cuh — the persistent mode of the reorder context (DqReorderGpuOptions.persistent):
+ * one kernel, launched once with the context, takes every reorder and flush job the host posts,
+ * with no launch per submission. Same results as reorder-cpu.c bit for bit. Part of reorder.cu's
+ * translation unit, included after reorder-kernels.cuh (whose helpers, movers and Params it uses).
+ *
+ * The host posts job j (numbered from 1) into ring entry (j - 1) % R of mapped host memory (R =
+ * max_inflight), its number written last; it reads job j's completion from that entry's flag
+ * and results. Three stages on different blocks of the one grid (a cooperative launch: all
+ * resident), each working on a different job, meeting through device memory:
+ *
+ *   parse    `parsers` blocks split the job's packets: descriptor, bounds, the header fields
+ *            (key, sequence) into the ring slot's entries; block 0 also hands the job's header
+ *            on and copies the free-ring entries the host added for it into device memory. The
+ *            last block of a job releases its slot (parsed[]).
+ *   control  one block owning the whole state in shared memory: the window's records and one
+ *            claim word per slot of every record (window * packets_per_batch 32-bit words, in
+ *            dynamic shared memory), so that no job waits for a previous one's state to travel
+ *            through memory. Pass 1 in parallel: unwrap, locate, claim with a shared-memory
+ *            atomicMin of (generation tag << 16 | arrival index + 1), so the earliest arrival
+ *            of a slot wins whatever the thread order; a second look tells winners from
+ *            duplicates and writes every packet's copy item. Pass 2 (packets beyond the
+ *            window, the first burst ever), the window's moves, emitted batches, frames and the
+ *            results run on one thread in arrival order, exactly as the CPU twin does, from
+ *            shared memory: in the steady state that is the one complete batch of the job. The
+ *            results go straight to mapped host memory; the copy items and the missing slots'
+ *            zero runs of the emitted batches are published to the movers (published[]).
+ *   move     the other blocks: the job's payloads (copy or conversion, reorder-move.cuh) and
+ *            zero runs; the last block of a job writes the job's number into its completion
+ *            flag (a release at system scope, after everything the job wrote).
+ *
+ * A claim word: tag_of (gen) << 16 with the low half 0 once the slot is filled in that
+ * generation; while a job claims, tag << 16 | (arrival index + 1). A record's new generation has
+ * a smaller tag, so stale words never win and need no clearing (every kTagMask generations the
+ * record's words are reset, as K1 does). Hence at most 65534 packets per job.
+ *
+ * Ring slots: the host has at most R jobs unpolled, and polls job j - R before posting j, so
+ * every stage is done with a slot (its entries, items, zero runs, results) before it is reused.
+ * The stages themselves only wait for the stage before them. Job kind DQ_JOB_STOP ends them all.
+ *
+ * In the emulator (cuda-emu.h) the grid is a persistent launch that runs whenever the host
+ * calls in; the control block's claim words are its dynamic shared memory there too. */
+
+namespace dqk {
+
+#ifndef DQ_PTHREADS
+#define DQ_PTHREADS 512
+#endif
+constexpr uint32_t kPThreads = DQ_PTHREADS;   /* every block of the persistent grid */
+constexpr uint32_t kPMaxPackets = 65534;      /* arrival index + 1 in a claim word's low half */
+constexpr uint32_t kPJobStop = 0x7fffffffu;   /* job kind: end the kernel */
+constexpr uint32_t kPFramesAhead = 2 * DQ_REORDER_MAX_WINDOW;  /* free-ring entries prefetched */
+constexpr uint32_t kPNoIndex = 0xffffffffu;
+constexpr int64_t kPLate = INT64_MIN;         /* a packet's batch before the stream's start */
+
+enum : uint8_t { kPShort = 0, kPLateCls, kPDeferred, kPClaiming, kPDup };
+
+/* A job as the host posts it (mapped host memory): every field, then seq (a release). */
+struct PJob {
+  uint64_t data, data_size, desc;
+  uint64_t free_tail, prev_tail;   /* frames added before this job, and before the previous */
+  uint32_t n, kind, mode, pad;
+  unsigned long long seq;          /* the job's number once posted */
+};
+
+/* A job as the parse stage hands it to control (device memory, per ring slot). */
+struct PHdr {
+  uint64_t data, free_tail;
+  uint32_t n, kind, mode, pad;
+};
+
+/* What control publishes to the movers (device memory, per ring slot). */
+struct PPub {
+  uint32_t n_items, n_zero, stop, pad;
+};
+
+struct ZeroRun {
+  uint64_t dst;
+  uint64_t len;
+};
+
+struct PArgs {
+  const PJob *jobs;                /* R, mapped host */
+  unsigned long long *done;        /* R, mapped host: the job's number once complete */
+  ResHdr *const *res;              /* R: each ring slot's results (mapped host) */
+  uint32_t res_cap, rel_cap;
+  PHdr *hdr;                       /* R */
+  uint4 *ent;                      /* R x maxp: key, sequence, offset, length (0: short) */
+  unsigned long long *ts;          /* R x maxp */
+  CopyItem *items;                 /* R x maxp */
+  ZeroRun *zeros;                  /* R x zcap */
+  PPub *pub;                       /* R */
+  unsigned long long *parsed, *published;   /* R each: the job's number once handed on */
+  unsigned long long *parse_done, *move_done;   /* R each: blocks done with the slot's jobs */
+  int64_t *px;                     /* maxp: control's batch id per packet (kPLate: none) */
+  uint32_t *pslot;                 /* maxp */
+  uint8_t *pcls;                   /* maxp */
+  FrameEnt *frames;                /* the free ring's entries, copied to device memory */
+  uint32_t R, maxp, zcap, parsers, movers;
+};
+
+/* ---- memory order across the bus --------------------------------------------------------- */
+
+__device__ __forceinline__ uint64_t ld_acquire_sys64 (const unsigned long long *p)
+{
+#ifdef DQ_CUDA_EMU
+  return __atomic_load_n (p, __ATOMIC_ACQUIRE);
+#else
+  uint64_t v;
+  asm volatile ("ld.acquire.sys.global.u64 %0, [%1];" : "=l" (v) : "l" (p) : "memory");
+  return v;
+#endif
+}
+
+__device__ __forceinline__ void st_release_sys64 (unsigned long long *p, uint64_t v)
+{
+#ifdef DQ_CUDA_EMU
+  __atomic_store_n (p, v, __ATOMIC_RELEASE);
+#else
+  asm volatile ("st.release.sys.global.u64 [%0], %1;" :: "l" (p), "l" (v) : "memory");
+#endif
+}
+
+__device__ __forceinline__ uint64_t ld_volatile64 (const void *p)
+{
+  return *(const volatile unsigned long long *) p;
+}
+
+__device__ __forceinline__ uint32_t ld_volatile32 (const void *p)
+{
+  return *(const volatile unsigned int *) p;
+}
+
+/* One block of a stage is done with job j: the last of `blocks` gets true. *count counts the
+ * blocks done with the jobs of j's ring slot (R jobs apart: the host has posted j only after
+ * polling j - R, so they never overlap), while the stage's blocks may be on different jobs.
+ * After the block's barrier, on thread 0. */
+__device__ __forceinline__ bool
+last_block_of (unsigned long long *count, uint64_t j, uint32_t R, uint32_t blocks)
+{
+  __threadfence ();
+  const bool last = atomicAdd (count, 1ull) + 1 == ((j - 1) / R + 1) * blocks;
+  if (last)
+    __threadfence ();
+  return last;
+}
+
+__device__ __forceinline__ uint8_t *
+dyn_shared ()
+{
+#ifdef DQ_CUDA_EMU
+  return (uint8_t *) dq_emu_dynamic_shared ();
+#else
+  extern __shared__ __align__ (16) uint8_t dq_dyn[];
+  return dq_dyn;
+#endif
+}
+
+/* Exclusive prefix sum over the block (kPThreads); *total: the sum. */
+__device__ uint32_t
+p_excl_sum (uint32_t v, uint32_t *tmp, uint32_t *total)
+{
+  const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  constexpr uint32_t kWarps = kPThreads / 32;
+  uint32_t x = v;
+DQ_UNROLL
+  for (int d = 1; d < 32; d <<= 1) {
+    const uint32_t o = __shfl_up_sync (0xffffffffu, x, d);
+    if (lane >= (uint32_t) d)
+      x += o;
+  }
+  if (lane == 31)
+    tmp[warp] = x;
+  __syncthreads ();
+  if (threadIdx.x == 0)
+    for (uint32_t w = 1; w < kWarps; w++)
+      tmp[w] += tmp[w - 1];
+  __syncthreads ();
+  const uint32_t before = (warp ? tmp[warp - 1] : 0) + x - v;
+  *total = tmp[kWarps - 1];
+  __syncthreads ();
+  return before;
+}
+
+/* ---- parse ------------------------------------------------------------------------------- */
+
+__device__ void
+p_parse (const Params &p, const PArgs &a, uint32_t b)
+{
+  __shared__ PJob job;
+  const uint32_t t = threadIdx.x;
+  for (uint64_t j = 1;; j++) {
+    const uint32_t r = (uint32_t) ((j - 1) % a.R);
+    if (t == 0) {
+      const PJob *e = &a.jobs[r];
+      while (ld_acquire_sys64 (&e->seq) != j)
+        pause_ns (64);
+      job.data = ld_volatile64 (&e->data);
+      job.data_size = ld_volatile64 (&e->data_size);
+      job.desc = ld_volatile64 (&e->desc);
+      job.free_tail = ld_volatile64 (&e->free_tail);
+      job.prev_tail = ld_volatile64 (&e->prev_tail);
+      job.n = ld_volatile32 (&e->n);
+      job.kind = ld_volatile32 (&e->kind);
+      job.mode = ld_volatile32 (&e->mode);
+    }
+    __syncthreads ();
+    const uint32_t kind = job.kind, n = job.kind == DQ_JOB_REORDER ? job.n : 0;
+    const uint8_t *data = (const uint8_t *) job.data, *desc = (const uint8_t *) job.desc;
+    for (uint32_t i = b * kPThreads + t; i < n; i += a.parsers * kPThreads) {
+      const uint32_t off = desc_u32 (desc, i, 0), len = desc_u32 (desc, i, 4);
+      const bool ok = (uint64_t) off + len <= job.data_size && len >= p.need;
+      uint32_t seq = 0, key = 0;
+      if (ok) {
+        seq = dq_bits_get_raw (data + off, p.seq_off, p.seq_w);
+        key = p.batch_w ? dq_bits_get_raw (data + off, p.batch_off, p.batch_w) : seq;
+      }
+      a.ent[(size_t) r * a.maxp + i] = make_uint4 (key, seq, off, ok ? len : 0);
+      a.ts[(size_t) r * a.maxp + i] = desc_ts (desc, i);
+    }
+    if (b == 0) {
+      if (t == 0)
+        a.hdr[r] = PHdr { job.data, job.free_tail, n, kind, job.mode, 0 };
+      for (uint64_t h = job.prev_tail + t; kind != kPJobStop && h < job.free_tail; h += kPThreads) {
+        const FrameEnt *e = &p.ring[h % p.ring_cap];
+        a.frames[h % p.ring_cap] = FrameEnt { ld_volatile64 (&e->ptr), ld_volatile64 (&e->user) };
+      }
+    }
+    __syncthreads ();
+    if (t == 0 && last_block_of (&a.parse_done[r], j, a.R, a.parsers))
+      st_release64 (&a.parsed[r], j);
+    if (kind == kPJobStop)
+      return;
+  }
+}
+
+/* ---- control ----------------------------------------------------------------------------- */
+
+struct PRec {
+  int64_t id;
+  uint64_t frame, user, first_ts;
+  uint32_t filled, dups, gen, first_idx;   /* first_idx: pass 1's earliest winner (per job) */
+};
+
+struct PCtl {
+  int64_t B, H, H0;
+  long long maxK;
+  uint64_t head;                 /* free-ring frames handed out */
+  uint32_t initialized, fresh, any_def;
+  uint32_t any;                  /* the job has a packet that is not short */
+  uint32_t first_valid;          /* the job's first packet that is not short */
+  uint32_t n_out, n_rel, n_zero, late, shorts, acc, dups;
+  DqReorderStats stats;
+  PRec rec[DQ_REORDER_MAX_WINDOW];
+  uint32_t pre_filled[DQ_REORDER_MAX_WINDOW];
+  /* the job */
+  PHdr job;
+  uint32_t r;
+  ResHdr *res;
+  DqReorderBatch *out;
+  DqReorderFrame *rel;
+  CopyItem *items;
+  ZeroRun *zeros;
+  FrameEnt fpre[kPFramesAhead];  /* free-ring entries [fpre_base, + fpre_n) */
+  uint64_t fpre_base;
+  uint32_t fpre_n;
+  uint32_t tmp[kPThreads / 32];
+};
+
+/* pass 2's packets of one chunk, in arrival order */
+struct PDef {
+  int64_t x;
+  uint32_t slot, i;
+};
+
+/* The control block's dynamic shared memory: its state (PCtl), the claim words (window *
+ * packets_per_batch), pass 2's list (kPThreads); the host sizes the launch with this. Kept out
+ * of static shared memory, which the emulator copies at every switch between blocks. */
+__host__ __device__ inline size_t p_align16 (size_t v) { return (v + 15) & ~(size_t) 15; }
+__host__ __device__ inline size_t p_claims_off () { return p_align16 (sizeof (PCtl)); }
+__host__ __device__ inline size_t
+p_list_off (uint32_t W, uint32_t ppb)
+{
+  return p_claims_off () + p_align16 ((size_t) W * ppb * sizeof (uint32_t));
+}
+__host__ __device__ inline size_t
+p_smem_size (uint32_t W, uint32_t ppb)
+{
+  return p_list_off (W, ppb) + kPThreads * sizeof (PDef);
+}
+
+/* The sequential part: thread 0 only, the CPU twin's steps on the shared-memory state. */
+struct PSeq {
+  const Params &p;
+  const PArgs &a;
+  PCtl &c;
+  uint32_t *claims;
+
+  __device__ uint32_t filled_word (uint32_t r) const { return tag_of (c.rec[r].gen) << 16; }
+
+  __device__ FrameEnt frame_at (uint64_t h) const
+  {
+    const uint64_t k = h - c.fpre_base;
+    if (k < c.fpre_n)
+      return c.fpre[k];
+    const FrameEnt *e = &a.frames[h % p.ring_cap];
+    return FrameEnt { ld_cg64 (&e->ptr), ld_cg64 (&e->user) };
+  }
+
+  __device__ void new_generation (uint32_t r) const
+  {
+    PRec &R = c.rec[r];
+    R.gen++;
+    if ((R.gen & kTagMask) == 0) {
+      R.gen++;                    /* the tag of never-claimed (all-ones) words */
+      for (uint32_t s = 0; s < p.ppb; s++)
+        claims[(size_t) r * p.ppb + s] = ~0u;
+    }
+    R.filled = R.dups = 0;
+    R.first_ts = 0;
+  }
+
+  __device__ void rec_reset (uint32_t r, int64_t id) const
+  {
+    c.rec[r].id = id;
+    new_generation (r);
+  }
+
+  __device__ void fill_frames () const
+  {
+    for (uint32_t i = 0; i < p.W; i++) {
+      PRec &R = c.rec[rec_index (p, c.B + i)];
+      if (!R.frame && R.filled == 0 && c.head < c.job.free_tail) {
+        const FrameEnt e = frame_at (c.head++);
+        R.frame = e.ptr;
+        R.user = e.user;
+      }
+    }
+  }
+
+  __device__ void zero_run (uint64_t dst, uint64_t len) const
+  {
+    if (c.n_zero < a.zcap) {
+      c.zeros[c.n_zero++] = ZeroRun { dst, len };
+      return;
+    }
+    for (uint64_t k = 0; k < len; k++)     /* beyond the list's bound (see its size): here */
+      ((uint8_t *) dst)[k] = 0;
+  }
+
+  __device__ void emit (uint32_t r, uint32_t cause) const
+  {
+    PRec &R = c.rec[r];
+    DqReorderBatch b;
+    memset (&b, 0, sizeof b);
+    b.batch_id = (uint64_t) R.id;
+    b.frame = (void *) R.frame;
+    b.frame_user = R.frame ? (void *) R.user : NULL;
+    b.first_timestamp = R.first_ts;
+    b.packets = R.filled;
+    b.missing = p.ppb - R.filled;
+    b.duplicates = R.dups;
+    b.flags = cause | (R.filled == p.ppb ? DQ_BATCH_COMPLETE : 0) |
+        (R.frame ? 0 : DQ_BATCH_NO_FRAME);
+    if (c.n_out < a.res_cap)
+      c.out[c.n_out++] = b;
+    c.stats.batches++;
+    if (b.missing)
+      c.stats.partial++;
+    else
+      c.stats.complete++;
+    if (!R.frame)
+      c.stats.no_frame++;
+    c.stats.missing_slots += b.missing;
+    if (R.frame && b.missing) {
+      const uint32_t fw = filled_word (r);
+      const uint32_t *w = claims + (size_t) r * p.ppb;
+      for (uint32_t s = 0; s < p.ppb;) {
+        if (w[s] == fw) {
+          s++;
+          continue;
+        }
+        uint32_t e = s + 1;
+        while (e < p.ppb && w[e] != fw)
+          e++;
+        zero_run (R.frame + (uint64_t) s * p.lout, (uint64_t) (e - s) * p.lout);
+        s = e;
+      }
+    }
+    R.frame = 0;
+    R.user = 0;
+  }
+
+  __device__ void advance (int64_t newB, uint32_t cause) const
+  {
+    const int64_t W = (int64_t) p.W;
+    const int64_t end = newB < c.B + W ? newB : c.B + W;
+    for (int64_t y = c.B; y < end; y++) {
+      const uint32_t r = rec_index (p, y);
+      if (c.rec[r].filled)
+        emit (r, cause);
+      else
+        c.stats.skipped++;
+      const int64_t k = (newB - y + W - 1) / W;
+      rec_reset (r, y + k * W);
+    }
+    if (newB - c.B > W)
+      c.stats.skipped += (uint64_t) (newB - c.B - W);
+    c.B = newB;
+    fill_frames ();
+  }
+
+  __device__ void complete_batches () const
+  {
+    while (c.rec[rec_index (p, c.B)].filled == p.ppb)
+      advance (c.B + 1, 0);
+  }
+
+  __device__ void start_window (int64_t x0) const
+  {
+    c.initialized = 1;
+    c.B = x0;
+    for (uint32_t i = 0; i < p.W; i++)
+      rec_reset (rec_index (p, x0 + i), x0 + i);
+    fill_frames ();
+  }
+
+  /* pass 2's step for packet i of batch x, slot `slot` */
+  __device__ void deferred (int64_t x, uint32_t slot, uint32_t i) const
+  {
+    if (x == kPLate || x < c.B) {
+      c.late++;
+      return;
+    }
+    if (x >= c.B + (int64_t) p.W)
+      advance (x - (int64_t) p.W + 1, DQ_BATCH_PUSHED);
+    const uint32_t r = rec_index (p, x);
+    PRec &R = c.rec[r];
+    if (R.filled == 0)
+      R.first_ts = ld_cg64 (&a.ts[(size_t) c.r * a.maxp + i]);
+    uint32_t *w = claims + (size_t) r * p.ppb + slot;
+    const uint32_t fw = filled_word (r);
+    if (*w == fw) {
+      R.dups++;
+      c.stats.duplicates++;
+      return;
+    }
+    *w = fw;
+    R.filled++;
+    c.stats.accepted++;
+    if (R.frame)
+      c.items[i].dst = R.frame + (uint64_t) slot * p.lout;
+  }
+
+  __device__ void flush (uint32_t mode) const
+  {
+    if (c.initialized && mode == DQ_FLUSH_OLDEST) {
+      fill_frames ();
+      for (uint32_t i = 0; i < p.W; i++) {
+        if (c.rec[rec_index (p, c.B + i)].filled) {
+          advance (c.B + i + 1, DQ_BATCH_FLUSHED);
+          complete_batches ();
+          break;
+        }
+      }
+    } else if (c.initialized && mode == DQ_FLUSH_ALL) {
+      fill_frames ();
+      advance (c.B + (int64_t) p.W, DQ_BATCH_FLUSHED);
+    } else if (mode == DQ_FLUSH_RESET) {
+      for (uint32_t i = 0; c.initialized && i < p.W; i++) {
+        const uint32_t r = rec_index (p, c.B + i);
+        if (c.rec[r].filled)
+          emit (r, DQ_BATCH_FLUSHED);
+        else
+          c.stats.skipped++;
+      }
+      for (uint32_t i = 0; c.initialized && i < p.W; i++) {
+        PRec &R = c.rec[rec_index (p, c.B + i)];
+        if (R.frame && c.n_rel < a.rel_cap)
+          c.rel[c.n_rel++] = DqReorderFrame { (void *) R.frame, (void *) R.user };
+        R.frame = R.user = 0;
+      }
+      for (uint32_t i = 0; c.initialized && i < p.W; i++)
+        rec_reset (i, 0);
+      c.initialized = 0;
+      c.B = c.H = 0;
+      while (c.head < c.job.free_tail) {
+        const FrameEnt e = frame_at (c.head++);
+        if (c.n_rel < a.rel_cap)
+          c.rel[c.n_rel++] = DqReorderFrame { (void *) e.ptr, (void *) e.user };
+      }
+    }
+  }
+
+  /* the results header (the twin's end_call) */
+  __device__ void finish (uint32_t kind) const
+  {
+    DqReorderStats &S = c.stats;
+    S.late += c.late;
+    S.short_packets += c.shorts;
+    S.pending_late += c.late;
+    S.pending_short += c.shorts;
+    if (c.n_out) {
+      const uint32_t l = S.pending_late > 0xffffffffull ? 0xffffffffu : (uint32_t) S.pending_late;
+      const uint32_t s = S.pending_short > 0xffffffffull ? 0xffffffffu
+          : (uint32_t) S.pending_short;
+      c.out[0].late = l;
+      c.out[0].short_packets = s;
+      S.pending_late -= l;
+      S.pending_short -= s;
+    }
+    ResHdr h;
+    memset (&h, 0, sizeof h);
+    h.n_batches = c.n_out;
+    h.n_released = c.n_rel;
+    h.job_short = c.shorts;
+    h.kind = kind;
+    h.free_head = c.head;
+    h.stats = S;
+    h.window.initialized = c.initialized;
+    if (c.initialized) {
+      h.window.base = (uint64_t) c.B;
+      for (uint32_t i = 0; i < p.W; i++) {
+        const PRec &R = c.rec[rec_index (p, c.B + i)];
+        if (!R.filled)
+          continue;
+        if (!h.window.open) {
+          h.window.oldest_id = (uint64_t) R.id;
+          h.window.oldest_first_timestamp = R.first_ts;
+        }
+        h.window.open++;
+      }
+    }
+    *c.res = h;
+  }
+};
+
+/* Pass 1 for the packets of this thread (block-wide): shorts, late, beyond the window
+ * (deferred), claims; then, after a barrier, winners and duplicates, and every packet's copy
+ * item. */
+__device__ void
+p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims)
+{
+  const uint32_t t = threadIdx.x, n = c.job.n;
+  const uint4 *ent = a.ent + (size_t) c.r * a.maxp;
+  const int64_t H0 = c.H0, B = c.B;
+  const bool fresh = c.fresh != 0;
+  long long maxK = INT64_MIN;
+  uint32_t shorts = 0, late = 0, dups = 0;
+  bool any_def = false;
+  for (uint32_t i = t; i < n; i += kPThreads) {
+    const uint4 e = ent[i];
+    uint8_t cls = kPShort;
+    int64_t x = kPLate;
+    uint32_t slot = 0;
+    if (e.w == 0) {
+      shorts++;
+    } else {
+      const int64_t K = dq_unwrap (e.x, H0, p.key_bits);
+      if (K > maxK)
+        maxK = K;
+      const bool found = locate (p, K, e.y, x, slot);
+      if (!found)
+        x = kPLate;
+      if (fresh || (found && x >= B + (int64_t) p.W)) {
+        cls = kPDeferred;
+        any_def = true;
+      } else if (!found || x < B) {
+        cls = kPLateCls;
+        late++;
+      } else {
+        const uint32_t r = rec_index (p, x), tag = tag_of (c.rec[r].gen) << 16;
+        const uint32_t old = atomicMin (&claims[(size_t) r * p.ppb + slot], tag | (i + 1));
+        if (old == tag) {
+          cls = kPDup;
+          dups++;
+          atomicAdd (&c.rec[r].dups, 1u);
+        } else {
+          cls = kPClaiming;
+        }
+      }
+    }
+    a.pcls[i] = cls;
+    a.px[i] = x;
+    a.pslot[i] = slot;
+  }
+  if (maxK != INT64_MIN)
+    atomicMax (&c.maxK, maxK);
+  if (shorts)
+    atomicAdd (&c.shorts, shorts);
+  if (late)
+    atomicAdd (&c.late, late);
+  if (any_def)
+    c.any_def = 1;
+  if (maxK != INT64_MIN)
+    c.any = 1;
+  __syncthreads ();
+  uint32_t acc = 0;
+  for (uint32_t i = t; i < n; i += kPThreads) {
+    const uint4 e = ent[i];
+    CopyItem it = { c.job.data + e.z, 0, e.w, 0 };
+    if (a.pcls[i] == kPClaiming) {
+      const int64_t x = a.px[i];
+      const uint32_t slot = a.pslot[i], r = rec_index (p, x), tag = tag_of (c.rec[r].gen) << 16;
+      uint32_t *w = &claims[(size_t) r * p.ppb + slot];
+      if (*w == (tag | (i + 1))) {
+        *w = tag;
+        acc++;
+        atomicAdd (&c.rec[r].filled, 1u);
+        atomicMin (&c.rec[r].first_idx, i);
+        if (c.rec[r].frame)
+          it.dst = c.rec[r].frame + (uint64_t) slot * p.lout;
+      } else {
+        dups++;
+        atomicAdd (&c.rec[r].dups, 1u);
+      }
+    }
+    c.items[i] = it;
+  }
+  if (acc)
+    atomicAdd (&c.acc, acc);
+  if (dups)
+    atomicAdd (&c.dups, dups);
+  __syncthreads ();
+  /* a record that was empty at the burst's start: its first timestamp is pass 1's earliest
+   * packet's (the earliest arrival placed in it) */
+  for (uint32_t k = t; k < p.W; k += kPThreads) {
+    PRec &R = c.rec[k];
+    if (R.first_idx != kPNoIndex && c.pre_filled[k] == 0)
+      R.first_ts = ld_cg64 (&a.ts[(size_t) c.r * a.maxp + R.first_idx]);
+    R.first_idx = kPNoIndex;
+  }
+}
+
+/* Pass 2: the deferred packets in arrival order, a chunk of kPThreads packets at a time listed
+ * in shared memory, run by thread 0. Block-wide. */
+__device__ void
+p_pass2 (const Params &p, const PArgs &a, PCtl &c, const PSeq &q, PDef *list)
+{
+  const uint32_t t = threadIdx.x, n = c.job.n;
+  for (uint32_t base = 0; base < n; base += kPThreads) {
+    const uint32_t i = base + t;
+    const bool d = i < n && a.pcls[i] == kPDeferred;
+    uint32_t count;
+    const uint32_t pos = p_excl_sum (d ? 1u : 0u, c.tmp, &count);
+    if (d)
+      list[pos] = PDef { a.px[i], a.pslot[i], i };
+    __syncthreads ();
+    if (t == 0)
+      for (uint32_t k = 0; k < count; k++)
+        q.deferred (list[k].x, list[k].slot, list[k].i);
+    __syncthreads ();
+  }
+}
+
+__device__ void
+p_control (const Params &p, const PArgs &a)
+{
+  uint8_t *dyn = dyn_shared ();
+  PCtl &c = *(PCtl *) dyn;
+  uint32_t *claims = (uint32_t *) (dyn + p_claims_off ());
+  PDef *list = (PDef *) (dyn + p_list_off (p.W, p.ppb));
+  const uint32_t t = threadIdx.x;
+  const PSeq q { p, a, c, claims };
+
+  for (size_t k = t; k < (size_t) p.W * p.ppb; k += kPThreads)
+    claims[k] = ~0u;
+  if (t == 0) {
+    memset (&c, 0, sizeof c);
+    for (uint32_t r = 0; r < DQ_REORDER_MAX_WINDOW; r++) {
+      c.rec[r].gen = 1;
+      c.rec[r].first_idx = kPNoIndex;
+    }
+  }
+  __syncthreads ();
+
+  for (uint64_t j = 1;; j++) {
+    const uint32_t r = (uint32_t) ((j - 1) % a.R);
+    if (t == 0) {
+      while (ld_acquire64 (&a.parsed[r]) != j)
+        pause_ns (32);
+      c.job = a.hdr[r];
+      c.r = r;
+      c.res = c.job.kind == kPJobStop ? NULL : a.res[r];
+      c.out = (DqReorderBatch *) (c.res + 1);
+      c.rel = (DqReorderFrame *) (c.out + a.res_cap);
+      c.items = a.items + (size_t) r * a.maxp;
+      c.zeros = a.zeros + (size_t) r * a.zcap;
+      c.n_out = c.n_rel = c.n_zero = 0;
+      c.late = c.shorts = c.acc = c.dups = 0;
+      c.any_def = c.fresh = c.any = 0;
+      c.first_valid = kPNoIndex;
+      c.fpre_base = c.head;
+      const uint64_t avail = c.job.free_tail > c.head ? c.job.free_tail - c.head : 0;
+      c.fpre_n = avail < kPFramesAhead ? (uint32_t) avail : kPFramesAhead;
+    }
+    __syncthreads ();
+    if (c.job.kind == kPJobStop) {
+      if (t == 0) {
+        a.pub[r] = PPub { 0, 0, 1, 0 };
+        st_release64 (&a.published[r], j);
+      }
+      return;
+    }
+    /* the next frames, in one round trip */
+    for (uint32_t k = t; k < c.fpre_n; k += kPThreads) {
+      const FrameEnt *e = &a.frames[(c.fpre_base + k) % p.ring_cap];
+      c.fpre[k] = FrameEnt { ld_cg64 (&e->ptr), ld_cg64 (&e->user) };
+    }
+    __syncthreads ();
+
+    if (c.job.kind == DQ_JOB_FLUSH) {
+      if (t == 0) {
+        q.flush (c.job.mode);
+        q.finish (DQ_JOB_FLUSH);
+      }
+    } else {
+      const uint32_t n = c.job.n;
+      const uint4 *ent = a.ent + (size_t) r * a.maxp;
+      if (!c.initialized)
+        for (uint32_t i = t; i < n; i += kPThreads)
+          if (ent[i].w)
+            atomicMin (&c.first_valid, i);
+      __syncthreads ();
+      if (t == 0) {
+        c.stats.packets += n;
+        if (c.initialized) {
+          q.fill_frames ();     /* frames added since the last job */
+        } else if (c.first_valid != kPNoIndex) {
+          /* the first packet ever seen starts the window: every packet of this burst waits
+           * for pass 2 */
+          const uint4 e = ent[c.first_valid];
+          int64_t x0;
+          uint32_t s0;
+          c.H = (int64_t) e.x;
+          locate (p, c.H, e.y, x0, s0);
+          q.start_window (x0);
+          c.fresh = 1;
+        }
+        c.H0 = c.H;
+        c.maxK = c.H;
+      }
+      __syncthreads ();
+      for (uint32_t k = t; k < p.W; k += kPThreads)
+        c.pre_filled[k] = c.rec[k].filled;
+      __syncthreads ();
+      if (c.initialized)
+        p_pass1 (p, a, c, claims);
+      else
+        for (uint32_t i = t; i < n; i += kPThreads) {   /* every packet short */
+          const uint4 e = ent[i];
+          c.items[i] = CopyItem { c.job.data + e.z, 0, e.w, 0 };
+          atomicAdd (&c.shorts, 1u);
+        }
+      __syncthreads ();
+      if (c.any_def)
+        p_pass2 (p, a, c, q, list);
+      if (t == 0) {
+        c.stats.accepted += c.acc;
+        c.stats.duplicates += c.dups;
+        if (c.any) {
+          c.H = c.maxK;
+          q.complete_batches ();
+        }
+        q.finish (DQ_JOB_REORDER);
+      }
+    }
+    __syncthreads ();
+    if (t == 0) {
+      a.pub[r] = PPub { c.job.kind == DQ_JOB_REORDER ? c.job.n : 0, c.n_zero, 0, 0 };
+      st_release64 (&a.published[r], j);
+    }
+  }
+}
+
+/* ---- move -------------------------------------------------------------------------------- */
+
+__device__ void
+p_move (const Params &p, const PArgs &a, uint32_t m)
+{
+  __shared__ PPub pub;
+  const uint32_t t = threadIdx.x;
+  const uint32_t first = m * kPThreads + t, stride = a.movers * kPThreads;
+  for (uint64_t j = 1;; j++) {
+    const uint32_t r = (uint32_t) ((j - 1) % a.R);
+    if (t == 0) {
+      while (ld_acquire64 (&a.published[r]) != j)
+        pause_ns (32);
+      pub = a.pub[r];
+    }
+    __syncthreads ();
+    if (pub.stop)
+      return;
+    move_payloads (p, ItemJobs { a.items + (size_t) r * a.maxp, p.pay_off }, pub.n_items, first,
+        stride);
+    for (uint32_t k = 0; k < pub.n_zero; k++) {
+      const ZeroRun z = a.zeros[(size_t) r * a.zcap + k];
+      /* runs are at most a frame: pieces of at most 2 GiB for team_zero's 32-bit length */
+      for (uint64_t o = 0; o < z.len; o += 1ull << 31) {
+        const uint64_t len = z.len - o < (1ull << 31) ? z.len - o : (1ull << 31);
+        team_zero ((uint8_t *) (z.dst + o), (uint32_t) len, first, stride);
+      }
+    }
+    __syncthreads ();
+    if (t == 0 && last_block_of (&a.move_done[r], j, a.R, a.movers)) {
+      __threadfence_system ();
+      st_release_sys64 (&a.done[r], j);
+    }
+  }
+}
+
+/* The persistent grid: block 0 control, then `parsers` parse blocks, then the movers. */
+__global__ void __launch_bounds__ (kPThreads)
+reorder_persist (const __grid_constant__ Params p, const __grid_constant__ PArgs a)
+{
+  if (blockIdx.x == 0)
+    p_control (p, a);
+  else if (blockIdx.x <= a.parsers)
+    p_parse (p, a, blockIdx.x - 1);
+  else
+    p_move (p, a, blockIdx.x - 1 - a.parsers);
+}
+
+}  /* namespace dqk */
