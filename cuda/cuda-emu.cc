@@ -554,6 +554,17 @@ dq_emu_join ()
   run_until (0, ALL);
 }
 
+void
+dq_emu_check_no_persistent (const char *call)
+{
+  std::lock_guard<std::mutex> lock (g_mu);
+  if (count (true)) {
+    fprintf (stderr, "cuda-emu: %s while a persistent kernel runs: on a GPU it waits for every "
+        "kernel and never returns\n", call);
+    abort ();
+  }
+}
+
 void *
 dq_emu_dynamic_shared ()
 {

@@ -139,6 +139,20 @@ __shfl_up_sync (unsigned, T v, unsigned d, int width = 32)
 }
 
 static inline int __popc (unsigned v) { return __builtin_popcount (v); }
+static inline int __ffs (int v) { return __builtin_ffs (v); }
+
+template <typename T>
+static inline T
+__shfl_xor_sync (unsigned, T v, int m)
+{
+  uint64_t bits = 0;
+  memcpy (&bits, &v, sizeof v);
+  const uint64_t *all = dq_emu_warp_exchange (bits);
+  T r;
+  uint64_t got = all[(threadIdx.x & 31) ^ (unsigned) m];
+  memcpy (&r, &got, sizeof r);
+  return r;
+}
 
 static inline unsigned
 __ballot_sync (unsigned, int pred)
@@ -258,14 +272,28 @@ static inline cudaError_t cudaMalloc (T **p, size_t n)
     memset ((void *) *p, 0xcd, n);       /* device memory is not zeroed */
   return *p ? cudaSuccess : 2;
 }
-static inline cudaError_t cudaFree (void *p) { dq_emu_synchronize (); free (p); return cudaSuccess; }
+/* on a GPU these wait for every kernel, a persistent one too: that would never return */
+void dq_emu_check_no_persistent (const char *call);
+static inline cudaError_t cudaFree (void *p)
+{
+  dq_emu_check_no_persistent ("cudaFree");
+  dq_emu_synchronize ();
+  free (p);
+  return cudaSuccess;
+}
 template <typename T>
 static inline cudaError_t cudaHostAlloc (T **p, size_t n, unsigned)
 {
   *p = (T *) malloc (n ? n : 1);
   return *p ? cudaSuccess : 2;
 }
-static inline cudaError_t cudaFreeHost (void *p) { dq_emu_synchronize (); free (p); return cudaSuccess; }
+static inline cudaError_t cudaFreeHost (void *p)
+{
+  dq_emu_check_no_persistent ("cudaFreeHost");
+  dq_emu_synchronize ();
+  free (p);
+  return cudaSuccess;
+}
 template <typename T>
 static inline cudaError_t cudaHostGetDevicePointer (T **d, void *h, unsigned) { *d = (T *) h; return cudaSuccess; }
 static inline cudaError_t cudaMemcpy (void *d, const void *s, size_t n, int) { dq_emu_synchronize (); memmove (d, s, n); return cudaSuccess; }

@@ -534,9 +534,88 @@ struct PSeq {
   }
 };
 
-/* Pass 1 for the packets of this thread (block-wide): shorts, late, beyond the window
- * (deferred), claims; then, after a barrier, winners and duplicates, and every packet's copy
- * item. */
+/* Warp-wide sums and extremes (every lane of the warp calls). */
+__device__ __forceinline__ uint32_t
+warp_sum (uint32_t v)
+{
+DQ_UNROLL
+  for (int d = 16; d > 0; d >>= 1)
+    v += __shfl_xor_sync (0xffffffffu, v, d);
+  return v;
+}
+
+__device__ __forceinline__ uint32_t
+warp_min (uint32_t v)
+{
+DQ_UNROLL
+  for (int d = 16; d > 0; d >>= 1) {
+    const uint32_t o = __shfl_xor_sync (0xffffffffu, v, d);
+    v = o < v ? o : v;
+  }
+  return v;
+}
+
+__device__ __forceinline__ int64_t
+warp_max64 (int64_t v)
+{
+DQ_UNROLL
+  for (int d = 16; d > 0; d >>= 1) {
+    const int64_t o = __shfl_xor_sync (0xffffffffu, v, d);
+    v = o > v ? o : v;
+  }
+  return v;
+}
+
+/* Adds a thread's count to a shared counter: one atomic per warp (every lane calls). */
+__device__ __forceinline__ void
+warp_add (uint32_t *ctr, uint32_t v)
+{
+  v = warp_sum (v);
+  if ((threadIdx.x & 31) == 0 && v)
+    atomicAdd (ctr, v);
+}
+
+/* A thread's placements in one record (its packets mostly share one): merged into the record
+ * by one atomic per warp where the warp's lanes agree on the record, else per lane. */
+struct RecAcc {
+  uint32_t r, filled, first;
+};
+
+__device__ __forceinline__ void
+rec_flush (PCtl &c, const RecAcc &x)
+{
+  if (x.filled) {
+    atomicAdd (&c.rec[x.r].filled, x.filled);
+    atomicMin (&c.rec[x.r].first_idx, x.first);
+  }
+}
+
+__device__ __forceinline__ void
+rec_flush_warp (PCtl &c, const RecAcc &x)
+{
+  const uint32_t lane = threadIdx.x & 31;
+  const unsigned busy = __ballot_sync (0xffffffffu, x.filled != 0);
+  if (!busy)
+    return;
+  const uint32_t lead = (uint32_t) __ffs ((int) busy) - 1;
+  const uint32_t r0 = __shfl_sync (0xffffffffu, x.r, (int) lead);
+  if (__ballot_sync (0xffffffffu, x.filled == 0 || x.r == r0) == 0xffffffffu) {
+    const uint32_t f = warp_sum (x.filled), m = warp_min (x.filled ? x.first : kPNoIndex);
+    if (lane == lead) {
+      atomicAdd (&c.rec[r0].filled, f);
+      atomicMin (&c.rec[r0].first_idx, m);
+    }
+  } else {
+    rec_flush (c, x);
+  }
+}
+
+/* Pass 1 (block-wide): shorts, late, beyond the window (deferred), claims; then, after a
+ * barrier, winners and duplicates, and every packet's copy item. A thread's first kPCache
+ * packets stay in registers between the two halves; more (bursts above kPCache * kPThreads)
+ * go through the per-packet arrays. */
+constexpr uint32_t kPCache = 4;
+
 __device__ void
 p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims)
 {
@@ -544,10 +623,14 @@ p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims)
   const uint4 *ent = a.ent + (size_t) c.r * a.maxp;
   const int64_t H0 = c.H0, B = c.B;
   const bool fresh = c.fresh != 0;
-  long long maxK = INT64_MIN;
-  uint32_t shorts = 0, late = 0, dups = 0;
-  bool any_def = false;
-  for (uint32_t i = t; i < n; i += kPThreads) {
+  int64_t maxK = INT64_MIN;
+  uint32_t shorts = 0, late = 0, dups = 0, any_def = 0;
+  uint4 ce[kPCache];
+  int64_t cx[kPCache];
+  uint32_t cslot[kPCache];
+  uint8_t ccls[kPCache];
+  uint32_t k = 0;
+  for (uint32_t i = t; i < n; i += kPThreads, k++) {
     const uint4 e = ent[i];
     uint8_t cls = kPShort;
     int64_t x = kPLate;
@@ -563,7 +646,7 @@ p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims)
         x = kPLate;
       if (fresh || (found && x >= B + (int64_t) p.W)) {
         cls = kPDeferred;
-        any_def = true;
+        any_def = 1;
       } else if (!found || x < B) {
         cls = kPLateCls;
         late++;
@@ -579,34 +662,50 @@ p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims)
         }
       }
     }
-    a.pcls[i] = cls;
-    a.px[i] = x;
-    a.pslot[i] = slot;
+    a.pcls[i] = cls;                  /* pass 2 looks for kPDeferred */
+    if (k < kPCache) {
+      ce[k] = e;
+      cx[k] = x;
+      cslot[k] = slot;
+      ccls[k] = cls;
+    }
+    if (k >= kPCache || cls == kPDeferred) {
+      a.px[i] = x;
+      a.pslot[i] = slot;
+    }
   }
-  if (maxK != INT64_MIN)
-    atomicMax (&c.maxK, maxK);
-  if (shorts)
-    atomicAdd (&c.shorts, shorts);
-  if (late)
-    atomicAdd (&c.late, late);
-  if (any_def)
-    c.any_def = 1;
-  if (maxK != INT64_MIN)
+  maxK = warp_max64 (maxK);
+  if ((t & 31) == 0 && maxK != INT64_MIN) {
+    atomicMax (&c.maxK, (long long) maxK);
     c.any = 1;
+  }
+  warp_add (&c.shorts, shorts);
+  warp_add (&c.late, late);
+  if (__ballot_sync (0xffffffffu, any_def) && (t & 31) == 0)
+    c.any_def = 1;
   __syncthreads ();
   uint32_t acc = 0;
-  for (uint32_t i = t; i < n; i += kPThreads) {
-    const uint4 e = ent[i];
+  RecAcc ra = { 0, 0, kPNoIndex };
+  k = 0;
+  for (uint32_t i = t; i < n; i += kPThreads, k++) {
+    const uint4 e = k < kPCache ? ce[k] : ent[i];
+    const uint8_t cls = k < kPCache ? ccls[k] : a.pcls[i];
     CopyItem it = { c.job.data + e.z, 0, e.w, 0 };
-    if (a.pcls[i] == kPClaiming) {
-      const int64_t x = a.px[i];
-      const uint32_t slot = a.pslot[i], r = rec_index (p, x), tag = tag_of (c.rec[r].gen) << 16;
+    if (cls == kPClaiming) {
+      const int64_t x = k < kPCache ? cx[k] : a.px[i];
+      const uint32_t slot = k < kPCache ? cslot[k] : a.pslot[i];
+      const uint32_t r = rec_index (p, x), tag = tag_of (c.rec[r].gen) << 16;
       uint32_t *w = &claims[(size_t) r * p.ppb + slot];
       if (*w == (tag | (i + 1))) {
         *w = tag;
         acc++;
-        atomicAdd (&c.rec[r].filled, 1u);
-        atomicMin (&c.rec[r].first_idx, i);
+        if (ra.filled && ra.r != r) {
+          rec_flush (c, ra);
+          ra = RecAcc { r, 0, kPNoIndex };
+        }
+        ra.r = r;
+        ra.filled++;
+        ra.first = i < ra.first ? i : ra.first;
         if (c.rec[r].frame)
           it.dst = c.rec[r].frame + (uint64_t) slot * p.lout;
       } else {
@@ -616,16 +715,15 @@ p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims)
     }
     c.items[i] = it;
   }
-  if (acc)
-    atomicAdd (&c.acc, acc);
-  if (dups)
-    atomicAdd (&c.dups, dups);
+  rec_flush_warp (c, ra);
+  warp_add (&c.acc, acc);
+  warp_add (&c.dups, dups);
   __syncthreads ();
   /* a record that was empty at the burst's start: its first timestamp is pass 1's earliest
    * packet's (the earliest arrival placed in it) */
-  for (uint32_t k = t; k < p.W; k += kPThreads) {
-    PRec &R = c.rec[k];
-    if (R.first_idx != kPNoIndex && c.pre_filled[k] == 0)
+  for (uint32_t r = t; r < p.W; r += kPThreads) {
+    PRec &R = c.rec[r];
+    if (R.first_idx != kPNoIndex && c.pre_filled[r] == 0)
       R.first_ts = ld_cg64 (&a.ts[(size_t) c.r * a.maxp + R.first_idx]);
     R.first_idx = kPNoIndex;
   }
@@ -746,11 +844,10 @@ p_control (const Params &p, const PArgs &a)
       if (c.initialized)
         p_pass1 (p, a, c, claims);
       else
-        for (uint32_t i = t; i < n; i += kPThreads) {   /* every packet short */
-          const uint4 e = ent[i];
-          c.items[i] = CopyItem { c.job.data + e.z, 0, e.w, 0 };
-          atomicAdd (&c.shorts, 1u);
-        }
+        for (uint32_t i = t; i < n; i += kPThreads)     /* every packet short */
+          c.items[i] = CopyItem { 0, 0, 0, 0 };
+      if (!c.initialized && t == 0)
+        c.shorts = n;
       __syncthreads ();
       if (c.any_def)
         p_pass2 (p, a, c, q, list);

@@ -123,9 +123,7 @@ rig_init (Rig *r, const char *name, const DqReorderConfig *cfg, uint32_t n_frame
   r->name = name;
   r->cfg = *cfg;
   r->cpu = dq_reorder_cpu_new (cfg, msg, sizeof msg);
-  DqReorderGpuOptions o = { max_packets, 4, n_frames + 8, -1, NULL, persistent };
-  r->gpu = dq_reorder_gpu_new (cfg, &o, msg, sizeof msg);
-  if (!r->cpu || !r->gpu) {
+  if (!r->cpu) {
     fprintf (stderr, "[%s] new: %s\n", name, msg);
     exit (1);
   }
@@ -141,8 +139,16 @@ rig_init (Rig *r, const char *name, const DqReorderConfig *cfg, uint32_t n_frame
     memset (r->hframes[i], 0xa5, r->fsize);
     r->dframes[i] = dmalloc (r->fsize);
     dcopy (r->dframes[i], r->hframes[i], r->fsize);
-    give_frame (r, i + 1);
   }
+  /* the context after the device memory: a persistent one's kernel would be running */
+  DqReorderGpuOptions o = { max_packets, 4, n_frames + 8, -1, NULL, persistent };
+  r->gpu = dq_reorder_gpu_new (cfg, &o, msg, sizeof msg);
+  if (!r->gpu) {
+    fprintf (stderr, "[%s] new: %s\n", name, msg);
+    exit (1);
+  }
+  for (uint32_t i = 0; i < n_frames; i++)
+    give_frame (r, i + 1);
 }
 
 static void
@@ -299,9 +305,9 @@ run_reorder_case (const Case *cs)
     if (st.burst_len[k] > maxb)
       maxb = st.burst_len[k];
   Rig r;
-  rig_init (&r, cs->name, &cs->cfg, cs->n_frames, cs->hold, maxb);
   uint8_t *ddata = dmalloc (st.size);
   dcopy (ddata, st.data, st.size);
+  rig_init (&r, cs->name, &cs->cfg, cs->n_frames, cs->hold, maxb);
   DqRng rng = { cs->seed + 99 };
   n_cases++;
 
@@ -348,8 +354,8 @@ run_reorder_case (const Case *cs)
     recycle (&r, &c);
   }
   step_flush (&r, DQ_FLUSH_RESET, sub++);
+  rig_free (&r);             /* first: a persistent context's kernel holds up cudaFree */
   dq_cuda_free (ddata);
-  rig_free (&r);
   dqt_stream_free (&st);
 }
 
@@ -522,12 +528,12 @@ large_cases (void)
       for (uint32_t k = 0; k < st.n_bursts; k++)
         if (st.burst_len[k] > maxb)
           maxb = st.burst_len[k];
-      rig_init (&r, name, &cfg, 6, 0, maxb);
-      n_cases++;
       uint8_t *ddata = dmalloc (st.size);
       dcopy (ddata, st.data, st.size);
       DqReorderPacket *dpk = dmalloc ((size_t) st.n * sizeof *dpk);
       dcopy (dpk, st.pkts, (size_t) st.n * sizeof *dpk);
+      rig_init (&r, name, &cfg, 6, 0, maxb);
+      n_cases++;
       uint32_t pos = 0;
       for (uint32_t k = 0; k < st.n_bursts && !r.failed; k++) {
         DqReorderCompletion c, g;
@@ -540,9 +546,9 @@ large_cases (void)
         recycle (&r, &c);
       }
       step_flush (&r, DQ_FLUSH_ALL, 9999);
+      rig_free (&r);
       dq_cuda_free (dpk);
       dq_cuda_free (ddata);
-      rig_free (&r);
       dqt_stream_free (&st);
     }
 }
