@@ -50,6 +50,7 @@ constexpr uint32_t kPMaxPackets = 65534;      /* arrival index + 1 in a claim wo
 constexpr uint32_t kPJobStop = 0x7fffffffu;   /* job kind: end the kernel */
 constexpr uint32_t kPFramesAhead = 2 * DQ_REORDER_MAX_WINDOW;  /* free-ring entries prefetched */
 constexpr uint32_t kPNoIndex = 0xffffffffu;
+constexpr uint32_t kPGroup = 4;               /* packets a parse thread loads at once */
 constexpr int64_t kPLate = INT64_MIN;         /* a packet's batch before the stream's start */
 
 enum : uint8_t { kPShort = 0, kPLateCls, kPDeferred, kPClaiming, kPDup };
@@ -137,11 +138,16 @@ __device__ __forceinline__ uint32_t ld_volatile32 (const void *p)
 __device__ __forceinline__ bool
 last_block_of (unsigned long long *count, uint64_t j, uint32_t R, uint32_t blocks)
 {
-  __threadfence ();
-  const bool last = atomicAdd (count, 1ull) + 1 == ((j - 1) / R + 1) * blocks;
-  if (last)
-    __threadfence ();
-  return last;
+  /* an acquire-release atomic, not fences: the block's stores (ordered before it by the
+   * barrier) are released with it, and the last one acquires every other block's */
+#ifdef DQ_CUDA_EMU
+  const uint64_t old = atomicAdd (count, 1ull);
+#else
+  uint64_t old;
+  asm volatile ("atom.acq_rel.gpu.global.add.u64 %0, [%1], 1;" : "=l" (old) : "l" (count)
+      : "memory");
+#endif
+  return old + 1 == ((j - 1) / R + 1) * blocks;
 }
 
 __device__ __forceinline__ uint8_t *
@@ -192,8 +198,11 @@ p_parse (const Params &p, const PArgs &a, uint32_t b)
     const uint32_t r = (uint32_t) ((j - 1) % a.R);
     if (t == 0) {
       const PJob *e = &a.jobs[r];
-      while (ld_acquire_sys64 (&e->seq) != j)
-        pause_ns (64);
+      /* plain volatile polls across the bus (a system-scope acquire at every poll slows the
+       * whole GPU down), then one acquire */
+      while (ld_volatile64 (&e->seq) != j)
+        pause_ns (20);
+      (void) ld_acquire_sys64 (&e->seq);
       job.data = ld_volatile64 (&e->data);
       job.data_size = ld_volatile64 (&e->data_size);
       job.desc = ld_volatile64 (&e->desc);
@@ -206,16 +215,42 @@ p_parse (const Params &p, const PArgs &a, uint32_t b)
     __syncthreads ();
     const uint32_t kind = job.kind, n = job.kind == DQ_JOB_REORDER ? job.n : 0;
     const uint8_t *data = (const uint8_t *) job.data, *desc = (const uint8_t *) job.desc;
-    for (uint32_t i = b * kPThreads + t; i < n; i += a.parsers * kPThreads) {
-      const uint32_t off = desc_u32 (desc, i, 0), len = desc_u32 (desc, i, 4);
-      const bool ok = (uint64_t) off + len <= job.data_size && len >= p.need;
-      uint32_t seq = 0, key = 0;
-      if (ok) {
-        seq = dq_bits_get_raw (data + off, p.seq_off, p.seq_w);
-        key = p.batch_w ? dq_bits_get_raw (data + off, p.batch_off, p.batch_w) : seq;
+    /* kPGroup packets per thread at a time: every descriptor load of the group in flight
+     * together, then every header load (the loads of one packet depend on each other) */
+    const uint32_t stride = a.parsers * kPThreads;
+    for (uint32_t i0 = b * kPThreads + t; i0 < n; i0 += kPGroup * stride) {
+      uint32_t off[kPGroup], len[kPGroup], seq[kPGroup], key[kPGroup];
+      unsigned long long ts[kPGroup];
+DQ_UNROLL
+      for (uint32_t g = 0; g < kPGroup; g++) {
+        const uint32_t i = i0 + g * stride;
+        off[g] = len[g] = 0;
+        ts[g] = 0;
+        if (i < n) {
+          off[g] = desc_u32 (desc, i, 0);
+          len[g] = desc_u32 (desc, i, 4);
+          ts[g] = desc_ts (desc, i);
+        }
       }
-      a.ent[(size_t) r * a.maxp + i] = make_uint4 (key, seq, off, ok ? len : 0);
-      a.ts[(size_t) r * a.maxp + i] = desc_ts (desc, i);
+DQ_UNROLL
+      for (uint32_t g = 0; g < kPGroup; g++) {
+        const bool ok = (uint64_t) off[g] + len[g] <= job.data_size && len[g] >= p.need;
+        seq[g] = key[g] = 0;
+        if (!ok)
+          len[g] = 0;
+        if (ok) {
+          seq[g] = dq_bits_get_raw (data + off[g], p.seq_off, p.seq_w);
+          key[g] = p.batch_w ? dq_bits_get_raw (data + off[g], p.batch_off, p.batch_w) : seq[g];
+        }
+      }
+DQ_UNROLL
+      for (uint32_t g = 0; g < kPGroup; g++) {
+        const uint32_t i = i0 + g * stride;
+        if (i < n) {
+          a.ent[(size_t) r * a.maxp + i] = make_uint4 (key[g], seq[g], off[g], len[g]);
+          a.ts[(size_t) r * a.maxp + i] = ts[g];
+        }
+      }
     }
     if (b == 0) {
       if (t == 0)
@@ -611,9 +646,10 @@ rec_flush_warp (PCtl &c, const RecAcc &x)
 }
 
 /* Pass 1 (block-wide): shorts, late, beyond the window (deferred), claims; then, after a
- * barrier, winners and duplicates, and every packet's copy item. A thread's first kPCache
- * packets stay in registers between the two halves; more (bursts above kPCache * kPThreads)
- * go through the per-packet arrays. */
+ * barrier, winners and duplicates, and every packet's copy item. A thread takes its packets
+ * kPCache at a time with every load of the round in flight together (a dependent load per
+ * packet would cost a memory round trip each); the second half reads back what the first
+ * wrote per packet, again a round at a time. */
 constexpr uint32_t kPCache = 4;
 
 __device__ void
@@ -625,51 +661,50 @@ p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims)
   const bool fresh = c.fresh != 0;
   int64_t maxK = INT64_MIN;
   uint32_t shorts = 0, late = 0, dups = 0, any_def = 0;
-  uint4 ce[kPCache];
-  int64_t cx[kPCache];
-  uint32_t cslot[kPCache];
-  uint8_t ccls[kPCache];
-  uint32_t k = 0;
-  for (uint32_t i = t; i < n; i += kPThreads, k++) {
-    const uint4 e = ent[i];
-    uint8_t cls = kPShort;
-    int64_t x = kPLate;
-    uint32_t slot = 0;
-    if (e.w == 0) {
-      shorts++;
-    } else {
-      const int64_t K = dq_unwrap (e.x, H0, p.key_bits);
-      if (K > maxK)
-        maxK = K;
-      const bool found = locate (p, K, e.y, x, slot);
-      if (!found)
-        x = kPLate;
-      if (fresh || (found && x >= B + (int64_t) p.W)) {
-        cls = kPDeferred;
-        any_def = 1;
-      } else if (!found || x < B) {
-        cls = kPLateCls;
-        late++;
+  constexpr uint32_t kRound = kPCache * kPThreads;
+  for (uint32_t i0 = t; i0 < n; i0 += kRound) {
+    uint4 ce[kPCache];
+DQ_UNROLL
+    for (uint32_t g = 0; g < kPCache; g++)
+      if (i0 + g * kPThreads < n)
+        ce[g] = ent[i0 + g * kPThreads];
+DQ_UNROLL
+    for (uint32_t g = 0; g < kPCache; g++) {
+      const uint32_t i = i0 + g * kPThreads;
+      if (i >= n)
+        break;
+      const uint4 e = ce[g];
+      uint8_t cls = kPShort;
+      int64_t x = kPLate;
+      uint32_t slot = 0;
+      if (e.w == 0) {
+        shorts++;
       } else {
-        const uint32_t r = rec_index (p, x), tag = tag_of (c.rec[r].gen) << 16;
-        const uint32_t old = atomicMin (&claims[(size_t) r * p.ppb + slot], tag | (i + 1));
-        if (old == tag) {
-          cls = kPDup;
-          dups++;
-          atomicAdd (&c.rec[r].dups, 1u);
+        const int64_t K = dq_unwrap (e.x, H0, p.key_bits);
+        if (K > maxK)
+          maxK = K;
+        const bool found = locate (p, K, e.y, x, slot);
+        if (!found)
+          x = kPLate;
+        if (fresh || (found && x >= B + (int64_t) p.W)) {
+          cls = kPDeferred;
+          any_def = 1;
+        } else if (!found || x < B) {
+          cls = kPLateCls;
+          late++;
         } else {
-          cls = kPClaiming;
+          const uint32_t r = rec_index (p, x), tag = tag_of (c.rec[r].gen) << 16;
+          const uint32_t old = atomicMin (&claims[(size_t) r * p.ppb + slot], tag | (i + 1));
+          if (old == tag) {
+            cls = kPDup;
+            dups++;
+            atomicAdd (&c.rec[r].dups, 1u);
+          } else {
+            cls = kPClaiming;
+          }
         }
       }
-    }
-    a.pcls[i] = cls;                  /* pass 2 looks for kPDeferred */
-    if (k < kPCache) {
-      ce[k] = e;
-      cx[k] = x;
-      cslot[k] = slot;
-      ccls[k] = cls;
-    }
-    if (k >= kPCache || cls == kPDeferred) {
+      a.pcls[i] = cls;
       a.px[i] = x;
       a.pslot[i] = slot;
     }
@@ -686,34 +721,51 @@ p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims)
   __syncthreads ();
   uint32_t acc = 0;
   RecAcc ra = { 0, 0, kPNoIndex };
-  k = 0;
-  for (uint32_t i = t; i < n; i += kPThreads, k++) {
-    const uint4 e = k < kPCache ? ce[k] : ent[i];
-    const uint8_t cls = k < kPCache ? ccls[k] : a.pcls[i];
-    CopyItem it = { c.job.data + e.z, 0, e.w, 0 };
-    if (cls == kPClaiming) {
-      const int64_t x = k < kPCache ? cx[k] : a.px[i];
-      const uint32_t slot = k < kPCache ? cslot[k] : a.pslot[i];
-      const uint32_t r = rec_index (p, x), tag = tag_of (c.rec[r].gen) << 16;
-      uint32_t *w = &claims[(size_t) r * p.ppb + slot];
-      if (*w == (tag | (i + 1))) {
-        *w = tag;
-        acc++;
-        if (ra.filled && ra.r != r) {
-          rec_flush (c, ra);
-          ra = RecAcc { r, 0, kPNoIndex };
-        }
-        ra.r = r;
-        ra.filled++;
-        ra.first = i < ra.first ? i : ra.first;
-        if (c.rec[r].frame)
-          it.dst = c.rec[r].frame + (uint64_t) slot * p.lout;
-      } else {
-        dups++;
-        atomicAdd (&c.rec[r].dups, 1u);
+  for (uint32_t i0 = t; i0 < n; i0 += kRound) {
+    uint4 ce[kPCache];
+    int64_t cx[kPCache];
+    uint32_t cslot[kPCache];
+    uint8_t ccls[kPCache];
+DQ_UNROLL
+    for (uint32_t g = 0; g < kPCache; g++) {
+      const uint32_t i = i0 + g * kPThreads;
+      if (i < n) {
+        ce[g] = ent[i];
+        ccls[g] = a.pcls[i];
+        cx[g] = a.px[i];
+        cslot[g] = a.pslot[i];
       }
     }
-    c.items[i] = it;
+DQ_UNROLL
+    for (uint32_t g = 0; g < kPCache; g++) {
+      const uint32_t i = i0 + g * kPThreads;
+      if (i >= n)
+        break;
+      const uint4 e = ce[g];
+      CopyItem it = { c.job.data + e.z, 0, e.w, 0 };
+      if (ccls[g] == kPClaiming) {
+        const uint32_t slot = cslot[g], r = rec_index (p, cx[g]);
+        const uint32_t tag = tag_of (c.rec[r].gen) << 16;
+        uint32_t *w = &claims[(size_t) r * p.ppb + slot];
+        if (*w == (tag | (i + 1))) {
+          *w = tag;
+          acc++;
+          if (ra.filled && ra.r != r) {
+            rec_flush (c, ra);
+            ra = RecAcc { r, 0, kPNoIndex };
+          }
+          ra.r = r;
+          ra.filled++;
+          ra.first = i < ra.first ? i : ra.first;
+          if (c.rec[r].frame)
+            it.dst = c.rec[r].frame + (uint64_t) slot * p.lout;
+        } else {
+          dups++;
+          atomicAdd (&c.rec[r].dups, 1u);
+        }
+      }
+      c.items[i] = it;
+    }
   }
   rec_flush_warp (c, ra);
   warp_add (&c.acc, acc);
@@ -775,7 +827,7 @@ p_control (const Params &p, const PArgs &a)
     const uint32_t r = (uint32_t) ((j - 1) % a.R);
     if (t == 0) {
       while (ld_acquire64 (&a.parsed[r]) != j)
-        pause_ns (32);
+        pause_ns (20);
       c.job = a.hdr[r];
       c.r = r;
       c.res = c.job.kind == kPJobStop ? NULL : a.res[r];
@@ -881,7 +933,7 @@ p_move (const Params &p, const PArgs &a, uint32_t m)
     const uint32_t r = (uint32_t) ((j - 1) % a.R);
     if (t == 0) {
       while (ld_acquire64 (&a.published[r]) != j)
-        pause_ns (32);
+        pause_ns (20);
       pub = a.pub[r];
     }
     __syncthreads ();
@@ -899,7 +951,6 @@ p_move (const Params &p, const PArgs &a, uint32_t m)
     }
     __syncthreads ();
     if (t == 0 && last_block_of (&a.move_done[r], j, a.R, a.movers)) {
-      __threadfence_system ();
       st_release_sys64 (&a.done[r], j);
     }
   }

@@ -6,7 +6,7 @@
 #include "reorder-persist.cuh"
 
 #include <dlfcn.h>
-#include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
 namespace dqk {
@@ -202,11 +202,19 @@ persist_wait (DqReorderGpu *ctx, uint32_t slot, uint64_t j, int wait)
   (void) pk;
   return 1;
 #else
+  struct timespec t0 = { 0, 0 }, t1;
   for (unsigned long spins = 0; !persist_done (ctx, slot, j); spins++) {
     if (!wait)
       return 0;
-    if (spins % 4096 == 4095) {
-      /* a kernel that failed (or ended) never completes the job */
+    if (spins % 1024 == 1023) {
+      /* every few milliseconds (a stream query is a driver call of tens of microseconds): a
+       * kernel that failed (or ended) never completes the job */
+      clock_gettime (CLOCK_MONOTONIC, &t1);
+      if (!t0.tv_sec && !t0.tv_nsec)
+        t0 = t1;
+      if ((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec) < 2000000)
+        continue;
+      t0 = t1;
       cudaError_t e = cudaStreamQuery (pk->stream);
       if (e == cudaSuccess) {
         snprintf (ctx->err, sizeof ctx->err, "persistent kernel ended before job %llu",
@@ -215,7 +223,6 @@ persist_wait (DqReorderGpu *ctx, uint32_t slot, uint64_t j, int wait)
       }
       if (e != cudaErrorNotReady)
         return cuda_fail (ctx->err, sizeof ctx->err, "persistent kernel", e);
-      sched_yield ();
     }
   }
   return 1;

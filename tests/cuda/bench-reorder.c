@@ -315,10 +315,13 @@ run_reorder (GPool *g, const DqReorderConfig *cfg, uint32_t K, uint32_t per, int
 {
   Pool *p = &g->hp;
   /* frames: the window, and each submission in flight may complete all its batches */
-  const int NF = 4 * ((int) per + 1) + (int) cfg->window + 6;
+  /* submissions in flight: 4 launched (more measured no faster); a persistent context's jobs
+   * pass through three stages, so it gets a receive queue's depth, 16 */
+  const uint32_t infl = bench_persistent ? 16 : 4;
+  const int NF = (int) infl * ((int) per + 1) + (int) cfg->window + 6;
   void **frames = malloc (NF * sizeof *frames);
   const uint32_t n = per * p->ppb;
-  DqReorderGpu *ctx = ctx_new (cfg, n, 4, NF, frames);
+  DqReorderGpu *ctx = ctx_new (cfg, n, infl, NF, frames);
   if (!ctx) {
     free (frames);
     return -1;
