@@ -97,6 +97,7 @@ struct PArgs {
   uint8_t *pcls;                   /* maxp */
   FrameEnt *frames;                /* the free ring's entries, copied to device memory */
   uint32_t R, maxp, zcap, parsers, movers;
+  uint32_t parse_groups;           /* parsers is a multiple of it */
 };
 
 /* ---- memory order across the bus --------------------------------------------------------- */
@@ -190,34 +191,37 @@ DQ_UNROLL
 /* ---- parse ------------------------------------------------------------------------------- */
 
 __device__ void
-p_parse (const Params &p, const PArgs &a, uint32_t b)
+p_parse (const Params &p, const PArgs &a, uint32_t pb)
 {
   __shared__ PJob job;
+  __shared__ uint64_t words[sizeof (PJob) / 8];
   const uint32_t t = threadIdx.x;
-  for (uint64_t j = 1;; j++) {
+  /* groups of blocks take turns: group g the jobs g + 1, g + 1 + G, ...; its blocks split each */
+  const uint32_t G = a.parse_groups, per = a.parsers / G, g = pb % G, b = pb / G;
+  for (uint64_t j = g + 1;; j += G) {
     const uint32_t r = (uint32_t) ((j - 1) % a.R);
+    const PJob *e = &a.jobs[r];
     if (t == 0) {
-      const PJob *e = &a.jobs[r];
       /* plain volatile polls across the bus (a system-scope acquire at every poll slows the
        * whole GPU down), then one acquire */
       while (ld_volatile64 (&e->seq) != j)
         pause_ns (20);
       (void) ld_acquire_sys64 (&e->seq);
-      job.data = ld_volatile64 (&e->data);
-      job.data_size = ld_volatile64 (&e->data_size);
-      job.desc = ld_volatile64 (&e->desc);
-      job.free_tail = ld_volatile64 (&e->free_tail);
-      job.prev_tail = ld_volatile64 (&e->prev_tail);
-      job.n = ld_volatile32 (&e->n);
-      job.kind = ld_volatile32 (&e->kind);
-      job.mode = ld_volatile32 (&e->mode);
     }
+    __syncthreads ();
+    /* the entry's words, one per thread, in one round trip across the bus (ordered after the
+     * acquire by the barrier) */
+    if (t < sizeof (PJob) / 8)
+      words[t] = ld_volatile64 ((const uint64_t *) e + t);
+    __syncthreads ();
+    if (t == 0)
+      memcpy (&job, words, sizeof job);
     __syncthreads ();
     const uint32_t kind = job.kind, n = job.kind == DQ_JOB_REORDER ? job.n : 0;
     const uint8_t *data = (const uint8_t *) job.data, *desc = (const uint8_t *) job.desc;
     /* kPGroup packets per thread at a time: every descriptor load of the group in flight
      * together, then every header load (the loads of one packet depend on each other) */
-    const uint32_t stride = a.parsers * kPThreads;
+    const uint32_t stride = per * kPThreads;
     for (uint32_t i0 = b * kPThreads + t; i0 < n; i0 += kPGroup * stride) {
       uint32_t off[kPGroup], len[kPGroup], seq[kPGroup], key[kPGroup];
       unsigned long long ts[kPGroup];
@@ -261,7 +265,7 @@ DQ_UNROLL
       }
     }
     __syncthreads ();
-    if (t == 0 && last_block_of (&a.parse_done[r], j, a.R, a.parsers))
+    if (t == 0 && last_block_of (&a.parse_done[r], j, a.R, per))
       st_release64 (&a.parsed[r], j);
     if (kind == kPJobStop)
       return;
@@ -648,8 +652,9 @@ rec_flush_warp (PCtl &c, const RecAcc &x)
 /* Pass 1 (block-wide): shorts, late, beyond the window (deferred), claims; then, after a
  * barrier, winners and duplicates, and every packet's copy item. A thread takes its packets
  * kPCache at a time with every load of the round in flight together (a dependent load per
- * packet would cost a memory round trip each); the second half reads back what the first
- * wrote per packet, again a round at a time. */
+ * packet would cost a memory round trip each). Its first round stays in registers across the
+ * barrier, timestamps included; later rounds (bursts above kPCache * kPThreads packets) go
+ * through the per-packet arrays. */
 constexpr uint32_t kPCache = 4;
 
 __device__ void
@@ -657,23 +662,34 @@ p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims)
 {
   const uint32_t t = threadIdx.x, n = c.job.n;
   const uint4 *ent = a.ent + (size_t) c.r * a.maxp;
+  const unsigned long long *tsv = a.ts + (size_t) c.r * a.maxp;
   const int64_t H0 = c.H0, B = c.B;
   const bool fresh = c.fresh != 0;
   int64_t maxK = INT64_MIN;
   uint32_t shorts = 0, late = 0, dups = 0, any_def = 0;
   constexpr uint32_t kRound = kPCache * kPThreads;
+  /* the first round, kept */
+  uint4 ce[kPCache];
+  unsigned long long cts[kPCache];
+  int64_t cx[kPCache];
+  uint32_t cslot[kPCache];
+  uint8_t ccls[kPCache];
   for (uint32_t i0 = t; i0 < n; i0 += kRound) {
-    uint4 ce[kPCache];
+    const bool first = i0 == t;
+    uint4 e4[kPCache];
 DQ_UNROLL
     for (uint32_t g = 0; g < kPCache; g++)
-      if (i0 + g * kPThreads < n)
-        ce[g] = ent[i0 + g * kPThreads];
+      if (i0 + g * kPThreads < n) {
+        e4[g] = ent[i0 + g * kPThreads];
+        if (first)
+          cts[g] = tsv[i0 + g * kPThreads];
+      }
 DQ_UNROLL
     for (uint32_t g = 0; g < kPCache; g++) {
       const uint32_t i = i0 + g * kPThreads;
       if (i >= n)
         break;
-      const uint4 e = ce[g];
+      const uint4 e = e4[g];
       uint8_t cls = kPShort;
       int64_t x = kPLate;
       uint32_t slot = 0;
@@ -704,9 +720,17 @@ DQ_UNROLL
           }
         }
       }
-      a.pcls[i] = cls;
-      a.px[i] = x;
-      a.pslot[i] = slot;
+      a.pcls[i] = cls;                /* pass 2 looks for kPDeferred */
+      if (first) {
+        ce[g] = e;
+        cx[g] = x;
+        cslot[g] = slot;
+        ccls[g] = cls;
+      }
+      if (!first || cls == kPDeferred) {
+        a.px[i] = x;
+        a.pslot[i] = slot;
+      }
     }
   }
   maxK = warp_max64 (maxK);
@@ -719,21 +743,27 @@ DQ_UNROLL
   if (__ballot_sync (0xffffffffu, any_def) && (t & 31) == 0)
     c.any_def = 1;
   __syncthreads ();
-  uint32_t acc = 0;
+  uint32_t acc = 0, won = 0;
   RecAcc ra = { 0, 0, kPNoIndex };
   for (uint32_t i0 = t; i0 < n; i0 += kRound) {
-    uint4 ce[kPCache];
-    int64_t cx[kPCache];
-    uint32_t cslot[kPCache];
-    uint8_t ccls[kPCache];
+    const bool first = i0 == t;
+    uint4 e4[kPCache];
+    int64_t x4[kPCache];
+    uint32_t s4[kPCache];
+    uint8_t c4[kPCache];
 DQ_UNROLL
     for (uint32_t g = 0; g < kPCache; g++) {
       const uint32_t i = i0 + g * kPThreads;
-      if (i < n) {
-        ce[g] = ent[i];
-        ccls[g] = a.pcls[i];
-        cx[g] = a.px[i];
-        cslot[g] = a.pslot[i];
+      if (first) {
+        e4[g] = ce[g];
+        c4[g] = ccls[g];
+        x4[g] = cx[g];
+        s4[g] = cslot[g];
+      } else if (i < n) {
+        e4[g] = ent[i];
+        c4[g] = a.pcls[i];
+        x4[g] = a.px[i];
+        s4[g] = a.pslot[i];
       }
     }
 DQ_UNROLL
@@ -741,15 +771,17 @@ DQ_UNROLL
       const uint32_t i = i0 + g * kPThreads;
       if (i >= n)
         break;
-      const uint4 e = ce[g];
+      const uint4 e = e4[g];
       CopyItem it = { c.job.data + e.z, 0, e.w, 0 };
-      if (ccls[g] == kPClaiming) {
-        const uint32_t slot = cslot[g], r = rec_index (p, cx[g]);
+      if (c4[g] == kPClaiming) {
+        const uint32_t slot = s4[g], r = rec_index (p, x4[g]);
         const uint32_t tag = tag_of (c.rec[r].gen) << 16;
         uint32_t *w = &claims[(size_t) r * p.ppb + slot];
         if (*w == (tag | (i + 1))) {
           *w = tag;
           acc++;
+          if (first)
+            won |= 1u << g;
           if (ra.filled && ra.r != r) {
             rec_flush (c, ra);
             ra = RecAcc { r, 0, kPNoIndex };
@@ -772,11 +804,23 @@ DQ_UNROLL
   warp_add (&c.dups, dups);
   __syncthreads ();
   /* a record that was empty at the burst's start: its first timestamp is pass 1's earliest
-   * packet's (the earliest arrival placed in it) */
+   * packet's (the earliest arrival placed in it); from the registers of the thread that placed
+   * it where that was in its first round, else loaded */
+DQ_UNROLL
+  for (uint32_t g = 0; g < kPCache; g++) {
+    if (!(won & (1u << g)))
+      continue;
+    const uint32_t r = rec_index (p, cx[g]);
+    if (c.rec[r].first_idx == t + g * kPThreads && c.pre_filled[r] == 0) {
+      c.rec[r].first_ts = cts[g];
+      c.rec[r].first_idx = kPNoIndex;
+    }
+  }
+  __syncthreads ();
   for (uint32_t r = t; r < p.W; r += kPThreads) {
     PRec &R = c.rec[r];
     if (R.first_idx != kPNoIndex && c.pre_filled[r] == 0)
-      R.first_ts = ld_cg64 (&a.ts[(size_t) c.r * a.maxp + R.first_idx]);
+      R.first_ts = ld_cg64 (&tsv[R.first_idx]);
     R.first_idx = kPNoIndex;
   }
 }
@@ -828,6 +872,15 @@ p_control (const Params &p, const PArgs &a)
     if (t == 0) {
       while (ld_acquire64 (&a.parsed[r]) != j)
         pause_ns (20);
+    }
+    __syncthreads ();
+    /* the free ring's next entries, loaded beside the job's header (those at or beyond the
+     * job's tail are not used) */
+    for (uint32_t k = t; k < kPFramesAhead; k += kPThreads) {
+      const FrameEnt *e = &a.frames[(c.head + k) % p.ring_cap];
+      c.fpre[k] = FrameEnt { ld_cg64 (&e->ptr), ld_cg64 (&e->user) };
+    }
+    if (t == 0) {
       c.job = a.hdr[r];
       c.r = r;
       c.res = c.job.kind == kPJobStop ? NULL : a.res[r];
@@ -851,12 +904,6 @@ p_control (const Params &p, const PArgs &a)
       }
       return;
     }
-    /* the next frames, in one round trip */
-    for (uint32_t k = t; k < c.fpre_n; k += kPThreads) {
-      const FrameEnt *e = &a.frames[(c.fpre_base + k) % p.ring_cap];
-      c.fpre[k] = FrameEnt { ld_cg64 (&e->ptr), ld_cg64 (&e->user) };
-    }
-    __syncthreads ();
 
     if (c.job.kind == DQ_JOB_FLUSH) {
       if (t == 0) {

@@ -80,7 +80,7 @@ struct Persist {
   cudaStream_t stream;
   uint64_t posted;             /* the last job's number */
   uint64_t prev_tail;          /* the free ring's tail at the last job */
-  uint32_t grid, parsers, movers;
+  uint32_t grid, parsers, groups, movers;
   int running;
 };
 
@@ -322,8 +322,12 @@ persist_start (DqReorderGpu *ctx, int dev)
   a.R = R;
   a.maxp = maxp;
   a.zcap = zcap;
+  /* parse groups take turns on jobs (at most R in flight): two blocks each */
+  a.parse_groups = R < 8 ? R : 8;
+  a.parsers = 2 * a.parse_groups;
 #ifdef DQ_CUDA_EMU
-  a.parsers = 1;
+  a.parse_groups = R < 2 ? R : 2;
+  a.parsers = 2 * a.parse_groups;
   a.movers = 2;
   pk->grid = 1 + a.parsers + a.movers;
   dq_emu_launch_persistent (dim3 (pk->grid), dim3 (kPThreads), smem,
@@ -337,7 +341,6 @@ persist_start (DqReorderGpu *ctx, int dev)
   /* every block resident at once (a cooperative launch refuses otherwise): control, parsers,
    * and as many movers as fit, up to two per SM */
   const uint32_t fit = (uint32_t) per_sm * (uint32_t) ctx->sms;
-  a.parsers = 8;
   if (fit < a.parsers + 2) {
     snprintf (ctx->err, sizeof ctx->err, "persistent: the GPU holds only %u blocks of the "
         "persistent kernel at once (%zu bytes of shared memory each); it needs %u", fit, smem,
@@ -356,6 +359,7 @@ persist_start (DqReorderGpu *ctx, int dev)
   }
 #endif
   pk->parsers = a.parsers;
+  pk->groups = a.parse_groups;
   pk->movers = a.movers;
   pk->running = 1;
   return 0;
@@ -375,7 +379,9 @@ persist_stop (DqReorderGpu *ctx)
       ctx->oldest = (ctx->oldest + 1) % ctx->opt.max_inflight;
       ctx->inflight--;
     }
-    persist_post (ctx, kPJobStop, 0, NULL, 0, NULL, 0);
+    /* one for each parse group (the ring has room: nothing is in flight now) */
+    for (uint32_t k = 0; k < pk->groups; k++)
+      persist_post (ctx, kPJobStop, 0, NULL, 0, NULL, 0);
 #ifdef DQ_CUDA_EMU
     dq_emu_join ();
 #else

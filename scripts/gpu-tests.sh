@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# GPU checks of cuda/: the equivalence test (every kernel against its CPU twin, bit for bit), the
-# reorder benchmark and the persistent-pipeline design benchmark, on a machine with an NVIDIA GPU.
+# GPU checks of cuda/: the equivalence test (every kernel against its CPU twin, bit for bit; then
+# again with every reorder rig on a persistent context), the reorder benchmark and the
+# persistent-pipeline design benchmark, on a machine with an NVIDIA GPU.
 # Needs no GStreamer and no build tools there: it runs the binaries built here (static CUDA
 # runtime; libcuda.so.1 from the driver).
 #
@@ -14,8 +15,8 @@
 # GST_RUN=PREFIX runs the element test through PREFIX, e.g. GST_RUN=.gst-trixie/run for the
 # GStreamer 1.26 folder of scripts/gst-runtime.sh (the GStreamer >= 1.24 paths).
 #
-# --sanitize also runs the quick test under compute-sanitizer memcheck and racecheck, and the
-# element test under memcheck (slow).
+# --sanitize also runs the quick test under compute-sanitizer memcheck and racecheck (and memcheck
+# with persistent contexts), and the element test under memcheck (slow).
 # Logs go to $OUT (when set) or /tmp; the last lines are the summary.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -52,6 +53,12 @@ start=$(date +%s)
 "$test_bin" 2>&1 | tee "$logs/test-cuda-gpu.log"
 rc_test=${PIPESTATUS[0]}
 echo "(test: rc=$rc_test, $(( $(date +%s) - start )) s)"
+echo "== test-cuda-gpu, persistent contexts"
+start=$(date +%s)
+DQ_TEST_PERSISTENT=1 timeout 600 "$test_bin" 2>&1 | tee "$logs/test-cuda-gpu-persistent.log"
+r=${PIPESTATUS[0]}
+[ $r -ne 0 ] && rc_test=$r
+echo "(persistent test: rc=$r, $(( $(date +%s) - start )) s)"
 
 rc_san=0
 san_line="compute-sanitizer: not run"
@@ -66,6 +73,12 @@ if [ "$sanitize" = 1 ]; then
       [ $r -ne 0 ] && rc_san=$r
       san_line="$san_line $tool=rc$r"
     done
+    DQ_TEST_QUICK=1 DQ_TEST_PERSISTENT=1 timeout 150 compute-sanitizer --tool memcheck \
+      --error-exitcode 3 "$test_bin" > "$logs/sanitizer-memcheck-persistent.log" 2>&1
+    r=$?
+    tail -3 "$logs/sanitizer-memcheck-persistent.log"
+    [ $r -ne 0 ] && rc_san=$r
+    san_line="$san_line memcheck(persistent)=rc$r"
     san_line="compute-sanitizer:${san_line#compute-sanitizer: not run}"
   else
     san_line="compute-sanitizer: not found"
@@ -155,6 +168,8 @@ fi
 echo "== summary"
 grep -h '^device:' "$logs/test-cuda-gpu.log" | head -1
 grep -h -E '^(test-cuda-gpu:|SKIP)' "$logs/test-cuda-gpu.log" || echo "test-cuda-gpu: no summary line (rc=$rc_test)"
+grep -h -E '^(test-cuda-gpu:|SKIP)' "$logs/test-cuda-gpu-persistent.log" | sed 's/^/persistent: /' \
+  || echo "test-cuda-gpu (persistent): no summary line"
 [ "$sanitize" = 1 ] && echo "$san_line"
 echo "$elem_line"
 echo "$pipe_line"
