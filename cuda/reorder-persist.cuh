@@ -8,10 +8,14 @@
  * and results. Three stages on different blocks of the one grid (a cooperative launch: all
  * resident), each working on a different job, meeting through device memory:
  *
- *   parse    `parsers` blocks split the job's packets: descriptor, bounds, the header fields
- *            (key, sequence) into the ring slot's entries; block 0 also hands the job's header
- *            on and copies the free-ring entries the host added for it into device memory. The
- *            last block of a job releases its slot (parsed[]).
+ *   parse    `parsers` blocks in `parse_groups` groups taking turns on jobs (group g the jobs
+ *            g + 1, g + 1 + G, ...): a group reads the job's entry across the bus in one round
+ *            trip and its blocks split the packets: descriptor, bounds, the header fields (key,
+ *            sequence) into the ring slot's entries; its block 0 also hands the job's header on
+ *            and copies the free-ring entries the host added for it into device memory. The
+ *            last block of a job releases its slot (parsed[]). Polls across the bus are plain
+ *            volatile loads, then one acquire: a system-scope acquire at every poll slows the
+ *            whole GPU down.
  *   control  one block owning the whole state in shared memory: the window's records and one
  *            claim word per slot of every record (window * packets_per_batch 32-bit words, in
  *            dynamic shared memory), so that no job waits for a previous one's state to travel
@@ -35,7 +39,8 @@
  *
  * Ring slots: the host has at most R jobs unpolled, and polls job j - R before posting j, so
  * every stage is done with a slot (its entries, items, zero runs, results) before it is reused.
- * The stages themselves only wait for the stage before them. Job kind DQ_JOB_STOP ends them all.
+ * The stages themselves only wait for the stage before them. Job kind kPJobStop ends them all
+ * (the host posts one per parse group).
  *
  * In the emulator (cuda-emu.h) the grid is a persistent launch that runs whenever the host
  * calls in; the control block's claim words are its dynamic shared memory there too. */
@@ -125,11 +130,6 @@ __device__ __forceinline__ void st_release_sys64 (unsigned long long *p, uint64_
 __device__ __forceinline__ uint64_t ld_volatile64 (const void *p)
 {
   return *(const volatile unsigned long long *) p;
-}
-
-__device__ __forceinline__ uint32_t ld_volatile32 (const void *p)
-{
-  return *(const volatile unsigned int *) p;
 }
 
 /* One block of a stage is done with job j: the last of `blocks` gets true. *count counts the
@@ -389,17 +389,7 @@ struct PSeq {
   __device__ void emit (uint32_t r, uint32_t cause) const
   {
     PRec &R = c.rec[r];
-    DqReorderBatch b;
-    memset (&b, 0, sizeof b);
-    b.batch_id = (uint64_t) R.id;
-    b.frame = (void *) R.frame;
-    b.frame_user = R.frame ? (void *) R.user : NULL;
-    b.first_timestamp = R.first_ts;
-    b.packets = R.filled;
-    b.missing = p.ppb - R.filled;
-    b.duplicates = R.dups;
-    b.flags = cause | (R.filled == p.ppb ? DQ_BATCH_COMPLETE : 0) |
-        (R.frame ? 0 : DQ_BATCH_NO_FRAME);
+    const DqReorderBatch b = batch_entry (p, R, cause);
     if (c.n_out < a.res_cap)
       c.out[c.n_out++] = b;
     c.stats.batches++;
@@ -583,24 +573,15 @@ DQ_UNROLL
   return v;
 }
 
-__device__ __forceinline__ uint32_t
-warp_min (uint32_t v)
+/* min or max over the warp */
+template <typename T, bool kMax>
+__device__ __forceinline__ T
+warp_extreme (T v)
 {
 DQ_UNROLL
   for (int d = 16; d > 0; d >>= 1) {
-    const uint32_t o = __shfl_xor_sync (0xffffffffu, v, d);
-    v = o < v ? o : v;
-  }
-  return v;
-}
-
-__device__ __forceinline__ int64_t
-warp_max64 (int64_t v)
-{
-DQ_UNROLL
-  for (int d = 16; d > 0; d >>= 1) {
-    const int64_t o = __shfl_xor_sync (0xffffffffu, v, d);
-    v = o > v ? o : v;
+    const T o = __shfl_xor_sync (0xffffffffu, v, d);
+    v = (kMax ? o > v : o < v) ? o : v;
   }
   return v;
 }
@@ -639,7 +620,7 @@ rec_flush_warp (PCtl &c, const RecAcc &x)
   const uint32_t lead = (uint32_t) __ffs ((int) busy) - 1;
   const uint32_t r0 = __shfl_sync (0xffffffffu, x.r, (int) lead);
   if (__ballot_sync (0xffffffffu, x.filled == 0 || x.r == r0) == 0xffffffffu) {
-    const uint32_t f = warp_sum (x.filled), m = warp_min (x.filled ? x.first : kPNoIndex);
+    const uint32_t f = warp_sum (x.filled), m = warp_extreme<uint32_t, false> (x.filled ? x.first : kPNoIndex);
     if (lane == lead) {
       atomicAdd (&c.rec[r0].filled, f);
       atomicMin (&c.rec[r0].first_idx, m);
@@ -733,7 +714,7 @@ DQ_UNROLL
       }
     }
   }
-  maxK = warp_max64 (maxK);
+  maxK = warp_extreme<int64_t, true> (maxK);
   if ((t & 31) == 0 && maxK != INT64_MIN) {
     atomicMax (&c.maxK, (long long) maxK);
     c.any = 1;
