@@ -325,7 +325,7 @@ typedef struct {
  * jobs into mapped memory and reads their completions there, so a submission costs no launch.
  * Same results, bit for bit. Limits: max_packets <= 65534, and
  * window * packets_per_batch claim words (4 bytes each) must fit a block's shared memory (about
- * 56 000 slots on sm_90, 15 000 on sm_75); dq_reorder_gpu_new says so otherwise. Gather and
+ * 54 000 slots on sm_90, 12 000 on sm_75); dq_reorder_gpu_new says so otherwise. Gather and
  * packetize are refused (use another context), dq_reorder_gpu_event is NULL, and the kernel
  * keeps its SMs busy polling while the context lives. */
 
