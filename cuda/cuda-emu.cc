@@ -430,6 +430,16 @@ launch (dim3 grid, dim3 block, const std::function<void ()> &body, bool overlap)
   run_until (overlap ? 1 : 0);
 }
 
+/* A host call that runs the fibers (none from inside a kernel: it would switch away from itself) */
+void
+host_run (RunMode mode)
+{
+  if (g_running)
+    return;
+  std::lock_guard<std::mutex> lock (g_mu);
+  run_until (0, mode);
+}
+
 }  /* namespace */
 
 unsigned
@@ -539,19 +549,13 @@ dq_emu_launch_persistent (dim3 grid, dim3 block, size_t dyn_shared,
 void
 dq_emu_progress ()
 {
-  if (g_running)
-    return;
-  std::lock_guard<std::mutex> lock (g_mu);
-  run_until (0, IDLE);
+  host_run (IDLE);
 }
 
 void
 dq_emu_join ()
 {
-  if (g_running)
-    return;
-  std::lock_guard<std::mutex> lock (g_mu);
-  run_until (0, ALL);
+  host_run (ALL);
 }
 
 void
@@ -574,8 +578,5 @@ dq_emu_dynamic_shared ()
 void
 dq_emu_synchronize ()
 {
-  if (g_running)
-    return;
-  std::lock_guard<std::mutex> lock (g_mu);
-  run_until (0);
+  host_run (PLAIN);
 }

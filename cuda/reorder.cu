@@ -80,7 +80,7 @@ struct Persist {
   cudaStream_t stream;
   uint64_t posted;             /* the last job's number */
   uint64_t prev_tail;          /* the free ring's tail at the last job */
-  uint32_t grid, parsers, groups, movers;
+  uint32_t groups;             /* parse groups: one stop job each */
   int running;
 };
 
@@ -186,7 +186,6 @@ persist_done (const DqReorderGpu *ctx, uint32_t slot, uint64_t j)
 static int
 persist_wait (DqReorderGpu *ctx, uint32_t slot, uint64_t j, int wait)
 {
-  Persist *pk = ctx->pk;
 #ifdef DQ_CUDA_EMU
   /* the emulated kernel runs while the host calls in */
   for (unsigned long spins = 0; !persist_done (ctx, slot, j); spins++) {
@@ -199,7 +198,6 @@ persist_wait (DqReorderGpu *ctx, uint32_t slot, uint64_t j, int wait)
     }
     dq_emu_progress ();
   }
-  (void) pk;
   return 1;
 #else
   struct timespec t0 = { 0, 0 }, t1;
@@ -215,7 +213,7 @@ persist_wait (DqReorderGpu *ctx, uint32_t slot, uint64_t j, int wait)
       if ((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec) < 2000000)
         continue;
       t0 = t1;
-      cudaError_t e = cudaStreamQuery (pk->stream);
+      cudaError_t e = cudaStreamQuery (ctx->pk->stream);
       if (e == cudaSuccess) {
         snprintf (ctx->err, sizeof ctx->err, "persistent kernel ended before job %llu",
             (unsigned long long) j);
@@ -329,8 +327,7 @@ persist_start (DqReorderGpu *ctx, int dev)
   a.parse_groups = R < 2 ? R : 2;
   a.parsers = 2 * a.parse_groups;
   a.movers = 2;
-  pk->grid = 1 + a.parsers + a.movers;
-  dq_emu_launch_persistent (dim3 (pk->grid), dim3 (kPThreads), smem,
+  dq_emu_launch_persistent (dim3 (1 + a.parsers + a.movers), dim3 (kPThreads), smem,
       [=] () { reorder_persist (p, a); });
 #else
   PK_CK (cudaFuncSetAttribute (reorder_persist, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -350,17 +347,15 @@ persist_start (DqReorderGpu *ctx, int dev)
   a.movers = fit - 1 - a.parsers;
   if (a.movers > 2u * (uint32_t) ctx->sms)
     a.movers = 2u * (uint32_t) ctx->sms;
-  pk->grid = 1 + a.parsers + a.movers;
   {
     Params pp = p;
     void *args[] = { &pp, &a };
-    PK_CK (cudaLaunchCooperativeKernel ((const void *) reorder_persist, dim3 (pk->grid),
-        dim3 (kPThreads), args, smem, pk->stream), "persistent kernel launch");
+    PK_CK (cudaLaunchCooperativeKernel ((const void *) reorder_persist,
+        dim3 (1 + a.parsers + a.movers), dim3 (kPThreads), args, smem, pk->stream),
+        "persistent kernel launch");
   }
 #endif
-  pk->parsers = a.parsers;
   pk->groups = a.parse_groups;
-  pk->movers = a.movers;
   pk->running = 1;
   return 0;
 }
