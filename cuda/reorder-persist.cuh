@@ -26,11 +26,18 @@
  *            window, the first burst ever), the window's moves, emitted batches, frames and the
  *            results run on one thread in arrival order, exactly as the CPU twin does, from
  *            shared memory: in the steady state that is the one complete batch of the job. The
- *            results go straight to mapped host memory; the copy items and the missing slots'
- *            zero runs of the emitted batches are published to the movers (published[]).
- *   move     the other blocks: the job's payloads (copy or conversion, reorder-move.cuh) and
- *            zero runs; the last block of a job writes the job's number into its completion
- *            flag (a release at system scope, after everything the job wrote).
+ *            results go to device memory; they, the copy items and the missing slots' zero runs
+ *            of the emitted batches are published to the movers (published[]). Control never
+ *            writes across the bus: a release after such writes would wait for them.
+ *   move     the other blocks, in `move_groups` groups taking turns on jobs as the parse
+ *            groups do (so one job's chain of round trips does not bound the rate): the job's
+ *            payloads (copy or conversion, reorder-move.cuh) and zero runs; the last block of a
+ *            job copies the results into the ring slot's mapped host memory and writes the
+ *            job's number into its completion flag (a release at system scope, after
+ *            everything the job wrote). Jobs of different groups may complete out of order; the
+ *            host takes them in order, so a batch is handed out only once every job that
+ *            wrote into its frame is complete (a job only writes slots it claimed, and only
+ *            zero-fills slots nobody claimed, so two groups never write the same bytes).
  *
  * A claim word: tag_of (gen) << 16 with the low half 0 once the slot is filled in that
  * generation; while a job claims, tag << 16 | (arrival index + 1). A record's new generation has
@@ -40,7 +47,7 @@
  * Ring slots: the host has at most R jobs unpolled, and polls job j - R before posting j, so
  * every stage is done with a slot (its entries, items, zero runs, results) before it is reused.
  * The stages themselves only wait for the stage before them. Job kind kPJobStop ends them all
- * (the host posts one per parse group).
+ * (the host posts one per parse group; control passes one on to each move group).
  *
  * In the emulator (cuda-emu.h) the grid is a persistent launch that runs whenever the host
  * calls in; the control block's claim words are its dynamic shared memory there too. */
@@ -74,9 +81,10 @@ struct PHdr {
   uint32_t n, kind, mode, pad;
 };
 
-/* What control publishes to the movers (device memory, per ring slot). */
+/* What control publishes to the movers (device memory, per ring slot): the job's copy items,
+ * zero runs, and result entries (batches, released frames) to copy out. */
 struct PPub {
-  uint32_t n_items, n_zero, stop, pad;
+  uint32_t n_items, n_zero, n_out, n_rel, stop, pad[3];
 };
 
 struct ZeroRun {
@@ -88,6 +96,8 @@ struct PArgs {
   const PJob *jobs;                /* R, mapped host */
   unsigned long long *done;        /* R, mapped host: the job's number once complete */
   ResHdr *const *res;              /* R: each ring slot's results (mapped host) */
+  uint8_t *resd;                   /* R x res_bytes: the same, as control writes them (device) */
+  size_t res_bytes;
   uint32_t res_cap, rel_cap;
   PHdr *hdr;                       /* R */
   uint4 *ent;                      /* R x maxp: key, sequence, offset, length (0: short) */
@@ -103,6 +113,7 @@ struct PArgs {
   FrameEnt *frames;                /* the free ring's entries, copied to device memory */
   uint32_t R, maxp, zcap, parsers, movers;
   uint32_t parse_groups;           /* parsers is a multiple of it */
+  uint32_t move_groups;            /* movers is a multiple of it; at most parse_groups */
 };
 
 /* ---- memory order across the bus --------------------------------------------------------- */
@@ -633,13 +644,27 @@ rec_flush_warp (PCtl &c, const RecAcc &x)
 /* Pass 1 (block-wide): shorts, late, beyond the window (deferred), claims; then, after a
  * barrier, winners and duplicates, and every packet's copy item. A thread takes its packets
  * kPCache at a time with every load of the round in flight together (a dependent load per
- * packet would cost a memory round trip each). Its first round stays in registers across the
- * barrier, timestamps included; later rounds (bursts above kPCache * kPThreads packets) go
- * through the per-packet arrays. */
+ * packet would cost a memory round trip each). Its first round (ce, cts: loaded with the job's
+ * header, p_first_round) stays in registers across the barrier, timestamps included; later
+ * rounds (bursts above kPCache * kPThreads packets) go through the per-packet arrays. */
 constexpr uint32_t kPCache = 4;
 
-__device__ void
-p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims)
+/* A thread's first round of ring slot r's entries and timestamps, loaded before the job's
+ * packet count is known (entries beyond it are not used). */
+__device__ __forceinline__ void
+p_first_round (const PArgs &a, uint32_t r, uint4 (&ce)[kPCache], unsigned long long (&cts)[kPCache])
+{
+DQ_UNROLL
+  for (uint32_t g = 0; g < kPCache; g++) {
+    const uint32_t i = threadIdx.x + g * kPThreads;
+    ce[g] = i < a.maxp ? a.ent[(size_t) r * a.maxp + i] : make_uint4 (0, 0, 0, 0);
+    cts[g] = i < a.maxp ? a.ts[(size_t) r * a.maxp + i] : 0;
+  }
+}
+
+__device__ __forceinline__ void
+p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims, const uint4 (&ce)[kPCache],
+    const unsigned long long (&cts)[kPCache])
 {
   const uint32_t t = threadIdx.x, n = c.job.n;
   const uint4 *ent = a.ent + (size_t) c.r * a.maxp;
@@ -649,9 +674,11 @@ p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims)
   int64_t maxK = INT64_MIN;
   uint32_t shorts = 0, late = 0, dups = 0, any_def = 0;
   constexpr uint32_t kRound = kPCache * kPThreads;
-  /* the first round, kept */
-  uint4 ce[kPCache];
-  unsigned long long cts[kPCache];
+  /* the records' counts at the burst's start (read before the first barrier below, after
+   * which winners add to them) */
+  for (uint32_t k = t; k < p.W; k += kPThreads)
+    c.pre_filled[k] = c.rec[k].filled;
+  /* the first round's placements, kept */
   int64_t cx[kPCache];
   uint32_t cslot[kPCache];
   uint8_t ccls[kPCache];
@@ -660,11 +687,8 @@ p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims)
     uint4 e4[kPCache];
 DQ_UNROLL
     for (uint32_t g = 0; g < kPCache; g++)
-      if (i0 + g * kPThreads < n) {
-        e4[g] = ent[i0 + g * kPThreads];
-        if (first)
-          cts[g] = tsv[i0 + g * kPThreads];
-      }
+      if (i0 + g * kPThreads < n)
+        e4[g] = first ? ce[g] : ent[i0 + g * kPThreads];
 DQ_UNROLL
     for (uint32_t g = 0; g < kPCache; g++) {
       const uint32_t i = i0 + g * kPThreads;
@@ -703,7 +727,6 @@ DQ_UNROLL
       }
       a.pcls[i] = cls;                /* pass 2 looks for kPDeferred */
       if (first) {
-        ce[g] = e;
         cx[g] = x;
         cslot[g] = slot;
         ccls[g] = cls;
@@ -848,15 +871,21 @@ p_control (const Params &p, const PArgs &a)
   }
   __syncthreads ();
 
+  static_assert (kPThreads >= 64, "the control block polls on its second warp");
+  uint4 ce[kPCache];
+  unsigned long long cts[kPCache];
   for (uint64_t j = 1;; j++) {
     const uint32_t r = (uint32_t) ((j - 1) % a.R);
-    if (t == 0) {
+    /* on the second warp: thread 0 may still be publishing the job before (its release waits
+     * for that job's stores) */
+    if (t == 32) {
       while (ld_acquire64 (&a.parsed[r]) != j)
         pause_ns (20);
     }
     __syncthreads ();
-    /* the free ring's next entries, loaded beside the job's header (those at or beyond the
-     * job's tail are not used) */
+    /* pass 1's first round and the free ring's next entries, loaded beside the job's header
+     * (entries beyond the job's packets, and frames at or beyond its tail, are not used) */
+    p_first_round (a, r, ce, cts);
     for (uint32_t k = t; k < kPFramesAhead; k += kPThreads) {
       const FrameEnt *e = &a.frames[(c.head + k) % p.ring_cap];
       c.fpre[k] = FrameEnt { ld_cg64 (&e->ptr), ld_cg64 (&e->user) };
@@ -864,7 +893,7 @@ p_control (const Params &p, const PArgs &a)
     if (t == 0) {
       c.job = a.hdr[r];
       c.r = r;
-      c.res = c.job.kind == kPJobStop ? NULL : a.res[r];
+      c.res = (ResHdr *) (a.resd + (size_t) r * a.res_bytes);
       c.out = (DqReorderBatch *) (c.res + 1);
       c.rel = (DqReorderFrame *) (c.out + a.res_cap);
       c.items = a.items + (size_t) r * a.maxp;
@@ -879,9 +908,12 @@ p_control (const Params &p, const PArgs &a)
     }
     __syncthreads ();
     if (c.job.kind == kPJobStop) {
-      if (t == 0) {
-        a.pub[r] = PPub { 0, 0, 1, 0 };
-        st_release64 (&a.published[r], j);
+      /* one stop for each move group: this job and the next ones, which the host posted as
+       * stops too (one per parse group, and there are no more move groups than those) */
+      if (t < a.move_groups) {
+        const uint32_t rs = (uint32_t) ((j - 1 + t) % a.R);
+        a.pub[rs] = PPub { 0, 0, 0, 0, 1, { 0, 0, 0 } };
+        st_release64 (&a.published[rs], j + t);
       }
       return;
     }
@@ -894,11 +926,12 @@ p_control (const Params &p, const PArgs &a)
     } else {
       const uint32_t n = c.job.n;
       const uint4 *ent = a.ent + (size_t) r * a.maxp;
-      if (!c.initialized)
+      if (!c.initialized) {       /* the same for every thread: thread 0 sets it after this */
         for (uint32_t i = t; i < n; i += kPThreads)
           if (ent[i].w)
             atomicMin (&c.first_valid, i);
-      __syncthreads ();
+        __syncthreads ();
+      }
       if (t == 0) {
         c.stats.packets += n;
         if (c.initialized) {
@@ -918,11 +951,8 @@ p_control (const Params &p, const PArgs &a)
         c.maxK = c.H;
       }
       __syncthreads ();
-      for (uint32_t k = t; k < p.W; k += kPThreads)
-        c.pre_filled[k] = c.rec[k].filled;
-      __syncthreads ();
       if (c.initialized)
-        p_pass1 (p, a, c, claims);
+        p_pass1 (p, a, c, claims, ce, cts);
       else
         for (uint32_t i = t; i < n; i += kPThreads)     /* every packet short */
           c.items[i] = CopyItem { 0, 0, 0, 0 };
@@ -943,7 +973,8 @@ p_control (const Params &p, const PArgs &a)
     }
     __syncthreads ();
     if (t == 0) {
-      a.pub[r] = PPub { c.job.kind == DQ_JOB_REORDER ? c.job.n : 0, c.n_zero, 0, 0 };
+      a.pub[r] = PPub { c.job.kind == DQ_JOB_REORDER ? c.job.n : 0, c.n_zero, c.n_out, c.n_rel,
+        0, { 0, 0, 0 } };
       st_release64 (&a.published[r], j);
     }
   }
@@ -951,18 +982,40 @@ p_control (const Params &p, const PArgs &a)
 
 /* ---- move -------------------------------------------------------------------------------- */
 
+/* The last move block of job j (ring slot r): the results control wrote into device memory,
+ * the header and the entries in use, into the slot's mapped host memory. Block-wide. */
+__device__ void
+p_copy_results (const PArgs &a, uint32_t r, const PPub &pub, uint64_t *dst)
+{
+  static_assert (sizeof (ResHdr) % 8 == 0 && sizeof (DqReorderFrame) % 8 == 0,
+      "results are copied in 8-byte words");
+  const uint64_t *src = (const uint64_t *) (a.resd + (size_t) r * a.res_bytes);
+  const uint32_t head = (uint32_t) ((sizeof (ResHdr) + pub.n_out * sizeof (DqReorderBatch)) / 8);
+  const uint32_t rel0 = (uint32_t) ((sizeof (ResHdr) + a.res_cap * sizeof (DqReorderBatch)) / 8);
+  const uint32_t words = head + pub.n_rel * (uint32_t) (sizeof (DqReorderFrame) / 8);
+  for (uint32_t k = threadIdx.x; k < words; k += kPThreads) {
+    const uint32_t w = k < head ? k : rel0 + (k - head);
+    dst[w] = ld_cg64 (&src[w]);
+  }
+}
+
 __device__ void
 p_move (const Params &p, const PArgs &a, uint32_t m)
 {
   __shared__ PPub pub;
+  __shared__ uint64_t *res;
+  __shared__ uint32_t last;
   const uint32_t t = threadIdx.x;
-  const uint32_t first = m * kPThreads + t, stride = a.movers * kPThreads;
-  for (uint64_t j = 1;; j++) {
+  /* groups of blocks take turns, as the parse groups do */
+  const uint32_t G = a.move_groups, per = a.movers / G, g = m % G;
+  const uint32_t first = m / G * kPThreads + t, stride = per * kPThreads;
+  for (uint64_t j = g + 1;; j += G) {
     const uint32_t r = (uint32_t) ((j - 1) % a.R);
     if (t == 0) {
       while (ld_acquire64 (&a.published[r]) != j)
         pause_ns (20);
       pub = a.pub[r];
+      res = (uint64_t *) a.res[r];
     }
     __syncthreads ();
     if (pub.stop)
@@ -978,8 +1031,14 @@ p_move (const Params &p, const PArgs &a, uint32_t m)
       }
     }
     __syncthreads ();
-    if (t == 0 && last_block_of (&a.move_done[r], j, a.R, a.movers)) {
-      st_release_sys64 (&a.done[r], j);
+    if (t == 0)
+      last = last_block_of (&a.move_done[r], j, a.R, per);
+    __syncthreads ();
+    if (last) {
+      p_copy_results (a, r, pub, res);
+      __syncthreads ();
+      if (t == 0)
+        st_release_sys64 (&a.done[r], j);
     }
   }
 }

@@ -66,6 +66,7 @@ struct Persist {
   PJob *jobs;                  /* R, mapped host */
   unsigned long long *done;    /* R, mapped host */
   ResHdr **res;                /* R, device: the slots' results as the device sees them */
+  uint8_t *resd;               /* R results as control writes them (device), copied to res */
   PHdr *hdr;
   uint4 *ent;
   unsigned long long *ts;
@@ -269,6 +270,9 @@ persist_start (DqReorderGpu *ctx, int dev)
       "cudaHostAlloc(persistent completions)");
   memset (pk->done, 0, R * sizeof (unsigned long long));
   PK_CK (cudaMalloc (&pk->res, R * sizeof (ResHdr *)), "cudaMalloc(persistent results)");
+  const size_t res_bytes = sizeof (ResHdr) + (size_t) p.res_cap * sizeof (DqReorderBatch) +
+      (size_t) p.rel_cap * sizeof (DqReorderFrame);
+  PK_CK (cudaMalloc (&pk->resd, R * res_bytes), "cudaMalloc(persistent result staging)");
   PK_CK (cudaMalloc (&pk->hdr, R * sizeof (PHdr)), "cudaMalloc(persistent headers)");
   PK_CK (cudaMalloc (&pk->ent, (size_t) R * maxp * sizeof (uint4)), "cudaMalloc(entries)");
   PK_CK (cudaMalloc (&pk->ts, (size_t) R * maxp * 8), "cudaMalloc(timestamps)");
@@ -301,6 +305,8 @@ persist_start (DqReorderGpu *ctx, int dev)
   PK_CK (cudaHostGetDevicePointer (&a.jobs, pk->jobs, 0), "cudaHostGetDevicePointer");
   PK_CK (cudaHostGetDevicePointer (&a.done, pk->done, 0), "cudaHostGetDevicePointer");
   a.res = pk->res;
+  a.resd = pk->resd;
+  a.res_bytes = res_bytes;
   a.res_cap = p.res_cap;
   a.rel_cap = p.rel_cap;
   a.hdr = pk->hdr;
@@ -320,13 +326,16 @@ persist_start (DqReorderGpu *ctx, int dev)
   a.R = R;
   a.maxp = maxp;
   a.zcap = zcap;
-  /* parse groups take turns on jobs (at most R in flight): two blocks each */
+  /* parse groups take turns on jobs (at most R in flight): two blocks each; so do the move
+   * groups (no more of them than parse groups: see the stop jobs) */
   a.parse_groups = R < 8 ? R : 8;
   a.parsers = 2 * a.parse_groups;
+  a.move_groups = R < 4 ? R : 4;
 #ifdef DQ_CUDA_EMU
   a.parse_groups = R < 2 ? R : 2;
   a.parsers = 2 * a.parse_groups;
-  a.movers = 2;
+  a.move_groups = a.parse_groups;
+  a.movers = 2 * a.move_groups;
   dq_emu_launch_persistent (dim3 (1 + a.parsers + a.movers), dim3 (kPThreads), smem,
       [=] () { reorder_persist (p, a); });
 #else
@@ -347,6 +356,9 @@ persist_start (DqReorderGpu *ctx, int dev)
   a.movers = fit - 1 - a.parsers;
   if (a.movers > 2u * (uint32_t) ctx->sms)
     a.movers = 2u * (uint32_t) ctx->sms;
+  if (a.movers < a.move_groups)
+    a.move_groups = a.movers;
+  a.movers -= a.movers % a.move_groups;
   {
     Params pp = p;
     void *args[] = { &pp, &a };
@@ -390,6 +402,7 @@ persist_stop (DqReorderGpu *ctx)
   if (pk->done)
     cudaFreeHost (pk->done);
   cudaFree (pk->res);
+  cudaFree (pk->resd);
   cudaFree (pk->hdr);
   cudaFree (pk->ent);
   cudaFree (pk->ts);
