@@ -146,9 +146,26 @@ __device__ __forceinline__ uint64_t ld_volatile64 (const void *p)
 /* One block of a stage is done with job j: the last of `blocks` gets true. *count counts the
  * blocks done with the jobs of j's ring slot (R jobs apart: the host has posted j only after
  * polling j - R, so they never overlap), while the stage's blocks may be on different jobs.
+ * s: job j's slot.
  * After the block's barrier, on thread 0. */
+/* Job j's ring slot r and the turns the ring made before it, (j - 1) = round * R + r, stepped
+ * from job to job without a 64-bit division (a stage's loop steps by its number of groups, at
+ * most R). */
+struct PSlot {
+  uint32_t r;
+  uint64_t round;
+  __device__ void step (uint32_t G, uint32_t R)
+  {
+    r += G;
+    if (r >= R) {
+      r -= R;
+      round++;
+    }
+  }
+};
+
 __device__ __forceinline__ bool
-last_block_of (unsigned long long *count, uint64_t j, uint32_t R, uint32_t blocks)
+last_block_of (unsigned long long *count, const PSlot &s, uint32_t blocks)
 {
   /* an acquire-release atomic, not fences: the block's stores (ordered before it by the
    * barrier) are released with it, and the last one acquires every other block's */
@@ -159,7 +176,7 @@ last_block_of (unsigned long long *count, uint64_t j, uint32_t R, uint32_t block
   asm volatile ("atom.acq_rel.gpu.global.add.u64 %0, [%1], 1;" : "=l" (old) : "l" (count)
       : "memory");
 #endif
-  return old + 1 == ((j - 1) / R + 1) * blocks;
+  return old + 1 == (s.round + 1) * blocks;
 }
 
 __device__ __forceinline__ uint8_t *
@@ -209,8 +226,9 @@ p_parse (const Params &p, const PArgs &a, uint32_t pb)
   const uint32_t t = threadIdx.x;
   /* groups of blocks take turns: group g the jobs g + 1, g + 1 + G, ...; its blocks split each */
   const uint32_t G = a.parse_groups, per = a.parsers / G, g = pb % G, b = pb / G;
-  for (uint64_t j = g + 1;; j += G) {
-    const uint32_t r = (uint32_t) ((j - 1) % a.R);
+  PSlot sl = { g, 0 };
+  for (uint64_t j = g + 1;; j += G, sl.step (G, a.R)) {
+    const uint32_t r = sl.r;
     const PJob *e = &a.jobs[r];
     if (t == 0) {
       /* plain volatile polls across the bus (a system-scope acquire at every poll slows the
@@ -276,7 +294,7 @@ DQ_UNROLL
       }
     }
     __syncthreads ();
-    if (t == 0 && last_block_of (&a.parse_done[r], j, a.R, per))
+    if (t == 0 && last_block_of (&a.parse_done[r], sl, per))
       st_release64 (&a.parsed[r], j);
     if (kind == kPJobStop)
       return;
@@ -440,7 +458,9 @@ struct PSeq {
         emit (r, cause);
       else
         c.stats.skipped++;
-      const int64_t k = (newB - y + W - 1) / W;
+      /* the id in [newB, newB + W) with the same record (no 64-bit division in the steady
+       * state, where the window moves by less than its width) */
+      const int64_t d = newB - y, k = d <= W ? 1 : (d + W - 1) / W;
       rec_reset (r, y + k * W);
     }
     if (newB - c.B > W)
@@ -874,8 +894,11 @@ p_control (const Params &p, const PArgs &a)
   static_assert (kPThreads >= 64, "the control block polls on its second warp");
   uint4 ce[kPCache];
   unsigned long long cts[kPCache];
-  for (uint64_t j = 1;; j++) {
-    const uint32_t r = (uint32_t) ((j - 1) % a.R);
+  PSlot sl = { 0, 0 };
+  for (uint64_t j = 1;; j++, sl.step (1, a.R)) {
+    const uint32_t r = sl.r;
+    /* the free ring's position, while the job is awaited */
+    const uint32_t h0 = (uint32_t) (c.head % p.ring_cap);
     /* on the second warp: thread 0 may still be publishing the job before (its release waits
      * for that job's stores) */
     if (t == 32) {
@@ -887,7 +910,8 @@ p_control (const Params &p, const PArgs &a)
      * (entries beyond the job's packets, and frames at or beyond its tail, are not used) */
     p_first_round (a, r, ce, cts);
     for (uint32_t k = t; k < kPFramesAhead; k += kPThreads) {
-      const FrameEnt *e = &a.frames[(c.head + k) % p.ring_cap];
+      const uint32_t kk = k % p.ring_cap, room = p.ring_cap - h0;
+      const FrameEnt *e = &a.frames[kk >= room ? kk - room : h0 + kk];
       c.fpre[k] = FrameEnt { ld_cg64 (&e->ptr), ld_cg64 (&e->user) };
     }
     if (t == 0) {
@@ -1009,8 +1033,9 @@ p_move (const Params &p, const PArgs &a, uint32_t m)
   /* groups of blocks take turns, as the parse groups do */
   const uint32_t G = a.move_groups, per = a.movers / G, g = m % G;
   const uint32_t first = m / G * kPThreads + t, stride = per * kPThreads;
-  for (uint64_t j = g + 1;; j += G) {
-    const uint32_t r = (uint32_t) ((j - 1) % a.R);
+  PSlot sl = { g, 0 };
+  for (uint64_t j = g + 1;; j += G, sl.step (G, a.R)) {
+    const uint32_t r = sl.r;
     if (t == 0) {
       while (ld_acquire64 (&a.published[r]) != j)
         pause_ns (20);
@@ -1032,7 +1057,7 @@ p_move (const Params &p, const PArgs &a, uint32_t m)
     }
     __syncthreads ();
     if (t == 0)
-      last = last_block_of (&a.move_done[r], j, a.R, per);
+      last = last_block_of (&a.move_done[r], sl, per);
     __syncthreads ();
     if (last) {
       p_copy_results (a, r, pub, res);
