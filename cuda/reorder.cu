@@ -332,9 +332,11 @@ persist_start (DqReorderGpu *ctx, int dev)
   a.parsers = 2 * a.parse_groups;
   a.move_groups = R < 4 ? R : 4;
 #ifdef DQ_CUDA_EMU
-  a.parse_groups = R < 2 ? R : 2;
+  /* fewer blocks; group counts that do not divide the usual 4 jobs in flight, and fewer move
+   * groups than parse groups, as on a GPU with 32 in flight */
+  a.parse_groups = R < 3 ? R : 3;
   a.parsers = 2 * a.parse_groups;
-  a.move_groups = a.parse_groups;
+  a.move_groups = R < 2 ? R : 2;
   a.movers = 2 * a.move_groups;
   dq_emu_launch_persistent (dim3 (1 + a.parsers + a.movers), dim3 (kPThreads), smem,
       [=] () { reorder_persist (p, a); });
