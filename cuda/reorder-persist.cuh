@@ -82,10 +82,16 @@ struct PHdr {
 };
 
 /* What control publishes to the movers (device memory, per ring slot): the job's copy items,
- * zero runs, and result entries (batches, released frames) to copy out. */
+ * zero runs (n_short from the list's front, n_long from its back), and result entries (batches,
+ * released frames) to copy out. */
 struct PPub {
-  uint32_t n_items, n_zero, n_out, n_rel, stop, pad[3];
+  uint32_t n_items, n_short, n_long, n_out, n_rel, stop, pad[2];
 };
+
+/* Zero runs up to this many bytes are written by one warp each (all the move group's warps at
+ * once: a loss pattern of many short gaps costs no round trip per gap); longer ones by the
+ * whole group, one after another. */
+constexpr uint64_t kPShortRun = 16384;
 
 struct ZeroRun {
   uint64_t dst;
@@ -316,7 +322,7 @@ struct PCtl {
   uint32_t initialized, fresh, any_def;
   uint32_t any;                  /* the job has a packet that is not short */
   uint32_t first_valid;          /* the job's first packet that is not short */
-  uint32_t n_out, n_rel, n_zero, late, shorts, acc, dups;
+  uint32_t n_out, n_rel, n_short, n_long, late, shorts, acc, dups;
   DqReorderStats stats;
   PRec rec[DQ_REORDER_MAX_WINDOW];
   uint32_t pre_filled[DQ_REORDER_MAX_WINDOW];
@@ -407,8 +413,11 @@ struct PSeq {
 
   __device__ void zero_run (uint64_t dst, uint64_t len) const
   {
-    if (c.n_zero < a.zcap) {
-      c.zeros[c.n_zero++] = ZeroRun { dst, len };
+    if (c.n_short + c.n_long < a.zcap) {
+      if (len <= kPShortRun)
+        c.zeros[c.n_short++] = ZeroRun { dst, len };
+      else
+        c.zeros[a.zcap - 1 - c.n_long++] = ZeroRun { dst, len };
       return;
     }
     for (uint64_t k = 0; k < len; k++)     /* beyond the list's bound (see its size): here */
@@ -433,6 +442,14 @@ struct PSeq {
       const uint32_t fw = filled_word (r);
       const uint32_t *w = claims + (size_t) r * p.ppb;
       for (uint32_t s = 0; s < p.ppb;) {
+        /* filled slots four at a time where the words allow a 16-byte load */
+        if (s + 4 <= p.ppb && ((uintptr_t) (w + s) & 15) == 0) {
+          const uint4 q = *(const uint4 *) (w + s);
+          if (q.x == fw && q.y == fw && q.z == fw && q.w == fw) {
+            s += 4;
+            continue;
+          }
+        }
         if (w[s] == fw) {
           s++;
           continue;
@@ -922,7 +939,7 @@ p_control (const Params &p, const PArgs &a)
       c.rel = (DqReorderFrame *) (c.out + a.res_cap);
       c.items = a.items + (size_t) r * a.maxp;
       c.zeros = a.zeros + (size_t) r * a.zcap;
-      c.n_out = c.n_rel = c.n_zero = 0;
+      c.n_out = c.n_rel = c.n_short = c.n_long = 0;
       c.late = c.shorts = c.acc = c.dups = 0;
       c.any_def = c.fresh = c.any = 0;
       c.first_valid = kPNoIndex;
@@ -936,7 +953,7 @@ p_control (const Params &p, const PArgs &a)
        * stops too (one per parse group, and there are no more move groups than those) */
       if (t < a.move_groups) {
         const uint32_t rs = (uint32_t) ((j - 1 + t) % a.R);
-        a.pub[rs] = PPub { 0, 0, 0, 0, 1, { 0, 0, 0 } };
+        a.pub[rs] = PPub { 0, 0, 0, 0, 0, 1, { 0, 0 } };
         st_release64 (&a.published[rs], j + t);
       }
       return;
@@ -997,8 +1014,8 @@ p_control (const Params &p, const PArgs &a)
     }
     __syncthreads ();
     if (t == 0) {
-      a.pub[r] = PPub { c.job.kind == DQ_JOB_REORDER ? c.job.n : 0, c.n_zero, c.n_out, c.n_rel,
-        0, { 0, 0, 0 } };
+      a.pub[r] = PPub { c.job.kind == DQ_JOB_REORDER ? c.job.n : 0, c.n_short, c.n_long, c.n_out,
+        c.n_rel, 0, { 0, 0 } };
       st_release64 (&a.published[r], j);
     }
   }
@@ -1047,8 +1064,13 @@ p_move (const Params &p, const PArgs &a, uint32_t m)
       return;
     move_payloads (p, ItemJobs { a.items + (size_t) r * a.maxp, p.pay_off }, pub.n_items, first,
         stride);
-    for (uint32_t k = 0; k < pub.n_zero; k++) {
-      const ZeroRun z = a.zeros[(size_t) r * a.zcap + k];
+    const ZeroRun *zr = a.zeros + (size_t) r * a.zcap;
+    for (uint32_t k = first / 32; k < pub.n_short; k += stride / 32) {   /* a warp each */
+      const ZeroRun z = zr[k];
+      team_zero ((uint8_t *) z.dst, (uint32_t) z.len, t & 31, 32);
+    }
+    for (uint32_t k = 0; k < pub.n_long; k++) {
+      const ZeroRun z = zr[a.zcap - 1 - k];
       /* runs are at most a frame: pieces of at most 2 GiB for team_zero's 32-bit length */
       for (uint64_t o = 0; o < z.len; o += 1ull << 31) {
         const uint64_t len = z.len - o < (1ull << 31) ? z.len - o : (1ull << 31);
