@@ -317,7 +317,6 @@ struct PRec {
 
 struct PCtl {
   int64_t B, H, H0;
-  long long maxK;
   uint64_t head;                 /* free-ring frames handed out */
   uint32_t initialized, fresh, any_def;
   uint32_t any;                  /* the job has a packet that is not short */
@@ -326,18 +325,23 @@ struct PCtl {
   DqReorderStats stats;
   PRec rec[DQ_REORDER_MAX_WINDOW];
   uint32_t pre_filled[DQ_REORDER_MAX_WINDOW];
-  /* the job */
+  /* the job (a copy of jn[b]: b its buffer) */
   PHdr job;
+  PHdr jn[2];                    /* the headers of this job and the next, loaded ahead */
   uint32_t r;
   ResHdr *res;
   DqReorderBatch *out;
   DqReorderFrame *rel;
   CopyItem *items;
   ZeroRun *zeros;
-  FrameEnt fpre[kPFramesAhead];  /* free-ring entries [fpre_base, + fpre_n) */
+  FrameEnt fp[2][kPFramesAhead]; /* free-ring entries from fp_base[b] on, loaded ahead */
+  uint64_t fp_base[2];
+  const FrameEnt *fpre;          /* this job's: entries [fpre_base, + fpre_n) */
   uint64_t fpre_base;
   uint32_t fpre_n;
   uint32_t tmp[kPThreads / 32];
+  uint32_t seq_done;             /* thread 0 is done with the job's sequential part */
+  int64_t wmax[kPThreads / 32];  /* pass 1: each warp's highest key (INT64_MIN: none) */
 };
 
 /* pass 2's packets of one chunk, in arrival order */
@@ -681,19 +685,38 @@ rec_flush_warp (PCtl &c, const RecAcc &x)
 /* Pass 1 (block-wide): shorts, late, beyond the window (deferred), claims; then, after a
  * barrier, winners and duplicates, and every packet's copy item. A thread takes its packets
  * kPCache at a time with every load of the round in flight together (a dependent load per
- * packet would cost a memory round trip each). Its first round (ce, cts: loaded with the job's
- * header, p_first_round) stays in registers across the barrier, timestamps included; later
- * rounds (bursts above kPCache * kPThreads packets) go through the per-packet arrays. */
+ * packet would cost a memory round trip each). The threads of warps 1.. have a first round
+ * (ce, cts: kPCache packets kPFirstStride apart, loaded while thread 0 finished the job before,
+ * p_front) that stays in registers across the barrier, timestamps included; the packets from
+ * kPFirst on (above 1920 with 512 threads) go in rounds of kPCache packets kPThreads apart,
+ * through the per-packet arrays, warp 0 included. */
 constexpr uint32_t kPCache = 4;
+constexpr uint32_t kPFirstStride = kPThreads - 32;
+constexpr uint32_t kPFirst = kPCache * kPFirstStride;
 
-/* A thread's first round of ring slot r's entries and timestamps, loaded before the job's
- * packet count is known (entries beyond it are not used). */
+/* A thread's rounds: its first (threads of warps 1..), then the others. */
+struct PRound {
+  uint32_t base, stride;
+  bool first;
+  __device__ explicit PRound (uint32_t t)
+      : base (t >= 32 ? t - 32 : kPFirst + t), stride (t >= 32 ? kPFirstStride : kPThreads),
+        first (t >= 32) {}
+  __device__ void next (uint32_t t)
+  {
+    base = first ? kPFirst + t : base + kPCache * kPThreads;
+    stride = kPThreads;
+    first = false;
+  }
+};
+
+/* A thread's first round of ring slot r's entries and timestamps (threads of warps 1..), loaded
+ * before the job's packet count is known (entries beyond it are not used). */
 __device__ __forceinline__ void
 p_first_round (const PArgs &a, uint32_t r, uint4 (&ce)[kPCache], unsigned long long (&cts)[kPCache])
 {
 DQ_UNROLL
   for (uint32_t g = 0; g < kPCache; g++) {
-    const uint32_t i = threadIdx.x + g * kPThreads;
+    const uint32_t i = threadIdx.x - 32 + g * kPFirstStride;
     ce[g] = i < a.maxp ? a.ent[(size_t) r * a.maxp + i] : make_uint4 (0, 0, 0, 0);
     cts[g] = i < a.maxp ? a.ts[(size_t) r * a.maxp + i] : 0;
   }
@@ -705,12 +728,10 @@ p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims, const uint4
 {
   const uint32_t t = threadIdx.x, n = c.job.n;
   const uint4 *ent = a.ent + (size_t) c.r * a.maxp;
-  const unsigned long long *tsv = a.ts + (size_t) c.r * a.maxp;
   const int64_t H0 = c.H0, B = c.B;
   const bool fresh = c.fresh != 0;
   int64_t maxK = INT64_MIN;
   uint32_t shorts = 0, late = 0, dups = 0, any_def = 0;
-  constexpr uint32_t kRound = kPCache * kPThreads;
   /* the records' counts at the burst's start (read before the first barrier below, after
    * which winners add to them) */
   for (uint32_t k = t; k < p.W; k += kPThreads)
@@ -719,16 +740,16 @@ p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims, const uint4
   int64_t cx[kPCache];
   uint32_t cslot[kPCache];
   uint8_t ccls[kPCache];
-  for (uint32_t i0 = t; i0 < n; i0 += kRound) {
-    const bool first = i0 == t;
+  for (PRound q (t); q.base < n; q.next (t)) {
+    const bool first = q.first;
     uint4 e4[kPCache];
 DQ_UNROLL
     for (uint32_t g = 0; g < kPCache; g++)
-      if (i0 + g * kPThreads < n)
-        e4[g] = first ? ce[g] : ent[i0 + g * kPThreads];
+      if (q.base + g * q.stride < n)
+        e4[g] = first ? ce[g] : ent[q.base + g * q.stride];
 DQ_UNROLL
     for (uint32_t g = 0; g < kPCache; g++) {
-      const uint32_t i = i0 + g * kPThreads;
+      const uint32_t i = q.base + g * q.stride;
       if (i >= n)
         break;
       const uint4 e = e4[g];
@@ -774,10 +795,13 @@ DQ_UNROLL
       }
     }
   }
+  /* the highest key, per warp (a 64-bit maximum in shared memory would be a compare-and-swap
+   * loop, its 16 warps contending) */
   maxK = warp_extreme<int64_t, true> (maxK);
-  if ((t & 31) == 0 && maxK != INT64_MIN) {
-    atomicMax (&c.maxK, (long long) maxK);
-    c.any = 1;
+  if ((t & 31) == 0) {
+    c.wmax[t / 32] = maxK;
+    if (maxK != INT64_MIN)
+      c.any = 1;
   }
   warp_add (&c.shorts, shorts);
   warp_add (&c.late, late);
@@ -786,15 +810,15 @@ DQ_UNROLL
   __syncthreads ();
   uint32_t acc = 0, won = 0;
   RecAcc ra = { 0, 0, kPNoIndex };
-  for (uint32_t i0 = t; i0 < n; i0 += kRound) {
-    const bool first = i0 == t;
+  for (PRound q (t); q.base < n; q.next (t)) {
+    const bool first = q.first;
     uint4 e4[kPCache];
     int64_t x4[kPCache];
     uint32_t s4[kPCache];
     uint8_t c4[kPCache];
 DQ_UNROLL
     for (uint32_t g = 0; g < kPCache; g++) {
-      const uint32_t i = i0 + g * kPThreads;
+      const uint32_t i = q.base + g * q.stride;
       if (first) {
         e4[g] = ce[g];
         c4[g] = ccls[g];
@@ -809,7 +833,7 @@ DQ_UNROLL
     }
 DQ_UNROLL
     for (uint32_t g = 0; g < kPCache; g++) {
-      const uint32_t i = i0 + g * kPThreads;
+      const uint32_t i = q.base + g * q.stride;
       if (i >= n)
         break;
       const uint4 e = e4[g];
@@ -846,19 +870,26 @@ DQ_UNROLL
   __syncthreads ();
   /* a record that was empty at the burst's start: its first timestamp is pass 1's earliest
    * packet's (the earliest arrival placed in it); from the registers of the thread that placed
-   * it where that was in its first round, else loaded */
+   * it where that was in its first round, else loaded (p_first_ts, after the barrier that ends
+   * pass 1) */
 DQ_UNROLL
   for (uint32_t g = 0; g < kPCache; g++) {
     if (!(won & (1u << g)))
       continue;
     const uint32_t r = rec_index (p, cx[g]);
-    if (c.rec[r].first_idx == t + g * kPThreads && c.pre_filled[r] == 0) {
+    if (c.rec[r].first_idx == t - 32 + g * kPFirstStride && c.pre_filled[r] == 0) {
       c.rec[r].first_ts = cts[g];
       c.rec[r].first_idx = kPNoIndex;
     }
   }
-  __syncthreads ();
-  for (uint32_t r = t; r < p.W; r += kPThreads) {
+}
+
+/* Pass 1's first timestamps not taken from registers (thread 0, after pass 1's last barrier). */
+__device__ __forceinline__ void
+p_first_ts (const Params &p, const PArgs &a, PCtl &c)
+{
+  const unsigned long long *tsv = a.ts + (size_t) c.r * a.maxp;
+  for (uint32_t r = 0; r < p.W; r++) {
     PRec &R = c.rec[r];
     if (R.first_idx != kPNoIndex && c.pre_filled[r] == 0)
       R.first_ts = ld_cg64 (&tsv[R.first_idx]);
@@ -887,6 +918,78 @@ p_pass2 (const Params &p, const PArgs &a, PCtl &c, const PSeq &q, PDef *list)
   }
 }
 
+/* The front of job j (ring slot r) on warps 1.. of the control block, each warp on its own:
+ * the threads' first round (ce, cts); on warp 1 also the header into c.jn[b] and the free ring's
+ * entries from `base` on into c.fp[b] (frames at or beyond the job's tail are not used). Ahead
+ * (while thread 0 finishes the job before), a warp gives up once thread 0 is done and the job
+ * is not there yet (false): the host may be waiting for the job before to post it. */
+__device__ bool
+p_front (const Params &p, const PArgs &a, PCtl &c, uint64_t j, uint32_t r, uint32_t b,
+    uint64_t base, uint4 (&ce)[kPCache], unsigned long long (&cts)[kPCache], bool ahead)
+{
+  const uint32_t t = threadIdx.x;
+  uint32_t got = 0;
+  if ((t & 31) == 0) {
+    for (;;) {
+      if (ld_acquire64 (&a.parsed[r]) == j) {
+        got = 1;
+        break;
+      }
+      if (ahead && atomicAdd (&c.seq_done, 0u))
+        break;
+      pause_ns (20);
+    }
+  }
+  if (!__shfl_sync (0xffffffffu, got, 0))
+    return false;
+  __syncwarp ();      /* the warp's loads after lane 0's acquire */
+  p_first_round (a, r, ce, cts);
+  if (t == 32) {
+    c.jn[b] = a.hdr[r];
+    c.fp_base[b] = base;
+  }
+  if (t < 64) {
+    const uint32_t h0 = (uint32_t) (base % p.ring_cap), room = p.ring_cap - h0;
+    for (uint32_t k = t - 32; k < kPFramesAhead; k += 32) {
+      const uint32_t kk = k % p.ring_cap;
+      const FrameEnt *e = &a.frames[kk >= room ? kk - room : h0 + kk];
+      c.fp[b][k] = FrameEnt { ld_cg64 (&e->ptr), ld_cg64 (&e->user) };
+    }
+  }
+  __syncwarp ();      /* warp 1's entries before thread 32's setup reads them */
+  return true;
+}
+
+/* The job's state before its passes (one thread): the header loaded ahead, the result and item
+ * areas of its ring slot, the counters, the free ring's entries loaded ahead, and the frames
+ * added since the last job. */
+__device__ void
+p_setup (const PArgs &a, PCtl &c, const PSeq &q, uint32_t r, uint32_t b)
+{
+  c.job = c.jn[b];
+  c.r = r;
+  c.res = (ResHdr *) (a.resd + (size_t) r * a.res_bytes);
+  c.out = (DqReorderBatch *) (c.res + 1);
+  c.rel = (DqReorderFrame *) (c.out + a.res_cap);
+  c.items = a.items + (size_t) r * a.maxp;
+  c.zeros = a.zeros + (size_t) r * a.zcap;
+  c.n_out = c.n_rel = c.n_short = c.n_long = 0;
+  c.late = c.shorts = c.acc = c.dups = 0;
+  c.any_def = c.fresh = c.any = 0;
+  c.first_valid = kPNoIndex;
+  c.seq_done = 0;
+  c.fpre = c.fp[b];
+  c.fpre_base = c.fp_base[b];
+  const uint64_t avail = c.job.free_tail > c.fpre_base ? c.job.free_tail - c.fpre_base : 0;
+  c.fpre_n = avail < kPFramesAhead ? (uint32_t) avail : kPFramesAhead;
+  if (c.job.kind == DQ_JOB_REORDER) {
+    c.stats.packets += c.job.n;
+    if (c.initialized)
+      q.fill_frames ();     /* frames added since the last job */
+    c.H0 = c.H;
+  }
+}
+
 __device__ void
 p_control (const Params &p, const PArgs &a)
 {
@@ -908,47 +1011,28 @@ p_control (const Params &p, const PArgs &a)
   }
   __syncthreads ();
 
-  static_assert (kPThreads >= 64, "the control block polls on its second warp");
+  /* A job's chain: its setup (thread 32) while thread 0 publishes the job before, pass 1 and
+   * pass 2 (every thread), then the sequential part and the results (thread 0) while warps 1..
+   * load the next job's front. */
+  static_assert (kPThreads >= 64, "the control block loads ahead on warps 1..");
   uint4 ce[kPCache];
   unsigned long long cts[kPCache];
+  bool have = false;          /* this thread's front of the job is loaded */
   PSlot sl = { 0, 0 };
-  for (uint64_t j = 1;; j++, sl.step (1, a.R)) {
-    const uint32_t r = sl.r;
-    /* the free ring's position, while the job is awaited */
-    const uint32_t h0 = (uint32_t) (c.head % p.ring_cap);
-    /* on the second warp: thread 0 may still be publishing the job before (its release waits
-     * for that job's stores) */
-    if (t == 32) {
-      while (ld_acquire64 (&a.parsed[r]) != j)
-        pause_ns (20);
-    }
+  uint32_t prev_r = 0;
+  for (uint64_t j = 1;; prev_r = sl.r, j++, sl.step (1, a.R)) {
+    const uint32_t r = sl.r, b = (uint32_t) (j & 1);
+    /* the job before: published (the release waits for its stores, the whole block's: they
+     * precede the barrier that ended it) */
+    if (t == 0 && j > 1)
+      st_release64 (&a.published[prev_r], j - 1);
+    if (t >= 32 && !have)     /* (the base is warp 1's, read before thread 32's setup) */
+      p_front (p, a, c, j, r, b ^ 1, t < 64 ? c.fpre_base : 0, ce, cts, false);
+    if (t == 32)
+      p_setup (a, c, q, r, b ^ 1);
     __syncthreads ();
-    /* pass 1's first round and the free ring's next entries, loaded beside the job's header
-     * (entries beyond the job's packets, and frames at or beyond its tail, are not used) */
-    p_first_round (a, r, ce, cts);
-    for (uint32_t k = t; k < kPFramesAhead; k += kPThreads) {
-      const uint32_t kk = k % p.ring_cap, room = p.ring_cap - h0;
-      const FrameEnt *e = &a.frames[kk >= room ? kk - room : h0 + kk];
-      c.fpre[k] = FrameEnt { ld_cg64 (&e->ptr), ld_cg64 (&e->user) };
-    }
-    if (t == 0) {
-      c.job = a.hdr[r];
-      c.r = r;
-      c.res = (ResHdr *) (a.resd + (size_t) r * a.res_bytes);
-      c.out = (DqReorderBatch *) (c.res + 1);
-      c.rel = (DqReorderFrame *) (c.out + a.res_cap);
-      c.items = a.items + (size_t) r * a.maxp;
-      c.zeros = a.zeros + (size_t) r * a.zcap;
-      c.n_out = c.n_rel = c.n_short = c.n_long = 0;
-      c.late = c.shorts = c.acc = c.dups = 0;
-      c.any_def = c.fresh = c.any = 0;
-      c.first_valid = kPNoIndex;
-      c.fpre_base = c.head;
-      const uint64_t avail = c.job.free_tail > c.head ? c.job.free_tail - c.head : 0;
-      c.fpre_n = avail < kPFramesAhead ? (uint32_t) avail : kPFramesAhead;
-    }
-    __syncthreads ();
-    if (c.job.kind == kPJobStop) {
+    const uint32_t kind = c.job.kind;
+    if (kind == kPJobStop) {
       /* one stop for each move group: this job and the next ones, which the host posted as
        * stops too (one per parse group, and there are no more move groups than those) */
       if (t < a.move_groups) {
@@ -958,26 +1042,15 @@ p_control (const Params &p, const PArgs &a)
       }
       return;
     }
-
-    if (c.job.kind == DQ_JOB_FLUSH) {
-      if (t == 0) {
-        q.flush (c.job.mode);
-        q.finish (DQ_JOB_FLUSH);
-      }
-    } else {
+    if (kind == DQ_JOB_REORDER) {
       const uint32_t n = c.job.n;
-      const uint4 *ent = a.ent + (size_t) r * a.maxp;
       if (!c.initialized) {       /* the same for every thread: thread 0 sets it after this */
+        const uint4 *ent = a.ent + (size_t) r * a.maxp;
         for (uint32_t i = t; i < n; i += kPThreads)
           if (ent[i].w)
             atomicMin (&c.first_valid, i);
         __syncthreads ();
-      }
-      if (t == 0) {
-        c.stats.packets += n;
-        if (c.initialized) {
-          q.fill_frames ();     /* frames added since the last job */
-        } else if (c.first_valid != kPNoIndex) {
+        if (t == 0 && c.first_valid != kPNoIndex) {
           /* the first packet ever seen starts the window: every packet of this burst waits
            * for pass 2 */
           const uint4 e = ent[c.first_valid];
@@ -987,37 +1060,58 @@ p_control (const Params &p, const PArgs &a)
           locate (p, c.H, e.y, x0, s0);
           q.start_window (x0);
           c.fresh = 1;
+          c.H0 = c.H;
         }
-        c.H0 = c.H;
-        c.maxK = c.H;
+        __syncthreads ();
       }
-      __syncthreads ();
-      if (c.initialized)
+      if (c.initialized) {
         p_pass1 (p, a, c, claims, ce, cts);
-      else
+      } else {
         for (uint32_t i = t; i < n; i += kPThreads)     /* every packet short */
           c.items[i] = CopyItem { 0, 0, 0, 0 };
-      if (!c.initialized && t == 0)
-        c.shorts = n;
+        if (t == 0)
+          c.shorts = n;
+      }
       __syncthreads ();
+      if (t == 0)
+        p_first_ts (p, a, c);
       if (c.any_def)
         p_pass2 (p, a, c, q, list);
-      if (t == 0) {
+    }
+    /* thread 0: the sequential part and the results; warps 1..: the next job's front */
+    int64_t hk = INT64_MIN;     /* warp 0: pass 1's highest key */
+    if (t < 32 && kind == DQ_JOB_REORDER) {
+      hk = t < kPThreads / 32 ? c.wmax[t] : INT64_MIN;
+      hk = warp_extreme<int64_t, true> (hk);
+    }
+    if (t == 0) {
+      if (kind == DQ_JOB_FLUSH) {
+        q.flush (c.job.mode);
+        q.finish (DQ_JOB_FLUSH);
+      } else {
         c.stats.accepted += c.acc;
         c.stats.duplicates += c.dups;
         if (c.any) {
-          c.H = c.maxK;
+          c.H = hk > c.H ? hk : c.H;
           q.complete_batches ();
         }
         q.finish (DQ_JOB_REORDER);
       }
+      a.pub[r] = PPub { kind == DQ_JOB_REORDER ? c.job.n : 0, c.n_short, c.n_long, c.n_out,
+        c.n_rel, 0, { 0, 0 } };
+      atomicExch (&c.seq_done, 1u);
+      /* warp 0 has no first round: set here, so that its registers are free above */
+DQ_UNROLL
+      for (uint32_t g = 0; g < kPCache; g++) {
+        ce[g] = make_uint4 (0, 0, 0, 0);
+        cts[g] = 0;
+      }
+    } else if (t >= 32) {
+      PSlot nx = sl;
+      nx.step (1, a.R);
+      have = p_front (p, a, c, j + 1, nx.r, b, t < 64 ? c.fpre_base : 0, ce, cts, true);
     }
     __syncthreads ();
-    if (t == 0) {
-      a.pub[r] = PPub { c.job.kind == DQ_JOB_REORDER ? c.job.n : 0, c.n_short, c.n_long, c.n_out,
-        c.n_rel, 0, { 0, 0 } };
-      st_release64 (&a.published[r], j);
-    }
   }
 }
 
