@@ -173,6 +173,7 @@ template <typename T> static inline T atomicSub (T *p, T v) { T o = *p; *p = o -
 template <typename T> static inline T atomicExch (T *p, T v) { T o = *p; *p = v; return o; }
 template <typename T> static inline T atomicMin (T *p, T v) { T o = *p; if (v < o) *p = v; return o; }
 template <typename T> static inline T atomicMax (T *p, T v) { T o = *p; if (v > o) *p = v; return o; }
+template <typename T> static inline T atomicCAS (T *p, T cmp, T v) { T o = *p; if (o == cmp) *p = v; return o; }
 
 /* ---- loads and bit intrinsics --------------------------------------------------------------- */
 

@@ -313,6 +313,7 @@ struct PRec {
   int64_t id;
   uint64_t frame, user, first_ts;
   uint32_t filled, dups, gen, first_idx;   /* first_idx: pass 1's earliest winner (per job) */
+  uint32_t ts_set;               /* pass 1: first_ts taken from the winner's registers */
 };
 
 struct PCtl {
@@ -841,9 +842,10 @@ DQ_UNROLL
       if (c4[g] == kPClaiming) {
         const uint32_t slot = s4[g], r = rec_index (p, x4[g]);
         const uint32_t tag = tag_of (c.rec[r].gen) << 16;
-        uint32_t *w = &claims[(size_t) r * p.ppb + slot];
-        if (*w == (tag | (i + 1))) {
-          *w = tag;
+        /* the winner marks the slot filled; a duplicate finds another arrival's index there,
+         * or the mark (one atomic: no plain read beside the winner's write) */
+        const uint32_t mine = tag | (i + 1);
+        if (atomicCAS (&claims[(size_t) r * p.ppb + slot], mine, tag) == mine) {
           acc++;
           if (first)
             won |= 1u << g;
@@ -879,7 +881,7 @@ DQ_UNROLL
     const uint32_t r = rec_index (p, cx[g]);
     if (c.rec[r].first_idx == t - 32 + g * kPFirstStride && c.pre_filled[r] == 0) {
       c.rec[r].first_ts = cts[g];
-      c.rec[r].first_idx = kPNoIndex;
+      c.rec[r].ts_set = 1;
     }
   }
 }
@@ -891,9 +893,10 @@ p_first_ts (const Params &p, const PArgs &a, PCtl &c)
   const unsigned long long *tsv = a.ts + (size_t) c.r * a.maxp;
   for (uint32_t r = 0; r < p.W; r++) {
     PRec &R = c.rec[r];
-    if (R.first_idx != kPNoIndex && c.pre_filled[r] == 0)
+    if (R.first_idx != kPNoIndex && c.pre_filled[r] == 0 && !R.ts_set)
       R.first_ts = ld_cg64 (&tsv[R.first_idx]);
     R.first_idx = kPNoIndex;
+    R.ts_set = 0;
   }
 }
 

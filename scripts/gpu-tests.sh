@@ -15,8 +15,8 @@
 # GST_RUN=PREFIX runs the element test through PREFIX, e.g. GST_RUN=.gst-trixie/run for the
 # GStreamer 1.26 folder of scripts/gst-runtime.sh (the GStreamer >= 1.24 paths).
 #
-# --sanitize also runs the quick test under compute-sanitizer memcheck and racecheck (and memcheck
-# with persistent contexts), and the element test under memcheck (slow).
+# --sanitize also runs the quick test under compute-sanitizer memcheck and racecheck (again with
+# persistent contexts), and the element test under memcheck (slow).
 # Logs go to $OUT (when set) or /tmp; the last lines are the summary.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -73,12 +73,14 @@ if [ "$sanitize" = 1 ]; then
       [ $r -ne 0 ] && rc_san=$r
       san_line="$san_line $tool=rc$r"
     done
-    DQ_TEST_QUICK=1 DQ_TEST_PERSISTENT=1 timeout 150 compute-sanitizer --tool memcheck \
-      --error-exitcode 3 "$test_bin" > "$logs/sanitizer-memcheck-persistent.log" 2>&1
-    r=$?
-    tail -3 "$logs/sanitizer-memcheck-persistent.log"
-    [ $r -ne 0 ] && rc_san=$r
-    san_line="$san_line memcheck(persistent)=rc$r"
+    for tool in memcheck racecheck; do
+      DQ_TEST_QUICK=1 DQ_TEST_PERSISTENT=1 timeout 150 compute-sanitizer --tool $tool \
+        --error-exitcode 3 "$test_bin" > "$logs/sanitizer-$tool-persistent.log" 2>&1
+      r=$?
+      tail -3 "$logs/sanitizer-$tool-persistent.log"
+      [ $r -ne 0 ] && rc_san=$r
+      san_line="$san_line $tool(persistent)=rc$r"
+    done
     san_line="compute-sanitizer:${san_line#compute-sanitizer: not run}"
   else
     san_line="compute-sanitizer: not found"
