@@ -28,7 +28,10 @@
  *            shared memory: in the steady state that is the one complete batch of the job. The
  *            results go to device memory; they, the copy items and the missing slots' zero runs
  *            of the emitted batches are published to the movers (published[]). Control never
- *            writes across the bus: a release after such writes would wait for them.
+ *            writes across the bus: a release after such writes would wait for them. While
+ *            thread 0 runs the sequential steps, warps 1.. load the next job's front (its
+ *            header, their first round of entries, the free ring's next entries); thread 0
+ *            publishes the job while thread 32 sets up the next one.
  *   move     the other blocks, in `move_groups` groups taking turns on jobs as the parse
  *            groups do (so one job's chain of round trips does not bound the rate): the job's
  *            payloads (copy or conversion, reorder-move.cuh) and zero runs; the last block of a
