@@ -619,14 +619,40 @@ struct PSeq {
   }
 };
 
-/* Warp-wide sums and extremes (every lane of the warp calls). */
+/* Warp-wide sums and extremes (every lane of the warp calls): one warp-reduce instruction each
+ * (two for 64 bits) from sm_80 on, five dependent shuffle steps before it and in the emulator. */
+#if defined (__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define DQ_WARP_REDUX 1
+__device__ __forceinline__ uint32_t
+redux_extreme (uint32_t v, bool max)
+{
+  return max ? __reduce_max_sync (0xffffffffu, v) : __reduce_min_sync (0xffffffffu, v);
+}
+
+__device__ __forceinline__ int64_t
+redux_extreme (int64_t v, bool max)
+{
+  /* the high words' extreme (signed), then the low words' (unsigned) among the lanes that hold
+   * it */
+  const int hi = (int) (v >> 32);
+  const uint32_t lo = (uint32_t) v;
+  const int mh = max ? __reduce_max_sync (0xffffffffu, hi) : __reduce_min_sync (0xffffffffu, hi);
+  const uint32_t ml = redux_extreme (hi == mh ? lo : (max ? 0u : 0xffffffffu), max);
+  return (int64_t) (((uint64_t) (uint32_t) mh << 32) | ml);
+}
+#endif
+
 __device__ __forceinline__ uint32_t
 warp_sum (uint32_t v)
 {
+#ifdef DQ_WARP_REDUX
+  return __reduce_add_sync (0xffffffffu, v);
+#else
 DQ_UNROLL
   for (int d = 16; d > 0; d >>= 1)
     v += __shfl_xor_sync (0xffffffffu, v, d);
   return v;
+#endif
 }
 
 /* min or max over the warp */
@@ -634,12 +660,16 @@ template <typename T, bool kMax>
 __device__ __forceinline__ T
 warp_extreme (T v)
 {
+#ifdef DQ_WARP_REDUX
+  return redux_extreme (v, kMax);
+#else
 DQ_UNROLL
   for (int d = 16; d > 0; d >>= 1) {
     const T o = __shfl_xor_sync (0xffffffffu, v, d);
     v = (kMax ? o > v : o < v) ? o : v;
   }
   return v;
+#endif
 }
 
 /* Adds a thread's count to a shared counter: one atomic per warp (every lane calls). */
