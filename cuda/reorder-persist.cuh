@@ -748,9 +748,10 @@ struct PRound {
 __device__ __forceinline__ void
 p_first_round (const PArgs &a, uint32_t r, uint4 (&ce)[kPCache], unsigned long long (&cts)[kPCache])
 {
+  const PRound q (threadIdx.x);
 DQ_UNROLL
   for (uint32_t g = 0; g < kPCache; g++) {
-    const uint32_t i = threadIdx.x - 32 + g * kPFirstStride;
+    const uint32_t i = q.base + g * q.stride;
     ce[g] = i < a.maxp ? a.ent[(size_t) r * a.maxp + i] : make_uint4 (0, 0, 0, 0);
     cts[g] = i < a.maxp ? a.ts[(size_t) r * a.maxp + i] : 0;
   }
@@ -907,12 +908,13 @@ DQ_UNROLL
    * packet's (the earliest arrival placed in it); from the registers of the thread that placed
    * it where that was in its first round, else loaded (p_first_ts, after the barrier that ends
    * pass 1) */
+  const PRound q0 (t);     /* won: packets of the first round only */
 DQ_UNROLL
   for (uint32_t g = 0; g < kPCache; g++) {
     if (!(won & (1u << g)))
       continue;
     const uint32_t r = rec_index (p, cx[g]);
-    if (c.rec[r].first_idx == t - 32 + g * kPFirstStride && c.pre_filled[r] == 0) {
+    if (c.rec[r].first_idx == q0.base + g * q0.stride && c.pre_filled[r] == 0) {
       c.rec[r].first_ts = cts[g];
       c.rec[r].ts_set = 1;
     }
@@ -956,12 +958,13 @@ p_pass2 (const Params &p, const PArgs &a, PCtl &c, const PSeq &q, PDef *list)
 
 /* The front of job j (ring slot r) on warps 1.. of the control block, each warp on its own:
  * the threads' first round (ce, cts); on warp 1 also the header into c.jn[b] and the free ring's
- * entries from `base` on into c.fp[b] (frames at or beyond the job's tail are not used). Ahead
+ * entries from the job before's base on into c.fp[b] (frames at or beyond the job's tail are not
+ * used). Ahead
  * (while thread 0 finishes the job before), a warp gives up once thread 0 is done and the job
  * is not there yet (false): the host may be waiting for the job before to post it. */
 __device__ bool
 p_front (const Params &p, const PArgs &a, PCtl &c, uint64_t j, uint32_t r, uint32_t b,
-    uint64_t base, uint4 (&ce)[kPCache], unsigned long long (&cts)[kPCache], bool ahead)
+    uint4 (&ce)[kPCache], unsigned long long (&cts)[kPCache], bool ahead)
 {
   const uint32_t t = threadIdx.x;
   uint32_t got = 0;
@@ -980,11 +983,13 @@ p_front (const Params &p, const PArgs &a, PCtl &c, uint64_t j, uint32_t r, uint3
     return false;
   __syncwarp ();      /* the warp's loads after lane 0's acquire */
   p_first_round (a, r, ce, cts);
-  if (t == 32) {
-    c.jn[b] = a.hdr[r];
-    c.fp_base[b] = base;
-  }
   if (t < 64) {
+    /* from the job before's base: read here, before thread 32 (this warp) sets it up anew */
+    const uint64_t base = c.fpre_base;
+    if (t == 32) {
+      c.jn[b] = a.hdr[r];
+      c.fp_base[b] = base;
+    }
     const uint32_t h0 = (uint32_t) (base % p.ring_cap), room = p.ring_cap - h0;
     for (uint32_t k = t - 32; k < kPFramesAhead; k += 32) {
       const uint32_t kk = k % p.ring_cap;
@@ -1062,8 +1067,8 @@ p_control (const Params &p, const PArgs &a)
      * precede the barrier that ended it) */
     if (t == 0 && j > 1)
       st_release64 (&a.published[prev_r], j - 1);
-    if (t >= 32 && !have)     /* (the base is warp 1's, read before thread 32's setup) */
-      p_front (p, a, c, j, r, b ^ 1, t < 64 ? c.fpre_base : 0, ce, cts, false);
+    if (t >= 32 && !have)
+      p_front (p, a, c, j, r, b ^ 1, ce, cts, false);
     if (t == 32)
       p_setup (a, c, q, r, b ^ 1);
     __syncthreads ();
@@ -1145,7 +1150,7 @@ DQ_UNROLL
     } else if (t >= 32) {
       PSlot nx = sl;
       nx.step (1, a.R);
-      have = p_front (p, a, c, j + 1, nx.r, b, t < 64 ? c.fpre_base : 0, ce, cts, true);
+      have = p_front (p, a, c, j + 1, nx.r, b, ce, cts, true);
     }
     __syncthreads ();
   }
