@@ -319,6 +319,17 @@ struct PRec {
   uint32_t ts_set;               /* pass 1: first_ts taken from the winner's registers */
 };
 
+/* A warp's part of pass 1, summed by warp 0: its counts, its highest key, and its winners when
+ * they all went to one record (r; filled 0 otherwise): how many, the earliest arrival among
+ * them and that packet's timestamp where a thread had it in registers. */
+struct PWarp {
+  int64_t max_key;               /* INT64_MIN: no packet that is not short */
+  uint64_t ts;
+  uint32_t r, filled, first, ts_known;
+  uint32_t shorts_late;          /* shorts | late << 16 (each at most kPMaxPackets) */
+  uint32_t dups_acc;             /* duplicates | winners << 16 */
+};
+
 struct PCtl {
   int64_t B, H, H0;
   uint64_t head;                 /* free-ring frames handed out */
@@ -345,7 +356,10 @@ struct PCtl {
   uint32_t fpre_n;
   uint32_t tmp[kPThreads / 32];
   uint32_t seq_done;             /* thread 0 is done with the job's sequential part */
-  int64_t wmax[kPThreads / 32];  /* pass 1: each warp's highest key (INT64_MIN: none) */
+  uint32_t ahead;                /* warp 1 loaded the next job's front ahead: it was posted */
+  uint32_t cold;                 /* pass 1: deferred packets, or a warp's winners in several
+                                  * records (merged by atomics): the general tail */
+  PWarp pw[kPThreads / 32];      /* pass 1's summary of each warp */
 };
 
 /* pass 2's packets of one chunk, in arrival order */
@@ -494,10 +508,46 @@ struct PSeq {
     fill_frames ();
   }
 
+  /* advance (c.B + 1, 0) where the base's batch is complete (record r), the steady state's one
+   * step per job: nothing missing, so no zero runs; of fill_frames' records only the one reset
+   * here can want a frame (the others got one when they were reset or when frames were added,
+   * unless the ring ran dry). Every read of the shared state comes before the first store
+   * through a result pointer, which could otherwise alias it and make every later read wait. */
+  __device__ void complete_base (uint32_t r) const
+  {
+    PRec &R = c.rec[r];
+    const PRec old = R;
+    if (((old.gen + 1) & kTagMask) == 0) {     /* the claim words' reset: the general step */
+      advance (c.B + 1, 0);
+      return;
+    }
+    const int64_t B = c.B;
+    const uint64_t head = c.head;
+    const uint32_t n_out = c.n_out;
+    DqReorderBatch *const out = c.out;
+    const bool take = head < c.job.free_tail;
+    const FrameEnt e = take ? frame_at (head) : FrameEnt { 0, 0 };
+    c.stats.batches++;
+    c.stats.complete++;
+    if (!old.frame)
+      c.stats.no_frame++;
+    R = PRec { B + (int64_t) p.W, e.ptr, e.user, 0, 0, 0, old.gen + 1, old.first_idx, old.ts_set };
+    c.B = B + 1;
+    c.head = head + (take ? 1 : 0);
+    if (n_out < a.res_cap) {
+      c.n_out = n_out + 1;
+      out[n_out] = batch_entry (p, old, 0);
+    }
+  }
+
   __device__ void complete_batches () const
   {
-    while (c.rec[rec_index (p, c.B)].filled == p.ppb)
-      advance (c.B + 1, 0);
+    for (;;) {
+      const uint32_t r = rec_index (p, c.B);
+      if (c.rec[r].filled != p.ppb)
+        return;
+      complete_base (r);
+    }
   }
 
   __device__ void start_window (int64_t x0) const
@@ -579,33 +629,21 @@ struct PSeq {
   /* the results header (the twin's end_call) */
   __device__ void finish (uint32_t kind) const
   {
-    DqReorderStats &S = c.stats;
-    S.late += c.late;
-    S.short_packets += c.shorts;
-    S.pending_late += c.late;
-    S.pending_short += c.shorts;
-    if (c.n_out) {
-      const uint32_t l = S.pending_late > 0xffffffffull ? 0xffffffffu : (uint32_t) S.pending_late;
-      const uint32_t s = S.pending_short > 0xffffffffull ? 0xffffffffu
-          : (uint32_t) S.pending_short;
-      c.out[0].late = l;
-      c.out[0].short_packets = s;
-      S.pending_late -= l;
-      S.pending_short -= s;
-    }
-    ResHdr h;
-    memset (&h, 0, sizeof h);
-    h.n_batches = c.n_out;
+    /* every read of the shared state first (see complete_base) */
+    DqReorderStats S = c.stats;
+    const uint32_t late = c.late, shorts = c.shorts, n_out = c.n_out;
+    ResHdr h = {};
+    h.n_batches = n_out;
     h.n_released = c.n_rel;
-    h.job_short = c.shorts;
+    h.job_short = shorts;
     h.kind = kind;
     h.free_head = c.head;
-    h.stats = S;
     h.window.initialized = c.initialized;
-    if (c.initialized) {
-      h.window.base = (uint64_t) c.B;
+    if (h.window.initialized) {
+      const int64_t B = c.B;
+      h.window.base = (uint64_t) B;
       for (uint32_t i = 0; i < p.W; i++) {
-        const PRec &R = c.rec[rec_index (p, c.B + i)];
+        const PRec &R = c.rec[rec_index (p, B + i)];
         if (!R.filled)
           continue;
         if (!h.window.open) {
@@ -615,7 +653,26 @@ struct PSeq {
         h.window.open++;
       }
     }
-    *c.res = h;
+    ResHdr *const res = c.res;
+    DqReorderBatch *const out = c.out;
+    S.late += late;
+    S.short_packets += shorts;
+    S.pending_late += late;
+    S.pending_short += shorts;
+    uint32_t l = 0, s = 0;
+    if (n_out) {
+      l = S.pending_late > 0xffffffffull ? 0xffffffffu : (uint32_t) S.pending_late;
+      s = S.pending_short > 0xffffffffull ? 0xffffffffu : (uint32_t) S.pending_short;
+      S.pending_late -= l;
+      S.pending_short -= s;
+    }
+    c.stats = S;
+    h.stats = S;
+    if (n_out) {
+      out[0].late = l;
+      out[0].short_packets = s;
+    }
+    *res = h;
   }
 };
 
@@ -672,21 +729,15 @@ DQ_UNROLL
 #endif
 }
 
-/* Adds a thread's count to a shared counter: one atomic per warp (every lane calls). */
-__device__ __forceinline__ void
-warp_add (uint32_t *ctr, uint32_t v)
-{
-  v = warp_sum (v);
-  if ((threadIdx.x & 31) == 0 && v)
-    atomicAdd (ctr, v);
-}
-
-/* A thread's placements in one record (its packets mostly share one): merged into the record
- * by one atomic per warp where the warp's lanes agree on the record, else per lane. */
+/* A thread's winners in one record (its packets mostly share one): the earliest arrival among
+ * them, and its timestamp where it came from the thread's first round (registers). */
 struct RecAcc {
   uint32_t r, filled, first;
+  uint64_t ts;
+  bool ts_known;
 };
 
+/* merged into the record by atomics (the general tail: first_ts from the winners' look) */
 __device__ __forceinline__ void
 rec_flush (PCtl &c, const RecAcc &x)
 {
@@ -696,24 +747,49 @@ rec_flush (PCtl &c, const RecAcc &x)
   }
 }
 
-__device__ __forceinline__ void
-rec_flush_warp (PCtl &c, const RecAcc &x)
+/* Warp 0 after pass 1: the warps' summaries summed into the job's counters and each record's
+ * winners into the record; returns the highest key. Common tail: one lane per record sets its
+ * count and, where it was empty at the burst's start, its first timestamp. General tail
+ * (`cold`): counts and earliest arrivals by atomics beside the ones of warps whose winners
+ * spread over records; the timestamps are the winners' look's. */
+__device__ int64_t
+p_sum (const PArgs &a, PCtl &c, bool cold)
 {
+  constexpr uint32_t kWarps = kPThreads / 32;
+  const unsigned full = 0xffffffffu;
   const uint32_t lane = threadIdx.x & 31;
-  const unsigned busy = __ballot_sync (0xffffffffu, x.filled != 0);
-  if (!busy)
-    return;
-  const uint32_t lead = (uint32_t) __ffs ((int) busy) - 1;
-  const uint32_t r0 = __shfl_sync (0xffffffffu, x.r, (int) lead);
-  if (__ballot_sync (0xffffffffu, x.filled == 0 || x.r == r0) == 0xffffffffu) {
-    const uint32_t f = warp_sum (x.filled), m = warp_extreme<uint32_t, false> (x.filled ? x.first : kPNoIndex);
-    if (lane == lead) {
-      atomicAdd (&c.rec[r0].filled, f);
-      atomicMin (&c.rec[r0].first_idx, m);
+  PWarp w = { INT64_MIN, 0, 0, 0, kPNoIndex, 0, 0, 0 };
+  if (lane < kWarps)
+    w = c.pw[lane];
+  const int64_t hk = warp_extreme<int64_t, true> (w.max_key);
+  const uint32_t sl = warp_sum (w.shorts_late), da = warp_sum (w.dups_acc);
+  for (unsigned todo = __ballot_sync (full, w.filled != 0); todo;) {
+    const uint32_t r = __shfl_sync (full, w.r, __ffs ((int) todo) - 1);
+    const bool in = w.filled && w.r == r;
+    const uint32_t f = warp_sum (in ? w.filled : 0);
+    const uint32_t m = warp_extreme<uint32_t, false> (in ? w.first : kPNoIndex);
+    if (in && w.first == m) {
+      PRec &R = c.rec[r];
+      if (cold) {
+        atomicAdd (&R.filled, f);
+        atomicMin (&R.first_idx, m);
+      } else {
+        const uint32_t pre = R.filled;
+        R.filled = pre + f;
+        if (pre == 0)
+          R.first_ts = w.ts_known ? w.ts : ld_cg64 (&a.ts[(size_t) c.r * a.maxp + m]);
+      }
     }
-  } else {
-    rec_flush (c, x);
+    todo &= ~__ballot_sync (full, in);
   }
+  if (lane == 0) {
+    c.shorts = sl & 0xffffu;
+    c.late = sl >> 16;
+    c.dups = da & 0xffffu;
+    c.acc = da >> 16;
+    c.any = hk != INT64_MIN;
+  }
+  return hk;
 }
 
 /* Pass 1 (block-wide): shorts, late, beyond the window (deferred), claims; then, after a
@@ -757,9 +833,10 @@ DQ_UNROLL
   }
 }
 
-__device__ __forceinline__ void
+__device__ __forceinline__ bool
 p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims, const uint4 (&ce)[kPCache],
-    const unsigned long long (&cts)[kPCache])
+    const unsigned long long (&cts)[kPCache], unsigned long long *release, uint64_t release_j,
+    int64_t &hk)
 {
   const uint32_t t = threadIdx.x, n = c.job.n;
   const uint4 *ent = a.ent + (size_t) c.r * a.maxp;
@@ -830,21 +907,14 @@ DQ_UNROLL
       }
     }
   }
-  /* the highest key, per warp (a 64-bit maximum in shared memory would be a compare-and-swap
-   * loop, its 16 warps contending) */
-  maxK = warp_extreme<int64_t, true> (maxK);
-  if ((t & 31) == 0) {
-    c.wmax[t / 32] = maxK;
-    if (maxK != INT64_MIN)
-      c.any = 1;
-  }
-  warp_add (&c.shorts, shorts);
-  warp_add (&c.late, late);
-  if (__ballot_sync (0xffffffffu, any_def) && (t & 31) == 0)
-    c.any_def = 1;
   __syncthreads ();
+  /* the job before's publication, off the chain: warp 0 has no first round, so with up to
+   * kPFirst packets this runs beside the other warps' second look; its stores are long done */
+  if (t == 0 && release)
+    st_release64 (release, release_j);
   uint32_t acc = 0, won = 0;
-  RecAcc ra = { 0, 0, kPNoIndex };
+  bool multi = false;            /* this thread's winners went to more than one record */
+  RecAcc ra = { 0, 0, kPNoIndex, 0, false };
   for (PRound q (t); q.base < n; q.next (t)) {
     const bool first = q.first;
     uint4 e4[kPCache];
@@ -885,11 +955,16 @@ DQ_UNROLL
             won |= 1u << g;
           if (ra.filled && ra.r != r) {
             rec_flush (c, ra);
-            ra = RecAcc { r, 0, kPNoIndex };
+            ra = RecAcc { r, 0, kPNoIndex, 0, false };
+            multi = true;
           }
           ra.r = r;
           ra.filled++;
-          ra.first = i < ra.first ? i : ra.first;
+          if (i < ra.first) {
+            ra.first = i;
+            ra.ts = first ? cts[g] : 0;
+            ra.ts_known = first;
+          }
           if (c.rec[r].frame)
             it.dst = c.rec[r].frame + (uint64_t) slot * p.lout;
         } else {
@@ -900,14 +975,46 @@ DQ_UNROLL
       c.items[i] = it;
     }
   }
-  rec_flush_warp (c, ra);
-  warp_add (&c.acc, acc);
-  warp_add (&c.dups, dups);
+  /* the warp's summary (lane 0), its winners merged by atomics where they span records */
+  const unsigned full = 0xffffffffu;
+  const uint32_t lane = t & 31;
+  const unsigned busy = __ballot_sync (full, ra.filled != 0);
+  PWarp w = { warp_extreme<int64_t, true> (maxK), 0, 0, 0, kPNoIndex, 0,
+    warp_sum (shorts | late << 16), warp_sum (dups | acc << 16) };
+  const bool spread = __ballot_sync (full, multi) != 0;
+  if (busy) {
+    const uint32_t lead = (uint32_t) __ffs ((int) busy) - 1;
+    w.r = __shfl_sync (full, ra.r, (int) lead);
+    if (!spread && __ballot_sync (full, ra.filled == 0 || ra.r == w.r) == full) {
+      w.filled = warp_sum (ra.filled);
+      w.first = warp_extreme<uint32_t, false> (ra.filled ? ra.first : kPNoIndex);
+      const int ml = __ffs ((int) __ballot_sync (full, ra.filled && ra.first == w.first)) - 1;
+      w.ts = __shfl_sync (full, (unsigned long long) ra.ts, ml);
+      w.ts_known = __shfl_sync (full, ra.ts_known ? 1u : 0u, ml);
+    } else {
+      rec_flush (c, ra);
+      w.r = 0;
+    }
+  }
+  const bool def = __ballot_sync (full, any_def) != 0;
+  if (lane == 0) {
+    c.pw[t / 32] = w;
+    if (def)
+      c.any_def = 1;
+    if (def || spread || (busy && !w.filled))
+      c.cold = 1;
+  }
   __syncthreads ();
-  /* a record that was empty at the burst's start: its first timestamp is pass 1's earliest
-   * packet's (the earliest arrival placed in it); from the registers of the thread that placed
-   * it where that was in its first round, else loaded (p_first_ts, after the barrier that ends
-   * pass 1) */
+  const bool cold = c.cold != 0;
+  if (t < 32)
+    hk = p_sum (a, c, cold);
+  if (!cold)
+    return false;
+  __syncthreads ();
+  /* the general tail: a record that was empty at the burst's start gets pass 1's earliest
+   * packet's timestamp (the earliest arrival placed in it); from the registers of the thread
+   * that placed it where that was in its first round, else loaded (p_first_ts, after the
+   * barrier that ends pass 1) */
   const PRound q0 (t);     /* won: packets of the first round only */
 DQ_UNROLL
   for (uint32_t g = 0; g < kPCache; g++) {
@@ -919,6 +1026,7 @@ DQ_UNROLL
       c.rec[r].ts_set = 1;
     }
   }
+  return true;
 }
 
 /* Pass 1's first timestamps not taken from registers (thread 0, after pass 1's last barrier). */
@@ -981,6 +1089,8 @@ p_front (const Params &p, const PArgs &a, PCtl &c, uint64_t j, uint32_t r, uint3
   }
   if (!__shfl_sync (0xffffffffu, got, 0))
     return false;
+  if (ahead && t == 32)
+    c.ahead = 1;
   __syncwarp ();      /* the warp's loads after lane 0's acquire */
   p_first_round (a, r, ce, cts);
   if (t < 64) {
@@ -1016,7 +1126,7 @@ p_setup (const PArgs &a, PCtl &c, const PSeq &q, uint32_t r, uint32_t b)
   c.zeros = a.zeros + (size_t) r * a.zcap;
   c.n_out = c.n_rel = c.n_short = c.n_long = 0;
   c.late = c.shorts = c.acc = c.dups = 0;
-  c.any_def = c.fresh = c.any = 0;
+  c.any_def = c.fresh = c.any = c.cold = 0;
   c.first_valid = kPNoIndex;
   c.seq_done = 0;
   c.fpre = c.fp[b];
@@ -1059,20 +1169,34 @@ p_control (const Params &p, const PArgs &a)
   uint4 ce[kPCache];
   unsigned long long cts[kPCache];
   bool have = false;          /* this thread's front of the job is loaded */
+  int64_t hk = INT64_MIN;     /* warp 0: pass 1's highest key */
   PSlot sl = { 0, 0 };
   uint32_t prev_r = 0;
   for (uint64_t j = 1;; prev_r = sl.r, j++, sl.step (1, a.R)) {
     const uint32_t r = sl.r, b = (uint32_t) (j & 1);
     /* the job before: published (the release waits for its stores, the whole block's: they
-     * precede the barrier that ended it) */
-    if (t == 0 && j > 1)
-      st_release64 (&a.published[prev_r], j - 1);
+     * precede the barrier that ended it), here unless this job was posted already (warp 1
+     * found it ahead): then in pass 1, off the chain. Never after waiting for this job: the host
+     * may be waiting for the job before to post it. */
+    unsigned long long *release = nullptr;
+    if (t == 0 && j > 1) {
+      release = &a.published[prev_r];
+      if (!c.ahead) {
+        st_release64 (release, j - 1);
+        release = nullptr;
+      }
+      c.ahead = 0;
+    }
     if (t >= 32 && !have)
       p_front (p, a, c, j, r, b ^ 1, ce, cts, false);
     if (t == 32)
       p_setup (a, c, q, r, b ^ 1);
     __syncthreads ();
     const uint32_t kind = c.job.kind;
+    if (release && !(kind == DQ_JOB_REORDER && c.initialized)) {
+      st_release64 (release, j - 1);
+      release = nullptr;
+    }
     if (kind == kPJobStop) {
       /* one stop for each move group: this job and the next ones, which the host posted as
        * stops too (one per parse group, and there are no more move groups than those) */
@@ -1105,26 +1229,24 @@ p_control (const Params &p, const PArgs &a)
         }
         __syncthreads ();
       }
+      bool tail = true;     /* the general tail: first timestamps loaded, pass 2 */
       if (c.initialized) {
-        p_pass1 (p, a, c, claims, ce, cts);
+        tail = p_pass1 (p, a, c, claims, ce, cts, release, j - 1, hk);
       } else {
         for (uint32_t i = t; i < n; i += kPThreads)     /* every packet short */
           c.items[i] = CopyItem { 0, 0, 0, 0 };
         if (t == 0)
           c.shorts = n;
       }
-      __syncthreads ();
-      if (t == 0)
-        p_first_ts (p, a, c);
-      if (c.any_def)
-        p_pass2 (p, a, c, q, list);
+      if (tail) {
+        __syncthreads ();
+        if (t == 0)
+          p_first_ts (p, a, c);
+        if (c.any_def)
+          p_pass2 (p, a, c, q, list);
+      }
     }
     /* thread 0: the sequential part and the results; warps 1..: the next job's front */
-    int64_t hk = INT64_MIN;     /* warp 0: pass 1's highest key */
-    if (t < 32 && kind == DQ_JOB_REORDER) {
-      hk = t < kPThreads / 32 ? c.wmax[t] : INT64_MIN;
-      hk = warp_extreme<int64_t, true> (hk);
-    }
     if (t == 0) {
       if (kind == DQ_JOB_FLUSH) {
         q.flush (c.job.mode);
