@@ -354,6 +354,8 @@ struct PCtl {
   const FrameEnt *fpre;          /* this job's: entries [fpre_base, + fpre_n) */
   uint64_t fpre_base;
   uint32_t fpre_n;
+  uint64_t head_set;             /* head after this job's setup: the next job's entries are
+                                  * loaded ahead from here (thread 0 only takes frames after it) */
   uint32_t tmp[kPThreads / 32];
   uint32_t seq_done;             /* thread 0 is done with the job's sequential part */
   uint32_t ahead;                /* warp 1 loaded the next job's front ahead: it was posted */
@@ -1094,8 +1096,9 @@ p_front (const Params &p, const PArgs &a, PCtl &c, uint64_t j, uint32_t r, uint3
   __syncwarp ();      /* the warp's loads after lane 0's acquire */
   p_first_round (a, r, ce, cts);
   if (t < 64) {
-    /* from the job before's base: read here, before thread 32 (this warp) sets it up anew */
-    const uint64_t base = c.fpre_base;
+    /* from the head after the job before's setup: read here, before thread 32 (this warp) sets
+     * it anew */
+    const uint64_t base = c.head_set;
     if (t == 32) {
       c.jn[b] = a.hdr[r];
       c.fp_base[b] = base;
@@ -1117,11 +1120,15 @@ p_front (const Params &p, const PArgs &a, PCtl &c, uint64_t j, uint32_t r, uint3
 __device__ void
 p_setup (const PArgs &a, PCtl &c, const PSeq &q, uint32_t r, uint32_t b)
 {
-  c.job = c.jn[b];
+  const PHdr job = c.jn[b];
+  const uint64_t base = c.fp_base[b];
+  const uint64_t avail = job.free_tail > base ? job.free_tail - base : 0;
+  ResHdr *const res = (ResHdr *) (a.resd + (size_t) r * a.res_bytes);
+  c.job = job;
   c.r = r;
-  c.res = (ResHdr *) (a.resd + (size_t) r * a.res_bytes);
-  c.out = (DqReorderBatch *) (c.res + 1);
-  c.rel = (DqReorderFrame *) (c.out + a.res_cap);
+  c.res = res;
+  c.out = (DqReorderBatch *) (res + 1);
+  c.rel = (DqReorderFrame *) ((DqReorderBatch *) (res + 1) + a.res_cap);
   c.items = a.items + (size_t) r * a.maxp;
   c.zeros = a.zeros + (size_t) r * a.zcap;
   c.n_out = c.n_rel = c.n_short = c.n_long = 0;
@@ -1130,15 +1137,15 @@ p_setup (const PArgs &a, PCtl &c, const PSeq &q, uint32_t r, uint32_t b)
   c.first_valid = kPNoIndex;
   c.seq_done = 0;
   c.fpre = c.fp[b];
-  c.fpre_base = c.fp_base[b];
-  const uint64_t avail = c.job.free_tail > c.fpre_base ? c.job.free_tail - c.fpre_base : 0;
+  c.fpre_base = base;
   c.fpre_n = avail < kPFramesAhead ? (uint32_t) avail : kPFramesAhead;
-  if (c.job.kind == DQ_JOB_REORDER) {
-    c.stats.packets += c.job.n;
-    if (c.initialized)
+  if (job.kind == DQ_JOB_REORDER) {
+    c.stats.packets += job.n;
+    if (c.initialized && c.head < job.free_tail)
       q.fill_frames ();     /* frames added since the last job */
     c.H0 = c.H;
   }
+  c.head_set = c.head;
 }
 
 __device__ void
