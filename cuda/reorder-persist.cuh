@@ -22,7 +22,10 @@
  *            through memory. Pass 1 in parallel: unwrap, locate, claim with a shared-memory
  *            atomicMin of (generation tag << 16 | arrival index + 1), so the earliest arrival
  *            of a slot wins whatever the thread order; a second look tells winners from
- *            duplicates and writes every packet's copy item. Pass 2 (packets beyond the
+ *            duplicates and writes every packet's copy item; each warp sums its part (counts,
+ *            highest key, its winners' record, count, earliest arrival and its timestamp) and
+ *            warp 0 adds the warps' sums into the records, with no atomics where a warp's
+ *            winners share one record (the steady state). Pass 2 (packets beyond the
  *            window, the first burst ever), the window's moves, emitted batches, frames and the
  *            results run on one thread in arrival order, exactly as the CPU twin does, from
  *            shared memory: in the steady state that is the one complete batch of the job. The
@@ -30,8 +33,9 @@
  *            of the emitted batches are published to the movers (published[]). Control never
  *            writes across the bus: a release after such writes would wait for them. While
  *            thread 0 runs the sequential steps, warps 1.. load the next job's front (its
- *            header, their first round of entries, the free ring's next entries); thread 0
- *            publishes the job while thread 32 sets up the next one.
+ *            header, their first round of entries, the free ring's next entries). Thread 0
+ *            publishes the job during the next one's pass 1 where that was posted already
+ *            (else before it waits for it), so that the release is off the chain.
  *   move     the other blocks, in `move_groups` groups taking turns on jobs as the parse
  *            groups do (so one job's chain of round trips does not bound the rate): the job's
  *            payloads (copy or conversion, reorder-move.cuh) and zero runs; the last block of a
@@ -784,6 +788,7 @@ p_sum (const PArgs &a, PCtl &c, bool cold)
     }
     todo &= ~__ballot_sync (full, in);
   }
+  __syncwarp ();       /* the records' writes before thread 0 reads them */
   if (lane == 0) {
     c.shorts = sl & 0xffffu;
     c.late = sl >> 16;
