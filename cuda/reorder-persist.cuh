@@ -802,39 +802,35 @@ p_sum (const PArgs &a, PCtl &c, bool cold)
 /* Pass 1 (block-wide): shorts, late, beyond the window (deferred), claims; then, after a
  * barrier, winners and duplicates, and every packet's copy item. A thread takes its packets
  * kPCache at a time with every load of the round in flight together (a dependent load per
- * packet would cost a memory round trip each). The threads of warps 1.. have a first round
- * (ce, cts: kPCache packets kPFirstStride apart, loaded while thread 0 finished the job before,
- * p_front) that stays in registers across the barrier, timestamps included; the packets from
- * kPFirst on (above 1920 with 512 threads) go in rounds of kPCache packets kPThreads apart,
- * through the per-packet arrays, warp 0 included. */
+ * packet would cost a memory round trip each). Every thread has a first round (ce, cts: kPCache
+ * packets kPThreads apart; warps 1.. load theirs while thread 0 finishes the job before,
+ * p_front, warp 0 beside the next job's setup) that stays in registers across the barrier,
+ * timestamps included; the packets from kPFirst on (2048 with 512 threads) go in further rounds
+ * through the per-packet arrays. */
 constexpr uint32_t kPCache = 4;
-constexpr uint32_t kPFirstStride = kPThreads - 32;
-constexpr uint32_t kPFirst = kPCache * kPFirstStride;
+constexpr uint32_t kPFirst = kPCache * kPThreads;
 
-/* A thread's rounds: its first (threads of warps 1..), then the others. */
+/* A thread's rounds: its first, then the others. */
 struct PRound {
-  uint32_t base, stride;
+  uint32_t base;
   bool first;
-  __device__ explicit PRound (uint32_t t)
-      : base (t >= 32 ? t - 32 : kPFirst + t), stride (t >= 32 ? kPFirstStride : kPThreads),
-        first (t >= 32) {}
+  __device__ explicit PRound (uint32_t t) : base (t), first (true) {}
   __device__ void next (uint32_t t)
   {
     base = first ? kPFirst + t : base + kPCache * kPThreads;
-    stride = kPThreads;
     first = false;
   }
 };
 
-/* A thread's first round of ring slot r's entries and timestamps (threads of warps 1..), loaded
- * before the job's packet count is known (entries beyond it are not used). */
+/* A thread's first round of ring slot r's entries and timestamps, loaded before the job's
+ * packet count is known (entries beyond it are not used). */
 __device__ __forceinline__ void
 p_first_round (const PArgs &a, uint32_t r, uint4 (&ce)[kPCache], unsigned long long (&cts)[kPCache])
 {
   const PRound q (threadIdx.x);
 DQ_UNROLL
   for (uint32_t g = 0; g < kPCache; g++) {
-    const uint32_t i = q.base + g * q.stride;
+    const uint32_t i = q.base + g * kPThreads;
     ce[g] = i < a.maxp ? a.ent[(size_t) r * a.maxp + i] : make_uint4 (0, 0, 0, 0);
     cts[g] = i < a.maxp ? a.ts[(size_t) r * a.maxp + i] : 0;
   }
@@ -842,8 +838,7 @@ DQ_UNROLL
 
 __device__ __forceinline__ bool
 p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims, const uint4 (&ce)[kPCache],
-    const unsigned long long (&cts)[kPCache], unsigned long long *release, uint64_t release_j,
-    int64_t &hk)
+    const unsigned long long (&cts)[kPCache], int64_t &hk)
 {
   const uint32_t t = threadIdx.x, n = c.job.n;
   const uint4 *ent = a.ent + (size_t) c.r * a.maxp;
@@ -864,11 +859,11 @@ p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims, const uint4
     uint4 e4[kPCache];
 DQ_UNROLL
     for (uint32_t g = 0; g < kPCache; g++)
-      if (q.base + g * q.stride < n)
-        e4[g] = first ? ce[g] : ent[q.base + g * q.stride];
+      if (q.base + g * kPThreads < n)
+        e4[g] = first ? ce[g] : ent[q.base + g * kPThreads];
 DQ_UNROLL
     for (uint32_t g = 0; g < kPCache; g++) {
-      const uint32_t i = q.base + g * q.stride;
+      const uint32_t i = q.base + g * kPThreads;
       if (i >= n)
         break;
       const uint4 e = e4[g];
@@ -915,10 +910,6 @@ DQ_UNROLL
     }
   }
   __syncthreads ();
-  /* the job before's publication, off the chain: warp 0 has no first round, so with up to
-   * kPFirst packets this runs beside the other warps' second look; its stores are long done */
-  if (t == 0 && release)
-    st_release64 (release, release_j);
   uint32_t acc = 0, won = 0;
   bool multi = false;            /* this thread's winners went to more than one record */
   RecAcc ra = { 0, 0, kPNoIndex, 0, false };
@@ -930,7 +921,7 @@ DQ_UNROLL
     uint8_t c4[kPCache];
 DQ_UNROLL
     for (uint32_t g = 0; g < kPCache; g++) {
-      const uint32_t i = q.base + g * q.stride;
+      const uint32_t i = q.base + g * kPThreads;
       if (first) {
         e4[g] = ce[g];
         c4[g] = ccls[g];
@@ -945,7 +936,7 @@ DQ_UNROLL
     }
 DQ_UNROLL
     for (uint32_t g = 0; g < kPCache; g++) {
-      const uint32_t i = q.base + g * q.stride;
+      const uint32_t i = q.base + g * kPThreads;
       if (i >= n)
         break;
       const uint4 e = e4[g];
@@ -1028,7 +1019,7 @@ DQ_UNROLL
     if (!(won & (1u << g)))
       continue;
     const uint32_t r = rec_index (p, cx[g]);
-    if (c.rec[r].first_idx == q0.base + g * q0.stride && c.pre_filled[r] == 0) {
+    if (c.rec[r].first_idx == q0.base + g * kPThreads && c.pre_filled[r] == 0) {
       c.rec[r].first_ts = cts[g];
       c.rec[r].ts_set = 1;
     }
@@ -1174,10 +1165,11 @@ p_control (const Params &p, const PArgs &a)
   }
   __syncthreads ();
 
-  /* A job's chain: its setup (thread 32) while thread 0 publishes the job before, pass 1 and
-   * pass 2 (every thread), then the sequential part and the results (thread 0) while warps 1..
-   * load the next job's front. */
+  /* A job's chain: its setup (thread 32) while thread 64 publishes the job before and warp 0
+   * loads its first round, pass 1 and pass 2 (every thread), then the sequential part and the
+   * results (thread 0) while warps 1.. load the next job's front. */
   static_assert (kPThreads >= 64, "the control block loads ahead on warps 1..");
+  constexpr uint32_t kRelease = kPThreads >= 96 ? 64 : 32;   /* publishes the job before */
   uint4 ce[kPCache];
   unsigned long long cts[kPCache];
   bool have = false;          /* this thread's front of the job is loaded */
@@ -1187,28 +1179,32 @@ p_control (const Params &p, const PArgs &a)
   for (uint64_t j = 1;; prev_r = sl.r, j++, sl.step (1, a.R)) {
     const uint32_t r = sl.r, b = (uint32_t) (j & 1);
     /* the job before: published (the release waits for its stores, the whole block's: they
-     * precede the barrier that ended it), here unless this job was posted already (warp 1
-     * found it ahead): then in pass 1, off the chain. Never after waiting for this job: the host
-     * may be waiting for the job before to post it. */
-    unsigned long long *release = nullptr;
-    if (t == 0 && j > 1) {
-      release = &a.published[prev_r];
-      if (!c.ahead) {
-        st_release64 (release, j - 1);
-        release = nullptr;
+     * precede the barrier that ended it), before its thread may wait for this job (the host
+     * may be waiting for the job before to post it) */
+    if (t == kRelease && j > 1)
+      st_release64 (&a.published[prev_r], j - 1);
+    /* warp 0's first round, beside the setup where warp 1 found the job posted already (else
+     * after the barrier, which orders it after warps 1..'s acquire of the job) */
+    bool w0 = false;
+    if (t < 32) {
+      uint32_t ahead = 0;
+      if (t == 0) {
+        ahead = c.ahead;
+        c.ahead = 0;
       }
-      c.ahead = 0;
+      if (__shfl_sync (0xffffffffu, ahead, 0)) {
+        p_first_round (a, r, ce, cts);
+        w0 = true;
+      }
     }
     if (t >= 32 && !have)
       p_front (p, a, c, j, r, b ^ 1, ce, cts, false);
     if (t == 32)
       p_setup (a, c, q, r, b ^ 1);
     __syncthreads ();
+    if (t < 32 && !w0)
+      p_first_round (a, r, ce, cts);
     const uint32_t kind = c.job.kind;
-    if (release && !(kind == DQ_JOB_REORDER && c.initialized)) {
-      st_release64 (release, j - 1);
-      release = nullptr;
-    }
     if (kind == kPJobStop) {
       /* one stop for each move group: this job and the next ones, which the host posted as
        * stops too (one per parse group, and there are no more move groups than those) */
@@ -1243,7 +1239,7 @@ p_control (const Params &p, const PArgs &a)
       }
       bool tail = true;     /* the general tail: first timestamps loaded, pass 2 */
       if (c.initialized) {
-        tail = p_pass1 (p, a, c, claims, ce, cts, release, j - 1, hk);
+        tail = p_pass1 (p, a, c, claims, ce, cts, hk);
       } else {
         for (uint32_t i = t; i < n; i += kPThreads)     /* every packet short */
           c.items[i] = CopyItem { 0, 0, 0, 0 };
@@ -1275,7 +1271,8 @@ p_control (const Params &p, const PArgs &a)
       a.pub[r] = PPub { kind == DQ_JOB_REORDER ? c.job.n : 0, c.n_short, c.n_long, c.n_out,
         c.n_rel, 0, { 0, 0 } };
       atomicExch (&c.seq_done, 1u);
-      /* warp 0 has no first round: set here, so that its registers are free above */
+      /* warp 0 loads its next first round at the top: set here, so that the registers are free
+       * above (the values stay live across the loop for warps 1..) */
 DQ_UNROLL
       for (uint32_t g = 0; g < kPCache; g++) {
         ce[g] = make_uint4 (0, 0, 0, 0);
