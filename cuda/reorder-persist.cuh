@@ -33,9 +33,9 @@
  *            of the emitted batches are published to the movers (published[]). Control never
  *            writes across the bus: a release after such writes would wait for them. While
  *            thread 0 runs the sequential steps, warps 1.. load the next job's front (its
- *            header, their first round of entries, the free ring's next entries). Thread 0
- *            publishes the job during the next one's pass 1 where that was posted already
- *            (else before it waits for it), so that the release is off the chain.
+ *            header, their first round of entries, the free ring's next entries); warp 0 loads
+ *            its own first round beside the next job's setup, while thread 64 publishes the
+ *            job before (a release at GPU scope, as long as the setup).
  *   move     the other blocks, in `move_groups` groups taking turns on jobs as the parse
  *            groups do (so one job's chain of round trips does not bound the rate): the job's
  *            payloads (copy or conversion, reorder-move.cuh) and zero runs; the last block of a
