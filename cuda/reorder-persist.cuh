@@ -34,8 +34,9 @@
  *            writes across the bus: a release after such writes would wait for them. While
  *            thread 0 runs the sequential steps, warps 1.. load the next job's front (its
  *            header, their first round of entries, the free ring's next entries); warp 0 loads
- *            its own first round beside the next job's setup, while thread 64 publishes the
- *            job before (a release at GPU scope, as long as the setup).
+ *            its own first round beside the next job's setup. Thread 64 publishes a job during
+ *            the next one's last part, after its front (a release at GPU scope costs about as
+ *            much as the setup), or at the next one's top where that was not posted yet.
  *   move     the other blocks, in `move_groups` groups taking turns on jobs as the parse
  *            groups do (so one job's chain of round trips does not bound the rate): the job's
  *            payloads (copy or conversion, reorder-move.cuh) and zero runs; the last block of a
@@ -1179,20 +1180,22 @@ p_control (const Params &p, const PArgs &a)
   for (uint64_t j = 1;; prev_r = sl.r, j++, sl.step (1, a.R)) {
     const uint32_t r = sl.r, b = (uint32_t) (j & 1);
     /* the job before: published (the release waits for its stores, the whole block's: they
-     * precede the barrier that ended it), before its thread may wait for this job (the host
-     * may be waiting for the job before to post it) */
-    if (t == kRelease && j > 1)
-      st_release64 (&a.published[prev_r], j - 1);
+     * precede the barrier that ended it). Here where this job was not found posted ahead,
+     * before its thread may wait for it (the host may be waiting for the job before to post
+     * it); else by the same thread after its front of the next job, off the chain, when the
+     * stores have long reached memory (the release then costs half as much) */
+    bool release_late = false;
+    if (t == kRelease && j > 1) {
+      if (c.ahead)
+        release_late = true;
+      else
+        st_release64 (&a.published[prev_r], j - 1);
+    }
     /* warp 0's first round, beside the setup where warp 1 found the job posted already (else
      * after the barrier, which orders it after warps 1..'s acquire of the job) */
     bool w0 = false;
     if (t < 32) {
-      uint32_t ahead = 0;
-      if (t == 0) {
-        ahead = c.ahead;
-        c.ahead = 0;
-      }
-      if (__shfl_sync (0xffffffffu, ahead, 0)) {
+      if (__shfl_sync (0xffffffffu, t == 0 ? c.ahead : 0u, 0)) {
         p_first_round (a, r, ce, cts);
         w0 = true;
       }
@@ -1202,10 +1205,14 @@ p_control (const Params &p, const PArgs &a)
     if (t == 32)
       p_setup (a, c, q, r, b ^ 1);
     __syncthreads ();
+    if (t == 0)
+      c.ahead = 0;          /* read above; warp 1 sets it again in this job's last part */
     if (t < 32 && !w0)
       p_first_round (a, r, ce, cts);
     const uint32_t kind = c.job.kind;
     if (kind == kPJobStop) {
+      if (release_late)
+        st_release64 (&a.published[prev_r], j - 1);
       /* one stop for each move group: this job and the next ones, which the host posted as
        * stops too (one per parse group, and there are no more move groups than those) */
       if (t < a.move_groups) {
@@ -1282,6 +1289,8 @@ DQ_UNROLL
       PSlot nx = sl;
       nx.step (1, a.R);
       have = p_front (p, a, c, j + 1, nx.r, b, ce, cts, true);
+      if (release_late)
+        st_release64 (&a.published[prev_r], j - 1);
     }
     __syncthreads ();
   }
