@@ -1166,9 +1166,10 @@ p_control (const Params &p, const PArgs &a)
   }
   __syncthreads ();
 
-  /* A job's chain: its setup (thread 32) while thread 64 publishes the job before and warp 0
-   * loads its first round, pass 1 and pass 2 (every thread), then the sequential part and the
-   * results (thread 0) while warps 1.. load the next job's front. */
+  /* A job's chain: its setup (thread 32) while warp 0 loads its first round (and thread 64
+   * publishes the job before where this one was not posted ahead), pass 1 and pass 2 (every
+   * thread), then the sequential part and the results (thread 0) while warps 1.. load the next
+   * job's front. */
   static_assert (kPThreads >= 64, "the control block loads ahead on warps 1..");
   constexpr uint32_t kRelease = kPThreads >= 96 ? 64 : 32;   /* publishes the job before */
   uint4 ce[kPCache];
