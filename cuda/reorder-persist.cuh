@@ -770,8 +770,8 @@ p_sum (const PArgs &a, PCtl &c, bool cold)
     w = c.pw[lane];
   const int64_t hk = warp_extreme<int64_t, true> (w.max_key);
   const uint32_t sl = warp_sum (w.shorts_late), da = warp_sum (w.dups_acc);
-  for (unsigned todo = __ballot_sync (full, w.filled != 0); todo;) {
-    const uint32_t r = __shfl_sync (full, w.r, __ffs ((int) todo) - 1);
+  for (unsigned left = __ballot_sync (full, w.filled != 0); left;) {
+    const uint32_t r = __shfl_sync (full, w.r, __ffs ((int) left) - 1);
     const bool in = w.filled && w.r == r;
     const uint32_t f = warp_sum (in ? w.filled : 0);
     const uint32_t m = warp_extreme<uint32_t, false> (in ? w.first : kPNoIndex);
@@ -787,7 +787,7 @@ p_sum (const PArgs &a, PCtl &c, bool cold)
           R.first_ts = w.ts_known ? w.ts : ld_cg64 (&a.ts[(size_t) c.r * a.maxp + m]);
       }
     }
-    todo &= ~__ballot_sync (full, in);
+    left &= ~__ballot_sync (full, in);
   }
   __syncwarp ();       /* the records' writes before thread 0 reads them */
   if (lane == 0) {
