@@ -121,8 +121,8 @@ struct PArgs {
   PPub *pub;                       /* R */
   unsigned long long *parsed, *published;   /* R each: the job's number once handed on */
   unsigned long long *parse_done, *move_done;   /* R each: blocks done with the slot's jobs */
-  int64_t *px;                     /* maxp: control's batch id per packet (kPLate: none) */
-  uint32_t *pslot;                 /* maxp */
+  int64_t *px;                     /* maxp: a deferred packet's batch id (kPLate: none) */
+  uint32_t *pslot;                 /* maxp: its slot; a claim's word (after the first round) */
   uint8_t *pcls;                   /* maxp */
   FrameEnt *frames;                /* the free ring's entries, copied to device memory */
   uint32_t R, maxp, zcap, parsers, movers;
@@ -837,6 +837,13 @@ DQ_UNROLL
   }
 }
 
+/* The record of claim word w (record * packets_per_batch + slot). */
+__device__ __forceinline__ uint32_t
+p_word_rec (const Params &p, uint32_t w)
+{
+  return p.ppb_pow2 ? w >> p.ppb_shift : w / p.ppb;
+}
+
 __device__ __forceinline__ bool
 p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims, const uint4 (&ce)[kPCache],
     const unsigned long long (&cts)[kPCache], int64_t &hk)
@@ -851,9 +858,20 @@ p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims, const uint4
    * which winners add to them) */
   for (uint32_t k = t; k < p.W; k += kPThreads)
     c.pre_filled[k] = c.rec[k].filled;
+  /* Where the window allows (no batch field, power-of-two batches and window: the steady
+   * state's configurations), a key is placed relative to the window's first key: its unwrap in
+   * 32 bits (the distance to H0 sign-extended from key_bits, as dq_unwrap), then one 64-bit add
+   * and one compare for late, in the window or beyond; no 64-bit shifts or compares per packet.
+   * Else the twin's steps (dq_unwrap, locate). A claim is named by its word's index (record *
+   * packets_per_batch + slot). */
+  const bool rel = !fresh && !p.batch_w && p.ppb_pow2 && (p.W & (p.W - 1)) == 0;
+  const uint32_t h0lo = (uint32_t) H0, ksh = 32 - p.key_bits, span = p.W << p.ppb_shift;
+  const uint32_t rB = (uint32_t) B & (p.W - 1);
+  const int64_t off = H0 - (int64_t) ((uint64_t) B << p.ppb_shift);   /* H0 - the first key */
+  int32_t maxd = INT32_MIN;      /* rel: the highest unwrapped key - H0 - 1 */
+  bool anyv = false;
   /* the first round's placements, kept */
-  int64_t cx[kPCache];
-  uint32_t cslot[kPCache];
+  uint32_t cw[kPCache];
   uint8_t ccls[kPCache];
   for (PRound q (t); q.base < n; q.next (t)) {
     const bool first = q.first;
@@ -870,9 +888,28 @@ DQ_UNROLL
       const uint4 e = e4[g];
       uint8_t cls = kPShort;
       int64_t x = kPLate;
-      uint32_t slot = 0;
+      uint32_t slot = 0, w = 0, r = 0;
       if (e.w == 0) {
         shorts++;
+      } else if (rel) {
+        const int32_t d1 = (int32_t) ((e.x - h0lo - 1u) << ksh) >> ksh;
+        maxd = d1 > maxd ? d1 : maxd;
+        anyv = true;
+        const int64_t kd = off + d1 + 1;          /* the key - the window's first key */
+        if (kd < 0) {
+          cls = kPLateCls;
+          late++;
+        } else if ((uint64_t) kd >= span) {
+          cls = kPDeferred;
+          any_def = 1;
+          const int64_t K = H0 + d1 + 1;
+          x = K >> p.ppb_shift;
+          slot = (uint32_t) K & (p.ppb - 1);
+        } else {
+          cls = kPClaiming;
+          r = (rB + ((uint32_t) kd >> p.ppb_shift)) & (p.W - 1);
+          w = r << p.ppb_shift | ((uint32_t) kd & (p.ppb - 1));
+        }
       } else {
         const int64_t K = dq_unwrap (e.x, H0, p.key_bits);
         if (K > maxK)
@@ -887,29 +924,35 @@ DQ_UNROLL
           cls = kPLateCls;
           late++;
         } else {
-          const uint32_t r = rec_index (p, x), tag = tag_of (c.rec[r].gen) << 16;
-          const uint32_t old = atomicMin (&claims[(size_t) r * p.ppb + slot], tag | (i + 1));
-          if (old == tag) {
-            cls = kPDup;
-            dups++;
-            atomicAdd (&c.rec[r].dups, 1u);
-          } else {
-            cls = kPClaiming;
-          }
+          cls = kPClaiming;
+          r = rec_index (p, x);
+          w = r * p.ppb + slot;
+        }
+      }
+      if (cls == kPClaiming) {
+        const uint32_t tag = tag_of (c.rec[r].gen) << 16;
+        const uint32_t old = atomicMin (&claims[w], tag | (i + 1));
+        if (old == tag) {
+          cls = kPDup;
+          dups++;
+          atomicAdd (&c.rec[r].dups, 1u);
         }
       }
       a.pcls[i] = cls;                /* pass 2 looks for kPDeferred */
       if (first) {
-        cx[g] = x;
-        cslot[g] = slot;
+        cw[g] = w;
         ccls[g] = cls;
       }
-      if (!first || cls == kPDeferred) {
+      if (cls == kPDeferred) {
         a.px[i] = x;
         a.pslot[i] = slot;
+      } else if (!first) {
+        a.pslot[i] = w;
       }
     }
   }
+  if (rel && anyv)
+    maxK = H0 + maxd + 1;
   __syncthreads ();
   uint32_t acc = 0, won = 0;
   bool multi = false;            /* this thread's winners went to more than one record */
@@ -917,8 +960,7 @@ DQ_UNROLL
   for (PRound q (t); q.base < n; q.next (t)) {
     const bool first = q.first;
     uint4 e4[kPCache];
-    int64_t x4[kPCache];
-    uint32_t s4[kPCache];
+    uint32_t w4[kPCache];
     uint8_t c4[kPCache];
 DQ_UNROLL
     for (uint32_t g = 0; g < kPCache; g++) {
@@ -926,13 +968,11 @@ DQ_UNROLL
       if (first) {
         e4[g] = ce[g];
         c4[g] = ccls[g];
-        x4[g] = cx[g];
-        s4[g] = cslot[g];
+        w4[g] = cw[g];
       } else if (i < n) {
         e4[g] = ent[i];
         c4[g] = a.pcls[i];
-        x4[g] = a.px[i];
-        s4[g] = a.pslot[i];
+        w4[g] = a.pslot[i];
       }
     }
 DQ_UNROLL
@@ -943,12 +983,12 @@ DQ_UNROLL
       const uint4 e = e4[g];
       CopyItem it = { c.job.data + e.z, 0, e.w, 0 };
       if (c4[g] == kPClaiming) {
-        const uint32_t slot = s4[g], r = rec_index (p, x4[g]);
+        const uint32_t r = p_word_rec (p, w4[g]), slot = w4[g] - r * p.ppb;
         const uint32_t tag = tag_of (c.rec[r].gen) << 16;
         /* the winner marks the slot filled; a duplicate finds another arrival's index there,
          * or the mark (one atomic: no plain read beside the winner's write) */
         const uint32_t mine = tag | (i + 1);
-        if (atomicCAS (&claims[(size_t) r * p.ppb + slot], mine, tag) == mine) {
+        if (atomicCAS (&claims[w4[g]], mine, tag) == mine) {
           acc++;
           if (first)
             won |= 1u << g;
@@ -1019,7 +1059,7 @@ DQ_UNROLL
   for (uint32_t g = 0; g < kPCache; g++) {
     if (!(won & (1u << g)))
       continue;
-    const uint32_t r = rec_index (p, cx[g]);
+    const uint32_t r = p_word_rec (p, cw[g]);
     if (c.rec[r].first_idx == q0.base + g * kPThreads && c.pre_filled[r] == 0) {
       c.rec[r].first_ts = cts[g];
       c.rec[r].ts_set = 1;
