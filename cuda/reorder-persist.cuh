@@ -339,6 +339,8 @@ struct PCtl {
   int64_t B, H, H0;
   uint64_t head;                 /* free-ring frames handed out */
   uint32_t initialized, fresh, any_def;
+  uint32_t want_frame;           /* a record may want a frame (has none, holds no packet); 0 only
+                                  * where fill_frames found none that does */
   uint32_t any;                  /* the job has a packet that is not short */
   uint32_t first_valid;          /* the job's first packet that is not short */
   uint32_t n_out, n_rel, n_short, n_long, late, shorts, acc, dups;
@@ -430,14 +432,19 @@ struct PSeq {
 
   __device__ void fill_frames () const
   {
+    uint32_t want = 0;
     for (uint32_t i = 0; i < p.W; i++) {
       PRec &R = c.rec[rec_index (p, c.B + i)];
-      if (!R.frame && R.filled == 0 && c.head < c.job.free_tail) {
-        const FrameEnt e = frame_at (c.head++);
-        R.frame = e.ptr;
-        R.user = e.user;
+      if (!R.frame && R.filled == 0) {
+        if (c.head < c.job.free_tail) {
+          const FrameEnt e = frame_at (c.head++);
+          R.frame = e.ptr;
+          R.user = e.user;
+        }
+        want |= R.frame == 0;
       }
     }
+    c.want_frame = want;
   }
 
   __device__ void zero_run (uint64_t dst, uint64_t len) const
@@ -492,6 +499,7 @@ struct PSeq {
     }
     R.frame = 0;
     R.user = 0;
+    c.want_frame = 1;
   }
 
   __device__ void advance (int64_t newB, uint32_t cause) const
@@ -539,6 +547,8 @@ struct PSeq {
     if (!old.frame)
       c.stats.no_frame++;
     R = PRec { B + (int64_t) p.W, e.ptr, e.user, 0, 0, 0, old.gen + 1, old.first_idx, old.ts_set };
+    if (!e.ptr)
+      c.want_frame = 1;
     c.B = B + 1;
     c.head = head + (take ? 1 : 0);
     if (n_out < a.res_cap) {
@@ -620,6 +630,7 @@ struct PSeq {
         if (R.frame && c.n_rel < a.rel_cap)
           c.rel[c.n_rel++] = DqReorderFrame { (void *) R.frame, (void *) R.user };
         R.frame = R.user = 0;
+        c.want_frame = 1;
       }
       for (uint32_t i = 0; c.initialized && i < p.W; i++)
         rec_reset (i, 0);
@@ -1178,8 +1189,8 @@ p_setup (const PArgs &a, PCtl &c, const PSeq &q, uint32_t r, uint32_t b)
   c.fpre_n = avail < kPFramesAhead ? (uint32_t) avail : kPFramesAhead;
   if (job.kind == DQ_JOB_REORDER) {
     c.stats.packets += job.n;
-    if (c.initialized && c.head < job.free_tail)
-      q.fill_frames ();     /* frames added since the last job */
+    if (c.initialized && c.want_frame && c.head < job.free_tail)
+      q.fill_frames ();     /* frames added since the last job, for records that want one */
     c.H0 = c.H;
   }
   c.head_set = c.head;
