@@ -871,12 +871,12 @@ p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims, const uint4
     c.pre_filled[k] = c.rec[k].filled;
   /* Where the window allows (no batch field, power-of-two batches and window: the steady
    * state's configurations), a key is placed relative to the window's first key: its unwrap in
-   * 32 bits (the distance to H0 sign-extended from key_bits, as dq_unwrap), then one 64-bit add
+   * 32 bits (dq_unwrap_d1: the distance to H0 sign-extended from key_bits), then one 64-bit add
    * and one compare for late, in the window or beyond; no 64-bit shifts or compares per packet.
    * Else the twin's steps (dq_unwrap, locate). A claim is named by its word's index (record *
    * packets_per_batch + slot). */
   const bool rel = !fresh && !p.batch_w && p.ppb_pow2 && (p.W & (p.W - 1)) == 0;
-  const uint32_t h0lo = (uint32_t) H0, ksh = 32 - p.key_bits, span = p.W << p.ppb_shift;
+  const uint32_t h0lo = (uint32_t) H0, span = p.W << p.ppb_shift;
   const uint32_t rB = (uint32_t) B & (p.W - 1);
   const int64_t off = H0 - (int64_t) ((uint64_t) B << p.ppb_shift);   /* H0 - the first key */
   int32_t maxd = INT32_MIN;      /* rel: the highest unwrapped key - H0 - 1 */
@@ -903,7 +903,7 @@ DQ_UNROLL
       if (e.w == 0) {
         shorts++;
       } else if (rel) {
-        const int32_t d1 = (int32_t) ((e.x - h0lo - 1u) << ksh) >> ksh;
+        const int32_t d1 = dq_unwrap_d1 (e.x, h0lo, p.key_bits);
         maxd = d1 > maxd ? d1 : maxd;
         anyv = true;
         const int64_t kd = off + d1 + 1;          /* the key - the window's first key */

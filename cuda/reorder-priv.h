@@ -51,6 +51,16 @@ dq_unwrap (uint32_t k, int64_t head, uint32_t bits)
   return head + sd;
 }
 
+/* dq_unwrap (k, head, bits) - head - 1 for bits <= 32, in 32-bit arithmetic (head_lo: the low 32
+ * bits of head): k's distance from head, less one, sign-extended from `bits` bits. The GPU's
+ * pass 1 places keys with it. */
+DQ_HD int32_t
+dq_unwrap_d1 (uint32_t k, uint32_t head_lo, uint32_t bits)
+{
+  const uint32_t s = 32 - bits;
+  return (int32_t) ((k - head_lo - 1u) << s) >> s;
+}
+
 /* Element e of an input payload as int32 (the payload holds at least the element's bytes). */
 DQ_HD int32_t
 dq_decode_elem (const uint8_t *src, uint32_t e, uint32_t in_type, uint32_t network)

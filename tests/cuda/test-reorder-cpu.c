@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "dq-test-util.h"
+#include "reorder-priv.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
@@ -1036,6 +1037,39 @@ test_no_frame (void)
   rig_free (&r);
 }
 
+/* The GPU's 32-bit unwrap (dq_unwrap_d1) against the twin's (dq_unwrap): every key width, heads
+ * at and around the wraps, keys at the half-range edges and at random. */
+static void
+test_unwrap_d1 (void)
+{
+  dq_test_name = "unwrap-d1";
+  DqRng rng = { 0x9e3779b97f4a7c15ull };
+  uint32_t mismatches = 0, checked = 0;
+  for (uint32_t bits = 1; bits <= 32; bits++) {
+    const uint64_t m = 1ull << bits, half = m >> 1;
+    const int64_t heads[] = { 0, 1, (int64_t) half - 1, (int64_t) half, (int64_t) m - 1,
+      (int64_t) m, (int64_t) m + 1, 0xffffffffll, 0x100000000ll, 0x7fffffff00000000ll,
+      (int64_t) (dqt_rand (&rng) >> 2), (int64_t) (dqt_rand (&rng) >> 33) };
+    for (size_t h = 0; h < sizeof heads / sizeof *heads; h++) {
+      const int64_t head = heads[h];
+      const uint64_t hk = (uint64_t) head & (m - 1);
+      const uint64_t ks[] = { hk, hk + 1, hk - 1, hk + half, hk + half - 1, hk + half + 1,
+        hk - half, hk - half + 1, 0, m - 1, half, dqt_rand (&rng), dqt_rand (&rng) };
+      for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) {
+        const uint32_t k = (uint32_t) (ks[i] & (m - 1));
+        const int64_t want = dq_unwrap (k, head, bits);
+        const int64_t got = head + dq_unwrap_d1 (k, (uint32_t) head, bits) + 1;
+        checked++;
+        if (got != want && mismatches++ < 5)
+          fprintf (stderr, "[%s] bits %u head %lld key %u: %lld, dq_unwrap %lld\n", dq_test_name,
+              bits, (long long) head, k, (long long) got, (long long) want);
+      }
+    }
+  }
+  CHECK_EQ (mismatches, 0);
+  CHECK_EQ (checked, 32u * 12 * 13);
+}
+
 static void
 test_seq_wrap (void)
 {
@@ -1478,6 +1512,7 @@ main (void)
   test_timeout_flush ();
   test_flush_all_reset ();
   test_no_frame ();
+  test_unwrap_d1 ();
   test_seq_wrap ();
   test_field_wrap ();
   test_random_tame ();
