@@ -913,9 +913,7 @@ DQ_UNROLL
         } else if ((uint64_t) kd >= span) {
           cls = kPDeferred;
           any_def = 1;
-          const int64_t K = H0 + d1 + 1;
-          x = K >> p.ppb_shift;
-          slot = (uint32_t) K & (p.ppb - 1);
+          locate (p, H0 + d1 + 1, e.y, x, slot);     /* at or after the window's first key */
         } else {
           cls = kPClaiming;
           r = (rB + ((uint32_t) kd >> p.ppb_shift)) & (p.W - 1);

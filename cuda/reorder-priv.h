@@ -41,24 +41,21 @@ dq_bits_get_raw (const uint8_t *p, uint32_t bit_offset, uint32_t width)
   return (uint32_t) (acc & ((width == 32) ? 0xffffffffull : ((1ull << width) - 1)));
 }
 
-/* Unwrap a `bits`-bit value k to the 64-bit value nearest head: head + d, d in (-2^(b-1), 2^(b-1)]. */
-DQ_HD int64_t
-dq_unwrap (uint32_t k, int64_t head, uint32_t bits)
-{
-  uint64_t m = 1ull << bits;
-  uint64_t d = ((uint64_t) k - (uint64_t) head) & (m - 1);
-  int64_t sd = (d > (m >> 1)) ? (int64_t) d - (int64_t) m : (int64_t) d;
-  return head + sd;
-}
-
-/* dq_unwrap (k, head, bits) - head - 1 for bits <= 32, in 32-bit arithmetic (head_lo: the low 32
- * bits of head): k's distance from head, less one, sign-extended from `bits` bits. The GPU's
- * pass 1 places keys with it. */
+/* k's distance from head, less one, for a `bits`-bit value k (bits 1..32; head_lo: the low 32
+ * bits of head), sign-extended from `bits` bits in 32-bit arithmetic: the distance lies in
+ * (-2^(bits-1), 2^(bits-1)]. The GPU's pass 1 places keys with it directly. */
 DQ_HD int32_t
 dq_unwrap_d1 (uint32_t k, uint32_t head_lo, uint32_t bits)
 {
   const uint32_t s = 32 - bits;
   return (int32_t) ((k - head_lo - 1u) << s) >> s;
+}
+
+/* Unwrap a `bits`-bit value k to the 64-bit value nearest head: head + d, d in (-2^(b-1), 2^(b-1)]. */
+DQ_HD int64_t
+dq_unwrap (uint32_t k, int64_t head, uint32_t bits)
+{
+  return head + dq_unwrap_d1 (k, (uint32_t) head, bits) + 1;
 }
 
 /* Element e of an input payload as int32 (the payload holds at least the element's bytes). */

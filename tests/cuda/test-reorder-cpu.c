@@ -1037,8 +1037,10 @@ test_no_frame (void)
   rig_free (&r);
 }
 
-/* The GPU's 32-bit unwrap (dq_unwrap_d1) against the twin's (dq_unwrap): every key width, heads
- * at and around the wraps, keys at the half-range edges and at random. */
+/* dq_unwrap (and dq_unwrap_d1, which it is made of and the GPU's pass 1 uses alone) against
+ * its definition: the value congruent to the key modulo 2^bits whose distance from the head lies
+ * in (-2^(bits-1), 2^(bits-1)]. Every key width, heads at and around the wraps, keys at the
+ * half-range edges and at random. */
 static void
 test_unwrap_d1 (void)
 {
@@ -1057,12 +1059,16 @@ test_unwrap_d1 (void)
         hk - half, hk - half + 1, 0, m - 1, half, dqt_rand (&rng), dqt_rand (&rng) };
       for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) {
         const uint32_t k = (uint32_t) (ks[i] & (m - 1));
-        const int64_t want = dq_unwrap (k, head, bits);
-        const int64_t got = head + dq_unwrap_d1 (k, (uint32_t) head, bits) + 1;
+        /* the definition: d = (k - head) mod 2^bits, taken as d - 2^bits above half */
+        const uint64_t d = ((uint64_t) k - (uint64_t) head) & (m - 1);
+        const int64_t want = head + (d > half ? (int64_t) d - (int64_t) m : (int64_t) d);
+        const int64_t got = dq_unwrap (k, head, bits);
+        const int64_t got_d1 = head + dq_unwrap_d1 (k, (uint32_t) head, bits) + 1;
         checked++;
-        if (got != want && mismatches++ < 5)
-          fprintf (stderr, "[%s] bits %u head %lld key %u: %lld, dq_unwrap %lld\n", dq_test_name,
-              bits, (long long) head, k, (long long) got, (long long) want);
+        if ((got != want || got_d1 != want) && mismatches++ < 5)
+          fprintf (stderr, "[%s] bits %u head %lld key %u: %lld / %lld, want %lld\n",
+              dq_test_name, bits, (long long) head, k, (long long) got, (long long) got_d1,
+              (long long) want);
       }
     }
   }
