@@ -814,7 +814,8 @@ p_sum (const PArgs &a, PCtl &c, bool cold)
 }
 
 /* Pass 1 (block-wide): shorts, late, beyond the window (deferred), claims; then, after a
- * barrier, winners and duplicates, and every packet's copy item. A thread takes its packets
+ * barrier, winners and duplicates, and every packet's copy item (done in the first loop already
+ * where the job has no clash, below). A thread takes its packets
  * kPCache at a time with every load of the round in flight together (a dependent load per
  * packet would cost a memory round trip each). Every thread has a first round (ce, cts: kPCache
  * packets kPThreads apart; warps 1.. load theirs while thread 0 finishes the job before,
