@@ -63,8 +63,6 @@ struct Slot {
   Launch *launch;
   unsigned n, alive, arrived;
   bool crossed;                 /* its threads just passed a barrier together */
-  bool vote_in, vote_out;       /* __syncthreads_or: some thread's predicate, at the barrier
-                                 * being reached and at the one just passed */
   std::vector<Warp> warps;
   std::vector<unsigned> runnable, yielded;
   std::vector<char> shared;     /* its shared memory while another block runs */
@@ -119,8 +117,6 @@ release_block (unsigned s)
   Slot &S = g_slots[s];
   S.arrived = 0;
   S.crossed = true;
-  S.vote_out = S.vote_in;
-  S.vote_in = false;
   for (unsigned i = s * g_stride; i < s * g_stride + S.n; i++)
     if (g_fibers[i].state == AT_BLOCK)
       make_runnable (i);
@@ -187,7 +183,6 @@ start_block (unsigned s, Launch &L)
   S.n = L.block.x * L.block.y * L.block.z;
   S.alive = S.n;
   S.arrived = 0;
-  S.vote_in = S.vote_out = false;
   S.runnable.clear ();
   S.yielded.clear ();
   S.warps.assign ((S.n + 31) / 32, Warp ());
@@ -457,16 +452,6 @@ dq_emu_resident ()
     r = v >= 1 && v <= 16 ? (unsigned) v : 3;
   }
   return r;
-}
-
-int
-dq_emu_syncthreads_or (int pred)
-{
-  if (pred)
-    g_slots[g_cur->slot].vote_in = true;
-  dq_emu_syncthreads ();
-  /* read before this thread reaches another barrier, whose release would overwrite it */
-  return g_slots[g_cur->slot].vote_out ? 1 : 0;
 }
 
 void

@@ -1,7 +1,7 @@
 /* cuda-emu.h — just enough of CUDA to run reorder.cu's kernels on the CPU, for CI (no GPU there).
  *
  * Every CUDA thread of a block is a fiber (ucontext), run by the host thread that called in (one
- * at a time; an overlapped launch may go on in another thread's call); __syncthreads (and _or),
+ * at a time; an overlapped launch may go on in another thread's call); __syncthreads,
  * __syncwarp and the warp shuffles/ballots switch between fibers until all living threads of the
  * block (or warp) have arrived. Blocks start in a random order and up to DQ_EMU_RESIDENT of them
  * (default 3) are resident at once, like a GPU holding a few: a block runs until none of its
@@ -91,8 +91,6 @@ void dq_emu_synchronize ();
 /* pdl_wait: until the launch before the calling thread's is complete */
 void dq_emu_grid_dependency_sync ();
 void dq_emu_syncthreads ();
-/* __syncthreads_or: the barrier, and whether any thread of the block passed a nonzero pred */
-int dq_emu_syncthreads_or (int pred);
 void dq_emu_syncwarp ();
 /* a thread waiting for another block: lets the other resident blocks run */
 void dq_emu_yield ();
@@ -106,7 +104,6 @@ const uint64_t *dq_emu_warp_exchange (uint64_t v);
 #define blockDim (dq_emu_cur->bdim)
 #define gridDim (dq_emu_cur->grid)
 #define __syncthreads() dq_emu_syncthreads ()
-#define __syncthreads_or(pred) dq_emu_syncthreads_or (pred)
 #define __syncwarp(...) dq_emu_syncwarp ()
 #define __threadfence() do { } while (0)
 #define __threadfence_system() do { } while (0)

@@ -22,9 +22,7 @@
  *            through memory. Pass 1 in parallel: unwrap, locate, claim with a shared-memory
  *            atomicMin of (generation tag << 16 | arrival index + 1), so the earliest arrival
  *            of a slot wins whatever the thread order; a second look tells winners from
- *            duplicates and writes every packet's copy item (skipped where no two packets of
- *            the job claimed one slot, which the later claimer sees: the first look then took
- *            every claim as won and wrote the items); each warp sums its part (counts,
+ *            duplicates and writes every packet's copy item; each warp sums its part (counts,
  *            highest key, its winners' record, count, earliest arrival and its timestamp) and
  *            warp 0 adds the warps' sums into the records, with no atomics where a warp's
  *            winners share one record (the steady state). Pass 2 (packets beyond the
@@ -814,8 +812,7 @@ p_sum (const PArgs &a, PCtl &c, bool cold)
 }
 
 /* Pass 1 (block-wide): shorts, late, beyond the window (deferred), claims; then, after a
- * barrier, winners and duplicates, and every packet's copy item (done in the first loop already
- * where the job has no clash, below). A thread takes its packets
+ * barrier, winners and duplicates, and every packet's copy item. A thread takes its packets
  * kPCache at a time with every load of the round in flight together (a dependent load per
  * packet would cost a memory round trip each). Every thread has a first round (ce, cts: kPCache
  * packets kPThreads apart; warps 1.. load theirs while thread 0 finishes the job before,
@@ -849,36 +846,6 @@ DQ_UNROLL
     ce[g] = i < a.maxp ? a.ent[(size_t) r * a.maxp + i] : make_uint4 (0, 0, 0, 0);
     cts[g] = i < a.maxp ? a.ts[(size_t) r * a.maxp + i] : 0;
   }
-}
-
-/* A winner's part of its thread's sums (the record's count, its earliest arrival and that
- * packet's timestamp where it is in registers) and its copy's destination. A thread whose
- * winners change record flushes the sums so far into the record; or, where `held` (the first
- * loop's sums, which a clash may still drop), keeps them there, one record's (a third record
- * sets *over). */
-__device__ __forceinline__ void
-p_win (const Params &p, PCtl &c, RecAcc &ra, bool &multi, RecAcc *held, bool *over, uint32_t r,
-    uint32_t slot, uint32_t i, bool first, uint64_t ts, CopyItem &it)
-{
-  if (ra.filled && ra.r != r) {
-    if (!held)
-      rec_flush (c, ra);
-    else if (held->filled)
-      *over = true;
-    else
-      *held = ra;
-    ra = RecAcc { r, 0, kPNoIndex, 0, false };
-    multi = true;
-  }
-  ra.r = r;
-  ra.filled++;
-  if (i < ra.first) {
-    ra.first = i;
-    ra.ts = first ? ts : 0;
-    ra.ts_known = first;
-  }
-  if (c.rec[r].frame)
-    it.dst = c.rec[r].frame + (uint64_t) slot * p.lout;
 }
 
 /* The record of claim word w (record * packets_per_batch + slot). */
@@ -917,15 +884,6 @@ p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims, const uint4
   /* the first round's placements, kept */
   uint32_t cw[kPCache];
   uint8_t ccls[kPCache];
-  /* Where every packet is in the first round, the first loop also takes each claim as won and
-   * writes the copy items, as the second loop would: right unless two packets of the job
-   * claimed one slot (a claim word of this generation with an arrival in it, seen by the later
-   * claimer) or a thread's winners went to more than two records; then the second loop runs as
-   * always (the claim words still hold every arrival's index) and these sums are dropped. */
-  const bool fast = n <= kPFirst;
-  bool clash = false, fmulti = false;
-  uint32_t facc = 0, fwon = 0;
-  RecAcc fra = { 0, 0, kPNoIndex, 0, false }, fheld = fra;
   for (PRound q (t); q.base < n; q.next (t)) {
     const bool first = q.first;
     uint4 e4[kPCache];
@@ -987,18 +945,8 @@ DQ_UNROLL
           cls = kPDup;
           dups++;
           atomicAdd (&c.rec[r].dups, 1u);
-        } else if (fast) {
-          if ((old & 0xffff0000u) == tag)
-            clash = true;
-          CopyItem it = { c.job.data + e.z, 0, e.w, 0 };
-          facc++;
-          fwon |= 1u << g;
-          p_win (p, c, fra, fmulti, &fheld, &clash, r, w - r * p.ppb, i, true, cts[g], it);
-          c.items[i] = it;
         }
       }
-      if (fast && cls != kPClaiming)
-        c.items[i] = CopyItem { c.job.data + e.z, 0, e.w, 0 };
       a.pcls[i] = cls;                /* pass 2 looks for kPDeferred */
       if (first) {
         cw[g] = w;
@@ -1014,25 +962,11 @@ DQ_UNROLL
   }
   if (rel && anyv)
     maxK = H0 + maxd + 1;
-  const bool second = __syncthreads_or (clash) || !fast;
+  __syncthreads ();
   uint32_t acc = 0, won = 0;
   bool multi = false;            /* this thread's winners went to more than one record */
   RecAcc ra = { 0, 0, kPNoIndex, 0, false };
-  if (!second) {
-    /* every claim won: the winners mark their slots filled (the second loop's CAS) */
-DQ_UNROLL
-    for (uint32_t g = 0; g < kPCache; g++) {
-      if (fwon & (1u << g))
-        claims[cw[g]] = tag_of (c.rec[p_word_rec (p, cw[g])].gen) << 16;
-    }
-    if (fheld.filled)
-      rec_flush (c, fheld);
-    acc = facc;
-    won = fwon;
-    ra = fra;
-    multi = fmulti;
-  }
-  for (PRound q (t); second && q.base < n; q.next (t)) {
+  for (PRound q (t); q.base < n; q.next (t)) {
     const bool first = q.first;
     uint4 e4[kPCache];
     uint32_t w4[kPCache];
@@ -1067,7 +1001,20 @@ DQ_UNROLL
           acc++;
           if (first)
             won |= 1u << g;
-          p_win (p, c, ra, multi, nullptr, nullptr, r, slot, i, first, cts[g], it);
+          if (ra.filled && ra.r != r) {
+            rec_flush (c, ra);
+            ra = RecAcc { r, 0, kPNoIndex, 0, false };
+            multi = true;
+          }
+          ra.r = r;
+          ra.filled++;
+          if (i < ra.first) {
+            ra.first = i;
+            ra.ts = first ? cts[g] : 0;
+            ra.ts_known = first;
+          }
+          if (c.rec[r].frame)
+            it.dst = c.rec[r].frame + (uint64_t) slot * p.lout;
         } else {
           dups++;
           atomicAdd (&c.rec[r].dups, 1u);

@@ -1,7 +1,6 @@
 /* test-cuda-emu-sched.cc — the CUDA emulator's scheduling (cuda/cuda-emu.h): resident blocks
  * interleave, each with its own shared memory; a block may wait for another resident one; blocks
- * that can only wait for each other are reported as a deadlock; a barrier's vote reaches every
- * thread. */
+ * that can only wait for each other are reported as a deadlock. */
 #include <signal.h>
 #include <stdio.h>
 #include <sys/wait.h>
@@ -44,27 +43,6 @@ shared_kernel (unsigned *wrong, unsigned *switched, volatile unsigned *last_bloc
     __syncthreads ();
   }
   if (owner != b || mine[t] != b * 1000 + t)
-    atomicAdd (wrong, 1u);
-}
-
-/* __syncthreads_or in rounds back to back (plain barriers between some): in round k only thread
- * k of each block votes (none in rounds past the block's size); every thread counts the rounds
- * it saw a vote in, and they must be exactly the rounds below the block's size, in every block
- * (resident blocks interleave their rounds) */
-__global__ void
-vote_kernel (unsigned rounds, unsigned *wrong)
-{
-  const unsigned t = threadIdx.x;
-  unsigned seen = 0, bad = 0;
-  for (unsigned k = 0; k < rounds; k++) {
-    const int v = __syncthreads_or (t == k);
-    if (v != (k < blockDim.x ? 1 : 0))
-      bad++;
-    seen += (unsigned) v;
-    if (k % 3 == 0)
-      __syncthreads ();
-  }
-  if (bad || seen != (rounds < blockDim.x ? rounds : blockDim.x))
     atomicAdd (wrong, 1u);
 }
 
@@ -181,11 +159,6 @@ main (void)
   /* a block's first turn counts once; more means blocks took turns before finishing */
   check (dq_emu_resident () == 1 ? switched == 12 : switched > 12,
       "resident blocks run in turns (a block yields, another runs)");
-
-  /* a block-wide vote at a barrier */
-  unsigned vote_wrong = 0, *vote_wrong_p = &vote_wrong;
-  DQ_LAUNCH (vote_kernel, 6, 40, 0, 48u, vote_wrong_p);
-  check (vote_wrong == 0, "__syncthreads_or tells every thread whether any thread voted");
 
   /* a block waits for another resident block */
   const unsigned R = dq_emu_resident ();
