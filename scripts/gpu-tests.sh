@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # GPU checks of cuda/: the equivalence test (every kernel against its CPU twin, bit for bit; then
 # again with every reorder rig on a persistent context), the reorder benchmark and the
-# persistent-pipeline design benchmark, on a machine with an NVIDIA GPU.
+# persistent-pipeline and cluster design benchmarks, on a machine with an NVIDIA GPU.
 # Needs no GStreamer and no build tools there: it runs the binaries built here (static CUDA
 # runtime; libcuda.so.1 from the driver).
 #
-#   build here:  meson setup build-cuda -Dwerror=true && ninja -C build-cuda tests/cuda/test-cuda-gpu tests/cuda/bench-reorder tests/cuda/bench-persist
+#   build here:  meson setup build-cuda -Dwerror=true && ninja -C build-cuda tests/cuda/test-cuda-gpu tests/cuda/bench-reorder tests/cuda/bench-persist tests/cuda/bench-cluster
 #                (scripts/gpu-stage.sh makes a small copy of what runs, to carry)
 #   run there:   bash scripts/gpu-tests.sh [BUILD_DIR] [--sanitize]
 # With a GStreamer runtime in the environment it also runs the element test
@@ -166,6 +166,17 @@ if [ -x "$persist_bin" ]; then
   rc_persist=${PIPESTATUS[0]}
   echo "(bench-persist: rc=$rc_persist, $(( $(date +%s) - start )) s)"
 fi
+# the cluster design benchmark (tests/cuda/bench-cluster.cu: pass 1 modelled on 1, 2 and 4 SMs;
+# its sums and copy items are checked the same way)
+cluster_bin=$build/tests/cuda/bench-cluster
+if [ -x "$cluster_bin" ]; then
+  echo "== bench-cluster"
+  start=$(date +%s)
+  timeout 300 "$cluster_bin" 2>&1 | tee "$logs/bench-cluster.log"
+  r=${PIPESTATUS[0]}
+  [ $r -ne 0 ] && rc_persist=$r
+  echo "(bench-cluster: rc=$r, $(( $(date +%s) - start )) s)"
+fi
 
 echo "== summary"
 grep -h '^device:' "$logs/test-cuda-gpu.log" | head -1
@@ -179,5 +190,8 @@ grep -h '^bench-reorder summary' "$logs/bench-reorder.log" || echo "bench-reorde
 if [ -x "$persist_bin" ]; then
   grep -h '^bench-persist summary' "$logs/bench-persist.log" || echo "bench-persist: no summary line (rc=$rc_persist)"
 fi
-echo "gpu-tests: test rc=$rc_test, element test rc=$rc_elem, bench rc=$rc_bench, persist bench rc=$rc_persist, sanitizer rc=$rc_san, pipeline bench rc=$rc_pipe (only a timeout counts)"
+if [ -x "$cluster_bin" ]; then
+  grep -h '^bench-cluster summary' "$logs/bench-cluster.log" || echo "bench-cluster: no summary line"
+fi
+echo "gpu-tests: test rc=$rc_test, element test rc=$rc_elem, bench rc=$rc_bench, design benches rc=$rc_persist, sanitizer rc=$rc_san, pipeline bench rc=$rc_pipe (only a timeout counts)"
 [ $rc_test -eq 0 ] && [ $rc_elem -eq 0 ] && [ $rc_bench -eq 0 ] && [ $rc_persist -eq 0 ] && [ $rc_san -eq 0 ] && [ $rc_hang -eq 0 ]
