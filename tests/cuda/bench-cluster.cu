@@ -35,12 +35,14 @@
  * job's winners = its packets and no duplicates, and the last job's copy items against the
  * expected ones (exit 1 otherwise).
  *
- * Timed by the first block's thread 0 (clock64 from a job's start to the next job's) and by the
- * host's events over the whole kernel.
+ * Timed by the first block's thread 0 (clock64 from a job's start to the next job's, and each
+ * phase: loop 1, its barrier, loop 2, its barrier, the sums) and by the host's events over the
+ * whole kernel.
  *
  *   bench-cluster                       the default set (jobs of 1024, 4096, 16384 packets;
- *                                       clusters of 1, 2, 4 blocks)
- *   bench-cluster PACKETS CLUSTER [JOBS]  one configuration
+ *                                       clusters of 1, 2, 4 blocks; then 1 block with untaken
+ *                                       code in its loops, and 1 with the library's accounting)
+ *   bench-cluster PACKETS CLUSTER [JOBS [lean|bulky|library]]  one configuration
  * Lines starting "bench " are machine-readable (key=value); the last line is the summary. */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -57,6 +59,33 @@ constexpr uint32_t kMaxCluster = 4;
 constexpr uint32_t kPool = 8;                /* distinct shuffles, cycled through */
 constexpr uint32_t kLen = 64;                /* payload bytes (only their addresses are used) */
 constexpr uint64_t kData = 1ull << 40;      /* the payloads' base: never dereferenced */
+constexpr uint64_t kFrame = 1ull << 41;     /* the frames' base (variant kLib): the same */
+
+/* the variants: the model as above; with untaken code in its loops; with the library's
+ * accounting (below) */
+enum Variant { kLean = 0, kBulky = 1, kLib = 2 };
+static const char *const kVariantName[3] = { "lean", "bulky", "library" };
+
+/* Variant kLib adds what the library's pass 1 does beyond the model: each thread's first round
+ * keeps its timestamps in registers too; the second loop keeps each thread's winners' record,
+ * count, earliest arrival and that packet's timestamp (a thread whose winners change record
+ * flushes them by atomics), reads the job's data base, the item array and the record's frame
+ * from shared memory for every packet and writes 24-byte copy items; a warp's sums are the
+ * library's (its highest key in 64 bits, counts packed two to a word, its winners' record,
+ * count, earliest arrival and timestamp where they all went to one record); warp 0 sums them
+ * record by record into the records' counts and first timestamps. */
+struct Item24 {
+  uint64_t src, dst;
+  uint32_t len, pad;
+};
+
+/* a warp's part of the sums, variant kLib */
+struct LibPart {
+  int64_t max_key;
+  uint64_t ts;
+  uint32_t r, filled, first, ts_known;
+  uint32_t shorts_late, dups_acc;
+};
 
 /* a warp's part of the sums */
 struct WarpPart {
@@ -69,12 +98,20 @@ struct WarpPart {
 struct Ctl {
   uint32_t tag[kW];                          /* the records' generation tags (<< 16), falling */
   WarpPart part[kMaxCluster * kWarps];
+  /* variant kLib */
+  uint64_t frame[kW], first_ts[kW];
+  uint32_t filled[kW];
+  uint64_t data;
+  Item24 *items;
+  LibPart lpart[kWarps];
 };
 
 struct Args {
   const uint4 *ent;                          /* kPool x n entries: (key offset, data offset, len, 0) */
   uint8_t *cls;                              /* n class bytes */
   uint4 *items;                              /* n copy items: source lo/hi, destination offset, len */
+  Item24 *items24;                           /* the same, variant kLib */
+  const unsigned long long *ts;              /* kPool x n arrival stamps (variant kLib) */
   unsigned long long *cycles;                /* per job, by the first block's thread 0 */
   unsigned long long *phase;                 /* per job 5: the ends of loop 1, its barrier, loop 2,
                                               * its barrier, the sums (from the job's start) */
@@ -85,6 +122,7 @@ struct Args {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 constexpr uint32_t kCache = 4;               /* first-round packets a thread keeps in registers */
 constexpr uint8_t kClaim = 1, kLate = 2, kBeyond = 3;
+constexpr uint32_t kNoIndex = ~0u;
 
 __device__ __forceinline__ uint32_t
 cl_rank ()
@@ -128,11 +166,19 @@ bulk (uint32_t x, uint32_t s)
 }
 #endif
 
-template <uint32_t C, bool kBulky>
+/* a thread's winners in one record (variant kLib, as the library's RecAcc) */
+struct Acc {
+  uint32_t r, filled, first;
+  uint64_t ts;
+  bool ts_known;
+};
+
+template <uint32_t C, int kVar>
 __global__ void __launch_bounds__ (kThreads, 1)
 pass1_model (Args a)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr bool kL = kVar == kLib;
   extern __shared__ uint4 dyn[];
   Ctl *own = (Ctl *) dyn;
   uint32_t *own_claims = (uint32_t *) (own + 1);
@@ -144,14 +190,24 @@ pass1_model (Args a)
   if (rank == 0) {
     for (uint32_t k = t; k < kW * n; k += kThreads)
       own_claims[k] = ~0u;
-    if (t < kW)
+    if (t < kW) {
       own->tag[t] = 0x7fffu << 16;
+      own->frame[t] = kFrame + (uint64_t) t * n * kLen;
+      own->first_ts[t] = 0;
+      own->filled[t] = 0;
+    }
+    if (t == 0) {
+      own->data = kData;
+      own->items = a.items24;
+    }
   }
   uint4 ce[kCache];
+  unsigned long long cts[kCache];
 #pragma unroll
   for (uint32_t g = 0; g < kCache; g++) {
     const uint32_t i = T + g * stride;
     ce[g] = i < n ? a.ent[i] : make_uint4 (0, 0, 0, 0);
+    cts[g] = kL && i < n ? a.ts[i] : 0;
   }
   if (C > 1)
     cl_sync ();
@@ -167,7 +223,7 @@ pass1_model (Args a)
     const int64_t off = H0 - (B << a.shift);
     const uint32_t h0lo = (uint32_t) H0, span = kW << a.shift, rB = (uint32_t) B & (kW - 1);
     int32_t maxd = INT32_MIN;
-    uint32_t won = 0, dups = 0, first = ~0u;
+    uint32_t won = 0, dups = 0, late = 0, first = ~0u;
     uint32_t cw[kCache];
     uint8_t ccls[kCache];
     /* loop 1: place and claim */
@@ -190,9 +246,10 @@ pass1_model (Args a)
         uint32_t w = 0;
         if (kd < 0) {
           cls = kLate;
+          late++;
         } else if ((uint64_t) kd >= span) {
           cls = kBeyond;
-          if (kBulky)
+          if (kVar == kBulky)
             cls = (uint8_t) (kBeyond + (bulk ((uint32_t) kd, a.shift) & 0x10));
         } else {
           const uint32_t r = (rB + ((uint32_t) kd >> a.shift)) & (kW - 1);
@@ -217,6 +274,8 @@ pass1_model (Args a)
       __syncthreads ();
     ph[1] = clock64 ();
     /* loop 2: winners and duplicates, the copy items */
+    Acc ra = { 0, 0, kNoIndex, 0, false };
+    bool multi = false;
     for (uint32_t base = T, q = 0; base < n; base += kCache * stride, q++) {
       uint4 e4[kCache];
       uint32_t w4[kCache];
@@ -240,29 +299,82 @@ pass1_model (Args a)
         const uint32_t i = base + g * stride;
         if (i >= n)
           break;
-        if (kBulky && c4[g] >= kBeyond) {
+        if (kVar == kBulky && c4[g] >= kBeyond) {
           a.items[i] = make_uint4 (bulk (e4[g].x, a.shift), 0, 0, 0);
           continue;
         }
-        if (c4[g] != kClaim)
-          continue;
-        const uint32_t r = w4[g] >> a.shift, slot = w4[g] & (n - 1);
-        const uint32_t tag = S->tag[r], mine = tag | (i + 1);
-        if (atomicCAS (&claims[w4[g]], mine, tag) == mine) {
-          won++;
-          first = i < first ? i : first;
-          const uint64_t src = kData + e4[g].y;
-          a.items[i] = make_uint4 ((uint32_t) src, (uint32_t) (src >> 32),
-              (uint32_t) (r * n + slot) * kLen, e4[g].z);
-        } else {
-          dups++;
+        Item24 it = { 0, 0, e4[g].z, 0 };
+        if (kL)
+          it.src = S->data + e4[g].y;
+        if (c4[g] == kClaim) {
+          const uint32_t r = w4[g] >> a.shift, slot = w4[g] & (n - 1);
+          const uint32_t tag = S->tag[r], mine = tag | (i + 1);
+          if (atomicCAS (&claims[w4[g]], mine, tag) == mine) {
+            won++;
+            if (kL) {
+              if (ra.filled && ra.r != r) {
+                atomicAdd (&S->filled[ra.r], ra.filled);
+                ra = Acc { r, 0, kNoIndex, 0, false };
+                multi = true;
+              }
+              ra.r = r;
+              ra.filled++;
+              if (i < ra.first) {
+                ra.first = i;
+                ra.ts = q == 0 ? cts[g] : 0;
+                ra.ts_known = q == 0;
+              }
+              const uint64_t fr = S->frame[r];
+              if (fr)
+                it.dst = fr + (uint64_t) slot * kLen;
+            } else {
+              first = i < first ? i : first;
+              const uint64_t src = kData + e4[g].y;
+              a.items[i] = make_uint4 ((uint32_t) src, (uint32_t) (src >> 32),
+                  (uint32_t) (r * n + slot) * kLen, e4[g].z);
+            }
+          } else {
+            dups++;
+          }
         }
+        if (kL)
+          S->items[i] = it;
       }
     }
-    const WarpPart wp = { __reduce_add_sync (~0u, won), __reduce_add_sync (~0u, dups),
-      __reduce_max_sync (~0u, maxd), __reduce_min_sync (~0u, first) };
-    if (lane == 0)
-      S->part[rank * kWarps + warp] = wp;
+    if (!kL) {
+      const WarpPart wp = { __reduce_add_sync (~0u, won), __reduce_add_sync (~0u, dups),
+        __reduce_max_sync (~0u, maxd), __reduce_min_sync (~0u, first) };
+      if (lane == 0)
+        S->part[rank * kWarps + warp] = wp;
+    } else {
+      /* the library's warp sums */
+      const unsigned full = ~0u;
+      const int64_t maxK = H0 + maxd + 1;
+      const int hi = (int) (maxK >> 32);
+      const int mh = __reduce_max_sync (full, hi);
+      const uint32_t ml = __reduce_max_sync (full, hi == mh ? (uint32_t) maxK : 0u);
+      const unsigned busy = __ballot_sync (full, ra.filled != 0);
+      LibPart w = { (int64_t) (((uint64_t) (uint32_t) mh << 32) | ml), 0, 0, 0, kNoIndex, 0,
+        __reduce_add_sync (full, late << 16), __reduce_add_sync (full, dups | won << 16) };
+      const bool spread = __ballot_sync (full, multi) != 0;
+      if (busy) {
+        const uint32_t lead = (uint32_t) __ffs ((int) busy) - 1;
+        w.r = __shfl_sync (full, ra.r, (int) lead);
+        if (!spread && __ballot_sync (full, ra.filled == 0 || ra.r == w.r) == full) {
+          w.filled = __reduce_add_sync (full, ra.filled);
+          w.first = __reduce_min_sync (full, ra.filled ? ra.first : kNoIndex);
+          const int mlane = __ffs ((int) __ballot_sync (full, ra.filled && ra.first == w.first)) - 1;
+          w.ts = __shfl_sync (full, (unsigned long long) ra.ts, mlane);
+          w.ts_known = __shfl_sync (full, ra.ts_known ? 1u : 0u, mlane);
+        } else {
+          if (ra.filled)
+            atomicAdd (&S->filled[ra.r], ra.filled);
+          w.r = 0;
+        }
+      }
+      if (lane == 0)
+        S->lpart[warp] = w;
+    }
     ph[2] = clock64 ();
     if (C > 1)
       cl_sync ();
@@ -271,23 +383,62 @@ pass1_model (Args a)
     ph[3] = clock64 ();
     /* warp 0 of the first block: the sums, checked; the record's next generation */
     if (rank == 0 && warp == 0) {
-      /* up to 64 warps' parts: lanes take lane and lane + 32 */
-      WarpPart p = { 0, 0, INT32_MIN, ~0u };
-      for (uint32_t k = lane; k < C * kWarps; k += 32) {
-        const WarpPart q = own->part[k];
-        p.won += q.won;
-        p.dups += q.dups;
-        p.maxd = q.maxd > p.maxd ? q.maxd : p.maxd;
-        p.first = q.first < p.first ? q.first : p.first;
+      bool ok;
+      if (!kL) {
+        /* up to 64 warps' parts: lanes take lane and lane + 32 */
+        WarpPart p = { 0, 0, INT32_MIN, ~0u };
+        for (uint32_t k = lane; k < C * kWarps; k += 32) {
+          const WarpPart q = own->part[k];
+          p.won += q.won;
+          p.dups += q.dups;
+          p.maxd = q.maxd > p.maxd ? q.maxd : p.maxd;
+          p.first = q.first < p.first ? q.first : p.first;
+        }
+        const uint32_t sw = __reduce_add_sync (~0u, p.won), sd = __reduce_add_sync (~0u, p.dups);
+        const int32_t sm = __reduce_max_sync (~0u, p.maxd);
+        const uint32_t sf = __reduce_min_sync (~0u, p.first);
+        ok = sw == n && sd == 0 && sm == (int32_t) n - 1 && sf == 0;
+      } else {
+        /* the library's p_sum: the warps' parts record by record */
+        const unsigned full = ~0u;
+        LibPart w = { INT64_MIN, 0, 0, 0, kNoIndex, 0, 0, 0 };
+        if (lane < kWarps)
+          w = own->lpart[lane];
+        const int hi = (int) (w.max_key >> 32);
+        const int mh = __reduce_max_sync (full, hi);
+        const uint32_t mlo = __reduce_max_sync (full, hi == mh ? (uint32_t) w.max_key : 0u);
+        const int64_t hk = (int64_t) (((uint64_t) (uint32_t) mh << 32) | mlo);
+        const uint32_t da = __reduce_add_sync (full, w.dups_acc);
+        const uint32_t sl = __reduce_add_sync (full, w.shorts_late);
+        uint32_t firsts = kNoIndex;
+        for (unsigned left = __ballot_sync (full, w.filled != 0); left;) {
+          const uint32_t r = __shfl_sync (full, w.r, __ffs ((int) left) - 1);
+          const bool in = w.filled && w.r == r;
+          const uint32_t f = __reduce_add_sync (full, in ? w.filled : 0);
+          const uint32_t m = __reduce_min_sync (full, in ? w.first : kNoIndex);
+          if (in && w.first == m) {
+            const uint32_t pre = own->filled[r];
+            own->filled[r] = pre + f;
+            if (pre == 0)
+              own->first_ts[r] = w.ts_known ? w.ts : a.ts[(size_t) (j % kPool) * n + m];
+          }
+          firsts = m < firsts ? m : firsts;
+          left &= ~__ballot_sync (full, in);
+        }
+        __syncwarp ();
+        ok = own->filled[rB] == n && (da & 0xffffu) == 0 && (da >> 16) == n && sl == 0 &&
+            hk == (int64_t) kbase + n - 1 && firsts == 0 &&
+            own->first_ts[rB] == a.ts[(size_t) (j % kPool) * n];
+        __syncwarp ();
+        if (lane == 0) {
+          own->filled[rB] = 0;               /* the window's move: the record reset */
+          own->first_ts[rB] = 0;
+        }
       }
-      const uint32_t sw = __reduce_add_sync (~0u, p.won), sd = __reduce_add_sync (~0u, p.dups);
-      const int32_t sm = __reduce_max_sync (~0u, p.maxd);
-      const uint32_t sf = __reduce_min_sync (~0u, p.first);
       if (lane == 0) {
-        const uint32_t r = rB;
-        if (sw != n || sd != 0 || sm != (int32_t) n - 1 || sf != 0)
+        if (!ok)
           atomicAdd (a.bad, 1ull);
-        own->tag[r] -= 1u << 16;             /* the window's move: the record's next use */
+        own->tag[rB] -= 1u << 16;            /* the window's move: the record's next use */
         ph[4] = clock64 ();
         for (int k = 0; k < 5; k++)
           a.phase[(size_t) j * 5 + k] = ph[k] - t0;
@@ -301,6 +452,7 @@ pass1_model (Args a)
     for (uint32_t g = 0; g < kCache; g++) {
       const uint32_t i = T + g * stride;
       ce[g] = i < n ? nent[i] : make_uint4 (0, 0, 0, 0);
+      cts[g] = kL && i < n ? a.ts[(size_t) ((j + 1) % kPool) * n + i] : 0;
     }
     if (C > 1)
       cl_sync ();
@@ -320,11 +472,11 @@ struct Result {
   bool ok;
 };
 
-template <uint32_t C, bool kBulky>
+template <uint32_t C, int kVar>
 cudaError_t
 launch (const Args &a, size_t smem)
 {
-  cudaError_t e = cudaFuncSetAttribute (pass1_model<C, kBulky>,
+  cudaError_t e = cudaFuncSetAttribute (pass1_model<C, kVar>,
       cudaFuncAttributeMaxDynamicSharedMemorySize, (int) smem);
   if (e != cudaSuccess)
     return e;
@@ -339,7 +491,7 @@ launch (const Args &a, size_t smem)
   at[0].val.clusterDim.z = 1;
   cfg.attrs = at;
   cfg.numAttrs = 1;
-  return cudaLaunchKernelEx (&cfg, pass1_model<C, kBulky>, a);
+  return cudaLaunchKernelEx (&cfg, pass1_model<C, kVar>, a);
 }
 
 int
@@ -350,7 +502,7 @@ cmp_ull (const void *x, const void *y)
 }
 
 Result
-run (uint32_t n, uint32_t cluster, bool bulky, uint32_t jobs, double clock_ghz)
+run (uint32_t n, uint32_t cluster, int variant, uint32_t jobs, double clock_ghz)
 {
   /* entries: kPool shuffles of 0..n-1 (the key's offset from the job's first key) */
   uint4 *h = (uint4 *) malloc ((size_t) kPool * n * sizeof *h);
@@ -368,14 +520,23 @@ run (uint32_t n, uint32_t cluster, bool bulky, uint32_t jobs, double clock_ghz)
     for (uint32_t i = 0; i < n; i++)
       h[(size_t) p * n + i] = make_uint4 (perm[i], (p * n + i) * 128u, kLen, 0);
   }
+  /* arrival stamps (variant kLib): any distinct values */
+  unsigned long long *hts = (unsigned long long *) malloc ((size_t) kPool * n * sizeof *hts);
+  for (size_t k = 0; k < (size_t) kPool * n; k++)
+    hts[k] = 1000000007ull + k * 977;
   Args a = {};
   uint4 *ent, *items;
+  Item24 *items24;
+  unsigned long long *ts;
   uint8_t *cls;
   unsigned long long *cycles, *phase, *bad;
   CK (cudaMalloc (&ent, (size_t) kPool * n * sizeof *ent));
   CK (cudaMemcpy (ent, h, (size_t) kPool * n * sizeof *ent, cudaMemcpyHostToDevice));
   CK (cudaMalloc (&cls, n));
   CK (cudaMalloc (&items, (size_t) n * sizeof *items));
+  CK (cudaMalloc (&items24, (size_t) n * sizeof *items24));
+  CK (cudaMalloc (&ts, (size_t) kPool * n * sizeof *ts));
+  CK (cudaMemcpy (ts, hts, (size_t) kPool * n * sizeof *ts, cudaMemcpyHostToDevice));
   CK (cudaMalloc (&cycles, (size_t) jobs * sizeof *cycles));
   CK (cudaMalloc (&phase, (size_t) jobs * 5 * sizeof *phase));
   CK (cudaMalloc (&bad, sizeof *bad));
@@ -383,6 +544,8 @@ run (uint32_t n, uint32_t cluster, bool bulky, uint32_t jobs, double clock_ghz)
   a.ent = ent;
   a.cls = cls;
   a.items = items;
+  a.items24 = items24;
+  a.ts = ts;
   a.cycles = cycles;
   a.phase = phase;
   a.bad = bad;
@@ -394,8 +557,10 @@ run (uint32_t n, uint32_t cluster, bool bulky, uint32_t jobs, double clock_ghz)
   CK (cudaEventCreate (&e0));
   CK (cudaEventCreate (&e1));
   CK (cudaEventRecord (e0));
-  cudaError_t e = bulky ? launch<1, true> (a, smem) : cluster == 1 ? launch<1, false> (a, smem)
-      : cluster == 2 ? launch<2, false> (a, smem) : launch<4, false> (a, smem);
+  cudaError_t e = variant == kBulky ? launch<1, kBulky> (a, smem)
+      : variant == kLib ? launch<1, kLib> (a, smem)
+      : cluster == 1 ? launch<1, kLean> (a, smem)
+      : cluster == 2 ? launch<2, kLean> (a, smem) : launch<4, kLean> (a, smem);
   if (e != cudaSuccess) {
     fprintf (stderr, "bench-cluster: launch of %u packets, cluster %u: %s\n", n, cluster,
         cudaGetErrorString (e));
@@ -423,24 +588,33 @@ run (uint32_t n, uint32_t cluster, bool bulky, uint32_t jobs, double clock_ghz)
     pm[k] = hc[skip + (jobs - skip) / 2];
   }
   free (hp);
-  /* the last job's copy items */
+  /* the last job's copy items: source, destination (record rl's frame, the key's slot), length */
   uint4 *hi = (uint4 *) malloc ((size_t) n * sizeof *hi);
+  Item24 *hi24 = (Item24 *) malloc ((size_t) n * sizeof *hi24);
   CK (cudaMemcpy (hi, items, (size_t) n * sizeof *hi, cudaMemcpyDeviceToHost));
+  CK (cudaMemcpy (hi24, items24, (size_t) n * sizeof *hi24, cudaMemcpyDeviceToHost));
   const uint32_t jl = jobs - 1, rl = jl & (kW - 1);
   uint32_t wrong = 0;
   for (uint32_t i = 0; i < n; i++) {
     const uint4 en = h[(size_t) (jl % kPool) * n + i];
-    const uint64_t src = kData + en.y;
-    const uint4 want = make_uint4 ((uint32_t) src, (uint32_t) (src >> 32),
-        (rl * n + en.x) * kLen, kLen);
-    if (memcmp (&hi[i], &want, sizeof want) != 0)
-      wrong++;
+    const uint64_t src = kData + en.y, dst = (uint64_t) (rl * n + en.x) * kLen;
+    if (variant == kLib) {
+      if (hi24[i].src != src || hi24[i].dst != kFrame + dst || hi24[i].len != kLen)
+        wrong++;
+    } else {
+      const uint4 want = make_uint4 ((uint32_t) src, (uint32_t) (src >> 32), (uint32_t) dst,
+          kLen);
+      if (memcmp (&hi[i], &want, sizeof want) != 0)
+        wrong++;
+    }
   }
+  free (hi24);
+  free (hts);
   const Result res = { ms * 1e3 / jobs, med, hbad == 0 && wrong == 0 };
-  printf ("bench gpu-cluster-pass1 packets=%u cluster=%u bulky=%d threads=%u jobs=%u us_per_job=%.3f "
+  printf ("bench gpu-cluster-pass1 packets=%u cluster=%u variant=%s threads=%u jobs=%u us_per_job=%.3f "
       "cycles_per_job_med=%.0f us_from_cycles=%.3f cycles_loop1=%llu cycles_barrier1=%llu "
       "cycles_loop2=%llu cycles_barrier2=%llu cycles_sums=%llu bad_jobs=%llu wrong_items=%u "
-      "ok=%d\n", n, cluster, bulky ? 1 : 0, cluster * kThreads, jobs, res.us_per_job, med,
+      "ok=%d\n", n, cluster, kVariantName[variant], cluster * kThreads, jobs, res.us_per_job, med,
       med / (clock_ghz * 1e3), pm[0], pm[1], pm[2], pm[3], pm[4], hbad, wrong, res.ok ? 1 : 0);
   free (hi);
   free (hc);
@@ -451,6 +625,8 @@ run (uint32_t n, uint32_t cluster, bool bulky, uint32_t jobs, double clock_ghz)
   CK (cudaFree (ent));
   CK (cudaFree (cls));
   CK (cudaFree (items));
+  CK (cudaFree (items24));
+  CK (cudaFree (ts));
   CK (cudaFree (cycles));
   CK (cudaFree (phase));
   CK (cudaFree (bad));
@@ -483,30 +659,38 @@ main (int argc, char **argv)
     const uint32_t n = (uint32_t) strtoul (argv[1], NULL, 0);
     const uint32_t c = (uint32_t) strtoul (argv[2], NULL, 0);
     const uint32_t jobs = argc >= 4 ? (uint32_t) strtoul (argv[3], NULL, 0) : 2000;
-    const bool bulky = argc >= 5 && strcmp (argv[4], "bulky") == 0;
+    int variant = kLean;
+    for (int v = 0; v < 3 && argc >= 5; v++)
+      if (strcmp (argv[4], kVariantName[v]) == 0)
+        variant = v;
     if (n < 32 || n > 16384 || (n & (n - 1)) || (c != 1 && c != 2 && c != 4) || jobs < 10 ||
-        (argc >= 5 && !bulky) || (bulky && c != 1)) {
-      fprintf (stderr, "usage: bench-cluster [PACKETS CLUSTER [JOBS [bulky]]]: PACKETS a power "
-          "of two 32..16384, CLUSTER 1, 2 or 4 (1 with bulky), JOBS >= 10\n");
+        (argc >= 5 && strcmp (argv[4], kVariantName[variant]) != 0) ||
+        (variant != kLean && c != 1)) {
+      fprintf (stderr, "usage: bench-cluster [PACKETS CLUSTER [JOBS [lean|bulky|library]]]: "
+          "PACKETS a power of two 32..16384, CLUSTER 1, 2 or 4 (1 unless lean), JOBS >= 10\n");
       return 2;
     }
-    return run (n, c, bulky, jobs, ghz).ok ? 0 : 1;
+    return run (n, c, variant, jobs, ghz).ok ? 0 : 1;
   }
-  /* per size: 1, 2 and 4 SMs, then 1 SM with the untaken code in its loops */
+  /* per size: 1, 2 and 4 SMs, then 1 SM with the untaken code in its loops, then 1 SM with the
+   * library's accounting */
   static const uint32_t sizes[3] = { 1024, 4096, 16384 };
-  static const uint32_t clusters[4] = { 1, 2, 4, 1 };
-  double us[3][4];
+  static const uint32_t clusters[5] = { 1, 2, 4, 1, 1 };
+  static const int variants[5] = { kLean, kLean, kLean, kBulky, kLib };
+  double us[3][5];
   bool ok = true;
   for (int s = 0; s < 3; s++)
-    for (int c = 0; c < 4; c++) {
-      const Result r = run (sizes[s], clusters[c], c == 3, sizes[s] >= 16384 ? 1000 : 4000, ghz);
+    for (int c = 0; c < 5; c++) {
+      const Result r = run (sizes[s], clusters[c], variants[c], sizes[s] >= 16384 ? 1000 : 4000,
+          ghz);
       us[s][c] = r.us_per_job;
       ok = ok && r.ok;
     }
   printf ("bench-cluster summary: pass 1 modelled (a design benchmark, not the library), us per "
-      "job on 1 / 2 / 4 SMs (1 SM with untaken code in its loops): 1024 packets %.2f / "
-      "%.2f / %.2f (%.2f), 4096 %.2f / %.2f / %.2f (%.2f), 16384 %.2f / %.2f / %.2f (%.2f); %s\n",
-      us[0][0], us[0][1], us[0][2], us[0][3], us[1][0], us[1][1], us[1][2], us[1][3], us[2][0],
-      us[2][1], us[2][2], us[2][3], ok ? "sums and copy items correct" : "WRONG RESULTS");
+      "job on 1 / 2 / 4 SMs (1 SM with untaken code in its loops; 1 SM with the library's "
+      "accounting): 1024 packets %.2f / %.2f / %.2f (%.2f; %.2f), 4096 %.2f / %.2f / %.2f (%.2f; "
+      "%.2f), 16384 %.2f / %.2f / %.2f (%.2f; %.2f); %s\n", us[0][0], us[0][1], us[0][2],
+      us[0][3], us[0][4], us[1][0], us[1][1], us[1][2], us[1][3], us[1][4], us[2][0], us[2][1],
+      us[2][2], us[2][3], us[2][4], ok ? "sums and copy items correct" : "WRONG RESULTS");
   return ok ? 0 : 1;
 }
