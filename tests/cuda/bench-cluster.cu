@@ -132,11 +132,16 @@ cl_rank ()
   return r;
 }
 
+/* every thread of the C blocks: a cluster barrier, or the block's own where C = 1 */
+template <uint32_t C>
 __device__ __forceinline__ void
 cl_sync ()
 {
-  asm volatile ("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;"
-      ::: "memory");
+  if (C > 1)
+    asm volatile ("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;"
+        ::: "memory");
+  else
+    __syncthreads ();
 }
 
 /* the generic address of *p in block `rank` of the cluster */
@@ -209,10 +214,7 @@ pass1_model (Args a)
     ce[g] = i < n ? a.ent[i] : make_uint4 (0, 0, 0, 0);
     cts[g] = kL && i < n ? a.ts[i] : 0;
   }
-  if (C > 1)
-    cl_sync ();
-  else
-    __syncthreads ();
+  cl_sync<C> ();
   unsigned long long t0 = clock64 ();
   for (uint32_t j = 0; j < a.jobs; j++) {
     unsigned long long ph[5];
@@ -268,10 +270,7 @@ pass1_model (Args a)
       }
     }
     ph[0] = clock64 ();
-    if (C > 1)
-      cl_sync ();
-    else
-      __syncthreads ();
+    cl_sync<C> ();
     ph[1] = clock64 ();
     /* loop 2: winners and duplicates, the copy items */
     Acc ra = { 0, 0, kNoIndex, 0, false };
@@ -376,10 +375,7 @@ pass1_model (Args a)
         S->lpart[warp] = w;
     }
     ph[2] = clock64 ();
-    if (C > 1)
-      cl_sync ();
-    else
-      __syncthreads ();
+    cl_sync<C> ();
     ph[3] = clock64 ();
     /* warp 0 of the first block: the sums, checked; the record's next generation */
     if (rank == 0 && warp == 0) {
@@ -454,10 +450,7 @@ pass1_model (Args a)
       ce[g] = i < n ? nent[i] : make_uint4 (0, 0, 0, 0);
       cts[g] = kL && i < n ? a.ts[(size_t) ((j + 1) % kPool) * n + i] : 0;
     }
-    if (C > 1)
-      cl_sync ();
-    else
-      __syncthreads ();
+    cl_sync<C> ();
   }
 #else
   __trap ();
