@@ -704,6 +704,12 @@ redux_extreme (uint32_t v, bool max)
   return max ? __reduce_max_sync (0xffffffffu, v) : __reduce_min_sync (0xffffffffu, v);
 }
 
+__device__ __forceinline__ int32_t
+redux_extreme (int32_t v, bool max)
+{
+  return max ? __reduce_max_sync (0xffffffffu, v) : __reduce_min_sync (0xffffffffu, v);
+}
+
 __device__ __forceinline__ int64_t
 redux_extreme (int64_t v, bool max)
 {
@@ -884,6 +890,10 @@ p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims, const uint4
   /* the first round's placements, kept */
   uint32_t cw[kPCache];
   uint8_t ccls[kPCache];
+  /* the record a thread's packets last went to (they mostly share one): its claim tag and
+   * frame, in registers (neither changes during pass 1) */
+  uint32_t cr = kPNoIndex, ctag = 0;
+  uint64_t cfr = 0;
   for (PRound q (t); q.base < n; q.next (t)) {
     const bool first = q.first;
     uint4 e4[kPCache];
@@ -939,9 +949,13 @@ DQ_UNROLL
         }
       }
       if (cls == kPClaiming) {
-        const uint32_t tag = tag_of (c.rec[r].gen) << 16;
-        const uint32_t old = atomicMin (&claims[w], tag | (i + 1));
-        if (old == tag) {
+        if (r != cr) {
+          cr = r;
+          ctag = tag_of (c.rec[r].gen) << 16;
+          cfr = c.rec[r].frame;
+        }
+        const uint32_t old = atomicMin (&claims[w], ctag | (i + 1));
+        if (old == ctag) {
           cls = kPDup;
           dups++;
           atomicAdd (&c.rec[r].dups, 1u);
@@ -960,9 +974,9 @@ DQ_UNROLL
       }
     }
   }
-  if (rel && anyv)
-    maxK = H0 + maxd + 1;
   __syncthreads ();
+  const uint64_t data = c.job.data;
+  CopyItem *const items = c.items;
   uint32_t acc = 0, won = 0;
   bool multi = false;            /* this thread's winners went to more than one record */
   RecAcc ra = { 0, 0, kPNoIndex, 0, false };
@@ -990,14 +1004,18 @@ DQ_UNROLL
       if (i >= n)
         break;
       const uint4 e = e4[g];
-      CopyItem it = { c.job.data + e.z, 0, e.w, 0 };
+      CopyItem it = { data + e.z, 0, e.w, 0 };
       if (c4[g] == kPClaiming) {
         const uint32_t r = p_word_rec (p, w4[g]), slot = w4[g] - r * p.ppb;
-        const uint32_t tag = tag_of (c.rec[r].gen) << 16;
+        if (r != cr) {
+          cr = r;
+          ctag = tag_of (c.rec[r].gen) << 16;
+          cfr = c.rec[r].frame;
+        }
         /* the winner marks the slot filled; a duplicate finds another arrival's index there,
          * or the mark (one atomic: no plain read beside the winner's write) */
-        const uint32_t mine = tag | (i + 1);
-        if (atomicCAS (&claims[w4[g]], mine, tag) == mine) {
+        const uint32_t mine = ctag | (i + 1);
+        if (atomicCAS (&claims[w4[g]], mine, ctag) == mine) {
           acc++;
           if (first)
             won |= 1u << g;
@@ -1013,44 +1031,55 @@ DQ_UNROLL
             ra.ts = first ? cts[g] : 0;
             ra.ts_known = first;
           }
-          if (c.rec[r].frame)
-            it.dst = c.rec[r].frame + (uint64_t) slot * p.lout;
+          if (cfr)
+            it.dst = cfr + (uint64_t) slot * p.lout;
         } else {
           dups++;
           atomicAdd (&c.rec[r].dups, 1u);
         }
       }
-      c.items[i] = it;
+      items[i] = it;
     }
   }
   /* the warp's summary (lane 0), its winners merged by atomics where they span records */
   const unsigned full = 0xffffffffu;
   const uint32_t lane = t & 31;
   const unsigned busy = __ballot_sync (full, ra.filled != 0);
-  PWarp w = { warp_extreme<int64_t, true> (maxK), 0, 0, 0, kPNoIndex, 0,
-    warp_sum (shorts | late << 16), warp_sum (dups | acc << 16) };
+  if (rel) {     /* the highest key from the highest distance: one 32-bit reduce */
+    const int32_t md = warp_extreme<int32_t, true> (maxd);
+    maxK = __ballot_sync (full, anyv) ? H0 + md + 1 : INT64_MIN;
+  } else {
+    maxK = warp_extreme<int64_t, true> (maxK);
+  }
+  const uint32_t da = warp_sum (dups | acc << 16);
+  PWarp w = { maxK, 0, 0, 0, kPNoIndex, 0, warp_sum (shorts | late << 16), da };
   const bool spread = __ballot_sync (full, multi) != 0;
+  bool holds_first = false;      /* this lane placed the warp's earliest winner */
   if (busy) {
     const uint32_t lead = (uint32_t) __ffs ((int) busy) - 1;
     w.r = __shfl_sync (full, ra.r, (int) lead);
     if (!spread && __ballot_sync (full, ra.filled == 0 || ra.r == w.r) == full) {
-      w.filled = warp_sum (ra.filled);
+      w.filled = da >> 16;       /* every winner of the warp went to record w.r */
       w.first = warp_extreme<uint32_t, false> (ra.filled ? ra.first : kPNoIndex);
-      const int ml = __ffs ((int) __ballot_sync (full, ra.filled && ra.first == w.first)) - 1;
-      w.ts = __shfl_sync (full, (unsigned long long) ra.ts, ml);
-      w.ts_known = __shfl_sync (full, ra.ts_known ? 1u : 0u, ml);
+      holds_first = ra.filled && ra.first == w.first;
     } else {
       rec_flush (c, ra);
       w.r = 0;
     }
   }
   const bool def = __ballot_sync (full, any_def) != 0;
+  PWarp &mine = c.pw[t / 32];
   if (lane == 0) {
-    c.pw[t / 32] = w;
+    mine = w;
     if (def)
       c.any_def = 1;
     if (def || spread || (busy && !w.filled))
       c.cold = 1;
+  }
+  __syncwarp ();
+  if (holds_first) {             /* its timestamp, where the lane has it in registers */
+    mine.ts = ra.ts;
+    mine.ts_known = ra.ts_known;
   }
   __syncthreads ();
   const bool cold = c.cold != 0;
