@@ -861,6 +861,21 @@ p_word_rec (const Params &p, uint32_t w)
   return p.ppb_pow2 ? w >> p.ppb_shift : w / p.ppb;
 }
 
+/* The record a thread's packets last went to (they mostly share one): its claim tag and frame
+ * in registers, loaded again only when the record changes (neither changes during pass 1). */
+struct PCur {
+  uint32_t r = kPNoIndex, tag = 0;
+  uint64_t frame = 0;
+  __device__ __forceinline__ void at (const PCtl &c, uint32_t rr)
+  {
+    if (rr != r) {
+      r = rr;
+      tag = tag_of (c.rec[rr].gen) << 16;
+      frame = c.rec[rr].frame;
+    }
+  }
+};
+
 __device__ __forceinline__ bool
 p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims, const uint4 (&ce)[kPCache],
     const unsigned long long (&cts)[kPCache], int64_t &hk)
@@ -890,10 +905,7 @@ p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims, const uint4
   /* the first round's placements, kept */
   uint32_t cw[kPCache];
   uint8_t ccls[kPCache];
-  /* the record a thread's packets last went to (they mostly share one): its claim tag and
-   * frame, in registers (neither changes during pass 1) */
-  uint32_t cr = kPNoIndex, ctag = 0;
-  uint64_t cfr = 0;
+  PCur cur;                      /* the record this thread's packets last went to */
   for (PRound q (t); q.base < n; q.next (t)) {
     const bool first = q.first;
     uint4 e4[kPCache];
@@ -949,13 +961,9 @@ DQ_UNROLL
         }
       }
       if (cls == kPClaiming) {
-        if (r != cr) {
-          cr = r;
-          ctag = tag_of (c.rec[r].gen) << 16;
-          cfr = c.rec[r].frame;
-        }
-        const uint32_t old = atomicMin (&claims[w], ctag | (i + 1));
-        if (old == ctag) {
+        cur.at (c, r);
+        const uint32_t old = atomicMin (&claims[w], cur.tag | (i + 1));
+        if (old == cur.tag) {
           cls = kPDup;
           dups++;
           atomicAdd (&c.rec[r].dups, 1u);
@@ -1007,15 +1015,11 @@ DQ_UNROLL
       CopyItem it = { data + e.z, 0, e.w, 0 };
       if (c4[g] == kPClaiming) {
         const uint32_t r = p_word_rec (p, w4[g]), slot = w4[g] - r * p.ppb;
-        if (r != cr) {
-          cr = r;
-          ctag = tag_of (c.rec[r].gen) << 16;
-          cfr = c.rec[r].frame;
-        }
+        cur.at (c, r);
         /* the winner marks the slot filled; a duplicate finds another arrival's index there,
          * or the mark (one atomic: no plain read beside the winner's write) */
-        const uint32_t mine = ctag | (i + 1);
-        if (atomicCAS (&claims[w4[g]], mine, ctag) == mine) {
+        const uint32_t mine = cur.tag | (i + 1);
+        if (atomicCAS (&claims[w4[g]], mine, cur.tag) == mine) {
           acc++;
           if (first)
             won |= 1u << g;
@@ -1031,8 +1035,8 @@ DQ_UNROLL
             ra.ts = first ? cts[g] : 0;
             ra.ts_known = first;
           }
-          if (cfr)
-            it.dst = cfr + (uint64_t) slot * p.lout;
+          if (cur.frame)
+            it.dst = cur.frame + (uint64_t) slot * p.lout;
         } else {
           dups++;
           atomicAdd (&c.rec[r].dups, 1u);
