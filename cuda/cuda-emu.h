@@ -179,6 +179,7 @@ template <typename T> static inline T atomicCAS (T *p, T cmp, T v) { T o = *p; i
 
 template <typename T> static inline T __ldg (const T *p) { return *p; }
 template <typename T> static inline T __ldcg (const T *p) { return *p; }
+template <typename T> static inline void __stcg (T *p, T v) { *p = v; }
 
 static inline unsigned
 __funnelshift_r (unsigned lo, unsigned hi, unsigned shift)

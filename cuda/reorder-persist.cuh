@@ -1042,7 +1042,7 @@ DQ_UNROLL
           atomicAdd (&c.rec[r].dups, 1u);
         }
       }
-      items[i] = it;
+      st_global_words (&items[i], it);
     }
   }
   /* the warp's summary (lane 0), its winners merged by atomics where they span records */
