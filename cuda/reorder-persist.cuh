@@ -12,7 +12,9 @@
  *            g + 1, g + 1 + G, ...): a group reads the job's entry across the bus in one round
  *            trip and its blocks split the packets: descriptor, bounds, the header fields (key,
  *            sequence) into the ring slot's entries; its block 0 also hands the job's header on
- *            and copies the free-ring entries the host added for it into device memory. The
+ *            and copies the free-ring entries the host added for it into device memory. Where
+ *            PArgs.psum, the blocks also sum their packets by batch (count, highest key, earliest
+ *            arrival and its timestamp: PJs) and the last block of a job merges the sums. The
  *            last block of a job releases its slot (parsed[]). Polls across the bus are plain
  *            volatile loads, then one acquire: a system-scope acquire at every poll slows the
  *            whole GPU down.
@@ -25,8 +27,11 @@
  *            duplicates and writes every packet's copy item; each warp sums its part (counts,
  *            highest key, its winners' record, count, earliest arrival and its timestamp) and
  *            warp 0 adds the warps' sums into the records, with no atomics where a warp's
- *            winners share one record (the steady state). Pass 2 (packets beyond the
- *            window, the first burst ever), the window's moves, emitted batches, frames and the
+ *            winners share one record. Where the job's batches are all late or in the window
+ *            and the parse stage summed them (the steady state: p_fast), pass 1 only claims and
+ *            writes the copy items, counting duplicates per record, and warp 0 takes the
+ *            counts, the highest key and the first timestamps from the sums. Pass 2 (packets
+ *            beyond the window, the first burst ever), the window's moves, emitted batches, frames and the
  *            results run on one thread in arrival order, exactly as the CPU twin does, from
  *            shared memory: in the steady state that is the one complete batch of the job. The
  *            results go to device memory; they, the copy items and the missing slots' zero runs
@@ -89,6 +94,28 @@ struct PHdr {
   uint32_t n, kind, mode, pad;
 };
 
+/* A job's packets summed by batch in the parse stage (where the key is the sequence number, the
+ * batch a power of two of at least 2 packets, the window a power of two: PArgs.psum), so that
+ * control's pass 1 needs no per-packet accounting where the window takes every batch as it is
+ * (p_fast): the packets that are not short grouped by the key's high bits (key >> ppb_shift,
+ * the batch modulo the key's range): rep the group's highest key, count its packets, first its
+ * earliest arrival and ts that packet's timestamp. A block sums its share into kPGrps groups (by
+ * the low bits of the batch; over where two batches meet there); the group's last block merges
+ * the blocks' sums into the job's. */
+constexpr uint32_t kPGrps = 8;
+constexpr uint32_t kPParsePer = 2;            /* parse blocks per group */
+static_assert (kPParsePer * kPGrps <= 32, "one warp merges a job's blocks' sums");
+
+struct PGrp {
+  uint32_t rep, count, first, pad;
+  uint64_t ts;
+};
+
+struct PJs {
+  uint32_t nb, shorts, over, pad;  /* groups in g (a block's: in place, count 0 where unused) */
+  PGrp g[kPGrps];
+};
+
 /* What control publishes to the movers (device memory, per ring slot): the job's copy items,
  * zero runs (n_short from the list's front, n_long from its back), and result entries (batches,
  * released frames) to copy out. */
@@ -125,6 +152,9 @@ struct PArgs {
   uint32_t *pslot;                 /* maxp: its slot; a claim's word (after the first round) */
   uint8_t *pcls;                   /* maxp */
   FrameEnt *frames;                /* the free ring's entries, copied to device memory */
+  PJs *bsum;                       /* R x parsers per group: each parse block's sums */
+  PJs *jsum;                       /* R: the job's */
+  uint32_t psum;                   /* the parse stage sums the jobs by batch (PJs) */
   uint32_t R, maxp, zcap, parsers, movers;
   uint32_t parse_groups;           /* parsers is a multiple of it */
   uint32_t move_groups;            /* movers is a multiple of it; at most parse_groups */
@@ -230,13 +260,180 @@ DQ_UNROLL
   return before;
 }
 
+/* Warp-wide sums and extremes (every lane of the warp calls): one warp-reduce instruction each
+ * (two for 64 bits) from sm_80 on, five dependent shuffle steps before it and in the emulator. */
+#if defined (__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define DQ_WARP_REDUX 1
+__device__ __forceinline__ uint32_t
+redux_extreme (uint32_t v, bool max)
+{
+  return max ? __reduce_max_sync (0xffffffffu, v) : __reduce_min_sync (0xffffffffu, v);
+}
+
+__device__ __forceinline__ int32_t
+redux_extreme (int32_t v, bool max)
+{
+  return max ? __reduce_max_sync (0xffffffffu, v) : __reduce_min_sync (0xffffffffu, v);
+}
+
+__device__ __forceinline__ int64_t
+redux_extreme (int64_t v, bool max)
+{
+  /* the high words' extreme (signed), then the low words' (unsigned) among the lanes that hold
+   * it */
+  const int hi = (int) (v >> 32);
+  const uint32_t lo = (uint32_t) v;
+  const int mh = max ? __reduce_max_sync (0xffffffffu, hi) : __reduce_min_sync (0xffffffffu, hi);
+  const uint32_t ml = redux_extreme (hi == mh ? lo : (max ? 0u : 0xffffffffu), max);
+  return (int64_t) (((uint64_t) (uint32_t) mh << 32) | ml);
+}
+#endif
+
+__device__ __forceinline__ uint32_t
+warp_sum (uint32_t v)
+{
+#ifdef DQ_WARP_REDUX
+  return __reduce_add_sync (0xffffffffu, v);
+#else
+DQ_UNROLL
+  for (int d = 16; d > 0; d >>= 1)
+    v += __shfl_xor_sync (0xffffffffu, v, d);
+  return v;
+#endif
+}
+
+/* min or max over the warp */
+template <typename T, bool kMax>
+__device__ __forceinline__ T
+warp_extreme (T v)
+{
+#ifdef DQ_WARP_REDUX
+  return redux_extreme (v, kMax);
+#else
+DQ_UNROLL
+  for (int d = 16; d > 0; d >>= 1) {
+    const T o = __shfl_xor_sync (0xffffffffu, v, d);
+    v = (kMax ? o > v : o < v) ? o : v;
+  }
+  return v;
+#endif
+}
+
 /* ---- parse ------------------------------------------------------------------------------- */
+
+/* A parse block's sums of its share of the job (shared memory): group h holds the packets whose
+ * batch (key >> shift) is bm[h], h = bm % kPGrps. */
+struct PBlockSum {
+  uint32_t bm[kPGrps], rep[kPGrps], count[kPGrps], first[kPGrps];
+  uint32_t shorts, over;
+};
+
+/* A thread's run of packets in one batch (count 0: none). */
+struct PRun {
+  uint32_t rep, count, first;
+};
+
+__device__ __forceinline__ void
+psum_add (PBlockSum &s, const PRun &x, uint32_t shift)
+{
+  const uint32_t bm = x.rep >> shift, h = bm & (kPGrps - 1);
+  const uint32_t old = atomicCAS (&s.bm[h], ~0u, bm);
+  if (old != ~0u && old != bm) {
+    s.over = 1;
+    return;
+  }
+  atomicMax (&s.rep[h], x.rep);
+  atomicAdd (&s.count[h], x.count);
+  atomicMin (&s.first[h], x.first);
+}
+
+/* packet i (not short) of key `key`, taken in arrival order by its thread */
+__device__ __forceinline__ void
+psum_packet (PBlockSum &s, PRun &x, uint32_t key, uint32_t i, uint32_t shift)
+{
+  if (x.count && key >> shift != x.rep >> shift) {
+    psum_add (s, x, shift);
+    x.count = 0;
+  }
+  if (!x.count) {
+    x.rep = key;
+    x.first = i;
+  } else if (key > x.rep) {
+    x.rep = key;
+  }
+  x.count++;
+}
+
+/* Each warp's runs, merged by batch and added (every thread of the block). */
+__device__ void
+psum_block (PBlockSum &s, const PRun &x, uint32_t shorts, uint32_t shift)
+{
+  const unsigned full = 0xffffffffu;
+  const uint32_t lane = threadIdx.x & 31;
+  for (unsigned left = __ballot_sync (full, x.count != 0); left;) {
+    const uint32_t lead = (uint32_t) __ffs ((int) left) - 1;
+    const uint32_t bm = __shfl_sync (full, x.rep >> shift, (int) lead);
+    const bool in = x.count && x.rep >> shift == bm;
+    const PRun w = { warp_extreme<uint32_t, true> (in ? x.rep : 0u), warp_sum (in ? x.count : 0u),
+      warp_extreme<uint32_t, false> (in ? x.first : ~0u) };
+    if (lane == lead)
+      psum_add (s, w, shift);
+    left &= ~__ballot_sync (full, in);
+  }
+  const uint32_t sh = warp_sum (shorts);
+  if (lane == 0 && sh)
+    atomicAdd (&s.shorts, sh);
+}
+
+/* The job's sums from its parse blocks' (warp 0 of the group's last block); bsum: the job's
+ * `per` blocks' sums. Batches of different blocks that meet are merged; more than kPGrps
+ * batches in all make the sums `over`. */
+__device__ void
+psum_job (const PJs *bsum, uint32_t per, uint32_t shift, PJs *dst)
+{
+  const unsigned full = 0xffffffffu;
+  const uint32_t lane = threadIdx.x & 31;
+  PGrp e = { 0, 0, ~0u, 0, 0 };
+  uint32_t sh = 0, ov = 0;
+  if (lane < per * kPGrps) {
+    const uint64_t *w = (const uint64_t *) &bsum[lane / kPGrps].g[lane % kPGrps];
+    const uint64_t w0 = ld_cg64 (w), w1 = ld_cg64 (w + 1);
+    e = PGrp { (uint32_t) w0, (uint32_t) (w0 >> 32), (uint32_t) w1, 0, ld_cg64 (w + 2) };
+  }
+  if (lane < per) {
+    sh = __ldcg (&bsum[lane].shorts);
+    ov = __ldcg (&bsum[lane].over);
+  }
+  const uint32_t shorts = warp_sum (sh);
+  const bool over = __ballot_sync (full, ov != 0) != 0;
+  uint32_t k = 0;
+  for (unsigned left = __ballot_sync (full, e.count != 0); left; k++) {
+    const uint32_t lead = (uint32_t) __ffs ((int) left) - 1;
+    const uint32_t bm = __shfl_sync (full, e.rep >> shift, (int) lead);
+    const bool in = e.count && e.rep >> shift == bm;
+    const uint32_t rep = warp_extreme<uint32_t, true> (in ? e.rep : 0u);
+    const uint32_t count = warp_sum (in ? e.count : 0u);
+    const uint32_t first = warp_extreme<uint32_t, false> (in ? e.first : ~0u);
+    const unsigned holder = __ballot_sync (full, in && e.first == first);
+    const uint64_t ts = __shfl_sync (full, e.ts, __ffs ((int) holder) - 1);
+    if (lane == 0 && k < kPGrps)
+      dst->g[k] = PGrp { rep, count, first, 0, ts };
+    left &= ~__ballot_sync (full, in);
+  }
+  if (lane == 0) {
+    dst->nb = k < kPGrps ? k : kPGrps;
+    dst->shorts = shorts;
+    dst->over = over || k > kPGrps;
+  }
+}
 
 __device__ void
 p_parse (const Params &p, const PArgs &a, uint32_t pb)
 {
   __shared__ PJob job;
   __shared__ uint64_t words[sizeof (PJob) / 8];
+  __shared__ PBlockSum bs;
+  __shared__ uint32_t last;
   const uint32_t t = threadIdx.x;
   /* groups of blocks take turns: group g the jobs g + 1, g + 1 + G, ...; its blocks split each */
   const uint32_t G = a.parse_groups, per = a.parsers / G, g = pb % G, b = pb / G;
@@ -251,6 +448,12 @@ p_parse (const Params &p, const PArgs &a, uint32_t pb)
         pause_ns (20);
       (void) ld_acquire_sys64 (&e->seq);
     }
+    if (t < kPGrps) {
+      bs.bm[t] = bs.first[t] = ~0u;
+      bs.rep[t] = bs.count[t] = 0;
+    }
+    if (t == 0)
+      bs.shorts = bs.over = 0;
     __syncthreads ();
     /* the entry's words, one per thread, in one round trip across the bus (ordered after the
      * acquire by the barrier) */
@@ -264,7 +467,9 @@ p_parse (const Params &p, const PArgs &a, uint32_t pb)
     const uint8_t *data = (const uint8_t *) job.data, *desc = (const uint8_t *) job.desc;
     /* kPGroup packets per thread at a time: every descriptor load of the group in flight
      * together, then every header load (the loads of one packet depend on each other) */
-    const uint32_t stride = per * kPThreads;
+    const uint32_t stride = per * kPThreads, shift = p.ppb_shift;
+    PRun run = { 0, 0, 0 };
+    uint32_t shorts = 0;
     for (uint32_t i0 = b * kPThreads + t; i0 < n; i0 += kPGroup * stride) {
       uint32_t off[kPGroup], len[kPGroup], seq[kPGroup], key[kPGroup];
       unsigned long long ts[kPGroup];
@@ -296,9 +501,17 @@ DQ_UNROLL
         if (i < n) {
           a.ent[(size_t) r * a.maxp + i] = make_uint4 (key[g], seq[g], off[g], len[g]);
           a.ts[(size_t) r * a.maxp + i] = ts[g];
+          if (a.psum) {
+            if (len[g])
+              psum_packet (bs, run, key[g], i, shift);
+            else
+              shorts++;
+          }
         }
       }
     }
+    if (a.psum)
+      psum_block (bs, run, shorts, shift);
     if (b == 0) {
       if (t == 0)
         a.hdr[r] = PHdr { job.data, job.free_tail, n, kind, job.mode, 0 };
@@ -308,8 +521,26 @@ DQ_UNROLL
       }
     }
     __syncthreads ();
-    if (t == 0 && last_block_of (&a.parse_done[r], sl, per))
-      st_release64 (&a.parsed[r], j);
+    if (a.psum) {     /* the block's sums, with their first packets' timestamps (this block's) */
+      PJs *d = &a.bsum[(size_t) r * per + b];
+      if (t < kPGrps)
+        d->g[t] = PGrp { bs.rep[t], bs.count[t], bs.first[t], 0,
+          bs.count[t] ? a.ts[(size_t) r * a.maxp + bs.first[t]] : 0 };
+      if (t == 0) {
+        d->shorts = bs.shorts;
+        d->over = bs.over;
+      }
+      __syncthreads ();
+    }
+    if (t == 0)
+      last = last_block_of (&a.parse_done[r], sl, per);
+    __syncthreads ();
+    if (last) {
+      if (a.psum && t < 32)
+        psum_job (&a.bsum[(size_t) r * per], per, shift, &a.jsum[r]);
+      if (t == 0)
+        st_release64 (&a.parsed[r], j);
+    }
     if (kind == kPJobStop)
       return;
   }
@@ -322,6 +553,7 @@ struct PRec {
   uint64_t frame, user, first_ts;
   uint32_t filled, dups, gen, first_idx;   /* first_idx: pass 1's earliest winner (per job) */
   uint32_t ts_set;               /* pass 1: first_ts taken from the winner's registers */
+  uint32_t jd;                   /* pass 1 on the parse stage's sums: the job's duplicates */
 };
 
 /* A warp's part of pass 1, summed by warp 0: its counts, its highest key, and its winners when
@@ -350,6 +582,8 @@ struct PCtl {
   /* the job (a copy of jn[b]: b its buffer) */
   PHdr job;
   PHdr jn[2];                    /* the headers of this job and the next, loaded ahead */
+  PJs js[2];                     /* their sums by batch (PArgs.psum), loaded with them */
+  const PJs *jsc;                /* this job's */
   uint32_t r;
   ResHdr *res;
   DqReorderBatch *out;
@@ -546,7 +780,7 @@ struct PSeq {
     c.stats.complete++;
     if (!old.frame)
       c.stats.no_frame++;
-    R = PRec { B + (int64_t) p.W, e.ptr, e.user, 0, 0, 0, old.gen + 1, old.first_idx, old.ts_set };
+    R = PRec { B + (int64_t) p.W, e.ptr, e.user, 0, 0, 0, old.gen + 1, old.first_idx, old.ts_set, 0 };
     if (!e.ptr)
       c.want_frame = 1;
     c.B = B + 1;
@@ -694,65 +928,6 @@ struct PSeq {
   }
 };
 
-/* Warp-wide sums and extremes (every lane of the warp calls): one warp-reduce instruction each
- * (two for 64 bits) from sm_80 on, five dependent shuffle steps before it and in the emulator. */
-#if defined (__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-#define DQ_WARP_REDUX 1
-__device__ __forceinline__ uint32_t
-redux_extreme (uint32_t v, bool max)
-{
-  return max ? __reduce_max_sync (0xffffffffu, v) : __reduce_min_sync (0xffffffffu, v);
-}
-
-__device__ __forceinline__ int32_t
-redux_extreme (int32_t v, bool max)
-{
-  return max ? __reduce_max_sync (0xffffffffu, v) : __reduce_min_sync (0xffffffffu, v);
-}
-
-__device__ __forceinline__ int64_t
-redux_extreme (int64_t v, bool max)
-{
-  /* the high words' extreme (signed), then the low words' (unsigned) among the lanes that hold
-   * it */
-  const int hi = (int) (v >> 32);
-  const uint32_t lo = (uint32_t) v;
-  const int mh = max ? __reduce_max_sync (0xffffffffu, hi) : __reduce_min_sync (0xffffffffu, hi);
-  const uint32_t ml = redux_extreme (hi == mh ? lo : (max ? 0u : 0xffffffffu), max);
-  return (int64_t) (((uint64_t) (uint32_t) mh << 32) | ml);
-}
-#endif
-
-__device__ __forceinline__ uint32_t
-warp_sum (uint32_t v)
-{
-#ifdef DQ_WARP_REDUX
-  return __reduce_add_sync (0xffffffffu, v);
-#else
-DQ_UNROLL
-  for (int d = 16; d > 0; d >>= 1)
-    v += __shfl_xor_sync (0xffffffffu, v, d);
-  return v;
-#endif
-}
-
-/* min or max over the warp */
-template <typename T, bool kMax>
-__device__ __forceinline__ T
-warp_extreme (T v)
-{
-#ifdef DQ_WARP_REDUX
-  return redux_extreme (v, kMax);
-#else
-DQ_UNROLL
-  for (int d = 16; d > 0; d >>= 1) {
-    const T o = __shfl_xor_sync (0xffffffffu, v, d);
-    v = (kMax ? o > v : o < v) ? o : v;
-  }
-  return v;
-#endif
-}
-
 /* A thread's winners in one record (its packets mostly share one): the earliest arrival among
  * them, and its timestamp where it came from the thread's first round (registers). */
 struct RecAcc {
@@ -876,6 +1051,40 @@ struct PCur {
   }
 };
 
+/* A round's entries: the first round's from the registers, the others' loaded (every load of
+ * the round in flight together). */
+__device__ __forceinline__ void
+p_round_entries (const PRound &q, uint32_t n, const uint4 (&ce)[kPCache], const uint4 *ent,
+    uint4 (&e4)[kPCache])
+{
+DQ_UNROLL
+  for (uint32_t g = 0; g < kPCache; g++)
+    if (q.base + g * kPThreads < n)
+      e4[g] = q.first ? ce[g] : ent[q.base + g * kPThreads];
+}
+
+/* A round's entries with their classes and claim words for pass 1's second look: the first
+ * round's kept in registers by the first look, the others' from the per-packet arrays. */
+__device__ __forceinline__ void
+p_round_claims (const PArgs &a, const PRound &q, uint32_t n, const uint4 (&ce)[kPCache],
+    const uint8_t (&ccls)[kPCache], const uint32_t (&cw)[kPCache], const uint4 *ent,
+    uint4 (&e4)[kPCache], uint8_t (&c4)[kPCache], uint32_t (&w4)[kPCache])
+{
+DQ_UNROLL
+  for (uint32_t g = 0; g < kPCache; g++) {
+    const uint32_t i = q.base + g * kPThreads;
+    if (q.first) {
+      e4[g] = ce[g];
+      c4[g] = ccls[g];
+      w4[g] = cw[g];
+    } else if (i < n) {
+      e4[g] = ent[i];
+      c4[g] = a.pcls[i];
+      w4[g] = a.pslot[i];
+    }
+  }
+}
+
 __device__ __forceinline__ bool
 p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims, const uint4 (&ce)[kPCache],
     const unsigned long long (&cts)[kPCache], int64_t &hk)
@@ -909,10 +1118,7 @@ p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims, const uint4
   for (PRound q (t); q.base < n; q.next (t)) {
     const bool first = q.first;
     uint4 e4[kPCache];
-DQ_UNROLL
-    for (uint32_t g = 0; g < kPCache; g++)
-      if (q.base + g * kPThreads < n)
-        e4[g] = first ? ce[g] : ent[q.base + g * kPThreads];
+    p_round_entries (q, n, ce, ent, e4);
 DQ_UNROLL
     for (uint32_t g = 0; g < kPCache; g++) {
       const uint32_t i = q.base + g * kPThreads;
@@ -993,19 +1199,7 @@ DQ_UNROLL
     uint4 e4[kPCache];
     uint32_t w4[kPCache];
     uint8_t c4[kPCache];
-DQ_UNROLL
-    for (uint32_t g = 0; g < kPCache; g++) {
-      const uint32_t i = q.base + g * kPThreads;
-      if (first) {
-        e4[g] = ce[g];
-        c4[g] = ccls[g];
-        w4[g] = cw[g];
-      } else if (i < n) {
-        e4[g] = ent[i];
-        c4[g] = a.pcls[i];
-        w4[g] = a.pslot[i];
-      }
-    }
+    p_round_claims (a, q, n, ce, ccls, cw, ent, e4, c4, w4);
 DQ_UNROLL
     for (uint32_t g = 0; g < kPCache; g++) {
       const uint32_t i = q.base + g * kPThreads;
@@ -1110,6 +1304,155 @@ DQ_UNROLL
   return true;
 }
 
+/* Whether pass 1 takes the job's accounting from the parse stage's sums (every thread alike,
+ * after the job's top barrier): a window placed as p_pass1's relative one, sums not over, and
+ * every batch of the job late or in the window (no packet for pass 2). The packets of a batch
+ * all unwrap into the batch of its highest key (rep) where that key lies at least a batch above
+ * the unwrap's lower end; a batch nearer to it sends the job down the general pass. */
+__device__ __forceinline__ bool
+p_fast (const Params &p, const PArgs &a, const PCtl &c)
+{
+  if (!a.psum || c.fresh || c.jsc->over)
+    return false;
+  const uint32_t lane = threadIdx.x & 31;
+  bool ok = true;
+  if (lane < c.jsc->nb) {
+    const int32_t d1 = dq_unwrap_d1 (c.jsc->g[lane].rep, (uint32_t) c.H0, p.key_bits);
+    const int64_t kd = c.H0 - (int64_t) ((uint64_t) c.B << p.ppb_shift) + d1 + 1;
+    ok = (int64_t) d1 >= (int64_t) p.ppb - ((int64_t) 1 << (p.key_bits - 1)) &&
+        kd < (int64_t) ((uint64_t) p.W << p.ppb_shift);
+  }
+  return __ballot_sync (0xffffffffu, !ok) == 0;
+}
+
+/* The job's counters and its batches' records from the parse stage's sums (warp 0, after pass
+ * 1): a batch's winners are its packets less its duplicates (jd), its record's first timestamp
+ * its earliest packet's where the record was empty (that packet won its slot). Returns the
+ * highest key. */
+__device__ int64_t
+p_sum_fast (const Params &p, PCtl &c)
+{
+  const PJs &js = *c.jsc;
+  const uint32_t lane = threadIdx.x & 31;
+  int64_t K = INT64_MIN;
+  uint32_t late = 0, acc = 0, dups = 0;
+  if (lane < js.nb) {
+    const PGrp g = js.g[lane];
+    K = c.H0 + dq_unwrap_d1 (g.rep, (uint32_t) c.H0, p.key_bits) + 1;
+    const int64_t kd = K - (int64_t) ((uint64_t) c.B << p.ppb_shift);
+    if (kd < 0) {
+      late = g.count;
+    } else {
+      PRec &R = c.rec[((uint32_t) c.B + (uint32_t) (kd >> p.ppb_shift)) & (p.W - 1)];
+      dups = R.jd;
+      acc = g.count - dups;
+      R.jd = 0;
+      R.dups += dups;
+      if (R.filled == 0)
+        R.first_ts = g.ts;
+      R.filled += acc;
+    }
+  }
+  const int64_t hk = warp_extreme<int64_t, true> (K);
+  late = warp_sum (late);
+  acc = warp_sum (acc);
+  dups = warp_sum (dups);
+  __syncwarp ();       /* the records' writes before thread 0 reads them */
+  if (lane == 0) {
+    c.shorts = js.shorts;
+    c.late = late;
+    c.acc = acc;
+    c.dups = dups;
+    c.any = js.nb != 0;
+  }
+  return hk;
+}
+
+/* Pass 1 where p_fast holds (block-wide): p_pass1's claims and copy items without its
+ * accounting, which the parse stage's sums give (p_sum_fast); a duplicate is counted on its
+ * record (jd). */
+__device__ __forceinline__ void
+p_pass1_fast (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims,
+    const uint4 (&ce)[kPCache], int64_t &hk)
+{
+  const uint32_t t = threadIdx.x, n = c.job.n;
+  const uint4 *ent = a.ent + (size_t) c.r * a.maxp;
+  const int64_t B = c.B;
+  const uint32_t h0lo = (uint32_t) c.H0, span = p.W << p.ppb_shift;
+  const uint32_t rB = (uint32_t) B & (p.W - 1);
+  const int64_t off = c.H0 - (int64_t) ((uint64_t) B << p.ppb_shift);   /* H0 - the first key */
+  uint32_t cw[kPCache];
+  uint8_t ccls[kPCache];
+  PCur cur;
+  for (PRound q (t); q.base < n; q.next (t)) {
+    const bool first = q.first;
+    uint4 e4[kPCache];
+    p_round_entries (q, n, ce, ent, e4);
+DQ_UNROLL
+    for (uint32_t g = 0; g < kPCache; g++) {
+      const uint32_t i = q.base + g * kPThreads;
+      if (i >= n)
+        break;
+      const uint4 e = e4[g];
+      uint8_t cls = kPShort;
+      uint32_t w = 0;
+      if (e.w) {
+        const int64_t kd = off + dq_unwrap_d1 (e.x, h0lo, p.key_bits) + 1;
+        cls = kPLateCls;
+        if (kd >= 0 && (uint64_t) kd < span) {       /* (none beyond: p_fast) */
+          cls = kPClaiming;
+          const uint32_t r = (rB + ((uint32_t) kd >> p.ppb_shift)) & (p.W - 1);
+          w = r << p.ppb_shift | ((uint32_t) kd & (p.ppb - 1));
+          cur.at (c, r);
+          if (atomicMin (&claims[w], cur.tag | (i + 1)) == cur.tag) {
+            cls = kPDup;
+            atomicAdd (&c.rec[r].jd, 1u);
+          }
+        }
+      }
+      if (first) {
+        cw[g] = w;
+        ccls[g] = cls;
+      } else {
+        a.pcls[i] = cls;
+        a.pslot[i] = w;
+      }
+    }
+  }
+  __syncthreads ();
+  const uint64_t data = c.job.data;
+  CopyItem *const items = c.items;
+  for (PRound q (t); q.base < n; q.next (t)) {
+    uint4 e4[kPCache];
+    uint32_t w4[kPCache];
+    uint8_t c4[kPCache];
+    p_round_claims (a, q, n, ce, ccls, cw, ent, e4, c4, w4);
+DQ_UNROLL
+    for (uint32_t g = 0; g < kPCache; g++) {
+      const uint32_t i = q.base + g * kPThreads;
+      if (i >= n)
+        break;
+      const uint4 e = e4[g];
+      CopyItem it = { data + e.z, 0, e.w, 0 };
+      if (c4[g] == kPClaiming) {
+        const uint32_t r = w4[g] >> p.ppb_shift;
+        cur.at (c, r);
+        const uint32_t mine = cur.tag | (i + 1);
+        if (atomicCAS (&claims[w4[g]], mine, cur.tag) == mine) {
+          if (cur.frame)
+            it.dst = cur.frame + (uint64_t) (w4[g] & (p.ppb - 1)) * p.lout;
+        } else {
+          atomicAdd (&c.rec[r].jd, 1u);
+        }
+      }
+      st_global_words (&items[i], it);
+    }
+  }
+  __syncthreads ();
+  if (t < 32)
+    hk = p_sum_fast (p, c);
+}
+
 /* Pass 1's first timestamps not taken from registers (thread 0, after pass 1's last barrier). */
 __device__ __forceinline__ void
 p_first_ts (const Params &p, const PArgs &a, PCtl &c)
@@ -1182,6 +1525,8 @@ p_front (const Params &p, const PArgs &a, PCtl &c, uint64_t j, uint32_t r, uint3
       c.jn[b] = a.hdr[r];
       c.fp_base[b] = base;
     }
+    if (a.psum && t - 32 < sizeof (PJs) / 8)
+      ((uint64_t *) &c.js[b])[t - 32] = ld_cg64 ((const uint64_t *) &a.jsum[r] + (t - 32));
     const uint32_t h0 = (uint32_t) (base % p.ring_cap), room = p.ring_cap - h0;
     for (uint32_t k = t - 32; k < kPFramesAhead; k += 32) {
       const uint32_t kk = k % p.ring_cap;
@@ -1204,6 +1549,7 @@ p_setup (const PArgs &a, PCtl &c, const PSeq &q, uint32_t r, uint32_t b)
   const uint64_t avail = job.free_tail > base ? job.free_tail - base : 0;
   ResHdr *const res = (ResHdr *) (a.resd + (size_t) r * a.res_bytes);
   c.job = job;
+  c.jsc = &c.js[b];
   c.r = r;
   c.res = res;
   c.out = (DqReorderBatch *) (res + 1);
@@ -1253,6 +1599,7 @@ p_control (const Params &p, const PArgs &a)
    * thread), then the sequential part and the results (thread 0) while warps 1.. load the next
    * job's front. */
   static_assert (kPThreads >= 64, "the control block loads ahead on warps 1..");
+  static_assert (sizeof (PJs) % 8 == 0 && sizeof (PJs) / 8 <= 32, "warp 1 loads a job's sums");
   constexpr uint32_t kRelease = kPThreads >= 96 ? 64 : 32;   /* publishes the job before */
   uint4 ce[kPCache];
   unsigned long long cts[kPCache];
@@ -1328,7 +1675,10 @@ p_control (const Params &p, const PArgs &a)
         __syncthreads ();
       }
       bool tail = true;     /* the general tail: first timestamps loaded, pass 2 */
-      if (c.initialized) {
+      if (c.initialized && p_fast (p, a, c)) {
+        p_pass1_fast (p, a, c, claims, ce, hk);
+        tail = false;
+      } else if (c.initialized) {
         tail = p_pass1 (p, a, c, claims, ce, cts, hk);
       } else {
         for (uint32_t i = t; i < n; i += kPThreads)     /* every packet short */

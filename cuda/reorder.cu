@@ -78,6 +78,7 @@ struct Persist {
   uint32_t *pslot;
   uint8_t *pcls;
   FrameEnt *frames;
+  PJs *sums;                   /* R jobs' sums, then R x kPParsePer blocks' */
   cudaStream_t stream;
   uint64_t posted;             /* the last job's number */
   uint64_t prev_tail;          /* the free ring's tail at the last job */
@@ -284,6 +285,8 @@ persist_start (DqReorderGpu *ctx, int dev)
   PK_CK (cudaMalloc (&pk->pslot, (size_t) maxp * 4), "cudaMalloc(slots)");
   PK_CK (cudaMalloc (&pk->pcls, maxp), "cudaMalloc(classes)");
   PK_CK (cudaMalloc (&pk->frames, (size_t) o.max_frames * sizeof (FrameEnt)), "cudaMalloc(frames)");
+  PK_CK (cudaMalloc (&pk->sums, (size_t) R * (kPParsePer + 1) * sizeof (PJs)),
+      "cudaMalloc(sums)");
   PK_CK (cudaStreamCreateWithFlags (&pk->stream, cudaStreamNonBlocking), "cudaStreamCreate");
   {
     ResHdr **res = (ResHdr **) calloc (R, sizeof *res);
@@ -323,19 +326,25 @@ persist_start (DqReorderGpu *ctx, int dev)
   a.pslot = pk->pslot;
   a.pcls = pk->pcls;
   a.frames = pk->frames;
+  a.jsum = pk->sums;
+  a.bsum = pk->sums + R;
+  /* the parse stage sums the jobs by batch where pass 1 places keys relative to the window and a
+   * batch is at least two packets and at most a quarter of the key's range */
+  a.psum = !p.batch_w && p.ppb_pow2 && ppb >= 2 && (W & (W - 1)) == 0 &&
+      p.key_bits >= p.ppb_shift + 2;
   a.R = R;
   a.maxp = maxp;
   a.zcap = zcap;
   /* parse groups take turns on jobs (at most R in flight): two blocks each; so do the move
    * groups (no more of them than parse groups: see the stop jobs) */
   a.parse_groups = R < 8 ? R : 8;
-  a.parsers = 2 * a.parse_groups;
+  a.parsers = kPParsePer * a.parse_groups;
   a.move_groups = R < 4 ? R : 4;
 #ifdef DQ_CUDA_EMU
   /* fewer blocks; group counts that do not divide the usual 4 jobs in flight, and fewer move
    * groups than parse groups, as on a GPU with 32 in flight */
   a.parse_groups = R < 3 ? R : 3;
-  a.parsers = 2 * a.parse_groups;
+  a.parsers = kPParsePer * a.parse_groups;
   a.move_groups = R < 2 ? R : 2;
   a.movers = 2 * a.move_groups;
   dq_emu_launch_persistent (dim3 (1 + a.parsers + a.movers), dim3 (kPThreads), smem,
@@ -416,6 +425,7 @@ persist_stop (DqReorderGpu *ctx)
   cudaFree (pk->pslot);
   cudaFree (pk->pcls);
   cudaFree (pk->frames);
+  cudaFree (pk->sums);
   free (pk);
   ctx->pk = NULL;
 }
