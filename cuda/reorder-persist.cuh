@@ -18,30 +18,30 @@
  *            last block of a job releases its slot (parsed[]). Polls across the bus are plain
  *            volatile loads, then one acquire: a system-scope acquire at every poll slows the
  *            whole GPU down.
- *   control  one block owning the whole state in shared memory: the window's records and one
- *            claim word per slot of every record (window * packets_per_batch 32-bit words, in
- *            dynamic shared memory), so that no job waits for a previous one's state to travel
- *            through memory. Pass 1 in parallel: unwrap, locate, claim with a shared-memory
- *            atomicMin of (generation tag << 16 | arrival index + 1), so the earliest arrival
- *            of a slot wins whatever the thread order; a second look tells winners from
- *            duplicates and writes every packet's copy item; each warp sums its part (counts,
- *            highest key, its winners' record, count, earliest arrival and its timestamp) and
- *            warp 0 adds the warps' sums into the records, with no atomics where a warp's
- *            winners share one record. Where the job's batches are all late or in the window
- *            and the parse stage summed them (the steady state: p_fast), pass 1 only claims and
- *            writes the copy items, counting duplicates per record, and warp 0 takes the
- *            counts, the highest key and the first timestamps from the sums. Pass 2 (packets
- *            beyond the window, the first burst ever), the window's moves, emitted batches, frames and the
- *            results run on one thread in arrival order, exactly as the CPU twin does, from
- *            shared memory: in the steady state that is the one complete batch of the job. The
- *            results go to device memory; they, the copy items and the missing slots' zero runs
- *            of the emitted batches are published to the movers (published[]). Control never
- *            writes across the bus: a release after such writes would wait for them. While
- *            thread 0 runs the sequential steps, warps 1.. load the next job's front (its
- *            header, their first round of entries, the free ring's next entries); warp 0 loads
- *            its own first round beside the next job's setup. Thread 64 publishes a job during
- *            the next one's last part, after its front (a release at GPU scope costs about as
- *            much as the setup), or at the next one's top where that was not posted yet.
+ *   control  one block owning the whole state in shared memory: the window's records and one claim
+ *            word per slot of every record (window * packets_per_batch 32-bit words, in dynamic
+ *            shared memory), so that no job waits for a previous one's state to travel through
+ *            memory. Pass 1 in parallel: unwrap, locate, claim with a shared-memory atomicMin of
+ *            (generation tag << 16 | arrival index + 1), so the earliest arrival of a slot wins
+ *            whatever the thread order; a second look tells winners from duplicates and writes
+ *            every packet's copy item; each warp sums its part (counts, highest key, its winners'
+ *            record, count, earliest arrival and its timestamp) and warp 0 adds the warps' sums
+ *            into the records, with no atomics where a warp's winners share one record. Where the
+ *            job's batches are all late or in the window and the parse stage summed them (the
+ *            steady state: p_fast), pass 1 only claims and writes the copy items, counting
+ *            duplicates per record, and warp 0 takes the counts, the highest key and the first
+ *            timestamps from the sums. Pass 2 (packets beyond the window, the first burst ever),
+ *            the window's moves, emitted batches, frames and the results run on one thread in
+ *            arrival order, exactly as the CPU twin does, from shared memory: in the steady state
+ *            that is the one complete batch of the job. The results go to device memory; they, the
+ *            copy items and the missing slots' zero runs of the emitted batches are published to
+ *            the movers (published[]). Control never writes across the bus: a release after such
+ *            writes would wait for them. While thread 0 runs the sequential steps, warps 1.. load
+ *            the next job's front (its header, their first round of entries, the free ring's next
+ *            entries); warp 0 loads its own first round beside the next job's setup. Thread 64
+ *            publishes a job during the next one's last part, after its front (a release at GPU
+ *            scope costs about as much as the setup), or at the next one's top where that was not
+ *            posted yet.
  *   move     the other blocks, in `move_groups` groups taking turns on jobs as the parse
  *            groups do (so one job's chain of round trips does not bound the rate): the job's
  *            payloads (copy or conversion, reorder-move.cuh) and zero runs; the last block of a
@@ -780,7 +780,8 @@ struct PSeq {
     c.stats.complete++;
     if (!old.frame)
       c.stats.no_frame++;
-    R = PRec { B + (int64_t) p.W, e.ptr, e.user, 0, 0, 0, old.gen + 1, old.first_idx, old.ts_set, 0 };
+    R = PRec { B + (int64_t) p.W, e.ptr, e.user, 0, 0, 0, old.gen + 1, old.first_idx, old.ts_set,
+      0 };
     if (!e.ptr)
       c.want_frame = 1;
     c.B = B + 1;
