@@ -1086,6 +1086,23 @@ DQ_UNROLL
   }
 }
 
+/* Pass 1's second look at packet i, claimed in record r, slot `slot` (claim word w): whether it
+ * won the slot. The winner marks the slot filled and gets its copy item's destination where the
+ * record has a frame; a duplicate finds another arrival's index there, or the mark (one atomic:
+ * no plain read beside the winner's write). */
+__device__ __forceinline__ bool
+p_second_look (const Params &p, const PCtl &c, uint32_t *claims, PCur &cur, uint32_t w,
+    uint32_t r, uint32_t slot, uint32_t i, CopyItem &it)
+{
+  cur.at (c, r);
+  const uint32_t mine = cur.tag | (i + 1);
+  if (atomicCAS (&claims[w], mine, cur.tag) != mine)
+    return false;
+  if (cur.frame)
+    it.dst = cur.frame + (uint64_t) slot * p.lout;
+  return true;
+}
+
 __device__ __forceinline__ bool
 p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims, const uint4 (&ce)[kPCache],
     const unsigned long long (&cts)[kPCache], int64_t &hk)
@@ -1209,12 +1226,8 @@ DQ_UNROLL
       const uint4 e = e4[g];
       CopyItem it = { data + e.z, 0, e.w, 0 };
       if (c4[g] == kPClaiming) {
-        const uint32_t r = p_word_rec (p, w4[g]), slot = w4[g] - r * p.ppb;
-        cur.at (c, r);
-        /* the winner marks the slot filled; a duplicate finds another arrival's index there,
-         * or the mark (one atomic: no plain read beside the winner's write) */
-        const uint32_t mine = cur.tag | (i + 1);
-        if (atomicCAS (&claims[w4[g]], mine, cur.tag) == mine) {
+        const uint32_t r = p_word_rec (p, w4[g]);
+        if (p_second_look (p, c, claims, cur, w4[g], r, w4[g] - r * p.ppb, i, it)) {
           acc++;
           if (first)
             won |= 1u << g;
@@ -1230,8 +1243,6 @@ DQ_UNROLL
             ra.ts = first ? cts[g] : 0;
             ra.ts_known = first;
           }
-          if (cur.frame)
-            it.dst = cur.frame + (uint64_t) slot * p.lout;
         } else {
           dups++;
           atomicAdd (&c.rec[r].dups, 1u);
@@ -1437,14 +1448,8 @@ DQ_UNROLL
       CopyItem it = { data + e.z, 0, e.w, 0 };
       if (c4[g] == kPClaiming) {
         const uint32_t r = w4[g] >> p.ppb_shift;
-        cur.at (c, r);
-        const uint32_t mine = cur.tag | (i + 1);
-        if (atomicCAS (&claims[w4[g]], mine, cur.tag) == mine) {
-          if (cur.frame)
-            it.dst = cur.frame + (uint64_t) (w4[g] & (p.ppb - 1)) * p.lout;
-        } else {
+        if (!p_second_look (p, c, claims, cur, w4[g], r, w4[g] & (p.ppb - 1), i, it))
           atomicAdd (&c.rec[r].jd, 1u);
-        }
       }
       st_global_words (&items[i], it);
     }
