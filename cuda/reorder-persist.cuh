@@ -999,9 +999,12 @@ p_sum (const PArgs &a, PCtl &c, bool cold)
  * packet would cost a memory round trip each). Every thread has a first round (ce, cts: kPCache
  * packets kPThreads apart; warps 1.. load theirs while thread 0 finishes the job before,
  * p_front, warp 0 beside the next job's setup) that stays in registers across the barrier,
- * timestamps included; the packets from kPFirst on (2048 with 512 threads) go in further rounds
- * through the per-packet arrays. */
-constexpr uint32_t kPCache = 4;
+ * timestamps included; the packets from kPFirst on (1024 with 512 threads) go in further rounds
+ * through the per-packet arrays. Two packets a round: the control block's chain is shorter with
+ * the rounds' code unrolled twice than four times (3.44-3.54 us per 1024-packet batch against
+ * 3.81-3.96 on the H200), and a 1024-packet job is still one round; jobs of thousands of packets
+ * pay for it with half the loads in flight (docs/benchmarks.md). */
+constexpr uint32_t kPCache = 2;
 constexpr uint32_t kPFirst = kPCache * kPThreads;
 
 /* A thread's rounds: its first, then the others. */
