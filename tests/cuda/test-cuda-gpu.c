@@ -289,8 +289,33 @@ typedef struct {
   uint32_t n_frames, hold;
   uint32_t flush_every;        /* a timeout flush every so many bursts (0: never) */
   uint32_t pipeline;           /* submissions in flight before polling (1..4) */
+  uint32_t resend;             /* the last packets of a burst sent again first in the next */
   uint64_t seed;
 } Case;
+
+/* Every burst but the first starts with the last k packets of the burst before sent again (the
+ * same bytes): duplicates of slots a job before filled, in bursts whose own keys are distinct. */
+static void
+stream_resend (DqStream *st, uint32_t k)
+{
+  DqReorderPacket *pk = malloc ((st->n + (size_t) st->n_bursts * k + 1) * sizeof *pk);
+  CHECK (pk != NULL);
+  if (pk == NULL)
+    return;
+  uint32_t n = 0, pos = 0;
+  for (uint32_t b = 0; b < st->n_bursts; b++) {
+    const uint32_t len = st->burst_len[b], prev = b ? st->burst_len[b - 1] : 0;
+    const uint32_t again = prev < k ? prev : k;
+    memcpy (pk + n, st->pkts + pos - again, again * sizeof *pk);
+    memcpy (pk + n + again, st->pkts + pos, len * sizeof *pk);
+    n += again + len;
+    pos += len;
+    st->burst_len[b] = again + len;
+  }
+  free (st->pkts);
+  st->pkts = pk;
+  st->n = n;
+}
 
 static void
 run_reorder_case (const Case *cs)
@@ -300,6 +325,8 @@ run_reorder_case (const Case *cs)
     return;
   DqStream st;
   dqt_stream_make (&st, &cs->cfg, &cs->spec, cs->seed);
+  if (cs->resend)
+    stream_resend (&st, cs->resend);
   uint32_t maxb = 1;
   for (uint32_t k = 0; k < st.n_bursts; k++)
     if (st.burst_len[k] > maxb)
@@ -477,6 +504,24 @@ reorder_cases (void)
     c.hold = k == 2 ? 1 : 3;
     c.pipeline = 4;
     c.seed = seed++;
+    run_reorder_case (&c);
+  }
+  /* clean streams whose bursts each start with the last packets of the burst before sent again:
+   * duplicates of slots filled by the job before, in bursts that are otherwise in order */
+  for (int k = 0; k < 2; k++) {
+    Case c;
+    memset (&c, 0, sizeof c);
+    snprintf (name, sizeof name, "resend-%d", k);
+    c.name = name;
+    c.cfg = cfg_make (64, 48, 64, DQ_ELEM_SAME, DQ_ELEM_SAME, DQ_BYTE_ORDER_HOST);
+    c.cfg.window = 4;
+    DqStreamSpec sp = { quick ? 40 : 120, 0, 0, 0, 0, k ? 6 : 0, 0, 48, 3 };
+    c.spec = sp;
+    c.n_frames = c.cfg.window + 4;
+    c.hold = 1;
+    c.pipeline = 4;
+    c.resend = 1 + 4 * (uint32_t) k;
+    c.seed = 1000 + (uint64_t) k;      /* the other cases keep their seeds */
     run_reorder_case (&c);
   }
   for (int k = 0; k < (quick ? 2 : 4); k++) {
