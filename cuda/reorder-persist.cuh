@@ -14,8 +14,9 @@
  *            sequence) into the ring slot's entries; its block 0 also hands the job's header on
  *            and copies the free-ring entries the host added for it into device memory. Where
  *            PArgs.psum, the blocks also sum their packets by batch (count, highest key, earliest
- *            arrival and its timestamp: PJs) and the last block of a job merges the sums. The
- *            last block of a job releases its slot (parsed[]). Polls across the bus are plain
+ *            arrival and its timestamp: PJs) and check that no two packets of the job share a key
+ *            (PJs.clash, kPSeen), and the last block of a job merges the sums. The last block
+ *            of a job releases its slot (parsed[]). Polls across the bus are plain
  *            volatile loads, then one acquire: a system-scope acquire at every poll slows the
  *            whole GPU down.
  *   control  one block owning the whole state in shared memory: the window's records and one claim
@@ -30,18 +31,19 @@
  *            job's batches are all late or in the window and the parse stage summed them (the
  *            steady state: p_fast), pass 1 only claims and writes the copy items, counting
  *            duplicates per record, and warp 0 takes the counts, the highest key and the first
- *            timestamps from the sums. Pass 2 (packets beyond the window, the first burst ever),
- *            the window's moves, emitted batches, frames and the results run on one thread in
- *            arrival order, exactly as the CPU twin does, from shared memory: in the steady state
- *            that is the one complete batch of the job. The results go to device memory; they, the
- *            copy items and the missing slots' zero runs of the emitted batches are published to
- *            the movers (published[]). Control never writes across the bus: a release after such
- *            writes would wait for them. While thread 0 runs the sequential steps, warps 1.. load
- *            the next job's front (its header, their first round of entries, the free ring's next
- *            entries); warp 0 loads its own first round beside the next job's setup. Thread 64
- *            publishes a job during the next one's last part, after its front (a release at GPU
- *            scope costs about as much as the setup), or at the next one's top where that was not
- *            posted yet.
+ *            timestamps from the sums; where the job's keys are distinct too, the claims are one
+ *            look with plain loads and stores (p_pass1_distinct). Pass 2 (packets beyond the
+ *            window, the first burst ever), the window's moves, emitted batches, frames and the
+ *            results run on one thread in arrival order, exactly as the CPU twin does, from
+ *            shared memory: in the steady state that is the one complete batch of the job. The
+ *            results go to device memory; they, the copy items and the missing slots' zero runs
+ *            of the emitted batches are published to the movers (published[]). Control never
+ *            writes across the bus: a release after such writes would wait for them. While
+ *            thread 0 runs the sequential steps, warps 1.. load the next job's front (its header,
+ *            their first round of entries, the free ring's next entries); warp 0 loads its own
+ *            first round beside the next job's setup. Thread 64 publishes a job during the next
+ *            one's last part, after its front (a release at GPU scope costs about as much as the
+ *            setup), or at the next one's top where that was not posted yet.
  *   move     the other blocks, in `move_groups` groups taking turns on jobs as the parse
  *            groups do (so one job's chain of round trips does not bound the rate): the job's
  *            payloads (copy or conversion, reorder-move.cuh) and zero runs; the last block of a
@@ -112,9 +114,18 @@ struct PGrp {
 };
 
 struct PJs {
-  uint32_t nb, shorts, over, pad;  /* groups in g (a block's: in place, count 0 where unused) */
+  uint32_t nb, shorts, over;       /* nb: groups in g (a block's: in place, count 0 where unused) */
+  uint32_t clash;                  /* two packets of the job may share a key (0: they do not) */
   PGrp g[kPGrps];
 };
+
+/* The parse stage's check that a job's keys are distinct (PJs.clash): each parse group has a
+ * table of kPSeen words; a packet that is not short takes the word of its key's low bits with an
+ * atomic maximum of the job's number. Finding the job's number there (or a later one's: the
+ * group's blocks may be on different jobs) marks the job, so two packets of one job with the
+ * same key always do; keys that only share low bits mark it too, which costs speed only. The
+ * words need no clearing: job numbers only grow. */
+constexpr uint32_t kPSeen = 65536;
 
 /* What control publishes to the movers (device memory, per ring slot): the job's copy items,
  * zero runs (n_short from the list's front, n_long from its back), and result entries (batches,
@@ -154,6 +165,7 @@ struct PArgs {
   FrameEnt *frames;                /* the free ring's entries, copied to device memory */
   PJs *bsum;                       /* R x parsers per group: each parse block's sums */
   PJs *jsum;                       /* R: the job's */
+  unsigned long long *seen;        /* parse_groups x kPSeen: the keys' check (PJs.clash) */
   uint32_t psum;                   /* the parse stage sums the jobs by batch (PJs) */
   uint32_t R, maxp, zcap, parsers, movers;
   uint32_t parse_groups;           /* parsers is a multiple of it */
@@ -325,7 +337,7 @@ DQ_UNROLL
  * batch (key >> shift) is bm[h], h = bm % kPGrps. */
 struct PBlockSum {
   uint32_t bm[kPGrps], rep[kPGrps], count[kPGrps], first[kPGrps];
-  uint32_t shorts, over;
+  uint32_t shorts, over, clash;
 };
 
 /* A thread's run of packets in one batch (count 0: none). */
@@ -394,7 +406,7 @@ psum_job (const PJs *bsum, uint32_t per, uint32_t shift, PJs *dst)
   const unsigned full = 0xffffffffu;
   const uint32_t lane = threadIdx.x & 31;
   PGrp e = { 0, 0, ~0u, 0, 0 };
-  uint32_t sh = 0, ov = 0;
+  uint32_t sh = 0, ov = 0, cl = 0;
   if (lane < per * kPGrps) {
     const uint64_t *w = (const uint64_t *) &bsum[lane / kPGrps].g[lane % kPGrps];
     const uint64_t w0 = ld_cg64 (w), w1 = ld_cg64 (w + 1);
@@ -403,9 +415,11 @@ psum_job (const PJs *bsum, uint32_t per, uint32_t shift, PJs *dst)
   if (lane < per) {
     sh = __ldcg (&bsum[lane].shorts);
     ov = __ldcg (&bsum[lane].over);
+    cl = __ldcg (&bsum[lane].clash);
   }
   const uint32_t shorts = warp_sum (sh);
   const bool over = __ballot_sync (full, ov != 0) != 0;
+  const bool clash = __ballot_sync (full, cl != 0) != 0;
   uint32_t k = 0;
   for (unsigned left = __ballot_sync (full, e.count != 0); left; k++) {
     const uint32_t lead = (uint32_t) __ffs ((int) left) - 1;
@@ -424,6 +438,7 @@ psum_job (const PJs *bsum, uint32_t per, uint32_t shift, PJs *dst)
     dst->nb = k < kPGrps ? k : kPGrps;
     dst->shorts = shorts;
     dst->over = over || k > kPGrps;
+    dst->clash = clash;
   }
 }
 
@@ -437,6 +452,7 @@ p_parse (const Params &p, const PArgs &a, uint32_t pb)
   const uint32_t t = threadIdx.x;
   /* groups of blocks take turns: group g the jobs g + 1, g + 1 + G, ...; its blocks split each */
   const uint32_t G = a.parse_groups, per = a.parsers / G, g = pb % G, b = pb / G;
+  unsigned long long *const seen = a.seen + (size_t) g * kPSeen;
   PSlot sl = { g, 0 };
   for (uint64_t j = g + 1;; j += G, sl.step (G, a.R)) {
     const uint32_t r = sl.r;
@@ -453,7 +469,7 @@ p_parse (const Params &p, const PArgs &a, uint32_t pb)
       bs.rep[t] = bs.count[t] = 0;
     }
     if (t == 0)
-      bs.shorts = bs.over = 0;
+      bs.shorts = bs.over = bs.clash = 0;
     __syncthreads ();
     /* the entry's words, one per thread, in one round trip across the bus (ordered after the
      * acquire by the barrier) */
@@ -470,6 +486,7 @@ p_parse (const Params &p, const PArgs &a, uint32_t pb)
     const uint32_t stride = per * kPThreads, shift = p.ppb_shift;
     PRun run = { 0, 0, 0 };
     uint32_t shorts = 0;
+    bool clash = false;
     for (uint32_t i0 = b * kPThreads + t; i0 < n; i0 += kPGroup * stride) {
       uint32_t off[kPGroup], len[kPGroup], seq[kPGroup], key[kPGroup];
       unsigned long long ts[kPGroup];
@@ -502,16 +519,21 @@ DQ_UNROLL
           a.ent[(size_t) r * a.maxp + i] = make_uint4 (key[g], seq[g], off[g], len[g]);
           a.ts[(size_t) r * a.maxp + i] = ts[g];
           if (a.psum) {
-            if (len[g])
+            if (len[g]) {
               psum_packet (bs, run, key[g], i, shift);
-            else
+              clash |= atomicMax (&seen[key[g] & (kPSeen - 1)], (unsigned long long) j) >= j;
+            } else {
               shorts++;
+            }
           }
         }
       }
     }
-    if (a.psum)
+    if (a.psum) {
       psum_block (bs, run, shorts, shift);
+      if (clash)
+        bs.clash = 1;
+    }
     if (b == 0) {
       if (t == 0)
         a.hdr[r] = PHdr { job.data, job.free_tail, n, kind, job.mode, 0 };
@@ -529,6 +551,7 @@ DQ_UNROLL
       if (t == 0) {
         d->shorts = bs.shorts;
         d->over = bs.over;
+        d->clash = bs.clash;
       }
       __syncthreads ();
     }
@@ -1343,7 +1366,7 @@ p_fast (const Params &p, const PArgs &a, const PCtl &c)
 /* The job's counters and its batches' records from the parse stage's sums (warp 0, after pass
  * 1): a batch's winners are its packets less its duplicates (jd), its record's first timestamp
  * its earliest packet's where the record was empty (that packet won its slot). Returns the
- * highest key. */
+ * highest key (on lane 0; on every lane where the job has more than one batch). */
 __device__ int64_t
 p_sum_fast (const Params &p, PCtl &c)
 {
@@ -1368,11 +1391,14 @@ p_sum_fast (const Params &p, PCtl &c)
       R.filled += acc;
     }
   }
-  const int64_t hk = warp_extreme<int64_t, true> (K);
-  late = warp_sum (late);
-  acc = warp_sum (acc);
-  dups = warp_sum (dups);
-  __syncwarp ();       /* the records' writes before thread 0 reads them */
+  int64_t hk = K;
+  if (js.nb > 1) {     /* else one batch (the steady state's job) or none: all on lane 0 */
+    hk = warp_extreme<int64_t, true> (K);
+    late = warp_sum (late);
+    acc = warp_sum (acc);
+    dups = warp_sum (dups);
+    __syncwarp ();     /* the records' writes before thread 0 reads them */
+  }
   if (lane == 0) {
     c.shorts = js.shorts;
     c.late = late;
@@ -1383,6 +1409,26 @@ p_sum_fast (const Params &p, PCtl &c)
   return hk;
 }
 
+/* A key placed relative to the window (p_fast's jobs): kd, the key less the window's first key,
+ * from the key's unwrap in 32 bits; in the window where 0 <= kd < span, then in record rec (kd)
+ * at slot kd & (ppb - 1). */
+struct PRel {
+  uint32_t h0lo, span, rB;
+  int64_t off;                   /* H0 - the window's first key */
+  __device__ PRel (const Params &p, const PCtl &c)
+      : h0lo ((uint32_t) c.H0), span (p.W << p.ppb_shift), rB ((uint32_t) c.B & (p.W - 1)),
+        off (c.H0 - (int64_t) ((uint64_t) c.B << p.ppb_shift)) {}
+  __device__ int64_t kd (const Params &p, uint32_t key) const
+  {
+    return off + dq_unwrap_d1 (key, h0lo, p.key_bits) + 1;
+  }
+  __device__ bool in (int64_t d) const { return d >= 0 && (uint64_t) d < span; }
+  __device__ uint32_t rec (const Params &p, int64_t d) const
+  {
+    return (rB + ((uint32_t) d >> p.ppb_shift)) & (p.W - 1);
+  }
+};
+
 /* Pass 1 where p_fast holds (block-wide): p_pass1's claims and copy items without its
  * accounting, which the parse stage's sums give (p_sum_fast); a duplicate is counted on its
  * record (jd). */
@@ -1392,10 +1438,7 @@ p_pass1_fast (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims,
 {
   const uint32_t t = threadIdx.x, n = c.job.n;
   const uint4 *ent = a.ent + (size_t) c.r * a.maxp;
-  const int64_t B = c.B;
-  const uint32_t h0lo = (uint32_t) c.H0, span = p.W << p.ppb_shift;
-  const uint32_t rB = (uint32_t) B & (p.W - 1);
-  const int64_t off = c.H0 - (int64_t) ((uint64_t) B << p.ppb_shift);   /* H0 - the first key */
+  const PRel rel (p, c);
   uint32_t cw[kPCache];
   uint8_t ccls[kPCache];
   PCur cur;
@@ -1412,11 +1455,11 @@ DQ_UNROLL
       uint8_t cls = kPShort;
       uint32_t w = 0;
       if (e.w) {
-        const int64_t kd = off + dq_unwrap_d1 (e.x, h0lo, p.key_bits) + 1;
+        const int64_t kd = rel.kd (p, e.x);
         cls = kPLateCls;
-        if (kd >= 0 && (uint64_t) kd < span) {       /* (none beyond: p_fast) */
+        if (rel.in (kd)) {       /* (none beyond: p_fast) */
           cls = kPClaiming;
-          const uint32_t r = (rB + ((uint32_t) kd >> p.ppb_shift)) & (p.W - 1);
+          const uint32_t r = rel.rec (p, kd);
           w = r << p.ppb_shift | ((uint32_t) kd & (p.ppb - 1));
           cur.at (c, r);
           if (atomicMin (&claims[w], cur.tag | (i + 1)) == cur.tag) {
@@ -1453,6 +1496,53 @@ DQ_UNROLL
         const uint32_t r = w4[g] >> p.ppb_shift;
         if (!p_second_look (p, c, claims, cur, w4[g], r, w4[g] & (p.ppb - 1), i, it))
           atomicAdd (&c.rec[r].jd, 1u);
+      }
+      st_global_words (&items[i], it);
+    }
+  }
+  __syncthreads ();
+  if (t < 32)
+    hk = p_sum_fast (p, c);
+}
+
+/* Pass 1 where p_fast holds and the parse stage found the job's keys distinct (no PJs.clash): no
+ * two packets of the job share a slot, so a slot's claim word only tells whether a job before
+ * filled it (a duplicate) and is marked filled with a plain store; one look, no atomics but a
+ * duplicate's count, and the copy items in the same loop. Block-wide. */
+__device__ __forceinline__ void
+p_pass1_distinct (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims,
+    const uint4 (&ce)[kPCache], int64_t &hk)
+{
+  const uint32_t t = threadIdx.x, n = c.job.n;
+  const uint4 *ent = a.ent + (size_t) c.r * a.maxp;
+  const PRel rel (p, c);
+  const uint64_t data = c.job.data;
+  CopyItem *const items = c.items;
+  PCur cur;
+  for (PRound q (t); q.base < n; q.next (t)) {
+    uint4 e4[kPCache];
+    p_round_entries (q, n, ce, ent, e4);
+DQ_UNROLL
+    for (uint32_t g = 0; g < kPCache; g++) {
+      const uint32_t i = q.base + g * kPThreads;
+      if (i >= n)
+        break;
+      const uint4 e = e4[g];
+      CopyItem it = { data + e.z, 0, e.w, 0 };
+      if (e.w) {
+        const int64_t kd = rel.kd (p, e.x);
+        if (rel.in (kd)) {       /* else late (none beyond: p_fast) */
+          const uint32_t r = rel.rec (p, kd), slot = (uint32_t) kd & (p.ppb - 1);
+          uint32_t *const w = &claims[r << p.ppb_shift | slot];
+          cur.at (c, r);
+          if (*w == cur.tag) {
+            atomicAdd (&c.rec[r].jd, 1u);
+          } else {
+            *w = cur.tag;
+            if (cur.frame)
+              it.dst = cur.frame + (uint64_t) slot * p.lout;
+          }
+        }
       }
       st_global_words (&items[i], it);
     }
@@ -1685,7 +1775,10 @@ p_control (const Params &p, const PArgs &a)
       }
       bool tail = true;     /* the general tail: first timestamps loaded, pass 2 */
       if (c.initialized && p_fast (p, a, c)) {
-        p_pass1_fast (p, a, c, claims, ce, hk);
+        if (c.jsc->clash)
+          p_pass1_fast (p, a, c, claims, ce, hk);
+        else
+          p_pass1_distinct (p, a, c, claims, ce, hk);
         tail = false;
       } else if (c.initialized) {
         tail = p_pass1 (p, a, c, claims, ce, cts, hk);

@@ -79,6 +79,7 @@ struct Persist {
   uint8_t *pcls;
   FrameEnt *frames;
   PJs *sums;                   /* R jobs' sums, then R x kPParsePer blocks' */
+  unsigned long long *seen;    /* parse groups x kPSeen: the keys' check */
   cudaStream_t stream;
   uint64_t posted;             /* the last job's number */
   uint64_t prev_tail;          /* the free ring's tail at the last job */
@@ -287,6 +288,9 @@ persist_start (DqReorderGpu *ctx, int dev)
   PK_CK (cudaMalloc (&pk->frames, (size_t) o.max_frames * sizeof (FrameEnt)), "cudaMalloc(frames)");
   PK_CK (cudaMalloc (&pk->sums, (size_t) R * (kPParsePer + 1) * sizeof (PJs)),
       "cudaMalloc(sums)");
+  const uint32_t groups = R < 8 ? R : 8;     /* parse groups, at most (below) */
+  PK_CK (cudaMalloc (&pk->seen, (size_t) groups * kPSeen * 8), "cudaMalloc(key check)");
+  PK_CK (cudaMemset (pk->seen, 0, (size_t) groups * kPSeen * 8), "cudaMemset(key check)");
   PK_CK (cudaStreamCreateWithFlags (&pk->stream, cudaStreamNonBlocking), "cudaStreamCreate");
   {
     ResHdr **res = (ResHdr **) calloc (R, sizeof *res);
@@ -328,6 +332,7 @@ persist_start (DqReorderGpu *ctx, int dev)
   a.frames = pk->frames;
   a.jsum = pk->sums;
   a.bsum = pk->sums + R;
+  a.seen = pk->seen;
   /* the parse stage sums the jobs by batch where pass 1 places keys relative to the window and a
    * batch is at least two packets and at most a quarter of the key's range */
   a.psum = !p.batch_w && p.ppb_pow2 && ppb >= 2 && (W & (W - 1)) == 0 &&
@@ -337,7 +342,7 @@ persist_start (DqReorderGpu *ctx, int dev)
   a.zcap = zcap;
   /* parse groups take turns on jobs (at most R in flight): two blocks each; so do the move
    * groups (no more of them than parse groups: see the stop jobs) */
-  a.parse_groups = R < 8 ? R : 8;
+  a.parse_groups = groups;
   a.parsers = kPParsePer * a.parse_groups;
   a.move_groups = R < 4 ? R : 4;
 #ifdef DQ_CUDA_EMU
@@ -426,6 +431,7 @@ persist_stop (DqReorderGpu *ctx)
   cudaFree (pk->pcls);
   cudaFree (pk->frames);
   cudaFree (pk->sums);
+  cudaFree (pk->seen);
   free (pk);
   ctx->pk = NULL;
 }
