@@ -165,7 +165,7 @@ struct PArgs {
   FrameEnt *frames;                /* the free ring's entries, copied to device memory */
   PJs *bsum;                       /* R x parsers per group: each parse block's sums */
   PJs *jsum;                       /* R: the job's */
-  unsigned long long *seen;        /* parse_groups x kPSeen: the keys' check (PJs.clash) */
+  unsigned long long *seen;        /* parse_groups x kPSeen: the keys' check (PJs.clash; psum) */
   uint32_t psum;                   /* the parse stage sums the jobs by batch (PJs) */
   uint32_t R, maxp, zcap, parsers, movers;
   uint32_t parse_groups;           /* parsers is a multiple of it */
@@ -452,7 +452,7 @@ p_parse (const Params &p, const PArgs &a, uint32_t pb)
   const uint32_t t = threadIdx.x;
   /* groups of blocks take turns: group g the jobs g + 1, g + 1 + G, ...; its blocks split each */
   const uint32_t G = a.parse_groups, per = a.parsers / G, g = pb % G, b = pb / G;
-  unsigned long long *const seen = a.seen + (size_t) g * kPSeen;
+  unsigned long long *const seen = a.psum ? a.seen + (size_t) g * kPSeen : nullptr;
   PSlot sl = { g, 0 };
   for (uint64_t j = g + 1;; j += G, sl.step (G, a.R)) {
     const uint32_t r = sl.r;

@@ -288,9 +288,16 @@ persist_start (DqReorderGpu *ctx, int dev)
   PK_CK (cudaMalloc (&pk->frames, (size_t) o.max_frames * sizeof (FrameEnt)), "cudaMalloc(frames)");
   PK_CK (cudaMalloc (&pk->sums, (size_t) R * (kPParsePer + 1) * sizeof (PJs)),
       "cudaMalloc(sums)");
+  /* the parse stage sums the jobs by batch, and checks their keys, where pass 1 places keys
+   * relative to the window and a batch is at least two packets and at most a quarter of the
+   * key's range */
+  const bool psum = !p.batch_w && p.ppb_pow2 && ppb >= 2 && (W & (W - 1)) == 0 &&
+      p.key_bits >= p.ppb_shift + 2;
   const uint32_t groups = R < 8 ? R : 8;     /* parse groups, at most (below) */
-  PK_CK (cudaMalloc (&pk->seen, (size_t) groups * kPSeen * 8), "cudaMalloc(key check)");
-  PK_CK (cudaMemset (pk->seen, 0, (size_t) groups * kPSeen * 8), "cudaMemset(key check)");
+  if (psum) {
+    PK_CK (cudaMalloc (&pk->seen, (size_t) groups * kPSeen * 8), "cudaMalloc(key check)");
+    PK_CK (cudaMemset (pk->seen, 0, (size_t) groups * kPSeen * 8), "cudaMemset(key check)");
+  }
   PK_CK (cudaStreamCreateWithFlags (&pk->stream, cudaStreamNonBlocking), "cudaStreamCreate");
   {
     ResHdr **res = (ResHdr **) calloc (R, sizeof *res);
@@ -333,10 +340,7 @@ persist_start (DqReorderGpu *ctx, int dev)
   a.jsum = pk->sums;
   a.bsum = pk->sums + R;
   a.seen = pk->seen;
-  /* the parse stage sums the jobs by batch where pass 1 places keys relative to the window and a
-   * batch is at least two packets and at most a quarter of the key's range */
-  a.psum = !p.batch_w && p.ppb_pow2 && ppb >= 2 && (W & (W - 1)) == 0 &&
-      p.key_bits >= p.ppb_shift + 2;
+  a.psum = psum;
   a.R = R;
   a.maxp = maxp;
   a.zcap = zcap;
