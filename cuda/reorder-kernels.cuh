@@ -297,21 +297,6 @@ __device__ __forceinline__ uint64_t ld_cg64 (const void *p)
   return __ldcg ((const unsigned long long *) p);
 }
 
-/* v stored at dst (global memory) in 8-byte words, each an st.global.cg: a store through a
- * pointer loaded from memory is otherwise a generic one, which the compiler orders before the
- * shared-memory accesses after it (pass 1's copy items: about 90 cycles a 1024-packet job less
- * on the H200) */
-template <typename T>
-__device__ __forceinline__ void st_global_words (T *dst, const T &v)
-{
-  static_assert (sizeof (T) % 8 == 0, "stored in 8-byte words");
-  unsigned long long w[sizeof (T) / 8];
-  memcpy (w, &v, sizeof w);
-DQ_UNROLL
-  for (uint32_t k = 0; k < sizeof (T) / 8; k++)
-    __stcg ((unsigned long long *) dst + k, w[k]);
-}
-
 /* Programmatic dependent launch (sm_90 on): the next kernel on the stream may start once every
  * block of this one called pdl_trigger; pdl_wait returns once the previous kernel has completed
  * and its memory is visible. Without it (older GPUs, no PDL launch) both are no-ops and the

@@ -25,18 +25,20 @@
  *            memory. Pass 1 in parallel: unwrap, locate, claim with a shared-memory atomicMin of
  *            (generation tag << 16 | arrival index + 1), so the earliest arrival of a slot wins
  *            whatever the thread order; a second look tells winners from duplicates and writes
- *            every packet's copy item; each warp sums its part (counts, highest key, its winners'
+ *            every packet's destination (dst[]: one 8-byte word a packet, 0 where it is not
+ *            copied; the movers take its source and length from the parse stage's entry); each
+ *            warp sums its part (counts, highest key, its winners'
  *            record, count, earliest arrival and its timestamp) and warp 0 adds the warps' sums
  *            into the records, with no atomics where a warp's winners share one record. Where the
  *            job's batches are all late or in the window and the parse stage summed them (the
- *            steady state: p_fast), pass 1 only claims and writes the copy items, counting
+ *            steady state: p_fast), pass 1 only claims and writes the destinations, counting
  *            duplicates per record, and warp 0 takes the counts, the highest key and the first
  *            timestamps from the sums; where the job's keys are distinct too, the claims are one
  *            look with plain loads and stores (p_pass1_distinct). Pass 2 (packets beyond the
  *            window, the first burst ever), the window's moves, emitted batches, frames and the
  *            results run on one thread in arrival order, exactly as the CPU twin does, from
  *            shared memory: in the steady state that is the one complete batch of the job. The
- *            results go to device memory; they, the copy items and the missing slots' zero runs
+ *            results go to device memory; they, the destinations and the missing slots' zero runs
  *            of the emitted batches are published to the movers (published[]). Control never
  *            writes across the bus: a release after such writes would wait for them. While
  *            thread 0 runs the sequential steps, warps 1.. load the next job's front (its header,
@@ -127,11 +129,13 @@ struct PJs {
  * words need no clearing: job numbers only grow. */
 constexpr uint32_t kPSeen = 65536;
 
-/* What control publishes to the movers (device memory, per ring slot): the job's copy items,
+/* What control publishes to the movers (device memory, per ring slot): the job's packets (their
+ * entries' offsets and lengths from `data` on, and the destinations control wrote: PArgs.dst),
  * zero runs (n_short from the list's front, n_long from its back), and result entries (batches,
  * released frames) to copy out. */
 struct PPub {
-  uint32_t n_items, n_short, n_long, n_out, n_rel, stop, pad[2];
+  uint32_t n_items, n_short, n_long, n_out, n_rel, stop;
+  uint64_t data;
 };
 
 /* Zero runs up to this many bytes are written by one warp each (all the move group's warps at
@@ -154,7 +158,7 @@ struct PArgs {
   PHdr *hdr;                       /* R */
   uint4 *ent;                      /* R x maxp: key, sequence, offset, length (0: short) */
   unsigned long long *ts;          /* R x maxp */
-  CopyItem *items;                 /* R x maxp */
+  unsigned long long *dst;         /* R x maxp: a packet's destination (0: not copied), by control */
   ZeroRun *zeros;                  /* R x zcap */
   PPub *pub;                       /* R */
   unsigned long long *parsed, *published;   /* R each: the job's number once handed on */
@@ -611,7 +615,7 @@ struct PCtl {
   ResHdr *res;
   DqReorderBatch *out;
   DqReorderFrame *rel;
-  CopyItem *items;
+  unsigned long long *dst;       /* this job's packets' destinations */
   ZeroRun *zeros;
   FrameEnt fp[2][kPFramesAhead]; /* free-ring entries from fp_base[b] on, loaded ahead */
   uint64_t fp_base[2];
@@ -858,7 +862,7 @@ struct PSeq {
     R.filled++;
     c.stats.accepted++;
     if (R.frame)
-      c.items[i].dst = R.frame + (uint64_t) slot * p.lout;
+      c.dst[i] = R.frame + (uint64_t) slot * p.lout;
   }
 
   __device__ void flush (uint32_t mode) const
@@ -1017,7 +1021,7 @@ p_sum (const PArgs &a, PCtl &c, bool cold)
 }
 
 /* Pass 1 (block-wide): shorts, late, beyond the window (deferred), claims; then, after a
- * barrier, winners and duplicates, and every packet's copy item. A thread takes its packets
+ * barrier, winners and duplicates, and every packet's destination. A thread takes its packets
  * kPCache at a time with every load of the round in flight together (a dependent load per
  * packet would cost a memory round trip each). Every thread has a first round (ce, cts: kPCache
  * packets kPThreads apart; warps 1.. load theirs while thread 0 finishes the job before,
@@ -1090,22 +1094,19 @@ DQ_UNROLL
       e4[g] = q.first ? ce[g] : ent[q.base + g * kPThreads];
 }
 
-/* A round's entries with their classes and claim words for pass 1's second look: the first
- * round's kept in registers by the first look, the others' from the per-packet arrays. */
+/* A round's classes and claim words for pass 1's second look: the first round's kept in
+ * registers by the first look, the others' from the per-packet arrays. */
 __device__ __forceinline__ void
-p_round_claims (const PArgs &a, const PRound &q, uint32_t n, const uint4 (&ce)[kPCache],
-    const uint8_t (&ccls)[kPCache], const uint32_t (&cw)[kPCache], const uint4 *ent,
-    uint4 (&e4)[kPCache], uint8_t (&c4)[kPCache], uint32_t (&w4)[kPCache])
+p_round_claims (const PArgs &a, const PRound &q, uint32_t n, const uint8_t (&ccls)[kPCache],
+    const uint32_t (&cw)[kPCache], uint8_t (&c4)[kPCache], uint32_t (&w4)[kPCache])
 {
 DQ_UNROLL
   for (uint32_t g = 0; g < kPCache; g++) {
     const uint32_t i = q.base + g * kPThreads;
     if (q.first) {
-      e4[g] = ce[g];
       c4[g] = ccls[g];
       w4[g] = cw[g];
     } else if (i < n) {
-      e4[g] = ent[i];
       c4[g] = a.pcls[i];
       w4[g] = a.pslot[i];
     }
@@ -1113,19 +1114,19 @@ DQ_UNROLL
 }
 
 /* Pass 1's second look at packet i, claimed in record r, slot `slot` (claim word w): whether it
- * won the slot. The winner marks the slot filled and gets its copy item's destination where the
- * record has a frame; a duplicate finds another arrival's index there, or the mark (one atomic:
- * no plain read beside the winner's write). */
+ * won the slot. The winner marks the slot filled and gets its destination where the record has
+ * a frame; a duplicate finds another arrival's index there, or the mark (one atomic: no plain
+ * read beside the winner's write). */
 __device__ __forceinline__ bool
 p_second_look (const Params &p, const PCtl &c, uint32_t *claims, PCur &cur, uint32_t w,
-    uint32_t r, uint32_t slot, uint32_t i, CopyItem &it)
+    uint32_t r, uint32_t slot, uint32_t i, unsigned long long &dst)
 {
   cur.at (c, r);
   const uint32_t mine = cur.tag | (i + 1);
   if (atomicCAS (&claims[w], mine, cur.tag) != mine)
     return false;
   if (cur.frame)
-    it.dst = cur.frame + (uint64_t) slot * p.lout;
+    dst = cur.frame + (uint64_t) slot * p.lout;
   return true;
 }
 
@@ -1233,27 +1234,24 @@ DQ_UNROLL
     }
   }
   __syncthreads ();
-  const uint64_t data = c.job.data;
-  CopyItem *const items = c.items;
+  unsigned long long *const dst = c.dst;
   uint32_t acc = 0, won = 0;
   bool multi = false;            /* this thread's winners went to more than one record */
   RecAcc ra = { 0, 0, kPNoIndex, 0, false };
   for (PRound q (t); q.base < n; q.next (t)) {
     const bool first = q.first;
-    uint4 e4[kPCache];
     uint32_t w4[kPCache];
     uint8_t c4[kPCache];
-    p_round_claims (a, q, n, ce, ccls, cw, ent, e4, c4, w4);
+    p_round_claims (a, q, n, ccls, cw, c4, w4);
 DQ_UNROLL
     for (uint32_t g = 0; g < kPCache; g++) {
       const uint32_t i = q.base + g * kPThreads;
       if (i >= n)
         break;
-      const uint4 e = e4[g];
-      CopyItem it = { data + e.z, 0, e.w, 0 };
+      unsigned long long d = 0;
       if (c4[g] == kPClaiming) {
         const uint32_t r = p_word_rec (p, w4[g]);
-        if (p_second_look (p, c, claims, cur, w4[g], r, w4[g] - r * p.ppb, i, it)) {
+        if (p_second_look (p, c, claims, cur, w4[g], r, w4[g] - r * p.ppb, i, d)) {
           acc++;
           if (first)
             won |= 1u << g;
@@ -1274,7 +1272,7 @@ DQ_UNROLL
           atomicAdd (&c.rec[r].dups, 1u);
         }
       }
-      st_global_words (&items[i], it);
+      __stcg (&dst[i], d);
     }
   }
   /* the warp's summary (lane 0), its winners merged by atomics where they span records */
@@ -1429,7 +1427,7 @@ struct PRel {
   }
 };
 
-/* Pass 1 where p_fast holds (block-wide): p_pass1's claims and copy items without its
+/* Pass 1 where p_fast holds (block-wide): p_pass1's claims and destinations without its
  * accounting, which the parse stage's sums give (p_sum_fast); a duplicate is counted on its
  * record (jd). */
 __device__ __forceinline__ void
@@ -1478,26 +1476,23 @@ DQ_UNROLL
     }
   }
   __syncthreads ();
-  const uint64_t data = c.job.data;
-  CopyItem *const items = c.items;
+  unsigned long long *const dst = c.dst;
   for (PRound q (t); q.base < n; q.next (t)) {
-    uint4 e4[kPCache];
     uint32_t w4[kPCache];
     uint8_t c4[kPCache];
-    p_round_claims (a, q, n, ce, ccls, cw, ent, e4, c4, w4);
+    p_round_claims (a, q, n, ccls, cw, c4, w4);
 DQ_UNROLL
     for (uint32_t g = 0; g < kPCache; g++) {
       const uint32_t i = q.base + g * kPThreads;
       if (i >= n)
         break;
-      const uint4 e = e4[g];
-      CopyItem it = { data + e.z, 0, e.w, 0 };
+      unsigned long long d = 0;
       if (c4[g] == kPClaiming) {
         const uint32_t r = w4[g] >> p.ppb_shift;
-        if (!p_second_look (p, c, claims, cur, w4[g], r, w4[g] & (p.ppb - 1), i, it))
+        if (!p_second_look (p, c, claims, cur, w4[g], r, w4[g] & (p.ppb - 1), i, d))
           atomicAdd (&c.rec[r].jd, 1u);
       }
-      st_global_words (&items[i], it);
+      __stcg (&dst[i], d);
     }
   }
   __syncthreads ();
@@ -1505,10 +1500,14 @@ DQ_UNROLL
     hk = p_sum_fast (p, c);
 }
 
+/* Destinations are stored with st.global.cg (__stcg): a plain store through a pointer loaded from
+ * memory is a generic one, which the compiler orders before the shared-memory accesses after it
+ * (about 90 cycles a 1024-packet job on the H200, measured when they were 24-byte copy items). */
+
 /* Pass 1 where p_fast holds and the parse stage found the job's keys distinct (no PJs.clash): no
  * two packets of the job share a slot, so a slot's claim word only tells whether a job before
  * filled it (a duplicate) and is marked filled with a plain store; one look, no atomics but a
- * duplicate's count, and the copy items in the same loop. Block-wide. */
+ * duplicate's count, and the destinations in the same loop. Block-wide. */
 __device__ __forceinline__ void
 p_pass1_distinct (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims,
     const uint4 (&ce)[kPCache], int64_t &hk)
@@ -1516,8 +1515,7 @@ p_pass1_distinct (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims,
   const uint32_t t = threadIdx.x, n = c.job.n;
   const uint4 *ent = a.ent + (size_t) c.r * a.maxp;
   const PRel rel (p, c);
-  const uint64_t data = c.job.data;
-  CopyItem *const items = c.items;
+  unsigned long long *const dst = c.dst;
   PCur cur;
   for (PRound q (t); q.base < n; q.next (t)) {
     uint4 e4[kPCache];
@@ -1528,7 +1526,7 @@ DQ_UNROLL
       if (i >= n)
         break;
       const uint4 e = e4[g];
-      CopyItem it = { data + e.z, 0, e.w, 0 };
+      unsigned long long d = 0;
       if (e.w) {
         const int64_t kd = rel.kd (p, e.x);
         if (rel.in (kd)) {       /* else late (none beyond: p_fast) */
@@ -1540,11 +1538,11 @@ DQ_UNROLL
           } else {
             *w = cur.tag;
             if (cur.frame)
-              it.dst = cur.frame + (uint64_t) slot * p.lout;
+              d = cur.frame + (uint64_t) slot * p.lout;
           }
         }
       }
-      st_global_words (&items[i], it);
+      __stcg (&dst[i], d);
     }
   }
   __syncthreads ();
@@ -1653,7 +1651,7 @@ p_setup (const PArgs &a, PCtl &c, const PSeq &q, uint32_t r, uint32_t b)
   c.res = res;
   c.out = (DqReorderBatch *) (res + 1);
   c.rel = (DqReorderFrame *) ((DqReorderBatch *) (res + 1) + a.res_cap);
-  c.items = a.items + (size_t) r * a.maxp;
+  c.dst = a.dst + (size_t) r * a.maxp;
   c.zeros = a.zeros + (size_t) r * a.zcap;
   c.n_out = c.n_rel = c.n_short = c.n_long = 0;
   c.late = c.shorts = c.acc = c.dups = 0;
@@ -1746,7 +1744,7 @@ p_control (const Params &p, const PArgs &a)
        * stops too (one per parse group, and there are no more move groups than those) */
       if (t < a.move_groups) {
         const uint32_t rs = (uint32_t) ((j - 1 + t) % a.R);
-        a.pub[rs] = PPub { 0, 0, 0, 0, 0, 1, { 0, 0 } };
+        a.pub[rs] = PPub { 0, 0, 0, 0, 0, 1, 0 };
         st_release64 (&a.published[rs], j + t);
       }
       return;
@@ -1784,7 +1782,7 @@ p_control (const Params &p, const PArgs &a)
         tail = p_pass1 (p, a, c, claims, ce, cts, hk);
       } else {
         for (uint32_t i = t; i < n; i += kPThreads)     /* every packet short */
-          c.items[i] = CopyItem { 0, 0, 0, 0 };
+          c.dst[i] = 0;
         if (t == 0)
           c.shorts = n;
       }
@@ -1811,7 +1809,7 @@ p_control (const Params &p, const PArgs &a)
         q.finish (DQ_JOB_REORDER);
       }
       a.pub[r] = PPub { kind == DQ_JOB_REORDER ? c.job.n : 0, c.n_short, c.n_long, c.n_out,
-        c.n_rel, 0, { 0, 0 } };
+        c.n_rel, 0, c.job.data };
       atomicExch (&c.seq_done, 1u);
       /* warp 0 loads its next first round at the top: set here, so that the registers are free
        * above (the values stay live across the loop for warps 1..) */
@@ -1832,6 +1830,21 @@ DQ_UNROLL
 }
 
 /* ---- move -------------------------------------------------------------------------------- */
+
+/* Job sources of the movers: packet k at its entry's offset from the job's data, of its entry's
+ * length (the parse stage's), to the destination control gave it (0: none). */
+struct EntJobs {
+  const uint4 *ent;
+  const unsigned long long *dst;
+  const uint8_t *data;
+  uint32_t pay_off;
+  __device__ Job operator() (uint32_t k) const
+  {
+    const uint4 e = __ldcg (&ent[k]);
+    const uint8_t *pkt = data + e.z;
+    return Job { pkt + pay_off, pkt, pkt + e.w, (uint8_t *) __ldcg (&dst[k]) };
+  }
+};
 
 /* The last move block of job j (ring slot r): the results control wrote into device memory,
  * the header and the entries in use, into the slot's mapped host memory. Block-wide. */
@@ -1872,8 +1885,8 @@ p_move (const Params &p, const PArgs &a, uint32_t m)
     __syncthreads ();
     if (pub.stop)
       return;
-    move_payloads (p, ItemJobs { a.items + (size_t) r * a.maxp, p.pay_off }, pub.n_items, first,
-        stride);
+    move_payloads (p, EntJobs { a.ent + (size_t) r * a.maxp, a.dst + (size_t) r * a.maxp,
+        (const uint8_t *) pub.data, p.pay_off }, pub.n_items, first, stride);
     const ZeroRun *zr = a.zeros + (size_t) r * a.zcap;
     for (uint32_t k = first / 32; k < pub.n_short; k += stride / 32) {   /* a warp each */
       const ZeroRun z = zr[k];

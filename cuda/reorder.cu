@@ -70,7 +70,7 @@ struct Persist {
   PHdr *hdr;
   uint4 *ent;
   unsigned long long *ts;
-  CopyItem *items;
+  unsigned long long *dst;
   ZeroRun *zeros;
   PPub *pub;
   unsigned long long *flags;   /* parsed, published, parse_done, move_done: R each */
@@ -278,7 +278,7 @@ persist_start (DqReorderGpu *ctx, int dev)
   PK_CK (cudaMalloc (&pk->hdr, R * sizeof (PHdr)), "cudaMalloc(persistent headers)");
   PK_CK (cudaMalloc (&pk->ent, (size_t) R * maxp * sizeof (uint4)), "cudaMalloc(entries)");
   PK_CK (cudaMalloc (&pk->ts, (size_t) R * maxp * 8), "cudaMalloc(timestamps)");
-  PK_CK (cudaMalloc (&pk->items, (size_t) R * maxp * sizeof (CopyItem)), "cudaMalloc(items)");
+  PK_CK (cudaMalloc (&pk->dst, (size_t) R * maxp * sizeof (uint64_t)), "cudaMalloc(destinations)");
   PK_CK (cudaMalloc (&pk->zeros, (size_t) R * zcap * sizeof (ZeroRun)), "cudaMalloc(zero runs)");
   PK_CK (cudaMalloc (&pk->pub, R * sizeof (PPub)), "cudaMalloc(publications)");
   PK_CK (cudaMalloc (&pk->flags, 4 * R * sizeof (unsigned long long)), "cudaMalloc(flags)");
@@ -326,7 +326,7 @@ persist_start (DqReorderGpu *ctx, int dev)
   a.hdr = pk->hdr;
   a.ent = pk->ent;
   a.ts = pk->ts;
-  a.items = pk->items;
+  a.dst = pk->dst;
   a.zeros = pk->zeros;
   a.pub = pk->pub;
   a.parsed = pk->flags;
@@ -426,7 +426,7 @@ persist_stop (DqReorderGpu *ctx)
   cudaFree (pk->hdr);
   cudaFree (pk->ent);
   cudaFree (pk->ts);
-  cudaFree (pk->items);
+  cudaFree (pk->dst);
   cudaFree (pk->zeros);
   cudaFree (pk->pub);
   cudaFree (pk->flags);
