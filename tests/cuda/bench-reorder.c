@@ -7,13 +7,14 @@
  *        poll call, GPU time per submission queued behind a spinning kernel, latency of one
  *        submission alone, the same for an empty kernel); gpu-code-fetch: cycles of code an SM
  *        has not run lately against the same code again; int4/int8/int16 -> fp16/bf16/fp32
- *        against plain reorder.
+ *        against the plain reorder of the same packets, alternated three times (median).
  * One submission = one batch (descriptors in device memory unless "desc=host"), packets shuffled
  * within the batch, nothing lost; except gpu-burst: submissions of several consecutive batches,
  * what a batch costs when a burst carries many. The streamed regime is gpu-burst with 65536
  * packets per submission for batches of 1024..16384 packets (and gpu-reorder's 65536-packet
  * batches): a stream submitted as a receive ring under heavy traffic hands it over. The targets
- * count the one-batch regime; the summary gives the streamed figures beside them. Bandwidths
+ * count the one-batch regime (the 1024-packet batch on launched or persistent contexts, the
+ * faster); the summary gives the streamed figures beside them. Bandwidths
  * count bytes read + bytes written. Input pools are
  * several times the L2; sequence numbers wrap exactly at the end of the pool, so cycling through
  * it gives ever-increasing batch ids.
