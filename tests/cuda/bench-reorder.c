@@ -684,7 +684,7 @@ bench_gpu_convert (DqElemType in, DqElemType out)
     const double gp = (double) Kp * plain_bytes / 1e9 / (ms_p / 1e3);
     gbps[k] = (double) K * batch_bytes / 1e9 / (ms / 1e3);
     ratio[k] = gbps[k] / gp;
-    pkt[k] = ((double) K / ms) / ((double) Kp / ms_p);     /* batches (packets) per second */
+    pkt[k] = ((double) K / ms) / ((double) Kp / ms_p);     /* packet rates, over the plain one */
   }
   const double r = median3 (ratio);
   if (r < conv_min)
