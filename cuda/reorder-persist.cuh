@@ -1020,6 +1020,26 @@ p_sum (const PArgs &a, PCtl &c, bool cold)
   return hk;
 }
 
+/* A key placed relative to the window (p_pass1 where the configuration allows it, and p_fast's
+ * jobs): kd, the key less the window's first key, from the key's unwrap in 32 bits; in the window
+ * where 0 <= kd < span, then in record rec (kd) at slot kd & (ppb - 1). */
+struct PRel {
+  uint32_t h0lo, span, rB;
+  int64_t off;                   /* H0 - the window's first key */
+  __device__ PRel (const Params &p, const PCtl &c)
+      : h0lo ((uint32_t) c.H0), span (p.W << p.ppb_shift), rB ((uint32_t) c.B & (p.W - 1)),
+        off (c.H0 - (int64_t) ((uint64_t) c.B << p.ppb_shift)) {}
+  __device__ int64_t kd (const Params &p, uint32_t key) const
+  {
+    return off + dq_unwrap_d1 (key, h0lo, p.key_bits) + 1;
+  }
+  __device__ bool in (int64_t d) const { return d >= 0 && (uint64_t) d < span; }
+  __device__ uint32_t rec (const Params &p, int64_t d) const
+  {
+    return (rB + ((uint32_t) d >> p.ppb_shift)) & (p.W - 1);
+  }
+};
+
 /* Pass 1 (block-wide): shorts, late, beyond the window (deferred), claims; then, after a
  * barrier, winners and duplicates, and every packet's destination. A thread takes its packets
  * kPCache at a time with every load of the round in flight together (a dependent load per
@@ -1151,9 +1171,7 @@ p_pass1 (const Params &p, const PArgs &a, PCtl &c, uint32_t *claims, const uint4
    * Else the twin's steps (dq_unwrap, locate). A claim is named by its word's index (record *
    * packets_per_batch + slot). */
   const bool rel = !fresh && !p.batch_w && p.ppb_pow2 && (p.W & (p.W - 1)) == 0;
-  const uint32_t h0lo = (uint32_t) H0, span = p.W << p.ppb_shift;
-  const uint32_t rB = (uint32_t) B & (p.W - 1);
-  const int64_t off = H0 - (int64_t) ((uint64_t) B << p.ppb_shift);   /* H0 - the first key */
+  const PRel pr (p, c);
   int32_t maxd = INT32_MIN;      /* rel: the highest unwrapped key - H0 - 1 */
   bool anyv = false;
   /* the first round's placements, kept */
@@ -1176,20 +1194,20 @@ DQ_UNROLL
       if (e.w == 0) {
         shorts++;
       } else if (rel) {
-        const int32_t d1 = dq_unwrap_d1 (e.x, h0lo, p.key_bits);
+        const int32_t d1 = dq_unwrap_d1 (e.x, pr.h0lo, p.key_bits);
         maxd = d1 > maxd ? d1 : maxd;
         anyv = true;
-        const int64_t kd = off + d1 + 1;          /* the key - the window's first key */
+        const int64_t kd = pr.off + d1 + 1;       /* the key - the window's first key */
         if (kd < 0) {
           cls = kPLateCls;
           late++;
-        } else if ((uint64_t) kd >= span) {
+        } else if ((uint64_t) kd >= pr.span) {
           cls = kPDeferred;
           any_def = 1;
           locate (p, H0 + d1 + 1, e.y, x, slot);     /* at or after the window's first key */
         } else {
           cls = kPClaiming;
-          r = (rB + ((uint32_t) kd >> p.ppb_shift)) & (p.W - 1);
+          r = pr.rec (p, kd);
           w = r << p.ppb_shift | ((uint32_t) kd & (p.ppb - 1));
         }
       } else {
@@ -1406,26 +1424,6 @@ p_sum_fast (const Params &p, PCtl &c)
   }
   return hk;
 }
-
-/* A key placed relative to the window (p_fast's jobs): kd, the key less the window's first key,
- * from the key's unwrap in 32 bits; in the window where 0 <= kd < span, then in record rec (kd)
- * at slot kd & (ppb - 1). */
-struct PRel {
-  uint32_t h0lo, span, rB;
-  int64_t off;                   /* H0 - the window's first key */
-  __device__ PRel (const Params &p, const PCtl &c)
-      : h0lo ((uint32_t) c.H0), span (p.W << p.ppb_shift), rB ((uint32_t) c.B & (p.W - 1)),
-        off (c.H0 - (int64_t) ((uint64_t) c.B << p.ppb_shift)) {}
-  __device__ int64_t kd (const Params &p, uint32_t key) const
-  {
-    return off + dq_unwrap_d1 (key, h0lo, p.key_bits) + 1;
-  }
-  __device__ bool in (int64_t d) const { return d >= 0 && (uint64_t) d < span; }
-  __device__ uint32_t rec (const Params &p, int64_t d) const
-  {
-    return (rB + ((uint32_t) d >> p.ppb_shift)) & (p.W - 1);
-  }
-};
 
 /* Pass 1 where p_fast holds (block-wide): p_pass1's claims and destinations without its
  * accounting, which the parse stage's sums give (p_sum_fast); a duplicate is counted on its
