@@ -602,44 +602,51 @@ union Smem {
   Blk blk;
 };
 
-/* Early start: the window the previous submission's finalizer will leave, from the window its
- * blocks claimed against (Win) and its counts (its scratch), as finalize () computes it when
- * that submission had no deferred packets and no fixups: counts merged, H past the largest key,
- * the complete batches at the base emitted (new generations), frames for the empty records from
- * the free ring up to the previous submission's tail, the stamp past its packets. Clears b.early
- * where that cannot be done here: the window was not initialized, a claim tag wraps (the
- * finalizer then clears those claims), or a frame to hand out is not among the parameters' ring
- * entries. Block-wide. */
+/* Early start's loads, on warp 0 once thread 0 has seen the previous submission's last ticket:
+ * whether that submission had deferred packets or fixups (b.early: it had none), and, in the
+ * same round trip, the window its blocks claimed against (Win) and its counts (its scratch),
+ * which early_window uses only where it had none: H past its largest key, each record's
+ * packets and earliest arrival merged. Warp 0. */
 __device__ void
-early_window (const Params &p, Blk &b)
+early_loads (const Params &p, Blk &b)
 {
   const uint32_t t = threadIdx.x;
   const Win *V = p.win_prev;
   const Scratch *C = p.sc_prev;
-  unsigned long long mk = 0;
   if (t == 0) {
+    const uint32_t nd = __ldcg (&C->n_deferred), nf = __ldcg (&C->n_fixup);
+    const int64_t H = __ldcg ((const long long *) &V->H);
+    const uint64_t mk = ld_cg64 (&C->maxK);
     b.B = __ldcg ((const long long *) &V->B);
-    b.H = __ldcg ((const long long *) &V->H);
     b.stamp = ld_cg64 (&V->stamp) + p.prev_n;
     b.head = ld_cg64 (&V->head);
     b.initialized = __ldcg (&V->initialized);
-    mk = ld_cg64 (&C->maxK);
+    b.H = mk && (int64_t) (mk - (1ull << 63)) > H ? (int64_t) (mk - (1ull << 63)) : H;
+    b.early = nd == 0 && nf == 0;
+    b.bad = !b.initialized;
     b.run = p.W;
   }
-  if (t < p.W) {
-    b.frame[t] = ld_cg64 (&V->frame[t]);
-    b.gen[t] = __ldcg (&V->gen[t]);
-    b.tot[t] = __ldcg (&V->filled[t]) + __ldcg (&C->filled[t]);
-    const uint64_t f0 = ld_cg64 (&V->first[t]), f1 = ld_cg64 (&C->first[t]);
-    b.first[t] = f0 < f1 ? f0 : f1;
+  for (uint32_t r = t; r < p.W; r += 32) {
+    b.frame[r] = ld_cg64 (&V->frame[r]);
+    b.gen[r] = __ldcg (&V->gen[r]);
+    b.tot[r] = __ldcg (&V->filled[r]) + __ldcg (&C->filled[r]);
+    const uint64_t f0 = ld_cg64 (&V->first[r]), f1 = ld_cg64 (&C->first[r]);
+    b.first[r] = f0 < f1 ? f0 : f1;
   }
-  __syncthreads ();
-  if (t == 0) {
-    if (!b.initialized)
-      b.bad = 1;
-    if (mk && (int64_t) (mk - (1ull << 63)) > b.H)
-      b.H = (int64_t) (mk - (1ull << 63));
-  }
+}
+
+/* Early start: the window the previous submission's finalizer will leave, from the window its
+ * blocks claimed against and its counts (early_loads), as finalize () computes it when that
+ * submission had no deferred packets and no fixups: the complete batches at the base emitted
+ * (new generations), frames for the empty records from the free ring up to the previous
+ * submission's tail. Clears b.early where that cannot be done here: the window was not
+ * initialized, a claim tag wraps (the finalizer then clears those claims), or a frame to hand
+ * out is not among the parameters' ring entries, and then waits for the previous finalizer.
+ * Block-wide. */
+__device__ void
+early_window (const Params &p, Blk &b)
+{
+  const uint32_t t = threadIdx.x;
   const uint32_t k = complete_run (p, b.B, [&] (uint32_t r) { return b.tot[r]; }, &b.run);
   if (t < k) {
     const uint32_t r = rec_index (p, b.B + t);
@@ -674,8 +681,11 @@ early_window (const Params &p, Blk &b)
   __syncthreads ();
   if (t == 0) {
     b.head = head_after (b.head, wanted, p.prev_free_tail);
-    if (b.bad)
+    if (b.bad) {           /* wait for the previous finalizer after all */
       b.early = 0;
+      while (ld_acquire64 (&p.sync->ready) + 1 < p.job_seq)
+        pause_ns (0);
+    }
   }
   __syncthreads ();
 }
@@ -708,38 +718,46 @@ reorder_main (const __grid_constant__ Params p)
     }
   }
   /* the previous submission: its finalizer done with the state (ready), or, with early start,
-   * its last ticket taken (its blocks may still be moving payloads) */
-  if (t == 0) {
-    uint32_t early = 0;
-    for (;;) {
-      const uint64_t ready = ld_acquire64 (&p.sync->ready);
-      if (p.early && ready + 2 >= p.job_seq &&
-          ld_acquire32 (&p.sc_prev->blocks_done) == p.prev_grid) {
-        /* this submission's scratch is reset (by the finalizer of job_seq - 2), the previous
-         * one's claims and counts are in: early start if it had no deferred packets and no
-         * fixups (the steady state) */
-        if (__ldcg (&p.sc_prev->n_deferred) == 0 && __ldcg (&p.sc_prev->n_fixup) == 0) {
-          early = 1;
+   * its last ticket taken (its blocks may still be moving payloads). Thread 0 polls; once this
+   * submission's scratch is reset (by the finalizer of job_seq - 2) it polls only the previous
+   * submission's ticket counter, one round trip a turn. */
+  if (t < 32) {
+    uint32_t look = 0;
+    if (t == 0) {
+      b.early = 0;
+      b.bad = 0;
+      b.n_short = b.n_late = b.n_def = b.n_acc = b.n_dup = 0;
+      b.maxK = 0;
+      bool scratch = false;
+      for (;;) {
+        if (!scratch) {
+          const uint64_t ready = ld_acquire64 (&p.sync->ready);
+          if (ready + 1 >= p.job_seq)
+            break;
+          scratch = p.early && ready + 2 >= p.job_seq;
+        }
+        if (scratch && ld_acquire32 (&p.sc_prev->blocks_done) == p.prev_grid) {
+          look = 1;
           break;
         }
+        pause_ns (32);           /* the ticket counter's line takes the last tickets' atomics */
       }
-      if (ready + 1 >= p.job_seq)
-        break;
-      pause_ns (32);             /* the ticket counter's line takes the last tickets' atomics */
     }
-    b.early = early;
-    b.bad = 0;
-    b.n_short = b.n_late = b.n_def = b.n_acc = b.n_dup = 0;
-    b.maxK = 0;
+    /* its claims and counts are in: early start if it had no deferred packets and no fixups
+     * (the steady state); else wait for its finalizer */
+    look = __shfl_sync (0xffffffffu, look, 0);
+    __syncwarp ();        /* the warp's loads after thread 0's acquire */
+    if (look) {
+      early_loads (p, b);
+      if (t == 0 && !b.early)
+        while (ld_acquire64 (&p.sync->ready) + 1 < p.job_seq)
+          pause_ns (0);
+    }
   }
   __syncthreads ();
   if (b.early)
     early_window (p, b);
   if (!b.early) {
-    if (t == 0)
-      while (ld_acquire64 (&p.sync->ready) + 1 < p.job_seq)
-        pause_ns (0);
-    __syncthreads ();
     if (t == 0) {
       b.B = __ldcg ((const long long *) &p.st->B);
       b.H = __ldcg ((const long long *) &p.st->H);

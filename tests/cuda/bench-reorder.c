@@ -5,7 +5,8 @@
  *        64, 256, 1024 and 8192 bytes and batches of 1024..65536 packets; microseconds per
  *        1024-packet batch, and where it goes (gpu-batch1024-split: host time per submit and
  *        poll call, GPU time per submission queued behind a spinning kernel, latency of one
- *        submission alone, the same for an empty kernel); gpu-code-fetch: cycles of code an SM
+ *        submission alone, the same for an empty kernel; gpu-batch16384-split: the same for the
+ *        64 B target's 16384-packet batch, device descriptors); gpu-code-fetch: cycles of code an SM
  *        has not run lately against the same code again; int4/int8/int16 -> fp16/bf16/fp32
  *        against the plain reorder of the same packets, alternated three times (median).
  * One submission = one batch (descriptors in device memory unless "desc=host"), packets shuffled
@@ -453,10 +454,10 @@ bench_batch_split (GPool *g, const DqReorderConfig *cfg, int host_desc)
   double empty_host_us = (now () - t0) * 1e6 / 200;
   bench_event_record (e1, stream);
   double empty_gpu_us = bench_event_ms (e0, e1) * 1e3 / 200;
-  printf ("bench gpu-batch1024-split payload=%u desc=%s host_submit_us=%.2f host_poll_ready_us=%.2f "
+  printf ("bench gpu-batch%u-split payload=%u desc=%s host_submit_us=%.2f host_poll_ready_us=%.2f "
       "host_poll_notready_us=%.2f gpu_queued_us=%.2f enqueue_us=%.0f spin_us=%.0f "
       "latency_us_min=%.2f latency_us_med=%.2f empty_host_us=%.2f empty_gpu_queued_us=%.2f\n",
-      p->P, host_desc ? "host" : "device", submit_us / rounds, ready_us / rounds,
+      p->ppb, p->P, host_desc ? "host" : "device", submit_us / rounds, ready_us / rounds,
       notready_us / rounds, gpu_us / rounds, enqueue_us / rounds, Q * 40.0, lat[0], lat[LAT / 2],
       empty_host_us, empty_gpu_us);
   fflush (stdout);
@@ -607,6 +608,8 @@ bench_gpu_reorder (uint32_t P, uint32_t ppb, uint32_t off, void *stream)
     bench_batch_split (&g, &cfg, 0);
     bench_batch_split (&g, &cfg, 1);
   }
+  if (ppb == 16384 && P == 64 && off == 64)    /* the 64 B target's batch: the same split */
+    bench_batch_split (&g, &cfg, 0);
   gpool_free (&g);
 }
 
