@@ -113,6 +113,23 @@ code_fetch_kernel (unsigned long long *out, uint32_t seed)
   }
 }
 
+/* Empty kernels whose parameters take 512 and 1408 bytes (K1's are 1392): what the size of a
+ * launch's parameters costs the host */
+struct ParamBytes512 {
+  unsigned long long w[64];
+};
+struct ParamBytes1408 {
+  unsigned long long w[176];
+};
+
+template <typename P>
+__global__ void
+empty_kernel_params (const __grid_constant__ P p)
+{
+  if (p.w[0] == 1 && threadIdx.x == 1024)
+    __trap ();
+}
+
 }  // namespace
 
 extern "C" {
@@ -161,6 +178,24 @@ bench_empty_launches (void *stream, uint32_t n)
 {
   for (uint32_t k = 0; k < n; k++)
     empty_kernel<<<1, 32, 0, (cudaStream_t) stream>>> (NULL);
+  return cudaGetLastError () == cudaSuccess ? 0 : -1;
+}
+
+/* n back-to-back empty launches (one block) with `bytes` of parameters (8, 512 or 1408) */
+int
+bench_empty_launches_params (void *stream, uint32_t n, uint32_t bytes)
+{
+  if (bytes <= 8)
+    return bench_empty_launches (stream, n);
+  if (bytes <= 512) {
+    ParamBytes512 p = {};
+    for (uint32_t k = 0; k < n; k++)
+      empty_kernel_params<<<1, 32, 0, (cudaStream_t) stream>>> (p);
+  } else {
+    ParamBytes1408 p = {};
+    for (uint32_t k = 0; k < n; k++)
+      empty_kernel_params<<<1, 32, 0, (cudaStream_t) stream>>> (p);
+  }
   return cudaGetLastError () == cudaSuccess ? 0 : -1;
 }
 

@@ -6,8 +6,10 @@
  *        1024-packet batch, and where it goes (gpu-batch1024-split: host time per submit and
  *        poll call, GPU time per submission queued behind a spinning kernel, latency of one
  *        submission alone, the same for an empty kernel; gpu-batch16384-split: the same for the
- *        64 B target's 16384-packet batch, device descriptors); gpu-code-fetch: cycles of code an SM
- *        has not run lately against the same code again; int4/int8/int16 -> fp16/bf16/fp32
+ *        64 B target's 16384-packet batch, device descriptors); gpu-launch-params: the host's
+ *        time per launch of an empty kernel with 8, 512 and 1408 bytes of parameters (in focus
+ *        runs too); gpu-code-fetch: cycles of code an SM has not run lately against the same
+ *        code again; int4/int8/int16 -> fp16/bf16/fp32
  *        against the plain reorder of the same packets, alternated three times (median).
  * One submission = one batch (descriptors in device memory unless "desc=host"), packets shuffled
  * within the batch, nothing lost; except gpu-burst: submissions of several consecutive batches,
@@ -217,6 +219,7 @@ double bench_event_ms (void *a, void *b);
 void *bench_stream_new (void);
 int bench_sync (void);
 int bench_empty_launches (void *stream, uint32_t n);
+int bench_empty_launches_params (void *stream, uint32_t n, uint32_t bytes);
 int bench_code_fetch (double *cold_cycles, double *warm_cycles, int *blocks);
 int bench_spin (void *stream, double us);
 
@@ -701,6 +704,28 @@ bench_gpu_convert (DqElemType in, DqElemType out)
 }
 #endif
 
+/* The host's time per launch of an empty kernel by the size of its parameters (8, 512 and
+ * 1408 bytes; K1's take 1392), the sizes alternated in three rounds (median): on a host where
+ * a launch costs about as much as the GPU's chain per submission, this is the other bound of
+ * one batch per submission. */
+static void
+bench_launch_params (void *stream)
+{
+  static const uint32_t bytes[3] = { 8, 512, 1408 };
+  double us[3][3];
+  for (int r = 0; r < 3; r++)
+    for (int k = 0; k < 3; k++) {
+      bench_sync ();
+      const double t0 = now ();
+      bench_empty_launches_params (stream, 1000, bytes[k]);
+      us[k][r] = (now () - t0) * 1e6 / 1000;
+    }
+  bench_sync ();
+  printf ("bench gpu-launch-params host_us_8=%.2f host_us_512=%.2f host_us_1408=%.2f\n",
+      median3 (us[0]), median3 (us[1]), median3 (us[2]));
+  fflush (stdout);
+}
+
 int
 main (void)
 {
@@ -725,6 +750,7 @@ main (void)
   dq_cuda_device_info (info, sizeof info);
   printf ("device: %s\n", info);
   void *stream = bench_stream_new ();
+  bench_launch_params (stream);
   if (focus) {
     static const uint32_t cases[7][2] = { { 64, 1024 }, { 64, 16384 }, { 256, 16384 },
       { 1024, 4096 }, { 1024, 16384 }, { 1024, 65536 }, { 8192, 16384 } };
