@@ -30,10 +30,12 @@
 #include "dq-test-util.h"
 
 static int quick, focus;
+#ifndef DQ_BENCH_NO_CUDA
 /* contexts made by ctx_new are persistent (DqReorderGpuOptions.persistent); run_reorder then
  * times by the host's clock (the kernel is not on the stream the events are recorded on) */
 static int bench_persistent;
 static double last_wall_ms;      /* run_reorder's host-clock time of its last run */
+#endif
 
 static double
 now (void)
@@ -702,7 +704,6 @@ bench_gpu_convert (DqElemType in, DqElemType out)
   fflush (stdout);
   gpool_free (&g);
 }
-#endif
 
 /* The host's time per launch of an empty kernel by the size of its parameters (8, 512 and
  * 1408 bytes; K1's take 1392), the sizes alternated in three rounds (median): on a host where
@@ -725,6 +726,8 @@ bench_launch_params (void *stream)
       median3 (us[0]), median3 (us[1]), median3 (us[2]));
   fflush (stdout);
 }
+
+#endif
 
 int
 main (void)
