@@ -130,12 +130,14 @@ struct PJs {
 constexpr uint32_t kPSeen = 65536;
 
 /* What control publishes to the movers (device memory, per ring slot): the job's packets (their
- * entries' offsets and lengths from `data` on, and the destinations control wrote: PArgs.dst),
+ * entries' offsets and lengths from `data` on, and the destinations control wrote: PArgs.dst,
+ * or, where `frame` is not 0, each packet that is not short to its slot in that frame: p_whole),
  * zero runs (n_short from the list's front, n_long from its back), and result entries (batches,
  * released frames) to copy out. */
 struct PPub {
   uint32_t n_items, n_short, n_long, n_out, n_rel, stop;
   uint64_t data;
+  uint64_t frame;
 };
 
 /* Zero runs up to this many bytes are written by one warp each (all the move group's warps at
@@ -626,9 +628,13 @@ struct PCtl {
                                   * loaded ahead from here (thread 0 only takes frames after it) */
   uint32_t tmp[kPThreads / 32];
   uint32_t seq_done;             /* thread 0 is done with the job's sequential part */
-  uint32_t ahead;                /* warp 1 loaded the next job's front ahead: it was posted */
+  uint32_t ahead[2];             /* warp 1 loaded a job's front ahead (it was posted), by the
+                                  * job's buffer (b): set for the next job while this one's is
+                                  * cleared, with no barrier between them on p_whole's path */
   uint32_t cold;                 /* pass 1: deferred packets, or a warp's winners in several
                                   * records (merged by atomics): the general tail */
+  uint64_t whole;                /* the job is the window's base batch whole (p_whole): its
+                                  * frame; 0: not */
   PWarp pw[kPThreads / 32];      /* pass 1's summary of each warp */
 };
 
@@ -1379,6 +1385,28 @@ p_fast (const Params &p, const PArgs &a, const PCtl &c)
   return __ballot_sync (0xffffffffu, !ok) == 0;
 }
 
+/* Where the parse stage's sums show the job to be the window's base batch whole: one batch, as
+ * many packets as slots, no two with the same key (so every slot once), and its record empty and
+ * with a frame. Then every packet wins its slot and the batch is complete, emitted and its record
+ * given a new generation at the job's end, so its claim words are never read again: pass 1 has
+ * nothing to do per packet (the movers place each packet by its key: PPub.frame) and the job's
+ * accounting is p_sum_fast's. Returns the frame (0: not such a job). One thread, in the job's
+ * setup (the state is the one the job before left). */
+__device__ uint64_t
+p_whole (const Params &p, const PCtl &c)
+{
+  const PJs &js = *c.jsc;
+  if (js.nb != 1 || js.clash || js.over || js.g[0].count != p.ppb)
+    return 0;
+  const int32_t d1 = dq_unwrap_d1 (js.g[0].rep, (uint32_t) c.H0, p.key_bits);
+  const int64_t kd = c.H0 - (int64_t) ((uint64_t) c.B << p.ppb_shift) + d1 + 1;
+  if ((int64_t) d1 < (int64_t) p.ppb - ((int64_t) 1 << (p.key_bits - 1)) || kd < 0 ||
+      kd >= (int64_t) p.ppb)
+    return 0;
+  const PRec &R = c.rec[(uint32_t) c.B & (p.W - 1)];
+  return R.filled == 0 ? R.frame : 0;
+}
+
 /* The job's counters and its batches' records from the parse stage's sums (warp 0, after pass
  * 1): a batch's winners are its packets less its duplicates (jd), its record's first timestamp
  * its earliest packet's where the record was empty (that packet won its slot). Returns the
@@ -1609,7 +1637,7 @@ p_front (const Params &p, const PArgs &a, PCtl &c, uint64_t j, uint32_t r, uint3
   if (!__shfl_sync (0xffffffffu, got, 0))
     return false;
   if (ahead && t == 32)
-    c.ahead = 1;
+    c.ahead[b] = 1;
   __syncwarp ();      /* the warp's loads after lane 0's acquire */
   p_first_round (a, r, ce, cts);
   if (t < 64) {
@@ -1656,6 +1684,7 @@ p_setup (const PArgs &a, PCtl &c, const PSeq &q, uint32_t r, uint32_t b)
   c.any_def = c.fresh = c.any = c.cold = 0;
   c.first_valid = kPNoIndex;
   c.seq_done = 0;
+  c.whole = 0;
   c.fpre = c.fp[b];
   c.fpre_base = base;
   c.fpre_n = avail < kPFramesAhead ? (uint32_t) avail : kPFramesAhead;
@@ -1664,6 +1693,8 @@ p_setup (const PArgs &a, PCtl &c, const PSeq &q, uint32_t r, uint32_t b)
     if (c.initialized && c.want_frame && c.head < job.free_tail)
       q.fill_frames ();     /* frames added since the last job, for records that want one */
     c.H0 = c.H;
+    if (c.initialized && a.psum)
+      c.whole = p_whole (q.p, c);
   }
   c.head_set = c.head;
 }
@@ -1711,7 +1742,7 @@ p_control (const Params &p, const PArgs &a)
      * stores have long reached memory (the release then costs half as much) */
     bool release_late = false;
     if (t == kRelease && j > 1) {
-      if (c.ahead)
+      if (c.ahead[b ^ 1])
         release_late = true;
       else
         st_release64 (&a.published[prev_r], j - 1);
@@ -1720,7 +1751,7 @@ p_control (const Params &p, const PArgs &a)
      * after the barrier, which orders it after warps 1..'s acquire of the job) */
     bool w0 = false;
     if (t < 32) {
-      if (__shfl_sync (0xffffffffu, t == 0 ? c.ahead : 0u, 0)) {
+      if (__shfl_sync (0xffffffffu, t == 0 ? c.ahead[b ^ 1] : 0u, 0)) {
         p_first_round (a, r, ce, cts);
         w0 = true;
       }
@@ -1731,7 +1762,7 @@ p_control (const Params &p, const PArgs &a)
       p_setup (a, c, q, r, b ^ 1);
     __syncthreads ();
     if (t == 0)
-      c.ahead = 0;          /* read above; warp 1 sets it again in this job's last part */
+      c.ahead[b ^ 1] = 0;   /* read above; warp 1 sets it again for the job after the next */
     if (t < 32 && !w0)
       p_first_round (a, r, ce, cts);
     const uint32_t kind = c.job.kind;
@@ -1742,7 +1773,7 @@ p_control (const Params &p, const PArgs &a)
        * stops too (one per parse group, and there are no more move groups than those) */
       if (t < a.move_groups) {
         const uint32_t rs = (uint32_t) ((j - 1 + t) % a.R);
-        a.pub[rs] = PPub { 0, 0, 0, 0, 0, 1, 0 };
+        a.pub[rs] = PPub { 0, 0, 0, 0, 0, 1, 0, 0 };
         st_release64 (&a.published[rs], j + t);
       }
       return;
@@ -1770,7 +1801,11 @@ p_control (const Params &p, const PArgs &a)
         __syncthreads ();
       }
       bool tail = true;     /* the general tail: first timestamps loaded, pass 2 */
-      if (c.initialized && p_fast (p, a, c)) {
+      if (c.whole) {        /* nothing per packet (p_whole) */
+        if (t < 32)
+          hk = p_sum_fast (p, c);
+        tail = false;
+      } else if (c.initialized && p_fast (p, a, c)) {
         if (c.jsc->clash)
           p_pass1_fast (p, a, c, claims, ce, hk);
         else
@@ -1807,7 +1842,7 @@ p_control (const Params &p, const PArgs &a)
         q.finish (DQ_JOB_REORDER);
       }
       a.pub[r] = PPub { kind == DQ_JOB_REORDER ? c.job.n : 0, c.n_short, c.n_long, c.n_out,
-        c.n_rel, 0, c.job.data };
+        c.n_rel, 0, c.job.data, c.whole };
       atomicExch (&c.seq_done, 1u);
       /* warp 0 loads its next first round at the top: set here, so that the registers are free
        * above (the values stay live across the loop for warps 1..) */
@@ -1830,17 +1865,21 @@ DQ_UNROLL
 /* ---- move -------------------------------------------------------------------------------- */
 
 /* Job sources of the movers: packet k at its entry's offset from the job's data, of its entry's
- * length (the parse stage's), to the destination control gave it (0: none). */
+ * length (the parse stage's), to the destination control gave it (0: none), or, where the job
+ * has a frame (p_whole), to its slot there (the key's low bits; a short packet nowhere). */
 struct EntJobs {
   const uint4 *ent;
   const unsigned long long *dst;
   const uint8_t *data;
-  uint32_t pay_off;
+  uint64_t frame;
+  uint32_t pay_off, slot_mask, lout;
   __device__ Job operator() (uint32_t k) const
   {
     const uint4 e = __ldcg (&ent[k]);
     const uint8_t *pkt = data + e.z;
-    return Job { pkt + pay_off, pkt, pkt + e.w, (uint8_t *) __ldcg (&dst[k]) };
+    const uint64_t d = frame ? (e.w ? frame + (uint64_t) (e.x & slot_mask) * lout : 0)
+        : __ldcg (&dst[k]);
+    return Job { pkt + pay_off, pkt, pkt + e.w, (uint8_t *) d };
   }
 };
 
@@ -1884,7 +1923,8 @@ p_move (const Params &p, const PArgs &a, uint32_t m)
     if (pub.stop)
       return;
     move_payloads (p, EntJobs { a.ent + (size_t) r * a.maxp, a.dst + (size_t) r * a.maxp,
-        (const uint8_t *) pub.data, p.pay_off }, pub.n_items, first, stride);
+        (const uint8_t *) pub.data, pub.frame, p.pay_off, p.ppb - 1, p.lout }, pub.n_items,
+        first, stride);
     const ZeroRun *zr = a.zeros + (size_t) r * a.zcap;
     for (uint32_t k = first / 32; k < pub.n_short; k += stride / 32) {   /* a warp each */
       const ZeroRun z = zr[k];

@@ -145,8 +145,10 @@ dqt_stream_make (DqStream *st, const DqReorderConfig *cfg, const DqStreamSpec *s
       continue;
     }
     double jitter = sp->displace ? (double) dqt_below (&rng, 2 * sp->displace + 1) - sp->displace : 0;
-    ev[n++] = (Ev) { (double) i + jitter + 0.5 * (double) dqt_below (&rng, 1000) / 1000.0,
-      sp->first_batch + i / ppb, (uint32_t) (i % ppb), 0, 0 };
+    const double key = sp->whole
+        ? (double) (i / ppb * ppb) + (double) dqt_below (&rng, ppb * 1000) / 1000.0
+        : (double) i + jitter + 0.5 * (double) dqt_below (&rng, 1000) / 1000.0;
+    ev[n++] = (Ev) { key, sp->first_batch + i / ppb, (uint32_t) (i % ppb), 0, 0 };
   }
   qsort (ev, n, sizeof *ev, ev_cmp);
   /* duplicates after their original, shorts and garbage anywhere: rebuild with insertions */
@@ -250,7 +252,7 @@ dqt_stream_make (DqStream *st, const DqReorderConfig *cfg, const DqStreamSpec *s
   st->burst_len = malloc ((m + 1) * sizeof *st->burst_len);
   size_t i = 0, body = m - n_late;
   while (i < body) {
-    uint32_t b = 1 + dqt_below (&rng, sp->max_burst ? sp->max_burst : 1);
+    uint32_t b = sp->whole ? ppb : 1 + dqt_below (&rng, sp->max_burst ? sp->max_burst : 1);
     if (i + b > body)
       b = (uint32_t) (body - i);
     st->burst_len[st->n_bursts++] = b;

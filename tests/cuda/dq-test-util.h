@@ -79,6 +79,9 @@ typedef struct {
   int wild;                          /* also: random big jumps and garbage ids */
   uint32_t max_burst;
   uint32_t first_batch;              /* batch id of the first batch */
+  int whole;                         /* bursts of one whole batch each, its packets shuffled
+                                      * (loss, duplicates, shorts and late resends still apply;
+                                      * displace and max_burst do not) */
 } DqStreamSpec;
 
 typedef struct {

@@ -506,6 +506,30 @@ reorder_cases (void)
     c.seed = seed++;
     run_reorder_case (&c);
   }
+  /* bursts of one whole batch each, shuffled (a receive ring handing over one frame at a time):
+   * on persistent contexts the job with nothing to do per packet (p_whole), and its fallbacks
+   * where a batch finds no frame (k == 1) or a packet is lost, duplicated or short (k == 2) */
+  for (int k = 0; k < 3; k++) {
+    Case c;
+    memset (&c, 0, sizeof c);
+    snprintf (name, sizeof name, "whole-%d", k);
+    c.name = name;
+    c.cfg = cfg_make (k == 1 ? 128 : 64, 48, 64, DQ_ELEM_SAME, DQ_ELEM_SAME, DQ_BYTE_ORDER_HOST);
+    c.cfg.window = k == 1 ? 2 : 4;
+    DqStreamSpec sp = { quick ? 40 : 160, 0, 0, 0, 0, 0, 0, 0, 7 };
+    if (k == 2) {
+      sp.loss = 0.002;
+      sp.dup = 0.002;
+      sp.shorts = 0.002;
+    }
+    sp.whole = 1;
+    c.spec = sp;
+    c.n_frames = k == 1 ? c.cfg.window + 1 : c.cfg.window + 4;
+    c.hold = k == 1 ? 3 : 1;
+    c.pipeline = 4;
+    c.seed = 2000 + (uint64_t) k;      /* the other cases keep their seeds */
+    run_reorder_case (&c);
+  }
   /* clean streams whose bursts each start with the last packets of the burst before sent again:
    * duplicates of slots filled by the job before, in bursts that are otherwise in order */
   for (int k = 0; k < 2; k++) {
