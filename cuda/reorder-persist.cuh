@@ -1866,7 +1866,9 @@ DQ_UNROLL
 
 /* Job sources of the movers: packet k at its entry's offset from the job's data, of its entry's
  * length (the parse stage's), to the destination control gave it (0: none), or, where the job
- * has a frame (p_whole), to its slot there (the key's low bits; a short packet nowhere). */
+ * has a frame (p_whole), to its slot there (the key's low bits; a short packet nowhere). Plain
+ * loads: a packet's every 16-byte unit looks its job up, and after the block's acquire of the
+ * job (p_move) the entry comes from L2 once and then from this SM's L1. */
 struct EntJobs {
   const uint4 *ent;
   const unsigned long long *dst;
@@ -1875,10 +1877,9 @@ struct EntJobs {
   uint32_t pay_off, slot_mask, lout;
   __device__ Job operator() (uint32_t k) const
   {
-    const uint4 e = __ldcg (&ent[k]);
+    const uint4 e = ent[k];
     const uint8_t *pkt = data + e.z;
-    const uint64_t d = frame ? (e.w ? frame + (uint64_t) (e.x & slot_mask) * lout : 0)
-        : __ldcg (&dst[k]);
+    const uint64_t d = frame ? (e.w ? frame + (uint64_t) (e.x & slot_mask) * lout : 0) : dst[k];
     return Job { pkt + pay_off, pkt, pkt + e.w, (uint8_t *) d };
   }
 };
