@@ -1364,6 +1364,17 @@ DQ_UNROLL
   return true;
 }
 
+/* A parse group's batch placed in the window: kd, the place of its highest key (rep) as PRel
+ * gives it. False where the group's packets need not all unwrap into that key's batch: the key
+ * lies less than a batch above the unwrap's lower end. */
+__device__ __forceinline__ bool
+p_group_at (const Params &p, const PCtl &c, uint32_t rep, int64_t &kd)
+{
+  const int32_t d1 = dq_unwrap_d1 (rep, (uint32_t) c.H0, p.key_bits);
+  kd = c.H0 - (int64_t) ((uint64_t) c.B << p.ppb_shift) + d1 + 1;
+  return (int64_t) d1 >= (int64_t) p.ppb - ((int64_t) 1 << (p.key_bits - 1));
+}
+
 /* Whether pass 1 takes the job's accounting from the parse stage's sums (every thread alike,
  * after the job's top barrier): a window placed as p_pass1's relative one, sums not over, and
  * every batch of the job late or in the window (no packet for pass 2). The packets of a batch
@@ -1377,9 +1388,8 @@ p_fast (const Params &p, const PArgs &a, const PCtl &c)
   const uint32_t lane = threadIdx.x & 31;
   bool ok = true;
   if (lane < c.jsc->nb) {
-    const int32_t d1 = dq_unwrap_d1 (c.jsc->g[lane].rep, (uint32_t) c.H0, p.key_bits);
-    const int64_t kd = c.H0 - (int64_t) ((uint64_t) c.B << p.ppb_shift) + d1 + 1;
-    ok = (int64_t) d1 >= (int64_t) p.ppb - ((int64_t) 1 << (p.key_bits - 1)) &&
+    int64_t kd;
+    ok = p_group_at (p, c, c.jsc->g[lane].rep, kd) &&
         kd < (int64_t) ((uint64_t) p.W << p.ppb_shift);
   }
   return __ballot_sync (0xffffffffu, !ok) == 0;
@@ -1398,10 +1408,8 @@ p_whole (const Params &p, const PCtl &c)
   const PJs &js = *c.jsc;
   if (js.nb != 1 || js.clash || js.over || js.g[0].count != p.ppb)
     return 0;
-  const int32_t d1 = dq_unwrap_d1 (js.g[0].rep, (uint32_t) c.H0, p.key_bits);
-  const int64_t kd = c.H0 - (int64_t) ((uint64_t) c.B << p.ppb_shift) + d1 + 1;
-  if ((int64_t) d1 < (int64_t) p.ppb - ((int64_t) 1 << (p.key_bits - 1)) || kd < 0 ||
-      kd >= (int64_t) p.ppb)
+  int64_t kd;
+  if (!p_group_at (p, c, js.g[0].rep, kd) || kd < 0 || kd >= (int64_t) p.ppb)
     return 0;
   const PRec &R = c.rec[(uint32_t) c.B & (p.W - 1)];
   return R.filled == 0 ? R.frame : 0;
