@@ -502,8 +502,7 @@ finalize (const Params &p, Fin &f, bool early, uint64_t stamp)
     if (early) {
       /* the previous finalizer done with the state */
       if (t == 0)
-        while (ld_acquire64 (&p.sync->ready) + 1 < p.job_seq)
-          pause_ns (0);
+        wait_ready (p);
       __syncthreads ();
       if (t < state_words)
         w = ld_cg64 (st_src + t);

@@ -405,6 +405,13 @@ __device__ __forceinline__ void pause_ns (unsigned ns)
 #endif
 }
 
+/* One thread: until the previous submission's finalizer has handed the state over (Sync.ready) */
+__device__ __forceinline__ void wait_ready (const Params &p)
+{
+  while (ld_acquire64 (&p.sync->ready) + 1 < p.job_seq)
+    pause_ns (0);
+}
+
 __device__ __forceinline__ uint32_t desc_u32 (const uint8_t *desc, uint32_t i, uint32_t field)
 {
   return __ldcg ((const unsigned int *) (desc + (size_t) i * sizeof (DqReorderPacket) + field));
@@ -683,8 +690,7 @@ early_window (const Params &p, Blk &b)
     b.head = head_after (b.head, wanted, p.prev_free_tail);
     if (b.bad) {           /* wait for the previous finalizer after all */
       b.early = 0;
-      while (ld_acquire64 (&p.sync->ready) + 1 < p.job_seq)
-        pause_ns (0);
+      wait_ready (p);
     }
   }
   __syncthreads ();
@@ -750,8 +756,7 @@ reorder_main (const __grid_constant__ Params p)
     if (look) {
       early_loads (p, b);
       if (t == 0 && !b.early)
-        while (ld_acquire64 (&p.sync->ready) + 1 < p.job_seq)
-          pause_ns (0);
+        wait_ready (p);
     }
   }
   __syncthreads ();
