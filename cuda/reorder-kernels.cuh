@@ -27,8 +27,11 @@
  *                     Data, all threads of the block: the first claimers' payloads as one flat range
  *                     of 16-byte units (copy, or conversion groups) with several loads in flight per
  *                     thread, 16-byte loads where aligned (else two aligned loads and a funnel
- *                     shift, when both lie inside the packet; else bytes), 16-byte stores. The
- *                     finalizer moves its own block's payloads after finalizing.
+ *                     shift, when both lie inside the packet; else bytes), 16-byte stores; on
+ *                     sm_90 on, plain copies of payloads from 2 KiB whose addresses are all
+ *                     16-byte aligned go through the SM's copy engine instead (move_bulk: slots
+ *                     in the launch's dynamic shared memory). The finalizer moves its own block's
+ *                     payloads after finalizing.
  *                     Finalizer: the last block to take a ticket settles fixups, runs the
  *                     deferred packets in arrival order in epochs (a block-wide prefix max gives the
  *                     window after each packet; packets between two moves of the window are claimed
@@ -262,6 +265,9 @@ struct Params {
   Scratch *sc_prev;
   uint32_t prev_grid, prev_n, early;
   uint64_t prev_free_tail;
+  /* bulk copies (move_bulk): slots of bulk_piece bytes in the launch's dynamic shared memory;
+   * 0: the registers' path */
+  uint32_t bulk_slots, bulk_piece;
 };
 
 struct PacketizeParams {
@@ -917,9 +923,17 @@ reorder_main (const __grid_constant__ Params p)
     __syncthreads ();              /* the finalizer's shared memory overlays b */
     work = finalize (p, sm.fin, early, stamp);
   }
-  const uint32_t nj = p.n - blockIdx.x * p.per_block < p.per_block
+  const uint32_t nj = !p.n ? 0 : p.n - blockIdx.x * p.per_block < p.per_block
       ? p.n - blockIdx.x * p.per_block : p.per_block;
-  move_payloads (p, SharedJobs { jobs }, p.n ? nj : 0, t, kThreads);
+#if DQ_HAVE_BULK
+  /* large payloads through the SM's copy engine (the launch gave the slots) */
+  extern __shared__ __align__ (128) uint8_t stage[];
+  if (p.bulk_slots && !__syncthreads_or (t < nj && jobs[t].dst
+      && (((uintptr_t) jobs[t].src | (uintptr_t) jobs[t].dst) & 15)))
+    move_bulk (jobs, nj, p.lin, stage, p.bulk_slots, p.bulk_piece);
+  else
+#endif
+    move_payloads (p, SharedJobs { jobs }, nj, t, kThreads);
   __syncthreads ();
   if (t == 0) {
     __threadfence ();

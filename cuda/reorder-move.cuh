@@ -417,3 +417,109 @@ struct ItemJobs {
     return Job { pkt + pay_off, pkt, pkt + items[k].len, (uint8_t *) items[k].dst };
   }
 };
+
+/* ---- bulk copies through shared memory (sm_90 on) ------------------------------------------ *
+ * K1's block copies large payloads with its SM's copy engine (TMA) instead of its registers:
+ * payloads go in pieces into slots of shared memory (cp.async.bulk, completion counted in bytes
+ * on one mbarrier per slot), and from each slot to the frame as soon as the piece has landed
+ * (a bulk store). Lanes 0 and 1 of every warp issue, each over its own slots and its own share
+ * of the pieces (piece c to issuer c mod issuers), so that no issuer's wait for a piece or for
+ * its slot to be read holds up the others. H200, side by side with the registers' path
+ * (docs/benchmarks.md): 2-8 KiB payloads 5-10 % faster; 1 KiB payloads slower, so the host
+ * takes this path from 2 KiB. Bulk copies take 16-byte aligned addresses and sizes only; a block with
+ * any other job takes the registers' path. */
+#if !defined (DQ_CUDA_EMU) && defined (__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define DQ_HAVE_BULK 1
+#else
+#define DQ_HAVE_BULK 0
+#endif
+
+constexpr uint32_t kBulkSlots = 32;         /* at most this many slots */
+constexpr uint32_t kBulkPiece = 2048;       /* bytes a slot holds */
+constexpr uint32_t kBulkMin = 2048;         /* payloads from this size take the path */
+
+#if DQ_HAVE_BULK
+__device__ __forceinline__ uint32_t smem_addr (const void *p)
+{
+  return (uint32_t) __cvta_generic_to_shared (p);
+}
+
+/* The block's jobs' payloads (L bytes each, L % 16 == 0, every source and destination 16-byte
+ * aligned; jobs without a destination skipped) through `stage`: nslots slots of `piece` bytes.
+ * Every thread of the block calls it (a barrier inside); the issuers return once their stores
+ * are complete and ordered before their later accesses (the caller's barrier then orders them
+ * before the block's). */
+__device__ void
+move_bulk (const Job *jobs, uint32_t njobs, uint32_t L, uint8_t *stage, uint32_t nslots,
+    uint32_t piece)
+{
+  /* one barrier per slot, 16 bytes apart (a barrier alone in its 16 bytes) */
+  __shared__ __align__ (16) unsigned long long bars[2 * kBulkSlots];
+  auto bar = [&] (uint32_t s) { return smem_addr (&bars[2 * s]); };
+  constexpr uint32_t kPerWarp = 2;
+  const uint32_t t = threadIdx.x;
+  uint32_t issuers = kPerWarp * (blockDim.x / 32);
+  if (issuers > nslots)
+    issuers = nslots;
+  const uint32_t k = nslots / issuers;           /* an issuer's slots: me * k .. */
+  if (t == 0) {
+    for (uint32_t s = 0; s < issuers * k; s++)
+      asm volatile ("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r" (bar (s)) : "memory");
+    /* the initialized barriers visible to the copy engine's completions */
+    asm volatile ("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile ("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+  __syncthreads ();
+  const uint32_t me = (t >> 5) * kPerWarp + (t & 31);
+  if ((t & 31) >= kPerWarp || me >= issuers)
+    return;
+  const uint32_t per_job = (L + piece - 1) / piece;
+  const uint32_t total = njobs * per_job;
+  auto skip = [&] (uint32_t &c) {
+    while (c < total && !jobs[c / per_job].dst)
+      c += issuers;
+  };
+  uint32_t lc = me, sc = me;                    /* the next piece to load, to store */
+  skip (lc);
+  skip (sc);
+  uint32_t loaded = 0;
+  auto load = [&] () {
+    const uint32_t s = me * k + loaded % k;
+    const uint32_t o = (lc % per_job) * piece, n = L - o < piece ? L - o : piece;
+    const uint32_t ba = bar (s);
+    asm volatile ("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+        :: "r" (ba), "r" (n) : "memory");
+    asm volatile ("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+        " [%0], [%1], %2, [%3];"
+        :: "r" (smem_addr (stage + (size_t) s * piece)), "l" (jobs[lc / per_job].src + o),
+        "r" (n), "r" (ba) : "memory");
+    lc += issuers;
+    skip (lc);
+    loaded++;
+  };
+  while (loaded < k && lc < total)
+    load ();
+  for (uint32_t done = 0; done < loaded; done++) {
+    const uint32_t s = me * k + done % k, parity = (done / k) & 1;
+    uint32_t ok = 0;
+    while (!ok)
+      asm volatile ("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;"
+          " selp.u32 %0, 1, 0, p; }" : "=r" (ok) : "r" (bar (s)), "r" (parity)
+          : "memory");
+    const uint32_t o = (sc % per_job) * piece, n = L - o < piece ? L - o : piece;
+    asm volatile ("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
+        :: "l" (jobs[sc / per_job].dst + o), "r" (smem_addr (stage + (size_t) s * piece)),
+        "r" (n) : "memory");
+    asm volatile ("cp.async.bulk.commit_group;" ::: "memory");
+    sc += issuers;
+    skip (sc);
+    if (lc < total) {
+      /* the slot is free again once that store has read it */
+      asm volatile ("cp.async.bulk.wait_group.read 0;" ::: "memory");
+      load ();
+    }
+  }
+  asm volatile ("cp.async.bulk.wait_group 0;" ::: "memory");
+  asm volatile ("fence.proxy.async.global;" ::: "memory");
+}
+#endif

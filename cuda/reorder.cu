@@ -95,6 +95,7 @@ struct _DqReorderGpu {
   int own_stream;
   int sms;
   uint32_t resident;            /* blocks of reorder_main the GPU runs at once */
+  uint32_t stage;               /* K1's dynamic shared memory: its bulk copies' slots (bytes) */
   DevState *st;                 /* 2, by job_seq % 2 (Mail) */
   Mail *mail;                   /* one per word of the state */
   Scratch *sc;                  /* 3 for K1 (by job_seq % 3), then gather's */
@@ -124,6 +125,45 @@ struct _DqReorderGpu {
   char err[256];
 };
 
+/* K1's bulk copies (sm_90 on, reorder-move.cuh): the shared memory each of the blocks an SM
+ * holds (registers bound them) can have beside K1's own, up to 48 KiB, as a ring of slots;
+ * none where that would hold fewer blocks per SM, or is under 16 KiB. DQ_REORDER_NO_BULK=1
+ * turns them off (for side-by-side benchmarks). */
+static cudaError_t
+k1_stage (DqReorderGpu *ctx, const cudaDeviceProp &pr, int per_sm)
+{
+  ctx->stage = 0;
+#ifdef DQ_CUDA_EMU
+  (void) pr;
+  (void) per_sm;
+  return cudaSuccess;      /* the emulator has no bulk copies: the registers' path */
+#else
+  if (getenv ("DQ_REORDER_NO_BULK"))
+    return cudaSuccess;
+  cudaFuncAttributes fa;
+  cudaError_t e = cudaFuncGetAttributes (&fa, reorder_main);
+  if (e != cudaSuccess)
+    return e;
+  const size_t room = pr.sharedMemPerMultiprocessor / (size_t) per_sm;
+  const size_t own = fa.sharedSizeBytes + pr.reservedSharedMemPerBlock;
+  size_t stage = room > own ? (room - own) & ~(size_t) 4095 : 0;
+  if (stage > (48u << 10))
+    stage = 48u << 10;
+  if (stage < (16u << 10))
+    return cudaSuccess;
+  e = cudaFuncSetAttribute (reorder_main, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) stage);
+  if (e != cudaSuccess)
+    return e;
+  int n = 0;
+  e = cudaOccupancyMaxActiveBlocksPerMultiprocessor (&n, reorder_main, kThreads, stage);
+  if (e != cudaSuccess)
+    return e;
+  if (n >= per_sm)
+    ctx->stage = (uint32_t) stage;
+  return cudaSuccess;
+#endif
+}
+
 /* Launches K1: overlapping the previous K1 where that is the stream's last launch (see
  * reorder-kernels.cuh), a plain launch otherwise. */
 static cudaError_t
@@ -142,6 +182,7 @@ launch_k1 (DqReorderGpu *ctx, uint32_t grid, const Params &p)
   lc.gridDim = dim3 (grid);
   lc.blockDim = dim3 (kThreads);
   lc.stream = ctx->stream;
+  lc.dynamicSmemBytes = p.bulk_slots ? ctx->stage : 0;
   if (overlap) {
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[0].val.programmaticStreamSerializationAllowed = 1;
@@ -731,7 +772,10 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
     int per_sm = 0;
     CK (cudaOccupancyMaxActiveBlocksPerMultiprocessor (&per_sm, reorder_main, kThreads, 0),
         "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-    ctx->resident = (uint32_t) (per_sm > 0 ? per_sm : 1) * (uint32_t) ctx->sms;
+    per_sm = per_sm > 0 ? per_sm : 1;
+    ctx->resident = (uint32_t) per_sm * (uint32_t) ctx->sms;
+    if (pr.major >= 9)
+      CK (k1_stage (ctx, pr, per_sm), "K1's shared memory");
   }
   if (o.stream) {
     ctx->stream = (cudaStream_t) o.stream;
@@ -838,6 +882,12 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
 #else
     p.helpers = (uint32_t) ctx->sms;
 #endif
+    /* bulk copies (reorder-move.cuh) for plain copies of large payloads in whole 16-byte
+     * units */
+    if (ctx->stage && !p.converts && p.lin == p.lout && p.lin % 16 == 0 && p.lin >= kBulkMin) {
+      p.bulk_piece = kBulkPiece;
+      p.bulk_slots = ctx->stage / kBulkPiece < kBulkSlots ? ctx->stage / kBulkPiece : kBulkSlots;
+    }
   }
   if (o.persistent && persist_start (ctx, dev) != 0)
     goto fail;

@@ -23,7 +23,9 @@
  * it gives ever-increasing batch ids.
  * Lines starting "bench " are machine-readable (key=value); the last line is the summary.
  * Environment: DQ_BENCH_QUICK=1 for a short run; DQ_BENCH_FOCUS=1 for the one-batch cases the
- * targets read only (no CPU part, no bursts, no conversions), to run two builds alternately. */
+ * targets read only (no CPU part, no bursts, no conversions), to run two builds alternately;
+ * with it, DQ_BENCH_CASES=PAYLOADxPACKETS,... (e.g. 2048x16384,8192x65536) for other one-batch
+ * cases instead. */
 #include <stdarg.h>
 #include <time.h>
 
@@ -757,8 +759,22 @@ main (void)
   if (focus) {
     static const uint32_t cases[7][2] = { { 64, 1024 }, { 64, 16384 }, { 256, 16384 },
       { 1024, 4096 }, { 1024, 16384 }, { 1024, 65536 }, { 8192, 16384 } };
-    for (int i = 0; i < 7; i++)
-      bench_gpu_reorder (cases[i][0], cases[i][1], 64, stream);
+    /* DQ_BENCH_CASES=PAYLOADxPACKETS,...: other one-batch cases instead */
+    const char *list = getenv ("DQ_BENCH_CASES");
+    if (list) {
+      unsigned pl, pp;
+      int used;
+      while (sscanf (list, "%ux%u%n", &pl, &pp, &used) == 2 && pl && pp && pp <= (1u << 20)) {
+        bench_gpu_reorder (pl, pp, 64, stream);
+        list += used;
+        if (*list != ',')
+          break;
+        list++;
+      }
+    } else {
+      for (int i = 0; i < 7; i++)
+        bench_gpu_reorder (cases[i][0], cases[i][1], 64, stream);
+    }
     printf ("bench-reorder focus: batches of 16384 packets: 64B %.2fx one-block-per-packet, "
         "256B %.1f%% of copy, >=1KB %.1f%% of copy; 1024-packet batch %.2f us; persistent: 64B "
         "%.2fx, 256B %.1f%%, >=1KB %.1f%%, 1024-packet batch %.2f us\n", r64_vs_ref[1],
