@@ -67,6 +67,7 @@ struct Slot {
   std::vector<unsigned> runnable, yielded;
   std::vector<char> shared;     /* its shared memory while another block runs */
   std::vector<char> dyn;        /* its dynamic shared memory (never moves while it runs) */
+  int any;                      /* __syncthreads_or's result */
 };
 
 ucontext_t g_sched;
@@ -419,14 +420,15 @@ enqueue (dim3 grid, dim3 block, const std::function<void ()> &body, bool overlap
 /* a plain launch runs with whatever is in flight to its end; an overlapped one until the launch
  * before it is complete */
 void
-launch (dim3 grid, dim3 block, const std::function<void ()> &body, bool overlap)
+launch (dim3 grid, dim3 block, const std::function<void ()> &body, bool overlap,
+    size_t dyn_shared)
 {
   if (g_running) {
     fprintf (stderr, "cuda-emu: a kernel launched from a kernel\n");
     abort ();
   }
   std::lock_guard<std::mutex> lock (g_mu);
-  enqueue (grid, block, body, overlap);
+  enqueue (grid, block, body, overlap, false, dyn_shared);
   run_until (overlap ? 1 : 0);
 }
 
@@ -522,15 +524,111 @@ dq_emu_grid_dependency_sync ()
 }
 
 void
-dq_emu_launch (dim3 grid, dim3 block, const std::function<void ()> &body)
+dq_emu_launch (dim3 grid, dim3 block, const std::function<void ()> &body, size_t dyn_shared)
 {
-  launch (grid, block, body, false);
+  launch (grid, block, body, false, dyn_shared);
 }
 
 void
-dq_emu_launch_overlapped (dim3 grid, dim3 block, const std::function<void ()> &body)
+dq_emu_launch_overlapped (dim3 grid, dim3 block, const std::function<void ()> &body,
+    size_t dyn_shared)
 {
-  launch (grid, block, body, true);
+  launch (grid, block, body, true, dyn_shared);
+}
+
+int
+dq_emu_syncthreads_or (int v)
+{
+  Slot &S = g_slots[g_cur->slot];
+  dq_emu_syncthreads ();          /* every thread done reading the last result */
+  if (threadIdx.x == 0)
+    S.any = 0;
+  dq_emu_syncthreads ();
+  if (v)
+    S.any = 1;
+  dq_emu_syncthreads ();
+  return S.any;
+}
+
+/* ---- transaction barriers and bulk copies ----------------------------------------------- */
+
+namespace {
+
+struct BulkOp {
+  const DqEmuThread *by;        /* the issuing thread (its fiber, while its block runs) */
+  void *dst;
+  const void *src;
+  unsigned bytes;
+  uint64_t *bar;                /* loads: the barrier they count on */
+  unsigned tests;               /* loads: tests of their barrier seen */
+};
+std::vector<BulkOp> g_loads, g_stores;
+
+void
+bar_complete (uint64_t *bar, unsigned bytes)
+{
+  uint64_t w = *bar;
+  const uint32_t tx = (uint32_t) w - bytes;
+  w = (w & ~0xffffffffull) | tx;
+  if (tx == 0 && ((w >> 32) & 0xffff) == 0)      /* the phase completes: parity flips */
+    w = ((w & (1ull << 63)) ^ (1ull << 63)) | (w & (0x7fffull << 48)) | (((w >> 48) & 0x7fff) << 32);
+  *bar = w;
+}
+
+}  /* namespace */
+
+void
+dq_emu_bar_init (uint64_t *bar, unsigned count)
+{
+  *bar = ((uint64_t) count << 48) | ((uint64_t) count << 32);
+}
+
+void
+dq_emu_bulk_load (void *dst, const void *src, unsigned bytes, uint64_t *bar)
+{
+  /* the arrival with its expected bytes: pending bytes up, pending arrivals down */
+  uint64_t w = *bar;
+  const uint32_t tx = (uint32_t) w + bytes;
+  const uint64_t arrivals = ((w >> 32) & 0xffff) - 1;
+  *bar = (w & ~0xffffffffffffull) | (arrivals << 32) | tx;
+  g_loads.push_back (BulkOp { dq_emu_cur, dst, src, bytes, bar, 0 });
+}
+
+bool
+dq_emu_bar_test (uint64_t *bar, unsigned parity)
+{
+  for (size_t i = 0; i < g_loads.size (); i++) {
+    BulkOp &op = g_loads[i];
+    if (op.by != dq_emu_cur || op.bar != bar || ++op.tests < 2)
+      continue;
+    memcpy (op.dst, op.src, op.bytes);
+    bar_complete (bar, op.bytes);
+    g_loads.erase (g_loads.begin () + (long) i);
+    i--;
+  }
+  return (unsigned) (*bar >> 63) != (parity & 1);
+}
+
+void
+dq_emu_bulk_store (void *dst, const void *src, unsigned bytes)
+{
+  g_stores.push_back (BulkOp { dq_emu_cur, dst, src, bytes, NULL, 0 });
+}
+
+void
+dq_emu_bulk_wait (unsigned keep)
+{
+  unsigned mine = 0;
+  for (const BulkOp &op : g_stores)
+    mine += op.by == dq_emu_cur;
+  for (size_t i = 0; i < g_stores.size () && mine > keep; i++) {
+    if (g_stores[i].by != dq_emu_cur)
+      continue;
+    memcpy (g_stores[i].dst, g_stores[i].src, g_stores[i].bytes);
+    g_stores.erase (g_stores.begin () + (long) i);
+    i--;
+    mine--;
+  }
 }
 
 void

@@ -44,6 +44,7 @@
 #define __restrict__ __restrict
 #define __shared__ static __attribute__ ((section ("dq_emu_shared")))
 #define __grid_constant__
+#define __align__(n) __attribute__ ((aligned (n)))
 #define __launch_bounds__(...)
 
 struct dim3 {
@@ -66,11 +67,13 @@ struct DqEmuThread {
 };
 extern DqEmuThread *dq_emu_cur;
 /* a launch; it runs, with any launch still in flight, before this returns */
-void dq_emu_launch (dim3 grid, dim3 block, const std::function<void ()> &body);
+void dq_emu_launch (dim3 grid, dim3 block, const std::function<void ()> &body,
+    size_t dyn_shared = 0);
 /* a launch with programmatic stream serialization: its blocks may start once every block of the
  * launch before it has started; this returns once that one is complete, this one's blocks
  * having run part of the way (the rest runs at the next launch or synchronizing call) */
-void dq_emu_launch_overlapped (dim3 grid, dim3 block, const std::function<void ()> &body);
+void dq_emu_launch_overlapped (dim3 grid, dim3 block, const std::function<void ()> &body,
+    size_t dyn_shared = 0);
 /* a persistent kernel: on a stream of its own (it orders no other launch, none orders it), every
  * block resident at once beside dq_emu_resident () places for the others, each with dyn_shared
  * bytes of dynamic shared memory; it runs whenever the host calls in (this call, a launch, a
@@ -99,12 +102,32 @@ unsigned dq_emu_resident ();
 /* warp exchange: every living lane of the calling warp deposits v; returns the lanes' values */
 const uint64_t *dq_emu_warp_exchange (uint64_t v);
 
+/* __syncthreads_or: every living thread of the block gives v; all get whether any was nonzero */
+int dq_emu_syncthreads_or (int v);
+
+/* sm_90's transaction barriers and bulk copies, as move_bulk (reorder-move.cuh) uses them, late
+ * on purpose: a bulk load is done (and its bytes counted on its barrier) only when the issuing
+ * thread next tests that barrier, and only at the second test; a bulk store reads its shared
+ * memory only when the issuing thread waits for it (dq_emu_bulk_wait: all but the newest `keep`
+ * of its stores). So a piece read before its barrier says so, or a slot loaded again before its
+ * store has read it, gives wrong bytes in CI. The barrier word: pending bytes (bits 0-31), pending
+ * arrivals (32-47), arrivals a phase (48-62), phase parity (63). */
+void dq_emu_bar_init (uint64_t *bar, unsigned count);
+/* one arrival that also expects `bytes` more (mbarrier.arrive.expect_tx), then the bulk load */
+void dq_emu_bulk_load (void *dst, const void *src, unsigned bytes, uint64_t *bar);
+/* whether the phase of this parity is complete (mbarrier.try_wait.parity) */
+bool dq_emu_bar_test (uint64_t *bar, unsigned parity);
+void dq_emu_bulk_store (void *dst, const void *src, unsigned bytes);
+/* the calling thread's stores done reading but the newest `keep` */
+void dq_emu_bulk_wait (unsigned keep);
+
 #define threadIdx (dq_emu_cur->tid)
 #define blockIdx (dq_emu_cur->bid)
 #define blockDim (dq_emu_cur->bdim)
 #define gridDim (dq_emu_cur->grid)
 #define __syncthreads() dq_emu_syncthreads ()
 #define __syncwarp(...) dq_emu_syncwarp ()
+#define __syncthreads_or(v) dq_emu_syncthreads_or ((v) ? 1 : 0)
 #define __threadfence() do { } while (0)
 #define __threadfence_system() do { } while (0)
 

@@ -466,6 +466,18 @@ ring_entry (const Params &p, uint64_t h)
 
 #include "reorder-move.cuh"     /* payload movers (included only here) */
 
+/* the launch's dynamic shared memory */
+__device__ __forceinline__ uint8_t *
+dyn_shared ()
+{
+#ifdef DQ_CUDA_EMU
+  return (uint8_t *) dq_emu_dynamic_shared ();
+#else
+  extern __shared__ __align__ (16) uint8_t dq_dyn[];
+  return dq_dyn;
+#endif
+}
+
 /* ---- block primitives -------------------------------------------------------------------- */
 
 __device__ __forceinline__ int64_t
@@ -927,10 +939,9 @@ reorder_main (const __grid_constant__ Params p)
       ? p.n - blockIdx.x * p.per_block : p.per_block;
 #if DQ_HAVE_BULK
   /* large payloads through the SM's copy engine (the launch gave the slots) */
-  extern __shared__ __align__ (128) uint8_t stage[];
   if (p.bulk_slots && !__syncthreads_or (t < nj && jobs[t].dst
       && (((uintptr_t) jobs[t].src | (uintptr_t) jobs[t].dst) & 15)))
-    move_bulk (jobs, nj, p.lin, stage, p.bulk_slots, p.bulk_piece);
+    move_bulk (jobs, nj, p.lin, dyn_shared (), p.bulk_slots, p.bulk_piece);
   else
 #endif
     move_payloads (p, SharedJobs { jobs }, nj, t, kThreads);

@@ -428,7 +428,7 @@ struct ItemJobs {
  * (docs/benchmarks.md): 2-8 KiB payloads 5-10 % faster; 1 KiB payloads slower, so the host
  * takes this path from 2 KiB. Bulk copies take 16-byte aligned addresses and sizes only; a block with
  * any other job takes the registers' path. */
-#if !defined (DQ_CUDA_EMU) && defined (__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined (DQ_CUDA_EMU) || (defined (__CUDA_ARCH__) && __CUDA_ARCH__ >= 900)
 #define DQ_HAVE_BULK 1
 #else
 #define DQ_HAVE_BULK 0
@@ -439,10 +439,84 @@ constexpr uint32_t kBulkPiece = 2048;       /* bytes a slot holds */
 constexpr uint32_t kBulkMin = 2048;         /* payloads from this size take the path */
 
 #if DQ_HAVE_BULK
+/* The transaction barriers (one arrival a phase) and bulk copies move_bulk uses; the emulator's
+ * do the same, late on purpose (cuda-emu.h). */
+#ifdef DQ_CUDA_EMU
+__device__ __forceinline__ void bar_init (uint64_t *b) { dq_emu_bar_init (b, 1); }
+__device__ __forceinline__ void bar_init_done () {}
+__device__ __forceinline__ void
+bulk_load (void *dst, const void *src, uint32_t n, uint64_t *b)
+{
+  dq_emu_bulk_load (dst, src, n, b);
+}
+__device__ __forceinline__ void
+bar_wait (uint64_t *b, uint32_t parity)
+{
+  while (!dq_emu_bar_test (b, parity)) {
+  }
+}
+__device__ __forceinline__ void bulk_store (void *dst, const void *src, uint32_t n)
+{
+  dq_emu_bulk_store (dst, src, n);
+}
+__device__ __forceinline__ void bulk_wait_read () { dq_emu_bulk_wait (0); }
+__device__ __forceinline__ void bulk_wait_all () { dq_emu_bulk_wait (0); }
+#else
 __device__ __forceinline__ uint32_t smem_addr (const void *p)
 {
   return (uint32_t) __cvta_generic_to_shared (p);
 }
+__device__ __forceinline__ void bar_init (uint64_t *b)
+{
+  asm volatile ("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r" (smem_addr (b)) : "memory");
+}
+/* the initialized barriers visible to the copy engine's completions */
+__device__ __forceinline__ void bar_init_done ()
+{
+  asm volatile ("fence.mbarrier_init.release.cluster;" ::: "memory");
+  asm volatile ("fence.proxy.async.shared::cta;" ::: "memory");
+}
+/* n bytes global -> shared, counted on b (with this thread's arrival, expecting them) */
+__device__ __forceinline__ void
+bulk_load (void *dst, const void *src, uint32_t n, uint64_t *b)
+{
+  const uint32_t ba = smem_addr (b);
+  asm volatile ("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+      :: "r" (ba), "r" (n) : "memory");
+  asm volatile ("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1], %2, [%3];"
+      :: "r" (smem_addr (dst)), "l" (src), "r" (n), "r" (ba) : "memory");
+}
+/* until the phase of this parity is complete */
+__device__ __forceinline__ void
+bar_wait (uint64_t *b, uint32_t parity)
+{
+  uint32_t ok = 0;
+  while (!ok)
+    asm volatile ("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;"
+        " selp.u32 %0, 1, 0, p; }" : "=r" (ok) : "r" (smem_addr (b)), "r" (parity)
+        : "memory");
+}
+/* n bytes shared -> global, as a group of its own */
+__device__ __forceinline__ void
+bulk_store (void *dst, const void *src, uint32_t n)
+{
+  asm volatile ("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
+      :: "l" (dst), "r" (smem_addr (src)), "r" (n) : "memory");
+  asm volatile ("cp.async.bulk.commit_group;" ::: "memory");
+}
+/* this thread's stores done reading shared memory */
+__device__ __forceinline__ void bulk_wait_read ()
+{
+  asm volatile ("cp.async.bulk.wait_group.read 0;" ::: "memory");
+}
+/* this thread's stores complete, and ordered before its later accesses */
+__device__ __forceinline__ void bulk_wait_all ()
+{
+  asm volatile ("cp.async.bulk.wait_group 0;" ::: "memory");
+  asm volatile ("fence.proxy.async.global;" ::: "memory");
+}
+#endif
 
 /* The block's jobs' payloads (L bytes each, L % 16 == 0, every source and destination 16-byte
  * aligned; jobs without a destination skipped) through `stage`: nslots slots of `piece` bytes.
@@ -454,8 +528,7 @@ move_bulk (const Job *jobs, uint32_t njobs, uint32_t L, uint8_t *stage, uint32_t
     uint32_t piece)
 {
   /* one barrier per slot, 16 bytes apart (a barrier alone in its 16 bytes) */
-  __shared__ __align__ (16) unsigned long long bars[2 * kBulkSlots];
-  auto bar = [&] (uint32_t s) { return smem_addr (&bars[2 * s]); };
+  __shared__ __align__ (16) uint64_t bars[2 * kBulkSlots];
   constexpr uint32_t kPerWarp = 2;
   const uint32_t t = threadIdx.x;
   uint32_t issuers = kPerWarp * (blockDim.x / 32);
@@ -464,10 +537,8 @@ move_bulk (const Job *jobs, uint32_t njobs, uint32_t L, uint8_t *stage, uint32_t
   const uint32_t k = nslots / issuers;           /* an issuer's slots: me * k .. */
   if (t == 0) {
     for (uint32_t s = 0; s < issuers * k; s++)
-      asm volatile ("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r" (bar (s)) : "memory");
-    /* the initialized barriers visible to the copy engine's completions */
-    asm volatile ("fence.mbarrier_init.release.cluster;" ::: "memory");
-    asm volatile ("fence.proxy.async.shared::cta;" ::: "memory");
+      bar_init (&bars[2 * s]);
+    bar_init_done ();
   }
   __syncthreads ();
   const uint32_t me = (t >> 5) * kPerWarp + (t & 31);
@@ -486,13 +557,7 @@ move_bulk (const Job *jobs, uint32_t njobs, uint32_t L, uint8_t *stage, uint32_t
   auto load = [&] () {
     const uint32_t s = me * k + loaded % k;
     const uint32_t o = (lc % per_job) * piece, n = L - o < piece ? L - o : piece;
-    const uint32_t ba = bar (s);
-    asm volatile ("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
-        :: "r" (ba), "r" (n) : "memory");
-    asm volatile ("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
-        " [%0], [%1], %2, [%3];"
-        :: "r" (smem_addr (stage + (size_t) s * piece)), "l" (jobs[lc / per_job].src + o),
-        "r" (n), "r" (ba) : "memory");
+    bulk_load (stage + (size_t) s * piece, jobs[lc / per_job].src + o, n, &bars[2 * s]);
     lc += issuers;
     skip (lc);
     loaded++;
@@ -500,26 +565,18 @@ move_bulk (const Job *jobs, uint32_t njobs, uint32_t L, uint8_t *stage, uint32_t
   while (loaded < k && lc < total)
     load ();
   for (uint32_t done = 0; done < loaded; done++) {
-    const uint32_t s = me * k + done % k, parity = (done / k) & 1;
-    uint32_t ok = 0;
-    while (!ok)
-      asm volatile ("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;"
-          " selp.u32 %0, 1, 0, p; }" : "=r" (ok) : "r" (bar (s)), "r" (parity)
-          : "memory");
+    const uint32_t s = me * k + done % k;
+    bar_wait (&bars[2 * s], (done / k) & 1);
     const uint32_t o = (sc % per_job) * piece, n = L - o < piece ? L - o : piece;
-    asm volatile ("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
-        :: "l" (jobs[sc / per_job].dst + o), "r" (smem_addr (stage + (size_t) s * piece)),
-        "r" (n) : "memory");
-    asm volatile ("cp.async.bulk.commit_group;" ::: "memory");
+    bulk_store (jobs[sc / per_job].dst + o, stage + (size_t) s * piece, n);
     sc += issuers;
     skip (sc);
     if (lc < total) {
       /* the slot is free again once that store has read it */
-      asm volatile ("cp.async.bulk.wait_group.read 0;" ::: "memory");
+      bulk_wait_read ();
       load ();
     }
   }
-  asm volatile ("cp.async.bulk.wait_group 0;" ::: "memory");
-  asm volatile ("fence.proxy.async.global;" ::: "memory");
+  bulk_wait_all ();
 }
 #endif

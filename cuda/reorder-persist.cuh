@@ -241,17 +241,6 @@ last_block_of (unsigned long long *count, const PSlot &s, uint32_t blocks)
   return old + 1 == (s.round + 1) * blocks;
 }
 
-__device__ __forceinline__ uint8_t *
-dyn_shared ()
-{
-#ifdef DQ_CUDA_EMU
-  return (uint8_t *) dq_emu_dynamic_shared ();
-#else
-  extern __shared__ __align__ (16) uint8_t dq_dyn[];
-  return dq_dyn;
-#endif
-}
-
 /* Exclusive prefix sum over the block (kPThreads); *total: the sum. */
 __device__ uint32_t
 p_excl_sum (uint32_t v, uint32_t *tmp, uint32_t *total)

@@ -134,9 +134,11 @@ k1_stage (DqReorderGpu *ctx, const cudaDeviceProp &pr, int per_sm)
 {
   ctx->stage = 0;
 #ifdef DQ_CUDA_EMU
+  /* as on an H200 (the emulator's bulk copies: cuda-emu.h) */
   (void) pr;
   (void) per_sm;
-  return cudaSuccess;      /* the emulator has no bulk copies: the registers' path */
+  ctx->stage = 48u << 10;
+  return cudaSuccess;
 #else
   if (getenv ("DQ_REORDER_NO_BULK"))
     return cudaSuccess;
@@ -171,10 +173,11 @@ launch_k1 (DqReorderGpu *ctx, uint32_t grid, const Params &p)
 {
   const bool overlap = ctx->pdl && ctx->chain;
 #ifdef DQ_CUDA_EMU
+  const size_t dyn = p.bulk_slots ? ctx->stage : 0;
   if (overlap)
-    dq_emu_launch_overlapped (dim3 (grid), dim3 (kThreads), [=] () { reorder_main (p); });
+    dq_emu_launch_overlapped (dim3 (grid), dim3 (kThreads), [=] () { reorder_main (p); }, dyn);
   else
-    DQ_LAUNCH (reorder_main, grid, kThreads, ctx->stream, p);
+    dq_emu_launch (dim3 (grid), dim3 (kThreads), [=] () { reorder_main (p); }, dyn);
   return cudaGetLastError ();
 #else
   cudaLaunchConfig_t lc = {};

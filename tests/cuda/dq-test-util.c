@@ -212,7 +212,7 @@ dqt_stream_make (DqStream *st, const DqReorderConfig *cfg, const DqStreamSpec *s
   st->n_late_sent = n_late;
 
   /* materialize */
-  size_t dcap = m * (need + 32) + 64;
+  size_t dcap = m * (need + 48) + 64;
   st->data = malloc (dcap);
   st->pkts = malloc ((m ? m : 1) * sizeof *st->pkts);
   size_t off = 0;
@@ -243,6 +243,8 @@ dqt_stream_make (DqStream *st, const DqReorderConfig *cfg, const DqStreamSpec *s
     }
     st->pkts[i] = (DqReorderPacket) { (uint32_t) off, len, 0, 0, ts };
     off += need + 16 + dqt_below (&rng, 4) * 4 + dqt_below (&rng, 3);  /* varied alignment */
+    if (sp->align16)
+      off = (off + 15) & ~(size_t) 15;
   }
   free (tmp);
   st->size = off;

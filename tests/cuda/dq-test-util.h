@@ -82,6 +82,8 @@ typedef struct {
   int whole;                         /* bursts of one whole batch each, its packets shuffled
                                       * (loss, duplicates, shorts and late resends still apply;
                                       * displace and max_burst do not) */
+  int align16;                       /* every packet at a 16-byte aligned offset (as NIC rings
+                                      * place them: strides), not at varied ones */
 } DqStreamSpec;
 
 typedef struct {

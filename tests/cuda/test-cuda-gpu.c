@@ -1,6 +1,7 @@
 /* test-cuda-gpu.c — every GPU job against its CPU twin, bit for bit: reorder (all conversions,
  * 1..8192-byte payloads, loss, duplication, reordering, short/malformed and late packets, garbage
- * ids, frame shortage, flushes and resets, pipelined submissions), gather, packetize and the unpack
+ * ids, frame shortage, flushes and resets, pipelined submissions; packets at varied offsets, and
+ * all 16-byte aligned for the bulk copies of large payloads), gather, packetize and the unpack
  * of 10-bit 4:2:2 pgroups into planar I422_10LE.
  *
  * Built twice: test-cuda-gpu links the real kernels (exit 77 without a usable GPU), test-cuda-emu
@@ -438,6 +439,31 @@ reorder_cases (void)
       if (quick && si > 4)
         break;
     }
+  }
+  /* plain copies of large payloads with every packet 16-byte aligned, as NIC rings place them:
+   * on sm_90 (and the emulator) the path through shared memory (move_bulk), with loss,
+   * duplicates, fixups and flushes */
+  for (int k = 0; k < 4; k++) {
+    const uint32_t L = k < 2 ? 2048 : 8192;
+    const int wild = k & 1;
+    if (quick && k != 1 && k != 2)
+      continue;
+    const uint32_t ppb = (L == 8192 ? 16 : 32) * SCALE;
+    Case c;
+    memset (&c, 0, sizeof c);
+    snprintf (name, sizeof name, "copy-aligned-%u-%s", L, wild ? "wild" : "tame");
+    c.name = name;
+    c.cfg = cfg_make (ppb, L, 64, DQ_ELEM_SAME, DQ_ELEM_SAME, DQ_BYTE_ORDER_HOST);
+    c.cfg.window = 2 + (uint32_t) k % 3;
+    DqStreamSpec sp = { quick ? 6 : 12, wild ? 0.05 : 0.01, wild ? 0.05 : 0.01, 0.02, 0.01,
+      ppb / 3, wild, wild ? 600 : 200 * SCALE, 5, 0, 1 };
+    c.spec = sp;
+    c.n_frames = c.cfg.window + 3;
+    c.hold = 1;
+    c.flush_every = wild ? 7 : 0;
+    c.pipeline = 1 + (uint32_t) k;
+    c.seed = 900 + (uint64_t) k;    /* the other cases' seeds as before */
+    run_reorder_case (&c);
   }
   /* every conversion, host and network order, odd and even sizes */
   for (int a = 0; a < 4; a++)
