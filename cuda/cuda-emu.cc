@@ -570,8 +570,11 @@ bar_complete (uint64_t *bar, unsigned bytes)
   uint64_t w = *bar;
   const uint32_t tx = (uint32_t) w - bytes;
   w = (w & ~0xffffffffull) | tx;
-  if (tx == 0 && ((w >> 32) & 0xffff) == 0)      /* the phase completes: parity flips */
-    w = ((w & (1ull << 63)) ^ (1ull << 63)) | (w & (0x7fffull << 48)) | (((w >> 48) & 0x7fff) << 32);
+  if (tx == 0 && ((w >> 32) & 0xffff) == 0) {
+    /* the phase completes: parity flips, the arrivals are expected again */
+    const uint64_t count = (w >> 48) & 0x7fff;
+    w = ((w & (1ull << 63)) ^ (1ull << 63)) | (count << 48) | (count << 32);
+  }
   *bar = w;
 }
 
