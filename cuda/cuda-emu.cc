@@ -619,18 +619,14 @@ dq_emu_bulk_store (void *dst, const void *src, unsigned bytes)
 }
 
 void
-dq_emu_bulk_wait (unsigned keep)
+dq_emu_bulk_wait ()
 {
-  unsigned mine = 0;
-  for (const BulkOp &op : g_stores)
-    mine += op.by == dq_emu_cur;
-  for (size_t i = 0; i < g_stores.size () && mine > keep; i++) {
+  for (size_t i = 0; i < g_stores.size (); i++) {
     if (g_stores[i].by != dq_emu_cur)
       continue;
     memcpy (g_stores[i].dst, g_stores[i].src, g_stores[i].bytes);
     g_stores.erase (g_stores.begin () + (long) i);
     i--;
-    mine--;
   }
 }
 

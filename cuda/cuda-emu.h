@@ -108,9 +108,9 @@ int dq_emu_syncthreads_or (int v);
 /* sm_90's transaction barriers and bulk copies, as move_bulk (reorder-move.cuh) uses them, late
  * on purpose: a bulk load is done (and its bytes counted on its barrier) only when the issuing
  * thread next tests that barrier, and only at the second test; a bulk store reads its shared
- * memory only when the issuing thread waits for it (dq_emu_bulk_wait: all but the newest `keep`
- * of its stores). So a piece read before its barrier says so, or a slot loaded again before its
- * store has read it, gives wrong bytes in CI. The barrier word: pending bytes (bits 0-31), pending
+ * memory only when the issuing thread waits for its stores (dq_emu_bulk_wait). So a piece read
+ * before its barrier says so, or a slot loaded again before its store has read it, gives wrong
+ * bytes in CI. The barrier word: pending bytes (bits 0-31), pending
  * arrivals (32-47), arrivals a phase (48-62), phase parity (63). */
 void dq_emu_bar_init (uint64_t *bar, unsigned count);
 /* one arrival that also expects `bytes` more (mbarrier.arrive.expect_tx), then the bulk load */
@@ -118,8 +118,8 @@ void dq_emu_bulk_load (void *dst, const void *src, unsigned bytes, uint64_t *bar
 /* whether the phase of this parity is complete (mbarrier.try_wait.parity) */
 bool dq_emu_bar_test (uint64_t *bar, unsigned parity);
 void dq_emu_bulk_store (void *dst, const void *src, unsigned bytes);
-/* the calling thread's stores done reading but the newest `keep` */
-void dq_emu_bulk_wait (unsigned keep);
+/* the calling thread's stores done */
+void dq_emu_bulk_wait ();
 
 #define threadIdx (dq_emu_cur->tid)
 #define blockIdx (dq_emu_cur->bid)

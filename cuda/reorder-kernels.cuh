@@ -265,9 +265,9 @@ struct Params {
   Scratch *sc_prev;
   uint32_t prev_grid, prev_n, early;
   uint64_t prev_free_tail;
-  /* bulk copies (move_bulk): slots of bulk_piece bytes in the launch's dynamic shared memory;
+  /* bulk copies (move_bulk): slots of kBulkPiece bytes in the launch's dynamic shared memory;
    * 0: the registers' path */
-  uint32_t bulk_slots, bulk_piece;
+  uint32_t bulk_slots;
 };
 
 struct PacketizeParams {
@@ -941,7 +941,7 @@ reorder_main (const __grid_constant__ Params p)
   /* large payloads through the SM's copy engine (the launch gave the slots) */
   if (p.bulk_slots && !__syncthreads_or (t < nj && jobs[t].dst
       && (((uintptr_t) jobs[t].src | (uintptr_t) jobs[t].dst) & 15)))
-    move_bulk (jobs, nj, p.lin, dyn_shared (), p.bulk_slots, p.bulk_piece);
+    move_bulk (jobs, nj, p.lin, dyn_shared (), p.bulk_slots);
   else
 #endif
     move_payloads (p, SharedJobs { jobs }, nj, t, kThreads);

@@ -459,8 +459,8 @@ __device__ __forceinline__ void bulk_store (void *dst, const void *src, uint32_t
 {
   dq_emu_bulk_store (dst, src, n);
 }
-__device__ __forceinline__ void bulk_wait_read () { dq_emu_bulk_wait (0); }
-__device__ __forceinline__ void bulk_wait_all () { dq_emu_bulk_wait (0); }
+__device__ __forceinline__ void bulk_wait_read () { dq_emu_bulk_wait (); }
+__device__ __forceinline__ void bulk_wait_all () { dq_emu_bulk_wait (); }
 #else
 __device__ __forceinline__ uint32_t smem_addr (const void *p)
 {
@@ -519,14 +519,15 @@ __device__ __forceinline__ void bulk_wait_all ()
 #endif
 
 /* The block's jobs' payloads (L bytes each, L % 16 == 0, every source and destination 16-byte
- * aligned; jobs without a destination skipped) through `stage`: nslots slots of `piece` bytes.
+ * aligned; jobs without a destination skipped) through `stage`: nslots slots of kBulkPiece
+ * bytes.
  * Every thread of the block calls it (a barrier inside); the issuers return once their stores
  * are complete and ordered before their later accesses (the caller's barrier then orders them
  * before the block's). */
 __device__ void
-move_bulk (const Job *jobs, uint32_t njobs, uint32_t L, uint8_t *stage, uint32_t nslots,
-    uint32_t piece)
+move_bulk (const Job *jobs, uint32_t njobs, uint32_t L, uint8_t *stage, uint32_t nslots)
 {
+  constexpr uint32_t piece = kBulkPiece;
   /* one barrier per slot, 16 bytes apart (a barrier alone in its 16 bytes) */
   __shared__ __align__ (16) uint64_t bars[2 * kBulkSlots];
   constexpr uint32_t kPerWarp = 2;

@@ -887,10 +887,8 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
 #endif
     /* bulk copies (reorder-move.cuh) for plain copies of large payloads in whole 16-byte
      * units */
-    if (ctx->stage && !p.converts && p.lin == p.lout && p.lin % 16 == 0 && p.lin >= kBulkMin) {
-      p.bulk_piece = kBulkPiece;
+    if (ctx->stage && !p.converts && p.lin == p.lout && p.lin % 16 == 0 && p.lin >= kBulkMin)
       p.bulk_slots = ctx->stage / kBulkPiece < kBulkSlots ? ctx->stage / kBulkPiece : kBulkSlots;
-    }
   }
   if (o.persistent && persist_start (ctx, dev) != 0)
     goto fail;
