@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <ucontext.h>
 #include <list>
+#include <map>
 #include <mutex>
 #include <vector>
 #if defined(__has_include)
@@ -626,6 +627,53 @@ dq_emu_bulk_wait ()
       continue;
     memcpy (g_stores[i].dst, g_stores[i].src, g_stores[i].bytes);
     g_stores.erase (g_stores.begin () + (long) i);
+    i--;
+  }
+}
+
+/* ---- asynchronous copies into shared memory --------------------------------------------- */
+
+namespace {
+
+struct AsyncOp {
+  const DqEmuThread *by;
+  void *dst;
+  const void *src;
+  unsigned bytes;
+  uint64_t group;               /* the issuer's group number; kOpen until committed */
+};
+constexpr uint64_t kOpen = ~0ull;
+std::vector<AsyncOp> g_async;
+std::map<const DqEmuThread *, uint64_t> g_async_groups;    /* groups committed, by thread */
+
+}  /* namespace */
+
+void
+dq_emu_async_copy (void *dst, const void *src, unsigned bytes)
+{
+  g_async.push_back (AsyncOp { dq_emu_cur, dst, src, bytes, kOpen });
+}
+
+void
+dq_emu_async_commit ()
+{
+  const uint64_t g = g_async_groups[dq_emu_cur]++;
+  for (AsyncOp &op : g_async)
+    if (op.by == dq_emu_cur && op.group == kOpen)
+      op.group = g;
+}
+
+void
+dq_emu_async_wait (unsigned n)
+{
+  /* groups 0 .. committed - n - 1 complete: their copies land now */
+  const uint64_t committed = g_async_groups[dq_emu_cur];
+  for (size_t i = 0; i < g_async.size (); i++) {
+    const AsyncOp &op = g_async[i];
+    if (op.by != dq_emu_cur || op.group == kOpen || op.group + n >= committed)
+      continue;
+    memcpy (op.dst, op.src, op.bytes);
+    g_async.erase (g_async.begin () + (long) i);
     i--;
   }
 }

@@ -121,6 +121,14 @@ void dq_emu_bulk_store (void *dst, const void *src, unsigned bytes);
 /* the calling thread's stores done */
 void dq_emu_bulk_wait ();
 
+/* sm_80's asynchronous copies into shared memory (cp.async, commit_group, wait_group), as
+ * move_async (reorder-move.cuh) uses them, late on purpose: a copy lands only when its thread
+ * waits with no more than n of its groups newer than the copy's still pending. So shared memory
+ * read before the wait that covers it gives wrong bytes in CI. */
+void dq_emu_async_copy (void *dst, const void *src, unsigned bytes);
+void dq_emu_async_commit ();
+void dq_emu_async_wait (unsigned n);
+
 #define threadIdx (dq_emu_cur->tid)
 #define blockIdx (dq_emu_cur->bid)
 #define blockDim (dq_emu_cur->bdim)

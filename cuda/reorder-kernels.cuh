@@ -30,7 +30,9 @@
  *                     shift, when both lie inside the packet; else bytes), 16-byte stores; on
  *                     sm_90 on, plain copies of payloads from 2 KiB whose addresses are all
  *                     16-byte aligned go through the SM's copy engine instead (move_bulk: slots
- *                     in the launch's dynamic shared memory). The finalizer moves its own block's
+ *                     in the launch's dynamic shared memory), and on sm_80 on, those from 512 B
+ *                     up to 2 KiB through asynchronous 16-byte copies into the same memory
+ *                     (move_async). The finalizer moves its own block's
  *                     payloads after finalizing.
  *                     Finalizer: the last block to take a ticket settles fixups, runs the
  *                     deferred packets in arrival order in epochs (a block-wide prefix max gives the
@@ -266,8 +268,11 @@ struct Params {
   uint32_t prev_grid, prev_n, early;
   uint64_t prev_free_tail;
   /* bulk copies (move_bulk): slots of kBulkPiece bytes in the launch's dynamic shared memory;
-   * 0: the registers' path */
+   * 0: not these */
   uint32_t bulk_slots;
+  /* asynchronous copies (move_async) through the launch's dynamic shared memory (set only
+   * where bulk_slots is 0); with neither, the registers' path */
+  uint32_t async_copy;
 };
 
 struct PacketizeParams {
@@ -937,13 +942,27 @@ reorder_main (const __grid_constant__ Params p)
   }
   const uint32_t nj = !p.n ? 0 : p.n - blockIdx.x * p.per_block < p.per_block
       ? p.n - blockIdx.x * p.per_block : p.per_block;
+  /* plain copies through shared memory (the launch gave it) where every job is aligned: large
+   * payloads by the SM's copy engine, smaller ones by asynchronous 16-byte copies */
+  bool staged = false;
+#if DQ_HAVE_BULK || DQ_HAVE_ASYNC
+  if ((p.bulk_slots || p.async_copy) && !__syncthreads_or (t < nj && jobs[t].dst
+      && (((uintptr_t) jobs[t].src | (uintptr_t) jobs[t].dst) & 15))) {
 #if DQ_HAVE_BULK
-  /* large payloads through the SM's copy engine (the launch gave the slots) */
-  if (p.bulk_slots && !__syncthreads_or (t < nj && jobs[t].dst
-      && (((uintptr_t) jobs[t].src | (uintptr_t) jobs[t].dst) & 15)))
-    move_bulk (jobs, nj, p.lin, dyn_shared (), p.bulk_slots);
-  else
+    if (p.bulk_slots) {
+      move_bulk (jobs, nj, p.lin, dyn_shared (), p.bulk_slots);
+      staged = true;
+    }
 #endif
+#if DQ_HAVE_ASYNC
+    if (p.async_copy) {
+      move_async (jobs, nj, p.lin, dyn_shared ());
+      staged = true;
+    }
+#endif
+  }
+#endif
+  if (!staged)
     move_payloads (p, SharedJobs { jobs }, nj, t, kThreads);
   __syncthreads ();
   if (t == 0) {

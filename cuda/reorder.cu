@@ -95,7 +95,7 @@ struct _DqReorderGpu {
   int own_stream;
   int sms;
   uint32_t resident;            /* blocks of reorder_main the GPU runs at once */
-  uint32_t stage;               /* K1's dynamic shared memory: its bulk copies' slots (bytes) */
+  uint32_t stage;               /* K1's dynamic shared memory for staged copies (bytes) */
   DevState *st;                 /* 2, by job_seq % 2 (Mail) */
   Mail *mail;                   /* one per word of the state */
   Scratch *sc;                  /* 3 for K1 (by job_seq % 3), then gather's */
@@ -125,10 +125,10 @@ struct _DqReorderGpu {
   char err[256];
 };
 
-/* K1's bulk copies (sm_90 on, reorder-move.cuh): the shared memory each of the blocks an SM
- * holds (registers bound them) can have beside K1's own, up to 48 KiB, as a ring of slots;
- * none where that would hold fewer blocks per SM, or is under 16 KiB. DQ_REORDER_NO_BULK=1
- * turns them off (for side-by-side benchmarks). */
+/* K1's copies through shared memory (sm_90 on, reorder-move.cuh: bulk and asynchronous): the
+ * shared memory each of the blocks an SM holds (registers bound them) can have beside K1's own,
+ * up to 48 KiB; none where that would hold fewer blocks per SM, or is under 16 KiB.
+ * DQ_REORDER_NO_BULK=1 turns both off (for side-by-side benchmarks). */
 static cudaError_t
 k1_stage (DqReorderGpu *ctx, const cudaDeviceProp &pr, int per_sm)
 {
@@ -173,7 +173,7 @@ launch_k1 (DqReorderGpu *ctx, uint32_t grid, const Params &p)
 {
   const bool overlap = ctx->pdl && ctx->chain;
 #ifdef DQ_CUDA_EMU
-  const size_t dyn = p.bulk_slots ? ctx->stage : 0;
+  const size_t dyn = p.bulk_slots || p.async_copy ? ctx->stage : 0;
   if (overlap)
     dq_emu_launch_overlapped (dim3 (grid), dim3 (kThreads), [=] () { reorder_main (p); }, dyn);
   else
@@ -185,7 +185,7 @@ launch_k1 (DqReorderGpu *ctx, uint32_t grid, const Params &p)
   lc.gridDim = dim3 (grid);
   lc.blockDim = dim3 (kThreads);
   lc.stream = ctx->stream;
-  lc.dynamicSmemBytes = p.bulk_slots ? ctx->stage : 0;
+  lc.dynamicSmemBytes = p.bulk_slots || p.async_copy ? ctx->stage : 0;
   if (overlap) {
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[0].val.programmaticStreamSerializationAllowed = 1;
@@ -885,10 +885,15 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
 #else
     p.helpers = (uint32_t) ctx->sms;
 #endif
-    /* bulk copies (reorder-move.cuh) for plain copies of large payloads in whole 16-byte
-     * units */
-    if (ctx->stage && !p.converts && p.lin == p.lout && p.lin % 16 == 0 && p.lin >= kBulkMin)
-      p.bulk_slots = ctx->stage / kBulkPiece < kBulkSlots ? ctx->stage / kBulkPiece : kBulkSlots;
+    /* plain copies of payloads in whole 16-byte units through shared memory
+     * (reorder-move.cuh): bulk copies from kBulkMin, asynchronous 16-byte copies from kAsyncMin
+     * (DQ_REORDER_NO_ASYNC=1: not these, for side-by-side benchmarks) */
+    if (ctx->stage && !p.converts && p.lin == p.lout && p.lin % 16 == 0) {
+      if (p.lin >= kBulkMin)
+        p.bulk_slots = ctx->stage / kBulkPiece < kBulkSlots ? ctx->stage / kBulkPiece : kBulkSlots;
+      else if (p.lin >= kAsyncMin && ctx->stage >= kAsyncStage && !getenv ("DQ_REORDER_NO_ASYNC"))
+        p.async_copy = 1;
+    }
   }
   if (o.persistent && persist_start (ctx, dev) != 0)
     goto fail;
