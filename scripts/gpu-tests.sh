@@ -15,8 +15,8 @@
 # GST_RUN=PREFIX runs the element test through PREFIX, e.g. GST_RUN=.gst-trixie/run for the
 # GStreamer 1.26 folder of scripts/gst-runtime.sh (the GStreamer >= 1.24 paths).
 #
-# --sanitize also runs the quick test under compute-sanitizer memcheck and racecheck (again with
-# persistent contexts), and the element test under memcheck (slow).
+# --sanitize also runs the quick test under compute-sanitizer memcheck, racecheck and synccheck
+# (the first two again with persistent contexts), and the element test under memcheck (slow).
 # Logs go to $OUT (when set) or /tmp; the last lines are the summary.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -65,7 +65,7 @@ san_line="compute-sanitizer: not run"
 if [ "$sanitize" = 1 ]; then
   if command -v compute-sanitizer >/dev/null; then
     echo "== compute-sanitizer (quick test)"
-    for tool in memcheck racecheck; do
+    for tool in memcheck racecheck synccheck; do
       DQ_TEST_QUICK=1 timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 "$test_bin" \
         > "$logs/sanitizer-$tool.log" 2>&1
       r=$?
