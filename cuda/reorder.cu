@@ -1040,10 +1040,13 @@ submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket 
     p.sc_prev = ctx->sc + (seq - 1) % 3;
     p.win = ctx->win + seq % 3;
     p.win_prev = ctx->win + (seq - 1) % 3;
-    /* early start (reorder-kernels.cuh, Win) where the submission's chain of round trips, not
-     * its bytes, bounds it: up to 16 MiB moved, in + out, which the GPU moves in about the
-     * chain's time (H200: larger ones measured 2-5 % slower with it) */
-    const bool small = (uint64_t) n * (p.lin + p.lout) <= (16ull << 20);
+    /* early start (reorder-kernels.cuh, Win) where the submission's chain (round trips, claims)
+     * is a good part of its time: up to 64 MiB moved, in + out, and plain copies of payloads
+     * under kBulkMin at any size (H200, side by side: 1 KB x 16384 11.8 against 12.4 us, 2 KB x
+     * 16384 18.6 against 19.6, 8 KB x 4096 18.0 against 18.8, 1 KB x 65536 40.7 against 41.1;
+     * 8 KB x 8192 and x 16384 0.5-1 % slower with it) */
+    const bool small = (uint64_t) n * (p.lin + p.lout) <= (64ull << 20) ||
+        (!p.converts && p.lin < kBulkMin);
     p.early = ctx->early && small && seq > 1 && kind == DQ_JOB_REORDER &&
         ctx->prev_kind == DQ_JOB_REORDER;
     p.prev_grid = ctx->prev_grid;
