@@ -590,7 +590,8 @@ move_bulk (const Job *jobs, uint32_t njobs, uint32_t L, uint8_t *stage, uint32_t
  * of them holding a register, each round its own commit group. A thread stores only what it
  * loaded itself, once wait_group says that round has landed, and loads a later round into the
  * same place only after that store took the bytes: no barrier between threads. H200, side by
- * side with the registers' path (docs/benchmarks.md): 1 KiB payloads 3-4 % faster, 512 B 7 %.
+ * side with the registers' path (docs/benchmarks.md): 1 KiB x 16384 3-4 % faster without early
+ * start, 9-10 % with it (reorder.cu), 512 B x 16384 7 %; 512 B x 65536 within a few % either way.
  * Same conditions as the bulk copies: every source and destination 16-byte aligned, sizes in
  * whole units. */
 #if defined (DQ_CUDA_EMU) || (defined (__CUDA_ARCH__) && __CUDA_ARCH__ >= 800)

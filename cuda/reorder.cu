@@ -1045,9 +1045,9 @@ submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket 
      * under kBulkMin at any size (H200, side by side: 1 KB x 16384 11.8 against 12.4 us, 2 KB x
      * 16384 18.6 against 19.6, 8 KB x 4096 18.0 against 18.8, 1 KB x 65536 40.7 against 41.1;
      * 8 KB x 8192 and x 16384 0.5-1 % slower with it) */
-    const bool small = (uint64_t) n * (p.lin + p.lout) <= (64ull << 20) ||
+    const bool chain_bound = (uint64_t) n * (p.lin + p.lout) <= (64ull << 20) ||
         (!p.converts && p.lin < kBulkMin);
-    p.early = ctx->early && small && seq > 1 && kind == DQ_JOB_REORDER &&
+    p.early = ctx->early && chain_bound && seq > 1 && kind == DQ_JOB_REORDER &&
         ctx->prev_kind == DQ_JOB_REORDER;
     p.prev_grid = ctx->prev_grid;
     p.prev_n = ctx->prev_n;
