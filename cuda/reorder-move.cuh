@@ -641,13 +641,16 @@ async_wait ()
  * aligned; jobs without a destination skipped, without a source zero-filled), each thread over
  * its units u = t + i * kThreads, through `stage` (kAsyncRounds * kAsyncUnits * kThreads * 16
  * bytes: a thread's places for unit k of round r at (r * kAsyncUnits + k) * kThreads + t, so
- * that a warp's places are consecutive). */
+ * that a warp's places are consecutive). A unit's job by dq_unit_quot (L from kAsyncMin to
+ * kBulkMin: 32..127 units a job, at most kThreads jobs, so u < 2^15): this loop issues about as
+ * many instructions as it moves units, and a division each would be most of them (H200,
+ * docs/benchmarks.md: 1 KiB x 65536 1-2 % faster, 512 B x 65536 3-5 %). */
 __device__ void
 move_async (const Job *jobs, uint32_t njobs, uint32_t L, uint8_t *stage)
 {
   constexpr uint32_t U = kAsyncUnits, R = kAsyncRounds;
   const uint32_t t = threadIdx.x;
-  const uint32_t upp = L >> 4;
+  const uint32_t upp = L >> 4, inv = dq_unit_inv (upp);
   const uint32_t total = njobs * upp;
   const uint32_t per_round = U * kThreads;
   const uint32_t rounds = (total + per_round - 1) / per_round;
@@ -658,9 +661,10 @@ DQ_UNROLL
     for (uint32_t k = 0; k < U; k++) {
       const uint32_t u = (r * U + k) * kThreads + t;
       if (u < total) {
-        const Job &jb = jobs[u / upp];
+        const uint32_t j = dq_unit_quot (u, inv);
+        const Job &jb = jobs[j];
         if (jb.dst && jb.src)
-          async_load16 (place + (r % R * U + k) * kThreads, jb.src + (u % upp) * 16);
+          async_load16 (place + (r % R * U + k) * kThreads, jb.src + (u - j * upp) * 16);
       }
     }
     async_commit ();          /* one group a round, empty or not: wait_group counts rounds */
@@ -674,9 +678,10 @@ DQ_UNROLL
     for (uint32_t k = 0; k < U; k++) {
       const uint32_t u = (r * U + k) * kThreads + t;
       if (u < total) {
-        const Job &jb = jobs[u / upp];
+        const uint32_t j = dq_unit_quot (u, inv);
+        const Job &jb = jobs[j];
         if (jb.dst)
-          *(uint4 *) (jb.dst + (u % upp) * 16) = jb.src
+          *(uint4 *) (jb.dst + (u - j * upp) * 16) = jb.src
               ? place[(r % R * U + k) * kThreads] : make_uint4 (0, 0, 0, 0);
       }
     }

@@ -26,6 +26,23 @@ dq_elem_bits (uint32_t t)
   }
 }
 
+/* u / d by one multiply-high, for the kernels' flat ranges of 16-byte units (a division by a
+ * run-time divisor is some twenty instructions a unit): with inv = ceil (2^32 / d),
+ * floor (u * inv / 2^32) == u / d for 2 <= d <= 256 and u < 2^17, since u * inv / 2^32 exceeds
+ * u / d by less than u / 2^32 < 1 / d while the fraction of u / d is at most 1 - 1 / d.
+ * test-reorder-cpu checks every such d and u. */
+DQ_HD uint32_t
+dq_unit_inv (uint32_t d)
+{
+  return 0xffffffffu / d + 1;
+}
+
+DQ_HD uint32_t
+dq_unit_quot (uint32_t u, uint32_t inv)
+{
+  return (uint32_t) (((uint64_t) u * inv) >> 32);
+}
+
 /* Bytes [bit_offset / 8, (bit_offset + width + 7) / 8) must be readable. width 1..32. */
 DQ_HD uint32_t
 dq_bits_get_raw (const uint8_t *p, uint32_t bit_offset, uint32_t width)

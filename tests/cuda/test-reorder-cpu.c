@@ -208,6 +208,31 @@ test_bits_vectors (void)
   CHECK_EQ (dq_bits_get (w, 5, 32) & 0x7fffffff, 0xdeadbeef & 0x7fffffff);
 }
 
+/* the kernels' unit-to-job quotient (dq_unit_quot) equals the division over the whole range it
+ * is used for, and beyond: every divisor 2..256, every u < 2^17 */
+static void
+test_unit_quot (void)
+{
+  dq_test_name = "unit-quotient";
+  uint32_t wrong = 0, first_d = 0, first_u = 0;
+  for (uint32_t d = 2; d <= 256; d++) {
+    const uint32_t inv = dq_unit_inv (d);
+    for (uint32_t u = 0; u < (1u << 17); u++)
+      if (dq_unit_quot (u, inv) != u / d && !wrong++) {
+        first_d = d;
+        first_u = u;
+      }
+  }
+  CHECK_EQ (wrong, 0);
+  CHECK_EQ (first_d, 0);
+  CHECK_EQ (first_u, 0);
+  /* the bound is real: one less in the reciprocal is wrong at the first multiple of 3 */
+  CHECK_EQ (dq_unit_quot (3, 0xffffffffu / 3), 0);
+  CHECK_EQ (dq_unit_quot (3, dq_unit_inv (3)), 1);
+  CHECK_EQ (dq_unit_quot (32767, dq_unit_inv (64)), 511);
+  CHECK_EQ (dq_unit_quot (32766, dq_unit_inv (127)), 258);
+}
+
 static void
 test_seq_batch_vector (void)
 {
@@ -1503,6 +1528,7 @@ int
 main (void)
 {
   test_bits_vectors ();
+  test_unit_quot ();
   test_seq_batch_vector ();
   test_ppb4_vector ();
   test_int_vectors ();
