@@ -226,7 +226,7 @@ test_unit_quot (void)
   CHECK_EQ (wrong, 0);
   CHECK_EQ (first_d, 0);
   CHECK_EQ (first_u, 0);
-  /* the bound is real: one less in the reciprocal is wrong at the first multiple of 3 */
+  /* the + 1 matters: without it the quotient is wrong at the first multiple of 3 */
   CHECK_EQ (dq_unit_quot (3, 0xffffffffu / 3), 0);
   CHECK_EQ (dq_unit_quot (3, dq_unit_inv (3)), 1);
   CHECK_EQ (dq_unit_quot (32767, dq_unit_inv (64)), 511);
