@@ -641,9 +641,9 @@ async_wait ()
 
 /* The block's jobs' payloads (L bytes each, L % 16 == 0, every source and destination 16-byte
  * aligned; jobs without a destination skipped, without a source zero-filled), each thread over
- * its units u = t + i * kThreads, through `stage` (kAsyncRounds * kAsyncUnits * kThreads * 16
- * bytes: a thread's places for unit k of round r at (r * kAsyncUnits + k) * kThreads + t, so
- * that a warp's places are consecutive). A unit's job by dq_unit_quot (L from kAsyncMin to
+ * its units u = t + i * kThreads, through `stage` (kAsyncStage bytes: a thread's place for
+ * unit k of round r at ((r % kAsyncRounds) * kAsyncUnits + k) * kThreads + t, so that a warp's
+ * places are consecutive). A unit's job by dq_unit_quot (L from kAsyncMin to
  * kBulkMin: 32..127 units a job, at most kThreads jobs, so u < 2^15): this loop issues about as
  * many instructions as it moves units, and a division each would be most of them (H200,
  * docs/benchmarks.md: 1 KiB x 65536 1-2 % faster, 512 B x 65536 3-5 %). */
