@@ -601,9 +601,9 @@ move_bulk (const Job *jobs, uint32_t njobs, uint32_t L, uint8_t *stage, uint32_t
 #endif
 
 constexpr uint32_t kAsyncUnits = 2;         /* units a thread loads in a round */
-constexpr uint32_t kAsyncRounds = 4;        /* rounds in flight: 6 moved no more bytes and
-                                             * made 1 KiB x 16384 2-3 % slower (H200,
-                                             * docs/benchmarks.md) */
+constexpr uint32_t kAsyncRounds = 4;        /* rounds in flight (H200, docs/benchmarks.md:
+                                             * with six, 1 KiB x 16384 2-3 % slower and
+                                             * 1 KiB x 65536 no faster) */
 constexpr uint32_t kAsyncMin = 512;         /* payloads from this size take the path */
 constexpr uint32_t kAsyncStage = kAsyncRounds * kAsyncUnits * kThreads * 16;  /* bytes */
 

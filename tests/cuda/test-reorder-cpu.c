@@ -183,30 +183,7 @@ i32_to (DqElemType out, int32_t v)
   return conv16 (DQ_ELEM_INT32, out, b, 4);
 }
 
-/* ---- reference vectors (daqiri-facts §3.6) ---------------------------------------------- */
-
-static void
-test_bits_vectors (void)
-{
-  dq_test_name = "bits-vectors";
-  const uint8_t v[4] = { 0xab, 0xcd, 0xef, 0x12 };
-  CHECK_EQ (dq_bits_get (v, 4, 12), 0xbcd);
-  CHECK_EQ (dq_bits_get (v, 0, 32), 0xabcdef12);
-  CHECK_EQ (dq_bits_get (v, 7, 3), 7);
-  CHECK_EQ (dq_bits_get (v, 0, 1), 1);
-  CHECK_EQ (dq_bits_get (v, 1, 1), 0);
-  CHECK_EQ (dq_bits_get (v, 31, 1), 0);
-  CHECK_EQ (dq_bits_get (v, 27, 5), 0x12);
-  uint8_t w[6] = { 0 };
-  dq_bits_set (w, 5, 32, 0xdeadbeef);
-  CHECK_EQ (dq_bits_get (w, 5, 32), 0xdeadbeef);
-  CHECK_EQ (w[0], 0xdeadbeef >> 29);
-  CHECK_EQ (dq_bits_get (w, 0, 5), 0);
-  CHECK_EQ (dq_bits_get (w, 37, 11), 0);
-  dq_bits_set (w, 3, 3, 5);
-  CHECK_EQ (dq_bits_get (w, 3, 3), 5);
-  CHECK_EQ (dq_bits_get (w, 5, 32) & 0x7fffffff, 0xdeadbeef & 0x7fffffff);
-}
+/* ---- the kernels' index arithmetic (reorder-priv.h) ------------------------------------- */
 
 /* the kernels' unit-to-job quotient (dq_unit_quot) equals the division over the whole range it
  * is used for, and beyond: every divisor 2..256, every u < 2^17 */
@@ -231,6 +208,31 @@ test_unit_quot (void)
   CHECK_EQ (dq_unit_quot (3, dq_unit_inv (3)), 1);
   CHECK_EQ (dq_unit_quot (32767, dq_unit_inv (64)), 511);
   CHECK_EQ (dq_unit_quot (32766, dq_unit_inv (127)), 258);
+}
+
+/* ---- reference vectors (daqiri-facts §3.6) ---------------------------------------------- */
+
+static void
+test_bits_vectors (void)
+{
+  dq_test_name = "bits-vectors";
+  const uint8_t v[4] = { 0xab, 0xcd, 0xef, 0x12 };
+  CHECK_EQ (dq_bits_get (v, 4, 12), 0xbcd);
+  CHECK_EQ (dq_bits_get (v, 0, 32), 0xabcdef12);
+  CHECK_EQ (dq_bits_get (v, 7, 3), 7);
+  CHECK_EQ (dq_bits_get (v, 0, 1), 1);
+  CHECK_EQ (dq_bits_get (v, 1, 1), 0);
+  CHECK_EQ (dq_bits_get (v, 31, 1), 0);
+  CHECK_EQ (dq_bits_get (v, 27, 5), 0x12);
+  uint8_t w[6] = { 0 };
+  dq_bits_set (w, 5, 32, 0xdeadbeef);
+  CHECK_EQ (dq_bits_get (w, 5, 32), 0xdeadbeef);
+  CHECK_EQ (w[0], 0xdeadbeef >> 29);
+  CHECK_EQ (dq_bits_get (w, 0, 5), 0);
+  CHECK_EQ (dq_bits_get (w, 37, 11), 0);
+  dq_bits_set (w, 3, 3, 5);
+  CHECK_EQ (dq_bits_get (w, 3, 3), 5);
+  CHECK_EQ (dq_bits_get (w, 5, 32) & 0x7fffffff, 0xdeadbeef & 0x7fffffff);
 }
 
 static void
