@@ -393,6 +393,18 @@ run_deferred (const Params &p, Fin &f, bool fresh, uint64_t stamp0)
   }
 }
 
+/* `ready` = this submission, once the previous one's is in: a finalizer that started early may
+ * get here before its predecessor has handed over, and `ready` must never go back (the blocks of
+ * submission s + 2 read ready >= s as "the scratch reset by the finalizer of s is done"; a
+ * predecessor's later store would undo a hand-over and leave the next blocks waiting for good).
+ * One thread. */
+__device__ __forceinline__ void
+publish_ready (const Params &p)
+{
+  wait_ready (p);
+  st_release64 (&p.sync->ready, p.job_seq);   /* cumulative: the block's writes too */
+}
+
 /* The state and the scratch are the next submission's now: its blocks stop waiting (block-wide;
  * after the state's write-back, or after the last part of the tail). */
 __device__ __forceinline__ void
@@ -400,7 +412,7 @@ hand_over (const Params &p)
 {
   __syncthreads ();
   if (threadIdx.x == 0)
-    st_release64 (&p.sync->ready, p.job_seq);   /* cumulative: the block's writes too */
+    publish_ready (p);
 }
 
 #ifdef DQ_CUDA_EMU
@@ -788,7 +800,7 @@ run_tail (const Params &p, uint32_t part, uint32_t parts)
     __threadfence ();
     if (atomicAdd (&p.sc->tail_done, 1u) == parts - 1) {
       __threadfence ();           /* the other parts' writes (seen through the counter) first */
-      st_release64 (&p.sync->ready, p.job_seq);
+      publish_ready (p);
     }
   }
 }
