@@ -395,7 +395,7 @@ run_deferred (const Params &p, Fin &f, bool fresh, uint64_t stamp0)
 
 /* `ready` = this submission, once the previous one's is in: a finalizer that started early may
  * get here before its predecessor has handed over, and `ready` must never go back (the blocks of
- * submission s + 2 read ready >= s as "the scratch reset by the finalizer of s is done"; a
+ * submission s + kSets - 1 read ready >= s as "the scratch reset by the finalizer of s is done"; a
  * predecessor's later store would undo a hand-over and leave the next blocks waiting for good).
  * One thread. */
 __device__ __forceinline__ void
@@ -425,21 +425,29 @@ check_window (const Params &p, Fin &f)
   __syncthreads ();
   if (threadIdx.x != 0)
     return;
-  const Win *V = p.win;
-  bool ok = V->B == f.s.B && V->H == f.s.H && V->stamp == f.s.stamp &&
-      V->head == f.s.free_head && V->initialized == f.s.initialized;
+  uint32_t w[kWinWords];
+  bool tags = true;
+  for (uint32_t k = 0; k < kWinHead + kWinRec * p.W; k++) {
+    w[k] = (uint32_t) p.post_win[k];
+    tags = tags && (p.post_win[k] & ~kPostValue) == post_tag (p.job_seq);
+  }
+  const int64_t B = (int64_t) win_u64 (w, 0);
+  const uint64_t stamp = win_u64 (w, 4), head = win_u64 (w, 6);
+  bool ok = tags && B == f.s.B && (int64_t) win_u64 (w, 2) == f.s.H && stamp == f.s.stamp &&
+      head == f.s.free_head && w[8] == f.s.initialized;
   for (uint32_t r = 0; r < p.W; r++) {
     const DevRec &R = f.s.rec[r];
-    const uint64_t first = V->first[r] < p.sc->first[r] ? V->first[r] : p.sc->first[r];
-    ok = ok && V->frame[r] == R.frame && V->gen[r] == R.gen &&
-        V->filled[r] + p.sc->filled[r] == R.filled && first == R.first_stamp;
+    const uint32_t *q = w + kWinHead + kWinRec * r;
+    const uint64_t f0 = win_u64 (q, 4), first = f0 < p.sc->first[r] ? f0 : p.sc->first[r];
+    ok = ok && win_u64 (q, 0) == R.frame && q[2] == R.gen &&
+        q[3] + p.sc->filled[r] == R.filled && first == R.first_stamp;
   }
   if (!ok) {
     fprintf (stderr, "reorder: submission %llu claimed against a window its finalizer does not "
         "have (B %lld / %lld, stamp %llu / %llu, head %llu / %llu)\n",
-        (unsigned long long) p.job_seq, (long long) V->B, (long long) f.s.B,
-        (unsigned long long) V->stamp, (unsigned long long) f.s.stamp,
-        (unsigned long long) V->head, (unsigned long long) f.s.free_head);
+        (unsigned long long) p.job_seq, (long long) B, (long long) f.s.B,
+        (unsigned long long) stamp, (unsigned long long) f.s.stamp,
+        (unsigned long long) head, (unsigned long long) f.s.free_head);
     abort ();
   }
 }

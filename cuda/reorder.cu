@@ -98,8 +98,10 @@ struct _DqReorderGpu {
   uint32_t stage;               /* K1's dynamic shared memory for staged copies (bytes) */
   DevState *st;                 /* 2, by job_seq % 2 (Mail) */
   Mail *mail;                   /* one per word of the state */
-  Scratch *sc;                  /* 3 for K1 (by job_seq % 3), then gather's */
-  Win *win;                     /* 3, by job_seq % 3 */
+  Scratch *sc;                  /* kSets for K1 (by job_seq % kSets), then gather's */
+  unsigned long long *post_win; /* early start's posts (reorder-kernels.cuh): kSets windows, */
+  unsigned long long *post_blk; /* by job_seq % kSets, and kSets x post_cap blocks' words */
+  uint32_t post_cap;            /* K1's largest grid */
   Sync *sync;
   unsigned long long *claims;
   uint8_t *cls;
@@ -117,7 +119,8 @@ struct _DqReorderGpu {
   uint64_t job_seq;            /* K1 submissions, numbered from 1 */
   uint64_t blocks;             /* K1 blocks launched so far */
   int early;                   /* early start allowed (DQ_REORDER_NO_EARLY unset) */
-  uint32_t prev_grid, prev_n, prev_kind;   /* the last K1 submission */
+  int posts;                   /* from the posts (DQ_REORDER_NO_POSTS unset) */
+  uint32_t prev_grid, prev_n, prev_per_block, prev_kind;   /* the last K1 submission */
   uint64_t prev_free_tail;
   DqReorderStats stats;
   DqReorderWindow window;
@@ -716,7 +719,8 @@ dq_reorder_gpu_free (DqReorderGpu *ctx)
   cudaFree (ctx->st);
   cudaFree (ctx->mail);
   cudaFree (ctx->sc);
-  cudaFree (ctx->win);
+  cudaFree (ctx->post_win);
+  cudaFree (ctx->post_blk);
   cudaFree (ctx->sync);
   cudaFree (ctx->claims);
   cudaFree (ctx->cls);
@@ -771,6 +775,8 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
   ctx->pdl = pr.major >= 9 && !getenv ("DQ_REORDER_NO_PDL");
   /* DQ_REORDER_NO_EARLY: every submission waits for the previous finalizer (side by side) */
   ctx->early = !getenv ("DQ_REORDER_NO_EARLY");
+  /* DQ_REORDER_NO_POSTS: early start from the previous submission's last ticket (side by side) */
+  ctx->posts = !getenv ("DQ_REORDER_NO_POSTS");
   {
     int per_sm = 0;
     CK (cudaOccupancyMaxActiveBlocksPerMultiprocessor (&per_sm, reorder_main, kThreads, 0),
@@ -790,8 +796,14 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
   CK (cudaMalloc (&ctx->mail, sizeof (DevState) / 8 * sizeof (Mail)), "cudaMalloc(mailbox)");
   CK (cudaMemsetAsync (ctx->mail, 0, sizeof (DevState) / 8 * sizeof (Mail), ctx->stream),
       "cudaMemset(mailbox)");
-  CK (cudaMalloc (&ctx->sc, 4 * sizeof (Scratch)), "cudaMalloc(scratch)");
-  CK (cudaMalloc (&ctx->win, 3 * sizeof (Win)), "cudaMalloc(windows)");
+  CK (cudaMalloc (&ctx->sc, (kSets + 1) * sizeof (Scratch)), "cudaMalloc(scratch)");
+  /* K1's grid: at most one block per kThreads packets beyond a wave (packets_per_block) */
+  ctx->post_cap = o.max_packets / kThreads + ctx->resident + 2;
+  CK (cudaMalloc (&ctx->post_win, kSets * kWinWords * 8), "cudaMalloc(posts)");
+  CK (cudaMalloc (&ctx->post_blk, kSets * (size_t) ctx->post_cap * 16), "cudaMalloc(posts)");
+  CK (cudaMemsetAsync (ctx->post_win, 0, kSets * kWinWords * 8, ctx->stream), "cudaMemset(posts)");
+  CK (cudaMemsetAsync (ctx->post_blk, 0, kSets * (size_t) ctx->post_cap * 16, ctx->stream),
+      "cudaMemset(posts)");
   CK (cudaMalloc (&ctx->sync, sizeof (Sync)), "cudaMalloc(sync)");
   CK (cudaMemsetAsync (ctx->sync, 0, sizeof (Sync), ctx->stream), "cudaMemset(sync)");
   CK (cudaMalloc (&ctx->claims, (size_t) W * ppb * 8), "cudaMalloc(claims)");
@@ -816,7 +828,7 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
   zs.first_valid = 0xffffffffu;
   for (uint32_t r = 0; r < DQ_REORDER_MAX_WINDOW; r++)
     zs.first[r] = kNoStamp;
-  for (int k = 0; k < 4; k++)
+  for (uint32_t k = 0; k < kSets + 1; k++)
     CK (cudaMemcpyAsync (ctx->sc + k, &zs, sizeof zs, cudaMemcpyHostToDevice, ctx->stream),
         "cudaMemcpy(scratch)");
   CK (cudaStreamSynchronize (ctx->stream), "cudaStreamSynchronize");
@@ -1027,33 +1039,51 @@ submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket 
   p.per_block = packets_per_block (n, p.lin > p.lout ? p.lin : p.lout, wave);
   const uint32_t grid = n ? (n + p.per_block - 1) / p.per_block : 1;
   if (kind == DQ_JOB_GATHER) {
-    p.sc = ctx->sc + 3;
+    p.sc = ctx->sc + kSets;
     DQ_LAUNCH (gather_main, grid, kThreads, ctx->stream, p);
     ctx->chain = 0;
   } else {
     const uint64_t seq = ++ctx->job_seq;
     p.job_seq = seq;
     p.blocks_through = ctx->blocks += grid;
-    p.sc = ctx->sc + seq % 3;
+    p.sc = ctx->sc + seq % kSets;
     p.st = ctx->st + (seq - 1) % 2;
     p.st_out = ctx->st + seq % 2;
-    p.sc_prev = ctx->sc + (seq - 1) % 3;
-    p.win = ctx->win + seq % 3;
-    p.win_prev = ctx->win + (seq - 1) % 3;
-    /* early start (reorder-kernels.cuh, Win) where the submission's chain (round trips, claims)
-     * is a good part of its time: up to 64 MiB moved, in + out, and plain copies of payloads
-     * under kBulkMin at any size (H200, side by side: 1 KB x 16384 11.8 against 12.4 us, 2 KB x
-     * 16384 18.6 against 19.6, 8 KB x 4096 18.0 against 18.8, 1 KB x 65536 40.7 against 41.1;
-     * 8 KB x 8192 and x 16384 0.5-1 % slower with it) */
+    p.sc_prev = ctx->sc + (seq - 1) % kSets;
+    p.post_win = ctx->post_win + seq % kSets * kWinWords;
+    p.post_win_prev = ctx->post_win + (seq - 1) % kSets * kWinWords;
+    p.post_blk = ctx->post_blk + seq % kSets * 2 * ctx->post_cap;
+    p.post_blk_prev = ctx->post_blk + (seq - 1) % kSets * 2 * ctx->post_cap;
+    /* the posts' tags repeat: cleared before the K1 after them, which does not start early
+     * (nor overlaps the previous K1: the clear comes between them on the stream) */
+    const bool clear = (seq & kPostTagMask) == 0;
+    if (clear) {
+      cudaError_t e = cudaMemsetAsync (ctx->post_win, 0, kSets * kWinWords * 8, ctx->stream);
+      if (e == cudaSuccess)
+        e = cudaMemsetAsync (ctx->post_blk, 0, kSets * (size_t) ctx->post_cap * 16, ctx->stream);
+      if (e != cudaSuccess)
+        return cuda_fail (ctx->err, sizeof ctx->err, "clearing the posts", e);
+      ctx->chain = 0;
+    }
+    /* early start (reorder-kernels.cuh, the posts) where the submission's chain (round trips,
+     * claims) is a good part of its time: up to 64 MiB moved, in + out, and plain copies of
+     * payloads under kBulkMin at any size (H200, side by side: 1 KB x 16384 11.8 against 12.4
+     * us, 2 KB x 16384 18.6 against 19.6, 8 KB x 4096 18.0 against 18.8, 1 KB x 65536 40.7
+     * against 41.1; 8 KB x 8192 and x 16384 0.5-1 % slower with it) */
     const bool chain_bound = (uint64_t) n * (p.lin + p.lout) <= (64ull << 20) ||
         (!p.converts && p.lin < kBulkMin);
-    p.early = ctx->early && chain_bound && seq > 1 && kind == DQ_JOB_REORDER &&
+    p.early = ctx->early && chain_bound && !clear && seq > 1 && kind == DQ_JOB_REORDER &&
         ctx->prev_kind == DQ_JOB_REORDER;
+    /* from the previous submission's posts where its blocks' fit the block-wide read, else
+     * from its last ticket (DQ_REORDER_NO_POSTS: always, for side-by-side benchmarks) */
+    p.posts = ctx->posts && ctx->prev_grid <= kPostMaxGrid;
     p.prev_grid = ctx->prev_grid;
     p.prev_n = ctx->prev_n;
+    p.prev_per_block = ctx->prev_per_block;
     p.prev_free_tail = ctx->prev_free_tail;
     ctx->prev_grid = grid;
     ctx->prev_n = n;
+    ctx->prev_per_block = p.per_block;
     ctx->prev_kind = kind;
     ctx->prev_free_tail = p.free_tail;
     cudaError_t e = launch_k1 (ctx, grid, p);

@@ -25,7 +25,8 @@
  * Environment: DQ_BENCH_QUICK=1 for a short run; DQ_BENCH_FOCUS=1 for the one-batch cases the
  * targets read only (no CPU part, no bursts, no conversions), to run two builds alternately;
  * with it, DQ_BENCH_CASES=PAYLOADxPACKETS,... (e.g. 2048x16384,8192x65536) for other one-batch
- * cases instead. */
+ * cases instead; DQ_BENCH_INFLIGHT=N for N submissions in flight (default 8) on launched
+ * contexts. */
 #include <stdarg.h>
 #include <time.h>
 
@@ -324,10 +325,17 @@ run_reorder (GPool *g, const DqReorderConfig *cfg, uint32_t K, uint32_t per, int
 {
   Pool *p = &g->hp;
   /* frames: the window, and each submission in flight may complete all its batches */
-  /* submissions in flight: 4 launched (more measured no faster); a persistent context's jobs
-   * pass through three stages of several microseconds each, so it gets 32 (bench-persist, the
-   * design benchmark: 2.5 us per 1024-packet batch with 32 in flight, 3.4 with 16) */
-  const uint32_t infl = bench_persistent ? 32 : 4;
+  /* submissions in flight: 8 launched (a submission takes ~22 us from submit to its completion
+   * seen by the host, so with 4 the host waited and paced one-batch submissions to ~6 us; H200,
+   * side by side: 64 B x 16384 5.5-6.9 against 6.6 us, 1 KB x 16384 10.5 against 11.7 us); a
+   * persistent context's jobs pass through three stages of several microseconds each, so it
+   * gets 32 (bench-persist, the design benchmark: 2.5 us per 1024-packet batch with 32 in
+   * flight, 3.4 with 16). DQ_BENCH_INFLIGHT=N: N launched, for side-by-side runs. */
+  uint32_t infl = bench_persistent ? 32 : 8;
+  if (!bench_persistent && getenv ("DQ_BENCH_INFLIGHT"))
+    infl = (uint32_t) atoi (getenv ("DQ_BENCH_INFLIGHT"));
+  if (!infl)
+    infl = 1;
   const int NF = (int) infl * ((int) per + 1) + (int) cfg->window + 6;
   void **frames = malloc (NF * sizeof *frames);
   const uint32_t n = per * p->ppb;
