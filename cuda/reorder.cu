@@ -199,6 +199,15 @@ launch_k1 (DqReorderGpu *ctx, uint32_t grid, const Params &p)
 #endif
 }
 
+/* Early start's posts all zero (no tag), on the context's stream. */
+static cudaError_t
+clear_posts (DqReorderGpu *ctx)
+{
+  const cudaError_t e = cudaMemsetAsync (ctx->post_win, 0, kSets * kWinWords * 8, ctx->stream);
+  return e != cudaSuccess ? e
+      : cudaMemsetAsync (ctx->post_blk, 0, kSets * (size_t) ctx->post_cap * 16, ctx->stream);
+}
+
 /* ---- persistent mode (reorder-persist.cuh) ------------------------------------------------ */
 
 #define PK_CK(call, what) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) \
@@ -801,9 +810,7 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
   ctx->post_cap = o.max_packets / kThreads + ctx->resident + 2;
   CK (cudaMalloc (&ctx->post_win, kSets * kWinWords * 8), "cudaMalloc(posts)");
   CK (cudaMalloc (&ctx->post_blk, kSets * (size_t) ctx->post_cap * 16), "cudaMalloc(posts)");
-  CK (cudaMemsetAsync (ctx->post_win, 0, kSets * kWinWords * 8, ctx->stream), "cudaMemset(posts)");
-  CK (cudaMemsetAsync (ctx->post_blk, 0, kSets * (size_t) ctx->post_cap * 16, ctx->stream),
-      "cudaMemset(posts)");
+  CK (clear_posts (ctx), "cudaMemset(posts)");
   CK (cudaMalloc (&ctx->sync, sizeof (Sync)), "cudaMalloc(sync)");
   CK (cudaMemsetAsync (ctx->sync, 0, sizeof (Sync), ctx->stream), "cudaMemset(sync)");
   CK (cudaMalloc (&ctx->claims, (size_t) W * ppb * 8), "cudaMalloc(claims)");
@@ -1058,9 +1065,7 @@ submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket 
      * (nor overlaps the previous K1: the clear comes between them on the stream) */
     const bool clear = (seq & kPostTagMask) == 0;
     if (clear) {
-      cudaError_t e = cudaMemsetAsync (ctx->post_win, 0, kSets * kWinWords * 8, ctx->stream);
-      if (e == cudaSuccess)
-        e = cudaMemsetAsync (ctx->post_blk, 0, kSets * (size_t) ctx->post_cap * 16, ctx->stream);
+      const cudaError_t e = clear_posts (ctx);
       if (e != cudaSuccess)
         return cuda_fail (ctx->err, sizeof ctx->err, "clearing the posts", e);
       ctx->chain = 0;
