@@ -385,7 +385,11 @@ int dq_reorder_gpu_gather (DqReorderGpu *ctx, const void *dev_data, size_t data_
  * computed on the host by dq_packetize_cpu's rule (pkts[s].offset = s * stride). */
 int dq_reorder_gpu_packetize (DqReorderGpu *ctx, const DqPacketizeTemplate *tmpl,
     const void *dev_frame, uint64_t batch_id, void *dev_out, size_t out_size, void *user);
-/* Next completion in submission order: 1 one returned, 0 none ready (wait = 0), -1 error. */
+/* Next completion in submission order: 1 one returned, 0 none ready (wait = 0), -1 error. A
+ * reorder or flush submission on a launched context is done once a word its kernel writes last
+ * into mapped memory says so: no call into the CUDA runtime while it is not (its event is still
+ * asked every 64th such poll, so that a failed kernel is reported); wait = 1 synchronizes on the
+ * submission's event. */
 int dq_reorder_gpu_poll (DqReorderGpu *ctx, int wait, DqReorderCompletion *out);
 /* Submissions not yet polled. */
 uint32_t dq_reorder_gpu_inflight (DqReorderGpu *ctx);

@@ -59,6 +59,7 @@ struct Slot {
   void *user;
   uint32_t kind;
   uint64_t pjob;               /* persistent mode: the job's number */
+  uint64_t seq;                /* a K1 submission's job_seq (its ResHdr.done), else 0 */
 };
 
 /* The persistent mode's memory and kernel (reorder-persist.cuh). */
@@ -120,6 +121,7 @@ struct _DqReorderGpu {
   uint64_t blocks;             /* K1 blocks launched so far */
   int early;                   /* early start allowed (DQ_REORDER_NO_EARLY unset) */
   int posts;                   /* from the posts (DQ_REORDER_NO_POSTS unset) */
+  uint32_t quiet;              /* not-ready polls since the last event query */
   uint32_t prev_grid, prev_n, prev_per_block, prev_kind;   /* the last K1 submission */
   uint64_t prev_free_tail;
   DqReorderStats stats;
@@ -952,7 +954,9 @@ take_slot (DqReorderGpu *ctx)
         ctx->opt.max_inflight);
     return NULL;
   }
-  return &ctx->slots[ctx->next];
+  Slot *s = &ctx->slots[ctx->next];
+  s->seq = 0;
+  return s;
 }
 
 static int
@@ -1095,6 +1099,7 @@ submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket 
     if (e != cudaSuccess)
       return cuda_fail (ctx->err, sizeof ctx->err, "reorder kernel launch", e);
     ctx->chain = 1;
+    s->seq = seq;
   }
   return launched (ctx, s, user, kind);
 }
@@ -1178,6 +1183,23 @@ dq_reorder_gpu_packetize (DqReorderGpu *ctx, const DqPacketizeTemplate *tmpl,
   return launched (ctx, s, user, DQ_JOB_PACKETIZE);
 }
 
+#ifdef DQ_CUDA_EMU
+#define DQ_EMU_BUILD 1
+#else
+#define DQ_EMU_BUILD 0
+#endif
+
+/* not-ready polls of a K1 submission between two event queries */
+static const uint32_t kQuietPolls = 64;
+
+/* A K1 submission complete: its done word written (mark_done, reorder-kernels.cuh), and what
+ * the kernel wrote before it visible (acquire). */
+static bool
+k1_done (const Slot *s)
+{
+  return s->seq && __atomic_load_n (&s->res->done, __ATOMIC_ACQUIRE) == s->seq;
+}
+
 int
 dq_reorder_gpu_poll (DqReorderGpu *ctx, int wait, DqReorderCompletion *out)
 {
@@ -1188,12 +1210,23 @@ dq_reorder_gpu_poll (DqReorderGpu *ctx, int wait, DqReorderCompletion *out)
     const int rc = persist_wait (ctx, ctx->oldest, s->pjob, wait);
     if (rc != 1)
       return rc;
-  } else {
+  } else if (!k1_done (s)) {
+    /* a K1 submission: its done word, no call into the runtime while it is not written (but
+     * the event every kQuietPolls polls, so that a failed kernel is reported); the emulator
+     * runs kernels inside event queries, so it always asks the event, and checks the word */
+    if (s->seq && !wait && !DQ_EMU_BUILD && ++ctx->quiet < kQuietPolls)
+      return 0;
+    ctx->quiet = 0;
     cudaError_t e = wait ? cudaEventSynchronize (s->done) : cudaEventQuery (s->done);
     if (e == cudaErrorNotReady)
       return 0;
     if (e != cudaSuccess)
       return cuda_fail (ctx->err, sizeof ctx->err, "reorder kernels", e);
+    if (s->seq && !k1_done (s)) {
+      snprintf (ctx->err, sizeof ctx->err, "reorder kernel %llu completed without its done word",
+          (unsigned long long) s->seq);
+      return DQ_REORDER_ERROR;
+    }
   }
   const ResHdr *h = s->res;
   memset (out, 0, sizeof *out);
