@@ -295,6 +295,11 @@ struct Params {
    * payloads when sync->moved reaches it) */
   uint64_t blocks_through;
   Sync *sync;
+  /* blocks done moving, counted per host slot (never reset: a slot takes its next submission
+   * only once this one's completion was read, so no other submission counts there meanwhile),
+   * and what it reaches once this submission's blocks are done (mark_done) */
+  unsigned long long *slot_moved;
+  uint64_t slot_through;
   /* early start: this submission's posts and those of the K1 submission before it (job_seq -
    * 1), its scratch, and what of its parameters the window after it depends on; posts: this
    * submission's blocks take the previous one's counts from its posts (else from its last
@@ -910,16 +915,18 @@ early_window (const Params &p, Blk &b)
 }
 
 /* The submission complete, for the host (ResHdr.done), by the finalizer's block once the
- * previous submission is (pdl_wait): every block of this one done moving its payloads, and its
- * tail (work) done; then everything the submission wrote, made visible to the system, before
- * the word. What an event recorded after the kernel would say, a little earlier. Block-wide. */
+ * previous submission is (pdl_wait): every block of this one done moving its payloads (its
+ * slot's count: Sync.moved counts the next submissions' blocks too, which may finish first),
+ * and its tail (work) done; then everything the submission wrote, made visible to the system,
+ * before the word. What an event recorded after the kernel would say, a little earlier.
+ * Block-wide. */
 __device__ void
 mark_done (const Params &p, bool work)
 {
   __syncthreads ();                /* the results this block wrote, before thread 0's fence */
   if (threadIdx.x != 0)
     return;
-  while (ld_acquire64 (&p.sync->moved) < p.blocks_through)
+  while (ld_acquire64 (p.slot_moved) < p.slot_through)
     pause_ns (64);
   if (work)                        /* its last part hands over after its writes */
     while (ld_acquire64 (&p.sync->ready) < p.job_seq)
@@ -1205,6 +1212,7 @@ reorder_main (const __grid_constant__ Params p)
   if (t == 0) {
     __threadfence ();
     atomicAdd (&p.sync->moved, 1ull);
+    atomicAdd (p.slot_moved, 1ull);
   }
   if (finalizer) {
     if (work)

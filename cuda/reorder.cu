@@ -60,6 +60,8 @@ struct Slot {
   uint32_t kind;
   uint64_t pjob;               /* persistent mode: the job's number */
   uint64_t seq;                /* a K1 submission's job_seq (its ResHdr.done), else 0 */
+  unsigned long long *moved_d; /* device: this slot's K1 blocks done moving (Params.slot_moved) */
+  uint64_t blocks;             /* K1 blocks launched from this slot so far */
 };
 
 /* The persistent mode's memory and kernel (reorder-persist.cuh). */
@@ -104,6 +106,7 @@ struct _DqReorderGpu {
   unsigned long long *post_blk; /* by job_seq % kSets, and kSets x post_cap blocks' words */
   uint32_t post_cap;            /* K1's largest grid */
   Sync *sync;
+  unsigned long long *slot_moved;   /* one counter per slot (Slot.moved_d) */
   unsigned long long *claims;
   uint8_t *cls;
   int64_t *pk_x;
@@ -733,6 +736,7 @@ dq_reorder_gpu_free (DqReorderGpu *ctx)
   cudaFree (ctx->post_win);
   cudaFree (ctx->post_blk);
   cudaFree (ctx->sync);
+  cudaFree (ctx->slot_moved);
   cudaFree (ctx->claims);
   cudaFree (ctx->cls);
   cudaFree (ctx->pk_x);
@@ -815,6 +819,9 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
   CK (clear_posts (ctx), "cudaMemset(posts)");
   CK (cudaMalloc (&ctx->sync, sizeof (Sync)), "cudaMalloc(sync)");
   CK (cudaMemsetAsync (ctx->sync, 0, sizeof (Sync), ctx->stream), "cudaMemset(sync)");
+  CK (cudaMalloc (&ctx->slot_moved, o.max_inflight * 8), "cudaMalloc(slot counters)");
+  CK (cudaMemsetAsync (ctx->slot_moved, 0, o.max_inflight * 8, ctx->stream),
+      "cudaMemset(slot counters)");
   CK (cudaMalloc (&ctx->claims, (size_t) W * ppb * 8), "cudaMalloc(claims)");
   CK (cudaMalloc (&ctx->cls, o.max_packets), "cudaMalloc(cls)");
   CK (cudaMalloc (&ctx->pk_x, (size_t) o.max_packets * 8), "cudaMalloc(pk_x)");
@@ -847,6 +854,7 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
     goto fail;
   for (uint32_t k = 0; k < o.max_inflight; k++) {
     Slot *s = &ctx->slots[k];
+    s->moved_d = ctx->slot_moved + k;
     CK (cudaHostAlloc (&s->stage, (size_t) o.max_packets * sizeof (DqReorderPacket),
         cudaHostAllocMapped), "cudaHostAlloc(descriptors)");
     size_t rb = sizeof (ResHdr) + (size_t) res_cap * sizeof (DqReorderBatch) +
@@ -1057,6 +1065,8 @@ submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket 
     const uint64_t seq = ++ctx->job_seq;
     p.job_seq = seq;
     p.blocks_through = ctx->blocks += grid;
+    p.slot_moved = s->moved_d;
+    p.slot_through = s->blocks += grid;
     p.sc = ctx->sc + seq % kSets;
     p.st = ctx->st + (seq - 1) % 2;
     p.st_out = ctx->st + seq % 2;
