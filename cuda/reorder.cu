@@ -1066,7 +1066,7 @@ submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket 
     p.job_seq = seq;
     p.blocks_through = ctx->blocks += grid;
     p.slot_moved = s->moved_d;
-    p.slot_through = s->blocks += grid;
+    p.slot_through = s->blocks + grid;
     p.sc = ctx->sc + seq % kSets;
     p.st = ctx->st + (seq - 1) % 2;
     p.st_out = ctx->st + seq % 2;
@@ -1110,6 +1110,7 @@ submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket 
       return cuda_fail (ctx->err, sizeof ctx->err, "reorder kernel launch", e);
     ctx->chain = 1;
     s->seq = seq;
+    s->blocks = p.slot_through;   /* only a launched kernel's blocks will count there */
   }
   return launched (ctx, s, user, kind);
 }
