@@ -798,7 +798,7 @@ __device__ void
 run_tail (const Params &p, uint32_t part, uint32_t parts)
 {
   if (threadIdx.x == 0)
-    for (unsigned ns = 32; ld_acquire64 (&p.sync->moved) < p.blocks_through;
+    for (unsigned ns = 32; ld_acquire64 (p.slot_moved) < p.slot_through;
         ns = ns < 1024 ? 2 * ns : ns)
       pause_ns (ns);
   __syncthreads ();

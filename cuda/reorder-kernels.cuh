@@ -53,8 +53,8 @@
  *                     cannot deadlock: a helper waits only once every block has its ticket, so the
  *                     finalizer is running. Empty in the steady state (no loss, no in-burst
  *                     duplicate race): the helpers then just leave. With work, the tail first
- *                     waits for every block's payloads (Sync.moved: a fixup rewrites a slot a
- *                     later arrival copied) and its last part hands the state over.
+ *                     waits for every block's payloads (Params.slot_moved: a fixup rewrites a
+ *                     slot a later arrival copied) and its last part hands the state over.
  *
  * Launch: K1 with programmatic stream serialization (sm_90 on) when the previous launch on the
  * stream was the context's own K1: every block allows the next launch at its start, so the next
@@ -196,7 +196,6 @@ constexpr uint32_t kPostMaxGrid = 2 * kThreads;   /* posts read block-wide, two 
  * run while this one's still move payloads: they wait only for `ready`. */
 struct Sync {
   unsigned long long ready;  /* job_seq of the last submission done with the state and scratch */
-  unsigned long long moved;  /* blocks of K1 done moving payloads, over all submissions */
 };
 
 /* The state's words as a finalizer leaves them, each with the number of the submission that
@@ -291,13 +290,10 @@ struct Params {
    * with it; job_seq numbers the submission (never 0) */
   uint32_t helpers;
   uint64_t job_seq;
-  /* K1 blocks launched up to and including this submission (its blocks are done moving
-   * payloads when sync->moved reaches it) */
-  uint64_t blocks_through;
   Sync *sync;
   /* blocks done moving, counted per host slot (never reset: a slot takes its next submission
    * only once this one's completion was read, so no other submission counts there meanwhile),
-   * and what it reaches once this submission's blocks are done (mark_done) */
+   * and what it reaches once this submission's blocks are done (run_tail, mark_done) */
   unsigned long long *slot_moved;
   uint64_t slot_through;
   /* early start: this submission's posts and those of the K1 submission before it (job_seq -
@@ -916,8 +912,7 @@ early_window (const Params &p, Blk &b)
 
 /* The submission complete, for the host (ResHdr.done), by the finalizer's block once the
  * previous submission is (pdl_wait): every block of this one done moving its payloads (its
- * slot's count: Sync.moved counts the next submissions' blocks too, which may finish first),
- * and its tail (work) done; then everything the submission wrote, made visible to the system,
+ * slot's count), and its tail (work) done; then everything the submission wrote, made visible to the system,
  * before the word. What an event recorded after the kernel would say, a little earlier.
  * Block-wide. */
 __device__ void
@@ -1211,7 +1206,6 @@ reorder_main (const __grid_constant__ Params p)
   __syncthreads ();
   if (t == 0) {
     __threadfence ();
-    atomicAdd (&p.sync->moved, 1ull);
     atomicAdd (p.slot_moved, 1ull);
   }
   if (finalizer) {

@@ -60,7 +60,6 @@ struct Slot {
   uint32_t kind;
   uint64_t pjob;               /* persistent mode: the job's number */
   uint64_t seq;                /* a K1 submission's job_seq (its ResHdr.done), else 0 */
-  unsigned long long *moved_d; /* device: this slot's K1 blocks done moving (Params.slot_moved) */
   uint64_t blocks;             /* K1 blocks launched from this slot so far */
 };
 
@@ -106,7 +105,7 @@ struct _DqReorderGpu {
   unsigned long long *post_blk; /* by job_seq % kSets, and kSets x post_cap blocks' words */
   uint32_t post_cap;            /* K1's largest grid */
   Sync *sync;
-  unsigned long long *slot_moved;   /* one counter per slot (Slot.moved_d) */
+  unsigned long long *slot_moved;   /* per slot: its K1 blocks done moving (Params.slot_moved) */
   unsigned long long *claims;
   uint8_t *cls;
   int64_t *pk_x;
@@ -121,7 +120,6 @@ struct _DqReorderGpu {
   int pdl;                     /* programmatic dependent launch usable (sm_90 on) */
   int chain;                   /* the last launch on the stream was K1: the next may overlap it */
   uint64_t job_seq;            /* K1 submissions, numbered from 1 */
-  uint64_t blocks;             /* K1 blocks launched so far */
   int early;                   /* early start allowed (DQ_REORDER_NO_EARLY unset) */
   int posts;                   /* from the posts (DQ_REORDER_NO_POSTS unset) */
   uint32_t quiet;              /* not-ready polls since the last event query */
@@ -854,7 +852,6 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
     goto fail;
   for (uint32_t k = 0; k < o.max_inflight; k++) {
     Slot *s = &ctx->slots[k];
-    s->moved_d = ctx->slot_moved + k;
     CK (cudaHostAlloc (&s->stage, (size_t) o.max_packets * sizeof (DqReorderPacket),
         cudaHostAllocMapped), "cudaHostAlloc(descriptors)");
     size_t rb = sizeof (ResHdr) + (size_t) res_cap * sizeof (DqReorderBatch) +
@@ -1064,8 +1061,7 @@ submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket 
   } else {
     const uint64_t seq = ++ctx->job_seq;
     p.job_seq = seq;
-    p.blocks_through = ctx->blocks += grid;
-    p.slot_moved = s->moved_d;
+    p.slot_moved = ctx->slot_moved + (s - ctx->slots);
     p.slot_through = s->blocks + grid;
     p.sc = ctx->sc + seq % kSets;
     p.st = ctx->st + (seq - 1) % 2;
