@@ -97,10 +97,9 @@ apply_resets (const Params &p, Fin &f)
     f.any_reset = 0;
 }
 
-/* The result entry of record R emitted for `cause` (a DevRec, or the persistent mode's PRec). */
-template <class Rec>
+/* The result entry of record R emitted for `cause`. */
 __device__ __forceinline__ DqReorderBatch
-batch_entry (const Params &p, const Rec &R, uint32_t cause)
+batch_entry (const Params &p, const DevRec &R, uint32_t cause)
 {
   DqReorderBatch b;
   memset (&b, 0, sizeof b);
