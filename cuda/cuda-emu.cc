@@ -52,8 +52,6 @@ struct Launch {
   std::vector<unsigned> order;  /* its blocks, in the order they start */
   unsigned started, finished;
   bool overlap;                 /* may start before the launch before it is complete */
-  bool persistent;              /* on a stream of its own, every block resident at once, until
-                                 * its body returns (dq_emu_launch_persistent) */
   size_t dyn_shared;            /* bytes of dynamic shared memory per block */
 };
 std::list<Launch> g_launches;   /* oldest first */
@@ -203,12 +201,6 @@ next_to_start ()
 {
   Launch *prev = NULL;
   for (Launch &L : g_launches) {
-    if (L.persistent) {
-      /* its own stream: it orders nothing, and it starts at once (enqueue_persistent) */
-      if (L.started < L.grid.x)
-        return &L;
-      continue;
-    }
     if (L.started < L.grid.x) {
       if (!prev || (L.overlap && prev->started == prev->grid.x))
         return &L;
@@ -273,62 +265,25 @@ pick_slot (int cur)
   return (int) ready[next_rand () % ready.size ()];
 }
 
-size_t
-count (bool persistent)
-{
-  size_t n = 0;
-  for (const Launch &L : g_launches)
-    n += L.persistent == persistent;
-  return n;
-}
-
-/* Finished launches leave the list: a persistent one at once, the others in launch order (the
- * stream's: dq_emu_grid_dependency_sync waits for those before). */
+/* Finished launches leave the list in launch order (the stream's: dq_emu_grid_dependency_sync
+ * waits for those before). */
 void
 drop_finished ()
 {
-  for (auto it = g_launches.begin (); it != g_launches.end ();)
-    it = it->persistent && it->finished == it->grid.x ? g_launches.erase (it) : std::next (it);
-  for (auto it = g_launches.begin (); it != g_launches.end ();) {
-    if (it->persistent) {
-      ++it;
-      continue;
-    }
-    if (it->finished != it->grid.x)
-      break;
-    it = g_launches.erase (it);
-  }
+  while (!g_launches.empty () && g_launches.front ().finished == g_launches.front ().grid.x)
+    g_launches.pop_front ();
 }
 
-enum RunMode {
-  PLAIN,      /* until at most `keep` launches that are not persistent are left */
-  IDLE,       /* until every resident thread only waits (a persistent kernel waiting for the
-               * host), or nothing is left */
-  ALL,        /* until every launch is complete, the persistent ones too */
-};
-
-bool
-living_idle ()
-{
-  unsigned long alive = 0;
-  for (const Slot &S : g_slots)
-    if (S.active)
-      alive += S.alive;
-  return g_idle > 2 * alive + 64;
-}
-
-/* Runs resident blocks, starting the launches' blocks as places free up, until `mode` says
- * (launches left over may have run part of the way). */
+/* Runs resident blocks, starting the launches' blocks as places free up, until at most `keep`
+ * launches are left (those may have run part of the way). */
 void
-run_until (size_t keep, RunMode mode = PLAIN)
+run_until (size_t keep)
 {
   g_running = true;
   int cur = -1;
   g_idle = 0;
   for (;;) {
-    if (mode == PLAIN ? count (false) <= keep : g_launches.empty ())
-      break;
-    if (mode == IDLE && living_idle ())
+    if (g_launches.size () <= keep)
       break;
     for (unsigned s = 0; s < g_slots.size (); s++)
       if (!g_slots[s].active) {
@@ -371,11 +326,6 @@ make_places (unsigned n, unsigned places)
   if (n <= g_stride && g_slots.size () >= places)
     return;
   run_until (0);
-  if (count (true)) {
-    fprintf (stderr, "cuda-emu: a launch of %u threads per block while a persistent kernel of "
-        "fewer runs\n", n);
-    abort ();
-  }
   g_stride = n > g_stride ? n : g_stride;
   if (places < g_slots.size ())
     places = (unsigned) g_slots.size ();
@@ -391,11 +341,10 @@ make_places (unsigned n, unsigned places)
 
 void
 enqueue (dim3 grid, dim3 block, const std::function<void ()> &body, bool overlap,
-    bool persistent = false, size_t dyn_shared = 0)
+    size_t dyn_shared)
 {
   const unsigned n = block.x * block.y * block.z;
-  /* a persistent kernel holds its places: the others keep dq_emu_resident () beside it */
-  make_places (n, dq_emu_resident () + (persistent ? grid.x : 0));
+  make_places (n, dq_emu_resident ());
   g_launches.emplace_back ();
   Launch &L = g_launches.back ();
   L.body = body;
@@ -403,7 +352,6 @@ enqueue (dim3 grid, dim3 block, const std::function<void ()> &body, bool overlap
   L.block = block;
   L.started = L.finished = 0;
   L.overlap = overlap;
-  L.persistent = persistent;
   L.dyn_shared = dyn_shared;
   /* blocks start in a random order */
   L.order.resize (grid.x);
@@ -429,18 +377,18 @@ launch (dim3 grid, dim3 block, const std::function<void ()> &body, bool overlap,
     abort ();
   }
   std::lock_guard<std::mutex> lock (g_mu);
-  enqueue (grid, block, body, overlap, false, dyn_shared);
+  enqueue (grid, block, body, overlap, dyn_shared);
   run_until (overlap ? 1 : 0);
 }
 
 /* A host call that runs the fibers (none from inside a kernel: it would switch away from itself) */
 void
-host_run (RunMode mode)
+host_run ()
 {
   if (g_running)
     return;
   std::lock_guard<std::mutex> lock (g_mu);
-  run_until (0, mode);
+  run_until (0);
 }
 
 }  /* namespace */
@@ -511,17 +459,8 @@ void
 dq_emu_grid_dependency_sync ()
 {
   const Launch *mine = g_slots[g_cur->slot].launch;
-  for (;;) {
-    const Launch *first = NULL;
-    for (const Launch &L : g_launches)
-      if (!L.persistent) {
-        first = &L;
-        break;
-      }
-    if (first == mine)
-      break;
+  while (&g_launches.front () != mine)
     dq_emu_yield ();
-  }
 }
 
 void
@@ -678,42 +617,6 @@ dq_emu_async_wait (unsigned n)
   }
 }
 
-void
-dq_emu_launch_persistent (dim3 grid, dim3 block, size_t dyn_shared,
-    const std::function<void ()> &body)
-{
-  if (g_running) {
-    fprintf (stderr, "cuda-emu: a kernel launched from a kernel\n");
-    abort ();
-  }
-  std::lock_guard<std::mutex> lock (g_mu);
-  enqueue (grid, block, body, false, true, dyn_shared);
-  run_until (0, IDLE);
-}
-
-void
-dq_emu_progress ()
-{
-  host_run (IDLE);
-}
-
-void
-dq_emu_join ()
-{
-  host_run (ALL);
-}
-
-void
-dq_emu_check_no_persistent (const char *call)
-{
-  std::lock_guard<std::mutex> lock (g_mu);
-  if (count (true)) {
-    fprintf (stderr, "cuda-emu: %s while a persistent kernel runs: on a GPU it waits for every "
-        "kernel and never returns\n", call);
-    abort ();
-  }
-}
-
 void *
 dq_emu_dynamic_shared ()
 {
@@ -723,5 +626,5 @@ dq_emu_dynamic_shared ()
 void
 dq_emu_synchronize ()
 {
-  host_run (PLAIN);
+  host_run ();
 }

@@ -18,12 +18,11 @@
  * once the previous launch's have all started and run beside them; it returns once the previous
  * one is complete, part of the way through itself, and goes on at the next launch or
  * synchronizing call (copies, frees, stream and event synchronization, an event query that
- * answers "ready"); pdl_wait waits for the launch before. A persistent launch
- * (dq_emu_launch_persistent) never blocks the host: its blocks run whenever the host calls in, the
- * host and the kernel meeting through memory that both see (mapped host memory is host memory). Events are complete once queried (or
- * pretend not to be: DQ_CUDA_EMU_EVENT_LAG below). The conversion intrinsics use the CPU
- * twin's functions: this emulates the kernels' control flow and data movement, not the GPU's
- * arithmetic (that is what test-cuda-gpu checks on a real device).
+ * answers "ready"); pdl_wait waits for the launch before. Mapped host memory is host memory.
+ * Events are complete once queried (or pretend not to be: DQ_CUDA_EMU_EVENT_LAG below). The
+ * conversion intrinsics use the CPU twin's functions: this emulates the kernels' control flow
+ * and data movement, not the GPU's arithmetic (that is what test-cuda-gpu checks on a real
+ * device).
  *
  * Not a general CUDA emulator: only what reorder.cu uses. */
 #ifndef DQ_CUDA_EMU_H
@@ -74,22 +73,9 @@ void dq_emu_launch (dim3 grid, dim3 block, const std::function<void ()> &body,
  * having run part of the way (the rest runs at the next launch or synchronizing call) */
 void dq_emu_launch_overlapped (dim3 grid, dim3 block, const std::function<void ()> &body,
     size_t dyn_shared = 0);
-/* a persistent kernel: on a stream of its own (it orders no other launch, none orders it), every
- * block resident at once beside dq_emu_resident () places for the others, each with dyn_shared
- * bytes of dynamic shared memory; it runs whenever the host calls in (this call, a launch, a
- * synchronizing call, dq_emu_progress) until its body returns. This returns once every resident
- * thread only waits. */
-void dq_emu_launch_persistent (dim3 grid, dim3 block, size_t dyn_shared,
-    const std::function<void ()> &body);
-/* runs what is resident until every thread only waits (or nothing is left): a host waiting for
- * a persistent kernel calls this between looks at what it waits for */
-void dq_emu_progress ();
-/* every launch complete, the persistent ones too (after telling them to end) */
-void dq_emu_join ();
 /* the calling block's dynamic shared memory */
 void *dq_emu_dynamic_shared ();
-/* every launch complete but the persistent ones (the synchronizing calls below: copies, frees,
- * events, streams) */
+/* every launch complete (the synchronizing calls below: copies, frees, events, streams) */
 void dq_emu_synchronize ();
 /* pdl_wait: until the launch before the calling thread's is complete */
 void dq_emu_grid_dependency_sync ();
@@ -305,11 +291,8 @@ static inline cudaError_t cudaMalloc (T **p, size_t n)
     memset ((void *) *p, 0xcd, n);       /* device memory is not zeroed */
   return *p ? cudaSuccess : 2;
 }
-/* on a GPU these wait for every kernel, a persistent one too: that would never return */
-void dq_emu_check_no_persistent (const char *call);
 static inline cudaError_t cudaFree (void *p)
 {
-  dq_emu_check_no_persistent ("cudaFree");
   dq_emu_synchronize ();
   free (p);
   return cudaSuccess;
@@ -322,7 +305,6 @@ static inline cudaError_t cudaHostAlloc (T **p, size_t n, unsigned)
 }
 static inline cudaError_t cudaFreeHost (void *p)
 {
-  dq_emu_check_no_persistent ("cudaFreeHost");
   dq_emu_synchronize ();
   free (p);
   return cudaSuccess;

@@ -315,19 +315,7 @@ typedef struct {
   uint32_t max_frames;         /* capacity of the free-frame queue; 0: 256 */
   int device;                  /* CUDA device ordinal; -1: the current one */
   void *stream;                /* cudaStream_t to work on; NULL: the context makes its own */
-  int persistent;              /* 1: one kernel, launched with the context, takes every reorder
-                                * and flush job (no launch per submission; see below); 0: a
-                                * launch per submission */
 } DqReorderGpuOptions;
-/* Persistent mode: the context launches one kernel that stays on the GPU until
- * dq_reorder_gpu_free, on a stream of its own, with blocks resident on every SM (up to two on
- * each, polling while idle: other work on the GPU shares those SMs with it); the host posts
- * jobs into mapped memory and reads their completions there, so a submission costs no launch.
- * Same results, bit for bit. Limits: max_packets <= 65534, and
- * window * packets_per_batch claim words (4 bytes each) must fit a block's shared memory (about
- * 54 000 slots on sm_90, 12 000 on sm_75); dq_reorder_gpu_new says so otherwise. Gather and
- * packetize are refused (use another context), dq_reorder_gpu_event is NULL, and the kernel
- * keeps its SMs busy polling while the context lives. */
 
 /* Error codes of the GPU calls (the message: dq_reorder_gpu_error). */
 #define DQ_REORDER_OK     0
@@ -386,10 +374,10 @@ int dq_reorder_gpu_gather (DqReorderGpu *ctx, const void *dev_data, size_t data_
 int dq_reorder_gpu_packetize (DqReorderGpu *ctx, const DqPacketizeTemplate *tmpl,
     const void *dev_frame, uint64_t batch_id, void *dev_out, size_t out_size, void *user);
 /* Next completion in submission order: 1 one returned, 0 none ready (wait = 0), -1 error. A
- * reorder or flush submission on a launched context is done once a word its kernel writes last
- * into mapped memory says so: no call into the CUDA runtime while it is not (its event is still
- * asked every 64th such poll, so that a failed kernel is reported); wait = 1 synchronizes on the
- * submission's event. */
+ * reorder or flush submission is done once a word its kernel writes last into mapped memory
+ * says so: no call into the CUDA runtime while it is not (its event is still asked every 64th
+ * such poll, so that a failed kernel is reported); wait = 1 synchronizes on the submission's
+ * event. */
 int dq_reorder_gpu_poll (DqReorderGpu *ctx, int wait, DqReorderCompletion *out);
 /* Submissions not yet polled. */
 uint32_t dq_reorder_gpu_inflight (DqReorderGpu *ctx);

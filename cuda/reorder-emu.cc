@@ -6,5 +6,4 @@
 #define DQ_ZERO_LIST_MIN 0
 #define DQ_PARAM_AHEAD 2        /* frames from the parameters and from the ring in memory */
 #define DQ_POST_TAG_BITS 4      /* early start's posts cleared every 16 submissions */
-#define DQ_PTHREADS 64          /* persistent grid: several packets per thread in small bursts */
 #include "reorder.cu"

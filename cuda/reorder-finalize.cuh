@@ -97,10 +97,9 @@ apply_resets (const Params &p, Fin &f)
     f.any_reset = 0;
 }
 
-/* The result entry of record R emitted for `cause` (a DevRec, or the persistent mode's PRec). */
-template <class Rec>
+/* The result entry of record R emitted for `cause`. */
 __device__ __forceinline__ DqReorderBatch
-batch_entry (const Params &p, const Rec &R, uint32_t cause)
+batch_entry (const Params &p, const DevRec &R, uint32_t cause)
 {
   DqReorderBatch b;
   memset (&b, 0, sizeof b);
@@ -453,61 +452,72 @@ check_window (const Params &p, Fin &f)
 }
 #endif
 
-/* Returns whether the tail has work (then the tail's last part hands over, else finalize).
- * early: this block started early (the previous finalizer may still be running); stamp: the
- * arrival stamp of this burst's first packet, as this block's window had it. */
-__device__ bool
-finalize (const Params &p, Fin &f, bool early, uint64_t stamp)
+/* What the finalizer reads first, every load issued at once (one round trip): the scratch's
+ * counters and this submission's per-record counts as the other blocks left them (L2, not this
+ * SM's L1), and this thread's first word of the state. */
+struct FinLoads {
+  uint32_t shorts, nf, nd;         /* the submission's short, fixup and deferred packets */
+  uint32_t late, accepted, dups;   /* thread 0's */
+  unsigned long long mk;           /* thread 0's: the largest key + 2^63 (0: none) */
+  uint32_t c_filled, c_dups;       /* record t's counts */
+  uint64_t c_first, c_ts;          /* its earliest arrival in the burst, and that one's timestamp */
+  uint64_t w;                      /* this thread's first word of the state (not early) */
+};
+
+/* The counts, and the state's first words unless the previous finalizer may still be running
+ * (early); the first packets' timestamps are loaded later, once their stamps are in. */
+__device__ __forceinline__ FinLoads
+load_counts (const Params &p, bool early, uint32_t state_words)
 {
   const uint32_t t = threadIdx.x;
-  /* the scratch counters and this submission's per-record counts, as the other blocks left
-   * them (L2, not this SM's L1), and the state (its W records) unless the previous finalizer
-   * may still be running: every load issued at once, one round trip */
-  const uint32_t state_words = (uint32_t) (offsetof (DevState, rec) + p.W * sizeof (DevRec)) / 8;
+  FinLoads c;
+  c.shorts = __ldcg (&p.sc->n_short);
+  c.nf = __ldcg (&p.sc->n_fixup);
+  c.nd = __ldcg (&p.sc->n_deferred);
+  c.late = c.accepted = c.dups = 0;
+  c.mk = 0;
+  if (t == 0) {
+    c.late = __ldcg (&p.sc->n_late);
+    c.accepted = __ldcg (&p.sc->n_accepted);
+    c.dups = __ldcg (&p.sc->n_dups);
+    c.mk = __ldcg (&p.sc->maxK);
+  }
+  c.c_filled = c.c_dups = 0;
+  c.c_first = kNoStamp;
+  c.c_ts = 0;
+  if (t < p.W) {
+    c.c_filled = __ldcg (&p.sc->filled[t]);
+    c.c_dups = __ldcg (&p.sc->dups[t]);
+    c.c_first = ld_cg64 (&p.sc->first[t]);
+  }
+  c.w = 0;
+  if (!early && t < state_words)
+    c.w = ld_cg64 ((const uint64_t *) p.st + t);
+  return c;
+}
+
+/* The finalizer's own counts start from the blocks' (thread 0). */
+__device__ __forceinline__ void
+start_counts (Fin &f, const FinLoads &c)
+{
+  f.n_out = f.n_rel = f.n_copy = f.n_zero = 0;
+  f.late_count = c.late;
+  f.accepted = c.accepted;
+  f.dups = c.dups;
+  f.maxK = c.mk ? (int64_t) (c.mk - (1ull << 63)) : INT64_MIN;
+  f.flag = 0;
+}
+
+/* The state into shared memory: where this block started early, from the previous finalizer's
+ * mailbox word by word as it writes them (or once it has handed over, on a GPU without the
+ * mailbox); else from the state, its first words (c.w) loaded already. */
+__device__ __forceinline__ void
+load_state (const Params &p, Fin &f, bool early, uint32_t state_words, uint64_t w)
+{
+  const uint32_t t = threadIdx.x;
   const uint64_t *st_src = (const uint64_t *) p.st;
   uint64_t *st_dst = (uint64_t *) &f.s;
-  const uint32_t shorts = __ldcg (&p.sc->n_short);
-  const uint32_t nf = __ldcg (&p.sc->n_fixup), nd = __ldcg (&p.sc->n_deferred);
-  uint32_t late = 0, accepted = 0, dups = 0;
-  unsigned long long mk = 0;
-  if (t == 0) {
-    late = __ldcg (&p.sc->n_late);
-    accepted = __ldcg (&p.sc->n_accepted);
-    dups = __ldcg (&p.sc->n_dups);
-    mk = __ldcg (&p.sc->maxK);
-  }
-  uint32_t c_filled = 0, c_dups = 0;
-  uint64_t c_first = kNoStamp, c_ts = 0;
-  if (t < p.W) {
-    c_filled = __ldcg (&p.sc->filled[t]);
-    c_dups = __ldcg (&p.sc->dups[t]);
-    c_first = ld_cg64 (&p.sc->first[t]);
-  }
-  uint64_t w = 0;                  /* this thread's first word of the state */
-  if (!early && t < state_words)
-    w = ld_cg64 (st_src + t);
-  /* a reorder job with no fixups and no deferred packets leaves the tail nothing (only they
-   * list copies, and only the deferred path and flushes emit partial batches): the helpers may
-   * leave now, not after the finalizer */
-  const bool quiet = p.kind == DQ_JOB_REORDER && nf == 0 && nd == 0;
-  if (quiet && t == 0)
-    *(volatile unsigned long long *) &p.sc->go = 2 * p.job_seq;   /* no data to publish */
-  if (t == 0) {
-    f.n_out = f.n_rel = f.n_copy = f.n_zero = 0;
-    f.late_count = late;
-    f.accepted = accepted;
-    f.dups = dups;
-    f.maxK = mk ? (int64_t) (mk - (1ull << 63)) : INT64_MIN;
-    f.flag = 0;
-  }
-  /* the timestamp of each record's first packet in this burst (read at its first use), off the
-   * chain of hand-overs: loaded while this block waits for the previous finalizer, else while
-   * the state's words come in */
-  const bool first_here = c_first != kNoStamp && c_first - stamp < p.n;
-  if (first_here)
-    c_ts = desc_ts (p.desc, (uint32_t) (c_first - stamp));
   if (early && DQ_HAVE_MAIL) {
-    /* the state as the previous finalizer wrote it, word by word from its mailbox */
     for (uint32_t k = t; k < state_words; k += blockDim.x) {
       uint64_t v, tag;
       for (;;) {
@@ -532,6 +542,13 @@ finalize (const Params &p, Fin &f, bool early, uint64_t stamp)
     for (uint32_t k = t + blockDim.x; k < state_words; k += blockDim.x)
       st_dst[k] = ld_cg64 (st_src + k);
   }
+}
+
+/* This submission's per-record counts into the state's records (no claims to reset yet). */
+__device__ __forceinline__ void
+merge_counts (const Params &p, Fin &f, const FinLoads &c)
+{
+  const uint32_t t = threadIdx.x;
   if (t < DQ_REORDER_MAX_WINDOW)
     f.reset[t] = 0;
   if (t == 0)
@@ -539,27 +556,35 @@ finalize (const Params &p, Fin &f, bool early, uint64_t stamp)
   __syncthreads ();
   if (t < p.W) {
     DevRec &R = f.s.rec[t];
-    R.filled += c_filled;
-    R.dups += c_dups;
-    if (c_first < R.first_stamp)
-      R.first_stamp = c_first;
+    R.filled += c.c_filled;
+    R.dups += c.c_dups;
+    if (c.c_first < R.first_stamp)
+      R.first_stamp = c.c_first;
   }
-  {
-    /* the free ring's next entries (from the parameters, or host memory in one round trip) */
-    const uint64_t head = f.s.free_head;
-    const uint64_t avail = p.free_tail - head;
-    const uint32_t n = avail < kRingAhead ? (uint32_t) avail : kRingAhead;
-    if (t < n)
-      f.ring[t] = ring_entry (p, head + t);
-    if (t == 0) {
-      f.ring_base = head;
-      f.ring_n = n;
-    }
+}
+
+/* The free ring's next entries (from the parameters, or host memory in one round trip). */
+__device__ __forceinline__ void
+prefetch_ring (const Params &p, Fin &f)
+{
+  const uint32_t t = threadIdx.x;
+  const uint64_t head = f.s.free_head;
+  const uint64_t avail = p.free_tail - head;
+  const uint32_t n = avail < kRingAhead ? (uint32_t) avail : kRingAhead;
+  if (t < n)
+    f.ring[t] = ring_entry (p, head + t);
+  if (t == 0) {
+    f.ring_base = head;
+    f.ring_n = n;
   }
   __syncthreads ();
-  const bool was_init = f.s.initialized != 0;
-  const uint64_t stamp0 = f.s.stamp;
+}
 
+/* Frames for the empty records at the start of a reorder job (those the blocks claimed with:
+ * check_window) or of a flush that keeps the stream. */
+__device__ __forceinline__ void
+frames_at_start (const Params &p, Fin &f, bool was_init, uint64_t stamp0)
+{
   if (was_init && p.kind == DQ_JOB_REORDER) {
     fill_frames (p, f, stamp0);
 #ifdef DQ_CUDA_EMU
@@ -567,105 +592,157 @@ finalize (const Params &p, Fin &f, bool early, uint64_t stamp)
 #endif
   } else if (was_init && p.kind == DQ_JOB_FLUSH && p.flush_mode != DQ_FLUSH_RESET)
     fill_frames (p, f);
+}
 
-  if (p.kind == DQ_JOB_REORDER) {
-    /* fixups: a packet that took a slot from a later arrival of the same burst */
-    for (uint32_t k = t; k < nf; k += blockDim.x) {
-      uint32_t i = __ldcg (p.aux + k);
-      int64_t x = __ldcg ((const long long *) p.pk_x + i);
-      uint32_t slot = __ldcg (p.pk_seq + i);
-      uint32_t r = rec_index (p, x);
-      unsigned long long want = ((unsigned long long) tag_of (f.s.rec[r].gen) << 48) |
-          ((stamp0 + i) & kStampMask);
-      if (f.s.rec[r].frame && __ldcg (p.claims + (size_t) r * p.ppb + slot) == want)
-        push_copy (p, f, i, f.s.rec[r].frame, slot);
+/* Fixups: a packet that took a slot from a later arrival of the same burst is copied, if it
+ * still holds the slot and the batch has a frame. */
+__device__ __forceinline__ void
+settle_fixups (const Params &p, Fin &f, uint32_t nf, uint64_t stamp0)
+{
+  for (uint32_t k = threadIdx.x; k < nf; k += blockDim.x) {
+    uint32_t i = __ldcg (p.aux + k);
+    int64_t x = __ldcg ((const long long *) p.pk_x + i);
+    uint32_t slot = __ldcg (p.pk_seq + i);
+    uint32_t r = rec_index (p, x);
+    unsigned long long want = ((unsigned long long) tag_of (f.s.rec[r].gen) << 48) |
+        ((stamp0 + i) & kStampMask);
+    if (f.s.rec[r].frame && __ldcg (p.claims + (size_t) r * p.ppb + slot) == want)
+      push_copy (p, f, i, f.s.rec[r].frame, slot);
+  }
+}
+
+/* The deferred packets (run_deferred); on the first burst ever the window first starts at the
+ * batch of the first valid packet, whose key is the head. */
+__device__ __forceinline__ void
+place_deferred (const Params &p, Fin &f, bool was_init, uint64_t stamp0)
+{
+  const uint32_t t = threadIdx.x;
+  bool fresh = !was_init;
+  if (fresh) {
+    uint32_t fv = __ldcg (&p.sc->first_valid);
+    uint32_t key = (uint32_t) __ldcg ((const long long *) p.pk_x + fv);
+    uint32_t seq = __ldcg (p.pk_seq + fv);
+    int64_t x0 = 0;
+    uint32_t s0;
+    locate (p, (int64_t) key, seq, x0, s0);
+    if (t == 0) {
+      f.H0 = key;
+      f.s.H = key;
+      f.maxK = key;
     }
-    first_timestamps (p, f, stamp0, stamp == stamp0 ? c_first : kNoStamp, c_ts);
+    start_window (p, f, x0);
+  } else if (t == 0) {
+    f.H0 = f.s.H;
+  }
+  __syncthreads ();
+  run_deferred (p, f, fresh, stamp0);
+}
 
-    if (nd) {
-      bool fresh = !was_init;
-      if (fresh) {
-        uint32_t fv = __ldcg (&p.sc->first_valid);
-        uint32_t key = (uint32_t) __ldcg ((const long long *) p.pk_x + fv);
-        uint32_t seq = __ldcg (p.pk_seq + fv);
-        int64_t x0 = 0;
-        uint32_t s0;
-        locate (p, (int64_t) key, seq, x0, s0);
-        if (t == 0) {
-          f.H0 = key;
-          f.s.H = key;
-          f.maxK = key;
-        }
-        start_window (p, f, x0);
-      } else if (t == 0) {
-        f.H0 = f.s.H;
+/* A reorder job: fixups, the records' first timestamps, the deferred packets, the head past
+ * the largest key, then the complete batches at the base. c_first and c_ts of thread t: record
+ * t's earliest arrival in the burst and its timestamp, taken where the blocks' stamp is this
+ * state's. */
+__device__ __forceinline__ void
+finalize_reorder (const Params &p, Fin &f, const FinLoads &c, bool was_init, uint64_t stamp,
+    uint64_t stamp0)
+{
+  settle_fixups (p, f, c.nf, stamp0);
+  first_timestamps (p, f, stamp0, stamp == stamp0 ? c.c_first : kNoStamp, c.c_ts);
+  if (c.nd)
+    place_deferred (p, f, was_init, stamp0);
+  __syncthreads ();
+  if (threadIdx.x == 0 && f.s.initialized && f.maxK > f.s.H)
+    f.s.H = f.maxK;
+  if (f.s.initialized)
+    complete_batches (p, f);
+}
+
+/* DQ_FLUSH_OLDEST: the window moves past the oldest batch holding packets (emitting it), then
+ * the complete batches after it go too. */
+__device__ __forceinline__ void
+flush_oldest (const Params &p, Fin &f)
+{
+  if (threadIdx.x == 0) {
+    f.flag = 0;
+    for (uint32_t i = 0; i < p.W && !f.flag; i++)
+      if (f.s.rec[rec_index (p, f.s.B + i)].filled) {
+        f.flag = 1;
+        f.target = f.s.B + i + 1;
       }
-      __syncthreads ();
-      run_deferred (p, f, fresh, stamp0);
+  }
+  __syncthreads ();
+  if (f.flag) {
+    advance (p, f, f.target, DQ_BATCH_FLUSHED);
+    complete_batches (p, f);
+  }
+}
+
+/* DQ_FLUSH_RESET: every batch holding packets emitted, the window's other frames given back,
+ * and the stream forgotten (the free ring's frames: release_free_frames). */
+__device__ __forceinline__ void
+flush_reset (const Params &p, Fin &f)
+{
+  const uint32_t t = threadIdx.x;
+  for (uint32_t i = 0; i < p.W; i++) {
+    uint32_t r = rec_index (p, f.s.B + i);
+    if (f.s.rec[r].filled)
+      emit (p, f, r, DQ_BATCH_FLUSHED);
+    else if (t == 0)
+      f.s.stats.skipped++;
+    if (t == 0 && f.s.rec[r].filled) {
+      f.s.rec[r].frame = 0;
+      f.s.rec[r].user = 0;
     }
     __syncthreads ();
-    if (t == 0 && f.s.initialized && f.maxK > f.s.H)
-      f.s.H = f.maxK;
-    if (f.s.initialized)
-      complete_batches (p, f);
-  } else if (p.kind == DQ_JOB_FLUSH && was_init) {
-    if (p.flush_mode == DQ_FLUSH_OLDEST) {
-      if (t == 0) {
-        f.flag = 0;
-        for (uint32_t i = 0; i < p.W && !f.flag; i++)
-          if (f.s.rec[rec_index (p, f.s.B + i)].filled) {
-            f.flag = 1;
-            f.target = f.s.B + i + 1;
-          }
-      }
-      __syncthreads ();
-      if (f.flag) {
-        advance (p, f, f.target, DQ_BATCH_FLUSHED);
-        complete_batches (p, f);
-      }
-    } else if (p.flush_mode == DQ_FLUSH_ALL) {
-      advance (p, f, f.s.B + p.W, DQ_BATCH_FLUSHED);
-    } else {
-      for (uint32_t i = 0; i < p.W; i++) {
-        uint32_t r = rec_index (p, f.s.B + i);
-        if (f.s.rec[r].filled)
-          emit (p, f, r, DQ_BATCH_FLUSHED);
-        else if (t == 0)
-          f.s.stats.skipped++;
-        if (t == 0 && f.s.rec[r].filled) {
-          f.s.rec[r].frame = 0;
-          f.s.rec[r].user = 0;
-        }
-        __syncthreads ();
-      }
-      if (t == 0) {
-        for (uint32_t i = 0; i < p.W; i++) {
-          uint32_t r = rec_index (p, f.s.B + i);
-          DevRec &R = f.s.rec[r];
-          if (R.frame && f.n_rel < p.rel_cap)
-            p.res_released[f.n_rel++] = DqReorderFrame { (void *) R.frame, (void *) R.user };
-          R.frame = 0;
-          R.user = 0;
-        }
-        for (uint32_t r = 0; r < p.W; r++) {
-          f.s.rec[r].id = 0;
-          new_generation (f, r);
-        }
-        f.s.initialized = 0;
-        f.s.B = f.s.H = 0;
-      }
-      apply_resets (p, f);
-    }
   }
-  if (p.kind == DQ_JOB_FLUSH && p.flush_mode == DQ_FLUSH_RESET && t == 0) {
-    while (f.s.free_head < p.free_tail) {
-      const FrameEnt e = ring_entry (p, f.s.free_head);
-      if (f.n_rel < p.rel_cap)
-        p.res_released[f.n_rel++] = DqReorderFrame { (void *) e.ptr, (void *) e.user };
-      f.s.free_head++;
+  if (t == 0) {
+    for (uint32_t i = 0; i < p.W; i++) {
+      uint32_t r = rec_index (p, f.s.B + i);
+      DevRec &R = f.s.rec[r];
+      if (R.frame && f.n_rel < p.rel_cap)
+        p.res_released[f.n_rel++] = DqReorderFrame { (void *) R.frame, (void *) R.user };
+      R.frame = 0;
+      R.user = 0;
     }
+    for (uint32_t r = 0; r < p.W; r++) {
+      f.s.rec[r].id = 0;
+      new_generation (f, r);
+    }
+    f.s.initialized = 0;
+    f.s.B = f.s.H = 0;
   }
-  /* the window for the results header: open batches, and the oldest (one thread per record) */
+  apply_resets (p, f);
+}
+
+/* A flush of an initialized window. */
+__device__ __forceinline__ void
+finalize_flush (const Params &p, Fin &f)
+{
+  if (p.flush_mode == DQ_FLUSH_OLDEST)
+    flush_oldest (p, f);
+  else if (p.flush_mode == DQ_FLUSH_ALL)
+    advance (p, f, f.s.B + p.W, DQ_BATCH_FLUSHED);
+  else
+    flush_reset (p, f);
+}
+
+/* DQ_FLUSH_RESET: the free ring's frames not handed out go back too (thread 0). */
+__device__ __forceinline__ void
+release_free_frames (const Params &p, Fin &f)
+{
+  while (f.s.free_head < p.free_tail) {
+    const FrameEnt e = ring_entry (p, f.s.free_head);
+    if (f.n_rel < p.rel_cap)
+      p.res_released[f.n_rel++] = DqReorderFrame { (void *) e.ptr, (void *) e.user };
+    f.s.free_head++;
+  }
+}
+
+/* The window for the results header: open batches, and the oldest (one thread per record). */
+__device__ __forceinline__ void
+count_open (const Params &p, Fin &f)
+{
+  const uint32_t t = threadIdx.x;
   if (t == 0) {
     f.win_open = 0;
     f.win_first = p.W;
@@ -676,95 +753,170 @@ finalize (const Params &p, Fin &f, bool early, uint64_t stamp)
     atomicMin (&f.win_first, t);
   }
   __syncthreads ();
+}
+
+/* The tail's work list into the scratch for the next submission; then the helpers go (before
+ * the results go to host memory, so that the release has no writes across the bus to wait
+ * for). Thread 0. */
+__device__ __forceinline__ void
+release_helpers (const Params &p, const Fin &f, bool quiet, bool work)
+{
+  p.sc->n_copy = f.n_copy;
+  p.sc->n_zero = f.n_zero < p.zcap ? f.n_zero : p.zcap;
+  if (!quiet)
+    st_release64 (&p.sc->go, 2 * p.job_seq + (work ? 1 : 0));
+}
+
+/* The submission's counts into the running totals; the late and short packets not reported yet
+ * go with its first emitted batch. Thread 0. */
+__device__ __forceinline__ void
+add_totals (const Params &p, Fin &f, uint32_t shorts)
+{
+  DqReorderStats &st = f.s.stats;
+  uint32_t late = f.late_count;
+  if (p.kind == DQ_JOB_REORDER)
+    st.packets += p.n;
+  st.accepted += f.accepted;
+  st.duplicates += f.dups;
+  st.late += late;
+  st.short_packets += shorts;
+  st.pending_late += late;
+  st.pending_short += shorts;
+  uint32_t nout = f.n_out < p.res_cap ? f.n_out : p.res_cap;
+  if (nout) {
+    uint32_t l = st.pending_late > 0xffffffffull ? 0xffffffffu : (uint32_t) st.pending_late;
+    uint32_t s = st.pending_short > 0xffffffffull ? 0xffffffffu : (uint32_t) st.pending_short;
+    p.res_batches[0].late = l;
+    p.res_batches[0].short_packets = s;
+    st.pending_late -= l;
+    st.pending_short -= s;
+  }
+}
+
+/* The results header: counts, totals and the window after this submission. Thread 0. */
+__device__ __forceinline__ ResHdr
+results_header (const Params &p, const Fin &f, uint32_t shorts)
+{
+  ResHdr h;
+  memset (&h, 0, sizeof h);
+  h.n_batches = f.n_out < p.res_cap ? f.n_out : p.res_cap;
+  h.n_released = f.n_rel;
+  h.job_short = shorts;
+  h.kind = p.kind;
+  h.free_head = f.s.free_head;
+  h.stats = f.s.stats;
+  h.window.initialized = f.s.initialized;
+  if (f.s.initialized) {
+    h.window.base = (uint64_t) f.s.B;
+    h.window.open = f.win_open;
+    if (f.win_open) {
+      const DevRec &R = f.s.rec[rec_index (p, f.s.B + f.win_first)];
+      h.window.oldest_id = (uint64_t) R.id;
+      h.window.oldest_first_timestamp = R.first_ts;
+    }
+  }
+  return h;
+}
+
+/* The state for the next submission: its early finalizer's mail first. */
+__device__ __forceinline__ void
+write_state (const Params &p, const Fin &f, uint32_t state_words)
+{
+  const uint64_t *src = (const uint64_t *) &f.s;
+  uint64_t *dst = (uint64_t *) p.st_out;
+  for (uint32_t k = threadIdx.x; k < state_words; k += blockDim.x) {
+    if (DQ_HAVE_MAIL)
+      mail_put (p.mail + k, src[k], p.job_seq);
+    dst[k] = src[k];
+  }
+}
+
+/* The previous submission's scratch (its finalizer and the blocks of this one are done with
+ * it), for the submission after next; `go` stays: its helpers may not have seen it yet. */
+__device__ __forceinline__ void
+reset_scratch (const Params &p)
+{
+  const uint32_t t = threadIdx.x;
+  Scratch *z = p.sc_prev;
+  if (t == 0) {
+    z->blocks_done = 0;
+    z->n_short = z->n_late = z->n_deferred = z->n_fixup = z->n_accepted = z->n_dups = 0;
+    z->first_valid = 0xffffffffu;
+    z->maxK = 0;
+    z->n_copy = z->n_zero = 0;
+    z->tail_done = 0;
+  }
+  if (t < p.W) {
+    z->filled[t] = 0;
+    z->dups[t] = 0;
+    z->first[t] = kNoStamp;
+  }
+}
+
+/* The emitted batches' entries into host memory. */
+__device__ __forceinline__ void
+copy_results (const Params &p, const Fin &f)
+{
+  const uint32_t words = (f.n_out < p.res_cap ? f.n_out : p.res_cap) * sizeof (DqReorderBatch) / 8;
+  const uint64_t *src = (const uint64_t *) p.res_batches;
+  uint64_t *dst = (uint64_t *) p.res_out;
+  for (uint32_t k = threadIdx.x; k < words; k += blockDim.x)
+    dst[k] = ld_cg64 (src + k);
+}
+
+/* Returns whether the tail has work (then the tail's last part hands over, else finalize).
+ * early: this block started early (the previous finalizer may still be running); stamp: the
+ * arrival stamp of this burst's first packet, as this block's window had it. */
+__device__ bool
+finalize (const Params &p, Fin &f, bool early, uint64_t stamp)
+{
+  const uint32_t t = threadIdx.x;
+  const uint32_t state_words = (uint32_t) (offsetof (DevState, rec) + p.W * sizeof (DevRec)) / 8;
+  FinLoads c = load_counts (p, early, state_words);
+  /* a reorder job with no fixups and no deferred packets leaves the tail nothing (only they
+   * list copies, and only the deferred path and flushes emit partial batches): the helpers may
+   * leave now, not after the finalizer */
+  const bool quiet = p.kind == DQ_JOB_REORDER && c.nf == 0 && c.nd == 0;
+  if (quiet && t == 0)
+    *(volatile unsigned long long *) &p.sc->go = 2 * p.job_seq;   /* no data to publish */
+  if (t == 0)
+    start_counts (f, c);
+  /* the timestamp of each record's first packet in this burst (read at its first use), off the
+   * chain of hand-overs: loaded while this block waits for the previous finalizer, else while
+   * the state's words come in */
+  if (c.c_first != kNoStamp && c.c_first - stamp < p.n)
+    c.c_ts = desc_ts (p.desc, (uint32_t) (c.c_first - stamp));
+  load_state (p, f, early, state_words, c.w);
+  merge_counts (p, f, c);
+  prefetch_ring (p, f);
+  const bool was_init = f.s.initialized != 0;
+  const uint64_t stamp0 = f.s.stamp;
+
+  frames_at_start (p, f, was_init, stamp0);
+  if (p.kind == DQ_JOB_REORDER)
+    finalize_reorder (p, f, c, was_init, stamp, stamp0);
+  else if (p.kind == DQ_JOB_FLUSH && was_init)
+    finalize_flush (p, f);
+  if (p.kind == DQ_JOB_FLUSH && p.flush_mode == DQ_FLUSH_RESET && t == 0)
+    release_free_frames (p, f);
+  count_open (p, f);
 
   const bool work = f.n_copy || f.n_zero;
   ResHdr h;                        /* thread 0's */
   if (t == 0) {
-    /* the scratch for the next submission with the tail's work list; then the helpers go (before
-     * the results go to host memory, so that the release has no writes across the bus to wait
-     * for) */
-    p.sc->n_copy = f.n_copy;
-    p.sc->n_zero = f.n_zero < p.zcap ? f.n_zero : p.zcap;
-    if (!quiet)
-      st_release64 (&p.sc->go, 2 * p.job_seq + (work ? 1 : 0));
-    DqReorderStats &st = f.s.stats;
-    uint32_t late = f.late_count;
-    if (p.kind == DQ_JOB_REORDER)
-      st.packets += p.n;
-    st.accepted += f.accepted;
-    st.duplicates += f.dups;
-    st.late += late;
-    st.short_packets += shorts;
-    st.pending_late += late;
-    st.pending_short += shorts;
-    uint32_t nout = f.n_out < p.res_cap ? f.n_out : p.res_cap;
-    if (nout) {
-      uint32_t l = st.pending_late > 0xffffffffull ? 0xffffffffu : (uint32_t) st.pending_late;
-      uint32_t s = st.pending_short > 0xffffffffull ? 0xffffffffu : (uint32_t) st.pending_short;
-      p.res_batches[0].late = l;
-      p.res_batches[0].short_packets = s;
-      st.pending_late -= l;
-      st.pending_short -= s;
-    }
-    memset (&h, 0, sizeof h);
-    h.n_batches = nout;
-    h.n_released = f.n_rel;
-    h.job_short = shorts;
-    h.kind = p.kind;
-    h.free_head = f.s.free_head;
-    h.stats = st;
-    h.window.initialized = f.s.initialized;
-    if (f.s.initialized) {
-      h.window.base = (uint64_t) f.s.B;
-      h.window.open = f.win_open;
-      if (f.win_open) {
-        const DevRec &R = f.s.rec[rec_index (p, f.s.B + f.win_first)];
-        h.window.oldest_id = (uint64_t) R.id;
-        h.window.oldest_first_timestamp = R.first_ts;
-      }
-    }
+    release_helpers (p, f, quiet, work);
+    add_totals (p, f, c.shorts);
+    h = results_header (p, f, c.shorts);
     if (p.kind == DQ_JOB_REORDER)
       f.s.stamp = stamp0 + p.n;
   }
   __syncthreads ();
-  {
-    /* the state for the next submission: its early finalizer's mail first */
-    const uint64_t *src = (const uint64_t *) &f.s;
-    uint64_t *dst = (uint64_t *) p.st_out;
-    for (uint32_t k = t; k < state_words; k += blockDim.x) {
-      if (DQ_HAVE_MAIL)
-        mail_put (p.mail + k, src[k], p.job_seq);
-      dst[k] = src[k];
-    }
-  }
-  {
-    /* the previous submission's scratch (its finalizer and the blocks of this one are done with
-     * it), for the submission after next; `go` stays: its helpers may not have seen it yet */
-    Scratch *z = p.sc_prev;
-    if (t == 0) {
-      z->blocks_done = 0;
-      z->n_short = z->n_late = z->n_deferred = z->n_fixup = z->n_accepted = z->n_dups = 0;
-      z->first_valid = 0xffffffffu;
-      z->maxK = 0;
-      z->n_copy = z->n_zero = 0;
-      z->tail_done = 0;
-    }
-    if (t < p.W) {
-      z->filled[t] = 0;
-      z->dups[t] = 0;
-      z->first[t] = kNoStamp;
-    }
-  }
+  write_state (p, f, state_words);
+  reset_scratch (p);
   if (!work)
     hand_over (p);
   /* the results into host memory last: no fence above waits for writes across the bus */
-  {
-    const uint32_t words = (f.n_out < p.res_cap ? f.n_out : p.res_cap) * sizeof (DqReorderBatch) / 8;
-    const uint64_t *src = (const uint64_t *) p.res_batches;
-    uint64_t *dst = (uint64_t *) p.res_out;
-    for (uint32_t k = t; k < words; k += blockDim.x)
-      dst[k] = ld_cg64 (src + k);
-  }
+  copy_results (p, f);
   if (t == 0)
     *p.res = h;
   return work;

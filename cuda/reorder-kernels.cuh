@@ -736,179 +736,7 @@ union Smem {
   Blk blk;
 };
 
-/* One block's post (take_posts): into the block's sums of the previous submission's counts. */
-__device__ __forceinline__ void
-take_block (const Params &p, Blk &b, uint32_t blk, uint64_t w0, uint64_t w1)
-{
-  if (w0 & kPostFallback) {
-    atomicMax (&b.fallback, 1u);
-    return;
-  }
-  const unsigned long long d = w0 & ((1ull << 33) - 1);
-  if (d)
-    atomicMax (&b.add_key, d);
-  for (uint32_t k = 0; k < 2; k++) {
-    const uint32_t e = (uint32_t) (w1 >> (24 * k)) & 0xffffffu;
-    if (e & (1u << 23)) {
-      const uint32_t r = (e >> 17) & 63;
-      atomicAdd (&b.add_tot[r], (e >> 8) & 511);
-      atomicMin (&b.add_first[r], (unsigned long long) blk * p.prev_per_block + (e & 255));
-    }
-  }
-}
-
-/* Early start from the previous submission's posts: every thread polls its share of the words
- * (window words t and t + kThreads, blocks t and t + kThreads), keeping those that carry the
- * submission's tag, until the block has them all; one round trip after the last one lands.
- * Returns false where one of its blocks fell back (then take_scratch). Block-wide. */
-__device__ bool
-take_posts (const Params &p, Blk &b)
-{
-  const uint32_t t = threadIdx.x;
-  const uint64_t tag = post_tag (p.job_seq - 1);
-  const uint32_t nwin = kWinHead + kWinRec * p.W;
-  const unsigned long long *pw = p.post_win_prev, *pb = p.post_blk_prev;
-  uint32_t pending = (t < nwin ? 1u : 0u) | (t + kThreads < nwin ? 2u : 0u) |
-      (t < p.prev_grid ? 4u : 0u) | (t + kThreads < p.prev_grid ? 8u : 0u);
-  for (;;) {
-    uint64_t w[2] = { 0, 0 }, c[2][2] = { { 0, 0 }, { 0, 0 } };
-    DQ_UNROLL
-    for (uint32_t k = 0; k < 2; k++) {
-      if (pending & (1u << k))
-        w[k] = post_get (pw + t + k * kThreads);
-      if (pending & (4u << k))
-        post_get2 (pb + 2 * (t + k * kThreads), c[k][0], c[k][1]);
-    }
-    DQ_UNROLL
-    for (uint32_t k = 0; k < 2; k++) {
-      if ((pending & (1u << k)) && (w[k] & ~kPostValue) == tag) {
-        b.wv[t + k * kThreads] = (uint32_t) w[k];
-        pending &= ~(1u << k);
-      }
-      if ((pending & (4u << k)) && (c[k][0] & ~kPostValue) == tag &&
-          (c[k][1] & ~kPostValue) == tag) {
-        take_block (p, b, t + k * kThreads, c[k][0], c[k][1]);
-        pending &= ~(4u << k);
-      }
-    }
-    if (!__syncthreads_or (pending))
-      break;
-    pause_ns (32);
-  }
-  return !b.fallback;
-}
-
-/* Early start from the previous submission's last ticket (thread 0 has seen it, and a barrier
- * followed): its posted window and its scratch's counts, and whether it had deferred packets
- * or fixups (b.early: it had none), in one round trip. Block-wide. */
-__device__ void
-take_scratch (const Params &p, Blk &b)
-{
-  const uint32_t t = threadIdx.x;
-  const Scratch *C = p.sc_prev;
-  for (uint32_t k = t; k < kWinHead + kWinRec * p.W; k += kThreads)
-    b.wv[k] = (uint32_t) ld_cg64 (p.post_win_prev + k);
-  if (t < p.W) {
-    b.add_tot[t] = __ldcg (&C->filled[t]);
-    b.add_first[t] = ld_cg64 (&C->first[t]);
-  }
-  if (t == 0) {
-    const uint32_t nd = __ldcg (&C->n_deferred), nf = __ldcg (&C->n_fixup);
-    b.add_key = ld_cg64 (&C->maxK);
-    b.early = nd == 0 && nf == 0;
-  }
-}
-
-/* Early start: the window the previous submission's blocks claimed against and its counts, as
- * take_posts or take_scratch left them, merged (as finalize () merges them): H past its
- * largest key, each record's first claimers and earliest arrival. Block-wide. */
-__device__ void
-early_take (const Params &p, Blk &b, bool posts)
-{
-  const uint32_t t = threadIdx.x;
-  const uint32_t *w = b.wv;
-  const uint64_t stamp = win_u64 (w, 4);
-  if (t == 0) {
-    const int64_t H = (int64_t) win_u64 (w, 2);
-    const unsigned long long mk = b.add_key;
-    b.B = (int64_t) win_u64 (w, 0);
-    b.stamp = stamp + p.prev_n;
-    b.head = win_u64 (w, 6);
-    b.initialized = w[8];
-    if (posts) {
-      b.H = H + (int64_t) mk;
-      b.early = 1;
-    } else {
-      b.H = mk && (int64_t) (mk - (1ull << 63)) > H ? (int64_t) (mk - (1ull << 63)) : H;
-    }
-    b.bad = !b.initialized;
-    b.run = p.W;
-  }
-  if (t < p.W) {
-    const uint32_t *q = w + kWinHead + kWinRec * t;
-    const uint64_t f0 = win_u64 (q, 4), a = b.add_first[t];
-    const uint64_t f1 = posts && a != kNoStamp ? stamp + a : a;
-    b.frame[t] = win_u64 (q, 0);
-    b.gen[t] = q[2];
-    b.tot[t] = q[3] + b.add_tot[t];
-    b.first[t] = f0 < f1 ? f0 : f1;
-  }
-  __syncthreads ();
-}
-
-/* Early start: the window the previous submission's finalizer will leave, from the window its
- * blocks claimed against and its counts (early_take), as finalize () computes it when that
- * submission had no deferred packets and no fixups: the complete batches at the base emitted
- * (new generations), frames for the empty records from the free ring up to the previous
- * submission's tail. Clears b.early where that cannot be done here: the window was not
- * initialized, a claim tag wraps (the finalizer then clears those claims), or a frame to hand
- * out is not among the parameters' ring entries, and then waits for the previous finalizer.
- * Block-wide. */
-__device__ void
-early_window (const Params &p, Blk &b)
-{
-  const uint32_t t = threadIdx.x;
-  const uint32_t k = complete_run (p, b.B, [&] (uint32_t r) { return b.tot[r]; }, &b.run);
-  if (t < k) {
-    const uint32_t r = rec_index (p, b.B + t);
-    const uint32_t g = b.gen[r] + 1;
-    if ((g & kTagMask) == 0)
-      b.bad = 1;
-    b.frame[r] = 0;
-    b.gen[r] = g;
-    b.tot[r] = 0;
-    b.first[r] = kNoStamp;
-  }
-  __syncthreads ();
-  if (t == 0)
-    b.B += k;
-  __syncthreads ();
-  bool want = false;
-  uint32_t r = 0;
-  if (t < p.W) {
-    r = rec_index (p, b.B + t);
-    want = wants_frame (b.frame[r], b.tot[r], b.first[r], kNoStamp);
-  }
-  uint32_t wanted;
-  const uint32_t rank = frame_rank (p, want, b.tmp32, &wanted);
-  if (want && b.head + rank < p.prev_free_tail) {
-    /* from the parameters only: every block reading host memory would load the bus */
-    const uint64_t e = b.head + rank - p.ahead_base;
-    if (e < p.ahead_n)
-      b.frame[r] = p.ahead[e].ptr;
-    else
-      b.bad = 1;
-  }
-  __syncthreads ();
-  if (t == 0) {
-    b.head = head_after (b.head, wanted, p.prev_free_tail);
-    if (b.bad) {           /* wait for the previous finalizer after all */
-      b.early = 0;
-      wait_ready (p);
-    }
-  }
-  __syncthreads ();
-}
+#include "reorder-early.cuh"    /* early start (included only here) */
 
 /* The submission complete, for the host (ResHdr.done), by the finalizer's block once the
  * previous submission is (pdl_wait): every block of this one done moving its payloads (its
@@ -930,38 +758,44 @@ mark_done (const Params &p, bool work)
   *(volatile unsigned long long *) &p.res->done = p.job_seq;
 }
 
-__global__ void __launch_bounds__ (kThreads, 3)
-reorder_main (const __grid_constant__ Params p)
-{
-  __shared__ Smem sm;
-  __shared__ Job jobs[kThreads];   /* this block's payloads (outside sm: the finalizer moves them
-                                    * after finalizing) */
-  Blk &b = sm.blk;
-  const uint32_t t = threadIdx.x;
+/* This thread's packet of the burst: its descriptor and header fields. */
+struct Pkt {
+  uint32_t i;                      /* index in the burst */
+  bool has;                        /* this thread has a packet */
+  bool in_bounds;                  /* inside the burst memory and long enough for the fields */
+  uint32_t off, len, seq, key;
+};
 
-  /* the next submission's K1 may be scheduled now (it waits for this one below) */
-  pdl_trigger ();
-  /* this thread's packet: descriptor and header fields, read before waiting for the previous
-   * submission (they do not depend on it: only the burst memory and the descriptors, which no
-   * kernel of the context writes) */
-  const uint32_t i = blockIdx.x * p.per_block + t;
-  const bool has_pkt = t < p.per_block && i < p.n;
-  uint32_t off = 0, len = 0, seq = 0, key = 0;
-  bool in_bounds = false;
-  if (has_pkt) {
-    off = desc_u32 (p.desc, i, 0);
-    len = desc_u32 (p.desc, i, 4);
-    in_bounds = (uint64_t) off + len <= p.data_size && len >= p.need;
-    if (in_bounds) {
-      seq = dq_bits_get_raw (p.data + off, p.seq_off, p.seq_w);
-      key = p.batch_w ? dq_bits_get_raw (p.data + off, p.batch_off, p.batch_w) : seq;
+/* Read before waiting for the previous submission: they do not depend on it (only the burst
+ * memory and the descriptors, which no kernel of the context writes). */
+__device__ __forceinline__ Pkt
+read_packet (const Params &p)
+{
+  Pkt k;
+  k.i = blockIdx.x * p.per_block + threadIdx.x;
+  k.has = threadIdx.x < p.per_block && k.i < p.n;
+  k.off = k.len = k.seq = k.key = 0;
+  k.in_bounds = false;
+  if (k.has) {
+    k.off = desc_u32 (p.desc, k.i, 0);
+    k.len = desc_u32 (p.desc, k.i, 4);
+    k.in_bounds = (uint64_t) k.off + k.len <= p.data_size && k.len >= p.need;
+    if (k.in_bounds) {
+      k.seq = dq_bits_get_raw (p.data + k.off, p.seq_off, p.seq_w);
+      k.key = p.batch_w ? dq_bits_get_raw (p.data + k.off, p.batch_off, p.batch_w) : k.seq;
     }
   }
-  /* the previous submission: its finalizer done with the state (ready), or, with early start,
-   * once this submission's scratch and posts are free (the finalizer of job_seq - kSets + 1 handed
-   * over), its claims and counts in (its blocks may still be moving payloads): from its posts
-   * as they land, or else from its last ticket. Early start if it had no deferred packets and
-   * no fixups (the steady state); else wait for its finalizer. */
+  return k;
+}
+
+/* How the block takes the previous submission (b.take): once its finalizer is done with the
+ * state (ready), or, with early start, once this submission's scratch and posts are free (the
+ * finalizer of job_seq - kSets + 1 handed over), its claims and counts in (its blocks may still
+ * be moving payloads). The block's counts start at zero. Block-wide. */
+__device__ __forceinline__ void
+choose_take (const Params &p, Blk &b)
+{
+  const uint32_t t = threadIdx.x;
   if (t == 0) {
     b.early = 0;
     b.bad = 0;
@@ -988,38 +822,56 @@ reorder_main (const __grid_constant__ Params p)
     b.add_first[t] = kNoStamp;
   }
   __syncthreads ();
+}
+
+/* Early start (b.take is not kTakeState): the previous submission's window and counts from its
+ * posts as they land, or else from its last ticket (then b.early only where it had no deferred
+ * packets and no fixups: else this waits for its finalizer). Block-wide. */
+__device__ __forceinline__ void
+take_previous (const Params &p, Blk &b)
+{
+  const uint32_t t = threadIdx.x;
   const bool posts = b.take == kTakePosts && take_posts (p, b);
-  if (b.take != kTakeState) {
-    if (!posts) {
-      if (t == 0)
-        while (ld_acquire32 (&p.sc_prev->blocks_done) != p.prev_grid)
-          pause_ns (32);       /* the ticket counter's line takes the last tickets' atomics */
-      __syncthreads ();        /* the block's loads after thread 0's acquire */
-      take_scratch (p, b);
-      if (t == 0 && !b.early)
-        wait_ready (p);
-      __syncthreads ();
-    }
-    early_take (p, b, posts);
+  if (!posts) {
+    if (t == 0)
+      while (ld_acquire32 (&p.sc_prev->blocks_done) != p.prev_grid)
+        pause_ns (32);       /* the ticket counter's line takes the last tickets' atomics */
+    __syncthreads ();        /* the block's loads after thread 0's acquire */
+    take_scratch (p, b);
+    if (t == 0 && !b.early)
+      wait_ready (p);
+    __syncthreads ();
   }
-  if (b.early)
-    early_window (p, b);
-  if (!b.early) {
-    if (t == 0) {
-      b.B = __ldcg ((const long long *) &p.st->B);
-      b.H = __ldcg ((const long long *) &p.st->H);
-      b.initialized = __ldcg (&p.st->initialized);
-      b.stamp = ld_cg64 (&p.st->stamp);
-      b.head = ld_cg64 (&p.st->free_head);
-    }
-    if (t < p.W) {
-      const DevRec *R = &p.st->rec[t];
-      b.frame[t] = ld_cg64 (&R->frame);
-      b.gen[t] = __ldcg (&R->gen);
-      b.first[t] = ld_cg64 (&R->first_stamp);
-      b.tot[t] = __ldcg (&R->filled);
-    }
+  early_take (p, b, posts);
+}
+
+/* The window as the previous finalizer left it in the state (no early start). */
+__device__ __forceinline__ void
+load_window (const Params &p, Blk &b)
+{
+  const uint32_t t = threadIdx.x;
+  if (t == 0) {
+    b.B = __ldcg ((const long long *) &p.st->B);
+    b.H = __ldcg ((const long long *) &p.st->H);
+    b.initialized = __ldcg (&p.st->initialized);
+    b.stamp = ld_cg64 (&p.st->stamp);
+    b.head = ld_cg64 (&p.st->free_head);
   }
+  if (t < p.W) {
+    const DevRec *R = &p.st->rec[t];
+    b.frame[t] = ld_cg64 (&R->frame);
+    b.gen[t] = __ldcg (&R->gen);
+    b.first[t] = ld_cg64 (&R->first_stamp);
+    b.tot[t] = __ldcg (&R->filled);
+  }
+}
+
+/* The records' claim tags, their earliest arrivals before this burst, and no counts yet.
+ * Block-wide. */
+__device__ __forceinline__ void
+open_burst (const Params &p, Blk &b)
+{
+  const uint32_t t = threadIdx.x;
   __syncthreads ();
   if (t < p.W) {
     b.tag[t] = tag_of (b.gen[t]);
@@ -1029,9 +881,16 @@ reorder_main (const __grid_constant__ Params p)
     b.dups[t] = 0;
   }
   __syncthreads ();
+}
+
+/* The frames the finalizer will hand out at the start of this burst (fill_frames with "no
+ * packets before this burst": the finalizer sees this burst's too), and the free ring's head
+ * after them. Block-wide. */
+__device__ __forceinline__ void
+frames_at_burst_start (const Params &p, Blk &b)
+{
+  const uint32_t t = threadIdx.x;
   if (b.initialized && p.kind == DQ_JOB_REORDER) {
-    /* the frames the finalizer will hand out at the start of this burst (fill_frames with
-     * "no packets before this burst": the finalizer sees this burst's too) */
     bool want = false;
     uint32_t r = 0;
     if (t < p.W) {
@@ -1048,88 +907,113 @@ reorder_main (const __grid_constant__ Params p)
     b.head_after = b.head;
   }
   __syncthreads ();
-  if (blockIdx.x == 0) {
-    /* the window this burst claims against, posted for the next submission's early start */
-    const uint64_t tag = post_tag (p.job_seq);
-    unsigned long long *w = p.post_win;
-    if (t == 0) {
-      post_put64 (w, tag, (uint64_t) b.B);
-      post_put64 (w + 2, tag, (uint64_t) b.H);
-      post_put64 (w + 4, tag, b.stamp);
-      post_put64 (w + 6, tag, b.head_after);
-      post_put (w + 8, tag, b.initialized);
-    }
-    if (t < p.W) {
-      unsigned long long *q = w + kWinHead + kWinRec * t;
-      post_put64 (q, tag, b.frame[t]);
-      post_put (q + 2, tag, b.gen[t]);
-      post_put (q + 3, tag, b.tot[t]);
-      post_put64 (q + 4, tag, b.pre_first[t]);
-    }
-  }
+}
 
-  /* control: one thread per packet of this block */
-  Job job = { NULL, NULL, NULL, NULL };
-  if (has_pkt) {
-    if (!in_bounds) {
-      p.cls[i] = DQ_PKT_SHORT;
-      atomicAdd (&b.n_short, 1u);
-    } else {
-      const uint8_t *pkt = p.data + off;
-      if (!b.initialized) {
-        p.cls[i] = DQ_PKT_DEFERRED;
-        p.pk_x[i] = key;
-        p.pk_seq[i] = seq;
-        atomicAdd (&b.n_def, 1u);
-        atomicMin (&p.sc->first_valid, i);
-      } else {
-        const int64_t K = dq_unwrap (key, b.H, p.key_bits);
-        int64_t x = 0;
-        uint32_t slot = 0;
-        atomicMax (&b.maxK, (unsigned long long) K + (1ull << 63));
-        if (!locate (p, K, seq, x, slot) || x < b.B) {
-          p.cls[i] = DQ_PKT_LATE;
-          atomicAdd (&b.n_late, 1u);
-        } else if (x >= b.B + (int64_t) p.W) {
-          p.cls[i] = DQ_PKT_DEFERRED;
-          p.pk_x[i] = K;
-          p.pk_seq[i] = seq;
-          atomicAdd (&b.n_def, 1u);
-        } else {
-          const uint32_t r = rec_index (p, x);
-          const uint64_t stamp = b.stamp + i;
-          p.cls[i] = DQ_PKT_PLACED;
-          unsigned long long want = ((unsigned long long) b.tag[r] << 48) | (stamp & kStampMask);
-          unsigned long long old = atomicMin (p.claims + (size_t) r * p.ppb + slot, want);
-          atomicMin (&b.first[r], (unsigned long long) stamp);
-          if ((uint32_t) (old >> 48) != b.tag[r]) {
-            /* the first claimer (so far) copies */
-            atomicAdd (&b.filled[r], 1u);
-            atomicAdd (&b.n_acc, 1u);
-            if (b.frame[r])
-              job = Job { pkt + p.pay_off, pkt, pkt + len,
-                  (uint8_t *) b.frame[r] + (size_t) slot * p.lout };
-          } else {
-            atomicAdd (&b.dups[r], 1u);
-            atomicAdd (&b.n_dup, 1u);
-            if ((old & kStampMask) > (stamp & kStampMask)) {
-              /* took the slot from a later arrival that may be copying now: settle later */
-              uint32_t k = atomicAdd (&p.sc->n_fixup, 1u);
-              atomicAdd (&b.n_fix, 1u);
-              p.aux[k] = i;
-              p.pk_x[i] = x;
-              p.pk_seq[i] = slot;
-            }
-          }
-        }
-      }
+/* Block 0: the window this burst claims against, posted for the next submission's early
+ * start. */
+__device__ __forceinline__ void
+post_window (const Params &p, const Blk &b)
+{
+  const uint32_t t = threadIdx.x;
+  const uint64_t tag = post_tag (p.job_seq);
+  unsigned long long *w = p.post_win;
+  if (t == 0) {
+    post_put64 (w, tag, (uint64_t) b.B);
+    post_put64 (w + 2, tag, (uint64_t) b.H);
+    post_put64 (w + 4, tag, b.stamp);
+    post_put64 (w + 6, tag, b.head_after);
+    post_put (w + 8, tag, b.initialized);
+  }
+  if (t < p.W) {
+    unsigned long long *q = w + kWinHead + kWinRec * t;
+    post_put64 (q, tag, b.frame[t]);
+    post_put (q + 2, tag, b.gen[t]);
+    post_put (q + 3, tag, b.tot[t]);
+    post_put64 (q + 4, tag, b.pre_first[t]);
+  }
+}
+
+/* A packet of batch x, inside the window, claims its slot with (tag, arrival stamp): the
+ * earliest arrival wins whatever the thread order. The first claimer (so far) copies, if the
+ * batch has a frame; one that took the slot from a later arrival that may be copying now leaves
+ * a fixup for the finalizer. Returns the payload's move (none: dst NULL). */
+__device__ __forceinline__ Job
+claim_slot (const Params &p, Blk &b, const Pkt &k, int64_t x, uint32_t slot)
+{
+  const uint8_t *pkt = p.data + k.off;
+  const uint32_t r = rec_index (p, x);
+  const uint64_t stamp = b.stamp + k.i;
+  p.cls[k.i] = DQ_PKT_PLACED;
+  unsigned long long want = ((unsigned long long) b.tag[r] << 48) | (stamp & kStampMask);
+  unsigned long long old = atomicMin (p.claims + (size_t) r * p.ppb + slot, want);
+  atomicMin (&b.first[r], (unsigned long long) stamp);
+  if ((uint32_t) (old >> 48) != b.tag[r]) {
+    atomicAdd (&b.filled[r], 1u);
+    atomicAdd (&b.n_acc, 1u);
+    if (b.frame[r])
+      return Job { pkt + p.pay_off, pkt, pkt + k.len,
+          (uint8_t *) b.frame[r] + (size_t) slot * p.lout };
+  } else {
+    atomicAdd (&b.dups[r], 1u);
+    atomicAdd (&b.n_dup, 1u);
+    if ((old & kStampMask) > (stamp & kStampMask)) {
+      uint32_t f = atomicAdd (&p.sc->n_fixup, 1u);
+      atomicAdd (&b.n_fix, 1u);
+      p.aux[f] = k.i;
+      p.pk_x[k.i] = x;
+      p.pk_seq[k.i] = slot;
     }
   }
-  if (t < p.per_block)
-    jobs[t] = job;
-  __syncthreads ();
-  /* the counts (posted for the next submission, and into the scratch), then the ticket: the
-   * finalizer needs the claims, not the payloads */
+  return Job { NULL, NULL, NULL, NULL };
+}
+
+/* Control, one thread per packet of the block: short, late, deferred (beyond the window, or the
+ * stream not started: the finalizer takes it in arrival order) or placed (claim_slot); counted
+ * in the block's totals. Returns the payload's move (none: dst NULL). */
+__device__ __forceinline__ Job
+control_packet (const Params &p, Blk &b, const Pkt &k)
+{
+  const Job none = { NULL, NULL, NULL, NULL };
+  if (!k.has)
+    return none;
+  if (!k.in_bounds) {
+    p.cls[k.i] = DQ_PKT_SHORT;
+    atomicAdd (&b.n_short, 1u);
+    return none;
+  }
+  if (!b.initialized) {
+    p.cls[k.i] = DQ_PKT_DEFERRED;
+    p.pk_x[k.i] = k.key;
+    p.pk_seq[k.i] = k.seq;
+    atomicAdd (&b.n_def, 1u);
+    atomicMin (&p.sc->first_valid, k.i);
+    return none;
+  }
+  const int64_t K = dq_unwrap (k.key, b.H, p.key_bits);
+  int64_t x = 0;
+  uint32_t slot = 0;
+  atomicMax (&b.maxK, (unsigned long long) K + (1ull << 63));
+  if (!locate (p, K, k.seq, x, slot) || x < b.B) {
+    p.cls[k.i] = DQ_PKT_LATE;
+    atomicAdd (&b.n_late, 1u);
+    return none;
+  }
+  if (x >= b.B + (int64_t) p.W) {
+    p.cls[k.i] = DQ_PKT_DEFERRED;
+    p.pk_x[k.i] = K;
+    p.pk_seq[k.i] = k.seq;
+    atomicAdd (&b.n_def, 1u);
+    return none;
+  }
+  return claim_slot (p, b, k, x, slot);
+}
+
+/* The block's counts into the submission's scratch: per record (and the records it touched, at
+ * most two said in its post), then its totals. */
+__device__ __forceinline__ void
+add_counts (const Params &p, Blk &b)
+{
+  const uint32_t t = threadIdx.x;
   if (t < p.W && (b.filled[t] || b.dups[t])) {
     atomicAdd (&p.sc->filled[t], b.filled[t]);
     atomicAdd (&p.sc->dups[t], b.dups[t]);
@@ -1147,42 +1031,35 @@ reorder_main (const __grid_constant__ Params p)
     if (b.n_dup) atomicAdd (&p.sc->n_dups, b.n_dup);
     if (b.maxK) atomicMax (&p.sc->maxK, b.maxK);
   }
-  __syncthreads ();
-  if (t == 0) {
-    /* the block's post: its largest key above H and its records, or that it cannot say them */
-    const uint64_t tag = post_tag (p.job_seq);
-    const int64_t K = (int64_t) (b.maxK - (1ull << 63));
-    const uint32_t nr = b.n_rec;
-    uint64_t w0 = b.maxK && K > b.H ? (uint64_t) (K - b.H) : 0, w1 = 0;
-    if (b.n_def || b.n_fix || nr > 2)
-      w0 = kPostFallback;
-    else
-      w1 = (nr > 0 ? b.rec_post[0] : 0) | (uint64_t) (nr > 1 ? b.rec_post[1] : 0) << 24;
-    post_put (p.post_blk + 2 * blockIdx.x, tag, w0);
-    post_put (p.post_blk + 2 * blockIdx.x + 1, tag, w1);
-    /* release: the block's claims and counts (before it by the barrier); acquire: the
-     * others', for the finalizer */
-    b.ticket = atom_add_acq_rel (&p.sc->blocks_done, 1u);
-  }
-  __syncthreads ();
-  /* tickets 0 .. grid - 2 move their payloads; the first `helpers` of them then wait for the
-   * finalizer (grid - 1, which is already running: every block took its ticket before it) and
-   * share its work list. The finalizer moves its own payloads after finalizing, so that the
-   * next submission can start sooner. */
-  const uint32_t ticket = b.ticket;
-  const uint32_t helpers = p.helpers < gridDim.x - 1 ? p.helpers : gridDim.x - 1;
-  const bool finalizer = ticket == gridDim.x - 1;
-  bool work = false;
-  if (finalizer) {
-    const bool early = b.early != 0;
-    const uint64_t stamp = b.stamp;
-    __syncthreads ();              /* the finalizer's shared memory overlays b */
-    work = finalize (p, sm.fin, early, stamp);
-  }
-  const uint32_t nj = !p.n ? 0 : p.n - blockIdx.x * p.per_block < p.per_block
-      ? p.n - blockIdx.x * p.per_block : p.per_block;
-  /* plain copies through shared memory (the launch gave it) where every job is aligned: large
-   * payloads by the SM's copy engine, smaller ones by asynchronous 16-byte copies */
+}
+
+/* The block's post (its largest key above H and its records, or that it cannot say them), then
+ * its ticket: a release of its claims and counts (before it by the barrier), an acquire of the
+ * others', for the finalizer. Thread 0. */
+__device__ __forceinline__ void
+post_and_take_ticket (const Params &p, Blk &b)
+{
+  const uint64_t tag = post_tag (p.job_seq);
+  const int64_t K = (int64_t) (b.maxK - (1ull << 63));
+  const uint32_t nr = b.n_rec;
+  uint64_t w0 = b.maxK && K > b.H ? (uint64_t) (K - b.H) : 0, w1 = 0;
+  if (b.n_def || b.n_fix || nr > 2)
+    w0 = kPostFallback;
+  else
+    w1 = (nr > 0 ? b.rec_post[0] : 0) | (uint64_t) (nr > 1 ? b.rec_post[1] : 0) << 24;
+  post_put (p.post_blk + 2 * blockIdx.x, tag, w0);
+  post_put (p.post_blk + 2 * blockIdx.x + 1, tag, w1);
+  b.ticket = atom_add_acq_rel (&p.sc->blocks_done, 1u);
+}
+
+/* The block's payloads (jobs[0 .. nj)): plain copies through shared memory (the launch gave it)
+ * where every job is aligned, large payloads by the SM's copy engine, smaller ones by
+ * asynchronous 16-byte copies; else through registers. Then the slot's count of blocks done
+ * moving. Block-wide. */
+__device__ __forceinline__ void
+move_block (const Params &p, const Job *jobs, uint32_t nj)
+{
+  const uint32_t t = threadIdx.x;
   bool staged = false;
 #if DQ_HAVE_BULK || DQ_HAVE_ASYNC
   if ((p.bulk_slots || p.async_copy) && !__syncthreads_or (t < nj && jobs[t].dst
@@ -1208,23 +1085,87 @@ reorder_main (const __grid_constant__ Params p)
     __threadfence ();
     atomicAdd (p.slot_moved, 1ull);
   }
+}
+
+/* A helper (ticket < helpers): waits for the finalizer to say whether its tail has work, and
+ * takes part `ticket` of it if so. Block-wide. */
+__device__ __forceinline__ void
+help_finalizer (const Params &p, Blk &b, uint32_t ticket, uint32_t helpers)
+{
+  if (threadIdx.x == 0) {
+    /* backing off to ~1 µs: few polls while a long finalizer (the deferred path) runs. A
+     * later submission's number means this one had no work: with work, the next submission
+     * waits for every part of this tail, so it cannot have reached its finalizer. */
+    uint64_t go;
+    for (unsigned ns = 32; ((go = ld_acquire64 (&p.sc->go)) >> 1) < p.job_seq;
+        ns = ns < 1024 ? 2 * ns : ns)
+      pause_ns (ns);
+    b.tail_work = (go >> 1) == p.job_seq ? (uint32_t) (go & 1) : 0;
+  }
+  __syncthreads ();
+  if (b.tail_work)
+    run_tail (p, ticket, helpers + 1);
+}
+
+__global__ void __launch_bounds__ (kThreads, 3)
+reorder_main (const __grid_constant__ Params p)
+{
+  __shared__ Smem sm;
+  __shared__ Job jobs[kThreads];   /* this block's payloads (outside sm: the finalizer moves them
+                                    * after finalizing) */
+  Blk &b = sm.blk;
+  const uint32_t t = threadIdx.x;
+
+  /* the next submission's K1 may be scheduled now (it waits for this one below) */
+  pdl_trigger ();
+  const Pkt k = read_packet (p);
+  /* the previous submission: its state once its finalizer is done with it, or its window and
+   * counts (early start, the steady state: it had no deferred packets and no fixups) */
+  choose_take (p, b);
+  if (b.take != kTakeState)
+    take_previous (p, b);
+  if (b.early)
+    early_window (p, b);
+  if (!b.early)
+    load_window (p, b);
+  open_burst (p, b);
+  frames_at_burst_start (p, b);
+  if (blockIdx.x == 0)
+    post_window (p, b);
+
+  const Job job = control_packet (p, b, k);
+  if (t < p.per_block)
+    jobs[t] = job;
+  __syncthreads ();
+  /* the counts (posted for the next submission, and into the scratch), then the ticket: the
+   * finalizer needs the claims, not the payloads */
+  add_counts (p, b);
+  __syncthreads ();
+  if (t == 0)
+    post_and_take_ticket (p, b);
+  __syncthreads ();
+  /* tickets 0 .. grid - 2 move their payloads; the first `helpers` of them then wait for the
+   * finalizer (grid - 1, which is already running: every block took its ticket before it) and
+   * share its work list. The finalizer moves its own payloads after finalizing, so that the
+   * next submission can start sooner. */
+  const uint32_t ticket = b.ticket;
+  const uint32_t helpers = p.helpers < gridDim.x - 1 ? p.helpers : gridDim.x - 1;
+  const bool finalizer = ticket == gridDim.x - 1;
+  bool work = false;
+  if (finalizer) {
+    const bool early = b.early != 0;
+    const uint64_t stamp = b.stamp;
+    __syncthreads ();              /* the finalizer's shared memory overlays b */
+    work = finalize (p, sm.fin, early, stamp);
+  }
+  const uint32_t nj = !p.n ? 0 : p.n - blockIdx.x * p.per_block < p.per_block
+      ? p.n - blockIdx.x * p.per_block : p.per_block;
+  move_block (p, jobs, nj);
   if (finalizer) {
     if (work)
       run_tail (p, helpers, helpers + 1);
   } else if (ticket < helpers) {
-    if (t == 0) {
-      /* backing off to ~1 µs: few polls while a long finalizer (the deferred path) runs. A
-       * later submission's number means this one had no work: with work, the next submission
-       * waits for every part of this tail, so it cannot have reached its finalizer. */
-      uint64_t go;
-      for (unsigned ns = 32; ((go = ld_acquire64 (&p.sc->go)) >> 1) < p.job_seq;
-          ns = ns < 1024 ? 2 * ns : ns)
-        pause_ns (ns);
-      b.tail_work = (go >> 1) == p.job_seq ? (uint32_t) (go & 1) : 0;
-    }
-    __syncthreads ();
-    if (b.tail_work)
-      run_tail (p, ticket, helpers + 1);
+    help_finalizer (p, b, ticket, helpers);
   }
   /* the previous submission complete before this one is: its payloads are in the frames this
    * one's results may hand out, and its completion event stays ordered before this one's. One

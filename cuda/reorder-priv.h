@@ -60,7 +60,7 @@ dq_bits_get_raw (const uint8_t *p, uint32_t bit_offset, uint32_t width)
 
 /* k's distance from head, less one, for a `bits`-bit value k (bits 1..32; head_lo: the low 32
  * bits of head), sign-extended from `bits` bits in 32-bit arithmetic: the distance lies in
- * (-2^(bits-1), 2^(bits-1)]. The GPU's pass 1 places keys with it directly. */
+ * (-2^(bits-1), 2^(bits-1)]. */
 DQ_HD int32_t
 dq_unwrap_d1 (uint32_t k, uint32_t head_lo, uint32_t bits)
 {

@@ -3,10 +3,8 @@
  * of the device side are in reorder-kernels.cuh (one translation unit with this file, so that
  * the launches see the kernels). */
 #include "reorder-kernels.cuh"
-#include "reorder-persist.cuh"
 
 #include <dlfcn.h>
-#include <time.h>
 #include <unistd.h>
 
 namespace dqk {
@@ -58,35 +56,8 @@ struct Slot {
   int state;                   /* 0 free, 1 in flight */
   void *user;
   uint32_t kind;
-  uint64_t pjob;               /* persistent mode: the job's number */
   uint64_t seq;                /* a K1 submission's job_seq (its ResHdr.done), else 0 */
   uint64_t blocks;             /* K1 blocks launched from this slot so far */
-};
-
-/* The persistent mode's memory and kernel (reorder-persist.cuh). */
-struct Persist {
-  PJob *jobs;                  /* R, mapped host */
-  unsigned long long *done;    /* R, mapped host */
-  ResHdr **res;                /* R, device: the slots' results as the device sees them */
-  uint8_t *resd;               /* R results as control writes them (device), copied to res */
-  PHdr *hdr;
-  uint4 *ent;
-  unsigned long long *ts;
-  unsigned long long *dst;
-  ZeroRun *zeros;
-  PPub *pub;
-  unsigned long long *flags;   /* parsed, published, parse_done, move_done: R each */
-  int64_t *px;
-  uint32_t *pslot;
-  uint8_t *pcls;
-  FrameEnt *frames;
-  PJs *sums;                   /* R jobs' sums, then R x kPParsePer blocks' */
-  unsigned long long *seen;    /* parse groups x kPSeen: the keys' check */
-  cudaStream_t stream;
-  uint64_t posted;             /* the last job's number */
-  uint64_t prev_tail;          /* the free ring's tail at the last job */
-  uint32_t groups;             /* parse groups: one stop job each */
-  int running;
 };
 
 struct _DqReorderGpu {
@@ -127,7 +98,6 @@ struct _DqReorderGpu {
   uint64_t prev_free_tail;
   DqReorderStats stats;
   DqReorderWindow window;
-  Persist *pk;                 /* persistent mode, else NULL */
   char err[256];
 };
 
@@ -209,294 +179,6 @@ clear_posts (DqReorderGpu *ctx)
   const cudaError_t e = cudaMemsetAsync (ctx->post_win, 0, kSets * kWinWords * 8, ctx->stream);
   return e != cudaSuccess ? e
       : cudaMemsetAsync (ctx->post_blk, 0, kSets * (size_t) ctx->post_cap * 16, ctx->stream);
-}
-
-/* ---- persistent mode (reorder-persist.cuh) ------------------------------------------------ */
-
-#define PK_CK(call, what) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) \
-    return cuda_fail (ctx->err, sizeof ctx->err, what, e_); } while (0)
-
-/* Posts job kind/mode into the next ring entry: every field, then its number (a release). */
-static uint64_t
-persist_post (DqReorderGpu *ctx, uint32_t kind, uint32_t mode, const void *data, size_t size,
-    const void *desc, uint32_t n)
-{
-  Persist *pk = ctx->pk;
-  const uint64_t j = ++pk->posted;
-  PJob *e = &pk->jobs[(j - 1) % ctx->opt.max_inflight];
-  e->data = (uint64_t) data;
-  e->data_size = size;
-  e->desc = (uint64_t) desc;
-  e->free_tail = ctx->tail;
-  e->prev_tail = pk->prev_tail;
-  e->n = n;
-  e->kind = kind;
-  e->mode = mode;
-  pk->prev_tail = ctx->tail;
-  __atomic_store_n (&e->seq, (unsigned long long) j, __ATOMIC_RELEASE);
-  return j;
-}
-
-static bool
-persist_done (const DqReorderGpu *ctx, uint32_t slot, uint64_t j)
-{
-  return __atomic_load_n (&ctx->pk->done[slot], __ATOMIC_ACQUIRE) == j;
-}
-
-/* Until job j of ring entry `slot` is complete (wait), or one look (no wait): 1 done, 0 not
- * yet, -1 the kernel failed or ended. */
-static int
-persist_wait (DqReorderGpu *ctx, uint32_t slot, uint64_t j, int wait)
-{
-#ifdef DQ_CUDA_EMU
-  /* the emulated kernel runs while the host calls in */
-  for (unsigned long spins = 0; !persist_done (ctx, slot, j); spins++) {
-    if (!wait && spins == 1)
-      return 0;
-    if (spins > 1000000) {
-      snprintf (ctx->err, sizeof ctx->err, "persistent kernel: job %llu never completed",
-          (unsigned long long) j);
-      return -1;
-    }
-    dq_emu_progress ();
-  }
-  return 1;
-#else
-  struct timespec t0 = { 0, 0 }, t1;
-  for (unsigned long spins = 0; !persist_done (ctx, slot, j); spins++) {
-    if (!wait)
-      return 0;
-    if (spins % 1024 == 1023) {
-      /* every few milliseconds (a stream query is a driver call of tens of microseconds): a
-       * kernel that failed (or ended) never completes the job */
-      clock_gettime (CLOCK_MONOTONIC, &t1);
-      if (!t0.tv_sec && !t0.tv_nsec)
-        t0 = t1;
-      if ((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec) < 2000000)
-        continue;
-      t0 = t1;
-      cudaError_t e = cudaStreamQuery (ctx->pk->stream);
-      if (e == cudaSuccess) {
-        snprintf (ctx->err, sizeof ctx->err, "persistent kernel ended before job %llu",
-            (unsigned long long) j);
-        return -1;
-      }
-      if (e != cudaErrorNotReady)
-        return cuda_fail (ctx->err, sizeof ctx->err, "persistent kernel", e);
-    }
-  }
-  return 1;
-#endif
-}
-
-/* Allocates the persistent mode's memory and launches its kernel (on a stream of its own). */
-static int
-persist_start (DqReorderGpu *ctx, int dev)
-{
-  const DqReorderGpuOptions &o = ctx->opt;
-  const Params &p = ctx->base;
-  const uint32_t R = o.max_inflight, maxp = o.max_packets, W = p.W, ppb = p.ppb;
-  if (maxp > kPMaxPackets) {
-    snprintf (ctx->err, sizeof ctx->err, "persistent: max_packets %u is more than a persistent "
-        "context takes per submission (%u)", maxp, kPMaxPackets);
-    return -1;
-  }
-  const size_t smem = p_smem_size (W, ppb);
-  int optin = 0;
-#ifdef DQ_CUDA_EMU
-  optin = 227 * 1024;
-  (void) dev;
-#else
-  PK_CK (cudaDeviceGetAttribute (&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
-      "cudaDeviceGetAttribute");
-#endif
-  if (smem > (size_t) optin) {
-    snprintf (ctx->err, sizeof ctx->err, "persistent: window %u x packets_per_batch %u slots "
-        "need %zu bytes of shared memory; this GPU gives a block at most %d (at most about %zu "
-        "slots): use a smaller window or batch, or persistent = 0", W, ppb, smem, optin,
-        ((size_t) optin - p_smem_size (0, 0)) / 4);
-    return -1;
-  }
-  Persist *pk = (Persist *) calloc (1, sizeof *pk);
-  if (!pk) {
-    snprintf (ctx->err, sizeof ctx->err, "out of memory");
-    return -1;
-  }
-  ctx->pk = pk;
-  const uint32_t zcap = 2 * maxp + W * ppb + 2 * W + 64;
-  PK_CK (cudaHostAlloc (&pk->jobs, R * sizeof (PJob), cudaHostAllocMapped),
-      "cudaHostAlloc(persistent jobs)");
-  memset (pk->jobs, 0, R * sizeof (PJob));
-  PK_CK (cudaHostAlloc (&pk->done, R * sizeof (unsigned long long), cudaHostAllocMapped),
-      "cudaHostAlloc(persistent completions)");
-  memset (pk->done, 0, R * sizeof (unsigned long long));
-  PK_CK (cudaMalloc (&pk->res, R * sizeof (ResHdr *)), "cudaMalloc(persistent results)");
-  const size_t res_bytes = sizeof (ResHdr) + (size_t) p.res_cap * sizeof (DqReorderBatch) +
-      (size_t) p.rel_cap * sizeof (DqReorderFrame);
-  PK_CK (cudaMalloc (&pk->resd, R * res_bytes), "cudaMalloc(persistent result staging)");
-  PK_CK (cudaMalloc (&pk->hdr, R * sizeof (PHdr)), "cudaMalloc(persistent headers)");
-  PK_CK (cudaMalloc (&pk->ent, (size_t) R * maxp * sizeof (uint4)), "cudaMalloc(entries)");
-  PK_CK (cudaMalloc (&pk->ts, (size_t) R * maxp * 8), "cudaMalloc(timestamps)");
-  PK_CK (cudaMalloc (&pk->dst, (size_t) R * maxp * sizeof (uint64_t)), "cudaMalloc(destinations)");
-  PK_CK (cudaMalloc (&pk->zeros, (size_t) R * zcap * sizeof (ZeroRun)), "cudaMalloc(zero runs)");
-  PK_CK (cudaMalloc (&pk->pub, R * sizeof (PPub)), "cudaMalloc(publications)");
-  PK_CK (cudaMalloc (&pk->flags, 4 * R * sizeof (unsigned long long)), "cudaMalloc(flags)");
-  PK_CK (cudaMalloc (&pk->px, (size_t) maxp * 8), "cudaMalloc(batch ids)");
-  PK_CK (cudaMalloc (&pk->pslot, (size_t) maxp * 4), "cudaMalloc(slots)");
-  PK_CK (cudaMalloc (&pk->pcls, maxp), "cudaMalloc(classes)");
-  PK_CK (cudaMalloc (&pk->frames, (size_t) o.max_frames * sizeof (FrameEnt)), "cudaMalloc(frames)");
-  PK_CK (cudaMalloc (&pk->sums, (size_t) R * (kPParsePer + 1) * sizeof (PJs)),
-      "cudaMalloc(sums)");
-  /* the parse stage sums the jobs by batch, and checks their keys, where pass 1 places keys
-   * relative to the window and a batch is at least two packets and at most a quarter of the
-   * key's range */
-  const bool psum = !p.batch_w && p.ppb_pow2 && ppb >= 2 && (W & (W - 1)) == 0 &&
-      p.key_bits >= p.ppb_shift + 2;
-  const uint32_t groups = R < 8 ? R : 8;     /* parse groups, at most (below) */
-  if (psum) {
-    PK_CK (cudaMalloc (&pk->seen, (size_t) groups * kPSeen * 8), "cudaMalloc(key check)");
-    PK_CK (cudaMemset (pk->seen, 0, (size_t) groups * kPSeen * 8), "cudaMemset(key check)");
-  }
-  PK_CK (cudaStreamCreateWithFlags (&pk->stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  {
-    ResHdr **res = (ResHdr **) calloc (R, sizeof *res);
-    if (!res) {
-      snprintf (ctx->err, sizeof ctx->err, "out of memory");
-      return -1;
-    }
-    for (uint32_t k = 0; k < R; k++)
-      res[k] = ctx->slots[k].res_d;
-    cudaError_t e = cudaMemcpy (pk->res, res, R * sizeof *res, cudaMemcpyHostToDevice);
-    free (res);
-    PK_CK (e, "cudaMemcpy(persistent results)");
-  }
-  PK_CK (cudaMemset (pk->flags, 0, 4 * R * sizeof (unsigned long long)),
-      "cudaMemset(flags)");
-
-  PArgs a;
-  memset (&a, 0, sizeof a);
-  PK_CK (cudaHostGetDevicePointer (&a.jobs, pk->jobs, 0), "cudaHostGetDevicePointer");
-  PK_CK (cudaHostGetDevicePointer (&a.done, pk->done, 0), "cudaHostGetDevicePointer");
-  a.res = pk->res;
-  a.resd = pk->resd;
-  a.res_bytes = res_bytes;
-  a.res_cap = p.res_cap;
-  a.rel_cap = p.rel_cap;
-  a.hdr = pk->hdr;
-  a.ent = pk->ent;
-  a.ts = pk->ts;
-  a.dst = pk->dst;
-  a.zeros = pk->zeros;
-  a.pub = pk->pub;
-  a.parsed = pk->flags;
-  a.published = pk->flags + R;
-  a.parse_done = pk->flags + 2 * R;
-  a.move_done = pk->flags + 3 * R;
-  a.px = pk->px;
-  a.pslot = pk->pslot;
-  a.pcls = pk->pcls;
-  a.frames = pk->frames;
-  a.jsum = pk->sums;
-  a.bsum = pk->sums + R;
-  a.seen = pk->seen;
-  a.psum = psum;
-  a.R = R;
-  a.maxp = maxp;
-  a.zcap = zcap;
-  /* parse groups take turns on jobs (at most R in flight): two blocks each; so do the move
-   * groups (no more of them than parse groups: see the stop jobs) */
-  a.parse_groups = groups;
-  a.parsers = kPParsePer * a.parse_groups;
-  a.move_groups = R < 4 ? R : 4;
-#ifdef DQ_CUDA_EMU
-  /* fewer blocks; group counts that do not divide the usual 4 jobs in flight, and fewer move
-   * groups than parse groups, as on a GPU with 32 in flight */
-  a.parse_groups = R < 3 ? R : 3;
-  a.parsers = kPParsePer * a.parse_groups;
-  a.move_groups = R < 2 ? R : 2;
-  a.movers = 2 * a.move_groups;
-  dq_emu_launch_persistent (dim3 (1 + a.parsers + a.movers), dim3 (kPThreads), smem,
-      [=] () { reorder_persist (p, a); });
-#else
-  PK_CK (cudaFuncSetAttribute (reorder_persist, cudaFuncAttributeMaxDynamicSharedMemorySize,
-      (int) smem), "cudaFuncSetAttribute(persistent kernel)");
-  int per_sm = 0;
-  PK_CK (cudaOccupancyMaxActiveBlocksPerMultiprocessor (&per_sm, reorder_persist, kPThreads, smem),
-      "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  /* every block resident at once (a cooperative launch refuses otherwise): control, parsers,
-   * and as many movers as fit, up to two per SM */
-  const uint32_t fit = (uint32_t) per_sm * (uint32_t) ctx->sms;
-  if (fit < a.parsers + 2) {
-    snprintf (ctx->err, sizeof ctx->err, "persistent: the GPU holds only %u blocks of the "
-        "persistent kernel at once (%zu bytes of shared memory each); it needs %u", fit, smem,
-        a.parsers + 2);
-    return -1;
-  }
-  a.movers = fit - 1 - a.parsers;
-  if (a.movers > 2u * (uint32_t) ctx->sms)
-    a.movers = 2u * (uint32_t) ctx->sms;
-  if (a.movers < a.move_groups)
-    a.move_groups = a.movers;
-  a.movers -= a.movers % a.move_groups;
-  {
-    Params pp = p;
-    void *args[] = { &pp, &a };
-    PK_CK (cudaLaunchCooperativeKernel ((const void *) reorder_persist,
-        dim3 (1 + a.parsers + a.movers), dim3 (kPThreads), args, smem, pk->stream),
-        "persistent kernel launch");
-  }
-#endif
-  pk->groups = a.parse_groups;
-  pk->running = 1;
-  return 0;
-}
-
-/* Ends the persistent kernel (after the jobs in flight) and frees its memory. */
-static void
-persist_stop (DqReorderGpu *ctx)
-{
-  Persist *pk = ctx->pk;
-  if (pk->running) {
-    bool alive = true;
-    while (alive && ctx->inflight) {
-      Slot *s = &ctx->slots[ctx->oldest];
-      alive = persist_wait (ctx, ctx->oldest, s->pjob, 1) == 1;
-      s->state = 0;
-      ctx->oldest = (ctx->oldest + 1) % ctx->opt.max_inflight;
-      ctx->inflight--;
-    }
-    /* one for each parse group (the ring has room: nothing is in flight now) */
-    for (uint32_t k = 0; k < pk->groups; k++)
-      persist_post (ctx, kPJobStop, 0, NULL, 0, NULL, 0);
-#ifdef DQ_CUDA_EMU
-    dq_emu_join ();
-#else
-    cudaStreamSynchronize (pk->stream);
-#endif
-  }
-  if (pk->stream)
-    cudaStreamDestroy (pk->stream);
-  if (pk->jobs)
-    cudaFreeHost (pk->jobs);
-  if (pk->done)
-    cudaFreeHost (pk->done);
-  cudaFree (pk->res);
-  cudaFree (pk->resd);
-  cudaFree (pk->hdr);
-  cudaFree (pk->ent);
-  cudaFree (pk->ts);
-  cudaFree (pk->dst);
-  cudaFree (pk->zeros);
-  cudaFree (pk->pub);
-  cudaFree (pk->flags);
-  cudaFree (pk->px);
-  cudaFree (pk->pslot);
-  cudaFree (pk->pcls);
-  cudaFree (pk->frames);
-  cudaFree (pk->sums);
-  cudaFree (pk->seen);
-  free (pk);
-  ctx->pk = NULL;
 }
 
 #define CK(call, what) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
@@ -710,8 +392,6 @@ dq_reorder_gpu_free (DqReorderGpu *ctx)
 {
   if (!ctx)
     return;
-  if (ctx->pk)
-    persist_stop (ctx);
   if (ctx->stream)
     cudaStreamSynchronize (ctx->stream);
   if (ctx->slots) {
@@ -921,8 +601,6 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
         p.async_copy = 1;
     }
   }
-  if (o.persistent && persist_start (ctx, dev) != 0)
-    goto fail;
   return ctx;
 
 fail:
@@ -1009,28 +687,9 @@ submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket 
         ctx->opt.max_packets);
     return DQ_REORDER_ERROR;
   }
-  if (ctx->pk && kind == DQ_JOB_GATHER) {
-    snprintf (ctx->err, sizeof ctx->err, "gather: not on a persistent context (its kernel takes "
-        "reorder and flush jobs only); use a context with persistent = 0");
-    return DQ_REORDER_ERROR;
-  }
   Slot *s = take_slot (ctx);
   if (!s)
     return DQ_REORDER_BUSY;
-  if (ctx->pk) {
-    const void *desc = pkts;
-    if (!device_desc && n) {
-      memcpy (s->stage, pkts, (size_t) n * sizeof *pkts);
-      desc = s->stage_d;
-    }
-    s->pjob = persist_post (ctx, kind, mode, data, size, desc, n);
-    s->state = 1;
-    s->user = user;
-    s->kind = kind;
-    ctx->next = (ctx->next + 1) % ctx->opt.max_inflight;
-    ctx->inflight++;
-    return DQ_REORDER_OK;
-  }
   Params p = job_params (ctx, s);
   p.kind = kind;
   p.flush_mode = mode;
@@ -1147,11 +806,6 @@ dq_reorder_gpu_packetize (DqReorderGpu *ctx, const DqPacketizeTemplate *tmpl,
     const void *frame, uint64_t batch_id, void *out, size_t out_size, void *user)
 {
   const DqReorderConfig *cfg = &ctx->cfg;
-  if (ctx->pk) {
-    snprintf (ctx->err, sizeof ctx->err, "packetize: not on a persistent context (its kernel "
-        "takes reorder and flush jobs only); use a context with persistent = 0");
-    return DQ_REORDER_ERROR;
-  }
   if (dq_packetize_validate (cfg, tmpl, ctx->err, sizeof ctx->err) != 0)
     return DQ_REORDER_ERROR;
   uint32_t plen = dq_packetize_packet_length (cfg, tmpl), ppb = cfg->packets_per_batch;
@@ -1213,11 +867,7 @@ dq_reorder_gpu_poll (DqReorderGpu *ctx, int wait, DqReorderCompletion *out)
   if (!ctx->inflight)
     return 0;
   Slot *s = &ctx->slots[ctx->oldest];
-  if (ctx->pk) {
-    const int rc = persist_wait (ctx, ctx->oldest, s->pjob, wait);
-    if (rc != 1)
-      return rc;
-  } else if (!k1_done (s)) {
+  if (!k1_done (s)) {
     /* a K1 submission: its done word, no call into the runtime while it is not written (but
      * the event every kQuietPolls polls, so that a failed kernel is reported); the emulator
      * runs kernels inside event queries, so it always asks the event, and checks the word */

@@ -13,8 +13,7 @@ set -euo pipefail
 build=${1:?usage: gpu-stage.sh BUILD_DIR OUT_DIR}
 out=${2:?usage: gpu-stage.sh BUILD_DIR OUT_DIR}
 rm -rf "$out"
-for f in tests/cuda/test-cuda-gpu tests/cuda/bench-reorder tests/cuda/bench-persist tests/cuda/bench-cluster \
-    tests/reorder/test-reorder-gpu \
+for f in tests/cuda/test-cuda-gpu tests/cuda/bench-reorder tests/reorder/test-reorder-gpu \
     tests/reorder/bench-reorder-pipeline gst/libgstdaqiri.so gst/libgstdaqiri-1.0.so.0; do
   if [ -e "$build/$f" ]; then
     mkdir -p "$out/$(dirname "$f")"

@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# GPU checks of cuda/: the equivalence test (every kernel against its CPU twin, bit for bit; then
-# again with every reorder rig on a persistent context), the reorder benchmark and the
-# persistent-pipeline and cluster design benchmarks, on a machine with an NVIDIA GPU.
+# GPU checks of cuda/: the equivalence test (every kernel against its CPU twin, bit for bit) and
+# the reorder benchmark, on a machine with an NVIDIA GPU.
 # Needs no GStreamer and no build tools there: it runs the binaries built here (static CUDA
 # runtime; libcuda.so.1 from the driver).
 #
-#   build here:  meson setup build-cuda -Dwerror=true && ninja -C build-cuda tests/cuda/test-cuda-gpu tests/cuda/bench-reorder tests/cuda/bench-persist tests/cuda/bench-cluster
+#   build here:  meson setup build-cuda -Dwerror=true && ninja -C build-cuda tests/cuda/test-cuda-gpu tests/cuda/bench-reorder
 #                (scripts/gpu-stage.sh makes a small copy of what runs, to carry)
 #   run there:   bash scripts/gpu-tests.sh [BUILD_DIR] [--sanitize]
 # With a GStreamer runtime in the environment it also runs the element test
@@ -15,8 +14,8 @@
 # GST_RUN=PREFIX runs the element test through PREFIX, e.g. GST_RUN=.gst-trixie/run for the
 # GStreamer 1.26 folder of scripts/gst-runtime.sh (the GStreamer >= 1.24 paths).
 #
-# --sanitize also runs the quick test under compute-sanitizer memcheck, racecheck and synccheck
-# (the first two again with persistent contexts), and the element test under memcheck (slow).
+# --sanitize also runs the quick test under compute-sanitizer memcheck, racecheck and synccheck,
+# and the element test under memcheck (slow).
 # Logs go to $OUT (when set) or /tmp; the last lines are the summary.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -53,12 +52,6 @@ start=$(date +%s)
 "$test_bin" 2>&1 | tee "$logs/test-cuda-gpu.log"
 rc_test=${PIPESTATUS[0]}
 echo "(test: rc=$rc_test, $(( $(date +%s) - start )) s)"
-echo "== test-cuda-gpu, persistent contexts"
-start=$(date +%s)
-DQ_TEST_PERSISTENT=1 timeout 600 "$test_bin" 2>&1 | tee "$logs/test-cuda-gpu-persistent.log"
-r=${PIPESTATUS[0]}
-[ $r -ne 0 ] && rc_test=$r
-echo "(persistent test: rc=$r, $(( $(date +%s) - start )) s)"
 
 rc_san=0
 san_line="compute-sanitizer: not run"
@@ -72,14 +65,6 @@ if [ "$sanitize" = 1 ]; then
       tail -3 "$logs/sanitizer-$tool.log"
       [ $r -ne 0 ] && rc_san=$r
       san_line="$san_line $tool=rc$r"
-    done
-    for tool in memcheck racecheck; do
-      DQ_TEST_QUICK=1 DQ_TEST_PERSISTENT=1 timeout 150 compute-sanitizer --tool $tool \
-        --error-exitcode 3 "$test_bin" > "$logs/sanitizer-$tool-persistent.log" 2>&1
-      r=$?
-      tail -3 "$logs/sanitizer-$tool-persistent.log"
-      [ $r -ne 0 ] && rc_san=$r
-      san_line="$san_line $tool(persistent)=rc$r"
     done
     san_line="compute-sanitizer:${san_line#compute-sanitizer: not run}"
   else
@@ -155,43 +140,12 @@ start=$(date +%s)
 rc_bench=${PIPESTATUS[0]}
 echo "(bench: rc=$rc_bench, $(( $(date +%s) - start )) s)"
 
-# the persistent-kernel design benchmark (tests/cuda/bench-persist.cu: not library code); its
-# frames are checked, so a wrong result fails like the benchmark's
-persist_bin=$build/tests/cuda/bench-persist
-rc_persist=0
-if [ -x "$persist_bin" ]; then
-  echo "== bench-persist"
-  start=$(date +%s)
-  timeout 300 "$persist_bin" 2>&1 | tee "$logs/bench-persist.log"
-  rc_persist=${PIPESTATUS[0]}
-  echo "(bench-persist: rc=$rc_persist, $(( $(date +%s) - start )) s)"
-fi
-# the cluster design benchmark (tests/cuda/bench-cluster.cu: pass 1 modelled on 1, 2 and 4 SMs;
-# its sums and copy items are checked the same way)
-cluster_bin=$build/tests/cuda/bench-cluster
-if [ -x "$cluster_bin" ]; then
-  echo "== bench-cluster"
-  start=$(date +%s)
-  timeout 300 "$cluster_bin" 2>&1 | tee "$logs/bench-cluster.log"
-  r=${PIPESTATUS[0]}
-  [ $r -ne 0 ] && rc_persist=$r
-  echo "(bench-cluster: rc=$r, $(( $(date +%s) - start )) s)"
-fi
-
 echo "== summary"
 grep -h '^device:' "$logs/test-cuda-gpu.log" | head -1
 grep -h -E '^(test-cuda-gpu:|SKIP)' "$logs/test-cuda-gpu.log" || echo "test-cuda-gpu: no summary line (rc=$rc_test)"
-grep -h -E '^(test-cuda-gpu:|SKIP)' "$logs/test-cuda-gpu-persistent.log" | sed 's/^/persistent: /' \
-  || echo "test-cuda-gpu (persistent): no summary line"
 [ "$sanitize" = 1 ] && echo "$san_line"
 echo "$elem_line"
 echo "$pipe_line"
 grep -h '^bench-reorder summary' "$logs/bench-reorder.log" || echo "bench-reorder: no summary line (rc=$rc_bench)"
-if [ -x "$persist_bin" ]; then
-  grep -h '^bench-persist summary' "$logs/bench-persist.log" || echo "bench-persist: no summary line (rc=$rc_persist)"
-fi
-if [ -x "$cluster_bin" ]; then
-  grep -h '^bench-cluster summary' "$logs/bench-cluster.log" || echo "bench-cluster: no summary line"
-fi
-echo "gpu-tests: test rc=$rc_test, element test rc=$rc_elem, bench rc=$rc_bench, design benches rc=$rc_persist, sanitizer rc=$rc_san, pipeline bench rc=$rc_pipe (only a timeout counts)"
-[ $rc_test -eq 0 ] && [ $rc_elem -eq 0 ] && [ $rc_bench -eq 0 ] && [ $rc_persist -eq 0 ] && [ $rc_san -eq 0 ] && [ $rc_hang -eq 0 ]
+echo "gpu-tests: test rc=$rc_test, element test rc=$rc_elem, bench rc=$rc_bench, sanitizer rc=$rc_san, pipeline bench rc=$rc_pipe (only a timeout counts)"
+[ $rc_test -eq 0 ] && [ $rc_elem -eq 0 ] && [ $rc_bench -eq 0 ] && [ $rc_san -eq 0 ] && [ $rc_hang -eq 0 ]

@@ -16,8 +16,7 @@
  * what a batch costs when a burst carries many. The streamed regime is gpu-burst with 65536
  * packets per submission for batches of 1024..16384 packets (and gpu-reorder's 65536-packet
  * batches): a stream submitted as a receive ring under heavy traffic hands it over. The targets
- * count the one-batch regime (the 1024-packet batch on launched or persistent contexts, the
- * faster); the summary gives the streamed figures beside them. Bandwidths
+ * count the one-batch regime; the summary gives the streamed figures beside them. Bandwidths
  * count bytes read + bytes written. Input pools are
  * several times the L2; sequence numbers wrap exactly at the end of the pool, so cycling through
  * it gives ever-increasing batch ids.
@@ -25,20 +24,13 @@
  * Environment: DQ_BENCH_QUICK=1 for a short run; DQ_BENCH_FOCUS=1 for the one-batch cases the
  * targets read only (no CPU part, no bursts, no conversions), to run two builds alternately;
  * with it, DQ_BENCH_CASES=PAYLOADxPACKETS,... (e.g. 2048x16384,8192x65536) for other one-batch
- * cases instead; DQ_BENCH_INFLIGHT=N for N submissions in flight (default 8) on launched
- * contexts. */
+ * cases instead; DQ_BENCH_INFLIGHT=N for N submissions in flight (default 8). */
 #include <stdarg.h>
 #include <time.h>
 
 #include "dq-test-util.h"
 
 static int quick, focus;
-#ifndef DQ_BENCH_NO_CUDA
-/* contexts made by ctx_new are persistent (DqReorderGpuOptions.persistent); run_reorder then
- * times by the host's clock (the kernel is not on the stream the events are recorded on) */
-static int bench_persistent;
-static double last_wall_ms;      /* run_reorder's host-clock time of its last run */
-#endif
 
 static double
 now (void)
@@ -292,13 +284,9 @@ recycle (DqReorderGpu *ctx, const DqReorderCompletion *c)
 static DqReorderGpu *
 ctx_new (const DqReorderConfig *cfg, uint32_t ppb, uint32_t inflight, int nf, void **frames)
 {
-  DqReorderGpuOptions o = { ppb, inflight, 2 * (uint32_t) nf, -1, NULL, bench_persistent };
+  DqReorderGpuOptions o = { ppb, inflight, 2 * (uint32_t) nf, -1, NULL };
   char msg[256];
   DqReorderGpu *ctx = dq_reorder_gpu_new (cfg, &o, msg, sizeof msg);
-  if (!ctx && bench_persistent) {
-    printf ("bench note: no persistent context for %u packets per submission: %s\n", ppb, msg);
-    return NULL;
-  }
   if (!ctx) {
     fprintf (stderr, "dq_reorder_gpu_new: %s\n", msg);
     exit (2);
@@ -325,14 +313,12 @@ run_reorder (GPool *g, const DqReorderConfig *cfg, uint32_t K, uint32_t per, int
 {
   Pool *p = &g->hp;
   /* frames: the window, and each submission in flight may complete all its batches */
-  /* submissions in flight: 8 launched (a submission takes ~22 us from submit to its completion
-   * seen by the host, so with 4 the host waited and paced one-batch submissions to ~6 us; H200,
-   * side by side: 64 B x 16384 5.5-6.9 against 6.6 us, 1 KB x 16384 10.5 against 11.7 us); a
-   * persistent context's jobs pass through three stages of several microseconds each, so it
-   * gets 32 (bench-persist, the design benchmark: 2.5 us per 1024-packet batch with 32 in
-   * flight, 3.4 with 16). DQ_BENCH_INFLIGHT=N: N launched, for side-by-side runs. */
-  uint32_t infl = bench_persistent ? 32 : 8;
-  if (!bench_persistent && getenv ("DQ_BENCH_INFLIGHT"))
+  /* submissions in flight: 8 (a submission takes ~22 us from submit to its completion seen by
+   * the host, so with 4 the host waited and paced one-batch submissions to ~6 us; H200, side by
+   * side: 64 B x 16384 5.5-6.9 against 6.6 us, 1 KB x 16384 10.5 against 11.7 us).
+   * DQ_BENCH_INFLIGHT=N: N, for side-by-side runs. */
+  uint32_t infl = 8;
+  if (getenv ("DQ_BENCH_INFLIGHT"))
     infl = (uint32_t) atoi (getenv ("DQ_BENCH_INFLIGHT"));
   if (!infl)
     infl = 1;
@@ -340,20 +326,13 @@ run_reorder (GPool *g, const DqReorderConfig *cfg, uint32_t K, uint32_t per, int
   void **frames = malloc (NF * sizeof *frames);
   const uint32_t n = per * p->ppb;
   DqReorderGpu *ctx = ctx_new (cfg, n, infl, NF, frames);
-  if (!ctx) {
-    free (frames);
-    return -1;
-  }
   void *e0 = bench_event_new (), *e1 = bench_event_new ();
   void *stream = dq_reorder_gpu_stream (ctx);
   uint32_t warm = 4;
   DqReorderCompletion c;
-  double t0 = 0;
   for (uint32_t k = 0; k < warm + K; k++) {
-    if (k == warm) {
+    if (k == warm)
       bench_event_record (e0, stream);
-      t0 = now ();
-    }
     const DqReorderPacket *d = host_desc ? p->desc : g->d_desc;
     d += (size_t) ((uint64_t) k * per % p->nb) * p->ppb;
     for (;;) {
@@ -375,8 +354,7 @@ run_reorder (GPool *g, const DqReorderConfig *cfg, uint32_t K, uint32_t per, int
   bench_event_record (e1, stream);
   while (dq_reorder_gpu_poll (ctx, 1, &c) == 1)
     ;
-  last_wall_ms = (now () - t0) * 1e3;
-  double ms = bench_persistent ? last_wall_ms : bench_event_ms (e0, e1);
+  double ms = bench_event_ms (e0, e1);
   *no_frame = c.stats.no_frame;
   if (c.stats.complete != c.stats.batches)
     fprintf (stderr, "warning: %llu of %llu batches incomplete\n",
@@ -537,9 +515,6 @@ take_min (double *m, double v, uint32_t ppb)
   if (ppb >= 16384 && v < m[1])
     m[1] = v;
 }
-/* the same on persistent contexts (batches up to 16384 packets: 65536 exceed a job's limit) */
-static double p64_vs_ref[2] = { 1e9, 1e9 }, p256_vs_copy[2] = { 1e9, 1e9 },
-    p1k_vs_copy[2] = { 1e9, 1e9 }, pus_1024 = 0;
 
 /* the streamed regime (submissions of 65536 packets), over batch sizes 1024..65536 */
 static double st64_ref_min = 1e9, st64_ref_max = 0, st256_copy_min = 1e9, st1k_copy_min = 1e9;
@@ -588,30 +563,6 @@ bench_gpu_reorder (uint32_t P, uint32_t ppb, uint32_t off, void *stream)
       take_min (r1k_vs_copy, gbps / cp, ppb);
     if (ppb == 65536)
       take_streamed (P, gbps / ref, gbps / cp);
-  }
-  /* the same batches on a persistent context, timed by the host's clock, beside the launched
-   * context's host-clock time of the run above */
-  const double wall_launch = last_wall_ms;
-  bench_persistent = 1;
-  double pms = ppb <= 65534 ? run_reorder (&g, &cfg, K, 1, 0, &nf) : -1;
-  bench_persistent = 0;
-  if (pms > 0) {
-    const double pg = gb / (pms / 1e3);
-    printf ("bench gpu-reorder-persistent payload=%u ppb=%u offset=%u batches=%u GBps=%.1f "
-        "vs_copy=%.3f vs_ref=%.2f us_per_batch=%.2f launched_us_per_batch_host_clock=%.2f "
-        "no_frame=%llu\n", P, ppb, off, K, pg, pg / cp, pg / ref, pms * 1e3 / K,
-        wall_launch * 1e3 / K, (unsigned long long) nf);
-    fflush (stdout);
-    if (off == 64) {
-      if (P == 64)
-        take_min (p64_vs_ref, pg / ref, ppb);
-      if (P == 256)
-        take_min (p256_vs_copy, pg / cp, ppb);
-      if (P >= 1024)
-        take_min (p1k_vs_copy, pg / cp, ppb);
-      if (P == 64 && ppb == 1024)
-        pus_1024 = pms * 1e3 / K;
-    }
   }
   if (ppb == 1024 && P == 64 && off == 64) {
     us_1024 = ms * 1e3 / K;
@@ -784,10 +735,8 @@ main (void)
         bench_gpu_reorder (cases[i][0], cases[i][1], 64, stream);
     }
     printf ("bench-reorder focus: batches of 16384 packets: 64B %.2fx one-block-per-packet, "
-        "256B %.1f%% of copy, >=1KB %.1f%% of copy; 1024-packet batch %.2f us; persistent: 64B "
-        "%.2fx, 256B %.1f%%, >=1KB %.1f%%, 1024-packet batch %.2f us\n", r64_vs_ref[1],
-        r256_vs_copy[1] * 100, r1k_vs_copy[1] * 100, us_1024, p64_vs_ref[1],
-        p256_vs_copy[1] * 100, p1k_vs_copy[1] * 100, pus_1024);
+        "256B %.1f%% of copy, >=1KB %.1f%% of copy; 1024-packet batch %.2f us\n", r64_vs_ref[1],
+        r256_vs_copy[1] * 100, r1k_vs_copy[1] * 100, us_1024);
     return bench_sync () == 0 ? 0 : 1;
   }
   {
@@ -840,27 +789,21 @@ main (void)
   for (int a = 0; a < 3; a++)
     for (int o = 0; o < 3; o++)
       bench_gpu_convert (ins[a], outs[o]);
-  /* targets on the throughput regime (batches >= 16384 packets), the batch latency on 1024
-   * (launched, or on a persistent context: the design the target names where launches
-   * dominate) */
-  const double us_1024_best = pus_1024 > 0 && pus_1024 < us_1024 ? pus_1024 : us_1024;
+  /* targets on the throughput regime (batches >= 16384 packets), the batch latency on 1024 */
   int met = (r64_vs_ref[1] >= 5) + (r256_vs_copy[1] >= 0.5) + (r1k_vs_copy[1] >= 0.85) +
-      (us_1024_best <= 3.0) + (conv_min >= 0.8);
+      (us_1024 <= 3.0) + (conv_min >= 0.8);
   int st_met = (st64_ref_min >= 5) + (st256_copy_min >= 0.5) + (st1k_copy_min >= 0.85) +
       (us_burst64 <= 3.0) + (conv_min >= 0.8);
   printf ("bench-reorder summary: batches >= 16384 packets: 64B %.1fx one-block-per-packet "
       "(target 5x), 256B %.0f%% of copy (50%%), >=1KB %.0f%% of copy (85%%); all batch sizes: 64B "
       "%.1fx..%.1fx, 256B %.0f%%, >=1KB %.0f%%; 1024-packet batch %.2f us with device "
       "descriptors, %.2f us host (3 us), %.2f us in bursts of 64 batches; conversions min %.0f%% of plain reorder (80%%); %s; "
-      "targets met %d/5 (one batch per submission; the 1024-packet batch launched or persistent); streamed (submissions of 65536 packets, "
+      "targets met %d/5 (one batch per submission); streamed (submissions of 65536 packets, "
       "batches 1024..65536): 64B %.1fx..%.1fx, 256B %.0f%%, >=1KB %.1f%%, 1024-packet batch "
-      "%.2f us: targets met %d/5; persistent contexts (experimental, batches <= 16384 packets): "
-      "64B %.2fx, 256B %.1f%%, >=1KB %.1f%%, 1024-packet batch %.2f us\n", r64_vs_ref[1],
-      r256_vs_copy[1] * 100, r1k_vs_copy[1] * 100,
+      "%.2f us: targets met %d/5\n", r64_vs_ref[1], r256_vs_copy[1] * 100, r1k_vs_copy[1] * 100,
       r64_vs_ref[0], r64_vs_ref_max, r256_vs_copy[0] * 100, r1k_vs_copy[0] * 100, us_1024,
       us_1024_host, us_burst64, conv_min * 100, cpu_line, met, st64_ref_min, st64_ref_max,
-      st256_copy_min * 100, st1k_copy_min * 100, us_burst64, st_met, p64_vs_ref[1],
-      p256_vs_copy[1] * 100, p1k_vs_copy[1] * 100, pus_1024);
+      st256_copy_min * 100, st1k_copy_min * 100, us_burst64, st_met);
   return bench_sync () == 0 ? 0 : 1;
 #endif
 }

@@ -1,6 +1,6 @@
 /* test-cuda-emu-sched.cc — the CUDA emulator's scheduling (cuda/cuda-emu.h): resident blocks
- * interleave, each with its own shared memory; a block may wait for another resident one; blocks
- * that can only wait for each other are reported as a deadlock. */
+ * interleave, each with its own shared memory (static and dynamic); a block may wait for another
+ * resident one; blocks that can only wait for each other are reported as a deadlock. */
 #include <signal.h>
 #include <stdio.h>
 #include <sys/wait.h>
@@ -101,48 +101,20 @@ stuck_kernel (volatile unsigned *never)
   __syncthreads ();
 }
 
-/* A persistent kernel: block 0 takes jobs the host posts (job k: a value to double, posted by
- * writing k into *posted), hands each to block 1 through global memory, and block 1 writes the
- * result and the job's number for the host; job 0 ends both. Each block checks that its dynamic
- * shared memory stays its own across the turns. */
-struct PJobs {
-  volatile unsigned posted, handed, done;
-  unsigned value[8], result[8];
-  unsigned wrong;
-};
-
+/* every thread writes a value of its block into the block's dynamic shared memory, lets the
+ * other resident blocks run a few times, and counts what no longer holds */
 __global__ void
-persistent_kernel (PJobs *j)
+dynamic_kernel (unsigned *wrong)
 {
   unsigned *dyn = (unsigned *) dq_emu_dynamic_shared ();
   const unsigned t = threadIdx.x, b = blockIdx.x;
   dyn[t] = b * 100 + t;
-  __shared__ unsigned next;
-  for (unsigned k = 1;; k++) {
-    if (t == 0) {
-      volatile unsigned *wait = b == 0 ? &j->posted : &j->handed;
-      while (*wait < k && !(*wait & 0x80000000u))
-        dq_emu_yield ();
-      next = *wait;
-    }
+  for (int k = 0; k < 4; k++) {
+    dq_emu_yield ();
     __syncthreads ();
     if (dyn[t] != b * 100 + t)
-      atomicAdd (&j->wrong, 1u);
-    if (next & 0x80000000u)
-      break;
-    __syncthreads ();
-    if (t == 0) {
-      if (b == 0)
-        j->handed = j->posted;
-      else {
-        j->result[k % 8] = 2 * j->value[k % 8];
-        j->done = k;
-      }
-    }
-    __syncthreads ();
+      atomicAdd (wrong, 1u);
   }
-  if (b == 0 && t == 0)
-    j->handed = 0x80000000u;
 }
 
 }  /* namespace */
@@ -181,33 +153,11 @@ main (void)
   check (late == 0, "pdl_wait returns once the launch before is complete");
   check (R < 3 || early > 0, "an overlapped launch starts before the one before is complete");
 
-  /* a persistent kernel runs beside the host: jobs posted in memory, answered between the host's
-   * calls; a plain launch and a synchronizing call meanwhile do not wait for it */
-  PJobs *pj = new PJobs ();
-  dq_emu_launch_persistent (dim3 (2), dim3 (64), 64 * sizeof (unsigned),
-      [=] () { persistent_kernel (pj); });
-  bool answered = true;
-  unsigned spins = 0;
-  for (unsigned k = 1; k <= 20; k++) {
-    pj->value[k % 8] = 1000 + k;
-    pj->posted = k;
-    while (pj->done < k && spins++ < 10000)
-      dq_emu_progress ();
-    answered = answered && pj->done == k && pj->result[k % 8] == 2 * (1000 + k);
-    if (k == 10) {
-      unsigned chain_done[16] = { 0 }, chain_order[16] = { 0 }, chain_pos = 0;
-      unsigned *d = chain_done, *o = chain_order, *q = &chain_pos;
-      DQ_LAUNCH (chain_kernel, R, 32, 0, d, o, q);
-      dq_emu_synchronize ();
-      answered = answered && chain_pos == R;
-    }
-  }
-  check (answered, "a persistent kernel answers jobs the host posts, beside other launches");
-  pj->posted = 0x80000000u;
-  dq_emu_join ();
-  check (pj->handed == 0x80000000u && pj->wrong == 0,
-      "a persistent kernel ends when told to; each block keeps its dynamic shared memory");
-  delete pj;
+  /* each resident block has dynamic shared memory of its own */
+  unsigned dyn_wrong = 0, *dyn_wrong_p = &dyn_wrong;
+  dq_emu_launch (dim3 (8), dim3 (64), [=] () { dynamic_kernel (dyn_wrong_p); },
+      64 * sizeof (unsigned));
+  check (dyn_wrong == 0, "each resident block keeps its own dynamic shared memory");
 
   /* blocks that can only wait are a deadlock: the emulator aborts with a message */
   fflush (stdout);

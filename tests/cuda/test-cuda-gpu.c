@@ -24,8 +24,6 @@
 
 static uint64_t n_cases, n_subs, n_batches, n_bytes;
 static int quick;
-/* DQ_TEST_PERSISTENT=1: the reorder rigs use persistent contexts (one kernel for all jobs) */
-static int persistent;
 
 static void *
 dmalloc (size_t n)
@@ -141,8 +139,7 @@ rig_init (Rig *r, const char *name, const DqReorderConfig *cfg, uint32_t n_frame
     r->dframes[i] = dmalloc (r->fsize);
     dcopy (r->dframes[i], r->hframes[i], r->fsize);
   }
-  /* the context after the device memory: a persistent one's kernel would be running */
-  DqReorderGpuOptions o = { max_packets, 4, n_frames + 8, -1, NULL, persistent };
+  DqReorderGpuOptions o = { max_packets, 4, n_frames + 8, -1, NULL };
   r->gpu = dq_reorder_gpu_new (cfg, &o, msg, sizeof msg);
   if (!r->gpu) {
     fprintf (stderr, "[%s] new: %s\n", name, msg);
@@ -382,7 +379,7 @@ run_reorder_case (const Case *cs)
     recycle (&r, &c);
   }
   step_flush (&r, DQ_FLUSH_RESET, sub++);
-  rig_free (&r);             /* first: a persistent context's kernel holds up cudaFree */
+  rig_free (&r);
   dq_cuda_free (ddata);
   dqt_stream_free (&st);
 }
@@ -533,9 +530,8 @@ reorder_cases (void)
     c.seed = seed++;
     run_reorder_case (&c);
   }
-  /* bursts of one whole batch each, shuffled (a receive ring handing over one frame at a time):
-   * on persistent contexts the job with nothing to do per packet (p_whole), and its fallbacks
-   * where a batch finds no frame (k == 1) or a packet is lost, duplicated or short (k == 2) */
+  /* bursts of one whole batch each, shuffled (a receive ring handing over one frame at a time),
+   * also where a batch finds no frame (k == 1) or a packet is lost, duplicated or short (k == 2) */
   for (int k = 0; k < 3; k++) {
     Case c;
     memset (&c, 0, sizeof c);
@@ -888,62 +884,6 @@ api_cases (void)
   dq_cuda_free (f);
 }
 
-/* A persistent context's limits and refusals, and a free with jobs still in flight. */
-static void
-persistent_api_cases (void)
-{
-  dq_test_name = "persistent-api";
-  DqReorderConfig cfg = cfg_make (4, 8, 8, DQ_ELEM_SAME, DQ_ELEM_SAME, DQ_BYTE_ORDER_HOST);
-  char msg[256];
-  DqReorderGpuOptions big = { 70000, 2, 3, -1, NULL, 1 };
-  CHECK (dq_reorder_gpu_new (&cfg, &big, msg, sizeof msg) == NULL);
-  CHECK (strstr (msg, "max_packets 70000") != NULL);
-  DqReorderConfig wide = cfg_make (1u << 20, 8, 8, DQ_ELEM_SAME, DQ_ELEM_SAME,
-      DQ_BYTE_ORDER_HOST);
-  wide.window = 64;
-  wide.seq_bit_width = 32;
-  DqReorderGpuOptions o = { 8, 2, 3, -1, NULL, 1 };
-  CHECK (dq_reorder_gpu_new (&wide, &o, msg, sizeof msg) == NULL);
-  CHECK (strstr (msg, "window 64 x packets_per_batch 1048576") != NULL);
-  CHECK (strstr (msg, "shared memory") != NULL);
-
-  /* device memory before the context: compute-sanitizer's memcheck does not know memory
-   * allocated after the persistent kernel started (the GPU itself does not mind) */
-  uint8_t *f = dmalloc (256);
-  DqReorderGpu *g = dq_reorder_gpu_new (&cfg, &o, msg, sizeof msg);
-  CHECK (g != NULL);
-  if (!g) {
-    dq_cuda_free (f);
-    return;
-  }
-  DqReorderPacket pk[2];
-  memset (pk, 0, sizeof pk);
-  CHECK_EQ (dq_reorder_gpu_gather (g, f, 64, pk, 1, f + 64, NULL), DQ_REORDER_ERROR);
-  CHECK (strstr (dq_reorder_gpu_error (g), "persistent") != NULL);
-  DqPacketizeTemplate t = { NULL, 0, DQ_PACKETIZE_NONE, DQ_PACKETIZE_NONE, 16, 0 };
-  CHECK_EQ (dq_reorder_gpu_packetize (g, &t, f, 0, f + 64, 192, NULL), DQ_REORDER_ERROR);
-  CHECK (strstr (dq_reorder_gpu_error (g), "persistent") != NULL);
-  CHECK (dq_reorder_gpu_event (g) == NULL);
-  /* a short packet, then one of batch 0 (sequence 0, zero-length payload offset 8) */
-  pk[0].length = 4;
-  pk[1].length = 16;
-  CHECK_EQ (dq_reorder_gpu_add_frame (g, f + 128, (void *) 7), 0);
-  CHECK_EQ (dq_reorder_gpu_submit (g, f, 64, pk, 2, (void *) 1), 0);
-  DqReorderCompletion c;
-  CHECK_EQ (dq_reorder_gpu_poll (g, 1, &c), 1);
-  CHECK (c.user == (void *) 1);
-  CHECK_EQ (c.job_short, 1);
-  CHECK_EQ (c.stats.accepted, 1);
-  CHECK_EQ (c.window.initialized, 1);
-  CHECK_EQ (c.window.open, 1);
-  /* two more in flight when the context is freed: it waits for them and ends its kernel */
-  CHECK_EQ (dq_reorder_gpu_submit (g, f, 64, pk, 2, NULL), 0);
-  CHECK_EQ (dq_reorder_gpu_flush (g, DQ_FLUSH_ALL, NULL), 0);
-  CHECK_EQ (dq_reorder_gpu_submit (g, f, 64, pk, 2, NULL), DQ_REORDER_BUSY);
-  dq_reorder_gpu_free (g);
-  dq_cuda_free (f);
-}
-
 /* GPUDirect RDMA by dma-buf (daqirisrc memory=cuda gpudirect=true on a ConnectX): export a
  * dma-buf of device memory. Where the driver or kernel has no support the reason is printed
  * (not a failure: that is the machine); where it works, the fd and offset must be right. */
@@ -983,10 +923,8 @@ main (void)
   dq_cuda_device_info (info, sizeof info);
   printf ("device: %s\n", info);
   quick = getenv ("DQ_TEST_QUICK") != NULL;
-  persistent = getenv ("DQ_TEST_PERSISTENT") != NULL;
   verbose = getenv ("DQ_TEST_VERBOSE") != NULL;
   api_cases ();
-  persistent_api_cases ();
   packetize_cases ();
   unpack_cases ();
   gather_cases ();

@@ -1064,10 +1064,9 @@ test_no_frame (void)
   rig_free (&r);
 }
 
-/* dq_unwrap (and dq_unwrap_d1, which it is made of and the GPU's pass 1 uses alone) against
- * its definition: the value congruent to the key modulo 2^bits whose distance from the head lies
- * in (-2^(bits-1), 2^(bits-1)]. Every key width, heads at and around the wraps, keys at the
- * half-range edges and at random. */
+/* dq_unwrap (and dq_unwrap_d1, which it is made of) against its definition: the value congruent
+ * to the key modulo 2^bits whose distance from the head lies in (-2^(bits-1), 2^(bits-1)]. Every
+ * key width, heads at and around the wraps, keys at the half-range edges and at random. */
 static void
 test_unwrap_d1 (void)
 {
