@@ -776,6 +776,15 @@ GST_START_TEST (test_bad_properties)
       "input type int16 with output type same: set both to same");
   assert_start_error ("fakesrc ! daqirireorder seq-bits=4 packets-per-batch=2 window=8 ! "
       "fakesink", "window 8 is too large: at most 4 batches");
+  /* a batch over more than half the sequence numbers without a batch field never completes;
+   * the pipeline does not start, and the error names the properties and what is allowed */
+  assert_start_error ("fakesrc ! daqirireorder seq-bits=1 packets-per-batch=4 ! fakesink",
+      "packets-per-batch 4 exceeds half the 2 sequence numbers of a 1-bit sequence field "
+      "without a batch field (batch-bits 0), so no batch could ever complete; allowed: "
+      "packets-per-batch 1..1, or a batch field (batch-bits)");
+  assert_start_error ("fakesrc ! daqirireorder seq-bits=1 batch-bits=8 packets-per-batch=4 ! "
+      "fakesink", "packets-per-batch 4 exceeds the 2 sequence numbers of a 1-bit sequence "
+      "field");
   assert_start_error ("fakesrc ! daqirireorder payload-offset=65000 payload-size=1000 ! "
       "fakesink", "payload-offset 65000 + payload-size 1000 exceeds 65536 bytes");
   /* memory=cuda needs CUDA in the build and a GPU: otherwise a clear error (CI has no GPU;
