@@ -69,6 +69,9 @@ struct _GstDaqiriReorder
   guint scratch_len;
   guint frames_held;            /* frames given to the backend and not yet back */
   DqReorderWindow window;       /* after the last completion */
+  /* batch ids the backend counted as skipped that no batch with packets ever followed: the
+   * empty end of the window that end of stream or a reset passed (not reported as skipped) */
+  guint64 skipped_unseen;
 
   /* the element's thread (t_lock, t_cond, t_stop), one of two, taking the stream lock:
    * - the timeout timer: flushes the oldest open batch when the pipeline clock passes

@@ -297,7 +297,18 @@ backend_flush (GstDaqiriReorder * self, DqFlushMode mode, DqReorderCompletion * 
     return -1;
   if (be->klass->flush (be, mode) != 0)
     return -1;
-  return be->klass->poll (be, TRUE, c) == 1 ? 0 : -1;
+  if (be->klass->poll (be, TRUE, c) != 1)
+    return -1;
+  /* the window (as it stood before this flush) passed to its end: the backend counts its
+   * empty ids as skipped, those after the last batch emitted are no loss (nothing came after
+   * them) */
+  const DqReorderWindow *w = &self->window;
+  if (mode != DQ_FLUSH_OLDEST && w->initialized) {
+    guint64 end = w->base + dq_reorder_window (&self->run_cfg);
+    guint64 last = c->n_batches ? c->batches[c->n_batches - 1].batch_id + 1 : w->base;
+    self->skipped_unseen += end - MAX (last, w->base);
+  }
+  return 0;
 }
 
 static void
@@ -404,6 +415,7 @@ start_reorder (GstDaqiriReorder * self)
   self->st_skipped = self->st_packets = self->st_no_frame = 0;
   GST_OBJECT_UNLOCK (self);
   self->video = FALSE;
+  self->skipped_unseen = 0;
   /* NULL: memory=cuda in a build without CUDA (refused by backend_new) */
   self->run_backend = reorder_backend_lookup (self->run_memory);
 
@@ -483,6 +495,16 @@ ensure_caps (GstDaqiriReorder * self)
   return GST_FLOW_OK;
 }
 
+/* A batch's flags as the element reports them: PUSHED only on a partial batch (a complete
+ * one is COMPLETE, whatever moved the window past it). */
+static guint
+batch_flags (const DqReorderBatch * b)
+{
+  if (b->flags & DQ_BATCH_COMPLETE)
+    return b->flags & ~DQ_BATCH_PUSHED;
+  return b->flags;
+}
+
 /* The counters after one completion. */
 static void
 account (GstDaqiriReorder * self, const DqReorderCompletion * c)
@@ -496,12 +518,13 @@ account (GstDaqiriReorder * self, const DqReorderCompletion * c)
   self->st_batches = c->stats.batches;
   self->st_complete = c->stats.complete;
   self->st_missing = c->stats.missing_slots;
-  self->st_skipped = c->stats.skipped;
+  self->st_skipped = c->stats.skipped - self->skipped_unseen;
   self->st_no_frame = c->stats.no_frame;
   for (guint i = 0; i < c->n_batches; i++) {
-    if (c->batches[i].flags & DQ_BATCH_FLUSHED)
+    guint flags = batch_flags (&c->batches[i]);
+    if (flags & DQ_BATCH_FLUSHED)
       self->st_flushed++;
-    if (c->batches[i].flags & DQ_BATCH_PUSHED)
+    if (flags & DQ_BATCH_PUSHED)
       self->st_pushed++;
   }
   GST_OBJECT_UNLOCK (self);
@@ -711,14 +734,15 @@ handle_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
     GST_BUFFER_DTS (buf) = GST_CLOCK_TIME_NONE;
     GST_BUFFER_OFFSET (buf) = b->batch_id;
     GstCustomMeta *meta = gst_buffer_add_custom_meta (buf, GST_DAQIRI_FRAME_META_NAME);
+    guint flags = batch_flags (b);
     if (meta) {
       GstStructure *s = gst_custom_meta_get_structure (meta);
       gst_structure_set (s, "batch-id", G_TYPE_UINT64, b->batch_id,
           "packets", G_TYPE_UINT, b->packets, "missing", G_TYPE_UINT, b->missing,
           "duplicates", G_TYPE_UINT, b->duplicates, "late", G_TYPE_UINT, b->late,
-          "short", G_TYPE_UINT, b->short_packets, "flags", G_TYPE_UINT, b->flags,
-          "complete", G_TYPE_BOOLEAN, (b->flags & DQ_BATCH_COMPLETE) != 0,
-          "flushed", G_TYPE_BOOLEAN, (b->flags & DQ_BATCH_FLUSHED) != 0, NULL);
+          "short", G_TYPE_UINT, b->short_packets, "flags", G_TYPE_UINT, flags,
+          "complete", G_TYPE_BOOLEAN, (flags & DQ_BATCH_COMPLETE) != 0,
+          "flushed", G_TYPE_BOOLEAN, (flags & DQ_BATCH_FLUSHED) != 0, NULL);
     }
     ret = ensure_caps (self);
     if (ret != GST_FLOW_OK) {
