@@ -61,7 +61,7 @@ cpu_host_bytes (ReorderCpu * c, const guint8 * data, gsize size)
   GstDaqiriReorder *self = c->base.element;
   const ReorderBackendClass *gpu = reorder_backend_lookup (GST_DAQIRI_MEMORY_CUDA);
   const gchar *why = NULL;
-  if (gpu == NULL) {
+  if (gpu == NULL || gpu->copy_to_host == NULL) {
     GST_ERROR_OBJECT (self, "a burst in GPU memory, but this build has no CUDA");
     return NULL;
   }

@@ -799,7 +799,7 @@ chain_burst (GstDaqiriReorder * self, GstBuffer * buf)
   gboolean on_gpu = mem0 && gst_memory_is_type (mem0, GST_DAQIRI_CUDA_MEMORY_TYPE);
   /* GstCudaMemory bursts (daqirisrc memory=cuda with GStreamer >= 1.24): read in place too */
   const ReorderBackendClass *gpu = reorder_backend_lookup (GST_DAQIRI_MEMORY_CUDA);
-  on_gpu = on_gpu || (mem0 && gpu && gpu->is_device_memory (mem0));
+  on_gpu = on_gpu || (mem0 && gpu && gpu->is_device_memory && gpu->is_device_memory (mem0));
   if (!gst_buffer_map (buf, &map, on_gpu ? GST_MAP_READ | GST_DAQIRI_MAP_CUDA : GST_MAP_READ)) {
     gst_buffer_unref (buf);
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("cannot map the input burst"), (NULL));
