@@ -162,6 +162,15 @@ dq_reorder_config_validate (const DqReorderConfig *cfg, char *msg, size_t len)
     return dq_set_msg (msg, len, "packets-per-batch %u exceeds the %u sequence numbers of a %u-bit "
         "sequence field, so no batch could ever complete", cfg->packets_per_batch,
         1u << cfg->seq_bit_width, cfg->seq_bit_width);
+  /* without a batch field a packet's sequence number unwraps to its batch only while a batch
+   * spans at most half the sequence numbers (see dq_reorder_max_window) */
+  if (!cfg->batch_bit_width && cfg->seq_bit_width < 32 &&
+      cfg->packets_per_batch > (1u << (cfg->seq_bit_width - 1)))
+    return dq_set_msg (msg, len, "packets-per-batch %u exceeds half the %u sequence numbers of a "
+        "%u-bit sequence field without a batch field (batch-bits 0), so no batch could ever "
+        "complete; allowed: packets-per-batch 1..%u, or a batch field (batch-bits)",
+        cfg->packets_per_batch, 1u << cfg->seq_bit_width, cfg->seq_bit_width,
+        1u << (cfg->seq_bit_width - 1));
   if (cfg->payload_size < 1)
     return dq_set_msg (msg, len, "payload-size is 0; allowed: 1..%u", DQ_REORDER_MAX_FRAME_BYTES);
   if ((uint64_t) cfg->payload_offset + cfg->payload_size > DQ_REORDER_MAX_FRAME_BYTES)

@@ -1,4 +1,4 @@
-/* The frames daqirireorder pushes, when they are not the engine's frames as they are: raw video
+/* The frames daqirireorder pushes, when they are not the backend's frames as they are: raw video
  * (the formats, the frame checked against the picture; I422_10LE unpacked from 10-bit 4:2:2
  * pgroups on the CPU or by a kernel; GstCudaMemory video of the pipeline's CUDA context), and
  * generic frames as GstCudaMemory (a GstCudaBufferPool's on GStreamer 1.22, daqiri's own
@@ -8,6 +8,9 @@
 #endif
 
 #include "gstdaqirireorder-priv.h"
+#ifdef DQ_HAVE_CUDA
+#include "gstdaqirigstcuda.h"
+#endif
 
 #include <string.h>
 
@@ -181,7 +184,7 @@ reorder_cuda_video_setup (GstDaqiriReorder * self)
  * to daqiri's own GPU memory (memory:DaqiriCUDA, the default: what an unconstrained peer
  * gets), filled in place. With GStreamer >= 1.24 daqiri's frame itself goes out wrapped as
  * GstCudaMemory of exactly its size (gst_cuda_allocator_alloc_wrapped). GstCuda 1.22 wraps
- * nothing and allocates video layouts only: the engine fills frames of a GstCudaBufferPool of
+ * nothing and allocates video layouts only: the GPU backend fills frames of a GstCudaBufferPool of
  * the pipeline's context, each one row of RGBA pixels (ceil(bytes / 4) wide) cut to the
  * frame's size, its GstVideoMeta describing that row. FALSE with an error posted when
  * downstream takes GstCudaMemory only and it cannot be had. */
@@ -332,7 +335,7 @@ cuda_video_fill (GstDaqiriReorder * self, FrameSlot * slot, GstBuffer * out)
   const gchar *what;
   if (unpack) {
     /* on the default stream, not the reorder context's (non-blocking) one, whose later bursts
-     * in flight the wait would wait for too; the engine's frame is complete (its completion was
+     * in flight the wait would wait for too; the backend's frame is complete (its completion was
      * taken), and the pushed frame final */
     what = "unpacking 10-bit 4:2:2 pgroups into a GstCudaMemory I422_10LE frame";
     r = dq_cuda_unpack_uyvp_to_i422_10 (slot->map.data, w, h, dst + off[0], (size_t) pitch[0],
@@ -354,7 +357,7 @@ cuda_video_fill (GstDaqiriReorder * self, FrameSlot * slot, GstBuffer * out)
 #endif
 
 /* The buffer pushed for the frame of `slot` when frames go out through the out_pool: one of
- * its frames, filled from the engine's. */
+ * its frames, filled from the backend's. */
 GstFlowReturn
 reorder_output_frame (GstDaqiriReorder * self, FrameSlot * slot, GstBuffer ** out)
 {

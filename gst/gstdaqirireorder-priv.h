@@ -10,10 +10,6 @@
 #include <gst/video/video.h>
 
 #include "daqiri-reorder.h"
-#ifdef DQ_HAVE_CUDA
-#include "gstdaqiricudamem.h"
-#include "gstdaqirigstcuda.h"
-#endif
 
 G_BEGIN_DECLS
 
@@ -25,21 +21,13 @@ typedef struct
   GstMapInfo map;
 } FrameSlot;
 
-/* memory=cuda: the most bursts whose GPU work may run at once (property max-inflight), and the
- * capacity of the GPU context's free-frame queue */
+/* memory=cuda: the most bursts whose GPU work may run at once (property max-inflight) */
 #define REORDER_MAX_INFLIGHT 16
 #define REORDER_DEFAULT_INFLIGHT 4
-#define REORDER_GPU_FRAMES 512
 
-/* A burst submitted to the GPU and not yet retired: held, mapped, until its kernels are done. */
-typedef struct
-{
-  GstBuffer *buf;               /* the burst (NULL: a slot not in use) */
-  GstMapInfo map;
-  guint8 *staging;              /* pinned, device-mapped copy of a system-memory burst */
-  gsize staging_size;
-  guint frames;                 /* frames it may take: the batches it spans, plus one */
-} InFlight;
+/* The reorder backends (gstdaqirireorder-backend.h). */
+typedef struct _ReorderBackend ReorderBackend;
+typedef struct _ReorderBackendClass ReorderBackendClass;
 
 struct _GstDaqiriReorder
 {
@@ -60,25 +48,18 @@ struct _GstDaqiriReorder
   GstDaqiriMemory run_memory;
   gboolean video;               /* frames are raw video (video-format set) */
   GstVideoInfo vinfo;
-  DqReorderCpu *ctx;            /* memory=system */
-#ifdef DQ_HAVE_CUDA
-  DqReorderGpu *gpu;            /* memory=cuda */
-  /* bursts in flight on the GPU, oldest first: inflight[(if_first + k) % MAX], k < if_count;
-   * at most run_inflight of them (1 with a timeout) */
-  InFlight inflight[REORDER_MAX_INFLIGHT];
-  guint if_first, if_count, if_frames, run_inflight;
-  guint8 *host_copy;            /* memory=system: a GPU burst copied to the host */
-  gsize host_copy_size;
+  const ReorderBackendClass *run_backend;  /* the backend of run_memory, while started */
+  ReorderBackend *backend;      /* NULL: not running */
+  guint run_inflight;           /* memory=cuda: bursts in flight at most (1 with a timeout) */
   /* memory=cuda with GstCudaMemory out (video, or frames downstream takes only as
    * memory:CUDAMemory): the pipeline's GstCudaContext, current on the thread whenever CUDA is
-   * called (in_context ()) */
+   * called (backend_enter ()) */
   GstObject *cuda_context;      /* object lock */
   gboolean gstcuda_frames;      /* generic frames go out as GstCudaMemory: ... */
   gboolean gstcuda_wrap;        /* ... daqiri's frame wrapped (>= 1.24), else a pool's */
-#endif
-  /* where the pushed frames come from when not the engine's own: GstCudaMemory video (the
+  /* where the pushed frames come from when not the backend's own: GstCudaMemory video (the
    * frame copied, or unpacked, into it), or system-memory I422_10LE (unpacked); NULL: the
-   * engine's frame is pushed as it is */
+   * backend's frame is pushed as it is */
   GstBufferPool *out_pool;
   gboolean out_gstcuda;         /* out_pool is a GstCudaBufferPool of cuda_context */
   GstBufferPool *pool;
@@ -86,15 +67,18 @@ struct _GstDaqiriReorder
   gboolean caps_sent;
   DqReorderPacket *scratch;
   guint scratch_len;
-  guint frames_held;            /* frames given to the context and not yet back */
-  DqReorderWindow window;       /* after the last engine call */
+  guint frames_held;            /* frames given to the backend and not yet back */
+  DqReorderWindow window;       /* after the last completion */
+  /* batch ids the backend counted as skipped that no batch with packets ever followed: the
+   * empty end of the window that end of stream or a reset passed (not reported as skipped) */
+  guint64 skipped_unseen;
 
   /* the element's thread (t_lock, t_cond, t_stop), one of two, taking the stream lock:
    * - the timeout timer: flushes the oldest open batch when the pipeline clock passes
    *   t_deadline (running time; NONE when no batch is open);
-   * - memory=cuda with bursts in flight: the retirer, which finishes and pushes them once
-   *   upstream has sent nothing for a while (t_armed: bursts are in flight; t_bursts: bursts
-   *   submitted so far) */
+   * - a backend with bursts in flight (memory=cuda): the retirer, which finishes and pushes
+   *   them once upstream has sent nothing for a while (t_armed: bursts are in flight;
+   *   t_bursts: bursts submitted so far) */
   guint64 run_timeout;
   GThread *timer;
   GMutex t_lock;

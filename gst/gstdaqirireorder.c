@@ -2,30 +2,33 @@
  *
  * Each input buffer is a burst with a GstDaqiriPacketMeta. The packets are placed by sequence
  * (and optionally batch) number into frames of packets-per-batch payloads, converted as
- * input-type/output-type say, by one of two engines with bit-identical results:
- *   memory=system  the CPU twin of the kernels (cuda/daqiri-reorder.h, DqReorderCpu): frames in
- *                  system memory;
- *   memory=cuda    the GPU kernels (DqReorderGpu): frames in GPU memory (gstdaqiricudamem.c,
+ * input-type/output-type say, by one of two backends (gstdaqirireorder-backend.h) with
+ * bit-identical results:
+ *   memory=system  the CPU twin of the kernels (cuda/daqiri-reorder.h, DqReorderCpu;
+ *                  gstdaqirireorder-cpu.c): frames in system memory;
+ *   memory=cuda    the GPU kernels (DqReorderGpu; gstdaqirireorder-gpu.c, builds with CUDA
+ *                  only): frames in GPU memory (gstdaqiricudamem.c,
  *                  caps feature memory:DaqiriCUDA; or GstCudaMemory of a GstCudaBufferPool
  *                  when downstream asks for memory:CUDAMemory). Input bursts in system memory are copied
  *                  into pinned, device-mapped staging memory that the kernels read over the bus,
  *                  bursts in daqiri's GPU memory (memory:DaqiriCUDA) are read where they are;
  *                  up to max-inflight bursts run on the GPU while the next are taken (the
- *                  frames pushed are final when pushed; see "bursts in flight" below).
+ *                  frames pushed are final when pushed; see gstdaqirireorder-gpu.c).
  * With video-format the frames go out as raw video: the system-memory frames as they are; on
  * the GPU each frame is copied into a GstCudaMemory frame of a GstCudaBufferPool of the
  * pipeline's CUDA context (gstdaqirigstcuda.c), and every CUDA call of the element runs with
- * that context current (cuda_enter/cuda_leave). I422_10LE is the exception to "as they are":
- * the frame holds 10-bit 4:2:2 pgroups (SMPTE ST 2110-20, GStreamer's UYVP), unpacked into the
- * planes of an I422_10LE frame of the output pool (out_pool: a GstVideoBufferPool on the CPU,
- * the GstCudaBufferPool by a kernel on the GPU); the engine's frame then goes back to it.
+ * that context current (backend_enter/backend_leave). I422_10LE is the exception to "as they
+ * are": the frame holds 10-bit 4:2:2 pgroups (SMPTE ST 2110-20, GStreamer's UYVP), unpacked
+ * into the planes of an I422_10LE frame of the output pool (out_pool: a GstVideoBufferPool on
+ * the CPU, the GstCudaBufferPool by a kernel on the GPU); the backend's frame then goes back
+ * to it.
  *
- * Frames come from a GstBufferPool of frame-size buffers, handed to the reorder context with
- * its add_frame (one per window slot); every emitted batch is pushed in batch-id
+ * Frames come from a GstBufferPool of frame-size buffers, handed to the backend with its
+ * add_frame (one per window slot); every emitted batch is pushed in batch-id
  * order with a GstCustomMeta "GstDaqiriFrameMeta" (batch-id, packets, missing, duplicates, late,
  * short, flags) and replaced by a fresh frame.
  *
- * Time: the descriptors handed to the engine carry the PTS of the burst they arrived in instead
+ * Time: the descriptors handed to the backend carry the PTS of the burst they arrived in instead
  * of the port timestamp, so a batch's first_timestamp is the PTS of the burst holding its first
  * packet; that is the frame's PTS. The timeout is measured on the same clock (running time):
  * the oldest open batch is flushed (flag FLUSHED) once its first burst's PTS is more than
@@ -40,7 +43,7 @@
 #include "config.h"
 #endif
 
-#include "gstdaqirireorder-priv.h"
+#include "gstdaqirireorder-backend.h"
 
 #include <string.h>
 
@@ -171,56 +174,41 @@ frame_element (const DqReorderConfig * cfg, guint * bits)
   }
 }
 
-/* ---- the reorder engine: the CPU twin or the GPU context, the same contract ---- */
+/* ---- the reorder backend: the CPU twin or the GPU context, one contract ----
+ *
+ * (gstdaqirireorder-backend.h) Bursts are submitted and their completions polled in submission
+ * order; up to the backend's max_inflight bursts are in flight (the GPU's run while the next
+ * ones are taken from upstream; the CPU twin's are done at once). Before a flush (EOS,
+ * timeout, reset) and before any serialized event goes downstream, every burst in flight is
+ * retired first, so frames and events keep their order. */
 
 static gboolean
-engine_running (GstDaqiriReorder * self)
+reorder_running (GstDaqiriReorder * self)
 {
-#ifdef DQ_HAVE_CUDA
-  if (self->gpu)
-    return TRUE;
-#endif
-  return self->ctx != NULL;
+  return self->backend != NULL;
 }
 
-#ifdef DQ_HAVE_CUDA
-/* Whether the frames go out as GstCudaMemory (video, or generic frames), so that the element's
- * CUDA work runs in the pipeline's context. */
-static gboolean
-in_context (GstDaqiriReorder * self)
-{
-  return self->out_gstcuda || self->gstcuda_frames;
-}
-#endif
-
-/* With a pipeline CUDA context, CUDA work of this element runs in it: made current around
- * every engine call. */
+/* With a device context (the pipeline's CUDA context), the backend's work runs in it: made
+ * current around every backend call. */
 static void
-cuda_enter (GstDaqiriReorder * self)
+backend_enter (GstDaqiriReorder * self)
 {
-#ifdef DQ_HAVE_CUDA
-  if (in_context (self))
-    gst_daqiri_gstcuda_push (self->cuda_context);
-#endif
+  if (self->run_backend && self->run_backend->enter)
+    self->run_backend->enter (self);
 }
 
 static void
-cuda_leave (GstDaqiriReorder * self)
+backend_leave (GstDaqiriReorder * self)
 {
-#ifdef DQ_HAVE_CUDA
-  if (in_context (self))
-    gst_daqiri_gstcuda_pop ();
-#endif
+  if (self->run_backend && self->run_backend->leave)
+    self->run_backend->leave (self);
 }
 
-static int
-engine_add_frame (GstDaqiriReorder * self, void *frame, void *user)
+/* Bursts submitted and not yet retired, and (if frames) the frames they may still take. */
+static guint
+backend_in_flight (GstDaqiriReorder * self, guint * frames)
 {
-#ifdef DQ_HAVE_CUDA
-  if (self->gpu)
-    return dq_reorder_gpu_add_frame (self->gpu, frame, user);
-#endif
-  return dq_reorder_cpu_add_frame (self->ctx, frame, user);
+  return self->backend->klass->in_flight (self->backend, frames);
 }
 
 static GstFlowReturn handle_completion (GstDaqiriReorder * self,
@@ -258,59 +246,22 @@ drop_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
     }
 }
 
-#ifdef DQ_HAVE_CUDA
-/* ---- memory=cuda: bursts in flight ----
- *
- * A burst is submitted and stays mapped (or copied into its pinned staging) until its
- * completion is taken; up to run_inflight bursts run on the GPU while the next ones are taken
- * from upstream. Completions come back in submission order and are pushed in that order. Before
- * a flush (EOS, timeout, reset) and before any serialized event goes downstream, every burst in
- * flight is retired first, so frames and events keep their order. */
-
-static void
-inflight_release (GstDaqiriReorder * self, InFlight * f)
-{
-  if (f->buf) {
-    gst_buffer_unmap (f->buf, &f->map);
-    gst_clear_buffer (&f->buf);
-  }
-  self->if_frames -= f->frames;
-  f->frames = 0;
-}
-
-/* The completion of the oldest submission (a burst in flight, or a flush): 1, 0 not ready yet
- * (wait FALSE), -1 the GPU failed (logged). A burst's buffer is released. */
-static int
-gpu_take (GstDaqiriReorder * self, gboolean wait, DqReorderCompletion * c)
-{
-  int r = dq_reorder_gpu_poll (self->gpu, wait, c);
-  if (r < 0)
-    GST_ERROR_OBJECT (self, "GPU reorder failed: %s", dq_reorder_gpu_error (self->gpu));
-  if (r != 1 || c->user == NULL)
-    return r;
-  InFlight *f = &self->inflight[self->if_first];
-  g_assert (c->user == f);
-  inflight_release (self, f);
-  self->if_first = (self->if_first + 1) % REORDER_MAX_INFLIGHT;
-  self->if_count--;
-  return 1;
-}
-
 /* Retires up to `max` bursts in flight, oldest first: waiting for each (wait), or only those
  * already done. Their batches are pushed (push) or dropped. GST_FLOW_ERROR, posted, when the
- * GPU fails; else the first push's failure, if any. */
+ * backend fails; else the first push's failure, if any. */
 static GstFlowReturn
-gpu_retire (GstDaqiriReorder * self, guint max, gboolean wait, gboolean push)
+backend_retire (GstDaqiriReorder * self, guint max, gboolean wait, gboolean push)
 {
+  ReorderBackend *be = self->backend;
   GstFlowReturn ret = GST_FLOW_OK;
-  for (guint k = 0; k < max && self->if_count; k++) {
+  for (guint k = 0; k < max && backend_in_flight (self, NULL); k++) {
     DqReorderCompletion c;
-    int r = gpu_take (self, wait, &c);
+    int r = be->klass->poll (be, wait, &c);
     if (r == 0)
       break;
     if (r < 0) {
-      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("GPU reorder failed: %s",
-              dq_reorder_gpu_error (self->gpu)), (NULL));
+      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("%s reorder failed: %s", be->klass->name,
+              be->klass->error (be)), (NULL));
       return GST_FLOW_ERROR;
     }
     if (!push) {
@@ -327,172 +278,75 @@ gpu_retire (GstDaqiriReorder * self, guint max, gboolean wait, gboolean push)
 /* Every burst in flight finished and its frames pushed (a serialized event or a drain query
  * goes on next, or upstream went quiet). */
 static void
-gpu_retire_all (GstDaqiriReorder * self)
+backend_retire_all (GstDaqiriReorder * self)
 {
-  if (self->gpu && self->if_count) {
-    cuda_enter (self);
-    gpu_retire (self, G_MAXUINT, TRUE, TRUE);
-    cuda_leave (self);
+  if (reorder_running (self) && backend_in_flight (self, NULL)) {
+    backend_enter (self);
+    backend_retire (self, G_MAXUINT, TRUE, TRUE);
+    backend_leave (self);
   }
 }
 
-/* One more burst in flight (descriptors in self->scratch): 0, the burst (mapped) then held until
- * its completion, or let go at once when the kernels read a copy; -1 (logged): still the
- * caller's. */
+/* A flush of the backend. The bursts in flight are retired first: their batches pushed, except
+ * on a reset (dropped). */
 static int
-gpu_submit (GstDaqiriReorder * self, GstBuffer * buf, const GstMapInfo * map, gboolean on_gpu,
-    guint n, guint frames)
+backend_flush (GstDaqiriReorder * self, DqFlushMode mode, DqReorderCompletion * c)
 {
-  InFlight *f = &self->inflight[(self->if_first + self->if_count) % REORDER_MAX_INFLIGHT];
-  const guint8 *data = map->data;
-  if (!on_gpu) {
-    /* the kernels read a system-memory burst from pinned, device-mapped staging memory */
-    if (map->size > f->staging_size) {
-      dq_cuda_free_host (f->staging);
-      f->staging_size = MAX (map->size, 2 * f->staging_size);
-      f->staging = dq_cuda_malloc_host (f->staging_size);
-      if (f->staging == NULL) {
-        f->staging_size = 0;
-        GST_ERROR_OBJECT (self, "cannot allocate %" G_GSIZE_FORMAT " bytes of pinned memory: "
-            "%s", map->size, dq_cuda_last_error ());
-        return -1;
-      }
-    }
-    if (map->size > 0)
-      memcpy (f->staging, map->data, map->size);
-    data = f->staging;
-  }
-  if (dq_reorder_gpu_submit (self->gpu, data, map->size, n ? self->scratch : NULL, n, f) != 0) {
-    GST_ERROR_OBJECT (self, "GPU reorder failed: %s", dq_reorder_gpu_error (self->gpu));
+  ReorderBackend *be = self->backend;
+  if (backend_retire (self, G_MAXUINT, TRUE, mode != DQ_FLUSH_RESET) == GST_FLOW_ERROR)
     return -1;
+  if (be->klass->flush (be, mode) != 0)
+    return -1;
+  if (be->klass->poll (be, TRUE, c) != 1)
+    return -1;
+  /* the window (as it stood before this flush) passed to its end: the backend counts its
+   * empty ids as skipped, those after the last batch emitted are no loss (nothing came after
+   * them) */
+  const DqReorderWindow *w = &self->window;
+  if (mode != DQ_FLUSH_OLDEST && w->initialized) {
+    guint64 end = w->base + dq_reorder_window (&self->run_cfg);
+    guint64 last = c->n_batches ? c->batches[c->n_batches - 1].batch_id + 1 : w->base;
+    self->skipped_unseen += end - MAX (last, w->base);
   }
-  if (on_gpu) {
-    f->buf = buf;
-    f->map = *map;
-  } else {
-    gst_buffer_unmap (buf, (GstMapInfo *) map);
-    gst_buffer_unref (buf);
-  }
-  f->frames = frames;
-  self->if_frames += frames;
-  self->if_count++;
-  GST_LOG_OBJECT (self, "burst of %u packets submitted, %u in flight", n, self->if_count);
   return 0;
 }
 
-/* Every burst still held (after the context is gone), and the staging memory, freed. */
 static void
-gpu_release_inflight (GstDaqiriReorder * self)
+backend_free (GstDaqiriReorder * self)
 {
-  for (guint k = 0; k < REORDER_MAX_INFLIGHT; k++) {
-    InFlight *f = &self->inflight[k];
-    inflight_release (self, f);
-    g_clear_pointer (&f->staging, dq_cuda_free_host);
-    f->staging_size = 0;
+  if (self->backend) {
+    self->backend->klass->destroy (self->backend);
+    self->backend = NULL;
   }
-  self->if_first = self->if_count = self->if_frames = 0;
-}
-#endif
-
-/* One burst into the CPU twin (data in GPU memory when on_gpu: copied to the host first); the
- * completion's pointers stay valid until the next engine call. */
-static int
-cpu_push (GstDaqiriReorder * self, const guint8 * data, gsize size, gboolean on_gpu,
-    const DqReorderPacket * pkts, guint n, DqReorderCompletion * c)
-{
-  if (on_gpu) {
-#ifdef DQ_HAVE_CUDA
-    if (size > self->host_copy_size) {
-      g_free (self->host_copy);
-      self->host_copy_size = MAX (size, 2 * self->host_copy_size);
-      self->host_copy = g_malloc (self->host_copy_size);
-    }
-    if (size > 0 && dq_cuda_memcpy (self->host_copy, data, size) != 0) {
-      GST_ERROR_OBJECT (self, "copying a GPU burst to the host failed: %s",
-          dq_cuda_last_error ());
-      return -1;
-    }
-    data = self->host_copy;
-#else
-    GST_ERROR_OBJECT (self, "a burst in GPU memory, but this build has no CUDA");
-    return -1;
-#endif
-  }
-  return dq_reorder_cpu_push (self->ctx, data, size, pkts, n, c);
 }
 
-/* A flush of the engine. On the GPU the bursts in flight are retired first: their batches
- * pushed, except on a reset (dropped). */
-static int
-engine_flush (GstDaqiriReorder * self, DqFlushMode mode, DqReorderCompletion * c)
-{
-#ifdef DQ_HAVE_CUDA
-  if (self->gpu) {
-    if (gpu_retire (self, G_MAXUINT, TRUE, mode != DQ_FLUSH_RESET) == GST_FLOW_ERROR)
-      return -1;
-    if (dq_reorder_gpu_flush (self->gpu, mode, NULL) != 0) {
-      GST_ERROR_OBJECT (self, "GPU reorder failed: %s", dq_reorder_gpu_error (self->gpu));
-      return -1;
-    }
-    return gpu_take (self, TRUE, c) == 1 ? 0 : -1;
-  }
-#endif
-  return dq_reorder_cpu_flush (self->ctx, mode, c);
-}
-
-static void
-engine_free (GstDaqiriReorder * self)
-{
-#ifdef DQ_HAVE_CUDA
-  /* the context waits for its work in flight; the bursts it read go after it */
-  g_clear_pointer (&self->gpu, dq_reorder_gpu_free);
-  gpu_release_inflight (self);
-  g_clear_pointer (&self->host_copy, g_free);
-  self->host_copy_size = 0;
-#endif
-  g_clear_pointer (&self->ctx, dq_reorder_cpu_free);
-}
-
-/* Creates the engine of self->run_memory; FALSE with an error posted. */
+/* Creates the backend of self->run_memory; FALSE with an error posted. */
 static gboolean
-engine_new (GstDaqiriReorder * self)
+backend_new (GstDaqiriReorder * self)
 {
-  char msg[256];
-
-  if (self->run_memory == GST_DAQIRI_MEMORY_CUDA) {
-    if (!gst_daqiri_cuda_usable (GST_ELEMENT_CAST (self), "memory"))
-      return FALSE;
-#ifdef DQ_HAVE_CUDA
-    DqReorderGpuOptions opts = {.max_packets = 65536,.max_inflight = self->run_inflight,
-      .max_frames = REORDER_GPU_FRAMES,.device = -1
-    };
-    self->gpu = dq_reorder_gpu_new (&self->run_cfg, &opts, msg, sizeof msg);
-    if (!self->gpu) {
-      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", msg), (NULL));
-      return FALSE;
-    }
-    return TRUE;
-#endif
-  }
-  self->ctx = dq_reorder_cpu_new (&self->run_cfg, msg, sizeof msg);
-  if (!self->ctx) {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", msg), (NULL));
+  if (self->run_memory == GST_DAQIRI_MEMORY_CUDA &&
+      !gst_daqiri_cuda_usable (GST_ELEMENT_CAST (self), "memory"))
     return FALSE;
-  }
+  /* a build that can use GPU memory has the GPU backend */
+  g_assert (self->run_backend != NULL);
+  self->backend = self->run_backend->create (self);
+  if (!self->backend)
+    return FALSE;
+  self->backend->klass = self->run_backend;
+  self->backend->element = self;
   return TRUE;
 }
 
-/* Hands one more frame from the pool to the context. */
+/* Hands one more frame from the pool to the backend. */
 static gboolean
 add_frame (GstDaqiriReorder * self)
 {
+  ReorderBackend *be = self->backend;
   GstBuffer *buf = NULL;
   if (gst_buffer_pool_acquire_buffer (self->pool, &buf, NULL) != GST_FLOW_OK)
     return FALSE;
-#ifdef DQ_HAVE_CUDA
-  if (self->gstcuda_frames && !self->gstcuda_wrap)
-    reorder_gstcuda_staging_whole (gst_buffer_peek_memory (buf, 0));
-#endif
+  if (be->klass->frame_acquired)
+    be->klass->frame_acquired (be, buf);
   FrameSlot *slot = g_new0 (FrameSlot, 1);
   slot->buf = buf;
   /* read back too when the frame is copied or unpacked into another before it is pushed */
@@ -504,7 +358,7 @@ add_frame (GstDaqiriReorder * self)
     g_free (slot);
     return FALSE;
   }
-  if (engine_add_frame (self, slot->map.data, slot) != 0) {
+  if (be->klass->add_frame (be, slot->map.data, slot) != 0) {
     slot_free (slot);
     return FALSE;
   }
@@ -513,30 +367,29 @@ add_frame (GstDaqiriReorder * self)
 }
 
 static void
-stop_engine (GstDaqiriReorder * self)
+stop_reorder (GstDaqiriReorder * self)
 {
-  cuda_enter (self);
-  if (engine_running (self)) {
+  backend_enter (self);
+  if (reorder_running (self)) {
     DqReorderCompletion c;
     /* take every frame back; batches still open are dropped (this is teardown) */
-    if (engine_flush (self, DQ_FLUSH_RESET, &c) == 0)
+    if (backend_flush (self, DQ_FLUSH_RESET, &c) == 0)
       drop_completion (self, &c);
   }
-  engine_free (self);
+  backend_free (self);
   self->frames_held = 0;
   if (self->pool) {
     gst_buffer_pool_set_active (self->pool, FALSE);
     gst_clear_object (&self->pool);
   }
-  cuda_leave (self);
+  backend_leave (self);
+  self->run_backend = NULL;
   if (self->out_pool) {
     gst_buffer_pool_set_active (self->out_pool, FALSE);
     gst_clear_object (&self->out_pool);
   }
-#ifdef DQ_HAVE_CUDA
   self->gstcuda_frames = FALSE;
   self->gstcuda_wrap = FALSE;
-#endif
   self->out_gstcuda = FALSE;
   gst_clear_caps (&self->out_caps);
   g_clear_pointer (&self->scratch, g_free);
@@ -545,7 +398,7 @@ stop_engine (GstDaqiriReorder * self)
 }
 
 static gboolean
-start_engine (GstDaqiriReorder * self)
+start_reorder (GstDaqiriReorder * self)
 {
   char msg[256];
 
@@ -553,9 +406,7 @@ start_engine (GstDaqiriReorder * self)
   self->run_cfg = self->cfg;
   self->run_memory = self->memory;
   self->run_timeout = self->timeout;
-#ifdef DQ_HAVE_CUDA
   self->run_inflight = self->timeout ? 1 : self->max_inflight;
-#endif
   GstVideoFormat video_format = self->video_format;
   guint width = self->width, height = self->height;
   gint fps_n = self->fps_n, fps_d = self->fps_d;
@@ -564,6 +415,9 @@ start_engine (GstDaqiriReorder * self)
   self->st_skipped = self->st_packets = self->st_no_frame = 0;
   GST_OBJECT_UNLOCK (self);
   self->video = FALSE;
+  self->skipped_unseen = 0;
+  /* NULL: memory=cuda in a build without CUDA (refused by backend_new) */
+  self->run_backend = reorder_backend_lookup (self->run_memory);
 
   if (dq_reorder_config_validate (&self->run_cfg, msg, sizeof msg) != 0) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", msg),
@@ -594,39 +448,26 @@ start_engine (GstDaqiriReorder * self)
       gst_caps_set_features (self->out_caps, 0,
           gst_caps_features_new (GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, NULL));
   }
-#ifdef DQ_HAVE_CUDA
-  if (self->video && self->run_memory == GST_DAQIRI_MEMORY_CUDA &&
-      !reorder_cuda_video_setup (self))
-    return FALSE;
-#endif
   if (reorder_unpacks (self) && self->run_memory == GST_DAQIRI_MEMORY_SYSTEM &&
       !reorder_system_video_setup (self))
     return FALSE;
-
   guint window = dq_reorder_window (&self->run_cfg);
-#ifdef DQ_HAVE_CUDA
-  if (!self->video && self->run_memory == GST_DAQIRI_MEMORY_CUDA &&
-      !reorder_cuda_frames_setup (self, frame_size, window + 1))
+  if (self->run_backend && self->run_backend->prepare &&
+      !self->run_backend->prepare (self, frame_size, window + 1))
     return FALSE;
-#endif
 
-  cuda_enter (self);
-  gboolean ok = engine_new (self);
+  backend_enter (self);
+  gboolean ok = backend_new (self);
   if (ok && !self->pool) {
-    /* the frames the engine fills: pushed as they are, or copied (GstCudaMemory video) or
+    /* the frames the backend fills: pushed as they are, or copied (GstCudaMemory video) or
      * unpacked (I422_10LE) into a frame of the out_pool; GstCudaMemory generic frames have
      * their own pool */
     self->pool = gst_buffer_pool_new ();
     GstStructure *config = gst_buffer_pool_get_config (self->pool);
     gst_buffer_pool_config_set_params (config, self->out_caps, (guint) frame_size, window + 1,
         0);
-#ifdef DQ_HAVE_CUDA
-    if (self->run_memory == GST_DAQIRI_MEMORY_CUDA) {
-      GstAllocator *cuda = gst_daqiri_cuda_allocator_get ();
-      gst_buffer_pool_config_set_allocator (config, cuda, NULL);
-      gst_object_unref (cuda);
-    }
-#endif
+    if (self->run_backend->configure_pool)
+      self->run_backend->configure_pool (self, config);
     ok = gst_buffer_pool_set_config (self->pool, config) &&
         gst_buffer_pool_set_active (self->pool, TRUE);
   }
@@ -635,7 +476,7 @@ start_engine (GstDaqiriReorder * self)
   if (!ok)
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
         ("cannot allocate frames of %u bytes", (guint) frame_size), (NULL));
-  cuda_leave (self);
+  backend_leave (self);
   if (!ok)
     return FALSE;
   GST_INFO_OBJECT (self, "frames of %u bytes, window %u, caps %" GST_PTR_FORMAT,
@@ -654,6 +495,16 @@ ensure_caps (GstDaqiriReorder * self)
   return GST_FLOW_OK;
 }
 
+/* A batch's flags as the element reports them: PUSHED only on a partial batch (a complete
+ * one is COMPLETE, whatever moved the window past it). */
+static guint
+batch_flags (const DqReorderBatch * b)
+{
+  if (b->flags & DQ_BATCH_COMPLETE)
+    return b->flags & ~DQ_BATCH_PUSHED;
+  return b->flags;
+}
+
 /* The counters after one completion. */
 static void
 account (GstDaqiriReorder * self, const DqReorderCompletion * c)
@@ -667,12 +518,13 @@ account (GstDaqiriReorder * self, const DqReorderCompletion * c)
   self->st_batches = c->stats.batches;
   self->st_complete = c->stats.complete;
   self->st_missing = c->stats.missing_slots;
-  self->st_skipped = c->stats.skipped;
+  self->st_skipped = c->stats.skipped - self->skipped_unseen;
   self->st_no_frame = c->stats.no_frame;
   for (guint i = 0; i < c->n_batches; i++) {
-    if (c->batches[i].flags & DQ_BATCH_FLUSHED)
+    guint flags = batch_flags (&c->batches[i]);
+    if (flags & DQ_BATCH_FLUSHED)
       self->st_flushed++;
-    if (c->batches[i].flags & DQ_BATCH_PUSHED)
+    if (flags & DQ_BATCH_PUSHED)
       self->st_pushed++;
   }
   GST_OBJECT_UNLOCK (self);
@@ -749,12 +601,12 @@ timer_run (gpointer data)
     GST_PAD_STREAM_LOCK (self->sinkpad);
     /* the clock's now, in the PTS domain of the bursts */
     GstClockTime clock_now = running_time_now (self);
-    if (engine_running (self) && self->have_offset && GST_CLOCK_TIME_IS_VALID (clock_now)) {
+    if (reorder_running (self) && self->have_offset && GST_CLOCK_TIME_IS_VALID (clock_now)) {
       gint64 pts_now = (gint64) clock_now - self->clock_offset;
-      cuda_enter (self);
+      backend_enter (self);
       if (pts_now > 0)
         flush_expired (self, (GstClockTime) pts_now, self->window);
-      cuda_leave (self);
+      backend_leave (self);
     }
     GST_PAD_STREAM_UNLOCK (self->sinkpad);
     g_mutex_lock (&self->t_lock);
@@ -766,13 +618,13 @@ timer_run (gpointer data)
   return NULL;
 }
 
-#ifdef DQ_HAVE_CUDA
 /* How long upstream may send nothing before the retirer finishes the bursts in flight. */
 #define RETIRE_IDLE_US 200
 
-/* The retirer: while bursts are in flight and no new one has come for RETIRE_IDLE_US, waits
- * for them and pushes their frames (a stream that stops does not leave its last frames on the
- * GPU); while bursts keep coming the streaming thread retires them itself. */
+/* The retirer (a backend that keeps bursts in flight: the GPU's): while bursts are in flight
+ * and no new one has come for RETIRE_IDLE_US, waits for them and pushes their frames (a stream
+ * that stops does not leave its last frames on the GPU); while bursts keep coming the
+ * streaming thread retires them itself. */
 static gpointer
 retire_run (gpointer data)
 {
@@ -789,9 +641,9 @@ retire_run (gpointer data)
       continue;
     g_mutex_unlock (&self->t_lock);
     GST_PAD_STREAM_LOCK (self->sinkpad);
-    gpu_retire_all (self);
+    backend_retire_all (self);
     g_mutex_lock (&self->t_lock);
-    self->t_armed = self->gpu && self->if_count;
+    self->t_armed = reorder_running (self) && backend_in_flight (self, NULL) > 0;
     GST_PAD_STREAM_UNLOCK (self->sinkpad);
   }
   g_mutex_unlock (&self->t_lock);
@@ -810,7 +662,6 @@ retire_note_burst (GstDaqiriReorder * self)
   }
   g_mutex_unlock (&self->t_lock);
 }
-#endif
 
 static void
 timer_start (GstDaqiriReorder * self)
@@ -822,10 +673,8 @@ timer_start (GstDaqiriReorder * self)
   self->t_bursts = 0;
   if (self->run_timeout)
     self->timer = g_thread_new ("daqirireorder-timeout", timer_run, self);
-#ifdef DQ_HAVE_CUDA
-  else if (self->gpu && self->run_inflight > 1)
+  else if (reorder_running (self) && self->backend->max_inflight > 1)
     self->timer = g_thread_new ("daqirireorder-retire", retire_run, self);
-#endif
 }
 
 /* With the pads deactivated (no push in flight can block). */
@@ -861,7 +710,7 @@ handle_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
     FrameSlot *slot = b->frame_user;
     GstBuffer *buf = slot->buf;
     if (self->out_pool && ret == GST_FLOW_OK) {
-      /* GstCudaMemory video or I422_10LE: a frame of the out_pool goes out, the engine's
+      /* GstCudaMemory video or I422_10LE: a frame of the out_pool goes out, the backend's
        * goes back to its pool */
       GstBuffer *out = NULL;
       ret = reorder_output_frame (self, slot, &out);
@@ -876,29 +725,24 @@ handle_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
       gst_clear_buffer (&buf);
       continue;
     }
-#ifdef DQ_HAVE_CUDA
-    if (self->gstcuda_wrap) {
-      buf = reorder_wrap_gstcuda (self, buf);
-      if (buf == NULL) {
-        ret = GST_FLOW_ERROR;
-        continue;
-      }
-    } else if (self->gstcuda_frames) {  /* the pool's row may be longer than the frame */
-      gst_buffer_resize (buf, 0, (gssize) dq_reorder_frame_size (&self->run_cfg));
+    ReorderBackend *be = self->backend;
+    if (be->klass->finish_frame && (buf = be->klass->finish_frame (be, buf)) == NULL) {
+      ret = GST_FLOW_ERROR;
+      continue;
     }
-#endif
     GST_BUFFER_PTS (buf) = b->first_timestamp;      /* GST_CLOCK_TIME_NONE when unknown */
     GST_BUFFER_DTS (buf) = GST_CLOCK_TIME_NONE;
     GST_BUFFER_OFFSET (buf) = b->batch_id;
     GstCustomMeta *meta = gst_buffer_add_custom_meta (buf, GST_DAQIRI_FRAME_META_NAME);
+    guint flags = batch_flags (b);
     if (meta) {
       GstStructure *s = gst_custom_meta_get_structure (meta);
       gst_structure_set (s, "batch-id", G_TYPE_UINT64, b->batch_id,
           "packets", G_TYPE_UINT, b->packets, "missing", G_TYPE_UINT, b->missing,
           "duplicates", G_TYPE_UINT, b->duplicates, "late", G_TYPE_UINT, b->late,
-          "short", G_TYPE_UINT, b->short_packets, "flags", G_TYPE_UINT, b->flags,
-          "complete", G_TYPE_BOOLEAN, (b->flags & DQ_BATCH_COMPLETE) != 0,
-          "flushed", G_TYPE_BOOLEAN, (b->flags & DQ_BATCH_FLUSHED) != 0, NULL);
+          "short", G_TYPE_UINT, b->short_packets, "flags", G_TYPE_UINT, flags,
+          "complete", G_TYPE_BOOLEAN, (flags & DQ_BATCH_COMPLETE) != 0,
+          "flushed", G_TYPE_BOOLEAN, (flags & DQ_BATCH_FLUSHED) != 0, NULL);
     }
     ret = ensure_caps (self);
     if (ret != GST_FLOW_OK) {
@@ -911,12 +755,12 @@ handle_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
 }
 
 static GstFlowReturn
-flush_engine (GstDaqiriReorder * self, DqFlushMode mode)
+flush_reorder (GstDaqiriReorder * self, DqFlushMode mode)
 {
   DqReorderCompletion c;
-  if (!engine_running (self))
+  if (!reorder_running (self))
     return GST_FLOW_OK;
-  if (engine_flush (self, mode, &c) != 0)
+  if (backend_flush (self, mode, &c) != 0)
     return GST_FLOW_ERROR;
   return handle_completion (self, &c);
 }
@@ -927,9 +771,9 @@ static GstFlowReturn
 gst_daqiri_reorder_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
 {
   GstDaqiriReorder *self = GST_DAQIRI_REORDER (parent);
-  cuda_enter (self);
+  backend_enter (self);
   GstFlowReturn ret = chain_burst (self, buf);
-  cuda_leave (self);
+  backend_leave (self);
   return ret;
 }
 
@@ -939,10 +783,11 @@ chain_burst (GstDaqiriReorder * self, GstBuffer * buf)
   GstFlowReturn ret = GST_FLOW_OK;
   GstMapInfo map;
 
-  if (!engine_running (self)) {
+  if (!reorder_running (self)) {
     gst_buffer_unref (buf);
     return GST_FLOW_FLUSHING;
   }
+  ReorderBackend *be = self->backend;
   GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
   if (!meta) {
     GST_WARNING_OBJECT (self, "buffer without GstDaqiriPacketMeta: dropped");
@@ -952,10 +797,9 @@ chain_burst (GstDaqiriReorder * self, GstBuffer * buf)
   /* a burst in daqiri's GPU memory is read where it is (memory=cuda) */
   GstMemory *mem0 = gst_buffer_n_memory (buf) == 1 ? gst_buffer_peek_memory (buf, 0) : NULL;
   gboolean on_gpu = mem0 && gst_memory_is_type (mem0, GST_DAQIRI_CUDA_MEMORY_TYPE);
-#ifdef DQ_HAVE_CUDA
   /* GstCudaMemory bursts (daqirisrc memory=cuda with GStreamer >= 1.24): read in place too */
-  on_gpu = on_gpu || (mem0 && gst_daqiri_gstcuda_is_cuda_memory (mem0));
-#endif
+  const ReorderBackendClass *gpu = reorder_backend_lookup (GST_DAQIRI_MEMORY_CUDA);
+  on_gpu = on_gpu || (mem0 && gpu && gpu->is_device_memory && gpu->is_device_memory (mem0));
   if (!gst_buffer_map (buf, &map, on_gpu ? GST_MAP_READ | GST_DAQIRI_MAP_CUDA : GST_MAP_READ)) {
     gst_buffer_unref (buf);
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("cannot map the input burst"), (NULL));
@@ -989,25 +833,24 @@ chain_burst (GstDaqiriReorder * self, GstBuffer * buf)
   guint window = dq_reorder_window (&self->run_cfg);
   guint frames = (n + ppb - 1) / ppb + 1;
   guint in_flight_frames = 0;
-#ifdef DQ_HAVE_CUDA
-  if (self->gpu) {
-    /* no more than the context's free-frame queue holds (a burst over more batches than that
-     * gets NO_FRAME batches, as above) */
-    frames = MIN (frames, REORDER_GPU_FRAMES - window);
-    /* retire what is done; wait while run_inflight bursts (or as many frames as the free-frame
-     * queue holds) are in flight */
-    ret = gpu_retire (self, G_MAXUINT, FALSE, TRUE);
-    while (ret == GST_FLOW_OK && self->if_count && (self->if_count >= self->run_inflight ||
-            window + self->if_frames + frames > REORDER_GPU_FRAMES))
-      ret = gpu_retire (self, 1, TRUE, TRUE);
-    if (ret != GST_FLOW_OK) {
-      gst_buffer_unmap (buf, &map);
-      gst_buffer_unref (buf);
-      return ret;
-    }
-    in_flight_frames = self->if_frames;
+  /* no more than a bounded free-frame queue holds (a burst over more batches than that gets
+   * NO_FRAME batches, as above) */
+  if (be->max_frames)
+    frames = MIN (frames, be->max_frames - window);
+  /* retire what is done; wait while max_inflight bursts (or as many frames as the free-frame
+   * queue holds) are in flight */
+  ret = backend_retire (self, G_MAXUINT, FALSE, TRUE);
+  guint in_flight;
+  while (ret == GST_FLOW_OK && (in_flight = backend_in_flight (self, &in_flight_frames)) &&
+      (in_flight >= be->max_inflight ||
+          (be->max_frames && window + in_flight_frames + frames > be->max_frames)))
+    ret = backend_retire (self, 1, TRUE, TRUE);
+  if (ret != GST_FLOW_OK) {
+    gst_buffer_unmap (buf, &map);
+    gst_buffer_unref (buf);
+    return ret;
   }
-#endif
+  backend_in_flight (self, &in_flight_frames);
   while (self->frames_held < window + in_flight_frames + frames)
     if (!add_frame (self)) {
       gst_buffer_unmap (buf, &map);
@@ -1016,34 +859,18 @@ chain_burst (GstDaqiriReorder * self, GstBuffer * buf)
       return GST_FLOW_ERROR;
     }
 
-#ifdef DQ_HAVE_CUDA
-  if (self->gpu) {
-    if (gpu_submit (self, buf, &map, on_gpu, n, frames) != 0) {
-      gst_buffer_unmap (buf, &map);
-      gst_buffer_unref (buf);
-      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("reorder failed on a burst of %u packets", n),
-          (NULL));
-      return GST_FLOW_ERROR;
-    }
-    /* one at a time (with a timeout, which is checked on each burst's result) */
-    if (self->run_inflight == 1)
-      ret = gpu_retire (self, 1, TRUE, TRUE);
-    else
-      retire_note_burst (self);
-  } else
-#endif
-  {
-    DqReorderCompletion c;
-    int r = cpu_push (self, map.data, map.size, on_gpu, n ? self->scratch : NULL, n, &c);
-    gst_buffer_unmap (buf, &map);
-    gst_buffer_unref (buf);
-    if (r != 0) {
-      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("reorder failed on a burst of %u packets",
-              n), (NULL));
-      return GST_FLOW_ERROR;
-    }
-    ret = handle_completion (self, &c);
+  /* the backend takes the burst */
+  if (be->klass->submit (be, buf, &map, on_gpu, n ? self->scratch : NULL, n, frames) != 0) {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("reorder failed on a burst of %u packets", n),
+        (NULL));
+    return GST_FLOW_ERROR;
   }
+  /* one at a time (the CPU twin's is done; with a timeout, which is checked on each burst's
+   * result, the GPU's too) */
+  if (be->max_inflight == 1)
+    ret = backend_retire (self, 1, TRUE, TRUE);
+  else
+    retire_note_burst (self);
   if (ret == GST_FLOW_OK)
     ret = flush_expired (self, pts, self->window);
   return ret;
@@ -1060,7 +887,7 @@ flush_expired (GstDaqiriReorder * self, GstClockTime now, DqReorderWindow w)
       && GST_CLOCK_TIME_IS_VALID (w.oldest_first_timestamp)
       && now > w.oldest_first_timestamp && now - w.oldest_first_timestamp > timeout) {
     DqReorderCompletion c;
-    if (engine_flush (self, DQ_FLUSH_OLDEST, &c) != 0) {
+    if (backend_flush (self, DQ_FLUSH_OLDEST, &c) != 0) {
       GST_ELEMENT_ERROR (self, STREAM, FAILED, ("reorder flush failed"), (NULL));
       return GST_FLOW_ERROR;
     }
@@ -1082,28 +909,26 @@ gst_daqiri_reorder_sink_event (GstPad * pad, GstObject * parent, GstEvent * even
         return FALSE;
       return ensure_caps (self) == GST_FLOW_OK;
     case GST_EVENT_EOS:
-      cuda_enter (self);
-      flush_engine (self, DQ_FLUSH_ALL);
-      cuda_leave (self);
+      backend_enter (self);
+      flush_reorder (self, DQ_FLUSH_ALL);
+      backend_leave (self);
       break;
     case GST_EVENT_FLUSH_STOP:{
       /* a discontinuity: forget the stream, open batches are dropped (counted as flushed) */
       DqReorderCompletion c;
-      cuda_enter (self);
-      if (engine_running (self) && engine_flush (self, DQ_FLUSH_RESET, &c) == 0) {
+      backend_enter (self);
+      if (reorder_running (self) && backend_flush (self, DQ_FLUSH_RESET, &c) == 0) {
         /* RESET gives every frame back; the next burst takes new ones */
         drop_completion (self, &c);
         timer_set (self, &c.window);
       }
-      cuda_leave (self);
+      backend_leave (self);
       break;
     }
     default:
-#ifdef DQ_HAVE_CUDA
       /* frames of the bursts in flight go out before the event */
       if (GST_EVENT_IS_SERIALIZED (event))
-        gpu_retire_all (self);
-#endif
+        backend_retire_all (self);
       break;
   }
   return gst_pad_event_default (pad, parent, event);
@@ -1112,10 +937,9 @@ gst_daqiri_reorder_sink_event (GstPad * pad, GstObject * parent, GstEvent * even
 static void
 gst_daqiri_reorder_set_context (GstElement * element, GstContext * context)
 {
-#ifdef DQ_HAVE_CUDA
-  gst_daqiri_gstcuda_set_context (element, context,
-      &GST_DAQIRI_REORDER (element)->cuda_context);
-#endif
+  const ReorderBackendClass *gpu = reorder_backend_lookup (GST_DAQIRI_MEMORY_CUDA);
+  if (gpu && gpu->set_context)
+    gpu->set_context (GST_DAQIRI_REORDER (element), context);
   GST_ELEMENT_CLASS (gst_daqiri_reorder_parent_class)->set_context (element, context);
 }
 
@@ -1123,18 +947,19 @@ gst_daqiri_reorder_set_context (GstElement * element, GstContext * context)
 static gboolean
 gst_daqiri_reorder_query (GstPad * pad, GstObject * parent, GstQuery * query)
 {
-#ifdef DQ_HAVE_CUDA
   GstDaqiriReorder *self = GST_DAQIRI_REORDER (parent);
+  const ReorderBackendClass *gpu = reorder_backend_lookup (GST_DAQIRI_MEMORY_CUDA);
+  if (gpu == NULL)
+    return gst_pad_query_default (pad, parent, query);
   /* a drain query (serialized, from upstream): the bursts in flight are finished and pushed
    * (under the stream lock, which the retirer takes too) */
   if (GST_QUERY_TYPE (query) == GST_QUERY_DRAIN && pad == self->sinkpad) {
     GST_PAD_STREAM_LOCK (pad);
-    gpu_retire_all (self);
+    backend_retire_all (self);
     GST_PAD_STREAM_UNLOCK (pad);
   }
-  if (gst_daqiri_gstcuda_context_query (GST_ELEMENT (parent), query, &self->cuda_context))
+  if (gpu->query && gpu->query (self, query))
     return TRUE;
-#endif
   return gst_pad_query_default (pad, parent, query);
 }
 
@@ -1142,26 +967,14 @@ static GstStateChangeReturn
 gst_daqiri_reorder_change_state (GstElement * element, GstStateChange transition)
 {
   GstDaqiriReorder *self = GST_DAQIRI_REORDER (element);
+  const ReorderBackendClass *gpu = reorder_backend_lookup (GST_DAQIRI_MEMORY_CUDA);
   GstStateChangeReturn ret;
 
-#ifdef DQ_HAVE_CUDA
-  /* GstCudaMemory video: the pipeline's CUDA context before any neighbour starts, so that
-   * the one made here (over the primary context) is the one they share */
-  if (transition == GST_STATE_CHANGE_NULL_TO_READY) {
-    GST_OBJECT_LOCK (self);
-    gboolean cuda_video = self->memory == GST_DAQIRI_MEMORY_CUDA &&
-        self->video_format != GST_VIDEO_FORMAT_UNKNOWN;
-    GST_OBJECT_UNLOCK (self);
-    if (cuda_video && gst_daqiri_gstcuda_load (NULL)) {
-      GstObject *ctx = reorder_cuda_context_ensure (self);
-      if (ctx)
-        gst_object_unref (ctx);
-    }
-  }
-#endif
+  if (transition == GST_STATE_CHANGE_NULL_TO_READY && gpu && gpu->open)
+    gpu->open (self);
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
-    if (!start_engine (self)) {
-      stop_engine (self);
+    if (!start_reorder (self)) {
+      stop_reorder (self);
       return GST_STATE_CHANGE_FAILURE;
     }
     timer_start (self);
@@ -1169,15 +982,13 @@ gst_daqiri_reorder_change_state (GstElement * element, GstStateChange transition
   ret = GST_ELEMENT_CLASS (gst_daqiri_reorder_parent_class)->change_state (element, transition);
   if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
     timer_stop (self);
-    stop_engine (self);
+    stop_reorder (self);
   }
-#ifdef DQ_HAVE_CUDA
   if (transition == GST_STATE_CHANGE_READY_TO_NULL) {
     GST_OBJECT_LOCK (self);
     gst_clear_object (&self->cuda_context);
     GST_OBJECT_UNLOCK (self);
   }
-#endif
   return ret;
 }
 
@@ -1317,10 +1128,8 @@ gst_daqiri_reorder_finalize (GObject * object)
 {
   GstDaqiriReorder *self = GST_DAQIRI_REORDER (object);
   timer_stop (self);
-  stop_engine (self);
-#ifdef DQ_HAVE_CUDA
+  stop_reorder (self);
   gst_clear_object (&self->cuda_context);
-#endif
   g_mutex_clear (&self->t_lock);
   g_cond_clear (&self->t_cond);
   G_OBJECT_CLASS (gst_daqiri_reorder_parent_class)->finalize (object);

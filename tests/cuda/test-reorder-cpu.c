@@ -667,6 +667,18 @@ test_validation (void)
   b.packets_per_batch = 512;
   expect_invalid (b, "exceeds the 256 sequence numbers");
   b = c;
+  b.seq_bit_width = 1;
+  b.packets_per_batch = 4;
+  expect_invalid (b, "packets-per-batch 4 exceeds half the 2 sequence numbers of a 1-bit "
+      "sequence field without a batch field");
+  b.seq_bit_width = 3;
+  b.packets_per_batch = 5;
+  expect_invalid (b, "packets-per-batch 5 exceeds half the 8 sequence numbers of a 3-bit "
+      "sequence field without a batch field (batch-bits 0), so no batch could ever complete; "
+      "allowed: packets-per-batch 1..4, or a batch field (batch-bits)");
+  b.packets_per_batch = 4;
+  CHECK_EQ (dq_reorder_config_validate (&b, NULL, 0), 0);
+  b = c;
   b.payload_size = 0;
   expect_invalid (b, "payload-size is 0");
   b = c;

@@ -621,6 +621,80 @@ flush_case (const Case * c)
   return ok;
 }
 
+/* A lossless stream: bursts of `per_burst` packets in sequence order (16-bit sequence numbers
+ * from 1000, payload-size bytes each). */
+static GPtrArray *
+lossless_bursts (guint n_bursts, guint per_burst, guint payload)
+{
+  GPtrArray *bursts = g_ptr_array_new_with_free_func ((GDestroyNotify) gst_buffer_unref);
+  guint pkt_len = PAYLOAD_OFFSET + payload;
+  guint32 seq = 1000;
+  for (guint b = 0; b < n_bursts; b++) {
+    guint8 *data = g_malloc0 ((gsize) per_burst * pkt_len);
+    GstDaqiriPacket *d = g_new0 (GstDaqiriPacket, per_burst);
+    for (guint i = 0; i < per_burst; i++, seq++) {
+      guint8 *q = data + (gsize) i * pkt_len;
+      q[0] = (guint8) (seq >> 8);
+      q[1] = (guint8) seq;
+      for (guint k = 0; k < payload; k++)
+        q[PAYLOAD_OFFSET + k] = (guint8) (seq + k);
+      d[i].offset = i * pkt_len;
+      d[i].length = pkt_len;
+    }
+    GstBuffer *buf = gst_buffer_new_wrapped (data, (gsize) per_burst * pkt_len);
+    gst_buffer_add_daqiri_packet_meta (buf, d, per_burst);
+    GST_BUFFER_PTS (buf) = (GstClockTime) b * 1000000;
+    g_ptr_array_add (bursts, buf);
+    g_free (d);
+  }
+  return bursts;
+}
+
+/* A lossless stream to EOS on both backends, bursts of 10 packets over batches of 4 (a burst
+ * moves the window past batches it completed): every frame is COMPLETE and nothing else (a
+ * complete batch is never PUSHED, with window 1 neither), and the stats count every batch
+ * complete and none pushed, flushed or skipped (the empty ids the window holds at EOS are
+ * not skipped). */
+static gboolean
+lossless_case (guint window)
+{
+  gchar *props = g_strdup_printf ("seq-offset=0 seq-bits=16 packets-per-batch=4 "
+      "payload-offset=8 payload-size=16 window=%u", window);
+  const Case c = { "lossless", props, NULL, NULL, FALSE, 16, 4, 20, 10 };
+  GPtrArray *bursts = lossless_bursts (c.n_bursts, c.max_burst, c.payload);
+  const guint n_frames = c.n_bursts * c.max_burst / c.ppb;
+  gchar *want_stats = g_strdup_printf ("batches=(guint64)%u, complete=(guint64)%u, "
+      "flushed=(guint64)0, pushed=(guint64)0, skipped=(guint64)0,", n_frames, n_frames);
+  gboolean ok = TRUE;
+  for (guint k = 0; k < 2; k++) {
+    const char *memory = k ? "cuda" : "system";
+    Run run = { 0 };
+    gboolean run_ok = run_case (&c, bursts, memory, &run) && run.n == n_frames &&
+        strstr (run.stats, want_stats) != NULL;
+    for (guint i = 0; run_ok && i < run.n; i++) {
+      /* batch 250 holds sequence numbers 1000..1003 */
+      guint8 want[4 * 16];
+      for (guint s = 0; s < 4; s++)
+        for (guint b = 0; b < 16; b++)
+          want[s * 16 + b] = (guint8) (1000 + 4 * i + s + b);
+      run_ok = run.offset[i] == 250 + i && strstr (run.meta[i], "flags=(uint)1,") &&
+          gst_buffer_memcmp (run.frames[i], 0, want, sizeof want) == 0;
+      if (!run_ok)
+        printf ("  lossless window %u, memory=%s: frame %u: batch %" G_GUINT64_FORMAT ", %s\n",
+            window, memory, i, run.offset[i], run.meta[i]);
+    }
+    printf ("%s lossless stream to EOS, window %u, memory=%s: %u / %u frames; %s\n",
+        run_ok ? "PASS" : "FAIL", window, memory, run.n, n_frames,
+        run.stats ? run.stats : "no stats");
+    ok = ok && run_ok;
+    run_clear (&run);
+  }
+  g_free (want_stats);
+  g_free (props);
+  g_ptr_array_unref (bursts);
+  return ok;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -727,6 +801,12 @@ main (int argc, char **argv)
     passed++;
   else
     failed++;
+  for (guint window = 1; window <= 4; window += 3) {
+    if (lossless_case (window))
+      passed++;
+    else
+      failed++;
+  }
   /* the ring itself in GPU-accessible memory: the emulated NIC writes, the kernels read; the
    * bursts as daqiri's GPU memory, and as GstCudaMemory (asked for by a caps filter), which
    * GStreamer 1.22 cannot make: there the element must fail saying so */

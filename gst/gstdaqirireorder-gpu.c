@@ -1,0 +1,316 @@
+/* daqirireorder's GPU backend (memory=cuda, builds with CUDA only): the GPU context of
+ * cuda/daqiri-reorder.h (DqReorderGpu) behind gstdaqirireorder-backend.h, the bursts in flight
+ * on it, and the element's GstCuda interop (the pipeline's CUDA context, GstCudaMemory frames).
+ *
+ * Bursts in flight. A burst is submitted and stays mapped (or copied into its pinned staging)
+ * until its completion is polled; up to max_inflight bursts run on the GPU while the element
+ * takes the next ones from upstream. Completions come back in submission order: a poll that
+ * returns a burst's completion lets that burst go. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstdaqirireorder-backend.h"
+#include "gstdaqiricudamem.h"
+#include "gstdaqirigstcuda.h"
+
+#include <string.h>
+
+#define GST_CAT_DEFAULT daqirireorder_debug
+
+/* the capacity of the GPU context's free-frame queue */
+#define REORDER_GPU_FRAMES 512
+
+/* A burst submitted to the GPU and not yet polled: held, mapped, until its kernels are done. */
+typedef struct
+{
+  GstBuffer *buf;               /* the burst (NULL: read from staging, or a slot not in use) */
+  GstMapInfo map;
+  guint8 *staging;              /* pinned, device-mapped copy of a system-memory burst */
+  gsize staging_size;
+  guint frames;                 /* frames it may take: the batches it spans, plus one */
+} InFlight;
+
+typedef struct
+{
+  ReorderBackend base;
+  DqReorderGpu *gpu;
+  /* bursts in flight, oldest first: inflight[(if_first + k) % MAX], k < if_count */
+  InFlight inflight[REORDER_MAX_INFLIGHT];
+  guint if_first, if_count, if_frames;
+} ReorderGpu;
+
+#define GPU(be) ((ReorderGpu *) (be))
+
+/* ---- the pipeline's CUDA context ---- */
+
+/* Whether the frames go out as GstCudaMemory (video, or generic frames), so that the element's
+ * CUDA work runs in the pipeline's context. */
+static gboolean
+in_context (GstDaqiriReorder * self)
+{
+  return self->out_gstcuda || self->gstcuda_frames;
+}
+
+static void
+gpu_enter (GstDaqiriReorder * self)
+{
+  if (in_context (self))
+    gst_daqiri_gstcuda_push (self->cuda_context);
+}
+
+static void
+gpu_leave (GstDaqiriReorder * self)
+{
+  if (in_context (self))
+    gst_daqiri_gstcuda_pop ();
+}
+
+/* GstCudaMemory video: the pipeline's CUDA context before any neighbour starts, so that the
+ * one made here (over the primary context) is the one they share. */
+static void
+gpu_open (GstDaqiriReorder * self)
+{
+  GST_OBJECT_LOCK (self);
+  gboolean cuda_video = self->memory == GST_DAQIRI_MEMORY_CUDA &&
+      self->video_format != GST_VIDEO_FORMAT_UNKNOWN;
+  GST_OBJECT_UNLOCK (self);
+  if (cuda_video && gst_daqiri_gstcuda_load (NULL)) {
+    GstObject *ctx = reorder_cuda_context_ensure (self);
+    if (ctx)
+      gst_object_unref (ctx);
+  }
+}
+
+static void
+gpu_set_context (GstDaqiriReorder * self, GstContext * context)
+{
+  gst_daqiri_gstcuda_set_context (GST_ELEMENT (self), context, &self->cuda_context);
+}
+
+static gboolean
+gpu_query (GstDaqiriReorder * self, GstQuery * query)
+{
+  return gst_daqiri_gstcuda_context_query (GST_ELEMENT (self), query, &self->cuda_context);
+}
+
+/* GstCudaMemory bursts (daqirisrc memory=cuda with GStreamer >= 1.24) are read in place too. */
+static gboolean
+gpu_is_device_memory (GstMemory * mem)
+{
+  return gst_daqiri_gstcuda_is_cuda_memory (mem);
+}
+
+static gboolean
+gpu_copy_to_host (void *dst, const void *src, gsize size, const gchar ** why)
+{
+  if (dq_cuda_memcpy (dst, src, size) == 0)
+    return TRUE;
+  *why = dq_cuda_last_error ();
+  return FALSE;
+}
+
+/* ---- the output: GstCudaMemory video or frames ---- */
+
+static gboolean
+gpu_prepare (GstDaqiriReorder * self, guint64 frame_size, guint n_frames)
+{
+  if (self->video)
+    return reorder_cuda_video_setup (self);
+  return reorder_cuda_frames_setup (self, frame_size, n_frames);
+}
+
+/* The element's frames: daqiri's GPU memory. */
+static void
+gpu_configure_pool (GstDaqiriReorder * self, GstStructure * config)
+{
+  GstAllocator *cuda = gst_daqiri_cuda_allocator_get ();
+  gst_buffer_pool_config_set_allocator (config, cuda, NULL);
+  gst_object_unref (cuda);
+}
+
+static void
+gpu_frame_acquired (ReorderBackend * be, GstBuffer * frame)
+{
+  GstDaqiriReorder *self = be->element;
+  if (self->gstcuda_frames && !self->gstcuda_wrap)
+    reorder_gstcuda_staging_whole (gst_buffer_peek_memory (frame, 0));
+}
+
+static GstBuffer *
+gpu_finish_frame (ReorderBackend * be, GstBuffer * frame)
+{
+  GstDaqiriReorder *self = be->element;
+  if (self->gstcuda_wrap)
+    return reorder_wrap_gstcuda (self, frame);
+  if (self->gstcuda_frames)     /* the pool's row may be longer than the frame */
+    gst_buffer_resize (frame, 0, (gssize) dq_reorder_frame_size (&self->run_cfg));
+  return frame;
+}
+
+/* ---- the GPU context and its bursts in flight ---- */
+
+static void
+inflight_release (ReorderGpu * g, InFlight * f)
+{
+  if (f->buf) {
+    gst_buffer_unmap (f->buf, &f->map);
+    gst_clear_buffer (&f->buf);
+  }
+  g->if_frames -= f->frames;
+  f->frames = 0;
+}
+
+static ReorderBackend *
+gpu_create (GstDaqiriReorder * self)
+{
+  char msg[256];
+  DqReorderGpuOptions opts = {.max_packets = 65536,.max_inflight = self->run_inflight,
+    .max_frames = REORDER_GPU_FRAMES,.device = -1
+  };
+  DqReorderGpu *gpu = dq_reorder_gpu_new (&self->run_cfg, &opts, msg, sizeof msg);
+  if (!gpu) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", msg), (NULL));
+    return NULL;
+  }
+  ReorderGpu *g = g_new0 (ReorderGpu, 1);
+  g->gpu = gpu;
+  g->base.max_inflight = self->run_inflight;
+  g->base.max_frames = REORDER_GPU_FRAMES;
+  return &g->base;
+}
+
+static void
+gpu_destroy (ReorderBackend * be)
+{
+  ReorderGpu *g = GPU (be);
+  /* the context waits for its work in flight; the bursts it read go after it */
+  g_clear_pointer (&g->gpu, dq_reorder_gpu_free);
+  for (guint k = 0; k < REORDER_MAX_INFLIGHT; k++) {
+    InFlight *f = &g->inflight[k];
+    inflight_release (g, f);
+    g_clear_pointer (&f->staging, dq_cuda_free_host);
+    f->staging_size = 0;
+  }
+  g_free (g);
+}
+
+static int
+gpu_add_frame (ReorderBackend * be, void *frame, void *user)
+{
+  return dq_reorder_gpu_add_frame (GPU (be)->gpu, frame, user);
+}
+
+/* One more burst in flight: a burst in GPU memory is held (mapped) until its completion is
+ * polled, a system-memory one is copied into pinned staging memory, which the kernels read
+ * over the bus, and let go at once. */
+static int
+gpu_submit (ReorderBackend * be, GstBuffer * buf, GstMapInfo * map, gboolean on_gpu,
+    const DqReorderPacket * pkts, guint n, guint frames)
+{
+  ReorderGpu *g = GPU (be);
+  GstDaqiriReorder *self = be->element;
+  InFlight *f = &g->inflight[(g->if_first + g->if_count) % REORDER_MAX_INFLIGHT];
+  const guint8 *data = map->data;
+  int r = -1;
+  if (!on_gpu) {
+    if (map->size > f->staging_size) {
+      dq_cuda_free_host (f->staging);
+      f->staging_size = MAX (map->size, 2 * f->staging_size);
+      f->staging = dq_cuda_malloc_host (f->staging_size);
+      if (f->staging == NULL) {
+        f->staging_size = 0;
+        GST_ERROR_OBJECT (self, "cannot allocate %" G_GSIZE_FORMAT " bytes of pinned memory: "
+            "%s", map->size, dq_cuda_last_error ());
+        goto done;
+      }
+    }
+    if (map->size > 0)
+      memcpy (f->staging, map->data, map->size);
+    data = f->staging;
+  }
+  if (dq_reorder_gpu_submit (g->gpu, data, map->size, pkts, n, f) != 0) {
+    GST_ERROR_OBJECT (self, "GPU reorder failed: %s", dq_reorder_gpu_error (g->gpu));
+    goto done;
+  }
+  r = 0;
+  f->frames = frames;
+  g->if_frames += frames;
+  g->if_count++;
+  GST_LOG_OBJECT (self, "burst of %u packets submitted, %u in flight", n, g->if_count);
+  if (on_gpu) {
+    f->buf = buf;
+    f->map = *map;
+    return 0;
+  }
+done:
+  gst_buffer_unmap (buf, map);
+  gst_buffer_unref (buf);
+  return r;
+}
+
+static int
+gpu_flush (ReorderBackend * be, DqFlushMode mode)
+{
+  ReorderGpu *g = GPU (be);
+  if (dq_reorder_gpu_flush (g->gpu, mode, NULL) != 0) {
+    GST_ERROR_OBJECT (be->element, "GPU reorder failed: %s", dq_reorder_gpu_error (g->gpu));
+    return -1;
+  }
+  return 0;
+}
+
+/* The completion of the oldest submission; a burst's is let go. */
+static int
+gpu_poll (ReorderBackend * be, gboolean wait, DqReorderCompletion * c)
+{
+  ReorderGpu *g = GPU (be);
+  int r = dq_reorder_gpu_poll (g->gpu, wait, c);
+  if (r < 0)
+    GST_ERROR_OBJECT (be->element, "GPU reorder failed: %s", dq_reorder_gpu_error (g->gpu));
+  if (r != 1 || c->user == NULL)
+    return r;
+  InFlight *f = &g->inflight[g->if_first];
+  g_assert (c->user == f);
+  inflight_release (g, f);
+  g->if_first = (g->if_first + 1) % REORDER_MAX_INFLIGHT;
+  g->if_count--;
+  return 1;
+}
+
+static guint
+gpu_in_flight (ReorderBackend * be, guint * frames)
+{
+  if (frames)
+    *frames = GPU (be)->if_frames;
+  return GPU (be)->if_count;
+}
+
+static const gchar *
+gpu_error (ReorderBackend * be)
+{
+  return dq_reorder_gpu_error (GPU (be)->gpu);
+}
+
+const ReorderBackendClass reorder_backend_gpu = {
+  .name = "GPU",
+  .prepare = gpu_prepare,
+  .configure_pool = gpu_configure_pool,
+  .enter = gpu_enter,
+  .leave = gpu_leave,
+  .create = gpu_create,
+  .destroy = gpu_destroy,
+  .add_frame = gpu_add_frame,
+  .submit = gpu_submit,
+  .flush = gpu_flush,
+  .poll = gpu_poll,
+  .in_flight = gpu_in_flight,
+  .error = gpu_error,
+  .frame_acquired = gpu_frame_acquired,
+  .finish_frame = gpu_finish_frame,
+  .open = gpu_open,
+  .set_context = gpu_set_context,
+  .query = gpu_query,
+  .is_device_memory = gpu_is_device_memory,
+  .copy_to_host = gpu_copy_to_host,
+};
