@@ -46,6 +46,8 @@
 #include <gst/gst.h>
 #include <gst/daqiri/daqiripacketmeta.h>
 
+#include "dq-packet.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -811,31 +813,6 @@ child_bare_main (void)
 /* ---------------------------------------------------------------------------------- */
 /* sender */
 
-static guint32
-csum_add (guint32 sum, const guint8 * p, gsize len)
-{
-  for (gsize i = 0; i + 1 < len; i += 2)
-    sum += (guint32) p[i] << 8 | p[i + 1];
-  if (len & 1)
-    sum += (guint32) p[len - 1] << 8;
-  return sum;
-}
-
-static guint16
-csum_fold (guint32 sum)
-{
-  while (sum >> 16)
-    sum = (sum & 0xffff) + (sum >> 16);
-  return (guint16) sum;
-}
-
-static void
-put16 (guint8 * p, guint16 v)
-{
-  p[0] = (guint8) (v >> 8);
-  p[1] = (guint8) v;
-}
-
 static void
 put64 (guint8 * p, guint64 v)
 {
@@ -849,7 +826,7 @@ typedef struct {
   guint8 dst_mac[6];
   guint8 *frames;               /* SEND_BATCH frames of frame_len bytes */
   guint frame_len;
-  guint32 udp_base_sum;         /* UDP checksum sum with seq = 0 */
+  guint64 udp_base_sum;         /* UDP checksum sum with seq = 0 */
   struct iovec iov[SEND_BATCH];
   struct mmsghdr msgs[SEND_BATCH];
 } Sender;
@@ -861,32 +838,21 @@ sender_build (Sender * s, guint payload)
 {
   guint len = PAYLOAD_OFF + payload;
   guint8 f[PAYLOAD_OFF + MAX_PAYLOAD];
-  guint32 src = inet_addr (TX_ADDR), dst = inet_addr (RX_ADDR);
+  DqPacketHeaders h = {.src_ip = ntohl (inet_addr (TX_ADDR)),.dst_ip =
+        ntohl (inet_addr (RX_ADDR)),.src_port = UDP_SRC_PORT,.dst_port = UDP_DST_PORT
+  };
 
+  memcpy (h.dst_mac, s->dst_mac, 6);
+  memcpy (h.src_mac, s->src_mac, 6);
   memset (f, 0, sizeof f);
-  memcpy (f + ETH_OFF, s->dst_mac, 6);
-  memcpy (f + ETH_OFF + 6, s->src_mac, 6);
-  put16 (f + 12, ETH_P_IP);
-  f[IP_OFF] = 0x45;
-  put16 (f + IP_OFF + 2, (guint16) (20 + 8 + payload));
-  put16 (f + IP_OFF + 6, 0x4000);       /* DF, id 0 */
-  f[IP_OFF + 8] = 64;
-  f[IP_OFF + 9] = IPPROTO_UDP;
-  memcpy (f + IP_OFF + 12, &src, 4);
-  memcpy (f + IP_OFF + 16, &dst, 4);
-  put16 (f + IP_OFF + 10, (guint16) ~csum_fold (csum_add (0, f + IP_OFF, 20)));
-  put16 (f + UDP_OFF, UDP_SRC_PORT);
-  put16 (f + UDP_OFF + 2, UDP_DST_PORT);
-  put16 (f + UDP_OFF + 4, (guint16) (8 + payload));
+  dq_packet_write_headers (f + ETH_OFF, len, &h);
   put64 (f + PAYLOAD_OFF, BENCH_MAGIC);
   for (guint i = 16; i < payload; i++)
     f[PAYLOAD_OFF + i] = (guint8) i;
 
   /* pseudo header + UDP header + payload, with checksum and sequence number 0 */
-  guint32 sum = csum_add (0, f + IP_OFF + 12, 8);
-  sum += IPPROTO_UDP + 8 + payload;
-  sum = csum_add (sum, f + UDP_OFF, 8 + payload);
-  s->udp_base_sum = sum;
+  s->udp_base_sum = dq_csum_add (dq_csum_pseudo_ipv4 (f + IP_OFF, DQ_PACKET_PROTO_UDP,
+          8 + payload), f + UDP_OFF, 8 + payload);
 
   g_free (s->frames);
   s->frames = g_malloc ((gsize) len * SEND_BATCH);
@@ -907,8 +873,8 @@ sender_stamp (Sender * s, guint8 * f, guint64 seq)
   guint8 b[8];
   put64 (b, seq);
   memcpy (f + SEQ_OFF, b, 8);
-  guint16 c = (guint16) ~csum_fold (csum_add (s->udp_base_sum, b, 8));
-  put16 (f + UDP_OFF + 6, c == 0 ? 0xffff : c);
+  dq_packet_put16 (f + UDP_OFF + 6,
+      dq_csum_udp_field (dq_csum_finish (dq_csum_add (s->udp_base_sum, b, 8))));
 }
 
 /* Sends `count` frames (0: until max_ns passed), at `rate` packets/s (0: as fast as
