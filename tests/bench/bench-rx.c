@@ -826,7 +826,6 @@ typedef struct {
   guint8 dst_mac[6];
   guint8 *frames;               /* SEND_BATCH frames of frame_len bytes */
   guint frame_len;
-  guint64 udp_base_sum;         /* UDP checksum sum with seq = 0 */
   struct iovec iov[SEND_BATCH];
   struct mmsghdr msgs[SEND_BATCH];
 } Sender;
@@ -850,9 +849,9 @@ sender_build (Sender * s, guint payload)
   for (guint i = 16; i < payload; i++)
     f[PAYLOAD_OFF + i] = (guint8) i;
 
-  /* pseudo header + UDP header + payload, with checksum and sequence number 0 */
-  s->udp_base_sum = dq_csum_add (dq_csum_pseudo_ipv4 (f + IP_OFF, DQ_PACKET_PROTO_UDP,
-          8 + payload), f + UDP_OFF, 8 + payload);
+  /* the UDP checksum with sequence number 0; each stamp updates it (RFC 1624) */
+  dq_packet_put16 (f + UDP_OFF + 6, dq_csum_udp_field (dq_csum_l4 (f + IP_OFF,
+              DQ_PACKET_PROTO_UDP, f + UDP_OFF, 8 + payload)));
 
   g_free (s->frames);
   s->frames = g_malloc ((gsize) len * SEND_BATCH);
@@ -868,13 +867,15 @@ sender_build (Sender * s, guint payload)
 }
 
 static void
-sender_stamp (Sender * s, guint8 * f, guint64 seq)
+sender_stamp (guint8 * f, guint64 seq)
 {
-  guint8 b[8];
-  put64 (b, seq);
-  memcpy (f + SEQ_OFF, b, 8);
-  dq_packet_put16 (f + UDP_OFF + 6,
-      dq_csum_udp_field (dq_csum_finish (dq_csum_add (s->udp_base_sum, b, 8))));
+  guint8 *at = f + SEQ_OFF;
+  guint16 csum = dq_packet_get16 (f + UDP_OFF + 6);
+
+  csum = dq_csum_update32 (csum, dq_packet_get32 (at), (guint32) (seq >> 32));
+  csum = dq_csum_update32 (csum, dq_packet_get32 (at + 4), (guint32) seq);
+  put64 (at, seq);
+  dq_packet_put16 (f + UDP_OFF + 6, dq_csum_udp_field (csum));
 }
 
 /* Sends `count` frames (0: until max_ns passed), at `rate` packets/s (0: as fast as
@@ -903,7 +904,7 @@ sender_run (Sender * s, guint64 count, guint64 rate, gint64 max_ns, gint64 * ela
       }
     }
     for (guint i = 0; i < n; i++)
-      sender_stamp (s, s->frames + (gsize) i * s->frame_len, seq + i);
+      sender_stamp (s->frames + (gsize) i * s->frame_len, seq + i);
     guint done = 0;
     while (done < n) {
       int r = sendmmsg (s->fd, s->msgs + done, n - done, 0);
