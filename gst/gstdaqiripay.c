@@ -28,11 +28,12 @@
 #include <string.h>
 
 #include "daqiri-reorder.h"
+#include "dq-packet.h"
 
 GST_DEBUG_CATEGORY_STATIC (daqiripay_debug);
 #define GST_CAT_DEFAULT daqiripay_debug
 
-#define HEADER_LEN 42           /* Ethernet 14 + IPv4 20 + UDP 8 */
+#define HEADER_LEN DQ_PACKET_PAYLOAD_OFFSET       /* Ethernet 14 + IPv4 20 + UDP 8 */
 #define DEFAULT_SEQ_OFFSET (HEADER_LEN * 8)
 #define DEFAULT_PAYLOAD_OFFSET (HEADER_LEN + 4)
 #define DEFAULT_PAYLOAD_SIZE 1024
@@ -82,13 +83,6 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink", GST
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC,
     GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE));
 
-static void
-put16 (guint8 * p, guint v)
-{
-  p[0] = (guint8) (v >> 8);
-  p[1] = (guint8) v;
-}
-
 static gboolean
 start (GstDaqiriPay * self)
 {
@@ -107,22 +101,18 @@ start (GstDaqiriPay * self)
   gst_daqiri_addresses_clear (&addrs);
   if (!ok)
     return FALSE;
-  memcpy (h, v.dst_mac, 6);
-  memcpy (h + 6, v.src_mac, 6);
-  put16 (h + 12, 0x0800);
-  h[14] = 0x45;
-  put16 (h + 20, 0x4000);       /* don't fragment */
-  h[22] = 64;
-  h[23] = 17;
-  put16 (h + 26, v.src_ip >> 16);
-  put16 (h + 28, v.src_ip & 0xffff);
-  put16 (h + 30, v.dst_ip >> 16);
-  put16 (h + 32, v.dst_ip & 0xffff);
-  put16 (h + 34, v.src_port);
-  put16 (h + 36, v.dst_port);
+  /* the headers of a packet without payload: packetize writes every packet's lengths
+   * and IPv4 header checksum */
+  DqPacketHeaders headers = {.src_ip = v.src_ip,.dst_ip = v.dst_ip,
+    .src_port = v.src_port,.dst_port = v.dst_port
+  };
+  memcpy (headers.dst_mac, v.dst_mac, 6);
+  memcpy (headers.src_mac, v.src_mac, 6);
+  dq_packet_write_headers (h, HEADER_LEN, &headers);
 
   self->tmpl = (DqPacketizeTemplate) {
-  .header = self->header,.header_len = HEADER_LEN,.ipv4_offset = 14,.udp_offset = 34,
+  .header = self->header,.header_len = HEADER_LEN,.ipv4_offset = DQ_PACKET_IPV4_OFFSET,
+        .udp_offset = DQ_PACKET_UDP_OFFSET,
         .packet_stride = 0,.min_length = 60};
   self->tmpl.packet_stride = dq_packetize_packet_length (&self->run_cfg, &self->tmpl);
   if (dq_packetize_validate (&self->run_cfg, &self->tmpl, msg, sizeof msg) != 0) {

@@ -9,30 +9,24 @@
  *
  * Checking is the independent second opinion: it computes every expected byte from the
  * formula and every checksum by summing the frame's words, sharing no table with the
- * writer. */
+ * writer (the checksums come from dq-packet.h, summed over the frame). */
 #include "daqiritestpacket.h"
 
 #include <gst/gst.h>
 #include <string.h>
 
-#define ETH_HEADER_SIZE 14
-#define IPV4_HEADER_SIZE 20
-#define UDP_HEADER_SIZE 8
-#define IPV4_OFFSET ETH_HEADER_SIZE
-#define UDP_OFFSET (IPV4_OFFSET + IPV4_HEADER_SIZE)
+#include "dq-packet.h"
+
+#define IPV4_OFFSET DQ_PACKET_IPV4_OFFSET
+#define UDP_OFFSET DQ_PACKET_UDP_OFFSET
 #define PAYLOAD_OFFSET GST_DAQIRI_TEST_PACKET_PAYLOAD_OFFSET
 #define PATTERN_OFFSET GST_DAQIRI_TEST_PACKET_PATTERN_OFFSET
 #define PATTERN_PERIOD 256
-
-#define ETHERTYPE_IPV4 0x0800
-#define IPV4_VERSION_IHL 0x45
-#define IPV4_FLAG_DF 0x4000
-#define IPV4_TTL 64
-#define IPPROTO_UDP_NUMBER 17
 /* the inverse of 7 mod 256 */
 #define PATTERN_STEP_INVERSE 183
 
-G_STATIC_ASSERT (PAYLOAD_OFFSET == UDP_OFFSET + UDP_HEADER_SIZE);
+G_STATIC_ASSERT (PAYLOAD_OFFSET == DQ_PACKET_PAYLOAD_OFFSET);
+G_STATIC_ASSERT (GST_DAQIRI_TEST_PACKET_MAX_SIZE == DQ_PACKET_MAX_LEN);
 G_STATIC_ASSERT (PATTERN_OFFSET == PAYLOAD_OFFSET + 8);
 G_STATIC_ASSERT ((7 * PATTERN_STEP_INVERSE) % 256 == 1);
 
@@ -59,14 +53,6 @@ init_pattern_tables (void)
           ((guint32) pattern[2 * t + p] << 8 | pattern[2 * t + p + 1]);
   }
   g_once_init_leave (&done, 1);
-}
-
-static inline guint16
-csum_fold (guint64 sum)
-{
-  while (sum >> 16)
-    sum = (sum & 0xffff) + (sum >> 16);
-  return (guint16) sum;
 }
 
 /* ones' complement sum of @n bytes of the pattern starting at @phase, as big-endian words
@@ -154,33 +140,15 @@ gst_daqiri_test_packet_write (const GstDaqiriTestPacketParams * params, guint8 *
     return 0;
   init_pattern_tables ();
 
-  const guint ip_len = frame_len - ETH_HEADER_SIZE;
-  const guint udp_len = ip_len - IPV4_HEADER_SIZE;
+  const guint udp_len = frame_len - UDP_OFFSET;
   const guint n_pattern = frame_len - PATTERN_OFFSET;
-  const guint16 dst_port = (guint16) (params->dst_port + flow);
-  const guint32 src_ip = params->src_ip, dst_ip = params->dst_ip;
-  const guint64 addr_sum = (src_ip >> 16) + (src_ip & 0xffff) + (dst_ip >> 16) +
-      (dst_ip & 0xffff);
-
-  /* Ethernet */
-  memcpy (frame, params->dst_mac, 6);
-  memcpy (frame + 6, params->src_mac, 6);
-  GST_WRITE_UINT16_BE (frame + 12, ETHERTYPE_IPV4);
-
-  /* IPv4 */
-  guint8 *ip = frame + IPV4_OFFSET;
-  ip[0] = IPV4_VERSION_IHL;
-  ip[1] = 0;
-  GST_WRITE_UINT16_BE (ip + 2, ip_len);
-  GST_WRITE_UINT16_BE (ip + 4, 0);
-  GST_WRITE_UINT16_BE (ip + 6, IPV4_FLAG_DF);
-  ip[8] = IPV4_TTL;
-  ip[9] = IPPROTO_UDP_NUMBER;
-  GST_WRITE_UINT32_BE (ip + 12, src_ip);
-  GST_WRITE_UINT32_BE (ip + 16, dst_ip);
-  guint64 sum = (IPV4_VERSION_IHL << 8) + ip_len + IPV4_FLAG_DF +
-      (IPV4_TTL << 8 | IPPROTO_UDP_NUMBER) + addr_sum;
-  GST_WRITE_UINT16_BE (ip + 10, (guint16) ~csum_fold (sum));
+  DqPacketHeaders headers = {
+    .src_ip = params->src_ip,.dst_ip = params->dst_ip,
+    .src_port = params->src_port,.dst_port = (guint16) (params->dst_port + flow),
+  };
+  memcpy (headers.dst_mac, params->dst_mac, 6);
+  memcpy (headers.src_mac, params->src_mac, 6);
+  dq_packet_write_headers (frame, frame_len, &headers);
 
   /* payload */
   guint8 *payload = frame + PAYLOAD_OFFSET;
@@ -191,23 +159,18 @@ gst_daqiri_test_packet_write (const GstDaqiriTestPacketParams * params, guint8 *
   const guint phase = (8 + PATTERN_STEP_INVERSE * c) & 0xff;
   pattern_fill (frame + PATTERN_OFFSET, phase, n_pattern);
 
-  /* UDP; its checksum covers the pseudo-header (addresses, protocol, UDP length), the
-   * UDP header and the payload. A computed 0 goes out as 0xffff: 0 means "none". */
-  guint8 *udp = frame + UDP_OFFSET;
-  GST_WRITE_UINT16_BE (udp, params->src_port);
-  GST_WRITE_UINT16_BE (udp + 2, dst_port);
-  GST_WRITE_UINT16_BE (udp + 4, udp_len);
-  guint16 csum = 0;
+  /* the UDP checksum covers the pseudo-header, the UDP header (its checksum field still
+   * 0), the sequence number and flow index, and the pattern, whose sum comes from the
+   * tables */
   if (params->udp_checksum) {
-    sum = addr_sum + IPPROTO_UDP_NUMBER + udp_len;
-    sum += params->src_port + dst_port + udp_len;
-    sum += (seq >> 16) + (seq & 0xffff) + (flow >> 16) + (flow & 0xffff);
+    const guint8 *ip = frame + IPV4_OFFSET;
+    guint8 *udp = frame + UDP_OFFSET;
+    guint64 sum = dq_csum_pseudo_ipv4 (ip, DQ_PACKET_PROTO_UDP, udp_len);
+    sum = dq_csum_add (sum, udp, PATTERN_OFFSET - UDP_OFFSET);
     sum += pattern_sum (phase, n_pattern);
-    csum = (guint16) ~csum_fold (sum);
-    if (csum == 0)
-      csum = 0xffff;
+    GST_WRITE_UINT16_BE (udp + DQ_PACKET_UDP_CSUM_OFFSET,
+        dq_csum_udp_field (dq_csum_finish (sum)));
   }
-  GST_WRITE_UINT16_BE (udp + 6, csum);
   return frame_len;
 }
 
@@ -245,20 +208,6 @@ gst_daqiri_test_packet_size (guint min_size, guint max_size, guint32 seq)
   return (guint) (min_size + x);
 }
 
-/* ones' complement sum of @len bytes as big-endian words */
-static guint64
-bytes_sum (const guint8 * p, gsize len)
-{
-  guint64 sum = 0;
-  gsize i;
-
-  for (i = 0; i + 1 < len; i += 2)
-    sum += (guint32) p[i] << 8 | p[i + 1];
-  if (i < len)
-    sum += (guint32) p[i] << 8;
-  return sum;
-}
-
 static const gchar *
 check_frame (const GstDaqiriTestPacketParams * params, const guint8 * frame, gsize len,
     guint32 * seq_out, guint32 * flow_out)
@@ -270,25 +219,25 @@ check_frame (const GstDaqiriTestPacketParams * params, const guint8 * frame, gsi
   if (len > GST_DAQIRI_TEST_PACKET_MAX_SIZE)
     return "frame longer than 65549 bytes";
 
-  if (GST_READ_UINT16_BE (frame + 12) != ETHERTYPE_IPV4)
+  if (GST_READ_UINT16_BE (frame + 12) != DQ_PACKET_ETHERTYPE_IPV4)
     return "ethertype is not IPv4";
 
   const guint8 *ip = frame + IPV4_OFFSET;
-  if (ip[0] != IPV4_VERSION_IHL)
+  if (ip[0] != 0x45)
     return "IPv4 version/header length is not 4/20 bytes";
   if (ip[1] != 0)
     return "IPv4 DSCP/ECN is not 0";
-  if (GST_READ_UINT16_BE (ip + 2) != len - ETH_HEADER_SIZE)
+  if (GST_READ_UINT16_BE (ip + 2) != len - IPV4_OFFSET)
     return "IPv4 total length does not match the frame length";
   if (GST_READ_UINT16_BE (ip + 4) != 0)
     return "IPv4 identification is not 0";
-  if (GST_READ_UINT16_BE (ip + 6) != IPV4_FLAG_DF)
+  if (GST_READ_UINT16_BE (ip + 6) != DQ_PACKET_IPV4_FLAG_DF)
     return "IPv4 flags/fragment offset are not DF/0";
-  if (ip[8] != IPV4_TTL)
+  if (ip[8] != DQ_PACKET_IPV4_TTL)
     return "IPv4 TTL is not 64";
-  if (ip[9] != IPPROTO_UDP_NUMBER)
+  if (ip[9] != DQ_PACKET_PROTO_UDP)
     return "IPv4 protocol is not UDP";
-  if (csum_fold (bytes_sum (ip, IPV4_HEADER_SIZE)) != 0xffff)
+  if (!dq_csum_ipv4_ok (ip))
     return "IPv4 header checksum is wrong";
 
   const guint8 *udp = frame + UDP_OFFSET;
@@ -320,9 +269,7 @@ check_frame (const GstDaqiriTestPacketParams * params, const guint8 * frame, gsi
     return params->udp_checksum ? "UDP checksum is missing" :
         "UDP checksum is present but the parameters say none";
   if (csum != 0) {
-    guint64 sum = bytes_sum (ip + 12, 8) + IPPROTO_UDP_NUMBER + udp_len;
-    sum += bytes_sum (udp, udp_len);
-    if (csum_fold (sum) != 0xffff)
+    if (!dq_csum_l4_ok (ip, DQ_PACKET_PROTO_UDP, udp, udp_len))
       return "UDP checksum is wrong";
   }
 

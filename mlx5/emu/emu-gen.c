@@ -14,60 +14,42 @@
  * tick and the remainder, so each frame adds instead of dividing.
  */
 #include "emu-private.h"
-#include "emu-net.h"
 
-#include <infiniband/mlx5dv.h>
 #include <string.h>
 
-#define GEN_IP_OFFSET 14
-#define GEN_UDP_OFFSET 34
-#define GEN_UDP_CSUM_OFFSET (GEN_UDP_OFFSET + 6)
+#include "dq-packet.h"
+
+#define GEN_UDP_CSUM_OFFSET (DQ_PACKET_UDP_OFFSET + DQ_PACKET_UDP_CSUM_OFFSET)
 /* the pattern follows the sequence number; both start at an even offset from the UDP
  * header, so their 16-bit words are the checksum's words */
 #define GEN_PATTERN_OFFSET (EMU_GEN_SEQ_OFFSET + 4)
+
+G_STATIC_ASSERT (EMU_GEN_SEQ_OFFSET == DQ_PACKET_PAYLOAD_OFFSET);
 
 void
 emu_gen_template (EmuGen * g, const guint8 dst_mac[6])
 {
   guint len = g->cfg.frame_len;
   guint8 *f = g->frame;
-  static const guint8 src_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0xfe };
+  DqPacketHeaders h = {.src_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0xfe},
+    .src_ip = 0x0a000001,.dst_ip = 0x0a000002,.src_port = 1000,.dst_port = 5000
+  };
 
+  memcpy (h.dst_mac, dst_mac, 6);
   memset (f, 0, len);
-  memcpy (f, dst_mac, 6);
-  memcpy (f + 6, src_mac, 6);
-  f[12] = 0x08;
-  f[13] = 0x00;
-  guint8 *ip = f + GEN_IP_OFFSET;
-  ip[0] = 0x45;
-  ip[2] = (guint8) ((len - 14) >> 8);
-  ip[3] = (guint8) (len - 14);
-  ip[6] = 0x40;                 /* don't fragment */
-  ip[8] = 64;
-  ip[9] = 17;
-  ip[12] = 10;
-  ip[15] = 1;
-  ip[16] = 10;
-  ip[19] = 2;
-  guint8 *udp = f + GEN_UDP_OFFSET;
-  udp[0] = 1000 >> 8;
-  udp[1] = 1000 & 0xff;
-  udp[2] = 5000 >> 8;
-  udp[3] = 5000 & 0xff;
-  udp[4] = (guint8) ((len - 34) >> 8);
-  udp[5] = (guint8) (len - 34);
-  emu_csum_fill (f, len, MLX5_ETH_WQE_L3_CSUM);
+  dq_packet_write_headers (f, len, &h);
 
   /* what every frame's checksum has: the pseudo header (addresses, protocol, UDP
    * length) and the UDP header with its checksum field 0 */
-  g->csum_base = emu_csum_add (0, ip + 12, 8) + ip[9] + (len - 34);
-  g->csum_base = emu_csum_add (g->csum_base, udp, 8);
+  g->csum_base = dq_csum_pseudo_ipv4 (f + DQ_PACKET_IPV4_OFFSET, DQ_PACKET_PROTO_UDP,
+      len - DQ_PACKET_UDP_OFFSET);
+  g->csum_base = dq_csum_add (g->csum_base, f + DQ_PACKET_UDP_OFFSET, DQ_PACKET_UDP_LEN);
 
   /* pattern[j] = j & 0xff: frame k's pattern bytes are pattern[(k & 0xff) + i] */
   for (guint j = 0; j < len + 256; j++)
     g->pattern[j] = (guint8) j;
   for (guint r = 0; r < 256; r++)
-    g->pattern_sum[r] = emu_csum_fold (emu_csum_add (0, g->pattern + r + GEN_PATTERN_OFFSET,
+    g->pattern_sum[r] = dq_csum_fold (dq_csum_add (0, g->pattern + r + GEN_PATTERN_OFFSET,
             len - GEN_PATTERN_OFFSET));
 }
 
@@ -79,20 +61,12 @@ emu_gen_frame (EmuGen * g, guint64 k)
   guint r = (guint) (k & 0xff);
   guint8 *f = g->frame;
 
-  f[EMU_GEN_SEQ_OFFSET] = (guint8) (seq >> 24);
-  f[EMU_GEN_SEQ_OFFSET + 1] = (guint8) (seq >> 16);
-  f[EMU_GEN_SEQ_OFFSET + 2] = (guint8) (seq >> 8);
-  f[EMU_GEN_SEQ_OFFSET + 3] = (guint8) seq;
+  dq_packet_put32 (f + EMU_GEN_SEQ_OFFSET, seq);
   memcpy (f + GEN_PATTERN_OFFSET, g->pattern + r + GEN_PATTERN_OFFSET,
       len - GEN_PATTERN_OFFSET);
 
-  guint32 sum = g->csum_base + (seq >> 16) + (seq & 0xffff) + g->pattern_sum[r];
-  guint16 csum = (guint16) ~emu_csum_fold (sum);
-  /* UDP sends a computed 0 as 0xffff: 0 means "no checksum" */
-  if (csum == 0)
-    csum = 0xffff;
-  f[GEN_UDP_CSUM_OFFSET] = (guint8) (csum >> 8);
-  f[GEN_UDP_CSUM_OFFSET + 1] = (guint8) csum;
+  guint64 sum = dq_csum_add32 (g->csum_base, seq) + g->pattern_sum[r];
+  dq_packet_put16 (f + GEN_UDP_CSUM_OFFSET, dq_csum_udp_field (dq_csum_finish (sum)));
 }
 
 void

@@ -5,35 +5,17 @@
 
 #include <infiniband/mlx5dv.h>
 
+#include "dq-packet.h"
 #include "mlx5-dma.h"
 
-#define ETH_HLEN 14
-#define ETHERTYPE_IPV4 0x0800
 #define ETHERTYPE_IPV6 0x86dd
 #define ETHERTYPE_VLAN 0x8100
 #define ETHERTYPE_QINQ 0x88a8
-#define IPPROTO_TCP_ 6
-#define IPPROTO_UDP_ 17
-#define TCP_CSUM_OFFSET 16
-#define UDP_CSUM_OFFSET 6
-
-static guint16
-rd16 (const guint8 * p)
-{
-  return (guint16) ((p[0] << 8) | p[1]);
-}
-
-static void
-wr16 (guint8 * p, guint16 v)
-{
-  p[0] = (guint8) (v >> 8);
-  p[1] = (guint8) v;
-}
 
 void
 emu_parse (const guint8 * frame, guint len, EmuHeaders * h)
 {
-  guint off = ETH_HLEN;
+  guint off = DQ_PACKET_ETH_LEN;
 
   h->l3_offset = 0;
   h->l4_offset = 0;
@@ -41,14 +23,14 @@ emu_parse (const guint8 * frame, guint len, EmuHeaders * h)
   h->l3_type = MLX5_CQE_L3_HDR_TYPE_NONE;
   h->l4_type = MLX5_CQE_L4_HDR_TYPE_NONE;
   h->proto = 0;
-  if (len < ETH_HLEN)
+  if (len < DQ_PACKET_ETH_LEN)
     return;
-  guint16 type = rd16 (frame + 12);
+  guint16 type = dq_packet_get16 (frame + 12);
   /* one VLAN tag is looked through (the device does not strip it: vsd) */
   if (type == ETHERTYPE_VLAN || type == ETHERTYPE_QINQ) {
-    if (len < ETH_HLEN + 4)
+    if (len < DQ_PACKET_ETH_LEN + 4)
       return;
-    type = rd16 (frame + 16);
+    type = dq_packet_get16 (frame + 16);
     off += 4;
   }
   if (type == ETHERTYPE_IPV6) {
@@ -59,11 +41,11 @@ emu_parse (const guint8 * frame, guint len, EmuHeaders * h)
     }
     return;
   }
-  if (type != ETHERTYPE_IPV4 || len < off + 20)
+  if (type != DQ_PACKET_ETHERTYPE_IPV4 || len < off + 20)
     return;
   const guint8 *ip = frame + off;
   guint ihl = (guint) (ip[0] & 0xf) * 4;
-  guint total = rd16 (ip + 2);
+  guint total = dq_packet_get16 (ip + 2);
   if ((ip[0] >> 4) != 4 || ihl < 20 || len < off + ihl || total < ihl ||
       off + total > len)
     return;
@@ -71,13 +53,13 @@ emu_parse (const guint8 * frame, guint len, EmuHeaders * h)
   h->l3_type = MLX5_CQE_L3_HDR_TYPE_IPV4;
   h->proto = ip[9];
   /* fragments: only the first has the L4 header, and none has the whole L4 payload */
-  if (rd16 (ip + 6) & 0x3fff)
+  if (dq_packet_get16 (ip + 6) & 0x3fff)
     return;
   guint l4 = off + ihl;
   guint l4_len = total - ihl;
-  if (h->proto == IPPROTO_UDP_ && l4_len >= 8) {
+  if (h->proto == DQ_PACKET_PROTO_UDP && l4_len >= 8) {
     h->l4_type = MLX5_CQE_L4_HDR_TYPE_UDP;
-  } else if (h->proto == IPPROTO_TCP_ && l4_len >= 20 && (frame[l4 + 12] >> 4) * 4u >= 20 &&
+  } else if (h->proto == DQ_PACKET_PROTO_TCP && l4_len >= 20 && (frame[l4 + 12] >> 4) * 4u >= 20 &&
       (frame[l4 + 12] >> 4) * 4u <= l4_len) {
     h->l4_type = MLX5_CQE_L4_HDR_TYPE_TCP;
   } else {
@@ -87,37 +69,11 @@ emu_parse (const guint8 * frame, guint len, EmuHeaders * h)
   h->l4_len = l4_len;
 }
 
-guint32
-emu_csum_add (guint32 sum, const guint8 * p, guint len)
-{
-  guint i;
-  for (i = 0; i + 1 < len; i += 2)
-    sum += rd16 (p + i);
-  if (len & 1)
-    sum += (guint32) p[len - 1] << 8;
-  return sum;
-}
-
-guint16
-emu_csum_fold (guint32 sum)
-{
-  while (sum >> 16)
-    sum = (sum & 0xffff) + (sum >> 16);
-  return (guint16) sum;
-}
-
-/* the IPv4 pseudo header: addresses, protocol, L4 length */
-static guint32
-pseudo_sum (const guint8 * ip, guint8 proto, guint l4_len)
-{
-  guint32 sum = emu_csum_add (0, ip + 12, 8);
-  return sum + proto + l4_len;
-}
-
 static guint
 l4_csum_offset (const EmuHeaders * h)
 {
-  return h->l4_type == MLX5_CQE_L4_HDR_TYPE_TCP ? TCP_CSUM_OFFSET : UDP_CSUM_OFFSET;
+  return h->l4_type == MLX5_CQE_L4_HDR_TYPE_TCP ? DQ_PACKET_TCP_CSUM_OFFSET :
+      DQ_PACKET_UDP_CSUM_OFFSET;
 }
 
 guint
@@ -131,21 +87,18 @@ emu_csum_fill (guint8 * frame, guint len, guint8 cs_flags)
     return 0;
   guint8 *ip = frame + h.l3_offset;
   if (cs_flags & MLX5_ETH_WQE_L3_CSUM) {
-    guint ihl = (guint) (ip[0] & 0xf) * 4;
-    wr16 (ip + 10, 0);
-    wr16 (ip + 10, (guint16) ~emu_csum_fold (emu_csum_add (0, ip, ihl)));
+    dq_packet_fill_ipv4_csum (ip);
     done |= 1;
   }
   if ((cs_flags & MLX5_ETH_WQE_L4_CSUM) && h.l4_offset != 0) {
     guint8 *l4 = frame + h.l4_offset;
     guint at = l4_csum_offset (&h);
-    wr16 (l4 + at, 0);
-    guint32 sum = emu_csum_add (pseudo_sum (ip, h.proto, h.l4_len), l4, h.l4_len);
-    guint16 csum = (guint16) ~emu_csum_fold (sum);
+    dq_packet_put16 (l4 + at, 0);
+    guint16 csum = dq_csum_l4 (ip, h.proto, l4, h.l4_len);
     /* UDP sends a computed 0 as 0xffff: 0 means "no checksum" */
-    if (csum == 0 && h.l4_type == MLX5_CQE_L4_HDR_TYPE_UDP)
-      csum = 0xffff;
-    wr16 (l4 + at, csum);
+    if (h.l4_type == MLX5_CQE_L4_HDR_TYPE_UDP)
+      csum = dq_csum_udp_field (csum);
+    dq_packet_put16 (l4 + at, csum);
     done |= 2;
   }
   return done;
@@ -159,15 +112,14 @@ emu_csum_verify (const guint8 * frame, guint len, const EmuHeaders * h)
   if (h->l3_type != MLX5_CQE_L3_HDR_TYPE_IPV4)
     return ok;
   const guint8 *ip = frame + h->l3_offset;
-  guint ihl = (guint) (ip[0] & 0xf) * 4;
-  if (emu_csum_fold (emu_csum_add (0, ip, ihl)) == 0xffff)
+  if (dq_csum_ipv4_ok (ip))
     ok |= MLX5_CQE_L3_OK;
   if (h->l4_offset != 0) {
     const guint8 *l4 = frame + h->l4_offset;
     /* UDP checksum 0: the sender computed none */
-    gboolean none = h->l4_type == MLX5_CQE_L4_HDR_TYPE_UDP && rd16 (l4 + UDP_CSUM_OFFSET) == 0;
-    if (none || emu_csum_fold (emu_csum_add (pseudo_sum (ip, h->proto, h->l4_len), l4,
-                h->l4_len)) == 0xffff)
+    gboolean none = h->l4_type == MLX5_CQE_L4_HDR_TYPE_UDP &&
+        dq_packet_get16 (l4 + DQ_PACKET_UDP_CSUM_OFFSET) == 0;
+    if (none || dq_csum_l4_ok (ip, h->proto, l4, h->l4_len))
       ok |= MLX5_CQE_L4_OK;
   }
   return ok;

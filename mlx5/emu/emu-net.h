@@ -19,14 +19,8 @@ typedef struct {
 void emu_parse (const guint8 * frame, guint len, EmuHeaders * h);
 
 /* Computes the checksums `cs_flags` (MLX5_ETH_WQE_L3_CSUM / L4_CSUM) ask for, in the
- * frame. Returns the checksums written as (L3 ? 1 : 0) | (L4 ? 2 : 0). */
+ * frame (the arithmetic is dq-packet.h's). Returns the checksums written as (L3 ? 1 : 0) | (L4 ? 2 : 0). */
 guint emu_csum_fill (guint8 * frame, guint len, guint8 cs_flags);
-
-/* The Internet checksum's parts: the one's complement sum of the 16-bit big-endian
- * words of [p, p + len) added to `sum` (an odd tail padded with zero), not folded; and
- * that sum folded to 16 bits. Partial sums fold to the same result in any grouping. */
-guint32 emu_csum_add (guint32 sum, const guint8 * p, guint len);
-guint16 emu_csum_fold (guint32 sum);
 
 /* hds_ip_ext bits (MLX5_CQE_L2_OK | L3_OK | L4_OK) for a received frame: L3_OK when an
  * IPv4 header checksum verifies, L4_OK when the TCP/UDP checksum does (UDP checksum 0:

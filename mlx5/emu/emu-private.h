@@ -173,7 +173,7 @@ typedef struct {
   guint8 frame[EMU_MAX_FRAME];
   /* the UDP checksum's parts that the template fixes: the sum of the pseudo header and
    * the UDP header (checksum 0), and the pattern's sum for each k mod 256 (folded) */
-  guint32 csum_base;
+  guint64 csum_base;
   guint16 pattern_sum[256];
   /* byte j is j & 0xff: frame k's pattern starts at (k & 0xff) */
   guint8 pattern[EMU_MAX_FRAME + 256];

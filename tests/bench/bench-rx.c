@@ -46,6 +46,8 @@
 #include <gst/gst.h>
 #include <gst/daqiri/daqiripacketmeta.h>
 
+#include "dq-packet.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -811,31 +813,6 @@ child_bare_main (void)
 /* ---------------------------------------------------------------------------------- */
 /* sender */
 
-static guint32
-csum_add (guint32 sum, const guint8 * p, gsize len)
-{
-  for (gsize i = 0; i + 1 < len; i += 2)
-    sum += (guint32) p[i] << 8 | p[i + 1];
-  if (len & 1)
-    sum += (guint32) p[len - 1] << 8;
-  return sum;
-}
-
-static guint16
-csum_fold (guint32 sum)
-{
-  while (sum >> 16)
-    sum = (sum & 0xffff) + (sum >> 16);
-  return (guint16) sum;
-}
-
-static void
-put16 (guint8 * p, guint16 v)
-{
-  p[0] = (guint8) (v >> 8);
-  p[1] = (guint8) v;
-}
-
 static void
 put64 (guint8 * p, guint64 v)
 {
@@ -849,7 +826,6 @@ typedef struct {
   guint8 dst_mac[6];
   guint8 *frames;               /* SEND_BATCH frames of frame_len bytes */
   guint frame_len;
-  guint32 udp_base_sum;         /* UDP checksum sum with seq = 0 */
   struct iovec iov[SEND_BATCH];
   struct mmsghdr msgs[SEND_BATCH];
 } Sender;
@@ -861,32 +837,21 @@ sender_build (Sender * s, guint payload)
 {
   guint len = PAYLOAD_OFF + payload;
   guint8 f[PAYLOAD_OFF + MAX_PAYLOAD];
-  guint32 src = inet_addr (TX_ADDR), dst = inet_addr (RX_ADDR);
+  DqPacketHeaders h = {.src_ip = ntohl (inet_addr (TX_ADDR)),.dst_ip =
+        ntohl (inet_addr (RX_ADDR)),.src_port = UDP_SRC_PORT,.dst_port = UDP_DST_PORT
+  };
 
+  memcpy (h.dst_mac, s->dst_mac, 6);
+  memcpy (h.src_mac, s->src_mac, 6);
   memset (f, 0, sizeof f);
-  memcpy (f + ETH_OFF, s->dst_mac, 6);
-  memcpy (f + ETH_OFF + 6, s->src_mac, 6);
-  put16 (f + 12, ETH_P_IP);
-  f[IP_OFF] = 0x45;
-  put16 (f + IP_OFF + 2, (guint16) (20 + 8 + payload));
-  put16 (f + IP_OFF + 6, 0x4000);       /* DF, id 0 */
-  f[IP_OFF + 8] = 64;
-  f[IP_OFF + 9] = IPPROTO_UDP;
-  memcpy (f + IP_OFF + 12, &src, 4);
-  memcpy (f + IP_OFF + 16, &dst, 4);
-  put16 (f + IP_OFF + 10, (guint16) ~csum_fold (csum_add (0, f + IP_OFF, 20)));
-  put16 (f + UDP_OFF, UDP_SRC_PORT);
-  put16 (f + UDP_OFF + 2, UDP_DST_PORT);
-  put16 (f + UDP_OFF + 4, (guint16) (8 + payload));
+  dq_packet_write_headers (f + ETH_OFF, len, &h);
   put64 (f + PAYLOAD_OFF, BENCH_MAGIC);
   for (guint i = 16; i < payload; i++)
     f[PAYLOAD_OFF + i] = (guint8) i;
 
-  /* pseudo header + UDP header + payload, with checksum and sequence number 0 */
-  guint32 sum = csum_add (0, f + IP_OFF + 12, 8);
-  sum += IPPROTO_UDP + 8 + payload;
-  sum = csum_add (sum, f + UDP_OFF, 8 + payload);
-  s->udp_base_sum = sum;
+  /* the UDP checksum with sequence number 0; each stamp updates it (RFC 1624) */
+  dq_packet_put16 (f + UDP_OFF + 6, dq_csum_udp_field (dq_csum_l4 (f + IP_OFF,
+              DQ_PACKET_PROTO_UDP, f + UDP_OFF, 8 + payload)));
 
   g_free (s->frames);
   s->frames = g_malloc ((gsize) len * SEND_BATCH);
@@ -902,13 +867,15 @@ sender_build (Sender * s, guint payload)
 }
 
 static void
-sender_stamp (Sender * s, guint8 * f, guint64 seq)
+sender_stamp (guint8 * f, guint64 seq)
 {
-  guint8 b[8];
-  put64 (b, seq);
-  memcpy (f + SEQ_OFF, b, 8);
-  guint16 c = (guint16) ~csum_fold (csum_add (s->udp_base_sum, b, 8));
-  put16 (f + UDP_OFF + 6, c == 0 ? 0xffff : c);
+  guint8 *at = f + SEQ_OFF;
+  guint16 csum = dq_packet_get16 (f + UDP_OFF + 6);
+
+  csum = dq_csum_update32 (csum, dq_packet_get32 (at), (guint32) (seq >> 32));
+  csum = dq_csum_update32 (csum, dq_packet_get32 (at + 4), (guint32) seq);
+  put64 (at, seq);
+  dq_packet_put16 (f + UDP_OFF + 6, dq_csum_udp_field (csum));
 }
 
 /* Sends `count` frames (0: until max_ns passed), at `rate` packets/s (0: as fast as
@@ -937,7 +904,7 @@ sender_run (Sender * s, guint64 count, guint64 rate, gint64 max_ns, gint64 * ela
       }
     }
     for (guint i = 0; i < n; i++)
-      sender_stamp (s, s->frames + (gsize) i * s->frame_len, seq + i);
+      sender_stamp (s->frames + (gsize) i * s->frame_len, seq + i);
     guint done = 0;
     while (done < n) {
       int r = sendmmsg (s->fd, s->msgs + done, n - done, 0);

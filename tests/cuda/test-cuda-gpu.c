@@ -10,6 +10,7 @@
  * DQ_TEST_ONLY=NAME runs the reorder case NAME only. */
 #include <stdarg.h>
 
+#include "dq-packet.h"
 #include "dq-test-util.h"
 
 #include <sys/stat.h>
@@ -698,11 +699,9 @@ static void
 packetize_cases (void)
 {
   dq_test_name = "packetize";
-  uint8_t hdr[42] = { 0 };
-  memcpy (hdr, "\x02\0\0\0\0\x02\x02\0\0\0\0\x01\x08\x00", 14);
-  hdr[14] = 0x45;
-  hdr[22] = 64;
-  hdr[23] = 17;
+  const DqPacketHeaders h = {.dst_mac = {2, 0, 0, 0, 0, 2}, .src_mac = {2, 0, 0, 0, 0, 1} };
+  uint8_t hdr[42];
+  CHECK_EQ (dq_packet_write_headers (hdr, sizeof hdr, &h), 0);
   for (uint32_t k = 0; k < 4; k++) {
     DqReorderConfig cfg;
     dq_reorder_config_init (&cfg);

@@ -5,6 +5,8 @@
 #include <float.h>
 #include <math.h>
 
+#include "dq-packet.h"
+#include "dq-test-csum.h"
 #include "dq-test-util.h"
 #include "reorder-priv.h"
 
@@ -1412,32 +1414,15 @@ test_gather (void)
   dqt_burst_free (&b);
 }
 
-static uint16_t
-ip_csum (const uint8_t *p, uint32_t len)
-{
-  uint32_t s = 0;
-  for (uint32_t i = 0; i < len; i += 2)
-    s += ((uint32_t) p[i] << 8) | p[i + 1];
-  while (s >> 16)
-    s = (s & 0xffff) + (s >> 16);
-  return (uint16_t) s;
-}
-
 static void
 test_packetize_roundtrip (void)
 {
   dq_test_name = "packetize-roundtrip";
   /* Ethernet + IPv4 + UDP (42 bytes), BE u32 seq at 42, batch byte at 46, payload at 48 */
-  uint8_t hdr[42] = { 0 };
-  memcpy (hdr, "\x02\0\0\0\0\x02\x02\0\0\0\0\x01\x08\x00", 14);
-  hdr[14] = 0x45;
-  hdr[22] = 64;
-  hdr[23] = 17;
-  memcpy (hdr + 26, "\x0a\0\0\x01\x0a\0\0\x02", 8);
-  hdr[34] = 0x13;
-  hdr[35] = 0x88;
-  hdr[36] = 0x13;
-  hdr[37] = 0x89;
+  const DqPacketHeaders h = {.dst_mac = {2, 0, 0, 0, 0, 2}, .src_mac = {2, 0, 0, 0, 0, 1},
+    .src_ip = 0x0a000001, .dst_ip = 0x0a000002, .src_port = 5000, .dst_port = 5001 };
+  uint8_t hdr[42];
+  CHECK_EQ (dq_packet_write_headers (hdr, sizeof hdr, &h), 0);
   DqReorderConfig cfg;
   dq_reorder_config_init (&cfg);
   cfg.seq_bit_offset = 42 * 8;
@@ -1465,7 +1450,7 @@ test_packetize_roundtrip (void)
     CHECK_EQ (p[47], 0);
     CHECK (memcmp (p + 48, frame + s * 10, 10) == 0);
     CHECK_EQ ((p[16] << 8) | p[17], 60 - 14);       /* IPv4 total length */
-    CHECK_EQ (ip_csum (p + 14, 20), 0xffff);         /* checksum verifies */
+    CHECK_EQ (dq_test_rfc1071 (p + 14, 20), 0);      /* checksum verifies */
     CHECK_EQ ((p[38] << 8) | p[39], 60 - 34);       /* UDP length */
     CHECK_EQ (p[40] | p[41], 0);
     CHECK (memcmp (p, hdr, 14) == 0);

@@ -8,6 +8,7 @@
  */
 #include "daqiri-engine.h"
 #include "dq-netns.h"
+#include "dq-packet.h"
 
 #include <errno.h>
 #include <string.h>
@@ -80,37 +81,6 @@ spec_udp (FrameSpec * spec, guint len)
 }
 
 static void
-put16 (guint8 * p, guint v)
-{
-  p[0] = (guint8) (v >> 8);
-  p[1] = (guint8) v;
-}
-
-static void
-put32 (guint8 * p, guint32 v)
-{
-  put16 (p, v >> 16);
-  put16 (p + 2, v & 0xffff);
-}
-
-static guint32
-get32 (const guint8 * p)
-{
-  return ((guint32) p[0] << 24) | ((guint32) p[1] << 16) | ((guint32) p[2] << 8) | p[3];
-}
-
-static guint16
-ipv4_checksum (const guint8 * p, guint len)
-{
-  guint32 sum = 0;
-  for (guint i = 0; i + 1 < len; i += 2)
-    sum += ((guint32) p[i] << 8) | p[i + 1];
-  while (sum >> 16)
-    sum = (sum & 0xffff) + (sum >> 16);
-  return (guint16) ~sum;
-}
-
-static void
 frame_build (guint32 seq, const FrameSpec * spec, TestFrame * f)
 {
   guint8 *b = f->rx;
@@ -119,37 +89,22 @@ frame_build (guint32 seq, const FrameSpec * spec, TestFrame * f)
 
   g_assert_cmpuint (len, >=, 60);
   g_assert_cmpuint (len, <=, FRAME_MAX);
-  memcpy (b, rx_mac, 6);
-  memcpy (b + 6, tx_mac, 6);
-  put16 (b + 12, spec->ethertype);
+  dq_packet_write_eth (b, rx_mac, tx_mac, spec->ethertype);
   if (spec->ethertype == ETH_P_IP) {
-    guint8 *ip = b + 14, *udp = b + 34;
-    ip[0] = 0x45;
-    ip[1] = 0;
-    put16 (ip + 2, len - 14);
-    put16 (ip + 4, seq & 0xffff);
-    put16 (ip + 6, 0x4000);
-    ip[8] = 64;
-    ip[9] = 17;
-    put16 (ip + 10, 0);
-    put32 (ip + 12, spec->src);
-    put32 (ip + 16, spec->dst);
-    put16 (ip + 10, ipv4_checksum (ip, 20));
-    put16 (udp, spec->sport);
-    put16 (udp + 2, spec->dport);
-    put16 (udp + 4, len - 34);
-    put16 (udp + 6, 0);
+    dq_packet_write_ipv4 (b + 14, (guint16) (len - 14), (guint16) seq, DQ_PACKET_PROTO_UDP,
+        spec->src, spec->dst);
+    dq_packet_write_udp (b + 34, spec->sport, spec->dport, (guint16) (len - 34));
     payload = SEQ_OFFSET_UDP;
   }
-  put32 (b + payload, seq);
+  dq_packet_put32 (b + payload, seq);
   for (guint i = payload + 4; i < len; i++)
     b[i] = (guint8) (seq * 131u + i * 7u + (i >> 8) * 3u);
   f->rx_len = len;
 
   if (spec->vlan >= 0) {
     memcpy (f->wire, b, 12);
-    put16 (f->wire + 12, ETH_P_8021Q);
-    put16 (f->wire + 14, (guint) spec->vlan);
+    dq_packet_put16 (f->wire + 12, ETH_P_8021Q);
+    dq_packet_put16 (f->wire + 14, (guint16) spec->vlan);
     memcpy (f->wire + 16, b + 12, len - 12);
     f->wire_len = len + 4;
   } else {
@@ -164,7 +119,7 @@ frame_seq (const guint8 * frame, guint len)
 {
   guint off = (frame[12] == 0x08 && frame[13] == 0x00) ? SEQ_OFFSET_UDP : SEQ_OFFSET_RAW;
   g_assert_cmpuint (len, >=, off + 4);
-  return get32 (frame + off);
+  return dq_packet_get32 (frame + off);
 }
 
 /* ---- generators ---- */

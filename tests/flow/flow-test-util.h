@@ -5,6 +5,7 @@
 
 #include "daqiri-engine.h"
 #include "daqiri-flow.h"
+#include "dq-packet.h"
 
 #include <string.h>
 
@@ -189,20 +190,6 @@ ipv4_spec (guint8 proto, guint32 src, guint32 dst, guint16 sport, guint16 dport)
   return s;
 }
 
-static inline void
-put16 (guint8 *p, guint v)
-{
-  p[0] = (guint8) (v >> 8);
-  p[1] = (guint8) v;
-}
-
-static inline void
-put32 (guint8 *p, guint32 v)
-{
-  put16 (p, v >> 16);
-  put16 (p + 2, v & 0xffff);
-}
-
 /* Writes the frame; the IPv4-looking bytes follow the ethertype whatever it is, and
  * IPv4 options hold decoy bytes that read as port 4444 at the wrong offset. */
 static inline guint
@@ -216,25 +203,25 @@ build_frame (const FrameSpec *s, guint8 *buf)
     buf[6 + i] = (guint8) (0x12 + i);
   }
   if (s->tag_tpid) {
-    put16 (buf + 12, s->tag_tpid);
-    put16 (buf + 14, s->tag_tci);
+    dq_packet_put16 (buf + 12, s->tag_tpid);
+    dq_packet_put16 (buf + 14, s->tag_tci);
     l2 = 16;
   }
-  put16 (buf + l2, s->ethertype);
+  dq_packet_put16 (buf + l2, s->ethertype);
   l3 = l2 + 2;
   buf[l3] = (guint8) (s->version << 4 | (s->ihl & 0x0f));
-  put16 (buf + l3 + 2, hl + 8 + s->payload);
-  put16 (buf + l3 + 4, 0x1234);
-  put16 (buf + l3 + 6, s->frag);
+  dq_packet_put16 (buf + l3 + 2, hl + 8 + s->payload);
+  dq_packet_put16 (buf + l3 + 4, 0x1234);
+  dq_packet_put16 (buf + l3 + 6, s->frag);
   buf[l3 + 8] = 64;
   buf[l3 + 9] = s->proto;
-  put32 (buf + l3 + 12, s->src);
-  put32 (buf + l3 + 16, s->dst);
+  dq_packet_put32 (buf + l3 + 12, s->src);
+  dq_packet_put32 (buf + l3 + 16, s->dst);
   for (i = 20; i < hl; i += 2)
-    put16 (buf + l3 + i, 4444);
-  put16 (buf + l3 + hl, s->sport);
-  put16 (buf + l3 + hl + 2, s->dport);
-  put16 (buf + l3 + hl + 4, 8 + s->payload);
+    dq_packet_put16 (buf + l3 + i, 4444);
+  dq_packet_put16 (buf + l3 + hl, s->sport);
+  dq_packet_put16 (buf + l3 + hl + 2, s->dport);
+  dq_packet_put16 (buf + l3 + hl + 4, 8 + s->payload);
   for (i = 0; i < s->payload; i++)
     buf[l3 + hl + 8 + i] = (guint8) (0xa0 + i);
   g_assert_cmpuint (l3 + hl + 8 + s->payload, <=, FRAME_MAX);

@@ -867,7 +867,7 @@ send_udp (int fd, guint16 port, guint32 seq)
   guint8 payload[100];
 
   memset (payload, 0x5a, sizeof payload);
-  put32 (payload, seq);
+  dq_packet_put32 (payload, seq);
   sin.sin_family = AF_INET;
   sin.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
   sin.sin_port = htons (port);

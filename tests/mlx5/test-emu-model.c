@@ -4,6 +4,7 @@
  * carried from frame to frame) against the 128-bit divisions of the formulas in emu.h;
  * and the CQEs the device writes, all 64 bytes, against the PRM's byte offsets.
  */
+#include "dq-packet.h"
 #include "emu-private.h"
 #include "emu-net.h"
 #include "mlx5-dma.h"
@@ -19,38 +20,20 @@ __extension__ typedef unsigned __int128 U128;
 
 static const guint8 gen_mac[6] = { 0x02, 0x00, 0x00, 0x12, 0x34, 0x56 };
 
-/* Generator frame k as emu.h describes it, every byte written and both checksums
- * computed over the whole frame. */
+/* Generator frame k as emu.h describes it: the headers (dq-packet.h), every payload
+ * byte, and both checksums computed over the whole frame. */
 static void
 ref_gen_frame (guint8 * f, guint len, guint32 first_seq, guint64 k)
 {
-  static const guint8 src_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0xfe };
+  DqPacketHeaders h = {.src_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0xfe},
+    .src_ip = 0x0a000001,.dst_ip = 0x0a000002,.src_port = 1000,.dst_port = 5000
+  };
   guint32 seq = first_seq + (guint32) k;
 
+  memcpy (h.dst_mac, gen_mac, 6);
   memset (f, 0, len);
-  memcpy (f, gen_mac, 6);
-  memcpy (f + 6, src_mac, 6);
-  f[12] = 0x08;
-  f[14] = 0x45;
-  f[16] = (guint8) ((len - 14) >> 8);
-  f[17] = (guint8) (len - 14);
-  f[20] = 0x40;
-  f[22] = 64;
-  f[23] = 17;
-  f[26] = 10;                   /* 10.0.0.1 -> 10.0.0.2 */
-  f[29] = 1;
-  f[30] = 10;
-  f[33] = 2;
-  f[34] = 1000 >> 8;            /* 1000 -> 5000 */
-  f[35] = 1000 & 0xff;
-  f[36] = 5000 >> 8;
-  f[37] = 5000 & 0xff;
-  f[38] = (guint8) ((len - 34) >> 8);
-  f[39] = (guint8) (len - 34);
-  f[42] = (guint8) (seq >> 24);
-  f[43] = (guint8) (seq >> 16);
-  f[44] = (guint8) (seq >> 8);
-  f[45] = (guint8) seq;
+  g_assert_cmpint (dq_packet_write_headers (f, len, &h), ==, 0);
+  dq_packet_put32 (f + 42, seq);
   for (guint i = 46; i < len; i++)
     f[i] = (guint8) (k + i);
   g_assert_cmpuint (emu_csum_fill (f, len, MLX5_ETH_WQE_L3_CSUM | MLX5_ETH_WQE_L4_CSUM),

@@ -1,6 +1,7 @@
 /* Helpers of the mlx5 tests: frames with a sequence number and a payload derived from
- * it, checksums computed independently of the emulated device (RFC 1071, written here
- * from the RFC), and the exact line-rate timestamp formula of mlx5/emu/emu.h. */
+ * it (headers written with engine/dq-packet.h), checksums computed independently of the
+ * emulated device (the reference RFC 1071 of tests/common), and the exact line-rate
+ * timestamp formula of mlx5/emu/emu.h. */
 #ifndef DAQIRI_TEST_MLX5_UTIL_H
 #define DAQIRI_TEST_MLX5_UTIL_H
 

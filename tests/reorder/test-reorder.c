@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "dq-netns.h"
+#include "dq-test-csum.h"
 
 #define FRAME_META "GstDaqiriFrameMeta"
 
@@ -186,14 +187,10 @@ GST_START_TEST (test_pay_packets)
       0x00, (guint8) (2 + s), 0x01, 0x00, (guint8) (1 + 3 * s), (guint8) (2 + 3 * s),
       (guint8) (3 + 3 * s),
     };
-    /* IPv4 header checksum computed here */
-    guint32 sum = 0;
-    for (guint i = 14; i < 34; i += 2)
-      sum += (guint32) want[i] << 8 | want[i + 1];
-    while (sum >> 16)
-      sum = (sum & 0xffff) + (sum >> 16);
-    want[24] = (guint8) (~sum >> 8);
-    want[25] = (guint8) ~sum;
+    /* the IPv4 header checksum by the tests' reference */
+    const guint16 csum = dq_test_ipv4_csum (want + 14);
+    want[24] = (guint8) (csum >> 8);
+    want[25] = (guint8) csum;
     for (guint i = 0; i < 60; i++)
       if (p[i] != want[i])
         fail ("packet %u byte %u: 0x%02x, expected 0x%02x", s, i, p[i], want[i]);

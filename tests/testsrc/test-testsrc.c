@@ -5,18 +5,9 @@
 #include <gst/daqiri/daqiri.h>
 #include <string.h>
 
-/* ---- an independent reading of the wire format ---------------------------------- */
+#include "dq-test-csum.h"
 
-/* RFC 1071 ones' complement sum, byte by byte */
-static guint32
-ones_sum (const guint8 * p, gsize len, guint32 sum)
-{
-  for (gsize i = 0; i < len; i++)
-    sum += (i & 1) ? p[i] : (guint32) p[i] << 8;
-  while (sum >> 16)
-    sum = (sum & 0xffff) + (sum >> 16);
-  return sum;
-}
+/* ---- an independent reading of the wire format ---------------------------------- */
 
 static guint16
 rd16 (const guint8 * p)
@@ -28,36 +19,6 @@ static guint32
 rd32 (const guint8 * p)
 {
   return (guint32) p[0] << 24 | (guint32) p[1] << 16 | (guint32) p[2] << 8 | p[3];
-}
-
-/* The IPv4 header checksum, recomputed with the field zeroed. */
-static guint16
-expected_ip_csum (const guint8 * frame)
-{
-  guint8 hdr[20];
-  memcpy (hdr, frame + 14, 20);
-  hdr[10] = hdr[11] = 0;
-  return (guint16) ~ones_sum (hdr, 20, 0);
-}
-
-/* The UDP checksum, recomputed over an explicitly built pseudo-header and the segment
- * with the field zeroed; a computed 0 is sent as 0xffff. */
-static guint16
-expected_udp_csum (const guint8 * frame, gsize len)
-{
-  const gsize seg_len = len - 34;
-  guint8 *seg = g_malloc (12 + seg_len);
-
-  memcpy (seg, frame + 26, 8);  /* source and destination address */
-  seg[8] = 0;
-  seg[9] = 17;
-  seg[10] = (guint8) (seg_len >> 8);
-  seg[11] = (guint8) seg_len;
-  memcpy (seg + 12, frame + 34, seg_len);
-  seg[12 + 6] = seg[12 + 7] = 0;
-  guint16 csum = (guint16) ~ones_sum (seg, 12 + seg_len, 0);
-  g_free (seg);
-  return csum == 0 ? 0xffff : csum;
 }
 
 /* Asserts every byte of a test packet against the format, computed here from scratch. */
@@ -77,13 +38,13 @@ assert_frame (const guint8 * f, gsize len, const guint8 dst_mac[6],
   fail_unless_equals_int (rd16 (f + 20), 0x4000);
   fail_unless_equals_int (f[22], 64);
   fail_unless_equals_int (f[23], 17);
-  fail_unless_equals_int (rd16 (f + 24), expected_ip_csum (f));
+  fail_unless_equals_int (rd16 (f + 24), dq_test_ipv4_csum (f + 14));
   fail_unless_equals_int (rd32 (f + 26), src_ip);
   fail_unless_equals_int (rd32 (f + 30), dst_ip);
   fail_unless_equals_int (rd16 (f + 34), src_port);
   fail_unless_equals_int (rd16 (f + 36), dst_port + flow);
   fail_unless_equals_int (rd16 (f + 38), len - 34);
-  fail_unless_equals_int (rd16 (f + 40), udp_csum ? expected_udp_csum (f, len) : 0);
+  fail_unless_equals_int (rd16 (f + 40), udp_csum ? dq_test_l4_csum (f + 14) : 0);
   fail_unless_equals_int (rd32 (f + 42), seq);
   fail_unless_equals_int (rd32 (f + 46), flow);
   for (gsize j = 8; j < len - 42; j++) {
@@ -334,11 +295,11 @@ GST_END_TEST;
 static void
 refresh_checksums (guint8 * f, gsize len)
 {
-  guint16 ip = expected_ip_csum (f);
+  guint16 ip = dq_test_ipv4_csum (f + 14);
   f[24] = (guint8) (ip >> 8);
   f[25] = (guint8) ip;
   if (rd16 (f + 40) != 0) {
-    guint16 udp = expected_udp_csum (f, len);
+    guint16 udp = dq_test_l4_csum (f + 14);
     f[40] = (guint8) (udp >> 8);
     f[41] = (guint8) udp;
   }
@@ -376,7 +337,7 @@ GST_START_TEST (test_check_fields)
     memcpy (copy, frame, 80);
     copy[forged[i].offset] = forged[i].value;
     refresh_checksums (copy, 80);
-    fail_unless_equals_int (rd16 (copy + 24), expected_ip_csum (copy));
+    fail_unless_equals_int (rd16 (copy + 24), dq_test_ipv4_csum (copy + 14));
     const gchar *why = gst_daqiri_test_packet_explain (&p, copy, 80);
     fail_unless (why != NULL, "byte %u = %u passed", forged[i].offset, forged[i].value);
     fail_unless (strstr (why, forged[i].names) != NULL, "\"%s\" does not name %s", why,
@@ -537,9 +498,9 @@ check_burst (GstBuffer * buf, Expect * e)
             f, pk->length));
     fail_unless_equals_int (got_seq, seq);
     fail_unless_equals_int (got_flow, flow);
-    fail_unless_equals_int (rd16 (f + 24), expected_ip_csum (f));
+    fail_unless_equals_int (rd16 (f + 24), dq_test_ipv4_csum (f + 14));
     fail_unless_equals_int (rd16 (f + 40), e->params.udp_checksum ?
-        expected_udp_csum (f, pk->length) : 0);
+        dq_test_l4_csum (f + 14) : 0);
     end = pk->offset + pk->length;
     e->bytes += pk->length;
     e->next_seq++;
