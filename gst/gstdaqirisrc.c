@@ -13,7 +13,10 @@
  * Packets are filtered and marked by #GstDaqiriSrc:flows, and spread over
  * #GstDaqiriSrc:queues receive queues that the element polls in its streaming thread.
  * Time. Every packet's timestamp (in the meta) is port-clock ns. The element provides a
- * clock that reads the port clock; with it as the pipeline clock a buffer's PTS is exactly
+ * clock that reads the port clock while the port is open (from READY to PAUSED until back
+ * to READY: #GST_ELEMENT_FLAG_PROVIDE_CLOCK is set only then, and the clock-provide and
+ * clock-lost messages say when it comes and goes, as audio sources do); with it as the
+ * pipeline clock a buffer's PTS is exactly
  * its first packet's port time minus the base time. On any other pipeline clock the port
  * time is mapped to that clock by a linear regression over (port time, clock time) pairs
  * sampled from the streaming thread (as decklinkvideosrc does), which follows a port clock
@@ -390,7 +393,13 @@ gst_daqiri_src_start (GstBaseSrc * bsrc)
   self->n_rings = config.n_queues;
   self->next_ring = 0;
   self->clock = gst_daqiri_clock_new (self->port);
+  GstClock *clock = gst_object_ref (self->clock);
+  GST_OBJECT_FLAG_SET (self, GST_ELEMENT_FLAG_PROVIDE_CLOCK);
   GST_OBJECT_UNLOCK (self);
+  /* the bin asks its children for a clock again when the pipeline next picks one */
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_clock_provide (GST_OBJECT (self), clock, TRUE));
+  gst_object_unref (clock);
   gst_daqiri_time_map_init (&self->time_map, self->port);
   self->port_time_caps = gst_caps_new_simple (PORT_TIME_REFERENCE,
       "device", G_TYPE_STRING, device, NULL);
@@ -431,9 +440,14 @@ gst_daqiri_src_stop (GstBaseSrc * bsrc)
   GST_OBJECT_LOCK (self);
   GstClock *clock = self->clock;
   self->clock = NULL;
+  GST_OBJECT_FLAG_UNSET (self, GST_ELEMENT_FLAG_PROVIDE_CLOCK);
   GST_OBJECT_UNLOCK (self);
-  if (clock != NULL)
+  if (clock != NULL) {
+    /* a pipeline running on it picks another one */
+    gst_element_post_message (GST_ELEMENT (self),
+        gst_message_new_clock_lost (GST_OBJECT (self), clock));
     gst_object_unref (clock);
+  }
   g_clear_pointer (&self->port, dq_port_unref);
   return TRUE;
 }
@@ -868,5 +882,4 @@ gst_daqiri_src_init (GstDaqiriSrc * self)
   gst_daqiri_time_map_init (&self->time_map, NULL);
   gst_base_src_set_live (GST_BASE_SRC (self), TRUE);
   gst_base_src_set_format (GST_BASE_SRC (self), GST_FORMAT_TIME);
-  GST_OBJECT_FLAG_SET (self, GST_ELEMENT_FLAG_PROVIDE_CLOCK);
 }

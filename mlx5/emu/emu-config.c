@@ -208,6 +208,16 @@ apply_key (EmuConfig * cfg, const char *key, const char *value, GError ** error)
   return TRUE;
 }
 
+/* TRUE when parts[1 .. i-1] (already cut at their '=': keys only) hold parts[i]'s key */
+static gboolean
+key_given_before (char **parts, guint i)
+{
+  for (guint j = 1; j < i; j++)
+    if (strcmp (parts[j], parts[i]) == 0)
+      return TRUE;
+  return FALSE;
+}
+
 gboolean
 emu_config_parse (const char *spec, EmuConfig * cfg, GError ** error)
 {
@@ -247,6 +257,14 @@ emu_config_parse (const char *spec, EmuConfig * cfg, GError ** error)
     *eq = '\0';
     if (!apply_key (cfg, parts[i], eq + 1, error))
       goto out;
+    /* a known key (apply_key refuses the others): plain characters */
+    if (key_given_before (parts, i)) {
+      char *s = g_strescape (spec, NULL);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "emu:%s: the key '%s' is given twice "
+          "in emu:%s (allowed: each key once)", cfg->name, parts[i], s);
+      g_free (s);
+      goto out;
+    }
   }
   if ((cfg->keys & (EMU_KEY_GEN_RATE | EMU_KEY_GEN_COUNT | EMU_KEY_GEN_LOSSLESS)) &&
       cfg->gen_len == 0) {

@@ -12,7 +12,7 @@
  *
  * Port configuration: the part of the device string after "emu:",
  *
- *   NAME[,KEY=VALUE]...        NAME: 1..32 of [A-Za-z0-9_.-]
+ *   NAME[,KEY=VALUE]...        NAME: 1..32 of [A-Za-z0-9_.-]; each KEY at most once
  *
  *   rate=RATE       line rate: a number with k, m or g (10^3, 10^6, 10^9 bit/s), or
  *                   plain bit/s; 1m .. 1600g. Default 100g.

@@ -611,6 +611,96 @@ GST_START_TEST (test_latency)
 
 GST_END_TEST;
 
+/* the next message of `type` on a bus, from `src`, within a second */
+static GstMessage *
+pop_from (GstBus * bus, GstMessageType type, GstElement * src)
+{
+  GstMessage *msg = gst_bus_timed_pop_filtered (bus, GST_SECOND, type);
+  fail_unless (msg != NULL, "no %s message", gst_message_type_get_name (type));
+  fail_unless (GST_MESSAGE_SRC (msg) == GST_OBJECT (src), "%s message from %s",
+      gst_message_type_get_name (type), GST_MESSAGE_SRC_NAME (msg));
+  return msg;
+}
+
+/* A clock only while the port is open: none in NULL and READY (no flag, nothing provided),
+ * the port's from PAUSED on (flag set, clock-provide posted), then clock-lost and no flag
+ * again once the port is closed. */
+GST_START_TEST (test_clock_while_open)
+{
+  GstElement *src = gst_element_factory_make ("daqirisrc", NULL);
+  gst_object_ref_sink (src);
+  g_object_set (src, "device", "clocktest:prov,bursts=0", NULL);
+  GstBus *bus = gst_bus_new ();
+  gst_element_set_bus (src, bus);
+  fail_if (GST_OBJECT_FLAG_IS_SET (src, GST_ELEMENT_FLAG_PROVIDE_CLOCK));
+  fail_unless (gst_element_provide_clock (src) == NULL);
+  fail_unless (gst_element_set_state (src, GST_STATE_READY) == GST_STATE_CHANGE_SUCCESS);
+  fail_if (GST_OBJECT_FLAG_IS_SET (src, GST_ELEMENT_FLAG_PROVIDE_CLOCK));
+  fail_unless (gst_element_provide_clock (src) == NULL);
+
+  for (guint run = 0; run < 2; run++) {
+    fail_unless (gst_element_set_state (src, GST_STATE_PAUSED) ==
+        GST_STATE_CHANGE_NO_PREROLL);
+    fail_unless (GST_OBJECT_FLAG_IS_SET (src, GST_ELEMENT_FLAG_PROVIDE_CLOCK));
+    GstClock *clock = gst_element_provide_clock (src);
+    fail_unless (clock != NULL && GST_IS_DAQIRI_CLOCK (clock));
+    GstMessage *msg = pop_from (bus, GST_MESSAGE_CLOCK_PROVIDE, src);
+    GstClock *said = NULL;
+    gboolean ready = FALSE;
+    gst_message_parse_clock_provide (msg, &said, &ready);
+    fail_unless (said == clock);
+    fail_unless (ready);
+    gst_message_unref (msg);
+
+    fail_unless (gst_element_set_state (src, GST_STATE_READY) == GST_STATE_CHANGE_SUCCESS);
+    fail_if (GST_OBJECT_FLAG_IS_SET (src, GST_ELEMENT_FLAG_PROVIDE_CLOCK));
+    fail_unless (gst_element_provide_clock (src) == NULL);
+    msg = pop_from (bus, GST_MESSAGE_CLOCK_LOST, src);
+    gst_message_parse_clock_lost (msg, &said);
+    fail_unless (said == clock);
+    gst_message_unref (msg);
+    gst_object_unref (clock);
+  }
+  fail_unless (gst_element_set_state (src, GST_STATE_NULL) == GST_STATE_CHANGE_SUCCESS);
+  fail_if (GST_OBJECT_FLAG_IS_SET (src, GST_ELEMENT_FLAG_PROVIDE_CLOCK));
+  gst_element_set_bus (src, NULL);
+  gst_object_unref (bus);
+  gst_object_unref (src);
+}
+
+GST_END_TEST;
+
+/* A pipeline picks the port clock, and the new one of the next run after a restart (the
+ * clock-provide of the reopened port makes it ask again). */
+GST_START_TEST (test_pipeline_clock_each_run)
+{
+  GstElement *pipeline = launch ("daqirisrc name=src device=clocktest:pick,bursts=0 ! "
+      "fakesink");
+  GstElement *src = by_name (pipeline, "src");
+  GstClock *before = NULL;
+  for (guint run = 0; run < 2; run++) {
+    set_state_sync (pipeline, GST_STATE_PLAYING);
+    fail_unless (gst_element_get_state (src, NULL, NULL, 5 * GST_SECOND) ==
+        GST_STATE_CHANGE_SUCCESS);
+    GstClock *clock = gst_pipeline_get_clock (GST_PIPELINE (pipeline));
+    GstClock *provided = gst_element_provide_clock (src);
+    fail_unless (provided != NULL);
+    fail_unless (clock == provided, "pipeline clock is %s", GST_OBJECT_NAME (clock));
+    fail_unless (clock != before);
+    gst_object_unref (provided);
+    if (before != NULL)
+      gst_object_unref (before);
+    before = clock;
+    gst_element_set_state (pipeline, GST_STATE_NULL);
+    fail_unless (gst_element_provide_clock (src) == NULL);
+  }
+  gst_object_unref (before);
+  gst_object_unref (src);
+  gst_object_unref (pipeline);
+}
+
+GST_END_TEST;
+
 /* ---- GstDaqiriTimeMap ------------------------------------------------------------ */
 
 /* which clocks read the port time exactly */
@@ -856,6 +946,8 @@ clock_suite (void)
   tcase_add_test (tc, test_port_time_meta);
   tcase_add_test (tc, test_wait_foreign);
   tcase_add_test (tc, test_latency);
+  tcase_add_test (tc, test_clock_while_open);
+  tcase_add_test (tc, test_pipeline_clock_each_run);
   tcase_add_test (tc, test_map_modes);
   tcase_add_test (tc, test_map_slow_reads);
   tcase_add_test (tc, test_map_offset_then_fit);

@@ -1,4 +1,6 @@
-/* End to end over the emulated ConnectX, in one process (emulated ports are per process):
+/* End to end over the emulated ConnectX, in one process (emulated ports are per process),
+ * checking what only the emulator shows: the port's own counters and its line-rate model.
+ * The scenario every engine runs is test-e2e-device.c (tests/e2e).
  *
  *   daqiritestsrc ! daqirisink device=emu:NAME   ->   daqirisrc device=emu:NAME ! appsink
  *
@@ -6,13 +8,11 @@
  * Every byte, sequence number and flow id is checked; timestamps against the
  * emulator's line-rate model; drops in both elements' stats and in the port's own
  * counters. Also: forwarding between two cabled ports, a downstream that holds every
- * buffer until the ring runs dry, 200 state cycles under traffic, and daqirisink's pool
- * of TX slots (frames written in place, no copy). As root, also the copy path on the
- * afpacket engine (no slots to lend) over a veth pair in a private network namespace.
+ * buffer until the ring runs dry, 200 state cycles under traffic, the port's generator,
+ * and daqirisink's pool of TX slots driven by hand (frames written in place, no copy).
  *
  * The plugin is linked into this program and registered statically, so that the test
- * reads the very ports the elements drive (emu_port_lookup, counters). No root needed
- * except for the afpacket case (skipped without it).
+ * reads the very ports the elements drive (emu_port_lookup, counters). No root needed.
  */
 #include "config.h"
 
@@ -23,7 +23,6 @@
 #include <gst/daqiri/daqiritestpacket.h>
 
 #include "emu.h"
-#include "dq-netns.h"
 #include "dq-receiver.h"
 #include "gstdaqiritxpool.h"
 
@@ -31,13 +30,9 @@
 #include <unistd.h>
 
 #define N_FLOWS DQ_E2E_N_FLOWS
-#define AFP_TX_IF "dqetx0"
-#define AFP_RX_IF "dqerx0"
 
 /* from plugin.c (GST_PLUGIN_DEFINE), linked in */
 const GstPluginDesc *gst_plugin_daqiri_get_desc (void);
-
-static gboolean have_netns;
 
 static EmuPort *
 port_lookup (const gchar * name)
@@ -868,90 +863,6 @@ GST_START_TEST (test_sink_slot_pool_flushing)
 
 GST_END_TEST;
 
-/* ---- the afpacket engine lends no slots: the sink copies (root, veth pair) ---- */
-
-GST_START_TEST (test_afpacket_copies)
-{
-  if (!have_netns) {
-    g_printerr ("not root: skipping the afpacket copy-path check\n");
-    return;
-  }
-  const guint n = 20000;
-  GstHarness *h = sink_harness ("afpacket:" AFP_TX_IF);
-  gboolean has_meta = FALSE;
-  GstBufferPool *pool = query_pool (h, &has_meta);
-  fail_unless (pool == NULL, "afpacket has no slots to lend, yet a pool was proposed");
-  fail_unless (has_meta);
-  gst_harness_teardown (h);
-
-  Receiver r;
-  receiver_init (&r, n);
-  r.check_order = TRUE;
-  GstElement *rx = receiver_pipeline (&r, "afpacket:" AFP_RX_IF, "ring-size=67108864");
-  gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=64 "
-      "packet-size-min=60 packet-size-max=1500 flows=%d rate=200000 ! daqirisink name=tx "
-      "device=afpacket:" AFP_TX_IF, n, N_FLOWS);
-  GstStructure *tx = run_sender (launch);
-  g_free (launch);
-  fail_unless_equals_uint64 (stat_u64 (tx, "packets"), n);
-  fail_unless_equals_uint64 (stat_u64 (tx, "copies"), n);
-  fail_unless_equals_uint64 (stat_u64 (tx, "in-place"), 0);
-  fail_unless_equals_uint64 (stat_u64 (tx, "errors"), 0);
-  gst_structure_free (tx);
-  assert_all_received (&r, rx, n);
-  fail_unless_equals_uint64 (r.bytes, test_bytes (n, 60, 1500));
-  gst_element_set_state (rx, GST_STATE_NULL);
-  gst_object_unref (rx);
-  receiver_clear (&r);
-}
-
-GST_END_TEST;
-
-#ifdef DQ_HAVE_DPDK
-/* ---- the dpdk engine on a net_ring device: TX loops back to RX in this process ---- */
-
-/* 100 000 packets of 60..1500 bytes in 4 flows through daqirisink and daqirisrc on one
- * dpdk:net_ring0 port: every byte, sequence number and flow id; the sink copies (DPDK
- * lends no slots), the source copies out of mbufs; a full device queue holds the sender
- * back instead of dropping. */
-GST_START_TEST (test_dpdk_ring)
-{
-  const guint n = 100000;
-  const gchar *device = "dpdk:net_ring0";
-  Receiver r;
-  receiver_init (&r, n);
-  r.check_order = TRUE;
-  GstElement *rx = receiver_pipeline (&r, device, "burst-packets=128");
-
-  GstHarness *h = sink_harness (device);
-  gboolean has_meta = FALSE;
-  GstBufferPool *pool = query_pool (h, &has_meta);
-  fail_unless (pool == NULL, "the dpdk engine has no slots to lend, yet a pool was proposed");
-  fail_unless (has_meta);
-  gst_harness_teardown (h);
-
-  gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=64 "
-      "packet-size-min=60 packet-size-max=1500 flows=%d ! daqirisink name=tx device=%s",
-      n, N_FLOWS, device);
-  GstStructure *tx = run_sender (launch);
-  g_free (launch);
-  assert_all_received (&r, rx, n);
-  guint64 bytes = test_bytes (n, 60, 1500);
-  fail_unless_equals_uint64 (r.bytes, bytes);
-  fail_unless_equals_uint64 (stat_u64 (tx, "packets"), n);
-  fail_unless_equals_uint64 (stat_u64 (tx, "bytes"), bytes);
-  fail_unless_equals_uint64 (stat_u64 (tx, "copies"), n);
-  fail_unless_equals_uint64 (stat_u64 (tx, "in-place"), 0);
-  fail_unless_equals_uint64 (stat_u64 (tx, "errors"), 0);
-  gst_structure_free (tx);
-  gst_element_set_state (rx, GST_STATE_NULL);
-  gst_object_unref (rx);
-  receiver_clear (&r);
-}
-
-GST_END_TEST;
-#endif
-
 static Suite *
 e2e_emu_suite (void)
 {
@@ -969,10 +880,6 @@ e2e_emu_suite (void)
   tcase_add_test (tc, test_generator_from_device_string);
   tcase_add_test (tc, test_sink_slot_pool);
   tcase_add_test (tc, test_sink_slot_pool_flushing);
-  tcase_add_test (tc, test_afpacket_copies);
-#ifdef DQ_HAVE_DPDK
-  tcase_add_test (tc, test_dpdk_ring);
-#endif
   return s;
 }
 
@@ -997,18 +904,11 @@ register_plugin (void)
 int
 main (int argc, char **argv)
 {
-  /* as root: a veth pair in a private namespace for the afpacket case, entered before
-   * any thread exists (threads created later are in it too) */
-  DqNetns *ns = dq_netns_setup_optional (AFP_TX_IF, AFP_RX_IF, "the afpacket case");
-  have_netns = ns != NULL;
-
   /* only the linked-in plugin: a plugin file of the same name would replace it */
   g_unsetenv ("GST_PLUGIN_PATH_1_0");
   g_unsetenv ("GST_PLUGIN_PATH");
   gst_check_init (&argc, &argv);
   register_plugin ();
   int failed = gst_check_run_suite (e2e_emu_suite (), "e2e-emu", __FILE__);
-  if (ns != NULL)
-    dq_netns_free (ns);
   return failed != 0;
 }

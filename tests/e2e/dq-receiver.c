@@ -103,6 +103,8 @@ on_sample (GstAppSink * sink, gpointer user_data)
 
   g_mutex_lock (&r->lock);
   r->buffers++;
+  if (meta != NULL)
+    r->max_burst = MAX (r->max_burst, meta->n_packets);
   if (meta != NULL && gst_buffer_map (buf, &map, GST_MAP_READ)) {
     if (!gst_daqiri_packet_meta_validate (meta, map.size, NULL))
       r->bad++;

@@ -30,6 +30,7 @@ typedef struct {
   guint out_of_order;
   gint64 last_seq;
   guint buffers;
+  guint max_burst;              /* the most packets one buffer carried */
   gboolean hold;                /* keep every buffer (a stalled downstream) */
   GPtrArray *held;
 

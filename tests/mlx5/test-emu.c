@@ -190,6 +190,9 @@ test_config (void)
     {"x,colour=blue", "unknown key 'colour' (allowed: rate, freq, clock, mtu, mac, peer, "
           "pause, overhead)"},
     {"x,rate", "'rate' is not KEY=VALUE"},
+    {"x,gen=64,gen=65", "emu:x: the key 'gen' is given twice in emu:x,gen=64,gen=65 "
+          "(allowed: each key once)"},
+    {"x,rate=25g,mtu=9000,rate=25g", "the key 'rate' is given twice"},
   };
   for (guint i = 0; i < G_N_ELEMENTS (bad); i++) {
     g_assert_null (emu_port_open (bad[i].spec, &error));
