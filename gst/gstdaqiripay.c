@@ -1,8 +1,11 @@
 /* daqiripay: frames -> packet bursts (application/x-daqiri-packets), the inverse of
  * daqirireorder.
  *
- * Every input buffer is one frame of packets-per-batch * payload-size bytes (caps
- * application/x-daqiri-frame or anything else). It leaves as one burst of packets-per-batch
+ * Every input buffer is one frame of packets-per-batch * payload-size bytes: caps
+ * application/x-daqiri-frame (daqirireorder's), video/x-raw (daqirireorder video-format=...) or
+ * application/octet-stream (bytes of no other type), in system memory, daqiri's GPU memory
+ * (memory:DaqiriCUDA, frames only) or GstCudaMemory (memory:CUDAMemory, read through a CPU
+ * map); the fields of the caps are not read. It leaves as one burst of packets-per-batch
  * Ethernet/IPv4/UDP packets (dq_packetize_cpu): header template, zeros, payload slot s of the
  * frame at payload-offset, sequence number batch * packets-per-batch + s (mod 2^seq-bits) at
  * seq-offset and, with batch-bits > 0, the batch number at batch-offset; IPv4 total length and
@@ -21,6 +24,7 @@
 
 #include "gstdaqiripay.h"
 #include "gstdaqirielement.h"
+#include "gstdaqirireorder.h"
 #include "gstdaqiritxpool.h"
 
 #include <gst/daqiri/daqiri.h>
@@ -79,7 +83,10 @@ G_DEFINE_TYPE (GstDaqiriPay, gst_daqiri_pay, GST_TYPE_ELEMENT);
 GST_ELEMENT_REGISTER_DEFINE (daqiripay, "daqiripay", GST_RANK_NONE, GST_TYPE_DAQIRI_PAY);
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink", GST_PAD_SINK,
-    GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+    GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_FRAME_MEDIA_TYPE "; "
+        GST_DAQIRI_FRAME_MEDIA_TYPE "(" GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA "); "
+        GST_DAQIRI_FRAME_MEDIA_TYPE "(memory:CUDAMemory); "
+        "video/x-raw; video/x-raw(memory:CUDAMemory); application/octet-stream"));
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC,
     GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE));
 
@@ -330,7 +337,7 @@ static gboolean
 gst_daqiri_pay_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
 {
   if (GST_EVENT_TYPE (event) == GST_EVENT_CAPS) {
-    /* any input caps: the output caps replace them */
+    /* the frame caps (the template's) are not read: the output caps replace them */
     GstDaqiriPay *self = GST_DAQIRI_PAY (parent);
     GstCaps *caps = gst_caps_new_empty_simple (GST_DAQIRI_PACKETS_MEDIA_TYPE);
     gst_event_unref (event);

@@ -6,7 +6,9 @@
  * daqirisink sends every packet of every buffer it receives on a port. A buffer with a
  * #GstDaqiriPacketMeta (caps application/x-daqiri-packets, as daqirisrc produces) is a
  * burst: each listed packet is one Ethernet frame, sent unchanged, the whole burst handed
- * to the NIC at once. A buffer without the meta is one frame. Packets whose descriptor
+ * to the NIC at once. A buffer without the meta is one frame; plain frames of no daqiri type
+ * come as application/octet-stream. The buffers must be CPU-readable: bursts in GPU memory
+ * are not taken (their caps features are refused). Packets whose descriptor
  * points outside the buffer are never read; they are counted in #GstDaqiriSink:stats as
  * malformed. The sink waits for ring space rather than drop a packet.
  *
@@ -89,7 +91,8 @@ G_DEFINE_TYPE (GstDaqiriSink, gst_daqiri_sink, GST_TYPE_BASE_SINK);
 GST_ELEMENT_REGISTER_DEFINE (daqirisink, "daqirisink", GST_RANK_NONE, GST_TYPE_DAQIRI_SINK);
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
-    GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+    GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE "; application/octet-stream"));
 
 static void
 add_stats (DqTxStats * sum, const DqTxStats * s)

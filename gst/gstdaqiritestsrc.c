@@ -17,7 +17,7 @@
  * from there without a copy; a burst is then cut short where the pool lends fewer slots
  * (at the end of the ring), and the next burst goes on with the next packet.
  * Packet n (counting from 0) has sequence number n (modulo 2^32), flow index
- * n mod #GstDaqiriTestSrc:flows (also its flow id in the meta) and a size between
+ * n mod #GstDaqiriTestSrc:n-flows (also its flow id in the meta) and a size between
  * #GstDaqiriTestSrc:packet-size-min and #GstDaqiriTestSrc:packet-size-max picked by
  * gst_daqiri_test_packet_size(). A buffer's offset is the number of its first packet and
  * its offset-end the number after its last, so a gap between buffers shows at once.
@@ -34,7 +34,7 @@
  * gst-launch-1.0 daqiritestsrc num-packets=10000000 burst-packets=256 ! fakesink
  * ]| as fast as the CPU can make them
  * |[
- * gst-launch-1.0 daqiritestsrc rate=1000000 flows=4 packet-size-max=1514 is-live=true ! \
+ * gst-launch-1.0 daqiritestsrc rate=1000000 n-flows=4 packet-size-max=1514 is-live=true ! \
  *     daqirisink device=afpacket:veth0
  * ]| one million packets per second on four UDP ports, 60 to 1514 bytes
  */
@@ -76,7 +76,7 @@ enum {
   PROP_BURST_PACKETS,
   PROP_PACKET_SIZE_MIN,
   PROP_PACKET_SIZE_MAX,
-  PROP_FLOWS,
+  PROP_N_FLOWS,
   PROP_RATE,
   PROP_SRC_MAC,
   PROP_DST_MAC,
@@ -87,6 +87,7 @@ enum {
   PROP_UDP_CHECKSUM,
   PROP_IS_LIVE,
   PROP_STATS,
+  PROP_FLOWS,                   /* deprecated alias of n-flows */
 };
 
 struct _GstDaqiriTestSrc {
@@ -184,6 +185,7 @@ gst_daqiri_test_src_set_property (GObject * object, guint prop_id, const GValue 
     case PROP_PACKET_SIZE_MAX:
       self->packet_size_max = g_value_get_uint (value);
       break;
+    case PROP_N_FLOWS:
     case PROP_FLOWS:
       self->flows = g_value_get_uint (value);
       break;
@@ -232,6 +234,7 @@ gst_daqiri_test_src_get_property (GObject * object, guint prop_id, GValue * valu
     case PROP_PACKET_SIZE_MAX:
       g_value_set_uint (value, self->packet_size_max);
       break;
+    case PROP_N_FLOWS:
     case PROP_FLOWS:
       g_value_set_uint (value, self->flows);
       break;
@@ -283,7 +286,7 @@ gst_daqiri_test_src_start (GstBaseSrc * bsrc)
   }
   if (dst_port + flows - 1 > G_MAXUINT16) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("property 'dst-port' (%u) with property 'flows' (%u): flow %u would use UDP "
+        ("property 'dst-port' (%u) with property 'n-flows' (%u): flow %u would use UDP "
             "port %u, beyond 65535; flow f goes to dst-port + f, so dst-port may be at "
             "most %u with %u flows", dst_port, flows, flows - 1, dst_port + flows - 1,
             G_MAXUINT16 - (flows - 1), flows), (NULL));
@@ -763,11 +766,15 @@ gst_daqiri_test_src_class_init (GstDaqiriTestSrcClass * klass)
           "Largest frame in bytes (no FCS); packet sizes cover packet-size-min.."
           "packet-size-max evenly in a scrambled order",
           MIN_PACKET_SIZE, MAX_PACKET_SIZE, DEFAULT_PACKET_SIZE_MAX, rw));
-  g_object_class_install_property (gobject_class, PROP_FLOWS,
-      g_param_spec_uint ("flows", "Flows",
+  g_object_class_install_property (gobject_class, PROP_N_FLOWS,
+      g_param_spec_uint ("n-flows", "Number of flows",
           "Number of flows, taken in turn packet by packet: flow f is sent to UDP port "
           "dst-port + f and has flow id f in the packet meta",
           1, MAX_FLOWS, DEFAULT_FLOWS, rw));
+  g_object_class_install_property (gobject_class, PROP_FLOWS,
+      g_param_spec_uint ("flows", "Number of flows (deprecated)",
+          "Deprecated: use n-flows", 1, MAX_FLOWS, DEFAULT_FLOWS,
+          rw | G_PARAM_DEPRECATED));
   g_object_class_install_property (gobject_class, PROP_RATE,
       g_param_spec_uint64 ("rate", "Rate",
           "Packets per second; a burst leaves when its last packet is due. 0: as fast "

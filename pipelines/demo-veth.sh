@@ -43,7 +43,7 @@ sleep 1
 
 packets=$((seconds * rate))
 ip netns exec "$ns" gst-launch-1.0 -q \
-  daqiritestsrc num-packets="$packets" rate="$rate" flows=2 \
+  daqiritestsrc num-packets="$packets" rate="$rate" n-flows=2 \
     packet-size-min=64 packet-size-max=1024 ! daqirisink device=afpacket:dq-tx &
 tx_pid=$!
 

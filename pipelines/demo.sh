@@ -34,7 +34,7 @@ echo "demo: emulated ConnectX emu:demo (100 Gb/s, TX looped to RX), ${seconds}s 
 gst-launch-1.0 -m -e \
   daqirisrc name=rx device=emu:demo stats-interval=1000000000 \
     flows="proto=udp dst-port=6000 mark=1; proto=udp dst-port=6001 mark=2" ! fakesink \
-  daqiritestsrc num-packets="$packets" rate="$rate" flows=2 \
+  daqiritestsrc num-packets="$packets" rate="$rate" n-flows=2 \
     packet-size-min=64 packet-size-max=1024 ! daqirisink name=tx device=emu:demo \
   >"$log" 2>&1 &
 pid=$!

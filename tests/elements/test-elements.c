@@ -4,10 +4,12 @@
 #include <gst/check/gstcheck.h>
 #include <gst/check/gstharness.h>
 #include <gst/app/gstappsink.h>
+#include <gst/app/gstappsrc.h>
 #include <gst/base/gstbasesrc.h>
 #include <gst/daqiri/daqiri.h>
 
 #include <arpa/inet.h>
+#include <string.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -128,6 +130,182 @@ GST_START_TEST (test_src_template_caps)
   gst_caps_unref (caps);
   gst_object_unref (pad);
   gst_object_unref (src);
+}
+
+GST_END_TEST;
+
+/* What one pad template of a daqiri element takes or makes: its media types (each present,
+ * no other) and the memory features it allows besides system memory (each present, no
+ * other). */
+typedef struct {
+  const gchar *element;
+  const gchar *pad;
+  const gchar *names[4];
+  const gchar *features[3];
+} TemplateWant;
+
+#define FRAME_TYPE "application/x-daqiri-frame"
+#define GSTCUDA_FEATURE "memory:CUDAMemory"
+
+static const TemplateWant template_wants[] = {
+  {"daqirisrc", "src", {GST_DAQIRI_PACKETS_MEDIA_TYPE},
+      {GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, GSTCUDA_FEATURE}},
+  {"daqirisink", "sink", {GST_DAQIRI_PACKETS_MEDIA_TYPE, "application/octet-stream"}, {NULL}},
+  {"daqiritestsrc", "src", {GST_DAQIRI_PACKETS_MEDIA_TYPE}, {NULL}},
+  {"daqirireorder", "sink", {GST_DAQIRI_PACKETS_MEDIA_TYPE},
+      {GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, GSTCUDA_FEATURE}},
+  {"daqirireorder", "src", {FRAME_TYPE, "video/x-raw"},
+      {GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, GSTCUDA_FEATURE}},
+  {"daqiripay", "sink", {FRAME_TYPE, "video/x-raw", "application/octet-stream"},
+      {GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, GSTCUDA_FEATURE}},
+  {"daqiripay", "src", {GST_DAQIRI_PACKETS_MEDIA_TYPE}, {NULL}},
+};
+
+static const TemplateWant *
+template_want (const gchar * element, const gchar * pad)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (template_wants); i++)
+    if (g_str_equal (template_wants[i].element, element) &&
+        g_str_equal (template_wants[i].pad, pad))
+      return &template_wants[i];
+  return NULL;
+}
+
+static gboolean
+in_list (const gchar * const *list, guint n, const gchar * s)
+{
+  for (guint i = 0; i < n && list[i] != NULL; i++)
+    if (g_str_equal (list[i], s))
+      return TRUE;
+  return FALSE;
+}
+
+/* Checks one template's caps against what it should say. */
+static void
+assert_template (const gchar * element, const gchar * pad, GstCaps * caps)
+{
+  const TemplateWant *want = template_want (element, pad);
+  fail_unless (want != NULL, "%s pad '%s': a template no test expects", element, pad);
+  fail_if (gst_caps_is_any (caps), "%s pad '%s' says ANY", element, pad);
+  fail_if (gst_caps_is_empty (caps), "%s pad '%s' is empty", element, pad);
+  fail_unless (want->names[0] != NULL);
+
+  for (guint i = 0; i < gst_caps_get_size (caps); i++) {
+    const gchar *name = gst_structure_get_name (gst_caps_get_structure (caps, i));
+    fail_unless (in_list (want->names, G_N_ELEMENTS (want->names), name),
+        "%s pad '%s' names %s", element, pad, name);
+    GstCapsFeatures *f = gst_caps_get_features (caps, i);
+    if (gst_caps_features_is_equal (f, GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY))
+      continue;
+    fail_unless_equals_int (gst_caps_features_get_size (f), 1);
+    const gchar *feature = gst_caps_features_get_nth (f, 0);
+    fail_unless (in_list (want->features, G_N_ELEMENTS (want->features), feature),
+        "%s pad '%s' allows %s", element, pad, feature);
+  }
+  for (guint n = 0; n < G_N_ELEMENTS (want->names) && want->names[n] != NULL; n++) {
+    GstCaps *one = gst_caps_new_empty_simple (want->names[n]);
+    fail_unless (gst_caps_can_intersect (caps, one), "%s pad '%s' lacks %s", element, pad,
+        want->names[n]);
+    gst_caps_unref (one);
+  }
+  for (guint n = 0; n < G_N_ELEMENTS (want->features) && want->features[n] != NULL; n++) {
+    GstCaps *one = gst_caps_new_empty_simple (want->names[0]);
+    gst_caps_set_features (one, 0, gst_caps_features_new (want->features[n], NULL));
+    fail_unless (gst_caps_can_intersect (caps, one), "%s pad '%s' lacks %s with %s", element,
+        pad, want->names[0], want->features[n]);
+    gst_caps_unref (one);
+  }
+}
+
+/* Every pad template of every element of the plugin states the caps the pad takes or makes:
+ * none is ANY, and each names exactly its media types and memory features. */
+GST_START_TEST (test_pad_templates_state_caps)
+{
+  GList *features = gst_registry_get_feature_list_by_plugin (gst_registry_get (), "daqiri");
+  guint checked = 0;
+
+  for (GList * l = features; l != NULL; l = l->next) {
+    if (!GST_IS_ELEMENT_FACTORY (l->data))
+      continue;
+    GstElementFactory *factory = GST_ELEMENT_FACTORY (l->data);
+    const gchar *element = gst_plugin_feature_get_name (GST_PLUGIN_FEATURE (factory));
+    for (const GList * t = gst_element_factory_get_static_pad_templates (factory); t != NULL;
+        t = t->next) {
+      GstStaticPadTemplate *templ = t->data;
+      GstCaps *caps = gst_static_pad_template_get_caps (templ);
+      assert_template (element, templ->name_template, caps);
+      gst_caps_unref (caps);
+      checked++;
+    }
+  }
+  gst_plugin_feature_list_free (features);
+  fail_unless_equals_int (checked, G_N_ELEMENTS (template_wants));
+
+  /* the pads of an element made from the factory say the same */
+  GstElement *pay = gst_element_factory_make ("daqiripay", NULL);
+  GstPad *pad = gst_element_get_static_pad (pay, "sink");
+  GstCaps *caps = gst_pad_get_pad_template_caps (pad);
+  assert_template ("daqiripay", "sink", caps);
+  gst_caps_unref (caps);
+  gst_object_unref (pad);
+  gst_object_unref (pay);
+}
+
+GST_END_TEST;
+
+/* Audio into daqiripay or daqirisink does not link, and the error names both elements and
+ * the caps; audio caps sent over a link made without checks end the stream not-negotiated. */
+GST_START_TEST (test_pad_templates_refuse_audio)
+{
+  const gchar *targets[] = { "daqiripay", "daqirisink" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (targets); i++) {
+    GstElement *src = gst_element_factory_make ("fakesrc", NULL);
+    GstElement *dst = gst_element_factory_make (targets[i], NULL);
+    GstElement *bin = gst_bin_new (NULL);
+    gst_bin_add_many (GST_BIN (bin), src, dst, NULL);
+    GstCaps *audio = gst_caps_from_string ("audio/x-raw, format=S16LE, rate=48000, "
+        "channels=2");
+    fail_if (gst_element_link_filtered (src, dst, audio), "%s linked to audio", targets[i]);
+    gst_caps_unref (audio);
+    gst_object_unref (bin);
+
+    GError *err = NULL;
+    gchar *launch = g_strdup_printf ("fakesrc ! audio/x-raw, format=S16LE ! %s", targets[i]);
+    GstElement *pipe = gst_parse_launch (launch, &err);
+    g_free (launch);
+    fail_unless (err != NULL, "%s: audio linked", targets[i]);
+    fail_unless (g_error_matches (err, GST_PARSE_ERROR, GST_PARSE_ERROR_LINK), "%s",
+        err->message);
+    fail_unless (strstr (err->message, "could not link fakesrc") != NULL, "%s", err->message);
+    fail_unless (strstr (err->message, targets[i]) != NULL, "%s", err->message);
+    fail_unless (strstr (err->message, "audio/x-raw") != NULL, "%s", err->message);
+    g_error_free (err);
+    gst_clear_object (&pipe);
+  }
+
+  GError *err = NULL;
+  GstElement *pipe = gst_parse_launch ("appsrc name=in caps=audio/x-raw,format=S16LE ! "
+      "daqiripay ! fakesink", &err);
+  fail_unless (pipe != NULL && err == NULL);
+  GstElement *in = gst_bin_get_by_name (GST_BIN (pipe), "in");
+  gst_element_set_state (pipe, GST_STATE_PLAYING);
+  fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (in),
+          gst_buffer_new_allocate (NULL, 1024, NULL)), GST_FLOW_OK);
+  GstBus *bus = gst_element_get_bus (pipe);
+  GstMessage *msg = gst_bus_timed_pop_filtered (bus, 10 * GST_SECOND, GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL, "audio caps into daqiripay posted no ERROR");
+  gchar *dbg = NULL;
+  gst_message_parse_error (msg, &err, &dbg);
+  fail_unless (dbg != NULL && strstr (dbg, "not-negotiated") != NULL, "%s | %s",
+      err->message, dbg ? dbg : "");
+  g_error_free (err);
+  g_free (dbg);
+  gst_message_unref (msg);
+  gst_object_unref (bus);
+  gst_element_set_state (pipe, GST_STATE_NULL);
+  gst_object_unref (in);
+  gst_object_unref (pipe);
 }
 
 GST_END_TEST;
@@ -554,6 +732,8 @@ elements_suite (void)
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_src_defaults_and_ranges);
   tcase_add_test (tc, test_src_template_caps);
+  tcase_add_test (tc, test_pad_templates_state_caps);
+  tcase_add_test (tc, test_pad_templates_refuse_audio);
   tcase_add_test (tc, test_src_no_device);
   tcase_add_test (tc, test_src_unknown_engine);
   tcase_add_test (tc, test_src_missing_interface);

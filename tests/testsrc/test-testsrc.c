@@ -557,7 +557,7 @@ GST_START_TEST (test_src_defaults)
   g_object_get (el, "packet-size-min", &u, "packet-size-max", &u2, NULL);
   fail_unless_equals_int (u, 60);
   fail_unless_equals_int (u2, 60);
-  g_object_get (el, "flows", &u, "src-port", &u2, NULL);
+  g_object_get (el, "n-flows", &u, "src-port", &u2, NULL);
   fail_unless_equals_int (u, 1);
   fail_unless_equals_int (u2, 5000);
   g_object_get (el, "dst-port", &u, "rate", &u64, NULL);
@@ -578,6 +578,61 @@ GST_START_TEST (test_src_defaults)
 
 GST_END_TEST;
 
+/* n-flows and its deprecated alias flows are one value: the alias is marked deprecated
+ * (what gst-inspect shows), either name sets it, both read it back, and a launch line with
+ * flows= still makes that many flows. */
+GST_START_TEST (test_src_flows_alias)
+{
+  GstElement *el = gst_element_factory_make ("daqiritestsrc", NULL);
+  GObjectClass *klass = G_OBJECT_GET_CLASS (el);
+  GParamSpec *n_flows = g_object_class_find_property (klass, "n-flows");
+  GParamSpec *flows = g_object_class_find_property (klass, "flows");
+  guint n = 0, alias = 0;
+
+  fail_unless (n_flows != NULL && flows != NULL);
+  fail_if (n_flows->flags & G_PARAM_DEPRECATED);
+  fail_unless (flows->flags & G_PARAM_DEPRECATED);
+  fail_unless_equals_string (g_param_spec_get_blurb (flows), "Deprecated: use n-flows");
+  fail_unless (flows->flags & G_PARAM_READWRITE);
+  fail_unless (flows->flags & GST_PARAM_MUTABLE_READY);
+  fail_unless_equals_int (G_PARAM_SPEC_UINT (flows)->minimum,
+      G_PARAM_SPEC_UINT (n_flows)->minimum);
+  fail_unless_equals_int (G_PARAM_SPEC_UINT (flows)->maximum,
+      G_PARAM_SPEC_UINT (n_flows)->maximum);
+  fail_unless_equals_int (G_PARAM_SPEC_UINT (flows)->default_value,
+      G_PARAM_SPEC_UINT (n_flows)->default_value);
+  fail_unless_equals_int (G_PARAM_SPEC_UINT (n_flows)->maximum, 65535);
+
+  g_object_set (el, "n-flows", 7, NULL);
+  g_object_get (el, "n-flows", &n, "flows", &alias, NULL);
+  fail_unless_equals_int (n, 7);
+  fail_unless_equals_int (alias, 7);
+  g_object_set (el, "flows", 9, NULL);
+  g_object_get (el, "n-flows", &n, "flows", &alias, NULL);
+  fail_unless_equals_int (n, 9);
+  fail_unless_equals_int (alias, 9);
+  /* as gst-launch sets it */
+  gst_util_set_object_arg (G_OBJECT (el), "flows", "11");
+  g_object_get (el, "n-flows", &n, NULL);
+  fail_unless_equals_int (n, 11);
+  gst_object_unref (el);
+
+  GstHarness *h = gst_harness_new_parse ("daqiritestsrc num-packets=100 burst-packets=16 "
+      "packet-size-min=60 packet-size-max=200 flows=5");
+  Expect e;
+  GstBuffer *buf = NULL;
+  expect_init (&e, 5, 60, 200);
+  gst_harness_play (h);
+  while (gst_harness_pull_until_eos (h, &buf) && buf != NULL) {
+    check_burst (buf, &e);
+    gst_buffer_unref (buf);
+  }
+  fail_unless_equals_uint64 (e.packets, 100);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
 /* num-packets not a multiple of burst-packets: exactly that many packets, then EOS;
  * every packet with the expected sequence number, flow and size. */
 GST_START_TEST (test_src_count_and_eos)
@@ -587,7 +642,7 @@ GST_START_TEST (test_src_count_and_eos)
   Expect e;
 
   g_object_set (h->element, "num-packets", (guint64) 1000, "burst-packets", 64,
-      "packet-size-min", 60, "packet-size-max", 300, "flows", 3, NULL);
+      "packet-size-min", 60, "packet-size-max", 300, "n-flows", 3, NULL);
   expect_init (&e, 3, 60, 300);
   gst_harness_play (h);
 
@@ -663,7 +718,7 @@ GST_START_TEST (test_src_addresses)
   static const guint8 dmac[6] = { 0x0e, 0x1f, 0x20, 0x31, 0x42, 0x53 };
 
   g_object_set (h->element, "num-packets", (guint64) 700, "burst-packets", 100,
-      "packet-size-min", 128, "packet-size-max", 128, "flows", 300,
+      "packet-size-min", 128, "packet-size-max", 128, "n-flows", 300,
       "src-mac", "AA:bb:CC:dd:EE:ff", "dst-mac", "0e:1f:20:31:42:53",
       "src", "192.168.7.9", "dst", "239.1.2.3", "src-port", 1, "dst-port", 65235,
       "udp-checksum", FALSE, NULL);
@@ -705,7 +760,7 @@ GST_START_TEST (test_src_sizes_cover_range)
   Expect e;
 
   g_object_set (h->element, "num-packets", (guint64) 2 * n, "burst-packets", 256,
-      "packet-size-min", 60, "packet-size-max", 1514, "flows", 2, NULL);
+      "packet-size-min", 60, "packet-size-max", 1514, "n-flows", 2, NULL);
   expect_init (&e, 2, 60, 1514);
   gst_harness_play (h);
   while (gst_harness_pull_until_eos (h, &buf) && buf != NULL) {
@@ -1010,10 +1065,10 @@ GST_START_TEST (test_src_bad_properties)
   gst_object_unref (el);
 
   el = gst_element_factory_make ("daqiritestsrc", NULL);
-  g_object_set (el, "dst-port", 65000, "flows", 1000, NULL);
+  g_object_set (el, "dst-port", 65000, "n-flows", 1000, NULL);
   text = start_error (el);
   assert_contains (text, "'dst-port' (65000)");
-  assert_contains (text, "'flows' (1000)");
+  assert_contains (text, "'n-flows' (1000)");
   assert_contains (text, "65999");
   assert_contains (text, "64536");
   g_free (text);
@@ -1021,7 +1076,7 @@ GST_START_TEST (test_src_bad_properties)
 
   /* the last port that fits is fine */
   el = gst_element_factory_make ("daqiritestsrc", NULL);
-  g_object_set (el, "dst-port", 64536, "flows", 1000, NULL);
+  g_object_set (el, "dst-port", 64536, "n-flows", 1000, NULL);
   fail_unless (gst_element_set_state (el, GST_STATE_PAUSED) !=
       GST_STATE_CHANGE_FAILURE);
   gst_element_set_state (el, GST_STATE_NULL);
@@ -1035,7 +1090,7 @@ GST_START_TEST (test_src_pipeline)
 {
   GError *err = NULL;
   GstElement *pipe = gst_parse_launch ("daqiritestsrc name=src num-packets=3000 "
-      "burst-packets=256 packet-size-min=60 packet-size-max=1024 flows=8 ! "
+      "burst-packets=256 packet-size-min=60 packet-size-max=1024 n-flows=8 ! "
       "fakesink sync=false", &err);
   fail_unless (pipe != NULL && err == NULL);
   GstBus *bus = gst_element_get_bus (pipe);
@@ -1078,6 +1133,7 @@ testsrc_suite (void)
 
   suite_add_tcase (s, el);
   tcase_add_test (el, test_src_defaults);
+  tcase_add_test (el, test_src_flows_alias);
   tcase_add_test (el, test_src_count_and_eos);
   tcase_add_test (el, test_src_short_and_restart);
   tcase_add_test (el, test_src_addresses);
