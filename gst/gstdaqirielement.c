@@ -222,6 +222,83 @@ gst_daqiri_field_get (const DqReorderConfig * cfg, guint first_id, guint prop_id
   return TRUE;
 }
 
+/* ---- plain members ---- */
+
+/* every enum property is stored in a C enum, which is int-sized */
+G_STATIC_ASSERT (sizeof (GstDaqiriMemory) == sizeof (gint));
+
+static gpointer
+member_find (gconstpointer instance, const GstDaqiriMember * members, guint n_members,
+    guint prop_id)
+{
+  guint i;
+
+  for (i = 0; i < n_members; i++) {
+    if (members[i].id == prop_id)
+      return (guint8 *) instance + members[i].offset;
+  }
+  return NULL;
+}
+
+gboolean
+gst_daqiri_member_set (gpointer instance, const GstDaqiriMember * members, guint n_members,
+    guint prop_id, const GValue * value)
+{
+  gpointer m = member_find (instance, members, n_members, prop_id);
+
+  if (m == NULL)
+    return FALSE;
+  switch (G_TYPE_FUNDAMENTAL (G_VALUE_TYPE (value))) {
+    case G_TYPE_STRING:
+      g_free (*(gchar **) m);
+      *(gchar **) m = g_value_dup_string (value);
+      return TRUE;
+    case G_TYPE_BOOLEAN:
+      *(gboolean *) m = g_value_get_boolean (value);
+      return TRUE;
+    case G_TYPE_UINT:
+      *(guint *) m = g_value_get_uint (value);
+      return TRUE;
+    case G_TYPE_UINT64:
+      *(guint64 *) m = g_value_get_uint64 (value);
+      return TRUE;
+    case G_TYPE_ENUM:
+      *(gint *) m = g_value_get_enum (value);
+      return TRUE;
+    default:
+      g_return_val_if_reached (FALSE);
+  }
+}
+
+gboolean
+gst_daqiri_member_get (gconstpointer instance, const GstDaqiriMember * members,
+    guint n_members, guint prop_id, GValue * value)
+{
+  gconstpointer m = member_find (instance, members, n_members, prop_id);
+
+  if (m == NULL)
+    return FALSE;
+  switch (G_TYPE_FUNDAMENTAL (G_VALUE_TYPE (value))) {
+    case G_TYPE_STRING:
+      g_value_set_string (value, *(gchar * const *) m);
+      return TRUE;
+    case G_TYPE_BOOLEAN:
+      g_value_set_boolean (value, *(const gboolean *) m);
+      return TRUE;
+    case G_TYPE_UINT:
+      g_value_set_uint (value, *(const guint *) m);
+      return TRUE;
+    case G_TYPE_UINT64:
+      g_value_set_uint64 (value, *(const guint64 *) m);
+      return TRUE;
+    case G_TYPE_ENUM:
+      g_value_set_enum (value, *(const gint *) m);
+      return TRUE;
+    default:
+      g_return_val_if_reached (FALSE);
+  }
+}
+
 /* ---- the addresses of daqiritestsrc and daqiripay ---- */
 
 void

@@ -78,6 +78,22 @@ typedef enum {
 #define GST_TYPE_DAQIRI_MEMORY (gst_daqiri_memory_get_type ())
 GType gst_daqiri_memory_get_type (void);
 
+/* A property kept as a plain member of the element's instance struct: the property's id and
+ * the member's offset (GST_DAQIRI_MEMBER). An element lists its plain properties in one table
+ * and its set_property/get_property copy between the GValue and the member through it, by the
+ * value's type: string (the old one freed), boolean, uint, uint64, enum (an int-sized C enum).
+ * Call with the object lock held. FALSE: `prop_id` is not in the table. */
+typedef struct {
+  guint id;
+  gsize offset;
+} GstDaqiriMember;
+#define GST_DAQIRI_MEMBER(id, Type, member) { (id), G_STRUCT_OFFSET (Type, member) }
+
+gboolean gst_daqiri_member_set (gpointer instance, const GstDaqiriMember * members,
+    guint n_members, guint prop_id, const GValue * value);
+gboolean gst_daqiri_member_get (gconstpointer instance, const GstDaqiriMember * members,
+    guint n_members, guint prop_id, GValue * value);
+
 /* With CUDA built in and a usable GPU: TRUE. Else posts an ERROR naming `property` (set to
  * cuda) and why, and returns FALSE. */
 gboolean gst_daqiri_cuda_usable (GstElement * element, const char *property);

@@ -374,19 +374,11 @@ gst_daqiri_pay_set_property (GObject * object, guint prop_id, const GValue * val
     GParamSpec * pspec)
 {
   GstDaqiriPay *self = GST_DAQIRI_PAY (object);
-  DqReorderConfig *cfg = &self->cfg;
 
   GST_OBJECT_LOCK (self);
-  if (gst_daqiri_addresses_set (&self->addrs, PROP_SRC_MAC, prop_id, value) ||
-      gst_daqiri_field_set (cfg, PROP_SEQ_OFFSET, prop_id, value)) {
-    GST_OBJECT_UNLOCK (self);
-    return;
-  }
-  switch (prop_id) {
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
+  if (!gst_daqiri_addresses_set (&self->addrs, PROP_SRC_MAC, prop_id, value) &&
+      !gst_daqiri_field_set (&self->cfg, PROP_SEQ_OFFSET, prop_id, value))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   GST_OBJECT_UNLOCK (self);
 }
 
@@ -395,19 +387,11 @@ gst_daqiri_pay_get_property (GObject * object, guint prop_id, GValue * value,
     GParamSpec * pspec)
 {
   GstDaqiriPay *self = GST_DAQIRI_PAY (object);
-  DqReorderConfig *cfg = &self->cfg;
 
   GST_OBJECT_LOCK (self);
-  if (gst_daqiri_addresses_get (&self->addrs, PROP_SRC_MAC, prop_id, value) ||
-      gst_daqiri_field_get (cfg, PROP_SEQ_OFFSET, prop_id, value)) {
-    GST_OBJECT_UNLOCK (self);
-    return;
-  }
-  switch (prop_id) {
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
+  if (!gst_daqiri_addresses_get (&self->addrs, PROP_SRC_MAC, prop_id, value) &&
+      !gst_daqiri_field_get (&self->cfg, PROP_SEQ_OFFSET, prop_id, value))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   GST_OBJECT_UNLOCK (self);
 }
 

@@ -143,6 +143,13 @@ make_stats (GstDaqiriSink * self)
       "ring-full-waits", G_TYPE_UINT64, s.ring_full_waits, NULL);
 }
 
+/* the properties kept as plain members */
+static const GstDaqiriMember sink_members[] = {
+  GST_DAQIRI_MEMBER (PROP_DEVICE, GstDaqiriSink, device),
+  GST_DAQIRI_MEMBER (PROP_RING_SIZE, GstDaqiriSink, ring_size),
+  GST_DAQIRI_MEMBER (PROP_MAX_PACKET_SIZE, GstDaqiriSink, max_packet_size),
+};
+
 static void
 gst_daqiri_sink_set_property (GObject * object, guint prop_id, const GValue * value,
     GParamSpec * pspec)
@@ -150,21 +157,8 @@ gst_daqiri_sink_set_property (GObject * object, guint prop_id, const GValue * va
   GstDaqiriSink *self = GST_DAQIRI_SINK (object);
 
   GST_OBJECT_LOCK (self);
-  switch (prop_id) {
-    case PROP_DEVICE:
-      g_free (self->device);
-      self->device = g_value_dup_string (value);
-      break;
-    case PROP_RING_SIZE:
-      self->ring_size = g_value_get_uint64 (value);
-      break;
-    case PROP_MAX_PACKET_SIZE:
-      self->max_packet_size = g_value_get_uint (value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
+  if (!gst_daqiri_member_set (self, sink_members, G_N_ELEMENTS (sink_members), prop_id, value))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   GST_OBJECT_UNLOCK (self);
 }
 
@@ -179,20 +173,8 @@ gst_daqiri_sink_get_property (GObject * object, guint prop_id, GValue * value,
     return;
   }
   GST_OBJECT_LOCK (self);
-  switch (prop_id) {
-    case PROP_DEVICE:
-      g_value_set_string (value, self->device);
-      break;
-    case PROP_RING_SIZE:
-      g_value_set_uint64 (value, self->ring_size);
-      break;
-    case PROP_MAX_PACKET_SIZE:
-      g_value_set_uint (value, self->max_packet_size);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
+  if (!gst_daqiri_member_get (self, sink_members, G_N_ELEMENTS (sink_members), prop_id, value))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   GST_OBJECT_UNLOCK (self);
 }
 

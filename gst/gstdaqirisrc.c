@@ -188,6 +188,20 @@ make_stats (GstDaqiriSrc * self)
       "ring-bytes", G_TYPE_UINT64, ring_bytes, NULL);
 }
 
+/* the properties kept as plain members */
+static const GstDaqiriMember src_members[] = {
+  GST_DAQIRI_MEMBER (PROP_DEVICE, GstDaqiriSrc, device),
+  GST_DAQIRI_MEMBER (PROP_FLOWS, GstDaqiriSrc, flows),
+  GST_DAQIRI_MEMBER (PROP_QUEUES, GstDaqiriSrc, n_queues),
+  GST_DAQIRI_MEMBER (PROP_BURST_PACKETS, GstDaqiriSrc, burst_packets),
+  GST_DAQIRI_MEMBER (PROP_BURST_TIMEOUT, GstDaqiriSrc, burst_timeout),
+  GST_DAQIRI_MEMBER (PROP_RING_SIZE, GstDaqiriSrc, ring_size),
+  GST_DAQIRI_MEMBER (PROP_MAX_PACKET_SIZE, GstDaqiriSrc, max_packet_size),
+  GST_DAQIRI_MEMBER (PROP_STATS_INTERVAL, GstDaqiriSrc, stats_interval),
+  GST_DAQIRI_MEMBER (PROP_MEMORY, GstDaqiriSrc, memory),
+  GST_DAQIRI_MEMBER (PROP_GPUDIRECT, GstDaqiriSrc, gpudirect),
+};
+
 static void
 gst_daqiri_src_set_property (GObject * object, guint prop_id, const GValue * value,
     GParamSpec * pspec)
@@ -195,43 +209,8 @@ gst_daqiri_src_set_property (GObject * object, guint prop_id, const GValue * val
   GstDaqiriSrc *self = GST_DAQIRI_SRC (object);
 
   GST_OBJECT_LOCK (self);
-  switch (prop_id) {
-    case PROP_DEVICE:
-      g_free (self->device);
-      self->device = g_value_dup_string (value);
-      break;
-    case PROP_FLOWS:
-      g_free (self->flows);
-      self->flows = g_value_dup_string (value);
-      break;
-    case PROP_QUEUES:
-      self->n_queues = g_value_get_uint (value);
-      break;
-    case PROP_BURST_PACKETS:
-      self->burst_packets = g_value_get_uint (value);
-      break;
-    case PROP_BURST_TIMEOUT:
-      self->burst_timeout = g_value_get_uint64 (value);
-      break;
-    case PROP_RING_SIZE:
-      self->ring_size = g_value_get_uint64 (value);
-      break;
-    case PROP_MAX_PACKET_SIZE:
-      self->max_packet_size = g_value_get_uint (value);
-      break;
-    case PROP_STATS_INTERVAL:
-      self->stats_interval = g_value_get_uint64 (value);
-      break;
-    case PROP_MEMORY:
-      self->memory = (GstDaqiriMemory) g_value_get_enum (value);
-      break;
-    case PROP_GPUDIRECT:
-      self->gpudirect = g_value_get_boolean (value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
+  if (!gst_daqiri_member_set (self, src_members, G_N_ELEMENTS (src_members), prop_id, value))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   GST_OBJECT_UNLOCK (self);
 }
 
@@ -246,41 +225,8 @@ gst_daqiri_src_get_property (GObject * object, guint prop_id, GValue * value,
     return;
   }
   GST_OBJECT_LOCK (self);
-  switch (prop_id) {
-    case PROP_DEVICE:
-      g_value_set_string (value, self->device);
-      break;
-    case PROP_FLOWS:
-      g_value_set_string (value, self->flows);
-      break;
-    case PROP_QUEUES:
-      g_value_set_uint (value, self->n_queues);
-      break;
-    case PROP_BURST_PACKETS:
-      g_value_set_uint (value, self->burst_packets);
-      break;
-    case PROP_BURST_TIMEOUT:
-      g_value_set_uint64 (value, self->burst_timeout);
-      break;
-    case PROP_RING_SIZE:
-      g_value_set_uint64 (value, self->ring_size);
-      break;
-    case PROP_MAX_PACKET_SIZE:
-      g_value_set_uint (value, self->max_packet_size);
-      break;
-    case PROP_STATS_INTERVAL:
-      g_value_set_uint64 (value, self->stats_interval);
-      break;
-    case PROP_MEMORY:
-      g_value_set_enum (value, self->memory);
-      break;
-    case PROP_GPUDIRECT:
-      g_value_set_boolean (value, self->gpudirect);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
+  if (!gst_daqiri_member_get (self, src_members, G_N_ELEMENTS (src_members), prop_id, value))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   GST_OBJECT_UNLOCK (self);
 }
 
