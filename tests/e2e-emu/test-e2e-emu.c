@@ -97,7 +97,7 @@ GST_START_TEST (test_loopback_million)
 
   gint64 t0 = g_get_monotonic_time ();
   gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=64 "
-      "packet-size-min=60 packet-size-max=1500 flows=%d ! daqirisink name=tx device=%s",
+      "packet-size-min=60 packet-size-max=1500 n-flows=%d ! daqirisink name=tx device=%s",
       n, N_FLOWS, device);
   GstStructure *tx = run_sender (launch);
   g_free (launch);
@@ -156,7 +156,7 @@ GST_START_TEST (test_line_rate_576)
   r.overhead = 24;
 
   gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=128 "
-      "packet-size-min=576 packet-size-max=576 flows=%d ! daqirisink name=tx "
+      "packet-size-min=576 packet-size-max=576 n-flows=%d ! daqirisink name=tx "
       "device=emu:rate576", n, N_FLOWS);
   GstStructure *tx = run_sender (launch);
   g_free (launch);
@@ -196,7 +196,7 @@ GST_START_TEST (test_forward_unchanged)
   play (fw);
 
   gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=64 "
-      "packet-size-min=60 packet-size-max=1500 flows=%d ! daqirisink name=tx device=%s",
+      "packet-size-min=60 packet-size-max=1500 n-flows=%d ! daqirisink name=tx device=%s",
       n, N_FLOWS, dev_a);
   GstStructure *tx = run_sender (launch);
   g_free (launch);
@@ -251,7 +251,7 @@ GST_START_TEST (test_held_buffers_exhaust_ring)
   EmuPort *port = port_lookup ("held");
 
   gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=32 "
-      "packet-size-min=1000 packet-size-max=1000 flows=1 ! daqirisink name=tx device=%s",
+      "packet-size-min=1000 packet-size-max=1000 n-flows=1 ! daqirisink name=tx device=%s",
       n, device);
   GstStructure *tx = run_sender (launch);
   g_free (launch);
@@ -299,7 +299,7 @@ GST_START_TEST (test_held_buffers_exhaust_ring)
   receiver_reset (&r);
   g_mutex_unlock (&r.lock);
   launch = g_strdup_printf ("daqiritestsrc num-packets=2000 burst-packets=32 "
-      "packet-size-min=1000 packet-size-max=1000 flows=1 rate=20000 ! daqirisink name=tx "
+      "packet-size-min=1000 packet-size-max=1000 n-flows=1 rate=20000 ! daqirisink name=tx "
       "device=%s", device);
   tx = run_sender (launch);
   g_free (launch);
@@ -337,7 +337,7 @@ GST_START_TEST (test_state_cycles_under_traffic)
   const gchar *device = "emu:cyc";
   GError *error = NULL;
   gchar *launch = g_strdup_printf ("daqiritestsrc rate=50000 burst-packets=16 "
-      "packet-size-min=60 packet-size-max=1500 flows=%d ! daqirisink name=tx device=%s",
+      "packet-size-min=60 packet-size-max=1500 n-flows=%d ! daqirisink name=tx device=%s",
       N_FLOWS, device);
   GstElement *sender = gst_parse_launch (launch, &error);
   g_free (launch);

@@ -11,7 +11,7 @@
 
 G_BEGIN_DECLS
 
-/* daqiritestsrc flows=4 sends to UDP ports 6000..6003; these rules mark them 10..13 */
+/* daqiritestsrc n-flows=4 sends to UDP ports 6000..6003; these rules mark them 10..13 */
 #define DQ_E2E_N_FLOWS 4
 #define DQ_E2E_MARK_BASE 10
 #define DQ_E2E_FLOWS "proto=udp dst-port=6000 mark=10; proto=udp dst-port=6001 mark=11; " \

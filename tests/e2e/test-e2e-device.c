@@ -136,7 +136,7 @@ GST_START_TEST (test_send_receive)
 
   gchar *rate = e->rate > 0 ? g_strdup_printf (" rate=%u", e->rate) : g_strdup ("");
   gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=%u "
-      "packet-size-min=%u packet-size-max=%u flows=%u%s ! daqirisink name=tx device=%s", n,
+      "packet-size-min=%u packet-size-max=%u n-flows=%u%s ! daqirisink name=tx device=%s", n,
       TX_BURST, SIZE_MIN, SIZE_MAX, DQ_E2E_N_FLOWS, rate, e->tx_device);
   GstStructure *tx = run_sender (launch);
   g_free (launch);

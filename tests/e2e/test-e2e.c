@@ -50,7 +50,7 @@ GST_START_TEST (test_forward_unchanged)
   fail_unless (gst_element_set_state (fw, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
 
   gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=64 "
-      "packet-size-min=60 packet-size-max=1500 flows=%d rate=200000 ! "
+      "packet-size-min=60 packet-size-max=1500 n-flows=%d rate=200000 ! "
       "daqirisink name=tx device=afpacket:" TX_IF, n, N_FLOWS);
   GstStructure *tx = run_sender (launch);
   g_free (launch);
@@ -200,7 +200,7 @@ GST_START_TEST (test_daqirisink_to_tcpdump)
   g_string_free (said, TRUE);
 
   gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=32 "
-      "packet-size-min=60 packet-size-max=1500 flows=%d rate=100000 ! "
+      "packet-size-min=60 packet-size-max=1500 n-flows=%d rate=100000 ! "
       "daqirisink name=tx device=afpacket:" TX_IF, n, N_FLOWS);
   GstStructure *tx = run_sender (launch);
   g_free (launch);
@@ -245,7 +245,7 @@ GST_START_TEST (test_held_buffers_exhaust_ring)
       "ring-size=1048576 burst-packets=64");
 
   gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=32 "
-      "packet-size-min=1000 packet-size-max=1000 flows=1 rate=200000 ! "
+      "packet-size-min=1000 packet-size-max=1000 n-flows=1 rate=200000 ! "
       "daqirisink name=tx device=afpacket:" TX_IF, n);
   GstStructure *tx = run_sender (launch);
   g_free (launch);
@@ -283,7 +283,7 @@ GST_START_TEST (test_held_buffers_exhaust_ring)
   r.n_expected = 2 * n;
   g_mutex_unlock (&r.lock);
   launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=32 "
-      "packet-size-min=1000 packet-size-max=1000 flows=1 rate=50000 ! "
+      "packet-size-min=1000 packet-size-max=1000 n-flows=1 rate=50000 ! "
       "daqirisink name=tx device=afpacket:" TX_IF, 2000u);
   tx = run_sender (launch);
   g_free (launch);
@@ -304,7 +304,7 @@ GST_START_TEST (test_state_cycles_under_traffic)
 {
   GError *error = NULL;
   GstElement *sender = gst_parse_launch ("daqiritestsrc rate=50000 burst-packets=16 "
-      "packet-size-min=60 packet-size-max=1500 flows=4 ! daqirisink device=afpacket:"
+      "packet-size-min=60 packet-size-max=1500 n-flows=4 ! daqirisink device=afpacket:"
       TX_IF, &error);
   fail_unless (sender != NULL);
   fail_unless (gst_element_set_state (sender, GST_STATE_PLAYING) !=
