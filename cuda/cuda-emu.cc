@@ -7,7 +7,7 @@
 #include <vector>
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>    /* tell valgrind about the fiber stacks */
+#include <valgrind/valgrind.h> /* tell valgrind about the fiber stacks */
 #endif
 #endif
 #ifndef VALGRIND_STACK_REGISTER
@@ -49,24 +49,24 @@ struct Warp {
 struct Launch {
   std::function<void ()> body;
   dim3 grid, block;
-  std::vector<unsigned> order;  /* its blocks, in the order they start */
+  std::vector<unsigned> order; /* its blocks, in the order they start */
   unsigned started, finished;
-  bool overlap;                 /* may start before the launch before it is complete */
-  size_t dyn_shared;            /* bytes of dynamic shared memory per block */
+  bool overlap;      /* may start before the launch before it is complete */
+  size_t dyn_shared; /* bytes of dynamic shared memory per block */
 };
-std::list<Launch> g_launches;   /* oldest first */
+std::list<Launch> g_launches; /* oldest first */
 
 /* a resident block: its threads are fibers slot * g_stride .. + n - 1 */
 struct Slot {
   bool active;
   Launch *launch;
   unsigned n, alive, arrived;
-  bool crossed;                 /* its threads just passed a barrier together */
+  bool crossed; /* its threads just passed a barrier together */
   std::vector<Warp> warps;
   std::vector<unsigned> runnable, yielded;
-  std::vector<char> shared;     /* its shared memory while another block runs */
-  std::vector<char> dyn;        /* its dynamic shared memory (never moves while it runs) */
-  int any;                      /* __syncthreads_or's result */
+  std::vector<char> shared; /* its shared memory while another block runs */
+  std::vector<char> dyn;    /* its dynamic shared memory (never moves while it runs) */
+  int any;                  /* __syncthreads_or's result */
 };
 
 ucontext_t g_sched;
@@ -80,16 +80,16 @@ struct Fibers : std::vector<Fiber> {
 };
 Fibers g_fibers;
 std::vector<Slot> g_slots;
-unsigned g_stride;              /* fibers per slot: the largest block launched */
+unsigned g_stride; /* fibers per slot: the largest block launched */
 Fiber *g_cur;
-unsigned long g_idle;           /* yields since a thread last got somewhere */
+unsigned long g_idle; /* yields since a thread last got somewhere */
 uint64_t g_rng;
-int g_loaded = -1;              /* the slot whose shared memory is in the section: -1 none */
+int g_loaded = -1; /* the slot whose shared memory is in the section: -1 none */
 /* The host calls in from several threads (an element's streaming thread and its own): one at a
  * time runs the fibers, whichever thread it is (a launch overlapped by the previous one may go on
  * in another thread's call). */
 std::mutex g_mu;
-thread_local bool g_running;    /* this thread runs fibers: a launch from a kernel is a bug */
+thread_local bool g_running; /* this thread runs fibers: a launch from a kernel is a bug */
 
 uint64_t
 next_rand ()
@@ -130,8 +130,8 @@ release_warp (unsigned s, unsigned w)
   memcpy (W.out[W.gen & 1], W.in, sizeof W.in);
   W.gen++;
   W.arrived = 0;
-  for (unsigned i = s * g_stride + w * 32; i < s * g_stride + w * 32 + 32 &&
-      i < s * g_stride + S.n; i++)
+  for (unsigned i = s * g_stride + w * 32; i < s * g_stride + w * 32 + 32 && i < s * g_stride + S.n;
+       i++)
     if (g_fibers[i].state == AT_WARP)
       make_runnable (i);
 }
@@ -186,7 +186,7 @@ start_block (unsigned s, Launch &L)
   S.runnable.clear ();
   S.yielded.clear ();
   S.warps.assign ((S.n + 31) / 32, Warp ());
-  S.dyn.assign (L.dyn_shared, (char) 0xcd);     /* not zeroed, as on a GPU */
+  S.dyn.assign (L.dyn_shared, (char) 0xcd); /* not zeroed, as on a GPU */
   for (unsigned w = 0; w < S.warps.size (); w++)
     S.warps[w].alive = (w + 1) * 32 <= S.n ? 32 : S.n - w * 32;
   for (unsigned i = s * g_stride; i < s * g_stride + S.n; i++)
@@ -294,8 +294,7 @@ run_until (size_t keep)
       }
     cur = pick_slot (cur);
     if (cur < 0) {
-      fprintf (stderr, "cuda-emu: %zu launches left and no block can start\n",
-          g_launches.size ());
+      fprintf (stderr, "cuda-emu: %zu launches left and no block can start\n", g_launches.size ());
       abort ();
     }
     Slot &S = g_slots[cur];
@@ -340,8 +339,7 @@ make_places (unsigned n, unsigned places)
 }
 
 void
-enqueue (dim3 grid, dim3 block, const std::function<void ()> &body, bool overlap,
-    size_t dyn_shared)
+enqueue (dim3 grid, dim3 block, const std::function<void ()> &body, bool overlap, size_t dyn_shared)
 {
   const unsigned n = block.x * block.y * block.z;
   make_places (n, dq_emu_resident ());
@@ -369,8 +367,7 @@ enqueue (dim3 grid, dim3 block, const std::function<void ()> &body, bool overlap
 /* a plain launch runs with whatever is in flight to its end; an overlapped one until the launch
  * before it is complete */
 void
-launch (dim3 grid, dim3 block, const std::function<void ()> &body, bool overlap,
-    size_t dyn_shared)
+launch (dim3 grid, dim3 block, const std::function<void ()> &body, bool overlap, size_t dyn_shared)
 {
   if (g_running) {
     fprintf (stderr, "cuda-emu: a kernel launched from a kernel\n");
@@ -391,7 +388,7 @@ host_run ()
   run_until (0);
 }
 
-}  /* namespace */
+} /* namespace */
 
 unsigned
 dq_emu_resident ()
@@ -413,7 +410,7 @@ dq_emu_syncthreads ()
   g_idle = 0;
   S.arrived++;
   if (S.arrived == S.alive)
-    release_block (g_cur->slot);   /* every waiter runnable again, this one too */
+    release_block (g_cur->slot); /* every waiter runnable again, this one too */
   swapcontext (&g_cur->ctx, &g_sched);
   dq_emu_cur = &g_cur->t;
 }
@@ -445,8 +442,10 @@ void
 dq_emu_yield ()
 {
   if (++g_idle > kStuck) {
-    fprintf (stderr, "cuda-emu: resident blocks deadlocked: %lu yields and no thread got "
-        "anywhere (blocks waiting for each other, or for a block not yet resident)\n", g_idle);
+    fprintf (stderr,
+        "cuda-emu: resident blocks deadlocked: %lu yields and no thread got "
+        "anywhere (blocks waiting for each other, or for a block not yet resident)\n",
+        g_idle);
     abort ();
   }
   g_cur->state = YIELDED;
@@ -470,8 +469,8 @@ dq_emu_launch (dim3 grid, dim3 block, const std::function<void ()> &body, size_t
 }
 
 void
-dq_emu_launch_overlapped (dim3 grid, dim3 block, const std::function<void ()> &body,
-    size_t dyn_shared)
+dq_emu_launch_overlapped (
+    dim3 grid, dim3 block, const std::function<void ()> &body, size_t dyn_shared)
 {
   launch (grid, block, body, true, dyn_shared);
 }
@@ -480,7 +479,7 @@ int
 dq_emu_syncthreads_or (int v)
 {
   Slot &S = g_slots[g_cur->slot];
-  dq_emu_syncthreads ();          /* every thread done reading the last result */
+  dq_emu_syncthreads (); /* every thread done reading the last result */
   if (threadIdx.x == 0)
     S.any = 0;
   dq_emu_syncthreads ();
@@ -495,12 +494,12 @@ dq_emu_syncthreads_or (int v)
 namespace {
 
 struct BulkOp {
-  const DqEmuThread *by;        /* the issuing thread (its fiber, while its block runs) */
+  const DqEmuThread *by; /* the issuing thread (its fiber, while its block runs) */
   void *dst;
   const void *src;
   unsigned bytes;
-  uint64_t *bar;                /* loads: the barrier they count on */
-  unsigned tests;               /* loads: tests of their barrier seen */
+  uint64_t *bar;  /* loads: the barrier they count on */
+  unsigned tests; /* loads: tests of their barrier seen */
 };
 std::vector<BulkOp> g_loads, g_stores;
 
@@ -518,7 +517,7 @@ bar_complete (uint64_t *bar, unsigned bytes)
   *bar = w;
 }
 
-}  /* namespace */
+} /* namespace */
 
 void
 dq_emu_bar_init (uint64_t *bar, unsigned count)
@@ -534,7 +533,7 @@ dq_emu_bulk_load (void *dst, const void *src, unsigned bytes, uint64_t *bar)
   const uint32_t tx = (uint32_t) w + bytes;
   const uint64_t arrivals = ((w >> 32) & 0xffff) - 1;
   *bar = (w & ~0xffffffffffffull) | (arrivals << 32) | tx;
-  g_loads.push_back (BulkOp { dq_emu_cur, dst, src, bytes, bar, 0 });
+  g_loads.push_back (BulkOp{ dq_emu_cur, dst, src, bytes, bar, 0 });
 }
 
 bool
@@ -555,7 +554,7 @@ dq_emu_bar_test (uint64_t *bar, unsigned parity)
 void
 dq_emu_bulk_store (void *dst, const void *src, unsigned bytes)
 {
-  g_stores.push_back (BulkOp { dq_emu_cur, dst, src, bytes, NULL, 0 });
+  g_stores.push_back (BulkOp{ dq_emu_cur, dst, src, bytes, NULL, 0 });
 }
 
 void
@@ -579,18 +578,18 @@ struct AsyncOp {
   void *dst;
   const void *src;
   unsigned bytes;
-  uint64_t group;               /* the issuer's group number; kOpen until committed */
+  uint64_t group; /* the issuer's group number; kOpen until committed */
 };
 constexpr uint64_t kOpen = ~0ull;
 std::vector<AsyncOp> g_async;
-std::map<const DqEmuThread *, uint64_t> g_async_groups;    /* groups committed, by thread */
+std::map<const DqEmuThread *, uint64_t> g_async_groups; /* groups committed, by thread */
 
-}  /* namespace */
+} /* namespace */
 
 void
 dq_emu_async_copy (void *dst, const void *src, unsigned bytes)
 {
-  g_async.push_back (AsyncOp { dq_emu_cur, dst, src, bytes, kOpen });
+  g_async.push_back (AsyncOp{ dq_emu_cur, dst, src, bytes, kOpen });
 }
 
 void

@@ -48,12 +48,14 @@
 
 struct dim3 {
   unsigned x, y, z;
-  dim3 (unsigned a = 1, unsigned b = 1, unsigned c = 1) : x (a), y (b), z (c) {}
+  dim3 (unsigned a = 1, unsigned b = 1, unsigned c = 1) : x (a), y (b), z (c)
+  {}
 };
 struct uint4 {
   unsigned x, y, z, w;
 };
-static inline uint4 make_uint4 (unsigned a, unsigned b, unsigned c, unsigned d)
+static inline uint4
+make_uint4 (unsigned a, unsigned b, unsigned c, unsigned d)
 {
   uint4 v = { a, b, c, d };
   return v;
@@ -66,13 +68,13 @@ struct DqEmuThread {
 };
 extern DqEmuThread *dq_emu_cur;
 /* a launch; it runs, with any launch still in flight, before this returns */
-void dq_emu_launch (dim3 grid, dim3 block, const std::function<void ()> &body,
-    size_t dyn_shared = 0);
+void dq_emu_launch (
+    dim3 grid, dim3 block, const std::function<void ()> &body, size_t dyn_shared = 0);
 /* a launch with programmatic stream serialization: its blocks may start once every block of the
  * launch before it has started; this returns once that one is complete, this one's blocks
  * having run part of the way (the rest runs at the next launch or synchronizing call) */
-void dq_emu_launch_overlapped (dim3 grid, dim3 block, const std::function<void ()> &body,
-    size_t dyn_shared = 0);
+void dq_emu_launch_overlapped (
+    dim3 grid, dim3 block, const std::function<void ()> &body, size_t dyn_shared = 0);
 /* the calling block's dynamic shared memory */
 void *dq_emu_dynamic_shared ();
 /* every launch complete (the synchronizing calls below: copies, frees, events, streams) */
@@ -122,8 +124,12 @@ void dq_emu_async_wait (unsigned n);
 #define __syncthreads() dq_emu_syncthreads ()
 #define __syncwarp(...) dq_emu_syncwarp ()
 #define __syncthreads_or(v) dq_emu_syncthreads_or ((v) ? 1 : 0)
-#define __threadfence() do { } while (0)
-#define __threadfence_system() do { } while (0)
+#define __threadfence() \
+  do { \
+  } while (0)
+#define __threadfence_system() \
+  do { \
+  } while (0)
 
 template <typename T>
 static inline T
@@ -155,8 +161,16 @@ __shfl_up_sync (unsigned, T v, unsigned d, int width = 32)
   return r;
 }
 
-static inline int __popc (unsigned v) { return __builtin_popcount (v); }
-static inline int __ffs (int v) { return __builtin_ffs (v); }
+static inline int
+__popc (unsigned v)
+{
+  return __builtin_popcount (v);
+}
+static inline int
+__ffs (int v)
+{
+  return __builtin_ffs (v);
+}
 
 template <typename T>
 static inline T
@@ -185,18 +199,78 @@ __ballot_sync (unsigned, int pred)
 
 /* ---- atomics (fibers switch only at sync points) -------------------------------------------- */
 
-template <typename T> static inline T atomicAdd (T *p, T v) { T o = *p; *p = o + v; return o; }
-template <typename T> static inline T atomicSub (T *p, T v) { T o = *p; *p = o - v; return o; }
-template <typename T> static inline T atomicExch (T *p, T v) { T o = *p; *p = v; return o; }
-template <typename T> static inline T atomicMin (T *p, T v) { T o = *p; if (v < o) *p = v; return o; }
-template <typename T> static inline T atomicMax (T *p, T v) { T o = *p; if (v > o) *p = v; return o; }
-template <typename T> static inline T atomicCAS (T *p, T cmp, T v) { T o = *p; if (o == cmp) *p = v; return o; }
+template <typename T>
+static inline T
+atomicAdd (T *p, T v)
+{
+  T o = *p;
+  *p = o + v;
+  return o;
+}
+template <typename T>
+static inline T
+atomicSub (T *p, T v)
+{
+  T o = *p;
+  *p = o - v;
+  return o;
+}
+template <typename T>
+static inline T
+atomicExch (T *p, T v)
+{
+  T o = *p;
+  *p = v;
+  return o;
+}
+template <typename T>
+static inline T
+atomicMin (T *p, T v)
+{
+  T o = *p;
+  if (v < o)
+    *p = v;
+  return o;
+}
+template <typename T>
+static inline T
+atomicMax (T *p, T v)
+{
+  T o = *p;
+  if (v > o)
+    *p = v;
+  return o;
+}
+template <typename T>
+static inline T
+atomicCAS (T *p, T cmp, T v)
+{
+  T o = *p;
+  if (o == cmp)
+    *p = v;
+  return o;
+}
 
 /* ---- loads and bit intrinsics --------------------------------------------------------------- */
 
-template <typename T> static inline T __ldg (const T *p) { return *p; }
-template <typename T> static inline T __ldcg (const T *p) { return *p; }
-template <typename T> static inline void __stcg (T *p, T v) { *p = v; }
+template <typename T>
+static inline T
+__ldg (const T *p)
+{
+  return *p;
+}
+template <typename T>
+static inline T
+__ldcg (const T *p)
+{
+  return *p;
+}
+template <typename T>
+static inline void
+__stcg (T *p, T v)
+{
+  *p = v;
+}
 
 static inline unsigned
 __funnelshift_r (unsigned lo, unsigned hi, unsigned shift)
@@ -220,20 +294,58 @@ __byte_perm (unsigned x, unsigned y, unsigned s)
 
 /* ---- conversions: the CPU twin's ------------------------------------------------------------ */
 
-struct __half { uint16_t x; };
-struct __nv_bfloat16 { uint16_t x; };
-static inline float __int2float_rn (int v) { return (float) v; }
-static inline double __int2double_rn (int v) { return (double) v; }
-static inline __half __float2half_rn (float f) { __half h = { dq_float_to_half_rn (f) }; return h; }
-static inline __nv_bfloat16 __float2bfloat16_rn (float f)
+struct __half {
+  uint16_t x;
+};
+struct __nv_bfloat16 {
+  uint16_t x;
+};
+static inline float
+__int2float_rn (int v)
+{
+  return (float) v;
+}
+static inline double
+__int2double_rn (int v)
+{
+  return (double) v;
+}
+static inline __half
+__float2half_rn (float f)
+{
+  __half h = { dq_float_to_half_rn (f) };
+  return h;
+}
+static inline __nv_bfloat16
+__float2bfloat16_rn (float f)
 {
   __nv_bfloat16 h = { dq_float_to_bf16_rn (f) };
   return h;
 }
-static inline unsigned short __half_as_ushort (__half h) { return h.x; }
-static inline unsigned short __bfloat16_as_ushort (__nv_bfloat16 h) { return h.x; }
-static inline unsigned __float_as_uint (float f) { unsigned u; memcpy (&u, &f, 4); return u; }
-static inline long long __double_as_longlong (double d) { long long u; memcpy (&u, &d, 8); return u; }
+static inline unsigned short
+__half_as_ushort (__half h)
+{
+  return h.x;
+}
+static inline unsigned short
+__bfloat16_as_ushort (__nv_bfloat16 h)
+{
+  return h.x;
+}
+static inline unsigned
+__float_as_uint (float f)
+{
+  unsigned u;
+  memcpy (&u, &f, 4);
+  return u;
+}
+static inline long long
+__double_as_longlong (double d)
+{
+  long long u;
+  memcpy (&u, &d, 8);
+  return u;
+}
 
 /* ---- runtime API ---------------------------------------------------------------------------- */
 
@@ -258,10 +370,28 @@ struct cudaDeviceProp {
   size_t totalGlobalMem;
 };
 
-static inline const char *cudaGetErrorString (cudaError_t) { return "emulated CUDA error"; }
-static inline cudaError_t cudaGetDeviceCount (int *n) { *n = 1; return cudaSuccess; }
-static inline cudaError_t cudaGetDevice (int *d) { *d = 0; return cudaSuccess; }
-static inline cudaError_t cudaSetDevice (int) { return cudaSuccess; }
+static inline const char *
+cudaGetErrorString (cudaError_t)
+{
+  return "emulated CUDA error";
+}
+static inline cudaError_t
+cudaGetDeviceCount (int *n)
+{
+  *n = 1;
+  return cudaSuccess;
+}
+static inline cudaError_t
+cudaGetDevice (int *d)
+{
+  *d = 0;
+  return cudaSuccess;
+}
+static inline cudaError_t
+cudaSetDevice (int)
+{
+  return cudaSuccess;
+}
 static inline cudaError_t
 cudaGetDeviceProperties (cudaDeviceProp *p, int)
 {
@@ -277,54 +407,118 @@ template <class K>
 static inline cudaError_t
 cudaOccupancyMaxActiveBlocksPerMultiprocessor (int *n, K, int, size_t)
 {
-  *n = 3;                       /* what __launch_bounds__ (kThreads, 3) promises */
+  *n = 3; /* what __launch_bounds__ (kThreads, 3) promises */
   return cudaSuccess;
 }
-static inline cudaError_t cudaDriverGetVersion (int *v) { *v = 0; return cudaSuccess; }
-static inline cudaError_t cudaRuntimeGetVersion (int *v) { *v = 0; return cudaSuccess; }
-static inline cudaError_t cudaDeviceGetAttribute (int *v, int, int) { *v = 0; return cudaSuccess; }
+static inline cudaError_t
+cudaDriverGetVersion (int *v)
+{
+  *v = 0;
+  return cudaSuccess;
+}
+static inline cudaError_t
+cudaRuntimeGetVersion (int *v)
+{
+  *v = 0;
+  return cudaSuccess;
+}
+static inline cudaError_t
+cudaDeviceGetAttribute (int *v, int, int)
+{
+  *v = 0;
+  return cudaSuccess;
+}
 template <typename T>
-static inline cudaError_t cudaMalloc (T **p, size_t n)
+static inline cudaError_t
+cudaMalloc (T **p, size_t n)
 {
   *p = (T *) malloc (n ? n : 1);
   if (*p)
-    memset ((void *) *p, 0xcd, n);       /* device memory is not zeroed */
+    memset ((void *) *p, 0xcd, n); /* device memory is not zeroed */
   return *p ? cudaSuccess : 2;
 }
-static inline cudaError_t cudaFree (void *p)
+static inline cudaError_t
+cudaFree (void *p)
 {
   dq_emu_synchronize ();
   free (p);
   return cudaSuccess;
 }
 template <typename T>
-static inline cudaError_t cudaHostAlloc (T **p, size_t n, unsigned)
+static inline cudaError_t
+cudaHostAlloc (T **p, size_t n, unsigned)
 {
   *p = (T *) malloc (n ? n : 1);
   return *p ? cudaSuccess : 2;
 }
-static inline cudaError_t cudaFreeHost (void *p)
+static inline cudaError_t
+cudaFreeHost (void *p)
 {
   dq_emu_synchronize ();
   free (p);
   return cudaSuccess;
 }
 template <typename T>
-static inline cudaError_t cudaHostGetDevicePointer (T **d, void *h, unsigned) { *d = (T *) h; return cudaSuccess; }
-static inline cudaError_t cudaMemcpy (void *d, const void *s, size_t n, int) { dq_emu_synchronize (); memmove (d, s, n); return cudaSuccess; }
-static inline cudaError_t cudaMemcpy2D (void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, int)
+static inline cudaError_t
+cudaHostGetDevicePointer (T **d, void *h, unsigned)
+{
+  *d = (T *) h;
+  return cudaSuccess;
+}
+static inline cudaError_t
+cudaMemcpy (void *d, const void *s, size_t n, int)
+{
+  dq_emu_synchronize ();
+  memmove (d, s, n);
+  return cudaSuccess;
+}
+static inline cudaError_t
+cudaMemcpy2D (void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, int)
 {
   dq_emu_synchronize ();
   for (size_t r = 0; r < h; r++)
     memmove ((char *) d + r * dp, (const char *) s + r * sp, w);
   return cudaSuccess;
 }
-static inline cudaError_t cudaMemcpyAsync (void *d, const void *s, size_t n, int, cudaStream_t) { dq_emu_synchronize (); memmove (d, s, n); return cudaSuccess; }
-static inline cudaError_t cudaMemset (void *d, int v, size_t n) { dq_emu_synchronize (); memset (d, v, n); return cudaSuccess; }
-static inline cudaError_t cudaMemsetAsync (void *d, int v, size_t n, cudaStream_t) { dq_emu_synchronize (); memset (d, v, n); return cudaSuccess; }
-static inline cudaError_t cudaStreamCreateWithFlags (cudaStream_t *s, unsigned) { *s = (void *) 1; return cudaSuccess; }
-static inline cudaError_t cudaStreamDestroy (cudaStream_t) { dq_emu_synchronize (); return cudaSuccess; }
-static inline cudaError_t cudaStreamSynchronize (cudaStream_t) { dq_emu_synchronize (); return cudaSuccess; }
+static inline cudaError_t
+cudaMemcpyAsync (void *d, const void *s, size_t n, int, cudaStream_t)
+{
+  dq_emu_synchronize ();
+  memmove (d, s, n);
+  return cudaSuccess;
+}
+static inline cudaError_t
+cudaMemset (void *d, int v, size_t n)
+{
+  dq_emu_synchronize ();
+  memset (d, v, n);
+  return cudaSuccess;
+}
+static inline cudaError_t
+cudaMemsetAsync (void *d, int v, size_t n, cudaStream_t)
+{
+  dq_emu_synchronize ();
+  memset (d, v, n);
+  return cudaSuccess;
+}
+static inline cudaError_t
+cudaStreamCreateWithFlags (cudaStream_t *s, unsigned)
+{
+  *s = (void *) 1;
+  return cudaSuccess;
+}
+static inline cudaError_t
+cudaStreamDestroy (cudaStream_t)
+{
+  dq_emu_synchronize ();
+  return cudaSuccess;
+}
+static inline cudaError_t
+cudaStreamSynchronize (cudaStream_t)
+{
+  dq_emu_synchronize ();
+  return cudaSuccess;
+}
 /* Events: a query that answers "ready" and a synchronize first run every launch in flight to its
  * end (one stream: what was launched before the event is then complete); with
  * DQ_CUDA_EMU_EVENT_LAG=N in the environment a recorded event answers "not ready" to its first
@@ -348,10 +542,15 @@ dq_emu_event_lag ()
 static inline cudaError_t
 cudaEventCreateWithFlags (cudaEvent_t *e, unsigned)
 {
-  *e = new DqEmuEvent { 0 };
+  *e = new DqEmuEvent{ 0 };
   return cudaSuccess;
 }
-static inline cudaError_t cudaEventDestroy (cudaEvent_t e) { delete (DqEmuEvent *) e; return cudaSuccess; }
+static inline cudaError_t
+cudaEventDestroy (cudaEvent_t e)
+{
+  delete (DqEmuEvent *) e;
+  return cudaSuccess;
+}
 static inline cudaError_t
 cudaEventRecord (cudaEvent_t e, cudaStream_t)
 {
@@ -376,7 +575,11 @@ cudaEventSynchronize (cudaEvent_t e)
   dq_emu_synchronize ();
   return cudaSuccess;
 }
-static inline cudaError_t cudaGetLastError () { return cudaSuccess; }
+static inline cudaError_t
+cudaGetLastError ()
+{
+  return cudaSuccess;
+}
 
 #define DQ_LAUNCH(kernel, grid, block, stream, ...) \
   dq_emu_launch (dim3 (grid), dim3 (block), [=] () { kernel (__VA_ARGS__); })

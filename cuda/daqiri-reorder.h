@@ -75,96 +75,96 @@
 extern "C" {
 #endif
 
-#define DQ_REORDER_MAX_WINDOW       64u
-#define DQ_REORDER_MAX_FRAME_BYTES  65536u       /* packet bytes a field or payload may reach */
-#define DQ_REORDER_MAX_PPB          (1u << 24)   /* packets per batch */
+#define DQ_REORDER_MAX_WINDOW 64u
+#define DQ_REORDER_MAX_FRAME_BYTES 65536u /* packet bytes a field or payload may reach */
+#define DQ_REORDER_MAX_PPB (1u << 24)     /* packets per batch */
 
 /* Element types; the codes are those of the reference kernels. */
 typedef enum {
-  DQ_ELEM_SAME  = 0,
-  DQ_ELEM_INT4  = 1,
-  DQ_ELEM_INT8  = 2,
+  DQ_ELEM_SAME = 0,
+  DQ_ELEM_INT4 = 1,
+  DQ_ELEM_INT8 = 2,
   DQ_ELEM_INT16 = 3,
   DQ_ELEM_INT32 = 4,
-  DQ_ELEM_FP16  = 5,
-  DQ_ELEM_BF16  = 6,
-  DQ_ELEM_FP32  = 7,
-  DQ_ELEM_FP64  = 8,
+  DQ_ELEM_FP16 = 5,
+  DQ_ELEM_BF16 = 6,
+  DQ_ELEM_FP32 = 7,
+  DQ_ELEM_FP64 = 8,
 } DqElemType;
 
 typedef enum {
-  DQ_BYTE_ORDER_HOST    = 0,   /* multi-byte input elements are little-endian */
-  DQ_BYTE_ORDER_NETWORK = 1,   /* big-endian */
+  DQ_BYTE_ORDER_HOST = 0,    /* multi-byte input elements are little-endian */
+  DQ_BYTE_ORDER_NETWORK = 1, /* big-endian */
 } DqByteOrder;
 
 typedef struct {
-  uint32_t seq_bit_offset;     /* from frame byte 0, MSB first */
-  uint32_t seq_bit_width;      /* 1..32 */
+  uint32_t seq_bit_offset; /* from frame byte 0, MSB first */
+  uint32_t seq_bit_width;  /* 1..32 */
   uint32_t batch_bit_offset;
-  uint32_t batch_bit_width;    /* 0: no batch field (batch = seq / packets_per_batch); else 1..32 */
-  uint32_t packets_per_batch;  /* slots per frame, 1..DQ_REORDER_MAX_PPB */
-  uint32_t payload_offset;     /* bytes from frame start */
-  uint32_t payload_size;       /* input payload bytes per packet, >= 1 */
-  DqElemType input_type;       /* SAME, INT4, INT8, INT16, INT32 */
-  DqElemType output_type;      /* SAME, FP16, BF16, FP32, FP64, INT32 */
+  uint32_t batch_bit_width;   /* 0: no batch field (batch = seq / packets_per_batch); else 1..32 */
+  uint32_t packets_per_batch; /* slots per frame, 1..DQ_REORDER_MAX_PPB */
+  uint32_t payload_offset;    /* bytes from frame start */
+  uint32_t payload_size;      /* input payload bytes per packet, >= 1 */
+  DqElemType input_type;      /* SAME, INT4, INT8, INT16, INT32 */
+  DqElemType output_type;     /* SAME, FP16, BF16, FP32, FP64, INT32 */
   DqByteOrder byte_order;
-  uint32_t window;             /* batches open at once, 1..DQ_REORDER_MAX_WINDOW; 0: default */
+  uint32_t window; /* batches open at once, 1..DQ_REORDER_MAX_WINDOW; 0: default */
 } DqReorderConfig;
 
 /* Binary identical to DqPacket (engine/daqiri-engine.h) and GstDaqiriPacket. */
 typedef struct {
-  uint32_t offset;             /* of the first byte, from the burst's data */
-  uint32_t length;             /* bytes present */
+  uint32_t offset; /* of the first byte, from the burst's data */
+  uint32_t length; /* bytes present */
   uint32_t flow_id;
   uint32_t flags;
-  uint64_t timestamp;          /* ns */
+  uint64_t timestamp; /* ns */
 } DqReorderPacket;
 
 typedef enum {
-  DQ_BATCH_COMPLETE = 1u << 0,  /* every slot arrived */
-  DQ_BATCH_PUSHED   = 1u << 1,  /* emitted because a packet beyond the window moved it */
-  DQ_BATCH_FLUSHED  = 1u << 2,  /* emitted by a flush (timeout, end of stream, reset) */
-  DQ_BATCH_NO_FRAME = 1u << 3,  /* no free frame: counted only, frame is NULL */
+  DQ_BATCH_COMPLETE = 1u << 0, /* every slot arrived */
+  DQ_BATCH_PUSHED = 1u << 1,   /* emitted because a packet beyond the window moved it */
+  DQ_BATCH_FLUSHED = 1u << 2,  /* emitted by a flush (timeout, end of stream, reset) */
+  DQ_BATCH_NO_FRAME = 1u << 3, /* no free frame: counted only, frame is NULL */
 } DqBatchFlags;
 
 typedef struct {
-  uint64_t batch_id;           /* unwrapped, see above */
-  void *frame;                 /* the frame given with add_frame, or NULL (NO_FRAME) */
-  void *frame_user;            /* its user pointer */
-  uint64_t first_timestamp;    /* timestamp of the first packet (in arrival order) placed in it */
-  uint32_t packets;            /* slots filled */
-  uint32_t missing;            /* slots zero-filled: packets_per_batch - packets */
-  uint32_t duplicates;         /* packets dropped because their slot was already filled */
-  uint32_t late;               /* late packets since the previous emitted batch (see below) */
-  uint32_t short_packets;      /* short/malformed packets since the previous emitted batch */
-  uint32_t flags;              /* DqBatchFlags */
+  uint64_t batch_id;        /* unwrapped, see above */
+  void *frame;              /* the frame given with add_frame, or NULL (NO_FRAME) */
+  void *frame_user;         /* its user pointer */
+  uint64_t first_timestamp; /* timestamp of the first packet (in arrival order) placed in it */
+  uint32_t packets;         /* slots filled */
+  uint32_t missing;         /* slots zero-filled: packets_per_batch - packets */
+  uint32_t duplicates;      /* packets dropped because their slot was already filled */
+  uint32_t late;            /* late packets since the previous emitted batch (see below) */
+  uint32_t short_packets;   /* short/malformed packets since the previous emitted batch */
+  uint32_t flags;           /* DqBatchFlags */
 } DqReorderBatch;
 /* late and short_packets of a batch count the packets dropped as late or short in the
  * submissions since the one that emitted the previous batch, this one's included; so the sum over
  * all emitted batches plus DqReorderStats' pending ones gives the totals. */
 
 typedef struct {
-  uint64_t packets;            /* descriptors submitted */
-  uint64_t accepted;           /* placed: the first packet of its slot */
+  uint64_t packets;  /* descriptors submitted */
+  uint64_t accepted; /* placed: the first packet of its slot */
   uint64_t duplicates;
   uint64_t late;
   uint64_t short_packets;
-  uint64_t batches;            /* emitted */
-  uint64_t complete;           /* emitted with every slot */
-  uint64_t partial;            /* emitted with missing slots */
-  uint64_t skipped;            /* batch ids the window passed that never got a packet */
-  uint64_t no_frame;           /* emitted without a frame */
-  uint64_t missing_slots;      /* zero-filled slots over all emitted batches */
-  uint64_t pending_late;       /* late/short not yet reported in a DqReorderBatch */
+  uint64_t batches;       /* emitted */
+  uint64_t complete;      /* emitted with every slot */
+  uint64_t partial;       /* emitted with missing slots */
+  uint64_t skipped;       /* batch ids the window passed that never got a packet */
+  uint64_t no_frame;      /* emitted without a frame */
+  uint64_t missing_slots; /* zero-filled slots over all emitted batches */
+  uint64_t pending_late;  /* late/short not yet reported in a DqReorderBatch */
   uint64_t pending_short;
 } DqReorderStats;
 
 typedef struct {
-  uint32_t initialized;        /* 0 until the first valid packet (and after a reset) */
-  uint32_t open;               /* batches in the window holding packets */
-  uint64_t base;               /* B: the oldest batch id still accepted */
-  uint64_t oldest_id;          /* the oldest batch holding packets (valid when open > 0) */
-  uint64_t oldest_first_timestamp;  /* its first packet's timestamp: the element's timeout clock */
+  uint32_t initialized;            /* 0 until the first valid packet (and after a reset) */
+  uint32_t open;                   /* batches in the window holding packets */
+  uint64_t base;                   /* B: the oldest batch id still accepted */
+  uint64_t oldest_id;              /* the oldest batch holding packets (valid when open > 0) */
+  uint64_t oldest_first_timestamp; /* its first packet's timestamp: the element's timeout clock */
 } DqReorderWindow;
 
 typedef struct {
@@ -173,11 +173,11 @@ typedef struct {
 } DqReorderFrame;
 
 typedef enum {
-  DQ_FLUSH_OLDEST = 0,   /* emit the oldest batch holding packets (timeout), then any complete
+  DQ_FLUSH_OLDEST = 0, /* emit the oldest batch holding packets (timeout), then any complete
                           * batches after it */
-  DQ_FLUSH_ALL    = 1,   /* emit every batch holding packets (end of stream); the window moves
+  DQ_FLUSH_ALL = 1,    /* emit every batch holding packets (end of stream); the window moves
                           * past them and keeps its place */
-  DQ_FLUSH_RESET  = 2,   /* emit every batch holding packets, give back every frame not
+  DQ_FLUSH_RESET = 2,  /* emit every batch holding packets, give back every frame not
                           * emitted (in `released`), and forget the stream: the next packet
                           * starts a new window */
 } DqFlushMode;
@@ -192,15 +192,15 @@ typedef enum {
 /* What one push/flush (CPU) or one submission (GPU) produced. Pointers stay valid until the
  * next call on the same context. */
 typedef struct {
-  void *user;                       /* the submission's user pointer (GPU); NULL on the CPU */
+  void *user; /* the submission's user pointer (GPU); NULL on the CPU */
   DqJobKind kind;
   uint32_t n_batches;
-  const DqReorderBatch *batches;    /* emitted, in batch-id order */
+  const DqReorderBatch *batches; /* emitted, in batch-id order */
   uint32_t n_released;
-  const DqReorderFrame *released;   /* frames given back unused (DQ_FLUSH_RESET) */
-  uint32_t job_short;               /* short packets in this submission (all job kinds) */
-  DqReorderStats stats;             /* running totals after this submission */
-  DqReorderWindow window;           /* after this submission */
+  const DqReorderFrame *released; /* frames given back unused (DQ_FLUSH_RESET) */
+  uint32_t job_short;             /* short packets in this submission (all job kinds) */
+  DqReorderStats stats;           /* running totals after this submission */
+  DqReorderWindow window;         /* after this submission */
 } DqReorderCompletion;
 
 /* ---- configuration ---------------------------------------------------------------------- */
@@ -214,11 +214,11 @@ void dq_reorder_config_init (DqReorderConfig *cfg);
 int dq_reorder_config_validate (const DqReorderConfig *cfg, char *msg, size_t msg_len);
 
 /* For a valid cfg: */
-uint32_t dq_reorder_window (const DqReorderConfig *cfg);          /* effective window */
-uint32_t dq_reorder_max_window (const DqReorderConfig *cfg);      /* largest allowed */
-int dq_reorder_converts (const DqReorderConfig *cfg);             /* 1: element conversion */
+uint32_t dq_reorder_window (const DqReorderConfig *cfg);     /* effective window */
+uint32_t dq_reorder_max_window (const DqReorderConfig *cfg); /* largest allowed */
+int dq_reorder_converts (const DqReorderConfig *cfg);        /* 1: element conversion */
 uint32_t dq_reorder_output_payload_size (const DqReorderConfig *cfg);
-uint64_t dq_reorder_frame_size (const DqReorderConfig *cfg);      /* ppb * output payload */
+uint64_t dq_reorder_frame_size (const DqReorderConfig *cfg); /* ppb * output payload */
 uint32_t dq_reorder_min_packet_length (const DqReorderConfig *cfg);
 const char *dq_elem_type_name (DqElemType t);
 
@@ -248,18 +248,18 @@ uint32_t dq_gather_cpu (const DqReorderConfig *cfg, const void *data, size_t dat
  * checksum and the UDP length (checksum 0) when their offsets are given. */
 #define DQ_PACKETIZE_NONE 0xffffffffu
 typedef struct {
-  const uint8_t *header;       /* copied to the start of every packet */
-  uint32_t header_len;         /* <= payload_offset, <= DQ_PACKETIZE_MAX_HEADER */
-  uint32_t ipv4_offset;        /* IPv4 header offset in the packet, or DQ_PACKETIZE_NONE */
-  uint32_t udp_offset;         /* UDP header offset, or DQ_PACKETIZE_NONE */
-  uint32_t packet_stride;      /* bytes between packet starts in out */
-  uint32_t min_length;         /* zero-pad packets to this length (60 for Ethernet), or 0 */
+  const uint8_t *header;  /* copied to the start of every packet */
+  uint32_t header_len;    /* <= payload_offset, <= DQ_PACKETIZE_MAX_HEADER */
+  uint32_t ipv4_offset;   /* IPv4 header offset in the packet, or DQ_PACKETIZE_NONE */
+  uint32_t udp_offset;    /* UDP header offset, or DQ_PACKETIZE_NONE */
+  uint32_t packet_stride; /* bytes between packet starts in out */
+  uint32_t min_length;    /* zero-pad packets to this length (60 for Ethernet), or 0 */
 } DqPacketizeTemplate;
 #define DQ_PACKETIZE_MAX_HEADER 256u
 
 /* 0 if tmpl suits cfg, else -1 and a message. */
-int dq_packetize_validate (const DqReorderConfig *cfg, const DqPacketizeTemplate *tmpl,
-    char *msg, size_t msg_len);
+int dq_packetize_validate (
+    const DqReorderConfig *cfg, const DqPacketizeTemplate *tmpl, char *msg, size_t msg_len);
 uint32_t dq_packetize_packet_length (const DqReorderConfig *cfg, const DqPacketizeTemplate *tmpl);
 /* Writes packets_per_batch packets (out_size >= ppb * packet_stride) and, if pkts, their
  * descriptors. 0 on success, -1 if tmpl/out_size do not fit. */
@@ -295,8 +295,8 @@ int dq_unpack_uyvp_validate (uint32_t width, uint32_t height, size_t y_pitch, si
     size_t v_pitch, char *msg, size_t msg_len);
 /* The CPU twin: src is dq_uyvp_picture_size (width, height) bytes. 0, or -1 when
  * dq_unpack_uyvp_validate refuses the sizes or a pointer is NULL (nothing written). */
-int dq_unpack_uyvp_to_i422_10 (const uint8_t *src, uint32_t width, uint32_t height,
-    uint8_t *y, size_t y_pitch, uint8_t *u, size_t u_pitch, uint8_t *v, size_t v_pitch);
+int dq_unpack_uyvp_to_i422_10 (const uint8_t *src, uint32_t width, uint32_t height, uint8_t *y,
+    size_t y_pitch, uint8_t *u, size_t u_pitch, uint8_t *v, size_t v_pitch);
 
 /* Bit helpers (MSB-first big-endian bit strings), exposed for tests and generators. */
 uint32_t dq_bits_get (const uint8_t *p, uint32_t bit_offset, uint32_t width);
@@ -310,30 +310,30 @@ uint16_t dq_float_to_bf16_rn (float f);
 typedef struct _DqReorderGpu DqReorderGpu;
 
 typedef struct {
-  uint32_t max_packets;        /* largest burst per submission; 0: 4096 */
-  uint32_t max_inflight;       /* submissions in flight; 0: 4 */
-  uint32_t max_frames;         /* capacity of the free-frame queue; 0: 256 */
-  int device;                  /* CUDA device ordinal; -1: the current one */
-  void *stream;                /* cudaStream_t to work on; NULL: the context makes its own */
+  uint32_t max_packets;  /* largest burst per submission; 0: 4096 */
+  uint32_t max_inflight; /* submissions in flight; 0: 4 */
+  uint32_t max_frames;   /* capacity of the free-frame queue; 0: 256 */
+  int device;            /* CUDA device ordinal; -1: the current one */
+  void *stream;          /* cudaStream_t to work on; NULL: the context makes its own */
 } DqReorderGpuOptions;
 
 /* Error codes of the GPU calls (the message: dq_reorder_gpu_error). */
-#define DQ_REORDER_OK     0
-#define DQ_REORDER_ERROR  (-1)   /* CUDA failed or bad arguments */
-#define DQ_REORDER_BUSY   (-2)   /* every submission slot holds an unpolled completion: poll */
+#define DQ_REORDER_OK 0
+#define DQ_REORDER_ERROR (-1) /* CUDA failed or bad arguments */
+#define DQ_REORDER_BUSY (-2)  /* every submission slot holds an unpolled completion: poll */
 
 /* Whether a CUDA device can be used. 1 yes; 0 no, and msg says why ("no CUDA device: ..."). */
 int dq_cuda_available (char *msg, size_t msg_len);
 /* One line about the device (name, SMs, memory, clocks). */
 void dq_cuda_device_info (char *buf, size_t len);
-void *dq_cuda_malloc (size_t size);                 /* device memory, NULL on failure */
-void *dq_cuda_malloc_host (size_t size);            /* pinned, mapped host memory */
+void *dq_cuda_malloc (size_t size);      /* device memory, NULL on failure */
+void *dq_cuda_malloc_host (size_t size); /* pinned, mapped host memory */
 void dq_cuda_free (void *dev_ptr);
 void dq_cuda_free_host (void *host_ptr);
-int dq_cuda_memcpy (void *dst, const void *src, size_t size);   /* synchronous, any direction */
+int dq_cuda_memcpy (void *dst, const void *src, size_t size); /* synchronous, any direction */
 /* Synchronous copy of `height` rows of `width` bytes between pitched buffers, any direction. */
-int dq_cuda_memcpy2d (void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
-    size_t width, size_t height);
+int dq_cuda_memcpy2d (
+    void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width, size_t height);
 int dq_cuda_memset (void *dev_ptr, int value, size_t size);
 /* A dma-buf fd (Linux) covering `size` bytes of device memory at dev_ptr, for a NIC to reach
  * it (GPUDirect RDMA by dma-buf): the whole pages around it, dev_ptr at *offset into the
@@ -351,8 +351,8 @@ int dq_cuda_unpack_uyvp_to_i422_10 (const void *src, uint32_t width, uint32_t he
     size_t y_pitch, void *u, size_t u_pitch, void *v, size_t v_pitch, void *stream);
 const char *dq_cuda_last_error (void);
 
-DqReorderGpu *dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
-    char *msg, size_t msg_len);
+DqReorderGpu *dq_reorder_gpu_new (
+    const DqReorderConfig *cfg, const DqReorderGpuOptions *opts, char *msg, size_t msg_len);
 /* Waits for the work in flight, then frees everything (not the frames, not the caller's stream). */
 void dq_reorder_gpu_free (DqReorderGpu *ctx);
 const char *dq_reorder_gpu_error (DqReorderGpu *ctx);
@@ -381,8 +381,8 @@ int dq_reorder_gpu_packetize (DqReorderGpu *ctx, const DqPacketizeTemplate *tmpl
 int dq_reorder_gpu_poll (DqReorderGpu *ctx, int wait, DqReorderCompletion *out);
 /* Submissions not yet polled. */
 uint32_t dq_reorder_gpu_inflight (DqReorderGpu *ctx);
-void *dq_reorder_gpu_stream (DqReorderGpu *ctx);      /* cudaStream_t */
-void *dq_reorder_gpu_event (DqReorderGpu *ctx);       /* cudaEvent_t after the last submission */
+void *dq_reorder_gpu_stream (DqReorderGpu *ctx); /* cudaStream_t */
+void *dq_reorder_gpu_event (DqReorderGpu *ctx);  /* cudaEvent_t after the last submission */
 
 #ifdef __cplusplus
 }

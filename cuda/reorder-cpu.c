@@ -30,12 +30,8 @@ convert_payload (const DqReorderConfig *cfg, int converts, uint8_t *dst, const u
   for (uint32_t e = 0; e < count; e++) {
     int32_t v = dq_decode_elem (src, e, in, net);
     switch (out) {
-      case DQ_ELEM_FP16:
-        put_u16 (dst + 2 * (size_t) e, dq_float_to_half_rn ((float) v));
-        break;
-      case DQ_ELEM_BF16:
-        put_u16 (dst + 2 * (size_t) e, dq_float_to_bf16_rn ((float) v));
-        break;
+      case DQ_ELEM_FP16: put_u16 (dst + 2 * (size_t) e, dq_float_to_half_rn ((float) v)); break;
+      case DQ_ELEM_BF16: put_u16 (dst + 2 * (size_t) e, dq_float_to_bf16_rn ((float) v)); break;
       case DQ_ELEM_FP32: {
         float f = (float) v;
         memcpy (dst + 4 * (size_t) e, &f, 4);
@@ -46,11 +42,8 @@ convert_payload (const DqReorderConfig *cfg, int converts, uint8_t *dst, const u
         memcpy (dst + 8 * (size_t) e, &d, 8);
         break;
       }
-      case DQ_ELEM_INT32:
-        memcpy (dst + 4 * (size_t) e, &v, 4);
-        break;
-      default:
-        break;
+      case DQ_ELEM_INT32: memcpy (dst + 4 * (size_t) e, &v, 4); break;
+      default: break;
     }
   }
 }
@@ -58,36 +51,36 @@ convert_payload (const DqReorderConfig *cfg, int converts, uint8_t *dst, const u
 /* ---- reorder state ----------------------------------------------------------------------- */
 
 typedef struct {
-  int64_t id;              /* the batch id this record holds */
-  uint8_t *frame;          /* NULL: none */
+  int64_t id;     /* the batch id this record holds */
+  uint8_t *frame; /* NULL: none */
   void *user;
   uint32_t filled, dups;
   uint64_t first_ts;
-  uint8_t *claimed;        /* one bit per slot */
+  uint8_t *claimed; /* one bit per slot */
 } CpuRec;
 
 struct _DqReorderCpu {
   DqReorderConfig cfg;
   uint32_t W, ppb, lout, need, key_bits;
-  uint32_t w_mask, ppb_mask, ppb_shift;   /* for powers of two (masks 0 otherwise) */
+  uint32_t w_mask, ppb_mask, ppb_shift; /* for powers of two (masks 0 otherwise) */
   int converts;
 
   int initialized;
-  int64_t B;               /* window base */
-  int64_t H;               /* unwrap head: the largest unwrapped key seen */
+  int64_t B; /* window base */
+  int64_t H; /* unwrap head: the largest unwrapped key seen */
   CpuRec rec[DQ_REORDER_MAX_WINDOW];
 
-  DqReorderFrame *fifo;    /* free frames */
+  DqReorderFrame *fifo; /* free frames */
   size_t fifo_cap, fifo_head, fifo_len;
 
   DqReorderStats stats;
 
-  DqReorderBatch *out;     /* this call's emitted batches */
+  DqReorderBatch *out; /* this call's emitted batches */
   uint32_t n_out, cap_out;
-  DqReorderFrame *rel;     /* this call's released frames */
+  DqReorderFrame *rel; /* this call's released frames */
   uint32_t n_rel, cap_rel;
 
-  uint8_t *cls;            /* per packet of the burst */
+  uint8_t *cls; /* per packet of the burst */
   uint32_t *key, *seq;
   uint32_t cap_pkts;
   int oom;
@@ -183,7 +176,7 @@ dq_reorder_cpu_add_frame (DqReorderCpu *c, void *frame, void *user)
     c->fifo_cap = n;
     c->fifo_head = 0;
   }
-  c->fifo[(c->fifo_head + c->fifo_len) % c->fifo_cap] = (DqReorderFrame) { frame, user };
+  c->fifo[(c->fifo_head + c->fifo_len) % c->fifo_cap] = (DqReorderFrame){ frame, user };
   c->fifo_len++;
   return 0;
 }
@@ -306,8 +299,8 @@ place (DqReorderCpu *c, int64_t x, uint32_t slot, const uint8_t *pkt, uint64_t t
   r->filled++;
   c->stats.accepted++;
   if (r->frame)
-    convert_payload (&c->cfg, c->converts, r->frame + (size_t) slot * c->lout,
-        pkt + c->cfg.payload_offset);
+    convert_payload (
+        &c->cfg, c->converts, r->frame + (size_t) slot * c->lout, pkt + c->cfg.payload_offset);
 }
 
 /* Batch id and slot of an unwrapped key; 0 if before the stream's start (late). */
@@ -344,12 +337,11 @@ add_released (DqReorderCpu *c, void *data, void *user)
     c->oom = 1;
     return;
   }
-  c->rel[c->n_rel++] = (DqReorderFrame) { data, user };
+  c->rel[c->n_rel++] = (DqReorderFrame){ data, user };
 }
 
 static void
-end_call (DqReorderCpu *c, uint32_t late, uint32_t shorts, DqJobKind kind,
-    DqReorderCompletion *out)
+end_call (DqReorderCpu *c, uint32_t late, uint32_t shorts, DqJobKind kind, DqReorderCompletion *out)
 {
   c->stats.late += late;
   c->stats.short_packets += shorts;
@@ -357,7 +349,8 @@ end_call (DqReorderCpu *c, uint32_t late, uint32_t shorts, DqJobKind kind,
   c->stats.pending_short += shorts;
   if (c->n_out) {
     uint32_t l = c->stats.pending_late > UINT32_MAX ? UINT32_MAX : (uint32_t) c->stats.pending_late;
-    uint32_t s = c->stats.pending_short > UINT32_MAX ? UINT32_MAX : (uint32_t) c->stats.pending_short;
+    uint32_t s =
+        c->stats.pending_short > UINT32_MAX ? UINT32_MAX : (uint32_t) c->stats.pending_short;
     c->out[0].late = l;
     c->out[0].short_packets = s;
     c->stats.pending_late -= l;
@@ -426,7 +419,7 @@ dq_reorder_cpu_push (DqReorderCpu *c, const void *data, size_t data_size,
   }
   c->stats.packets += n;
   if (c->initialized)
-    fill_frames (c);         /* frames added since the last call */
+    fill_frames (c); /* frames added since the last call */
 
   /* pass 1, one look at each packet: bounds (the descriptor inside the burst, the packet long
    * enough for every field read), fields, and placing those inside the window as it stood at
@@ -450,7 +443,8 @@ dq_reorder_cpu_push (DqReorderCpu *c, const void *data, size_t data_size,
     const uint8_t *pkt = base + p->offset;
     uint32_t seq = dq_bits_get_raw (pkt, c->cfg.seq_bit_offset, c->cfg.seq_bit_width);
     uint32_t key = c->cfg.batch_bit_width
-        ? dq_bits_get_raw (pkt, c->cfg.batch_bit_offset, c->cfg.batch_bit_width) : seq;
+        ? dq_bits_get_raw (pkt, c->cfg.batch_bit_offset, c->cfg.batch_bit_width)
+        : seq;
     c->seq[i] = seq;
     c->key[i] = key;
     if (!c->initialized) {
@@ -593,16 +587,18 @@ overlaps (uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
 }
 
 int
-dq_packetize_validate (const DqReorderConfig *cfg, const DqPacketizeTemplate *t,
-    char *msg, size_t len)
+dq_packetize_validate (
+    const DqReorderConfig *cfg, const DqPacketizeTemplate *t, char *msg, size_t len)
 {
   if (dq_reorder_config_validate (cfg, msg, len) != 0)
     return -1;
   if (!t)
     return dq_set_msg (msg, len, "no packet template given");
   if (cfg->input_type != DQ_ELEM_SAME)
-    return dq_set_msg (msg, len, "packetize sends the frame bytes as they are: set input and output "
-        "type to same (input type is %u)", cfg->input_type);
+    return dq_set_msg (msg, len,
+        "packetize sends the frame bytes as they are: set input and output "
+        "type to same (input type is %u)",
+        cfg->input_type);
   if (t->header_len > DQ_PACKETIZE_MAX_HEADER || (t->header_len && !t->header))
     return dq_set_msg (msg, len, "header template of %u bytes: allowed 0..%u bytes", t->header_len,
         DQ_PACKETIZE_MAX_HEADER);
@@ -611,11 +607,11 @@ dq_packetize_validate (const DqReorderConfig *cfg, const DqPacketizeTemplate *t,
         t->header_len, cfg->payload_offset);
   uint32_t plen = dq_packetize_packet_length (cfg, t);
   if (t->min_length > DQ_REORDER_MAX_FRAME_BYTES)
-    return dq_set_msg (msg, len, "min-length %u exceeds %u bytes", t->min_length,
-        DQ_REORDER_MAX_FRAME_BYTES);
+    return dq_set_msg (
+        msg, len, "min-length %u exceeds %u bytes", t->min_length, DQ_REORDER_MAX_FRAME_BYTES);
   if (t->packet_stride < plen)
-    return dq_set_msg (msg, len, "packet stride %u is smaller than the packet (%u bytes)",
-        t->packet_stride, plen);
+    return dq_set_msg (
+        msg, len, "packet stride %u is smaller than the packet (%u bytes)", t->packet_stride, plen);
   uint64_t p0 = (uint64_t) cfg->payload_offset * 8, p1 = p0 + (uint64_t) cfg->payload_size * 8;
   uint64_t s0 = cfg->seq_bit_offset, s1 = s0 + cfg->seq_bit_width;
   uint64_t b0 = cfg->batch_bit_offset, b1 = b0 + cfg->batch_bit_width;
@@ -634,12 +630,12 @@ dq_packetize_validate (const DqReorderConfig *cfg, const DqPacketizeTemplate *t,
           t->ipv4_offset, t->header_len);
     uint32_t ihl = (t->header[t->ipv4_offset] & 0xfu) * 4u;
     if (ihl < 20 || (uint64_t) t->ipv4_offset + ihl > t->header_len)
-      return dq_set_msg (msg, len, "IPv4 header length %u at offset %u does not fit the template", ihl,
-          t->ipv4_offset);
+      return dq_set_msg (msg, len, "IPv4 header length %u at offset %u does not fit the template",
+          ihl, t->ipv4_offset);
     uint64_t i0 = (uint64_t) t->ipv4_offset * 8, i1 = i0 + (uint64_t) ihl * 8;
     if (overlaps (s0, s1, i0, i1) || (cfg->batch_bit_width && overlaps (b0, b1, i0, i1)))
-      return dq_set_msg (msg, len, "a sequence or batch field lies in the IPv4 header at %u",
-          t->ipv4_offset);
+      return dq_set_msg (
+          msg, len, "a sequence or batch field lies in the IPv4 header at %u", t->ipv4_offset);
   }
   if (t->udp_offset != DQ_PACKETIZE_NONE) {
     if ((uint64_t) t->udp_offset + 8 > t->header_len)
@@ -647,8 +643,8 @@ dq_packetize_validate (const DqReorderConfig *cfg, const DqPacketizeTemplate *t,
           t->udp_offset, t->header_len);
     uint64_t u0 = (uint64_t) t->udp_offset * 8, u1 = u0 + 64;
     if (overlaps (s0, s1, u0, u1) || (cfg->batch_bit_width && overlaps (b0, b1, u0, u1)))
-      return dq_set_msg (msg, len, "a sequence or batch field lies in the UDP header at %u",
-          t->udp_offset);
+      return dq_set_msg (
+          msg, len, "a sequence or batch field lies in the UDP header at %u", t->udp_offset);
   }
   return 0;
 }
@@ -664,13 +660,13 @@ int
 dq_packetize_cpu (const DqReorderConfig *cfg, const DqPacketizeTemplate *t, const void *frame,
     uint64_t batch_id, void *out, size_t out_size, DqReorderPacket *pkts)
 {
-  return dq_packetize_cpu_range (cfg, t, frame, batch_id, 0, cfg->packets_per_batch, out,
-      out_size, pkts);
+  return dq_packetize_cpu_range (
+      cfg, t, frame, batch_id, 0, cfg->packets_per_batch, out, out_size, pkts);
 }
 
 int
-dq_packetize_cpu_range (const DqReorderConfig *cfg, const DqPacketizeTemplate *t,
-    const void *frame, uint64_t batch_id, uint32_t first, uint32_t n, void *out, size_t out_size,
+dq_packetize_cpu_range (const DqReorderConfig *cfg, const DqPacketizeTemplate *t, const void *frame,
+    uint64_t batch_id, uint32_t first, uint32_t n, void *out, size_t out_size,
     DqReorderPacket *pkts)
 {
   if (dq_packetize_validate (cfg, t, NULL, 0) != 0)
@@ -681,8 +677,7 @@ dq_packetize_cpu_range (const DqReorderConfig *cfg, const DqPacketizeTemplate *t
       (uint64_t) (n - 1) * t->packet_stride + plen > out_size)
     return -1;
   uint32_t seq_mask = cfg->seq_bit_width == 32 ? 0xffffffffu : (1u << cfg->seq_bit_width) - 1;
-  uint32_t batch_mask = cfg->batch_bit_width == 32 ? 0xffffffffu
-      : (1u << cfg->batch_bit_width) - 1;
+  uint32_t batch_mask = cfg->batch_bit_width == 32 ? 0xffffffffu : (1u << cfg->batch_bit_width) - 1;
 
   for (uint32_t j = 0; j < n; j++) {
     uint32_t s = first + j;
@@ -695,8 +690,8 @@ dq_packetize_cpu_range (const DqReorderConfig *cfg, const DqPacketizeTemplate *t
     uint32_t seq = (uint32_t) ((batch_id * ppb + s) & seq_mask);
     dq_bits_set (p, cfg->seq_bit_offset, cfg->seq_bit_width, seq);
     if (cfg->batch_bit_width)
-      dq_bits_set (p, cfg->batch_bit_offset, cfg->batch_bit_width,
-          (uint32_t) (batch_id & batch_mask));
+      dq_bits_set (
+          p, cfg->batch_bit_offset, cfg->batch_bit_width, (uint32_t) (batch_id & batch_mask));
     if (t->ipv4_offset != DQ_PACKETIZE_NONE) {
       uint8_t *ip = p + t->ipv4_offset;
       uint32_t ihl = (ip[0] & 0xfu) * 4u;
@@ -715,7 +710,7 @@ dq_packetize_cpu_range (const DqReorderConfig *cfg, const DqPacketizeTemplate *t
       put_be16 (udp + 6, 0);
     }
     if (pkts)
-      pkts[j] = (DqReorderPacket) { (uint32_t) ((size_t) j * t->packet_stride), plen, 0, 0, 0 };
+      pkts[j] = (DqReorderPacket){ (uint32_t) ((size_t) j * t->packet_stride), plen, 0, 0, 0 };
   }
   return 0;
 }

@@ -19,8 +19,11 @@ dq_elem_bits (uint32_t t)
   switch (t) {
     case DQ_ELEM_INT4: return 4;
     case DQ_ELEM_INT8: return 8;
-    case DQ_ELEM_INT16: case DQ_ELEM_FP16: case DQ_ELEM_BF16: return 16;
-    case DQ_ELEM_INT32: case DQ_ELEM_FP32: return 32;
+    case DQ_ELEM_INT16:
+    case DQ_ELEM_FP16:
+    case DQ_ELEM_BF16: return 16;
+    case DQ_ELEM_INT32:
+    case DQ_ELEM_FP32: return 32;
     case DQ_ELEM_FP64: return 64;
     default: return 0;
   }
@@ -85,8 +88,7 @@ dq_decode_elem (const uint8_t *src, uint32_t e, uint32_t in_type, uint32_t netwo
       uint32_t n = (e & 1) ? (b & 0xf) : (b >> 4);
       return (n & 8) ? (int32_t) (n | 0xfffffff0u) : (int32_t) n;
     }
-    case DQ_ELEM_INT8:
-      return (int32_t) (int8_t) src[e];
+    case DQ_ELEM_INT8: return (int32_t) (int8_t) src[e];
     case DQ_ELEM_INT16: {
       uint32_t b0 = src[2 * e], b1 = src[2 * e + 1];
       uint32_t v = network ? ((b0 << 8) | b1) : ((b1 << 8) | b0);
@@ -99,8 +101,7 @@ dq_decode_elem (const uint8_t *src, uint32_t e, uint32_t in_type, uint32_t netwo
           : (((uint32_t) q[3] << 24) | ((uint32_t) q[2] << 16) | ((uint32_t) q[1] << 8) | q[0]);
       return (int32_t) v;
     }
-    default:
-      return 0;
+    default: return 0;
   }
 }
 
@@ -128,15 +129,17 @@ dq_uyvp_pgroup (const uint8_t *p, uint32_t c[4])
 enum {
   DQ_PKT_SHORT = 0,
   DQ_PKT_LATE = 1,
-  DQ_PKT_PLACED = 2,      /* in the window at burst start */
-  DQ_PKT_DEFERRED = 3,    /* beyond it (or the first burst): handled in arrival order after */
+  DQ_PKT_PLACED = 2,   /* in the window at burst start */
+  DQ_PKT_DEFERRED = 3, /* beyond it (or the first burst): handled in arrival order after */
 };
 
 #include <stddef.h>
 #ifdef __cplusplus
 extern "C"
 #endif
-/* snprintf into msg (if any); returns -1 */
-int dq_set_msg (char *msg, size_t len, const char *fmt, ...) __attribute__ ((format (printf, 3, 4)));
+    /* snprintf into msg (if any); returns -1 */
+    int
+    dq_set_msg (char *msg, size_t len, const char *fmt, ...)
+        __attribute__ ((format (printf, 3, 4)));
 
 #endif /* DAQIRI_REORDER_PRIV_H */

@@ -75,7 +75,7 @@
 /* A fanout group of the port: the queues of one element (one DqRxConfig.group_id). */
 typedef struct {
   guint32 group_id;
-  guint16 fanout_id;            /* the kernel's id, unique in the network namespace */
+  guint16 fanout_id; /* the kernel's id, unique in the network namespace */
   guint members;
 } AfpFanout;
 
@@ -84,8 +84,8 @@ typedef struct {
   char ifname[IF_NAMESIZE];
   guint mtu;
 
-  GMutex lock;                  /* protects fanouts (queues come and go in any thread) */
-  GArray *fanouts;              /* AfpFanout */
+  GMutex lock;     /* protects fanouts (queues come and go in any thread) */
+  GArray *fanouts; /* AfpFanout */
 } AfpPort;
 
 /* ---------------------------------------------------------------------------------- */
@@ -116,7 +116,7 @@ port_frame_limit (guint mtu)
 }
 
 static gboolean
-port_read_mtu (const char *ifname, guint * mtu)
+port_read_mtu (const char *ifname, guint *mtu)
 {
   struct ifreq ifr;
   int s = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -143,7 +143,7 @@ list_interfaces (void)
   GString *names = g_string_new (NULL);
 
   if (list != NULL) {
-    for (struct if_nameindex * i = list; i->if_index != 0 && i->if_name != NULL; i++) {
+    for (struct if_nameindex *i = list; i->if_index != 0 && i->if_name != NULL; i++) {
       if (names->len > 0)
         g_string_append (names, ", ");
       g_string_append (names, i->if_name);
@@ -158,7 +158,7 @@ list_interfaces (void)
 /* An AF_PACKET SOCK_RAW socket with protocol 0: it receives nothing until it is bound
  * with a protocol, so options and filters can be set before any packet arrives. */
 static int
-packet_socket_open (const AfpPort * port, const char *what, GError ** error)
+packet_socket_open (const AfpPort *port, const char *what, GError **error)
 {
   int fd = socket (AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
   if (fd >= 0)
@@ -168,8 +168,8 @@ packet_socket_open (const AfpPort * port, const char *what, GError ** error)
   if (err == EPERM || err == EACCES)
     g_set_error (error, DQ_ERROR, DQ_ERROR_PERMISSION,
         "afpacket:%s: opening the %s AF_PACKET socket needs CAP_NET_RAW: run as root or "
-        "grant the capability (setcap cap_net_raw+ep) (%s)", port->ifname, what,
-        g_strerror (err));
+        "grant the capability (setcap cap_net_raw+ep) (%s)",
+        port->ifname, what, g_strerror (err));
   else
     g_set_error (error, DQ_ERROR, DQ_ERROR_IO,
         "afpacket:%s: cannot open the %s AF_PACKET socket: %s", port->ifname, what,
@@ -179,7 +179,7 @@ packet_socket_open (const AfpPort * port, const char *what, GError ** error)
 
 static gboolean
 packet_setsockopt (int fd, int level, int name, const void *value, socklen_t len,
-    const AfpPort * port, const char *what, GError ** error)
+    const AfpPort *port, const char *what, GError **error)
 {
   if (setsockopt (fd, level, name, value, len) == 0)
     return TRUE;
@@ -190,14 +190,13 @@ packet_setsockopt (int fd, int level, int name, const void *value, socklen_t len
 }
 
 static gboolean
-packet_set_int (int fd, int name, int value, const AfpPort * port, const char *what,
-    GError ** error)
+packet_set_int (int fd, int name, int value, const AfpPort *port, const char *what, GError **error)
 {
   return packet_setsockopt (fd, SOL_PACKET, name, &value, sizeof value, port, what, error);
 }
 
 static gboolean
-packet_bind (int fd, const AfpPort * port, guint16 protocol, GError ** error)
+packet_bind (int fd, const AfpPort *port, guint16 protocol, GError **error)
 {
   struct sockaddr_ll sll;
 
@@ -214,8 +213,8 @@ packet_bind (int fd, const AfpPort * port, guint16 protocol, GError ** error)
 }
 
 static gboolean
-packet_attach_filter (int fd, struct sock_filter *insns, guint n_insns,
-    const AfpPort * port, GError ** error)
+packet_attach_filter (
+    int fd, struct sock_filter *insns, guint n_insns, const AfpPort *port, GError **error)
 {
   struct sock_fprog prog = { .len = (unsigned short) n_insns, .filter = insns };
   return packet_setsockopt (fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog, port,
@@ -226,7 +225,7 @@ packet_attach_filter (int fd, struct sock_filter *insns, guint n_insns,
 /* port */
 
 static gpointer
-afp_port_open (const char *arg, DqPortInfo * info, GError ** error)
+afp_port_open (const char *arg, DqPortInfo *info, GError **error)
 {
   if (strlen (arg) >= IF_NAMESIZE) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
@@ -237,16 +236,16 @@ afp_port_open (const char *arg, DqPortInfo * info, GError ** error)
   if (ifindex == 0) {
     char *names = list_interfaces ();
     g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
-        "afpacket:%s: no network interface '%s' in this network namespace; found: %s",
-        arg, arg, names);
+        "afpacket:%s: no network interface '%s' in this network namespace; found: %s", arg, arg,
+        names);
     g_free (names);
     return NULL;
   }
 
   int s = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (s < 0) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: socket() failed: %s", arg,
-        g_strerror (errno));
+    g_set_error (
+        error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: socket() failed: %s", arg, g_strerror (errno));
     return NULL;
   }
   struct ifreq ifr;
@@ -260,11 +259,11 @@ afp_port_open (const char *arg, DqPortInfo * info, GError ** error)
   }
   /* Bursts carry Ethernet frames: interfaces without an Ethernet header (tun, ip
    * tunnels, ...) would deliver bare IP packets. */
-  if (ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER &&
-      ifr.ifr_hwaddr.sa_family != ARPHRD_LOOPBACK) {
+  if (ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER && ifr.ifr_hwaddr.sa_family != ARPHRD_LOOPBACK) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
         "afpacket:%s: not an Ethernet interface (ARPHRD type %u); the afpacket engine "
-        "needs Ethernet framing", arg, ifr.ifr_hwaddr.sa_family);
+        "needs Ethernet framing",
+        arg, ifr.ifr_hwaddr.sa_family);
     close (s);
     return NULL;
   }
@@ -273,8 +272,8 @@ afp_port_open (const char *arg, DqPortInfo * info, GError ** error)
 
   guint mtu;
   if (!port_read_mtu (arg, &mtu)) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "afpacket:%s: cannot read the MTU: %s",
-        arg, g_strerror (errno));
+    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "afpacket:%s: cannot read the MTU: %s", arg,
+        g_strerror (errno));
     return NULL;
   }
   AfpPort *port = g_new0 (AfpPort, 1);
@@ -307,19 +306,20 @@ afp_port_time (gpointer priv)
 
 /* max_packet_size 0 means: a full-MTU frame with one VLAN tag. */
 static guint
-default_max_packet (const AfpPort * port)
+default_max_packet (const AfpPort *port)
 {
   return MIN (port->mtu + ETH_HLEN + AFP_VLAN_HLEN, AFP_MAX_PACKET);
 }
 
 static gboolean
-check_max_packet (const char *dir, const AfpPort * port, guint max_packet, GError ** error)
+check_max_packet (const char *dir, const AfpPort *port, guint max_packet, GError **error)
 {
   if (max_packet >= AFP_MIN_PACKET && max_packet <= AFP_MAX_PACKET)
     return TRUE;
   g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
       "afpacket:%s: %s max-packet-size %u is out of range (allowed %u .. %u, or 0 for "
-      "MTU + 18)", port->ifname, dir, max_packet, AFP_MIN_PACKET, AFP_MAX_PACKET);
+      "MTU + 18)",
+      port->ifname, dir, max_packet, AFP_MIN_PACKET, AFP_MAX_PACKET);
   return FALSE;
 }
 
@@ -332,7 +332,7 @@ typedef struct _AfpBurstRec AfpBurstRec;
  * through the queue's free list; a new one is allocated only when the list is empty. */
 struct _AfpBurstRec {
   DqBurstLink link;
-  guint block;                  /* ring block the burst was cut from */
+  guint block; /* ring block the burst was cut from */
   DqPacket packets[];
 };
 
@@ -347,8 +347,8 @@ typedef struct {
   AfpPort *port;
   int fd;
   int wake_fd;
-  int ep_fd;                    /* epoll: socket (edge-triggered) + wake_fd */
-  gboolean in_fanout;           /* a member of port's fanout group `group_id` */
+  int ep_fd;          /* epoll: socket (edge-triggered) + wake_fd */
+  gboolean in_fanout; /* a member of port's fanout group `group_id` */
   guint32 group_id;
   guint8 *ring;
   gsize ring_size;
@@ -362,13 +362,13 @@ typedef struct {
   guint64 *walked_seq;
 
   /* poller state, touched by the polling thread only */
-  guint cur;                    /* next block in ring order */
-  gboolean walking;             /* block cur is being cut into bursts */
-  guint8 *walk_pkt;             /* next packet header in block cur */
-  guint walk_left;              /* packets of block cur not yet delivered */
+  guint cur;        /* next block in ring order */
+  gboolean walking; /* block cur is being cut into bursts */
+  guint8 *walk_pkt; /* next packet header in block cur */
+  guint walk_left;  /* packets of block cur not yet delivered */
 
-  guint burst_packets;          /* packets a record holds */
-  DqFlowRule *rules;            /* the rules that apply to this queue */
+  guint burst_packets; /* packets a record holds */
+  DqFlowRule *rules;   /* the rules that apply to this queue */
   guint n_rules;
 
   DqBurstPool recs;
@@ -394,27 +394,27 @@ typedef struct {
  *    a partly filled block is handed over after that long.
  */
 static gboolean
-rx_geometry_choose (const AfpPort * port, const DqRxConfig * config, AfpRxGeometry * geo,
-    GError ** error)
+rx_geometry_choose (
+    const AfpPort *port, const DqRxConfig *config, AfpRxGeometry *geo, GError **error)
 {
   gsize page = page_size ();
   gsize ring = config->ring_bytes ? config->ring_bytes : AFP_RX_DEFAULT_RING;
-  guint max_packet = config->max_packet_size ? config->max_packet_size :
-      default_max_packet (port);
+  guint max_packet = config->max_packet_size ? config->max_packet_size : default_max_packet (port);
 
   if (!check_max_packet ("RX", port, max_packet, error))
     return FALSE;
   if (ring < 2 * page || ring > AFP_RING_MAX) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-        "afpacket:%s: RX ring-size %" G_GSIZE_FORMAT " is out of range (allowed %"
-        G_GSIZE_FORMAT " .. %" G_GSIZE_FORMAT ", or 0 for %" G_GSIZE_FORMAT ")",
+        "afpacket:%s: RX ring-size %" G_GSIZE_FORMAT " is out of range (allowed %" G_GSIZE_FORMAT
+        " .. %" G_GSIZE_FORMAT ", or 0 for %" G_GSIZE_FORMAT ")",
         port->ifname, ring, 2 * page, AFP_RING_MAX, AFP_RX_DEFAULT_RING);
     return FALSE;
   }
 
   gsize need = (gsize) max_packet + AFP_RX_BLOCK_OVERHEAD;
   gsize block = MAX (AFP_RX_MAX_BLOCK, page);
-  while (block > page && block / 2 >= need && (ring / block < AFP_RX_MIN_BLOCKS ||
+  while (block > page && block / 2 >= need &&
+      (ring / block < AFP_RX_MIN_BLOCKS ||
           (ring / block < AFP_RX_PREFERRED_BLOCKS && block > AFP_RX_MIN_PREFERRED_BLOCK)))
     block /= 2;
   while (block < need)
@@ -423,8 +423,8 @@ rx_geometry_choose (const AfpPort * port, const DqRxConfig * config, AfpRxGeomet
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
         "afpacket:%s: RX ring-size %" G_GSIZE_FORMAT " is too small for max-packet-size "
         "%u: the ring needs at least 2 blocks of %" G_GSIZE_FORMAT " bytes (allowed: "
-        "ring-size >= %" G_GSIZE_FORMAT ")", port->ifname, ring, max_packet, block,
-        2 * block);
+        "ring-size >= %" G_GSIZE_FORMAT ")",
+        port->ifname, ring, max_packet, block, 2 * block);
     return FALSE;
   }
 
@@ -439,21 +439,20 @@ rx_geometry_choose (const AfpPort * port, const DqRxConfig * config, AfpRxGeomet
 /* Rules with a queue key must name one of the element's queues; the rules without one,
  * and those naming this queue, apply to this queue. */
 static gboolean
-rx_rules_select (AfpRxQueue * rxq, const DqRxConfig * config, GError ** error)
+rx_rules_select (AfpRxQueue *rxq, const DqRxConfig *config, GError **error)
 {
   char what[IF_NAMESIZE + 16];
 
   g_snprintf (what, sizeof what, "afpacket:%s", rxq->port->ifname);
-  if (!dq_flow_rules_check_queues (what, config->flows, config->n_flows, config->n_queues,
-          error))
+  if (!dq_flow_rules_check_queues (what, config->flows, config->n_flows, config->n_queues, error))
     return FALSE;
-  rxq->rules = dq_flow_rules_for_queue (config->flows, config->n_flows,
-      config->queue_index, &rxq->n_rules);
+  rxq->rules =
+      dq_flow_rules_for_queue (config->flows, config->n_flows, config->queue_index, &rxq->n_rules);
   return TRUE;
 }
 
 static gboolean
-rx_ring_map (AfpRxQueue * rxq, const AfpRxGeometry * geo, GError ** error)
+rx_ring_map (AfpRxQueue *rxq, const AfpRxGeometry *geo, GError **error)
 {
   struct tpacket_req3 req;
 
@@ -468,18 +467,18 @@ rx_ring_map (AfpRxQueue * rxq, const AfpRxGeometry * geo, GError ** error)
   if (setsockopt (rxq->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) != 0) {
     int err = errno;
     g_set_error (error, DQ_ERROR, err == ENOMEM ? DQ_ERROR_CONFIG : DQ_ERROR_IO,
-        "afpacket:%s: cannot create the RX ring (%u blocks of %" G_GSIZE_FORMAT
-        " bytes): %s", rxq->port->ifname, geo->n_blocks, geo->block_size, g_strerror (err));
+        "afpacket:%s: cannot create the RX ring (%u blocks of %" G_GSIZE_FORMAT " bytes): %s",
+        rxq->port->ifname, geo->n_blocks, geo->block_size, g_strerror (err));
     return FALSE;
   }
 
   rxq->ring_size = geo->block_size * geo->n_blocks;
-  void *ring = mmap (NULL, rxq->ring_size, PROT_READ | PROT_WRITE,
-      MAP_SHARED | MAP_POPULATE, rxq->fd, 0);
+  void *ring =
+      mmap (NULL, rxq->ring_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, rxq->fd, 0);
   if (ring == MAP_FAILED) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_IO,
-        "afpacket:%s: cannot map the RX ring (%" G_GSIZE_FORMAT " bytes): %s",
-        rxq->port->ifname, rxq->ring_size, g_strerror (errno));
+        "afpacket:%s: cannot map the RX ring (%" G_GSIZE_FORMAT " bytes): %s", rxq->port->ifname,
+        rxq->ring_size, g_strerror (errno));
     rxq->ring_size = 0;
     return FALSE;
   }
@@ -494,8 +493,7 @@ rx_ring_map (AfpRxQueue * rxq, const AfpRxGeometry * geo, GError ** error)
 /* The socket filter of this queue: the flow rules as classic BPF (returning the snap
  * length), or with no rules a one-instruction program that keeps max_packet bytes. */
 static gboolean
-rx_filter_attach (AfpRxQueue * rxq, const DqRxConfig * config, guint max_packet,
-    GError ** error)
+rx_filter_attach (AfpRxQueue *rxq, const DqRxConfig *config, guint max_packet, GError **error)
 {
   if (config->n_flows == 0) {
     struct sock_filter keep[] = { BPF_STMT (BPF_RET | BPF_K, max_packet) };
@@ -503,8 +501,8 @@ rx_filter_attach (AfpRxQueue * rxq, const DqRxConfig * config, guint max_packet,
   }
   guint n_insns = 0;
   int queue = config->n_queues > 1 ? (int) config->queue_index : -1;
-  struct sock_filter *insns = dq_flow_compile_bpf (config->flows, config->n_flows,
-      DQ_FLOW_BPF_FILTER, queue, max_packet, &n_insns, error);
+  struct sock_filter *insns = dq_flow_compile_bpf (
+      config->flows, config->n_flows, DQ_FLOW_BPF_FILTER, queue, max_packet, &n_insns, error);
   if (insns == NULL)
     return FALSE;
   gboolean ok = packet_attach_filter (rxq->fd, insns, n_insns, rxq->port, error);
@@ -513,7 +511,7 @@ rx_filter_attach (AfpRxQueue * rxq, const DqRxConfig * config, guint max_packet,
 }
 
 static AfpFanout *
-port_fanout_find (AfpPort * port, guint32 group_id)
+port_fanout_find (AfpPort *port, guint32 group_id)
 {
   for (guint i = 0; i < port->fanouts->len; i++) {
     AfpFanout *f = &g_array_index (port->fanouts, AfpFanout, i);
@@ -524,7 +522,7 @@ port_fanout_find (AfpPort * port, guint32 group_id)
 }
 
 static void
-port_fanout_leave (AfpPort * port, guint32 group_id)
+port_fanout_leave (AfpPort *port, guint32 group_id)
 {
   g_mutex_lock (&port->lock);
   for (guint i = 0; i < port->fanouts->len; i++) {
@@ -558,7 +556,7 @@ fanout_setsockopt (int fd, guint16 id, int type_flags)
  * two elements could share, the first queue of a group asks the kernel for an unused
  * id (PACKET_FANOUT_FLAG_UNIQUEID) and the port hands it to the group's other queues. */
 static gboolean
-rx_fanout_join (AfpRxQueue * rxq, const DqRxConfig * config, GError ** error)
+rx_fanout_join (AfpRxQueue *rxq, const DqRxConfig *config, GError **error)
 {
   AfpPort *port = rxq->port;
   gboolean by_rule = FALSE;
@@ -570,15 +568,15 @@ rx_fanout_join (AfpRxQueue * rxq, const DqRxConfig * config, GError ** error)
   g_mutex_lock (&port->lock);
   AfpFanout *group = port_fanout_find (port, config->group_id);
   guint16 id = group != NULL ? group->fanout_id : 0;
-  int r = group != NULL ? fanout_setsockopt (rxq->fd, id, type) :
-      fanout_setsockopt (rxq->fd, 0, type | PACKET_FANOUT_FLAG_UNIQUEID);
+  int r = group != NULL ? fanout_setsockopt (rxq->fd, id, type)
+                        : fanout_setsockopt (rxq->fd, 0, type | PACKET_FANOUT_FLAG_UNIQUEID);
   int err = errno;
   if (r == 0 && group == NULL) {
     /* read back the id the kernel chose */
     int val = 0;
     socklen_t len = sizeof val;
     if (getsockopt (rxq->fd, SOL_PACKET, PACKET_FANOUT, &val, &len) == 0) {
-      AfpFanout f = {.group_id = config->group_id,.fanout_id = (guint16) (val & 0xffff) };
+      AfpFanout f = { .group_id = config->group_id, .fanout_id = (guint16) (val & 0xffff) };
       g_array_append_val (port->fanouts, f);
       group = port_fanout_find (port, config->group_id);
       id = f.fanout_id;
@@ -595,23 +593,24 @@ rx_fanout_join (AfpRxQueue * rxq, const DqRxConfig * config, GError ** error)
   g_mutex_unlock (&port->lock);
 
   if (r != 0) {
-    g_set_error (error, DQ_ERROR, err == EINVAL || err == ENOSPC ? DQ_ERROR_BUSY :
-        DQ_ERROR_IO, "afpacket:%s: queue %u of group %u cannot join its fanout group "
-        "(%s, kernel id %u): %s", rxq->port->ifname, config->queue_index,
-        config->group_id, by_rule ? "cbpf" : "hash", id, g_strerror (err));
+    g_set_error (error, DQ_ERROR, err == EINVAL || err == ENOSPC ? DQ_ERROR_BUSY : DQ_ERROR_IO,
+        "afpacket:%s: queue %u of group %u cannot join its fanout group "
+        "(%s, kernel id %u): %s",
+        rxq->port->ifname, config->queue_index, config->group_id, by_rule ? "cbpf" : "hash", id,
+        g_strerror (err));
     return FALSE;
   }
   if (!by_rule)
     return TRUE;
 
   guint n_insns = 0;
-  struct sock_filter *insns = dq_flow_compile_bpf (config->flows, config->n_flows,
-      DQ_FLOW_BPF_FANOUT, -1, 0, &n_insns, error);
+  struct sock_filter *insns = dq_flow_compile_bpf (
+      config->flows, config->n_flows, DQ_FLOW_BPF_FANOUT, -1, 0, &n_insns, error);
   if (insns == NULL)
     return FALSE;
   struct sock_fprog prog = { .len = (unsigned short) n_insns, .filter = insns };
-  gboolean ok = packet_setsockopt (rxq->fd, SOL_PACKET, PACKET_FANOUT_DATA, &prog,
-      sizeof prog, rxq->port, "the fanout program (PACKET_FANOUT_DATA)", error);
+  gboolean ok = packet_setsockopt (rxq->fd, SOL_PACKET, PACKET_FANOUT_DATA, &prog, sizeof prog,
+      rxq->port, "the fanout program (PACKET_FANOUT_DATA)", error);
   g_free (insns);
   return ok;
 }
@@ -622,11 +621,11 @@ rx_fanout_join (AfpRxQueue * rxq, const DqRxConfig * config, GError ** error)
  * outside the group, so it binds with a drop-all filter, joins, and only then attaches
  * its real filter. */
 static gboolean
-rx_socket_setup (AfpRxQueue * rxq, const DqRxConfig * config, const AfpRxGeometry * geo,
-    GError ** error)
+rx_socket_setup (
+    AfpRxQueue *rxq, const DqRxConfig *config, const AfpRxGeometry *geo, GError **error)
 {
-  if (!packet_set_int (rxq->fd, PACKET_VERSION, TPACKET_V3, rxq->port,
-          "PACKET_VERSION (TPACKET_V3)", error))
+  if (!packet_set_int (
+          rxq->fd, PACKET_VERSION, TPACKET_V3, rxq->port, "PACKET_VERSION (TPACKET_V3)", error))
     return FALSE;
   if (!rx_ring_map (rxq, geo, error))
     return FALSE;
@@ -638,8 +637,8 @@ rx_socket_setup (AfpRxQueue * rxq, const DqRxConfig * config, const AfpRxGeometr
   } else if (!rx_filter_attach (rxq, config, geo->max_packet, error)) {
     return FALSE;
   }
-  if (!packet_set_int (rxq->fd, PACKET_IGNORE_OUTGOING, 1, rxq->port,
-          "PACKET_IGNORE_OUTGOING", error))
+  if (!packet_set_int (
+          rxq->fd, PACKET_IGNORE_OUTGOING, 1, rxq->port, "PACKET_IGNORE_OUTGOING", error))
     return FALSE;
   if (!packet_bind (rxq->fd, rxq->port, ETH_P_ALL, error))
     return FALSE;
@@ -685,10 +684,10 @@ afp_rxq_destroy (gpointer priv)
  * triggered poll reports "readable" for as long as we hold the block before the one
  * the kernel fills — a downstream that keeps one buffer would make it spin. */
 static gboolean
-rx_epoll_setup (AfpRxQueue * rxq, GError ** error)
+rx_epoll_setup (AfpRxQueue *rxq, GError **error)
 {
-  struct epoll_event sock_ev = {.events = EPOLLIN | EPOLLET,.data.u32 = 0 };
-  struct epoll_event wake_ev = {.events = EPOLLIN,.data.u32 = 1 };
+  struct epoll_event sock_ev = { .events = EPOLLIN | EPOLLET, .data.u32 = 0 };
+  struct epoll_event wake_ev = { .events = EPOLLIN, .data.u32 = 1 };
 
   rxq->ep_fd = epoll_create1 (EPOLL_CLOEXEC);
   if (rxq->ep_fd < 0 || epoll_ctl (rxq->ep_fd, EPOLL_CTL_ADD, rxq->fd, &sock_ev) < 0 ||
@@ -701,13 +700,14 @@ rx_epoll_setup (AfpRxQueue * rxq, GError ** error)
 }
 
 static gpointer
-afp_rxq_create (gpointer port_priv, const DqRxConfig * config, GError ** error)
+afp_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
 {
   AfpPort *port = port_priv;
   AfpRxGeometry geo;
 
   if (config->ring_memory != NULL) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "afpacket:%s: the kernel's ring is host "
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "afpacket:%s: the kernel's ring is host "
         "memory; receiving into GPU-accessible memory needs the mlx5 or emu engine",
         port->ifname);
     return NULL;
@@ -722,17 +722,16 @@ afp_rxq_create (gpointer port_priv, const DqRxConfig * config, GError ** error)
   rxq->ep_fd = -1;
   g_mutex_init (&rxq->stats_lock);
   /* a block cannot hold more packets than this, so larger records would never fill */
-  rxq->burst_packets = (guint) MIN ((gsize) config->burst_packets,
-      geo.block_size / AFP_RX_MIN_PACKET_ROOM);
-  dq_burst_pool_init (&rxq->recs,
-      sizeof (AfpBurstRec) + rxq->burst_packets * sizeof (DqPacket));
+  rxq->burst_packets =
+      (guint) MIN ((gsize) config->burst_packets, geo.block_size / AFP_RX_MIN_PACKET_ROOM);
+  dq_burst_pool_init (&rxq->recs, sizeof (AfpBurstRec) + rxq->burst_packets * sizeof (DqPacket));
 
   if (!rx_rules_select (rxq, config, error))
     goto fail;
   rxq->wake_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (rxq->wake_fd < 0) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: eventfd() failed: %s",
-        port->ifname, g_strerror (errno));
+    g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: eventfd() failed: %s", port->ifname,
+        g_strerror (errno));
     goto fail;
   }
   rxq->fd = packet_socket_open (port, "RX", error);
@@ -750,7 +749,7 @@ fail:
 }
 
 static struct tpacket_block_desc *
-ring_block_desc (AfpRxQueue * rxq, guint block)
+ring_block_desc (AfpRxQueue *rxq, guint block)
 {
   return (struct tpacket_block_desc *) (rxq->ring + (gsize) block * rxq->block_size);
 }
@@ -767,7 +766,7 @@ ring_block_status (struct tpacket_block_desc *desc)
  * a block we walked that is still held (its status stays TP_STATUS_USER until the last
  * burst of it is released; the kernel gives every block it opens a new seq_num). */
 static gboolean
-ring_block_ready (AfpRxQueue * rxq)
+ring_block_ready (AfpRxQueue *rxq)
 {
   struct tpacket_block_desc *desc = ring_block_desc (rxq, rxq->cur);
   if (!(ring_block_status (desc) & TP_STATUS_USER))
@@ -776,7 +775,7 @@ ring_block_ready (AfpRxQueue * rxq)
 }
 
 static void
-ring_block_release (AfpRxQueue * rxq, guint block)
+ring_block_release (AfpRxQueue *rxq, guint block)
 {
   struct tpacket_block_desc *desc = ring_block_desc (rxq, block);
   /* Hand the block back: every read of its packets, in any thread, happened before the
@@ -785,14 +784,14 @@ ring_block_release (AfpRxQueue * rxq, guint block)
 }
 
 static void
-ring_block_put (AfpRxQueue * rxq, guint block)
+ring_block_put (AfpRxQueue *rxq, guint block)
 {
   if (g_atomic_int_dec_and_test (&rxq->block_refs[block]))
     ring_block_release (rxq, block);
 }
 
 static void
-ring_block_walk_begin (AfpRxQueue * rxq)
+ring_block_walk_begin (AfpRxQueue *rxq)
 {
   struct tpacket_block_desc *desc = ring_block_desc (rxq, rxq->cur);
 
@@ -804,7 +803,7 @@ ring_block_walk_begin (AfpRxQueue * rxq)
 }
 
 static void
-ring_block_walk_end (AfpRxQueue * rxq)
+ring_block_walk_end (AfpRxQueue *rxq)
 {
   guint block = rxq->cur;
 
@@ -818,7 +817,7 @@ ring_block_walk_end (AfpRxQueue * rxq)
 /* Cuts the next burst (at most burst_packets packets) from block `cur`. Returns the
  * number of packets delivered; packets that match no rule are skipped. */
 static guint
-rx_burst_cut (AfpRxQueue * rxq, DqBurst * burst)
+rx_burst_cut (AfpRxQueue *rxq, DqBurst *burst)
 {
   guint8 *block = (guint8 *) ring_block_desc (rxq, rxq->cur);
   AfpBurstRec *rec = dq_burst_pool_get (&rxq->recs);
@@ -834,7 +833,8 @@ rx_burst_cut (AfpRxQueue * rxq, DqBurst * burst)
     if (G_UNLIKELY (at + sizeof *hdr > rxq->block_size ||
             at + hdr->tp_mac + (gsize) hdr->tp_snaplen > rxq->block_size)) {
       g_warning ("afpacket:%s: malformed packet header in RX block %u; skipping the rest "
-          "of the block", rxq->port->ifname, rxq->cur);
+                 "of the block",
+          rxq->port->ifname, rxq->cur);
       rxq->walk_left = 0;
       break;
     }
@@ -899,7 +899,7 @@ rx_burst_cut (AfpRxQueue * rxq, DqBurst * burst)
  * kernel re-attaches the socket when the interface comes back up, so keep waiting,
  * unless the interface is gone altogether. */
 static int
-rx_socket_error (AfpRxQueue * rxq, GError ** error)
+rx_socket_error (AfpRxQueue *rxq, GError **error)
 {
   int err = 0;
   socklen_t len = sizeof err;
@@ -909,14 +909,14 @@ rx_socket_error (AfpRxQueue * rxq, GError ** error)
     err = errno;
   if (err == 0 || err == ENETDOWN) {
     if (if_indextoname ((unsigned int) rxq->port->ifindex, name) == NULL) {
-      g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
-          "afpacket:%s: the interface was removed", rxq->port->ifname);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "afpacket:%s: the interface was removed",
+          rxq->port->ifname);
       return -1;
     }
     return 1;
   }
-  g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: receive error: %s",
-      rxq->port->ifname, g_strerror (err));
+  g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: receive error: %s", rxq->port->ifname,
+      g_strerror (err));
   return -1;
 }
 
@@ -945,7 +945,7 @@ epoll_wait_ns (int ep_fd, struct epoll_event *ev, int n, const struct timespec *
  * timed out, -1 on error. The caller looked at the ring just before: a block handed
  * over since then has already queued its edge, so none is missed. */
 static int
-rx_wait (AfpRxQueue * rxq, gint64 deadline, GError ** error)
+rx_wait (AfpRxQueue *rxq, gint64 deadline, GError **error)
 {
   struct timespec ts, *tsp = NULL;
   struct epoll_event ev[2];
@@ -980,7 +980,7 @@ rx_wait (AfpRxQueue * rxq, gint64 deadline, GError ** error)
 }
 
 static int
-afp_rxq_poll (gpointer priv, DqBurst * burst, gint64 timeout_ns, GError ** error)
+afp_rxq_poll (gpointer priv, DqBurst *burst, gint64 timeout_ns, GError **error)
 {
   AfpRxQueue *rxq = priv;
   gint64 deadline = -1;
@@ -1007,7 +1007,7 @@ afp_rxq_poll (gpointer priv, DqBurst * burst, gint64 timeout_ns, GError ** error
 }
 
 static void
-afp_rxq_release (gpointer priv, DqBurst * burst)
+afp_rxq_release (gpointer priv, DqBurst *burst)
 {
   AfpRxQueue *rxq = priv;
   AfpBurstRec *rec = burst->range;
@@ -1029,7 +1029,7 @@ afp_rxq_wakeup (gpointer priv)
 }
 
 static void
-afp_rxq_stats (gpointer priv, DqRxStats * stats)
+afp_rxq_stats (gpointer priv, DqRxStats *stats)
 {
   AfpRxQueue *rxq = priv;
   struct tpacket_stats_v3 st;
@@ -1069,12 +1069,12 @@ typedef struct {
   gsize slot_size;
   guint n_slots;
   guint max_packet;
-  guint frame_limit;            /* port MTU + Ethernet header, refreshed when exceeded */
+  guint frame_limit; /* port MTU + Ethernet header, refreshed when exceeded */
 
   /* sender state, one sending thread */
-  guint head;                   /* next slot to fill */
-  guint tail;                   /* oldest slot handed to the kernel */
-  guint in_flight;              /* slots handed to the kernel, not yet reclaimed */
+  guint head;      /* next slot to fill */
+  guint tail;      /* oldest slot handed to the kernel */
+  guint in_flight; /* slots handed to the kernel, not yet reclaimed */
 
   DqTxCounters tx;
 } AfpTxQueue;
@@ -1083,14 +1083,14 @@ typedef struct {
  * blocks are 64 KiB (or one slot, or one page, whichever is larger) and the ring holds
  * ring_bytes / block blocks; slots never straddle blocks, so slot i is at i * slot. */
 static gboolean
-tx_geometry_check (AfpTxQueue * txq, const DqTxConfig * config, gsize * block,
-    guint * n_blocks, GError ** error)
+tx_geometry_check (
+    AfpTxQueue *txq, const DqTxConfig *config, gsize *block, guint *n_blocks, GError **error)
 {
   gsize page = page_size ();
   gsize ring = config->ring_bytes ? config->ring_bytes : AFP_TX_DEFAULT_RING;
 
-  txq->max_packet = config->max_packet_size ? config->max_packet_size :
-      default_max_packet (txq->port);
+  txq->max_packet =
+      config->max_packet_size ? config->max_packet_size : default_max_packet (txq->port);
   if (!check_max_packet ("TX", txq->port, txq->max_packet, error))
     return FALSE;
   txq->slot_size = (gsize) 1 << dq_log2_ceil (TPACKET2_HDRLEN + txq->max_packet);
@@ -1101,9 +1101,9 @@ tx_geometry_check (AfpTxQueue * txq, const DqTxConfig * config, gsize * block,
   if (ring < min_ring || ring > AFP_RING_MAX || ring / *block < 1) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
         "afpacket:%s: TX ring-size %" G_GSIZE_FORMAT " is out of range for "
-        "max-packet-size %u (allowed %" G_GSIZE_FORMAT " .. %" G_GSIZE_FORMAT ", or 0 for %"
-        G_GSIZE_FORMAT ")", txq->port->ifname, ring, txq->max_packet, min_ring,
-        AFP_RING_MAX, AFP_TX_DEFAULT_RING);
+        "max-packet-size %u (allowed %" G_GSIZE_FORMAT " .. %" G_GSIZE_FORMAT
+        ", or 0 for %" G_GSIZE_FORMAT ")",
+        txq->port->ifname, ring, txq->max_packet, min_ring, AFP_RING_MAX, AFP_TX_DEFAULT_RING);
     return FALSE;
   }
   g_assert (dq_is_pow2 (*block) && *block % txq->slot_size == 0);
@@ -1113,7 +1113,7 @@ tx_geometry_check (AfpTxQueue * txq, const DqTxConfig * config, gsize * block,
 }
 
 static gboolean
-tx_ring_map (AfpTxQueue * txq, gsize block, guint n_blocks, GError ** error)
+tx_ring_map (AfpTxQueue *txq, gsize block, guint n_blocks, GError **error)
 {
   struct tpacket_req req;
 
@@ -1125,17 +1125,17 @@ tx_ring_map (AfpTxQueue * txq, gsize block, guint n_blocks, GError ** error)
   if (setsockopt (txq->fd, SOL_PACKET, PACKET_TX_RING, &req, sizeof req) != 0) {
     int err = errno;
     g_set_error (error, DQ_ERROR, err == ENOMEM ? DQ_ERROR_CONFIG : DQ_ERROR_IO,
-        "afpacket:%s: cannot create the TX ring (%u slots of %" G_GSIZE_FORMAT
-        " bytes): %s", txq->port->ifname, txq->n_slots, txq->slot_size, g_strerror (err));
+        "afpacket:%s: cannot create the TX ring (%u slots of %" G_GSIZE_FORMAT " bytes): %s",
+        txq->port->ifname, txq->n_slots, txq->slot_size, g_strerror (err));
     return FALSE;
   }
   txq->ring_size = block * n_blocks;
-  void *ring = mmap (NULL, txq->ring_size, PROT_READ | PROT_WRITE,
-      MAP_SHARED | MAP_POPULATE, txq->fd, 0);
+  void *ring =
+      mmap (NULL, txq->ring_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, txq->fd, 0);
   if (ring == MAP_FAILED) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_IO,
-        "afpacket:%s: cannot map the TX ring (%" G_GSIZE_FORMAT " bytes): %s",
-        txq->port->ifname, txq->ring_size, g_strerror (errno));
+        "afpacket:%s: cannot map the TX ring (%" G_GSIZE_FORMAT " bytes): %s", txq->port->ifname,
+        txq->ring_size, g_strerror (errno));
     txq->ring_size = 0;
     return FALSE;
   }
@@ -1160,7 +1160,7 @@ afp_txq_destroy (gpointer priv)
 }
 
 static gpointer
-afp_txq_create (gpointer port_priv, const DqTxConfig * config, GError ** error)
+afp_txq_create (gpointer port_priv, const DqTxConfig *config, GError **error)
 {
   AfpTxQueue *txq = g_new0 (AfpTxQueue, 1);
   gsize block;
@@ -1184,11 +1184,10 @@ afp_txq_create (gpointer port_priv, const DqTxConfig * config, GError ** error)
   /* PACKET_LOSS: a frame the kernel refuses is skipped (slot back to AVAILABLE) instead
    * of stopping the ring at TP_STATUS_WRONG_FORMAT with no way to step over it. We
    * check frames before they enter the ring, so this should never trigger. */
-  if (!packet_set_int (txq->fd, PACKET_VERSION, TPACKET_V2, txq->port,
-          "PACKET_VERSION (TPACKET_V2)", error) ||
+  if (!packet_set_int (
+          txq->fd, PACKET_VERSION, TPACKET_V2, txq->port, "PACKET_VERSION (TPACKET_V2)", error) ||
       !packet_set_int (txq->fd, PACKET_LOSS, 1, txq->port, "PACKET_LOSS", error) ||
-      !packet_set_int (txq->fd, PACKET_QDISC_BYPASS, 1, txq->port, "PACKET_QDISC_BYPASS",
-          error))
+      !packet_set_int (txq->fd, PACKET_QDISC_BYPASS, 1, txq->port, "PACKET_QDISC_BYPASS", error))
     goto fail;
   /* Frames in flight are charged to the send buffer; a send buffer smaller than the ring
    * would stop the kernel half way through it. */
@@ -1208,14 +1207,14 @@ fail:
 }
 
 static struct tpacket2_hdr *
-tx_slot (AfpTxQueue * txq, guint index)
+tx_slot (AfpTxQueue *txq, guint index)
 {
   return (struct tpacket2_hdr *) (txq->ring + (gsize) index * txq->slot_size);
 }
 
 /* Takes back, in ring order, the slots the kernel is done with. */
 static void
-tx_slots_reclaim (AfpTxQueue * txq)
+tx_slots_reclaim (AfpTxQueue *txq)
 {
   guint64 errors = 0;
 
@@ -1237,7 +1236,7 @@ tx_slots_reclaim (AfpTxQueue * txq)
 }
 
 static struct tpacket2_hdr *
-tx_slot_next (AfpTxQueue * txq)
+tx_slot_next (AfpTxQueue *txq)
 {
   if (txq->in_flight == txq->n_slots) {
     tx_slots_reclaim (txq);
@@ -1249,7 +1248,7 @@ tx_slot_next (AfpTxQueue * txq)
 
 /* Asks the kernel to send every slot flagged TP_STATUS_SEND_REQUEST. */
 static gboolean
-tx_kick (AfpTxQueue * txq, GError ** error)
+tx_kick (AfpTxQueue *txq, GError **error)
 {
   if (send (txq->fd, NULL, 0, MSG_DONTWAIT) >= 0)
     return TRUE;
@@ -1258,8 +1257,8 @@ tx_kick (AfpTxQueue * txq, GError ** error)
    * out with the next kick */
   if (err == EAGAIN || err == ENOBUFS || err == EINTR)
     return TRUE;
-  g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: send failed: %s%s",
-      txq->port->ifname, g_strerror (err),
+  g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: send failed: %s%s", txq->port->ifname,
+      g_strerror (err),
       err == ENETDOWN ? " (the interface is down; queued frames go out once it is up)" : "");
   return FALSE;
 }
@@ -1268,17 +1267,17 @@ tx_kick (AfpTxQueue * txq, GError ** error)
  * error. `slice_ns` bounds the wait: the kernel's POLLOUT looks at its own head, which
  * is not always the slot we wait for. */
 static int
-tx_wait (AfpTxQueue * txq, short events, gint64 slice_ns, GError ** error)
+tx_wait (AfpTxQueue *txq, short events, gint64 slice_ns, GError **error)
 {
   struct pollfd pfd[2] = {
-    {.fd = txq->fd,.events = events},
-    {.fd = txq->wake_fd,.events = POLLIN},
+    { .fd = txq->fd, .events = events },
+    { .fd = txq->wake_fd, .events = POLLIN },
   };
   struct timespec ts = ns_to_timespec (slice_ns);
 
   if (ppoll (pfd, 2, &ts, NULL) < 0 && errno != EINTR) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: poll() failed: %s",
-        txq->port->ifname, g_strerror (errno));
+    g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: poll() failed: %s", txq->port->ifname,
+        g_strerror (errno));
     return -1;
   }
   if (pfd[1].revents & POLLIN) {
@@ -1289,7 +1288,7 @@ tx_wait (AfpTxQueue * txq, short events, gint64 slice_ns, GError ** error)
 }
 
 static guint
-tx_frame_limit (AfpTxQueue * txq, const guint8 * frame)
+tx_frame_limit (AfpTxQueue *txq, const guint8 *frame)
 {
   if (frame[12] == 0x81 && frame[13] == 0x00)
     return txq->frame_limit + AFP_VLAN_HLEN;
@@ -1299,7 +1298,7 @@ tx_frame_limit (AfpTxQueue * txq, const guint8 * frame)
 /* Frames the kernel would refuse never enter the ring: shorter than an Ethernet header,
  * longer than max_packet_size, or longer than the interface takes. */
 static gboolean
-tx_frame_acceptable (AfpTxQueue * txq, const guint8 * frame, guint32 len)
+tx_frame_acceptable (AfpTxQueue *txq, const guint8 *frame, guint32 len)
 {
   guint mtu;
 
@@ -1315,8 +1314,8 @@ tx_frame_acceptable (AfpTxQueue * txq, const guint8 * frame, guint32 len)
 }
 
 static int
-afp_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * lengths, guint n,
-    GError ** error)
+afp_txq_send (
+    gpointer priv, const guint8 *const *frames, const guint32 *lengths, guint n, GError **error)
 {
   AfpTxQueue *txq = priv;
   guint queued = 0, consumed = 0;
@@ -1351,7 +1350,7 @@ afp_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * lengt
         events = (hdr == NULL && txq->in_flight == before) ? 0 : POLLOUT;
       }
       if (hdr == NULL)
-        break;                  /* frame i stays unconsumed */
+        break; /* frame i stays unconsumed */
     }
     memcpy ((guint8 *) hdr + AFP_TX_DATA_OFFSET, frames[i], lengths[i]);
     hdr->tp_len = lengths[i];
@@ -1378,7 +1377,7 @@ afp_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * lengt
 }
 
 static gboolean
-afp_txq_flush (gpointer priv, GError ** error)
+afp_txq_flush (gpointer priv, GError **error)
 {
   AfpTxQueue *txq = priv;
 
@@ -1405,7 +1404,7 @@ afp_txq_wakeup (gpointer priv)
 }
 
 static void
-afp_txq_stats (gpointer priv, DqTxStats * stats)
+afp_txq_stats (gpointer priv, DqTxStats *stats)
 {
   AfpTxQueue *txq = priv;
   dq_tx_counters_read (&txq->tx, stats);
@@ -1414,7 +1413,7 @@ afp_txq_stats (gpointer priv, DqTxStats * stats)
 const DqEngineOps dq_afpacket_engine = {
   .name = "afpacket",
   .description = "any Linux network interface through AF_PACKET (TPACKET_V3 RX ring, "
-      "TPACKET_V2 TX ring, fanout for several queues)",
+                 "TPACKET_V2 TX ring, fanout for several queues)",
   .port_open = afp_port_open,
   .port_close = afp_port_close,
   .port_time = afp_port_time,

@@ -2,7 +2,7 @@
 #include "burst-pool.h"
 
 void
-dq_burst_pool_init (DqBurstPool * pool, gsize rec_size)
+dq_burst_pool_init (DqBurstPool *pool, gsize rec_size)
 {
   g_mutex_init (&pool->lock);
   pool->free = NULL;
@@ -11,7 +11,7 @@ dq_burst_pool_init (DqBurstPool * pool, gsize rec_size)
 }
 
 gpointer
-dq_burst_pool_get (DqBurstPool * pool)
+dq_burst_pool_get (DqBurstPool *pool)
 {
   g_mutex_lock (&pool->lock);
   DqBurstLink *rec = pool->free;
@@ -29,7 +29,7 @@ dq_burst_pool_get (DqBurstPool * pool)
 }
 
 void
-dq_burst_pool_put (DqBurstPool * pool, gpointer rec)
+dq_burst_pool_put (DqBurstPool *pool, gpointer rec)
 {
   DqBurstLink *link = rec;
 
@@ -40,9 +40,9 @@ dq_burst_pool_put (DqBurstPool * pool, gpointer rec)
 }
 
 void
-dq_burst_pool_clear (DqBurstPool * pool)
+dq_burst_pool_clear (DqBurstPool *pool)
 {
-  for (DqBurstLink * rec = pool->all; rec != NULL;) {
+  for (DqBurstLink *rec = pool->all; rec != NULL;) {
     DqBurstLink *next = rec->all_next;
     g_free (rec);
     rec = next;

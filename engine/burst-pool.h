@@ -13,24 +13,24 @@ typedef struct _DqBurstLink DqBurstLink;
 
 /* The first member of every record. */
 struct _DqBurstLink {
-  DqBurstLink *next;            /* free list */
-  DqBurstLink *all_next;        /* every record of the pool, for clear */
+  DqBurstLink *next;     /* free list */
+  DqBurstLink *all_next; /* every record of the pool, for clear */
 };
 
 typedef struct {
-  GMutex lock;                  /* guards the free list */
+  GMutex lock; /* guards the free list */
   DqBurstLink *free;
-  DqBurstLink *all;             /* written by the polling thread only, read at clear */
+  DqBurstLink *all; /* written by the polling thread only, read at clear */
   gsize rec_size;
 } DqBurstPool;
 
-void dq_burst_pool_init (DqBurstPool * pool, gsize rec_size);
+void dq_burst_pool_init (DqBurstPool *pool, gsize rec_size);
 /* a free record, or a new one: from the polling thread only */
-gpointer dq_burst_pool_get (DqBurstPool * pool);
+gpointer dq_burst_pool_get (DqBurstPool *pool);
 /* back to the free list: from any thread */
-void dq_burst_pool_put (DqBurstPool * pool, gpointer rec);
+void dq_burst_pool_put (DqBurstPool *pool, gpointer rec);
 /* frees every record; no record may be in use */
-void dq_burst_pool_clear (DqBurstPool * pool);
+void dq_burst_pool_clear (DqBurstPool *pool);
 
 G_END_DECLS
 

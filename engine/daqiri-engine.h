@@ -35,28 +35,28 @@ G_BEGIN_DECLS
 GQuark dq_error_quark (void);
 
 typedef enum {
-  DQ_ERROR_DEVICE,      /* no such device, or it cannot be opened */
-  DQ_ERROR_CONFIG,      /* a configuration value is out of range */
-  DQ_ERROR_PERMISSION,  /* the process lacks a privilege (CAP_NET_RAW, ...) */
-  DQ_ERROR_FLOW,        /* a flow rule is malformed or not supported by this engine */
-  DQ_ERROR_IO,          /* a system call failed */
-  DQ_ERROR_BUSY,        /* the resource is in use (queue index taken, ...) */
+  DQ_ERROR_DEVICE,     /* no such device, or it cannot be opened */
+  DQ_ERROR_CONFIG,     /* a configuration value is out of range */
+  DQ_ERROR_PERMISSION, /* the process lacks a privilege (CAP_NET_RAW, ...) */
+  DQ_ERROR_FLOW,       /* a flow rule is malformed or not supported by this engine */
+  DQ_ERROR_IO,         /* a system call failed */
+  DQ_ERROR_BUSY,       /* the resource is in use (queue index taken, ...) */
 } DqError;
 
 /* Per-packet descriptor. Binary identical to the public GstDaqiriPacket. */
 typedef struct {
-  guint32 offset;       /* of the first byte, from DqBurst.data */
-  guint32 length;       /* bytes present in the ring (<= wire length) */
-  guint32 flow_id;      /* mark of the first flow rule that matched, 0 without rules */
-  guint32 flags;        /* DqPacketFlags */
-  guint64 timestamp;    /* port clock, ns */
+  guint32 offset;    /* of the first byte, from DqBurst.data */
+  guint32 length;    /* bytes present in the ring (<= wire length) */
+  guint32 flow_id;   /* mark of the first flow rule that matched, 0 without rules */
+  guint32 flags;     /* DqPacketFlags */
+  guint64 timestamp; /* port clock, ns */
 } DqPacket;
 
 typedef enum {
-  DQ_PACKET_FLAG_TRUNCATED = 1 << 0,  /* the frame was longer than the ring slot */
-  DQ_PACKET_FLAG_VLAN      = 1 << 1,  /* a VLAN tag was stripped; vid in DqPacket flags >> 16 */
-  DQ_PACKET_FLAG_TS_HW     = 1 << 2,  /* timestamp taken by the NIC */
-  DQ_PACKET_FLAG_CSUM_OK   = 1 << 3,  /* L3/L4 checksums verified by the NIC */
+  DQ_PACKET_FLAG_TRUNCATED = 1 << 0, /* the frame was longer than the ring slot */
+  DQ_PACKET_FLAG_VLAN = 1 << 1,      /* a VLAN tag was stripped; vid in DqPacket flags >> 16 */
+  DQ_PACKET_FLAG_TS_HW = 1 << 2,     /* timestamp taken by the NIC */
+  DQ_PACKET_FLAG_CSUM_OK = 1 << 3,   /* L3/L4 checksums verified by the NIC */
 } DqPacketFlags;
 
 #define DQ_PACKET_VLAN_ID(flags) ((guint16) (((flags) >> 16) & 0x0fff))
@@ -71,13 +71,13 @@ typedef struct _DqRxQueue DqRxQueue;
 typedef struct _DqTxQueue DqTxQueue;
 
 typedef struct {
-  guint8 *data;         /* start of the ring range */
-  gsize size;           /* bytes of the ring range; every packet lies inside */
+  guint8 *data; /* start of the ring range */
+  gsize size;   /* bytes of the ring range; every packet lies inside */
   guint n_packets;
-  DqPacket *packets;    /* owned by the queue; valid until released */
+  DqPacket *packets; /* owned by the queue; valid until released */
   DqMemoryKind memory;
   /*< private >*/
-  gpointer range;       /* engine token that identifies the ring range */
+  gpointer range; /* engine token that identifies the ring range */
 } DqBurst;
 
 /* Where an RX queue's packet buffer lives when not in plain host memory: memory the
@@ -94,37 +94,37 @@ typedef struct {
   gpointer (*alloc) (gsize size, gpointer user);
   void (*free) (gpointer mem, gsize size, gpointer user);
   gpointer user;
-  gboolean (*export_dmabuf) (gpointer mem, gsize size, int *fd, guint64 * offset,
-      gpointer user, GError ** error);
+  gboolean (*export_dmabuf) (
+      gpointer mem, gsize size, int *fd, guint64 *offset, gpointer user, GError **error);
 } DqRingMemory;
 
 typedef struct {
-  guint burst_packets;        /* max packets in one burst, >= 1 */
-  guint64 burst_timeout_ns;   /* flush a partial burst after this long */
-  gsize ring_bytes;           /* ring memory of this queue */
-  guint max_packet_size;      /* largest frame kept whole; longer ones are truncated */
-  const DqFlowRule *flows;    /* every rule of the queue set (the same array for each
+  guint burst_packets;      /* max packets in one burst, >= 1 */
+  guint64 burst_timeout_ns; /* flush a partial burst after this long */
+  gsize ring_bytes;         /* ring memory of this queue */
+  guint max_packet_size;    /* largest frame kept whole; longer ones are truncated */
+  const DqFlowRule *flows;  /* every rule of the queue set (the same array for each
                                * queue); a queue takes those without a queue key and
                                * those naming its index */
   guint n_flows;
-  guint queue_index;          /* 0 .. n_queues-1 */
-  guint n_queues;             /* queues that share this port's traffic (fanout) */
-  guint32 group_id;           /* identifies the set of queues of one element */
-  const DqRingMemory *ring_memory;  /* NULL: host memory; engines that cannot receive
+  guint queue_index;               /* 0 .. n_queues-1 */
+  guint n_queues;                  /* queues that share this port's traffic (fanout) */
+  guint32 group_id;                /* identifies the set of queues of one element */
+  const DqRingMemory *ring_memory; /* NULL: host memory; engines that cannot receive
                                      * into other memory refuse it (DQ_ERROR_CONFIG) */
 } DqRxConfig;
 
 typedef struct {
-  gsize ring_bytes;           /* TX ring memory */
-  guint max_packet_size;      /* largest frame that can be sent */
+  gsize ring_bytes;      /* TX ring memory */
+  guint max_packet_size; /* largest frame that can be sent */
 } DqTxConfig;
 
 typedef struct {
   guint64 packets;
   guint64 bytes;
   guint64 bursts;
-  guint64 drops_ring_full;    /* dropped because no ring space was free */
-  guint64 drops_filtered;     /* not matching any flow (engines that filter in software) */
+  guint64 drops_ring_full; /* dropped because no ring space was free */
+  guint64 drops_filtered;  /* not matching any flow (engines that filter in software) */
   guint64 truncated;
 } DqRxStats;
 
@@ -132,29 +132,29 @@ typedef struct {
   guint64 packets;
   guint64 bytes;
   guint64 bursts;
-  guint64 errors;             /* packets the kernel or NIC refused */
-  guint64 ring_full_waits;    /* times the sender waited for ring space */
+  guint64 errors;          /* packets the kernel or NIC refused */
+  guint64 ring_full_waits; /* times the sender waited for ring space */
 } DqTxStats;
 
 /* A run of TX slots lent by dq_txq_acquire(): slot i (0 <= i < n_slots) is the
  * slot_size bytes at data + i * stride, in NIC-visible memory. */
 typedef struct {
-  guint8 *data;               /* slot 0 */
-  guint n_slots;              /* >= 1 */
-  guint stride;               /* bytes from one slot to the next (>= slot_size) */
-  guint slot_size;            /* the longest frame a slot holds */
+  guint8 *data;    /* slot 0 */
+  guint n_slots;   /* >= 1 */
+  guint stride;    /* bytes from one slot to the next (>= slot_size) */
+  guint slot_size; /* the longest frame a slot holds */
   DqMemoryKind memory;
   /*< private >*/
-  gpointer token;             /* engine token of the lent run; NULL once given back */
+  gpointer token; /* engine token of the lent run; NULL once given back */
 } DqTxSlots;
 
 typedef struct {
-  const char *name;           /* e.g. "afpacket" */
-  const char *clock_name;     /* e.g. "CLOCK_REALTIME (kernel)" */
-  int clock_id;               /* POSIX clock the port time is on, or -1 for a NIC clock */
+  const char *name;       /* e.g. "afpacket" */
+  const char *clock_name; /* e.g. "CLOCK_REALTIME (kernel)" */
+  int clock_id;           /* POSIX clock the port time is on, or -1 for a NIC clock */
   guint8 mac[6];
   guint mtu;
-  gboolean device_dma;        /* the NIC itself writes the receive rings, so a ring in GPU
+  gboolean device_dma; /* the NIC itself writes the receive rings, so a ring in GPU
                                * memory is written directly (GPUDirect RDMA); FALSE where
                                * software copies into them (afpacket, dpdk, the emulator) */
 } DqPortInfo;
@@ -162,7 +162,7 @@ typedef struct {
 /* ---- the engine table ---- */
 
 typedef struct {
-  const char *name;           /* device prefix, "afpacket" for "afpacket:IFACE" */
+  const char *name; /* device prefix, "afpacket" for "afpacket:IFACE" */
   const char *description;
 
   gpointer (*port_open) (const char *arg, DqPortInfo *info, GError **error);
@@ -184,8 +184,8 @@ typedef struct {
    * consumed: queued for sending, or refused (too short, too long) and counted in
    * DqTxStats.errors. That is n unless a wakeup ended the wait early; then the caller
    * passes the rest again. -1 with *error set when the port failed. */
-  int (*txq_send) (gpointer txq, const guint8 *const *frames, const guint32 *lengths,
-      guint n, GError **error);
+  int (*txq_send) (
+      gpointer txq, const guint8 *const *frames, const guint32 *lengths, guint n, GError **error);
   gboolean (*txq_flush) (gpointer txq, GError **error);
   void (*txq_wakeup) (gpointer txq);
   void (*txq_stats) (gpointer txq, DqTxStats *stats);
@@ -202,8 +202,8 @@ typedef struct {
    * txq_cancel takes the run back unsent. Both clear slots->token. */
   int (*txq_acquire) (gpointer txq, guint max_frames, guint frame_size, DqTxSlots *slots,
       gint64 timeout_ns, GError **error);
-  int (*txq_commit) (gpointer txq, DqTxSlots *slots, guint n, const guint32 *lengths,
-      GError **error);
+  int (*txq_commit) (
+      gpointer txq, DqTxSlots *slots, guint n, const guint32 *lengths, GError **error);
   void (*txq_cancel) (gpointer txq, DqTxSlots *slots);
 } DqEngineOps;
 
@@ -234,8 +234,8 @@ gsize dq_rxq_ring_bytes (DqRxQueue *rxq);
 
 DqTxQueue *dq_txq_create (DqPort *port, const DqTxConfig *config, GError **error);
 void dq_txq_destroy (DqTxQueue *txq);
-int dq_txq_send (DqTxQueue *txq, const guint8 *const *frames, const guint32 *lengths,
-    guint n, GError **error);
+int dq_txq_send (
+    DqTxQueue *txq, const guint8 *const *frames, const guint32 *lengths, guint n, GError **error);
 gboolean dq_txq_flush (DqTxQueue *txq, GError **error);
 void dq_txq_wakeup (DqTxQueue *txq);
 void dq_txq_stats (DqTxQueue *txq, DqTxStats *stats);
@@ -246,8 +246,8 @@ void dq_txq_stats (DqTxQueue *txq, DqTxStats *stats);
 gboolean dq_txq_can_acquire (DqTxQueue *txq);
 int dq_txq_acquire (DqTxQueue *txq, guint max_frames, guint frame_size, DqTxSlots *slots,
     gint64 timeout_ns, GError **error);
-int dq_txq_commit (DqTxQueue *txq, DqTxSlots *slots, guint n, const guint32 *lengths,
-    GError **error);
+int dq_txq_commit (
+    DqTxQueue *txq, DqTxSlots *slots, guint n, const guint32 *lengths, GError **error);
 void dq_txq_cancel (DqTxQueue *txq, DqTxSlots *slots);
 
 G_END_DECLS

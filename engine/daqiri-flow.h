@@ -34,23 +34,23 @@ G_BEGIN_DECLS
 #define DQ_FLOW_MAX_QUEUE 1023
 
 typedef enum {
-  DQ_FLOW_PROTO     = 1 << 0,
-  DQ_FLOW_SRC       = 1 << 1,
-  DQ_FLOW_DST       = 1 << 2,
-  DQ_FLOW_SRC_PORT  = 1 << 3,
-  DQ_FLOW_DST_PORT  = 1 << 4,
+  DQ_FLOW_PROTO = 1 << 0,
+  DQ_FLOW_SRC = 1 << 1,
+  DQ_FLOW_DST = 1 << 2,
+  DQ_FLOW_SRC_PORT = 1 << 3,
+  DQ_FLOW_DST_PORT = 1 << 4,
   DQ_FLOW_ETHERTYPE = 1 << 5,
-  DQ_FLOW_VLAN      = 1 << 6,
-  DQ_FLOW_MARK      = 1 << 7,
-  DQ_FLOW_QUEUE     = 1 << 8,
+  DQ_FLOW_VLAN = 1 << 6,
+  DQ_FLOW_MARK = 1 << 7,
+  DQ_FLOW_QUEUE = 1 << 8,
 } DqFlowKeys;
 
 typedef struct {
-  guint32 keys;         /* DqFlowKeys written in the rule (implied ones are not added) */
-  guint8 proto;         /* valid with DQ_FLOW_PROTO */
-  guint8 src_prefix;    /* 0..32 */
+  guint32 keys;      /* DqFlowKeys written in the rule (implied ones are not added) */
+  guint8 proto;      /* valid with DQ_FLOW_PROTO */
+  guint8 src_prefix; /* 0..32 */
   guint8 dst_prefix;
-  guint32 src;          /* IPv4, host byte order, already masked by the prefix */
+  guint32 src; /* IPv4, host byte order, already masked by the prefix */
   guint32 dst;
   guint16 src_port;
   guint16 dst_port;
@@ -67,8 +67,7 @@ typedef struct {
  * e.g. `flow rule 2 ("proto=udp dst-port=99999"): 'dst-port=99999' is out of range;
  * dst-port takes 0..65535`. User text in messages is escaped (printable ASCII only) and
  * cut after 64 bytes. Linear in the length of `text`. */
-gboolean dq_flow_parse (const char *text, DqFlowRule **rules, guint *n_rules,
-    GError **error);
+gboolean dq_flow_parse (const char *text, DqFlowRule **rules, guint *n_rules, GError **error);
 
 /* Canonical text of one rule ("proto=udp dst=10.0.0.0/8 dst-port=5000 mark=7"). */
 char *dq_flow_rule_to_string (const DqFlowRule *rule);
@@ -85,25 +84,25 @@ char *dq_flow_rule_to_string (const DqFlowRule *rule);
  *               bytes present
  *   ports       also UDP or TCP, fragment offset 0, and the 4 port bytes present
  * Parses the headers once, then tests the rules; no allocation. */
-int dq_flow_match (const DqFlowRule *rules, guint n_rules, const guint8 *frame,
-    guint len, int vlan);
+int dq_flow_match (
+    const DqFlowRule *rules, guint n_rules, const guint8 *frame, guint len, int vlan);
 
 /* What the rules say of a received frame: FALSE when there are rules and none matches (the
  * frame is filtered); else TRUE with *flow_id the mark of the first rule that matches (0
  * without rules or without a mark key). `vlan` as for dq_flow_match(). */
-gboolean dq_flow_classify (const DqFlowRule *rules, guint n_rules, const guint8 *frame,
-    guint len, int vlan, guint32 *flow_id);
+gboolean dq_flow_classify (const DqFlowRule *rules, guint n_rules, const guint8 *frame, guint len,
+    int vlan, guint32 *flow_id);
 
 /* Checks that the `queue` key of every rule names one of n_queues queues (0 .. n_queues-1).
  * On failure sets DQ_ERROR_FLOW naming `what` (the device), the rule and the queues
  * allowed. */
-gboolean dq_flow_rules_check_queues (const char *what, const DqFlowRule *rules,
-    guint n_rules, guint n_queues, GError **error);
+gboolean dq_flow_rules_check_queues (
+    const char *what, const DqFlowRule *rules, guint n_rules, guint n_queues, GError **error);
 
 /* The rules that apply to RX queue `queue`, in order: those without a queue key and those
  * naming `queue`. Returns a newly allocated array (g_free; never NULL) of *n_out rules. */
-DqFlowRule *dq_flow_rules_for_queue (const DqFlowRule *rules, guint n_rules, guint queue,
-    guint *n_out);
+DqFlowRule *dq_flow_rules_for_queue (
+    const DqFlowRule *rules, guint n_rules, guint queue, guint *n_out);
 
 /* Classic BPF (struct sock_filter, 8 bytes an instruction) for the rules.
  *
@@ -134,8 +133,8 @@ typedef enum {
   DQ_FLOW_BPF_FANOUT,
 } DqFlowBpfKind;
 
-gpointer dq_flow_compile_bpf (const DqFlowRule *rules, guint n_rules, DqFlowBpfKind kind,
-    int queue, guint32 snaplen, guint *n_insns, GError **error);
+gpointer dq_flow_compile_bpf (const DqFlowRule *rules, guint n_rules, DqFlowBpfKind kind, int queue,
+    guint32 snaplen, guint *n_insns, GError **error);
 
 G_END_DECLS
 

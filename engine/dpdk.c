@@ -50,7 +50,8 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
-#define DQ_DPDK_DEFAULT_EAL "--no-huge --no-pci --no-shconf -m 256 --log-level=error " \
+#define DQ_DPDK_DEFAULT_EAL \
+  "--no-huge --no-pci --no-shconf -m 256 --log-level=error " \
   "--no-telemetry"
 #define DPDK_ENV_EAL "DAQIRI_DPDK_EAL_ARGS"
 
@@ -92,12 +93,12 @@ align_up (gsize v, gsize a)
 
 static GMutex eal_lock;
 static gboolean eal_tried;
-static char *eal_failure;       /* why the EAL could not start, when it could not */
+static char *eal_failure; /* why the EAL could not start, when it could not */
 
 /* "-l N" with N the first CPU this thread may run on: the EAL refuses a core list
  * outside the process's CPU set. */
 static char *
-eal_core_arg (const cpu_set_t * set)
+eal_core_arg (const cpu_set_t *set)
 {
   for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
     if (CPU_ISSET (cpu, set))
@@ -106,7 +107,7 @@ eal_core_arg (const cpu_set_t * set)
 }
 
 static gboolean
-eal_start (GError ** error)
+eal_start (GError **error)
 {
   g_mutex_lock (&eal_lock);
   if (!eal_tried) {
@@ -122,8 +123,8 @@ eal_start (GError ** error)
     g_ptr_array_add (args, g_strdup ("daqiri"));
     if (env != NULL && *env != '\0') {
       if (!g_shell_parse_argv (env, &n_words, &words, &parse_error)) {
-        eal_failure = g_strdup_printf ("%s=\"%s\" cannot be parsed: %s", DPDK_ENV_EAL, env,
-            parse_error->message);
+        eal_failure = g_strdup_printf (
+            "%s=\"%s\" cannot be parsed: %s", DPDK_ENV_EAL, env, parse_error->message);
         g_clear_error (&parse_error);
       }
     } else {
@@ -150,9 +151,9 @@ eal_start (GError ** error)
         char *joined = NULL;
         g_ptr_array_add (args, NULL);
         joined = g_strjoinv (" ", (char **) args->pdata + 1);
-        eal_failure = g_strdup_printf ("DPDK's EAL did not start with \"%s\" (%s%s): %s",
-            joined, env != NULL && *env != '\0' ? "from " : "the default; set ",
-            DPDK_ENV_EAL, rte_strerror (err));
+        eal_failure = g_strdup_printf ("DPDK's EAL did not start with \"%s\" (%s%s): %s", joined,
+            env != NULL && *env != '\0' ? "from " : "the default; set ", DPDK_ENV_EAL,
+            rte_strerror (err));
         g_free (joined);
       }
     }
@@ -171,25 +172,25 @@ eal_start (GError ** error)
 typedef struct _DpdkRxQueue DpdkRxQueue;
 
 typedef struct {
-  char *devargs;                /* as given after "dpdk:" */
-  char *what;                   /* "dpdk:DEVARGS" for messages */
+  char *devargs; /* as given after "dpdk:" */
+  char *what;    /* "dpdk:DEVARGS" for messages */
   guint16 port_id;
   guint16 socket;
   struct rte_device *device;
   guint mtu;
-  guint data_room;              /* bytes an mbuf holds */
+  guint data_room; /* bytes an mbuf holds */
   guint max_rx_queues;
 
   /* configuration: protected by lock (queues come and go in any thread) */
   GMutex lock;
   gboolean started;
-  guint n_rxq;                  /* RX queues the device is configured with */
+  guint n_rxq; /* RX queues the device is configured with */
   DpdkRxQueue *rxqs[DPDK_MAX_RX_QUEUES];
   guint n_txq_users;
-  struct rte_mempool *pool;     /* mbufs of the current configuration (atomic pointer) */
-  GPtrArray *old_pools;         /* of earlier configurations: TX users may still hold
+  struct rte_mempool *pool;  /* mbufs of the current configuration (atomic pointer) */
+  GPtrArray *old_pools;      /* of earlier configurations: TX users may still hold
                                  * mbufs of them; freed at close */
-  struct rte_eth_stats base;    /* device counters when it (re)started */
+  struct rte_eth_stats base; /* device counters when it (re)started */
 
   /* the one TX queue, shared by every TX user */
   GMutex tx_lock;
@@ -203,7 +204,8 @@ list_ports (void)
   GString *s = g_string_new (NULL);
   guint16 id;
 
-  RTE_ETH_FOREACH_DEV (id) {
+  RTE_ETH_FOREACH_DEV (id)
+  {
     char name[RTE_ETH_NAME_MAX_LEN];
     if (rte_eth_dev_get_name_by_port (id, name) == 0)
       g_string_append_printf (s, "%s%s", s->len > 0 ? ", " : "", name);
@@ -215,7 +217,7 @@ list_ports (void)
 
 /* The ethdev port a probed device string names. */
 static gboolean
-port_find (const char *devargs, guint16 * port_id)
+port_find (const char *devargs, guint16 *port_id)
 {
   struct rte_dev_iterator it;
   guint16 id;
@@ -238,7 +240,7 @@ port_find (const char *devargs, guint16 * port_id)
 }
 
 static gpointer
-dpdk_port_open (const char *arg, DqPortInfo * info, GError ** error)
+dpdk_port_open (const char *arg, DqPortInfo *info, GError **error)
 {
   if (!eal_start (error))
     return NULL;
@@ -249,18 +251,21 @@ dpdk_port_open (const char *arg, DqPortInfo * info, GError ** error)
   gboolean exists = rte_eth_dev_get_port_by_name (name, &port_id) == 0;
   g_free (name);
   if (exists) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_BUSY, "dpdk:%s: the device is already open "
-        "(under another device string); name it the same way everywhere", arg);
+    g_set_error (error, DQ_ERROR, DQ_ERROR_BUSY,
+        "dpdk:%s: the device is already open "
+        "(under another device string); name it the same way everywhere",
+        arg);
     return NULL;
   }
   int r = rte_dev_probe (arg);
   if (r < 0 || !port_find (arg, &port_id)) {
     char *ports = list_ports ();
-    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "dpdk:%s: DPDK cannot probe the device "
+    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
+        "dpdk:%s: DPDK cannot probe the device "
         "(%s); ethdev ports: %s. Virtual devices are named net_<driver><n>[,args] "
         "(net_ring0, net_pcap0,iface=eth1); PCI devices need an EAL without --no-pci "
-        "(set %s)", arg, r < 0 ? rte_strerror (-r) : "no ethdev port appeared", ports,
-        DPDK_ENV_EAL);
+        "(set %s)",
+        arg, r < 0 ? rte_strerror (-r) : "no ethdev port appeared", ports, DPDK_ENV_EAL);
     g_free (ports);
     return NULL;
   }
@@ -268,8 +273,8 @@ dpdk_port_open (const char *arg, DqPortInfo * info, GError ** error)
   struct rte_eth_dev_info dev_info;
   r = rte_eth_dev_info_get (port_id, &dev_info);
   if (r != 0) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "dpdk:%s: cannot query the device: %s",
-        arg, rte_strerror (-r));
+    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "dpdk:%s: cannot query the device: %s", arg,
+        rte_strerror (-r));
     return NULL;
   }
 
@@ -303,7 +308,7 @@ dpdk_port_open (const char *arg, DqPortInfo * info, GError ** error)
 /* Stops the device. What its RX queues still hold is drained first: the mbufs go back to
  * the pool before it may be freed (a net_ring device's rings even outlive the device). */
 static void
-port_stop_locked (DpdkPort * port)
+port_stop_locked (DpdkPort *port)
 {
   if (port->started) {
     struct rte_mbuf *mbufs[DPDK_RX_BATCH];
@@ -352,7 +357,7 @@ dpdk_port_time (gpointer priv)
  * Called with port->lock held, with no RX queue in use, and with tx_lock held when a TX
  * user exists (so that nobody sends on a stopped device). */
 static gboolean
-port_configure_locked (DpdkPort * port, guint n_rxq, GError ** error)
+port_configure_locked (DpdkPort *port, guint n_rxq, GError **error)
 {
   struct rte_eth_dev_info dev_info;
   struct rte_eth_conf conf;
@@ -389,12 +394,13 @@ port_configure_locked (DpdkPort * port, guint n_rxq, GError ** error)
   if (port->pool == NULL || port->pool->size < n_mbufs) {
     char name[RTE_MEMPOOL_NAMESIZE];
     g_snprintf (name, sizeof name, "dq%u", (guint) g_atomic_int_add (&pool_serial, 1));
-    struct rte_mempool *pool = rte_pktmbuf_pool_create (name, n_mbufs, 256, 0,
-        (uint16_t) (port->data_room + RTE_PKTMBUF_HEADROOM), port->socket);
+    struct rte_mempool *pool = rte_pktmbuf_pool_create (
+        name, n_mbufs, 256, 0, (uint16_t) (port->data_room + RTE_PKTMBUF_HEADROOM), port->socket);
     if (pool == NULL) {
-      g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "%s: cannot create a pool of %u "
-          "mbufs: %s (give the EAL more memory with -m in %s)", port->what, n_mbufs,
-          rte_strerror (rte_errno), DPDK_ENV_EAL);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
+          "%s: cannot create a pool of %u "
+          "mbufs: %s (give the EAL more memory with -m in %s)",
+          port->what, n_mbufs, rte_strerror (rte_errno), DPDK_ENV_EAL);
       return FALSE;
     }
     if (port->pool != NULL)
@@ -402,8 +408,8 @@ port_configure_locked (DpdkPort * port, guint n_rxq, GError ** error)
     g_atomic_pointer_set (&port->pool, pool);
   }
   for (guint q = 0; q < n_rxq; q++) {
-    r = rte_eth_rx_queue_setup (port->port_id, (uint16_t) q, nb_rxd, port->socket, NULL,
-        port->pool);
+    r = rte_eth_rx_queue_setup (
+        port->port_id, (uint16_t) q, nb_rxd, port->socket, NULL, port->pool);
     if (r != 0)
       goto failed;
   }
@@ -422,15 +428,16 @@ port_configure_locked (DpdkPort * port, guint n_rxq, GError ** error)
   return TRUE;
 
 failed:
-  g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "%s: cannot set up the device with %u RX "
-      "queue%s and 1 TX queue: %s", port->what, n_rxq, n_rxq == 1 ? "" : "s",
-      rte_strerror (r < 0 ? -r : r));
+  g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
+      "%s: cannot set up the device with %u RX "
+      "queue%s and 1 TX queue: %s",
+      port->what, n_rxq, n_rxq == 1 ? "" : "s", rte_strerror (r < 0 ? -r : r));
   return FALSE;
 }
 
 /* Device drops since the device started: frames its queues had no room or no mbuf for. */
 static guint64
-port_device_drops (DpdkPort * port)
+port_device_drops (DpdkPort *port)
 {
   struct rte_eth_stats st;
 
@@ -455,25 +462,25 @@ struct _DpdkRxQueue {
   gsize ring_size;
   gsize block_size;
   guint n_blocks;
-  gint *block_busy;             /* per block: 1 while its burst is out (atomic) */
+  gint *block_busy; /* per block: 1 while its burst is out (atomic) */
   guint burst_packets;
   guint max_packet;
   guint64 burst_timeout_ns;
-  DqFlowRule *rules;            /* the rules that apply to this queue */
+  DqFlowRule *rules; /* the rules that apply to this queue */
   guint n_rules;
 
   /* poller state, polling thread only */
-  guint cur;                    /* block being filled, or next to fill */
-  DpdkBurstRec *fill;           /* record of the burst being filled, NULL when none */
+  guint cur;          /* block being filled, or next to fill */
+  DpdkBurstRec *fill; /* record of the burst being filled, NULL when none */
   guint fill_n;
   gsize fill_off;
-  gint64 fill_start;            /* monotonic ns of the burst's first packet */
-  struct rte_mbuf *pend[DPDK_RX_BATCH];  /* received, not yet copied */
+  gint64 fill_start;                    /* monotonic ns of the burst's first packet */
+  struct rte_mbuf *pend[DPDK_RX_BATCH]; /* received, not yet copied */
   guint pend_head, pend_n;
   guint64 pend_time;
-  guint idle;                   /* empty polls in a row */
+  guint idle; /* empty polls in a row */
 
-  gint wake;                    /* set by wakeup, cleared by poll (atomic) */
+  gint wake; /* set by wakeup, cleared by poll (atomic) */
 
   DqBurstPool recs;
 
@@ -487,14 +494,15 @@ struct _DpdkRxQueue {
 /* max-packet-size as configured (0: MTU + 18), checked, then capped at what an mbuf of
  * the port holds: the device delivers and takes no longer frames anyway. */
 static gboolean
-port_max_packet (DpdkPort * port, const char *dir, guint requested, guint * max_packet,
-    GError ** error)
+port_max_packet (
+    DpdkPort *port, const char *dir, guint requested, guint *max_packet, GError **error)
 {
   guint v = requested != 0 ? requested : port->mtu + DPDK_ETH_HLEN + DPDK_VLAN_HLEN;
   if (v < DPDK_MIN_PACKET || v > DPDK_MAX_PACKET) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: %s max-packet-size %u is out of "
-        "range (allowed %u .. %u, or 0 for MTU + 18)", port->what, dir, v, DPDK_MIN_PACKET,
-        DPDK_MAX_PACKET);
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: %s max-packet-size %u is out of "
+        "range (allowed %u .. %u, or 0 for MTU + 18)",
+        port->what, dir, v, DPDK_MIN_PACKET, DPDK_MAX_PACKET);
     return FALSE;
   }
   *max_packet = MIN (v, port->data_room);
@@ -502,18 +510,19 @@ port_max_packet (DpdkPort * port, const char *dir, guint requested, guint * max_
 }
 
 static gboolean
-rx_rules_select (DpdkRxQueue * rxq, const DqRxConfig * config, GError ** error)
+rx_rules_select (DpdkRxQueue *rxq, const DqRxConfig *config, GError **error)
 {
   DpdkPort *port = rxq->port;
 
-  if (!dq_flow_rules_check_queues (port->what, config->flows, config->n_flows,
-          config->n_queues, error))
+  if (!dq_flow_rules_check_queues (
+          port->what, config->flows, config->n_flows, config->n_queues, error))
     return FALSE;
   if (config->n_queues > 1) {
     for (guint i = 0; i < config->n_flows; i++) {
       if (config->flows[i].keys & DQ_FLOW_QUEUE) {
         char *text = dq_flow_rule_to_string (&config->flows[i]);
-        g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW, "%s: flow rule %u (%s) names a "
+        g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
+            "%s: flow rule %u (%s) names a "
             "queue, but the dpdk engine spreads packets over its %u queues by the "
             "device's RSS hash and cannot steer by rule (drop queue=, or use one queue)",
             port->what, i + 1, text, config->n_queues);
@@ -522,13 +531,13 @@ rx_rules_select (DpdkRxQueue * rxq, const DqRxConfig * config, GError ** error)
       }
     }
   }
-  rxq->rules = dq_flow_rules_for_queue (config->flows, config->n_flows,
-      config->queue_index, &rxq->n_rules);
+  rxq->rules =
+      dq_flow_rules_for_queue (config->flows, config->n_flows, config->queue_index, &rxq->n_rules);
   return TRUE;
 }
 
 static gboolean
-rx_geometry_choose (DpdkRxQueue * rxq, const DqRxConfig * config, GError ** error)
+rx_geometry_choose (DpdkRxQueue *rxq, const DqRxConfig *config, GError **error)
 {
   DpdkPort *port = rxq->port;
   guint max_packet;
@@ -536,14 +545,15 @@ rx_geometry_choose (DpdkRxQueue * rxq, const DqRxConfig * config, GError ** erro
   if (!port_max_packet (port, "RX", config->max_packet_size, &max_packet, error))
     return FALSE;
   gsize ring = config->ring_bytes != 0 ? config->ring_bytes : DPDK_RX_DEFAULT_RING;
-  gsize block = align_up ((gsize) config->burst_packets * align_up (max_packet, DPDK_ALIGN),
-      4096);
+  gsize block = align_up ((gsize) config->burst_packets * align_up (max_packet, DPDK_ALIGN), 4096);
   if (ring > DPDK_RING_MAX || ring / block < DPDK_MIN_BLOCKS) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: ring-size %" G_GSIZE_FORMAT " is out "
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: ring-size %" G_GSIZE_FORMAT " is out "
         "of range: a burst of %u packets of up to %u bytes takes %" G_GSIZE_FORMAT " bytes "
         "and the ring must hold %u (allowed %" G_GSIZE_FORMAT " .. %" G_GSIZE_FORMAT "; or "
-        "lower burst-packets or max-packet-size)", port->what, ring, config->burst_packets,
-        max_packet, block, DPDK_MIN_BLOCKS, block * DPDK_MIN_BLOCKS, DPDK_RING_MAX);
+        "lower burst-packets or max-packet-size)",
+        port->what, ring, config->burst_packets, max_packet, block, DPDK_MIN_BLOCKS,
+        block * DPDK_MIN_BLOCKS, DPDK_RING_MAX);
     return FALSE;
   }
   rxq->max_packet = max_packet;
@@ -553,7 +563,7 @@ rx_geometry_choose (DpdkRxQueue * rxq, const DqRxConfig * config, GError ** erro
   return TRUE;
 }
 
-static void rx_fill_drop (DpdkRxQueue * rxq);
+static void rx_fill_drop (DpdkRxQueue *rxq);
 
 static void
 dpdk_rxq_destroy (gpointer priv)
@@ -577,7 +587,7 @@ dpdk_rxq_destroy (gpointer priv)
 }
 
 static gboolean
-port_rx_idle_locked (DpdkPort * port)
+port_rx_idle_locked (DpdkPort *port)
 {
   for (guint q = 0; q < DPDK_MAX_RX_QUEUES; q++)
     if (port->rxqs[q] != NULL)
@@ -586,11 +596,12 @@ port_rx_idle_locked (DpdkPort * port)
 }
 
 static gpointer
-dpdk_rxq_create (gpointer port_priv, const DqRxConfig * config, GError ** error)
+dpdk_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
 {
   DpdkPort *port = port_priv;
   if (config->ring_memory != NULL) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: the dpdk engine copies into host "
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: the dpdk engine copies into host "
         "memory; receiving into GPU-accessible memory needs the mlx5 or emu engine",
         port->what);
     return NULL;
@@ -600,25 +611,26 @@ dpdk_rxq_create (gpointer port_priv, const DqRxConfig * config, GError ** error)
   rxq->qid = (guint16) config->queue_index;
   rxq->burst_packets = MAX (config->burst_packets, 1);
   rxq->burst_timeout_ns = config->burst_timeout_ns;
-  dq_burst_pool_init (&rxq->recs, sizeof (DpdkBurstRec) +
-      rxq->burst_packets * sizeof (DqPacket));
+  dq_burst_pool_init (&rxq->recs, sizeof (DpdkBurstRec) + rxq->burst_packets * sizeof (DqPacket));
 
   if (config->n_queues == 0 || config->n_queues > port->max_rx_queues ||
       config->queue_index >= config->n_queues) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: queues %u is out of range (allowed "
-        "1 .. %u for this device)", port->what, config->n_queues, port->max_rx_queues);
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: queues %u is out of range (allowed "
+        "1 .. %u for this device)",
+        port->what, config->n_queues, port->max_rx_queues);
     rxq->qid = DPDK_MAX_RX_QUEUES;
     goto failed;
   }
   if (!rx_rules_select (rxq, config, error) || !rx_geometry_choose (rxq, config, error))
     goto failed;
 
-  rxq->ring = mmap (NULL, rxq->ring_size, PROT_READ | PROT_WRITE,
-      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  rxq->ring =
+      mmap (NULL, rxq->ring_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (rxq->ring == MAP_FAILED) {
     rxq->ring = NULL;
-    g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "%s: cannot map a %" G_GSIZE_FORMAT
-        "-byte ring: %s", port->what, rxq->ring_size, g_strerror (errno));
+    g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "%s: cannot map a %" G_GSIZE_FORMAT "-byte ring: %s",
+        port->what, rxq->ring_size, g_strerror (errno));
     goto failed;
   }
   rxq->block_busy = g_new0 (gint, rxq->n_blocks);
@@ -626,14 +638,14 @@ dpdk_rxq_create (gpointer port_priv, const DqRxConfig * config, GError ** error)
   g_mutex_lock (&port->lock);
   gboolean ok = TRUE;
   if (port->rxqs[rxq->qid] != NULL) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_BUSY, "%s: RX queue %u is in use", port->what,
-        rxq->qid);
+    g_set_error (error, DQ_ERROR, DQ_ERROR_BUSY, "%s: RX queue %u is in use", port->what, rxq->qid);
     ok = FALSE;
   } else if (port->n_rxq != config->n_queues || !port->started) {
     if (!port_rx_idle_locked (port)) {
-      g_set_error (error, DQ_ERROR, DQ_ERROR_BUSY, "%s: the device runs %u RX queue%s for "
-          "another user; %u cannot be set up until it stops", port->what, port->n_rxq,
-          port->n_rxq == 1 ? "" : "s", config->n_queues);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_BUSY,
+          "%s: the device runs %u RX queue%s for "
+          "another user; %u cannot be set up until it stops",
+          port->what, port->n_rxq, port->n_rxq == 1 ? "" : "s", config->n_queues);
       ok = FALSE;
     } else {
       g_mutex_lock (&port->tx_lock);
@@ -655,7 +667,7 @@ failed:
 
 /* The burst being filled is abandoned (queue destroyed while one was open). */
 static void
-rx_fill_drop (DpdkRxQueue * rxq)
+rx_fill_drop (DpdkRxQueue *rxq)
 {
   if (rxq->fill != NULL) {
     dq_burst_pool_put (&rxq->recs, rxq->fill);
@@ -666,7 +678,7 @@ rx_fill_drop (DpdkRxQueue * rxq)
 
 /* Copies up to `max` bytes of a (possibly chained) mbuf to `dst`. */
 static guint
-mbuf_copy (guint8 * dst, const struct rte_mbuf *m, guint max)
+mbuf_copy (guint8 *dst, const struct rte_mbuf *m, guint max)
 {
   guint done = 0;
   for (; m != NULL && done < max; m = m->next) {
@@ -681,7 +693,7 @@ mbuf_copy (guint8 * dst, const struct rte_mbuf *m, guint max)
  * Returns TRUE when the burst is complete (burst-packets reached, or no room for
  * another largest packet). */
 static gboolean
-rx_fill_from_pending (DpdkRxQueue * rxq)
+rx_fill_from_pending (DpdkRxQueue *rxq)
 {
   guint8 *block = rxq->ring + (gsize) rxq->cur * rxq->block_size;
   guint64 bytes = 0, truncated = 0, filtered = 0;
@@ -691,8 +703,7 @@ rx_fill_from_pending (DpdkRxQueue * rxq)
   const guint first = rxq->pend_head;
 
   while (rxq->pend_n > 0) {
-    if (rxq->fill_n == rxq->burst_packets ||
-        rxq->fill_off + rxq->max_packet > rxq->block_size) {
+    if (rxq->fill_n == rxq->burst_packets || rxq->fill_off + rxq->max_packet > rxq->block_size) {
       full = TRUE;
       break;
     }
@@ -743,7 +754,7 @@ rx_fill_from_pending (DpdkRxQueue * rxq)
 
 /* Hands the burst being filled out. */
 static void
-rx_fill_finish (DpdkRxQueue * rxq, DqBurst * burst)
+rx_fill_finish (DpdkRxQueue *rxq, DqBurst *burst)
 {
   DpdkBurstRec *rec = rxq->fill;
   DqPacket *last = &rec->packets[rxq->fill_n - 1];
@@ -764,7 +775,7 @@ rx_fill_finish (DpdkRxQueue * rxq, DqBurst * burst)
 
 /* Starts a burst in block cur when it is free. FALSE when the ring is full. */
 static gboolean
-rx_fill_begin (DpdkRxQueue * rxq)
+rx_fill_begin (DpdkRxQueue *rxq)
 {
   if (rxq->fill != NULL)
     return TRUE;
@@ -778,7 +789,7 @@ rx_fill_begin (DpdkRxQueue * rxq)
 }
 
 static int
-dpdk_rxq_poll (gpointer priv, DqBurst * burst, gint64 timeout_ns, GError ** error)
+dpdk_rxq_poll (gpointer priv, DqBurst *burst, gint64 timeout_ns, GError **error)
 {
   DpdkRxQueue *rxq = priv;
   DpdkPort *port = rxq->port;
@@ -809,8 +820,7 @@ dpdk_rxq_poll (gpointer priv, DqBurst * burst, gint64 timeout_ns, GError ** erro
         }
       }
       /* a partial burst waits at most burst-timeout for more packets */
-      if (rxq->fill_n > 0 &&
-          (guint64) (dq_mono_ns () - rxq->fill_start) >= rxq->burst_timeout_ns) {
+      if (rxq->fill_n > 0 && (guint64) (dq_mono_ns () - rxq->fill_start) >= rxq->burst_timeout_ns) {
         rx_fill_finish (rxq, burst);
         return 1;
       }
@@ -834,7 +844,7 @@ dpdk_rxq_poll (gpointer priv, DqBurst * burst, gint64 timeout_ns, GError ** erro
 }
 
 static void
-dpdk_rxq_release (gpointer priv, DqBurst * burst)
+dpdk_rxq_release (gpointer priv, DqBurst *burst)
 {
   DpdkRxQueue *rxq = priv;
   DpdkBurstRec *rec = burst->range;
@@ -856,7 +866,7 @@ dpdk_rxq_wakeup (gpointer priv)
 }
 
 static void
-dpdk_rxq_stats (gpointer priv, DqRxStats * stats)
+dpdk_rxq_stats (gpointer priv, DqRxStats *stats)
 {
   DpdkRxQueue *rxq = priv;
 
@@ -882,13 +892,13 @@ dpdk_rxq_ring_bytes (gpointer priv)
 typedef struct {
   DpdkPort *port;
   guint max_packet;
-  gint wake;                    /* atomic */
+  gint wake; /* atomic */
 
   DqTxCounters tx;
 } DpdkTxQueue;
 
 static gpointer
-dpdk_txq_create (gpointer port_priv, const DqTxConfig * config, GError ** error)
+dpdk_txq_create (gpointer port_priv, const DqTxConfig *config, GError **error)
 {
   DpdkPort *port = port_priv;
   guint max_packet;
@@ -930,7 +940,7 @@ dpdk_txq_destroy (gpointer priv)
  * whole wait, or a wakeup comes. Returns how many were taken; the rest stay with the
  * caller. */
 static guint
-tx_push (DpdkTxQueue * txq, struct rte_mbuf **mbufs, guint n, gboolean * woken)
+tx_push (DpdkTxQueue *txq, struct rte_mbuf **mbufs, guint n, gboolean *woken)
 {
   DpdkPort *port = txq->port;
   guint sent = 0, spins = 0;
@@ -938,8 +948,9 @@ tx_push (DpdkTxQueue * txq, struct rte_mbuf **mbufs, guint n, gboolean * woken)
 
   while (sent < n) {
     g_mutex_lock (&port->tx_lock);
-    guint r = port->started ?
-        rte_eth_tx_burst (port->port_id, 0, mbufs + sent, (uint16_t) (n - sent)) : 0;
+    guint r = port->started
+        ? rte_eth_tx_burst (port->port_id, 0, mbufs + sent, (uint16_t) (n - sent))
+        : 0;
     g_mutex_unlock (&port->tx_lock);
     sent += r;
     if (sent == n)
@@ -965,8 +976,8 @@ tx_push (DpdkTxQueue * txq, struct rte_mbuf **mbufs, guint n, gboolean * woken)
 }
 
 static int
-dpdk_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * lengths, guint n,
-    GError ** error)
+dpdk_txq_send (
+    gpointer priv, const guint8 *const *frames, const guint32 *lengths, guint n, GError **error)
 {
   DpdkTxQueue *txq = priv;
   struct rte_mbuf *mbufs[DPDK_TX_BATCH];
@@ -1034,7 +1045,7 @@ dpdk_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * leng
 /* Waits until the device has sent what it was given: rte_eth_tx_done_cleanup() frees the
  * mbufs of completed descriptors; a device without it is taken at its word. */
 static gboolean
-dpdk_txq_flush (gpointer priv, GError ** error)
+dpdk_txq_flush (gpointer priv, GError **error)
 {
   DpdkTxQueue *txq = priv;
   DpdkPort *port = txq->port;
@@ -1045,12 +1056,14 @@ dpdk_txq_flush (gpointer priv, GError ** error)
     int r = port->started ? rte_eth_tx_done_cleanup (port->port_id, 0, 0) : 0;
     g_mutex_unlock (&port->tx_lock);
     if (r <= 0)
-      return TRUE;              /* nothing left in flight, or the device cannot tell */
+      return TRUE; /* nothing left in flight, or the device cannot tell */
     if (g_atomic_int_compare_and_exchange (&txq->wake, 1, 0))
       return FALSE;
     if (dq_mono_ns () >= deadline) {
-      g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "%s: the device did not finish sending "
-          "within 1 s", port->what);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_IO,
+          "%s: the device did not finish sending "
+          "within 1 s",
+          port->what);
       return FALSE;
     }
     idle_sleep ();
@@ -1065,7 +1078,7 @@ dpdk_txq_wakeup (gpointer priv)
 }
 
 static void
-dpdk_txq_stats (gpointer priv, DqTxStats * stats)
+dpdk_txq_stats (gpointer priv, DqTxStats *stats)
 {
   DpdkTxQueue *txq = priv;
   dq_tx_counters_read (&txq->tx, stats);
@@ -1074,7 +1087,7 @@ dpdk_txq_stats (gpointer priv, DqTxStats * stats)
 const DqEngineOps dq_dpdk_engine = {
   .name = "dpdk",
   .description = "any DPDK ethdev (PCI NIC or virtual device); packets copied from mbufs "
-      "into bursts",
+                 "into bursts",
   .port_open = dpdk_port_open,
   .port_close = dpdk_port_close,
   .port_time = dpdk_port_time,

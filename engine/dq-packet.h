@@ -58,35 +58,35 @@ extern "C" {
 typedef struct {
   uint8_t dst_mac[6];
   uint8_t src_mac[6];
-  uint32_t src_ip;              /* host order */
+  uint32_t src_ip; /* host order */
   uint32_t dst_ip;
   uint16_t src_port;
   uint16_t dst_port;
-  uint16_t ip_id;               /* IPv4 identification */
+  uint16_t ip_id; /* IPv4 identification */
 } DqPacketHeaders;
 
 static inline void
-dq_packet_put16 (uint8_t * p, uint16_t v)
+dq_packet_put16 (uint8_t *p, uint16_t v)
 {
   p[0] = (uint8_t) (v >> 8);
   p[1] = (uint8_t) v;
 }
 
 static inline void
-dq_packet_put32 (uint8_t * p, uint32_t v)
+dq_packet_put32 (uint8_t *p, uint32_t v)
 {
   dq_packet_put16 (p, (uint16_t) (v >> 16));
   dq_packet_put16 (p + 2, (uint16_t) v);
 }
 
 static inline uint16_t
-dq_packet_get16 (const uint8_t * p)
+dq_packet_get16 (const uint8_t *p)
 {
   return (uint16_t) ((p[0] << 8) | p[1]);
 }
 
 static inline uint32_t
-dq_packet_get32 (const uint8_t * p)
+dq_packet_get32 (const uint8_t *p)
 {
   return (uint32_t) dq_packet_get16 (p) << 16 | dq_packet_get16 (p + 2);
 }
@@ -94,22 +94,22 @@ dq_packet_get32 (const uint8_t * p)
 /* ---- headers ---- */
 
 /* The 14-byte Ethernet header at frame: destination, source, ethertype. */
-void dq_packet_write_eth (uint8_t * frame, const uint8_t dst_mac[6], const uint8_t src_mac[6],
-    uint16_t ethertype);
+void dq_packet_write_eth (
+    uint8_t *frame, const uint8_t dst_mac[6], const uint8_t src_mac[6], uint16_t ethertype);
 
 /* The 20-byte IPv4 header at ip (see the top for the fixed fields), header checksum
  * included. */
-void dq_packet_write_ipv4 (uint8_t * ip, uint16_t total_len, uint16_t id, uint8_t proto,
-    uint32_t src_ip, uint32_t dst_ip);
+void dq_packet_write_ipv4 (
+    uint8_t *ip, uint16_t total_len, uint16_t id, uint8_t proto, uint32_t src_ip, uint32_t dst_ip);
 
 /* The 8-byte UDP header at udp, checksum field 0. */
-void dq_packet_write_udp (uint8_t * udp, uint16_t src_port, uint16_t dst_port, uint16_t len);
+void dq_packet_write_udp (uint8_t *udp, uint16_t src_port, uint16_t dst_port, uint16_t len);
 
 /* The 42 bytes of Ethernet, IPv4 and UDP headers of a frame of frame_len bytes (IPv4 total
  * length frame_len - 14, UDP length frame_len - 34), IPv4 header checksum filled, UDP
  * checksum 0. Returns 0, or -1 (nothing written) when frame_len is outside
  * DQ_PACKET_PAYLOAD_OFFSET..DQ_PACKET_MAX_LEN. */
-int dq_packet_write_headers (uint8_t * frame, size_t frame_len, const DqPacketHeaders * h);
+int dq_packet_write_headers (uint8_t *frame, size_t frame_len, const DqPacketHeaders *h);
 
 /* ---- checksums ---- */
 
@@ -142,24 +142,24 @@ dq_csum_udp_field (uint16_t csum)
 
 /* The IPv4 pseudo header's sum: the source and destination address of the header at ip,
  * the protocol and the L4 length. */
-uint64_t dq_csum_pseudo_ipv4 (const uint8_t * ip, uint8_t proto, uint32_t l4_len);
+uint64_t dq_csum_pseudo_ipv4 (const uint8_t *ip, uint8_t proto, uint32_t l4_len);
 
 /* The header checksum of the IPv4 header at ip, its checksum field read as 0. */
-uint16_t dq_csum_ipv4 (const uint8_t * ip);
+uint16_t dq_csum_ipv4 (const uint8_t *ip);
 
 /* Writes dq_csum_ipv4 (ip) into the header's checksum field. */
-void dq_packet_fill_ipv4_csum (uint8_t * ip);
+void dq_packet_fill_ipv4_csum (uint8_t *ip);
 
 /* The TCP or UDP checksum (proto) of the l4_len bytes of segment at l4 behind the IPv4
  * header at ip, the segment's checksum field read as it is (the caller zeroes it): the
  * complemented sum, without the UDP 0 -> 0xffff rule. */
-uint16_t dq_csum_l4 (const uint8_t * ip, uint8_t proto, const uint8_t * l4, uint32_t l4_len);
+uint16_t dq_csum_l4 (const uint8_t *ip, uint8_t proto, const uint8_t *l4, uint32_t l4_len);
 
 /* Whether the IPv4 header at ip, and the TCP/UDP segment at l4 with its pseudo header,
  * verify: their ones' complement sum, checksum field included, is 0xffff. (A UDP checksum
  * of 0, "none", is the caller's to accept.) */
-int dq_csum_ipv4_ok (const uint8_t * ip);
-int dq_csum_l4_ok (const uint8_t * ip, uint8_t proto, const uint8_t * l4, uint32_t l4_len);
+int dq_csum_ipv4_ok (const uint8_t *ip);
+int dq_csum_l4_ok (const uint8_t *ip, uint8_t proto, const uint8_t *l4, uint32_t l4_len);
 
 /* RFC 1624: the checksum csum after a 16-bit word (or two words) of the summed data
  * changed from old to new. */

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-G_DEFINE_QUARK (daqiri-engine-error-quark, dq_error)
+G_DEFINE_QUARK (daqiri - engine - error - quark, dq_error)
 
 #define MAX_ENGINES 8
 
@@ -14,7 +14,7 @@ static guint n_engines;
 static GMutex registry_lock;
 
 struct _DqPort {
-  gint refcount;              /* protected by registry_lock */
+  gint refcount; /* protected by registry_lock */
   char *device;
   const DqEngineOps *ops;
   gpointer priv;
@@ -31,7 +31,7 @@ struct _DqTxQueue {
   gpointer priv;
 };
 
-static GHashTable *open_ports;  /* device string -> DqPort, protected by registry_lock */
+static GHashTable *open_ports; /* device string -> DqPort, protected by registry_lock */
 
 static void
 register_locked (const DqEngineOps *ops)
@@ -56,7 +56,7 @@ ensure_builtin (void)
     register_locked (&dq_dpdk_engine);
 #endif
 #ifdef DQ_HAVE_MLX5
-    for (const DqEngineOps * const *e = dq_mlx5_engines (); *e != NULL; e++)
+    for (const DqEngineOps *const *e = dq_mlx5_engines (); *e != NULL; e++)
       register_locked (*e);
 #endif
     g_mutex_unlock (&registry_lock);
@@ -96,7 +96,8 @@ find_engine (const char *device, const char **arg, GError **error)
   char *known = g_strjoinv ("', '", (char **) engine_names);
   g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
       "device '%s' names no engine built into this daqiri; use ENGINE:ARG with ENGINE one of '%s' "
-      "(for example afpacket:eth0)", device, known);
+      "(for example afpacket:eth0)",
+      device, known);
   g_free (known);
   return NULL;
 }
@@ -273,8 +274,8 @@ dq_txq_destroy (DqTxQueue *txq)
 }
 
 int
-dq_txq_send (DqTxQueue *txq, const guint8 *const *frames, const guint32 *lengths, guint n,
-    GError **error)
+dq_txq_send (
+    DqTxQueue *txq, const guint8 *const *frames, const guint32 *lengths, guint n, GError **error)
 {
   return txq->port->ops->txq_send (txq->priv, frames, lengths, n, error);
 }
@@ -311,23 +312,24 @@ dq_txq_acquire (DqTxQueue *txq, guint max_frames, guint frame_size, DqTxSlots *s
 {
   memset (slots, 0, sizeof *slots);
   if (!dq_txq_can_acquire (txq)) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: the %s engine has no in-place "
-        "sending (frames are copied with dq_txq_send)", txq->port->device,
-        txq->port->ops->name);
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: the %s engine has no in-place "
+        "sending (frames are copied with dq_txq_send)",
+        txq->port->device, txq->port->ops->name);
     return -1;
   }
   if (max_frames == 0) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: acquiring 0 TX slots (allowed: "
-        ">= 1)", txq->port->device);
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: acquiring 0 TX slots (allowed: "
+        ">= 1)",
+        txq->port->device);
     return -1;
   }
-  return txq->port->ops->txq_acquire (txq->priv, max_frames, frame_size, slots, timeout_ns,
-      error);
+  return txq->port->ops->txq_acquire (txq->priv, max_frames, frame_size, slots, timeout_ns, error);
 }
 
 int
-dq_txq_commit (DqTxQueue *txq, DqTxSlots *slots, guint n, const guint32 *lengths,
-    GError **error)
+dq_txq_commit (DqTxQueue *txq, DqTxSlots *slots, guint n, const guint32 *lengths, GError **error)
 {
   if (slots->token == NULL || !dq_txq_can_acquire (txq))
     return 0;

@@ -32,16 +32,16 @@
 
 /* Slots of the scratch memory M[]. */
 enum {
-  M_ETHERTYPE,          /* after any VLAN tag */
-  M_VLAN,               /* VID of the stripped or in-band tag */
-  M_PROTO,              /* ABSENT unless the frame has a whole IPv4 header */
-  M_SRC,                /* valid only where M_PROTO is */
+  M_ETHERTYPE, /* after any VLAN tag */
+  M_VLAN,      /* VID of the stripped or in-band tag */
+  M_PROTO,     /* ABSENT unless the frame has a whole IPv4 header */
+  M_SRC,       /* valid only where M_PROTO is */
   M_DST,
-  M_SRC_PORT,           /* ABSENT unless UDP/TCP, first fragment, ports in the frame */
+  M_SRC_PORT, /* ABSENT unless UDP/TCP, first fragment, ports in the frame */
   M_DST_PORT,
-  M_L3,                 /* offset of the IPv4 header */
-  M_L4,                 /* offset of the transport header */
-  M_LEN,                /* frame length from the Ethernet header */
+  M_L3,  /* offset of the IPv4 header */
+  M_L4,  /* offset of the transport header */
+  M_LEN, /* frame length from the Ethernet header */
   N_SLOTS
 };
 
@@ -52,17 +52,17 @@ G_STATIC_ASSERT (N_SLOTS <= BPF_MEMWORDS);
 
 #define JEQ_K (BPF_JMP | BPF_JEQ | BPF_K)
 #define JGE_K (BPF_JMP | BPF_JGE | BPF_K)
-#define ETH_HLEN_PULLED 14            /* what eth_type_trans() pulls on receive */
+#define ETH_HLEN_PULLED 14 /* what eth_type_trans() pulls on receive */
 
 /* ---- a tiny assembler with forward labels ---- */
 
-#define NEXT G_MAXUINT          /* jump target: the following instruction */
+#define NEXT G_MAXUINT /* jump target: the following instruction */
 #define UNBOUND G_MAXUINT
 
 typedef enum {
   FIX_JT,
   FIX_JF,
-  FIX_K,                        /* BPF_JA: the 32-bit k holds the offset */
+  FIX_K, /* BPF_JA: the 32-bit k holds the offset */
 } FixField;
 
 typedef struct {
@@ -72,10 +72,10 @@ typedef struct {
 } Fixup;
 
 typedef struct {
-  GArray *insns;                /* struct sock_filter */
-  GArray *labels;               /* guint: instruction index, or UNBOUND */
-  GArray *fixups;               /* Fixup */
-  guint32 base;                 /* added to the k of packet loads: 0 or SKF_LL_OFF */
+  GArray *insns;  /* struct sock_filter */
+  GArray *labels; /* guint: instruction index, or UNBOUND */
+  GArray *fixups; /* Fixup */
+  guint32 base;   /* added to the k of packet loads: 0 or SKF_LL_OFF */
 } Prog;
 
 static void
@@ -157,9 +157,11 @@ prog_finish (Prog *p, guint n_rules, guint *n_insns, GError **error)
   gboolean ok = TRUE;
 
   if (n > BPF_MAXINSNS) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW, "%u flow rules need more than %u BPF "
+    g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
+        "%u flow rules need more than %u BPF "
         "instructions, the most a kernel filter may have; use fewer rules or fewer "
-        "keys per rule", n_rules, BPF_MAXINSNS);
+        "keys per rule",
+        n_rules, BPF_MAXINSNS);
     ok = FALSE;
   }
   for (i = 0; ok && i < p->fixups->len; i++) {
@@ -174,8 +176,8 @@ prog_finish (Prog *p, guint n_rules, guint *n_insns, GError **error)
       insn->k = offset;
     } else if (offset > G_MAXUINT8) {
       /* cannot happen with the short blocks below; refuse rather than mis-jump */
-      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
-          "internal error: BPF jump of %u instructions", offset);
+      g_set_error (
+          error, DQ_ERROR, DQ_ERROR_FLOW, "internal error: BPF jump of %u instructions", offset);
       ok = FALSE;
     } else if (fix->field == FIX_JT) {
       insn->jt = (guint8) offset;
@@ -248,7 +250,7 @@ emit_read_fields (Prog *p)
   load_ancillary (p, SKF_AD_VLAN_TAG_PRESENT);
   jump (p, JEQ_K, 0, inband, NEXT);
   load_ancillary (p, SKF_AD_VLAN_TAG);
-  stmt (p, BPF_ALU | BPF_AND | BPF_K, 0x0fff);  /* the TCI also holds PCP and DEI */
+  stmt (p, BPF_ALU | BPF_AND | BPF_K, 0x0fff); /* the TCI also holds PCP and DEI */
   stmt (p, BPF_ST, M_VLAN);
   stmt (p, BPF_LD | BPF_MEM, M_LEN);
   jump (p, JGE_K, 14, NEXT, done);
@@ -285,16 +287,16 @@ emit_read_fields (Prog *p)
   jump (p, JGE_K, 20, NEXT, done);
   load_frame (p, BPF_IND, BPF_B, 0);
   stmt (p, BPF_ALU | BPF_AND | BPF_K, 0xf0);
-  jump (p, JEQ_K, 0x40, NEXT, done);    /* version 4 */
+  jump (p, JEQ_K, 0x40, NEXT, done); /* version 4 */
   load_frame (p, BPF_IND, BPF_B, 0);
   stmt (p, BPF_ALU | BPF_AND | BPF_K, 0x0f);
-  jump (p, JGE_K, 5, NEXT, done);       /* IHL counts 32-bit words, at least 5 */
+  jump (p, JGE_K, 5, NEXT, done); /* IHL counts 32-bit words, at least 5 */
   stmt (p, BPF_ALU | BPF_LSH | BPF_K, 2);
   stmt (p, BPF_ALU | BPF_ADD | BPF_X, 0);
   stmt (p, BPF_ST, M_L4);
   stmt (p, BPF_MISC | BPF_TAX, 0);
   stmt (p, BPF_LD | BPF_MEM, M_LEN);
-  jump (p, BPF_JMP | BPF_JGE | BPF_X, 0, NEXT, done);   /* options within the frame */
+  jump (p, BPF_JMP | BPF_JGE | BPF_X, 0, NEXT, done); /* options within the frame */
 
   stmt (p, BPF_LDX | BPF_MEM, M_L3);
   load_frame (p, BPF_IND, BPF_W, 12);
@@ -388,8 +390,7 @@ rule_matches_all (const DqFlowRule *r)
 }
 
 static void
-emit_filter (Prog *p, const DqFlowRule *rules, guint n_rules, int queue,
-    guint32 snaplen)
+emit_filter (Prog *p, const DqFlowRule *rules, guint n_rules, int queue, guint32 snaplen)
 {
   gboolean have_fields = FALSE;
   guint i;
@@ -402,7 +403,7 @@ emit_filter (Prog *p, const DqFlowRule *rules, guint n_rules, int queue,
     const DqFlowRule *r = &rules[i];
 
     if (queue >= 0 && (r->keys & DQ_FLOW_QUEUE) && r->queue != (guint) queue)
-      continue;                 /* this rule sends its packets to another queue */
+      continue; /* this rule sends its packets to another queue */
     if (!have_fields) {
       emit_frame_len_filter (p);
       emit_read_fields (p);
@@ -410,7 +411,7 @@ emit_filter (Prog *p, const DqFlowRule *rules, guint n_rules, int queue,
     have_fields = TRUE;
     emit_rule (p, r, snaplen);
     if (rule_matches_all (r))
-      return;                   /* nothing after it can be reached */
+      return; /* nothing after it can be reached */
   }
   stmt (p, BPF_RET | BPF_K, 0);
 }
@@ -465,7 +466,7 @@ emit_fanout (Prog *p, const DqFlowRule *rules, guint n_rules)
     const DqFlowRule *r = &rules[i];
 
     if (!(r->keys & DQ_FLOW_QUEUE))
-      continue;                 /* spread by hash with the unmatched packets */
+      continue; /* spread by hash with the unmatched packets */
     emit_rule (p, r, r->queue);
     if (rule_matches_all (r))
       return;
@@ -474,8 +475,8 @@ emit_fanout (Prog *p, const DqFlowRule *rules, guint n_rules)
 }
 
 gpointer
-dq_flow_compile_bpf (const DqFlowRule *rules, guint n_rules, DqFlowBpfKind kind,
-    int queue, guint32 snaplen, guint *n_insns, GError **error)
+dq_flow_compile_bpf (const DqFlowRule *rules, guint n_rules, DqFlowBpfKind kind, int queue,
+    guint32 snaplen, guint *n_insns, GError **error)
 {
   Prog p;
 

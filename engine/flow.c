@@ -11,8 +11,8 @@
 #define IPV4_KEYS (DQ_FLOW_PROTO | DQ_FLOW_SRC | DQ_FLOW_DST | PORT_KEYS)
 
 #define ETHERTYPE_IPV4 0x0800
-#define ETHERTYPE_VLAN 0x8100   /* 802.1Q */
-#define ETHERTYPE_QINQ 0x88a8   /* 802.1ad service tag */
+#define ETHERTYPE_VLAN 0x8100 /* 802.1Q */
+#define ETHERTYPE_QINQ 0x88a8 /* 802.1ad service tag */
 #define IPPROTO_NUM_ICMP 1
 #define IPPROTO_NUM_TCP 6
 #define IPPROTO_NUM_UDP 17
@@ -24,8 +24,8 @@
 
 typedef enum {
   VALUE_OK,
-  VALUE_INVALID,    /* not in the syntax of the key */
-  VALUE_RANGE,      /* well formed, but outside what the key takes */
+  VALUE_INVALID, /* not in the syntax of the key */
+  VALUE_RANGE,   /* well formed, but outside what the key takes */
 } ValueResult;
 
 typedef ValueResult (*ValueParser) (const char *s, gsize len, DqFlowRule *rule);
@@ -33,15 +33,15 @@ typedef ValueResult (*ValueParser) (const char *s, gsize len, DqFlowRule *rule);
 typedef struct {
   const char *name;
   ValueParser parse;
-  const char *allowed;  /* completes "<key> takes ..." in messages */
+  const char *allowed; /* completes "<key> takes ..." in messages */
 } KeyInfo;
 
 /* One rule while it is being parsed: where it is, for messages. */
 typedef struct {
-  guint number;                 /* 1-based, counting non-empty rules */
-  const char *text;             /* the rule without surrounding whitespace */
+  guint number;     /* 1-based, counting non-empty rules */
+  const char *text; /* the rule without surrounding whitespace */
   gsize len;
-  const char *token[N_KEYS];    /* the token that set each key */
+  const char *token[N_KEYS]; /* the token that set each key */
   gsize token_len[N_KEYS];
 } RuleText;
 
@@ -77,15 +77,9 @@ show_text (const char *s, gsize len)
     guchar c = (guchar) s[i];
 
     switch (c) {
-      case '\t':
-        g_string_append (out, "\\t");
-        break;
-      case '\n':
-        g_string_append (out, "\\n");
-        break;
-      case '\r':
-        g_string_append (out, "\\r");
-        break;
+      case '\t': g_string_append (out, "\\t"); break;
+      case '\n': g_string_append (out, "\\n"); break;
+      case '\r': g_string_append (out, "\\r"); break;
       case '"':
       case '\\':
         g_string_append_c (out, '\\');
@@ -104,8 +98,8 @@ show_text (const char *s, gsize len)
   return g_string_free (out, FALSE);
 }
 
-static gboolean rule_error (const RuleText * rt, GError ** error, const char *format,
-    ...) G_GNUC_PRINTF (3, 4);
+static gboolean rule_error (const RuleText *rt, GError **error, const char *format, ...)
+    G_GNUC_PRINTF (3, 4);
 
 /* Sets DQ_ERROR_FLOW as 'flow rule N ("text"): detail' and returns FALSE. */
 static gboolean
@@ -118,8 +112,8 @@ rule_error (const RuleText *rt, GError **error, const char *format, ...)
   detail = g_strdup_vprintf (format, args);
   va_end (args);
   text = show_text (rt->text, rt->len);
-  g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW, "flow rule %u (\"%s\"): %s", rt->number,
-      text, detail);
+  g_set_error (
+      error, DQ_ERROR, DQ_ERROR_FLOW, "flow rule %u (\"%s\"): %s", rt->number, text, detail);
   g_free (text);
   g_free (detail);
   return FALSE;
@@ -182,15 +176,14 @@ is_negative_number (const char *s, gsize len)
 {
   guint64 ignored;
 
-  return len >= 2 && s[0] == '-'
-      && parse_decimal (s + 1, len - 1, G_MAXUINT32, &ignored) != VALUE_INVALID;
+  return len >= 2 && s[0] == '-' &&
+      parse_decimal (s + 1, len - 1, G_MAXUINT32, &ignored) != VALUE_INVALID;
 }
 
 /* A number in [min, max]; hex only where the key allows it. "-5" is a number, just
  * out of range, and is reported so. */
 static ValueResult
-parse_number (const char *s, gsize len, guint64 min, guint64 max, gboolean hex,
-    guint64 *out)
+parse_number (const char *s, gsize len, guint64 min, guint64 max, gboolean hex, guint64 *out)
 {
   ValueResult r;
 
@@ -256,15 +249,16 @@ parse_proto (const char *s, gsize len, DqFlowRule *rule)
     const char *name;
     guint8 number;
   } names[] = {
-    {"udp", IPPROTO_NUM_UDP}, {"tcp", IPPROTO_NUM_TCP}, {"icmp", IPPROTO_NUM_ICMP},
+    { "udp", IPPROTO_NUM_UDP },
+    { "tcp", IPPROTO_NUM_TCP },
+    { "icmp", IPPROTO_NUM_ICMP },
   };
   guint64 v;
   ValueResult r;
   guint i;
 
   for (i = 0; i < G_N_ELEMENTS (names); i++) {
-    if (len == strlen (names[i].name)
-        && g_ascii_strncasecmp (s, names[i].name, len) == 0) {
+    if (len == strlen (names[i].name) && g_ascii_strncasecmp (s, names[i].name, len) == 0) {
       rule->proto = names[i].number;
       return VALUE_OK;
     }
@@ -355,20 +349,19 @@ parse_queue (const char *s, gsize len, DqFlowRule *rule)
   return r;
 }
 
-#define ALLOWED_IPV4 \
-  "an IPv4 address A.B.C.D (octets 0..255) with an optional /0..32 prefix"
+#define ALLOWED_IPV4 "an IPv4 address A.B.C.D (octets 0..255) with an optional /0..32 prefix"
 
 /* Indexed by the bit number of the DqFlowKeys value. */
 static const KeyInfo key_info[N_KEYS] = {
-  {"proto", parse_proto, "udp, tcp, icmp or a protocol number 0..255"},
-  {"src", parse_src, ALLOWED_IPV4},
-  {"dst", parse_dst, ALLOWED_IPV4},
-  {"src-port", parse_src_port, "0..65535"},
-  {"dst-port", parse_dst_port, "0..65535"},
-  {"ethertype", parse_ethertype, "0x0600..0xffff (hex with 0x, or decimal 1536..65535)"},
-  {"vlan", parse_vlan, "0..4095"},
-  {"mark", parse_mark, "0..4294967295"},
-  {"queue", parse_queue, "0..1023"},
+  { "proto", parse_proto, "udp, tcp, icmp or a protocol number 0..255" },
+  { "src", parse_src, ALLOWED_IPV4 },
+  { "dst", parse_dst, ALLOWED_IPV4 },
+  { "src-port", parse_src_port, "0..65535" },
+  { "dst-port", parse_dst_port, "0..65535" },
+  { "ethertype", parse_ethertype, "0x0600..0xffff (hex with 0x, or decimal 1536..65535)" },
+  { "vlan", parse_vlan, "0..4095" },
+  { "mark", parse_mark, "0..4294967295" },
+  { "queue", parse_queue, "0..1023" },
 };
 
 G_STATIC_ASSERT (DQ_FLOW_QUEUE == 1 << (N_KEYS - 1));
@@ -389,13 +382,12 @@ lookup_key (const char *s, gsize len)
 
 /* 'dst-port=x' is <what>; dst-port takes <allowed> */
 static gboolean
-value_error (const RuleText *rt, GError **error, const char *tok, gsize len,
-    const char *what, const KeyInfo *info)
+value_error (const RuleText *rt, GError **error, const char *tok, gsize len, const char *what,
+    const KeyInfo *info)
 {
   g_autofree char *shown = show_text (tok, len);
 
-  return rule_error (rt, error, "'%s' %s; %s takes %s", shown, what, info->name,
-      info->allowed);
+  return rule_error (rt, error, "'%s' %s; %s takes %s", shown, what, info->name, info->allowed);
 }
 
 static gboolean
@@ -409,8 +401,7 @@ parse_token (RuleText *rt, const char *tok, gsize len, DqFlowRule *rule, GError 
   if (!eq) {
     g_autofree char *shown = show_text (tok, len);
 
-    return rule_error (rt, error, "'%s' is not key=value; keys are " ALL_KEYS_TEXT,
-        shown);
+    return rule_error (rt, error, "'%s' is not key=value; keys are " ALL_KEYS_TEXT, shown);
   }
   key_len = (gsize) (eq - tok);
   k = lookup_key (tok, key_len);
@@ -418,28 +409,26 @@ parse_token (RuleText *rt, const char *tok, gsize len, DqFlowRule *rule, GError 
     g_autofree char *key = show_text (tok, key_len);
     g_autofree char *shown = show_text (tok, len);
 
-    return rule_error (rt, error, "unknown key '%s' in '%s'; keys are " ALL_KEYS_TEXT,
-        key, shown);
+    return rule_error (rt, error, "unknown key '%s' in '%s'; keys are " ALL_KEYS_TEXT, key, shown);
   }
   info = &key_info[k];
   if (rule->keys & (1u << k)) {
     g_autofree char *shown = show_text (tok, len);
     g_autofree char *first = show_text (rt->token[k], rt->token_len[k]);
 
-    return rule_error (rt, error, "'%s' repeats key %s (already '%s'); each key may "
-        "appear once per rule", shown, info->name, first);
+    return rule_error (rt, error,
+        "'%s' repeats key %s (already '%s'); each key may "
+        "appear once per rule",
+        shown, info->name, first);
   }
   if (key_len + 1 == len)
     return value_error (rt, error, tok, len, "has no value", info);
 
   switch (info->parse (eq + 1, len - key_len - 1, rule)) {
-    case VALUE_OK:
-      break;
-    case VALUE_INVALID:
-      return value_error (rt, error, tok, len, "is not valid", info);
+    case VALUE_OK: break;
+    case VALUE_INVALID: return value_error (rt, error, tok, len, "is not valid", info);
     case VALUE_RANGE:
-    default:
-      return value_error (rt, error, tok, len, "is out of range", info);
+    default: return value_error (rt, error, tok, len, "is out of range", info);
   }
   rule->keys |= 1u << k;
   rt->token[k] = tok;
@@ -460,21 +449,23 @@ show_first_token (const RuleText *rt, guint32 keys)
 static gboolean
 check_conflicts (const RuleText *rt, const DqFlowRule *rule, GError **error)
 {
-  if ((rule->keys & PORT_KEYS) && (rule->keys & DQ_FLOW_PROTO)
-      && rule->proto != IPPROTO_NUM_UDP && rule->proto != IPPROTO_NUM_TCP) {
+  if ((rule->keys & PORT_KEYS) && (rule->keys & DQ_FLOW_PROTO) && rule->proto != IPPROTO_NUM_UDP &&
+      rule->proto != IPPROTO_NUM_TCP) {
     g_autofree char *port = show_first_token (rt, rule->keys & PORT_KEYS);
     g_autofree char *proto = show_first_token (rt, DQ_FLOW_PROTO);
 
-    return rule_error (rt, error, "'%s' needs proto udp or tcp, but the rule has '%s'",
-        port, proto);
+    return rule_error (
+        rt, error, "'%s' needs proto udp or tcp, but the rule has '%s'", port, proto);
   }
-  if ((rule->keys & DQ_FLOW_ETHERTYPE) && (rule->keys & IPV4_KEYS)
-      && rule->ethertype != ETHERTYPE_IPV4) {
+  if ((rule->keys & DQ_FLOW_ETHERTYPE) && (rule->keys & IPV4_KEYS) &&
+      rule->ethertype != ETHERTYPE_IPV4) {
     g_autofree char *ethertype = show_first_token (rt, DQ_FLOW_ETHERTYPE);
     g_autofree char *ipv4 = show_first_token (rt, rule->keys & IPV4_KEYS);
 
-    return rule_error (rt, error, "'%s' conflicts with '%s': proto, src, dst and ports "
-        "match IPv4 only (ethertype 0x0800)", ethertype, ipv4);
+    return rule_error (rt, error,
+        "'%s' conflicts with '%s': proto, src, dst and ports "
+        "match IPv4 only (ethertype 0x0800)",
+        ethertype, ipv4);
   }
   return TRUE;
 }
@@ -534,15 +525,14 @@ dq_flow_parse (const char *text, DqFlowRule **rules, guint *n_rules, GError **er
       stop--;
     p = *end ? end + 1 : end;
     if (start == stop)
-      continue;                 /* empty rule: ";;", a trailing ';' or blank lines */
+      continue; /* empty rule: ";;", a trailing ';' or blank lines */
 
     memset (&rt, 0, sizeof rt);
     rt.number = n + 1;
     rt.text = start;
     rt.len = (gsize) (stop - start);
     if (n == DQ_FLOW_MAX_RULES) {
-      rule_error (&rt, error, "too many rules; at most %u are allowed",
-          DQ_FLOW_MAX_RULES);
+      rule_error (&rt, error, "too many rules; at most %u are allowed", DQ_FLOW_MAX_RULES);
       goto failed;
     }
     if (!parsed)
@@ -567,7 +557,7 @@ failed:
 
 /* ---- canonical text ---- */
 
-static void append_token (GString * s, const char *format, ...) G_GNUC_PRINTF (2, 3);
+static void append_token (GString *s, const char *format, ...) G_GNUC_PRINTF (2, 3);
 
 static void
 append_token (GString *s, const char *format, ...)
@@ -584,8 +574,8 @@ append_token (GString *s, const char *format, ...)
 static void
 append_ipv4 (GString *s, const char *key, guint32 addr, guint prefix)
 {
-  append_token (s, "%s=%u.%u.%u.%u", key, addr >> 24, (addr >> 16) & 0xff,
-      (addr >> 8) & 0xff, addr & 0xff);
+  append_token (
+      s, "%s=%u.%u.%u.%u", key, addr >> 24, (addr >> 16) & 0xff, (addr >> 8) & 0xff, addr & 0xff);
   if (prefix < 32)
     g_string_append_printf (s, "/%u", prefix);
 }
@@ -594,14 +584,10 @@ static const char *
 proto_name (guint8 proto)
 {
   switch (proto) {
-    case IPPROTO_NUM_UDP:
-      return "udp";
-    case IPPROTO_NUM_TCP:
-      return "tcp";
-    case IPPROTO_NUM_ICMP:
-      return "icmp";
-    default:
-      return NULL;
+    case IPPROTO_NUM_UDP: return "udp";
+    case IPPROTO_NUM_TCP: return "tcp";
+    case IPPROTO_NUM_ICMP: return "icmp";
+    default: return NULL;
   }
 }
 
@@ -644,8 +630,8 @@ dq_flow_rule_to_string (const DqFlowRule *rule)
 enum {
   HAVE_VLAN = 1 << 0,
   HAVE_ETHERTYPE = 1 << 1,
-  HAVE_IPV4 = 1 << 2,       /* proto, src, dst */
-  HAVE_PORTS = 1 << 3,      /* UDP or TCP, first fragment, ports within the frame */
+  HAVE_IPV4 = 1 << 2,  /* proto, src, dst */
+  HAVE_PORTS = 1 << 3, /* UDP or TCP, first fragment, ports within the frame */
 };
 
 /* The header fields of one frame that rules test, each valid with its HAVE_ bit. */
@@ -683,7 +669,7 @@ read_frame_fields (const guint8 *frame, guint len, int vlan, FrameFields *f)
   memset (f, 0, sizeof *f);
   if (vlan >= 0) {
     f->have |= HAVE_VLAN;
-    f->vlan = (guint16) (vlan & 0x0fff);        /* the VID bits of a TCI */
+    f->vlan = (guint16) (vlan & 0x0fff); /* the VID bits of a TCI */
   }
   if (len < 14)
     return;
@@ -707,7 +693,7 @@ read_frame_fields (const guint8 *frame, guint len, int vlan, FrameFields *f)
     return;
   ihl = (ver_ihl & 0x0f) * 4u;
   if (len - l3 < ihl)
-    return;                     /* options cut off: not a whole IPv4 header */
+    return; /* options cut off: not a whole IPv4 header */
   f->have |= HAVE_IPV4;
   f->proto = frame[l3 + 9];
   f->src = read_be32 (frame + l3 + 12);
@@ -732,8 +718,7 @@ rule_matches (const DqFlowRule *r, const FrameFields *f)
 
   if ((keys & DQ_FLOW_VLAN) && (!(f->have & HAVE_VLAN) || f->vlan != r->vlan))
     return FALSE;
-  if ((keys & DQ_FLOW_ETHERTYPE)
-      && (!(f->have & HAVE_ETHERTYPE) || f->ethertype != r->ethertype))
+  if ((keys & DQ_FLOW_ETHERTYPE) && (!(f->have & HAVE_ETHERTYPE) || f->ethertype != r->ethertype))
     return FALSE;
   if (!(keys & IPV4_KEYS))
     return TRUE;
@@ -760,8 +745,7 @@ rule_matches (const DqFlowRule *r, const FrameFields *f)
 }
 
 int
-dq_flow_match (const DqFlowRule *rules, guint n_rules, const guint8 *frame, guint len,
-    int vlan)
+dq_flow_match (const DqFlowRule *rules, guint n_rules, const guint8 *frame, guint len, int vlan)
 {
   FrameFields f;
   guint i;
@@ -776,17 +760,18 @@ dq_flow_match (const DqFlowRule *rules, guint n_rules, const guint8 *frame, guin
 }
 
 gboolean
-dq_flow_rules_check_queues (const char *what, const DqFlowRule *rules, guint n_rules,
-    guint n_queues, GError **error)
+dq_flow_rules_check_queues (
+    const char *what, const DqFlowRule *rules, guint n_rules, guint n_queues, GError **error)
 {
   for (guint i = 0; i < n_rules; i++) {
     const DqFlowRule *rule = &rules[i];
     if ((rule->keys & DQ_FLOW_QUEUE) && rule->queue >= n_queues) {
       char *text = dq_flow_rule_to_string (rule);
-      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW, "%s: flow rule %u (%s) sends to queue "
-          "%u, but there %s only %u queue%s (allowed queue=0 .. %u)", what, i + 1, text,
-          rule->queue, n_queues == 1 ? "is" : "are", n_queues, n_queues == 1 ? "" : "s",
-          n_queues - 1);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
+          "%s: flow rule %u (%s) sends to queue "
+          "%u, but there %s only %u queue%s (allowed queue=0 .. %u)",
+          what, i + 1, text, rule->queue, n_queues == 1 ? "is" : "are", n_queues,
+          n_queues == 1 ? "" : "s", n_queues - 1);
       g_free (text);
       return FALSE;
     }
@@ -808,8 +793,8 @@ dq_flow_rules_for_queue (const DqFlowRule *rules, guint n_rules, guint queue, gu
 }
 
 gboolean
-dq_flow_classify (const DqFlowRule *rules, guint n_rules, const guint8 *frame, guint len,
-    int vlan, guint32 *flow_id)
+dq_flow_classify (const DqFlowRule *rules, guint n_rules, const guint8 *frame, guint len, int vlan,
+    guint32 *flow_id)
 {
   *flow_id = 0;
   if (n_rules == 0)

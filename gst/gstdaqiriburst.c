@@ -22,7 +22,7 @@ struct _GstDaqiriRxRing {
 };
 
 GstDaqiriRxRing *
-gst_daqiri_rx_ring_new (DqRxQueue * rxq)
+gst_daqiri_rx_ring_new (DqRxQueue *rxq)
 {
   GstDaqiriRxRing *ring = g_new0 (GstDaqiriRxRing, 1);
   ring->refcount = 1;
@@ -31,14 +31,14 @@ gst_daqiri_rx_ring_new (DqRxQueue * rxq)
 }
 
 GstDaqiriRxRing *
-gst_daqiri_rx_ring_ref (GstDaqiriRxRing * ring)
+gst_daqiri_rx_ring_ref (GstDaqiriRxRing *ring)
 {
   g_atomic_int_inc (&ring->refcount);
   return ring;
 }
 
 void
-gst_daqiri_rx_ring_unref (GstDaqiriRxRing * ring)
+gst_daqiri_rx_ring_unref (GstDaqiriRxRing *ring)
 {
   if (ring != NULL && g_atomic_int_dec_and_test (&ring->refcount)) {
     dq_rxq_destroy (ring->rxq);
@@ -47,7 +47,7 @@ gst_daqiri_rx_ring_unref (GstDaqiriRxRing * ring)
 }
 
 DqRxQueue *
-gst_daqiri_rx_ring_queue (GstDaqiriRxRing * ring)
+gst_daqiri_rx_ring_queue (GstDaqiriRxRing *ring)
 {
   return ring->rxq;
 }
@@ -61,12 +61,12 @@ typedef struct {
 } GstDaqiriBurstMemory;
 
 #define GST_TYPE_DAQIRI_BURST_ALLOCATOR (gst_daqiri_burst_allocator_get_type ())
-G_DECLARE_FINAL_TYPE (GstDaqiriBurstAllocator, gst_daqiri_burst_allocator, GST,
-    DAQIRI_BURST_ALLOCATOR, GstAllocator);
+G_DECLARE_FINAL_TYPE (
+    GstDaqiriBurstAllocator, gst_daqiri_burst_allocator, GST, DAQIRI_BURST_ALLOCATOR, GstAllocator);
 
 struct _GstDaqiriBurstAllocator {
   GstAllocator parent;
-  gboolean cuda;                /* the ranges are GPU-accessible memory */
+  gboolean cuda; /* the ranges are GPU-accessible memory */
 };
 
 G_DEFINE_TYPE (GstDaqiriBurstAllocator, gst_daqiri_burst_allocator, GST_TYPE_ALLOCATOR);
@@ -74,14 +74,14 @@ G_DEFINE_TYPE (GstDaqiriBurstAllocator, gst_daqiri_burst_allocator, GST_TYPE_ALL
 #define BURST_MEMORY_TYPE "DaqiriBurstMemory"
 
 static GstMemory *
-burst_alloc (GstAllocator * allocator, gsize size, GstAllocationParams * params)
+burst_alloc (GstAllocator *allocator, gsize size, GstAllocationParams *params)
 {
   /* ring ranges come from the engine, never from gst_allocator_alloc() */
   return NULL;
 }
 
 static void
-burst_free (GstAllocator * allocator, GstMemory * mem)
+burst_free (GstAllocator *allocator, GstMemory *mem)
 {
   GstDaqiriBurstMemory *bmem = (GstDaqiriBurstMemory *) mem;
 
@@ -91,25 +91,24 @@ burst_free (GstAllocator * allocator, GstMemory * mem)
 }
 
 static gpointer
-burst_map (GstMemory * mem, gsize maxsize, GstMapFlags flags)
+burst_map (GstMemory *mem, gsize maxsize, GstMapFlags flags)
 {
   if (flags & GST_MAP_WRITE)
-    return NULL;                /* the ring is the NIC's, read-only to us */
+    return NULL; /* the ring is the NIC's, read-only to us */
   if (((GstDaqiriBurstAllocator *) mem->allocator)->cuda && !(flags & GST_DAQIRI_MAP_CUDA)) {
     GST_ERROR ("a burst in GPU memory cannot be mapped for the CPU: map it with "
-        "GST_DAQIRI_MAP_CUDA, or use daqirisrc memory=system");
+               "GST_DAQIRI_MAP_CUDA, or use daqirisrc memory=system");
     return NULL;
   }
   return ((GstDaqiriBurstMemory *) mem)->burst.data;
 }
 
 static void
-burst_unmap (GstMemory * mem)
-{
-}
+burst_unmap (GstMemory *mem)
+{}
 
 static GstMemory *
-burst_copy (GstMemory * mem, gssize offset, gssize size)
+burst_copy (GstMemory *mem, gssize offset, gssize size)
 {
   if (((GstDaqiriBurstAllocator *) mem->allocator)->cuda) {
     GST_ERROR ("a burst in GPU memory is not copied by the CPU");
@@ -118,20 +117,20 @@ burst_copy (GstMemory * mem, gssize offset, gssize size)
   if (size == -1)
     size = (gssize) mem->size - offset;
   /* a plain system-memory copy */
-  guint8 *data = g_memdup2 (((GstDaqiriBurstMemory *) mem)->burst.data + mem->offset + offset,
-      (gsize) size);
+  guint8 *data =
+      g_memdup2 (((GstDaqiriBurstMemory *) mem)->burst.data + mem->offset + offset, (gsize) size);
   return gst_memory_new_wrapped (0, data, (gsize) size, 0, (gsize) size, data, g_free);
 }
 
 static void
-gst_daqiri_burst_allocator_class_init (GstDaqiriBurstAllocatorClass * klass)
+gst_daqiri_burst_allocator_class_init (GstDaqiriBurstAllocatorClass *klass)
 {
   GST_ALLOCATOR_CLASS (klass)->alloc = burst_alloc;
   GST_ALLOCATOR_CLASS (klass)->free = burst_free;
 }
 
 static void
-gst_daqiri_burst_allocator_init (GstDaqiriBurstAllocator * self)
+gst_daqiri_burst_allocator_init (GstDaqiriBurstAllocator *self)
 {
   GstAllocator *alloc = GST_ALLOCATOR (self);
 
@@ -171,7 +170,7 @@ burst_allocator_get (DqMemoryKind kind)
 }
 
 gboolean
-gst_is_daqiri_burst_memory (GstMemory * mem)
+gst_is_daqiri_burst_memory (GstMemory *mem)
 {
   return mem != NULL && mem->allocator != NULL &&
       g_type_is_a (G_OBJECT_TYPE (mem->allocator), GST_TYPE_DAQIRI_BURST_ALLOCATOR);
@@ -179,20 +178,17 @@ gst_is_daqiri_burst_memory (GstMemory * mem)
 
 /* The burst's ring range as a GstMemory: the range goes back when it is freed. */
 static GstMemory *
-burst_memory_new (GstDaqiriRxRing * ring, const DqBurst * burst)
+burst_memory_new (GstDaqiriRxRing *ring, const DqBurst *burst)
 {
   G_STATIC_ASSERT (sizeof (DqPacket) == sizeof (GstDaqiriPacket));
-  G_STATIC_ASSERT (G_STRUCT_OFFSET (DqPacket, timestamp) ==
-      G_STRUCT_OFFSET (GstDaqiriPacket, timestamp));
-  G_STATIC_ASSERT (G_STRUCT_OFFSET (DqPacket, flags) ==
-      G_STRUCT_OFFSET (GstDaqiriPacket, flags));
+  G_STATIC_ASSERT (
+      G_STRUCT_OFFSET (DqPacket, timestamp) == G_STRUCT_OFFSET (GstDaqiriPacket, timestamp));
+  G_STATIC_ASSERT (G_STRUCT_OFFSET (DqPacket, flags) == G_STRUCT_OFFSET (GstDaqiriPacket, flags));
 
   GstDaqiriBurstMemory *bmem = g_new (GstDaqiriBurstMemory, 1);
   /* NO_SHARE: a sub-buffer gets a copy, so no view of the ring outlives the range */
-  gst_memory_init (GST_MEMORY_CAST (bmem),
-      GST_MEMORY_FLAG_READONLY | GST_MEMORY_FLAG_NO_SHARE,
-      burst_allocator_get (burst->memory), NULL,
-      burst->size, 0, 0, burst->size);
+  gst_memory_init (GST_MEMORY_CAST (bmem), GST_MEMORY_FLAG_READONLY | GST_MEMORY_FLAG_NO_SHARE,
+      burst_allocator_get (burst->memory), NULL, burst->size, 0, 0, burst->size);
   bmem->ring = gst_daqiri_rx_ring_ref (ring);
   bmem->burst = *burst;
   return GST_MEMORY_CAST (bmem);
@@ -201,18 +197,18 @@ burst_memory_new (GstDaqiriRxRing * ring, const DqBurst * burst)
 /* A buffer of `mem` with the packet meta over bmem's packet array (the meta takes the
  * reference to bmem: the array lives in the engine's burst record). */
 static GstBuffer *
-burst_buffer (GstMemory * mem, GstMemory * bmem)
+burst_buffer (GstMemory *mem, GstMemory *bmem)
 {
   GstBuffer *buf = gst_buffer_new ();
   gst_buffer_append_memory (buf, mem);
   const DqBurst *burst = &((GstDaqiriBurstMemory *) bmem)->burst;
-  gst_buffer_add_daqiri_packet_meta_full (buf, (GstDaqiriPacket *) burst->packets,
-      burst->n_packets, (GDestroyNotify) gst_memory_unref, bmem);
+  gst_buffer_add_daqiri_packet_meta_full (buf, (GstDaqiriPacket *) burst->packets, burst->n_packets,
+      (GDestroyNotify) gst_memory_unref, bmem);
   return buf;
 }
 
 GstBuffer *
-gst_daqiri_burst_buffer_new (GstDaqiriRxRing * ring, const DqBurst * burst)
+gst_daqiri_burst_buffer_new (GstDaqiriRxRing *ring, const DqBurst *burst)
 {
   GstMemory *bmem = burst_memory_new (ring, burst);
   return burst_buffer (bmem, gst_memory_ref (bmem));
@@ -220,8 +216,8 @@ gst_daqiri_burst_buffer_new (GstDaqiriRxRing * ring, const DqBurst * burst)
 
 #ifdef DQ_HAVE_CUDA
 GstBuffer *
-gst_daqiri_burst_buffer_new_gstcuda (GstDaqiriRxRing * ring, const DqBurst * burst,
-    GstObject * cuda_context)
+gst_daqiri_burst_buffer_new_gstcuda (
+    GstDaqiriRxRing *ring, const DqBurst *burst, GstObject *cuda_context)
 {
   GstMemory *bmem = burst_memory_new (ring, burst);
   /* GstCudaMemory over the same range (mapped, portable pinned memory: its address is the

@@ -22,46 +22,46 @@ struct _GstDaqiriClock {
 };
 
 G_DEFINE_TYPE_WITH_CODE (GstDaqiriClock, gst_daqiri_clock, GST_TYPE_SYSTEM_CLOCK,
-    GST_DEBUG_CATEGORY_INIT (daqiriclock_debug, "daqiriclock", 0,
-        "daqiri port clock and time mapping"));
+    GST_DEBUG_CATEGORY_INIT (
+        daqiriclock_debug, "daqiriclock", 0, "daqiri port clock and time mapping"));
 
 static GstClockTime
-daqiri_clock_get_internal_time (GstClock * clock)
+daqiri_clock_get_internal_time (GstClock *clock)
 {
   return dq_port_time (GST_DAQIRI_CLOCK (clock)->port);
 }
 
 static void
-daqiri_clock_finalize (GObject * object)
+daqiri_clock_finalize (GObject *object)
 {
   dq_port_unref (GST_DAQIRI_CLOCK (object)->port);
   G_OBJECT_CLASS (gst_daqiri_clock_parent_class)->finalize (object);
 }
 
 static void
-gst_daqiri_clock_class_init (GstDaqiriClockClass * klass)
+gst_daqiri_clock_class_init (GstDaqiriClockClass *klass)
 {
   G_OBJECT_CLASS (klass)->finalize = daqiri_clock_finalize;
   GST_CLOCK_CLASS (klass)->get_internal_time = daqiri_clock_get_internal_time;
 }
 
 static void
-gst_daqiri_clock_init (GstDaqiriClock * self)
+gst_daqiri_clock_init (GstDaqiriClock *self)
 {
   GST_OBJECT_FLAG_SET (self, GST_CLOCK_FLAG_CAN_SET_MASTER);
 }
 
 GstClock *
-gst_daqiri_clock_new (DqPort * port)
+gst_daqiri_clock_new (DqPort *port)
 {
   const DqPortInfo *info = dq_port_info (port);
   char *name = g_strdup_printf ("daqiri-%s", dq_port_device (port));
   /* the clock type only names the clock (and its resolution): the waits are relative,
    * see above. A NIC clock counts in ns like CLOCK_MONOTONIC. */
-  GstClockType type = info->clock_id == CLOCK_REALTIME ? GST_CLOCK_TYPE_REALTIME :
-      GST_CLOCK_TYPE_MONOTONIC;
-  GstDaqiriClock *clock = g_object_new (GST_TYPE_DAQIRI_CLOCK, "name", name,
-      "clock-type", type, NULL);
+  GstClockType type =
+      info->clock_id == CLOCK_REALTIME ? GST_CLOCK_TYPE_REALTIME : GST_CLOCK_TYPE_MONOTONIC;
+  GstDaqiriClock *clock =
+      g_object_new (GST_TYPE_DAQIRI_CLOCK, "name", name, "clock-type", type, NULL);
   g_free (name);
   clock->port = dq_port_ref (port);
   gst_object_ref_sink (clock);
@@ -69,7 +69,7 @@ gst_daqiri_clock_new (DqPort * port)
 }
 
 DqPort *
-gst_daqiri_clock_get_port (GstDaqiriClock * clock)
+gst_daqiri_clock_get_port (GstDaqiriClock *clock)
 {
   return clock->port;
 }
@@ -90,30 +90,26 @@ gst_daqiri_clock_get_port (GstDaqiriClock * clock)
 #define MAX_RATE_ERROR 1000
 
 static GstClockTime
-line_at (const GstDaqiriTimeLine * line, guint64 port_time)
+line_at (const GstDaqiriTimeLine *line, guint64 port_time)
 {
-  return gst_clock_adjust_with_calibration (NULL, port_time, line->xbase, line->b,
-      line->num, line->den);
+  return gst_clock_adjust_with_calibration (
+      NULL, port_time, line->xbase, line->b, line->num, line->den);
 }
 
 static int
 posix_clock_of (GstClockType type)
 {
   switch (type) {
-    case GST_CLOCK_TYPE_REALTIME:
-      return CLOCK_REALTIME;
-    case GST_CLOCK_TYPE_MONOTONIC:
-      return CLOCK_MONOTONIC;
-    case GST_CLOCK_TYPE_TAI:
-      return CLOCK_TAI;
-    default:
-      return -1;
+    case GST_CLOCK_TYPE_REALTIME: return CLOCK_REALTIME;
+    case GST_CLOCK_TYPE_MONOTONIC: return CLOCK_MONOTONIC;
+    case GST_CLOCK_TYPE_TAI: return CLOCK_TAI;
+    default: return -1;
   }
 }
 
 /* Whether the internal time of @clock is the time of @port's clock. */
 static gboolean
-clock_reads_port_time (GstClock * clock, DqPort * port)
+clock_reads_port_time (GstClock *clock, DqPort *port)
 {
   if (port == NULL)
     return FALSE;
@@ -132,7 +128,7 @@ clock_reads_port_time (GstClock * clock, DqPort * port)
 }
 
 static void
-time_map_restart (GstDaqiriTimeMap * map)
+time_map_restart (GstDaqiriTimeMap *map)
 {
   map->n_pairs = 0;
   map->next_slot = 0;
@@ -143,9 +139,9 @@ time_map_restart (GstDaqiriTimeMap * map)
 }
 
 void
-gst_daqiri_time_map_init (GstDaqiriTimeMap * map, DqPort * port)
+gst_daqiri_time_map_init (GstDaqiriTimeMap *map, DqPort *port)
 {
-  g_type_ensure (GST_TYPE_DAQIRI_CLOCK);        /* its debug category */
+  g_type_ensure (GST_TYPE_DAQIRI_CLOCK); /* its debug category */
   memset (map, 0, sizeof *map);
   map->port = port;
   map->mode = GST_DAQIRI_TIME_MAP_NONE;
@@ -153,14 +149,14 @@ gst_daqiri_time_map_init (GstDaqiriTimeMap * map, DqPort * port)
 }
 
 void
-gst_daqiri_time_map_clear (GstDaqiriTimeMap * map)
+gst_daqiri_time_map_clear (GstDaqiriTimeMap *map)
 {
   gst_clear_object (&map->clock);
   gst_daqiri_time_map_init (map, map->port);
 }
 
 void
-gst_daqiri_time_map_set_clock (GstDaqiriTimeMap * map, GstClock * clock)
+gst_daqiri_time_map_set_clock (GstDaqiriTimeMap *map, GstClock *clock)
 {
   if (clock != NULL)
     gst_object_ref (clock);
@@ -168,8 +164,8 @@ gst_daqiri_time_map_set_clock (GstDaqiriTimeMap * map, GstClock * clock)
   map->clock = clock;
   if (clock == NULL)
     return;
-  map->mode = clock_reads_port_time (clock, map->port) ? GST_DAQIRI_TIME_MAP_DIRECT :
-      GST_DAQIRI_TIME_MAP_FITTED;
+  map->mode = clock_reads_port_time (clock, map->port) ? GST_DAQIRI_TIME_MAP_DIRECT
+                                                       : GST_DAQIRI_TIME_MAP_FITTED;
   GST_DEBUG ("port %s -> clock %" GST_PTR_FORMAT ": %s",
       map->port ? dq_port_device (map->port) : "(none)", clock,
       map->mode == GST_DAQIRI_TIME_MAP_DIRECT ? "same clock, exact" : "fitted");
@@ -185,16 +181,15 @@ rate_ok (GstClockTime num, GstClockTime den)
 }
 
 void
-gst_daqiri_time_map_add_observation (GstDaqiriTimeMap * map, guint64 port_time,
-    GstClockTime clock_time)
+gst_daqiri_time_map_add_observation (
+    GstDaqiriTimeMap *map, guint64 port_time, GstClockTime clock_time)
 {
   if (map->have_line) {
     GstClockTime predicted = line_at (map->pending ? &map->target : &map->line, port_time);
-    GstClockTime miss = predicted > clock_time ? predicted - clock_time :
-        clock_time - predicted;
+    GstClockTime miss = predicted > clock_time ? predicted - clock_time : clock_time - predicted;
     if (miss > RESTART_ERROR) {
       GST_WARNING ("port %s: the clocks moved by %" GST_STIME_FORMAT " against each "
-          "other (a clock was set?); mapping starts over",
+                   "other (a clock was set?); mapping starts over",
           map->port ? dq_port_device (map->port) : "(none)",
           GST_STIME_ARGS (GST_CLOCK_DIFF (predicted, clock_time)));
       time_map_restart (map);
@@ -218,17 +213,17 @@ gst_daqiri_time_map_add_observation (GstDaqiriTimeMap * map, guint64 port_time,
   if (map->n_pairs >= GST_DAQIRI_TIME_MAP_MIN_FIT) {
     GstClockTime num, den, b, xbase;
     gdouble r_squared;
-    if (gst_calculate_linear_regression (map->xy, map->scratch, map->n_pairs, &num, &den,
-            &b, &xbase, &r_squared)) {
+    if (gst_calculate_linear_regression (
+            map->xy, map->scratch, map->n_pairs, &num, &den, &b, &xbase, &r_squared)) {
       if (rate_ok (num, den)) {
         fresh.xbase = xbase;
         fresh.b = b;
         fresh.num = num;
         fresh.den = den;
         map->n_fits++;
-        GST_LOG ("fit over %u pairs: clock = %" G_GUINT64_FORMAT " + (port - %"
-            G_GUINT64_FORMAT ") * %.9f (r^2 %f)", map->n_pairs, b, xbase,
-            (double) num / (double) den, r_squared);
+        GST_LOG ("fit over %u pairs: clock = %" G_GUINT64_FORMAT " + (port - %" G_GUINT64_FORMAT
+                 ") * %.9f (r^2 %f)",
+            map->n_pairs, b, xbase, (double) num / (double) den, r_squared);
       } else {
         map->n_rejected++;
         GST_DEBUG ("fit refused: rate %.9f", (double) num / (double) den);
@@ -248,7 +243,7 @@ gst_daqiri_time_map_add_observation (GstDaqiriTimeMap * map, guint64 port_time,
 /* Reads the two clocks back to back a few times; the pair with the tightest bracket
  * (port time against the middle of the two clock reads) is observed. */
 static void
-time_map_sample (GstDaqiriTimeMap * map)
+time_map_sample (GstDaqiriTimeMap *map)
 {
   guint64 best_port = 0;
   GstClockTime best_clock = GST_CLOCK_TIME_NONE;
@@ -258,8 +253,7 @@ time_map_sample (GstDaqiriTimeMap * map)
     GstClockTime before = gst_clock_get_time (map->clock);
     guint64 port = dq_port_time (map->port);
     GstClockTime after = gst_clock_get_time (map->clock);
-    if (!GST_CLOCK_TIME_IS_VALID (before) || !GST_CLOCK_TIME_IS_VALID (after) ||
-        after < before)
+    if (!GST_CLOCK_TIME_IS_VALID (before) || !GST_CLOCK_TIME_IS_VALID (after) || after < before)
       continue;
     if (after - before < best_width) {
       best_width = after - before;
@@ -278,15 +272,14 @@ time_map_sample (GstDaqiriTimeMap * map)
 
 /* The line in use at @port_time, slewed towards a pending target. */
 static GstClockTime
-time_map_apply (GstDaqiriTimeMap * map, guint64 port_time)
+time_map_apply (GstDaqiriTimeMap *map, guint64 port_time)
 {
   GstClockTime out;
 
   if (map->pending) {
     GstClockTime cur = line_at (&map->line, port_time);
     GstClockTime want = line_at (&map->target, port_time);
-    guint64 step = port_time > map->last_port ?
-        (port_time - map->last_port) / SLEW_DIVISOR : 0;
+    guint64 step = port_time > map->last_port ? (port_time - map->last_port) / SLEW_DIVISOR : 0;
     if (want > cur && want - cur > step) {
       out = cur + step;
     } else if (cur > want && cur - want > step) {
@@ -312,14 +305,13 @@ time_map_apply (GstDaqiriTimeMap * map, guint64 port_time)
 }
 
 GstClockTime
-gst_daqiri_time_map_convert (GstDaqiriTimeMap * map, guint64 port_time)
+gst_daqiri_time_map_convert (GstDaqiriTimeMap *map, guint64 port_time)
 {
   switch (map->mode) {
-    case GST_DAQIRI_TIME_MAP_DIRECT:{
+    case GST_DAQIRI_TIME_MAP_DIRECT: {
       GstClockTime internal, external, num, den;
       gst_clock_get_calibration (map->clock, &internal, &external, &num, &den);
-      return gst_clock_adjust_with_calibration (NULL, port_time, internal, external, num,
-          den);
+      return gst_clock_adjust_with_calibration (NULL, port_time, internal, external, num, den);
     }
     case GST_DAQIRI_TIME_MAP_FITTED:
       if (map->port != NULL && (!map->have_line || port_time >= map->next_sample)) {
@@ -330,7 +322,6 @@ gst_daqiri_time_map_convert (GstDaqiriTimeMap * map, guint64 port_time)
       if (!map->have_line)
         return GST_CLOCK_TIME_NONE;
       return time_map_apply (map, port_time);
-    default:
-      return GST_CLOCK_TIME_NONE;
+    default: return GST_CLOCK_TIME_NONE;
   }
 }

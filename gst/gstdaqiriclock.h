@@ -12,8 +12,8 @@ G_BEGIN_DECLS
 G_DECLARE_FINAL_TYPE (GstDaqiriClock, gst_daqiri_clock, GST, DAQIRI_CLOCK, GstSystemClock);
 
 /* The clock holds a reference on @port. Its time is the port time in ns. */
-GstClock *gst_daqiri_clock_new (DqPort * port);
-DqPort *gst_daqiri_clock_get_port (GstDaqiriClock * clock);
+GstClock *gst_daqiri_clock_new (DqPort *port);
+DqPort *gst_daqiri_clock_get_port (GstDaqiriClock *clock);
 
 /* ---- port time -> time of another clock ------------------------------------------ */
 
@@ -23,9 +23,9 @@ DqPort *gst_daqiri_clock_get_port (GstDaqiriClock * clock);
 #define GST_DAQIRI_TIME_MAP_MIN_FIT 8
 
 typedef enum {
-  GST_DAQIRI_TIME_MAP_NONE,     /* no clock set */
-  GST_DAQIRI_TIME_MAP_DIRECT,   /* the clock's internal time is the port time */
-  GST_DAQIRI_TIME_MAP_FITTED,   /* another clock: a fit over observed pairs */
+  GST_DAQIRI_TIME_MAP_NONE,   /* no clock set */
+  GST_DAQIRI_TIME_MAP_DIRECT, /* the clock's internal time is the port time */
+  GST_DAQIRI_TIME_MAP_FITTED, /* another clock: a fit over observed pairs */
 } GstDaqiriTimeMapMode;
 
 /* clock time = b + (port time - xbase) * num / den, as gst_clock_adjust_with_calibration */
@@ -49,40 +49,40 @@ typedef struct {
  * never step backwards. A pair that misses the line by more than 10 ms (a clock was set)
  * restarts the window and is taken at once. */
 typedef struct {
-  DqPort *port;                 /* not owned; NULL: pairs only from add_observation */
-  GstClock *clock;              /* owned reference; NULL: none */
+  DqPort *port;    /* not owned; NULL: pairs only from add_observation */
+  GstClock *clock; /* owned reference; NULL: none */
   GstDaqiriTimeMapMode mode;
 
   /* FITTED */
-  GstClockTime xy[2 * GST_DAQIRI_TIME_MAP_WINDOW];      /* port, clock, port, clock ... */
+  GstClockTime xy[2 * GST_DAQIRI_TIME_MAP_WINDOW]; /* port, clock, port, clock ... */
   GstClockTime scratch[2 * GST_DAQIRI_TIME_MAP_WINDOW];
-  guint n_pairs;                /* valid pairs in xy */
-  guint next_slot;              /* where the next pair goes */
-  guint64 interval;             /* port ns between samples */
-  guint64 next_sample;          /* port time at which a burst triggers the next sample */
+  guint n_pairs;       /* valid pairs in xy */
+  guint next_slot;     /* where the next pair goes */
+  guint64 interval;    /* port ns between samples */
+  guint64 next_sample; /* port time at which a burst triggers the next sample */
   gboolean have_line;
-  gboolean pending;             /* slewing from `line` towards `target` */
-  GstDaqiriTimeLine line;       /* in use */
+  gboolean pending;       /* slewing from `line` towards `target` */
+  GstDaqiriTimeLine line; /* in use */
   GstDaqiriTimeLine target;
-  guint64 last_port;            /* latest port time converted */
+  guint64 last_port; /* latest port time converted */
 
   /* counters, for logs and tests */
   guint64 n_samples;
   guint64 n_fits;
-  guint64 n_rejected;           /* fits refused: rate off by more than 1000 ppm */
+  guint64 n_rejected; /* fits refused: rate off by more than 1000 ppm */
   guint64 n_restarts;
 } GstDaqiriTimeMap;
 
-void gst_daqiri_time_map_init (GstDaqiriTimeMap * map, DqPort * port);
-void gst_daqiri_time_map_clear (GstDaqiriTimeMap * map);
+void gst_daqiri_time_map_init (GstDaqiriTimeMap *map, DqPort *port);
+void gst_daqiri_time_map_clear (GstDaqiriTimeMap *map);
 /* Starts over for @clock (a new reference is taken; NULL: no clock). */
-void gst_daqiri_time_map_set_clock (GstDaqiriTimeMap * map, GstClock * clock);
+void gst_daqiri_time_map_set_clock (GstDaqiriTimeMap *map, GstClock *clock);
 /* The time of the map's clock at which the port clock read @port_time. In FITTED mode
  * this may first sample the two clocks (when a sample is due and the map has a port). */
-GstClockTime gst_daqiri_time_map_convert (GstDaqiriTimeMap * map, guint64 port_time);
+GstClockTime gst_daqiri_time_map_convert (GstDaqiriTimeMap *map, guint64 port_time);
 /* Adds one observed pair (FITTED mode), as a sample does. */
-void gst_daqiri_time_map_add_observation (GstDaqiriTimeMap * map, guint64 port_time,
-    GstClockTime clock_time);
+void gst_daqiri_time_map_add_observation (
+    GstDaqiriTimeMap *map, guint64 port_time, GstClockTime clock_time);
 
 G_END_DECLS
 

@@ -20,19 +20,16 @@
 GST_DEBUG_CATEGORY_STATIC (daqiricudamem_debug);
 #define GST_CAT_DEFAULT daqiricudamem_debug
 
-typedef struct
-{
+typedef struct {
   GstMemory mem;
-  void *dev;                    /* device pointer of the root allocation */
+  void *dev; /* device pointer of the root allocation */
 } DaqiriCudaMemory;
 
-typedef struct
-{
+typedef struct {
   GstAllocator parent;
 } GstDaqiriCudaAllocator;
 
-typedef struct
-{
+typedef struct {
   GstAllocatorClass parent_class;
 } GstDaqiriCudaAllocatorClass;
 
@@ -40,18 +37,17 @@ GType gst_daqiri_cuda_allocator_get_type (void);
 G_DEFINE_TYPE (GstDaqiriCudaAllocator, gst_daqiri_cuda_allocator, GST_TYPE_ALLOCATOR);
 
 static GstMemory *
-cuda_mem_new (GstAllocator * allocator, GstMemory * parent, void *dev, gsize maxsize,
-    gsize align, gsize offset, gsize size)
+cuda_mem_new (GstAllocator *allocator, GstMemory *parent, void *dev, gsize maxsize, gsize align,
+    gsize offset, gsize size)
 {
   DaqiriCudaMemory *m = g_new0 (DaqiriCudaMemory, 1);
-  gst_memory_init (GST_MEMORY_CAST (m), 0, allocator, parent,
-      maxsize, align, offset, size);
+  gst_memory_init (GST_MEMORY_CAST (m), 0, allocator, parent, maxsize, align, offset, size);
   m->dev = dev;
   return GST_MEMORY_CAST (m);
 }
 
 static GstMemory *
-cuda_alloc (GstAllocator * allocator, gsize size, GstAllocationParams * params)
+cuda_alloc (GstAllocator *allocator, gsize size, GstAllocationParams *params)
 {
   gsize maxsize = size + params->prefix + params->padding;
   void *dev = dq_cuda_malloc (MAX (maxsize, 1));
@@ -64,7 +60,7 @@ cuda_alloc (GstAllocator * allocator, gsize size, GstAllocationParams * params)
 }
 
 static void
-cuda_free (GstAllocator * allocator, GstMemory * mem)
+cuda_free (GstAllocator *allocator, GstMemory *mem)
 {
   DaqiriCudaMemory *m = (DaqiriCudaMemory *) mem;
   if (mem->parent == NULL)
@@ -73,24 +69,23 @@ cuda_free (GstAllocator * allocator, GstMemory * mem)
 }
 
 static gpointer
-cuda_map (GstMemory * mem, gsize maxsize, GstMapFlags flags)
+cuda_map (GstMemory *mem, gsize maxsize, GstMapFlags flags)
 {
   DaqiriCudaMemory *m = (DaqiriCudaMemory *) mem;
   if (!(flags & GST_DAQIRI_MAP_CUDA)) {
     GST_ERROR ("daqiri GPU memory cannot be mapped for the CPU: map it with "
-        "GST_DAQIRI_MAP_CUDA (GST_MAP_CUDA), or use daqirireorder memory=system");
+               "GST_DAQIRI_MAP_CUDA (GST_MAP_CUDA), or use daqirireorder memory=system");
     return NULL;
   }
   return m->dev;
 }
 
 static void
-cuda_unmap (GstMemory * mem)
-{
-}
+cuda_unmap (GstMemory *mem)
+{}
 
 static GstMemory *
-cuda_share (GstMemory * mem, gssize offset, gssize size)
+cuda_share (GstMemory *mem, gssize offset, gssize size)
 {
   DaqiriCudaMemory *m = (DaqiriCudaMemory *) mem;
   GstMemory *root = mem->parent ? mem->parent : mem;
@@ -101,7 +96,7 @@ cuda_share (GstMemory * mem, gssize offset, gssize size)
 }
 
 static GstMemory *
-cuda_copy (GstMemory * mem, gssize offset, gssize size)
+cuda_copy (GstMemory *mem, gssize offset, gssize size)
 {
   DaqiriCudaMemory *m = (DaqiriCudaMemory *) mem;
   if (size == -1)
@@ -110,10 +105,10 @@ cuda_copy (GstMemory * mem, gssize offset, gssize size)
   GstMemory *copy = cuda_alloc (mem->allocator, (gsize) size, &params);
   if (copy == NULL)
     return NULL;
-  if (size > 0 && dq_cuda_memcpy (((DaqiriCudaMemory *) copy)->dev,
-          (guint8 *) m->dev + mem->offset + offset, (size_t) size) != 0) {
-    GST_ERROR ("GPU copy of %" G_GSSIZE_FORMAT " bytes failed: %s", size,
-        dq_cuda_last_error ());
+  if (size > 0 &&
+      dq_cuda_memcpy (((DaqiriCudaMemory *) copy)->dev, (guint8 *) m->dev + mem->offset + offset,
+          (size_t) size) != 0) {
+    GST_ERROR ("GPU copy of %" G_GSSIZE_FORMAT " bytes failed: %s", size, dq_cuda_last_error ());
     gst_memory_unref (copy);
     return NULL;
   }
@@ -121,17 +116,16 @@ cuda_copy (GstMemory * mem, gssize offset, gssize size)
 }
 
 static void
-gst_daqiri_cuda_allocator_class_init (GstDaqiriCudaAllocatorClass * klass)
+gst_daqiri_cuda_allocator_class_init (GstDaqiriCudaAllocatorClass *klass)
 {
   GstAllocatorClass *aclass = GST_ALLOCATOR_CLASS (klass);
   aclass->alloc = cuda_alloc;
   aclass->free = cuda_free;
-  GST_DEBUG_CATEGORY_INIT (daqiricudamem_debug, "daqiricudamem", 0,
-      "daqiri CUDA memory");
+  GST_DEBUG_CATEGORY_INIT (daqiricudamem_debug, "daqiricudamem", 0, "daqiri CUDA memory");
 }
 
 static void
-gst_daqiri_cuda_allocator_init (GstDaqiriCudaAllocator * self)
+gst_daqiri_cuda_allocator_init (GstDaqiriCudaAllocator *self)
 {
   GstAllocator *a = GST_ALLOCATOR_CAST (self);
   a->mem_type = GST_DAQIRI_CUDA_MEMORY_TYPE;
@@ -193,13 +187,15 @@ device_ring_free (gpointer mem, gsize size, gpointer user)
 }
 
 static gboolean
-device_ring_export (gpointer mem, gsize size, int *fd, guint64 * offset, gpointer user,
-    GError ** error)
+device_ring_export (
+    gpointer mem, gsize size, int *fd, guint64 *offset, gpointer user, GError **error)
 {
   uint64_t off = 0;
   if (dq_cuda_export_dmabuf (mem, size, fd, &off) != 0) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s; allowed without GPUDirect RDMA: "
-        "daqirisrc gpudirect=false (the ring in pinned host memory)", dq_cuda_last_error ());
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s; allowed without GPUDirect RDMA: "
+        "daqirisrc gpudirect=false (the ring in pinned host memory)",
+        dq_cuda_last_error ());
     return FALSE;
   }
   *offset = off;
@@ -209,10 +205,11 @@ device_ring_export (gpointer mem, gsize size, int *fd, guint64 * offset, gpointe
 const DqRingMemory *
 gst_daqiri_cuda_device_ring_memory (void)
 {
-  static const DqRingMemory ring = {
-    .kind = DQ_MEMORY_CUDA,.alloc = device_ring_alloc,.free = device_ring_free,.user = NULL,
-    .export_dmabuf = device_ring_export
-  };
+  static const DqRingMemory ring = { .kind = DQ_MEMORY_CUDA,
+    .alloc = device_ring_alloc,
+    .free = device_ring_free,
+    .user = NULL,
+    .export_dmabuf = device_ring_export };
   return &ring;
 }
 
@@ -220,7 +217,7 @@ const DqRingMemory *
 gst_daqiri_cuda_ring_memory (void)
 {
   static const DqRingMemory ring = {
-    .kind = DQ_MEMORY_CUDA,.alloc = ring_alloc,.free = ring_free,.user = NULL
+    .kind = DQ_MEMORY_CUDA, .alloc = ring_alloc, .free = ring_free, .user = NULL
   };
   return &ring;
 }

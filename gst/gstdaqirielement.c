@@ -11,42 +11,32 @@
 #include <string.h>
 
 void
-gst_daqiri_post_engine_error (GstElement * element, const char *what, GError * error,
+gst_daqiri_post_engine_error (GstElement *element, const char *what, GError *error,
     const char *file, const char *function, int line)
 {
   gint code;
 
   switch (error->domain == DQ_ERROR ? error->code : -1) {
-    case DQ_ERROR_DEVICE:
-      code = GST_RESOURCE_ERROR_NOT_FOUND;
-      break;
-    case DQ_ERROR_PERMISSION:
-      code = GST_RESOURCE_ERROR_NOT_AUTHORIZED;
-      break;
+    case DQ_ERROR_DEVICE: code = GST_RESOURCE_ERROR_NOT_FOUND; break;
+    case DQ_ERROR_PERMISSION: code = GST_RESOURCE_ERROR_NOT_AUTHORIZED; break;
     case DQ_ERROR_CONFIG:
-    case DQ_ERROR_FLOW:
-      code = GST_RESOURCE_ERROR_SETTINGS;
-      break;
-    case DQ_ERROR_BUSY:
-      code = GST_RESOURCE_ERROR_BUSY;
-      break;
-    default:
-      code = GST_RESOURCE_ERROR_FAILED;
-      break;
+    case DQ_ERROR_FLOW: code = GST_RESOURCE_ERROR_SETTINGS; break;
+    case DQ_ERROR_BUSY: code = GST_RESOURCE_ERROR_BUSY; break;
+    default: code = GST_RESOURCE_ERROR_FAILED; break;
   }
   gst_element_message_full (element, GST_MESSAGE_ERROR, GST_RESOURCE_ERROR, code,
       g_strdup_printf ("%s: %s", what, error->message), NULL, file, function, line);
 }
 
 DqPort *
-gst_daqiri_open_port (GstElement * element, const char *device)
+gst_daqiri_open_port (GstElement *element, const char *device)
 {
   if (device == NULL || *device == '\0') {
     char *engines = g_strjoinv (":IFACE, ", (char **) dq_engine_names ());
-    GST_ELEMENT_ERROR (element, RESOURCE, SETTINGS,
-        ("property 'device' is not set"),
+    GST_ELEMENT_ERROR (element, RESOURCE, SETTINGS, ("property 'device' is not set"),
         ("set device to ENGINE:NAME, with these engines built in: %s:IFACE "
-            "(for example device=afpacket:eth0)", engines));
+         "(for example device=afpacket:eth0)",
+            engines));
     g_free (engines);
     return NULL;
   }
@@ -61,7 +51,7 @@ gst_daqiri_open_port (GstElement * element, const char *device)
 
 /* "aa:bb:cc:dd:ee:ff": six bytes of two hex digits each, separated by ':' */
 static gboolean
-parse_mac (const gchar * text, guint8 mac[6])
+parse_mac (const gchar *text, guint8 mac[6])
 {
   if (text == NULL || strlen (text) != 17)
     return FALSE;
@@ -80,21 +70,20 @@ parse_mac (const gchar * text, guint8 mac[6])
  * decimal, stored in host byte order), or an ERROR naming the property, the value and the form
  * allowed. */
 static gboolean
-gst_daqiri_take_mac (GstElement * element, const char *property, const char *text,
-    guint8 mac[6])
+gst_daqiri_take_mac (GstElement *element, const char *property, const char *text, guint8 mac[6])
 {
   if (parse_mac (text, mac))
     return TRUE;
   GST_ELEMENT_ERROR (element, RESOURCE, SETTINGS,
       ("property '%s': \"%s\" is not a MAC address; expected six two-digit hex bytes "
-          "separated by ':', like 02:00:00:00:00:01", property, GST_STR_NULL (text)),
+       "separated by ':', like 02:00:00:00:00:01",
+          property, GST_STR_NULL (text)),
       (NULL));
   return FALSE;
 }
 
 static gboolean
-gst_daqiri_take_ipv4 (GstElement * element, const char *property, const char *text,
-    guint32 * addr)
+gst_daqiri_take_ipv4 (GstElement *element, const char *property, const char *text, guint32 *addr)
 {
   struct in_addr in;
 
@@ -104,7 +93,9 @@ gst_daqiri_take_ipv4 (GstElement * element, const char *property, const char *te
   }
   GST_ELEMENT_ERROR (element, RESOURCE, SETTINGS,
       ("property '%s': \"%s\" is not an IPv4 address; expected four decimal numbers "
-          "0-255 separated by '.', like 10.0.0.1", property, GST_STR_NULL (text)), (NULL));
+       "0-255 separated by '.', like 10.0.0.1",
+          property, GST_STR_NULL (text)),
+      (NULL));
   return FALSE;
 }
 
@@ -112,31 +103,31 @@ GType
 gst_daqiri_memory_get_type (void)
 {
   static GType type = 0;
-  static const GEnumValue values[] = {
-    {GST_DAQIRI_MEMORY_SYSTEM, "System memory", "system"},
-    {GST_DAQIRI_MEMORY_CUDA, "GPU-accessible memory (caps feature memory:DaqiriCUDA)",
-        "cuda"},
-    {0, NULL, NULL}
-  };
+  static const GEnumValue values[] = { { GST_DAQIRI_MEMORY_SYSTEM, "System memory", "system" },
+    { GST_DAQIRI_MEMORY_CUDA, "GPU-accessible memory (caps feature memory:DaqiriCUDA)", "cuda" },
+    { 0, NULL, NULL } };
   if (g_once_init_enter (&type))
     g_once_init_leave (&type, g_enum_register_static ("GstDaqiriMemory", values));
   return type;
 }
 
 gboolean
-gst_daqiri_cuda_usable (GstElement * element, const char *property)
+gst_daqiri_cuda_usable (GstElement *element, const char *property)
 {
 #ifdef DQ_HAVE_CUDA
   char why[256];
   if (dq_cuda_available (why, sizeof why))
     return TRUE;
   GST_ELEMENT_ERROR (element, RESOURCE, SETTINGS,
-      ("property '%s' is cuda, but no GPU can be used: %s (allowed: %s=system)", property,
-          why, property), (NULL));
+      ("property '%s' is cuda, but no GPU can be used: %s (allowed: %s=system)", property, why,
+          property),
+      (NULL));
 #else
   GST_ELEMENT_ERROR (element, RESOURCE, SETTINGS,
       ("property '%s' is cuda, but this daqiri was built without CUDA (no nvcc when it was "
-          "built; meson feature cuda); allowed: %s=system", property, property), (NULL));
+       "built; meson feature cuda); allowed: %s=system",
+          property, property),
+      (NULL));
 #endif
   return FALSE;
 }
@@ -144,47 +135,43 @@ gst_daqiri_cuda_usable (GstElement * element, const char *property)
 /* ---- the packet fields of daqirireorder and daqiripay ---- */
 
 static guint32 *
-field_ptr (DqReorderConfig * cfg, guint field)
+field_ptr (DqReorderConfig *cfg, guint field)
 {
   switch (field) {
-    case 0:
-      return &cfg->seq_bit_offset;
-    case 1:
-      return &cfg->seq_bit_width;
-    case 2:
-      return &cfg->batch_bit_offset;
-    case 3:
-      return &cfg->batch_bit_width;
-    case 4:
-      return &cfg->packets_per_batch;
-    case 5:
-      return &cfg->payload_offset;
-    default:
-      return &cfg->payload_size;
+    case 0: return &cfg->seq_bit_offset;
+    case 1: return &cfg->seq_bit_width;
+    case 2: return &cfg->batch_bit_offset;
+    case 3: return &cfg->batch_bit_width;
+    case 4: return &cfg->packets_per_batch;
+    case 5: return &cfg->payload_offset;
+    default: return &cfg->payload_size;
   }
 }
 
 void
-gst_daqiri_install_field_properties (GObjectClass * klass, guint first_id,
-    const DqReorderConfig * defaults, const char *const *notes)
+gst_daqiri_install_field_properties (
+    GObjectClass *klass, guint first_id, const DqReorderConfig *defaults, const char *const *notes)
 {
   static const struct {
     const char *name, *nick, *blurb;
     guint min, max;
   } fields[GST_DAQIRI_N_FIELDS] = {
-    {"seq-offset", "Sequence offset", "Bit offset of the sequence number from the packet "
-          "start (bit 0 = MSB of byte 0)", 0, DQ_REORDER_MAX_FRAME_BYTES * 8 - 1},
-    {"seq-bits", "Sequence bits", "Width of the sequence number (big-endian)", 1, 32},
-    {"batch-offset", "Batch offset", "Bit offset of the batch number from the packet start",
-        0, DQ_REORDER_MAX_FRAME_BYTES * 8 - 1},
-    {"batch-bits", "Batch bits", "Width of the batch number; 0: none (batch = sequence / "
-          "packets-per-batch)", 0, 32},
-    {"packets-per-batch", "Packets per batch", "Packets (slots) per frame", 1,
-        DQ_REORDER_MAX_PPB},
-    {"payload-offset", "Payload offset", "Byte offset of the payload from the packet start",
-        0, DQ_REORDER_MAX_FRAME_BYTES - 1},
-    {"payload-size", "Payload size", "Payload bytes per packet", 1,
-        DQ_REORDER_MAX_FRAME_BYTES},
+    { "seq-offset", "Sequence offset",
+        "Bit offset of the sequence number from the packet "
+        "start (bit 0 = MSB of byte 0)",
+        0, DQ_REORDER_MAX_FRAME_BYTES * 8 - 1 },
+    { "seq-bits", "Sequence bits", "Width of the sequence number (big-endian)", 1, 32 },
+    { "batch-offset", "Batch offset", "Bit offset of the batch number from the packet start", 0,
+        DQ_REORDER_MAX_FRAME_BYTES * 8 - 1 },
+    { "batch-bits", "Batch bits",
+        "Width of the batch number; 0: none (batch = sequence / "
+        "packets-per-batch)",
+        0, 32 },
+    { "packets-per-batch", "Packets per batch", "Packets (slots) per frame", 1,
+        DQ_REORDER_MAX_PPB },
+    { "payload-offset", "Payload offset", "Byte offset of the payload from the packet start", 0,
+        DQ_REORDER_MAX_FRAME_BYTES - 1 },
+    { "payload-size", "Payload size", "Payload bytes per packet", 1, DQ_REORDER_MAX_FRAME_BYTES },
   };
   DqReorderConfig d = *defaults;
   for (guint i = 0; i < GST_DAQIRI_N_FIELDS; i++) {
@@ -196,15 +183,14 @@ gst_daqiri_install_field_properties (GObjectClass * klass, guint first_id,
       g_free (text);
     }
     g_object_class_install_property (klass, first_id + i,
-        g_param_spec_uint (fields[i].name, fields[i].nick, blurb, fields[i].min,
-            fields[i].max, *field_ptr (&d, i),
+        g_param_spec_uint (fields[i].name, fields[i].nick, blurb, fields[i].min, fields[i].max,
+            *field_ptr (&d, i),
             G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
   }
 }
 
 gboolean
-gst_daqiri_field_set (DqReorderConfig * cfg, guint first_id, guint prop_id,
-    const GValue * value)
+gst_daqiri_field_set (DqReorderConfig *cfg, guint first_id, guint prop_id, const GValue *value)
 {
   if (prop_id < first_id || prop_id >= first_id + GST_DAQIRI_N_FIELDS)
     return FALSE;
@@ -213,8 +199,7 @@ gst_daqiri_field_set (DqReorderConfig * cfg, guint first_id, guint prop_id,
 }
 
 gboolean
-gst_daqiri_field_get (const DqReorderConfig * cfg, guint first_id, guint prop_id,
-    GValue * value)
+gst_daqiri_field_get (const DqReorderConfig *cfg, guint first_id, guint prop_id, GValue *value)
 {
   if (prop_id < first_id || prop_id >= first_id + GST_DAQIRI_N_FIELDS)
     return FALSE;
@@ -228,8 +213,7 @@ gst_daqiri_field_get (const DqReorderConfig * cfg, guint first_id, guint prop_id
 G_STATIC_ASSERT (sizeof (GstDaqiriMemory) == sizeof (gint));
 
 static gpointer
-member_find (gconstpointer instance, const GstDaqiriMember * members, guint n_members,
-    guint prop_id)
+member_find (gconstpointer instance, const GstDaqiriMember *members, guint n_members, guint prop_id)
 {
   guint i;
 
@@ -241,8 +225,8 @@ member_find (gconstpointer instance, const GstDaqiriMember * members, guint n_me
 }
 
 gboolean
-gst_daqiri_member_set (gpointer instance, const GstDaqiriMember * members, guint n_members,
-    guint prop_id, const GValue * value)
+gst_daqiri_member_set (gpointer instance, const GstDaqiriMember *members, guint n_members,
+    guint prop_id, const GValue *value)
 {
   gpointer m = member_find (instance, members, n_members, prop_id);
 
@@ -253,56 +237,36 @@ gst_daqiri_member_set (gpointer instance, const GstDaqiriMember * members, guint
       g_free (*(gchar **) m);
       *(gchar **) m = g_value_dup_string (value);
       return TRUE;
-    case G_TYPE_BOOLEAN:
-      *(gboolean *) m = g_value_get_boolean (value);
-      return TRUE;
-    case G_TYPE_UINT:
-      *(guint *) m = g_value_get_uint (value);
-      return TRUE;
-    case G_TYPE_UINT64:
-      *(guint64 *) m = g_value_get_uint64 (value);
-      return TRUE;
-    case G_TYPE_ENUM:
-      *(gint *) m = g_value_get_enum (value);
-      return TRUE;
-    default:
-      g_return_val_if_reached (FALSE);
+    case G_TYPE_BOOLEAN: *(gboolean *) m = g_value_get_boolean (value); return TRUE;
+    case G_TYPE_UINT: *(guint *) m = g_value_get_uint (value); return TRUE;
+    case G_TYPE_UINT64: *(guint64 *) m = g_value_get_uint64 (value); return TRUE;
+    case G_TYPE_ENUM: *(gint *) m = g_value_get_enum (value); return TRUE;
+    default: g_return_val_if_reached (FALSE);
   }
 }
 
 gboolean
-gst_daqiri_member_get (gconstpointer instance, const GstDaqiriMember * members,
-    guint n_members, guint prop_id, GValue * value)
+gst_daqiri_member_get (gconstpointer instance, const GstDaqiriMember *members, guint n_members,
+    guint prop_id, GValue *value)
 {
   gconstpointer m = member_find (instance, members, n_members, prop_id);
 
   if (m == NULL)
     return FALSE;
   switch (G_TYPE_FUNDAMENTAL (G_VALUE_TYPE (value))) {
-    case G_TYPE_STRING:
-      g_value_set_string (value, *(gchar * const *) m);
-      return TRUE;
-    case G_TYPE_BOOLEAN:
-      g_value_set_boolean (value, *(const gboolean *) m);
-      return TRUE;
-    case G_TYPE_UINT:
-      g_value_set_uint (value, *(const guint *) m);
-      return TRUE;
-    case G_TYPE_UINT64:
-      g_value_set_uint64 (value, *(const guint64 *) m);
-      return TRUE;
-    case G_TYPE_ENUM:
-      g_value_set_enum (value, *(const gint *) m);
-      return TRUE;
-    default:
-      g_return_val_if_reached (FALSE);
+    case G_TYPE_STRING: g_value_set_string (value, *(gchar *const *) m); return TRUE;
+    case G_TYPE_BOOLEAN: g_value_set_boolean (value, *(const gboolean *) m); return TRUE;
+    case G_TYPE_UINT: g_value_set_uint (value, *(const guint *) m); return TRUE;
+    case G_TYPE_UINT64: g_value_set_uint64 (value, *(const guint64 *) m); return TRUE;
+    case G_TYPE_ENUM: g_value_set_enum (value, *(const gint *) m); return TRUE;
+    default: g_return_val_if_reached (FALSE);
   }
 }
 
 /* ---- the addresses of daqiritestsrc and daqiripay ---- */
 
 void
-gst_daqiri_addresses_init (GstDaqiriAddresses * a)
+gst_daqiri_addresses_init (GstDaqiriAddresses *a)
 {
   a->src_mac = g_strdup ("02:00:00:00:00:01");
   a->dst_mac = g_strdup ("02:00:00:00:00:02");
@@ -313,7 +277,7 @@ gst_daqiri_addresses_init (GstDaqiriAddresses * a)
 }
 
 void
-gst_daqiri_addresses_clear (GstDaqiriAddresses * a)
+gst_daqiri_addresses_clear (GstDaqiriAddresses *a)
 {
   g_clear_pointer (&a->src_mac, g_free);
   g_clear_pointer (&a->dst_mac, g_free);
@@ -322,7 +286,7 @@ gst_daqiri_addresses_clear (GstDaqiriAddresses * a)
 }
 
 void
-gst_daqiri_addresses_copy (const GstDaqiriAddresses * from, GstDaqiriAddresses * to)
+gst_daqiri_addresses_copy (const GstDaqiriAddresses *from, GstDaqiriAddresses *to)
 {
   to->src_mac = g_strdup (from->src_mac);
   to->dst_mac = g_strdup (from->dst_mac);
@@ -333,27 +297,27 @@ gst_daqiri_addresses_copy (const GstDaqiriAddresses * from, GstDaqiriAddresses *
 }
 
 void
-gst_daqiri_install_address_properties (GObjectClass * klass, guint first_id,
-    const char *dst_port_note)
+gst_daqiri_install_address_properties (
+    GObjectClass *klass, guint first_id, const char *dst_port_note)
 {
   const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY;
   GstDaqiriAddresses d;
   gst_daqiri_addresses_init (&d);
   g_object_class_install_property (klass, first_id + 0,
-      g_param_spec_string ("src-mac", "Source MAC",
-          "Ethernet source address, as aa:bb:cc:dd:ee:ff", d.src_mac, rw));
+      g_param_spec_string (
+          "src-mac", "Source MAC", "Ethernet source address, as aa:bb:cc:dd:ee:ff", d.src_mac, rw));
   g_object_class_install_property (klass, first_id + 1,
       g_param_spec_string ("dst-mac", "Destination MAC",
           "Ethernet destination address, as aa:bb:cc:dd:ee:ff", d.dst_mac, rw));
   g_object_class_install_property (klass, first_id + 2,
-      g_param_spec_string ("src", "Source address", "IPv4 source address, dotted decimal",
-          d.src, rw));
+      g_param_spec_string (
+          "src", "Source address", "IPv4 source address, dotted decimal", d.src, rw));
   g_object_class_install_property (klass, first_id + 3,
-      g_param_spec_string ("dst", "Destination address",
-          "IPv4 destination address, dotted decimal", d.dst, rw));
+      g_param_spec_string (
+          "dst", "Destination address", "IPv4 destination address, dotted decimal", d.dst, rw));
   g_object_class_install_property (klass, first_id + 4,
-      g_param_spec_uint ("src-port", "Source port", "UDP source port", 0, G_MAXUINT16,
-          d.src_port, rw));
+      g_param_spec_uint (
+          "src-port", "Source port", "UDP source port", 0, G_MAXUINT16, d.src_port, rw));
   const char *blurb = "UDP destination port";
   if (dst_port_note) {
     gchar *text = g_strdup_printf ("%s; %s", blurb, dst_port_note);
@@ -361,21 +325,19 @@ gst_daqiri_install_address_properties (GObjectClass * klass, guint first_id,
     g_free (text);
   }
   g_object_class_install_property (klass, first_id + 5,
-      g_param_spec_uint ("dst-port", "Destination port", blurb, 0, G_MAXUINT16, d.dst_port,
-          rw));
+      g_param_spec_uint ("dst-port", "Destination port", blurb, 0, G_MAXUINT16, d.dst_port, rw));
   gst_daqiri_addresses_clear (&d);
 }
 
 static gchar **
-address_text (GstDaqiriAddresses * a, guint i)
+address_text (GstDaqiriAddresses *a, guint i)
 {
   gchar **texts[4] = { &a->src_mac, &a->dst_mac, &a->src, &a->dst };
   return texts[i];
 }
 
 gboolean
-gst_daqiri_addresses_set (GstDaqiriAddresses * a, guint first_id, guint prop_id,
-    const GValue * value)
+gst_daqiri_addresses_set (GstDaqiriAddresses *a, guint first_id, guint prop_id, const GValue *value)
 {
   if (prop_id < first_id || prop_id >= first_id + GST_DAQIRI_N_ADDRESSES)
     return FALSE;
@@ -393,8 +355,7 @@ gst_daqiri_addresses_set (GstDaqiriAddresses * a, guint first_id, guint prop_id,
 }
 
 gboolean
-gst_daqiri_addresses_get (const GstDaqiriAddresses * a, guint first_id, guint prop_id,
-    GValue * value)
+gst_daqiri_addresses_get (const GstDaqiriAddresses *a, guint first_id, guint prop_id, GValue *value)
 {
   if (prop_id < first_id || prop_id >= first_id + GST_DAQIRI_N_ADDRESSES)
     return FALSE;
@@ -407,8 +368,8 @@ gst_daqiri_addresses_get (const GstDaqiriAddresses * a, guint first_id, guint pr
 }
 
 gboolean
-gst_daqiri_addresses_take (GstElement * element, const GstDaqiriAddresses * a,
-    GstDaqiriAddressValues * v)
+gst_daqiri_addresses_take (
+    GstElement *element, const GstDaqiriAddresses *a, GstDaqiriAddressValues *v)
 {
   v->src_port = (guint16) a->src_port;
   v->dst_port = (guint16) a->dst_port;
@@ -419,13 +380,13 @@ gst_daqiri_addresses_take (GstElement * element, const GstDaqiriAddresses * a,
 }
 
 gboolean
-gst_daqiri_src_must_flush (GstBaseSrc * src, gboolean unlocked, gboolean paused)
+gst_daqiri_src_must_flush (GstBaseSrc *src, gboolean unlocked, gboolean paused)
 {
   return unlocked && !(paused && !GST_PAD_IS_FLUSHING (GST_BASE_SRC_PAD (src)));
 }
 
 gboolean
-gst_daqiri_src_undo_pause_unlock (GstBaseSrc * src)
+gst_daqiri_src_undo_pause_unlock (GstBaseSrc *src)
 {
   return !GST_PAD_IS_FLUSHING (GST_BASE_SRC_PAD (src));
 }

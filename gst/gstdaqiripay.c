@@ -37,13 +37,12 @@
 GST_DEBUG_CATEGORY_STATIC (daqiripay_debug);
 #define GST_CAT_DEFAULT daqiripay_debug
 
-#define HEADER_LEN DQ_PACKET_PAYLOAD_OFFSET       /* Ethernet 14 + IPv4 20 + UDP 8 */
+#define HEADER_LEN DQ_PACKET_PAYLOAD_OFFSET /* Ethernet 14 + IPv4 20 + UDP 8 */
 #define DEFAULT_SEQ_OFFSET (HEADER_LEN * 8)
 #define DEFAULT_PAYLOAD_OFFSET (HEADER_LEN + 4)
 #define DEFAULT_PAYLOAD_SIZE 1024
 
-enum
-{
+enum {
   PROP_0,
   PROP_SRC_MAC,
   PROP_DST_MAC,
@@ -60,8 +59,7 @@ enum
   PROP_PAYLOAD_SIZE,
 };
 
-struct _GstDaqiriPay
-{
+struct _GstDaqiriPay {
   GstElement parent;
   GstPad *sinkpad, *srcpad;
 
@@ -76,22 +74,23 @@ struct _GstDaqiriPay
   guint64 batch;
   gboolean caps_sent;
   DqReorderPacket *pkts;
-  GstBufferPool *slot_pool;     /* downstream's TX slots, when offered */
+  GstBufferPool *slot_pool; /* downstream's TX slots, when offered */
 };
 
 G_DEFINE_TYPE (GstDaqiriPay, gst_daqiri_pay, GST_TYPE_ELEMENT);
 GST_ELEMENT_REGISTER_DEFINE (daqiripay, "daqiripay", GST_RANK_NONE, GST_TYPE_DAQIRI_PAY);
 
-static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink", GST_PAD_SINK,
-    GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_FRAME_MEDIA_TYPE "; "
-        GST_DAQIRI_FRAME_MEDIA_TYPE "(" GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA "); "
-        GST_DAQIRI_FRAME_MEDIA_TYPE "(memory:CUDAMemory); "
-        "video/x-raw; video/x-raw(memory:CUDAMemory); application/octet-stream"));
-static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC,
-    GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE));
+static GstStaticPadTemplate sink_template =
+    GST_STATIC_PAD_TEMPLATE ("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+        GST_STATIC_CAPS (GST_DAQIRI_FRAME_MEDIA_TYPE
+            "; " GST_DAQIRI_FRAME_MEDIA_TYPE "(" GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA
+            "); " GST_DAQIRI_FRAME_MEDIA_TYPE "(memory:CUDAMemory); "
+            "video/x-raw; video/x-raw(memory:CUDAMemory); application/octet-stream"));
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE (
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE));
 
 static gboolean
-start (GstDaqiriPay * self)
+start (GstDaqiriPay *self)
 {
   char msg[256];
   guint8 *h = self->header;
@@ -110,17 +109,19 @@ start (GstDaqiriPay * self)
     return FALSE;
   /* the headers of a packet without payload: packetize writes every packet's lengths
    * and IPv4 header checksum */
-  DqPacketHeaders headers = {.src_ip = v.src_ip,.dst_ip = v.dst_ip,
-    .src_port = v.src_port,.dst_port = v.dst_port
+  DqPacketHeaders headers = {
+    .src_ip = v.src_ip, .dst_ip = v.dst_ip, .src_port = v.src_port, .dst_port = v.dst_port
   };
   memcpy (headers.dst_mac, v.dst_mac, 6);
   memcpy (headers.src_mac, v.src_mac, 6);
   dq_packet_write_headers (h, HEADER_LEN, &headers);
 
-  self->tmpl = (DqPacketizeTemplate) {
-  .header = self->header,.header_len = HEADER_LEN,.ipv4_offset = DQ_PACKET_IPV4_OFFSET,
-        .udp_offset = DQ_PACKET_UDP_OFFSET,
-        .packet_stride = 0,.min_length = 60};
+  self->tmpl = (DqPacketizeTemplate){ .header = self->header,
+    .header_len = HEADER_LEN,
+    .ipv4_offset = DQ_PACKET_IPV4_OFFSET,
+    .udp_offset = DQ_PACKET_UDP_OFFSET,
+    .packet_stride = 0,
+    .min_length = 60 };
   self->tmpl.packet_stride = dq_packetize_packet_length (&self->run_cfg, &self->tmpl);
   if (dq_packetize_validate (&self->run_cfg, &self->tmpl, msg, sizeof msg) != 0) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", msg),
@@ -137,7 +138,7 @@ start (GstDaqiriPay * self)
  * memory (daqirireorder memory=cuda), copied to the host (*copy, g_free it). NULL with an
  * error posted. */
 static const guint8 *
-frame_bytes (GstDaqiriPay * self, GstBuffer * in, GstMapInfo * map, guint8 ** copy)
+frame_bytes (GstDaqiriPay *self, GstBuffer *in, GstMapInfo *map, guint8 **copy)
 {
   *copy = NULL;
   if (gst_buffer_n_memory (in) == 1 &&
@@ -151,11 +152,13 @@ frame_bytes (GstDaqiriPay * self, GstBuffer * in, GstMapInfo * map, guint8 ** co
         return *copy;
       g_clear_pointer (copy, g_free);
     }
-    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("cannot copy the frame from GPU memory: %s",
-            dq_cuda_last_error ()), (NULL));
+    GST_ELEMENT_ERROR (self, RESOURCE, READ,
+        ("cannot copy the frame from GPU memory: %s", dq_cuda_last_error ()), (NULL));
 #else
-    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("a frame in GPU memory, but this build has no "
-            "CUDA"), (NULL));
+    GST_ELEMENT_ERROR (self, RESOURCE, READ,
+        ("a frame in GPU memory, but this build has no "
+         "CUDA"),
+        (NULL));
 #endif
     return NULL;
   }
@@ -167,7 +170,7 @@ frame_bytes (GstDaqiriPay * self, GstBuffer * in, GstMapInfo * map, guint8 ** co
 }
 
 static void
-frame_bytes_done (GstBuffer * in, GstMapInfo * map, guint8 * copy)
+frame_bytes_done (GstBuffer *in, GstMapInfo *map, guint8 *copy)
 {
   if (copy)
     g_free (copy);
@@ -177,7 +180,7 @@ frame_bytes_done (GstBuffer * in, GstMapInfo * map, guint8 * copy)
 
 /* Asks downstream for a pool of TX slots that holds our packets; takes it when offered. */
 static void
-negotiate_slot_pool (GstDaqiriPay * self)
+negotiate_slot_pool (GstDaqiriPay *self)
 {
   GstCaps *caps = gst_pad_get_current_caps (self->srcpad);
   if (caps == NULL)
@@ -185,14 +188,13 @@ negotiate_slot_pool (GstDaqiriPay * self)
   GstQuery *query = gst_query_new_allocation (caps, TRUE);
   GstBufferPool *pool = NULL;
   guint size = 0, min = 0, max = 0;
-  if (gst_pad_peer_query (self->srcpad, query) &&
-      gst_query_get_n_allocation_pools (query) > 0)
+  if (gst_pad_peer_query (self->srcpad, query) && gst_query_get_n_allocation_pools (query) > 0)
     gst_query_parse_nth_allocation_pool (query, 0, &pool, &size, &min, &max);
   if (pool != NULL && gst_buffer_pool_has_option (pool, GST_BUFFER_POOL_OPTION_DAQIRI_TX_SLOTS)) {
     GstStructure *config = gst_buffer_pool_get_config (pool);
     gst_buffer_pool_config_set_params (config, caps, size, min, max);
-    gst_daqiri_tx_pool_config_set_burst (config, self->run_cfg.packets_per_batch,
-        self->tmpl.packet_stride);
+    gst_daqiri_tx_pool_config_set_burst (
+        config, self->run_cfg.packets_per_batch, self->tmpl.packet_stride);
     if (gst_buffer_pool_set_config (pool, config) && gst_buffer_pool_set_active (pool, TRUE)) {
       GST_INFO_OBJECT (self, "writing packets into downstream's TX slots");
       self->slot_pool = g_steal_pointer (&pool);
@@ -209,7 +211,7 @@ negotiate_slot_pool (GstDaqiriPay * self)
 
 /* One frame into runs of TX slots: packet s into slot j of the run, each run pushed. */
 static GstFlowReturn
-pay_into_slots (GstDaqiriPay * self, GstBuffer * in, const guint8 * frame)
+pay_into_slots (GstDaqiriPay *self, GstBuffer *in, const guint8 *frame)
 {
   const DqReorderConfig *cfg = &self->run_cfg;
   const guint32 plen = self->tmpl.packet_stride;
@@ -243,8 +245,8 @@ pay_into_slots (GstDaqiriPay * self, GstBuffer * in, const guint8 * frame)
     gst_buffer_unmap (out, &map);
     if (rc != 0) {
       gst_buffer_unref (out);
-      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("cannot write a %u-byte packet into a TX slot",
-              plen), (NULL));
+      GST_ELEMENT_ERROR (
+          self, STREAM, FAILED, ("cannot write a %u-byte packet into a TX slot", plen), (NULL));
       return GST_FLOW_ERROR;
     }
     meta->n_packets = n;
@@ -258,7 +260,7 @@ pay_into_slots (GstDaqiriPay * self, GstBuffer * in, const guint8 * frame)
 }
 
 static GstFlowReturn
-gst_daqiri_pay_chain (GstPad * pad, GstObject * parent, GstBuffer * in)
+gst_daqiri_pay_chain (GstPad *pad, GstObject *parent, GstBuffer *in)
 {
   GstDaqiriPay *self = GST_DAQIRI_PAY (parent);
   const DqReorderConfig *cfg = &self->run_cfg;
@@ -272,8 +274,9 @@ gst_daqiri_pay_chain (GstPad * pad, GstObject * parent, GstBuffer * in)
   if (gst_buffer_get_size (in) != frame_size) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("a frame of %" G_GSIZE_FORMAT " bytes; expected packets-per-batch %u x payload-size "
-            "%u = %" G_GSIZE_FORMAT " bytes", gst_buffer_get_size (in), cfg->packets_per_batch,
-            cfg->payload_size, frame_size), (NULL));
+         "%u = %" G_GSIZE_FORMAT " bytes",
+            gst_buffer_get_size (in), cfg->packets_per_batch, cfg->payload_size, frame_size),
+        (NULL));
     gst_buffer_unref (in);
     return GST_FLOW_ERROR;
   }
@@ -313,8 +316,8 @@ gst_daqiri_pay_chain (GstPad * pad, GstObject * parent, GstBuffer * in)
         ("cannot allocate a burst of %" G_GSIZE_FORMAT " bytes", out_size), (NULL));
     return GST_FLOW_ERROR;
   }
-  int rc = dq_packetize_cpu (cfg, &self->tmpl, frame, self->batch, omap.data, omap.size,
-      self->pkts);
+  int rc =
+      dq_packetize_cpu (cfg, &self->tmpl, frame, self->batch, omap.data, omap.size, self->pkts);
   gst_buffer_unmap (out, &omap);
   frame_bytes_done (in, &imap, copy);
   if (rc != 0) {
@@ -323,8 +326,8 @@ gst_daqiri_pay_chain (GstPad * pad, GstObject * parent, GstBuffer * in)
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("packetize failed"), (NULL));
     return GST_FLOW_ERROR;
   }
-  gst_buffer_add_daqiri_packet_meta (out, (const GstDaqiriPacket *) self->pkts,
-      cfg->packets_per_batch);
+  gst_buffer_add_daqiri_packet_meta (
+      out, (const GstDaqiriPacket *) self->pkts, cfg->packets_per_batch);
   GST_BUFFER_PTS (out) = GST_BUFFER_PTS (in);
   GST_BUFFER_DURATION (out) = GST_BUFFER_DURATION (in);
   GST_BUFFER_OFFSET (out) = self->batch;
@@ -334,7 +337,7 @@ gst_daqiri_pay_chain (GstPad * pad, GstObject * parent, GstBuffer * in)
 }
 
 static gboolean
-gst_daqiri_pay_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
+gst_daqiri_pay_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
 {
   if (GST_EVENT_TYPE (event) == GST_EVENT_CAPS) {
     /* the frame caps (the template's) are not read: the output caps replace them */
@@ -351,7 +354,7 @@ gst_daqiri_pay_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
 }
 
 static GstStateChangeReturn
-gst_daqiri_pay_change_state (GstElement * element, GstStateChange transition)
+gst_daqiri_pay_change_state (GstElement *element, GstStateChange transition)
 {
   GstDaqiriPay *self = GST_DAQIRI_PAY (element);
   GstStateChangeReturn ret;
@@ -370,8 +373,7 @@ gst_daqiri_pay_change_state (GstElement * element, GstStateChange transition)
 }
 
 static void
-gst_daqiri_pay_set_property (GObject * object, guint prop_id, const GValue * value,
-    GParamSpec * pspec)
+gst_daqiri_pay_set_property (GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
 {
   GstDaqiriPay *self = GST_DAQIRI_PAY (object);
 
@@ -383,8 +385,7 @@ gst_daqiri_pay_set_property (GObject * object, guint prop_id, const GValue * val
 }
 
 static void
-gst_daqiri_pay_get_property (GObject * object, guint prop_id, GValue * value,
-    GParamSpec * pspec)
+gst_daqiri_pay_get_property (GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
 {
   GstDaqiriPay *self = GST_DAQIRI_PAY (object);
 
@@ -396,7 +397,7 @@ gst_daqiri_pay_get_property (GObject * object, guint prop_id, GValue * value,
 }
 
 static void
-gst_daqiri_pay_finalize (GObject * object)
+gst_daqiri_pay_finalize (GObject *object)
 {
   GstDaqiriPay *self = GST_DAQIRI_PAY (object);
   gst_daqiri_addresses_clear (&self->addrs);
@@ -405,7 +406,7 @@ gst_daqiri_pay_finalize (GObject * object)
 }
 
 static void
-gst_daqiri_pay_init (GstDaqiriPay * self)
+gst_daqiri_pay_init (GstDaqiriPay *self)
 {
   dq_reorder_config_init (&self->cfg);
   self->cfg.seq_bit_offset = DEFAULT_SEQ_OFFSET;
@@ -424,7 +425,7 @@ gst_daqiri_pay_init (GstDaqiriPay * self)
 #define RW_READY (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)
 
 static void
-gst_daqiri_pay_class_init (GstDaqiriPayClass * klass)
+gst_daqiri_pay_class_init (GstDaqiriPayClass *klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
@@ -442,14 +443,15 @@ gst_daqiri_pay_class_init (GstDaqiriPayClass * klass)
   d.seq_bit_offset = DEFAULT_SEQ_OFFSET;
   d.payload_offset = DEFAULT_PAYLOAD_OFFSET;
   d.payload_size = DEFAULT_PAYLOAD_SIZE;
-  static const char *const notes[GST_DAQIRI_N_FIELDS] = {
-    "the header takes bits 0..335", NULL, NULL, NULL, NULL, "at least 42", "frame bytes"
-  };
+  static const char *const notes[GST_DAQIRI_N_FIELDS] = { "the header takes bits 0..335", NULL,
+    NULL, NULL, NULL, "at least 42", "frame bytes" };
   gst_daqiri_install_field_properties (gobject_class, PROP_SEQ_OFFSET, &d, notes);
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class, "daqiri frame packetizer",
-      "Codec/Payloader/Network", "Cuts frames into UDP/IPv4/Ethernet packet bursts with "
-      "sequence and batch numbers (the inverse of daqirireorder)", "daqiri");
+      "Codec/Payloader/Network",
+      "Cuts frames into UDP/IPv4/Ethernet packet bursts with "
+      "sequence and batch numbers (the inverse of daqirireorder)",
+      "daqiri");
 }

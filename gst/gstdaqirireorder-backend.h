@@ -25,64 +25,62 @@
 G_BEGIN_DECLS
 
 /* The base of every backend instance (its first member). */
-struct _ReorderBackend
-{
+struct _ReorderBackend {
   const ReorderBackendClass *klass;
   GstDaqiriReorder *element;
-  guint max_inflight;           /* submissions that may run at once (1: each awaited) */
-  guint max_frames;             /* frames the free-frame queue holds; 0: no bound */
+  guint max_inflight; /* submissions that may run at once (1: each awaited) */
+  guint max_frames;   /* frames the free-frame queue holds; 0: no bound */
 };
 
-struct _ReorderBackendClass
-{
-  const gchar *name;            /* "CPU", "GPU": in error messages */
+struct _ReorderBackendClass {
+  const gchar *name; /* "CPU", "GPU": in error messages */
 
   /* ---- set-up, before the backend exists (all optional) ---- */
   /* After the caps are made: the output this backend needs (GstCudaMemory video or frames);
    * n_frames: the frames the element's pool holds. FALSE with an error posted. */
-  gboolean (*prepare) (GstDaqiriReorder * self, guint64 frame_size, guint n_frames);
+  gboolean (*prepare) (GstDaqiriReorder *self, guint64 frame_size, guint n_frames);
   /* The config of the element's pool of frames, before it is set (the allocator). */
-  void (*configure_pool) (GstDaqiriReorder * self, GstStructure * config);
+  void (*configure_pool) (GstDaqiriReorder *self, GstStructure *config);
   /* Makes the backend's device context current on this thread, and undoes it. */
-  void (*enter) (GstDaqiriReorder * self);
-  void (*leave) (GstDaqiriReorder * self);
+  void (*enter) (GstDaqiriReorder *self);
+  void (*leave) (GstDaqiriReorder *self);
 
   /* ---- the backend ---- */
   /* A backend for self->run_cfg (self->run_inflight); NULL with an error posted. */
-  ReorderBackend *(*create) (GstDaqiriReorder * self);
+  ReorderBackend *(*create) (GstDaqiriReorder *self);
   /* Waits for work in flight, then frees everything, the bursts it still holds included. */
-  void (*destroy) (ReorderBackend * be);
+  void (*destroy) (ReorderBackend *be);
   /* One more free frame (mapped as the backend reads it). 0, or -1. */
-  int (*add_frame) (ReorderBackend * be, void *frame, void *user);
+  int (*add_frame) (ReorderBackend *be, void *frame, void *user);
   /* One burst: its buffer, mapped (`map`, with GST_DAQIRI_MAP_CUDA when on_gpu), and its n
    * descriptors (pkts); the backend takes the buffer and the map in every case, and lets them
    * go once it has read them. `frames`: the frames it may take. 0, or -1 (logged). */
-  int (*submit) (ReorderBackend * be, GstBuffer * buf, GstMapInfo * map, gboolean on_gpu,
-      const DqReorderPacket * pkts, guint n, guint frames);
+  int (*submit) (ReorderBackend *be, GstBuffer *buf, GstMapInfo *map, gboolean on_gpu,
+      const DqReorderPacket *pkts, guint n, guint frames);
   /* A flush, as a submission of its own. 0, or -1 (logged). */
-  int (*flush) (ReorderBackend * be, DqFlushMode mode);
+  int (*flush) (ReorderBackend *be, DqFlushMode mode);
   /* The completion of the oldest submission: 1, 0 none ready yet (wait FALSE), -1 failed
    * (logged; error () says why). */
-  int (*poll) (ReorderBackend * be, gboolean wait, DqReorderCompletion * c);
+  int (*poll) (ReorderBackend *be, gboolean wait, DqReorderCompletion *c);
   /* Submissions not yet polled, and (if frames) the frames their bursts may still take. */
-  guint (*in_flight) (ReorderBackend * be, guint * frames);
-  const gchar *(*error) (ReorderBackend * be);
+  guint (*in_flight) (ReorderBackend *be, guint *frames);
+  const gchar *(*error) (ReorderBackend *be);
   /* A frame from the element's pool before it is handed over (optional). */
-  void (*frame_acquired) (ReorderBackend * be, GstBuffer * frame);
+  void (*frame_acquired) (ReorderBackend *be, GstBuffer *frame);
   /* The buffer pushed for an emitted frame (optional: the frame itself); NULL with an error
    * posted (the frame released). */
-  GstBuffer *(*finish_frame) (ReorderBackend * be, GstBuffer * frame);
+  GstBuffer *(*finish_frame) (ReorderBackend *be, GstBuffer *frame);
 
   /* ---- element hooks (optional) ---- */
   /* NULL -> READY, and GstElement::set_context: the pipeline's CUDA context. */
-  void (*open) (GstDaqiriReorder * self);
-  void (*set_context) (GstDaqiriReorder * self, GstContext * context);
+  void (*open) (GstDaqiriReorder *self);
+  void (*set_context) (GstDaqiriReorder *self, GstContext *context);
   /* A query answered (the pipeline's CUDA context): TRUE. */
-  gboolean (*query) (GstDaqiriReorder * self, GstQuery * query);
+  gboolean (*query) (GstDaqiriReorder *self, GstQuery *query);
   /* Whether a burst's memory is GPU memory, read in place (besides daqiri's own). */
-  gboolean (*is_device_memory) (GstMemory * mem);
+  gboolean (*is_device_memory) (GstMemory *mem);
   /* Copies `size` bytes of GPU memory to the host. FALSE with *why. */
-  gboolean (*copy_to_host) (void *dst, const void *src, gsize size, const gchar ** why);
+  gboolean (*copy_to_host) (void *dst, const void *src, gsize size, const gchar **why);
 };
 
 extern const ReorderBackendClass reorder_backend_cpu;

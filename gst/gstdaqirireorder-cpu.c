@@ -11,20 +11,19 @@
 
 #define GST_CAT_DEFAULT daqirireorder_debug
 
-typedef struct
-{
+typedef struct {
   ReorderBackend base;
   DqReorderCpu *ctx;
-  DqReorderCompletion done;     /* the completion of the last submission ... */
-  gboolean pending;             /* ... not polled yet */
-  guint8 *host_copy;            /* a GPU burst copied to the host */
+  DqReorderCompletion done; /* the completion of the last submission ... */
+  gboolean pending;         /* ... not polled yet */
+  guint8 *host_copy;        /* a GPU burst copied to the host */
   gsize host_copy_size;
 } ReorderCpu;
 
 #define CPU(be) ((ReorderCpu *) (be))
 
 static ReorderBackend *
-cpu_create (GstDaqiriReorder * self)
+cpu_create (GstDaqiriReorder *self)
 {
   char msg[256];
   DqReorderCpu *ctx = dq_reorder_cpu_new (&self->run_cfg, msg, sizeof msg);
@@ -39,7 +38,7 @@ cpu_create (GstDaqiriReorder * self)
 }
 
 static void
-cpu_destroy (ReorderBackend * be)
+cpu_destroy (ReorderBackend *be)
 {
   ReorderCpu *c = CPU (be);
   dq_reorder_cpu_free (c->ctx);
@@ -48,7 +47,7 @@ cpu_destroy (ReorderBackend * be)
 }
 
 static int
-cpu_add_frame (ReorderBackend * be, void *frame, void *user)
+cpu_add_frame (ReorderBackend *be, void *frame, void *user)
 {
   return dq_reorder_cpu_add_frame (CPU (be)->ctx, frame, user);
 }
@@ -56,7 +55,7 @@ cpu_add_frame (ReorderBackend * be, void *frame, void *user)
 /* The bytes of a burst in GPU memory, on the host (in host_copy); NULL (logged) when they
  * cannot be had. */
 static const guint8 *
-cpu_host_bytes (ReorderCpu * c, const guint8 * data, gsize size)
+cpu_host_bytes (ReorderCpu *c, const guint8 *data, gsize size)
 {
   GstDaqiriReorder *self = c->base.element;
   const ReorderBackendClass *gpu = reorder_backend_lookup (GST_DAQIRI_MEMORY_CUDA);
@@ -78,8 +77,8 @@ cpu_host_bytes (ReorderCpu * c, const guint8 * data, gsize size)
 }
 
 static int
-cpu_submit (ReorderBackend * be, GstBuffer * buf, GstMapInfo * map, gboolean on_gpu,
-    const DqReorderPacket * pkts, guint n, guint frames)
+cpu_submit (ReorderBackend *be, GstBuffer *buf, GstMapInfo *map, gboolean on_gpu,
+    const DqReorderPacket *pkts, guint n, guint frames)
 {
   ReorderCpu *c = CPU (be);
   const guint8 *data = on_gpu ? cpu_host_bytes (c, map->data, map->size) : map->data;
@@ -93,7 +92,7 @@ cpu_submit (ReorderBackend * be, GstBuffer * buf, GstMapInfo * map, gboolean on_
 }
 
 static int
-cpu_flush (ReorderBackend * be, DqFlushMode mode)
+cpu_flush (ReorderBackend *be, DqFlushMode mode)
 {
   ReorderCpu *c = CPU (be);
   int r = dq_reorder_cpu_flush (c->ctx, mode, &c->done);
@@ -102,7 +101,7 @@ cpu_flush (ReorderBackend * be, DqFlushMode mode)
 }
 
 static int
-cpu_poll (ReorderBackend * be, gboolean wait, DqReorderCompletion * out)
+cpu_poll (ReorderBackend *be, gboolean wait, DqReorderCompletion *out)
 {
   ReorderCpu *c = CPU (be);
   if (!c->pending)
@@ -113,7 +112,7 @@ cpu_poll (ReorderBackend * be, gboolean wait, DqReorderCompletion * out)
 }
 
 static guint
-cpu_in_flight (ReorderBackend * be, guint * frames)
+cpu_in_flight (ReorderBackend *be, guint *frames)
 {
   if (frames)
     *frames = 0;
@@ -121,7 +120,7 @@ cpu_in_flight (ReorderBackend * be, guint * frames)
 }
 
 static const gchar *
-cpu_error (ReorderBackend * be)
+cpu_error (ReorderBackend *be)
 {
   return "the CPU twin failed";
 }

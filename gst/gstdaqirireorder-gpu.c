@@ -22,17 +22,15 @@
 #define REORDER_GPU_FRAMES 512
 
 /* A burst submitted to the GPU and not yet polled: held, mapped, until its kernels are done. */
-typedef struct
-{
-  GstBuffer *buf;               /* the burst (NULL: read from staging, or a slot not in use) */
+typedef struct {
+  GstBuffer *buf; /* the burst (NULL: read from staging, or a slot not in use) */
   GstMapInfo map;
-  guint8 *staging;              /* pinned, device-mapped copy of a system-memory burst */
+  guint8 *staging; /* pinned, device-mapped copy of a system-memory burst */
   gsize staging_size;
-  guint frames;                 /* frames it may take: the batches it spans, plus one */
+  guint frames; /* frames it may take: the batches it spans, plus one */
 } InFlight;
 
-typedef struct
-{
+typedef struct {
   ReorderBackend base;
   DqReorderGpu *gpu;
   /* bursts in flight, oldest first: inflight[(if_first + k) % MAX], k < if_count */
@@ -47,20 +45,20 @@ typedef struct
 /* Whether the frames go out as GstCudaMemory (video, or generic frames), so that the element's
  * CUDA work runs in the pipeline's context. */
 static gboolean
-in_context (GstDaqiriReorder * self)
+in_context (GstDaqiriReorder *self)
 {
   return self->out_gstcuda || self->gstcuda_frames;
 }
 
 static void
-gpu_enter (GstDaqiriReorder * self)
+gpu_enter (GstDaqiriReorder *self)
 {
   if (in_context (self))
     gst_daqiri_gstcuda_push (self->cuda_context);
 }
 
 static void
-gpu_leave (GstDaqiriReorder * self)
+gpu_leave (GstDaqiriReorder *self)
 {
   if (in_context (self))
     gst_daqiri_gstcuda_pop ();
@@ -69,11 +67,11 @@ gpu_leave (GstDaqiriReorder * self)
 /* GstCudaMemory video: the pipeline's CUDA context before any neighbour starts, so that the
  * one made here (over the primary context) is the one they share. */
 static void
-gpu_open (GstDaqiriReorder * self)
+gpu_open (GstDaqiriReorder *self)
 {
   GST_OBJECT_LOCK (self);
-  gboolean cuda_video = self->memory == GST_DAQIRI_MEMORY_CUDA &&
-      self->video_format != GST_VIDEO_FORMAT_UNKNOWN;
+  gboolean cuda_video =
+      self->memory == GST_DAQIRI_MEMORY_CUDA && self->video_format != GST_VIDEO_FORMAT_UNKNOWN;
   GST_OBJECT_UNLOCK (self);
   if (cuda_video && gst_daqiri_gstcuda_load (NULL)) {
     GstObject *ctx = reorder_cuda_context_ensure (self);
@@ -83,26 +81,26 @@ gpu_open (GstDaqiriReorder * self)
 }
 
 static void
-gpu_set_context (GstDaqiriReorder * self, GstContext * context)
+gpu_set_context (GstDaqiriReorder *self, GstContext *context)
 {
   gst_daqiri_gstcuda_set_context (GST_ELEMENT (self), context, &self->cuda_context);
 }
 
 static gboolean
-gpu_query (GstDaqiriReorder * self, GstQuery * query)
+gpu_query (GstDaqiriReorder *self, GstQuery *query)
 {
   return gst_daqiri_gstcuda_context_query (GST_ELEMENT (self), query, &self->cuda_context);
 }
 
 /* GstCudaMemory bursts (daqirisrc memory=cuda with GStreamer >= 1.24) are read in place too. */
 static gboolean
-gpu_is_device_memory (GstMemory * mem)
+gpu_is_device_memory (GstMemory *mem)
 {
   return gst_daqiri_gstcuda_is_cuda_memory (mem);
 }
 
 static gboolean
-gpu_copy_to_host (void *dst, const void *src, gsize size, const gchar ** why)
+gpu_copy_to_host (void *dst, const void *src, gsize size, const gchar **why)
 {
   if (dq_cuda_memcpy (dst, src, size) == 0)
     return TRUE;
@@ -113,7 +111,7 @@ gpu_copy_to_host (void *dst, const void *src, gsize size, const gchar ** why)
 /* ---- the output: GstCudaMemory video or frames ---- */
 
 static gboolean
-gpu_prepare (GstDaqiriReorder * self, guint64 frame_size, guint n_frames)
+gpu_prepare (GstDaqiriReorder *self, guint64 frame_size, guint n_frames)
 {
   if (self->video)
     return reorder_cuda_video_setup (self);
@@ -122,7 +120,7 @@ gpu_prepare (GstDaqiriReorder * self, guint64 frame_size, guint n_frames)
 
 /* The element's frames: daqiri's GPU memory. */
 static void
-gpu_configure_pool (GstDaqiriReorder * self, GstStructure * config)
+gpu_configure_pool (GstDaqiriReorder *self, GstStructure *config)
 {
   GstAllocator *cuda = gst_daqiri_cuda_allocator_get ();
   gst_buffer_pool_config_set_allocator (config, cuda, NULL);
@@ -130,7 +128,7 @@ gpu_configure_pool (GstDaqiriReorder * self, GstStructure * config)
 }
 
 static void
-gpu_frame_acquired (ReorderBackend * be, GstBuffer * frame)
+gpu_frame_acquired (ReorderBackend *be, GstBuffer *frame)
 {
   GstDaqiriReorder *self = be->element;
   if (self->gstcuda_frames && !self->gstcuda_wrap)
@@ -138,12 +136,12 @@ gpu_frame_acquired (ReorderBackend * be, GstBuffer * frame)
 }
 
 static GstBuffer *
-gpu_finish_frame (ReorderBackend * be, GstBuffer * frame)
+gpu_finish_frame (ReorderBackend *be, GstBuffer *frame)
 {
   GstDaqiriReorder *self = be->element;
   if (self->gstcuda_wrap)
     return reorder_wrap_gstcuda (self, frame);
-  if (self->gstcuda_frames)     /* the pool's row may be longer than the frame */
+  if (self->gstcuda_frames) /* the pool's row may be longer than the frame */
     gst_buffer_resize (frame, 0, (gssize) dq_reorder_frame_size (&self->run_cfg));
   return frame;
 }
@@ -151,7 +149,7 @@ gpu_finish_frame (ReorderBackend * be, GstBuffer * frame)
 /* ---- the GPU context and its bursts in flight ---- */
 
 static void
-inflight_release (ReorderGpu * g, InFlight * f)
+inflight_release (ReorderGpu *g, InFlight *f)
 {
   if (f->buf) {
     gst_buffer_unmap (f->buf, &f->map);
@@ -162,12 +160,13 @@ inflight_release (ReorderGpu * g, InFlight * f)
 }
 
 static ReorderBackend *
-gpu_create (GstDaqiriReorder * self)
+gpu_create (GstDaqiriReorder *self)
 {
   char msg[256];
-  DqReorderGpuOptions opts = {.max_packets = 65536,.max_inflight = self->run_inflight,
-    .max_frames = REORDER_GPU_FRAMES,.device = -1
-  };
+  DqReorderGpuOptions opts = { .max_packets = 65536,
+    .max_inflight = self->run_inflight,
+    .max_frames = REORDER_GPU_FRAMES,
+    .device = -1 };
   DqReorderGpu *gpu = dq_reorder_gpu_new (&self->run_cfg, &opts, msg, sizeof msg);
   if (!gpu) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", msg), (NULL));
@@ -181,7 +180,7 @@ gpu_create (GstDaqiriReorder * self)
 }
 
 static void
-gpu_destroy (ReorderBackend * be)
+gpu_destroy (ReorderBackend *be)
 {
   ReorderGpu *g = GPU (be);
   /* the context waits for its work in flight; the bursts it read go after it */
@@ -196,7 +195,7 @@ gpu_destroy (ReorderBackend * be)
 }
 
 static int
-gpu_add_frame (ReorderBackend * be, void *frame, void *user)
+gpu_add_frame (ReorderBackend *be, void *frame, void *user)
 {
   return dq_reorder_gpu_add_frame (GPU (be)->gpu, frame, user);
 }
@@ -205,8 +204,8 @@ gpu_add_frame (ReorderBackend * be, void *frame, void *user)
  * polled, a system-memory one is copied into pinned staging memory, which the kernels read
  * over the bus, and let go at once. */
 static int
-gpu_submit (ReorderBackend * be, GstBuffer * buf, GstMapInfo * map, gboolean on_gpu,
-    const DqReorderPacket * pkts, guint n, guint frames)
+gpu_submit (ReorderBackend *be, GstBuffer *buf, GstMapInfo *map, gboolean on_gpu,
+    const DqReorderPacket *pkts, guint n, guint frames)
 {
   ReorderGpu *g = GPU (be);
   GstDaqiriReorder *self = be->element;
@@ -220,8 +219,10 @@ gpu_submit (ReorderBackend * be, GstBuffer * buf, GstMapInfo * map, gboolean on_
       f->staging = dq_cuda_malloc_host (f->staging_size);
       if (f->staging == NULL) {
         f->staging_size = 0;
-        GST_ERROR_OBJECT (self, "cannot allocate %" G_GSIZE_FORMAT " bytes of pinned memory: "
-            "%s", map->size, dq_cuda_last_error ());
+        GST_ERROR_OBJECT (self,
+            "cannot allocate %" G_GSIZE_FORMAT " bytes of pinned memory: "
+            "%s",
+            map->size, dq_cuda_last_error ());
         goto done;
       }
     }
@@ -250,7 +251,7 @@ done:
 }
 
 static int
-gpu_flush (ReorderBackend * be, DqFlushMode mode)
+gpu_flush (ReorderBackend *be, DqFlushMode mode)
 {
   ReorderGpu *g = GPU (be);
   if (dq_reorder_gpu_flush (g->gpu, mode, NULL) != 0) {
@@ -262,7 +263,7 @@ gpu_flush (ReorderBackend * be, DqFlushMode mode)
 
 /* The completion of the oldest submission; a burst's is let go. */
 static int
-gpu_poll (ReorderBackend * be, gboolean wait, DqReorderCompletion * c)
+gpu_poll (ReorderBackend *be, gboolean wait, DqReorderCompletion *c)
 {
   ReorderGpu *g = GPU (be);
   int r = dq_reorder_gpu_poll (g->gpu, wait, c);
@@ -279,7 +280,7 @@ gpu_poll (ReorderBackend * be, gboolean wait, DqReorderCompletion * c)
 }
 
 static guint
-gpu_in_flight (ReorderBackend * be, guint * frames)
+gpu_in_flight (ReorderBackend *be, guint *frames)
 {
   if (frames)
     *frames = GPU (be)->if_frames;
@@ -287,7 +288,7 @@ gpu_in_flight (ReorderBackend * be, guint * frames)
 }
 
 static const gchar *
-gpu_error (ReorderBackend * be)
+gpu_error (ReorderBackend *be)
 {
   return dq_reorder_gpu_error (GPU (be)->gpu);
 }

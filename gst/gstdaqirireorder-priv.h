@@ -15,8 +15,7 @@ G_BEGIN_DECLS
 
 GST_DEBUG_CATEGORY_EXTERN (daqirireorder_debug);
 
-typedef struct
-{
+typedef struct {
   GstBuffer *buf;
   GstMapInfo map;
 } FrameSlot;
@@ -29,8 +28,7 @@ typedef struct
 typedef struct _ReorderBackend ReorderBackend;
 typedef struct _ReorderBackendClass ReorderBackendClass;
 
-struct _GstDaqiriReorder
-{
+struct _GstDaqiriReorder {
   GstElement parent;
   GstPad *sinkpad, *srcpad;
 
@@ -46,29 +44,29 @@ struct _GstDaqiriReorder
   /* streaming state (stream lock) */
   DqReorderConfig run_cfg;
   GstDaqiriMemory run_memory;
-  gboolean video;               /* frames are raw video (video-format set) */
+  gboolean video; /* frames are raw video (video-format set) */
   GstVideoInfo vinfo;
-  const ReorderBackendClass *run_backend;  /* the backend of run_memory, while started */
-  ReorderBackend *backend;      /* NULL: not running */
-  guint run_inflight;           /* memory=cuda: bursts in flight at most (1 with a timeout) */
+  const ReorderBackendClass *run_backend; /* the backend of run_memory, while started */
+  ReorderBackend *backend;                /* NULL: not running */
+  guint run_inflight; /* memory=cuda: bursts in flight at most (1 with a timeout) */
   /* memory=cuda with GstCudaMemory out (video, or frames downstream takes only as
    * memory:CUDAMemory): the pipeline's GstCudaContext, current on the thread whenever CUDA is
    * called (backend_enter ()) */
-  GstObject *cuda_context;      /* object lock */
-  gboolean gstcuda_frames;      /* generic frames go out as GstCudaMemory: ... */
-  gboolean gstcuda_wrap;        /* ... daqiri's frame wrapped (>= 1.24), else a pool's */
+  GstObject *cuda_context; /* object lock */
+  gboolean gstcuda_frames; /* generic frames go out as GstCudaMemory: ... */
+  gboolean gstcuda_wrap;   /* ... daqiri's frame wrapped (>= 1.24), else a pool's */
   /* where the pushed frames come from when not the backend's own: GstCudaMemory video (the
    * frame copied, or unpacked, into it), or system-memory I422_10LE (unpacked); NULL: the
    * backend's frame is pushed as it is */
   GstBufferPool *out_pool;
-  gboolean out_gstcuda;         /* out_pool is a GstCudaBufferPool of cuda_context */
+  gboolean out_gstcuda; /* out_pool is a GstCudaBufferPool of cuda_context */
   GstBufferPool *pool;
   GstCaps *out_caps;
   gboolean caps_sent;
   DqReorderPacket *scratch;
   guint scratch_len;
-  guint frames_held;            /* frames given to the backend and not yet back */
-  DqReorderWindow window;       /* after the last completion */
+  guint frames_held;      /* frames given to the backend and not yet back */
+  DqReorderWindow window; /* after the last completion */
   /* batch ids the backend counted as skipped that no batch with packets ever followed: the
    * empty end of the window that end of stream or a reset passed (not reported as skipped) */
   guint64 skipped_unseen;
@@ -87,7 +85,7 @@ struct _GstDaqiriReorder
   GstClockTime t_deadline;
   gboolean t_armed;
   guint64 t_bursts;
-  gint64 clock_offset;          /* running time - PTS when the latest burst arrived */
+  gint64 clock_offset; /* running time - PTS when the latest burst arrived */
   gboolean have_offset;
 
   /* counters (object lock) */
@@ -97,7 +95,7 @@ struct _GstDaqiriReorder
 
 /* The frame is UYVP pgroups, pushed as planar I422_10LE (video-format=i422-10le). */
 static inline gboolean
-reorder_unpacks (const GstDaqiriReorder * self)
+reorder_unpacks (const GstDaqiriReorder *self)
 {
   return self->video && GST_VIDEO_INFO_FORMAT (&self->vinfo) == GST_VIDEO_FORMAT_I422_10LE;
 }
@@ -106,25 +104,23 @@ reorder_unpacks (const GstDaqiriReorder * self)
 
 /* video-format/width/height/framerate -> self->vinfo and raw-video caps;
  * FALSE with an error posted when the frame does not make that picture. */
-gboolean reorder_video_setup (GstDaqiriReorder * self, GstVideoFormat format, guint width,
+gboolean reorder_video_setup (GstDaqiriReorder *self, GstVideoFormat format, guint width,
     guint height, gint fps_n, gint fps_d, guint64 frame_size);
 /* memory=system I422_10LE: the pool of planar frames. */
-gboolean reorder_system_video_setup (GstDaqiriReorder * self);
+gboolean reorder_system_video_setup (GstDaqiriReorder *self);
 /* The frame pushed for the frame of `slot` when frames go out through the out_pool. */
-GstFlowReturn reorder_output_frame (GstDaqiriReorder * self, FrameSlot * slot,
-    GstBuffer ** out);
+GstFlowReturn reorder_output_frame (GstDaqiriReorder *self, FrameSlot *slot, GstBuffer **out);
 #ifdef DQ_HAVE_CUDA
 /* The pipeline's CUDA context (self->cuda_context), found or made; a reference, or NULL. */
-GstObject *reorder_cuda_context_ensure (GstDaqiriReorder * self);
+GstObject *reorder_cuda_context_ensure (GstDaqiriReorder *self);
 /* memory=cuda with raw video: the GstCudaMemory pool the frames go out in. */
-gboolean reorder_cuda_video_setup (GstDaqiriReorder * self);
+gboolean reorder_cuda_video_setup (GstDaqiriReorder *self);
 /* memory=cuda, generic frames: GstCudaMemory when downstream prefers it. */
-gboolean reorder_cuda_frames_setup (GstDaqiriReorder * self, guint64 frame_size,
-    guint n_frames);
+gboolean reorder_cuda_frames_setup (GstDaqiriReorder *self, guint64 frame_size, guint n_frames);
 /* GStreamer 1.22's GstCuda staging copy made whole before a pool memory's first use. */
-void reorder_gstcuda_staging_whole (GstMemory * mem);
+void reorder_gstcuda_staging_whole (GstMemory *mem);
 /* GStreamer >= 1.24: daqiri's frame as GstCudaMemory (NULL, error posted, on failure). */
-GstBuffer *reorder_wrap_gstcuda (GstDaqiriReorder * self, GstBuffer * frame);
+GstBuffer *reorder_wrap_gstcuda (GstDaqiriReorder *self, GstBuffer *frame);
 #endif
 
 G_END_DECLS

@@ -51,11 +51,10 @@ GST_DEBUG_CATEGORY (daqirireorder_debug);
 #define GST_CAT_DEFAULT daqirireorder_debug
 
 G_STATIC_ASSERT (sizeof (GstDaqiriPacket) == sizeof (DqReorderPacket));
-G_STATIC_ASSERT (G_STRUCT_OFFSET (GstDaqiriPacket, timestamp) ==
-    G_STRUCT_OFFSET (DqReorderPacket, timestamp));
+G_STATIC_ASSERT (
+    G_STRUCT_OFFSET (GstDaqiriPacket, timestamp) == G_STRUCT_OFFSET (DqReorderPacket, timestamp));
 
-enum
-{
+enum {
   PROP_0,
   PROP_SEQ_OFFSET,
   PROP_SEQ_BITS,
@@ -79,45 +78,50 @@ enum
 };
 
 G_DEFINE_TYPE (GstDaqiriReorder, gst_daqiri_reorder, GST_TYPE_ELEMENT);
-GST_ELEMENT_REGISTER_DEFINE (daqirireorder, "daqirireorder", GST_RANK_NONE,
-    GST_TYPE_DAQIRI_REORDER);
+GST_ELEMENT_REGISTER_DEFINE (
+    daqirireorder, "daqirireorder", GST_RANK_NONE, GST_TYPE_DAQIRI_REORDER);
 
-static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink", GST_PAD_SINK,
-    GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE "; "
-        GST_DAQIRI_PACKETS_MEDIA_TYPE "(" GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA "); "
-        GST_DAQIRI_PACKETS_MEDIA_TYPE "(memory:CUDAMemory)"));
-#define FRAME_CAPS_FIELDS ", element-type = (string) " \
+static GstStaticPadTemplate sink_template =
+    GST_STATIC_PAD_TEMPLATE ("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+        GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE
+            "; " GST_DAQIRI_PACKETS_MEDIA_TYPE "(" GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA
+            "); " GST_DAQIRI_PACKETS_MEDIA_TYPE "(memory:CUDAMemory)"));
+#define FRAME_CAPS_FIELDS \
+  ", element-type = (string) " \
   "{ u8, int4, int8, int16, int32, fp16, bf16, fp32, fp64 }, elements = (int) [ 1, MAX ], " \
   "packets-per-batch = (int) [ 1, MAX ]"
 /* raw video: packed formats of one plane (those GstCudaMemory takes, gray, UYVP), and
  * I422_10LE unpacked from UYVP pgroups (the table in gstdaqirireorder-out.c) */
-#define VIDEO_FORMATS "{ UYVY, YUY2, RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR, I422_10LE, " \
+#define VIDEO_FORMATS \
+  "{ UYVY, YUY2, RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR, I422_10LE, " \
   "GRAY8, GRAY16_LE, GRAY16_BE, UYVP }"
-#define CUDA_VIDEO_FORMATS "{ UYVY, YUY2, RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR, " \
+#define CUDA_VIDEO_FORMATS \
+  "{ UYVY, YUY2, RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR, " \
   "I422_10LE }"
-static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC,
-    GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_FRAME_MEDIA_TYPE FRAME_CAPS_FIELDS "; "
-        GST_DAQIRI_FRAME_MEDIA_TYPE "(" GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA ")"
-        FRAME_CAPS_FIELDS "; "
-        GST_DAQIRI_FRAME_MEDIA_TYPE "(memory:CUDAMemory)" FRAME_CAPS_FIELDS "; "
-        GST_VIDEO_CAPS_MAKE (VIDEO_FORMATS) "; "
-        GST_VIDEO_CAPS_MAKE_WITH_FEATURES ("memory:CUDAMemory", CUDA_VIDEO_FORMATS)));
+static GstStaticPadTemplate src_template =
+    GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC, GST_PAD_ALWAYS,
+        GST_STATIC_CAPS (GST_DAQIRI_FRAME_MEDIA_TYPE FRAME_CAPS_FIELDS
+            "; " GST_DAQIRI_FRAME_MEDIA_TYPE "(" GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA
+            ")" FRAME_CAPS_FIELDS "; " GST_DAQIRI_FRAME_MEDIA_TYPE
+            "(memory:CUDAMemory)" FRAME_CAPS_FIELDS
+            "; " GST_VIDEO_CAPS_MAKE (VIDEO_FORMATS) "; " GST_VIDEO_CAPS_MAKE_WITH_FEATURES (
+                "memory:CUDAMemory", CUDA_VIDEO_FORMATS)));
 
 GType
 gst_daqiri_element_type_get_type (void)
 {
   static GType type = 0;
   static const GEnumValue values[] = {
-    {DQ_ELEM_SAME, "Same as the other side (a plain copy)", "same"},
-    {DQ_ELEM_INT4, "4-bit signed, two per byte, high nibble first", "int4"},
-    {DQ_ELEM_INT8, "8-bit signed", "int8"},
-    {DQ_ELEM_INT16, "16-bit signed", "int16"},
-    {DQ_ELEM_INT32, "32-bit signed", "int32"},
-    {DQ_ELEM_FP16, "IEEE half", "fp16"},
-    {DQ_ELEM_BF16, "bfloat16", "bf16"},
-    {DQ_ELEM_FP32, "IEEE single", "fp32"},
-    {DQ_ELEM_FP64, "IEEE double", "fp64"},
-    {0, NULL, NULL},
+    { DQ_ELEM_SAME, "Same as the other side (a plain copy)", "same" },
+    { DQ_ELEM_INT4, "4-bit signed, two per byte, high nibble first", "int4" },
+    { DQ_ELEM_INT8, "8-bit signed", "int8" },
+    { DQ_ELEM_INT16, "16-bit signed", "int16" },
+    { DQ_ELEM_INT32, "32-bit signed", "int32" },
+    { DQ_ELEM_FP16, "IEEE half", "fp16" },
+    { DQ_ELEM_BF16, "bfloat16", "bf16" },
+    { DQ_ELEM_FP32, "IEEE single", "fp32" },
+    { DQ_ELEM_FP64, "IEEE double", "fp64" },
+    { 0, NULL, NULL },
   };
   if (g_once_init_enter (&type))
     g_once_init_leave (&type, g_enum_register_static ("GstDaqiriElementType", values));
@@ -129,9 +133,9 @@ gst_daqiri_byte_order_get_type (void)
 {
   static GType type = 0;
   static const GEnumValue values[] = {
-    {DQ_BYTE_ORDER_HOST, "Little-endian input elements", "host"},
-    {DQ_BYTE_ORDER_NETWORK, "Big-endian input elements", "network"},
-    {0, NULL, NULL},
+    { DQ_BYTE_ORDER_HOST, "Little-endian input elements", "host" },
+    { DQ_BYTE_ORDER_NETWORK, "Big-endian input elements", "network" },
+    { 0, NULL, NULL },
   };
   if (g_once_init_enter (&type))
     g_once_init_leave (&type, g_enum_register_static ("GstDaqiriByteOrder", values));
@@ -140,37 +144,19 @@ gst_daqiri_byte_order_get_type (void)
 
 /* The caps name and per-element bits of the frame's element type. */
 static const gchar *
-frame_element (const DqReorderConfig * cfg, guint * bits)
+frame_element (const DqReorderConfig *cfg, guint *bits)
 {
   DqElemType t = cfg->output_type != DQ_ELEM_SAME ? cfg->output_type : cfg->input_type;
   switch (t) {
-    case DQ_ELEM_INT4:
-      *bits = 4;
-      return "int4";
-    case DQ_ELEM_INT8:
-      *bits = 8;
-      return "int8";
-    case DQ_ELEM_INT16:
-      *bits = 16;
-      return "int16";
-    case DQ_ELEM_INT32:
-      *bits = 32;
-      return "int32";
-    case DQ_ELEM_FP16:
-      *bits = 16;
-      return "fp16";
-    case DQ_ELEM_BF16:
-      *bits = 16;
-      return "bf16";
-    case DQ_ELEM_FP32:
-      *bits = 32;
-      return "fp32";
-    case DQ_ELEM_FP64:
-      *bits = 64;
-      return "fp64";
-    default:
-      *bits = 8;
-      return "u8";
+    case DQ_ELEM_INT4: *bits = 4; return "int4";
+    case DQ_ELEM_INT8: *bits = 8; return "int8";
+    case DQ_ELEM_INT16: *bits = 16; return "int16";
+    case DQ_ELEM_INT32: *bits = 32; return "int32";
+    case DQ_ELEM_FP16: *bits = 16; return "fp16";
+    case DQ_ELEM_BF16: *bits = 16; return "bf16";
+    case DQ_ELEM_FP32: *bits = 32; return "fp32";
+    case DQ_ELEM_FP64: *bits = 64; return "fp64";
+    default: *bits = 8; return "u8";
   }
 }
 
@@ -183,7 +169,7 @@ frame_element (const DqReorderConfig * cfg, guint * bits)
  * retired first, so frames and events keep their order. */
 
 static gboolean
-reorder_running (GstDaqiriReorder * self)
+reorder_running (GstDaqiriReorder *self)
 {
   return self->backend != NULL;
 }
@@ -191,14 +177,14 @@ reorder_running (GstDaqiriReorder * self)
 /* With a device context (the pipeline's CUDA context), the backend's work runs in it: made
  * current around every backend call. */
 static void
-backend_enter (GstDaqiriReorder * self)
+backend_enter (GstDaqiriReorder *self)
 {
   if (self->run_backend && self->run_backend->enter)
     self->run_backend->enter (self);
 }
 
 static void
-backend_leave (GstDaqiriReorder * self)
+backend_leave (GstDaqiriReorder *self)
 {
   if (self->run_backend && self->run_backend->leave)
     self->run_backend->leave (self);
@@ -206,17 +192,16 @@ backend_leave (GstDaqiriReorder * self)
 
 /* Bursts submitted and not yet retired, and (if frames) the frames they may still take. */
 static guint
-backend_in_flight (GstDaqiriReorder * self, guint * frames)
+backend_in_flight (GstDaqiriReorder *self, guint *frames)
 {
   return self->backend->klass->in_flight (self->backend, frames);
 }
 
-static GstFlowReturn handle_completion (GstDaqiriReorder * self,
-    const DqReorderCompletion * c);
-static void account (GstDaqiriReorder * self, const DqReorderCompletion * c);
+static GstFlowReturn handle_completion (GstDaqiriReorder *self, const DqReorderCompletion *c);
+static void account (GstDaqiriReorder *self, const DqReorderCompletion *c);
 
 static void
-slot_free (FrameSlot * slot)
+slot_free (FrameSlot *slot)
 {
   gst_buffer_unmap (slot->buf, &slot->map);
   gst_buffer_unref (slot->buf);
@@ -225,7 +210,7 @@ slot_free (FrameSlot * slot)
 
 /* A completion's counters, and the frames it gives back unused freed. */
 static void
-account_released (GstDaqiriReorder * self, const DqReorderCompletion * c)
+account_released (GstDaqiriReorder *self, const DqReorderCompletion *c)
 {
   account (self, c);
   for (guint i = 0; i < c->n_released; i++) {
@@ -236,7 +221,7 @@ account_released (GstDaqiriReorder * self, const DqReorderCompletion * c)
 
 /* A completion whose batches are not pushed (a reset, teardown): counted, frames freed. */
 static void
-drop_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
+drop_completion (GstDaqiriReorder *self, const DqReorderCompletion *c)
 {
   account_released (self, c);
   for (guint i = 0; i < c->n_batches; i++)
@@ -250,7 +235,7 @@ drop_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
  * already done. Their batches are pushed (push) or dropped. GST_FLOW_ERROR, posted, when the
  * backend fails; else the first push's failure, if any. */
 static GstFlowReturn
-backend_retire (GstDaqiriReorder * self, guint max, gboolean wait, gboolean push)
+backend_retire (GstDaqiriReorder *self, guint max, gboolean wait, gboolean push)
 {
   ReorderBackend *be = self->backend;
   GstFlowReturn ret = GST_FLOW_OK;
@@ -260,8 +245,8 @@ backend_retire (GstDaqiriReorder * self, guint max, gboolean wait, gboolean push
     if (r == 0)
       break;
     if (r < 0) {
-      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("%s reorder failed: %s", be->klass->name,
-              be->klass->error (be)), (NULL));
+      GST_ELEMENT_ERROR (self, STREAM, FAILED,
+          ("%s reorder failed: %s", be->klass->name, be->klass->error (be)), (NULL));
       return GST_FLOW_ERROR;
     }
     if (!push) {
@@ -278,7 +263,7 @@ backend_retire (GstDaqiriReorder * self, guint max, gboolean wait, gboolean push
 /* Every burst in flight finished and its frames pushed (a serialized event or a drain query
  * goes on next, or upstream went quiet). */
 static void
-backend_retire_all (GstDaqiriReorder * self)
+backend_retire_all (GstDaqiriReorder *self)
 {
   if (reorder_running (self) && backend_in_flight (self, NULL)) {
     backend_enter (self);
@@ -290,7 +275,7 @@ backend_retire_all (GstDaqiriReorder * self)
 /* A flush of the backend. The bursts in flight are retired first: their batches pushed, except
  * on a reset (dropped). */
 static int
-backend_flush (GstDaqiriReorder * self, DqFlushMode mode, DqReorderCompletion * c)
+backend_flush (GstDaqiriReorder *self, DqFlushMode mode, DqReorderCompletion *c)
 {
   ReorderBackend *be = self->backend;
   if (backend_retire (self, G_MAXUINT, TRUE, mode != DQ_FLUSH_RESET) == GST_FLOW_ERROR)
@@ -312,7 +297,7 @@ backend_flush (GstDaqiriReorder * self, DqFlushMode mode, DqReorderCompletion * 
 }
 
 static void
-backend_free (GstDaqiriReorder * self)
+backend_free (GstDaqiriReorder *self)
 {
   if (self->backend) {
     self->backend->klass->destroy (self->backend);
@@ -322,7 +307,7 @@ backend_free (GstDaqiriReorder * self)
 
 /* Creates the backend of self->run_memory; FALSE with an error posted. */
 static gboolean
-backend_new (GstDaqiriReorder * self)
+backend_new (GstDaqiriReorder *self)
 {
   if (self->run_memory == GST_DAQIRI_MEMORY_CUDA &&
       !gst_daqiri_cuda_usable (GST_ELEMENT_CAST (self), "memory"))
@@ -339,7 +324,7 @@ backend_new (GstDaqiriReorder * self)
 
 /* Hands one more frame from the pool to the backend. */
 static gboolean
-add_frame (GstDaqiriReorder * self)
+add_frame (GstDaqiriReorder *self)
 {
   ReorderBackend *be = self->backend;
   GstBuffer *buf = NULL;
@@ -367,7 +352,7 @@ add_frame (GstDaqiriReorder * self)
 }
 
 static void
-stop_reorder (GstDaqiriReorder * self)
+stop_reorder (GstDaqiriReorder *self)
 {
   backend_enter (self);
   if (reorder_running (self)) {
@@ -398,7 +383,7 @@ stop_reorder (GstDaqiriReorder * self)
 }
 
 static gboolean
-start_reorder (GstDaqiriReorder * self)
+start_reorder (GstDaqiriReorder *self)
 {
   char msg[256];
 
@@ -420,16 +405,17 @@ start_reorder (GstDaqiriReorder * self)
   self->run_backend = reorder_backend_lookup (self->run_memory);
 
   if (dq_reorder_config_validate (&self->run_cfg, msg, sizeof msg) != 0) {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", msg),
-        ("invalid reorder configuration"));
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", msg), ("invalid reorder configuration"));
     return FALSE;
   }
   guint64 frame_size = dq_reorder_frame_size (&self->run_cfg);
   if (frame_size > G_MAXUINT) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
         ("a frame of %" G_GUINT64_FORMAT " bytes (packets-per-batch %u x payload %u): allowed "
-            "up to %u bytes", frame_size, self->run_cfg.packets_per_batch,
-            dq_reorder_output_payload_size (&self->run_cfg), G_MAXUINT), (NULL));
+         "up to %u bytes",
+            frame_size, self->run_cfg.packets_per_batch,
+            dq_reorder_output_payload_size (&self->run_cfg), G_MAXUINT),
+        (NULL));
     return FALSE;
   }
 
@@ -440,13 +426,12 @@ start_reorder (GstDaqiriReorder * self)
     guint bits;
     const gchar *etype = frame_element (&self->run_cfg, &bits);
     guint64 elements = frame_size * 8 / bits;
-    self->out_caps = gst_caps_new_simple (GST_DAQIRI_FRAME_MEDIA_TYPE,
-        "element-type", G_TYPE_STRING, etype,
-        "elements", G_TYPE_INT, (gint) MIN (elements, (guint64) G_MAXINT),
+    self->out_caps = gst_caps_new_simple (GST_DAQIRI_FRAME_MEDIA_TYPE, "element-type",
+        G_TYPE_STRING, etype, "elements", G_TYPE_INT, (gint) MIN (elements, (guint64) G_MAXINT),
         "packets-per-batch", G_TYPE_INT, (gint) self->run_cfg.packets_per_batch, NULL);
     if (self->run_memory == GST_DAQIRI_MEMORY_CUDA)
-      gst_caps_set_features (self->out_caps, 0,
-          gst_caps_features_new (GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, NULL));
+      gst_caps_set_features (
+          self->out_caps, 0, gst_caps_features_new (GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, NULL));
   }
   if (reorder_unpacks (self) && self->run_memory == GST_DAQIRI_MEMORY_SYSTEM &&
       !reorder_system_video_setup (self))
@@ -464,8 +449,7 @@ start_reorder (GstDaqiriReorder * self)
      * their own pool */
     self->pool = gst_buffer_pool_new ();
     GstStructure *config = gst_buffer_pool_get_config (self->pool);
-    gst_buffer_pool_config_set_params (config, self->out_caps, (guint) frame_size, window + 1,
-        0);
+    gst_buffer_pool_config_set_params (config, self->out_caps, (guint) frame_size, window + 1, 0);
     if (self->run_backend->configure_pool)
       self->run_backend->configure_pool (self, config);
     ok = gst_buffer_pool_set_config (self->pool, config) &&
@@ -479,13 +463,13 @@ start_reorder (GstDaqiriReorder * self)
   backend_leave (self);
   if (!ok)
     return FALSE;
-  GST_INFO_OBJECT (self, "frames of %u bytes, window %u, caps %" GST_PTR_FORMAT,
-      (guint) frame_size, window, self->out_caps);
+  GST_INFO_OBJECT (self, "frames of %u bytes, window %u, caps %" GST_PTR_FORMAT, (guint) frame_size,
+      window, self->out_caps);
   return TRUE;
 }
 
 static GstFlowReturn
-ensure_caps (GstDaqiriReorder * self)
+ensure_caps (GstDaqiriReorder *self)
 {
   if (self->caps_sent)
     return GST_FLOW_OK;
@@ -498,7 +482,7 @@ ensure_caps (GstDaqiriReorder * self)
 /* A batch's flags as the element reports them: PUSHED only on a partial batch (a complete
  * one is COMPLETE, whatever moved the window past it). */
 static guint
-batch_flags (const DqReorderBatch * b)
+batch_flags (const DqReorderBatch *b)
 {
   if (b->flags & DQ_BATCH_COMPLETE)
     return b->flags & ~DQ_BATCH_PUSHED;
@@ -507,7 +491,7 @@ batch_flags (const DqReorderBatch * b)
 
 /* The counters after one completion. */
 static void
-account (GstDaqiriReorder * self, const DqReorderCompletion * c)
+account (GstDaqiriReorder *self, const DqReorderCompletion *c)
 {
   self->window = c->window;
   GST_OBJECT_LOCK (self);
@@ -534,15 +518,15 @@ account (GstDaqiriReorder * self, const DqReorderCompletion * c)
 
 /* The deadline of the oldest open batch after a completion (under the stream lock). */
 static void
-timer_set (GstDaqiriReorder * self, const DqReorderWindow * w)
+timer_set (GstDaqiriReorder *self, const DqReorderWindow *w)
 {
   GstClockTime deadline = GST_CLOCK_TIME_NONE;
   if (self->run_timeout && self->have_offset && w->open &&
       GST_CLOCK_TIME_IS_VALID (w->oldest_first_timestamp) &&
       w->oldest_first_timestamp <= G_MAXINT64 - self->run_timeout) {
     gint64 d = (gint64) (w->oldest_first_timestamp + self->run_timeout);
-    d = self->clock_offset > 0 && d > G_MAXINT64 - self->clock_offset ? G_MAXINT64 :
-        d + self->clock_offset;
+    d = self->clock_offset > 0 && d > G_MAXINT64 - self->clock_offset ? G_MAXINT64
+                                                                      : d + self->clock_offset;
     deadline = (GstClockTime) MAX (d, 0);
   }
   g_mutex_lock (&self->t_lock);
@@ -555,7 +539,7 @@ timer_set (GstDaqiriReorder * self, const DqReorderWindow * w)
 
 /* The pipeline clock's running time, NONE unless PLAYING with a clock. */
 static GstClockTime
-running_time_now (GstDaqiriReorder * self)
+running_time_now (GstDaqiriReorder *self)
 {
   GstClockTime now = GST_CLOCK_TIME_NONE;
   GST_OBJECT_LOCK (self);
@@ -572,8 +556,7 @@ running_time_now (GstDaqiriReorder * self)
   return now;
 }
 
-static GstFlowReturn flush_expired (GstDaqiriReorder * self, GstClockTime now,
-    DqReorderWindow w);
+static GstFlowReturn flush_expired (GstDaqiriReorder *self, GstClockTime now, DqReorderWindow w);
 
 static gpointer
 timer_run (gpointer data)
@@ -591,8 +574,8 @@ timer_run (gpointer data)
     if (!GST_CLOCK_TIME_IS_VALID (now) || now <= deadline) {
       /* look again when it may be due, at least every 10 ms (the clock may be paused,
        * replaced, or not run in step with the monotonic clock) */
-      gint64 wait_us = GST_CLOCK_TIME_IS_VALID (now) ?
-          (gint64) MIN ((deadline - now) / 1000 + 1, 10000) : 10000;
+      gint64 wait_us =
+          GST_CLOCK_TIME_IS_VALID (now) ? (gint64) MIN ((deadline - now) / 1000 + 1, 10000) : 10000;
       g_mutex_lock (&self->t_lock);
       if (!self->t_stop && self->t_deadline == deadline)
         g_cond_wait_until (&self->t_cond, &self->t_lock, g_get_monotonic_time () + wait_us);
@@ -652,7 +635,7 @@ retire_run (gpointer data)
 
 /* After a submission (stream lock held): the retirer knows bursts are in flight. */
 static void
-retire_note_burst (GstDaqiriReorder * self)
+retire_note_burst (GstDaqiriReorder *self)
 {
   g_mutex_lock (&self->t_lock);
   self->t_bursts++;
@@ -664,7 +647,7 @@ retire_note_burst (GstDaqiriReorder * self)
 }
 
 static void
-timer_start (GstDaqiriReorder * self)
+timer_start (GstDaqiriReorder *self)
 {
   self->t_stop = FALSE;
   self->t_deadline = GST_CLOCK_TIME_NONE;
@@ -679,7 +662,7 @@ timer_start (GstDaqiriReorder * self)
 
 /* With the pads deactivated (no push in flight can block). */
 static void
-timer_stop (GstDaqiriReorder * self)
+timer_stop (GstDaqiriReorder *self)
 {
   if (!self->timer)
     return;
@@ -693,7 +676,7 @@ timer_stop (GstDaqiriReorder * self)
 
 /* Pushes the batches of one completion, frees released frames. */
 static GstFlowReturn
-handle_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
+handle_completion (GstDaqiriReorder *self, const DqReorderCompletion *c)
 {
   GstFlowReturn ret = GST_FLOW_OK;
 
@@ -703,8 +686,7 @@ handle_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
   for (guint i = 0; i < c->n_batches; i++) {
     const DqReorderBatch *b = &c->batches[i];
     if (!b->frame_user) {
-      GST_WARNING_OBJECT (self, "batch %" G_GUINT64_FORMAT " had no frame: dropped",
-          b->batch_id);
+      GST_WARNING_OBJECT (self, "batch %" G_GUINT64_FORMAT " had no frame: dropped", b->batch_id);
       continue;
     }
     FrameSlot *slot = b->frame_user;
@@ -730,18 +712,17 @@ handle_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
       ret = GST_FLOW_ERROR;
       continue;
     }
-    GST_BUFFER_PTS (buf) = b->first_timestamp;      /* GST_CLOCK_TIME_NONE when unknown */
+    GST_BUFFER_PTS (buf) = b->first_timestamp; /* GST_CLOCK_TIME_NONE when unknown */
     GST_BUFFER_DTS (buf) = GST_CLOCK_TIME_NONE;
     GST_BUFFER_OFFSET (buf) = b->batch_id;
     GstCustomMeta *meta = gst_buffer_add_custom_meta (buf, GST_DAQIRI_FRAME_META_NAME);
     guint flags = batch_flags (b);
     if (meta) {
       GstStructure *s = gst_custom_meta_get_structure (meta);
-      gst_structure_set (s, "batch-id", G_TYPE_UINT64, b->batch_id,
-          "packets", G_TYPE_UINT, b->packets, "missing", G_TYPE_UINT, b->missing,
-          "duplicates", G_TYPE_UINT, b->duplicates, "late", G_TYPE_UINT, b->late,
-          "short", G_TYPE_UINT, b->short_packets, "flags", G_TYPE_UINT, flags,
-          "complete", G_TYPE_BOOLEAN, (flags & DQ_BATCH_COMPLETE) != 0,
+      gst_structure_set (s, "batch-id", G_TYPE_UINT64, b->batch_id, "packets", G_TYPE_UINT,
+          b->packets, "missing", G_TYPE_UINT, b->missing, "duplicates", G_TYPE_UINT, b->duplicates,
+          "late", G_TYPE_UINT, b->late, "short", G_TYPE_UINT, b->short_packets, "flags",
+          G_TYPE_UINT, flags, "complete", G_TYPE_BOOLEAN, (flags & DQ_BATCH_COMPLETE) != 0,
           "flushed", G_TYPE_BOOLEAN, (flags & DQ_BATCH_FLUSHED) != 0, NULL);
     }
     ret = ensure_caps (self);
@@ -755,7 +736,7 @@ handle_completion (GstDaqiriReorder * self, const DqReorderCompletion * c)
 }
 
 static GstFlowReturn
-flush_reorder (GstDaqiriReorder * self, DqFlushMode mode)
+flush_reorder (GstDaqiriReorder *self, DqFlushMode mode)
 {
   DqReorderCompletion c;
   if (!reorder_running (self))
@@ -765,10 +746,10 @@ flush_reorder (GstDaqiriReorder * self, DqFlushMode mode)
   return handle_completion (self, &c);
 }
 
-static GstFlowReturn chain_burst (GstDaqiriReorder * self, GstBuffer * buf);
+static GstFlowReturn chain_burst (GstDaqiriReorder *self, GstBuffer *buf);
 
 static GstFlowReturn
-gst_daqiri_reorder_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
+gst_daqiri_reorder_chain (GstPad *pad, GstObject *parent, GstBuffer *buf)
 {
   GstDaqiriReorder *self = GST_DAQIRI_REORDER (parent);
   backend_enter (self);
@@ -778,7 +759,7 @@ gst_daqiri_reorder_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
 }
 
 static GstFlowReturn
-chain_burst (GstDaqiriReorder * self, GstBuffer * buf)
+chain_burst (GstDaqiriReorder *self, GstBuffer *buf)
 {
   GstFlowReturn ret = GST_FLOW_OK;
   GstMapInfo map;
@@ -816,8 +797,7 @@ chain_burst (GstDaqiriReorder * self, GstBuffer * buf)
   GstClockTime pts = GST_BUFFER_PTS (buf);
   if (self->run_timeout && GST_CLOCK_TIME_IS_VALID (pts)) {
     GstClockTime now = running_time_now (self);
-    self->have_offset = GST_CLOCK_TIME_IS_VALID (now) && now <= G_MAXINT64 &&
-        pts <= G_MAXINT64;
+    self->have_offset = GST_CLOCK_TIME_IS_VALID (now) && now <= G_MAXINT64 && pts <= G_MAXINT64;
     if (self->have_offset)
       self->clock_offset = (gint64) now - (gint64) pts;
   }
@@ -861,8 +841,8 @@ chain_burst (GstDaqiriReorder * self, GstBuffer * buf)
 
   /* the backend takes the burst */
   if (be->klass->submit (be, buf, &map, on_gpu, n ? self->scratch : NULL, n, frames) != 0) {
-    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("reorder failed on a burst of %u packets", n),
-        (NULL));
+    GST_ELEMENT_ERROR (
+        self, STREAM, FAILED, ("reorder failed on a burst of %u packets", n), (NULL));
     return GST_FLOW_ERROR;
   }
   /* one at a time (the CPU twin's is done; with a timeout, which is checked on each burst's
@@ -879,13 +859,13 @@ chain_burst (GstDaqiriReorder * self, GstBuffer * buf)
 /* Timeout: flushes the oldest open batch while its first burst is more than `timeout`
  * behind `now` (a running time). Under the stream lock. */
 static GstFlowReturn
-flush_expired (GstDaqiriReorder * self, GstClockTime now, DqReorderWindow w)
+flush_expired (GstDaqiriReorder *self, GstClockTime now, DqReorderWindow w)
 {
   GstFlowReturn ret = GST_FLOW_OK;
   const guint64 timeout = self->run_timeout;
-  while (ret == GST_FLOW_OK && timeout && GST_CLOCK_TIME_IS_VALID (now) && w.open
-      && GST_CLOCK_TIME_IS_VALID (w.oldest_first_timestamp)
-      && now > w.oldest_first_timestamp && now - w.oldest_first_timestamp > timeout) {
+  while (ret == GST_FLOW_OK && timeout && GST_CLOCK_TIME_IS_VALID (now) && w.open &&
+      GST_CLOCK_TIME_IS_VALID (w.oldest_first_timestamp) && now > w.oldest_first_timestamp &&
+      now - w.oldest_first_timestamp > timeout) {
     DqReorderCompletion c;
     if (backend_flush (self, DQ_FLUSH_OLDEST, &c) != 0) {
       GST_ELEMENT_ERROR (self, STREAM, FAILED, ("reorder flush failed"), (NULL));
@@ -898,7 +878,7 @@ flush_expired (GstDaqiriReorder * self, GstClockTime now, DqReorderWindow w)
 }
 
 static gboolean
-gst_daqiri_reorder_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
+gst_daqiri_reorder_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
 {
   GstDaqiriReorder *self = GST_DAQIRI_REORDER (parent);
 
@@ -913,7 +893,7 @@ gst_daqiri_reorder_sink_event (GstPad * pad, GstObject * parent, GstEvent * even
       flush_reorder (self, DQ_FLUSH_ALL);
       backend_leave (self);
       break;
-    case GST_EVENT_FLUSH_STOP:{
+    case GST_EVENT_FLUSH_STOP: {
       /* a discontinuity: forget the stream, open batches are dropped (counted as flushed) */
       DqReorderCompletion c;
       backend_enter (self);
@@ -935,7 +915,7 @@ gst_daqiri_reorder_sink_event (GstPad * pad, GstObject * parent, GstEvent * even
 }
 
 static void
-gst_daqiri_reorder_set_context (GstElement * element, GstContext * context)
+gst_daqiri_reorder_set_context (GstElement *element, GstContext *context)
 {
   const ReorderBackendClass *gpu = reorder_backend_lookup (GST_DAQIRI_MEMORY_CUDA);
   if (gpu && gpu->set_context)
@@ -945,7 +925,7 @@ gst_daqiri_reorder_set_context (GstElement * element, GstContext * context)
 
 /* Answers context queries for the pipeline's CUDA context, on both pads. */
 static gboolean
-gst_daqiri_reorder_query (GstPad * pad, GstObject * parent, GstQuery * query)
+gst_daqiri_reorder_query (GstPad *pad, GstObject *parent, GstQuery *query)
 {
   GstDaqiriReorder *self = GST_DAQIRI_REORDER (parent);
   const ReorderBackendClass *gpu = reorder_backend_lookup (GST_DAQIRI_MEMORY_CUDA);
@@ -964,7 +944,7 @@ gst_daqiri_reorder_query (GstPad * pad, GstObject * parent, GstQuery * query)
 }
 
 static GstStateChangeReturn
-gst_daqiri_reorder_change_state (GstElement * element, GstStateChange transition)
+gst_daqiri_reorder_change_state (GstElement *element, GstStateChange transition)
 {
   GstDaqiriReorder *self = GST_DAQIRI_REORDER (element);
   const ReorderBackendClass *gpu = reorder_backend_lookup (GST_DAQIRI_MEMORY_CUDA);
@@ -993,28 +973,23 @@ gst_daqiri_reorder_change_state (GstElement * element, GstStateChange transition
 }
 
 static GstStructure *
-make_stats (GstDaqiriReorder * self)
+make_stats (GstDaqiriReorder *self)
 {
   GST_OBJECT_LOCK (self);
-  GstStructure *s = gst_structure_new ("daqirireorder-stats",
-      "packets", G_TYPE_UINT64, self->st_packets,
-      "batches", G_TYPE_UINT64, self->st_batches,
-      "complete", G_TYPE_UINT64, self->st_complete,
-      "flushed", G_TYPE_UINT64, self->st_flushed,
-      "pushed", G_TYPE_UINT64, self->st_pushed,
-      "skipped", G_TYPE_UINT64, self->st_skipped,
-      "missing", G_TYPE_UINT64, self->st_missing,
-      "duplicates", G_TYPE_UINT64, self->st_duplicates,
-      "late", G_TYPE_UINT64, self->st_late,
-      "short", G_TYPE_UINT64, self->st_short,
-      "no-frame", G_TYPE_UINT64, self->st_no_frame, NULL);
+  GstStructure *s = gst_structure_new ("daqirireorder-stats", "packets", G_TYPE_UINT64,
+      self->st_packets, "batches", G_TYPE_UINT64, self->st_batches, "complete", G_TYPE_UINT64,
+      self->st_complete, "flushed", G_TYPE_UINT64, self->st_flushed, "pushed", G_TYPE_UINT64,
+      self->st_pushed, "skipped", G_TYPE_UINT64, self->st_skipped, "missing", G_TYPE_UINT64,
+      self->st_missing, "duplicates", G_TYPE_UINT64, self->st_duplicates, "late", G_TYPE_UINT64,
+      self->st_late, "short", G_TYPE_UINT64, self->st_short, "no-frame", G_TYPE_UINT64,
+      self->st_no_frame, NULL);
   GST_OBJECT_UNLOCK (self);
   return s;
 }
 
 static void
-gst_daqiri_reorder_set_property (GObject * object, guint prop_id, const GValue * value,
-    GParamSpec * pspec)
+gst_daqiri_reorder_set_property (
+    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
 {
   GstDaqiriReorder *self = GST_DAQIRI_REORDER (object);
   DqReorderConfig *cfg = &self->cfg;
@@ -1025,50 +1000,27 @@ gst_daqiri_reorder_set_property (GObject * object, guint prop_id, const GValue *
     return;
   }
   switch (prop_id) {
-    case PROP_INPUT_TYPE:
-      cfg->input_type = (DqElemType) g_value_get_enum (value);
-      break;
-    case PROP_OUTPUT_TYPE:
-      cfg->output_type = (DqElemType) g_value_get_enum (value);
-      break;
-    case PROP_BYTE_ORDER:
-      cfg->byte_order = (DqByteOrder) g_value_get_enum (value);
-      break;
-    case PROP_WINDOW:
-      cfg->window = g_value_get_uint (value);
-      break;
-    case PROP_TIMEOUT:
-      self->timeout = g_value_get_uint64 (value);
-      break;
-    case PROP_MEMORY:
-      self->memory = (GstDaqiriMemory) g_value_get_enum (value);
-      break;
-    case PROP_VIDEO_FORMAT:
-      self->video_format = (GstVideoFormat) g_value_get_enum (value);
-      break;
-    case PROP_WIDTH:
-      self->width = g_value_get_uint (value);
-      break;
-    case PROP_HEIGHT:
-      self->height = g_value_get_uint (value);
-      break;
+    case PROP_INPUT_TYPE: cfg->input_type = (DqElemType) g_value_get_enum (value); break;
+    case PROP_OUTPUT_TYPE: cfg->output_type = (DqElemType) g_value_get_enum (value); break;
+    case PROP_BYTE_ORDER: cfg->byte_order = (DqByteOrder) g_value_get_enum (value); break;
+    case PROP_WINDOW: cfg->window = g_value_get_uint (value); break;
+    case PROP_TIMEOUT: self->timeout = g_value_get_uint64 (value); break;
+    case PROP_MEMORY: self->memory = (GstDaqiriMemory) g_value_get_enum (value); break;
+    case PROP_VIDEO_FORMAT: self->video_format = (GstVideoFormat) g_value_get_enum (value); break;
+    case PROP_WIDTH: self->width = g_value_get_uint (value); break;
+    case PROP_HEIGHT: self->height = g_value_get_uint (value); break;
     case PROP_FRAMERATE:
       self->fps_n = gst_value_get_fraction_numerator (value);
       self->fps_d = gst_value_get_fraction_denominator (value);
       break;
-    case PROP_MAX_INFLIGHT:
-      self->max_inflight = g_value_get_uint (value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
+    case PROP_MAX_INFLIGHT: self->max_inflight = g_value_get_uint (value); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec); break;
   }
   GST_OBJECT_UNLOCK (self);
 }
 
 static void
-gst_daqiri_reorder_get_property (GObject * object, guint prop_id, GValue * value,
-    GParamSpec * pspec)
+gst_daqiri_reorder_get_property (GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
 {
   GstDaqiriReorder *self = GST_DAQIRI_REORDER (object);
   DqReorderConfig *cfg = &self->cfg;
@@ -1083,48 +1035,24 @@ gst_daqiri_reorder_get_property (GObject * object, guint prop_id, GValue * value
     return;
   }
   switch (prop_id) {
-    case PROP_INPUT_TYPE:
-      g_value_set_enum (value, cfg->input_type);
-      break;
-    case PROP_OUTPUT_TYPE:
-      g_value_set_enum (value, cfg->output_type);
-      break;
-    case PROP_BYTE_ORDER:
-      g_value_set_enum (value, cfg->byte_order);
-      break;
-    case PROP_WINDOW:
-      g_value_set_uint (value, cfg->window);
-      break;
-    case PROP_TIMEOUT:
-      g_value_set_uint64 (value, self->timeout);
-      break;
-    case PROP_MEMORY:
-      g_value_set_enum (value, self->memory);
-      break;
-    case PROP_VIDEO_FORMAT:
-      g_value_set_enum (value, self->video_format);
-      break;
-    case PROP_WIDTH:
-      g_value_set_uint (value, self->width);
-      break;
-    case PROP_HEIGHT:
-      g_value_set_uint (value, self->height);
-      break;
-    case PROP_FRAMERATE:
-      gst_value_set_fraction (value, self->fps_n, self->fps_d);
-      break;
-    case PROP_MAX_INFLIGHT:
-      g_value_set_uint (value, self->max_inflight);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
+    case PROP_INPUT_TYPE: g_value_set_enum (value, cfg->input_type); break;
+    case PROP_OUTPUT_TYPE: g_value_set_enum (value, cfg->output_type); break;
+    case PROP_BYTE_ORDER: g_value_set_enum (value, cfg->byte_order); break;
+    case PROP_WINDOW: g_value_set_uint (value, cfg->window); break;
+    case PROP_TIMEOUT: g_value_set_uint64 (value, self->timeout); break;
+    case PROP_MEMORY: g_value_set_enum (value, self->memory); break;
+    case PROP_VIDEO_FORMAT: g_value_set_enum (value, self->video_format); break;
+    case PROP_WIDTH: g_value_set_uint (value, self->width); break;
+    case PROP_HEIGHT: g_value_set_uint (value, self->height); break;
+    case PROP_FRAMERATE: gst_value_set_fraction (value, self->fps_n, self->fps_d); break;
+    case PROP_MAX_INFLIGHT: g_value_set_uint (value, self->max_inflight); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec); break;
   }
   GST_OBJECT_UNLOCK (self);
 }
 
 static void
-gst_daqiri_reorder_finalize (GObject * object)
+gst_daqiri_reorder_finalize (GObject *object)
 {
   GstDaqiriReorder *self = GST_DAQIRI_REORDER (object);
   timer_stop (self);
@@ -1136,7 +1064,7 @@ gst_daqiri_reorder_finalize (GObject * object)
 }
 
 static void
-gst_daqiri_reorder_init (GstDaqiriReorder * self)
+gst_daqiri_reorder_init (GstDaqiriReorder *self)
 {
   dq_reorder_config_init (&self->cfg);
   self->video_format = GST_VIDEO_FORMAT_UNKNOWN;
@@ -1158,7 +1086,7 @@ gst_daqiri_reorder_init (GstDaqiriReorder * self)
 #define RW_READY (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)
 
 static void
-gst_daqiri_reorder_class_init (GstDaqiriReorderClass * klass)
+gst_daqiri_reorder_class_init (GstDaqiriReorderClass *klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
@@ -1195,7 +1123,8 @@ gst_daqiri_reorder_class_init (GstDaqiriReorderClass * klass)
       g_param_spec_uint64 ("timeout", "Timeout",
           "Flush (flag FLUSHED) the oldest partial batch once its first burst's PTS is more "
           "than this many ns behind a newer burst's PTS or, in PLAYING, the clock's running "
-          "time; 0: never", 0, G_MAXUINT64, 0, RW_READY));
+          "time; 0: never",
+          0, G_MAXUINT64, 0, RW_READY));
   g_object_class_install_property (gobject_class, PROP_MEMORY,
       g_param_spec_enum ("memory", "Memory",
           "Where frames are made: system (CPU twin of the kernels) or cuda (GPU kernels, "
@@ -1214,36 +1143,35 @@ gst_daqiri_reorder_class_init (GstDaqiriReorderClass * klass)
           "cudadownload and the nvcodec elements). unknown: not video",
           GST_TYPE_VIDEO_FORMAT, GST_VIDEO_FORMAT_UNKNOWN, RW_READY));
   g_object_class_install_property (gobject_class, PROP_WIDTH,
-      g_param_spec_uint ("width", "Width", "Picture width in pixels (with video-format); "
+      g_param_spec_uint ("width", "Width",
+          "Picture width in pixels (with video-format); "
           "width x height x pixel size must be the frame size (UYVP and I422_10LE: "
-          "width x height x 5/2 bytes, width even; UYVP: a multiple of 8)", 0, G_MAXINT, 0,
-          RW_READY));
-  g_object_class_install_property (gobject_class, PROP_HEIGHT,
-      g_param_spec_uint ("height", "Height", "Picture height in rows (with video-format)",
+          "width x height x 5/2 bytes, width even; UYVP: a multiple of 8)",
           0, G_MAXINT, 0, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_HEIGHT,
+      g_param_spec_uint ("height", "Height", "Picture height in rows (with video-format)", 0,
+          G_MAXINT, 0, RW_READY));
   g_object_class_install_property (gobject_class, PROP_FRAMERATE,
       gst_param_spec_fraction ("framerate", "Frame rate",
-          "Frame rate put in the video caps (0/1: variable)", 0, 1, G_MAXINT, 1, 0, 1,
-          RW_READY));
+          "Frame rate put in the video caps (0/1: variable)", 0, 1, G_MAXINT, 1, 0, 1, RW_READY));
   g_object_class_install_property (gobject_class, PROP_MAX_INFLIGHT,
       g_param_spec_uint ("max-inflight", "Bursts in flight",
           "memory=cuda: bursts whose GPU work may still run while the next bursts are taken "
           "from upstream (their frames are pushed, in order, once it is done: when more bursts "
           "come, or 0.2-0.4 ms after upstream goes quiet); 1: each burst's GPU work is awaited "
           "before the next burst is taken (the least latency, the lowest rate). With a "
-          "timeout, 1 is used (the timeout is checked on each burst's result)", 1,
-          REORDER_MAX_INFLIGHT,
-          REORDER_DEFAULT_INFLIGHT, RW_READY));
+          "timeout, 1 is used (the timeout is checked on each burst's result)",
+          1, REORDER_MAX_INFLIGHT, REORDER_DEFAULT_INFLIGHT, RW_READY));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "packets, batches, complete, flushed, pushed, skipped, missing (slots), duplicates, "
-          "late, short, no-frame", GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+          "late, short, no-frame",
+          GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
-  gst_element_class_set_static_metadata (element_class, "daqiri packet reorder",
-      "Filter/Network", "Reorders packet bursts by sequence number into frames (system or GPU memory)",
-      "daqiri");
+  gst_element_class_set_static_metadata (element_class, "daqiri packet reorder", "Filter/Network",
+      "Reorders packet bursts by sequence number into frames (system or GPU memory)", "daqiri");
   gst_type_mark_as_plugin_api (GST_TYPE_DAQIRI_ELEMENT_TYPE, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_DAQIRI_BYTE_ORDER, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_DAQIRI_MEMORY, 0);

@@ -68,9 +68,9 @@ struct _GstDaqiriSink {
 
   /* between start and stop */
   DqPort *port;
-  DqTxQueue *txq;               /* copies */
-  gboolean can_lend;            /* the engine lends TX slots */
-  GstDaqiriTxRing *ring;        /* the pool's TX queue, made at the first allocation
+  DqTxQueue *txq;        /* copies */
+  gboolean can_lend;     /* the engine lends TX slots */
+  GstDaqiriTxRing *ring; /* the pool's TX queue, made at the first allocation
                                  * query; written in place */
   gint flushing;
 
@@ -90,12 +90,11 @@ struct _GstDaqiriSink {
 G_DEFINE_TYPE (GstDaqiriSink, gst_daqiri_sink, GST_TYPE_BASE_SINK);
 GST_ELEMENT_REGISTER_DEFINE (daqirisink, "daqirisink", GST_RANK_NONE, GST_TYPE_DAQIRI_SINK);
 
-static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
-    GST_PAD_SINK, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE "; application/octet-stream"));
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink", GST_PAD_SINK,
+    GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE "; application/octet-stream"));
 
 static void
-add_stats (DqTxStats * sum, const DqTxStats * s)
+add_stats (DqTxStats *sum, const DqTxStats *s)
 {
   sum->packets += s->packets;
   sum->bytes += s->bytes;
@@ -106,7 +105,7 @@ add_stats (DqTxStats * sum, const DqTxStats * s)
 
 /* both queues; object lock held */
 static void
-collect_stats (GstDaqiriSink * self, DqTxStats * sum)
+collect_stats (GstDaqiriSink *self, DqTxStats *sum)
 {
   DqTxStats s;
 
@@ -122,7 +121,7 @@ collect_stats (GstDaqiriSink * self, DqTxStats * sum)
 }
 
 static GstStructure *
-make_stats (GstDaqiriSink * self)
+make_stats (GstDaqiriSink *self)
 {
   DqTxStats s;
 
@@ -132,15 +131,10 @@ make_stats (GstDaqiriSink * self)
   guint64 in_place = self->in_place;
   guint64 copies = self->copies;
   GST_OBJECT_UNLOCK (self);
-  return gst_structure_new ("application/x-daqiri-sink-stats",
-      "packets", G_TYPE_UINT64, s.packets,
-      "bytes", G_TYPE_UINT64, s.bytes,
-      "bursts", G_TYPE_UINT64, s.bursts,
-      "errors", G_TYPE_UINT64, s.errors,
-      "malformed", G_TYPE_UINT64, malformed,
-      "in-place", G_TYPE_UINT64, in_place,
-      "copies", G_TYPE_UINT64, copies,
-      "ring-full-waits", G_TYPE_UINT64, s.ring_full_waits, NULL);
+  return gst_structure_new ("application/x-daqiri-sink-stats", "packets", G_TYPE_UINT64, s.packets,
+      "bytes", G_TYPE_UINT64, s.bytes, "bursts", G_TYPE_UINT64, s.bursts, "errors", G_TYPE_UINT64,
+      s.errors, "malformed", G_TYPE_UINT64, malformed, "in-place", G_TYPE_UINT64, in_place,
+      "copies", G_TYPE_UINT64, copies, "ring-full-waits", G_TYPE_UINT64, s.ring_full_waits, NULL);
 }
 
 /* the properties kept as plain members */
@@ -151,8 +145,8 @@ static const GstDaqiriMember sink_members[] = {
 };
 
 static void
-gst_daqiri_sink_set_property (GObject * object, guint prop_id, const GValue * value,
-    GParamSpec * pspec)
+gst_daqiri_sink_set_property (
+    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
 {
   GstDaqiriSink *self = GST_DAQIRI_SINK (object);
 
@@ -163,8 +157,7 @@ gst_daqiri_sink_set_property (GObject * object, guint prop_id, const GValue * va
 }
 
 static void
-gst_daqiri_sink_get_property (GObject * object, guint prop_id, GValue * value,
-    GParamSpec * pspec)
+gst_daqiri_sink_get_property (GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
 {
   GstDaqiriSink *self = GST_DAQIRI_SINK (object);
 
@@ -179,7 +172,7 @@ gst_daqiri_sink_get_property (GObject * object, guint prop_id, GValue * value,
 }
 
 static gboolean
-gst_daqiri_sink_start (GstBaseSink * bsink)
+gst_daqiri_sink_start (GstBaseSink *bsink)
 {
   GstDaqiriSink *self = GST_DAQIRI_SINK (bsink);
   GError *error = NULL;
@@ -210,13 +203,13 @@ gst_daqiri_sink_start (GstBaseSink * bsink)
   self->txq = txq;
   self->can_lend = dq_txq_can_acquire (txq);
   GST_OBJECT_UNLOCK (self);
-  GST_INFO_OBJECT (self, "sending on %s; %s", dq_port_device (port), self->can_lend ?
-      "upstream can write in place (TX slot pool)" : "frames are copied");
+  GST_INFO_OBJECT (self, "sending on %s; %s", dq_port_device (port),
+      self->can_lend ? "upstream can write in place (TX slot pool)" : "frames are copied");
   return TRUE;
 }
 
 static gboolean
-gst_daqiri_sink_stop (GstBaseSink * bsink)
+gst_daqiri_sink_stop (GstBaseSink *bsink)
 {
   GstDaqiriSink *self = GST_DAQIRI_SINK (bsink);
 
@@ -246,7 +239,7 @@ gst_daqiri_sink_stop (GstBaseSink * bsink)
 /* The ring of the pool: a TX queue of its own, made once per run of the element. NULL
  * when the engine does not lend slots. */
 static GstDaqiriTxRing *
-ensure_ring (GstDaqiriSink * self)
+ensure_ring (GstDaqiriSink *self)
 {
   GstDaqiriTxRing *ring = NULL;
   GError *error = NULL;
@@ -275,15 +268,15 @@ ensure_ring (GstDaqiriSink * self)
   }
   GST_OBJECT_UNLOCK (self);
   if (ring == NULL) {
-    GST_WARNING_OBJECT (self, "no TX slot pool, frames will be copied: %s",
-        error ? error->message : "?");
+    GST_WARNING_OBJECT (
+        self, "no TX slot pool, frames will be copied: %s", error ? error->message : "?");
     g_clear_error (&error);
   }
   return ring;
 }
 
 static gboolean
-gst_daqiri_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
+gst_daqiri_sink_propose_allocation (GstBaseSink *bsink, GstQuery *query)
 {
   GstDaqiriSink *self = GST_DAQIRI_SINK (bsink);
   GstCaps *caps = NULL;
@@ -305,15 +298,17 @@ gst_daqiri_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
     gst_query_add_allocation_pool (query, pool, size, 0, 0);
   else
     GST_WARNING_OBJECT (self, "could not configure the TX slot pool");
-  GST_DEBUG_OBJECT (self, "proposed %" GST_PTR_FORMAT ": up to %u slots of %u bytes per "
-      "buffer", pool, max_run, gst_daqiri_tx_ring_slot_size (ring));
+  GST_DEBUG_OBJECT (self,
+      "proposed %" GST_PTR_FORMAT ": up to %u slots of %u bytes per "
+      "buffer",
+      pool, max_run, gst_daqiri_tx_ring_slot_size (ring));
   gst_object_unref (pool);
   gst_daqiri_tx_ring_unref (ring);
   return TRUE;
 }
 
 static gboolean
-gst_daqiri_sink_unlock (GstBaseSink * bsink)
+gst_daqiri_sink_unlock (GstBaseSink *bsink)
 {
   GstDaqiriSink *self = GST_DAQIRI_SINK (bsink);
 
@@ -328,14 +323,14 @@ gst_daqiri_sink_unlock (GstBaseSink * bsink)
 }
 
 static gboolean
-gst_daqiri_sink_unlock_stop (GstBaseSink * bsink)
+gst_daqiri_sink_unlock_stop (GstBaseSink *bsink)
 {
   g_atomic_int_set (&GST_DAQIRI_SINK (bsink)->flushing, 0);
   return TRUE;
 }
 
 static void
-ensure_capacity (GstDaqiriSink * self, guint n)
+ensure_capacity (GstDaqiriSink *self, guint n)
 {
   if (n <= self->capacity)
     return;
@@ -345,14 +340,13 @@ ensure_capacity (GstDaqiriSink * self, guint n)
 }
 
 static GstFlowReturn
-send_frames (GstDaqiriSink * self, guint n)
+send_frames (GstDaqiriSink *self, guint n)
 {
   guint sent = 0;
 
   while (sent < n) {
     GError *error = NULL;
-    int r = dq_txq_send (self->txq, self->frames + sent, self->lengths + sent, n - sent,
-        &error);
+    int r = dq_txq_send (self->txq, self->frames + sent, self->lengths + sent, n - sent, &error);
     if (r < 0) {
       GST_DAQIRI_POST_ENGINE_ERROR (self, "send", error);
       g_error_free (error);
@@ -368,7 +362,7 @@ send_frames (GstDaqiriSink * self, guint n)
 
 typedef enum {
   IN_PLACE_SENT,
-  IN_PLACE_NO,                  /* not a run of our ring laid out slot by slot: copy */
+  IN_PLACE_NO, /* not a run of our ring laid out slot by slot: copy */
   IN_PLACE_ERROR,
 } InPlace;
 
@@ -376,7 +370,7 @@ typedef enum {
  * is. Anything else (another ring's run, frames not where the slots are, a descriptor
  * outside the buffer) is left to the copy path. */
 static InPlace
-render_in_place (GstDaqiriSink * self, GstBuffer * buffer)
+render_in_place (GstDaqiriSink *self, GstBuffer *buffer)
 {
   GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buffer);
   GstDaqiriTxRing *ring = g_atomic_pointer_get (&self->ring);
@@ -394,9 +388,8 @@ render_in_place (GstDaqiriSink * self, GstBuffer * buffer)
   ensure_capacity (self, meta->n_packets);
   for (guint i = 0; i < meta->n_packets; i++) {
     const GstDaqiriPacket *p = &meta->packets[i];
-    if ((gsize) mem->offset + p->offset != (gsize) i * run->stride ||
-        p->length > run->slot_size || (gsize) p->offset > size ||
-        (gsize) p->length > size - p->offset)
+    if ((gsize) mem->offset + p->offset != (gsize) i * run->stride || p->length > run->slot_size ||
+        (gsize) p->offset > size || (gsize) p->length > size - p->offset)
       return IN_PLACE_NO;
     self->lengths[i] = p->length;
   }
@@ -407,7 +400,7 @@ render_in_place (GstDaqiriSink * self, GstBuffer * buffer)
     return IN_PLACE_ERROR;
   }
   if (r == 0)
-    return IN_PLACE_NO;       /* sent before (the same buffer twice): copy it again */
+    return IN_PLACE_NO; /* sent before (the same buffer twice): copy it again */
   GST_OBJECT_LOCK (self);
   self->in_place += meta->n_packets;
   GST_OBJECT_UNLOCK (self);
@@ -415,18 +408,15 @@ render_in_place (GstDaqiriSink * self, GstBuffer * buffer)
 }
 
 static GstFlowReturn
-gst_daqiri_sink_render (GstBaseSink * bsink, GstBuffer * buffer)
+gst_daqiri_sink_render (GstBaseSink *bsink, GstBuffer *buffer)
 {
   GstDaqiriSink *self = GST_DAQIRI_SINK (bsink);
   GstMapInfo map;
 
   switch (render_in_place (self, buffer)) {
-    case IN_PLACE_SENT:
-      return GST_FLOW_OK;
-    case IN_PLACE_ERROR:
-      return GST_FLOW_ERROR;
-    case IN_PLACE_NO:
-      break;
+    case IN_PLACE_SENT: return GST_FLOW_OK;
+    case IN_PLACE_ERROR: return GST_FLOW_ERROR;
+    case IN_PLACE_NO: break;
   }
   if (!gst_buffer_map (buffer, &map, GST_MAP_READ)) {
     GST_ELEMENT_ERROR (self, RESOURCE, READ, ("cannot read the buffer to send"),
@@ -460,8 +450,10 @@ gst_daqiri_sink_render (GstBaseSink * bsink, GstBuffer * buffer)
     GST_OBJECT_LOCK (self);
     self->malformed += bad;
     GST_OBJECT_UNLOCK (self);
-    GST_WARNING_OBJECT (self, "%" G_GUINT64_FORMAT " packet descriptors point outside "
-        "the %" G_GSIZE_FORMAT "-byte buffer; not sent", bad, map.size);
+    GST_WARNING_OBJECT (self,
+        "%" G_GUINT64_FORMAT " packet descriptors point outside "
+        "the %" G_GSIZE_FORMAT "-byte buffer; not sent",
+        bad, map.size);
   }
 
   GstFlowReturn ret = n > 0 ? send_frames (self, n) : GST_FLOW_OK;
@@ -475,7 +467,7 @@ gst_daqiri_sink_render (GstBaseSink * bsink, GstBuffer * buffer)
 }
 
 static gboolean
-gst_daqiri_sink_event (GstBaseSink * bsink, GstEvent * event)
+gst_daqiri_sink_event (GstBaseSink *bsink, GstEvent *event)
 {
   GstDaqiriSink *self = GST_DAQIRI_SINK (bsink);
 
@@ -493,7 +485,7 @@ gst_daqiri_sink_event (GstBaseSink * bsink, GstEvent * event)
 }
 
 static void
-gst_daqiri_sink_finalize (GObject * object)
+gst_daqiri_sink_finalize (GObject *object)
 {
   GstDaqiriSink *self = GST_DAQIRI_SINK (object);
 
@@ -504,13 +496,12 @@ gst_daqiri_sink_finalize (GObject * object)
 }
 
 static void
-gst_daqiri_sink_class_init (GstDaqiriSinkClass * klass)
+gst_daqiri_sink_class_init (GstDaqiriSinkClass *klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstBaseSinkClass *basesink_class = GST_BASE_SINK_CLASS (klass);
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-      GST_PARAM_MUTABLE_READY;
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY;
 
   gobject_class->set_property = gst_daqiri_sink_set_property;
   gobject_class->get_property = gst_daqiri_sink_get_property;
@@ -524,14 +515,13 @@ gst_daqiri_sink_class_init (GstDaqiriSinkClass * klass)
           "same device",
           DEFAULT_DEVICE, rw));
   g_object_class_install_property (gobject_class, PROP_RING_SIZE,
-      g_param_spec_uint64 ("ring-size", "Ring size",
-          "Transmit ring memory in bytes", MIN_RING_SIZE, MAX_RING_SIZE,
-          DEFAULT_RING_SIZE, rw));
+      g_param_spec_uint64 ("ring-size", "Ring size", "Transmit ring memory in bytes", MIN_RING_SIZE,
+          MAX_RING_SIZE, DEFAULT_RING_SIZE, rw));
   g_object_class_install_property (gobject_class, PROP_MAX_PACKET_SIZE,
       g_param_spec_uint ("max-packet-size", "Max packet size",
           "Largest frame that can be sent, in bytes from the Ethernet header; larger "
-          "frames are not sent and are counted as errors", 64, 65535,
-          DEFAULT_MAX_PACKET_SIZE, rw));
+          "frames are not sent and are counted as errors",
+          64, 65535, DEFAULT_MAX_PACKET_SIZE, rw));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "Counters: packets, bytes, bursts, errors (refused by the port: too short or "
@@ -541,25 +531,24 @@ gst_daqiri_sink_class_init (GstDaqiriSinkClass * klass)
           GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
-  gst_element_class_set_static_metadata (element_class, "daqiri packet sink",
-      "Sink/Network",
+  gst_element_class_set_static_metadata (element_class, "daqiri packet sink", "Sink/Network",
       "Sends raw Ethernet packets in bursts: every packet of a daqiri burst, or each "
-      "buffer as one frame", "daqiri developers");
+      "buffer as one frame",
+      "daqiri developers");
 
   basesink_class->start = GST_DEBUG_FUNCPTR (gst_daqiri_sink_start);
   basesink_class->stop = GST_DEBUG_FUNCPTR (gst_daqiri_sink_stop);
   basesink_class->unlock = GST_DEBUG_FUNCPTR (gst_daqiri_sink_unlock);
   basesink_class->unlock_stop = GST_DEBUG_FUNCPTR (gst_daqiri_sink_unlock_stop);
   basesink_class->render = GST_DEBUG_FUNCPTR (gst_daqiri_sink_render);
-  basesink_class->propose_allocation =
-      GST_DEBUG_FUNCPTR (gst_daqiri_sink_propose_allocation);
+  basesink_class->propose_allocation = GST_DEBUG_FUNCPTR (gst_daqiri_sink_propose_allocation);
   basesink_class->event = GST_DEBUG_FUNCPTR (gst_daqiri_sink_event);
 
   GST_DEBUG_CATEGORY_INIT (daqirisink_debug, "daqirisink", 0, "daqiri packet sink");
 }
 
 static void
-gst_daqiri_sink_init (GstDaqiriSink * self)
+gst_daqiri_sink_init (GstDaqiriSink *self)
 {
   self->device = g_strdup (DEFAULT_DEVICE);
   self->ring_size = DEFAULT_RING_SIZE;

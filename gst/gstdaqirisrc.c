@@ -103,11 +103,11 @@ struct _GstDaqiriSrc {
   guint n_rings;
   guint next_ring;
   gint flushing;
-  gint paused;                  /* PLAYING -> PAUSED until PAUSED -> PLAYING */
+  gint paused; /* PLAYING -> PAUSED until PAUSED -> PLAYING */
 
   /* time, between start and stop: used by the streaming thread only */
-  GstDaqiriTimeMap time_map;    /* port time -> pipeline clock time */
-  GstCaps *port_time_caps;      /* reference caps of the port-time meta */
+  GstDaqiriTimeMap time_map; /* port time -> pipeline clock time */
+  GstCaps *port_time_caps;   /* reference caps of the port-time meta */
 
   /* drop warnings and periodic stats messages */
   gint64 last_drop_check;
@@ -122,7 +122,7 @@ struct _GstDaqiriSrc {
   /* memory=cuda bursts as GstCudaMemory (downstream asked for memory:CUDAMemory): the
    * pipeline's GstCudaContext (object lock) */
   GstObject *cuda_context;
-  gboolean gstcuda_bursts;      /* set in negotiate, read by the streaming thread */
+  gboolean gstcuda_bursts; /* set in negotiate, read by the streaming thread */
 #endif
 };
 
@@ -132,16 +132,17 @@ static gint next_group_id = 1;
 G_DEFINE_TYPE (GstDaqiriSrc, gst_daqiri_src, GST_TYPE_PUSH_SRC);
 GST_ELEMENT_REGISTER_DEFINE (daqirisrc, "daqirisrc", GST_RANK_NONE, GST_TYPE_DAQIRI_SRC);
 
-static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
-    GST_PAD_SRC, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE ", max-packet-size = (int) [ 64, 65535 ]; "
-        GST_DAQIRI_PACKETS_MEDIA_TYPE "(" GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA "), "
-        "max-packet-size = (int) [ 64, 65535 ]; "
-        GST_DAQIRI_PACKETS_MEDIA_TYPE "(memory:CUDAMemory), "
-        "max-packet-size = (int) [ 64, 65535 ]"));
+static GstStaticPadTemplate src_template =
+    GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC, GST_PAD_ALWAYS,
+        GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE
+            ", max-packet-size = (int) [ 64, 65535 ]; " GST_DAQIRI_PACKETS_MEDIA_TYPE
+            "(" GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA "), "
+            "max-packet-size = (int) [ 64, 65535 ]; " GST_DAQIRI_PACKETS_MEDIA_TYPE
+            "(memory:CUDAMemory), "
+            "max-packet-size = (int) [ 64, 65535 ]"));
 
 static void
-add_stats (DqRxStats * sum, const DqRxStats * s)
+add_stats (DqRxStats *sum, const DqRxStats *s)
 {
   sum->packets += s->packets;
   sum->bytes += s->bytes;
@@ -153,7 +154,7 @@ add_stats (DqRxStats * sum, const DqRxStats * s)
 
 /* totals over the running queues; object lock held */
 static void
-collect_stats (GstDaqiriSrc * self, DqRxStats * sum)
+collect_stats (GstDaqiriSrc *self, DqRxStats *sum)
 {
   *sum = self->past;
   for (guint i = 0; i < self->n_rings; i++) {
@@ -164,7 +165,7 @@ collect_stats (GstDaqiriSrc * self, DqRxStats * sum)
 }
 
 static GstStructure *
-make_stats (GstDaqiriSrc * self)
+make_stats (GstDaqiriSrc *self)
 {
   DqRxStats s;
   guint64 ring_bytes = 0;
@@ -176,16 +177,11 @@ make_stats (GstDaqiriSrc * self)
   guint n = self->n_rings;
   GST_OBJECT_UNLOCK (self);
 
-  return gst_structure_new ("application/x-daqiri-src-stats",
-      "packets", G_TYPE_UINT64, s.packets,
-      "bytes", G_TYPE_UINT64, s.bytes,
-      "bursts", G_TYPE_UINT64, s.bursts,
-      "drops", G_TYPE_UINT64, s.drops_ring_full + s.drops_filtered,
-      "drops-ring-full", G_TYPE_UINT64, s.drops_ring_full,
-      "drops-filtered", G_TYPE_UINT64, s.drops_filtered,
-      "truncated", G_TYPE_UINT64, s.truncated,
-      "queues", G_TYPE_UINT, n,
-      "ring-bytes", G_TYPE_UINT64, ring_bytes, NULL);
+  return gst_structure_new ("application/x-daqiri-src-stats", "packets", G_TYPE_UINT64, s.packets,
+      "bytes", G_TYPE_UINT64, s.bytes, "bursts", G_TYPE_UINT64, s.bursts, "drops", G_TYPE_UINT64,
+      s.drops_ring_full + s.drops_filtered, "drops-ring-full", G_TYPE_UINT64, s.drops_ring_full,
+      "drops-filtered", G_TYPE_UINT64, s.drops_filtered, "truncated", G_TYPE_UINT64, s.truncated,
+      "queues", G_TYPE_UINT, n, "ring-bytes", G_TYPE_UINT64, ring_bytes, NULL);
 }
 
 /* the properties kept as plain members */
@@ -203,8 +199,7 @@ static const GstDaqiriMember src_members[] = {
 };
 
 static void
-gst_daqiri_src_set_property (GObject * object, guint prop_id, const GValue * value,
-    GParamSpec * pspec)
+gst_daqiri_src_set_property (GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
 {
   GstDaqiriSrc *self = GST_DAQIRI_SRC (object);
 
@@ -215,8 +210,7 @@ gst_daqiri_src_set_property (GObject * object, guint prop_id, const GValue * val
 }
 
 static void
-gst_daqiri_src_get_property (GObject * object, guint prop_id, GValue * value,
-    GParamSpec * pspec)
+gst_daqiri_src_get_property (GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
 {
   GstDaqiriSrc *self = GST_DAQIRI_SRC (object);
 
@@ -231,7 +225,7 @@ gst_daqiri_src_get_property (GObject * object, guint prop_id, GValue * value,
 }
 
 static void
-release_rings (GstDaqiriSrc * self)
+release_rings (GstDaqiriSrc *self)
 {
   GST_OBJECT_LOCK (self);
   DqRxStats final;
@@ -251,16 +245,16 @@ release_rings (GstDaqiriSrc * self)
 
 /* Checks that every rule's queue exists; posts an ERROR otherwise. */
 static gboolean
-check_flow_queues (GstDaqiriSrc * self, const DqFlowRule * rules, guint n_rules,
-    guint n_queues)
+check_flow_queues (GstDaqiriSrc *self, const DqFlowRule *rules, guint n_rules, guint n_queues)
 {
   for (guint i = 0; i < n_rules; i++) {
     if ((rules[i].keys & DQ_FLOW_QUEUE) && rules[i].queue >= n_queues) {
       char *text = dq_flow_rule_to_string (&rules[i]);
       GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
           ("property 'flows': rule %u (\"%s\") sends to queue %u, but property 'queues' "
-              "is %u; queue takes 0..%u", i + 1, text, rules[i].queue, n_queues,
-              n_queues - 1), (NULL));
+           "is %u; queue takes 0..%u",
+              i + 1, text, rules[i].queue, n_queues, n_queues - 1),
+          (NULL));
       g_free (text);
       return FALSE;
     }
@@ -269,7 +263,7 @@ check_flow_queues (GstDaqiriSrc * self, const DqFlowRule * rules, guint n_rules,
 }
 
 static gboolean
-gst_daqiri_src_start (GstBaseSrc * bsrc)
+gst_daqiri_src_start (GstBaseSrc *bsrc)
 {
   GstDaqiriSrc *self = GST_DAQIRI_SRC (bsrc);
   GError *error = NULL;
@@ -312,8 +306,9 @@ gst_daqiri_src_start (GstBaseSrc * bsrc)
    * RDMA); the others, the emulated ConnectX included, write pinned host memory that the GPU
    * reads across the bus */
   if (memory == GST_DAQIRI_MEMORY_CUDA)
-    config.ring_memory = gpudirect && dq_port_info (self->port)->device_dma ?
-        gst_daqiri_cuda_device_ring_memory () : gst_daqiri_cuda_ring_memory ();
+    config.ring_memory = gpudirect && dq_port_info (self->port)->device_dma
+        ? gst_daqiri_cuda_device_ring_memory ()
+        : gst_daqiri_cuda_ring_memory ();
 #else
   (void) gpudirect;
 #endif
@@ -343,18 +338,18 @@ gst_daqiri_src_start (GstBaseSrc * bsrc)
   GST_OBJECT_FLAG_SET (self, GST_ELEMENT_FLAG_PROVIDE_CLOCK);
   GST_OBJECT_UNLOCK (self);
   /* the bin asks its children for a clock again when the pipeline next picks one */
-  gst_element_post_message (GST_ELEMENT (self),
-      gst_message_new_clock_provide (GST_OBJECT (self), clock, TRUE));
+  gst_element_post_message (
+      GST_ELEMENT (self), gst_message_new_clock_provide (GST_OBJECT (self), clock, TRUE));
   gst_object_unref (clock);
   gst_daqiri_time_map_init (&self->time_map, self->port);
-  self->port_time_caps = gst_caps_new_simple (PORT_TIME_REFERENCE,
-      "device", G_TYPE_STRING, device, NULL);
+  self->port_time_caps =
+      gst_caps_new_simple (PORT_TIME_REFERENCE, "device", G_TYPE_STRING, device, NULL);
   self->last_drop_check = self->last_stats_post = g_get_monotonic_time ();
   self->drops_reported = 0;
   memset (&self->last_posted, 0, sizeof self->last_posted);
 
-  GST_INFO_OBJECT (self, "receiving from %s: %u queue(s), %u flow rule(s), port clock %s",
-      device, config.n_queues, n_rules, dq_port_info (self->port)->clock_name);
+  GST_INFO_OBJECT (self, "receiving from %s: %u queue(s), %u flow rule(s), port clock %s", device,
+      config.n_queues, n_rules, dq_port_info (self->port)->clock_name);
   g_free (rules);
   g_free (device);
   g_free (flows);
@@ -370,14 +365,15 @@ fail:
 }
 
 static gboolean
-gst_daqiri_src_stop (GstBaseSrc * bsrc)
+gst_daqiri_src_stop (GstBaseSrc *bsrc)
 {
   GstDaqiriSrc *self = GST_DAQIRI_SRC (bsrc);
 
   release_rings (self);
   if (self->time_map.n_samples > 0)
-    GST_DEBUG_OBJECT (self, "time map: %" G_GUINT64_FORMAT " samples, %" G_GUINT64_FORMAT
-        " fits, %" G_GUINT64_FORMAT " refused, %" G_GUINT64_FORMAT " restarts",
+    GST_DEBUG_OBJECT (self,
+        "time map: %" G_GUINT64_FORMAT " samples, %" G_GUINT64_FORMAT " fits, %" G_GUINT64_FORMAT
+        " refused, %" G_GUINT64_FORMAT " restarts",
         self->time_map.n_samples, self->time_map.n_fits, self->time_map.n_rejected,
         self->time_map.n_restarts);
   gst_daqiri_time_map_clear (&self->time_map);
@@ -390,8 +386,8 @@ gst_daqiri_src_stop (GstBaseSrc * bsrc)
   GST_OBJECT_UNLOCK (self);
   if (clock != NULL) {
     /* a pipeline running on it picks another one */
-    gst_element_post_message (GST_ELEMENT (self),
-        gst_message_new_clock_lost (GST_OBJECT (self), clock));
+    gst_element_post_message (
+        GST_ELEMENT (self), gst_message_new_clock_lost (GST_OBJECT (self), clock));
     gst_object_unref (clock);
   }
   g_clear_pointer (&self->port, dq_port_unref);
@@ -399,7 +395,7 @@ gst_daqiri_src_stop (GstBaseSrc * bsrc)
 }
 
 static GstClock *
-gst_daqiri_src_provide_clock (GstElement * element)
+gst_daqiri_src_provide_clock (GstElement *element)
 {
   GstDaqiriSrc *self = GST_DAQIRI_SRC (element);
   GstClock *clock = NULL;
@@ -417,7 +413,7 @@ gst_daqiri_src_provide_clock (GstElement * element)
  * takes either gets). They need GStreamer >= 1.24 (gst_cuda_allocator_alloc_wrapped); without
  * it daqiri's own are pushed if downstream takes them, else FALSE with an error posted. */
 static gboolean
-negotiate_gstcuda (GstDaqiriSrc * self, GstCaps ** caps)
+negotiate_gstcuda (GstDaqiriSrc *self, GstCaps **caps)
 {
   GstCaps *gstcuda;
   gboolean own_ok;
@@ -445,7 +441,7 @@ negotiate_gstcuda (GstDaqiriSrc * self, GstCaps ** caps)
 #endif
 
 static gboolean
-gst_daqiri_src_negotiate (GstBaseSrc * bsrc)
+gst_daqiri_src_negotiate (GstBaseSrc *bsrc)
 {
   GstDaqiriSrc *self = GST_DAQIRI_SRC (bsrc);
 
@@ -453,11 +449,11 @@ gst_daqiri_src_negotiate (GstBaseSrc * bsrc)
   gint max = (gint) self->max_packet_size;
   gboolean cuda = self->memory == GST_DAQIRI_MEMORY_CUDA;
   GST_OBJECT_UNLOCK (self);
-  GstCaps *caps = gst_caps_new_simple (GST_DAQIRI_PACKETS_MEDIA_TYPE,
-      "max-packet-size", G_TYPE_INT, max, NULL);
+  GstCaps *caps =
+      gst_caps_new_simple (GST_DAQIRI_PACKETS_MEDIA_TYPE, "max-packet-size", G_TYPE_INT, max, NULL);
   if (cuda)
-    gst_caps_set_features (caps, 0,
-        gst_caps_features_new (GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, NULL));
+    gst_caps_set_features (
+        caps, 0, gst_caps_features_new (GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, NULL));
 #ifdef DQ_HAVE_CUDA
   self->gstcuda_bursts = FALSE;
   if (cuda && !negotiate_gstcuda (self, &caps)) {
@@ -471,7 +467,7 @@ gst_daqiri_src_negotiate (GstBaseSrc * bsrc)
 }
 
 static gboolean
-gst_daqiri_src_query (GstBaseSrc * bsrc, GstQuery * query)
+gst_daqiri_src_query (GstBaseSrc *bsrc, GstQuery *query)
 {
   GstDaqiriSrc *self = GST_DAQIRI_SRC (bsrc);
 
@@ -495,7 +491,7 @@ gst_daqiri_src_query (GstBaseSrc * bsrc, GstQuery * query)
 }
 
 static GstStateChangeReturn
-gst_daqiri_src_change_state (GstElement * element, GstStateChange transition)
+gst_daqiri_src_change_state (GstElement *element, GstStateChange transition)
 {
   GstDaqiriSrc *self = GST_DAQIRI_SRC (element);
 
@@ -510,7 +506,7 @@ gst_daqiri_src_change_state (GstElement * element, GstStateChange transition)
 }
 
 static void
-gst_daqiri_src_set_context (GstElement * element, GstContext * context)
+gst_daqiri_src_set_context (GstElement *element, GstContext *context)
 {
 #ifdef DQ_HAVE_CUDA
   gst_daqiri_gstcuda_set_context (element, context, &GST_DAQIRI_SRC (element)->cuda_context);
@@ -519,7 +515,7 @@ gst_daqiri_src_set_context (GstElement * element, GstContext * context)
 }
 
 static gboolean
-gst_daqiri_src_unlock (GstBaseSrc * bsrc)
+gst_daqiri_src_unlock (GstBaseSrc *bsrc)
 {
   GstDaqiriSrc *self = GST_DAQIRI_SRC (bsrc);
 
@@ -532,7 +528,7 @@ gst_daqiri_src_unlock (GstBaseSrc * bsrc)
 }
 
 static gboolean
-gst_daqiri_src_unlock_stop (GstBaseSrc * bsrc)
+gst_daqiri_src_unlock_stop (GstBaseSrc *bsrc)
 {
   g_atomic_int_set (&GST_DAQIRI_SRC (bsrc)->flushing, 0);
   return TRUE;
@@ -542,7 +538,7 @@ gst_daqiri_src_unlock_stop (GstBaseSrc * bsrc)
  * on the pipeline clock (exact on the port's own clock, fitted on any other), minus the
  * base time. */
 static GstClockTime
-burst_pts (GstDaqiriSrc * self, guint64 ts)
+burst_pts (GstDaqiriSrc *self, guint64 ts)
 {
   GstElement *element = GST_ELEMENT_CAST (self);
   GstDaqiriTimeMap *map = &self->time_map;
@@ -563,35 +559,32 @@ burst_pts (GstDaqiriSrc * self, guint64 ts)
   if (map->clock == NULL)
     return GST_CLOCK_TIME_NONE;
 
-  GstClockTime clock_time = ts != 0 ? gst_daqiri_time_map_convert (map, ts) :
-      GST_CLOCK_TIME_NONE;
+  GstClockTime clock_time = ts != 0 ? gst_daqiri_time_map_convert (map, ts) : GST_CLOCK_TIME_NONE;
   if (!GST_CLOCK_TIME_IS_VALID (clock_time))
-    clock_time = gst_clock_get_time (map->clock);       /* no time: arrival is now */
+    clock_time = gst_clock_get_time (map->clock); /* no time: arrival is now */
   return clock_time > base_time ? clock_time - base_time : 0;
 }
 
 /* Posts the stats with the rates since the last post as an element message. */
 static void
-post_stats (GstDaqiriSrc * self, const DqRxStats * s, gint64 now)
+post_stats (GstDaqiriSrc *self, const DqRxStats *s, gint64 now)
 {
   double secs = (double) (now - self->last_stats_post) / G_USEC_PER_SEC;
   GstStructure *st = make_stats (self);
 
   gst_structure_set_name (st, "daqiri-src-stats");
-  gst_structure_set (st,
-      "packets-per-second", G_TYPE_DOUBLE,
-      (double) (s->packets - self->last_posted.packets) / secs,
-      "bytes-per-second", G_TYPE_DOUBLE,
+  gst_structure_set (st, "packets-per-second", G_TYPE_DOUBLE,
+      (double) (s->packets - self->last_posted.packets) / secs, "bytes-per-second", G_TYPE_DOUBLE,
       (double) (s->bytes - self->last_posted.bytes) / secs, NULL);
-  gst_element_post_message (GST_ELEMENT_CAST (self),
-      gst_message_new_element (GST_OBJECT_CAST (self), st));
+  gst_element_post_message (
+      GST_ELEMENT_CAST (self), gst_message_new_element (GST_OBJECT_CAST (self), st));
   self->last_posted = *s;
   self->last_stats_post = now;
 }
 
 /* Once a second (and every stats-interval): warn about new ring-full drops, post stats. */
 static void
-check_stats (GstDaqiriSrc * self)
+check_stats (GstDaqiriSrc *self)
 {
   gint64 now = g_get_monotonic_time ();
   gint64 interval = (gint64) (self->stats_interval / 1000);
@@ -613,13 +606,14 @@ check_stats (GstDaqiriSrc * self)
         ("%" G_GUINT64_FORMAT " packets dropped because the receive ring was full",
             s.drops_ring_full - self->drops_reported),
         ("downstream holds bursts too long or is too slow, or ring-size is too small "
-            "(%" G_GUINT64_FORMAT " dropped in all)", s.drops_ring_full));
+         "(%" G_GUINT64_FORMAT " dropped in all)",
+            s.drops_ring_full));
     self->drops_reported = s.drops_ring_full;
   }
 }
 
 static GstFlowReturn
-gst_daqiri_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
+gst_daqiri_src_create (GstPushSrc *psrc, GstBuffer **outbuf)
 {
   GstDaqiriSrc *self = GST_DAQIRI_SRC (psrc);
   GError *error = NULL;
@@ -628,7 +622,7 @@ gst_daqiri_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
   GstDaqiriRxRing *ring = NULL;
 
   if (n == 0)
-    return GST_FLOW_FLUSHING;   /* not started */
+    return GST_FLOW_FLUSHING; /* not started */
 
   while (ring == NULL) {
     /* paused, it keeps receiving (basesrc drops what comes in PAUSED) */
@@ -650,8 +644,7 @@ gst_daqiri_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
       guint64 wait = n == 1 ? (guint64) DROP_WARNING_INTERVAL_US * 1000 : self->burst_timeout;
       if (self->stats_interval > 0)
         wait = MIN (wait, self->stats_interval);
-      r = dq_rxq_poll (gst_daqiri_rx_ring_queue (self->rings[q]), &burst, (gint64) wait,
-          &error);
+      r = dq_rxq_poll (gst_daqiri_rx_ring_queue (self->rings[q]), &burst, (gint64) wait, &error);
       if (r == 0) {
         self->next_ring = (q + 1) % n;
         check_stats (self);
@@ -695,15 +688,15 @@ gst_daqiri_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
   }
   /* the raw port time, whatever the pipeline clock (the caps are shared, not copied) */
   if (first_ts != 0)
-    gst_buffer_add_reference_timestamp_meta (buf, self->port_time_caps, first_ts,
-        GST_BUFFER_DURATION (buf));
+    gst_buffer_add_reference_timestamp_meta (
+        buf, self->port_time_caps, first_ts, GST_BUFFER_DURATION (buf));
   check_stats (self);
   *outbuf = buf;
   return GST_FLOW_OK;
 }
 
 static void
-gst_daqiri_src_finalize (GObject * object)
+gst_daqiri_src_finalize (GObject *object)
 {
   GstDaqiriSrc *self = GST_DAQIRI_SRC (object);
 
@@ -716,14 +709,13 @@ gst_daqiri_src_finalize (GObject * object)
 }
 
 static void
-gst_daqiri_src_class_init (GstDaqiriSrcClass * klass)
+gst_daqiri_src_class_init (GstDaqiriSrcClass *klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstBaseSrcClass *basesrc_class = GST_BASE_SRC_CLASS (klass);
   GstPushSrcClass *pushsrc_class = GST_PUSH_SRC_CLASS (klass);
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-      GST_PARAM_MUTABLE_READY;
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY;
 
   gobject_class->set_property = gst_daqiri_src_set_property;
   gobject_class->get_property = gst_daqiri_src_get_property;
@@ -743,15 +735,16 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass * klass)
           "Rules separated by ';', each a list of key=value: proto (udp, tcp, icmp, "
           "0-255), src and dst (IPv4[/prefix]), src-port, dst-port, ethertype, vlan, "
           "mark (the flow id of every matching packet), queue. Empty: receive every "
-          "packet with flow id 0", DEFAULT_FLOWS, rw));
+          "packet with flow id 0",
+          DEFAULT_FLOWS, rw));
   g_object_class_install_property (gobject_class, PROP_QUEUES,
       g_param_spec_uint ("queues", "Queues",
           "Receive queues the port's traffic is spread over (by flow hash, or by the "
           "flows' queue key); the element polls them all in its streaming thread",
           1, MAX_QUEUES, DEFAULT_QUEUES, rw));
   g_object_class_install_property (gobject_class, PROP_BURST_PACKETS,
-      g_param_spec_uint ("burst-packets", "Burst packets",
-          "Most packets in one buffer", 1, 65535, DEFAULT_BURST_PACKETS, rw));
+      g_param_spec_uint ("burst-packets", "Burst packets", "Most packets in one buffer", 1, 65535,
+          DEFAULT_BURST_PACKETS, rw));
   g_object_class_install_property (gobject_class, PROP_BURST_TIMEOUT,
       g_param_spec_uint64 ("burst-timeout", "Burst timeout",
           "Longest time in ns a received packet waits for its burst to fill before the "
@@ -760,11 +753,13 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass * klass)
   g_object_class_install_property (gobject_class, PROP_RING_SIZE,
       g_param_spec_uint64 ("ring-size", "Ring size",
           "Receive ring memory per queue in bytes: packets buffered while downstream is "
-          "busy", MIN_RING_SIZE, MAX_RING_SIZE, DEFAULT_RING_SIZE, rw));
+          "busy",
+          MIN_RING_SIZE, MAX_RING_SIZE, DEFAULT_RING_SIZE, rw));
   g_object_class_install_property (gobject_class, PROP_MAX_PACKET_SIZE,
       g_param_spec_uint ("max-packet-size", "Max packet size",
           "Largest frame kept whole, in bytes from the Ethernet header; longer frames are "
-          "cut to this size and flagged truncated", 64, 65535, DEFAULT_MAX_PACKET_SIZE, rw));
+          "cut to this size and flagged truncated",
+          64, 65535, DEFAULT_MAX_PACKET_SIZE, rw));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "Counters over all queues: packets, bytes, bursts, drops, drops-ring-full (ring "
@@ -784,18 +779,17 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass * klass)
           "With memory=cuda on a ConnectX (mlx5:), the ring in GPU device memory that the NIC "
           "writes by GPUDirect RDMA (a dma-buf of the memory registered with the NIC: NVIDIA "
           "open kernel modules and a kernel with dma-buf support); false, or other engines: "
-          "pinned host memory mapped for the GPU", TRUE,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+          "pinned host memory mapped for the GPU",
+          TRUE, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_STATS_INTERVAL,
       g_param_spec_uint64 ("stats-interval", "Stats interval",
           "Post the stats as a 'daqiri-src-stats' element message, with "
           "packets-per-second and bytes-per-second since the last one, every this many "
-          "ns (0: never)", 0, G_MAXUINT64, 0,
-          rw | GST_PARAM_MUTABLE_PLAYING));
+          "ns (0: never)",
+          0, G_MAXUINT64, 0, rw | GST_PARAM_MUTABLE_PLAYING));
 
   gst_element_class_add_static_pad_template (element_class, &src_template);
-  gst_element_class_set_static_metadata (element_class, "daqiri packet source",
-      "Source/Network",
+  gst_element_class_set_static_metadata (element_class, "daqiri packet source", "Source/Network",
       "Receives raw Ethernet packets from a NIC ring in bursts, without copies",
       "daqiri developers");
 
@@ -814,7 +808,7 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass * klass)
 }
 
 static void
-gst_daqiri_src_init (GstDaqiriSrc * self)
+gst_daqiri_src_init (GstDaqiriSrc *self)
 {
   self->device = g_strdup (DEFAULT_DEVICE);
   self->flows = g_strdup (DEFAULT_FLOWS);

@@ -87,7 +87,7 @@ enum {
   PROP_UDP_CHECKSUM,
   PROP_IS_LIVE,
   PROP_STATS,
-  PROP_FLOWS,                   /* deprecated alias of n-flows */
+  PROP_FLOWS, /* deprecated alias of n-flows */
 };
 
 struct _GstDaqiriTestSrc {
@@ -112,13 +112,13 @@ struct _GstDaqiriTestSrc {
   guint n_flows;
   guint64 pps;
   gboolean live;
-  gboolean in_slots;            /* writing into downstream's TX slot pool */
+  gboolean in_slots; /* writing into downstream's TX slot pool */
 
   /* streaming state */
   guint64 next_packet;
   guint next_flow;
-  GstClock *pacing_clock;       /* the clock the first due time was anchored on */
-  GstClockTime epoch;           /* running time (pipeline clock) or clock time (system
+  GstClock *pacing_clock; /* the clock the first due time was anchored on */
+  GstClockTime epoch;     /* running time (pipeline clock) or clock time (system
                                  * clock) at which packet 0 was due */
 
   /* the pending wait, protected by the object lock so that unlock() and state changes
@@ -136,29 +136,28 @@ struct _GstDaqiriTestSrc {
 
 #define gst_daqiri_test_src_parent_class parent_class
 G_DEFINE_TYPE (GstDaqiriTestSrc, gst_daqiri_test_src, GST_TYPE_PUSH_SRC);
-GST_ELEMENT_REGISTER_DEFINE (daqiritestsrc, "daqiritestsrc", GST_RANK_NONE,
-    GST_TYPE_DAQIRI_TEST_SRC);
+GST_ELEMENT_REGISTER_DEFINE (
+    daqiritestsrc, "daqiritestsrc", GST_RANK_NONE, GST_TYPE_DAQIRI_TEST_SRC);
 
-static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
-    GST_PAD_SRC, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE ", max-packet-size = (int) [ "
-        G_STRINGIFY (MIN_PACKET_SIZE) ", " G_STRINGIFY (MAX_PACKET_SIZE) " ]"));
+static GstStaticPadTemplate src_template =
+    GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC, GST_PAD_ALWAYS,
+        GST_STATIC_CAPS (GST_DAQIRI_PACKETS_MEDIA_TYPE ", max-packet-size = (int) [ " G_STRINGIFY (
+            MIN_PACKET_SIZE) ", " G_STRINGIFY (MAX_PACKET_SIZE) " ]"));
 
 static GstStructure *
-make_stats (GstDaqiriTestSrc * self)
+make_stats (GstDaqiriTestSrc *self)
 {
   GST_OBJECT_LOCK (self);
-  GstStructure *s = gst_structure_new ("application/x-daqiri-test-src-stats",
-      "packets", G_TYPE_UINT64, self->packets,
-      "bytes", G_TYPE_UINT64, self->bytes,
-      "bursts", G_TYPE_UINT64, self->bursts, NULL);
+  GstStructure *s = gst_structure_new ("application/x-daqiri-test-src-stats", "packets",
+      G_TYPE_UINT64, self->packets, "bytes", G_TYPE_UINT64, self->bytes, "bursts", G_TYPE_UINT64,
+      self->bursts, NULL);
   GST_OBJECT_UNLOCK (self);
   return s;
 }
 
 static void
-gst_daqiri_test_src_set_property (GObject * object, guint prop_id, const GValue * value,
-    GParamSpec * pspec)
+gst_daqiri_test_src_set_property (
+    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
 {
   GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (object);
 
@@ -173,38 +172,21 @@ gst_daqiri_test_src_set_property (GObject * object, guint prop_id, const GValue 
     return;
   }
   switch (prop_id) {
-    case PROP_NUM_PACKETS:
-      self->num_packets = g_value_get_uint64 (value);
-      break;
-    case PROP_BURST_PACKETS:
-      self->burst_packets = g_value_get_uint (value);
-      break;
-    case PROP_PACKET_SIZE_MIN:
-      self->packet_size_min = g_value_get_uint (value);
-      break;
-    case PROP_PACKET_SIZE_MAX:
-      self->packet_size_max = g_value_get_uint (value);
-      break;
+    case PROP_NUM_PACKETS: self->num_packets = g_value_get_uint64 (value); break;
+    case PROP_BURST_PACKETS: self->burst_packets = g_value_get_uint (value); break;
+    case PROP_PACKET_SIZE_MIN: self->packet_size_min = g_value_get_uint (value); break;
+    case PROP_PACKET_SIZE_MAX: self->packet_size_max = g_value_get_uint (value); break;
     case PROP_N_FLOWS:
-    case PROP_FLOWS:
-      self->flows = g_value_get_uint (value);
-      break;
-    case PROP_RATE:
-      self->rate = g_value_get_uint64 (value);
-      break;
-    case PROP_UDP_CHECKSUM:
-      self->udp_checksum = g_value_get_boolean (value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
+    case PROP_FLOWS: self->flows = g_value_get_uint (value); break;
+    case PROP_RATE: self->rate = g_value_get_uint64 (value); break;
+    case PROP_UDP_CHECKSUM: self->udp_checksum = g_value_get_boolean (value); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec); break;
   }
   GST_OBJECT_UNLOCK (self);
 }
 
 static void
-gst_daqiri_test_src_get_property (GObject * object, guint prop_id, GValue * value,
-    GParamSpec * pspec)
+gst_daqiri_test_src_get_property (GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
 {
   GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (object);
 
@@ -222,37 +204,21 @@ gst_daqiri_test_src_get_property (GObject * object, guint prop_id, GValue * valu
     return;
   }
   switch (prop_id) {
-    case PROP_NUM_PACKETS:
-      g_value_set_uint64 (value, self->num_packets);
-      break;
-    case PROP_BURST_PACKETS:
-      g_value_set_uint (value, self->burst_packets);
-      break;
-    case PROP_PACKET_SIZE_MIN:
-      g_value_set_uint (value, self->packet_size_min);
-      break;
-    case PROP_PACKET_SIZE_MAX:
-      g_value_set_uint (value, self->packet_size_max);
-      break;
+    case PROP_NUM_PACKETS: g_value_set_uint64 (value, self->num_packets); break;
+    case PROP_BURST_PACKETS: g_value_set_uint (value, self->burst_packets); break;
+    case PROP_PACKET_SIZE_MIN: g_value_set_uint (value, self->packet_size_min); break;
+    case PROP_PACKET_SIZE_MAX: g_value_set_uint (value, self->packet_size_max); break;
     case PROP_N_FLOWS:
-    case PROP_FLOWS:
-      g_value_set_uint (value, self->flows);
-      break;
-    case PROP_RATE:
-      g_value_set_uint64 (value, self->rate);
-      break;
-    case PROP_UDP_CHECKSUM:
-      g_value_set_boolean (value, self->udp_checksum);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
+    case PROP_FLOWS: g_value_set_uint (value, self->flows); break;
+    case PROP_RATE: g_value_set_uint64 (value, self->rate); break;
+    case PROP_UDP_CHECKSUM: g_value_set_boolean (value, self->udp_checksum); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec); break;
   }
   GST_OBJECT_UNLOCK (self);
 }
 
 static gboolean
-gst_daqiri_test_src_start (GstBaseSrc * bsrc)
+gst_daqiri_test_src_start (GstBaseSrc *bsrc)
 {
   GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (bsrc);
   GstDaqiriTestPacketParams params;
@@ -279,17 +245,19 @@ gst_daqiri_test_src_start (GstBaseSrc * bsrc)
   if (size_min > size_max) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
         ("property 'packet-size-min' (%u) is larger than property 'packet-size-max' "
-            "(%u); the sizes are drawn from packet-size-min..packet-size-max, so "
-            "packet-size-min must not exceed packet-size-max", size_min, size_max),
+         "(%u); the sizes are drawn from packet-size-min..packet-size-max, so "
+         "packet-size-min must not exceed packet-size-max",
+            size_min, size_max),
         (NULL));
     goto done;
   }
   if (dst_port + flows - 1 > G_MAXUINT16) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
         ("property 'dst-port' (%u) with property 'n-flows' (%u): flow %u would use UDP "
-            "port %u, beyond 65535; flow f goes to dst-port + f, so dst-port may be at "
-            "most %u with %u flows", dst_port, flows, flows - 1, dst_port + flows - 1,
-            G_MAXUINT16 - (flows - 1), flows), (NULL));
+         "port %u, beyond 65535; flow f goes to dst-port + f, so dst-port may be at "
+         "most %u with %u flows",
+            dst_port, flows, flows - 1, dst_port + flows - 1, G_MAXUINT16 - (flows - 1), flows),
+        (NULL));
     goto done;
   }
   gst_daqiri_test_packet_params_init (&params);
@@ -311,7 +279,8 @@ gst_daqiri_test_src_start (GstBaseSrc * bsrc)
   self->next_packet = 0;
   self->next_flow = 0;
   gst_clear_object (&self->pacing_clock);
-  GST_INFO_OBJECT (self, "%" G_GUINT64_FORMAT " packets (0: endless) in bursts of %u, "
+  GST_INFO_OBJECT (self,
+      "%" G_GUINT64_FORMAT " packets (0: endless) in bursts of %u, "
       "%u..%u bytes, %u flow(s), %" G_GUINT64_FORMAT " packets/s (0: unpaced), %s",
       self->limit, self->burst, size_min, size_max, flows, self->pps,
       self->live ? "live" : "not live");
@@ -323,7 +292,7 @@ done:
 }
 
 static gboolean
-gst_daqiri_test_src_stop (GstBaseSrc * bsrc)
+gst_daqiri_test_src_stop (GstBaseSrc *bsrc)
 {
   GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (bsrc);
 
@@ -338,12 +307,12 @@ gst_daqiri_test_src_stop (GstBaseSrc * bsrc)
 }
 
 static gboolean
-gst_daqiri_test_src_negotiate (GstBaseSrc * bsrc)
+gst_daqiri_test_src_negotiate (GstBaseSrc *bsrc)
 {
   GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (bsrc);
 
-  GstCaps *caps = gst_caps_new_simple (GST_DAQIRI_PACKETS_MEDIA_TYPE,
-      "max-packet-size", G_TYPE_INT, (gint) self->size_max, NULL);
+  GstCaps *caps = gst_caps_new_simple (
+      GST_DAQIRI_PACKETS_MEDIA_TYPE, "max-packet-size", G_TYPE_INT, (gint) self->size_max, NULL);
   gboolean ok = gst_base_src_set_caps (bsrc, caps);
   gst_caps_unref (caps);
   return ok;
@@ -351,7 +320,7 @@ gst_daqiri_test_src_negotiate (GstBaseSrc * bsrc)
 
 /* Takes downstream's pool of TX slots when it offers one that holds our frames. */
 static gboolean
-use_slot_pool (GstDaqiriTestSrc * self, GstQuery * query, GstCaps * caps)
+use_slot_pool (GstDaqiriTestSrc *self, GstQuery *query, GstCaps *caps)
 {
   GstBufferPool *pool = NULL;
   guint size, min, max;
@@ -369,8 +338,10 @@ use_slot_pool (GstDaqiriTestSrc * self, GstQuery * query, GstCaps * caps)
     ok = gst_buffer_pool_set_config (pool, config);
     if (ok)
       gst_query_set_nth_allocation_pool (query, 0, pool, size, min, max);
-    GST_INFO_OBJECT (self, "downstream offers TX slots: %s", ok ? "writing frames into "
-        "them" : "they do not take our frames, using our own buffers");
+    GST_INFO_OBJECT (self, "downstream offers TX slots: %s",
+        ok ? "writing frames into "
+             "them"
+           : "they do not take our frames, using our own buffers");
   }
   gst_object_unref (pool);
   return ok;
@@ -379,7 +350,7 @@ use_slot_pool (GstDaqiriTestSrc * self, GstQuery * query, GstCaps * caps)
 /* Downstream's TX slots, or else our own pool of burst-sized buffers: one allocation
  * per buffer the pool ever makes, none per burst once downstream hands buffers back. */
 static gboolean
-gst_daqiri_test_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
+gst_daqiri_test_src_decide_allocation (GstBaseSrc *bsrc, GstQuery *query)
 {
   GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (bsrc);
   GstCaps *caps = NULL;
@@ -411,7 +382,7 @@ gst_daqiri_test_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
 }
 
 static gboolean
-gst_daqiri_test_src_query (GstBaseSrc * bsrc, GstQuery * query)
+gst_daqiri_test_src_query (GstBaseSrc *bsrc, GstQuery *query)
 {
   GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (bsrc);
 
@@ -419,8 +390,9 @@ gst_daqiri_test_src_query (GstBaseSrc * bsrc, GstQuery * query)
     /* a burst leaves when its last packet is due but is stamped with its first one's
      * time: the difference is the latency */
     GST_OBJECT_LOCK (self);
-    GstClockTime min = self->rate > 0 ? gst_util_uint64_scale_ceil (self->burst_packets -
-        1, GST_SECOND, self->rate) : 0;
+    GstClockTime min = self->rate > 0
+        ? gst_util_uint64_scale_ceil (self->burst_packets - 1, GST_SECOND, self->rate)
+        : 0;
     GST_OBJECT_UNLOCK (self);
     gst_query_set_latency (query, TRUE, min, GST_CLOCK_TIME_NONE);
     return TRUE;
@@ -429,7 +401,7 @@ gst_daqiri_test_src_query (GstBaseSrc * bsrc, GstQuery * query)
 }
 
 static gboolean
-gst_daqiri_test_src_unlock (GstBaseSrc * bsrc)
+gst_daqiri_test_src_unlock (GstBaseSrc *bsrc)
 {
   GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (bsrc);
 
@@ -443,7 +415,7 @@ gst_daqiri_test_src_unlock (GstBaseSrc * bsrc)
 }
 
 static gboolean
-gst_daqiri_test_src_unlock_stop (GstBaseSrc * bsrc)
+gst_daqiri_test_src_unlock_stop (GstBaseSrc *bsrc)
 {
   GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (bsrc);
 
@@ -459,8 +431,7 @@ gst_daqiri_test_src_unlock_stop (GstBaseSrc * bsrc)
  * packet is lost to a pause. The clock id is kept and re-armed: pacing allocates nothing
  * per burst. */
 static GstFlowReturn
-wait_until (GstDaqiriTestSrc * self, GstClock * clock, gboolean on_pipeline,
-    GstClockTime due)
+wait_until (GstDaqiriTestSrc *self, GstClock *clock, gboolean on_pipeline, GstClockTime due)
 {
   GstFlowReturn ret = GST_FLOW_OK;
 
@@ -498,7 +469,7 @@ wait_until (GstDaqiriTestSrc * self, GstClock * clock, gboolean on_pipeline,
 /* basesrc holds a live source in PAUSED only outside create(); the wait inside it is
  * ours to hold (and to redo against the new base time in PLAYING) */
 static GstStateChangeReturn
-gst_daqiri_test_src_change_state (GstElement * element, GstStateChange transition)
+gst_daqiri_test_src_change_state (GstElement *element, GstStateChange transition)
 {
   GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (element);
 
@@ -518,8 +489,7 @@ gst_daqiri_test_src_change_state (GstElement * element, GstStateChange transitio
       g_cond_broadcast (&self->cond);
       GST_OBJECT_UNLOCK (self);
       break;
-    default:
-      break;
+    default: break;
   }
   return GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
 }
@@ -527,7 +497,7 @@ gst_daqiri_test_src_change_state (GstElement * element, GstStateChange transitio
 /* The pipeline clock and base time for a live source that has one, or else the system
  * clock (monotonic) with no base time. */
 static GstClock *
-get_clock (GstDaqiriTestSrc * self, GstClockTime * base_time, gboolean * is_pipeline)
+get_clock (GstDaqiriTestSrc *self, GstClockTime *base_time, gboolean *is_pipeline)
 {
   GstElement *element = GST_ELEMENT_CAST (self);
   GstClock *clock = NULL;
@@ -551,8 +521,8 @@ get_clock (GstDaqiriTestSrc * self, GstClockTime * base_time, gboolean * is_pipe
  * burst (and again whenever the clock changes), never at the previous burst, so a late
  * burst does not shift the ones after it. */
 static GstFlowReturn
-pace_burst (GstDaqiriTestSrc * self, guint64 first, guint n, GstClockTime * pts,
-    GstClockTime * duration)
+pace_burst (
+    GstDaqiriTestSrc *self, guint64 first, guint n, GstClockTime *pts, GstClockTime *duration)
 {
   GstClockTime base_time;
   gboolean on_pipeline;
@@ -579,9 +549,9 @@ pace_burst (GstDaqiriTestSrc * self, guint64 first, guint n, GstClockTime * pts,
     /* anchor: the first packet of this burst is due now */
     GstClockTime local = on_pipeline ? (now > base_time ? now - base_time : 0) : now;
     self->epoch = local > first_due ? local - first_due : 0;
-    gst_object_replace ((GstObject **) & self->pacing_clock, GST_OBJECT_CAST (clock));
-    GST_DEBUG_OBJECT (self, "pacing on %" GST_PTR_FORMAT ", packet 0 due at %"
-        GST_TIME_FORMAT, clock, GST_TIME_ARGS (self->epoch));
+    gst_object_replace ((GstObject **) &self->pacing_clock, GST_OBJECT_CAST (clock));
+    GST_DEBUG_OBJECT (self, "pacing on %" GST_PTR_FORMAT ", packet 0 due at %" GST_TIME_FORMAT,
+        clock, GST_TIME_ARGS (self->epoch));
   }
 
   ret = wait_until (self, clock, on_pipeline, self->epoch + last_due);
@@ -599,7 +569,7 @@ out:
 /* The packet meta rides along with the pool's buffer (flagged POOLED), so its descriptor
  * array is allocated once per buffer, not once per burst. */
 static GstDaqiriPacketMeta *
-burst_meta (GstDaqiriTestSrc * self, GstBuffer * buf)
+burst_meta (GstDaqiriTestSrc *self, GstBuffer *buf)
 {
   GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
   if (meta != NULL)
@@ -612,7 +582,7 @@ burst_meta (GstDaqiriTestSrc * self, GstBuffer * buf)
 }
 
 static GstFlowReturn
-gst_daqiri_test_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
+gst_daqiri_test_src_create (GstPushSrc *psrc, GstBuffer **outbuf)
 {
   GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (psrc);
   GstBaseSrc *bsrc = GST_BASE_SRC (psrc);
@@ -629,8 +599,7 @@ gst_daqiri_test_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
 
   GstBufferPool *pool = gst_base_src_get_buffer_pool (bsrc);
   if (pool == NULL) {
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("no buffer pool was negotiated"),
-        (NULL));
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("no buffer pool was negotiated"), (NULL));
     return GST_FLOW_ERROR;
   }
   GstBuffer *buf = NULL;
@@ -670,8 +639,9 @@ gst_daqiri_test_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     gst_buffer_unref (buf);
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
         ("a burst buffer holds %" G_GSIZE_FORMAT " bytes in %u place(s), a burst needs up "
-            "to %u frames of up to %u bytes", map.size, in_slots ? meta->n_packets :
-            self->burst, n, self->size_max), (NULL));
+         "to %u frames of up to %u bytes",
+            map.size, in_slots ? meta->n_packets : self->burst, n, self->size_max),
+        (NULL));
     return GST_FLOW_ERROR;
   }
 
@@ -685,8 +655,8 @@ gst_daqiri_test_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
 
   for (guint i = 0; i < n; i++) {
     const guint32 seq = (guint32) (first + i);
-    const guint size = size_min == size_max ? size_min :
-        gst_daqiri_test_packet_size (size_min, size_max, seq);
+    const guint size =
+        size_min == size_max ? size_min : gst_daqiri_test_packet_size (size_min, size_max, seq);
     if (in_slots)
       offset = pkt[i].offset;
     gst_daqiri_test_packet_write (params, map.data + offset, size, seq, flow);
@@ -723,7 +693,7 @@ gst_daqiri_test_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
 }
 
 static void
-gst_daqiri_test_src_finalize (GObject * object)
+gst_daqiri_test_src_finalize (GObject *object)
 {
   GstDaqiriTestSrc *self = GST_DAQIRI_TEST_SRC (object);
 
@@ -736,14 +706,13 @@ gst_daqiri_test_src_finalize (GObject * object)
 }
 
 static void
-gst_daqiri_test_src_class_init (GstDaqiriTestSrcClass * klass)
+gst_daqiri_test_src_class_init (GstDaqiriTestSrcClass *klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstBaseSrcClass *basesrc_class = GST_BASE_SRC_CLASS (klass);
   GstPushSrcClass *pushsrc_class = GST_PUSH_SRC_CLASS (klass);
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-      GST_PARAM_MUTABLE_READY;
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY;
 
   gobject_class->set_property = gst_daqiri_test_src_set_property;
   gobject_class->get_property = gst_daqiri_test_src_get_property;
@@ -751,11 +720,11 @@ gst_daqiri_test_src_class_init (GstDaqiriTestSrcClass * klass)
 
   g_object_class_install_property (gobject_class, PROP_NUM_PACKETS,
       g_param_spec_uint64 ("num-packets", "Number of packets",
-          "Packets to send before EOS (the last burst may be short); 0: never stop",
-          0, G_MAXUINT64, DEFAULT_NUM_PACKETS, rw));
+          "Packets to send before EOS (the last burst may be short); 0: never stop", 0, G_MAXUINT64,
+          DEFAULT_NUM_PACKETS, rw));
   g_object_class_install_property (gobject_class, PROP_BURST_PACKETS,
-      g_param_spec_uint ("burst-packets", "Burst packets",
-          "Packets in one buffer", 1, MAX_BURST_PACKETS, DEFAULT_BURST_PACKETS, rw));
+      g_param_spec_uint ("burst-packets", "Burst packets", "Packets in one buffer", 1,
+          MAX_BURST_PACKETS, DEFAULT_BURST_PACKETS, rw));
   g_object_class_install_property (gobject_class, PROP_PACKET_SIZE_MIN,
       g_param_spec_uint ("packet-size-min", "Smallest packet size",
           "Smallest frame in bytes, from the Ethernet header to the end of the UDP "
@@ -772,27 +741,29 @@ gst_daqiri_test_src_class_init (GstDaqiriTestSrcClass * klass)
           "dst-port + f and has flow id f in the packet meta",
           1, MAX_FLOWS, DEFAULT_FLOWS, rw));
   g_object_class_install_property (gobject_class, PROP_FLOWS,
-      g_param_spec_uint ("flows", "Number of flows (deprecated)",
-          "Deprecated: use n-flows", 1, MAX_FLOWS, DEFAULT_FLOWS,
-          rw | G_PARAM_DEPRECATED));
+      g_param_spec_uint ("flows", "Number of flows (deprecated)", "Deprecated: use n-flows", 1,
+          MAX_FLOWS, DEFAULT_FLOWS, rw | G_PARAM_DEPRECATED));
   g_object_class_install_property (gobject_class, PROP_RATE,
       g_param_spec_uint64 ("rate", "Rate",
           "Packets per second; a burst leaves when its last packet is due. 0: as fast "
-          "as possible", 0, G_MAXUINT64, DEFAULT_RATE, rw));
-  gst_daqiri_install_address_properties (gobject_class, PROP_SRC_MAC,
-      "flow f uses dst-port + f, which must not exceed 65535");
+          "as possible",
+          0, G_MAXUINT64, DEFAULT_RATE, rw));
+  gst_daqiri_install_address_properties (
+      gobject_class, PROP_SRC_MAC, "flow f uses dst-port + f, which must not exceed 65535");
   g_object_class_install_property (gobject_class, PROP_UDP_CHECKSUM,
       g_param_spec_boolean ("udp-checksum", "UDP checksum",
-          "Compute the UDP checksum; off: the checksum field is 0 (none)",
-          DEFAULT_UDP_CHECKSUM, rw));
+          "Compute the UDP checksum; off: the checksum field is 0 (none)", DEFAULT_UDP_CHECKSUM,
+          rw));
   g_object_class_install_property (gobject_class, PROP_IS_LIVE,
       g_param_spec_boolean ("is-live", "Is live",
           "Act as a live source: produce only in PLAYING, pace and timestamp against "
-          "the pipeline clock", DEFAULT_IS_LIVE, rw));
+          "the pipeline clock",
+          DEFAULT_IS_LIVE, rw));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "Counters since the element last started: packets, bytes (frame bytes, no "
-          "FCS), bursts", GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+          "FCS), bursts",
+          GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class, "daqiri test packet source",
@@ -804,19 +775,17 @@ gst_daqiri_test_src_class_init (GstDaqiriTestSrcClass * klass)
   basesrc_class->start = GST_DEBUG_FUNCPTR (gst_daqiri_test_src_start);
   basesrc_class->stop = GST_DEBUG_FUNCPTR (gst_daqiri_test_src_stop);
   basesrc_class->negotiate = GST_DEBUG_FUNCPTR (gst_daqiri_test_src_negotiate);
-  basesrc_class->decide_allocation =
-      GST_DEBUG_FUNCPTR (gst_daqiri_test_src_decide_allocation);
+  basesrc_class->decide_allocation = GST_DEBUG_FUNCPTR (gst_daqiri_test_src_decide_allocation);
   basesrc_class->query = GST_DEBUG_FUNCPTR (gst_daqiri_test_src_query);
   basesrc_class->unlock = GST_DEBUG_FUNCPTR (gst_daqiri_test_src_unlock);
   basesrc_class->unlock_stop = GST_DEBUG_FUNCPTR (gst_daqiri_test_src_unlock_stop);
   pushsrc_class->create = GST_DEBUG_FUNCPTR (gst_daqiri_test_src_create);
 
-  GST_DEBUG_CATEGORY_INIT (daqiritestsrc_debug, "daqiritestsrc", 0,
-      "daqiri test packet source");
+  GST_DEBUG_CATEGORY_INIT (daqiritestsrc_debug, "daqiritestsrc", 0, "daqiri test packet source");
 }
 
 static void
-gst_daqiri_test_src_init (GstDaqiriTestSrc * self)
+gst_daqiri_test_src_init (GstDaqiriTestSrc *self)
 {
   self->num_packets = DEFAULT_NUM_PACKETS;
   self->burst_packets = DEFAULT_BURST_PACKETS;

@@ -17,8 +17,7 @@ ensure_debug (void)
 {
   static gsize done;
   if (g_once_init_enter (&done)) {
-    GST_DEBUG_CATEGORY_INIT (daqiritxpool_debug, "daqiritxpool", 0,
-        "daqiri TX slot pool");
+    GST_DEBUG_CATEGORY_INIT (daqiritxpool_debug, "daqiritxpool", 0, "daqiri TX slot pool");
     g_once_init_leave (&done, 1);
   }
 }
@@ -29,10 +28,10 @@ ensure_debug (void)
 typedef struct _GstDaqiriTxSlotMemory GstDaqiriTxSlotMemory;
 
 typedef enum {
-  SLOTS_LENT,                   /* the producer writes them */
-  SLOTS_SENT,                   /* committed: the NIC's, then free for reuse once the
+  SLOTS_LENT,     /* the producer writes them */
+  SLOTS_SENT,     /* committed: the NIC's, then free for reuse once the
                                  * memory is gone */
-  SLOTS_RETURNED,               /* cancelled */
+  SLOTS_RETURNED, /* cancelled */
 } SlotState;
 
 struct _GstDaqiriTxSlotMemory {
@@ -40,8 +39,8 @@ struct _GstDaqiriTxSlotMemory {
   GstDaqiriTxRing *ring;
   DqTxSlots run;
   SlotState state;
-  guint sent_slots;             /* the slots that held frames (the first ones) */
-  GList link;                   /* in ring->sent while SLOTS_SENT with sent_slots > 0 */
+  guint sent_slots; /* the slots that held frames (the first ones) */
+  GList link;       /* in ring->sent while SLOTS_SENT with sent_slots > 0 */
 };
 
 struct _GstDaqiriTxRing {
@@ -51,22 +50,23 @@ struct _GstDaqiriTxRing {
   guint slot_size;
   guint max_run;
 
-  GMutex lock;                  /* every txq call but wakeup and stats; the state below */
-  GCond cond;                   /* a run came back, a sent memory went, closed, flushing */
+  GMutex lock; /* every txq call but wakeup and stats; the state below */
+  GCond cond;  /* a run came back, a sent memory went, closed, flushing */
   gboolean closed;
-  gboolean lent;                /* a run is out */
-  GQueue sent;                  /* GstDaqiriTxSlotMemory: sent, memory still alive; their
+  gboolean lent; /* a run is out */
+  GQueue sent;   /* GstDaqiriTxSlotMemory: sent, memory still alive; their
                                  * frames' slots are not lent again until they go */
 };
 
 GstDaqiriTxRing *
-gst_daqiri_tx_ring_new (DqTxQueue * txq, GError ** error)
+gst_daqiri_tx_ring_new (DqTxQueue *txq, GError **error)
 {
   DqTxSlots probe;
 
   ensure_debug ();
   if (!dq_txq_can_acquire (txq)) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "the engine copies every frame; it "
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "the engine copies every frame; it "
         "has no slots to write in place");
     return NULL;
   }
@@ -86,20 +86,20 @@ gst_daqiri_tx_ring_new (DqTxQueue * txq, GError ** error)
   g_mutex_init (&ring->lock);
   g_cond_init (&ring->cond);
   g_queue_init (&ring->sent);
-  GST_DEBUG ("TX ring %p: runs of up to %u slots of %u bytes (stride %u)", ring,
-      ring->max_run, ring->slot_size, ring->stride);
+  GST_DEBUG ("TX ring %p: runs of up to %u slots of %u bytes (stride %u)", ring, ring->max_run,
+      ring->slot_size, ring->stride);
   return ring;
 }
 
 GstDaqiriTxRing *
-gst_daqiri_tx_ring_ref (GstDaqiriTxRing * ring)
+gst_daqiri_tx_ring_ref (GstDaqiriTxRing *ring)
 {
   g_atomic_int_inc (&ring->refcount);
   return ring;
 }
 
 void
-gst_daqiri_tx_ring_unref (GstDaqiriTxRing * ring)
+gst_daqiri_tx_ring_unref (GstDaqiriTxRing *ring)
 {
   if (ring == NULL || !g_atomic_int_dec_and_test (&ring->refcount))
     return;
@@ -112,7 +112,7 @@ gst_daqiri_tx_ring_unref (GstDaqiriTxRing * ring)
 }
 
 void
-gst_daqiri_tx_ring_close (GstDaqiriTxRing * ring)
+gst_daqiri_tx_ring_close (GstDaqiriTxRing *ring)
 {
   dq_txq_wakeup (ring->txq);
   g_mutex_lock (&ring->lock);
@@ -123,7 +123,7 @@ gst_daqiri_tx_ring_close (GstDaqiriTxRing * ring)
 
 /* ends the engine's wait, then the waits on the condition */
 static void
-ring_wake_all (GstDaqiriTxRing * ring)
+ring_wake_all (GstDaqiriTxRing *ring)
 {
   dq_txq_wakeup (ring->txq);
   g_mutex_lock (&ring->lock);
@@ -132,13 +132,13 @@ ring_wake_all (GstDaqiriTxRing * ring)
 }
 
 void
-gst_daqiri_tx_ring_wakeup (GstDaqiriTxRing * ring)
+gst_daqiri_tx_ring_wakeup (GstDaqiriTxRing *ring)
 {
   dq_txq_wakeup (ring->txq);
 }
 
 gboolean
-gst_daqiri_tx_ring_flush (GstDaqiriTxRing * ring, GError ** error)
+gst_daqiri_tx_ring_flush (GstDaqiriTxRing *ring, GError **error)
 {
   g_mutex_lock (&ring->lock);
   gboolean ok = dq_txq_flush (ring->txq, error);
@@ -147,25 +147,25 @@ gst_daqiri_tx_ring_flush (GstDaqiriTxRing * ring, GError ** error)
 }
 
 void
-gst_daqiri_tx_ring_stats (GstDaqiriTxRing * ring, DqTxStats * stats)
+gst_daqiri_tx_ring_stats (GstDaqiriTxRing *ring, DqTxStats *stats)
 {
   dq_txq_stats (ring->txq, stats);
 }
 
 guint
-gst_daqiri_tx_ring_stride (GstDaqiriTxRing * ring)
+gst_daqiri_tx_ring_stride (GstDaqiriTxRing *ring)
 {
   return ring->stride;
 }
 
 guint
-gst_daqiri_tx_ring_slot_size (GstDaqiriTxRing * ring)
+gst_daqiri_tx_ring_slot_size (GstDaqiriTxRing *ring)
 {
   return ring->slot_size;
 }
 
 guint
-gst_daqiri_tx_ring_max_run (GstDaqiriTxRing * ring)
+gst_daqiri_tx_ring_max_run (GstDaqiriTxRing *ring)
 {
   return ring->max_run;
 }
@@ -175,12 +175,12 @@ gst_daqiri_tx_ring_max_run (GstDaqiriTxRing * ring)
  * lent again at once, so a producer that fills runs partly while downstream keeps its
  * last buffer does not wait.) */
 static gboolean
-run_overlaps_sent (GstDaqiriTxRing * ring, const DqTxSlots * run)
+run_overlaps_sent (GstDaqiriTxRing *ring, const DqTxSlots *run)
 {
   const guint8 *start = run->data;
   const guint8 *end = run->data + (gsize) run->n_slots * run->stride;
 
-  for (GList * l = ring->sent.head; l != NULL; l = l->next) {
+  for (GList *l = ring->sent.head; l != NULL; l = l->next) {
     const GstDaqiriTxSlotMemory *m = l->data;
     const guint8 *ms = m->run.data;
     const guint8 *me = m->run.data + (gsize) m->sent_slots * m->run.stride;
@@ -192,15 +192,15 @@ run_overlaps_sent (GstDaqiriTxRing * ring, const DqTxSlots * run)
 
 typedef enum {
   LEND_OK,
-  LEND_FLUSHING,                /* the ring closed or *flushing became set */
-  LEND_WOULD_WAIT,              /* dontwait, and no run could be lent at once */
+  LEND_FLUSHING,   /* the ring closed or *flushing became set */
+  LEND_WOULD_WAIT, /* dontwait, and no run could be lent at once */
   LEND_ERROR,
 } LendResult;
 
 /* Lends a run: one at a time, never over a sent memory that is still alive. */
 static LendResult
-ring_lend (GstDaqiriTxRing * ring, guint max_frames, guint frame_size, const gint * flushing,
-    gboolean dontwait, DqTxSlots * run, GError ** error)
+ring_lend (GstDaqiriTxRing *ring, guint max_frames, guint frame_size, const gint *flushing,
+    gboolean dontwait, DqTxSlots *run, GError **error)
 {
   LendResult res = LEND_OK;
 
@@ -218,8 +218,8 @@ ring_lend (GstDaqiriTxRing * ring, guint max_frames, guint frame_size, const gin
       g_cond_wait_until (&ring->cond, &ring->lock, g_get_monotonic_time () + COND_SLICE_US);
       continue;
     }
-    int r = dq_txq_acquire (ring->txq, max_frames, frame_size, run,
-        dontwait ? 0 : LEND_SLICE_NS, error);
+    int r = dq_txq_acquire (
+        ring->txq, max_frames, frame_size, run, dontwait ? 0 : LEND_SLICE_NS, error);
     if (r < 0) {
       res = LEND_ERROR;
       break;
@@ -268,14 +268,14 @@ G_DEFINE_TYPE (GstDaqiriTxSlotAllocator, gst_daqiri_tx_slot_allocator, GST_TYPE_
 #define TX_SLOT_MEMORY_TYPE "DaqiriTxSlots"
 
 static GstMemory *
-slot_alloc (GstAllocator * allocator, gsize size, GstAllocationParams * params)
+slot_alloc (GstAllocator *allocator, gsize size, GstAllocationParams *params)
 {
   /* runs come from the ring, never from gst_allocator_alloc() */
   return NULL;
 }
 
 static void
-slot_free (GstAllocator * allocator, GstMemory * mem)
+slot_free (GstAllocator *allocator, GstMemory *mem)
 {
   GstDaqiriTxSlotMemory *smem = (GstDaqiriTxSlotMemory *) mem;
   GstDaqiriTxRing *ring = smem->ring;
@@ -294,18 +294,17 @@ slot_free (GstAllocator * allocator, GstMemory * mem)
 }
 
 static gpointer
-slot_map (GstMemory * mem, gsize maxsize, GstMapFlags flags)
+slot_map (GstMemory *mem, gsize maxsize, GstMapFlags flags)
 {
   return ((GstDaqiriTxSlotMemory *) mem)->run.data;
 }
 
 static void
-slot_unmap (GstMemory * mem)
-{
-}
+slot_unmap (GstMemory *mem)
+{}
 
 static GstMemory *
-slot_copy (GstMemory * mem, gssize offset, gssize size)
+slot_copy (GstMemory *mem, gssize offset, gssize size)
 {
   GstDaqiriTxSlotMemory *smem = (GstDaqiriTxSlotMemory *) mem;
   if (size == -1)
@@ -316,21 +315,21 @@ slot_copy (GstMemory * mem, gssize offset, gssize size)
 }
 
 static GstMemory *
-slot_share (GstMemory * mem, gssize offset, gssize size)
+slot_share (GstMemory *mem, gssize offset, gssize size)
 {
   /* NO_SHARE: never called; a view must not outlive the run */
   return NULL;
 }
 
 static void
-gst_daqiri_tx_slot_allocator_class_init (GstDaqiriTxSlotAllocatorClass * klass)
+gst_daqiri_tx_slot_allocator_class_init (GstDaqiriTxSlotAllocatorClass *klass)
 {
   GST_ALLOCATOR_CLASS (klass)->alloc = slot_alloc;
   GST_ALLOCATOR_CLASS (klass)->free = slot_free;
 }
 
 static void
-gst_daqiri_tx_slot_allocator_init (GstDaqiriTxSlotAllocator * self)
+gst_daqiri_tx_slot_allocator_init (GstDaqiriTxSlotAllocator *self)
 {
   GstAllocator *alloc = GST_ALLOCATOR (self);
 
@@ -357,34 +356,34 @@ slot_allocator_get (void)
 }
 
 gboolean
-gst_is_daqiri_tx_slot_memory (GstMemory * mem)
+gst_is_daqiri_tx_slot_memory (GstMemory *mem)
 {
   return mem != NULL && mem->allocator != NULL &&
       g_type_is_a (G_OBJECT_TYPE (mem->allocator), GST_TYPE_DAQIRI_TX_SLOT_ALLOCATOR);
 }
 
 GstDaqiriTxRing *
-gst_daqiri_tx_slot_memory_ring (GstMemory * mem)
+gst_daqiri_tx_slot_memory_ring (GstMemory *mem)
 {
   return ((GstDaqiriTxSlotMemory *) mem)->ring;
 }
 
 const DqTxSlots *
-gst_daqiri_tx_slot_memory_run (GstMemory * mem)
+gst_daqiri_tx_slot_memory_run (GstMemory *mem)
 {
   return &((GstDaqiriTxSlotMemory *) mem)->run;
 }
 
 static GstMemory *
-slot_memory_new (GstDaqiriTxRing * ring, const DqTxSlots * run)
+slot_memory_new (GstDaqiriTxRing *ring, const DqTxSlots *run)
 {
   GstDaqiriTxSlotMemory *smem = g_new0 (GstDaqiriTxSlotMemory, 1);
   gsize size = (gsize) (run->n_slots - 1) * run->stride + run->slot_size;
 
   /* NO_SHARE: a sub-buffer or buffer copy gets a copy of the bytes, so no other view of
    * the slots exists than this memory, whose life the ring follows */
-  gst_memory_init (GST_MEMORY_CAST (smem), GST_MEMORY_FLAG_NO_SHARE, slot_allocator_get (),
-      NULL, size, 0, 0, size);
+  gst_memory_init (GST_MEMORY_CAST (smem), GST_MEMORY_FLAG_NO_SHARE, slot_allocator_get (), NULL,
+      size, 0, 0, size);
   smem->ring = gst_daqiri_tx_ring_ref (ring);
   smem->run = *run;
   smem->state = SLOTS_LENT;
@@ -393,8 +392,7 @@ slot_memory_new (GstDaqiriTxRing * ring, const DqTxSlots * run)
 }
 
 int
-gst_daqiri_tx_slot_memory_commit (GstMemory * mem, guint n, const guint32 * lengths,
-    GError ** error)
+gst_daqiri_tx_slot_memory_commit (GstMemory *mem, guint n, const guint32 *lengths, GError **error)
 {
   GstDaqiriTxSlotMemory *smem = (GstDaqiriTxSlotMemory *) mem;
   GstDaqiriTxRing *ring = smem->ring;
@@ -434,30 +432,29 @@ struct _GstDaqiriTxPool {
 G_DEFINE_TYPE (GstDaqiriTxPool, gst_daqiri_tx_pool, GST_TYPE_BUFFER_POOL);
 
 void
-gst_daqiri_tx_pool_config_set_burst (GstStructure * config, guint max_packets,
-    guint max_frame_size)
+gst_daqiri_tx_pool_config_set_burst (GstStructure *config, guint max_packets, guint max_frame_size)
 {
-  gst_structure_set (config, CONFIG_MAX_PACKETS, G_TYPE_UINT, max_packets,
-      CONFIG_MAX_FRAME, G_TYPE_UINT, max_frame_size, NULL);
+  gst_structure_set (config, CONFIG_MAX_PACKETS, G_TYPE_UINT, max_packets, CONFIG_MAX_FRAME,
+      G_TYPE_UINT, max_frame_size, NULL);
 }
 
 gboolean
-gst_daqiri_tx_pool_config_get_burst (const GstStructure * config, guint * max_packets,
-    guint * max_frame_size)
+gst_daqiri_tx_pool_config_get_burst (
+    const GstStructure *config, guint *max_packets, guint *max_frame_size)
 {
-  return gst_structure_get (config, CONFIG_MAX_PACKETS, G_TYPE_UINT, max_packets,
-      CONFIG_MAX_FRAME, G_TYPE_UINT, max_frame_size, NULL);
+  return gst_structure_get (config, CONFIG_MAX_PACKETS, G_TYPE_UINT, max_packets, CONFIG_MAX_FRAME,
+      G_TYPE_UINT, max_frame_size, NULL);
 }
 
 static const gchar **
-tx_pool_get_options (GstBufferPool * bpool)
+tx_pool_get_options (GstBufferPool *bpool)
 {
   static const gchar *options[] = { GST_BUFFER_POOL_OPTION_DAQIRI_TX_SLOTS, NULL };
   return options;
 }
 
 static gboolean
-tx_pool_set_config (GstBufferPool * bpool, GstStructure * config)
+tx_pool_set_config (GstBufferPool *bpool, GstStructure *config)
 {
   GstDaqiriTxPool *self = GST_DAQIRI_TX_POOL (bpool);
   GstCaps *caps;
@@ -472,8 +469,8 @@ tx_pool_set_config (GstBufferPool * bpool, GstStructure * config)
     return FALSE;
   }
   if (frame > self->ring->slot_size) {
-    GST_INFO_OBJECT (self, "frames of %u bytes do not fit slots of %u bytes", frame,
-        self->ring->slot_size);
+    GST_INFO_OBJECT (
+        self, "frames of %u bytes do not fit slots of %u bytes", frame, self->ring->slot_size);
     return FALSE;
   }
   self->max_packets = MIN (packets, self->ring->max_run);
@@ -485,22 +482,21 @@ tx_pool_set_config (GstBufferPool * bpool, GstStructure * config)
 
 /* a shell: the descriptor array rides along with it, allocated once */
 static GstFlowReturn
-tx_pool_alloc_buffer (GstBufferPool * bpool, GstBuffer ** buffer,
-    GstBufferPoolAcquireParams * params)
+tx_pool_alloc_buffer (GstBufferPool *bpool, GstBuffer **buffer, GstBufferPoolAcquireParams *params)
 {
   GstDaqiriTxPool *self = GST_DAQIRI_TX_POOL (bpool);
   GstBuffer *buf = gst_buffer_new ();
   GstDaqiriPacket *packets = g_new0 (GstDaqiriPacket, self->max_packets);
-  GstDaqiriPacketMeta *meta = gst_buffer_add_daqiri_packet_meta_full (buf, packets, 0,
-      g_free, packets);
+  GstDaqiriPacketMeta *meta =
+      gst_buffer_add_daqiri_packet_meta_full (buf, packets, 0, g_free, packets);
   GST_META_FLAG_SET (meta, GST_META_FLAG_POOLED);
   *buffer = buf;
   return GST_FLOW_OK;
 }
 
 static GstFlowReturn
-tx_pool_acquire_buffer (GstBufferPool * bpool, GstBuffer ** buffer,
-    GstBufferPoolAcquireParams * params)
+tx_pool_acquire_buffer (
+    GstBufferPool *bpool, GstBuffer **buffer, GstBufferPoolAcquireParams *params)
 {
   GstDaqiriTxPool *self = GST_DAQIRI_TX_POOL (bpool);
   GstBufferPoolClass *parent = GST_BUFFER_POOL_CLASS (gst_daqiri_tx_pool_parent_class);
@@ -511,15 +507,12 @@ tx_pool_acquire_buffer (GstBufferPool * bpool, GstBuffer ** buffer,
   GstFlowReturn ret = parent->acquire_buffer (bpool, &buf, params);
   if (ret != GST_FLOW_OK)
     return ret;
-  gboolean dontwait = params != NULL &&
-      (params->flags & GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT) != 0;
-  switch (ring_lend (self->ring, self->max_packets, self->max_frame, &self->flushing,
-          dontwait, &run, &error)) {
-    case LEND_OK:
-      break;
-    case LEND_FLUSHING:
-      ret = GST_FLOW_FLUSHING;
-      break;
+  gboolean dontwait =
+      params != NULL && (params->flags & GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT) != 0;
+  switch (ring_lend (
+      self->ring, self->max_packets, self->max_frame, &self->flushing, dontwait, &run, &error)) {
+    case LEND_OK: break;
+    case LEND_FLUSHING: ret = GST_FLOW_FLUSHING; break;
     case LEND_WOULD_WAIT:
       /* what a pool says when DONTWAIT finds nothing */
       ret = GST_FLOW_EOS;
@@ -554,7 +547,7 @@ tx_pool_acquire_buffer (GstBufferPool * bpool, GstBuffer ** buffer,
 /* Back to a shell: the run goes (sent already, or given back when the memory is freed),
  * the descriptors are cleared, metas others added are removed. */
 static gboolean
-remove_unpooled_meta (GstBuffer * buffer, GstMeta ** meta, gpointer user_data)
+remove_unpooled_meta (GstBuffer *buffer, GstMeta **meta, gpointer user_data)
 {
   if (!GST_META_FLAG_IS_SET (*meta, GST_META_FLAG_POOLED) &&
       !GST_META_FLAG_IS_SET (*meta, GST_META_FLAG_LOCKED))
@@ -563,7 +556,7 @@ remove_unpooled_meta (GstBuffer * buffer, GstMeta ** meta, gpointer user_data)
 }
 
 static void
-tx_pool_reset_buffer (GstBufferPool * bpool, GstBuffer * buffer)
+tx_pool_reset_buffer (GstBufferPool *bpool, GstBuffer *buffer)
 {
   gst_buffer_remove_all_memory (buffer);
   GST_BUFFER_FLAGS (buffer) = 0;
@@ -579,7 +572,7 @@ tx_pool_reset_buffer (GstBufferPool * bpool, GstBuffer * buffer)
 }
 
 static void
-tx_pool_flush_start (GstBufferPool * bpool)
+tx_pool_flush_start (GstBufferPool *bpool)
 {
   GstDaqiriTxPool *self = GST_DAQIRI_TX_POOL (bpool);
   g_atomic_int_set (&self->flushing, 1);
@@ -587,13 +580,13 @@ tx_pool_flush_start (GstBufferPool * bpool)
 }
 
 static void
-tx_pool_flush_stop (GstBufferPool * bpool)
+tx_pool_flush_stop (GstBufferPool *bpool)
 {
   g_atomic_int_set (&GST_DAQIRI_TX_POOL (bpool)->flushing, 0);
 }
 
 static void
-gst_daqiri_tx_pool_finalize (GObject * object)
+gst_daqiri_tx_pool_finalize (GObject *object)
 {
   GstDaqiriTxPool *self = GST_DAQIRI_TX_POOL (object);
   GstDaqiriTxRing *ring = self->ring;
@@ -604,7 +597,7 @@ gst_daqiri_tx_pool_finalize (GObject * object)
 }
 
 static void
-gst_daqiri_tx_pool_class_init (GstDaqiriTxPoolClass * klass)
+gst_daqiri_tx_pool_class_init (GstDaqiriTxPoolClass *klass)
 {
   GstBufferPoolClass *pool_class = GST_BUFFER_POOL_CLASS (klass);
 
@@ -619,12 +612,11 @@ gst_daqiri_tx_pool_class_init (GstDaqiriTxPoolClass * klass)
 }
 
 static void
-gst_daqiri_tx_pool_init (GstDaqiriTxPool * self)
-{
-}
+gst_daqiri_tx_pool_init (GstDaqiriTxPool *self)
+{}
 
 GstBufferPool *
-gst_daqiri_tx_pool_new (GstDaqiriTxRing * ring)
+gst_daqiri_tx_pool_new (GstDaqiriTxRing *ring)
 {
   ensure_debug ();
   GstDaqiriTxPool *self = g_object_new (GST_TYPE_DAQIRI_TX_POOL, NULL);

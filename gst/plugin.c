@@ -16,7 +16,7 @@
 #endif
 
 static gboolean
-plugin_init (GstPlugin * plugin)
+plugin_init (GstPlugin *plugin)
 {
   gboolean ok = FALSE;
 
@@ -35,5 +35,5 @@ plugin_init (GstPlugin * plugin)
 }
 
 GST_PLUGIN_DEFINE (GST_VERSION_MAJOR, GST_VERSION_MINOR, daqiri,
-    "Raw Ethernet packets between NICs and CPU or GPU memory, in bursts, at line rate",
-    plugin_init, VERSION, GST_LICENSE, GST_PACKAGE_NAME, GST_PACKAGE_ORIGIN)
+    "Raw Ethernet packets between NICs and CPU or GPU memory, in bursts, at line rate", plugin_init,
+    VERSION, GST_LICENSE, GST_PACKAGE_NAME, GST_PACKAGE_ORIGIN)

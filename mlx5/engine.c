@@ -58,8 +58,8 @@
 static gboolean
 wait_on (int fd, gint64 ns)
 {
-  struct pollfd pfd = {.fd = fd,.events = POLLIN };
-  struct timespec ts = {.tv_sec = ns / 1000000000,.tv_nsec = ns % 1000000000 };
+  struct pollfd pfd = { .fd = fd, .events = POLLIN };
+  struct timespec ts = { .tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000 };
   if (ppoll (&pfd, 1, &ts, NULL) > 0 && (pfd.revents & POLLIN)) {
     dq_eventfd_drain (fd);
     return TRUE;
@@ -76,7 +76,7 @@ typedef struct _Mlx5EngRxq Mlx5EngRxq;
 typedef struct {
   const Mlx5PortOps *ops;
   gpointer dev;
-  char *what;                   /* "emu:x", for messages */
+  char *what; /* "emu:x", for messages */
   Mlx5Caps caps;
   guint mtu;
   guint8 mac[6];
@@ -88,7 +88,7 @@ typedef struct {
   gboolean tx_csum;
   gboolean tx_eth_src;
 
-  GMutex lock;                  /* groups */
+  GMutex lock; /* groups */
   GPtrArray *groups;
 } Mlx5EngPort;
 
@@ -105,15 +105,17 @@ struct _Mlx5Group {
 
 static gboolean
 parse_key_uint (const char *what, const char *key, const char *value, guint min, guint max,
-    gboolean pow2, guint * out, GError ** error)
+    gboolean pow2, guint *out, GError **error)
 {
   char *end = NULL;
   guint64 v = g_ascii_strtoull (value, &end, 10);
   if (!g_ascii_isdigit (*value) || *end != '\0' || v < min || v > max ||
       (pow2 && (v & (v - 1)) != 0)) {
     char *s = g_strescape (value, NULL);
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: %s=%s is not allowed (allowed: %s%u "
-        ".. %u)", what, key, s, pow2 ? "a power of two " : "", min, max);
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: %s=%s is not allowed (allowed: %s%u "
+        ".. %u)",
+        what, key, s, pow2 ? "a power of two " : "", min, max);
     g_free (s);
     return FALSE;
   }
@@ -122,8 +124,7 @@ parse_key_uint (const char *what, const char *key, const char *value, guint min,
 }
 
 static gboolean
-parse_key_bool (const char *what, const char *key, const char *value, gboolean * out,
-    GError ** error)
+parse_key_bool (const char *what, const char *key, const char *value, gboolean *out, GError **error)
 {
   if (g_ascii_strcasecmp (value, "on") == 0 || strcmp (value, "1") == 0 ||
       g_ascii_strcasecmp (value, "true") == 0 || g_ascii_strcasecmp (value, "yes") == 0) {
@@ -136,8 +137,10 @@ parse_key_bool (const char *what, const char *key, const char *value, gboolean *
     return TRUE;
   }
   char *s = g_strescape (value, NULL);
-  g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: %s=%s is not allowed (allowed: on or "
-      "off)", what, key, s);
+  g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+      "%s: %s=%s is not allowed (allowed: on or "
+      "off)",
+      what, key, s);
   g_free (s);
   return FALSE;
 }
@@ -145,7 +148,7 @@ parse_key_bool (const char *what, const char *key, const char *value, gboolean *
 /* Takes the engine's keys out of "NAME,KEY=VALUE,..."; returns the rest for the control
  * path, or NULL on a bad value. */
 static char *
-port_take_keys (Mlx5EngPort * port, const char *arg, GError ** error)
+port_take_keys (Mlx5EngPort *port, const char *arg, GError **error)
 {
   char **parts = g_strsplit (arg, ",", -1);
   GString *rest = g_string_new (parts[0]);
@@ -181,7 +184,7 @@ port_take_keys (Mlx5EngPort * port, const char *arg, GError ** error)
 }
 
 static void
-eng_port_free (Mlx5EngPort * port)
+eng_port_free (Mlx5EngPort *port)
 {
   if (port->groups != NULL)
     g_ptr_array_free (port->groups, TRUE);
@@ -191,7 +194,7 @@ eng_port_free (Mlx5EngPort * port)
 }
 
 static gpointer
-eng_port_open (const Mlx5PortOps * ops, const char *arg, DqPortInfo * info, GError ** error)
+eng_port_open (const Mlx5PortOps *ops, const char *arg, DqPortInfo *info, GError **error)
 {
   Mlx5EngPort *port = g_new0 (Mlx5EngPort, 1);
   port->ops = ops;
@@ -256,11 +259,11 @@ struct _Mlx5EngRxq {
   int wake_fd;
 
   /* polling thread */
-  Mlx5BurstRec *open;           /* the burst being filled */
+  Mlx5BurstRec *open; /* the burst being filled */
   Mlx5RxBurst ob;
-  gint64 open_since;            /* when its first packet was read */
+  gint64 open_since; /* when its first packet was read */
   gint64 clock_refresh_at;
-  guint backoff;                /* cpu_relax()es between two looks at an empty CQ */
+  guint backoff; /* cpu_relax()es between two looks at an empty CQ */
 
   DqBurstPool recs;
 
@@ -269,18 +272,19 @@ struct _Mlx5EngRxq {
 };
 
 static gboolean
-rx_rules_check (Mlx5EngPort * port, const DqRxConfig * config, GError ** error)
+rx_rules_check (Mlx5EngPort *port, const DqRxConfig *config, GError **error)
 {
-  if (!dq_flow_rules_check_queues (port->what, config->flows, config->n_flows,
-          config->n_queues, error))
+  if (!dq_flow_rules_check_queues (
+          port->what, config->flows, config->n_flows, config->n_queues, error))
     return FALSE;
   for (guint i = 0; i < config->n_flows; i++) {
     const DqFlowRule *rule = &config->flows[i];
     if ((rule->keys & DQ_FLOW_MARK) && rule->mark > MLX5_FLOW_TAG_BITS) {
       char *text = dq_flow_rule_to_string (rule);
-      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW, "%s: flow rule %u (%s): mark %u does not "
-          "fit the NIC's 24-bit flow tag (allowed mark=0 .. %u)", port->what, i + 1, text,
-          rule->mark, MLX5_FLOW_TAG_BITS);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
+          "%s: flow rule %u (%s): mark %u does not "
+          "fit the NIC's 24-bit flow tag (allowed mark=0 .. %u)",
+          port->what, i + 1, text, rule->mark, MLX5_FLOW_TAG_BITS);
       g_free (text);
       return FALSE;
     }
@@ -291,7 +295,7 @@ rx_rules_check (Mlx5EngPort * port, const DqRxConfig * config, GError ** error)
 /* Joins the queue to its group; once every queue of the group exists, the group's
  * steering is installed. */
 static gboolean
-rx_group_join (Mlx5EngRxq * rxq, const DqRxConfig * config, GError ** error)
+rx_group_join (Mlx5EngRxq *rxq, const DqRxConfig *config, GError **error)
 {
   Mlx5EngPort *port = rxq->port;
   Mlx5Group *g = NULL;
@@ -313,9 +317,10 @@ rx_group_join (Mlx5EngRxq * rxq, const DqRxConfig * config, GError ** error)
     g_ptr_array_add (port->groups, g);
   }
   if (config->n_queues != g->n_queues || g->queues[config->queue_index] != NULL) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_BUSY, "%s: RX queue %u of group %u is taken "
-        "(or the group has %u queues, not %u)", port->what, config->queue_index,
-        config->group_id, g->n_queues, config->n_queues);
+    g_set_error (error, DQ_ERROR, DQ_ERROR_BUSY,
+        "%s: RX queue %u of group %u is taken "
+        "(or the group has %u queues, not %u)",
+        port->what, config->queue_index, config->group_id, g->n_queues, config->n_queues);
     g_mutex_unlock (&port->lock);
     return FALSE;
   }
@@ -326,8 +331,8 @@ rx_group_join (Mlx5EngRxq * rxq, const DqRxConfig * config, GError ** error)
     Mlx5Rq **rqs = g_new (Mlx5Rq *, g->n_queues);
     for (guint i = 0; i < g->n_queues; i++)
       rqs[i] = mlx5_rxq_rq (g->queues[i]->ring);
-    ok = port->ops->flows_set (port->dev, g->group_id, rqs, g->n_queues, g->rules,
-        g->n_rules, error);
+    ok = port->ops->flows_set (
+        port->dev, g->group_id, rqs, g->n_queues, g->rules, g->n_rules, error);
     g->installed = ok;
     g_free (rqs);
   }
@@ -336,7 +341,7 @@ rx_group_join (Mlx5EngRxq * rxq, const DqRxConfig * config, GError ** error)
 }
 
 static void
-rx_group_leave (Mlx5EngRxq * rxq)
+rx_group_leave (Mlx5EngRxq *rxq)
 {
   Mlx5EngPort *port = rxq->port;
   Mlx5Group *g = rxq->group;
@@ -374,12 +379,11 @@ eng_rxq_destroy (gpointer priv)
 }
 
 static gpointer
-eng_rxq_create (gpointer port_priv, const DqRxConfig * config, GError ** error)
+eng_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
 {
   Mlx5EngPort *port = port_priv;
   Mlx5RxGeometry geo;
-  guint max_packet = config->max_packet_size ? config->max_packet_size :
-      port->mtu + FRAME_OVER_MTU;
+  guint max_packet = config->max_packet_size ? config->max_packet_size : port->mtu + FRAME_OVER_MTU;
 
   if (!rx_rules_check (port, config, error))
     return NULL;
@@ -393,12 +397,11 @@ eng_rxq_create (gpointer port_priv, const DqRxConfig * config, GError ** error)
   rxq->burst_packets = config->burst_packets;
   rxq->burst_timeout_ns = config->burst_timeout_ns;
   rxq->max_packet = max_packet;
-  dq_burst_pool_init (&rxq->recs,
-      sizeof (Mlx5BurstRec) + rxq->burst_packets * sizeof (DqPacket));
+  dq_burst_pool_init (&rxq->recs, sizeof (Mlx5BurstRec) + rxq->burst_packets * sizeof (DqPacket));
   rxq->wake_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (rxq->wake_fd < 0) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "%s: eventfd() failed: %s", port->what,
-        g_strerror (errno));
+    g_set_error (
+        error, DQ_ERROR, DQ_ERROR_IO, "%s: eventfd() failed: %s", port->what, g_strerror (errno));
     goto fail;
   }
   geo.memory = config->ring_memory;
@@ -418,7 +421,7 @@ fail:
 
 /* Hands the open burst out. */
 static void
-rx_burst_emit (Mlx5EngRxq * rxq, DqBurst * burst)
+rx_burst_emit (Mlx5EngRxq *rxq, DqBurst *burst)
 {
   Mlx5BurstRec *rec = rxq->open;
   guint64 truncated = 0;
@@ -446,7 +449,7 @@ rx_burst_emit (Mlx5EngRxq * rxq, DqBurst * burst)
 }
 
 static int
-eng_rxq_poll (gpointer priv, DqBurst * burst, gint64 timeout_ns, GError ** error)
+eng_rxq_poll (gpointer priv, DqBurst *burst, gint64 timeout_ns, GError **error)
 {
   Mlx5EngRxq *rxq = priv;
   gint64 deadline = -1;
@@ -470,12 +473,11 @@ eng_rxq_poll (gpointer priv, DqBurst * burst, gint64 timeout_ns, GError ** error
       memset (&rxq->ob, 0, sizeof rxq->ob);
     }
     guint before = rxq->ob.n_packets;
-    gboolean complete = mlx5_rxq_poll (rxq->ring, &rxq->ob, rxq->open->packets,
-        rxq->burst_packets);
+    gboolean complete = mlx5_rxq_poll (rxq->ring, &rxq->ob, rxq->open->packets, rxq->burst_packets);
     if (before == 0 && rxq->ob.n_packets > 0)
       rxq->open_since = now;
-    if (rxq->ob.n_packets > 0 && (complete ||
-            now - rxq->open_since >= (gint64) rxq->burst_timeout_ns)) {
+    if (rxq->ob.n_packets > 0 &&
+        (complete || now - rxq->open_since >= (gint64) rxq->burst_timeout_ns)) {
       rx_burst_emit (rxq, burst);
       return 1;
     }
@@ -524,7 +526,7 @@ eng_rxq_poll (gpointer priv, DqBurst * burst, gint64 timeout_ns, GError ** error
 }
 
 static void
-eng_rxq_release (gpointer priv, DqBurst * burst)
+eng_rxq_release (gpointer priv, DqBurst *burst)
 {
   Mlx5EngRxq *rxq = priv;
   Mlx5BurstRec *rec = burst->range;
@@ -545,7 +547,7 @@ eng_rxq_wakeup (gpointer priv)
 }
 
 static void
-eng_rxq_stats (gpointer priv, DqRxStats * stats)
+eng_rxq_stats (gpointer priv, DqRxStats *stats)
 {
   Mlx5EngRxq *rxq = priv;
   Mlx5RxCounters c;
@@ -577,11 +579,11 @@ typedef struct {
   int wake_fd;
 
   /* in-place sending: the slab's slots, and the run lent by txq_acquire */
-  guint8 *slab;                 /* slot 0 */
+  guint8 *slab; /* slot 0 */
   guint n_slots;
   guint log_slot_size;
-  guint8 **addrs;               /* n_slots, scratch for mlx5_txq_acquire */
-  guint32 *lengths;             /* n_slots, scratch for txq_commit */
+  guint8 **addrs;   /* n_slots, scratch for mlx5_txq_acquire */
+  guint32 *lengths; /* n_slots, scratch for txq_commit */
   gboolean lent;
   guint8 *lent_data;
   guint lent_n;
@@ -608,15 +610,14 @@ eng_txq_destroy (gpointer priv)
 }
 
 static gpointer
-eng_txq_create (gpointer port_priv, const DqTxConfig * config, GError ** error)
+eng_txq_create (gpointer port_priv, const DqTxConfig *config, GError **error)
 {
   Mlx5EngPort *port = port_priv;
   Mlx5TxConfig cfg = { 0 };
-  guint max_packet = config->max_packet_size ? config->max_packet_size :
-      port->mtu + FRAME_OVER_MTU;
+  guint max_packet = config->max_packet_size ? config->max_packet_size : port->mtu + FRAME_OVER_MTU;
 
-  if (!mlx5_tx_geometry_choose (&port->caps, port->what, config->ring_bytes, max_packet,
-          port->tx_signal, &cfg, error))
+  if (!mlx5_tx_geometry_choose (
+          &port->caps, port->what, config->ring_bytes, max_packet, port->tx_signal, &cfg, error))
     return NULL;
   cfg.csum = port->tx_csum;
   cfg.stamp_src_mac = port->tx_eth_src;
@@ -627,8 +628,8 @@ eng_txq_create (gpointer port_priv, const DqTxConfig * config, GError ** error)
   txq->max_packet = max_packet;
   txq->wake_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (txq->wake_fd < 0) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "%s: eventfd() failed: %s", port->what,
-        g_strerror (errno));
+    g_set_error (
+        error, DQ_ERROR, DQ_ERROR_IO, "%s: eventfd() failed: %s", port->what, g_strerror (errno));
     goto fail;
   }
   txq->ring = mlx5_txq_new (port->ops, port->dev, &cfg, error);
@@ -650,14 +651,14 @@ fail:
 }
 
 static gboolean
-tx_frame_ok (Mlx5EngTxq * txq, guint32 len)
+tx_frame_ok (Mlx5EngTxq *txq, guint32 len)
 {
   return len >= 14 && len <= txq->max_packet;
 }
 
 /* Waits for free slots: TRUE when there are some, FALSE when woken. */
 static gboolean
-tx_wait_slots (Mlx5EngTxq * txq)
+tx_wait_slots (Mlx5EngTxq *txq)
 {
   gint64 sleep_ns = SLEEP_MIN_NS;
   guint spins = 0;
@@ -679,19 +680,20 @@ tx_wait_slots (Mlx5EngTxq * txq)
 }
 
 static gboolean
-tx_refuse_if_lent (Mlx5EngTxq * txq, const char *what, GError ** error)
+tx_refuse_if_lent (Mlx5EngTxq *txq, const char *what, GError **error)
 {
   if (!txq->lent)
     return FALSE;
-  g_set_error (error, DQ_ERROR, DQ_ERROR_BUSY, "%s: %s while %u TX slots are lent for "
-      "writing in place (commit or cancel them first)", txq->port->what, what,
-      txq->lent_n);
+  g_set_error (error, DQ_ERROR, DQ_ERROR_BUSY,
+      "%s: %s while %u TX slots are lent for "
+      "writing in place (commit or cancel them first)",
+      txq->port->what, what, txq->lent_n);
   return TRUE;
 }
 
 static int
-eng_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * lengths, guint n,
-    GError ** error)
+eng_txq_send (
+    gpointer priv, const guint8 *const *frames, const guint32 *lengths, guint n, GError **error)
 {
   Mlx5EngTxq *txq = priv;
   guint i = 0, sent = 0;
@@ -730,7 +732,7 @@ eng_txq_send (gpointer priv, const guint8 * const *frames, const guint32 * lengt
 /* Tries to lend `want` slots that do not wrap the slab end (fewer when the slab ends
  * first). Returns how many were lent, 0 when not that many are free yet. */
 static guint
-tx_try_lend (Mlx5EngTxq * txq, guint want)
+tx_try_lend (Mlx5EngTxq *txq, guint want)
 {
   guint k = mlx5_txq_acquire (txq->ring, want, txq->addrs);
   if (k == 0)
@@ -750,8 +752,8 @@ tx_try_lend (Mlx5EngTxq * txq, guint want)
 }
 
 static int
-eng_txq_acquire (gpointer priv, guint max_frames, guint frame_size, DqTxSlots * slots,
-    gint64 timeout_ns, GError ** error)
+eng_txq_acquire (gpointer priv, guint max_frames, guint frame_size, DqTxSlots *slots,
+    gint64 timeout_ns, GError **error)
 {
   Mlx5EngTxq *txq = priv;
   guint slot_size = 1u << txq->log_slot_size;
@@ -760,15 +762,15 @@ eng_txq_acquire (gpointer priv, guint max_frames, guint frame_size, DqTxSlots * 
   guint spins = 0;
 
   if (frame_size > txq->max_packet) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: frames of %u bytes do not fit the "
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: frames of %u bytes do not fit the "
         "TX slots, made for frames up to %u bytes (allowed: frame size <= %u; a larger "
-        "max-packet-size makes larger slots)", txq->port->what, frame_size,
-        txq->max_packet, txq->max_packet);
+        "max-packet-size makes larger slots)",
+        txq->port->what, frame_size, txq->max_packet, txq->max_packet);
     return -1;
   }
   if (txq->slab == NULL) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "%s: the TX slots are unknown",
-        txq->port->what);
+    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "%s: the TX slots are unknown", txq->port->what);
     return -1;
   }
   if (tx_refuse_if_lent (txq, "acquiring TX slots", error))
@@ -808,14 +810,14 @@ eng_txq_acquire (gpointer priv, guint max_frames, guint frame_size, DqTxSlots * 
 }
 
 static gboolean
-tx_run_is_lent (Mlx5EngTxq * txq, const DqTxSlots * slots)
+tx_run_is_lent (Mlx5EngTxq *txq, const DqTxSlots *slots)
 {
   return txq->lent && slots->token == txq && slots->data == txq->lent_data &&
       slots->n_slots == txq->lent_n;
 }
 
 static void
-eng_txq_cancel (gpointer priv, DqTxSlots * slots)
+eng_txq_cancel (gpointer priv, DqTxSlots *slots)
 {
   Mlx5EngTxq *txq = priv;
 
@@ -827,17 +829,18 @@ eng_txq_cancel (gpointer priv, DqTxSlots * slots)
 }
 
 static int
-eng_txq_commit (gpointer priv, DqTxSlots * slots, guint n, const guint32 * lengths,
-    GError ** error)
+eng_txq_commit (gpointer priv, DqTxSlots *slots, guint n, const guint32 *lengths, GError **error)
 {
   Mlx5EngTxq *txq = priv;
   guint64 bytes = 0, errors = 0;
   guint w = 0;
 
   if (!tx_run_is_lent (txq, slots) || n > slots->n_slots) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: committing %u frames of a run of "
-        "TX slots that %s", txq->port->what, n, tx_run_is_lent (txq, slots) ?
-        "has fewer slots" : "is not the one lent");
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: committing %u frames of a run of "
+        "TX slots that %s",
+        txq->port->what, n,
+        tx_run_is_lent (txq, slots) ? "has fewer slots" : "is not the one lent");
     return -1;
   }
   /* a frame that is refused gives its slot to the next good one: the SQ sends slots in
@@ -849,8 +852,8 @@ eng_txq_commit (gpointer priv, DqTxSlots * slots, guint n, const guint32 * lengt
       continue;
     }
     if (w != i)
-      memmove (slots->data + (gsize) w * slots->stride,
-          slots->data + (gsize) i * slots->stride, len);
+      memmove (
+          slots->data + (gsize) w * slots->stride, slots->data + (gsize) i * slots->stride, len);
     txq->lengths[w++] = len;
   }
   guint sent = w > 0 ? mlx5_txq_commit (txq->ring, w, txq->lengths) : 0;
@@ -873,7 +876,7 @@ eng_txq_commit (gpointer priv, DqTxSlots * slots, guint n, const guint32 * lengt
 }
 
 static gboolean
-eng_txq_flush (gpointer priv, GError ** error)
+eng_txq_flush (gpointer priv, GError **error)
 {
   Mlx5EngTxq *txq = priv;
   gint64 sleep_ns = SLEEP_MIN_NS;
@@ -896,7 +899,7 @@ eng_txq_wakeup (gpointer priv)
 }
 
 static void
-eng_txq_stats (gpointer priv, DqTxStats * stats)
+eng_txq_stats (gpointer priv, DqTxStats *stats)
 {
   Mlx5EngTxq *txq = priv;
   Mlx5TxCounters c;
@@ -913,42 +916,30 @@ eng_txq_stats (gpointer priv, DqTxStats * stats)
 /* the engine tables */
 
 static gpointer
-emu_port_open_engine (const char *arg, DqPortInfo * info, GError ** error)
+emu_port_open_engine (const char *arg, DqPortInfo *info, GError **error)
 {
   return eng_port_open (&emu_port_ops, arg, info, error);
 }
 
 #define MLX5_ENGINE_COMMON \
-  .port_close = eng_port_close, \
-  .port_time = eng_port_time, \
-  .rxq_create = eng_rxq_create, \
-  .rxq_destroy = eng_rxq_destroy, \
-  .rxq_poll = eng_rxq_poll, \
-  .rxq_release = eng_rxq_release, \
-  .rxq_wakeup = eng_rxq_wakeup, \
-  .rxq_stats = eng_rxq_stats, \
-  .rxq_ring_bytes = eng_rxq_ring_bytes, \
-  .txq_create = eng_txq_create, \
-  .txq_destroy = eng_txq_destroy, \
-  .txq_send = eng_txq_send, \
-  .txq_flush = eng_txq_flush, \
-  .txq_wakeup = eng_txq_wakeup, \
-  .txq_stats = eng_txq_stats, \
-  .txq_acquire = eng_txq_acquire, \
-  .txq_commit = eng_txq_commit, \
-  .txq_cancel = eng_txq_cancel
+  .port_close = eng_port_close, .port_time = eng_port_time, .rxq_create = eng_rxq_create, \
+  .rxq_destroy = eng_rxq_destroy, .rxq_poll = eng_rxq_poll, .rxq_release = eng_rxq_release, \
+  .rxq_wakeup = eng_rxq_wakeup, .rxq_stats = eng_rxq_stats, .rxq_ring_bytes = eng_rxq_ring_bytes, \
+  .txq_create = eng_txq_create, .txq_destroy = eng_txq_destroy, .txq_send = eng_txq_send, \
+  .txq_flush = eng_txq_flush, .txq_wakeup = eng_txq_wakeup, .txq_stats = eng_txq_stats, \
+  .txq_acquire = eng_txq_acquire, .txq_commit = eng_txq_commit, .txq_cancel = eng_txq_cancel
 
 const DqEngineOps dq_emu_engine = {
   .name = "emu",
   .description = "the emulated ConnectX: mlx5 striding RQ and SQ rings played by a "
-      "software device (emu:NAME[,rate=..,freq=..,peer=..]), TX looped to RX",
+                 "software device (emu:NAME[,rate=..,freq=..,peer=..]), TX looped to RX",
   .port_open = emu_port_open_engine,
   MLX5_ENGINE_COMMON,
 };
 
 #ifdef DQ_HAVE_MLX5_HW
 static gpointer
-hw_port_open_engine (const char *arg, DqPortInfo * info, GError ** error)
+hw_port_open_engine (const char *arg, DqPortInfo *info, GError **error)
 {
   gpointer port = eng_port_open (&mlx5_hw_port_ops, arg, info, error);
   if (port != NULL)
@@ -959,7 +950,7 @@ hw_port_open_engine (const char *arg, DqPortInfo * info, GError ** error)
 static const DqEngineOps dq_mlx5_hw_engine = {
   .name = "mlx5",
   .description = "NVIDIA ConnectX through DevX: striding RQ and SQ rings driven from "
-      "user space",
+                 "user space",
   .port_open = hw_port_open_engine,
   MLX5_ENGINE_COMMON,
 };

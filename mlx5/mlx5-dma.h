@@ -28,23 +28,25 @@
 G_BEGIN_DECLS
 
 #if defined(__x86_64__) || defined(__i386__)
-#define mlx5_dma_wmb() __asm__ __volatile__ ("" ::: "memory")
-#define mlx5_dma_rmb() __asm__ __volatile__ ("" ::: "memory")
-#define mlx5_dma_mb() __asm__ __volatile__ ("" ::: "memory")
-#define mlx5_wc_flush() __asm__ __volatile__ ("sfence" ::: "memory")
-#define mlx5_cpu_relax() __asm__ __volatile__ ("pause" ::: "memory")
+#define mlx5_dma_wmb() __asm__ __volatile__("" ::: "memory")
+#define mlx5_dma_rmb() __asm__ __volatile__("" ::: "memory")
+#define mlx5_dma_mb() __asm__ __volatile__("" ::: "memory")
+#define mlx5_wc_flush() __asm__ __volatile__("sfence" ::: "memory")
+#define mlx5_cpu_relax() __asm__ __volatile__("pause" ::: "memory")
 #elif defined(__aarch64__)
-#define mlx5_dma_wmb() __asm__ __volatile__ ("dmb oshst" ::: "memory")
-#define mlx5_dma_rmb() __asm__ __volatile__ ("dmb oshld" ::: "memory")
-#define mlx5_dma_mb() __asm__ __volatile__ ("dmb osh" ::: "memory")
-#define mlx5_wc_flush() __asm__ __volatile__ ("dsb st" ::: "memory")
-#define mlx5_cpu_relax() __asm__ __volatile__ ("yield" ::: "memory")
+#define mlx5_dma_wmb() __asm__ __volatile__("dmb oshst" ::: "memory")
+#define mlx5_dma_rmb() __asm__ __volatile__("dmb oshld" ::: "memory")
+#define mlx5_dma_mb() __asm__ __volatile__("dmb osh" ::: "memory")
+#define mlx5_wc_flush() __asm__ __volatile__("dsb st" ::: "memory")
+#define mlx5_cpu_relax() __asm__ __volatile__("yield" ::: "memory")
 #else
 #define mlx5_dma_wmb() __atomic_thread_fence (__ATOMIC_SEQ_CST)
 #define mlx5_dma_rmb() __atomic_thread_fence (__ATOMIC_SEQ_CST)
 #define mlx5_dma_mb() __atomic_thread_fence (__ATOMIC_SEQ_CST)
 #define mlx5_wc_flush() __atomic_thread_fence (__ATOMIC_SEQ_CST)
-#define mlx5_cpu_relax() do { } while (0)
+#define mlx5_cpu_relax() \
+  do { \
+  } while (0)
 #endif
 
 /* Bytes of one CQE (cqe_sz 0 in the CQ context), of an RQ WQE of a striding RQ (16-byte
@@ -109,7 +111,7 @@ mlx5_cqe_sw_owned (const volatile struct mlx5_cqe64 *cqe, guint32 ci, guint log_
  * subtracted. Valid while |ts - last_cycles| * mult < 2^64: refresh the snapshot often
  * (every 0.5 s at most for a 1 GHz counter with mult 2^31). */
 static inline guint64
-mlx5_ts_to_ns (const Mlx5ClockInfo * ci, guint64 ts)
+mlx5_ts_to_ns (const Mlx5ClockInfo *ci, guint64 ts)
 {
   guint64 delta = (ts - ci->last_cycles) & ci->mask;
   if (delta > ci->mask / 2) {

@@ -40,8 +40,8 @@ mlx5_mem_map (gsize size)
    * CPU and for the NIC's translation; they are reserved at mmap time, so a later fault
    * never fails. Otherwise plain pages, with transparent huge pages asked for. */
   if (size % HUGE_PAGE == 0) {
-    void *huge = mmap (NULL, size, PROT_READ | PROT_WRITE,
-        MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+    void *huge =
+        mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
     if (huge != MAP_FAILED)
       return huge;
   }

@@ -28,40 +28,40 @@ typedef struct _Mlx5Port Mlx5Port;
 
 /* A completion queue: 2^log_size 64-byte CQEs. */
 typedef struct {
-  guint8 *ring;                 /* 64-byte aligned, 2^log_size * 64 bytes, set to 0xff
+  guint8 *ring;            /* 64-byte aligned, 2^log_size * 64 bytes, set to 0xff
                                  * (opcode INVALID, owner 1) before creation */
-  volatile guint32 *dbrec;      /* [0] = consumer index (be32, 24 bits) */
+  volatile guint32 *dbrec; /* [0] = consumer index (be32, 24 bits) */
   guint log_size;
-  guint32 cqn;                  /* set by cq_create */
-  gpointer priv;                /* control path's handle */
+  guint32 cqn;   /* set by cq_create */
+  gpointer priv; /* control path's handle */
 } Mlx5Cq;
 
 /* A striding (multi-packet) receive queue: 2^log_wqes WQEs of 32 bytes (next segment +
  * one data segment), each pointing at a region of 2^log_strides strides of
  * 2^log_stride_size bytes inside the packet buffer. */
 typedef struct {
-  guint8 *wqes;                 /* 2^log_wqes * 32 bytes */
-  volatile guint32 *dbrec;      /* [MLX5_RCV_DBR] = producer counter (be32, 16 bits) */
+  guint8 *wqes;            /* 2^log_wqes * 32 bytes */
+  volatile guint32 *dbrec; /* [MLX5_RCV_DBR] = producer counter (be32, 16 bits) */
   guint log_wqes;
-  guint log_strides;            /* strides per WQE, log2 */
-  guint log_stride_size;        /* bytes per stride, log2 */
-  guint8 *buf;                  /* packet buffer: 2^log_wqes regions */
+  guint log_strides;     /* strides per WQE, log2 */
+  guint log_stride_size; /* bytes per stride, log2 */
+  guint8 *buf;           /* packet buffer: 2^log_wqes regions */
   gsize buf_size;
-  guint32 lkey;                 /* of the packet buffer, set by mr_reg */
+  guint32 lkey; /* of the packet buffer, set by mr_reg */
   Mlx5Cq *cq;
-  guint32 rqn;                  /* set by rq_create */
+  guint32 rqn; /* set by rq_create */
   gpointer priv;
 } Mlx5Rq;
 
 /* A send queue of 2^log_wqebbs 64-byte WQE basic blocks. */
 typedef struct {
-  guint8 *wqes;                 /* 2^log_wqebbs * 64 bytes */
-  volatile guint32 *dbrec;      /* [MLX5_SND_DBR] = producer counter (be32, 16 bits) */
+  guint8 *wqes;            /* 2^log_wqebbs * 64 bytes */
+  volatile guint32 *dbrec; /* [MLX5_SND_DBR] = producer counter (be32, 16 bits) */
   guint log_wqebbs;
   Mlx5Cq *cq;
-  guint32 sqn;                  /* set by sq_create: the QPN/SQN in ctrl segments */
-  volatile guint64 *bf_reg;     /* set by sq_create: the UAR/BlueFlame doorbell register */
-  guint bf_size;                /* bytes of one BlueFlame buffer (the offset toggles) */
+  guint32 sqn;              /* set by sq_create: the QPN/SQN in ctrl segments */
+  volatile guint64 *bf_reg; /* set by sq_create: the UAR/BlueFlame doorbell register */
+  guint bf_size;            /* bytes of one BlueFlame buffer (the offset toggles) */
   gpointer priv;
 } Mlx5Sq;
 
@@ -81,42 +81,42 @@ typedef struct {
   guint min_log_strides, max_log_strides;
   guint max_log_wqes;
   guint max_log_cq_size;
-  guint max_log_wqebbs;         /* SQ size limit, log2 of 64-byte WQEBBs (log_max_qp_sz) */
-  gboolean real_time_ts;        /* CQE timestamps are in the real-time format (seconds in
+  guint max_log_wqebbs;  /* SQ size limit, log2 of 64-byte WQEBBs (log_max_qp_sz) */
+  gboolean real_time_ts; /* CQE timestamps are in the real-time format (seconds in
                                  * the high 32 bits, ns in the low 32), not raw ticks */
   guint64 device_frequency_khz;
 } Mlx5Caps;
 
 /* Counters the device keeps per RQ (on hardware: a queue counter set). */
 typedef struct {
-  guint64 out_of_buffer;        /* packets dropped: no posted WQE had room */
+  guint64 out_of_buffer; /* packets dropped: no posted WQE had room */
 } Mlx5RqCounters;
 
 typedef struct {
-  const char *name;             /* "mlx5" or "emu" */
+  const char *name; /* "mlx5" or "emu" */
 
   /* opens the device by the name after the engine prefix; fills info and caps */
-  gpointer (*open) (const char *name, DqPortInfo * info, Mlx5Caps * caps, GError ** error);
+  gpointer (*open) (const char *name, DqPortInfo *info, Mlx5Caps *caps, GError **error);
   void (*close) (gpointer dev);
 
   /* registers host memory the device reads or writes packets in; returns its lkey */
-  gboolean (*mr_reg) (gpointer dev, void *addr, gsize size, guint32 * lkey,
-      gpointer * handle, GError ** error);
+  gboolean (*mr_reg) (
+      gpointer dev, void *addr, gsize size, guint32 *lkey, gpointer *handle, GError **error);
   void (*mr_dereg) (gpointer dev, gpointer handle);
   /* registers device memory reached through a dma-buf (GPU memory: GPUDirect RDMA) at
    * virtual address iova, `offset` bytes into the dma-buf `fd`; NULL: not possible on this
    * device. The handle goes to mr_dereg. */
   gboolean (*mr_reg_dmabuf) (gpointer dev, int fd, guint64 offset, gsize size, void *iova,
-      guint32 * lkey, gpointer * handle, GError ** error);
+      guint32 *lkey, gpointer *handle, GError **error);
 
-  gboolean (*cq_create) (gpointer dev, Mlx5Cq * cq, GError ** error);
-  void (*cq_destroy) (gpointer dev, Mlx5Cq * cq);
+  gboolean (*cq_create) (gpointer dev, Mlx5Cq *cq, GError **error);
+  void (*cq_destroy) (gpointer dev, Mlx5Cq *cq);
   /* creates the RQ and moves it to ready; the host posts WQEs by writing them and the
    * doorbell record */
-  gboolean (*rq_create) (gpointer dev, Mlx5Rq * rq, GError ** error);
-  void (*rq_destroy) (gpointer dev, Mlx5Rq * rq);
-  gboolean (*sq_create) (gpointer dev, Mlx5Sq * sq, GError ** error);
-  void (*sq_destroy) (gpointer dev, Mlx5Sq * sq);
+  gboolean (*rq_create) (gpointer dev, Mlx5Rq *rq, GError **error);
+  void (*rq_destroy) (gpointer dev, Mlx5Rq *rq);
+  gboolean (*sq_create) (gpointer dev, Mlx5Sq *sq, GError **error);
+  void (*sq_destroy) (gpointer dev, Mlx5Sq *sq);
 
   /* steers the port's packets to a group of RQs (the queues of one element, identified
    * by `group`): the rules (none: everything) with a tag action carrying each rule's
@@ -125,16 +125,16 @@ typedef struct {
    * group's earlier rule set; n_rqs 0 removes it. A packet is taken by the first group
    * (in the order they were set) whose rules it matches; groups without rules take what
    * no rule took. */
-  gboolean (*flows_set) (gpointer dev, guint32 group, Mlx5Rq ** rqs, guint n_rqs,
-      const DqFlowRule * rules, guint n_rules, GError ** error);
+  gboolean (*flows_set) (gpointer dev, guint32 group, Mlx5Rq **rqs, guint n_rqs,
+      const DqFlowRule *rules, guint n_rules, GError **error);
 
   /* the device's counters of one RQ */
-  void (*rq_counters) (gpointer dev, Mlx5Rq * rq, Mlx5RqCounters * counters);
+  void (*rq_counters) (gpointer dev, Mlx5Rq *rq, Mlx5RqCounters *counters);
 
   /* the port clock now, ns (the domain of the converted CQE timestamps); and the
    * parameters that turn raw CQE timestamps into ns (unused with caps.real_time_ts) */
   guint64 (*clock_now) (gpointer dev);
-  void (*clock_info) (gpointer dev, Mlx5ClockInfo * info);
+  void (*clock_info) (gpointer dev, Mlx5ClockInfo *info);
 } Mlx5PortOps;
 
 G_END_DECLS

@@ -34,22 +34,22 @@ struct _Mlx5Rxq {
   Mlx5Rq rq;
   gpointer mr;
   gboolean cq_created, rq_created;
-  DqRingMemory memory;          /* of the packet buffer; alloc NULL: host (mlx5_mem_map) */
+  DqRingMemory memory; /* of the packet buffer; alloc NULL: host (mlx5_mem_map) */
 
   /* geometry */
   guint log_stride_size;
-  guint32 strides;              /* per WQE */
+  guint32 strides; /* per WQE */
   guint32 wqe_mask;
   guint log_region;
   guint32 cq_mask;
   guint log_cq;
 
   /* polling thread state */
-  guint32 cq_ci;                /* CQEs consumed */
-  guint32 cq_ci_rung;           /* value in the CQ doorbell record */
-  guint32 rq_pi;                /* WQEs posted (the RQ doorbell counter) */
-  guint32 cur_wqe;              /* counter of the WQE the device fills */
-  guint32 cur_stride;           /* its next stride */
+  guint32 cq_ci;      /* CQEs consumed */
+  guint32 cq_ci_rung; /* value in the CQ doorbell record */
+  guint32 rq_pi;      /* WQEs posted (the RQ doorbell counter) */
+  guint32 cur_wqe;    /* counter of the WQE the device fills */
+  guint32 cur_stride; /* its next stride */
   gboolean real_time_ts;
   Mlx5ClockInfo clock;
 
@@ -64,9 +64,8 @@ struct _Mlx5Rxq {
 /* geometry */
 
 gboolean
-mlx5_rx_geometry_choose (const Mlx5Caps * caps, const char *what, gsize ring_bytes,
-    guint max_packet, guint stride_size, guint strides_per_wqe, Mlx5RxGeometry * geo,
-    GError ** error)
+mlx5_rx_geometry_choose (const Mlx5Caps *caps, const char *what, gsize ring_bytes, guint max_packet,
+    guint stride_size, guint strides_per_wqe, Mlx5RxGeometry *geo, GError **error)
 {
   gsize ring = ring_bytes ? ring_bytes : MLX5_RX_DEFAULT_RING;
   guint min_ls = caps->min_log_stride_size, max_ls = caps->max_log_stride_size;
@@ -77,16 +76,19 @@ mlx5_rx_geometry_choose (const Mlx5Caps * caps, const char *what, gsize ring_byt
 
   /* the CQE's byte count is 16 bits */
   if (max_packet == 0 || max_packet > MLX5_MPRQ_LEN_MASK) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: max-packet-size %u is out of range "
-        "(allowed 1 .. %u)", what, max_packet, MLX5_MPRQ_LEN_MASK);
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: max-packet-size %u is out of range "
+        "(allowed 1 .. %u)",
+        what, max_packet, MLX5_MPRQ_LEN_MASK);
     return FALSE;
   }
   if (stride_size != 0) {
     if (!dq_is_pow2 (stride_size) || dq_log2_floor (stride_size) < min_ls ||
         dq_log2_floor (stride_size) > max_ls) {
-      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: stride %u is not allowed "
-          "(allowed: a power of two %u .. %u)", what, stride_size, 1u << min_ls,
-          1u << max_ls);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+          "%s: stride %u is not allowed "
+          "(allowed: a power of two %u .. %u)",
+          what, stride_size, 1u << min_ls, 1u << max_ls);
       return FALSE;
     }
     ls = dq_log2_floor (stride_size);
@@ -100,24 +102,27 @@ mlx5_rx_geometry_choose (const Mlx5Caps * caps, const char *what, gsize ring_byt
   if (strides_per_wqe != 0) {
     if (!dq_is_pow2 (strides_per_wqe) || dq_log2_floor (strides_per_wqe) < min_lw ||
         dq_log2_floor (strides_per_wqe) > max_lw) {
-      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: strides %u per WQE is not "
-          "allowed (allowed: a power of two %u .. %u)", what, strides_per_wqe,
-          1u << min_lw, 1u << max_lw);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+          "%s: strides %u per WQE is not "
+          "allowed (allowed: a power of two %u .. %u)",
+          what, strides_per_wqe, 1u << min_lw, 1u << max_lw);
       return FALSE;
     }
     lw = dq_log2_floor (strides_per_wqe);
     if (lw < need) {
-      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: %u strides of %u bytes per WQE "
-          "cannot hold max-packet-size %u (allowed: strides >= %u)", what,
-          strides_per_wqe, 1u << ls, max_packet, 1u << need);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+          "%s: %u strides of %u bytes per WQE "
+          "cannot hold max-packet-size %u (allowed: strides >= %u)",
+          what, strides_per_wqe, 1u << ls, max_packet, 1u << need);
       return FALSE;
     }
   } else {
     if (need > max_lw) {
-      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: max-packet-size %u does not fit "
+      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+          "%s: max-packet-size %u does not fit "
           "one WQE of %u strides of %u bytes (allowed: max-packet-size <= %" G_GUINT64_FORMAT
-          ", or a larger stride)", what, max_packet, 1u << max_lw, 1u << ls,
-          (guint64) 1 << (max_lw + ls));
+          ", or a larger stride)",
+          what, max_packet, 1u << max_lw, 1u << ls, (guint64) 1 << (max_lw + ls));
       return FALSE;
     }
     lw = CLAMP (MLX5_RX_DEFAULT_LOG_STRIDES, MAX (min_lw, need), max_lw);
@@ -127,10 +132,11 @@ mlx5_rx_geometry_choose (const Mlx5Caps * caps, const char *what, gsize ring_byt
 
   guint64 n_regions = ring >> (ls + lw);
   if (n_regions < (1u << MLX5_RX_MIN_LOG_WQES)) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: ring-size %" G_GSIZE_FORMAT
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: ring-size %" G_GSIZE_FORMAT
         " is too small for %u strides of %u bytes per WQE: the ring needs at least %u "
-        "WQEs (allowed: ring-size >= %" G_GUINT64_FORMAT ")", what, ring, 1u << lw,
-        1u << ls, 1u << MLX5_RX_MIN_LOG_WQES,
+        "WQEs (allowed: ring-size >= %" G_GUINT64_FORMAT ")",
+        what, ring, 1u << lw, 1u << ls, 1u << MLX5_RX_MIN_LOG_WQES,
         (guint64) 1 << (ls + lw + MLX5_RX_MIN_LOG_WQES));
     return FALSE;
   }
@@ -138,11 +144,11 @@ mlx5_rx_geometry_choose (const Mlx5Caps * caps, const char *what, gsize ring_byt
   /* one CQE per stride at most: a CQ of strides-in-the-ring entries cannot overflow */
   if (lq + lw > caps->max_log_cq_size) {
     if (caps->max_log_cq_size < lw + MLX5_RX_MIN_LOG_WQES) {
-      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: %u strides per WQE need a CQ of "
+      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+          "%s: %u strides per WQE need a CQ of "
           "%u entries for %u WQEs, more than the device's %u (allowed: strides <= %u)",
           what, 1u << lw, 1u << (lw + MLX5_RX_MIN_LOG_WQES), 1u << MLX5_RX_MIN_LOG_WQES,
-          1u << caps->max_log_cq_size,
-          1u << (caps->max_log_cq_size - MLX5_RX_MIN_LOG_WQES));
+          1u << caps->max_log_cq_size, 1u << (caps->max_log_cq_size - MLX5_RX_MIN_LOG_WQES));
       return FALSE;
     }
     lq = caps->max_log_cq_size - lw;
@@ -159,10 +165,10 @@ mlx5_rx_geometry_choose (const Mlx5Caps * caps, const char *what, gsize ring_byt
 /* rings */
 
 static void
-rxq_post_wqe (Mlx5Rxq * q, guint32 slot)
+rxq_post_wqe (Mlx5Rxq *q, guint32 slot)
 {
-  struct mlx5_mprq_wqe *wqe = (struct mlx5_mprq_wqe *) (q->rq.wqes +
-      ((gsize) slot << MLX5_LOG_MPRQ_WQE_SIZE));
+  struct mlx5_mprq_wqe *wqe =
+      (struct mlx5_mprq_wqe *) (q->rq.wqes + ((gsize) slot << MLX5_LOG_MPRQ_WQE_SIZE));
   guint8 *region = q->rq.buf + ((gsize) slot << q->log_region);
 
   wqe->dseg.byte_count = htobe32 (1u << q->log_region);
@@ -173,7 +179,7 @@ rxq_post_wqe (Mlx5Rxq * q, guint32 slot)
 /* The CQ doorbell record tells the device which CQEs it may overwrite: every read of
  * those CQEs must be done before the store. */
 static inline void
-cq_ring_doorbell (Mlx5Rxq * q)
+cq_ring_doorbell (Mlx5Rxq *q)
 {
   if (q->cq_ci_rung == q->cq_ci)
     return;
@@ -184,14 +190,14 @@ cq_ring_doorbell (Mlx5Rxq * q)
 
 /* The WQEs must be in memory before the device can see the counter that covers them. */
 static inline void
-rxq_ring_doorbell (Mlx5Rxq * q)
+rxq_ring_doorbell (Mlx5Rxq *q)
 {
   mlx5_dma_wmb ();
   q->rq.dbrec[MLX5_RCV_DBR] = htobe32 (q->rq_pi & 0xffff);
 }
 
 void
-mlx5_rxq_free (Mlx5Rxq * q)
+mlx5_rxq_free (Mlx5Rxq *q)
 {
   if (q == NULL)
     return;
@@ -217,8 +223,8 @@ mlx5_rxq_free (Mlx5Rxq * q)
 }
 
 Mlx5Rxq *
-mlx5_rxq_new (const Mlx5PortOps * ops, gpointer dev, const Mlx5Caps * caps,
-    const Mlx5RxGeometry * geo, GError ** error)
+mlx5_rxq_new (const Mlx5PortOps *ops, gpointer dev, const Mlx5Caps *caps, const Mlx5RxGeometry *geo,
+    GError **error)
 {
   Mlx5Rxq *q = g_new0 (Mlx5Rxq, 1);
   guint32 n_wqes = 1u << geo->log_wqes;
@@ -239,15 +245,16 @@ mlx5_rxq_new (const Mlx5PortOps * ops, gpointer dev, const Mlx5Caps * caps,
   q->rq.buf_size = (gsize) n_wqes << q->log_region;
   if (geo->memory != NULL)
     q->memory = *geo->memory;
-  q->rq.buf = q->memory.alloc != NULL ? q->memory.alloc (q->rq.buf_size, q->memory.user) :
-      mlx5_mem_map (q->rq.buf_size);
+  q->rq.buf = q->memory.alloc != NULL ? q->memory.alloc (q->rq.buf_size, q->memory.user)
+                                      : mlx5_mem_map (q->rq.buf_size);
   q->cq.ring = mlx5_mem_alloc (cq_bytes, mlx5_page_size ());
   q->cq.dbrec = mlx5_mem_alloc (64, 64);
   q->rq.wqes = mlx5_mem_alloc ((gsize) n_wqes * MLX5_MPRQ_WQE_SIZE, mlx5_page_size ());
   q->rq.dbrec = mlx5_mem_alloc (64, 64);
-  if (q->rq.buf == NULL || q->cq.ring == NULL || q->cq.dbrec == NULL ||
-      q->rq.wqes == NULL || q->rq.dbrec == NULL) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: cannot allocate the RX ring "
+  if (q->rq.buf == NULL || q->cq.ring == NULL || q->cq.dbrec == NULL || q->rq.wqes == NULL ||
+      q->rq.dbrec == NULL) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: cannot allocate the RX ring "
         "(%" G_GSIZE_FORMAT " bytes of packet buffer, %" G_GSIZE_FORMAT " bytes of CQ)",
         q->what, q->rq.buf_size, cq_bytes);
     if (q->rq.buf == NULL)
@@ -259,19 +266,20 @@ mlx5_rxq_new (const Mlx5PortOps * ops, gpointer dev, const Mlx5Caps * caps,
     /* GPU device memory: the NIC reaches it through a dma-buf; the host never touches it
      * (the ring code reads CQEs only, never packet bytes) */
     if (ops->mr_reg_dmabuf == NULL) {
-      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: the RX ring cannot be in GPU "
+      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+          "%s: the RX ring cannot be in GPU "
           "device memory: this device cannot register a dma-buf (the emulated ConnectX "
-          "writes its ring from the CPU); allowed: host or pinned host memory", q->what);
+          "writes its ring from the CPU); allowed: host or pinned host memory",
+          q->what);
       goto fail;
     }
     int fd = -1;
     guint64 offset = 0;
-    if (!q->memory.export_dmabuf (q->rq.buf, q->rq.buf_size, &fd, &offset, q->memory.user,
-            error))
+    if (!q->memory.export_dmabuf (q->rq.buf, q->rq.buf_size, &fd, &offset, q->memory.user, error))
       goto fail;
-    gboolean ok = ops->mr_reg_dmabuf (dev, fd, offset, q->rq.buf_size, q->rq.buf,
-        &q->rq.lkey, &q->mr, error);
-    close (fd);                 /* the registration holds the dma-buf */
+    gboolean ok =
+        ops->mr_reg_dmabuf (dev, fd, offset, q->rq.buf_size, q->rq.buf, &q->rq.lkey, &q->mr, error);
+    close (fd); /* the registration holds the dma-buf */
     if (!ok)
       goto fail;
   } else if (!ops->mr_reg (dev, q->rq.buf, q->rq.buf_size, &q->rq.lkey, &q->mr, error)) {
@@ -305,43 +313,43 @@ fail:
 }
 
 Mlx5Rq *
-mlx5_rxq_rq (Mlx5Rxq * q)
+mlx5_rxq_rq (Mlx5Rxq *q)
 {
   return &q->rq;
 }
 
 DqMemoryKind
-mlx5_rxq_memory_kind (Mlx5Rxq * q)
+mlx5_rxq_memory_kind (Mlx5Rxq *q)
 {
   return q->memory.alloc != NULL ? q->memory.kind : DQ_MEMORY_HOST;
 }
 
 gsize
-mlx5_rxq_ring_bytes (Mlx5Rxq * q)
+mlx5_rxq_ring_bytes (Mlx5Rxq *q)
 {
   return q->rq.buf_size;
 }
 
 guint
-mlx5_rxq_stride_size (Mlx5Rxq * q)
+mlx5_rxq_stride_size (Mlx5Rxq *q)
 {
   return 1u << q->log_stride_size;
 }
 
 guint
-mlx5_rxq_strides_per_wqe (Mlx5Rxq * q)
+mlx5_rxq_strides_per_wqe (Mlx5Rxq *q)
 {
   return q->strides;
 }
 
 guint
-mlx5_rxq_n_wqes (Mlx5Rxq * q)
+mlx5_rxq_n_wqes (Mlx5Rxq *q)
 {
   return q->wqe_mask + 1;
 }
 
 void
-mlx5_rxq_clock_refresh (Mlx5Rxq * q)
+mlx5_rxq_clock_refresh (Mlx5Rxq *q)
 {
   if (!q->real_time_ts)
     q->ops->clock_info (q->dev, &q->clock);
@@ -351,19 +359,19 @@ mlx5_rxq_clock_refresh (Mlx5Rxq * q)
 /* completions */
 
 static inline volatile struct mlx5_cqe64 *
-cq_cqe (Mlx5Rxq * q, guint32 ci)
+cq_cqe (Mlx5Rxq *q, guint32 ci)
 {
   return (volatile struct mlx5_cqe64 *) (q->cq.ring + ((gsize) (ci & q->cq_mask) << 6));
 }
 
 gboolean
-mlx5_rxq_cq_ready (Mlx5Rxq * q)
+mlx5_rxq_cq_ready (Mlx5Rxq *q)
 {
   return mlx5_cqe_sw_owned (cq_cqe (q, q->cq_ci), q->cq_ci, q->log_cq);
 }
 
 static inline void
-strides_give_back (Mlx5Rxq * q, guint32 slot, guint32 n)
+strides_give_back (Mlx5Rxq *q, guint32 slot, guint32 n)
 {
   __atomic_fetch_add (&q->freed[slot], (gint) n, __ATOMIC_RELEASE);
 }
@@ -371,7 +379,7 @@ strides_give_back (Mlx5Rxq * q, guint32 slot, guint32 n)
 /* Moves the software cursor over `n` strides of the current WQE; TRUE when that used
  * the WQE up (the device continues in the next one). */
 static inline gboolean
-cursor_advance (Mlx5Rxq * q, guint32 n)
+cursor_advance (Mlx5Rxq *q, guint32 n)
 {
   q->cur_stride += n;
   if (q->cur_stride < q->strides)
@@ -387,7 +395,7 @@ cursor_advance (Mlx5Rxq * q, guint32 n)
  * most the rest of the WQE) are given back from the cursor's position, so the WQE is
  * still re-posted once it is complete. */
 static gboolean
-cqe_device_error (Mlx5Rxq * q, guint32 n_strides)
+cqe_device_error (Mlx5Rxq *q, guint32 n_strides)
 {
   guint32 slot = q->cur_wqe & q->wqe_mask;
   guint32 left = q->strides - q->cur_stride;
@@ -403,15 +411,15 @@ cqe_device_error (Mlx5Rxq * q, guint32 n_strides)
  * where a good CQE has them (as the Linux driver reads them); when they do not name the
  * cursor's position, the rest of the WQE is given up. */
 static gboolean
-cqe_error (Mlx5Rxq * q, volatile struct mlx5_cqe64 *cqe)
+cqe_error (Mlx5Rxq *q, volatile struct mlx5_cqe64 *cqe)
 {
   volatile struct mlx5_err_cqe *err = (volatile struct mlx5_err_cqe *) cqe;
   guint32 slot = q->cur_wqe & q->wqe_mask;
   guint32 left = q->strides - q->cur_stride;
   guint32 n = (be32toh (cqe->byte_cnt) >> MLX5_MPRQ_STRIDES_SHIFT) & MLX5_MPRQ_STRIDES_MASK;
 
-  if (be16toh (cqe->wqe_id) != slot || be16toh (cqe->wqe_counter) != q->cur_stride ||
-      n == 0 || n > left)
+  if (be16toh (cqe->wqe_id) != slot || be16toh (cqe->wqe_counter) != q->cur_stride || n == 0 ||
+      n > left)
     n = left;
   MLX5_COUNTER_ADD (q->c.cqe_errors, 1);
   __atomic_store_n (&q->c.last_syndrome, err->syndrome, __ATOMIC_RELAXED);
@@ -434,7 +442,7 @@ cqe_packet_flags (const volatile struct mlx5_cqe64 *cqe)
 }
 
 gboolean
-mlx5_rxq_poll (Mlx5Rxq * q, Mlx5RxBurst * b, DqPacket * pkts, guint max)
+mlx5_rxq_poll (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
 {
   guint n = b->n_packets;
   guint64 bytes = 0, fillers = 0;
@@ -470,8 +478,8 @@ mlx5_rxq_poll (Mlx5Rxq * q, Mlx5RxBurst * b, DqPacket * pkts, guint max)
 
       gboolean filler = (byte_cnt & MLX5_MPRQ_FILLER_FLAG) != 0;
 
-      if (G_UNLIKELY (be16toh (cqe->wqe_id) != slot || stride != q->cur_stride ||
-              n_strides == 0 || n_strides > q->strides - stride ||
+      if (G_UNLIKELY (be16toh (cqe->wqe_id) != slot || stride != q->cur_stride || n_strides == 0 ||
+              n_strides > q->strides - stride ||
               (!filler && (len == 0 || len > (n_strides << q->log_stride_size))))) {
         wqe_done = cqe_device_error (q, n_strides);
       } else if (filler) {
@@ -520,27 +528,27 @@ mlx5_rxq_poll (Mlx5Rxq * q, Mlx5RxBurst * b, DqPacket * pkts, guint max)
 }
 
 guint8 *
-mlx5_rxq_burst_data (Mlx5Rxq * q, const Mlx5RxBurst * b)
+mlx5_rxq_burst_data (Mlx5Rxq *q, const Mlx5RxBurst *b)
 {
   return q->rq.buf + ((gsize) b->wqe << q->log_region) +
       ((gsize) b->first_stride << q->log_stride_size);
 }
 
 gsize
-mlx5_rxq_burst_size (Mlx5Rxq * q, const Mlx5RxBurst * b)
+mlx5_rxq_burst_size (Mlx5Rxq *q, const Mlx5RxBurst *b)
 {
   return b->end - (b->first_stride << q->log_stride_size);
 }
 
 void
-mlx5_rxq_release (Mlx5Rxq * q, guint32 wqe, guint32 strides)
+mlx5_rxq_release (Mlx5Rxq *q, guint32 wqe, guint32 strides)
 {
   g_return_if_fail (wqe <= q->wqe_mask);
   strides_give_back (q, wqe, strides);
 }
 
 guint
-mlx5_rxq_refill (Mlx5Rxq * q)
+mlx5_rxq_refill (Mlx5Rxq *q)
 {
   guint32 pi = q->rq_pi;
 
@@ -569,7 +577,7 @@ mlx5_rxq_refill (Mlx5Rxq * q)
 }
 
 void
-mlx5_rxq_counters (Mlx5Rxq * q, Mlx5RxCounters * c)
+mlx5_rxq_counters (Mlx5Rxq *q, Mlx5RxCounters *c)
 {
   c->packets = MLX5_COUNTER_GET (q->c.packets);
   c->bytes = MLX5_COUNTER_GET (q->c.bytes);

@@ -34,11 +34,11 @@ G_BEGIN_DECLS
 #define MLX5_RX_CQ_DOORBELL_EVERY 64
 
 typedef struct {
-  guint log_stride_size;        /* bytes per stride */
-  guint log_strides;            /* strides per WQE */
-  guint log_wqes;               /* WQEs in the ring */
-  guint log_cq_size;            /* CQEs in the CQ: one per stride at most */
-  const DqRingMemory *memory;   /* the packet buffer's memory; NULL: host (mlx5_mem_map) */
+  guint log_stride_size;      /* bytes per stride */
+  guint log_strides;          /* strides per WQE */
+  guint log_wqes;             /* WQEs in the ring */
+  guint log_cq_size;          /* CQEs in the CQ: one per stride at most */
+  const DqRingMemory *memory; /* the packet buffer's memory; NULL: host (mlx5_mem_map) */
 } Mlx5RxGeometry;
 
 /* Chooses the ring geometry.
@@ -54,27 +54,27 @@ typedef struct {
  *    never overflow).
  * Fails with DQ_ERROR_CONFIG naming the value and the allowed range. `what` prefixes
  * messages ("emu:x"). */
-gboolean mlx5_rx_geometry_choose (const Mlx5Caps * caps, const char *what, gsize ring_bytes,
-    guint max_packet, guint stride_size, guint strides_per_wqe, Mlx5RxGeometry * geo,
-    GError ** error);
+gboolean mlx5_rx_geometry_choose (const Mlx5Caps *caps, const char *what, gsize ring_bytes,
+    guint max_packet, guint stride_size, guint strides_per_wqe, Mlx5RxGeometry *geo,
+    GError **error);
 
 typedef struct {
   guint64 packets;
   guint64 bytes;
-  guint64 fillers;              /* filler CQEs: strides skipped at the end of a WQE */
-  guint64 cqe_errors;           /* error CQEs (their strides are given back at once) */
-  guint64 device_errors;        /* CQEs contradicting the ring state (counted, dropped) */
-  guint64 reposts;              /* WQEs re-posted */
-  guint8 last_syndrome;         /* of the last error CQE */
+  guint64 fillers;       /* filler CQEs: strides skipped at the end of a WQE */
+  guint64 cqe_errors;    /* error CQEs (their strides are given back at once) */
+  guint64 device_errors; /* CQEs contradicting the ring state (counted, dropped) */
+  guint64 reposts;       /* WQEs re-posted */
+  guint8 last_syndrome;  /* of the last error CQE */
   guint8 last_vendor_syndrome;
 } Mlx5RxCounters;
 
 /* A burst: packets that lie in one WQE's region, in stride order. */
 typedef struct {
-  guint32 wqe;                  /* ring index of the WQE */
-  guint32 first_stride;         /* stride of the first packet */
-  guint32 strides;              /* strides the packets consumed: what to release */
-  guint32 end;                  /* byte after the last packet, from the region start */
+  guint32 wqe;          /* ring index of the WQE */
+  guint32 first_stride; /* stride of the first packet */
+  guint32 strides;      /* strides the packets consumed: what to release */
+  guint32 end;          /* byte after the last packet, from the region start */
   guint n_packets;
 } Mlx5RxBurst;
 
@@ -83,16 +83,16 @@ typedef struct _Mlx5Rxq Mlx5Rxq;
 /* Allocates the rings and creates CQ and RQ through `ops`; every WQE is posted. The
  * packet timestamps are converted with the device clock (ops->clock_info, refreshed by
  * mlx5_rxq_clock_refresh()) unless caps->real_time_ts. */
-Mlx5Rxq *mlx5_rxq_new (const Mlx5PortOps * ops, gpointer dev, const Mlx5Caps * caps,
-    const Mlx5RxGeometry * geo, GError ** error);
-void mlx5_rxq_free (Mlx5Rxq * q);
+Mlx5Rxq *mlx5_rxq_new (const Mlx5PortOps *ops, gpointer dev, const Mlx5Caps *caps,
+    const Mlx5RxGeometry *geo, GError **error);
+void mlx5_rxq_free (Mlx5Rxq *q);
 
-Mlx5Rq *mlx5_rxq_rq (Mlx5Rxq * q);
-gsize mlx5_rxq_ring_bytes (Mlx5Rxq * q);        /* the packet buffer */
-DqMemoryKind mlx5_rxq_memory_kind (Mlx5Rxq * q);  /* of the packet buffer */
-guint mlx5_rxq_stride_size (Mlx5Rxq * q);
-guint mlx5_rxq_strides_per_wqe (Mlx5Rxq * q);
-guint mlx5_rxq_n_wqes (Mlx5Rxq * q);
+Mlx5Rq *mlx5_rxq_rq (Mlx5Rxq *q);
+gsize mlx5_rxq_ring_bytes (Mlx5Rxq *q);         /* the packet buffer */
+DqMemoryKind mlx5_rxq_memory_kind (Mlx5Rxq *q); /* of the packet buffer */
+guint mlx5_rxq_stride_size (Mlx5Rxq *q);
+guint mlx5_rxq_strides_per_wqe (Mlx5Rxq *q);
+guint mlx5_rxq_n_wqes (Mlx5Rxq *q);
 
 /* Reads CQEs into `b` and pkts[b->n_packets ..]: a new burst when b->n_packets is 0,
  * else the continuation of `b`. Returns TRUE when the burst is complete (`max` packets,
@@ -100,26 +100,26 @@ guint mlx5_rxq_n_wqes (Mlx5Rxq * q);
  * dry first (b may hold packets; poll again to continue it). Packet offsets are from
  * the burst's first byte (mlx5_rxq_burst_data()). Writes the CQ doorbell record every
  * MLX5_RX_CQ_DOORBELL_EVERY CQEs and before returning. */
-gboolean mlx5_rxq_poll (Mlx5Rxq * q, Mlx5RxBurst * b, DqPacket * pkts, guint max);
+gboolean mlx5_rxq_poll (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max);
 
 /* Whether a CQE is waiting (no side effect). */
-gboolean mlx5_rxq_cq_ready (Mlx5Rxq * q);
+gboolean mlx5_rxq_cq_ready (Mlx5Rxq *q);
 
-guint8 *mlx5_rxq_burst_data (Mlx5Rxq * q, const Mlx5RxBurst * b);
-gsize mlx5_rxq_burst_size (Mlx5Rxq * q, const Mlx5RxBurst * b);
+guint8 *mlx5_rxq_burst_data (Mlx5Rxq *q, const Mlx5RxBurst *b);
+gsize mlx5_rxq_burst_size (Mlx5Rxq *q, const Mlx5RxBurst *b);
 
 /* Gives back `strides` strides of WQE `wqe` (ring index). Any thread. */
-void mlx5_rxq_release (Mlx5Rxq * q, guint32 wqe, guint32 strides);
+void mlx5_rxq_release (Mlx5Rxq *q, guint32 wqe, guint32 strides);
 
 /* Re-posts, in ring order, the WQEs whose strides all came back, and rings the RQ
  * doorbell. Returns how many were posted. Polling thread. */
-guint mlx5_rxq_refill (Mlx5Rxq * q);
+guint mlx5_rxq_refill (Mlx5Rxq *q);
 
 /* Takes a fresh clock snapshot from the device (polling thread; at least every 0.5 s). */
-void mlx5_rxq_clock_refresh (Mlx5Rxq * q);
+void mlx5_rxq_clock_refresh (Mlx5Rxq *q);
 
 /* Counters (any thread; each value is read atomically). */
-void mlx5_rxq_counters (Mlx5Rxq * q, Mlx5RxCounters * c);
+void mlx5_rxq_counters (Mlx5Rxq *q, Mlx5RxCounters *c);
 
 G_END_DECLS
 

@@ -44,11 +44,11 @@ struct _Mlx5Txq {
   guint32 cq_mask;
 
   /* cyclic counters (free-running, 32 bits) */
-  guint32 sq_pi;                /* WQEBBs posted */
-  guint32 sq_ci;                /* WQEBBs completed */
-  guint32 slot_head;            /* slots sent */
-  guint32 slot_tail;            /* slots completed */
-  guint32 acquired;             /* slots after slot_head handed out, not yet sent */
+  guint32 sq_pi;     /* WQEBBs posted */
+  guint32 sq_ci;     /* WQEBBs completed */
+  guint32 slot_head; /* slots sent */
+  guint32 slot_tail; /* slots completed */
+  guint32 acquired;  /* slots after slot_head handed out, not yet sent */
   guint32 cq_ci;
 
   /* per WQEBB index of a WQE's first block: the counters once that WQE completes */
@@ -66,37 +66,43 @@ struct _Mlx5Txq {
 };
 
 gboolean
-mlx5_tx_geometry_choose (const Mlx5Caps * caps, const char *what, gsize ring_bytes,
-    guint max_packet, guint signal_every, Mlx5TxConfig * cfg, GError ** error)
+mlx5_tx_geometry_choose (const Mlx5Caps *caps, const char *what, gsize ring_bytes, guint max_packet,
+    guint signal_every, Mlx5TxConfig *cfg, GError **error)
 {
   gsize ring = ring_bytes ? ring_bytes : MLX5_TX_DEFAULT_RING;
 
   if (max_packet < 14 || max_packet > 65535) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: TX max-packet-size %u is out of "
-        "range (allowed 14 .. 65535)", what, max_packet);
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: TX max-packet-size %u is out of "
+        "range (allowed 14 .. 65535)",
+        what, max_packet);
     return FALSE;
   }
   guint ls = MAX (dq_log2_ceil (max_packet), dq_log2_ceil (MLX5_TX_MIN_SLOT));
   guint64 n = ring >> ls;
   if (n < MLX5_TX_MIN_SLOTS) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: TX ring-size %" G_GSIZE_FORMAT
-        " is too small for slots of %u bytes (allowed: ring-size >= %u)", what, ring,
-        1u << ls, MLX5_TX_MIN_SLOTS << ls);
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: TX ring-size %" G_GSIZE_FORMAT
+        " is too small for slots of %u bytes (allowed: ring-size >= %u)",
+        what, ring, 1u << ls, MLX5_TX_MIN_SLOTS << ls);
     return FALSE;
   }
   guint lw = MIN (dq_log2_floor (n) + 1, caps->max_log_wqebbs);
   guint lslots = MIN (dq_log2_floor (n), caps->max_log_wqebbs);
   if (lslots < dq_log2_ceil (MLX5_TX_MIN_SLOTS)) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: the device's send queues are too "
-        "small (%u WQEs)", what, 1u << caps->max_log_wqebbs);
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: the device's send queues are too "
+        "small (%u WQEs)",
+        what, 1u << caps->max_log_wqebbs);
     return FALSE;
   }
   guint every = signal_every ? signal_every : MLX5_TX_DEFAULT_SIGNAL_EVERY;
   if (every > (1u << lslots) / 2) {
     if (signal_every != 0) {
-      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: TX completion every %u WQEs is "
-          "out of range for %u slots (allowed 1 .. %u)", what, signal_every,
-          1u << lslots, (1u << lslots) / 2);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+          "%s: TX completion every %u WQEs is "
+          "out of range for %u slots (allowed 1 .. %u)",
+          what, signal_every, 1u << lslots, (1u << lslots) / 2);
       return FALSE;
     }
     every = (1u << lslots) / 2;
@@ -110,7 +116,7 @@ mlx5_tx_geometry_choose (const Mlx5Caps * caps, const char *what, gsize ring_byt
 }
 
 void
-mlx5_txq_free (Mlx5Txq * q)
+mlx5_txq_free (Mlx5Txq *q)
 {
   if (q == NULL)
     return;
@@ -131,8 +137,7 @@ mlx5_txq_free (Mlx5Txq * q)
 }
 
 Mlx5Txq *
-mlx5_txq_new (const Mlx5PortOps * ops, gpointer dev, const Mlx5TxConfig * cfg,
-    GError ** error)
+mlx5_txq_new (const Mlx5PortOps *ops, gpointer dev, const Mlx5TxConfig *cfg, GError **error)
 {
   Mlx5Txq *q = g_new0 (Mlx5Txq, 1);
   guint32 n_wqebbs = 1u << cfg->log_wqebbs;
@@ -161,8 +166,10 @@ mlx5_txq_new (const Mlx5PortOps * ops, gpointer dev, const Mlx5TxConfig * cfg,
   q->cq.dbrec = mlx5_mem_alloc (64, 64);
   if (q->slab == NULL || q->sq.wqes == NULL || q->sq.dbrec == NULL || q->cq.ring == NULL ||
       q->cq.dbrec == NULL) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "%s: cannot allocate the TX ring "
-        "(%" G_GSIZE_FORMAT " bytes of slots)", ops->name, q->slab_size);
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: cannot allocate the TX ring "
+        "(%" G_GSIZE_FORMAT " bytes of slots)",
+        ops->name, q->slab_size);
     if (q->slab == NULL)
       q->slab_size = 0;
     goto fail;
@@ -189,25 +196,25 @@ fail:
 }
 
 Mlx5Sq *
-mlx5_txq_sq (Mlx5Txq * q)
+mlx5_txq_sq (Mlx5Txq *q)
 {
   return &q->sq;
 }
 
 guint
-mlx5_txq_slot_size (Mlx5Txq * q)
+mlx5_txq_slot_size (Mlx5Txq *q)
 {
   return 1u << q->log_slot_size;
 }
 
 guint
-mlx5_txq_n_slots (Mlx5Txq * q)
+mlx5_txq_n_slots (Mlx5Txq *q)
 {
   return q->n_slots;
 }
 
 gsize
-mlx5_txq_ring_bytes (Mlx5Txq * q)
+mlx5_txq_ring_bytes (Mlx5Txq *q)
 {
   return q->slab_size;
 }
@@ -216,7 +223,7 @@ mlx5_txq_ring_bytes (Mlx5Txq * q)
 /* completions */
 
 static inline volatile struct mlx5_cqe64 *
-cq_cqe (Mlx5Txq * q, guint32 ci)
+cq_cqe (Mlx5Txq *q, guint32 ci)
 {
   return (volatile struct mlx5_cqe64 *) (q->cq.ring + ((gsize) (ci & q->cq_mask) << 6));
 }
@@ -224,7 +231,7 @@ cq_cqe (Mlx5Txq * q, guint32 ci)
 /* One TX CQE: it names the WQE it completes by the WQE's 16-bit index; valid only if
  * that WQE is in flight (between sq_ci and sq_pi). */
 static guint
-cq_poll_one (Mlx5Txq * q, volatile struct mlx5_cqe64 *cqe)
+cq_poll_one (Mlx5Txq *q, volatile struct mlx5_cqe64 *cqe)
 {
   guint8 opcode = mlx5_cqe_opcode (cqe);
 
@@ -251,7 +258,7 @@ cq_poll_one (Mlx5Txq * q, volatile struct mlx5_cqe64 *cqe)
 }
 
 guint
-mlx5_txq_reclaim (Mlx5Txq * q)
+mlx5_txq_reclaim (Mlx5Txq *q)
 {
   guint32 start = q->cq_ci;
   guint slots = 0;
@@ -273,13 +280,13 @@ mlx5_txq_reclaim (Mlx5Txq * q)
 }
 
 guint
-mlx5_txq_free_slots (Mlx5Txq * q)
+mlx5_txq_free_slots (Mlx5Txq *q)
 {
   return q->n_slots - (q->slot_head - q->slot_tail) - q->acquired;
 }
 
 gboolean
-mlx5_txq_idle (Mlx5Txq * q)
+mlx5_txq_idle (Mlx5Txq *q)
 {
   return q->sq_ci == q->sq_pi;
 }
@@ -288,13 +295,13 @@ mlx5_txq_idle (Mlx5Txq * q)
 /* sending */
 
 static inline guint8 *
-slot_addr (Mlx5Txq * q, guint32 slot)
+slot_addr (Mlx5Txq *q, guint32 slot)
 {
   return q->slab + ((gsize) (slot & q->slot_mask) << q->log_slot_size);
 }
 
 guint
-mlx5_txq_acquire (Mlx5Txq * q, guint n, guint8 ** slots)
+mlx5_txq_acquire (Mlx5Txq *q, guint n, guint8 **slots)
 {
   guint avail = mlx5_txq_free_slots (q);
   if (avail < n) {
@@ -310,18 +317,19 @@ mlx5_txq_acquire (Mlx5Txq * q, guint n, guint8 ** slots)
 }
 
 void
-mlx5_txq_cancel (Mlx5Txq * q)
+mlx5_txq_cancel (Mlx5Txq *q)
 {
   q->acquired = 0;
 }
 
 static inline void
-txq_build_send (Mlx5Txq * q, guint32 slot, guint32 len, gboolean signal)
+txq_build_send (Mlx5Txq *q, guint32 slot, guint32 len, gboolean signal)
 {
   guint8 *wqe = q->sq.wqes + ((gsize) (q->sq_pi & q->wqebb_mask) << MLX5_SEND_WQE_SHIFT);
   struct mlx5_wqe_ctrl_seg *ctrl = (struct mlx5_wqe_ctrl_seg *) wqe;
   struct mlx5_wqe_eth_seg *eth = (struct mlx5_wqe_eth_seg *) (wqe + MLX5_WQE_DS_SIZE);
-  struct mlx5_wqe_data_seg *data = (struct mlx5_wqe_data_seg *) (wqe + 2 * (gsize) MLX5_WQE_DS_SIZE);
+  struct mlx5_wqe_data_seg *data =
+      (struct mlx5_wqe_data_seg *) (wqe + 2 * (gsize) MLX5_WQE_DS_SIZE);
 
   ctrl->opmod_idx_opcode = htobe32 (((q->sq_pi & 0xffff) << 8) | MLX5_OPCODE_SEND);
   ctrl->qpn_ds = htobe32 ((q->sq.sqn << 8) | 3);
@@ -345,7 +353,7 @@ txq_build_send (Mlx5Txq * q, guint32 slot, guint32 len, gboolean signal)
 }
 
 static void
-sq_ring_doorbell (Mlx5Txq * q, const guint8 * last_wqe)
+sq_ring_doorbell (Mlx5Txq *q, const guint8 *last_wqe)
 {
   guint64 ctrl;
 
@@ -363,7 +371,7 @@ sq_ring_doorbell (Mlx5Txq * q, const guint8 * last_wqe)
 }
 
 guint
-mlx5_txq_commit (Mlx5Txq * q, guint n, const guint32 * lengths)
+mlx5_txq_commit (Mlx5Txq *q, guint n, const guint32 *lengths)
 {
   guint32 slot_size = 1u << q->log_slot_size;
   guint64 bytes = 0;
@@ -398,7 +406,7 @@ mlx5_txq_commit (Mlx5Txq * q, guint n, const guint32 * lengths)
 }
 
 guint
-mlx5_txq_send (Mlx5Txq * q, const guint8 * const *frames, const guint32 * lengths, guint n)
+mlx5_txq_send (Mlx5Txq *q, const guint8 *const *frames, const guint32 *lengths, guint n)
 {
   guint32 slot_size = 1u << q->log_slot_size;
 
@@ -420,7 +428,7 @@ mlx5_txq_send (Mlx5Txq * q, const guint8 * const *frames, const guint32 * length
 }
 
 void
-mlx5_txq_counters (Mlx5Txq * q, Mlx5TxCounters * c)
+mlx5_txq_counters (Mlx5Txq *q, Mlx5TxCounters *c)
 {
   c->packets = MLX5_COUNTER_GET (q->c.packets);
   c->bytes = MLX5_COUNTER_GET (q->c.bytes);

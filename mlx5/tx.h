@@ -26,12 +26,12 @@ G_BEGIN_DECLS
 #define MLX5_TX_DEFAULT_SIGNAL_EVERY 32
 
 typedef struct {
-  guint log_slots;              /* TX slots, log2 */
-  guint log_slot_size;          /* bytes per slot, log2 */
-  guint log_wqebbs;             /* SQ size, log2 of 64-byte WQEBBs (>= log_slots) */
-  guint signal_every;           /* CQE every N WQEs (and on the last of a burst) */
-  gboolean csum;                /* ask the device for L3 and L4 checksums */
-  gboolean stamp_src_mac;       /* write `mac` into bytes 6..11 of every frame */
+  guint log_slots;        /* TX slots, log2 */
+  guint log_slot_size;    /* bytes per slot, log2 */
+  guint log_wqebbs;       /* SQ size, log2 of 64-byte WQEBBs (>= log_slots) */
+  guint signal_every;     /* CQE every N WQEs (and on the last of a burst) */
+  gboolean csum;          /* ask the device for L3 and L4 checksums */
+  gboolean stamp_src_mac; /* write `mac` into bytes 6..11 of every frame */
   guint8 mac[6];
 } Mlx5TxConfig;
 
@@ -39,58 +39,57 @@ typedef struct {
  * (0: 4 MiB), a power of two, at least 4, at most the device's SQ size. signal_every
  * 0 means 32 (at most half the slots). Fails with DQ_ERROR_CONFIG naming the value and
  * the allowed range. Fills the geometry fields of cfg; leaves the others. */
-gboolean mlx5_tx_geometry_choose (const Mlx5Caps * caps, const char *what, gsize ring_bytes,
-    guint max_packet, guint signal_every, Mlx5TxConfig * cfg, GError ** error);
+gboolean mlx5_tx_geometry_choose (const Mlx5Caps *caps, const char *what, gsize ring_bytes,
+    guint max_packet, guint signal_every, Mlx5TxConfig *cfg, GError **error);
 
 typedef struct {
-  guint64 packets;              /* WQEs posted */
+  guint64 packets; /* WQEs posted */
   guint64 bytes;
   guint64 doorbells;
-  guint64 completions;          /* CQEs read */
-  guint64 cqe_errors;           /* error CQEs */
-  guint64 device_errors;        /* CQEs naming no WQE in flight, unknown opcodes */
+  guint64 completions;   /* CQEs read */
+  guint64 cqe_errors;    /* error CQEs */
+  guint64 device_errors; /* CQEs naming no WQE in flight, unknown opcodes */
   guint8 last_syndrome;
   guint8 last_vendor_syndrome;
 } Mlx5TxCounters;
 
 typedef struct _Mlx5Txq Mlx5Txq;
 
-Mlx5Txq *mlx5_txq_new (const Mlx5PortOps * ops, gpointer dev, const Mlx5TxConfig * cfg,
-    GError ** error);
-void mlx5_txq_free (Mlx5Txq * q);
+Mlx5Txq *mlx5_txq_new (
+    const Mlx5PortOps *ops, gpointer dev, const Mlx5TxConfig *cfg, GError **error);
+void mlx5_txq_free (Mlx5Txq *q);
 
-Mlx5Sq *mlx5_txq_sq (Mlx5Txq * q);
-guint mlx5_txq_slot_size (Mlx5Txq * q);
-guint mlx5_txq_n_slots (Mlx5Txq * q);
-gsize mlx5_txq_ring_bytes (Mlx5Txq * q);
+Mlx5Sq *mlx5_txq_sq (Mlx5Txq *q);
+guint mlx5_txq_slot_size (Mlx5Txq *q);
+guint mlx5_txq_n_slots (Mlx5Txq *q);
+gsize mlx5_txq_ring_bytes (Mlx5Txq *q);
 
 /* Reads the TX CQ: slots of completed WQEs become free. Returns slots reclaimed. */
-guint mlx5_txq_reclaim (Mlx5Txq * q);
+guint mlx5_txq_reclaim (Mlx5Txq *q);
 
 /* Slots neither in flight nor acquired (after the last reclaim). */
-guint mlx5_txq_free_slots (Mlx5Txq * q);
+guint mlx5_txq_free_slots (Mlx5Txq *q);
 
 /* TRUE when every posted WQE completed. */
-gboolean mlx5_txq_idle (Mlx5Txq * q);
+gboolean mlx5_txq_idle (Mlx5Txq *q);
 
 /* Hands out up to n free slots after the ones already acquired, in send order; stores
  * their addresses (each mlx5_txq_slot_size() bytes) in slots[]. Returns how many. */
-guint mlx5_txq_acquire (Mlx5Txq * q, guint n, guint8 ** slots);
+guint mlx5_txq_acquire (Mlx5Txq *q, guint n, guint8 **slots);
 
 /* Sends the first n acquired slots, frame i being lengths[i] bytes (1 .. slot size),
  * and rings the doorbell once. Stops at a length out of range (that slot and the ones
  * after it stay acquired). Returns how many were sent. */
-guint mlx5_txq_commit (Mlx5Txq * q, guint n, const guint32 * lengths);
+guint mlx5_txq_commit (Mlx5Txq *q, guint n, const guint32 *lengths);
 
 /* Gives back every acquired, uncommitted slot. */
-void mlx5_txq_cancel (Mlx5Txq * q);
+void mlx5_txq_cancel (Mlx5Txq *q);
 
 /* Copies up to n frames into free slots and sends them (one doorbell). Stops at the
  * first frame with a length out of range, or when no slot is free. Returns how many. */
-guint mlx5_txq_send (Mlx5Txq * q, const guint8 * const *frames, const guint32 * lengths,
-    guint n);
+guint mlx5_txq_send (Mlx5Txq *q, const guint8 *const *frames, const guint32 *lengths, guint n);
 
-void mlx5_txq_counters (Mlx5Txq * q, Mlx5TxCounters * c);
+void mlx5_txq_counters (Mlx5Txq *q, Mlx5TxCounters *c);
 
 G_END_DECLS
 

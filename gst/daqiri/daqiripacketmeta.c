@@ -17,7 +17,7 @@ gst_daqiri_packet_meta_api_get_type (void)
 }
 
 static gboolean
-packet_meta_init (GstMeta * meta, gpointer params, GstBuffer * buffer)
+packet_meta_init (GstMeta *meta, gpointer params, GstBuffer *buffer)
 {
   GstDaqiriPacketMeta *pmeta = (GstDaqiriPacketMeta *) meta;
 
@@ -29,7 +29,7 @@ packet_meta_init (GstMeta * meta, gpointer params, GstBuffer * buffer)
 }
 
 static void
-packet_meta_free (GstMeta * meta, GstBuffer * buffer)
+packet_meta_free (GstMeta *meta, GstBuffer *buffer)
 {
   GstDaqiriPacketMeta *pmeta = (GstDaqiriPacketMeta *) meta;
 
@@ -42,8 +42,8 @@ packet_meta_free (GstMeta * meta, GstBuffer * buffer)
 
 /* A copy of a region keeps the packets that lie wholly inside it, rebased to its start. */
 static gboolean
-packet_meta_transform (GstBuffer * dest, GstMeta * meta, GstBuffer * buffer,
-    GQuark type, gpointer data)
+packet_meta_transform (
+    GstBuffer *dest, GstMeta *meta, GstBuffer *buffer, GQuark type, gpointer data)
 {
   GstDaqiriPacketMeta *src = (GstDaqiriPacketMeta *) meta;
 
@@ -54,7 +54,7 @@ packet_meta_transform (GstBuffer * dest, GstMeta * meta, GstBuffer * buffer,
   gsize start = 0, end = G_MAXSIZE;
   if (copy->region) {
     start = copy->offset;
-    end = copy->size == (gsize) - 1 ? G_MAXSIZE : copy->offset + copy->size;
+    end = copy->size == (gsize) -1 ? G_MAXSIZE : copy->offset + copy->size;
   }
 
   GstDaqiriPacket *kept = g_new (GstDaqiriPacket, MAX (src->n_packets, 1));
@@ -80,24 +80,24 @@ gst_daqiri_packet_meta_get_info (void)
 {
   static const GstMetaInfo *info;
 
-  if (g_once_init_enter ((GstMetaInfo **) & info)) {
+  if (g_once_init_enter ((GstMetaInfo **) &info)) {
     const GstMetaInfo *mi = gst_meta_register (GST_DAQIRI_PACKET_META_API_TYPE,
-        "GstDaqiriPacketMeta", sizeof (GstDaqiriPacketMeta),
-        packet_meta_init, packet_meta_free, packet_meta_transform);
-    g_once_init_leave ((GstMetaInfo **) & info, (GstMetaInfo *) mi);
+        "GstDaqiriPacketMeta", sizeof (GstDaqiriPacketMeta), packet_meta_init, packet_meta_free,
+        packet_meta_transform);
+    g_once_init_leave ((GstMetaInfo **) &info, (GstMetaInfo *) mi);
   }
   return info;
 }
 
 GstDaqiriPacketMeta *
-gst_buffer_add_daqiri_packet_meta_full (GstBuffer * buffer, GstDaqiriPacket * packets,
+gst_buffer_add_daqiri_packet_meta_full (GstBuffer *buffer, GstDaqiriPacket *packets,
     guint n_packets, GDestroyNotify release, gpointer release_data)
 {
   g_return_val_if_fail (GST_IS_BUFFER (buffer), NULL);
   g_return_val_if_fail (packets != NULL || n_packets == 0, NULL);
 
-  GstDaqiriPacketMeta *meta = (GstDaqiriPacketMeta *) gst_buffer_add_meta (buffer,
-      GST_DAQIRI_PACKET_META_INFO, NULL);
+  GstDaqiriPacketMeta *meta =
+      (GstDaqiriPacketMeta *) gst_buffer_add_meta (buffer, GST_DAQIRI_PACKET_META_INFO, NULL);
   if (meta == NULL)
     return NULL;
   meta->n_packets = n_packets;
@@ -108,8 +108,8 @@ gst_buffer_add_daqiri_packet_meta_full (GstBuffer * buffer, GstDaqiriPacket * pa
 }
 
 GstDaqiriPacketMeta *
-gst_buffer_add_daqiri_packet_meta (GstBuffer * buffer, const GstDaqiriPacket * packets,
-    guint n_packets)
+gst_buffer_add_daqiri_packet_meta (
+    GstBuffer *buffer, const GstDaqiriPacket *packets, guint n_packets)
 {
   g_return_val_if_fail (packets != NULL || n_packets == 0, NULL);
 
@@ -117,16 +117,15 @@ gst_buffer_add_daqiri_packet_meta (GstBuffer * buffer, const GstDaqiriPacket * p
   if (n_packets > 0)
     memcpy (copy, packets, n_packets * sizeof (GstDaqiriPacket));
   /* the meta owns `copy` from here: its release frees it */
-  GstDaqiriPacketMeta *meta = gst_buffer_add_daqiri_packet_meta_full (buffer, copy,
-      n_packets, g_free, copy);
+  GstDaqiriPacketMeta *meta =
+      gst_buffer_add_daqiri_packet_meta_full (buffer, copy, n_packets, g_free, copy);
   if (meta == NULL)
     g_free (copy);
   return meta;
 }
 
 gboolean
-gst_daqiri_packet_meta_validate (const GstDaqiriPacketMeta * meta, gsize size,
-    guint * bad_index)
+gst_daqiri_packet_meta_validate (const GstDaqiriPacketMeta *meta, gsize size, guint *bad_index)
 {
   for (guint i = 0; i < meta->n_packets; i++) {
     const GstDaqiriPacket *p = &meta->packets[i];

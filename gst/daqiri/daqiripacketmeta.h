@@ -98,19 +98,18 @@ GST_DAQIRI_API const GstMetaInfo *gst_daqiri_packet_meta_get_info (void);
   ((GstDaqiriPacketMeta *) gst_buffer_get_meta ((b), GST_DAQIRI_PACKET_META_API_TYPE))
 
 /* Adds a meta with a copy of @n_packets descriptors. */
-GST_DAQIRI_API GstDaqiriPacketMeta *gst_buffer_add_daqiri_packet_meta (GstBuffer * buffer,
-    const GstDaqiriPacket * packets, guint n_packets);
+GST_DAQIRI_API GstDaqiriPacketMeta *gst_buffer_add_daqiri_packet_meta (
+    GstBuffer *buffer, const GstDaqiriPacket *packets, guint n_packets);
 
 /* Adds a meta that uses @packets in place, without a copy. @release (may be NULL) is
  * called with @release_data when the meta is freed; until then @packets must stay valid.
  * This is how sources hand out per-packet arrays from their own pools. */
-GST_DAQIRI_API GstDaqiriPacketMeta *gst_buffer_add_daqiri_packet_meta_full (GstBuffer *
-    buffer, GstDaqiriPacket * packets, guint n_packets, GDestroyNotify release,
-    gpointer release_data);
+GST_DAQIRI_API GstDaqiriPacketMeta *gst_buffer_add_daqiri_packet_meta_full (GstBuffer *buffer,
+    GstDaqiriPacket *packets, guint n_packets, GDestroyNotify release, gpointer release_data);
 
 /* Checks that every packet lies inside @size bytes; FALSE names the first bad one. */
-GST_DAQIRI_API gboolean gst_daqiri_packet_meta_validate (const GstDaqiriPacketMeta * meta,
-    gsize size, guint * bad_index);
+GST_DAQIRI_API gboolean gst_daqiri_packet_meta_validate (
+    const GstDaqiriPacketMeta *meta, gsize size, guint *bad_index);
 
 G_END_DECLS
 

@@ -49,8 +49,8 @@ init_pattern_tables (void)
   for (guint p = 0; p < 2; p++) {
     word_sum[p][0] = 0;
     for (guint t = 0; t < PATTERN_PERIOD; t++)
-      word_sum[p][t + 1] = word_sum[p][t] +
-          ((guint32) pattern[2 * t + p] << 8 | pattern[2 * t + p + 1]);
+      word_sum[p][t + 1] =
+          word_sum[p][t] + ((guint32) pattern[2 * t + p] << 8 | pattern[2 * t + p + 1]);
   }
   g_once_init_leave (&done, 1);
 }
@@ -62,8 +62,7 @@ pattern_sum (guint phase, guint n)
 {
   const guint p = phase & 1;
   const guint first = phase >> 1;
-  guint64 sum = (guint64) (n / PATTERN_PERIOD) * (word_sum[p][PATTERN_PERIOD / 2] -
-      word_sum[p][0]);
+  guint64 sum = (guint64) (n / PATTERN_PERIOD) * (word_sum[p][PATTERN_PERIOD / 2] - word_sum[p][0]);
   guint rem = n % PATTERN_PERIOD;
 
   sum += word_sum[p][first + rem / 2] - word_sum[p][first];
@@ -75,7 +74,7 @@ pattern_sum (guint phase, guint n)
 /* Copies @n < 256 bytes in 16-, 8- or 4-byte moves, the last one overlapping the one
  * before; a variable-length memcpy() of a few bytes is several times slower. */
 static inline void
-copy_short (guint8 * dst, const guint8 * src, guint n)
+copy_short (guint8 *dst, const guint8 *src, guint n)
 {
   if (n >= 16) {
     guint8 *const last = dst + n - 16;
@@ -98,7 +97,7 @@ copy_short (guint8 * dst, const guint8 * src, guint n)
 }
 
 static void
-pattern_fill (guint8 * dst, guint phase, guint n)
+pattern_fill (guint8 *dst, guint phase, guint n)
 {
   while (n >= PATTERN_PERIOD) {
     memcpy (dst, pattern + phase, PATTERN_PERIOD);
@@ -109,7 +108,7 @@ pattern_fill (guint8 * dst, guint phase, guint n)
 }
 
 void
-gst_daqiri_test_packet_params_init (GstDaqiriTestPacketParams * params)
+gst_daqiri_test_packet_params_init (GstDaqiriTestPacketParams *params)
 {
   static const guint8 src_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x01 };
   static const guint8 dst_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x02 };
@@ -127,14 +126,13 @@ gst_daqiri_test_packet_params_init (GstDaqiriTestPacketParams * params)
 }
 
 guint
-gst_daqiri_test_packet_write (const GstDaqiriTestPacketParams * params, guint8 * frame,
+gst_daqiri_test_packet_write (const GstDaqiriTestPacketParams *params, guint8 *frame,
     guint frame_len, guint32 seq, guint32 flow)
 {
   g_return_val_if_fail (params != NULL, 0);
   g_return_val_if_fail (frame != NULL, 0);
 
-  if (frame_len < GST_DAQIRI_TEST_PACKET_MIN_SIZE ||
-      frame_len > GST_DAQIRI_TEST_PACKET_MAX_SIZE)
+  if (frame_len < GST_DAQIRI_TEST_PACKET_MIN_SIZE || frame_len > GST_DAQIRI_TEST_PACKET_MAX_SIZE)
     return 0;
   if ((guint64) params->dst_port + flow > G_MAXUINT16)
     return 0;
@@ -143,8 +141,10 @@ gst_daqiri_test_packet_write (const GstDaqiriTestPacketParams * params, guint8 *
   const guint udp_len = frame_len - UDP_OFFSET;
   const guint n_pattern = frame_len - PATTERN_OFFSET;
   DqPacketHeaders headers = {
-    .src_ip = params->src_ip,.dst_ip = params->dst_ip,
-    .src_port = params->src_port,.dst_port = (guint16) (params->dst_port + flow),
+    .src_ip = params->src_ip,
+    .dst_ip = params->dst_ip,
+    .src_port = params->src_port,
+    .dst_port = (guint16) (params->dst_port + flow),
   };
   memcpy (headers.dst_mac, params->dst_mac, 6);
   memcpy (headers.src_mac, params->src_mac, 6);
@@ -168,8 +168,7 @@ gst_daqiri_test_packet_write (const GstDaqiriTestPacketParams * params, guint8 *
     guint64 sum = dq_csum_pseudo_ipv4 (ip, DQ_PACKET_PROTO_UDP, udp_len);
     sum = dq_csum_add (sum, udp, PATTERN_OFFSET - UDP_OFFSET);
     sum += pattern_sum (phase, n_pattern);
-    GST_WRITE_UINT16_BE (udp + DQ_PACKET_UDP_CSUM_OFFSET,
-        dq_csum_udp_field (dq_csum_finish (sum)));
+    GST_WRITE_UINT16_BE (udp + DQ_PACKET_UDP_CSUM_OFFSET, dq_csum_udp_field (dq_csum_finish (sum)));
   }
   return frame_len;
 }
@@ -209,8 +208,8 @@ gst_daqiri_test_packet_size (guint min_size, guint max_size, guint32 seq)
 }
 
 static const gchar *
-check_frame (const GstDaqiriTestPacketParams * params, const guint8 * frame, gsize len,
-    guint32 * seq_out, guint32 * flow_out)
+check_frame (const GstDaqiriTestPacketParams *params, const guint8 *frame, gsize len,
+    guint32 *seq_out, guint32 *flow_out)
 {
   if (frame == NULL)
     return "no frame";
@@ -266,8 +265,8 @@ check_frame (const GstDaqiriTestPacketParams * params, const guint8 * frame, gsi
 
   const guint16 csum = GST_READ_UINT16_BE (udp + 6);
   if (params != NULL && (csum != 0) != (params->udp_checksum != FALSE))
-    return params->udp_checksum ? "UDP checksum is missing" :
-        "UDP checksum is present but the parameters say none";
+    return params->udp_checksum ? "UDP checksum is missing"
+                                : "UDP checksum is present but the parameters say none";
   if (csum != 0) {
     if (!dq_csum_l4_ok (ip, DQ_PACKET_PROTO_UDP, udp, udp_len))
       return "UDP checksum is wrong";
@@ -292,15 +291,15 @@ check_frame (const GstDaqiriTestPacketParams * params, const guint8 * frame, gsi
 }
 
 gboolean
-gst_daqiri_test_packet_check (const GstDaqiriTestPacketParams * params,
-    const guint8 * frame, gsize len, guint32 * seq, guint32 * flow)
+gst_daqiri_test_packet_check (const GstDaqiriTestPacketParams *params, const guint8 *frame,
+    gsize len, guint32 *seq, guint32 *flow)
 {
   return check_frame (params, frame, len, seq, flow) == NULL;
 }
 
 const gchar *
-gst_daqiri_test_packet_explain (const GstDaqiriTestPacketParams * params,
-    const guint8 * frame, gsize len)
+gst_daqiri_test_packet_explain (
+    const GstDaqiriTestPacketParams *params, const guint8 *frame, gsize len)
 {
   return check_frame (params, frame, len, NULL, NULL);
 }

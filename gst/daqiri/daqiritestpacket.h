@@ -50,7 +50,7 @@ G_BEGIN_DECLS
 
 /** Payload byte @j (j >= 8, counted from the start of the UDP payload) of a test packet. */
 #define GST_DAQIRI_TEST_PACKET_BYTE(seq, flow, j) \
-  ((guint8) (((guint32) (seq) * 31u + (guint32) (j) * 7u + (guint32) (flow)) & 0xffu))
+  ((guint8) (((guint32) (seq) *31u + (guint32) (j) *7u + (guint32) (flow)) & 0xffu))
 
 /**
  * GstDaqiriTestPacketParams:
@@ -76,14 +76,14 @@ typedef struct {
 
 /* Sets the defaults daqiritestsrc uses: 02:00:00:00:00:01 (src) to 02:00:00:00:00:02
  * (dst), 10.0.0.1 to 10.0.0.2, UDP port 5000 to 6000, UDP checksum on. */
-GST_DAQIRI_API void gst_daqiri_test_packet_params_init (GstDaqiriTestPacketParams * params);
+GST_DAQIRI_API void gst_daqiri_test_packet_params_init (GstDaqiriTestPacketParams *params);
 
 /* Writes the test packet with sequence number @seq of flow @flow as a frame of exactly
  * @frame_len bytes at @frame. Returns @frame_len, or 0 (nothing written) when @frame_len
  * is outside GST_DAQIRI_TEST_PACKET_MIN_SIZE..GST_DAQIRI_TEST_PACKET_MAX_SIZE or the
  * flow's port, dst_port + @flow, is beyond 65535. */
-GST_DAQIRI_API guint gst_daqiri_test_packet_write (const GstDaqiriTestPacketParams * params,
-    guint8 * frame, guint frame_len, guint32 seq, guint32 flow);
+GST_DAQIRI_API guint gst_daqiri_test_packet_write (const GstDaqiriTestPacketParams *params,
+    guint8 *frame, guint frame_len, guint32 seq, guint32 flow);
 
 /* A frame size in [@min_size, @max_size] for packet @seq, the same on every call. Every
  * n = max - min + 1 consecutive sequence numbers starting at a multiple of n get every
@@ -98,13 +98,13 @@ GST_DAQIRI_API guint gst_daqiri_test_packet_size (guint min_size, guint max_size
  * checksum is present exactly when @params->udp_checksum is set. Reads nothing outside
  * [@frame, @frame + @len). On success stores the sequence number and flow index in
  * @seq and @flow (both may be NULL). */
-GST_DAQIRI_API gboolean gst_daqiri_test_packet_check (const GstDaqiriTestPacketParams *
-    params, const guint8 * frame, gsize len, guint32 * seq, guint32 * flow);
+GST_DAQIRI_API gboolean gst_daqiri_test_packet_check (const GstDaqiriTestPacketParams *params,
+    const guint8 *frame, gsize len, guint32 *seq, guint32 *flow);
 
 /* The same checks as gst_daqiri_test_packet_check(); returns NULL when the frame passes,
  * otherwise a static string naming the first field that does not match. */
-GST_DAQIRI_API const gchar *gst_daqiri_test_packet_explain (const GstDaqiriTestPacketParams
-    * params, const guint8 * frame, gsize len);
+GST_DAQIRI_API const gchar *gst_daqiri_test_packet_explain (
+    const GstDaqiriTestPacketParams *params, const guint8 *frame, gsize len);
 
 G_END_DECLS
 

@@ -29,7 +29,7 @@ typedef struct {
 } Unit;
 
 static gboolean
-parse_number (const char *s, const Unit * units, guint64 plain, guint64 * out)
+parse_number (const char *s, const Unit *units, guint64 plain, guint64 *out)
 {
   char *end = NULL;
   if (!g_ascii_isdigit (*s))
@@ -41,7 +41,7 @@ parse_number (const char *s, const Unit * units, guint64 plain, guint64 * out)
   guint64 mult = plain;
   if (*end != '\0') {
     mult = 0;
-    for (const Unit * u = units; u->unit != NULL; u++)
+    for (const Unit *u = units; u->unit != NULL; u++)
       if (g_ascii_strcasecmp (end, u->unit) == 0)
         mult = u->mult;
     if (mult == 0)
@@ -54,7 +54,7 @@ parse_number (const char *s, const Unit * units, guint64 plain, guint64 * out)
 }
 
 static gboolean
-parse_bool (const char *s, gboolean * out)
+parse_bool (const char *s, gboolean *out)
 {
   static const char *const yes[] = { "on", "1", "yes", "true" };
   static const char *const no[] = { "off", "0", "no", "false" };
@@ -98,40 +98,41 @@ name_valid (const char *s)
 }
 
 static gboolean
-bad_value (const char *name, const char *key, const char *value, const char *allowed,
-    GError ** error)
+bad_value (
+    const char *name, const char *key, const char *value, const char *allowed, GError **error)
 {
   char *v = g_strescape (value, NULL);
-  g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "emu:%s: %s=%s is not allowed "
-      "(allowed: %s)", name, key, v, allowed);
+  g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+      "emu:%s: %s=%s is not allowed "
+      "(allowed: %s)",
+      name, key, v, allowed);
   g_free (v);
   return FALSE;
 }
 
 static gboolean
-apply_key (EmuConfig * cfg, const char *key, const char *value, GError ** error)
+apply_key (EmuConfig *cfg, const char *key, const char *value, GError **error)
 {
-  static const Unit rate_units[] = {
-    {"k", 1000}, {"m", 1000000}, {"g", 1000000000}, {NULL, 0}
-  };
-  static const Unit freq_units[] = {
-    {"hz", 1}, {"khz", 1000}, {"mhz", 1000000}, {"ghz", 1000000000}, {NULL, 0}
-  };
+  static const Unit rate_units[] = { { "k", 1000 }, { "m", 1000000 }, { "g", 1000000000 },
+    { NULL, 0 } };
+  static const Unit freq_units[] = { { "hz", 1 }, { "khz", 1000 }, { "mhz", 1000000 },
+    { "ghz", 1000000000 }, { NULL, 0 } };
   const char *n = cfg->name;
   guint64 v;
 
   if (strcmp (key, "rate") == 0) {
     if (!parse_number (value, rate_units, 1, &v) || v < RATE_MIN || v > RATE_MAX)
-      return bad_value (n, key, value, "1m .. 1600g, a number with k, m or g, e.g. 25g",
-          error);
+      return bad_value (n, key, value, "1m .. 1600g, a number with k, m or g, e.g. 25g", error);
     cfg->rate_bps = v;
     cfg->keys |= EMU_KEY_RATE;
   } else if (strcmp (key, "freq") == 0) {
     /* kHz is the device_frequency_khz unit; Hz values must be whole kHz */
-    if (!parse_number (value, freq_units, 1000, &v) || v % 1000 != 0 ||
-        v / 1000 < FREQ_MIN_KHZ || v / 1000 > FREQ_MAX_KHZ)
-      return bad_value (n, key, value, "1mhz .. 10ghz in whole kHz, a number with hz, "
-          "khz, mhz or ghz (plain: kHz), e.g. 156250khz", error);
+    if (!parse_number (value, freq_units, 1000, &v) || v % 1000 != 0 || v / 1000 < FREQ_MIN_KHZ ||
+        v / 1000 > FREQ_MAX_KHZ)
+      return bad_value (n, key, value,
+          "1mhz .. 10ghz in whole kHz, a number with hz, "
+          "khz, mhz or ghz (plain: kHz), e.g. 156250khz",
+          error);
     cfg->freq_khz = v / 1000;
     cfg->keys |= EMU_KEY_FREQ;
   } else if (strcmp (key, "mtu") == 0) {
@@ -152,8 +153,10 @@ apply_key (EmuConfig * cfg, const char *key, const char *value, GError ** error)
       cfg->peer_none = FALSE;
       g_strlcpy (cfg->peer, value, sizeof cfg->peer);
     } else {
-      return bad_value (n, key, value, "a port name of 1..32 of A-Z a-z 0-9 _ . -, "
-          "or none", error);
+      return bad_value (n, key, value,
+          "a port name of 1..32 of A-Z a-z 0-9 _ . -, "
+          "or none",
+          error);
     }
     cfg->keys |= EMU_KEY_PEER;
   } else if (strcmp (key, "pause") == 0) {
@@ -177,14 +180,18 @@ apply_key (EmuConfig * cfg, const char *key, const char *value, GError ** error)
     cfg->keys |= EMU_KEY_GEN;
   } else if (strcmp (key, "gen-rate") == 0) {
     if (!parse_number (value, rate_units, 1, &v) || v > GEN_RATE_MAX)
-      return bad_value (n, key, value, "0 (back to back) .. 1g packets/s, a number with "
-          "k, m or g, e.g. 10m", error);
+      return bad_value (n, key, value,
+          "0 (back to back) .. 1g packets/s, a number with "
+          "k, m or g, e.g. 10m",
+          error);
     cfg->gen_rate = v;
     cfg->keys |= EMU_KEY_GEN_RATE;
   } else if (strcmp (key, "gen-count") == 0) {
     if (!parse_number (value, rate_units, 1, &v))
-      return bad_value (n, key, value, "0 (endless) or a number of frames, with k, m or "
-          "g", error);
+      return bad_value (n, key, value,
+          "0 (endless) or a number of frames, with k, m or "
+          "g",
+          error);
     cfg->gen_count = v;
     cfg->keys |= EMU_KEY_GEN_COUNT;
   } else if (strcmp (key, "gen-lossless") == 0) {
@@ -199,9 +206,11 @@ apply_key (EmuConfig * cfg, const char *key, const char *value, GError ** error)
     cfg->keys |= EMU_KEY_OVERHEAD;
   } else {
     char *k = g_strescape (key, NULL);
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "emu:%s: unknown key '%s' (allowed: "
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "emu:%s: unknown key '%s' (allowed: "
         "rate, freq, clock, mtu, mac, peer, pause, overhead); for the generator: gen, "
-        "gen-rate, gen-count, gen-lossless", n, k);
+        "gen-rate, gen-count, gen-lossless",
+        n, k);
     g_free (k);
     return FALSE;
   }
@@ -219,7 +228,7 @@ key_given_before (char **parts, guint i)
 }
 
 gboolean
-emu_config_parse (const char *spec, EmuConfig * cfg, GError ** error)
+emu_config_parse (const char *spec, EmuConfig *cfg, GError **error)
 {
   memset (cfg, 0, sizeof *cfg);
   char **parts = g_strsplit (spec, ",", -1);
@@ -227,8 +236,10 @@ emu_config_parse (const char *spec, EmuConfig * cfg, GError ** error)
 
   if (parts[0] == NULL || !name_valid (parts[0])) {
     char *s = g_strescape (spec, NULL);
-    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "emu:%s: the port name must be 1..%u "
-        "of A-Z a-z 0-9 _ . - (e.g. emu:loop0)", s, EMU_NAME_MAX);
+    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
+        "emu:%s: the port name must be 1..%u "
+        "of A-Z a-z 0-9 _ . - (e.g. emu:loop0)",
+        s, EMU_NAME_MAX);
     g_free (s);
     goto out;
   }
@@ -249,8 +260,7 @@ emu_config_parse (const char *spec, EmuConfig * cfg, GError ** error)
     char *eq = strchr (parts[i], '=');
     if (eq == NULL || eq == parts[i]) {
       char *s = g_strescape (parts[i], NULL);
-      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "emu:%s: '%s' is not KEY=VALUE",
-          cfg->name, s);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "emu:%s: '%s' is not KEY=VALUE", cfg->name, s);
       g_free (s);
       goto out;
     }
@@ -260,29 +270,34 @@ emu_config_parse (const char *spec, EmuConfig * cfg, GError ** error)
     /* a known key (apply_key refuses the others): plain characters */
     if (key_given_before (parts, i)) {
       char *s = g_strescape (spec, NULL);
-      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "emu:%s: the key '%s' is given twice "
-          "in emu:%s (allowed: each key once)", cfg->name, parts[i], s);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+          "emu:%s: the key '%s' is given twice "
+          "in emu:%s (allowed: each key once)",
+          cfg->name, parts[i], s);
       g_free (s);
       goto out;
     }
   }
   if ((cfg->keys & (EMU_KEY_GEN_RATE | EMU_KEY_GEN_COUNT | EMU_KEY_GEN_LOSSLESS)) &&
       cfg->gen_len == 0) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "emu:%s: gen-rate, gen-count and "
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "emu:%s: gen-rate, gen-count and "
         "gen-lossless shape the generator: give its frame length too (gen=60 .. %u)",
         cfg->name, cfg->mtu + 18);
     goto out;
   }
   if (cfg->gen_len > cfg->mtu + 18) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "emu:%s: gen=%u is not allowed "
-        "(allowed: a frame length of 60 .. %u, MTU + 18)", cfg->name, cfg->gen_len,
-        cfg->mtu + 18);
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "emu:%s: gen=%u is not allowed "
+        "(allowed: a frame length of 60 .. %u, MTU + 18)",
+        cfg->name, cfg->gen_len, cfg->mtu + 18);
     goto out;
   }
   if (cfg->real_time && cfg->freq_khz != 1000000) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "emu:%s: clock=rt counts ns: it needs "
-        "freq=1ghz (allowed: clock=free with freq=%" G_GUINT64_FORMAT "khz)", cfg->name,
-        cfg->freq_khz);
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "emu:%s: clock=rt counts ns: it needs "
+        "freq=1ghz (allowed: clock=free with freq=%" G_GUINT64_FORMAT "khz)",
+        cfg->name, cfg->freq_khz);
     goto out;
   }
   ok = TRUE;
@@ -292,7 +307,7 @@ out:
 }
 
 gboolean
-emu_config_compatible (const EmuConfig * port, const EmuConfig * other, GError ** error)
+emu_config_compatible (const EmuConfig *port, const EmuConfig *other, GError **error)
 {
   const char *key = NULL;
   guint32 k = other->keys;
@@ -305,8 +320,8 @@ emu_config_compatible (const EmuConfig * port, const EmuConfig * other, GError *
     key = "mtu";
   else if ((k & EMU_KEY_MAC) && memcmp (other->mac, port->mac, 6) != 0)
     key = "mac";
-  else if ((k & EMU_KEY_PEER) && (other->peer_none != port->peer_none ||
-          strcmp (other->peer, port->peer) != 0))
+  else if ((k & EMU_KEY_PEER) &&
+      (other->peer_none != port->peer_none || strcmp (other->peer, port->peer) != 0))
     key = "peer";
   else if ((k & EMU_KEY_PAUSE) && other->pause != port->pause)
     key = "pause";
@@ -324,11 +339,14 @@ emu_config_compatible (const EmuConfig * port, const EmuConfig * other, GError *
     key = "gen-lossless";
   if (key == NULL)
     return TRUE;
-  g_set_error (error, DQ_ERROR, DQ_ERROR_BUSY, "emu:%s is already open with another %s "
+  g_set_error (error, DQ_ERROR, DQ_ERROR_BUSY,
+      "emu:%s is already open with another %s "
       "(rate=%" G_GUINT64_FORMAT " freq=%" G_GUINT64_FORMAT "khz mtu=%u peer=%s pause=%s "
-      "clock=%s overhead=%u); leave %s out to share it", port->name, key, port->rate_bps,
-      port->freq_khz, port->mtu, port->peer_none ? "none" : port->peer[0] ? port->peer :
-      port->name, port->pause ? "on" : "off", port->real_time ? "rt" : "free",
-      port->overhead, key);
+      "clock=%s overhead=%u); leave %s out to share it",
+      port->name, key, port->rate_bps, port->freq_khz, port->mtu,
+      port->peer_none     ? "none"
+          : port->peer[0] ? port->peer
+                          : port->name,
+      port->pause ? "on" : "off", port->real_time ? "rt" : "free", port->overhead, key);
   return FALSE;
 }

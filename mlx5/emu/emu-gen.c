@@ -27,13 +27,15 @@
 G_STATIC_ASSERT (EMU_GEN_SEQ_OFFSET == DQ_PACKET_PAYLOAD_OFFSET);
 
 void
-emu_gen_template (EmuGen * g, const guint8 dst_mac[6])
+emu_gen_template (EmuGen *g, const guint8 dst_mac[6])
 {
   guint len = g->cfg.frame_len;
   guint8 *f = g->frame;
-  DqPacketHeaders h = {.src_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0xfe},
-    .src_ip = 0x0a000001,.dst_ip = 0x0a000002,.src_port = 1000,.dst_port = 5000
-  };
+  DqPacketHeaders h = { .src_mac = { 0x02, 0x00, 0x00, 0x00, 0x00, 0xfe },
+    .src_ip = 0x0a000001,
+    .dst_ip = 0x0a000002,
+    .src_port = 1000,
+    .dst_port = 5000 };
 
   memcpy (h.dst_mac, dst_mac, 6);
   memset (f, 0, len);
@@ -41,20 +43,20 @@ emu_gen_template (EmuGen * g, const guint8 dst_mac[6])
 
   /* what every frame's checksum has: the pseudo header (addresses, protocol, UDP
    * length) and the UDP header with its checksum field 0 */
-  g->csum_base = dq_csum_pseudo_ipv4 (f + DQ_PACKET_IPV4_OFFSET, DQ_PACKET_PROTO_UDP,
-      len - DQ_PACKET_UDP_OFFSET);
+  g->csum_base = dq_csum_pseudo_ipv4 (
+      f + DQ_PACKET_IPV4_OFFSET, DQ_PACKET_PROTO_UDP, len - DQ_PACKET_UDP_OFFSET);
   g->csum_base = dq_csum_add (g->csum_base, f + DQ_PACKET_UDP_OFFSET, DQ_PACKET_UDP_LEN);
 
   /* pattern[j] = j & 0xff: frame k's pattern bytes are pattern[(k & 0xff) + i] */
   for (guint j = 0; j < len + 256; j++)
     g->pattern[j] = (guint8) j;
   for (guint r = 0; r < 256; r++)
-    g->pattern_sum[r] = dq_csum_fold (dq_csum_add (0, g->pattern + r + GEN_PATTERN_OFFSET,
-            len - GEN_PATTERN_OFFSET));
+    g->pattern_sum[r] = dq_csum_fold (
+        dq_csum_add (0, g->pattern + r + GEN_PATTERN_OFFSET, len - GEN_PATTERN_OFFSET));
 }
 
 void
-emu_gen_frame (EmuGen * g, guint64 k)
+emu_gen_frame (EmuGen *g, guint64 k)
 {
   guint len = g->cfg.frame_len;
   guint32 seq = g->cfg.first_seq + (guint32) k;
@@ -62,15 +64,14 @@ emu_gen_frame (EmuGen * g, guint64 k)
   guint8 *f = g->frame;
 
   dq_packet_put32 (f + EMU_GEN_SEQ_OFFSET, seq);
-  memcpy (f + GEN_PATTERN_OFFSET, g->pattern + r + GEN_PATTERN_OFFSET,
-      len - GEN_PATTERN_OFFSET);
+  memcpy (f + GEN_PATTERN_OFFSET, g->pattern + r + GEN_PATTERN_OFFSET, len - GEN_PATTERN_OFFSET);
 
   guint64 sum = dq_csum_add32 (g->csum_base, seq) + g->pattern_sum[r];
   dq_packet_put16 (f + GEN_UDP_CSUM_OFFSET, dq_csum_udp_field (dq_csum_finish (sum)));
 }
 
 void
-emu_gen_start (EmuGen * g, guint64 start_ticks, guint64 freq_hz)
+emu_gen_start (EmuGen *g, guint64 start_ticks, guint64 freq_hz)
 {
   g->produced = 0;
   g->start_ticks = start_ticks;
@@ -81,7 +82,7 @@ emu_gen_start (EmuGen * g, guint64 start_ticks, guint64 freq_hz)
 }
 
 void
-emu_gen_advance (EmuGen * g)
+emu_gen_advance (EmuGen *g)
 {
   __atomic_store_n (&g->produced, g->produced + 1, __ATOMIC_RELAXED);
   /* frame k is due at start + floor (k * f / rate) */

@@ -13,7 +13,7 @@
 #define ETHERTYPE_QINQ 0x88a8
 
 void
-emu_parse (const guint8 * frame, guint len, EmuHeaders * h)
+emu_parse (const guint8 *frame, guint len, EmuHeaders *h)
 {
   guint off = DQ_PACKET_ETH_LEN;
 
@@ -46,8 +46,7 @@ emu_parse (const guint8 * frame, guint len, EmuHeaders * h)
   const guint8 *ip = frame + off;
   guint ihl = (guint) (ip[0] & 0xf) * 4;
   guint total = dq_packet_get16 (ip + 2);
-  if ((ip[0] >> 4) != 4 || ihl < 20 || len < off + ihl || total < ihl ||
-      off + total > len)
+  if ((ip[0] >> 4) != 4 || ihl < 20 || len < off + ihl || total < ihl || off + total > len)
     return;
   h->l3_offset = off;
   h->l3_type = MLX5_CQE_L3_HDR_TYPE_IPV4;
@@ -70,14 +69,14 @@ emu_parse (const guint8 * frame, guint len, EmuHeaders * h)
 }
 
 static guint
-l4_csum_offset (const EmuHeaders * h)
+l4_csum_offset (const EmuHeaders *h)
 {
-  return h->l4_type == MLX5_CQE_L4_HDR_TYPE_TCP ? DQ_PACKET_TCP_CSUM_OFFSET :
-      DQ_PACKET_UDP_CSUM_OFFSET;
+  return h->l4_type == MLX5_CQE_L4_HDR_TYPE_TCP ? DQ_PACKET_TCP_CSUM_OFFSET
+                                                : DQ_PACKET_UDP_CSUM_OFFSET;
 }
 
 guint
-emu_csum_fill (guint8 * frame, guint len, guint8 cs_flags)
+emu_csum_fill (guint8 *frame, guint len, guint8 cs_flags)
 {
   EmuHeaders h;
   guint done = 0;
@@ -105,7 +104,7 @@ emu_csum_fill (guint8 * frame, guint len, guint8 cs_flags)
 }
 
 guint8
-emu_csum_verify (const guint8 * frame, guint len, const EmuHeaders * h)
+emu_csum_verify (const guint8 *frame, guint len, const EmuHeaders *h)
 {
   guint8 ok = MLX5_CQE_L2_OK;
 
@@ -127,15 +126,52 @@ emu_csum_verify (const guint8 * frame, guint len, const EmuHeaders * h)
 
 /* the 40-byte default RSS key (Microsoft's RSS verification key) */
 static const guint8 rss_key[40] = {
-  0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
-  0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
-  0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+  0x6d,
+  0x5a,
+  0x56,
+  0xda,
+  0x25,
+  0x5b,
+  0x0e,
+  0xc2,
+  0x41,
+  0x67,
+  0x25,
+  0x3d,
+  0x43,
+  0xa3,
+  0x8f,
+  0xb0,
+  0xd0,
+  0xca,
+  0x2b,
+  0xcb,
+  0xae,
+  0x7b,
+  0x30,
+  0xb4,
+  0x77,
+  0xcb,
+  0x2d,
+  0xa3,
+  0x80,
+  0x30,
+  0xf2,
+  0x0c,
+  0x6a,
+  0x42,
+  0xb7,
+  0x3b,
+  0xbe,
+  0xac,
+  0x01,
+  0xfa,
 };
 
 /* Toeplitz: for each set input bit i (most significant first) XOR in the 32 key bits
  * that start at key bit i. */
 guint32
-emu_toeplitz (const guint8 * data, guint len)
+emu_toeplitz (const guint8 *data, guint len)
 {
   guint32 result = 0;
   guint64 window = 0;
@@ -154,7 +190,7 @@ emu_toeplitz (const guint8 * data, guint len)
 }
 
 guint32
-emu_rss_hash (const guint8 * frame, const EmuHeaders * h)
+emu_rss_hash (const guint8 *frame, const EmuHeaders *h)
 {
   guint8 in[12];
 

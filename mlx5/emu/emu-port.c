@@ -19,7 +19,7 @@
 #define EMU_LKEY_KEY 0x5a
 
 static gpointer
-emu_open (const char *name, DqPortInfo * info, Mlx5Caps * caps, GError ** error)
+emu_open (const char *name, DqPortInfo *info, Mlx5Caps *caps, GError **error)
 {
   EmuPort *p = emu_port_open (name, error);
   if (p == NULL)
@@ -48,16 +48,15 @@ emu_close (gpointer dev)
 }
 
 static gboolean
-bad_param (EmuPort * p, const char *what, GError ** error)
+bad_param (EmuPort *p, const char *what, GError **error)
 {
-  g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "emu:%s: %s failed: bad parameter",
-      p->cfg.name, what);
+  g_set_error (
+      error, DQ_ERROR, DQ_ERROR_DEVICE, "emu:%s: %s failed: bad parameter", p->cfg.name, what);
   return FALSE;
 }
 
 static gboolean
-emu_mr_reg (gpointer dev, void *addr, gsize size, guint32 * lkey, gpointer * handle,
-    GError ** error)
+emu_mr_reg (gpointer dev, void *addr, gsize size, guint32 *lkey, gpointer *handle, GError **error)
 {
   EmuPort *p = dev;
   if (addr == NULL || size == 0)
@@ -95,7 +94,7 @@ emu_mr_dereg (gpointer dev, gpointer handle)
 }
 
 static gboolean
-emu_cq_create (gpointer dev, Mlx5Cq * cq, GError ** error)
+emu_cq_create (gpointer dev, Mlx5Cq *cq, GError **error)
 {
   EmuPort *p = dev;
   if (cq->ring == NULL || cq->dbrec == NULL || ((uintptr_t) cq->ring & 63) != 0 ||
@@ -115,7 +114,7 @@ emu_cq_create (gpointer dev, Mlx5Cq * cq, GError ** error)
 }
 
 static void
-emu_cq_destroy (gpointer dev, Mlx5Cq * cq)
+emu_cq_destroy (gpointer dev, Mlx5Cq *cq)
 {
   EmuPort *p = dev;
   g_mutex_lock (&p->lock);
@@ -124,8 +123,7 @@ emu_cq_destroy (gpointer dev, Mlx5Cq * cq)
   for (guint i = p->rqs->len; i > 0; i--) {
     EmuRq *rq = g_ptr_array_index (p->rqs, i - 1);
     if (rq->cq == cq->priv) {
-      g_warning ("emu:%s: CQ %u destroyed before its RQ %u", p->cfg.name, rq->cq->cqn,
-          rq->rqn);
+      g_warning ("emu:%s: CQ %u destroyed before its RQ %u", p->cfg.name, rq->cq->cqn, rq->rqn);
       for (guint j = p->groups->len; j > 0; j--) {
         EmuSteerGroup *g = g_ptr_array_index (p->groups, j - 1);
         for (guint k = 0; k < g->n_rqs; k++) {
@@ -144,8 +142,7 @@ emu_cq_destroy (gpointer dev, Mlx5Cq * cq)
   for (guint i = p->sqs->len; i > 0; i--) {
     EmuSq *sq = g_ptr_array_index (p->sqs, i - 1);
     if (sq->cq == cq->priv) {
-      g_warning ("emu:%s: CQ %u destroyed before its SQ %u", p->cfg.name, sq->cq->cqn,
-          sq->sqn);
+      g_warning ("emu:%s: CQ %u destroyed before its SQ %u", p->cfg.name, sq->cq->cqn, sq->sqn);
       g_ptr_array_remove_index (p->sqs, i - 1);
       g_free (sq->bf);
       g_free (sq);
@@ -158,13 +155,13 @@ emu_cq_destroy (gpointer dev, Mlx5Cq * cq)
 }
 
 static gboolean
-cq_known (EmuPort * p, Mlx5Cq * cq)
+cq_known (EmuPort *p, Mlx5Cq *cq)
 {
   return cq != NULL && cq->priv != NULL && g_ptr_array_find (p->cqs, cq->priv, NULL);
 }
 
 static gboolean
-emu_rq_create (gpointer dev, Mlx5Rq * rq, GError ** error)
+emu_rq_create (gpointer dev, Mlx5Rq *rq, GError **error)
 {
   EmuPort *p = dev;
   if (rq->wqes == NULL || rq->dbrec == NULL || rq->log_wqes > EMU_MAX_LOG_WQES ||
@@ -194,7 +191,7 @@ emu_rq_create (gpointer dev, Mlx5Rq * rq, GError ** error)
 }
 
 static void
-emu_rq_destroy (gpointer dev, Mlx5Rq * rq)
+emu_rq_destroy (gpointer dev, Mlx5Rq *rq)
 {
   EmuPort *p = dev;
   g_mutex_lock (&p->lock);
@@ -219,7 +216,7 @@ emu_rq_destroy (gpointer dev, Mlx5Rq * rq)
 }
 
 static gboolean
-emu_sq_create (gpointer dev, Mlx5Sq * sq, GError ** error)
+emu_sq_create (gpointer dev, Mlx5Sq *sq, GError **error)
 {
   EmuPort *p = dev;
   if (sq->wqes == NULL || sq->dbrec == NULL || sq->log_wqebbs > EMU_MAX_LOG_WQEBBS)
@@ -249,7 +246,7 @@ emu_sq_create (gpointer dev, Mlx5Sq * sq, GError ** error)
 }
 
 static void
-emu_sq_destroy (gpointer dev, Mlx5Sq * sq)
+emu_sq_destroy (gpointer dev, Mlx5Sq *sq)
 {
   EmuPort *p = dev;
   EmuSq *esq = sq->priv;
@@ -265,23 +262,25 @@ emu_sq_destroy (gpointer dev, Mlx5Sq * sq)
 }
 
 static gboolean
-emu_flows_set (gpointer dev, guint32 group, Mlx5Rq ** rqs, guint n_rqs,
-    const DqFlowRule * rules, guint n_rules, GError ** error)
+emu_flows_set (gpointer dev, guint32 group, Mlx5Rq **rqs, guint n_rqs, const DqFlowRule *rules,
+    guint n_rules, GError **error)
 {
   EmuPort *p = dev;
   EmuSteerGroup *g = NULL;
 
   for (guint i = 0; i < n_rules; i++) {
     if ((rules[i].keys & DQ_FLOW_QUEUE) && rules[i].queue >= n_rqs) {
-      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW, "emu:%s: flow rule %u sends to queue "
-          "%u of %u (allowed queue=0 .. %u)", p->cfg.name, i + 1, rules[i].queue, n_rqs,
-          n_rqs > 0 ? n_rqs - 1 : 0);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
+          "emu:%s: flow rule %u sends to queue "
+          "%u of %u (allowed queue=0 .. %u)",
+          p->cfg.name, i + 1, rules[i].queue, n_rqs, n_rqs > 0 ? n_rqs - 1 : 0);
       return FALSE;
     }
     if ((rules[i].keys & DQ_FLOW_MARK) && rules[i].mark > MLX5_FLOW_TAG_BITS) {
-      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW, "emu:%s: flow rule %u: mark %u does "
-          "not fit the 24-bit flow tag (allowed mark=0 .. %u)", p->cfg.name, i + 1,
-          rules[i].mark, MLX5_FLOW_TAG_BITS);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
+          "emu:%s: flow rule %u: mark %u does "
+          "not fit the 24-bit flow tag (allowed mark=0 .. %u)",
+          p->cfg.name, i + 1, rules[i].mark, MLX5_FLOW_TAG_BITS);
       return FALSE;
     }
   }
@@ -299,8 +298,7 @@ emu_flows_set (gpointer dev, guint32 group, Mlx5Rq ** rqs, guint n_rqs,
 
   g_mutex_lock (&p->lock);
   for (guint i = 0; g != NULL && i < n_rqs; i++) {
-    if (rqs[i] == NULL || rqs[i]->priv == NULL ||
-        !g_ptr_array_find (p->rqs, rqs[i]->priv, NULL)) {
+    if (rqs[i] == NULL || rqs[i]->priv == NULL || !g_ptr_array_find (p->rqs, rqs[i]->priv, NULL)) {
       g_mutex_unlock (&p->lock);
       g_free (g->rqs);
       g_free (g->rules);
@@ -346,7 +344,7 @@ emu_flows_set (gpointer dev, guint32 group, Mlx5Rq ** rqs, guint n_rqs,
 }
 
 static void
-emu_rq_counters (gpointer dev, Mlx5Rq * rq, Mlx5RqCounters * counters)
+emu_rq_counters (gpointer dev, Mlx5Rq *rq, Mlx5RqCounters *counters)
 {
   EmuPort *p = dev;
   EmuRq *erq = rq->priv;
@@ -367,7 +365,7 @@ emu_clock_now (gpointer dev)
  * nsec + ((delta * mult + frac) >> shift). shift is the largest <= 31 that keeps mult in
  * 32 bits; at 1 GHz mult = 2^31, frac = 0: exact. */
 static void
-emu_clock_info (gpointer dev, Mlx5ClockInfo * info)
+emu_clock_info (gpointer dev, Mlx5ClockInfo *info)
 {
   EmuPort *p = dev;
   guint64 khz = p->cfg.freq_khz;

@@ -43,7 +43,7 @@ typedef struct {
   guint64 freq_khz;
   guint mtu;
   guint8 mac[6];
-  char peer[EMU_NAME_MAX + 1];  /* "" : this port */
+  char peer[EMU_NAME_MAX + 1]; /* "" : this port */
   gboolean peer_none;
   gboolean pause;
   gboolean real_time;
@@ -56,10 +56,9 @@ typedef struct {
 } EmuConfig;
 
 /* Parses "NAME[,KEY=VALUE]..." (see emu.h); unset keys get their defaults. */
-gboolean emu_config_parse (const char *spec, EmuConfig * cfg, GError ** error);
+gboolean emu_config_parse (const char *spec, EmuConfig *cfg, GError **error);
 /* A second user's spec against the port's: keys it gives must agree. */
-gboolean emu_config_compatible (const EmuConfig * port, const EmuConfig * other,
-    GError ** error);
+gboolean emu_config_compatible (const EmuConfig *port, const EmuConfig *other, GError **error);
 
 /* A registered memory region: what the IOMMU lets the device touch. */
 typedef struct {
@@ -75,7 +74,7 @@ typedef struct {
   volatile guint32 *dbrec;
   guint log_size;
   guint32 cqn;
-  guint32 pi;                   /* CQEs written */
+  guint32 pi; /* CQEs written */
 } EmuCq;
 
 typedef struct {
@@ -88,9 +87,9 @@ typedef struct {
   guint32 rqn;
 
   /* device state: the WQE being filled */
-  guint32 hw_wqe;               /* WQE counter */
-  guint32 hw_stride;            /* next free stride in it */
-  guint8 *region;               /* its region, checked against the MRs; NULL: none yet */
+  guint32 hw_wqe;    /* WQE counter */
+  guint32 hw_stride; /* next free stride in it */
+  guint8 *region;    /* its region, checked against the MRs; NULL: none yet */
   guint64 out_of_buffer;
 } EmuRq;
 
@@ -100,8 +99,8 @@ typedef struct {
   guint log_wqebbs;
   EmuCq *cq;
   guint32 sqn;
-  guint8 *bf;                   /* the UAR/BlueFlame page the host writes doorbells to */
-  guint32 hw_ci;                /* WQEBBs executed */
+  guint8 *bf;    /* the UAR/BlueFlame page the host writes doorbells to */
+  guint32 hw_ci; /* WQEBBs executed */
 } EmuSq;
 
 /* The steering rules of one group of RQs. */
@@ -109,7 +108,7 @@ typedef struct {
   guint32 group;
   EmuRq **rqs;
   guint n_rqs;
-  guint rqt_size;               /* RSS indirection table: next power of two >= n_rqs */
+  guint rqt_size; /* RSS indirection table: next power of two >= n_rqs */
   DqFlowRule *rules;
   guint n_rules;
 } EmuSteerGroup;
@@ -123,29 +122,28 @@ typedef struct {
   guint64 anchor;
   guint64 ticks;
   guint64 rem;
-  guint64 step_bits;            /* 0: no step yet */
+  guint64 step_bits; /* 0: no step yet */
   guint64 step_ticks;
   guint64 step_rem;
 } EmuWire;
 
 /* The tick at which a frame of `bits` wire bits that is ready at tick `at` starts on
  * wire `w` (clock `freq_hz`, line rate `rate_bps`); the frame is then on the wire. */
-guint64 emu_wire_start (EmuWire * w, guint64 freq_hz, guint64 rate_bps, guint64 at,
-    guint64 bits);
+guint64 emu_wire_start (EmuWire *w, guint64 freq_hz, guint64 rate_bps, guint64 at, guint64 bits);
 
 typedef struct {
   guint len;
-  gboolean lossless;            /* from a cable with pause: waits for RX room */
-  guint64 arrival_ns;           /* CLOCK_MONOTONIC (or REALTIME with clock=rt) */
+  gboolean lossless;  /* from a cable with pause: waits for RX room */
+  guint64 arrival_ns; /* CLOCK_MONOTONIC (or REALTIME with clock=rt) */
   guint8 data[];
 } EmuFrame;
 
 /* What a received frame's CQE gets from steering and its headers. */
 typedef struct {
-  guint32 tag;                  /* flow tag (24 bits) */
-  guint32 hash;                 /* RSS hash, 0 without RSS */
-  guint8 hds_ip_ext;            /* L2/L3/L4 OK */
-  guint8 l4_l3;                 /* l4_hdr_type_etc */
+  guint32 tag;       /* flow tag (24 bits) */
+  guint32 hash;      /* RSS hash, 0 without RSS */
+  guint8 hds_ip_ext; /* L2/L3/L4 OK */
+  guint8 l4_l3;      /* l4_hdr_type_etc */
 } EmuRxMeta;
 
 /* the generator's sequence number: UDP payload, after the 42 bytes of headers */
@@ -154,7 +152,7 @@ typedef struct {
 typedef struct {
   EmuGenConfig cfg;
   gboolean active;
-  guint64 produced;              /* frames made (read by emu_port_generated) */
+  guint64 produced; /* frames made (read by emu_port_generated) */
   guint64 start_ticks;
   /* paced: frame `produced` is due at start + floor (produced * f / rate), kept as
    * due_ticks (that tick) and due_rem (produced * f mod rate); each frame adds
@@ -181,36 +179,36 @@ typedef struct {
 
 /* the generator's frames (emu-gen.c): the template for g->cfg, sent to `dst_mac`; and
  * frame k (first_seq + k, pattern (k + i) & 0xff, checksums right) in g->frame */
-void emu_gen_template (EmuGen * g, const guint8 dst_mac[6]);
-void emu_gen_frame (EmuGen * g, guint64 k);
+void emu_gen_template (EmuGen *g, const guint8 dst_mac[6]);
+void emu_gen_frame (EmuGen *g, guint64 k);
 /* the generator's count: frame 0 is due at `start_ticks` (clock `freq_hz`), and frame
  * `produced` is due at g->due_ticks; advance counts a frame made */
-void emu_gen_start (EmuGen * g, guint64 start_ticks, guint64 freq_hz);
-void emu_gen_advance (EmuGen * g);
+void emu_gen_start (EmuGen *g, guint64 start_ticks, guint64 freq_hz);
+void emu_gen_advance (EmuGen *g);
 
 struct _EmuPort {
-  gint refcount;                /* the object */
-  gint users;                   /* opens; protected by the registry lock */
+  gint refcount; /* the object */
+  gint users;    /* opens; protected by the registry lock */
   EmuConfig cfg;
   char *clock_name;
   guint64 freq_hz;
 
-  GMutex lock;                  /* device objects and device state; the device thread
+  GMutex lock;    /* device objects and device state; the device thread
                                  * holds it for one pass */
-  GPtrArray *mrs;               /* EmuMr*, index = lkey >> 8 */
+  GPtrArray *mrs; /* EmuMr*, index = lkey >> 8 */
   GPtrArray *cqs, *rqs, *sqs;
-  GPtrArray *groups;            /* EmuSteerGroup*, in the order they were set */
-  guint32 steer_version;        /* changes with the groups (never 0): steering cached
+  GPtrArray *groups;     /* EmuSteerGroup*, in the order they were set */
+  guint32 steer_version; /* changes with the groups (never 0): steering cached
                                  * before is stale */
   guint32 next_id;
 
   EmuWire tx_wire, rx_wire;
   EmuGen *gen;
-  gboolean gen_from_spec;       /* the spec's generator was started (under lock) */
+  gboolean gen_from_spec; /* the spec's generator was started (under lock) */
 
   /* faults (under lock) */
   guint fault_rx_drop;
-  gint64 fault_rx_error;        /* -1: none; else packets to let through first */
+  gint64 fault_rx_error; /* -1: none; else packets to let through first */
   guint8 fault_rx_syndrome;
   gint64 fault_tx_error;
   guint8 fault_tx_syndrome;
@@ -218,32 +216,32 @@ struct _EmuPort {
 
   /* frames from outside: injected, or sent by another port's cable */
   GMutex in_lock;
-  GQueue input;                 /* EmuFrame* */
+  GQueue input; /* EmuFrame* */
 
   GThread *thread;
   gint stop;
   GMutex wake_lock;
   GCond wake_cond;
-  gint busy;                    /* a pass found work (for wait_idle) */
+  gint busy; /* a pass found work (for wait_idle) */
 
-  EmuCounters c;                /* written under lock, read atomically */
+  EmuCounters c; /* written under lock, read atomically */
   guint8 bounce[EMU_MAX_FRAME];
 };
 
 /* The steering groups changed (under the port lock). */
 static inline void
-emu_steering_changed (EmuPort * p)
+emu_steering_changed (EmuPort *p)
 {
   if (++p->steer_version == 0)
     p->steer_version = 1;
 }
 
 /* device-side object management (emu.c), called with port->lock held */
-EmuMr *emu_mr_lookup (EmuPort * port, guint32 lkey);
-void emu_port_kick (EmuPort * port);
-guint64 emu_port_now_ns (EmuPort * port);
-guint64 emu_ticks_to_ns (EmuPort * port, guint64 ticks);
-gboolean emu_dma_ok (EmuPort * port, guint32 lkey, guint64 addr, guint64 len, guint8 ** ptr);
+EmuMr *emu_mr_lookup (EmuPort *port, guint32 lkey);
+void emu_port_kick (EmuPort *port);
+guint64 emu_port_now_ns (EmuPort *port);
+guint64 emu_ticks_to_ns (EmuPort *port, guint64 ticks);
+gboolean emu_dma_ok (EmuPort *port, guint32 lkey, guint64 addr, guint64 len, guint8 **ptr);
 
 G_END_DECLS
 

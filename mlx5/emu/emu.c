@@ -50,13 +50,13 @@ __extension__ typedef unsigned __int128 EmuU128;
 #define IDLE_SLEEP_MAX_US 200
 
 static GMutex registry_lock;
-static GHashTable *registry;    /* name -> EmuPort, open ports */
+static GHashTable *registry; /* name -> EmuPort, open ports */
 
 /* ---------------------------------------------------------------------------------- */
 /* time */
 
 guint64
-emu_port_now_ns (EmuPort * p)
+emu_port_now_ns (EmuPort *p)
 {
   struct timespec ts;
   clock_gettime (p->cfg.real_time ? CLOCK_REALTIME : CLOCK_MONOTONIC, &ts);
@@ -64,38 +64,38 @@ emu_port_now_ns (EmuPort * p)
 }
 
 static guint64
-ns_to_ticks (EmuPort * p, guint64 ns)
+ns_to_ticks (EmuPort *p, guint64 ns)
 {
   return (guint64) ((EmuU128) ns * p->cfg.freq_khz / 1000000);
 }
 
 guint64
-emu_ticks_to_ns (EmuPort * p, guint64 ticks)
+emu_ticks_to_ns (EmuPort *p, guint64 ticks)
 {
   return (guint64) ((EmuU128) ticks * 1000000 / p->cfg.freq_khz);
 }
 
 guint64
-emu_port_ticks (EmuPort * p)
+emu_port_ticks (EmuPort *p)
 {
   return ns_to_ticks (p, emu_port_now_ns (p));
 }
 
 guint64
-emu_port_freq_hz (EmuPort * p)
+emu_port_freq_hz (EmuPort *p)
 {
   return p->freq_hz;
 }
 
 guint64
-emu_port_rate_bps (EmuPort * p)
+emu_port_rate_bps (EmuPort *p)
 {
   return p->cfg.rate_bps;
 }
 
 /* the CQE timestamp field: raw ticks, or with clock=rt seconds << 32 | ns */
 static guint64
-cqe_timestamp (EmuPort * p, guint64 ticks)
+cqe_timestamp (EmuPort *p, guint64 ticks)
 {
   if (!p->cfg.real_time)
     return ticks;
@@ -107,13 +107,13 @@ cqe_timestamp (EmuPort * p, guint64 ticks)
 /* the wire: frames back to back at line rate (formula in emu.h) */
 
 static guint64
-wire_bits (EmuPort * p, guint len)
+wire_bits (EmuPort *p, guint len)
 {
   return 8 * (guint64) (MAX (len, EMU_MIN_FRAME) + p->cfg.overhead);
 }
 
 guint64
-emu_wire_start (EmuWire * w, guint64 freq_hz, guint64 rate_bps, guint64 at, guint64 bits)
+emu_wire_start (EmuWire *w, guint64 freq_hz, guint64 rate_bps, guint64 at, guint64 bits)
 {
   /* the wire is busy until the train's last bit: ceil (S * f / R) ticks after its start */
   guint64 busy_until = w->anchor + w->ticks + (w->rem != 0 ? 1 : 0);
@@ -123,7 +123,7 @@ emu_wire_start (EmuWire * w, guint64 freq_hz, guint64 rate_bps, guint64 at, guin
     w->ticks = 0;
     w->rem = 0;
   }
-  guint64 start = w->anchor + w->ticks;         /* floor (S * f / R) */
+  guint64 start = w->anchor + w->ticks; /* floor (S * f / R) */
 
   if (bits != w->step_bits) {
     w->step_bits = bits;
@@ -140,7 +140,7 @@ emu_wire_start (EmuWire * w, guint64 freq_hz, guint64 rate_bps, guint64 at, guin
 }
 
 static guint64
-wire_start (EmuPort * p, EmuWire * w, guint64 at, guint len)
+wire_start (EmuPort *p, EmuWire *w, guint64 at, guint len)
 {
   return emu_wire_start (w, p->freq_hz, p->cfg.rate_bps, at, wire_bits (p, len));
 }
@@ -149,7 +149,7 @@ wire_start (EmuPort * p, EmuWire * w, guint64 at, guint len)
 /* the IOMMU */
 
 EmuMr *
-emu_mr_lookup (EmuPort * p, guint32 lkey)
+emu_mr_lookup (EmuPort *p, guint32 lkey)
 {
   guint idx = lkey >> 8;
   if (idx >= p->mrs->len)
@@ -163,7 +163,7 @@ emu_mr_lookup (EmuPort * p, guint32 lkey)
 /* Whether the device may touch [addr, addr + len) through `lkey`; the pointer if so.
  * A refusal is counted: a real device would raise a protection error. */
 gboolean
-emu_dma_ok (EmuPort * p, guint32 lkey, guint64 addr, guint64 len, guint8 ** ptr)
+emu_dma_ok (EmuPort *p, guint32 lkey, guint64 addr, guint64 len, guint8 **ptr)
 {
   EmuMr *mr = emu_mr_lookup (p, lkey);
   guint64 base = mr != NULL ? (guint64) (uintptr_t) mr->addr : 0;
@@ -180,7 +180,7 @@ emu_dma_ok (EmuPort * p, guint32 lkey, guint64 addr, guint64 len, guint8 ** ptr)
 /* completion queues */
 
 static gboolean
-cq_has_room (EmuCq * cq, guint n)
+cq_has_room (EmuCq *cq, guint n)
 {
   guint32 ci = be32toh (__atomic_load_n (&cq->dbrec[0], __ATOMIC_ACQUIRE)) & 0xffffff;
   guint32 used = (cq->pi - ci) & 0xffffff;
@@ -196,7 +196,7 @@ typedef struct {
 /* Sets the `size`-byte big-endian field at byte `offset` of the CQE (to the value's low
  * bytes, as a store of that size would). */
 static inline void
-cqe_set (EmuCqe * c, guint offset, guint size, guint64 value)
+cqe_set (EmuCqe *c, guint offset, guint size, guint64 value)
 {
   if (size < 8)
     value &= (G_GUINT64_CONSTANT (1) << (8 * size)) - 1;
@@ -204,26 +204,26 @@ cqe_set (EmuCqe * c, guint offset, guint size, guint64 value)
 }
 
 /* a field of the CQE layout (struct mlx5_cqe64), or of the error CQE (mlx5_err_cqe) */
-#define CQE_SET(c, field, value) cqe_set ((c), G_STRUCT_OFFSET (struct mlx5_cqe64, field), \
-    sizeof (((struct mlx5_cqe64 *) NULL)->field), (value))
-#define ERR_CQE_SET(c, field, value) cqe_set ((c), \
-    G_STRUCT_OFFSET (struct mlx5_err_cqe, field), \
-    sizeof (((struct mlx5_err_cqe *) NULL)->field), (value))
+#define CQE_SET(c, field, value) \
+  cqe_set ((c), G_STRUCT_OFFSET (struct mlx5_cqe64, field), \
+      sizeof (((struct mlx5_cqe64 *) NULL)->field), (value))
+#define ERR_CQE_SET(c, field, value) \
+  cqe_set ((c), G_STRUCT_OFFSET (struct mlx5_err_cqe, field), \
+      sizeof (((struct mlx5_err_cqe *) NULL)->field), (value))
 
 /* Writes the CQE into the next slot of the CQ and passes it to the host: bytes 0 .. 55
  * in seven 8-byte stores, then, after a barrier, the last word in one 8-byte store with
  * op_own (the opcode, and the owner bit: the wrap parity of the producer index). Until
  * then the slot's old op_own keeps the host away from it. */
 static inline void
-cq_post (EmuCq * cq, EmuCqe * c, guint8 opcode)
+cq_post (EmuCq *cq, EmuCqe *c, guint8 opcode)
 {
   guint32 mask = (1u << cq->log_size) - 1;
   volatile guint64 *dst = (volatile guint64 *) (cq->ring + ((gsize) (cq->pi & mask) << 6));
 #pragma GCC unroll 7
   for (guint i = 0; i < 7; i++)
     dst[i] = htobe64 (c->w[i]);
-  CQE_SET (c, op_own, (guint8) (opcode << 4) | ((cq->pi >> cq->log_size) &
-          MLX5_CQE_OWNER_MASK));
+  CQE_SET (c, op_own, (guint8) (opcode << 4) | ((cq->pi >> cq->log_size) & MLX5_CQE_OWNER_MASK));
   /* everything else before ownership passes to the host */
   mlx5_dma_wmb ();
   dst[7] = htobe64 (c->w[7]);
@@ -233,8 +233,8 @@ cq_post (EmuCq * cq, EmuCqe * c, guint8 opcode)
 /* An error CQE: syndrome and vendor syndrome, the failing WQE's opcode and QPN, and
  * wqe_counter; the error layout shares wqe_id and byte_cnt with a good CQE. */
 static void
-cq_error (EmuCq * cq, guint8 opcode, guint8 syndrome, guint8 wqe_opcode, guint32 qpn,
-    guint16 wqe_id, guint16 wqe_counter, guint32 byte_cnt)
+cq_error (EmuCq *cq, guint8 opcode, guint8 syndrome, guint8 wqe_opcode, guint32 qpn, guint16 wqe_id,
+    guint16 wqe_counter, guint32 byte_cnt)
 {
   EmuCqe c = { { 0 } };
   CQE_SET (&c, wqe_id, wqe_id);
@@ -249,14 +249,14 @@ cq_error (EmuCq * cq, guint8 opcode, guint8 syndrome, guint8 wqe_opcode, guint32
 /* receive queues */
 
 static guint32
-rq_strides (const EmuRq * rq)
+rq_strides (const EmuRq *rq)
 {
   return 1u << rq->log_strides;
 }
 
 /* WQEs the host posted that the device has not finished (the current one included). */
 static guint32
-rq_posted (EmuPort * p, EmuRq * rq)
+rq_posted (EmuPort *p, EmuRq *rq)
 {
   guint32 pi = be32toh (__atomic_load_n (&rq->dbrec[MLX5_RCV_DBR], __ATOMIC_ACQUIRE));
   guint32 posted = (pi - rq->hw_wqe) & 0xffff;
@@ -269,7 +269,7 @@ rq_posted (EmuPort * p, EmuRq * rq)
 }
 
 static void
-rq_advance (EmuRq * rq, guint32 n)
+rq_advance (EmuRq *rq, guint32 n)
 {
   rq->hw_stride += n;
   if (rq->hw_stride >= rq_strides (rq)) {
@@ -281,7 +281,7 @@ rq_advance (EmuRq * rq, guint32 n)
 
 /* Error CQE for `n` strides at the current position (consumes them). */
 static void
-rq_error (EmuPort * p, EmuRq * rq, guint32 n, guint8 syndrome)
+rq_error (EmuPort *p, EmuRq *rq, guint32 n, guint8 syndrome)
 {
   guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
   cq_error (rq->cq, MLX5_CQE_RESP_ERR, syndrome, 0, rq->rqn, (guint16) slot,
@@ -294,7 +294,7 @@ rq_error (EmuPort * p, EmuRq * rq, guint32 n, guint8 syndrome)
  * byte count is not the region size, has all its strides completed with an error CQE,
  * and the next one is tried. FALSE: no usable posted WQE (or no CQE room to say so). */
 static gboolean
-rq_fetch (EmuPort * p, EmuRq * rq)
+rq_fetch (EmuPort *p, EmuRq *rq)
 {
   guint32 region_bytes = 1u << (rq->log_strides + rq->log_stride_size);
 
@@ -302,8 +302,8 @@ rq_fetch (EmuPort * p, EmuRq * rq)
     if (rq_posted (p, rq) == 0 || !cq_has_room (rq->cq, 1))
       return FALSE;
     guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
-    const volatile struct mlx5_mprq_wqe *wqe = (const volatile struct mlx5_mprq_wqe *)
-        (rq->wqes + ((gsize) slot << MLX5_LOG_MPRQ_WQE_SIZE));
+    const volatile struct mlx5_mprq_wqe *wqe = (const volatile struct mlx5_mprq_wqe *) (rq->wqes +
+        ((gsize) slot << MLX5_LOG_MPRQ_WQE_SIZE));
     guint32 byte_count = be32toh (wqe->dseg.byte_count);
     guint32 lkey = be32toh (wqe->dseg.lkey);
     guint64 addr = be64toh (wqe->dseg.addr);
@@ -320,18 +320,18 @@ rq_fetch (EmuPort * p, EmuRq * rq)
 }
 
 static guint32
-rq_strides_for (const EmuRq * rq, guint len)
+rq_strides_for (const EmuRq *rq, guint len)
 {
   return (len + (1u << rq->log_stride_size) - 1) >> rq->log_stride_size;
 }
 
 /* Would a frame of `len` bytes be written now (pause asks before sending)? */
 static gboolean
-rq_has_room (EmuPort * p, EmuRq * rq, guint len)
+rq_has_room (EmuPort *p, EmuRq *rq, guint len)
 {
   guint32 need = rq_strides_for (rq, len);
   if (need > rq_strides (rq))
-    return TRUE;                /* it will be dropped whatever happens */
+    return TRUE; /* it will be dropped whatever happens */
   if (rq->region != NULL && rq->hw_stride + need <= rq_strides (rq))
     return cq_has_room (rq->cq, 1);
   /* the current WQE (if any) is finished by a filler CQE; a next one must be posted */
@@ -340,8 +340,7 @@ rq_has_room (EmuPort * p, EmuRq * rq, guint len)
 }
 
 static void
-rq_cqe (EmuRq * rq, guint32 slot, guint32 n_strides, guint len, guint64 ts,
-    const EmuRxMeta * m)
+rq_cqe (EmuRq *rq, guint32 slot, guint32 n_strides, guint len, guint64 ts, const EmuRxMeta *m)
 {
   EmuCqe c = { { 0 } };
   CQE_SET (&c, wqe_id, slot);
@@ -358,8 +357,8 @@ rq_cqe (EmuRq * rq, guint32 slot, guint32 n_strides, guint len, guint64 ts,
 
 /* Writes a received frame into the RQ (the PRM's striding RQ rules; see the top). */
 static void
-rq_deliver (EmuPort * p, EmuRq * rq, const guint8 * frame, guint len, guint64 ticks,
-    const EmuRxMeta * m)
+rq_deliver (
+    EmuPort *p, EmuRq *rq, const guint8 *frame, guint len, guint64 ticks, const EmuRxMeta *m)
 {
   guint32 need = rq_strides_for (rq, len);
   guint32 strides = rq_strides (rq);
@@ -413,14 +412,14 @@ out_of_buffer:
 /* receiving: steering, then the RQ */
 
 static EmuRq *
-rss_pick (const EmuSteerGroup * g, guint32 hash)
+rss_pick (const EmuSteerGroup *g, guint32 hash)
 {
   return g->rqs[(hash & (g->rqt_size - 1)) % g->n_rqs];
 }
 
 /* The RQ a frame goes to and its tag; NULL when no group takes it. */
 static EmuRq *
-steer (EmuPort * p, const guint8 * frame, guint len, const EmuHeaders * h, EmuRxMeta * m)
+steer (EmuPort *p, const guint8 *frame, guint len, const EmuHeaders *h, EmuRxMeta *m)
 {
   m->tag = 0;
   m->hash = 0;
@@ -454,17 +453,16 @@ steer (EmuPort * p, const guint8 * frame, guint len, const EmuHeaders * h, EmuRx
 /* The largest frame (without FCS) the port takes: MTU + Ethernet header + one VLAN
  * tag, as mlx5 sizes its hardware MTU. */
 static guint
-max_frame (EmuPort * p)
+max_frame (EmuPort *p)
 {
   return p->cfg.mtu + 18;
 }
 
 /* the CQE's l4_hdr_type_etc: the header types */
 static guint8
-rx_l4_l3 (const EmuHeaders * h)
+rx_l4_l3 (const EmuHeaders *h)
 {
-  return (guint8) ((h->l4_type << MLX5_CQE_L4_HDR_SHIFT) |
-      (h->l3_type << MLX5_CQE_L3_HDR_SHIFT));
+  return (guint8) ((h->l4_type << MLX5_CQE_L4_HDR_SHIFT) | (h->l3_type << MLX5_CQE_L3_HDR_SHIFT));
 }
 
 /* A frame that arrives at the port at tick `at`, steered to `rq` (NULL: no group took
@@ -472,8 +470,8 @@ rx_l4_l3 (const EmuHeaders * h)
  * sender computed the checksums), else they are verified with the headers `h`. With
  * `lossless`, a frame its RQ has no room for is not taken: FALSE, nothing changed. */
 static gboolean
-rx_steered (EmuPort * p, const guint8 * frame, guint len, guint64 at, gboolean lossless,
-    EmuRq * rq, EmuRxMeta * m, const EmuHeaders * h)
+rx_steered (EmuPort *p, const guint8 *frame, guint len, guint64 at, gboolean lossless, EmuRq *rq,
+    EmuRxMeta *m, const EmuHeaders *h)
 {
   if (lossless && rq != NULL && !rq_has_room (p, rq, len))
     return FALSE;
@@ -502,8 +500,7 @@ rx_steered (EmuPort * p, const guint8 * frame, guint len, guint64 at, gboolean l
 /* A frame that arrives at the port at tick `at`: steered, then received (rx_steered).
  * `known_ok` >= 0: its hds_ip_ext bits are known, else they are verified. */
 static gboolean
-rx_frame (EmuPort * p, const guint8 * frame, guint len, guint64 at, gboolean lossless,
-    gint known_ok)
+rx_frame (EmuPort *p, const guint8 *frame, guint len, guint64 at, gboolean lossless, gint known_ok)
 {
   EmuHeaders h;
   EmuRxMeta m;
@@ -520,11 +517,11 @@ rx_frame (EmuPort * p, const guint8 * frame, guint len, guint64 at, gboolean los
 
 typedef struct {
   gboolean resolved;
-  EmuPort *peer;                /* referenced; NULL: no link */
+  EmuPort *peer; /* referenced; NULL: no link */
 } EmuCable;
 
 static EmuPort *
-cable_peer (EmuPort * p, EmuCable * cable)
+cable_peer (EmuPort *p, EmuCable *cable)
 {
   if (p->cfg.peer_none)
     return NULL;
@@ -545,16 +542,16 @@ typedef struct {
   guint32 qpn;
   guint ds;
   guint n_bb;
-  gboolean truncated;           /* its DS count runs past what the doorbell covers */
+  gboolean truncated; /* its DS count runs past what the doorbell covers */
   gboolean signaled;
 } EmuSendWqe;
 
 static void
-sq_copy_wqe (EmuSq * sq, guint32 posted, EmuSendWqe * w)
+sq_copy_wqe (EmuSq *sq, guint32 posted, EmuSendWqe *w)
 {
   guint32 mask = (1u << sq->log_wqebbs) - 1;
-  memcpy (w->bytes, sq->wqes + ((gsize) (sq->hw_ci & mask) << MLX5_SEND_WQE_SHIFT),
-      MLX5_SEND_WQE_BB);
+  memcpy (
+      w->bytes, sq->wqes + ((gsize) (sq->hw_ci & mask) << MLX5_SEND_WQE_SHIFT), MLX5_SEND_WQE_BB);
   const struct mlx5_wqe_ctrl_seg *ctrl = (const struct mlx5_wqe_ctrl_seg *) w->bytes;
   guint32 opmod_idx_opcode = be32toh (ctrl->opmod_idx_opcode);
   guint32 qpn_ds = be32toh (ctrl->qpn_ds);
@@ -569,15 +566,15 @@ sq_copy_wqe (EmuSq * sq, guint32 posted, EmuSendWqe * w)
   w->truncated = w->n_bb > posted;
   w->n_bb = MIN (w->n_bb, posted);
   for (guint b = 1; b < w->n_bb; b++)
-    memcpy (w->bytes + (gsize) b * MLX5_SEND_WQE_BB, sq->wqes +
-        ((gsize) ((sq->hw_ci + b) & mask) << MLX5_SEND_WQE_SHIFT), MLX5_SEND_WQE_BB);
+    memcpy (w->bytes + (gsize) b * MLX5_SEND_WQE_BB,
+        sq->wqes + ((gsize) ((sq->hw_ci + b) & mask) << MLX5_SEND_WQE_SHIFT), MLX5_SEND_WQE_BB);
 }
 
 /* Gathers a SEND WQE's frame into the bounce buffer: inline headers of the Ethernet
  * segment, then the data segments (pointer segments through the IOMMU, or inline).
  * Returns 0 and the length, or the error syndrome. */
 static guint8
-sq_gather (EmuPort * p, const EmuSendWqe * w, guint * frame_len, guint8 * cs_flags)
+sq_gather (EmuPort *p, const EmuSendWqe *w, guint *frame_len, guint8 *cs_flags)
 {
   guint end = MIN (w->ds, w->n_bb * 4) * MLX5_WQE_DS_SIZE;
   guint len = 0;
@@ -594,8 +591,8 @@ sq_gather (EmuPort * p, const EmuSendWqe * w, guint * frame_len, guint8 * cs_fla
     return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
   memcpy (p->bounce, w->bytes + at, inl);
   len = inl;
-  guint off = 2 * MLX5_WQE_DS_SIZE + ((MAX (inl, 2u) - 2 + MLX5_WQE_DS_SIZE - 1) &
-      ~(MLX5_WQE_DS_SIZE - 1));
+  guint off =
+      2 * MLX5_WQE_DS_SIZE + ((MAX (inl, 2u) - 2 + MLX5_WQE_DS_SIZE - 1) & ~(MLX5_WQE_DS_SIZE - 1));
 
   while (off + MLX5_WQE_DS_SIZE <= end) {
     const struct mlx5_wqe_data_seg *ds = (const struct mlx5_wqe_data_seg *) (w->bytes + off);
@@ -628,7 +625,7 @@ sq_gather (EmuPort * p, const EmuSendWqe * w, guint * frame_len, guint8 * cs_fla
 }
 
 static void
-sq_cqe (EmuSq * sq, guint16 index, guint64 ts)
+sq_cqe (EmuSq *sq, guint16 index, guint64 ts)
 {
   EmuCqe c = { { 0 } };
   CQE_SET (&c, timestamp, ts);
@@ -640,7 +637,7 @@ sq_cqe (EmuSq * sq, guint16 index, guint64 ts)
 /* Executes the WQE at hw_ci. TRUE: done (hw_ci moved on); FALSE: it has to wait (no
  * CQE room, or pause holds the frame back). */
 static gboolean
-sq_execute (EmuPort * p, EmuSq * sq, guint32 posted, guint64 now, EmuCable * cable)
+sq_execute (EmuPort *p, EmuSq *sq, guint32 posted, guint64 now, EmuCable *cable)
 {
   EmuSendWqe w;
   guint8 syndrome = 0, cs_flags = 0;
@@ -667,8 +664,8 @@ sq_execute (EmuPort * p, EmuSq * sq, guint32 posted, guint64 now, EmuCable * cab
     }
   }
   if (syndrome != 0) {
-    cq_error (sq->cq, MLX5_CQE_REQ_ERR, syndrome, (guint8) w.opcode, sq->sqn, 0,
-        (guint16) w.index, 0);
+    cq_error (
+        sq->cq, MLX5_CQE_REQ_ERR, syndrome, (guint8) w.opcode, sq->sqn, 0, (guint16) w.index, 0);
     MLX5_COUNTER_ADD (p->c.tx_cqes, 1);
     MLX5_COUNTER_ADD (p->c.tx_cqe_errors, 1);
     sq->hw_ci += w.n_bb;
@@ -738,7 +735,7 @@ sq_execute (EmuPort * p, EmuSq * sq, guint32 posted, guint64 now, EmuCable * cab
 }
 
 static guint
-sq_run (EmuPort * p, EmuSq * sq, guint64 now, EmuCable * cable)
+sq_run (EmuPort *p, EmuSq *sq, guint64 now, EmuCable *cable)
 {
   guint done = 0;
 
@@ -765,7 +762,7 @@ sq_run (EmuPort * p, EmuSq * sq, guint64 now, EmuCable * cable)
 /* Receives frames from the input queue in order. A frame from a cable with pause that
  * finds no room stays at the head (with everything after it) until there is. */
 static guint
-input_run (EmuPort * p)
+input_run (EmuPort *p)
 {
   EmuFrame *frames[INPUT_BUDGET];
   guint n = 0, done = 0;
@@ -792,7 +789,7 @@ input_run (EmuPort * p)
 /* The generator's frames all steer alike (only the payload changes, steering reads
  * headers): the template is steered once, again only when the rules change. */
 static void
-gen_steer (EmuPort * p, EmuGen * g)
+gen_steer (EmuPort *p, EmuGen *g)
 {
   EmuHeaders h;
 
@@ -807,7 +804,7 @@ gen_steer (EmuPort * p, EmuGen * g)
 }
 
 static guint
-gen_run (EmuPort * p, guint64 now)
+gen_run (EmuPort *p, guint64 now)
 {
   EmuGen *g = p->gen;
   guint n = 0;
@@ -825,8 +822,7 @@ gen_run (EmuPort * p, guint64 now)
     }
     emu_gen_frame (g, g->produced);
     EmuRxMeta m = g->steer_meta;
-    if (!rx_steered (p, g->frame, g->cfg.frame_len, at, g->cfg.lossless, g->steer_rq, &m,
-            NULL))
+    if (!rx_steered (p, g->frame, g->cfg.frame_len, at, g->cfg.lossless, g->steer_rq, &m, NULL))
       break;
     emu_gen_advance (g);
     n++;
@@ -840,7 +836,7 @@ gen_run (EmuPort * p, guint64 now)
 /* the device thread */
 
 static gboolean
-port_idle_locked (EmuPort * p)
+port_idle_locked (EmuPort *p)
 {
   for (guint i = 0; i < p->sqs->len; i++) {
     EmuSq *sq = g_ptr_array_index (p->sqs, i);
@@ -857,7 +853,7 @@ port_idle_locked (EmuPort * p)
 }
 
 static guint
-device_pass (EmuPort * p)
+device_pass (EmuPort *p)
 {
   EmuCable cable = { FALSE, NULL };
   guint work = 0;
@@ -877,7 +873,7 @@ device_pass (EmuPort * p)
 }
 
 void
-emu_port_kick (EmuPort * p)
+emu_port_kick (EmuPort *p)
 {
   g_mutex_lock (&p->wake_lock);
   p->busy = 1;
@@ -922,7 +918,7 @@ device_thread (gpointer data)
 /* ports */
 
 static void
-port_free (EmuPort * p)
+port_free (EmuPort *p)
 {
   EmuFrame *f;
   while ((f = g_queue_pop_head (&p->input)) != NULL)
@@ -953,7 +949,7 @@ port_free (EmuPort * p)
 }
 
 void
-emu_port_unref (EmuPort * p)
+emu_port_unref (EmuPort *p)
 {
   if (p != NULL && g_atomic_int_dec_and_test (&p->refcount))
     port_free (p);
@@ -971,21 +967,21 @@ emu_port_lookup (const char *name)
 }
 
 const char *
-emu_port_name (EmuPort * p)
+emu_port_name (EmuPort *p)
 {
   return p->cfg.name;
 }
 
 static EmuPort *
-port_new (const EmuConfig * cfg)
+port_new (const EmuConfig *cfg)
 {
   EmuPort *p = g_new0 (EmuPort, 1);
   p->refcount = 1;
   p->users = 1;
   p->cfg = *cfg;
   p->freq_hz = cfg->freq_khz * 1000;
-  p->clock_name = g_strdup_printf ("emu:%s device clock (%" G_GUINT64_FORMAT " kHz, %s)",
-      cfg->name, cfg->freq_khz, cfg->real_time ? "real time" : "free-running");
+  p->clock_name = g_strdup_printf ("emu:%s device clock (%" G_GUINT64_FORMAT " kHz, %s)", cfg->name,
+      cfg->freq_khz, cfg->real_time ? "real time" : "free-running");
   g_mutex_init (&p->lock);
   g_mutex_init (&p->in_lock);
   g_mutex_init (&p->wake_lock);
@@ -1007,7 +1003,7 @@ port_new (const EmuConfig * cfg)
 }
 
 EmuPort *
-emu_port_open (const char *spec, GError ** error)
+emu_port_open (const char *spec, GError **error)
 {
   EmuConfig cfg;
 
@@ -1032,7 +1028,7 @@ emu_port_open (const char *spec, GError ** error)
 }
 
 void
-emu_port_close (EmuPort * p)
+emu_port_close (EmuPort *p)
 {
   if (p == NULL)
     return;
@@ -1054,7 +1050,7 @@ emu_port_close (EmuPort * p)
 /* outside access: inject, generator, faults, counters */
 
 gboolean
-emu_port_inject (EmuPort * p, const guint8 * frame, guint len)
+emu_port_inject (EmuPort *p, const guint8 *frame, guint len)
 {
   if (len > EMU_MAX_FRAME)
     return FALSE;
@@ -1077,13 +1073,14 @@ emu_port_inject (EmuPort * p, const guint8 * frame, guint len)
 }
 
 gboolean
-emu_port_generate (EmuPort * p, const EmuGenConfig * config, GError ** error)
+emu_port_generate (EmuPort *p, const EmuGenConfig *config, GError **error)
 {
   gboolean stop = config->frame_len == 0 && config->count == 0 && config->rate_pps == 0;
   if (!stop && (config->frame_len < EMU_MIN_FRAME || config->frame_len > p->cfg.mtu + 18)) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "emu:%s: generator frame length %u is "
-        "out of range (allowed %u .. %u)", p->cfg.name, config->frame_len, EMU_MIN_FRAME,
-        p->cfg.mtu + 18);
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "emu:%s: generator frame length %u is "
+        "out of range (allowed %u .. %u)",
+        p->cfg.name, config->frame_len, EMU_MIN_FRAME, p->cfg.mtu + 18);
     return FALSE;
   }
   g_mutex_lock (&p->lock);
@@ -1094,7 +1091,7 @@ emu_port_generate (EmuPort * p, const EmuGenConfig * config, GError ** error)
     p->gen->cfg = *config;
     emu_gen_start (p->gen, emu_port_ticks (p), p->freq_hz);
     emu_gen_template (p->gen, p->cfg.mac);
-    p->gen->steer_version = 0;  /* a new template: steered again */
+    p->gen->steer_version = 0; /* a new template: steered again */
     p->gen->active = TRUE;
   }
   g_mutex_unlock (&p->lock);
@@ -1103,7 +1100,7 @@ emu_port_generate (EmuPort * p, const EmuGenConfig * config, GError ** error)
 }
 
 guint64
-emu_port_generated (EmuPort * p)
+emu_port_generated (EmuPort *p)
 {
   g_mutex_lock (&p->lock);
   guint64 n = p->gen != NULL ? p->gen->produced : 0;
@@ -1112,7 +1109,7 @@ emu_port_generated (EmuPort * p)
 }
 
 void
-emu_port_fault_rx_drop (EmuPort * p, guint n)
+emu_port_fault_rx_drop (EmuPort *p, guint n)
 {
   g_mutex_lock (&p->lock);
   p->fault_rx_drop = n;
@@ -1120,7 +1117,7 @@ emu_port_fault_rx_drop (EmuPort * p, guint n)
 }
 
 void
-emu_port_fault_rx_error (EmuPort * p, guint skip, guint8 syndrome)
+emu_port_fault_rx_error (EmuPort *p, guint skip, guint8 syndrome)
 {
   g_mutex_lock (&p->lock);
   p->fault_rx_error = skip;
@@ -1129,7 +1126,7 @@ emu_port_fault_rx_error (EmuPort * p, guint skip, guint8 syndrome)
 }
 
 void
-emu_port_fault_tx_error (EmuPort * p, guint skip, guint8 syndrome)
+emu_port_fault_tx_error (EmuPort *p, guint skip, guint8 syndrome)
 {
   g_mutex_lock (&p->lock);
   p->fault_tx_error = skip;
@@ -1138,7 +1135,7 @@ emu_port_fault_tx_error (EmuPort * p, guint skip, guint8 syndrome)
 }
 
 void
-emu_port_fault_stall (EmuPort * p, gboolean stall)
+emu_port_fault_stall (EmuPort *p, gboolean stall)
 {
   g_mutex_lock (&p->lock);
   p->stalled = stall;
@@ -1147,7 +1144,7 @@ emu_port_fault_stall (EmuPort * p, gboolean stall)
 }
 
 void
-emu_port_counters (EmuPort * p, EmuCounters * c)
+emu_port_counters (EmuPort *p, EmuCounters *c)
 {
   const guint64 *src = (const guint64 *) &p->c;
   guint64 *dst = (guint64 *) c;
@@ -1156,7 +1153,7 @@ emu_port_counters (EmuPort * p, EmuCounters * c)
 }
 
 gboolean
-emu_port_wait_idle (EmuPort * p, gint64 timeout_ns)
+emu_port_wait_idle (EmuPort *p, gint64 timeout_ns)
 {
   gint64 deadline = g_get_monotonic_time () + timeout_ns / 1000;
   for (;;) {

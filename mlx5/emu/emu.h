@@ -79,19 +79,19 @@ typedef struct _EmuPort EmuPort;
 extern const Mlx5PortOps emu_port_ops;
 
 /* Opens (creates or shares) the port a "NAME[,KEY=VALUE]..." spec names. */
-EmuPort *emu_port_open (const char *spec, GError ** error);
-void emu_port_close (EmuPort * port);
+EmuPort *emu_port_open (const char *spec, GError **error);
+void emu_port_close (EmuPort *port);
 
 /* The open port called `name`, with a reference (emu_port_unref), or NULL. The
  * reference keeps the object, not the port open. */
 EmuPort *emu_port_lookup (const char *name);
-void emu_port_unref (EmuPort * port);
+void emu_port_unref (EmuPort *port);
 
-const char *emu_port_name (EmuPort * port);
+const char *emu_port_name (EmuPort *port);
 
 /* Puts a frame on the port's receive wire, as if a peer had sent it now. Copies it.
  * FALSE when 65536 frames are already waiting (the frame is not queued). */
-gboolean emu_port_inject (EmuPort * port, const guint8 * frame, guint len);
+gboolean emu_port_inject (EmuPort *port, const guint8 *frame, guint len);
 
 /* The built-in traffic generator: Ethernet/IPv4/UDP frames of `frame_len` bytes, from
  * 10.0.0.1:1000 (02:00:00:00:00:fe) to 10.0.0.2:5000 (the port's MAC), checksums
@@ -101,68 +101,68 @@ gboolean emu_port_inject (EmuPort * port, const guint8 * frame, guint len);
  * `lossless`: a frame whose RQ has no room waits instead of being dropped. Starting a
  * generator replaces a running one; count 0 with rate 0 and frame_len 0 stops it. */
 typedef struct {
-  guint frame_len;              /* 60 .. MTU + 18 */
+  guint frame_len; /* 60 .. MTU + 18 */
   guint64 count;
   guint64 rate_pps;
   guint32 first_seq;
   gboolean lossless;
 } EmuGenConfig;
 
-gboolean emu_port_generate (EmuPort * port, const EmuGenConfig * config, GError ** error);
+gboolean emu_port_generate (EmuPort *port, const EmuGenConfig *config, GError **error);
 /* frames the current generator produced so far */
-guint64 emu_port_generated (EmuPort * port);
+guint64 emu_port_generated (EmuPort *port);
 
 /* Fault injection (for tests). */
 /* the next n frames that arrive at the port are lost on the wire (counted) */
-void emu_port_fault_rx_drop (EmuPort * port, guint n);
+void emu_port_fault_rx_drop (EmuPort *port, guint n);
 /* after `skip` more packets are written into an RQ, the next one completes with an
  * error CQE of `syndrome` instead (its strides are consumed, no data written) */
-void emu_port_fault_rx_error (EmuPort * port, guint skip, guint8 syndrome);
+void emu_port_fault_rx_error (EmuPort *port, guint skip, guint8 syndrome);
 /* after `skip` more SEND WQEs, the next one completes with an error CQE (not sent) */
-void emu_port_fault_tx_error (EmuPort * port, guint skip, guint8 syndrome);
+void emu_port_fault_tx_error (EmuPort *port, guint skip, guint8 syndrome);
 /* a stalled device executes nothing until un-stalled (doorbells, frames wait) */
-void emu_port_fault_stall (EmuPort * port, gboolean stall);
+void emu_port_fault_stall (EmuPort *port, gboolean stall);
 
 /* Counters, like a NIC's: totals of the port since it was created. */
 typedef struct {
-  guint64 rx_packets_phy;       /* frames that arrived on the wire */
+  guint64 rx_packets_phy; /* frames that arrived on the wire */
   guint64 rx_bytes_phy;
-  guint64 rx_packets;           /* frames written into an RQ */
+  guint64 rx_packets; /* frames written into an RQ */
   guint64 rx_bytes;
-  guint64 rx_out_of_buffer;     /* dropped: the RQ had no posted WQE with room */
-  guint64 rx_steer_miss;        /* dropped: no flow rule and no catch-all took it */
-  guint64 rx_oversize;          /* dropped: longer than MTU + 18, or shorter than 14 */
-  guint64 rx_fault_drops;       /* dropped by emu_port_fault_rx_drop() */
-  guint64 rx_fillers;           /* filler CQEs written */
-  guint64 rx_cqe_errors;        /* error CQEs written on RQs */
-  guint64 rx_cq_overruns;       /* dropped: the RQ's CQ was full */
-  guint64 tx_packets;           /* frames sent */
+  guint64 rx_out_of_buffer; /* dropped: the RQ had no posted WQE with room */
+  guint64 rx_steer_miss;    /* dropped: no flow rule and no catch-all took it */
+  guint64 rx_oversize;      /* dropped: longer than MTU + 18, or shorter than 14 */
+  guint64 rx_fault_drops;   /* dropped by emu_port_fault_rx_drop() */
+  guint64 rx_fillers;       /* filler CQEs written */
+  guint64 rx_cqe_errors;    /* error CQEs written on RQs */
+  guint64 rx_cq_overruns;   /* dropped: the RQ's CQ was full */
+  guint64 tx_packets;       /* frames sent */
   guint64 tx_bytes;
-  guint64 tx_cqes;              /* TX CQEs written (errors included) */
+  guint64 tx_cqes; /* TX CQEs written (errors included) */
   guint64 tx_cqe_errors;
-  guint64 tx_no_link;           /* frames sent while the cable led nowhere */
-  guint64 tx_csum_l3;           /* IPv4 header checksums computed */
-  guint64 tx_csum_l4;           /* TCP/UDP checksums computed */
-  guint64 pause_waits;          /* times a sender waited for RX room (pause) */
-  guint64 iommu_faults;         /* DMA outside registered memory refused */
-  guint64 doorbell_errors;      /* SQ doorbell records past the ring */
+  guint64 tx_no_link;      /* frames sent while the cable led nowhere */
+  guint64 tx_csum_l3;      /* IPv4 header checksums computed */
+  guint64 tx_csum_l4;      /* TCP/UDP checksums computed */
+  guint64 pause_waits;     /* times a sender waited for RX room (pause) */
+  guint64 iommu_faults;    /* DMA outside registered memory refused */
+  guint64 doorbell_errors; /* SQ doorbell records past the ring */
 } EmuCounters;
 
-void emu_port_counters (EmuPort * port, EmuCounters * counters);
+void emu_port_counters (EmuPort *port, EmuCounters *counters);
 
 /* Device time: ticks of the port's clock now, and its parameters. */
-guint64 emu_port_ticks (EmuPort * port);
-guint64 emu_port_freq_hz (EmuPort * port);
-guint64 emu_port_rate_bps (EmuPort * port);
+guint64 emu_port_ticks (EmuPort *port);
+guint64 emu_port_freq_hz (EmuPort *port);
+guint64 emu_port_rate_bps (EmuPort *port);
 
 /* Waits until the device is idle: nothing posted is left unexecuted, no frame waits
  * to be received, the generator is done; or the device is stalled (nothing will
  * happen). FALSE on timeout (e.g. a sender held back by pause). */
-gboolean emu_port_wait_idle (EmuPort * port, gint64 timeout_ns);
+gboolean emu_port_wait_idle (EmuPort *port, gint64 timeout_ns);
 
 /* Toeplitz hash (the RSS hash function) of `data` with the 40-byte key the emulated
  * device uses (the well-known default key 6d5a56da...). Exposed for tests. */
-guint32 emu_toeplitz (const guint8 * data, guint len);
+guint32 emu_toeplitz (const guint8 *data, guint len);
 
 G_END_DECLS
 

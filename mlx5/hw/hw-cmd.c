@@ -68,8 +68,8 @@ mlx5_cmd_build_alloc_transport_domain (void *in)
 }
 
 void
-mlx5_cmd_build_create_cq (void *in, const Mlx5Cq * cq, const Mlx5HwQueueMem * mem,
-    guint32 uar_page, guint32 eqn, guint page_shift)
+mlx5_cmd_build_create_cq (void *in, const Mlx5Cq *cq, const Mlx5HwQueueMem *mem, guint32 uar_page,
+    guint32 eqn, guint page_shift)
 {
   DEVX_SET (create_cq_in, in, opcode, MLX5_CMD_OP_CREATE_CQ);
   /* 64-byte CQEs, no compression, no moderation: the CQ is polled, never armed; the
@@ -78,8 +78,7 @@ mlx5_cmd_build_create_cq (void *in, const Mlx5Cq * cq, const Mlx5HwQueueMem * me
   DEVX_SET (create_cq_in, in, cq_context.log_cq_size, cq->log_size);
   DEVX_SET (create_cq_in, in, cq_context.uar_page, uar_page);
   DEVX_SET (create_cq_in, in, cq_context.c_eqn_or_apu_element, eqn);
-  DEVX_SET (create_cq_in, in, cq_context.log_page_size,
-      mlx5_hw_page_size_encode (page_shift));
+  DEVX_SET (create_cq_in, in, cq_context.log_page_size, mlx5_hw_page_size_encode (page_shift));
   DEVX_SET (create_cq_in, in, cq_context.dbr_umem_valid, 1);
   DEVX_SET (create_cq_in, in, cq_context.dbr_umem_id, mem->dbr_umem_id);
   DEVX_SET64 (create_cq_in, in, cq_context.dbr_addr, mem->dbr_offset);
@@ -108,8 +107,8 @@ mlx5_hw_q_counter_out_of_buffer (const void *out)
 }
 
 void
-mlx5_cmd_build_create_rq (void *in, const Mlx5Rq * rq, guint32 cqn, guint32 pdn,
-    const Mlx5HwQueueMem * mem, guint page_shift, guint ts_format, guint32 counter_set_id)
+mlx5_cmd_build_create_rq (void *in, const Mlx5Rq *rq, guint32 cqn, guint32 pdn,
+    const Mlx5HwQueueMem *mem, guint page_shift, guint ts_format, guint32 counter_set_id)
 {
   DEVX_SET (create_rq_in, in, opcode, MLX5_CMD_OP_CREATE_RQ);
   /* vsd: keep VLAN tags in the packet bytes, as the other engines deliver them */
@@ -143,7 +142,7 @@ void
 mlx5_cmd_build_modify_rq_rdy (void *in, guint32 rqn)
 {
   DEVX_SET (modify_rq_in, in, opcode, MLX5_CMD_OP_MODIFY_RQ);
-  DEVX_SET (modify_rq_in, in, rq_state, MLX5_RQC_STATE_RST);   /* the current state */
+  DEVX_SET (modify_rq_in, in, rq_state, MLX5_RQC_STATE_RST); /* the current state */
   DEVX_SET (modify_rq_in, in, rqn, rqn);
   DEVX_SET (modify_rq_in, in, ctx.state, MLX5_RQC_STATE_RDY);
 }
@@ -156,9 +155,9 @@ mlx5_cmd_build_create_tis (void *in, guint32 transport_domain)
 }
 
 void
-mlx5_cmd_build_create_sq (void *in, const Mlx5Sq * sq, guint32 cqn, guint32 pdn,
-    guint32 tisn, guint32 uar_page, const Mlx5HwQueueMem * mem, guint page_shift,
-    guint ts_format, gboolean allow_multi_pkt_send_wqe)
+mlx5_cmd_build_create_sq (void *in, const Mlx5Sq *sq, guint32 cqn, guint32 pdn, guint32 tisn,
+    guint32 uar_page, const Mlx5HwQueueMem *mem, guint page_shift, guint ts_format,
+    gboolean allow_multi_pkt_send_wqe)
 {
   DEVX_SET (create_sq_in, in, opcode, MLX5_CMD_OP_CREATE_SQ);
   DEVX_SET (create_sq_in, in, ctx.flush_in_error_en, 1);
@@ -173,7 +172,7 @@ mlx5_cmd_build_create_sq (void *in, const Mlx5Sq * sq, guint32 cqn, guint32 pdn,
   DEVX_SET (create_sq_in, in, ctx.tis_num_0, tisn);
 
   DEVX_SET (create_sq_in, in, ctx.wq.wq_type, MLX5_WQ_TYPE_CYCLIC);
-  DEVX_SET (create_sq_in, in, ctx.wq.log_wq_stride, 6);   /* 64-byte WQE basic blocks */
+  DEVX_SET (create_sq_in, in, ctx.wq.log_wq_stride, 6); /* 64-byte WQE basic blocks */
   DEVX_SET (create_sq_in, in, ctx.wq.log_wq_sz, sq->log_wqebbs);
   DEVX_SET (create_sq_in, in, ctx.wq.pd, pdn);
   DEVX_SET (create_sq_in, in, ctx.wq.uar_page, uar_page);
@@ -190,7 +189,7 @@ void
 mlx5_cmd_build_modify_sq_rdy (void *in, guint32 sqn)
 {
   DEVX_SET (modify_sq_in, in, opcode, MLX5_CMD_OP_MODIFY_SQ);
-  DEVX_SET (modify_sq_in, in, sq_state, MLX5_SQC_STATE_RST);   /* the current state */
+  DEVX_SET (modify_sq_in, in, sq_state, MLX5_SQC_STATE_RST); /* the current state */
   DEVX_SET (modify_sq_in, in, sqn, sqn);
   DEVX_SET (modify_sq_in, in, ctx.state, MLX5_SQC_STATE_RDY);
 }
@@ -221,7 +220,7 @@ mlx5_cmd_create_rqt_in_bytes (guint size)
 }
 
 void
-mlx5_cmd_build_create_rqt (void *in, const guint32 * rqns, guint n_rqns)
+mlx5_cmd_build_create_rqt (void *in, const guint32 *rqns, guint n_rqns)
 {
   g_return_if_fail (n_rqns > 0);
   guint size = mlx5_hw_rqt_size (n_rqns);
@@ -235,15 +234,51 @@ mlx5_cmd_build_create_rqt (void *in, const guint32 * rqns, guint n_rqns)
 }
 
 const guint8 mlx5_hw_default_toeplitz_key[MLX5_HW_TOEPLITZ_KEY_LEN] = {
-  0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67,
-  0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb,
-  0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30,
-  0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+  0x6d,
+  0x5a,
+  0x56,
+  0xda,
+  0x25,
+  0x5b,
+  0x0e,
+  0xc2,
+  0x41,
+  0x67,
+  0x25,
+  0x3d,
+  0x43,
+  0xa3,
+  0x8f,
+  0xb0,
+  0xd0,
+  0xca,
+  0x2b,
+  0xcb,
+  0xae,
+  0x7b,
+  0x30,
+  0xb4,
+  0x77,
+  0xcb,
+  0x2d,
+  0xa3,
+  0x80,
+  0x30,
+  0xf2,
+  0x0c,
+  0x6a,
+  0x42,
+  0xb7,
+  0x3b,
+  0xbe,
+  0xac,
+  0x01,
+  0xfa,
 };
 
 void
-mlx5_cmd_build_create_tir_rss (void *in, guint32 rqtn, guint32 transport_domain,
-    const guint8 key[MLX5_HW_TOEPLITZ_KEY_LEN])
+mlx5_cmd_build_create_tir_rss (
+    void *in, guint32 rqtn, guint32 transport_domain, const guint8 key[MLX5_HW_TOEPLITZ_KEY_LEN])
 {
   DEVX_SET (create_tir_in, in, opcode, MLX5_CMD_OP_CREATE_TIR);
   DEVX_SET (create_tir_in, in, ctx.disp_type, MLX5_TIRC_DISP_TYPE_INDIRECT);
@@ -251,15 +286,15 @@ mlx5_cmd_build_create_tir_rss (void *in, guint32 rqtn, guint32 transport_domain,
   DEVX_SET (create_tir_in, in, ctx.rx_hash_fn, MLX5_RX_HASH_FN_TOEPLITZ);
   DEVX_SET (create_tir_in, in, ctx.transport_domain, transport_domain);
   /* the key is a byte string, first byte first */
-  memcpy (DEVX_ADDR_OF (create_tir_in, in, ctx.rx_hash_toeplitz_key), key,
-      MLX5_HW_TOEPLITZ_KEY_LEN);
-  DEVX_SET (create_tir_in, in, ctx.rx_hash_field_selector_outer.l3_prot_type,
-      MLX5_L3_PROT_TYPE_IPV4);
-  DEVX_SET (create_tir_in, in, ctx.rx_hash_field_selector_outer.l4_prot_type,
-      MLX5_L4_PROT_TYPE_UDP);
+  memcpy (
+      DEVX_ADDR_OF (create_tir_in, in, ctx.rx_hash_toeplitz_key), key, MLX5_HW_TOEPLITZ_KEY_LEN);
+  DEVX_SET (
+      create_tir_in, in, ctx.rx_hash_field_selector_outer.l3_prot_type, MLX5_L3_PROT_TYPE_IPV4);
+  DEVX_SET (
+      create_tir_in, in, ctx.rx_hash_field_selector_outer.l4_prot_type, MLX5_L4_PROT_TYPE_UDP);
   DEVX_SET (create_tir_in, in, ctx.rx_hash_field_selector_outer.selected_fields,
-      MLX5_HASH_FIELD_SEL_SRC_IP | MLX5_HASH_FIELD_SEL_DST_IP |
-      MLX5_HASH_FIELD_SEL_L4_SPORT | MLX5_HASH_FIELD_SEL_L4_DPORT);
+      MLX5_HASH_FIELD_SEL_SRC_IP | MLX5_HASH_FIELD_SEL_DST_IP | MLX5_HASH_FIELD_SEL_L4_SPORT |
+          MLX5_HASH_FIELD_SEL_L4_DPORT);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -281,40 +316,23 @@ const char *
 mlx5_cmd_status_str (guint status)
 {
   switch (status) {
-    case MLX5_CMD_STAT_OK:
-      return "OK";
-    case MLX5_CMD_STAT_INT_ERR:
-      return "internal error";
-    case MLX5_CMD_STAT_BAD_OP_ERR:
-      return "bad operation";
-    case MLX5_CMD_STAT_BAD_PARAM_ERR:
-      return "bad parameter";
-    case MLX5_CMD_STAT_BAD_SYS_STATE_ERR:
-      return "bad system state";
-    case MLX5_CMD_STAT_BAD_RES_ERR:
-      return "bad resource";
-    case MLX5_CMD_STAT_RES_BUSY:
-      return "resource busy";
-    case MLX5_CMD_STAT_LIM_ERR:
-      return "limits exceeded";
-    case MLX5_CMD_STAT_BAD_RES_STATE_ERR:
-      return "bad resource state";
-    case MLX5_CMD_STAT_IX_ERR:
-      return "bad index";
-    case MLX5_CMD_STAT_NO_RES_ERR:
-      return "no resources";
-    case MLX5_CMD_STAT_BAD_QP_STATE_ERR:
-      return "bad QP state";
-    case MLX5_CMD_STAT_BAD_PKT_ERR:
-      return "bad packet";
-    case MLX5_CMD_STAT_BAD_SIZE_OUTS_CQES_ERR:
-      return "bad size, too many outstanding CQEs";
-    case MLX5_CMD_STAT_BAD_INP_LEN_ERR:
-      return "bad input length";
-    case MLX5_CMD_STAT_BAD_OUTP_LEN_ERR:
-      return "bad output length";
-    default:
-      return "unknown status";
+    case MLX5_CMD_STAT_OK: return "OK";
+    case MLX5_CMD_STAT_INT_ERR: return "internal error";
+    case MLX5_CMD_STAT_BAD_OP_ERR: return "bad operation";
+    case MLX5_CMD_STAT_BAD_PARAM_ERR: return "bad parameter";
+    case MLX5_CMD_STAT_BAD_SYS_STATE_ERR: return "bad system state";
+    case MLX5_CMD_STAT_BAD_RES_ERR: return "bad resource";
+    case MLX5_CMD_STAT_RES_BUSY: return "resource busy";
+    case MLX5_CMD_STAT_LIM_ERR: return "limits exceeded";
+    case MLX5_CMD_STAT_BAD_RES_STATE_ERR: return "bad resource state";
+    case MLX5_CMD_STAT_IX_ERR: return "bad index";
+    case MLX5_CMD_STAT_NO_RES_ERR: return "no resources";
+    case MLX5_CMD_STAT_BAD_QP_STATE_ERR: return "bad QP state";
+    case MLX5_CMD_STAT_BAD_PKT_ERR: return "bad packet";
+    case MLX5_CMD_STAT_BAD_SIZE_OUTS_CQES_ERR: return "bad size, too many outstanding CQEs";
+    case MLX5_CMD_STAT_BAD_INP_LEN_ERR: return "bad input length";
+    case MLX5_CMD_STAT_BAD_OUTP_LEN_ERR: return "bad output length";
+    default: return "unknown status";
   }
 }
 
@@ -326,13 +344,12 @@ mlx5_cmd_failure_text (const char *command, int err, const void *out)
   if (status == MLX5_CMD_STAT_OK)
     /* refused before the firmware saw it (kernel checks, resources, privileges) */
     return g_strdup_printf ("%s failed: %s", command, errtext);
-  return g_strdup_printf ("%s failed: %s; firmware status 0x%x (%s), syndrome 0x%x",
-      command, errtext, status, mlx5_cmd_status_str (status),
-      mlx5_cmd_out_syndrome (out));
+  return g_strdup_printf ("%s failed: %s; firmware status 0x%x (%s), syndrome 0x%x", command,
+      errtext, status, mlx5_cmd_status_str (status), mlx5_cmd_out_syndrome (out));
 }
 
 void
-mlx5_hw_caps_parse_general (Mlx5HwCaps * caps, const void *out)
+mlx5_hw_caps_parse_general (Mlx5HwCaps *caps, const void *out)
 {
 #define GEN(field) DEVX_GET (query_hca_cap_out, out, capability.cmd_hca_cap.field)
   caps->port_type = GEN (port_type);
@@ -358,10 +375,10 @@ mlx5_hw_caps_parse_general (Mlx5HwCaps * caps, const void *out)
 }
 
 void
-mlx5_hw_caps_parse_eth (Mlx5HwCaps * caps, const void *out)
+mlx5_hw_caps_parse_eth (Mlx5HwCaps *caps, const void *out)
 {
-#define ETH(field) DEVX_GET (query_hca_cap_out, out, \
-    capability.per_protocol_networking_offload_caps.field)
+#define ETH(field) \
+  DEVX_GET (query_hca_cap_out, out, capability.per_protocol_networking_offload_caps.field)
   caps->csum_cap = ETH (csum_cap);
   caps->multi_pkt_send_wqe = ETH (multi_pkt_send_wqe);
   caps->enhanced_multi_pkt_send_wqe = ETH (enhanced_multi_pkt_send_wqe);
@@ -370,8 +387,7 @@ mlx5_hw_caps_parse_eth (Mlx5HwCaps * caps, const void *out)
 }
 
 void
-mlx5_hw_vport_parse (const void *out, guint * min_wqe_inline_mode, guint * mtu,
-    guint8 mac[6])
+mlx5_hw_vport_parse (const void *out, guint *min_wqe_inline_mode, guint *mtu, guint8 mac[6])
 {
   if (min_wqe_inline_mode)
     *min_wqe_inline_mode =
@@ -379,10 +395,10 @@ mlx5_hw_vport_parse (const void *out, guint * min_wqe_inline_mode, guint * mtu,
   if (mtu)
     *mtu = DEVX_GET (query_nic_vport_context_out, out, nic_vport_context.mtu);
   if (mac) {
-    guint32 hi = DEVX_GET (query_nic_vport_context_out, out,
-        nic_vport_context.permanent_address.mac_addr_47_32);
-    guint32 lo = DEVX_GET (query_nic_vport_context_out, out,
-        nic_vport_context.permanent_address.mac_addr_31_0);
+    guint32 hi = DEVX_GET (
+        query_nic_vport_context_out, out, nic_vport_context.permanent_address.mac_addr_47_32);
+    guint32 lo = DEVX_GET (
+        query_nic_vport_context_out, out, nic_vport_context.permanent_address.mac_addr_31_0);
     mac[0] = (guint8) (hi >> 8);
     mac[1] = (guint8) hi;
     mac[2] = (guint8) (lo >> 24);
@@ -396,8 +412,8 @@ mlx5_hw_vport_parse (const void *out, guint * min_wqe_inline_mode, guint * mtu,
 /* decisions */
 
 void
-mlx5_hw_caps_fill (Mlx5Caps * caps, const Mlx5HwCaps * hw,
-    const struct mlx5dv_context * dv, gboolean real_time)
+mlx5_hw_caps_fill (
+    Mlx5Caps *caps, const Mlx5HwCaps *hw, const struct mlx5dv_context *dv, gboolean real_time)
 {
   memset (caps, 0, sizeof *caps);
   const struct mlx5dv_striding_rq_caps *s = &dv->striding_rq_caps;
@@ -409,33 +425,30 @@ mlx5_hw_caps_fill (Mlx5Caps * caps, const Mlx5HwCaps * hw,
     caps->max_log_strides = s->max_single_wqe_log_num_of_strides;
   }
   caps->max_log_wqes = hw->log_max_wq_sz;
-  caps->max_log_wqebbs = hw->log_max_qp_sz ?
-      MIN (hw->log_max_wq_sz, hw->log_max_qp_sz) : hw->log_max_wq_sz;
+  caps->max_log_wqebbs =
+      hw->log_max_qp_sz ? MIN (hw->log_max_wq_sz, hw->log_max_qp_sz) : hw->log_max_wq_sz;
   caps->max_log_cq_size = hw->log_max_cq_sz;
   caps->real_time_ts = real_time;
   caps->device_frequency_khz = hw->device_frequency_khz;
 }
 
 guint
-mlx5_hw_tx_inline_mode (const Mlx5HwCaps * hw, gboolean vport_ok)
+mlx5_hw_tx_inline_mode (const Mlx5HwCaps *hw, gboolean vport_ok)
 {
   if (!hw->eth_net_offloads)
     return MLX5_INLINE_MODE_NONE;
   switch (hw->wqe_inline_mode) {
-    case MLX5_CAP_INLINE_MODE_L2:
-      return MLX5_INLINE_MODE_L2;
+    case MLX5_CAP_INLINE_MODE_L2: return MLX5_INLINE_MODE_L2;
     case MLX5_CAP_INLINE_MODE_VPORT_CONTEXT:
       return vport_ok ? hw->min_wqe_inline_mode : MLX5_INLINE_MODE_L2;
-    default:
-      return MLX5_INLINE_MODE_NONE;
+    default: return MLX5_INLINE_MODE_NONE;
   }
 }
 
 gboolean
-mlx5_hw_tx_allow_mpw (const Mlx5HwCaps * hw)
+mlx5_hw_tx_allow_mpw (const Mlx5HwCaps *hw)
 {
-  return hw->eth_net_offloads &&
-      (hw->enhanced_multi_pkt_send_wqe || hw->multi_pkt_send_wqe != 0);
+  return hw->eth_net_offloads && (hw->enhanced_multi_pkt_send_wqe || hw->multi_pkt_send_wqe != 0);
 }
 
 guint
@@ -456,7 +469,7 @@ mlx5_hw_vport_mtu_to_netdev (guint vport_mtu)
 
 gboolean
 mlx5_hw_dbr_in_ring_umem (guintptr ring, gsize ring_bytes, guintptr dbrec, gsize page,
-    gsize * umem_bytes, guint64 * dbr_offset)
+    gsize *umem_bytes, guint64 *dbr_offset)
 {
   gboolean shared = dbrec >= ring + ring_bytes && dbrec + 8 <= ring + ring_bytes + page;
   *umem_bytes = shared ? (gsize) (dbrec + 8 - ring) : ring_bytes;
@@ -468,44 +481,44 @@ mlx5_hw_dbr_in_ring_umem (guintptr ring, gsize ring_bytes, guintptr dbrec, gsize
 /* geometry checks */
 
 static gboolean
-check_ptr (const void *p, guint align, const char *what, GError ** error)
+check_ptr (const void *p, guint align, const char *what, GError **error)
 {
   if (p == NULL) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "mlx5: %s is not set", what);
     return FALSE;
   }
   if (((guintptr) p) % align != 0) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-        "mlx5: %s at %p is not %u-byte aligned", what, p, align);
+    g_set_error (
+        error, DQ_ERROR, DQ_ERROR_CONFIG, "mlx5: %s at %p is not %u-byte aligned", what, p, align);
     return FALSE;
   }
   return TRUE;
 }
 
 gboolean
-mlx5_hw_cq_check (const Mlx5Cq * cq, const Mlx5Caps * caps, GError ** error)
+mlx5_hw_cq_check (const Mlx5Cq *cq, const Mlx5Caps *caps, GError **error)
 {
   if (!check_ptr (cq->ring, 64, "the CQ ring", error) ||
       !check_ptr ((const void *) cq->dbrec, 8, "the CQ doorbell record", error))
     return FALSE;
   if (cq->log_size > caps->max_log_cq_size) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-        "mlx5: a CQ of 2^%u CQEs is larger than the device allows (2^%u)",
-        cq->log_size, caps->max_log_cq_size);
+        "mlx5: a CQ of 2^%u CQEs is larger than the device allows (2^%u)", cq->log_size,
+        caps->max_log_cq_size);
     return FALSE;
   }
   return TRUE;
 }
 
 gboolean
-mlx5_hw_rq_check (const Mlx5Rq * rq, const Mlx5Caps * caps, GError ** error)
+mlx5_hw_rq_check (const Mlx5Rq *rq, const Mlx5Caps *caps, GError **error)
 {
   if (!check_ptr (rq->wqes, 64, "the RQ ring", error) ||
       !check_ptr ((const void *) rq->dbrec, 8, "the RQ doorbell record", error))
     return FALSE;
   if (rq->cq == NULL || rq->cq->priv == NULL) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-        "mlx5: the RQ's completion queue was not created");
+    g_set_error (
+        error, DQ_ERROR, DQ_ERROR_CONFIG, "mlx5: the RQ's completion queue was not created");
     return FALSE;
   }
   if (caps->max_log_strides == 0) {
@@ -529,22 +542,22 @@ mlx5_hw_rq_check (const Mlx5Rq * rq, const Mlx5Caps * caps, GError ** error)
   }
   if (rq->log_wqes > caps->max_log_wqes) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-        "mlx5: an RQ of 2^%u WQEs is larger than the device allows (2^%u)",
-        rq->log_wqes, caps->max_log_wqes);
+        "mlx5: an RQ of 2^%u WQEs is larger than the device allows (2^%u)", rq->log_wqes,
+        caps->max_log_wqes);
     return FALSE;
   }
   return TRUE;
 }
 
 gboolean
-mlx5_hw_sq_check (const Mlx5Sq * sq, const Mlx5Caps * caps, GError ** error)
+mlx5_hw_sq_check (const Mlx5Sq *sq, const Mlx5Caps *caps, GError **error)
 {
   if (!check_ptr (sq->wqes, 64, "the SQ ring", error) ||
       !check_ptr ((const void *) sq->dbrec, 8, "the SQ doorbell record", error))
     return FALSE;
   if (sq->cq == NULL || sq->cq->priv == NULL) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-        "mlx5: the SQ's completion queue was not created");
+    g_set_error (
+        error, DQ_ERROR, DQ_ERROR_CONFIG, "mlx5: the SQ's completion queue was not created");
     return FALSE;
   }
   if (sq->log_wqebbs > caps->max_log_wqebbs) {
@@ -564,33 +577,44 @@ mlx5_hw_sq_check (const Mlx5Sq * sq, const Mlx5Caps * caps, GError ** error)
 #define ETHERTYPE_IPV4 0x0800
 
 enum {
-  F_ETHERTYPE, F_IP_PROTOCOL, F_SRC_IPV4, F_DST_IPV4, F_UDP_SPORT, F_UDP_DPORT,
-  F_TCP_SPORT, F_TCP_DPORT, F_CVLAN_TAG, F_SVLAN_TAG, F_FIRST_VID,
+  F_ETHERTYPE,
+  F_IP_PROTOCOL,
+  F_SRC_IPV4,
+  F_DST_IPV4,
+  F_UDP_SPORT,
+  F_UDP_DPORT,
+  F_TCP_SPORT,
+  F_TCP_DPORT,
+  F_CVLAN_TAG,
+  F_SVLAN_TAG,
+  F_FIRST_VID,
 };
 
 #define MATCH_SET(buf, field, v) DEVX_SET (fte_match_set_lyr_2_4, buf, field, v)
 
 static void
-match_set (Mlx5HwFlowEntry * e, guint what, guint32 value, guint32 mask)
+match_set (Mlx5HwFlowEntry *e, guint what, guint32 value, guint32 mask)
 {
   guint8 *m = e->mask, *v = e->value;
   switch (what) {
 #define CASE(id, field) \
-    case id: MATCH_SET (m, field, mask); MATCH_SET (v, field, value & mask); break
-      CASE (F_ETHERTYPE, ethertype);
-      CASE (F_IP_PROTOCOL, ip_protocol);
-      CASE (F_SRC_IPV4, src_ipv4_src_ipv6.ipv4_layout.ipv4);
-      CASE (F_DST_IPV4, dst_ipv4_dst_ipv6.ipv4_layout.ipv4);
-      CASE (F_UDP_SPORT, udp_sport);
-      CASE (F_UDP_DPORT, udp_dport);
-      CASE (F_TCP_SPORT, tcp_sport);
-      CASE (F_TCP_DPORT, tcp_dport);
-      CASE (F_CVLAN_TAG, cvlan_tag);
-      CASE (F_SVLAN_TAG, svlan_tag);
-      CASE (F_FIRST_VID, first_vid);
+  case id: \
+    MATCH_SET (m, field, mask); \
+    MATCH_SET (v, field, value &mask); \
+    break
+    CASE (F_ETHERTYPE, ethertype);
+    CASE (F_IP_PROTOCOL, ip_protocol);
+    CASE (F_SRC_IPV4, src_ipv4_src_ipv6.ipv4_layout.ipv4);
+    CASE (F_DST_IPV4, dst_ipv4_dst_ipv6.ipv4_layout.ipv4);
+    CASE (F_UDP_SPORT, udp_sport);
+    CASE (F_UDP_DPORT, udp_dport);
+    CASE (F_TCP_SPORT, tcp_sport);
+    CASE (F_TCP_DPORT, tcp_dport);
+    CASE (F_CVLAN_TAG, cvlan_tag);
+    CASE (F_SVLAN_TAG, svlan_tag);
+    CASE (F_FIRST_VID, first_vid);
 #undef CASE
-    default:
-      g_assert_not_reached ();
+    default: g_assert_not_reached ();
   }
   if (mask)
     e->criteria = MLX5_MATCH_OUTER_HEADERS;
@@ -602,13 +626,11 @@ prefix_mask (guint prefix)
   return prefix == 0 ? 0 : 0xffffffffu << (32 - MIN (prefix, 32u));
 }
 
-static void
-flow_error (GError ** error, guint group, const DqFlowRule * rule, guint index,
+static void flow_error (GError **error, guint group, const DqFlowRule *rule, guint index,
     const char *fmt, ...) G_GNUC_PRINTF (5, 6);
 
 static void
-flow_error (GError ** error, guint group, const DqFlowRule * rule, guint index,
-    const char *fmt, ...)
+flow_error (GError **error, guint group, const DqFlowRule *rule, guint index, const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
@@ -616,19 +638,21 @@ flow_error (GError ** error, guint group, const DqFlowRule * rule, guint index,
   va_end (ap);
   char *text = dq_flow_rule_to_string (rule);
   if (group == 0)
-    g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW, "flow rule %u (\"%s\"): %s", index + 1,
-        text, what);
+    g_set_error (
+        error, DQ_ERROR, DQ_ERROR_FLOW, "flow rule %u (\"%s\"): %s", index + 1, text, what);
   else
-    g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW, "flow rule %u (\"%s\") of queue group "
-        "%u: %s", index + 1, text, group + 1, what);
+    g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
+        "flow rule %u (\"%s\") of queue group "
+        "%u: %s",
+        index + 1, text, group + 1, what);
   g_free (text);
   g_free (what);
 }
 
 /* appends the entries of one rule: its L4 variants times its VLAN variants */
 static gboolean
-flow_plan_rule (GArray * out, guint group, const DqFlowRule * r, guint index, guint n_rqs,
-    GError ** error)
+flow_plan_rule (
+    GArray *out, guint group, const DqFlowRule *r, guint index, guint n_rqs, GError **error)
 {
   Mlx5HwFlowEntry base;
   memset (&base, 0, sizeof base);
@@ -638,24 +662,27 @@ flow_plan_rule (GArray * out, guint group, const DqFlowRule * r, guint index, gu
 
   if (r->keys & DQ_FLOW_QUEUE) {
     if (r->queue >= n_rqs) {
-      flow_error (error, group, r, index, "queue %u does not exist; there %s %u RX "
-          "queue%s (0..%u)", r->queue, n_rqs == 1 ? "is" : "are", n_rqs,
-          n_rqs == 1 ? "" : "s", n_rqs - 1);
+      flow_error (error, group, r, index,
+          "queue %u does not exist; there %s %u RX "
+          "queue%s (0..%u)",
+          r->queue, n_rqs == 1 ? "is" : "are", n_rqs, n_rqs == 1 ? "" : "s", n_rqs - 1);
       return FALSE;
     }
     base.dest = r->queue;
   }
   if (r->keys & DQ_FLOW_MARK) {
     if (r->mark > MLX5_HW_MAX_TAG) {
-      flow_error (error, group, r, index, "mark %u does not fit the 24 bits a ConnectX "
-          "delivers with each packet (0..%u)", r->mark, MLX5_HW_MAX_TAG);
+      flow_error (error, group, r, index,
+          "mark %u does not fit the 24 bits a ConnectX "
+          "delivers with each packet (0..%u)",
+          r->mark, MLX5_HW_MAX_TAG);
       return FALSE;
     }
     base.tag = r->mark;
   }
 
-  const guint ip_keys = DQ_FLOW_PROTO | DQ_FLOW_SRC | DQ_FLOW_DST | DQ_FLOW_SRC_PORT |
-      DQ_FLOW_DST_PORT;
+  const guint ip_keys =
+      DQ_FLOW_PROTO | DQ_FLOW_SRC | DQ_FLOW_DST | DQ_FLOW_SRC_PORT | DQ_FLOW_DST_PORT;
   if (r->keys & DQ_FLOW_ETHERTYPE)
     match_set (&base, F_ETHERTYPE, r->ethertype, 0xffff);
   else if (r->keys & ip_keys)
@@ -712,7 +739,7 @@ flow_plan_rule (GArray * out, guint group, const DqFlowRule * r, guint index, gu
 
 /* some packet matches both: no field both match on has different values */
 static gboolean
-entries_overlap (const Mlx5HwFlowEntry * a, const Mlx5HwFlowEntry * b)
+entries_overlap (const Mlx5HwFlowEntry *a, const Mlx5HwFlowEntry *b)
 {
   for (guint k = 0; k < MLX5_HW_MATCH_BYTES; k++)
     if ((a->value[k] ^ b->value[k]) & a->mask[k] & b->mask[k])
@@ -722,7 +749,7 @@ entries_overlap (const Mlx5HwFlowEntry * a, const Mlx5HwFlowEntry * b)
 
 /* every packet b matches, a matches too */
 static gboolean
-entry_covers (const Mlx5HwFlowEntry * a, const Mlx5HwFlowEntry * b)
+entry_covers (const Mlx5HwFlowEntry *a, const Mlx5HwFlowEntry *b)
 {
   for (guint k = 0; k < MLX5_HW_MATCH_BYTES; k++)
     if ((a->mask[k] & ~b->mask[k]) || ((a->value[k] ^ b->value[k]) & a->mask[k]))
@@ -731,14 +758,14 @@ entry_covers (const Mlx5HwFlowEntry * a, const Mlx5HwFlowEntry * b)
 }
 
 static gboolean
-same_action (const Mlx5HwFlowEntry * a, const Mlx5HwFlowEntry * b)
+same_action (const Mlx5HwFlowEntry *a, const Mlx5HwFlowEntry *b)
 {
   return a->group == b->group && a->dest == b->dest && a->tag == b->tag;
 }
 
 GArray *
-mlx5_hw_flow_plan (const Mlx5HwFlowGroup * groups, guint n_groups, guint n_priorities,
-    GError ** error)
+mlx5_hw_flow_plan (
+    const Mlx5HwFlowGroup *groups, guint n_groups, guint n_priorities, GError **error)
 {
   g_return_val_if_fail (n_priorities > 0 && n_priorities <= G_MAXUINT16 + 1u, NULL);
   GArray *all = g_array_new (FALSE, TRUE, sizeof (Mlx5HwFlowEntry));
@@ -746,8 +773,7 @@ mlx5_hw_flow_plan (const Mlx5HwFlowGroup * groups, guint n_groups, guint n_prior
   /* every group's rules in order, then the catch-alls of the groups without rules */
   for (guint g = 0; g < n_groups; g++) {
     if (groups[g].n_rqs == 0) {
-      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW, "queue group %u has no RX queues",
-          g + 1);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW, "queue group %u has no RX queues", g + 1);
       g_array_unref (all);
       return NULL;
     }
@@ -779,7 +805,7 @@ mlx5_hw_flow_plan (const Mlx5HwFlowGroup * groups, guint n_groups, guint n_prior
     for (guint j = 0; j < plan->len && !shadowed; j++) {
       const Mlx5HwFlowEntry *p = &g_array_index (plan, Mlx5HwFlowEntry, j);
       if (p->group == e->group && p->rule == e->rule)
-        continue;               /* variants of one rule: disjoint, same action */
+        continue; /* variants of one rule: disjoint, same action */
       if (entry_covers (p, e))
         shadowed = TRUE;
       else if (!same_action (p, e) && entries_overlap (p, e))
@@ -790,13 +816,17 @@ mlx5_hw_flow_plan (const Mlx5HwFlowGroup * groups, guint n_groups, guint n_prior
     if (level >= n_priorities) {
       const Mlx5HwFlowGroup *g = &groups[e->group];
       if (e->rule == G_MAXUINT)
-        g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW, "queue group %u (no flow rules: "
+        g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
+            "queue group %u (no flow rules: "
             "everything) comes after flow rules of other groups that overlap in %u "
-            "levels; the NIC's steering table has %u", e->group + 1, level, n_priorities);
+            "levels; the NIC's steering table has %u",
+            e->group + 1, level, n_priorities);
       else
-        flow_error (error, e->group, &g->rules[e->rule], e->rule, "it overlaps earlier "
+        flow_error (error, e->group, &g->rules[e->rule], e->rule,
+            "it overlaps earlier "
             "rules with other actions %u levels deep; the NIC's steering table has %u "
-            "priorities (make the rules disjoint or fewer)", level, n_priorities);
+            "priorities (make the rules disjoint or fewer)",
+            level, n_priorities);
       g_array_unref (plan);
       g_array_unref (all);
       return NULL;

@@ -28,7 +28,7 @@ typedef struct {
 /* The capabilities daqiri reads from QUERY_HCA_CAP (general + Ethernet offloads) and
  * QUERY_NIC_VPORT_CONTEXT. */
 typedef struct {
-  guint port_type;                /* MLX5_CAP_PORT_TYPE_* */
+  guint port_type; /* MLX5_CAP_PORT_TYPE_* */
   guint log_max_qp_sz;
   guint log_max_cq_sz;
   guint log_max_wq_sz;
@@ -37,7 +37,7 @@ typedef struct {
   gboolean ext_stride_num_range;
   guint log_min_stride_sz_rq, log_max_stride_sz_rq;
   guint64 general_obj_types;
-  guint sq_ts_format, rq_ts_format;  /* MLX5_TIMESTAMP_FORMAT_CAP_* */
+  guint sq_ts_format, rq_ts_format; /* MLX5_TIMESTAMP_FORMAT_CAP_* */
   guint32 device_frequency_khz;
   gboolean wait_on_time, wait_on_data;
   gboolean bf;
@@ -47,9 +47,9 @@ typedef struct {
   gboolean csum_cap;
   guint multi_pkt_send_wqe;
   gboolean enhanced_multi_pkt_send_wqe;
-  guint wqe_inline_mode;          /* MLX5_CAP_INLINE_MODE_* */
+  guint wqe_inline_mode; /* MLX5_CAP_INLINE_MODE_* */
   /* NIC vport context */
-  guint min_wqe_inline_mode;      /* MLX5_INLINE_MODE_*, from the vport when
+  guint min_wqe_inline_mode; /* MLX5_INLINE_MODE_*, from the vport when
                                    * wqe_inline_mode is VPORT_CONTEXT */
 } Mlx5HwCaps;
 
@@ -70,18 +70,18 @@ guint mlx5_hw_ts_format (gboolean real_time);
 void mlx5_cmd_build_query_hca_cap (void *in, guint cap_type);
 void mlx5_cmd_build_query_nic_vport_context (void *in);
 void mlx5_cmd_build_alloc_transport_domain (void *in);
-void mlx5_cmd_build_create_cq (void *in, const Mlx5Cq * cq, const Mlx5HwQueueMem * mem,
+void mlx5_cmd_build_create_cq (void *in, const Mlx5Cq *cq, const Mlx5HwQueueMem *mem,
     guint32 uar_page, guint32 eqn, guint page_shift);
 void mlx5_cmd_build_alloc_q_counter (void *in);
 void mlx5_cmd_build_query_q_counter (void *in, guint32 counter_set_id);
 /* counter_set_id 0: the RQ counts in no counter set of ours */
-void mlx5_cmd_build_create_rq (void *in, const Mlx5Rq * rq, guint32 cqn, guint32 pdn,
-    const Mlx5HwQueueMem * mem, guint page_shift, guint ts_format, guint32 counter_set_id);
+void mlx5_cmd_build_create_rq (void *in, const Mlx5Rq *rq, guint32 cqn, guint32 pdn,
+    const Mlx5HwQueueMem *mem, guint page_shift, guint ts_format, guint32 counter_set_id);
 void mlx5_cmd_build_modify_rq_rdy (void *in, guint32 rqn);
 void mlx5_cmd_build_create_tis (void *in, guint32 transport_domain);
-void mlx5_cmd_build_create_sq (void *in, const Mlx5Sq * sq, guint32 cqn, guint32 pdn,
-    guint32 tisn, guint32 uar_page, const Mlx5HwQueueMem * mem, guint page_shift,
-    guint ts_format, gboolean allow_multi_pkt_send_wqe);
+void mlx5_cmd_build_create_sq (void *in, const Mlx5Sq *sq, guint32 cqn, guint32 pdn, guint32 tisn,
+    guint32 uar_page, const Mlx5HwQueueMem *mem, guint page_shift, guint ts_format,
+    gboolean allow_multi_pkt_send_wqe);
 void mlx5_cmd_build_modify_sq_rdy (void *in, guint32 sqn);
 void mlx5_cmd_build_create_tir_direct (void *in, guint32 rqn, guint32 transport_domain);
 
@@ -90,14 +90,14 @@ guint mlx5_hw_rqt_size (guint n_rqns);
 /* bytes of a CREATE_RQT input mailbox with `size` entries */
 gsize mlx5_cmd_create_rqt_in_bytes (guint size);
 /* fills mlx5_hw_rqt_size (n_rqns) entries, the RQs repeated round robin */
-void mlx5_cmd_build_create_rqt (void *in, const guint32 * rqns, guint n_rqns);
+void mlx5_cmd_build_create_rqt (void *in, const guint32 *rqns, guint n_rqns);
 
 #define MLX5_HW_TOEPLITZ_KEY_LEN 40
 /* the 40-byte Toeplitz key of the Microsoft RSS specification, the usual default */
 extern const guint8 mlx5_hw_default_toeplitz_key[MLX5_HW_TOEPLITZ_KEY_LEN];
 /* an RSS TIR spreading IPv4/UDP by source and destination address and port */
-void mlx5_cmd_build_create_tir_rss (void *in, guint32 rqtn, guint32 transport_domain,
-    const guint8 key[MLX5_HW_TOEPLITZ_KEY_LEN]);
+void mlx5_cmd_build_create_tir_rss (
+    void *in, guint32 rqtn, guint32 transport_domain, const guint8 key[MLX5_HW_TOEPLITZ_KEY_LEN]);
 
 /* ---- output side ---- */
 
@@ -112,27 +112,26 @@ char *mlx5_cmd_failure_text (const char *command, int err, const void *out);
 /* the out_of_buffer counter of a QUERY_Q_COUNTER output mailbox */
 guint32 mlx5_hw_q_counter_out_of_buffer (const void *out);
 /* fills the general capabilities from a QUERY_HCA_CAP output mailbox */
-void mlx5_hw_caps_parse_general (Mlx5HwCaps * caps, const void *out);
+void mlx5_hw_caps_parse_general (Mlx5HwCaps *caps, const void *out);
 /* fills the Ethernet offload capabilities from a QUERY_HCA_CAP output mailbox */
-void mlx5_hw_caps_parse_eth (Mlx5HwCaps * caps, const void *out);
+void mlx5_hw_caps_parse_eth (Mlx5HwCaps *caps, const void *out);
 /* reads min_wqe_inline_mode, mtu and the permanent MAC of a QUERY_NIC_VPORT_CONTEXT
  * output mailbox */
-void mlx5_hw_vport_parse (const void *out, guint * min_wqe_inline_mode, guint * mtu,
-    guint8 mac[6]);
+void mlx5_hw_vport_parse (const void *out, guint *min_wqe_inline_mode, guint *mtu, guint8 mac[6]);
 
 /* ---- decisions taken from the capabilities ---- */
 
 /* The limits the host side sizes its rings by: strides from mlx5dv_query_device (none
  * without striding RQ support for raw packet queues), WQ and CQ sizes from the HCA caps;
  * an SQ (a DevX WQ) within both log_max_wq_sz and log_max_qp_sz. */
-void mlx5_hw_caps_fill (Mlx5Caps * caps, const Mlx5HwCaps * hw,
-    const struct mlx5dv_context * dv, gboolean real_time);
+void mlx5_hw_caps_fill (
+    Mlx5Caps *caps, const Mlx5HwCaps *hw, const struct mlx5dv_context *dv, gboolean real_time);
 /* the minimum inline mode (MLX5_INLINE_MODE_*) send WQEs of this port need: from the
  * Ethernet caps, or the vport context when they defer to it (L2 when that could not be
  * read) */
-guint mlx5_hw_tx_inline_mode (const Mlx5HwCaps * hw, gboolean vport_ok);
+guint mlx5_hw_tx_inline_mode (const Mlx5HwCaps *hw, gboolean vport_ok);
 /* whether SQs may carry multi-packet (eMPW) WQEs */
-gboolean mlx5_hw_tx_allow_mpw (const Mlx5HwCaps * hw);
+gboolean mlx5_hw_tx_allow_mpw (const Mlx5HwCaps *hw);
 /* Mlx5Sq.bf_size for a UAR page: 0 on a non-cached page (8-byte doorbells only), else half
  * of the BlueFlame register (two buffers written alternately) */
 guint mlx5_hw_bf_size (gboolean non_cached, guint log_bf_reg_size);
@@ -142,19 +141,19 @@ guint mlx5_hw_vport_mtu_to_netdev (guint vport_mtu);
 /* Where a queue's doorbell record goes: in the ring's umem when it follows the ring
  * within a page (one registration; *dbr_offset its offset, *umem_bytes what to
  * register), else in a umem of its own (FALSE; *umem_bytes the ring alone). */
-gboolean mlx5_hw_dbr_in_ring_umem (guintptr ring, gsize ring_bytes, guintptr dbrec,
-    gsize page, gsize * umem_bytes, guint64 * dbr_offset);
+gboolean mlx5_hw_dbr_in_ring_umem (guintptr ring, gsize ring_bytes, guintptr dbrec, gsize page,
+    gsize *umem_bytes, guint64 *dbr_offset);
 
 /* ---- queue geometry against device limits (messages name the value and the limit) ---- */
 
-gboolean mlx5_hw_cq_check (const Mlx5Cq * cq, const Mlx5Caps * caps, GError ** error);
-gboolean mlx5_hw_rq_check (const Mlx5Rq * rq, const Mlx5Caps * caps, GError ** error);
-gboolean mlx5_hw_sq_check (const Mlx5Sq * sq, const Mlx5Caps * caps, GError ** error);
+gboolean mlx5_hw_cq_check (const Mlx5Cq *cq, const Mlx5Caps *caps, GError **error);
+gboolean mlx5_hw_rq_check (const Mlx5Rq *rq, const Mlx5Caps *caps, GError **error);
+gboolean mlx5_hw_sq_check (const Mlx5Sq *sq, const Mlx5Caps *caps, GError **error);
 
 /* ---- steering ---- */
 
-#define MLX5_HW_MATCH_BYTES 64          /* fte_match_param.outer_headers */
-#define MLX5_HW_MAX_TAG 0xffffffu       /* CQEs carry 24 bits of flow tag */
+#define MLX5_HW_MATCH_BYTES 64    /* fte_match_param.outer_headers */
+#define MLX5_HW_MAX_TAG 0xffffffu /* CQEs carry 24 bits of flow tag */
 #define MLX5_HW_FLOW_DEST_RSS G_MAXUINT
 /* priorities of raw steering rules in the NIC RX root table: 0..15 (the kernel's
  * MLX5_BY_PASS_NUM_REGULAR_PRIOS) */
@@ -175,12 +174,12 @@ typedef struct {
 typedef struct {
   guint8 mask[MLX5_HW_MATCH_BYTES];
   guint8 value[MLX5_HW_MATCH_BYTES];
-  guint8 criteria;                /* match_criteria_enable: MLX5_MATCH_OUTER_HEADERS or 0 */
+  guint8 criteria; /* match_criteria_enable: MLX5_MATCH_OUTER_HEADERS or 0 */
   guint16 priority;
   guint32 tag;
   guint dest;
-  guint group;                    /* index into the groups */
-  guint rule;                     /* index of the group's DqFlowRule, G_MAXUINT for the
+  guint group; /* index into the groups */
+  guint rule;  /* index of the group's DqFlowRule, G_MAXUINT for the
                                    * catch-all of a group without rules */
 } Mlx5HwFlowEntry;
 
@@ -201,8 +200,8 @@ typedef struct {
  * Returns a GArray of Mlx5HwFlowEntry in install order, or NULL with DQ_ERROR_FLOW
  * naming the group's rule (a queue the group does not have, a mark wider than 24 bits,
  * too many overlapping rules). */
-GArray *mlx5_hw_flow_plan (const Mlx5HwFlowGroup * groups, guint n_groups,
-    guint n_priorities, GError ** error);
+GArray *mlx5_hw_flow_plan (
+    const Mlx5HwFlowGroup *groups, guint n_groups, guint n_priorities, GError **error);
 
 /* ---- timestamps ---- */
 

@@ -72,7 +72,7 @@ sysfs (void)
 
 typedef struct {
   struct mlx5dv_devx_umem *ring;
-  struct mlx5dv_devx_umem *dbr;  /* NULL when the doorbell record shares the ring's */
+  struct mlx5dv_devx_umem *dbr; /* NULL when the doorbell record shares the ring's */
 } HwUmems;
 
 typedef struct {
@@ -82,12 +82,12 @@ typedef struct {
 
 typedef struct {
   struct mlx5dv_devx_obj *obj;
-  struct mlx5dv_devx_obj *tir;  /* direct TIR: the destination of steering rules */
+  struct mlx5dv_devx_obj *tir; /* direct TIR: the destination of steering rules */
   guint32 tirn;
-  struct mlx5dv_devx_obj *counter;  /* its queue counter set, or NULL */
+  struct mlx5dv_devx_obj *counter; /* its queue counter set, or NULL */
   guint32 counter_set_id;
-  guint32 out_of_buffer_raw;    /* the device's 32-bit count when last read */
-  guint64 out_of_buffer;        /* ... accumulated across wraps */
+  guint32 out_of_buffer_raw; /* the device's 32-bit count when last read */
+  guint64 out_of_buffer;     /* ... accumulated across wraps */
   HwUmems mem;
 } HwRq;
 
@@ -115,15 +115,15 @@ typedef struct {
 
 /* what is installed for all groups */
 typedef struct {
-  GPtrArray *rules;             /* struct mlx5dv_dr_rule * */
-  GArray *matchers;             /* HwMatcher */
-  GPtrArray *actions;           /* struct mlx5dv_dr_action * */
-  GPtrArray *objs;              /* RQTs and RSS TIRs, in creation order */
+  GPtrArray *rules;   /* struct mlx5dv_dr_rule * */
+  GArray *matchers;   /* HwMatcher */
+  GPtrArray *actions; /* struct mlx5dv_dr_action * */
+  GPtrArray *objs;    /* RQTs and RSS TIRs, in creation order */
 } HwSteering;
 
 typedef struct {
-  char *name;                   /* ibv device name, mlx5_0 */
-  char *netdev;                 /* its first network interface, or NULL */
+  char *name;   /* ibv device name, mlx5_0 */
+  char *netdev; /* its first network interface, or NULL */
   char *clock_name;
   struct ibv_context *ctx;
   struct ibv_pd *pd;
@@ -136,16 +136,16 @@ typedef struct {
   Mlx5HwCaps hw;
   Mlx5Caps caps;
   gboolean vport_ok;
-  gboolean real_time;           /* queues stamp the real-time clock */
-  int phc_fd;                   /* the PTP hardware clock, or -1 */
+  gboolean real_time; /* queues stamp the real-time clock */
+  int phc_fd;         /* the PTP hardware clock, or -1 */
 
-  GMutex lock;                  /* the members below */
+  GMutex lock; /* the members below */
   struct mlx5dv_devx_obj *tis;
   guint32 tisn;
   struct mlx5dv_dr_domain *dr_domain;
   struct mlx5dv_dr_table *dr_table;
-  GPtrArray *groups;            /* HwGroup *, in the order they were first set */
-  HwSteering *steering;         /* installed for `groups`, NULL when none */
+  GPtrArray *groups;    /* HwGroup *, in the order they were first set */
+  HwSteering *steering; /* installed for `groups`, NULL when none */
   gboolean counters_warned;
 } HwDev;
 
@@ -159,19 +159,19 @@ error_code_for (int err)
 }
 
 static void
-set_cmd_error (GError ** error, const HwDev * dev, const char *what, int err,
-    const void *out)
+set_cmd_error (GError **error, const HwDev *dev, const char *what, int err, const void *out)
 {
   char *text = mlx5_cmd_failure_text (what, err, out);
   g_set_error (error, DQ_ERROR, error_code_for (err), "%s: %s%s", dev->name, text,
-      err == EPERM || err == EACCES ?
-      " (DevX raw Ethernet queues need CAP_NET_RAW; run as root or grant it)" : "");
+      err == EPERM || err == EACCES
+          ? " (DevX raw Ethernet queues need CAP_NET_RAW; run as root or grant it)"
+          : "");
   g_free (text);
 }
 
 static struct mlx5dv_devx_obj *
-obj_create (HwDev * dev, const char *what, const void *in, gsize inlen, void *out,
-    gsize outlen, GError ** error)
+obj_create (HwDev *dev, const char *what, const void *in, gsize inlen, void *out, gsize outlen,
+    GError **error)
 {
   memset (out, 0, outlen);
   errno = 0;
@@ -182,8 +182,8 @@ obj_create (HwDev * dev, const char *what, const void *in, gsize inlen, void *ou
 }
 
 static gboolean
-obj_modify (HwDev * dev, struct mlx5dv_devx_obj *obj, const char *what, const void *in,
-    gsize inlen, GError ** error)
+obj_modify (HwDev *dev, struct mlx5dv_devx_obj *obj, const char *what, const void *in, gsize inlen,
+    GError **error)
 {
   guint32 out[DEVX_ST_SZ_DW (mbox_out)] = { 0 };
   errno = 0;
@@ -196,8 +196,8 @@ obj_modify (HwDev * dev, struct mlx5dv_devx_obj *obj, const char *what, const vo
 }
 
 static gboolean
-general_cmd (HwDev * dev, const char *what, const void *in, gsize inlen, void *out,
-    gsize outlen, GError ** error)
+general_cmd (HwDev *dev, const char *what, const void *in, gsize inlen, void *out, gsize outlen,
+    GError **error)
 {
   memset (out, 0, outlen);
   errno = 0;
@@ -241,8 +241,7 @@ prefault (void *addr, gsize size, gsize page)
 }
 
 static struct mlx5dv_devx_umem *
-umem_reg (HwDev * dev, void *addr, gsize size, guint32 access, const char *what,
-    GError ** error)
+umem_reg (HwDev *dev, void *addr, gsize size, guint32 access, const char *what, GError **error)
 {
   prefault (addr, size, (gsize) 1 << dev->page_shift);
   errno = 0;
@@ -252,7 +251,8 @@ umem_reg (HwDev * dev, void *addr, gsize size, guint32 access, const char *what,
     umem = mlx5dv_devx_umem_reg (dev->ctx, addr, size, UMEM_ACCESS_FALLBACK);
     if (umem)
       g_debug ("%s: the kernel refused umem access 0x%x for the %s (%s); registered with "
-          "0x%x", dev->name, access, what, g_strerror (first), UMEM_ACCESS_FALLBACK);
+               "0x%x",
+          dev->name, access, what, g_strerror (first), UMEM_ACCESS_FALLBACK);
     else
       errno = first;
   }
@@ -260,15 +260,15 @@ umem_reg (HwDev * dev, void *addr, gsize size, guint32 access, const char *what,
     int err = errno;
     g_set_error (error, DQ_ERROR, error_code_for (err),
         "%s: registering the %s (%" G_GSIZE_FORMAT " bytes at %p) as DevX user memory "
-        "failed: %s%s", dev->name, what, size, addr, g_strerror (err),
-        err == ENOMEM ? " (pinned memory is limited by RLIMIT_MEMLOCK: raise `ulimit -l`)"
-        : "");
+        "failed: %s%s",
+        dev->name, what, size, addr, g_strerror (err),
+        err == ENOMEM ? " (pinned memory is limited by RLIMIT_MEMLOCK: raise `ulimit -l`)" : "");
   }
   return umem;
 }
 
 static void
-umems_free (HwUmems * m)
+umems_free (HwUmems *m)
 {
   if (m->dbr)
     mlx5dv_devx_umem_dereg (m->dbr);
@@ -284,15 +284,15 @@ umems_free (HwUmems * m)
  * registers the umem with the largest page size that fits, which is only valid for
  * objects placed at its start. */
 static gboolean
-umems_reg (HwDev * dev, HwUmems * m, Mlx5HwQueueMem * mem, void *ring, gsize ring_bytes,
-    volatile guint32 * dbrec, guint32 access, const char *what, GError ** error)
+umems_reg (HwDev *dev, HwUmems *m, Mlx5HwQueueMem *mem, void *ring, gsize ring_bytes,
+    volatile guint32 *dbrec, guint32 access, const char *what, GError **error)
 {
   memset (m, 0, sizeof *m);
   memset (mem, 0, sizeof *mem);
   gsize size;
   guint64 dbr_offset;
-  gboolean shared = mlx5_hw_dbr_in_ring_umem ((guintptr) ring, ring_bytes,
-      (guintptr) dbrec, (gsize) 1 << dev->page_shift, &size, &dbr_offset);
+  gboolean shared = mlx5_hw_dbr_in_ring_umem ((guintptr) ring, ring_bytes, (guintptr) dbrec,
+      (gsize) 1 << dev->page_shift, &size, &dbr_offset);
 
   char *ring_what = g_strdup_printf ("%s ring", what);
   m->ring = umem_reg (dev, ring, size, access, ring_what, error);
@@ -322,7 +322,7 @@ umems_reg (HwDev * dev, HwUmems * m, Mlx5HwQueueMem * mem, void *ring, gsize rin
 /* open / close */
 
 static struct mlx5dv_devx_uar *
-uar_alloc (HwDev * dev, gboolean * nc, GError ** error)
+uar_alloc (HwDev *dev, gboolean *nc, GError **error)
 {
   /* non-cached first: daqiri rings doorbells with 8-byte writes, which need no
    * write-combining (nor its flushes); BlueFlame where NC pages are not offered */
@@ -334,14 +334,14 @@ uar_alloc (HwDev * dev, gboolean * nc, GError ** error)
     uar = mlx5dv_devx_alloc_uar (dev->ctx, MLX5DV_UAR_ALLOC_TYPE_BF);
     if (uar == NULL)
       g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
-          "%s: allocating a UAR (doorbell page) failed: %s (non-cached), %s (BlueFlame)",
-          dev->name, g_strerror (first), g_strerror (errno));
+          "%s: allocating a UAR (doorbell page) failed: %s (non-cached), %s (BlueFlame)", dev->name,
+          g_strerror (first), g_strerror (errno));
   }
   return uar;
 }
 
 static gboolean
-query_caps (HwDev * dev, GError ** error)
+query_caps (HwDev *dev, GError **error)
 {
   guint32 in[DEVX_ST_SZ_DW (query_hca_cap_in)];
   guint32 *out = g_malloc (DEVX_ST_SZ_BYTES (query_hca_cap_out));
@@ -366,7 +366,7 @@ query_caps (HwDev * dev, GError ** error)
 }
 
 static gboolean
-query_vport (HwDev * dev, guint * mtu, guint8 mac[6])
+query_vport (HwDev *dev, guint *mtu, guint8 mac[6])
 {
   guint32 in[DEVX_ST_SZ_DW (query_nic_vport_context_in)];
   guint32 out[DEVX_ST_SZ_DW (query_nic_vport_context_out)];
@@ -385,7 +385,7 @@ query_vport (HwDev * dev, guint * mtu, guint8 mac[6])
 static void hw_close (gpointer priv);
 
 static struct ibv_device *
-find_device (const char *spec, struct ibv_device ***list_out, GError ** error)
+find_device (const char *spec, struct ibv_device ***list_out, GError **error)
 {
   errno = 0;
   int n = 0;
@@ -394,8 +394,8 @@ find_device (const char *spec, struct ibv_device ***list_out, GError ** error)
   GPtrArray *names = g_ptr_array_new ();
   GPtrArray *others = g_ptr_array_new ();
   for (int i = 0; list && i < n; i++)
-    g_ptr_array_add (mlx5dv_is_supported (list[i]) ? names : others,
-        (gpointer) ibv_get_device_name (list[i]));
+    g_ptr_array_add (
+        mlx5dv_is_supported (list[i]) ? names : others, (gpointer) ibv_get_device_name (list[i]));
 
   char *none = NULL;
   if (list == NULL)
@@ -407,8 +407,8 @@ find_device (const char *spec, struct ibv_device ***list_out, GError ** error)
     none = g_strdup_printf ("no RDMA device here is a ConnectX (mlx5); others: %s", o);
     g_free (o);
   }
-  int index = mlx5_hw_resolve (sysfs (), (const char *const *) names->pdata, names->len,
-      spec, none, error);
+  int index =
+      mlx5_hw_resolve (sysfs (), (const char *const *) names->pdata, names->len, spec, none, error);
   struct ibv_device *dev = NULL;
   if (index >= 0) {
     const char *name = g_ptr_array_index (names, index);
@@ -426,7 +426,7 @@ find_device (const char *spec, struct ibv_device ***list_out, GError ** error)
 }
 
 static gpointer
-hw_open (const char *spec, DqPortInfo * info, Mlx5Caps * caps, GError ** error)
+hw_open (const char *spec, DqPortInfo *info, Mlx5Caps *caps, GError **error)
 {
   struct ibv_device **list = NULL;
   struct ibv_device *ibdev = find_device (spec, &list, error);
@@ -440,18 +440,18 @@ hw_open (const char *spec, DqPortInfo * info, Mlx5Caps * caps, GError ** error)
   dev->name = g_strdup (ibv_get_device_name (ibdev));
   dev->page_shift = (guint) g_bit_storage ((gulong) sysconf (_SC_PAGESIZE)) - 1;
 
-  struct mlx5dv_context_attr attr = {.flags = MLX5DV_CONTEXT_FLAGS_DEVX };
+  struct mlx5dv_context_attr attr = { .flags = MLX5DV_CONTEXT_FLAGS_DEVX };
   errno = 0;
   dev->ctx = mlx5dv_open_device (ibdev, &attr);
   int open_errno = errno;
   ibv_free_device_list (list);
   if (dev->ctx == NULL) {
     g_set_error (error, DQ_ERROR, error_code_for (open_errno),
-        "%s: opening the device with DevX failed: %s%s", dev->name,
-        g_strerror (open_errno),
-        open_errno == EOPNOTSUPP || open_errno == EPROTONOSUPPORT ?
-        " (the firmware or kernel offers no DevX here; a ConnectX-5 or later with "
-        "kernel >= 5.4 and rdma-core >= 28 does)" : "");
+        "%s: opening the device with DevX failed: %s%s", dev->name, g_strerror (open_errno),
+        open_errno == EOPNOTSUPP || open_errno == EPROTONOSUPPORT
+            ? " (the firmware or kernel offers no DevX here; a ConnectX-5 or later with "
+              "kernel >= 5.4 and rdma-core >= 28 does)"
+            : "");
     hw_close (dev);
     return NULL;
   }
@@ -462,8 +462,8 @@ hw_open (const char *spec, DqPortInfo * info, Mlx5Caps * caps, GError ** error)
   dv.comp_mask = MLX5DV_CONTEXT_MASK_STRIDING_RQ;
   int rc = mlx5dv_query_device (dev->ctx, &dv);
   if (rc != 0) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "%s: mlx5dv_query_device failed: %s",
-        dev->name, g_strerror (rc > 0 ? rc : errno));
+    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "%s: mlx5dv_query_device failed: %s", dev->name,
+        g_strerror (rc > 0 ? rc : errno));
     hw_close (dev);
     return NULL;
   }
@@ -474,7 +474,8 @@ hw_open (const char *spec, DqPortInfo * info, Mlx5Caps * caps, GError ** error)
   if (dev->hw.port_type != MLX5_CAP_PORT_TYPE_ETH) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
         "%s: the port is InfiniBand, daqiri needs Ethernet (switch it with "
-        "`mlxconfig -d <pci> set LINK_TYPE_P1=2` and reset the device)", dev->name);
+        "`mlxconfig -d <pci> set LINK_TYPE_P1=2` and reset the device)",
+        dev->name);
     hw_close (dev);
     return NULL;
   }
@@ -482,8 +483,8 @@ hw_open (const char *spec, DqPortInfo * info, Mlx5Caps * caps, GError ** error)
   /* protection domain, transport domain, the CQs' UAR, EQ 0 */
   dev->pd = ibv_alloc_pd (dev->ctx);
   if (dev->pd == NULL) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
-        "%s: allocating a protection domain failed: %s", dev->name, g_strerror (errno));
+    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "%s: allocating a protection domain failed: %s",
+        dev->name, g_strerror (errno));
     hw_close (dev);
     return NULL;
   }
@@ -495,8 +496,8 @@ hw_open (const char *spec, DqPortInfo * info, Mlx5Caps * caps, GError ** error)
   rc = mlx5dv_init_obj (&obj, MLX5DV_OBJ_PD);
   if (rc != 0) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
-        "%s: reading the protection domain number (mlx5dv_init_obj) failed: %s",
-        dev->name, g_strerror (rc > 0 ? rc : errno));
+        "%s: reading the protection domain number (mlx5dv_init_obj) failed: %s", dev->name,
+        g_strerror (rc > 0 ? rc : errno));
     hw_close (dev);
     return NULL;
   }
@@ -506,8 +507,7 @@ hw_open (const char *spec, DqPortInfo * info, Mlx5Caps * caps, GError ** error)
     guint32 in[DEVX_ST_SZ_DW (alloc_transport_domain_in)] = { 0 };
     guint32 out[DEVX_ST_SZ_DW (alloc_transport_domain_out)];
     mlx5_cmd_build_alloc_transport_domain (in);
-    dev->td_obj = obj_create (dev, "ALLOC_TRANSPORT_DOMAIN", in, sizeof in, out,
-        sizeof out, error);
+    dev->td_obj = obj_create (dev, "ALLOC_TRANSPORT_DOMAIN", in, sizeof in, out, sizeof out, error);
     if (dev->td_obj == NULL) {
       hw_close (dev);
       return NULL;
@@ -553,11 +553,12 @@ hw_open (const char *spec, DqPortInfo * info, Mlx5Caps * caps, GError ** error)
       struct timespec ts;
       if (dev->phc_fd >= 0 && clock_gettime (PHC_CLOCKID (dev->phc_fd), &ts) == 0) {
         dev->real_time = TRUE;
-        dev->clock_name = g_strdup_printf ("%s real-time clock (PTP hardware clock %s)",
-            dev->name, phc);
+        dev->clock_name =
+            g_strdup_printf ("%s real-time clock (PTP hardware clock %s)", dev->name, phc);
       } else {
         g_debug ("%s: cannot read the PTP hardware clock %s (%s); using free-running "
-            "timestamps", dev->name, phc, g_strerror (errno));
+                 "timestamps",
+            dev->name, phc, g_strerror (errno));
         if (dev->phc_fd >= 0)
           close (dev->phc_fd);
         dev->phc_fd = -1;
@@ -571,13 +572,13 @@ hw_open (const char *spec, DqPortInfo * info, Mlx5Caps * caps, GError ** error)
     if (rc != 0) {
       g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
           "%s: reading the clock conversion (mlx5dv_get_clock_info) failed: %s; packet "
-          "timestamps cannot be turned into time", dev->name,
-          g_strerror (rc > 0 ? rc : errno));
+          "timestamps cannot be turned into time",
+          dev->name, g_strerror (rc > 0 ? rc : errno));
       hw_close (dev);
       return NULL;
     }
-    dev->clock_name = g_strdup_printf ("%s hardware clock (free-running, %u kHz)",
-        dev->name, dev->hw.device_frequency_khz);
+    dev->clock_name = g_strdup_printf (
+        "%s hardware clock (free-running, %u kHz)", dev->name, dev->hw.device_frequency_khz);
   }
 
   /* what the host side sizes its rings by */
@@ -587,15 +588,16 @@ hw_open (const char *spec, DqPortInfo * info, Mlx5Caps * caps, GError ** error)
   info->clock_id = -1;
   info->clock_name = dev->clock_name;
   g_debug ("%s: opened (pdn 0x%x, td 0x%x, eqn %u, %s UAR page %u, %s); strides 2^%u..2^%u "
-      "x 2^%u..2^%u B, WQ <= 2^%u, CQ <= 2^%u", dev->name, dev->pdn, dev->td, dev->eqn,
-      nc ? "non-cached" : "BlueFlame", dev->cq_uar->page_id, dev->clock_name,
-      dev->caps.min_log_strides, dev->caps.max_log_strides, dev->caps.min_log_stride_size,
-      dev->caps.max_log_stride_size, dev->caps.max_log_wqes, dev->caps.max_log_cq_size);
+           "x 2^%u..2^%u B, WQ <= 2^%u, CQ <= 2^%u",
+      dev->name, dev->pdn, dev->td, dev->eqn, nc ? "non-cached" : "BlueFlame", dev->cq_uar->page_id,
+      dev->clock_name, dev->caps.min_log_strides, dev->caps.max_log_strides,
+      dev->caps.min_log_stride_size, dev->caps.max_log_stride_size, dev->caps.max_log_wqes,
+      dev->caps.max_log_cq_size);
   return dev;
 }
 
-static void steering_free (HwSteering * st);
-static void group_free (HwGroup * g);
+static void steering_free (HwSteering *st);
+static void group_free (HwGroup *g);
 
 static void
 hw_close (gpointer priv)
@@ -632,8 +634,7 @@ hw_close (gpointer priv)
 /* memory regions */
 
 static gboolean
-hw_mr_reg (gpointer priv, void *addr, gsize size, guint32 * lkey, gpointer * handle,
-    GError ** error)
+hw_mr_reg (gpointer priv, void *addr, gsize size, guint32 *lkey, gpointer *handle, GError **error)
 {
   HwDev *dev = priv;
   /* local write only: relaxed ordering caused local protection errors on some
@@ -644,9 +645,9 @@ hw_mr_reg (gpointer priv, void *addr, gsize size, guint32 * lkey, gpointer * han
     int err = errno;
     g_set_error (error, DQ_ERROR, error_code_for (err),
         "%s: registering %" G_GSIZE_FORMAT " bytes of packet memory at %p (ibv_reg_mr) "
-        "failed: %s%s", dev->name, size, addr, g_strerror (err),
-        err == ENOMEM ? " (pinned memory is limited by RLIMIT_MEMLOCK: raise `ulimit -l`)"
-        : "");
+        "failed: %s%s",
+        dev->name, size, addr, g_strerror (err),
+        err == ENOMEM ? " (pinned memory is limited by RLIMIT_MEMLOCK: raise `ulimit -l`)" : "");
     return FALSE;
   }
   *lkey = mr->lkey;
@@ -657,13 +658,13 @@ hw_mr_reg (gpointer priv, void *addr, gsize size, guint32 * lkey, gpointer * han
 /* GPU device memory (GPUDirect RDMA through a dma-buf: the kernel's dma-buf support for the
  * NVIDIA driver, no nvidia-peermem needed) */
 static gboolean
-hw_mr_reg_dmabuf (gpointer priv, int fd, guint64 offset, gsize size, void *iova,
-    guint32 * lkey, gpointer * handle, GError ** error)
+hw_mr_reg_dmabuf (gpointer priv, int fd, guint64 offset, gsize size, void *iova, guint32 *lkey,
+    gpointer *handle, GError **error)
 {
   HwDev *dev = priv;
   errno = 0;
-  struct ibv_mr *mr = ibv_reg_dmabuf_mr (dev->pd, offset, size, (guint64) (guintptr) iova, fd,
-      IBV_ACCESS_LOCAL_WRITE);
+  struct ibv_mr *mr = ibv_reg_dmabuf_mr (
+      dev->pd, offset, size, (guint64) (guintptr) iova, fd, IBV_ACCESS_LOCAL_WRITE);
   if (mr == NULL) {
     int err = errno;
     g_set_error (error, DQ_ERROR, error_code_for (err),
@@ -690,7 +691,7 @@ hw_mr_dereg (gpointer priv, gpointer handle)
 /* CQ */
 
 static gboolean
-hw_cq_create (gpointer priv, Mlx5Cq * cq, GError ** error)
+hw_cq_create (gpointer priv, Mlx5Cq *cq, GError **error)
 {
   HwDev *dev = priv;
   if (!mlx5_hw_cq_check (cq, &dev->caps, error))
@@ -719,7 +720,7 @@ hw_cq_create (gpointer priv, Mlx5Cq * cq, GError ** error)
 }
 
 static void
-hw_cq_destroy (gpointer priv, Mlx5Cq * cq)
+hw_cq_destroy (gpointer priv, Mlx5Cq *cq)
 {
   HwCq *h = cq->priv;
   if (h == NULL)
@@ -733,10 +734,10 @@ hw_cq_destroy (gpointer priv, Mlx5Cq * cq)
 /* ---------------------------------------------------------------------------------- */
 /* RQ */
 
-static void groups_drop_rq (HwDev * dev, Mlx5Rq * rq);
+static void groups_drop_rq (HwDev *dev, Mlx5Rq *rq);
 
 static gboolean
-hw_rq_create (gpointer priv, Mlx5Rq * rq, GError ** error)
+hw_rq_create (gpointer priv, Mlx5Rq *rq, GError **error)
 {
   HwDev *dev = priv;
   if (!mlx5_hw_rq_check (rq, &dev->caps, error))
@@ -756,15 +757,13 @@ hw_rq_create (gpointer priv, Mlx5Rq * rq, GError ** error)
     guint32 cout[DEVX_ST_SZ_DW (alloc_q_counter_out)];
     GError *cerr = NULL;
     mlx5_cmd_build_alloc_q_counter (cin);
-    h->counter = obj_create (dev, "ALLOC_Q_COUNTER", cin, sizeof cin, cout, sizeof cout,
-        &cerr);
+    h->counter = obj_create (dev, "ALLOC_Q_COUNTER", cin, sizeof cin, cout, sizeof cout, &cerr);
     if (h->counter) {
       h->counter_set_id = DEVX_GET (alloc_q_counter_out, cout, counter_set_id);
     } else {
       g_mutex_lock (&dev->lock);
       if (!dev->counters_warned)
-        g_warning ("%s; out-of-buffer drops of this and later RX queues read 0",
-            cerr->message);
+        g_warning ("%s; out-of-buffer drops of this and later RX queues read 0", cerr->message);
       dev->counters_warned = TRUE;
       g_mutex_unlock (&dev->lock);
       g_error_free (cerr);
@@ -776,8 +775,9 @@ hw_rq_create (gpointer priv, Mlx5Rq * rq, GError ** error)
   mlx5_cmd_build_create_rq (in, rq, rq->cq->cqn, dev->pdn, &mem, dev->page_shift,
       mlx5_hw_ts_format (dev->real_time), h->counter_set_id);
   char *what = g_strdup_printf ("CREATE_RQ (striding: 2^%u WQEs of 2^%u strides of %u "
-      "bytes, CQ 0x%x, %s timestamps)", rq->log_wqes, rq->log_strides,
-      1u << rq->log_stride_size, rq->cq->cqn, dev->real_time ? "real-time" : "free-running");
+                                "bytes, CQ 0x%x, %s timestamps)",
+      rq->log_wqes, rq->log_strides, 1u << rq->log_stride_size, rq->cq->cqn,
+      dev->real_time ? "real-time" : "free-running");
   h->obj = obj_create (dev, what, in, sizeof in, out, sizeof out, error);
   g_free (what);
   if (h->obj == NULL)
@@ -792,8 +792,7 @@ hw_rq_create (gpointer priv, Mlx5Rq * rq, GError ** error)
   guint32 tin[DEVX_ST_SZ_DW (create_tir_in)] = { 0 };
   guint32 tout[DEVX_ST_SZ_DW (create_tir_out)];
   mlx5_cmd_build_create_tir_direct (tin, rq->rqn, dev->td);
-  h->tir = obj_create (dev, "CREATE_TIR (direct)", tin, sizeof tin, tout, sizeof tout,
-      error);
+  h->tir = obj_create (dev, "CREATE_TIR (direct)", tin, sizeof tin, tout, sizeof tout, error);
   if (h->tir == NULL)
     goto fail;
   h->tirn = DEVX_GET (create_tir_out, tout, tirn);
@@ -811,7 +810,7 @@ fail:
 }
 
 static void
-hw_rq_destroy (gpointer priv, Mlx5Rq * rq)
+hw_rq_destroy (gpointer priv, Mlx5Rq *rq)
 {
   HwDev *dev = priv;
   HwRq *h = rq->priv;
@@ -828,7 +827,7 @@ hw_rq_destroy (gpointer priv, Mlx5Rq * rq)
 }
 
 static void
-hw_rq_counters (gpointer priv, Mlx5Rq * rq, Mlx5RqCounters * counters)
+hw_rq_counters (gpointer priv, Mlx5Rq *rq, Mlx5RqCounters *counters)
 {
   HwDev *dev = priv;
   HwRq *h = rq->priv;
@@ -852,7 +851,7 @@ hw_rq_counters (gpointer priv, Mlx5Rq * rq, Mlx5RqCounters * counters)
 /* SQ */
 
 static gboolean
-tis_get (HwDev * dev, guint32 * tisn, GError ** error)
+tis_get (HwDev *dev, guint32 *tisn, GError **error)
 {
   gboolean ok = TRUE;
   g_mutex_lock (&dev->lock);
@@ -871,7 +870,7 @@ tis_get (HwDev * dev, guint32 * tisn, GError ** error)
 }
 
 static gboolean
-check_tx_inline (HwDev * dev, GError ** error)
+check_tx_inline (HwDev *dev, GError **error)
 {
   static const char *const names[] = { "none", "L2", "IP", "TCP/UDP" };
   guint need = mlx5_hw_tx_inline_mode (&dev->hw, dev->vport_ok);
@@ -885,7 +884,7 @@ check_tx_inline (HwDev * dev, GError ** error)
 }
 
 static gboolean
-hw_sq_create (gpointer priv, Mlx5Sq * sq, GError ** error)
+hw_sq_create (gpointer priv, Mlx5Sq *sq, GError **error)
 {
   HwDev *dev = priv;
   guint32 tisn;
@@ -910,8 +909,8 @@ hw_sq_create (gpointer priv, Mlx5Sq * sq, GError ** error)
   guint32 out[DEVX_ST_SZ_DW (create_sq_out)];
   mlx5_cmd_build_create_sq (in, sq, sq->cq->cqn, dev->pdn, tisn, h->uar->page_id, &mem,
       dev->page_shift, mlx5_hw_ts_format (dev->real_time), mpw);
-  char *what = g_strdup_printf ("CREATE_SQ (2^%u WQE basic blocks, CQ 0x%x, TIS 0x%x)",
-      sq->log_wqebbs, sq->cq->cqn, tisn);
+  char *what = g_strdup_printf (
+      "CREATE_SQ (2^%u WQE basic blocks, CQ 0x%x, TIS 0x%x)", sq->log_wqebbs, sq->cq->cqn, tisn);
   h->obj = obj_create (dev, what, in, sizeof in, out, sizeof out, error);
   g_free (what);
   if (h->obj == NULL)
@@ -941,7 +940,7 @@ fail:
 }
 
 static void
-hw_sq_destroy (gpointer priv, Mlx5Sq * sq)
+hw_sq_destroy (gpointer priv, Mlx5Sq *sq)
 {
   HwSq *h = sq->priv;
   if (h == NULL)
@@ -965,7 +964,7 @@ hw_sq_destroy (gpointer priv, Mlx5Sq * sq)
  * few firmware commands per rule. */
 
 static void
-group_free (HwGroup * g)
+group_free (HwGroup *g)
 {
   if (g) {
     g_free (g->rqs);
@@ -975,7 +974,7 @@ group_free (HwGroup * g)
 }
 
 static void
-steering_free (HwSteering * st)
+steering_free (HwSteering *st)
 {
   if (st == NULL)
     return;
@@ -998,7 +997,7 @@ steering_free (HwSteering * st)
 }
 
 static gboolean
-dr_ensure (HwDev * dev, GError ** error)
+dr_ensure (HwDev *dev, GError **error)
 {
   if (dev->dr_table)
     return TRUE;
@@ -1009,7 +1008,8 @@ dr_ensure (HwDev * dev, GError ** error)
     int err = errno;
     g_set_error (error, DQ_ERROR, error_code_for (err),
         "%s: creating the receive steering domain (mlx5dv_dr_domain_create NIC_RX) "
-        "failed: %s", dev->name, g_strerror (err));
+        "failed: %s",
+        dev->name, g_strerror (err));
     return FALSE;
   }
   /* level 0, the root table: the firmware steers there itself, which needs no
@@ -1024,7 +1024,7 @@ dr_ensure (HwDev * dev, GError ** error)
 }
 
 static struct mlx5dv_flow_match_parameters *
-match_params (const guint8 * buf)
+match_params (const guint8 *buf)
 {
   struct mlx5dv_flow_match_parameters *p = g_malloc0 (sizeof *p + MLX5_HW_MATCH_BYTES);
   p->match_sz = MLX5_HW_MATCH_BYTES;
@@ -1033,7 +1033,7 @@ match_params (const guint8 * buf)
 }
 
 static struct mlx5dv_dr_action *
-action_keep (HwSteering * st, struct mlx5dv_dr_action *a)
+action_keep (HwSteering *st, struct mlx5dv_dr_action *a)
 {
   if (a)
     g_ptr_array_add (st->actions, a);
@@ -1043,8 +1043,8 @@ action_keep (HwSteering * st, struct mlx5dv_dr_action *a)
 /* the destination action of a group's RQ index or MLX5_HW_FLOW_DEST_RSS, created once
  * per rebuild; `dests` has n_rqs + 1 slots, the RSS one last */
 static struct mlx5dv_dr_action *
-dest_action (HwDev * dev, HwSteering * st, const HwGroup * g,
-    struct mlx5dv_dr_action **dests, guint dest, GError ** error)
+dest_action (HwDev *dev, HwSteering *st, const HwGroup *g, struct mlx5dv_dr_action **dests,
+    guint dest, GError **error)
 {
   guint slot = dest == MLX5_HW_FLOW_DEST_RSS ? g->n_rqs : dest;
   if (dests[slot])
@@ -1074,8 +1074,8 @@ dest_action (HwDev * dev, HwSteering * st, const HwGroup * g,
     guint32 tin[DEVX_ST_SZ_DW (create_tir_in)] = { 0 };
     guint32 tout[DEVX_ST_SZ_DW (create_tir_out)];
     mlx5_cmd_build_create_tir_rss (tin, rqtn, dev->td, mlx5_hw_default_toeplitz_key);
-    tir = obj_create (dev, "CREATE_TIR (RSS, Toeplitz over IPv4/UDP)", tin, sizeof tin,
-        tout, sizeof tout, error);
+    tir = obj_create (
+        dev, "CREATE_TIR (RSS, Toeplitz over IPv4/UDP)", tin, sizeof tin, tout, sizeof tout, error);
     if (tir == NULL)
       return NULL;
     g_ptr_array_add (st->objs, tir);
@@ -1094,7 +1094,7 @@ dest_action (HwDev * dev, HwSteering * st, const HwGroup * g,
 
 /* the matcher of a priority and mask, shared by every rule with both */
 static struct mlx5dv_dr_matcher *
-matcher_get (HwDev * dev, HwSteering * st, const Mlx5HwFlowEntry * e)
+matcher_get (HwDev *dev, HwSteering *st, const Mlx5HwFlowEntry *e)
 {
   for (guint i = 0; i < st->matchers->len; i++) {
     HwMatcher *m = &g_array_index (st->matchers, HwMatcher, i);
@@ -1117,8 +1117,8 @@ matcher_get (HwDev * dev, HwSteering * st, const Mlx5HwFlowEntry * e)
 }
 
 static gboolean
-entry_install (HwDev * dev, HwSteering * st, const HwGroup * g, const Mlx5HwFlowEntry * e,
-    struct mlx5dv_dr_action **dests, GError ** error)
+entry_install (HwDev *dev, HwSteering *st, const HwGroup *g, const Mlx5HwFlowEntry *e,
+    struct mlx5dv_dr_action **dests, GError **error)
 {
   struct mlx5dv_dr_action *actions[2];
   guint n = 0;
@@ -1156,12 +1156,13 @@ entry_install (HwDev * dev, HwSteering * st, const HwGroup * g, const Mlx5HwFlow
     if (e->rule == G_MAXUINT) {
       g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
           "%s: installing the rule that steers every packet to the RX queues failed: "
-          "%s (%s at priority %u)", dev->name, g_strerror (err), call, e->priority);
+          "%s (%s at priority %u)",
+          dev->name, g_strerror (err), call, e->priority);
     } else {
       char *text = dq_flow_rule_to_string (&g->rules[e->rule]);
       g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
-          "%s: installing flow rule %u (\"%s\") failed: %s (%s at priority %u)",
-          dev->name, e->rule + 1, text, g_strerror (err), call, e->priority);
+          "%s: installing flow rule %u (\"%s\") failed: %s (%s at priority %u)", dev->name,
+          e->rule + 1, text, g_strerror (err), call, e->priority);
       g_free (text);
     }
     return FALSE;
@@ -1170,7 +1171,7 @@ entry_install (HwDev * dev, HwSteering * st, const HwGroup * g, const Mlx5HwFlow
 }
 
 static GArray *
-groups_plan (GPtrArray * groups, GError ** error)
+groups_plan (GPtrArray *groups, GError **error)
 {
   Mlx5HwFlowGroup *fg = g_new0 (Mlx5HwFlowGroup, MAX (groups->len, 1));
   for (guint i = 0; i < groups->len; i++) {
@@ -1186,7 +1187,7 @@ groups_plan (GPtrArray * groups, GError ** error)
 
 /* installs the rules of `groups`; NULL and nothing left behind on failure */
 static HwSteering *
-steering_build (HwDev * dev, GPtrArray * groups, GError ** error)
+steering_build (HwDev *dev, GPtrArray *groups, GError **error)
 {
   GArray *plan = groups_plan (groups, error);
   if (plan == NULL)
@@ -1198,13 +1199,12 @@ steering_build (HwDev * dev, GPtrArray * groups, GError ** error)
   st->objs = g_ptr_array_new ();
   struct mlx5dv_dr_action ***dests = g_new0 (struct mlx5dv_dr_action **, groups->len + 1);
   for (guint i = 0; i < groups->len; i++)
-    dests[i] = g_new0 (struct mlx5dv_dr_action *,
-        ((HwGroup *) g_ptr_array_index (groups, i))->n_rqs + 1);
+    dests[i] =
+        g_new0 (struct mlx5dv_dr_action *, ((HwGroup *) g_ptr_array_index (groups, i))->n_rqs + 1);
   gboolean ok = TRUE;
   for (guint i = 0; ok && i < plan->len; i++) {
     const Mlx5HwFlowEntry *e = &g_array_index (plan, Mlx5HwFlowEntry, i);
-    ok = entry_install (dev, st, g_ptr_array_index (groups, e->group), e,
-        dests[e->group], error);
+    ok = entry_install (dev, st, g_ptr_array_index (groups, e->group), e, dests[e->group], error);
   }
   for (guint i = 0; i < groups->len; i++)
     g_free (dests[i]);
@@ -1219,7 +1219,7 @@ steering_build (HwDev * dev, GPtrArray * groups, GError ** error)
 
 /* replaces the installed steering by that of `groups`; with the lock held */
 static gboolean
-steering_apply (HwDev * dev, GPtrArray * groups, GPtrArray * fallback, GError ** error)
+steering_apply (HwDev *dev, GPtrArray *groups, GPtrArray *fallback, GError **error)
 {
   if (groups->len > 0 && !dr_ensure (dev, error))
     return FALSE;
@@ -1232,14 +1232,15 @@ steering_apply (HwDev * dev, GPtrArray * groups, GPtrArray * fallback, GError **
     dev->steering = steering_build (dev, fallback, NULL);
     if (dev->steering == NULL)
       g_warning ("%s: the earlier flow rules could not be put back either; no packets "
-          "reach the RX queues", dev->name);
+                 "reach the RX queues",
+          dev->name);
   }
   return dev->steering != NULL;
 }
 
 static gboolean
-hw_flows_set (gpointer priv, guint32 group, Mlx5Rq ** rqs, guint n_rqs,
-    const DqFlowRule * rules, guint n_rules, GError ** error)
+hw_flows_set (gpointer priv, guint32 group, Mlx5Rq **rqs, guint n_rqs, const DqFlowRule *rules,
+    guint n_rules, GError **error)
 {
   HwDev *dev = priv;
   for (guint i = 0; i < n_rqs; i++) {
@@ -1305,7 +1306,7 @@ hw_flows_set (gpointer priv, guint32 group, Mlx5Rq ** rqs, guint n_rqs,
 
 /* drops the groups that steer to `rq`, before its TIR goes */
 static void
-groups_drop_rq (HwDev * dev, Mlx5Rq * rq)
+groups_drop_rq (HwDev *dev, Mlx5Rq *rq)
 {
   g_mutex_lock (&dev->lock);
   GPtrArray *next = g_ptr_array_new ();
@@ -1338,7 +1339,7 @@ groups_drop_rq (HwDev * dev, Mlx5Rq * rq)
 /* clock */
 
 static void
-hw_clock_info (gpointer priv, Mlx5ClockInfo * info)
+hw_clock_info (gpointer priv, Mlx5ClockInfo *info)
 {
   HwDev *dev = priv;
   memset (info, 0, sizeof *info);
@@ -1376,8 +1377,7 @@ hw_clock_now (gpointer priv)
   values.comp_mask = IBV_VALUES_MASK_RAW_CLOCK;
   struct mlx5dv_clock_info ci;
   if (ibv_query_rt_values_ex (dev->ctx, &values) != 0 ||
-      !(values.comp_mask & IBV_VALUES_MASK_RAW_CLOCK) ||
-      mlx5dv_get_clock_info (dev->ctx, &ci) != 0)
+      !(values.comp_mask & IBV_VALUES_MASK_RAW_CLOCK) || mlx5dv_get_clock_info (dev->ctx, &ci) != 0)
     return 0;
   /* libmlx5 returns the raw cycle count in tv_nsec (tv_sec 0) */
   guint64 cycles = (guint64) values.raw_clock.tv_sec * G_GUINT64_CONSTANT (1000000000) +

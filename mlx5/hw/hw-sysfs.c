@@ -8,7 +8,7 @@
 #include "hw-sysfs.h"
 
 static gboolean
-hex_run (const char *s, gsize len, guint min, guint max, guint32 * value)
+hex_run (const char *s, gsize len, guint min, guint max, guint32 *value)
 {
   if (len < min || len > max)
     return FALSE;
@@ -140,7 +140,7 @@ mlx5_hw_sys_netdev_mac (const char *root, const char *netdev, guint8 mac[6])
 }
 
 gboolean
-mlx5_hw_sys_netdev_mtu (const char *root, const char *netdev, guint * mtu)
+mlx5_hw_sys_netdev_mtu (const char *root, const char *netdev, guint *mtu)
 {
   char *text = read_attr (root, netdev, "mtu");
   if (text == NULL)
@@ -188,7 +188,7 @@ index_of (const char *const *names, guint n, const char *name)
 
 int
 mlx5_hw_resolve (const char *root, const char *const *names, guint n, const char *spec,
-    const char *none_detail, GError ** error)
+    const char *none_detail, GError **error)
 {
   int found = -1;
   if (spec && *spec) {
@@ -228,14 +228,14 @@ mlx5_hw_resolve (const char *root, const char *const *names, guint n, const char
   /* the user's text, printable ASCII only */
   char *shown = g_strescape (spec ? spec : "", NULL);
   if (n == 0) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
-        "no mlx5 device matches '%s'; found none: %s", shown,
-        none_detail ? none_detail : "this machine has no RDMA devices");
+    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "no mlx5 device matches '%s'; found none: %s",
+        shown, none_detail ? none_detail : "this machine has no RDMA devices");
   } else {
     char *list = mlx5_hw_describe_devices (root, names, n);
     g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
         "no mlx5 device matches '%s'; found: %s (name a device, one of its network "
-        "interfaces or its PCI address)", shown, list);
+        "interfaces or its PCI address)",
+        shown, list);
     g_free (list);
   }
   g_free (shown);

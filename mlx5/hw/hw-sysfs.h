@@ -30,7 +30,7 @@ char **mlx5_hw_sys_netdevs_of (const char *root, const char *ibdev);
 char *mlx5_hw_sys_phc_of (const char *root, const char *ibdev);
 /* the MAC address and MTU of a network interface */
 gboolean mlx5_hw_sys_netdev_mac (const char *root, const char *netdev, guint8 mac[6]);
-gboolean mlx5_hw_sys_netdev_mtu (const char *root, const char *netdev, guint * mtu);
+gboolean mlx5_hw_sys_netdev_mtu (const char *root, const char *netdev, guint *mtu);
 
 /* "mlx5_0 (0000:08:00.0, enp8s0f0np0), mlx5_1 (0000:08:00.1, enp8s0f1np1)" */
 char *mlx5_hw_describe_devices (const char *root, const char *const *names, guint n);
@@ -41,7 +41,7 @@ char *mlx5_hw_describe_devices (const char *root, const char *const *names, guin
  * (0000:08:00.0, enp8s0f0np0), ..." or, with n == 0, "...; found none: this machine has
  * no RDMA devices" followed by `none_detail` when given (why the list is empty). */
 int mlx5_hw_resolve (const char *root, const char *const *names, guint n, const char *spec,
-    const char *none_detail, GError ** error);
+    const char *none_detail, GError **error);
 
 G_END_DECLS
 

@@ -595,7 +595,7 @@ struct mlx5_ifc_rqtc_bits {
   u8 reserved_at_c0[0x10];
   u8 rqt_actual_size[0x10];
   u8 reserved_at_e0[0x6a0];
-  struct mlx5_ifc_rq_num_bits rq_num[];  /* rqt_max_size entries follow the context */
+  struct mlx5_ifc_rq_num_bits rq_num[]; /* rqt_max_size entries follow the context */
 };
 
 struct mlx5_ifc_create_rqt_in_bits {
@@ -660,7 +660,7 @@ struct mlx5_ifc_fte_match_param_bits {
 /* Whole-layout sizes (bits), as the PRM defines them: a slip in any reserved gap above
  * moves every later field, so the build stops here. */
 #define MLX5_IFC_ASSERT_BITS(name, bits) \
-  _Static_assert (sizeof (struct mlx5_ifc_##name##_bits) == (bits), #name " is not " #bits " bits")
+  _Static_assert(sizeof (struct mlx5_ifc_##name##_bits) == (bits), #name " is not " #bits " bits")
 MLX5_IFC_ASSERT_BITS (mbox_in, 0x80);
 MLX5_IFC_ASSERT_BITS (mbox_out, 0x80);
 MLX5_IFC_ASSERT_BITS (query_hca_cap_in, 0x80);

@@ -53,35 +53,35 @@ typedef struct {
   guint64 paced;
   guint soak;
   gboolean pin;
-  const char *keys;             /* more device-string keys, e.g. "stride=64" */
-  const char *src_props;        /* more daqirisrc properties */
+  const char *keys;      /* more device-string keys, e.g. "stride=64" */
+  const char *src_props; /* more daqirisrc properties */
 } Options;
 
 typedef struct {
-  const char *kind;             /* "full", "paced", "soak" */
+  const char *kind; /* "full", "paced", "soak" */
   guint64 gen_rate;
   gboolean ok;
   char *error;
   double seconds;
-  guint64 received;             /* daqirisrc stats packets, in the window */
-  guint64 generated;            /* frames that reached the port, in the window */
-  guint64 drops;                /* daqirisrc drops-ring-full, in the window */
-  guint64 drops_port;           /* the port's rx_out_of_buffer, in the window */
-  guint64 drops_total;          /* since the generator started (warm-up included) */
+  guint64 received;    /* daqirisrc stats packets, in the window */
+  guint64 generated;   /* frames that reached the port, in the window */
+  guint64 drops;       /* daqirisrc drops-ring-full, in the window */
+  guint64 drops_port;  /* the port's rx_out_of_buffer, in the window */
+  guint64 drops_total; /* since the generator started (warm-up included) */
   guint64 ring_bytes;
   guint64 bursts;
-  double src_cpu_ns;            /* CPU time of the streaming thread per received packet */
-  double dev_cpu_ns;            /* of the device thread per generated frame */
-  double src_busy, dev_busy;    /* share of the window each thread was on a CPU */
-  double src_runq, dev_runq;    /* share of it each waited for a CPU (other work) */
-  GArray *rss_kib;              /* soak: VmRSS each second */
+  double src_cpu_ns;         /* CPU time of the streaming thread per received packet */
+  double dev_cpu_ns;         /* of the device thread per generated frame */
+  double src_busy, dev_busy; /* share of the window each thread was on a CPU */
+  double src_runq, dev_runq; /* share of it each waited for a CPU (other work) */
+  GArray *rss_kib;           /* soak: VmRSS each second */
 } Run;
 
 /* ---- /proc ---- */
 
 /* schedstat: ns on a CPU, ns runnable but waiting for one */
 static void
-thread_sched_ns (pid_t tid, guint64 * run_ns, guint64 * wait_ns)
+thread_sched_ns (pid_t tid, guint64 *run_ns, guint64 *wait_ns)
 {
   char path[64], buf[128];
   *run_ns = *wait_ns = 0;
@@ -147,8 +147,8 @@ pin (pid_t tid, int cpu)
   CPU_ZERO (&set);
   CPU_SET (cpu, &set);
   if (sched_setaffinity (tid, sizeof set, &set) != 0)
-    g_printerr ("bench-emu-rate: cannot pin thread %d to CPU %d: %s\n", (int) tid, cpu,
-        g_strerror (errno));
+    g_printerr (
+        "bench-emu-rate: cannot pin thread %d to CPU %d: %s\n", (int) tid, cpu, g_strerror (errno));
 }
 
 /* ---- one run ---- */
@@ -161,12 +161,11 @@ typedef struct {
 } Sample;
 
 static gboolean
-take_sample (GstElement * src, EmuPort * port, pid_t src_tid, pid_t dev_tid, Sample * s)
+take_sample (GstElement *src, EmuPort *port, pid_t src_tid, pid_t dev_tid, Sample *s)
 {
   GstStructure *st = NULL;
   g_object_get (src, "stats", &st, NULL);
-  gboolean ok = st != NULL &&
-      gst_structure_get_uint64 (st, "packets", &s->packets) &&
+  gboolean ok = st != NULL && gst_structure_get_uint64 (st, "packets", &s->packets) &&
       gst_structure_get_uint64 (st, "drops-ring-full", &s->drops) &&
       gst_structure_get_uint64 (st, "bursts", &s->bursts) &&
       gst_structure_get_uint64 (st, "ring-bytes", &s->ring_bytes);
@@ -180,7 +179,7 @@ take_sample (GstElement * src, EmuPort * port, pid_t src_tid, pid_t dev_tid, Sam
 }
 
 static gboolean
-bus_error (GstElement * pipeline, char **error)
+bus_error (GstElement *pipeline, char **error)
 {
   GstBus *bus = gst_element_get_bus (pipeline);
   GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
@@ -196,14 +195,15 @@ bus_error (GstElement * pipeline, char **error)
 }
 
 static void
-run_one (const Options * o, Run * r, guint index)
+run_one (const Options *o, Run *r, guint index)
 {
   char *name = g_strdup_printf ("bench%u", index);
   char *dev_thread = g_strdup_printf ("emu:%s", name);
-  char *launch = g_strdup_printf ("daqirisrc name=src device=emu:%s,gen=%u,gen-rate=%"
-      G_GUINT64_FORMAT "%s%s %s ! fakesink enable-last-sample=false", name, o->frame,
-      r->gen_rate, o->keys ? "," : "", o->keys ? o->keys : "", o->src_props ? o->src_props :
-      "");
+  char *launch =
+      g_strdup_printf ("daqirisrc name=src device=emu:%s,gen=%u,gen-rate=%" G_GUINT64_FORMAT
+                       "%s%s %s ! fakesink enable-last-sample=false",
+          name, o->frame, r->gen_rate, o->keys ? "," : "", o->keys ? o->keys : "",
+          o->src_props ? o->src_props : "");
   GError *err = NULL;
   GstElement *pipeline = gst_parse_launch (launch, &err);
   GstElement *src = NULL;
@@ -292,20 +292,21 @@ typedef struct {
   gboolean ok;
   char *error;
   guint64 packets;
-  double fill_seconds;          /* generator alone */
-  double drain_seconds;         /* receiver alone */
+  double fill_seconds;  /* generator alone */
+  double drain_seconds; /* receiver alone */
   double src_cpu_ns;
   guint64 drops;
 } Drain;
 
 static void
-run_drain (const Options * o, Drain * d, guint index, guint64 n)
+run_drain (const Options *o, Drain *d, guint index, guint64 n)
 {
   char *name = g_strdup_printf ("drain%u", index);
   /* 64-byte strides: a 64 MiB ring holds a million frames */
-  char *launch = g_strdup_printf ("daqirisrc name=src device=emu:%s,gen=%u,gen-count=%"
-      G_GUINT64_FORMAT ",gen-lossless=on,stride=64 ! fakesink enable-last-sample=false",
-      name, o->frame, n);
+  char *launch =
+      g_strdup_printf ("daqirisrc name=src device=emu:%s,gen=%u,gen-count=%" G_GUINT64_FORMAT
+                       ",gen-lossless=on,stride=64 ! fakesink enable-last-sample=false",
+          name, o->frame, n);
   GError *err = NULL;
   GstElement *pipeline = gst_parse_launch (launch, &err);
   GstElement *src = NULL;
@@ -332,8 +333,8 @@ run_drain (const Options * o, Drain * d, guint index, guint64 n)
     g_usleep (200);
   gint64 t1 = g_get_monotonic_time ();
   if (emu_port_generated (port) < n) {
-    d->error = g_strdup_printf ("the ring took only %" G_GUINT64_FORMAT " frames",
-        emu_port_generated (port));
+    d->error = g_strdup_printf (
+        "the ring took only %" G_GUINT64_FORMAT " frames", emu_port_generated (port));
     goto out;
   }
   d->fill_seconds = (double) (t1 - t0) / G_USEC_PER_SEC;
@@ -363,8 +364,8 @@ run_drain (const Options * o, Drain * d, guint index, guint64 n)
   d->drain_seconds = (double) (b.t - start) / G_USEC_PER_SEC;
   d->packets = b.packets;
   d->drops = b.drops;
-  d->src_cpu_ns = b.packets - a.packets ? (double) (b.src_cpu - a.src_cpu) /
-      (b.packets - a.packets) : 0;
+  d->src_cpu_ns =
+      b.packets - a.packets ? (double) (b.src_cpu - a.src_cpu) / (b.packets - a.packets) : 0;
   d->ok = TRUE;
 
 out:
@@ -383,7 +384,7 @@ out:
 /* ---- output ---- */
 
 static void
-print_json (const Options * o, const Run * r)
+print_json (const Options *o, const Run *r)
 {
   GString *s = g_string_new ("{\"bench\":\"emu-rate\"");
   g_string_append_printf (s, ",\"run\":\"%s\",\"frame\":%u,\"gen_rate\":%" G_GUINT64_FORMAT,
@@ -396,22 +397,22 @@ print_json (const Options * o, const Run * r)
     g_string_free (s, TRUE);
     return;
   }
-  g_string_append_printf (s, ",\"seconds\":%.3f,\"received\":%" G_GUINT64_FORMAT
+  g_string_append_printf (s,
+      ",\"seconds\":%.3f,\"received\":%" G_GUINT64_FORMAT
       ",\"received_pps\":%.0f,\"generated\":%" G_GUINT64_FORMAT ",\"generated_pps\":%.0f"
       ",\"drops\":%" G_GUINT64_FORMAT ",\"port_out_of_buffer\":%" G_GUINT64_FORMAT
       ",\"drops_since_start\":%" G_GUINT64_FORMAT ",\"packets_per_buffer\":%.1f"
       ",\"src_cpu_ns_per_packet\":%.1f,\"dev_cpu_ns_per_packet\":%.1f,\"src_busy\":%.2f"
-      ",\"dev_busy\":%.2f,\"src_runq\":%.2f,\"dev_runq\":%.2f,\"ring_bytes\":%"
-      G_GUINT64_FORMAT, r->seconds, r->received,
-      r->received / r->seconds, r->generated, r->generated / r->seconds, r->drops,
-      r->drops_port, r->drops_total, r->bursts ? (double) r->received / r->bursts : 0.0,
+      ",\"dev_busy\":%.2f,\"src_runq\":%.2f,\"dev_runq\":%.2f,\"ring_bytes\":%" G_GUINT64_FORMAT,
+      r->seconds, r->received, r->received / r->seconds, r->generated, r->generated / r->seconds,
+      r->drops, r->drops_port, r->drops_total, r->bursts ? (double) r->received / r->bursts : 0.0,
       r->src_cpu_ns, r->dev_cpu_ns, r->src_busy, r->dev_busy, r->src_runq, r->dev_runq,
       r->ring_bytes);
   if (r->rss_kib != NULL) {
     g_string_append (s, ",\"rss_kib\":[");
     for (guint i = 0; i < r->rss_kib->len; i++)
-      g_string_append_printf (s, "%s%" G_GUINT64_FORMAT, i ? "," : "",
-          g_array_index (r->rss_kib, guint64, i));
+      g_string_append_printf (
+          s, "%s%" G_GUINT64_FORMAT, i ? "," : "", g_array_index (r->rss_kib, guint64, i));
     g_string_append (s, "]");
   }
   g_string_append (s, "}");
@@ -429,7 +430,7 @@ cmp_received (gconstpointer a, gconstpointer b)
 
 /* the median run (by received packets/s) of n */
 static const Run *
-median (Run * runs, guint n)
+median (Run *runs, guint n)
 {
   Run *copy = g_memdup2 (runs, sizeof (Run) * n);
   qsort (copy, n, sizeof (Run), cmp_received);
@@ -442,7 +443,7 @@ median (Run * runs, guint n)
 }
 
 static void
-print_row (const char *what, const Run * r, const Run * all, guint n)
+print_row (const char *what, const Run *r, const Run *all, guint n)
 {
   if (!r->ok) {
     g_print ("| %s | failed: %s |\n", what, r->error ? r->error : "?");
@@ -456,34 +457,38 @@ print_row (const char *what, const Run * r, const Run * all, guint n)
       hi = MAX (hi, pps);
     }
   g_print ("| %s | %.2f (%.2f..%.2f) | %.2f | %" G_GUINT64_FORMAT " | %.1f | %.1f (%.0f %%) "
-      "| %.1f (%.0f %%) |\n", what, r->received / r->seconds / 1e6, lo / 1e6, hi / 1e6,
-      r->generated / r->seconds / 1e6, r->drops, r->bursts ? (double) r->received /
-      r->bursts : 0.0, r->src_cpu_ns, r->src_busy * 100, r->dev_cpu_ns, r->dev_busy * 100);
+           "| %.1f (%.0f %%) |\n",
+      what, r->received / r->seconds / 1e6, lo / 1e6, hi / 1e6, r->generated / r->seconds / 1e6,
+      r->drops, r->bursts ? (double) r->received / r->bursts : 0.0, r->src_cpu_ns,
+      r->src_busy * 100, r->dev_cpu_ns, r->dev_busy * 100);
 }
 
 int
 main (int argc, char **argv)
 {
-  Options o = {.seconds = 3,.repeat = 3,.frame = 64,.paced = 10000000,.soak = 10,.pin = TRUE };
+  Options o = {
+    .seconds = 3, .repeat = 3, .frame = 64, .paced = 10000000, .soak = 10, .pin = TRUE
+  };
   gint seconds = 3, repeat = 3, frame = 64, soak = 10;
   gint64 paced = 10000000;
   gboolean no_pin = FALSE;
   gchar *keys = NULL, *src_props = NULL;
-  GOptionEntry entries[] = {
-    {"keys", 0, 0, G_OPTION_ARG_STRING, &keys, "more keys for the device string, e.g. "
-          "stride=64 (mlx5-engine.h, emu.h)", "K=V,.."},
-    {"src-props", 0, 0, G_OPTION_ARG_STRING, &src_props, "more daqirisrc properties, e.g. "
-          "\"burst-packets=512\"", "P=V .."},
-    {"seconds", 0, 0, G_OPTION_ARG_INT, &seconds, "measuring window per run (3)", "S"},
-    {"repeat", 0, 0, G_OPTION_ARG_INT, &repeat, "runs of each kind (3)", "N"},
-    {"frame", 0, 0, G_OPTION_ARG_INT, &frame, "generated frame length (64)", "LEN"},
-    {"paced", 0, 0, G_OPTION_ARG_INT64, &paced, "rate of the paced runs (10000000)", "PPS"},
-    {"soak", 0, 0, G_OPTION_ARG_INT, &soak, "RSS run length, 0: none (10)", "S"},
-    {"no-pin", 0, 0, G_OPTION_ARG_NONE, &no_pin, "do not pin the two threads", NULL},
-    {NULL}
-  };
+  GOptionEntry entries[] = { { "keys", 0, 0, G_OPTION_ARG_STRING, &keys,
+                                 "more keys for the device string, e.g. "
+                                 "stride=64 (mlx5-engine.h, emu.h)",
+                                 "K=V,.." },
+    { "src-props", 0, 0, G_OPTION_ARG_STRING, &src_props,
+        "more daqirisrc properties, e.g. "
+        "\"burst-packets=512\"",
+        "P=V .." },
+    { "seconds", 0, 0, G_OPTION_ARG_INT, &seconds, "measuring window per run (3)", "S" },
+    { "repeat", 0, 0, G_OPTION_ARG_INT, &repeat, "runs of each kind (3)", "N" },
+    { "frame", 0, 0, G_OPTION_ARG_INT, &frame, "generated frame length (64)", "LEN" },
+    { "paced", 0, 0, G_OPTION_ARG_INT64, &paced, "rate of the paced runs (10000000)", "PPS" },
+    { "soak", 0, 0, G_OPTION_ARG_INT, &soak, "RSS run length, 0: none (10)", "S" },
+    { "no-pin", 0, 0, G_OPTION_ARG_NONE, &no_pin, "do not pin the two threads", NULL }, { NULL } };
   GOptionContext *ctx = g_option_context_new ("- daqirisrc ! fakesink on the emulated "
-      "ConnectX's generator");
+                                              "ConnectX's generator");
   g_option_context_add_main_entries (ctx, entries, NULL);
   g_option_context_add_group (ctx, gst_init_get_option_group ());
   GError *err = NULL;
@@ -507,15 +512,14 @@ main (int argc, char **argv)
   g_unsetenv ("GST_PLUGIN_PATH");
   gst_init (NULL, NULL);
   const GstPluginDesc *d = gst_plugin_daqiri_get_desc ();
-  if (!gst_plugin_register_static (d->major_version, d->minor_version, d->name,
-          d->description, d->plugin_init, d->version, d->license, d->source, d->package,
-          d->origin)) {
+  if (!gst_plugin_register_static (d->major_version, d->minor_version, d->name, d->description,
+          d->plugin_init, d->version, d->license, d->source, d->package, d->origin)) {
     g_printerr ("bench-emu-rate: cannot register the daqiri plugin\n");
     return 2;
   }
 
   Run *full = g_new0 (Run, o.repeat), *pacedr = g_new0 (Run, o.repeat);
-  Run soakr = {.kind = "soak",.gen_rate = 0 };
+  Run soakr = { .kind = "soak", .gen_rate = 0 };
   guint index = 0;
   gboolean failed = FALSE;
   /* interleaved: the machine's noise spreads over both kinds */
@@ -535,15 +539,15 @@ main (int argc, char **argv)
     run_drain (&o, &drains[i], index++, drain_n);
     Drain *dr = &drains[i];
     if (dr->ok)
-      g_print ("{\"bench\":\"emu-rate\",\"run\":\"drain\",\"frame\":%u,\"packets\":%"
-          G_GUINT64_FORMAT ",\"fill_seconds\":%.4f,\"generated_pps\":%.0f,"
+      g_print (
+          "{\"bench\":\"emu-rate\",\"run\":\"drain\",\"frame\":%u,\"packets\":%" G_GUINT64_FORMAT
+          ",\"fill_seconds\":%.4f,\"generated_pps\":%.0f,"
           "\"drain_seconds\":%.4f,\"received_pps\":%.0f,\"src_cpu_ns_per_packet\":%.1f,"
-          "\"drops\":%" G_GUINT64_FORMAT "}\n", o.frame, dr->packets, dr->fill_seconds,
-          dr->packets / dr->fill_seconds, dr->drain_seconds, dr->packets / dr->drain_seconds,
-          dr->src_cpu_ns, dr->drops);
+          "\"drops\":%" G_GUINT64_FORMAT "}\n",
+          o.frame, dr->packets, dr->fill_seconds, dr->packets / dr->fill_seconds, dr->drain_seconds,
+          dr->packets / dr->drain_seconds, dr->src_cpu_ns, dr->drops);
     else
-      g_print ("{\"bench\":\"emu-rate\",\"run\":\"drain\",\"error\":\"%s\"}\n",
-          dr->error);
+      g_print ("{\"bench\":\"emu-rate\",\"run\":\"drain\",\"error\":\"%s\"}\n", dr->error);
     failed |= !dr->ok;
   }
   if (o.soak > 0) {
@@ -555,8 +559,8 @@ main (int argc, char **argv)
 
   const Run *fm = median (full, o.repeat), *pm = median (pacedr, o.repeat);
   g_print ("\n| run | received Mpps (min..max) | generated Mpps | drops | packets/buffer "
-      "| daqirisrc thread ns/packet (busy) | device thread ns/frame (busy) |\n"
-      "|---|---|---|---|---|---|---|\n");
+           "| daqirisrc thread ns/packet (busy) | device thread ns/frame (busy) |\n"
+           "|---|---|---|---|---|---|---|\n");
   print_row ("full", fm, full, o.repeat);
   gchar *pname = g_strdup_printf ("paced %.0f Mpps", o.paced / 1e6);
   print_row (pname, pm, pacedr, o.repeat);
@@ -569,8 +573,9 @@ main (int argc, char **argv)
       best = &drains[i];
   if (best != NULL)
     g_print ("| drain (receiver alone) | %.2f | %.2f (generator alone) | %" G_GUINT64_FORMAT
-        " | - | %.1f | - |\n", best->packets / best->drain_seconds / 1e6,
-        best->packets / best->fill_seconds / 1e6, best->drops, best->src_cpu_ns);
+             " | - | %.1f | - |\n",
+        best->packets / best->drain_seconds / 1e6, best->packets / best->fill_seconds / 1e6,
+        best->drops, best->src_cpu_ns);
 
   /* targets */
   double rate = fm->ok ? fm->received / fm->seconds : 0;
@@ -599,23 +604,26 @@ main (int argc, char **argv)
   g_print ("\nreceived at full rate: %.2f Mpps (target >= %.0f Mpps: %s)\n", rate / 1e6,
       RATE_TARGET_PPS / 1e6, rate_ok ? "PASS" : "FAIL");
   g_print ("paced at %.1f Mpps (generated up to %.2f Mpps): %" G_GUINT64_FORMAT " drops over "
-      "%u run(s) (target 0: %s)\n", o.paced / 1e6, paced_gen / 1e6, paced_drops, o.repeat,
-      drops_ok ? "PASS" : "FAIL");
-  g_print ("ring per queue at the defaults: %.1f MiB (target <= 64 MiB: %s)\n",
-      ring / 1048576.0, ring_ok ? "PASS" : "FAIL");
+           "%u run(s) (target 0: %s)\n",
+      o.paced / 1e6, paced_gen / 1e6, paced_drops, o.repeat, drops_ok ? "PASS" : "FAIL");
+  g_print ("ring per queue at the defaults: %.1f MiB (target <= 64 MiB: %s)\n", ring / 1048576.0,
+      ring_ok ? "PASS" : "FAIL");
   if (soakr.rss_kib != NULL && soakr.rss_kib->len > 1)
     g_print ("RSS over %u s at full rate: %" G_GUINT64_FORMAT " KiB first, %" G_GUINT64_FORMAT
-        " KiB last, %" G_GUINT64_FORMAT "..%" G_GUINT64_FORMAT " KiB (target flat within 1 %%:"
-        " %s)\n", o.soak, rss_first, rss_last, rss_min, rss_max, rss_ok ? "PASS" : "FAIL");
-  g_print ("bench-emu-rate: %uB full %.2f Mpps (generated %.2f, %" G_GUINT64_FORMAT
-      " drops, daqirisrc %.1f ns/pkt, device %.1f ns/frame); paced %.1f Mpps %"
-      G_GUINT64_FORMAT " drops; receiver alone %.2f Mpps, generator alone %.2f Mpps; ring "
+             " KiB last, %" G_GUINT64_FORMAT "..%" G_GUINT64_FORMAT " KiB (target flat within 1 %%:"
+             " %s)\n",
+        o.soak, rss_first, rss_last, rss_min, rss_max, rss_ok ? "PASS" : "FAIL");
+  g_print (
+      "bench-emu-rate: %uB full %.2f Mpps (generated %.2f, %" G_GUINT64_FORMAT
+      " drops, daqirisrc %.1f ns/pkt, device %.1f ns/frame); paced %.1f Mpps %" G_GUINT64_FORMAT
+      " drops; receiver alone %.2f Mpps, generator alone %.2f Mpps; ring "
       "%.0f MiB/queue; RSS %" G_GUINT64_FORMAT "->%" G_GUINT64_FORMAT " KiB; targets %d/4 "
-      "PASS\n", o.frame, rate / 1e6, fm->ok ? fm->generated / fm->seconds / 1e6 : 0,
-      fm->ok ? fm->drops : 0, fm->ok ? fm->src_cpu_ns : 0, fm->ok ? fm->dev_cpu_ns : 0,
-      o.paced / 1e6, paced_drops, best ? best->packets / best->drain_seconds / 1e6 : 0,
-      best ? best->packets / best->fill_seconds / 1e6 : 0, ring / 1048576.0, rss_first,
-      rss_last, rate_ok + drops_ok + ring_ok + rss_ok);
+      "PASS\n",
+      o.frame, rate / 1e6, fm->ok ? fm->generated / fm->seconds / 1e6 : 0, fm->ok ? fm->drops : 0,
+      fm->ok ? fm->src_cpu_ns : 0, fm->ok ? fm->dev_cpu_ns : 0, o.paced / 1e6, paced_drops,
+      best ? best->packets / best->drain_seconds / 1e6 : 0,
+      best ? best->packets / best->fill_seconds / 1e6 : 0, ring / 1048576.0, rss_first, rss_last,
+      rate_ok + drops_ok + ring_ok + rss_ok);
   for (guint i = 0; i < o.repeat; i++)
     g_free (drains[i].error);
   g_free (drains);

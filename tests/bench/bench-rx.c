@@ -79,7 +79,7 @@
 #define TX_ADDR "10.199.0.1"
 #define UDP_DST_PORT 5004
 #define UDP_SRC_PORT 40000
-#define BENCH_MAGIC G_GUINT64_CONSTANT (0x4451424e43485258)     /* "DQBNCHRX" */
+#define BENCH_MAGIC G_GUINT64_CONSTANT (0x4451424e43485258) /* "DQBNCHRX" */
 
 /* the frame: Ethernet (14) + IPv4 (20) + UDP (8) + payload (magic, seq, pattern) */
 #define ETH_OFF 0
@@ -91,8 +91,8 @@
 #define MAX_PAYLOAD 1458
 
 #define SEND_BATCH 64
-#define CHILD_CTL_FD 3          /* orchestrator -> receiver */
-#define CHILD_STATUS_FD 4       /* receiver -> orchestrator */
+#define CHILD_CTL_FD 3    /* orchestrator -> receiver */
+#define CHILD_STATUS_FD 4 /* receiver -> orchestrator */
 #define SETTLE_MS 100
 #define TICK_MS 10
 #define SOAK_SAMPLE_S 10
@@ -130,49 +130,51 @@ static gboolean opt_bare_prefetch = FALSE;
 static gchar *opt_child = NULL;
 static gchar *opt_pipeline = NULL;
 
-static GOptionEntry entries[] = {
-  {"packets", 'n', 0, G_OPTION_ARG_INT64, &opt_packets,
-      "Frames sent per run (default 2000000)", "N"},
-  {"rate", 'r', 0, G_OPTION_ARG_INT64, &opt_rate,
-      "Send at this many packets/s (default 0: as fast as the sender can)", "PPS"},
-  {"payloads", 0, 0, G_OPTION_ARG_STRING, &opt_payloads,
-      "UDP payload sizes in bytes, comma-separated (default 64,1024)", "LIST"},
-  {"receivers", 0, 0, G_OPTION_ARG_STRING, &opt_receivers,
-      "Receivers to run: bare, daqirisrc, udpsrc, dpdk (default bare,daqirisrc,udpsrc)", "LIST"},
-  {"repeat", 0, 0, G_OPTION_ARG_INT, &opt_repeat,
-      "Runs per receiver and payload, interleaved; the median is reported (default 3)", "N"},
-  {"idle-ms", 0, 0, G_OPTION_ARG_INT, &opt_idle_ms,
+static GOptionEntry entries[] = { { "packets", 'n', 0, G_OPTION_ARG_INT64, &opt_packets,
+                                      "Frames sent per run (default 2000000)", "N" },
+  { "rate", 'r', 0, G_OPTION_ARG_INT64, &opt_rate,
+      "Send at this many packets/s (default 0: as fast as the sender can)", "PPS" },
+  { "payloads", 0, 0, G_OPTION_ARG_STRING, &opt_payloads,
+      "UDP payload sizes in bytes, comma-separated (default 64,1024)", "LIST" },
+  { "receivers", 0, 0, G_OPTION_ARG_STRING, &opt_receivers,
+      "Receivers to run: bare, daqirisrc, udpsrc, dpdk (default bare,daqirisrc,udpsrc)", "LIST" },
+  { "repeat", 0, 0, G_OPTION_ARG_INT, &opt_repeat,
+      "Runs per receiver and payload, interleaved; the median is reported (default 3)", "N" },
+  { "idle-ms", 0, 0, G_OPTION_ARG_INT, &opt_idle_ms,
       "A receiver stops after this long without packets once the sender finished "
-      "(default 300)", "MS"},
-  {"stall-ms", 0, 0, G_OPTION_ARG_INT, &opt_stall_ms,
+      "(default 300)",
+      "MS" },
+  { "stall-ms", 0, 0, G_OPTION_ARG_INT, &opt_stall_ms,
       "Stop each receiver (SIGSTOP) for this long, 300 ms into the traffic: how long a "
-      "stall its ring absorbs (default 0: no stall)", "MS"},
-  {"soak", 0, 0, G_OPTION_ARG_INT, &opt_soak,
+      "stall its ring absorbs (default 0: no stall)",
+      "MS" },
+  { "soak", 0, 0, G_OPTION_ARG_INT, &opt_soak,
       "Instead of the comparison: daqirisrc at full rate for this long, RSS sampled every "
-      "10 s", "SECONDS"},
-  {"soak-payload", 0, 0, G_OPTION_ARG_INT, &opt_soak_payload,
-      "Payload size of the soak (default 64)", "BYTES"},
-  {"sink", 0, 0, G_OPTION_ARG_STRING, &opt_sink,
-      "Sink of the GStreamer receivers (default \"fakesink\")", "DESC"},
-  {"daqirisrc-props", 0, 0, G_OPTION_ARG_STRING, &opt_src_props,
-      "Extra daqirisrc properties, e.g. \"burst-packets=64\" (default none)", "PROPS"},
-  {"wrap", 0, 0, G_OPTION_ARG_STRING, &opt_wrap,
-      "Run every receiver under this command, e.g. \"valgrind --tool=callgrind\"", "CMD"},
-  {"plugin-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_plugin_dir,
-      "Directory with the daqiri plugin (default: the build's gst/)", "DIR"},
-  {"bare-block-size", 0, 0, G_OPTION_ARG_INT, &opt_block_size,
-      "Block size of the bare loop's ring (default 1048576, as daqirisrc)", "BYTES"},
-  {"bare-blocks", 0, 0, G_OPTION_ARG_INT, &opt_blocks,
-      "Blocks of the bare loop's ring (default 64, as daqirisrc)", "N"},
-  {"bare-retire-ms", 0, 0, G_OPTION_ARG_INT, &opt_retire_ms,
-      "Block retire timeout of the bare loop (default 1, as daqirisrc)", "MS"},
-  {"bare-prefetch", 0, 0, G_OPTION_ARG_NONE, &opt_bare_prefetch,
+      "10 s",
+      "SECONDS" },
+  { "soak-payload", 0, 0, G_OPTION_ARG_INT, &opt_soak_payload,
+      "Payload size of the soak (default 64)", "BYTES" },
+  { "sink", 0, 0, G_OPTION_ARG_STRING, &opt_sink,
+      "Sink of the GStreamer receivers (default \"fakesink\")", "DESC" },
+  { "daqirisrc-props", 0, 0, G_OPTION_ARG_STRING, &opt_src_props,
+      "Extra daqirisrc properties, e.g. \"burst-packets=64\" (default none)", "PROPS" },
+  { "wrap", 0, 0, G_OPTION_ARG_STRING, &opt_wrap,
+      "Run every receiver under this command, e.g. \"valgrind --tool=callgrind\"", "CMD" },
+  { "plugin-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_plugin_dir,
+      "Directory with the daqiri plugin (default: the build's gst/)", "DIR" },
+  { "bare-block-size", 0, 0, G_OPTION_ARG_INT, &opt_block_size,
+      "Block size of the bare loop's ring (default 1048576, as daqirisrc)", "BYTES" },
+  { "bare-blocks", 0, 0, G_OPTION_ARG_INT, &opt_blocks,
+      "Blocks of the bare loop's ring (default 64, as daqirisrc)", "N" },
+  { "bare-retire-ms", 0, 0, G_OPTION_ARG_INT, &opt_retire_ms,
+      "Block retire timeout of the bare loop (default 1, as daqirisrc)", "MS" },
+  { "bare-prefetch", 0, 0, G_OPTION_ARG_NONE, &opt_bare_prefetch,
       "Let the bare loop prefetch packet headers ahead (not the floor: shows what "
-      "prefetching would save)", NULL},
-  {"child", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &opt_child, NULL, NULL},
-  {"pipeline", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &opt_pipeline, NULL, NULL},
-  {NULL, 0, 0, G_OPTION_ARG_NONE, NULL, NULL, NULL}
-};
+      "prefetching would save)",
+      NULL },
+  { "child", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &opt_child, NULL, NULL },
+  { "pipeline", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &opt_pipeline, NULL, NULL },
+  { NULL, 0, 0, G_OPTION_ARG_NONE, NULL, NULL, NULL } };
 
 /* ---------------------------------------------------------------------------------- */
 /* small helpers */
@@ -240,11 +242,11 @@ static void
 sleep_ms (gint ms)
 {
   struct timespec ts = { ms / 1000, (long) (ms % 1000) * 1000000L };
-  while (nanosleep (&ts, &ts) != 0 && errno == EINTR);
+  while (nanosleep (&ts, &ts) != 0 && errno == EINTR)
+    ;
 }
 
-static G_GNUC_PRINTF (1, 2) G_GNUC_NORETURN void
-die (const char *fmt, ...)
+static G_GNUC_PRINTF (1, 2) G_GNUC_NORETURN void die (const char *fmt, ...)
 {
   va_list ap;
   fputs ("bench-rx: ", stderr);
@@ -271,8 +273,7 @@ write_all (int fd, const char *data, gsize len)
 }
 
 /* Writes one '\n'-terminated line. */
-static G_GNUC_PRINTF (2, 3) gboolean
-send_line (int fd, const char *fmt, ...)
+static G_GNUC_PRINTF (2, 3) gboolean send_line (int fd, const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
@@ -295,7 +296,7 @@ typedef struct {
 /* Reads the next line (without '\n') into `out`. Returns 1 for a line, 0 when
  * timeout_ms (-1: none) passed first, -1 at end of file or on an error. */
 static int
-read_line (LineReader * lr, char *out, gsize out_size, gint timeout_ms)
+read_line (LineReader *lr, char *out, gsize out_size, gint timeout_ms)
 {
   gint64 deadline = timeout_ms < 0 ? -1 : mono_ns () + (gint64) timeout_ms * NS_PER_MS;
   for (;;) {
@@ -310,13 +311,13 @@ read_line (LineReader * lr, char *out, gsize out_size, gint timeout_ms)
       return 1;
     }
     if (lr->len == sizeof lr->buf)
-      lr->len = 0;              /* an absurdly long line: drop it */
+      lr->len = 0; /* an absurdly long line: drop it */
     int wait = -1;
     if (deadline >= 0) {
       gint64 left = deadline - mono_ns ();
       wait = left <= 0 ? 0 : (int) ((left + NS_PER_MS - 1) / NS_PER_MS);
     }
-    struct pollfd pfd = {.fd = lr->fd,.events = POLLIN };
+    struct pollfd pfd = { .fd = lr->fd, .events = POLLIN };
     int r = poll (&pfd, 1, wait);
     if (r < 0 && errno == EINTR)
       continue;
@@ -353,7 +354,7 @@ pin_cpu (int cpu)
 {
   long n = sysconf (_SC_NPROCESSORS_ONLN);
   if (n < 2)
-    return;                     /* one CPU: nothing to separate */
+    return; /* one CPU: nothing to separate */
   cpu_set_t set;
   CPU_ZERO (&set);
   CPU_SET (cpu, &set);
@@ -386,7 +387,7 @@ quiet_namespace (void)
 
 /* Runs `ip ARGS...` in the current network namespace. */
 static gboolean
-run_ip (GError ** error, const char *first, ...)
+run_ip (GError **error, const char *first, ...)
 {
   GPtrArray *argv = g_ptr_array_new ();
   va_list ap;
@@ -401,8 +402,8 @@ run_ip (GError ** error, const char *first, ...)
   gchar *err_text = NULL;
   gint status = 0;
   gboolean ok = g_spawn_sync (NULL, (gchar **) argv->pdata, NULL,
-      G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err_text,
-      &status, error);
+      G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err_text, &status,
+      error);
   if (ok && !g_spawn_check_wait_status (status, NULL)) {
     gchar *cmd = g_strjoinv (" ", (gchar **) argv->pdata);
     g_set_error (error, G_SPAWN_ERROR, G_SPAWN_ERROR_FAILED, "`%s` failed: %s", cmd,
@@ -448,8 +449,8 @@ iface_running (const char *ifname)
 static gchar *
 mac_to_string (const guint8 mac[6])
 {
-  return g_strdup_printf ("%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2],
-      mac[3], mac[4], mac[5]);
+  return g_strdup_printf (
+      "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
 }
 
 static gboolean
@@ -475,13 +476,13 @@ typedef struct {
   gint64 done_at;
   guint64 count;
   gint64 last_change;
-  gboolean quiet;               /* the count did not change at the last look */
-  guint64 cpu_quiet;            /* CPU time when the current quiet spell was noticed */
+  gboolean quiet;    /* the count did not change at the last look */
+  guint64 cpu_quiet; /* CPU time when the current quiet spell was noticed */
   gboolean timed_out;
 } IdleTracker;
 
 static void
-idle_init (IdleTracker * t, gint idle_ms)
+idle_init (IdleTracker *t, gint idle_ms)
 {
   memset (t, 0, sizeof *t);
   t->idle_ns = (gint64) idle_ms * NS_PER_MS;
@@ -493,7 +494,7 @@ idle_init (IdleTracker * t, gint idle_ms)
 /* TRUE when the receiver should stop. Called at every look at the counter: each tick
  * of the GStreamer receivers, each wakeup without a full block of the bare loop. */
 static gboolean
-idle_update (IdleTracker * t, guint64 count, gint64 now)
+idle_update (IdleTracker *t, guint64 count, gint64 now)
 {
   if (count != t->count) {
     t->count = count;
@@ -507,7 +508,7 @@ idle_update (IdleTracker * t, guint64 count, gint64 now)
   if (!t->done)
     return FALSE;
   if (now - t->done_at > 60 * NS_PER_S) {
-    t->timed_out = TRUE;        /* packets still trickling in a minute later */
+    t->timed_out = TRUE; /* packets still trickling in a minute later */
     return TRUE;
   }
   return now - MAX (t->last_change, t->done_at) >= t->idle_ns;
@@ -515,7 +516,7 @@ idle_update (IdleTracker * t, guint64 count, gint64 now)
 
 /* Reads the orchestrator's "done" line if there is one; FALSE if it went away. */
 static gboolean
-idle_read_ctl (IdleTracker * t, LineReader * ctl)
+idle_read_ctl (IdleTracker *t, LineReader *ctl)
 {
   char line[256];
   int r;
@@ -555,10 +556,10 @@ typedef struct {
   gint64 max_gap_end;
 } GapMeter;
 
-static GapMeter gaps;           /* written by the streaming thread only */
+static GapMeter gaps; /* written by the streaming thread only */
 
 static void
-gap_note (GapMeter * g, gint64 now)
+gap_note (GapMeter *g, gint64 now)
 {
   if (g->last != 0 && now - g->last > g->max_gap) {
     g->max_gap = now - g->last;
@@ -568,7 +569,7 @@ gap_note (GapMeter * g, gint64 now)
 }
 
 static void
-count_buffer (GstBuffer * buf)
+count_buffer (GstBuffer *buf)
 {
   /* packets delivered downstream: a daqiri burst carries meta->n_packets of them, any
    * other buffer (udpsrc) one */
@@ -579,14 +580,14 @@ count_buffer (GstBuffer * buf)
 }
 
 static gboolean
-count_list_item (GstBuffer ** buf, guint idx, gpointer user_data)
+count_list_item (GstBuffer **buf, guint idx, gpointer user_data)
 {
   count_buffer (*buf);
   return TRUE;
 }
 
 static GstPadProbeReturn
-count_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+count_probe (GstPad *pad, GstPadProbeInfo *info, gpointer user_data)
 {
   if (info->type & GST_PAD_PROBE_TYPE_BUFFER)
     count_buffer (GST_PAD_PROBE_INFO_BUFFER (info));
@@ -597,7 +598,7 @@ count_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
 
 /* the text of the first ERROR message on the bus, or NULL */
 static gchar *
-bus_error (GstBus * bus)
+bus_error (GstBus *bus)
 {
   GstMessage *msg;
   while ((msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR)) != NULL) {
@@ -614,7 +615,7 @@ bus_error (GstBus * bus)
 }
 
 static guint64
-stats_u64 (const GstStructure * s, const char *field)
+stats_u64 (const GstStructure *s, const char *field)
 {
   guint64 v;
   return s != NULL && gst_structure_get_uint64 (s, field, &v) ? v : UNKNOWN;
@@ -623,7 +624,7 @@ stats_u64 (const GstStructure * s, const char *field)
 static int
 child_gst_main (void)
 {
-  LineReader ctl = {.fd = CHILD_CTL_FD };
+  LineReader ctl = { .fd = CHILD_CTL_FD };
   GError *err = NULL;
 
   gst_init (NULL, NULL);
@@ -637,8 +638,8 @@ child_gst_main (void)
   if (sink == NULL || src == NULL)
     child_fail ("pipeline", "needs elements named src and sink");
   GstPad *pad = gst_element_get_static_pad (sink, "sink");
-  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST,
-      count_probe, NULL, NULL);
+  gst_pad_add_probe (
+      pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST, count_probe, NULL, NULL);
   gst_object_unref (pad);
 
   GstBus *bus = gst_element_get_bus (pipeline);
@@ -646,12 +647,12 @@ child_gst_main (void)
    * the source (live: PLAYING without preroll) */
   GstState state = GST_STATE_NULL;
   if (gst_element_set_state (pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE ||
-      gst_element_get_state (src, &state, NULL, 10 * GST_SECOND) ==
-      GST_STATE_CHANGE_FAILURE || state != GST_STATE_PLAYING) {
+      gst_element_get_state (src, &state, NULL, 10 * GST_SECOND) == GST_STATE_CHANGE_FAILURE ||
+      state != GST_STATE_PLAYING) {
     gchar *text = bus_error (bus);
     child_fail ("cannot start the pipeline", text ? text : "(no error message)");
   }
-  sleep_ms (SETTLE_MS);         /* streaming thread negotiated and waiting in poll */
+  sleep_ms (SETTLE_MS); /* streaming thread negotiated and waiting in poll */
   gchar *text = bus_error (bus);
   if (text != NULL)
     child_fail ("pipeline error", text);
@@ -665,10 +666,10 @@ child_gst_main (void)
   send_line (CHILD_STATUS_FD, "ready");
 
   for (;;) {
-    struct pollfd pfd = {.fd = CHILD_CTL_FD,.events = POLLIN };
+    struct pollfd pfd = { .fd = CHILD_CTL_FD, .events = POLLIN };
     poll (&pfd, 1, TICK_MS);
     if (!idle_read_ctl (&idle, &ctl))
-      exit (1);                 /* the orchestrator is gone */
+      exit (1); /* the orchestrator is gone */
     guint64 n = __atomic_load_n (&probe_packets, __ATOMIC_RELAXED);
     if (idle_update (&idle, n, mono_ns ()))
       break;
@@ -682,17 +683,18 @@ child_gst_main (void)
   GstStructure *stats = NULL;
   if (g_object_class_find_property (G_OBJECT_GET_CLASS (src), "stats") != NULL)
     g_object_get (src, "stats", &stats, NULL);
-  send_line (CHILD_STATUS_FD, "result received=%" G_GUINT64_FORMAT " buffers=%"
-      G_GUINT64_FORMAT " cpu_ns=%" G_GUINT64_FORMAT " idle_cpu_ns=%" G_GUINT64_FORMAT
+  send_line (CHILD_STATUS_FD,
+      "result received=%" G_GUINT64_FORMAT " buffers=%" G_GUINT64_FORMAT
+      " cpu_ns=%" G_GUINT64_FORMAT " idle_cpu_ns=%" G_GUINT64_FORMAT
       " timed_out=%d stats_packets=%" G_GUINT64_FORMAT " stats_bursts=%" G_GUINT64_FORMAT
-      " kernel_drops=%" G_GUINT64_FORMAT " ring_bytes=%" G_GUINT64_FORMAT " max_gap_us=%"
-      G_GINT64_FORMAT " max_gap_end_ms=%" G_GINT64_FORMAT " runq_delay_us=%" G_GUINT64_FORMAT
-      " sleeps=%" G_GUINT64_FORMAT, __atomic_load_n (&probe_packets, __ATOMIC_RELAXED),
+      " kernel_drops=%" G_GUINT64_FORMAT " ring_bytes=%" G_GUINT64_FORMAT
+      " max_gap_us=%" G_GINT64_FORMAT " max_gap_end_ms=%" G_GINT64_FORMAT
+      " runq_delay_us=%" G_GUINT64_FORMAT " sleeps=%" G_GUINT64_FORMAT,
+      __atomic_load_n (&probe_packets, __ATOMIC_RELAXED),
       __atomic_load_n (&probe_buffers, __ATOMIC_RELAXED), cpu1 - cpu0,
-      cpu1 - MIN (cpu1, MAX (idle.cpu_quiet, cpu0)), idle.timed_out,
-      stats_u64 (stats, "packets"), stats_u64 (stats, "bursts"),
-      stats_u64 (stats, "drops-ring-full"), stats_u64 (stats, "ring-bytes"),
-      gaps.max_gap / 1000, gaps.max_gap_end / NS_PER_MS,
+      cpu1 - MIN (cpu1, MAX (idle.cpu_quiet, cpu0)), idle.timed_out, stats_u64 (stats, "packets"),
+      stats_u64 (stats, "bursts"), stats_u64 (stats, "drops-ring-full"),
+      stats_u64 (stats, "ring-bytes"), gaps.max_gap / 1000, gaps.max_gap_end / NS_PER_MS,
       (runq1 - MIN (runq0, runq1)) / 1000, sleeps1 - MIN (sleeps0, sleeps1));
   if (stats != NULL)
     gst_structure_free (stats);
@@ -710,7 +712,7 @@ child_gst_main (void)
 static int
 child_bare_main (void)
 {
-  LineReader ctl = {.fd = CHILD_CTL_FD };
+  LineReader ctl = { .fd = CHILD_CTL_FD };
   const gsize block_size = (gsize) opt_block_size;
   const guint n_blocks = (guint) opt_blocks;
 
@@ -730,8 +732,8 @@ child_bare_main (void)
   req.tp_retire_blk_tov = (unsigned int) opt_retire_ms;
   if (setsockopt (fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) != 0)
     child_fail ("PACKET_RX_RING", g_strerror (errno));
-  guint8 *ring = mmap (NULL, block_size * n_blocks, PROT_READ | PROT_WRITE,
-      MAP_SHARED | MAP_POPULATE, fd, 0);
+  guint8 *ring =
+      mmap (NULL, block_size * n_blocks, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (ring == MAP_FAILED)
     child_fail ("mmap", g_strerror (errno));
   int one = 1;
@@ -747,7 +749,7 @@ child_bare_main (void)
 
   struct tpacket_stats_v3 st;
   socklen_t st_len = sizeof st;
-  getsockopt (fd, SOL_PACKET, PACKET_STATISTICS, &st, &st_len);  /* resets the counters */
+  getsockopt (fd, SOL_PACKET, PACKET_STATISTICS, &st, &st_len); /* resets the counters */
 
   guint64 received = 0, blocks = 0, snap_bytes = 0;
   guint cur = 0;
@@ -769,7 +771,7 @@ child_bare_main (void)
         const struct tpacket3_hdr *h = (const struct tpacket3_hdr *) p;
         snap_bytes += h->tp_snaplen;
         p += h->tp_next_offset;
-        if (opt_bare_prefetch)  /* the header three packets on, if sizes stay the same */
+        if (opt_bare_prefetch) /* the header three packets on, if sizes stay the same */
           __builtin_prefetch (p + 2 * (gsize) h->tp_next_offset);
       }
       received += n;
@@ -780,8 +782,8 @@ child_bare_main (void)
       continue;
     }
     struct pollfd pfd[2] = {
-      {.fd = fd,.events = POLLIN},
-      {.fd = CHILD_CTL_FD,.events = POLLIN},
+      { .fd = fd, .events = POLLIN },
+      { .fd = CHILD_CTL_FD, .events = POLLIN },
     };
     poll (pfd, 2, TICK_MS);
     if (!idle_read_ctl (&idle, &ctl))
@@ -796,12 +798,13 @@ child_bare_main (void)
   memset (&st, 0, sizeof st);
   st_len = sizeof st;
   getsockopt (fd, SOL_PACKET, PACKET_STATISTICS, &st, &st_len);
-  send_line (CHILD_STATUS_FD, "result received=%" G_GUINT64_FORMAT " buffers=%"
-      G_GUINT64_FORMAT " cpu_ns=%" G_GUINT64_FORMAT " idle_cpu_ns=%" G_GUINT64_FORMAT
-      " timed_out=%d kernel_drops=%u ring_bytes=%" G_GSIZE_FORMAT " snap_bytes=%"
-      G_GUINT64_FORMAT " max_gap_us=%" G_GINT64_FORMAT " max_gap_end_ms=%" G_GINT64_FORMAT
-      " runq_delay_us=%" G_GUINT64_FORMAT " sleeps=%" G_GUINT64_FORMAT, received, blocks,
-      cpu1 - cpu0, cpu1 - MIN (cpu1, MAX (idle.cpu_quiet, cpu0)), idle.timed_out,
+  send_line (CHILD_STATUS_FD,
+      "result received=%" G_GUINT64_FORMAT " buffers=%" G_GUINT64_FORMAT
+      " cpu_ns=%" G_GUINT64_FORMAT " idle_cpu_ns=%" G_GUINT64_FORMAT
+      " timed_out=%d kernel_drops=%u ring_bytes=%" G_GSIZE_FORMAT " snap_bytes=%" G_GUINT64_FORMAT
+      " max_gap_us=%" G_GINT64_FORMAT " max_gap_end_ms=%" G_GINT64_FORMAT
+      " runq_delay_us=%" G_GUINT64_FORMAT " sleeps=%" G_GUINT64_FORMAT,
+      received, blocks, cpu1 - cpu0, cpu1 - MIN (cpu1, MAX (idle.cpu_quiet, cpu0)), idle.timed_out,
       st.tp_drops, block_size * n_blocks, snap_bytes, gaps.max_gap / 1000,
       gaps.max_gap_end / NS_PER_MS, (runq1 - MIN (runq0, runq1)) / 1000,
       sleeps1 - MIN (sleeps0, sleeps1));
@@ -814,7 +817,7 @@ child_bare_main (void)
 /* sender */
 
 static void
-put64 (guint8 * p, guint64 v)
+put64 (guint8 *p, guint64 v)
 {
   for (int i = 7; i >= 0; i--, v >>= 8)
     p[i] = (guint8) v;
@@ -824,7 +827,7 @@ typedef struct {
   int fd;
   guint8 src_mac[6];
   guint8 dst_mac[6];
-  guint8 *frames;               /* SEND_BATCH frames of frame_len bytes */
+  guint8 *frames; /* SEND_BATCH frames of frame_len bytes */
   guint frame_len;
   struct iovec iov[SEND_BATCH];
   struct mmsghdr msgs[SEND_BATCH];
@@ -833,13 +836,14 @@ typedef struct {
 /* Builds SEND_BATCH copies of the frame with `payload` bytes of UDP payload: magic,
  * sequence number (filled in per packet), then a byte pattern. */
 static void
-sender_build (Sender * s, guint payload)
+sender_build (Sender *s, guint payload)
 {
   guint len = PAYLOAD_OFF + payload;
   guint8 f[PAYLOAD_OFF + MAX_PAYLOAD];
-  DqPacketHeaders h = {.src_ip = ntohl (inet_addr (TX_ADDR)),.dst_ip =
-        ntohl (inet_addr (RX_ADDR)),.src_port = UDP_SRC_PORT,.dst_port = UDP_DST_PORT
-  };
+  DqPacketHeaders h = { .src_ip = ntohl (inet_addr (TX_ADDR)),
+    .dst_ip = ntohl (inet_addr (RX_ADDR)),
+    .src_port = UDP_SRC_PORT,
+    .dst_port = UDP_DST_PORT };
 
   memcpy (h.dst_mac, s->dst_mac, 6);
   memcpy (h.src_mac, s->src_mac, 6);
@@ -850,8 +854,8 @@ sender_build (Sender * s, guint payload)
     f[PAYLOAD_OFF + i] = (guint8) i;
 
   /* the UDP checksum with sequence number 0; each stamp updates it (RFC 1624) */
-  dq_packet_put16 (f + UDP_OFF + 6, dq_csum_udp_field (dq_csum_l4 (f + IP_OFF,
-              DQ_PACKET_PROTO_UDP, f + UDP_OFF, 8 + payload)));
+  dq_packet_put16 (f + UDP_OFF + 6,
+      dq_csum_udp_field (dq_csum_l4 (f + IP_OFF, DQ_PACKET_PROTO_UDP, f + UDP_OFF, 8 + payload)));
 
   g_free (s->frames);
   s->frames = g_malloc ((gsize) len * SEND_BATCH);
@@ -867,7 +871,7 @@ sender_build (Sender * s, guint payload)
 }
 
 static void
-sender_stamp (guint8 * f, guint64 seq)
+sender_stamp (guint8 *f, guint64 seq)
 {
   guint8 *at = f + SEQ_OFF;
   guint16 csum = dq_packet_get16 (f + UDP_OFF + 6);
@@ -881,7 +885,7 @@ sender_stamp (guint8 * f, guint64 seq)
 /* Sends `count` frames (0: until max_ns passed), at `rate` packets/s (0: as fast as
  * possible). Returns the frames the kernel accepted. */
 static guint64
-sender_run (Sender * s, guint64 count, guint64 rate, gint64 max_ns, gint64 * elapsed)
+sender_run (Sender *s, guint64 count, guint64 rate, gint64 max_ns, gint64 *elapsed)
 {
   guint batch = SEND_BATCH;
   if (rate > 0)
@@ -900,7 +904,8 @@ sender_run (Sender * s, guint64 count, guint64 rate, gint64 max_ns, gint64 * ela
       gint64 due = start + (gint64) (seq * (guint64) NS_PER_S / rate);
       if (due > now) {
         struct timespec ts = { due / NS_PER_S, due % NS_PER_S };
-        while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR);
+        while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+          ;
       }
     }
     for (guint i = 0; i < n; i++)
@@ -928,7 +933,7 @@ sender_run (Sender * s, guint64 count, guint64 rate, gint64 max_ns, gint64 * ela
 static G_GNUC_NORETURN void
 sender_main (int ctl_fd, int status_fd)
 {
-  LineReader ctl = {.fd = ctl_fd };
+  LineReader ctl = { .fd = ctl_fd };
   char line[256];
   GError *error = NULL;
   Sender s;
@@ -950,14 +955,15 @@ sender_main (int ctl_fd, int status_fd)
   gchar *rx_mac = g_strdup (line + 6);
   if (!run_ip (&error, "addr", "add", TX_ADDR "/24", "dev", TX_IFACE, NULL) ||
       !run_ip (&error, "link", "set", TX_IFACE, "up", NULL) ||
-      !run_ip (&error, "neigh", "replace", RX_ADDR, "lladdr", rx_mac, "dev", TX_IFACE,
-          "nud", "permanent", NULL) || !iface_mac (TX_IFACE, s.src_mac)) {
+      !run_ip (&error, "neigh", "replace", RX_ADDR, "lladdr", rx_mac, "dev", TX_IFACE, "nud",
+          "permanent", NULL) ||
+      !iface_mac (TX_IFACE, s.src_mac)) {
     send_line (status_fd, "error sender setup: %s", error ? error->message : "no MAC");
     _exit (1);
   }
   g_free (rx_mac);
 
-  s.fd = socket (AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);        /* 0: receives nothing */
+  s.fd = socket (AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0); /* 0: receives nothing */
   struct sockaddr_ll sll;
   memset (&sll, 0, sizeof sll);
   sll.sll_family = AF_PACKET;
@@ -976,8 +982,8 @@ sender_main (int ctl_fd, int status_fd)
   while (read_line (&ctl, line, sizeof line, -1) > 0) {
     guint64 count, rate, max_ms;
     guint payload;
-    if (sscanf (line, "send %" G_GUINT64_FORMAT " %u %" G_GUINT64_FORMAT " %"
-            G_GUINT64_FORMAT, &count, &payload, &rate, &max_ms) != 4)
+    if (sscanf (line, "send %" G_GUINT64_FORMAT " %u %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT,
+            &count, &payload, &rate, &max_ms) != 4)
       break;
     sender_build (&s, payload);
     gint64 elapsed = 0;
@@ -992,7 +998,7 @@ sender_main (int ctl_fd, int status_fd)
 
 typedef struct {
   pid_t pid;
-  int ctl;                      /* write end */
+  int ctl; /* write end */
   LineReader status;
 } Child;
 
@@ -1009,7 +1015,7 @@ on_signal (int sig)
   if (sender_pid > 0)
     kill (sender_pid, SIGKILL);
   static const char msg[] = "\nbench-rx: interrupted; receiver and sender killed, "
-      "namespaces released\n";
+                            "namespaces released\n";
   ssize_t r = write (STDERR_FILENO, msg, sizeof msg - 1);
   (void) r;
   _exit (128 + sig);
@@ -1026,7 +1032,7 @@ place_fd (int fd, int target)
 }
 
 static void
-sender_start (Child * c)
+sender_start (Child *c)
 {
   int to[2], from[2];
   if (pipe2 (to, O_CLOEXEC) != 0 || pipe2 (from, O_CLOEXEC) != 0)
@@ -1051,8 +1057,7 @@ sender_start (Child * c)
 
 /* expects a line starting with `prefix`; dies with the child's error otherwise */
 static void
-expect_line (Child * c, const char *who, const char *prefix, char *line, gsize size,
-    gint timeout_ms)
+expect_line (Child *c, const char *who, const char *prefix, char *line, gsize size, gint timeout_ms)
 {
   int r = read_line (&c->status, line, size, timeout_ms);
   if (r <= 0)
@@ -1065,7 +1070,7 @@ expect_line (Child * c, const char *who, const char *prefix, char *line, gsize s
 
 /* The veth pair: dqbrx here (the receive namespace), dqbtx in the sender's namespace. */
 static void
-network_setup (Child * sender)
+network_setup (Child *sender)
 {
   GError *error = NULL;
   char line[256];
@@ -1073,8 +1078,7 @@ network_setup (Child * sender)
   guint8 rx_mac[6], tx_mac[6];
 
   expect_line (sender, "sender", "ns", line, sizeof line, 10000);
-  if (!run_ip (&error, "link", "add", RX_IFACE, "type", "veth", "peer", "name", TX_IFACE,
-          NULL) ||
+  if (!run_ip (&error, "link", "add", RX_IFACE, "type", "veth", "peer", "name", TX_IFACE, NULL) ||
       !run_ip (&error, "link", "set", TX_IFACE, "netns", pid, NULL) ||
       !run_ip (&error, "addr", "add", RX_ADDR "/24", "dev", RX_IFACE, NULL) ||
       !run_ip (&error, "link", "set", RX_IFACE, "up", NULL))
@@ -1087,8 +1091,8 @@ network_setup (Child * sender)
   expect_line (sender, "sender", "mac ", line, sizeof line, 10000);
   if (!mac_parse (line + 4, tx_mac))
     die ("sender: bad MAC \"%s\"", line);
-  if (!run_ip (&error, "neigh", "replace", TX_ADDR, "lladdr", line + 4, "dev", RX_IFACE,
-          "nud", "permanent", NULL))
+  if (!run_ip (&error, "neigh", "replace", TX_ADDR, "lladdr", line + 4, "dev", RX_IFACE, "nud",
+          "permanent", NULL))
     die ("network setup: %s", error->message);
   for (int i = 0; i < 500 && !iface_running (RX_IFACE); i++)
     sleep_ms (10);
@@ -1109,7 +1113,7 @@ typedef struct {
 } NetCounters;
 
 static void
-net_counters (NetCounters * nc)
+net_counters (NetCounters *nc)
 {
   gchar *text = NULL;
   memset (nc, 0, sizeof *nc);
@@ -1120,9 +1124,10 @@ net_counters (NetCounters * nc)
       if (g_str_has_prefix (p, RX_IFACE ":")) {
         /* bytes packets errs drop ... */
         guint64 bytes, pkts, errs, drop;
-        if (sscanf (p + strlen (RX_IFACE ":"), "%" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT
-                " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT, &bytes, &pkts, &errs,
-                &drop) == 4) {
+        if (sscanf (p + strlen (RX_IFACE ":"),
+                "%" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT
+                " %" G_GUINT64_FORMAT,
+                &bytes, &pkts, &errs, &drop) == 4) {
           nc->if_rx_packets = pkts;
           nc->if_rx_dropped = drop;
         }
@@ -1134,10 +1139,10 @@ net_counters (NetCounters * nc)
   if (g_file_get_contents ("/proc/net/snmp", &text, NULL, NULL)) {
     gchar **lines = g_strsplit (text, "\n", -1);
     for (guint i = 0; lines[i] && lines[i + 1]; i++) {
-      gboolean udp = g_str_has_prefix (lines[i], "Udp: ") &&
-          g_str_has_prefix (lines[i + 1], "Udp: ");
-      gboolean icmp = g_str_has_prefix (lines[i], "Icmp: ") &&
-          g_str_has_prefix (lines[i + 1], "Icmp: ");
+      gboolean udp =
+          g_str_has_prefix (lines[i], "Udp: ") && g_str_has_prefix (lines[i + 1], "Udp: ");
+      gboolean icmp =
+          g_str_has_prefix (lines[i], "Icmp: ") && g_str_has_prefix (lines[i + 1], "Icmp: ");
       if (!udp && !icmp)
         continue;
       gchar **names = g_strsplit (strchr (lines[i], ' ') + 1, " ", -1);
@@ -1173,13 +1178,13 @@ receiver_pipeline (const char *receiver)
         opt_src_props ? opt_src_props : "", sink);
   if (strcmp (receiver, "dpdk") == 0)
     return g_strdup_printf ("daqirisrc name=src device=dpdk:net_af_packet0,iface=" RX_IFACE
-        ",qpairs=1,blocksz=4096,framesz=2048,framecnt=16384 %s ! %s name=sink",
+                            ",qpairs=1,blocksz=4096,framesz=2048,framecnt=16384 %s ! %s name=sink",
         opt_src_props ? opt_src_props : "", sink);
   return g_strdup_printf ("udpsrc name=src port=%d ! %s name=sink", UDP_DST_PORT, sink);
 }
 
 static void
-receiver_start (const char *receiver, Child * c)
+receiver_start (const char *receiver, Child *c)
 {
   GPtrArray *argv = g_ptr_array_new_with_free_func (g_free);
   if (opt_wrap != NULL) {
@@ -1225,8 +1230,8 @@ receiver_start (const char *receiver, Child * c)
     place_fd (b, CHILD_STATUS_FD);
     signal (SIGPIPE, SIG_DFL);
     execvp ((const char *) argv->pdata[0], (char *const *) argv->pdata);
-    send_line (CHILD_STATUS_FD, "error exec %s: %s", (const char *) argv->pdata[0],
-        g_strerror (errno));
+    send_line (
+        CHILD_STATUS_FD, "error exec %s: %s", (const char *) argv->pdata[0], g_strerror (errno));
     _exit (127);
   }
   close (to[0]);
@@ -1267,12 +1272,13 @@ typedef struct {
 } Run;
 
 static void
-run_finish_child (Child * c, Run * run)
+run_finish_child (Child *c, Run *run)
 {
   int status = 0;
   struct rusage ru;
   close (c->ctl);
-  while (wait4 (c->pid, &status, 0, &ru) < 0 && errno == EINTR);
+  while (wait4 (c->pid, &status, 0, &ru) < 0 && errno == EINTR)
+    ;
   receiver_pid = -1;
   close (c->status.fd);
   run->cpu_ns_process = rusage_cpu_ns (&ru);
@@ -1289,7 +1295,7 @@ receiver_timeout_ms (void)
 
 /* Waits for the receiver's "ready"; FALSE (run->error set) if it failed. */
 static gboolean
-receiver_wait_ready (Child * rc, Run * run)
+receiver_wait_ready (Child *rc, Run *run)
 {
   char line[1024];
   int r = read_line (&rc->status, line, sizeof line, receiver_timeout_ms ());
@@ -1304,7 +1310,7 @@ receiver_wait_ready (Child * rc, Run * run)
 }
 
 static void
-receiver_collect (Child * rc, Run * run)
+receiver_collect (Child *rc, Run *run)
 {
   char line[1024];
   int r = read_line (&rc->status, line, sizeof line, receiver_timeout_ms ());
@@ -1323,14 +1329,14 @@ receiver_collect (Child * rc, Run * run)
     if (run->kernel_drops == UNKNOWN)
       run->kernel_drops = line_value (line, "kernel_drops");
   } else {
-    run->error = g_strdup (r > 0 && g_str_has_prefix (line, "error ") ? line + 6 :
-        "no result from the receiver");
+    run->error = g_strdup (
+        r > 0 && g_str_has_prefix (line, "error ") ? line + 6 : "no result from the receiver");
     kill (rc->pid, SIGKILL);
   }
 }
 
 static void
-run_one (Child * sender, const char *receiver, guint payload, guint64 count, Run * run)
+run_one (Child *sender, const char *receiver, guint payload, guint64 count, Run *run)
 {
   char line[256];
   NetCounters before, after;
@@ -1344,8 +1350,8 @@ run_one (Child * sender, const char *receiver, guint payload, guint64 count, Run
   receiver_start (receiver, &rc);
   if (receiver_wait_ready (&rc, run)) {
     net_counters (&before);
-    send_line (sender->ctl, "send %" G_GUINT64_FORMAT " %u %" G_GINT64_FORMAT " 0", count,
-        payload, opt_rate);
+    send_line (sender->ctl, "send %" G_GUINT64_FORMAT " %u %" G_GINT64_FORMAT " 0", count, payload,
+        opt_rate);
     if (opt_stall_ms > 0) {
       /* the receiver stops taking packets for a while; the ring has to hold them */
       if (read_line (&sender->status, line, sizeof line, 300) != 0)
@@ -1355,8 +1361,8 @@ run_one (Child * sender, const char *receiver, guint payload, guint64 count, Run
       kill (rc.pid, SIGCONT);
     }
     expect_line (sender, "sender", "sent ", line, sizeof line, -1);
-    if (sscanf (line, "sent %" G_GUINT64_FORMAT " %" G_GINT64_FORMAT, &run->sent,
-            &run->send_ns) != 2)
+    if (sscanf (line, "sent %" G_GUINT64_FORMAT " %" G_GINT64_FORMAT, &run->sent, &run->send_ns) !=
+        2)
       die ("sender: bad answer \"%s\"", line);
     send_line (rc.ctl, "done %" G_GUINT64_FORMAT, run->sent);
     receiver_collect (&rc, run);
@@ -1375,14 +1381,14 @@ run_one (Child * sender, const char *receiver, guint payload, guint64 count, Run
 /* ---- output ---- */
 
 static void
-json_string (GString * out, const char *s)
+json_string (GString *out, const char *s)
 {
   g_string_append_c (out, '"');
   for (; *s; s++) {
     if (*s == '"' || *s == '\\')
       g_string_append_printf (out, "\\%c", *s);
-    else if ((guchar) * s < 0x20)
-      g_string_append_printf (out, "\\u%04x", (guchar) * s);
+    else if ((guchar) *s < 0x20)
+      g_string_append_printf (out, "\\u%04x", (guchar) *s);
     else
       g_string_append_c (out, *s);
   }
@@ -1390,7 +1396,7 @@ json_string (GString * out, const char *s)
 }
 
 static void
-json_u64 (GString * out, const char *key, guint64 v)
+json_u64 (GString *out, const char *key, guint64 v)
 {
   if (v == UNKNOWN)
     g_string_append_printf (out, ", \"%s\": null", key);
@@ -1399,7 +1405,7 @@ json_u64 (GString * out, const char *key, guint64 v)
 }
 
 static guint64
-drops_of (const Run * r)
+drops_of (const Run *r)
 {
   if (r->error != NULL || r->received == UNKNOWN)
     return UNKNOWN;
@@ -1409,7 +1415,7 @@ drops_of (const Run * r)
 static int
 cmp_ns (const void *a, const void *b)
 {
-  const Run *x = *(const Run * const *) a, *y = *(const Run * const *) b;
+  const Run *x = *(const Run *const *) a, *y = *(const Run *const *) b;
   return x->ns_per_packet < y->ns_per_packet ? -1 : x->ns_per_packet > y->ns_per_packet;
 }
 
@@ -1417,16 +1423,16 @@ cmp_ns (const void *a, const void *b)
 typedef struct {
   const char *receiver;
   guint payload;
-  GPtrArray *runs;              /* Run* */
-  const Run *median;            /* NULL if every run failed */
-  guint64 drops_all;            /* drops summed over the repetitions */
+  GPtrArray *runs;   /* Run* */
+  const Run *median; /* NULL if every run failed */
+  guint64 drops_all; /* drops summed over the repetitions */
   guint64 received_all;
   guint64 sent_all;
   double ns_min, ns_max;
 } Cell;
 
 static void
-cell_finish (Cell * c)
+cell_finish (Cell *c)
 {
   GPtrArray *ok = g_ptr_array_new ();
   c->drops_all = 0;
@@ -1453,12 +1459,12 @@ cell_finish (Cell * c)
 }
 
 static void
-cell_print_json (const Cell * c)
+cell_print_json (const Cell *c)
 {
   GString *out = g_string_new ("{\"receiver\": ");
   json_string (out, c->receiver);
-  g_string_append_printf (out, ", \"payload_bytes\": %u, \"frame_bytes\": %u", c->payload,
-      PAYLOAD_OFF + c->payload);
+  g_string_append_printf (
+      out, ", \"payload_bytes\": %u, \"frame_bytes\": %u", c->payload, PAYLOAD_OFF + c->payload);
   const Run *m = c->median;
   if (m == NULL) {
     const Run *r0 = g_ptr_array_index (c->runs, 0);
@@ -1480,8 +1486,7 @@ cell_print_json (const Cell * c)
   json_u64 (out, "cpu_ns_process", m->cpu_ns_process);
   json_u64 (out, "buffers", m->buffers);
   g_string_append_printf (out, ", \"packets_per_buffer\": %.1f",
-      m->buffers > 0 && m->buffers != UNKNOWN ? (double) m->received / (double) m->buffers :
-      0.0);
+      m->buffers > 0 && m->buffers != UNKNOWN ? (double) m->received / (double) m->buffers : 0.0);
   json_u64 (out, "ring_bytes", m->ring_bytes);
   json_u64 (out, "stats_packets", m->stats_packets);
   json_u64 (out, "max_gap_us", m->max_gap_us);
@@ -1493,8 +1498,7 @@ cell_print_json (const Cell * c)
   g_string_append_printf (out, ", \"send_pps\": %.0f",
       m->send_ns > 0 ? (double) m->sent * 1e9 / (double) m->send_ns : 0.0);
   g_string_append_printf (out, ", \"rate_pps\": %" G_GINT64_FORMAT, opt_rate);
-  g_string_append_printf (out, ", \"repeat\": %u, \"cpu_ns_per_packet_all\": [",
-      c->runs->len);
+  g_string_append_printf (out, ", \"repeat\": %u, \"cpu_ns_per_packet_all\": [", c->runs->len);
   for (guint i = 0; i < c->runs->len; i++) {
     const Run *r = g_ptr_array_index (c->runs, i);
     g_string_append_printf (out, "%s%.1f", i ? ", " : "", r->ns_per_packet);
@@ -1532,7 +1536,7 @@ cell_print_json (const Cell * c)
 }
 
 static Cell *
-find_cell (GPtrArray * cells, const char *receiver, guint payload)
+find_cell (GPtrArray *cells, const char *receiver, guint payload)
 {
   for (guint i = 0; i < cells->len; i++) {
     Cell *c = g_ptr_array_index (cells, i);
@@ -1549,7 +1553,7 @@ pass (gboolean ok)
 }
 
 static gchar *
-drops_text (const Cell * c)
+drops_text (const Cell *c)
 {
   if (c == NULL || c->drops_all == UNKNOWN)
     return g_strdup ("?");
@@ -1559,7 +1563,7 @@ drops_text (const Cell * c)
 
 /* drops of a cell over its runs, and what the runs that dropped looked like */
 static gchar *
-drops_detail (const Cell * c)
+drops_detail (const Cell *c)
 {
   if (c == NULL || c->drops_all == UNKNOWN)
     return g_strdup ("?");
@@ -1578,13 +1582,14 @@ drops_detail (const Cell * c)
     if (r->runq_delay_us != UNKNOWN)
       runq = MAX (runq, r->runq_delay_us);
   }
-  return g_strdup_printf ("%" G_GUINT64_FORMAT " (in %u of %u runs; there the longest gap "
+  return g_strdup_printf (
+      "%" G_GUINT64_FORMAT " (in %u of %u runs; there the longest gap "
       "between deliveries was %.0f ms and the receiver waited %.0f ms in all for its CPU)",
       c->drops_all, n, c->runs->len, (double) gap / 1e3, (double) runq / 1e3);
 }
 
 static gchar *
-fmt_ns (const Cell * c)
+fmt_ns (const Cell *c)
 {
   if (c == NULL)
     return g_strdup ("?");
@@ -1594,11 +1599,10 @@ fmt_ns (const Cell * c)
 
 /* the table, the ratios with their targets, and the one-line summary */
 static void
-print_report (GPtrArray * cells, const guint * payloads, guint n_payloads)
+print_report (GPtrArray *cells, const guint *payloads, guint n_payloads)
 {
-  printf ("\n%-8s %-10s %10s %10s %8s %8s %9s %17s %8s %8s %8s\n", "payload", "receiver",
-      "sent", "received", "drops", "k.drops", "ns/pkt", "(min..max)", "pkt/buf", "RSS MiB",
-      "ring MiB");
+  printf ("\n%-8s %-10s %10s %10s %8s %8s %9s %17s %8s %8s %8s\n", "payload", "receiver", "sent",
+      "received", "drops", "k.drops", "ns/pkt", "(min..max)", "pkt/buf", "RSS MiB", "ring MiB");
   for (guint i = 0; i < cells->len; i++) {
     const Cell *c = g_ptr_array_index (cells, i);
     const Run *m = c->median;
@@ -1609,23 +1613,26 @@ print_report (GPtrArray * cells, const guint * payloads, guint n_payloads)
       continue;
     }
     gchar *range = g_strdup_printf ("(%.1f..%.1f)", c->ns_min, c->ns_max);
-    gchar *kd = m->kernel_drops == UNKNOWN ? g_strdup ("-") :
-        g_strdup_printf ("%" G_GUINT64_FORMAT, m->kernel_drops);
-    gchar *ring = m->ring_bytes == UNKNOWN || m->ring_bytes == 0 ? g_strdup ("-") :
-        g_strdup_printf ("%.1f", (double) m->ring_bytes / 1048576.0);
+    gchar *kd = m->kernel_drops == UNKNOWN
+        ? g_strdup ("-")
+        : g_strdup_printf ("%" G_GUINT64_FORMAT, m->kernel_drops);
+    gchar *ring = m->ring_bytes == UNKNOWN || m->ring_bytes == 0
+        ? g_strdup ("-")
+        : g_strdup_printf ("%.1f", (double) m->ring_bytes / 1048576.0);
     printf ("%-8u %-10s %10" G_GUINT64_FORMAT " %10" G_GUINT64_FORMAT " %8" G_GUINT64_FORMAT
-        " %8s %9.1f %17s %8.1f %8.1f %8s\n", c->payload, c->receiver, m->sent, m->received,
-        drops_of (m), kd, m->ns_per_packet, range,
-        m->buffers && m->buffers != UNKNOWN ? (double) m->received / (double) m->buffers :
-        0.0, (double) m->peak_rss_kib / 1024.0, ring);
+            " %8s %9.1f %17s %8.1f %8.1f %8s\n",
+        c->payload, c->receiver, m->sent, m->received, drops_of (m), kd, m->ns_per_packet, range,
+        m->buffers && m->buffers != UNKNOWN ? (double) m->received / (double) m->buffers : 0.0,
+        (double) m->peak_rss_kib / 1024.0, ring);
     g_free (range);
     g_free (kd);
     g_free (ring);
   }
   printf ("(median of %d run(s) by ns/pkt, min..max over all; drops = sent - received in "
-      "that run; k.drops = the kernel's count: tp_drops (bare), drops-ring-full "
-      "(daqirisrc), UDP RcvbufErrors (udpsrc); pkt/buf: packets per buffer, per ring "
-      "block for bare)\n\n", opt_repeat);
+          "that run; k.drops = the kernel's count: tp_drops (bare), drops-ring-full "
+          "(daqirisrc), UDP RcvbufErrors (udpsrc); pkt/buf: packets per buffer, per ring "
+          "block for bare)\n\n",
+      opt_repeat);
 
   GString *summary = g_string_new ("bench-rx:");
   guint n_pass = 0, n_targets = 0;
@@ -1660,7 +1667,8 @@ print_report (GPtrArray * cells, const guint * payloads, guint n_payloads)
       n_pass += ok;
       gchar *ddet = drops_detail (d), *bdet = drops_detail (b);
       printf ("\n      drops over %d run(s): daqirisrc %s, bare %s (target: none where bare "
-          "has none: %s)", opt_repeat, ddet, bdet, pass (ok));
+              "has none: %s)",
+          opt_repeat, ddet, bdet, pass (ok));
       g_free (ddet);
       g_free (bdet);
     } else {
@@ -1669,15 +1677,16 @@ print_report (GPtrArray * cells, const guint * payloads, guint n_payloads)
     const Cell *k = find_cell (cells, "dpdk", payloads[p]);
     if (k != NULL && d != NULL)
       printf ("\n      dpdk engine (af_packet driver, copies): %.1f ns/pkt = %.2fx daqirisrc "
-          "on afpacket (no target)", k->median->ns_per_packet,
-          k->median->ns_per_packet / d->median->ns_per_packet);
+              "on afpacket (no target)",
+          k->median->ns_per_packet, k->median->ns_per_packet / d->median->ns_per_packet);
     printf ("\n");
     if (d != NULL && d->median->ring_bytes != UNKNOWN)
       ring_bytes = d->median->ring_bytes;
 
-    g_string_append_printf (summary, "%s %uB daqirisrc %s ns/pkt (udpsrc %s, bare %s%s%s), "
-        "drops %s/%s/%s", p ? ";" : "", payloads[p], dn, un, bn, rel->len ? "; " : "",
-        rel->str, dd, ud, bd);
+    g_string_append_printf (summary,
+        "%s %uB daqirisrc %s ns/pkt (udpsrc %s, bare %s%s%s), "
+        "drops %s/%s/%s",
+        p ? ";" : "", payloads[p], dn, un, bn, rel->len ? "; " : "", rel->str, dd, ud, bd);
     g_string_free (rel, TRUE);
     g_free (dn);
     g_free (un);
@@ -1706,7 +1715,7 @@ print_report (GPtrArray * cells, const guint * payloads, guint n_payloads)
 
 /* VmRSS and RssAnon of a process, KiB */
 static gboolean
-proc_rss (pid_t pid, guint64 * rss, guint64 * anon)
+proc_rss (pid_t pid, guint64 *rss, guint64 *anon)
 {
   gchar *path = g_strdup_printf ("/proc/%d/status", (int) pid);
   gchar *text = NULL;
@@ -1723,7 +1732,7 @@ proc_rss (pid_t pid, guint64 * rss, guint64 * anon)
 }
 
 static int
-soak_main (Child * sender)
+soak_main (Child *sender)
 {
   char line[256];
   Run run;
@@ -1742,33 +1751,34 @@ soak_main (Child * sender)
     die ("soak: daqirisrc: %s", run.error);
   }
   proc_rss (rc.pid, &rss_ready, &anon_ready);
-  fprintf (stderr, "bench-rx: soak %d s, daqirisrc, %dB payload, %s\n", opt_soak,
-      opt_soak_payload, opt_rate ? "paced" : "full rate");
+  fprintf (stderr, "bench-rx: soak %d s, daqirisrc, %dB payload, %s\n", opt_soak, opt_soak_payload,
+      opt_rate ? "paced" : "full rate");
   /* the sender runs a little longer than the soak, so the last sample sees traffic */
-  send_line (sender->ctl, "send 0 %d %" G_GINT64_FORMAT " %" G_GINT64_FORMAT,
-      opt_soak_payload, opt_rate, (gint64) opt_soak * 1000 + 500);
+  send_line (sender->ctl, "send 0 %d %" G_GINT64_FORMAT " %" G_GINT64_FORMAT, opt_soak_payload,
+      opt_rate, (gint64) opt_soak * 1000 + 500);
   gint64 start = mono_ns ();
   gint64 next = start + SOAK_SAMPLE_S * NS_PER_S;
   for (;;) {
     gint64 left = next - mono_ns ();
-    int got = read_line (&sender->status, line, sizeof line,
-        left > 0 ? (gint) (left / NS_PER_MS) : 0);
+    int got =
+        read_line (&sender->status, line, sizeof line, left > 0 ? (gint) (left / NS_PER_MS) : 0);
     if (got < 0)
       die ("sender exited");
     if (got > 0)
       break;
     if (next - start > (gint64) opt_soak * NS_PER_S)
-      continue;                 /* past the last sample: wait for the sender */
+      continue; /* past the last sample: wait for the sender */
     if (proc_rss (rc.pid, &r, &a)) {
       g_array_append_val (rss, r);
       g_array_append_val (anon, a);
-      fprintf (stderr, "bench-rx: soak %3" G_GINT64_FORMAT " s: RSS %" G_GUINT64_FORMAT
-          " KiB (anon %" G_GUINT64_FORMAT " KiB)\n", (next - start) / NS_PER_S, r, a);
+      fprintf (stderr,
+          "bench-rx: soak %3" G_GINT64_FORMAT " s: RSS %" G_GUINT64_FORMAT
+          " KiB (anon %" G_GUINT64_FORMAT " KiB)\n",
+          (next - start) / NS_PER_S, r, a);
     }
     next += SOAK_SAMPLE_S * NS_PER_S;
   }
-  if (sscanf (line, "sent %" G_GUINT64_FORMAT " %" G_GINT64_FORMAT, &run.sent,
-          &run.send_ns) != 2)
+  if (sscanf (line, "sent %" G_GUINT64_FORMAT " %" G_GINT64_FORMAT, &run.sent, &run.send_ns) != 2)
     die ("sender: bad answer \"%s\"", line);
   send_line (rc.ctl, "done %" G_GUINT64_FORMAT, run.sent);
   receiver_collect (&rc, &run);
@@ -1788,36 +1798,35 @@ soak_main (Child * sender)
   gboolean ok = change >= -1.0 && change <= 1.0 && max_change <= 1.0;
 
   GString *out = g_string_new ("{\"receiver\": \"daqirisrc\", \"mode\": \"soak\"");
-  g_string_append_printf (out, ", \"seconds\": %d, \"payload_bytes\": %d", opt_soak,
-      opt_soak_payload);
+  g_string_append_printf (
+      out, ", \"seconds\": %d, \"payload_bytes\": %d", opt_soak, opt_soak_payload);
   json_u64 (out, "sent", run.sent);
   json_u64 (out, "received", run.received);
   json_u64 (out, "drops", drops_of (&run));
   json_u64 (out, "kernel_drops", run.kernel_drops);
-  g_string_append_printf (out, ", \"cpu_ns_per_packet\": %.1f", run.received ?
-      (double) run.cpu_ns / (double) run.received : 0.0);
+  g_string_append_printf (out, ", \"cpu_ns_per_packet\": %.1f",
+      run.received ? (double) run.cpu_ns / (double) run.received : 0.0);
   json_u64 (out, "peak_rss_kib", run.peak_rss_kib);
   json_u64 (out, "ring_bytes", run.ring_bytes);
   json_u64 (out, "rss_ready_kib", rss_ready);
   json_u64 (out, "rss_first_kib", first);
   json_u64 (out, "rss_last_kib", last);
   json_u64 (out, "rss_max_kib", max);
-  g_string_append_printf (out, ", \"rss_change_pct\": %.3f, \"rss_max_change_pct\": %.3f",
-      change, max_change);
+  g_string_append_printf (
+      out, ", \"rss_change_pct\": %.3f, \"rss_max_change_pct\": %.3f", change, max_change);
   json_u64 (out, "anon_first_kib", g_array_index (anon, guint64, 0));
   json_u64 (out, "anon_last_kib", g_array_index (anon, guint64, anon->len - 1));
   g_string_append (out, ", \"rss_samples_kib\": [");
   for (guint i = 0; i < rss->len; i++)
-    g_string_append_printf (out, "%s%" G_GUINT64_FORMAT, i ? ", " : "",
-        g_array_index (rss, guint64, i));
+    g_string_append_printf (
+        out, "%s%" G_GUINT64_FORMAT, i ? ", " : "", g_array_index (rss, guint64, i));
   g_string_append (out, "]}");
   printf ("%s\n", out->str);
   printf ("bench-rx soak: daqirisrc %d s at %.2f Mpps, %uB: RSS first %" G_GUINT64_FORMAT
-      " KiB, last %" G_GUINT64_FORMAT " KiB, max %" G_GUINT64_FORMAT " KiB, change %+.2f%% "
-      "(max %+.2f%%; target within +-1%%: %s), drops %" G_GUINT64_FORMAT "\n", opt_soak,
-      run.send_ns > 0 ? (double) run.sent * 1e3 / (double) run.send_ns : 0.0,
-      (guint) opt_soak_payload, first, last, max, change, max_change, pass (ok),
-      drops_of (&run));
+          " KiB, last %" G_GUINT64_FORMAT " KiB, max %" G_GUINT64_FORMAT " KiB, change %+.2f%% "
+          "(max %+.2f%%; target within +-1%%: %s), drops %" G_GUINT64_FORMAT "\n",
+      opt_soak, run.send_ns > 0 ? (double) run.sent * 1e3 / (double) run.send_ns : 0.0,
+      (guint) opt_soak_payload, first, last, max, change, max_change, pass (ok), drops_of (&run));
   g_string_free (out, TRUE);
   g_array_free (rss, TRUE);
   g_array_free (anon, TRUE);
@@ -1828,7 +1837,7 @@ soak_main (Child * sender)
 /* ---- main ---- */
 
 static guint
-parse_list (const char *text, const char *const *allowed, gchar *** out)
+parse_list (const char *text, const char *const *allowed, gchar ***out)
 {
   gchar **items = g_strsplit (text, ",", -1);
   guint n = 0;
@@ -1875,31 +1884,27 @@ main (int argc, char **argv)
     die ("bad --child");
   }
 
-  if (opt_packets <= 0 || opt_rate < 0 || opt_repeat < 1 || opt_idle_ms < 1 ||
-      opt_stall_ms < 0 ||
+  if (opt_packets <= 0 || opt_rate < 0 || opt_repeat < 1 || opt_idle_ms < 1 || opt_stall_ms < 0 ||
       opt_soak < 0 || opt_block_size <= 0 || opt_blocks < 2 || opt_retire_ms < 1)
     die ("an option is out of range (see --help)");
-  static const char *const receivers_allowed[] = { "bare", "daqirisrc", "udpsrc", "dpdk",
-    NULL
-  };
+  static const char *const receivers_allowed[] = { "bare", "daqirisrc", "udpsrc", "dpdk", NULL };
   gchar **receivers = NULL, **payload_texts = NULL;
-  guint n_receivers = parse_list (opt_receivers ? opt_receivers : "bare,daqirisrc,udpsrc",
-      receivers_allowed, &receivers);
-  guint n_payloads = parse_list (opt_payloads ? opt_payloads : "64,1024", NULL,
-      &payload_texts);
+  guint n_receivers = parse_list (
+      opt_receivers ? opt_receivers : "bare,daqirisrc,udpsrc", receivers_allowed, &receivers);
+  guint n_payloads = parse_list (opt_payloads ? opt_payloads : "64,1024", NULL, &payload_texts);
   guint *payloads = g_new0 (guint, n_payloads + 1);
   for (guint i = 0; i < n_payloads; i++) {
     guint64 v = g_ascii_strtoull (payload_texts[i], NULL, 10);
     if (v < MIN_PAYLOAD || v > MAX_PAYLOAD)
-      die ("payload %s is out of range (%d .. %d)", payload_texts[i], MIN_PAYLOAD,
-          MAX_PAYLOAD);
+      die ("payload %s is out of range (%d .. %d)", payload_texts[i], MIN_PAYLOAD, MAX_PAYLOAD);
     payloads[i] = (guint) v;
   }
   if (opt_soak > 0 && (opt_soak_payload < MIN_PAYLOAD || opt_soak_payload > MAX_PAYLOAD))
     die ("--soak-payload is out of range (%d .. %d)", MIN_PAYLOAD, MAX_PAYLOAD);
 
   if (geteuid () != 0) {
-    fprintf (stderr, "bench-rx: needs root (network namespaces, veth, raw sockets); "
+    fprintf (stderr,
+        "bench-rx: needs root (network namespaces, veth, raw sockets); "
         "skipped\n");
     g_strfreev (receivers);
     g_strfreev (payload_texts);
@@ -1933,23 +1938,24 @@ main (int argc, char **argv)
   long cpus = sysconf (_SC_NPROCESSORS_ONLN);
   if (opt_soak > 0)
     printf ("# bench-rx soak: daqirisrc for %d s, %s, veth %s -> %s in private "
-        "namespaces, sender cpu 0, receiver cpu 1%s, sink \"%s\"\n", opt_soak,
-        opt_rate ? "paced" : "full speed", TX_IFACE, RX_IFACE,
+            "namespaces, sender cpu 0, receiver cpu 1%s, sink \"%s\"\n",
+        opt_soak, opt_rate ? "paced" : "full speed", TX_IFACE, RX_IFACE,
         cpus < 2 ? " (one CPU: not pinned)" : "", opt_sink ? opt_sink : "fakesink");
   else
     printf ("# bench-rx: %" G_GINT64_FORMAT " packets per run, %s, %d run(s) each, veth "
-        "%s -> %s in private namespaces, sender cpu 0, receiver cpu 1%s, sink \"%s\", "
-        "idle stop %d ms\n", opt_packets, opt_rate ? "paced" : "full speed",
-        opt_repeat, TX_IFACE, RX_IFACE, cpus < 2 ? " (one CPU: not pinned)" : "",
-        opt_sink ? opt_sink : "fakesink", opt_idle_ms);
+            "%s -> %s in private namespaces, sender cpu 0, receiver cpu 1%s, sink \"%s\", "
+            "idle stop %d ms\n",
+        opt_packets, opt_rate ? "paced" : "full speed", opt_repeat, TX_IFACE, RX_IFACE,
+        cpus < 2 ? " (one CPU: not pinned)" : "", opt_sink ? opt_sink : "fakesink", opt_idle_ms);
   if (opt_rate)
     printf ("# rate %" G_GINT64_FORMAT " packets/s\n", opt_rate);
   if (opt_bare_prefetch)
     printf ("# the bare loop prefetches headers (--bare-prefetch): not the floor as "
-        "specified\n");
+            "specified\n");
   if (opt_stall_ms > 0)
     printf ("# every receiver is stopped for %d ms, 300 ms into the traffic "
-        "(--stall-ms)\n", opt_stall_ms);
+            "(--stall-ms)\n",
+        opt_stall_ms);
   fflush (stdout);
 
   int rc = 0;
@@ -1976,15 +1982,16 @@ main (int argc, char **argv)
           fprintf (stderr, "bench-rx: [%d/%d] %uB %-9s failed: %s\n", rep + 1, opt_repeat,
               c->payload, c->receiver, run->error);
         else
-          fprintf (stderr, "bench-rx: [%d/%d] %uB %-9s sent %" G_GUINT64_FORMAT " (%.2f Mpps)"
+          fprintf (stderr,
+              "bench-rx: [%d/%d] %uB %-9s sent %" G_GUINT64_FORMAT " (%.2f Mpps)"
               ", received %" G_GUINT64_FORMAT " (kernel drops %" G_GINT64_FORMAT "), %.1f "
               "ns/pkt, idle cost %.2f ms, longest gap %.1f ms (ended %" G_GUINT64_FORMAT
-              " ms after ready), waited %.1f ms for the CPU\n", rep + 1, opt_repeat,
-              c->payload, c->receiver, run->sent,
+              " ms after ready), waited %.1f ms for the CPU\n",
+              rep + 1, opt_repeat, c->payload, c->receiver, run->sent,
               run->send_ns > 0 ? (double) run->sent * 1e3 / (double) run->send_ns : 0.0,
-              run->received, run->kernel_drops == UNKNOWN ? (gint64) -1 :
-              (gint64) run->kernel_drops, run->ns_per_packet,
-              (double) run->idle_cpu_ns / 1e6, (double) run->max_gap_us / 1e3,
+              run->received,
+              run->kernel_drops == UNKNOWN ? (gint64) -1 : (gint64) run->kernel_drops,
+              run->ns_per_packet, (double) run->idle_cpu_ns / 1e6, (double) run->max_gap_us / 1e3,
               run->max_gap_end_ms, (double) run->runq_delay_us / 1e3);
       }
     }
@@ -2009,7 +2016,8 @@ main (int argc, char **argv)
 
   send_line (sender.ctl, "quit");
   close (sender.ctl);
-  while (waitpid (sender.pid, NULL, 0) < 0 && errno == EINTR);
+  while (waitpid (sender.pid, NULL, 0) < 0 && errno == EINTR)
+    ;
   sender_pid = -1;
   g_strfreev (receivers);
   g_strfreev (payload_texts);

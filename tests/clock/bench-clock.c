@@ -55,7 +55,7 @@ bench_lock (guint n)
 }
 
 static double
-bench_map (GstClock * clock, DqPort * port, guint n, guint64 step, guint64 * samples)
+bench_map (GstClock *clock, DqPort *port, guint n, guint64 step, guint64 *samples)
 {
   GstDaqiriTimeMap map;
   gst_daqiri_time_map_init (&map, port);
@@ -76,8 +76,8 @@ bench_map (GstClock * clock, DqPort * port, guint n, guint64 step, guint64 * sam
 static double
 bench_meta (guint n, gboolean with_meta)
 {
-  GstCaps *caps = gst_caps_new_simple ("timestamp/x-daqiri-port", "device", G_TYPE_STRING,
-      "emu:bench", NULL);
+  GstCaps *caps =
+      gst_caps_new_simple ("timestamp/x-daqiri-port", "device", G_TYPE_STRING, "emu:bench", NULL);
   double t0 = now_ns ();
   for (guint i = 0; i < n; i++) {
     GstBuffer *buf = gst_buffer_new ();
@@ -94,7 +94,8 @@ static double
 bench_element (const char *device, gboolean system_clock, guint bursts)
 {
   char *desc = g_strdup_printf ("daqirisrc name=src device=\"%s\" ! fakesink name=sink "
-      "sync=false signal-handoffs=false", device);
+                                "sync=false signal-handoffs=false",
+      device);
   GError *error = NULL;
   GstElement *pipeline = gst_parse_launch (desc, &error);
   g_assert_no_error (error);
@@ -130,9 +131,8 @@ main (int argc, char **argv)
 {
   gst_init (&argc, &argv);
   const GstPluginDesc *d = gst_plugin_daqiri_get_desc ();
-  if (!gst_plugin_register_static (d->major_version, d->minor_version, d->name,
-          d->description, d->plugin_init, d->version, d->license, d->source, d->package,
-          d->origin))
+  if (!gst_plugin_register_static (d->major_version, d->minor_version, d->name, d->description,
+          d->plugin_init, d->version, d->license, d->source, d->package, d->origin))
     return 1;
   stub_engine_register ();
 
@@ -149,8 +149,7 @@ main (int argc, char **argv)
       "ns/buffer");
   report ("map-fitted-samples", (double) samples, "samples");
   /* bursts 1 us apart (1 M/s) */
-  report ("map-fitted-1M-bursts/s", bench_map (sys, port, n, GST_USECOND, &samples),
-      "ns/buffer");
+  report ("map-fitted-1M-bursts/s", bench_map (sys, port, n, GST_USECOND, &samples), "ns/buffer");
   double plain = bench_meta (n, FALSE);
   double meta = bench_meta (n, TRUE);
   report ("buffer-new-free", plain, "ns/buffer");
@@ -165,8 +164,7 @@ main (int argc, char **argv)
   for (guint round = 0; round < 6; round++) {
     gboolean system_clock = round % 2;
     char *dev = g_strdup_printf ("clocktest:e2e%u,bursts=%u,packets=4", round, bursts);
-    best[system_clock] = MIN (best[system_clock], bench_element (dev, system_clock,
-            bursts));
+    best[system_clock] = MIN (best[system_clock], bench_element (dev, system_clock, bursts));
     g_free (dev);
   }
   report ("daqirisrc-on-own-clock", best[0], "ns/buffer");

@@ -17,7 +17,7 @@ typedef struct {
   gboolean posix;
   gint64 ppm;
   guint64 offset;
-  guint64 ref;                  /* base-clock time when the port was opened */
+  guint64 ref; /* base-clock time when the port was opened */
   guint64 jitter;
   guint64 bursts;
   guint64 step;
@@ -39,10 +39,10 @@ typedef struct {
 } StubRxq;
 
 static GMutex ports_lock;
-static GHashTable *ports;       /* name -> StubPort, the open ones */
+static GHashTable *ports; /* name -> StubPort, the open ones */
 
 static GstClockTime
-base_now (StubPort * sp)
+base_now (StubPort *sp)
 {
   if (sp->sim)
     return gst_clock_get_time (stub_sim_clock);
@@ -52,7 +52,7 @@ base_now (StubPort * sp)
 }
 
 static guint64
-port_at (StubPort * sp, GstClockTime base)
+port_at (StubPort *sp, GstClockTime base)
 {
   if (sp->posix)
     return base;
@@ -61,7 +61,7 @@ port_at (StubPort * sp, GstClockTime base)
 }
 
 static GstClockTime
-base_at (StubPort * sp, guint64 port_time)
+base_at (StubPort *sp, guint64 port_time)
 {
   if (sp->posix)
     return port_time;
@@ -96,7 +96,7 @@ stub_base_time_at (const char *device, guint64 port_time)
 }
 
 static gpointer
-stub_port_open (const char *arg, DqPortInfo * info, GError ** error)
+stub_port_open (const char *arg, DqPortInfo *info, GError **error)
 {
   char **parts = g_strsplit (arg, ",", -1);
   StubPort *sp = g_new0 (StubPort, 1);
@@ -181,7 +181,7 @@ stub_port_time (gpointer priv)
 }
 
 static gpointer
-stub_rxq_create (gpointer port, const DqRxConfig * config, GError ** error)
+stub_rxq_create (gpointer port, const DqRxConfig *config, GError **error)
 {
   StubRxq *q = g_new0 (StubRxq, 1);
   q->port = port;
@@ -200,7 +200,7 @@ stub_rxq_destroy (gpointer rxq)
 }
 
 static int
-stub_rxq_poll (gpointer rxq, DqBurst * burst, gint64 timeout_ns, GError ** error)
+stub_rxq_poll (gpointer rxq, DqBurst *burst, gint64 timeout_ns, GError **error)
 {
   StubRxq *q = rxq;
   StubPort *sp = q->port;
@@ -209,7 +209,8 @@ stub_rxq_poll (gpointer rxq, DqBurst * burst, gint64 timeout_ns, GError ** error
     gint64 wait_us = MIN (timeout_ns, 100 * GST_MSECOND) / 1000;
     g_mutex_lock (&q->lock);
     gint64 until = g_get_monotonic_time () + wait_us;
-    while (!q->woken && g_cond_wait_until (&q->cond, &q->lock, until));
+    while (!q->woken && g_cond_wait_until (&q->cond, &q->lock, until))
+      ;
     q->woken = FALSE;
     g_mutex_unlock (&q->lock);
     return 0;
@@ -240,7 +241,7 @@ stub_rxq_poll (gpointer rxq, DqBurst * burst, gint64 timeout_ns, GError ** error
 }
 
 static void
-stub_rxq_release (gpointer rxq, DqBurst * burst)
+stub_rxq_release (gpointer rxq, DqBurst *burst)
 {
   g_free (burst->range);
 }
@@ -256,7 +257,7 @@ stub_rxq_wakeup (gpointer rxq)
 }
 
 static void
-stub_rxq_stats (gpointer rxq, DqRxStats * stats)
+stub_rxq_stats (gpointer rxq, DqRxStats *stats)
 {
   StubRxq *q = rxq;
   stats->packets = q->packets;
@@ -271,7 +272,7 @@ stub_rxq_ring_bytes (gpointer rxq)
 }
 
 static gpointer
-stub_txq_create (gpointer port, const DqTxConfig * config, GError ** error)
+stub_txq_create (gpointer port, const DqTxConfig *config, GError **error)
 {
   g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "clocktest ports do not send");
   return NULL;

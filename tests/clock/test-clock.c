@@ -38,7 +38,7 @@ launch (const char *description)
 }
 
 static GstElement *
-by_name (GstElement * pipeline, const char *name)
+by_name (GstElement *pipeline, const char *name)
 {
   GstElement *e = gst_bin_get_by_name (GST_BIN (pipeline), name);
   fail_unless (e != NULL, "no element %s", name);
@@ -46,7 +46,7 @@ by_name (GstElement * pipeline, const char *name)
 }
 
 static void
-set_state_sync (GstElement * pipeline, GstState state)
+set_state_sync (GstElement *pipeline, GstState state)
 {
   GstStateChangeReturn r = gst_element_set_state (pipeline, state);
   fail_unless (r != GST_STATE_CHANGE_FAILURE);
@@ -67,7 +67,7 @@ port_open (const char *device)
 
 /* clock time - port time, from the tightest of many back-to-back reads */
 static gint64
-clock_minus_port (GstClock * clock, DqPort * port)
+clock_minus_port (GstClock *clock, DqPort *port)
 {
   GstClockTime best_width = GST_CLOCK_TIME_NONE;
   gint64 best = 0;
@@ -86,14 +86,13 @@ clock_minus_port (GstClock * clock, DqPort * port)
 static GstCaps *
 port_caps (const char *device)
 {
-  return gst_caps_new_simple ("timestamp/x-daqiri-port", "device", G_TYPE_STRING, device,
-      NULL);
+  return gst_caps_new_simple ("timestamp/x-daqiri-port", "device", G_TYPE_STRING, device, NULL);
 }
 
 /* The port-time meta of @buf: the right caps (found by the bare media type too), the
  * first packet's time, the burst's span. */
 static void
-check_port_time_meta (GstBuffer * buf, const GstDaqiriPacketMeta * pm, GstCaps * caps)
+check_port_time_meta (GstBuffer *buf, const GstDaqiriPacketMeta *pm, GstCaps *caps)
 {
   GstCaps *any = gst_caps_new_empty_simple ("timestamp/x-daqiri-port");
   GstReferenceTimestampMeta *rm = gst_buffer_get_reference_timestamp_meta (buf, any);
@@ -102,23 +101,23 @@ check_port_time_meta (GstBuffer * buf, const GstDaqiriPacketMeta * pm, GstCaps *
   fail_unless (gst_caps_is_equal (rm->reference, caps));
   fail_unless (gst_buffer_get_reference_timestamp_meta (buf, caps) == rm);
   fail_unless_equals_uint64 (rm->timestamp, pm->packets[0].timestamp);
-  GstClockTime span = pm->n_packets > 1 ?
-      pm->packets[pm->n_packets - 1].timestamp - pm->packets[0].timestamp :
-      GST_CLOCK_TIME_NONE;
+  GstClockTime span = pm->n_packets > 1
+      ? pm->packets[pm->n_packets - 1].timestamp - pm->packets[0].timestamp
+      : GST_CLOCK_TIME_NONE;
   fail_unless_equals_uint64 (rm->duration, span);
 
   /* exactly one */
   guint n = 0;
   gpointer state = NULL;
-  while (gst_buffer_iterate_meta_filtered (buf, &state,
-          GST_REFERENCE_TIMESTAMP_META_API_TYPE) != NULL)
+  while (
+      gst_buffer_iterate_meta_filtered (buf, &state, GST_REFERENCE_TIMESTAMP_META_API_TYPE) != NULL)
     n++;
   fail_unless_equals_int (n, 1);
 }
 
 /* the next buffer, within 5 s */
 static GstSample *
-pull (GstElement * sink)
+pull (GstElement *sink)
 {
   GstSample *s = gst_app_sink_try_pull_sample (GST_APP_SINK (sink), 5 * GST_SECOND);
   fail_unless (s != NULL, "no buffer within 5 s");
@@ -129,7 +128,7 @@ pull (GstElement * sink)
 /* ---- emulated port: sender and receiver pipelines in this process --------------- */
 
 #define EMU_PACKETS 4000
-#define EMU_RATE 20000          /* packets/s: 0.2 s of traffic */
+#define EMU_RATE 20000 /* packets/s: 0.2 s of traffic */
 #define EMU_BURST 8
 
 typedef struct {
@@ -140,12 +139,14 @@ typedef struct {
 } EmuRun;
 
 static void
-emu_run_start (EmuRun * run, const char *device, GstClock * rx_clock)
+emu_run_start (EmuRun *run, const char *device, GstClock *rx_clock)
 {
   char *rx = g_strdup_printf ("daqirisrc name=src device=%s burst-packets=%u "
-      "burst-timeout=200000 ! appsink name=sink sync=false", device, EMU_BURST);
+                              "burst-timeout=200000 ! appsink name=sink sync=false",
+      device, EMU_BURST);
   char *tx = g_strdup_printf ("daqiritestsrc is-live=true rate=%u burst-packets=%u "
-      "num-packets=%u ! daqirisink device=%s", EMU_RATE, EMU_BURST, EMU_PACKETS, device);
+                              "num-packets=%u ! daqirisink device=%s",
+      EMU_RATE, EMU_BURST, EMU_PACKETS, device);
   run->rx = launch (rx);
   run->tx = launch (tx);
   g_free (rx);
@@ -157,14 +158,14 @@ emu_run_start (EmuRun * run, const char *device, GstClock * rx_clock)
   /* the receiver first, so that no packet arrives before its base time */
   set_state_sync (run->rx, GST_STATE_PLAYING);
   GstState cur;
-  fail_unless (gst_element_get_state (run->src, &cur, NULL, 5 * GST_SECOND) ==
-      GST_STATE_CHANGE_SUCCESS);
+  fail_unless (
+      gst_element_get_state (run->src, &cur, NULL, 5 * GST_SECOND) == GST_STATE_CHANGE_SUCCESS);
   fail_unless_equals_int (cur, GST_STATE_PLAYING);
   set_state_sync (run->tx, GST_STATE_PLAYING);
 }
 
 static void
-emu_run_stop (EmuRun * run)
+emu_run_stop (EmuRun *run)
 {
   gst_element_set_state (run->tx, GST_STATE_NULL);
   gst_element_set_state (run->rx, GST_STATE_NULL);
@@ -183,10 +184,9 @@ GST_START_TEST (test_pts_port_clock)
 
   GstClock *clock = gst_element_get_clock (run.src);
   fail_unless (clock != NULL);
-  fail_unless (GST_IS_DAQIRI_CLOCK (clock), "pipeline clock is %s",
-      G_OBJECT_TYPE_NAME (clock));
-  fail_unless_equals_string (dq_port_device (gst_daqiri_clock_get_port (GST_DAQIRI_CLOCK
-              (clock))), device);
+  fail_unless (GST_IS_DAQIRI_CLOCK (clock), "pipeline clock is %s", G_OBJECT_TYPE_NAME (clock));
+  fail_unless_equals_string (
+      dq_port_device (gst_daqiri_clock_get_port (GST_DAQIRI_CLOCK (clock))), device);
   GstClockTime base = gst_element_get_base_time (run.src);
   GstCaps *caps = port_caps (device);
   gchar *text = gst_caps_to_string (caps);
@@ -203,14 +203,16 @@ GST_START_TEST (test_pts_port_clock)
     fail_unless (pm != NULL && pm->n_packets > 0);
     guint64 ts = pm->packets[0].timestamp;
     /* the packet time is on this clock: after the start, before now */
-    fail_unless (ts > base && ts <= now, "packet time %" G_GUINT64_FORMAT
-        " outside [base %" G_GUINT64_FORMAT ", now %" G_GUINT64_FORMAT "]", ts, base, now);
+    fail_unless (ts > base && ts <= now,
+        "packet time %" G_GUINT64_FORMAT " outside [base %" G_GUINT64_FORMAT
+        ", now %" G_GUINT64_FORMAT "]",
+        ts, base, now);
     fail_unless_equals_uint64 (GST_BUFFER_PTS (buf), ts - base);
     fail_unless (GST_BUFFER_PTS (buf) > last_pts || n_buffers == 0);
     last_pts = GST_BUFFER_PTS (buf);
     if (pm->n_packets > 1)
-      fail_unless_equals_uint64 (GST_BUFFER_DURATION (buf),
-          pm->packets[pm->n_packets - 1].timestamp - ts);
+      fail_unless_equals_uint64 (
+          GST_BUFFER_DURATION (buf), pm->packets[pm->n_packets - 1].timestamp - ts);
     check_port_time_meta (buf, pm, caps);
     packets += pm->n_packets;
     n_buffers++;
@@ -269,8 +271,9 @@ GST_START_TEST (test_pts_system_clock)
     GstClockTime expected = (GstClockTime) ((gint64) ts + off) - base;
     GstClockTimeDiff err = GST_CLOCK_DIFF (expected, p);
     worst = MAX (worst, ABS (err));
-    fail_unless (ABS (err) <= 200 * (gint64) US, "buffer %u: PTS %" GST_TIME_FORMAT
-        ", expected %" GST_TIME_FORMAT, i, GST_TIME_ARGS (p), GST_TIME_ARGS (expected));
+    fail_unless (ABS (err) <= 200 * (gint64) US,
+        "buffer %u: PTS %" GST_TIME_FORMAT ", expected %" GST_TIME_FORMAT, i, GST_TIME_ARGS (p),
+        GST_TIME_ARGS (expected));
     if (i > 0)
       fail_unless (p > g_array_index (pts, GstClockTime, i - 1), "PTS went back at %u", i);
   }
@@ -299,10 +302,11 @@ static void
 check_drift (const char *name, gint64 ppm)
 {
   const guint bursts = 10000;
-  char *device = g_strdup_printf ("clocktest:%s,sim,ppm=%" G_GINT64_FORMAT
-      ",jitter=2000,bursts=%u", name, ppm, bursts);
+  char *device = g_strdup_printf (
+      "clocktest:%s,sim,ppm=%" G_GINT64_FORMAT ",jitter=2000,bursts=%u", name, ppm, bursts);
   char *desc = g_strdup_printf ("daqirisrc name=src device=\"%s\" ! appsink name=sink "
-      "sync=false", device);
+                                "sync=false",
+      device);
   GstElement *pipeline = launch (desc);
   g_free (desc);
   GstClock *tc = gst_test_clock_new_with_start_time (1000 * GST_SECOND);
@@ -330,8 +334,9 @@ check_drift (const char *name, gint64 ppm)
     worst = MAX (worst, ABS (err));
     if (i >= bursts / 2)
       worst_late = MAX (worst_late, ABS (err));
-    fail_unless (ABS (err) <= 10 * (gint64) US, "%s burst %u (%.2f s): PTS off by %"
-        G_GINT64_FORMAT " ns", name, i, (double) i * 0.01, err);
+    fail_unless (ABS (err) <= 10 * (gint64) US,
+        "%s burst %u (%.2f s): PTS off by %" G_GINT64_FORMAT " ns", name, i, (double) i * 0.01,
+        err);
     fail_unless (i == 0 || pts > prev, "%s: PTS went back at %u", name, i);
     prev = pts;
     if (i == 0)
@@ -344,11 +349,12 @@ check_drift (const char *name, gint64 ppm)
   /* what a fixed offset taken at the first buffer would be off by now: ppm * 100 s */
   gint64 drift = ppm * 100 * (gint64) GST_SECOND / 1000000;
   fail_unless (ABS (fixed_error - drift) < 100 * (gint64) US,
-      "%s: a fixed offset is off by %" G_GINT64_FORMAT ", expected about %" G_GINT64_FORMAT,
-      name, fixed_error, drift);
+      "%s: a fixed offset is off by %" G_GINT64_FORMAT ", expected about %" G_GINT64_FORMAT, name,
+      fixed_error, drift);
   GST_INFO ("%s: %" G_GINT64_FORMAT " ppm over 100 s: worst PTS error %" G_GINT64_FORMAT
-      " ns (second half %" G_GINT64_FORMAT " ns); a fixed offset ends %" G_GINT64_FORMAT
-      " ns off", name, ppm, worst, worst_late, fixed_error);
+            " ns (second half %" G_GINT64_FORMAT " ns); a fixed offset ends %" G_GINT64_FORMAT
+            " ns off",
+      name, ppm, worst, worst_late, fixed_error);
 
   gst_element_set_state (pipeline, GST_STATE_NULL);
   stub_sim_clock = NULL;
@@ -379,9 +385,10 @@ GST_END_TEST;
 GST_START_TEST (test_port_time_meta)
 {
   const char *device = "clocktest:meta,sim,offset=5000,bursts=20,packets=1";
-  GstElement *pipeline = launch ("daqirisrc name=src "
-      "device=\"clocktest:meta,sim,offset=5000,bursts=20,packets=1\" ! appsink "
-      "name=sink sync=false");
+  GstElement *pipeline =
+      launch ("daqirisrc name=src "
+              "device=\"clocktest:meta,sim,offset=5000,bursts=20,packets=1\" ! appsink "
+              "name=sink sync=false");
   GstClock *tc = gst_test_clock_new_with_start_time (GST_SECOND);
   stub_sim_clock = tc;
   gst_pipeline_use_clock (GST_PIPELINE (pipeline), tc);
@@ -420,12 +427,12 @@ typedef struct {
   GMutex lock;
   GCond cond;
   gboolean fired;
-  guint64 at;                   /* port time when the callback ran */
+  guint64 at; /* port time when the callback ran */
   DqPort *port;
 } AsyncWait;
 
 static gboolean
-async_fired (GstClock * clock, GstClockTime time, GstClockID id, gpointer user_data)
+async_fired (GstClock *clock, GstClockTime time, GstClockID id, gpointer user_data)
 {
   AsyncWait *w = user_data;
   guint64 now = dq_port_time (w->port);
@@ -439,7 +446,7 @@ async_fired (GstClock * clock, GstClockTime time, GstClockID id, gpointer user_d
 
 typedef enum {
   WAIT_SINGLE,
-  WAIT_PERIODIC,                /* the third period of a periodic id */
+  WAIT_PERIODIC, /* the third period of a periodic id */
   WAIT_ASYNC,
 } WaitKind;
 
@@ -448,7 +455,7 @@ static const char *const wait_names[] = { "single-shot", "periodic", "async" };
 /* Waits on @clock until @length from now; returns the port time when the wait ended
  * minus its target. */
 static gint64
-wait_once (GstClock * clock, DqPort * port, WaitKind kind, GstClockTime length)
+wait_once (GstClock *clock, DqPort *port, WaitKind kind, GstClockTime length)
 {
   GstClockTime target = gst_clock_get_time (clock) + length;
   guint64 end = 0;
@@ -468,15 +475,15 @@ wait_once (GstClock * clock, DqPort * port, WaitKind kind, GstClockTime length)
     target = start + 2 * (length / 3);
     gst_clock_id_unref (id);
   } else {
-    AsyncWait w = {.port = port };
+    AsyncWait w = { .port = port };
     g_mutex_init (&w.lock);
     g_cond_init (&w.cond);
     GstClockID id = gst_clock_new_single_shot_id (clock, target);
-    fail_unless_equals_int (gst_clock_id_wait_async (id, async_fired, &w, NULL),
-        GST_CLOCK_OK);
+    fail_unless_equals_int (gst_clock_id_wait_async (id, async_fired, &w, NULL), GST_CLOCK_OK);
     g_mutex_lock (&w.lock);
     gint64 deadline = g_get_monotonic_time () + 2 * (gint64) G_USEC_PER_SEC;
-    while (!w.fired && g_cond_wait_until (&w.cond, &w.lock, deadline));
+    while (!w.fired && g_cond_wait_until (&w.cond, &w.lock, deadline))
+      ;
     g_mutex_unlock (&w.lock);
     fail_unless (w.fired, "async wait never fired");
     end = w.at;
@@ -494,12 +501,12 @@ wait_once (GstClock * clock, DqPort * port, WaitKind kind, GstClockTime length)
  * tried again (up to 4 times with a real-time waiter, 20 without, which a loaded machine
  * wakes late far more often): a clock that waits wrongly is late every time. */
 static void
-check_waits (GstClock * clock, DqPort * port)
+check_waits (GstClock *clock, DqPort *port)
 {
   static const GstClockTime lengths[] = { 2 * MS, 30 * MS, 120 * MS };
   /* a real-time waiter (and async clock thread, which inherits it) is woken on time even
    * on a busy machine; without the privilege the retries below have to do */
-  struct sched_param rt = {.sched_priority = 10 }, normal = {.sched_priority = 0 };
+  struct sched_param rt = { .sched_priority = 10 }, normal = { .sched_priority = 0 };
   gboolean realtime = pthread_setschedparam (pthread_self (), SCHED_FIFO, &rt) == 0;
   const guint attempts = realtime ? 4 : 20;
   for (guint kind = WAIT_SINGLE; kind <= WAIT_ASYNC; kind++) {
@@ -509,17 +516,18 @@ check_waits (GstClock * clock, DqPort * port)
       gint64 best = G_MAXINT64;
       for (guint attempt = 0; attempt < attempts && best >= (gint64) MS; attempt++) {
         gint64 off = wait_once (clock, port, (WaitKind) kind, lengths[i]);
-        fail_unless (off >= -EARLY_OK, "%s: %s wait of %" GST_TIME_FORMAT " ended %"
-            G_GINT64_FORMAT " ns early", GST_OBJECT_NAME (clock), wait_names[kind],
-            GST_TIME_ARGS (lengths[i]), -off);
+        fail_unless (off >= -EARLY_OK,
+            "%s: %s wait of %" GST_TIME_FORMAT " ended %" G_GINT64_FORMAT " ns early",
+            GST_OBJECT_NAME (clock), wait_names[kind], GST_TIME_ARGS (lengths[i]), -off);
         best = MIN (best, off);
         GST_INFO ("%s: %s wait of %" GST_TIME_FORMAT " ended %" G_GINT64_FORMAT
-            " ns after its target", GST_OBJECT_NAME (clock), wait_names[kind],
-            GST_TIME_ARGS (lengths[i]), off);
+                  " ns after its target",
+            GST_OBJECT_NAME (clock), wait_names[kind], GST_TIME_ARGS (lengths[i]), off);
       }
-      fail_unless (best < (gint64) MS, "%s: %s wait of %" GST_TIME_FORMAT " ended %"
-          G_GINT64_FORMAT " ns late at best (real-time waiter: %d)", GST_OBJECT_NAME (clock),
-          wait_names[kind], GST_TIME_ARGS (lengths[i]), best, realtime);
+      fail_unless (best < (gint64) MS,
+          "%s: %s wait of %" GST_TIME_FORMAT " ended %" G_GINT64_FORMAT
+          " ns late at best (real-time waiter: %d)",
+          GST_OBJECT_NAME (clock), wait_names[kind], GST_TIME_ARGS (lengths[i]), best, realtime);
     }
   }
   if (realtime)
@@ -533,8 +541,7 @@ GST_START_TEST (test_wait_emu)
   const char *device = "emu:clkw";
   GstElement *src = gst_element_factory_make ("daqirisrc", NULL);
   g_object_set (src, "device", device, NULL);
-  fail_unless (gst_element_set_state (src, GST_STATE_PAUSED) ==
-      GST_STATE_CHANGE_NO_PREROLL);
+  fail_unless (gst_element_set_state (src, GST_STATE_PAUSED) == GST_STATE_CHANGE_NO_PREROLL);
   GstClock *clock = gst_element_provide_clock (src);
   fail_unless (clock != NULL && GST_IS_DAQIRI_CLOCK (clock));
   DqPort *port = port_open (device);
@@ -590,11 +597,10 @@ GST_END_TEST;
 GST_START_TEST (test_latency)
 {
   GstElement *pipeline = launch ("daqirisrc name=src device=clocktest:lat,bursts=0 "
-      "burst-timeout=300000 ! fakesink");
+                                 "burst-timeout=300000 ! fakesink");
   GstElement *src = by_name (pipeline, "src");
   set_state_sync (pipeline, GST_STATE_PLAYING);
-  fail_unless (gst_element_get_state (src, NULL, NULL, 5 * GST_SECOND) ==
-      GST_STATE_CHANGE_SUCCESS);
+  fail_unless (gst_element_get_state (src, NULL, NULL, 5 * GST_SECOND) == GST_STATE_CHANGE_SUCCESS);
   GstQuery *q = gst_query_new_latency ();
   fail_unless (gst_element_query (src, q));
   gboolean live;
@@ -613,7 +619,7 @@ GST_END_TEST;
 
 /* the next message of `type` on a bus, from `src`, within a second */
 static GstMessage *
-pop_from (GstBus * bus, GstMessageType type, GstElement * src)
+pop_from (GstBus *bus, GstMessageType type, GstElement *src)
 {
   GstMessage *msg = gst_bus_timed_pop_filtered (bus, GST_SECOND, type);
   fail_unless (msg != NULL, "no %s message", gst_message_type_get_name (type));
@@ -639,8 +645,7 @@ GST_START_TEST (test_clock_while_open)
   fail_unless (gst_element_provide_clock (src) == NULL);
 
   for (guint run = 0; run < 2; run++) {
-    fail_unless (gst_element_set_state (src, GST_STATE_PAUSED) ==
-        GST_STATE_CHANGE_NO_PREROLL);
+    fail_unless (gst_element_set_state (src, GST_STATE_PAUSED) == GST_STATE_CHANGE_NO_PREROLL);
     fail_unless (GST_OBJECT_FLAG_IS_SET (src, GST_ELEMENT_FLAG_PROVIDE_CLOCK));
     GstClock *clock = gst_element_provide_clock (src);
     fail_unless (clock != NULL && GST_IS_DAQIRI_CLOCK (clock));
@@ -675,13 +680,13 @@ GST_END_TEST;
 GST_START_TEST (test_pipeline_clock_each_run)
 {
   GstElement *pipeline = launch ("daqirisrc name=src device=clocktest:pick,bursts=0 ! "
-      "fakesink");
+                                 "fakesink");
   GstElement *src = by_name (pipeline, "src");
   GstClock *before = NULL;
   for (guint run = 0; run < 2; run++) {
     set_state_sync (pipeline, GST_STATE_PLAYING);
-    fail_unless (gst_element_get_state (src, NULL, NULL, 5 * GST_SECOND) ==
-        GST_STATE_CHANGE_SUCCESS);
+    fail_unless (
+        gst_element_get_state (src, NULL, NULL, 5 * GST_SECOND) == GST_STATE_CHANGE_SUCCESS);
     GstClock *clock = gst_pipeline_get_clock (GST_PIPELINE (pipeline));
     GstClock *provided = gst_element_provide_clock (src);
     fail_unless (provided != NULL);
@@ -709,8 +714,8 @@ GST_START_TEST (test_map_modes)
   DqPort *posix = port_open ("clocktest:mono,posix");
   DqPort *nic = port_open ("clocktest:nic");
   GstClock *sys = gst_system_clock_obtain ();
-  GstClock *realtime = g_object_new (GST_TYPE_SYSTEM_CLOCK, "clock-type",
-      GST_CLOCK_TYPE_REALTIME, NULL);
+  GstClock *realtime =
+      g_object_new (GST_TYPE_SYSTEM_CLOCK, "clock-type", GST_CLOCK_TYPE_REALTIME, NULL);
   gst_object_ref_sink (realtime);
   GstClock *posix_clock = gst_daqiri_clock_new (posix);
   GstClock *nic_clock = gst_daqiri_clock_new (nic);
@@ -768,8 +773,7 @@ GST_START_TEST (test_map_slow_reads)
   gst_daqiri_time_map_init (&map, port);
   gst_daqiri_time_map_set_clock (&map, sys);
   fail_unless_equals_int (map.mode, GST_DAQIRI_TIME_MAP_FITTED);
-  fail_unless_equals_uint64 (gst_daqiri_time_map_convert (&map, GST_SECOND),
-      GST_CLOCK_TIME_NONE);
+  fail_unless_equals_uint64 (gst_daqiri_time_map_convert (&map, GST_SECOND), GST_CLOCK_TIME_NONE);
   fail_unless_equals_uint64 (map.n_samples, 0);
   gst_daqiri_time_map_clear (&map);
   gst_object_unref (sys);
@@ -786,7 +790,7 @@ truth (guint64 p)
 }
 
 static void
-map_fitted (GstDaqiriTimeMap * map, GstClock ** clock)
+map_fitted (GstDaqiriTimeMap *map, GstClock **clock)
 {
   *clock = gst_test_clock_new ();
   gst_daqiri_time_map_init (map, NULL);
@@ -800,8 +804,7 @@ GST_START_TEST (test_map_offset_then_fit)
   GstClock *clock;
   GstDaqiriTimeMap map;
   map_fitted (&map, &clock);
-  fail_unless_equals_uint64 (gst_daqiri_time_map_convert (&map, GST_SECOND),
-      GST_CLOCK_TIME_NONE);
+  fail_unless_equals_uint64 (gst_daqiri_time_map_convert (&map, GST_SECOND), GST_CLOCK_TIME_NONE);
 
   guint64 p = GST_SECOND;
   for (guint i = 0; i < GST_DAQIRI_TIME_MAP_MIN_FIT - 1; i++, p += 50 * MS) {
@@ -843,15 +846,15 @@ GST_START_TEST (test_map_slew)
   for (p += 100 * US; map.pending; p += 100 * US, steps++) {
     GstClockTime t = gst_daqiri_time_map_convert (&map, p);
     GstClockTimeDiff d = GST_CLOCK_DIFF (prev, t);
-    fail_unless (d >= 100 * (gint64) US && d <= 105 * (gint64) US, "step %u: %"
-        G_GINT64_FORMAT " ns", steps, d);
+    fail_unless (d >= 100 * (gint64) US && d <= 105 * (gint64) US,
+        "step %u: %" G_GINT64_FORMAT " ns", steps, d);
     prev = t;
     fail_unless (steps < 200);
   }
   /* 500 us at 5 us per 100 us */
   fail_unless (steps >= 99 && steps <= 101, "%u steps", steps);
-  fail_unless_equals_uint64 (gst_daqiri_time_map_convert (&map, 5 * GST_SECOND),
-      7 * GST_SECOND + 500 * US);
+  fail_unless_equals_uint64 (
+      gst_daqiri_time_map_convert (&map, 5 * GST_SECOND), 7 * GST_SECOND + 500 * US);
   fail_unless_equals_uint64 (map.n_restarts, 0);
   gst_daqiri_time_map_clear (&map);
   gst_object_unref (clock);
@@ -875,20 +878,20 @@ GST_START_TEST (test_map_restart_and_refuse)
   gst_daqiri_time_map_add_observation (&map, p, truth (p) + GST_SECOND);
   fail_unless_equals_uint64 (map.n_restarts, 1);
   fail_unless_equals_int (map.n_pairs, 1);
-  fail_unless_equals_uint64 (gst_daqiri_time_map_convert (&map, p + MS),
-      truth (p) + GST_SECOND + MS);
+  fail_unless_equals_uint64 (
+      gst_daqiri_time_map_convert (&map, p + MS), truth (p) + GST_SECOND + MS);
 
   /* a port clock 1 % slow: refused, the latest offset is used */
   gst_daqiri_time_map_clear (&map);
   gst_daqiri_time_map_set_clock (&map, clock);
   for (guint64 i = 0; i < GST_DAQIRI_TIME_MAP_MIN_FIT + 2; i++)
-    gst_daqiri_time_map_add_observation (&map, GST_SECOND + i * 10 * MS,
-        GST_SECOND + i * 10 * MS + i * 100 * US);
+    gst_daqiri_time_map_add_observation (
+        &map, GST_SECOND + i * 10 * MS, GST_SECOND + i * 10 * MS + i * 100 * US);
   fail_unless_equals_uint64 (map.n_fits, 0);
   fail_unless_equals_uint64 (map.n_rejected, 3);
   guint64 last = GST_DAQIRI_TIME_MAP_MIN_FIT + 1;
-  fail_unless_equals_uint64 (gst_daqiri_time_map_convert (&map, 10 * GST_SECOND),
-      10 * GST_SECOND + last * 100 * US);
+  fail_unless_equals_uint64 (
+      gst_daqiri_time_map_convert (&map, 10 * GST_SECOND), 10 * GST_SECOND + last * 100 * US);
   gst_daqiri_time_map_clear (&map);
   gst_object_unref (clock);
 }
@@ -913,12 +916,12 @@ GST_START_TEST (test_map_sampling)
     guint64 p = dq_port_time (port);
     GstClockTime c = gst_daqiri_time_map_convert (&map, p);
     GstClockTimeDiff err = GST_CLOCK_DIFF (gst_clock_get_time (tc), c);
-    fail_unless (ABS (err) <= (map.n_fits > 0 ? 5 : 400), "conversion %u off by %"
-        G_GINT64_FORMAT, i, err);
+    fail_unless (
+        ABS (err) <= (map.n_fits > 0 ? 5 : 400), "conversion %u off by %" G_GINT64_FORMAT, i, err);
   }
   /* 32 at 10 ms (0.32 s), 32 at 20 ms (0.64 s), then 40 ms apart: 1.04 s left */
-  fail_unless (map.n_samples >= 64 + 25 && map.n_samples <= 64 + 27, "%" G_GUINT64_FORMAT
-      " samples", map.n_samples);
+  fail_unless (map.n_samples >= 64 + 25 && map.n_samples <= 64 + 27,
+      "%" G_GUINT64_FORMAT " samples", map.n_samples);
   fail_unless_equals_uint64 (map.interval, 40 * MS);
   gst_daqiri_time_map_clear (&map);
   dq_port_unref (port);
@@ -967,15 +970,14 @@ main (int argc, char **argv)
   GstPlugin *installed = gst_registry_find_plugin (gst_registry_get (), "daqiri");
   if (installed != NULL) {
     g_printerr ("a daqiri plugin file is on the plugin path (%s); this test registers its "
-        "own copy: run it with GST_PLUGIN_PATH_1_0 free of it\n",
+                "own copy: run it with GST_PLUGIN_PATH_1_0 free of it\n",
         gst_plugin_get_filename (installed));
     gst_object_unref (installed);
     return 1;
   }
   const GstPluginDesc *d = gst_plugin_daqiri_get_desc ();
-  if (!gst_plugin_register_static (d->major_version, d->minor_version, d->name,
-          d->description, d->plugin_init, d->version, d->license, d->source, d->package,
-          d->origin)) {
+  if (!gst_plugin_register_static (d->major_version, d->minor_version, d->name, d->description,
+          d->plugin_init, d->version, d->license, d->source, d->package, d->origin)) {
     g_printerr ("registering the daqiri plugin failed\n");
     return 1;
   }

@@ -5,7 +5,7 @@
 #include <string.h>
 
 uint16_t
-dq_test_rfc1071 (const uint8_t * data, size_t len)
+dq_test_rfc1071 (const uint8_t *data, size_t len)
 {
   uint32_t acc = 0;
 
@@ -22,7 +22,7 @@ dq_test_rfc1071 (const uint8_t * data, size_t len)
 }
 
 uint16_t
-dq_test_ipv4_csum (const uint8_t * ip)
+dq_test_ipv4_csum (const uint8_t *ip)
 {
   uint8_t hdr[60];
   size_t ihl = (size_t) (ip[0] & 0xf) * 4;
@@ -34,7 +34,7 @@ dq_test_ipv4_csum (const uint8_t * ip)
 }
 
 uint16_t
-dq_test_l4_csum (const uint8_t * ip)
+dq_test_l4_csum (const uint8_t *ip)
 {
   size_t ihl = (size_t) (ip[0] & 0xf) * 4;
   size_t total = (size_t) ip[2] << 8 | ip[3];
@@ -50,7 +50,7 @@ dq_test_l4_csum (const uint8_t * ip)
   uint8_t *buf = malloc (12 + seg_len);
   if (buf == NULL)
     abort ();
-  memcpy (buf, ip + 12, 8);     /* source and destination address */
+  memcpy (buf, ip + 12, 8); /* source and destination address */
   buf[8] = 0;
   buf[9] = ip[9];
   buf[10] = (uint8_t) (seg_len >> 8);

@@ -101,8 +101,8 @@ pool_make (Pool *p, uint32_t P, uint32_t ppb, uint32_t off, uint64_t target_byte
       pk[off - 3] = (uint8_t) (seq >> 16);
       pk[off - 2] = (uint8_t) (seq >> 8);
       pk[off - 1] = (uint8_t) seq;
-      memcpy (pk + off, pattern + (seq & 255), P);     /* differs from packet to packet */
-      p->desc[(size_t) b * ppb + k] = (DqReorderPacket) { (uint32_t) o, off + P, 0, 0, o };
+      memcpy (pk + off, pattern + (seq & 255), P); /* differs from packet to packet */
+      p->desc[(size_t) b * ppb + k] = (DqReorderPacket){ (uint32_t) o, off + P, 0, 0, o };
     }
   }
   free (perm);
@@ -122,7 +122,7 @@ pool_cfg (const Pool *p, DqElemType in, DqElemType out)
   DqReorderConfig c;
   dq_reorder_config_init (&c);
   c.seq_bit_offset = (p->off - 4) * 8;
-  c.seq_bit_width = log2u ((uint64_t) p->nb * p->ppb);   /* wraps exactly at the pool's end */
+  c.seq_bit_width = log2u ((uint64_t) p->nb * p->ppb); /* wraps exactly at the pool's end */
   c.seq_bit_offset += 32 - c.seq_bit_width;
   c.packets_per_batch = p->ppb;
   c.payload_offset = p->off;
@@ -194,8 +194,9 @@ bench_cpu (uint32_t P)
   if (r < cpu_min_ratio)
     cpu_min_ratio = r;
   printf ("bench cpu-reorder payload=%u burst=%u ppb=%u MBps=%.0f memcpy_MBps=%.0f "
-      "bulk_memcpy_MBps=%.0f vs_memcpy=%.2f vs_bulk=%.2f\n", P, burst, ppb, reorder_bps / 1e6,
-      memcpy_bps / 1e6, bulk_bps / 1e6, r, reorder_bps / bulk_bps);
+          "bulk_memcpy_MBps=%.0f vs_memcpy=%.2f vs_bulk=%.2f\n",
+      P, burst, ppb, reorder_bps / 1e6, memcpy_bps / 1e6, bulk_bps / 1e6, r,
+      reorder_bps / bulk_bps);
   fflush (stdout);
   dq_reorder_cpu_free (c);
   for (int i = 0; i < 4; i++)
@@ -337,7 +338,7 @@ run_reorder (GPool *g, const DqReorderConfig *cfg, uint32_t K, uint32_t per, int
     d += (size_t) ((uint64_t) k * per % p->nb) * p->ppb;
     for (;;) {
       int rc = host_desc ? dq_reorder_gpu_submit (ctx, g->d_data, p->size, d, n, NULL)
-          : dq_reorder_gpu_submit_device (ctx, g->d_data, p->size, d, n, NULL);
+                         : dq_reorder_gpu_submit_device (ctx, g->d_data, p->size, d, n, NULL);
       if (rc == 0)
         break;
       if (rc != DQ_REORDER_BUSY) {
@@ -389,11 +390,11 @@ bench_batch_split (GPool *g, const DqReorderConfig *cfg, int host_desc)
   void *stream = dq_reorder_gpu_stream (ctx);
   DqReorderCompletion c;
   uint32_t k = 0;
-#define SUBMIT() (host_desc \
-    ? dq_reorder_gpu_submit (ctx, g->d_data, p->size, p->desc + (size_t) (k++ % p->nb) * p->ppb, \
-        p->ppb, NULL) \
-    : dq_reorder_gpu_submit_device (ctx, g->d_data, p->size, \
-        g->d_desc + (size_t) (k++ % p->nb) * p->ppb, p->ppb, NULL))
+#define SUBMIT() \
+  (host_desc ? dq_reorder_gpu_submit (ctx, g->d_data, p->size, \
+                   p->desc + (size_t) (k++ % p->nb) * p->ppb, p->ppb, NULL) \
+             : dq_reorder_gpu_submit_device (ctx, g->d_data, p->size, \
+                   g->d_desc + (size_t) (k++ % p->nb) * p->ppb, p->ppb, NULL))
   for (int w = 0; w < 4; w++) {
     SUBMIT ();
     while (dq_reorder_gpu_poll (ctx, 1, &c) == 1)
@@ -448,8 +449,8 @@ bench_batch_split (GPool *g, const DqReorderConfig *cfg, int host_desc)
   bench_event_record (e1, stream);
   double empty_gpu_us = bench_event_ms (e0, e1) * 1e3 / 200;
   printf ("bench gpu-batch%u-split payload=%u desc=%s host_submit_us=%.2f host_poll_ready_us=%.2f "
-      "host_poll_notready_us=%.2f gpu_queued_us=%.2f enqueue_us=%.0f spin_us=%.0f "
-      "latency_us_min=%.2f latency_us_med=%.2f empty_host_us=%.2f empty_gpu_queued_us=%.2f\n",
+          "host_poll_notready_us=%.2f gpu_queued_us=%.2f enqueue_us=%.0f spin_us=%.0f "
+          "latency_us_min=%.2f latency_us_med=%.2f empty_host_us=%.2f empty_gpu_queued_us=%.2f\n",
       p->ppb, p->P, host_desc ? "host" : "device", submit_us / rounds, ready_us / rounds,
       notready_us / rounds, gpu_us / rounds, enqueue_us / rounds, Q * 40.0, lat[0], lat[LAT / 2],
       empty_host_us, empty_gpu_us);
@@ -468,9 +469,9 @@ run_reference (GPool *g, void *stream, uint32_t K, uint32_t per)
   for (uint32_t k = 0; k < K + 4; k++) {
     if (k == 4)
       bench_event_record (e0, stream);
-    bench_reference_reorder (stream, out, (const void *const *) (g->d_ptrs +
-        (size_t) ((uint64_t) k * per % p->nb) * p->ppb), per * p->ppb, p->P, p->off,
-        (p->off - 4) * 8, 32, p->ppb);
+    bench_reference_reorder (stream, out,
+        (const void *const *) (g->d_ptrs + (size_t) ((uint64_t) k * per % p->nb) * p->ppb),
+        per * p->ppb, p->P, p->off, (p->off - 4) * 8, 32, p->ppb);
   }
   bench_event_record (e1, stream);
   double ms = bench_event_ms (e0, e1);
@@ -505,7 +506,7 @@ run_copy (GPool *g, void *stream, uint32_t K, uint32_t per)
 /* results for the summary: [0] over every batch size, [1] over batches >= 16384 packets (the
  * throughput regime; small batches are bound by launch latency) */
 static double r64_vs_ref[2] = { 1e9, 1e9 }, r64_vs_ref_max = 0, r256_vs_copy[2] = { 1e9, 1e9 },
-    r1k_vs_copy[2] = { 1e9, 1e9 }, us_1024 = 0, us_1024_host = 0, conv_min = 1e9;
+              r1k_vs_copy[2] = { 1e9, 1e9 }, us_1024 = 0, us_1024_host = 0, conv_min = 1e9;
 
 static void
 take_min (double *m, double v, uint32_t ppb)
@@ -547,9 +548,10 @@ bench_gpu_reorder (uint32_t P, uint32_t ppb, uint32_t off, void *stream)
   double gb = (double) K * batch_bytes / 1e9;
   double gbps = gb / (ms / 1e3), ref = gb / (ms_ref / 1e3), cp = gb / (ms_copy / 1e3);
   printf ("bench gpu-reorder payload=%u ppb=%u offset=%u batches=%u GBps=%.1f copy_GBps=%.1f "
-      "ref_GBps=%.1f vs_copy=%.3f vs_ref=%.2f us_per_batch=%.2f ref_us_per_batch=%.2f "
-      "Mpps=%.0f no_frame=%llu\n", P, ppb, off, K, gbps, cp, ref, gbps / cp, gbps / ref,
-      ms * 1e3 / K, ms_ref * 1e3 / K, (double) K * ppb / (ms / 1e3) / 1e6, (unsigned long long) nf);
+          "ref_GBps=%.1f vs_copy=%.3f vs_ref=%.2f us_per_batch=%.2f ref_us_per_batch=%.2f "
+          "Mpps=%.0f no_frame=%llu\n",
+      P, ppb, off, K, gbps, cp, ref, gbps / cp, gbps / ref, ms * 1e3 / K, ms_ref * 1e3 / K,
+      (double) K * ppb / (ms / 1e3) / 1e6, (unsigned long long) nf);
   fflush (stdout);
   if (off == 64) {
     if (P == 64) {
@@ -574,7 +576,7 @@ bench_gpu_reorder (uint32_t P, uint32_t ppb, uint32_t off, void *stream)
     bench_batch_split (&g, &cfg, 0);
     bench_batch_split (&g, &cfg, 1);
   }
-  if (ppb == 16384 && P == 64 && off == 64)    /* the 64 B target's batch: the same split */
+  if (ppb == 16384 && P == 64 && off == 64) /* the 64 B target's batch: the same split */
     bench_batch_split (&g, &cfg, 0);
   gpool_free (&g);
 }
@@ -594,8 +596,8 @@ bench_gpu_burst (uint32_t P, uint32_t ppb, uint32_t per, uint32_t window, void *
     target = (uint64_t) per * ppb * (P + 128);
   gpool_make (&g, P, ppb, 64, target);
   if (g.hp.nb % per) {
-    fprintf (stderr, "bench gpu-burst: a pool of %u batches does not hold bursts of %u\n",
-        g.hp.nb, per);
+    fprintf (
+        stderr, "bench gpu-burst: a pool of %u batches does not hold bursts of %u\n", g.hp.nb, per);
     exit (2);
   }
   DqReorderConfig cfg = pool_cfg (&g.hp, DQ_ELEM_SAME, DQ_ELEM_SAME);
@@ -610,9 +612,10 @@ bench_gpu_burst (uint32_t P, uint32_t ppb, uint32_t per, uint32_t window, void *
   double gbps = gb / (ms / 1e3), ref = gb / (ms_ref / 1e3), cp = gb / (ms_copy / 1e3);
   double us = ms * 1e3 / ((double) K * per);
   printf ("bench gpu-burst payload=%u ppb=%u batches_per_burst=%u window=%u bursts=%u "
-      "us_per_batch=%.3f us_per_burst=%.2f GBps=%.1f copy_GBps=%.1f ref_GBps=%.1f vs_copy=%.3f "
-      "vs_ref=%.2f no_frame=%llu\n", P, ppb, per, window, K, us, ms * 1e3 / K, gbps, cp, ref,
-      gbps / cp, gbps / ref, (unsigned long long) nf);
+          "us_per_batch=%.3f us_per_burst=%.2f GBps=%.1f copy_GBps=%.1f ref_GBps=%.1f vs_copy=%.3f "
+          "vs_ref=%.2f no_frame=%llu\n",
+      P, ppb, per, window, K, us, ms * 1e3 / K, gbps, cp, ref, gbps / cp, gbps / ref,
+      (unsigned long long) nf);
   fflush (stdout);
   if (P == 64 && ppb == 1024 && per == 64 && window >= per)
     us_burst64 = us;
@@ -626,8 +629,16 @@ static double
 median3 (const double v[3])
 {
   double a = v[0], b = v[1], c = v[2];
-  if (a > b) { double t = a; a = b; b = t; }
-  if (b > c) { double t = b; b = c; c = t; }
+  if (a > b) {
+    double t = a;
+    a = b;
+    b = t;
+  }
+  if (b > c) {
+    double t = b;
+    b = c;
+    c = t;
+  }
   return a > b ? a : b;
 }
 
@@ -653,13 +664,13 @@ bench_gpu_convert (DqElemType in, DqElemType out)
     const double gp = (double) Kp * plain_bytes / 1e9 / (ms_p / 1e3);
     gbps[k] = (double) K * batch_bytes / 1e9 / (ms / 1e3);
     ratio[k] = gbps[k] / gp;
-    pkt[k] = ((double) K / ms) / ((double) Kp / ms_p);     /* packet rates, over the plain one */
+    pkt[k] = ((double) K / ms) / ((double) Kp / ms_p); /* packet rates, over the plain one */
   }
   const double r = median3 (ratio);
   if (r < conv_min)
     conv_min = r;
   printf ("bench gpu-convert in=%s out=%s payload=%u out_payload=%u ppb=%u GBps=%.1f "
-      "vs_reorder=%.3f vs_reorder_runs=%.3f/%.3f/%.3f packet_rate_vs_reorder=%.3f\n",
+          "vs_reorder=%.3f vs_reorder_runs=%.3f/%.3f/%.3f packet_rate_vs_reorder=%.3f\n",
       dq_elem_type_name (in), dq_elem_type_name (out), P, lout, ppb, median3 (gbps), r, ratio[0],
       ratio[1], ratio[2], median3 (pkt));
   fflush (stdout);
@@ -735,8 +746,8 @@ main (void)
         bench_gpu_reorder (cases[i][0], cases[i][1], 64, stream);
     }
     printf ("bench-reorder focus: batches of 16384 packets: 64B %.2fx one-block-per-packet, "
-        "256B %.1f%% of copy, >=1KB %.1f%% of copy; 1024-packet batch %.2f us\n", r64_vs_ref[1],
-        r256_vs_copy[1] * 100, r1k_vs_copy[1] * 100, us_1024);
+            "256B %.1f%% of copy, >=1KB %.1f%% of copy; 1024-packet batch %.2f us\n",
+        r64_vs_ref[1], r256_vs_copy[1] * 100, r1k_vs_copy[1] * 100, us_1024);
     return bench_sync () == 0 ? 0 : 1;
   }
   {
@@ -759,7 +770,8 @@ main (void)
     int blocks = 0;
     if (bench_code_fetch (&cold, &warm, &blocks) == 0)
       printf ("bench gpu-code-fetch steps=4096 blocks=%d cold_cycles=%.0f warm_cycles=%.0f "
-          "cold_vs_warm=%.2f\n", blocks, cold, warm, warm > 0 ? cold / warm : 0.0);
+              "cold_vs_warm=%.2f\n",
+          blocks, cold, warm, warm > 0 ? cold / warm : 0.0);
     else
       fprintf (stderr, "bench gpu-code-fetch: the kernel could not run\n");
   }
@@ -771,7 +783,7 @@ main (void)
       bench_gpu_reorder (sizes[si], ppbs[bi], 64, stream);
     }
   for (int si = 0; si < 4; si++)
-    bench_gpu_reorder (sizes[si], 16384, 46, stream);      /* misaligned payloads (UDP + 4) */
+    bench_gpu_reorder (sizes[si], 16384, 46, stream); /* misaligned payloads (UDP + 4) */
   /* the streamed regime: 65536 packets per submission, the window holding the burst (the
    * parallel path); then small bursts, and one spanning 32 windows of 2 (packets beyond the
    * window at the burst's start take the finalizer's serial path) */
@@ -794,16 +806,18 @@ main (void)
       (us_1024 <= 3.0) + (conv_min >= 0.8);
   int st_met = (st64_ref_min >= 5) + (st256_copy_min >= 0.5) + (st1k_copy_min >= 0.85) +
       (us_burst64 <= 3.0) + (conv_min >= 0.8);
-  printf ("bench-reorder summary: batches >= 16384 packets: 64B %.1fx one-block-per-packet "
+  printf (
+      "bench-reorder summary: batches >= 16384 packets: 64B %.1fx one-block-per-packet "
       "(target 5x), 256B %.0f%% of copy (50%%), >=1KB %.0f%% of copy (85%%); all batch sizes: 64B "
       "%.1fx..%.1fx, 256B %.0f%%, >=1KB %.0f%%; 1024-packet batch %.2f us with device "
       "descriptors, %.2f us host (3 us), %.2f us in bursts of 64 batches; conversions min %.0f%% of plain reorder (80%%); %s; "
       "targets met %d/5 (one batch per submission); streamed (submissions of 65536 packets, "
       "batches 1024..65536): 64B %.1fx..%.1fx, 256B %.0f%%, >=1KB %.1f%%, 1024-packet batch "
-      "%.2f us: targets met %d/5\n", r64_vs_ref[1], r256_vs_copy[1] * 100, r1k_vs_copy[1] * 100,
-      r64_vs_ref[0], r64_vs_ref_max, r256_vs_copy[0] * 100, r1k_vs_copy[0] * 100, us_1024,
-      us_1024_host, us_burst64, conv_min * 100, cpu_line, met, st64_ref_min, st64_ref_max,
-      st256_copy_min * 100, st1k_copy_min * 100, us_burst64, st_met);
+      "%.2f us: targets met %d/5\n",
+      r64_vs_ref[1], r256_vs_copy[1] * 100, r1k_vs_copy[1] * 100, r64_vs_ref[0], r64_vs_ref_max,
+      r256_vs_copy[0] * 100, r1k_vs_copy[0] * 100, us_1024, us_1024_host, us_burst64,
+      conv_min * 100, cpu_line, met, st64_ref_min, st64_ref_max, st256_copy_min * 100,
+      st1k_copy_min * 100, us_burst64, st_met);
   return bench_sync () == 0 ? 0 : 1;
 #endif
 }

@@ -54,7 +54,7 @@ add_desc (DqTestBurst *b, uint32_t offset, uint32_t len, uint64_t ts)
     b->cap_pkts = b->cap_pkts ? b->cap_pkts * 2 : 16;
     b->pkts = xrealloc (b->pkts, b->cap_pkts * sizeof *b->pkts);
   }
-  b->pkts[b->n++] = (DqReorderPacket) { offset, len, 0, 0, ts };
+  b->pkts[b->n++] = (DqReorderPacket){ offset, len, 0, 0, ts };
 }
 
 uint8_t *
@@ -101,8 +101,8 @@ dqt_make_packet (const DqReorderConfig *cfg, uint64_t batch, uint32_t slot, cons
   uint64_t bmask = cfg->batch_bit_width == 32 ? 0xffffffffull : (1ull << cfg->batch_bit_width) - 1;
   memset (pkt, 0, pkt_len);
   memcpy (pkt + cfg->payload_offset, payload, cfg->payload_size);
-  dq_bits_set (pkt, cfg->seq_bit_offset, cfg->seq_bit_width,
-      (uint32_t) ((batch * ppb + slot) & seqmask));
+  dq_bits_set (
+      pkt, cfg->seq_bit_offset, cfg->seq_bit_width, (uint32_t) ((batch * ppb + slot) & seqmask));
   if (cfg->batch_bit_width)
     dq_bits_set (pkt, cfg->batch_bit_offset, cfg->batch_bit_width, (uint32_t) (batch & bmask));
 }
@@ -111,7 +111,7 @@ typedef struct {
   double key;
   uint64_t batch;
   uint32_t slot;
-  int kind;          /* 0 original, 1 dup (other payload), 2 short, 3 malformed, 4 garbage id */
+  int kind; /* 0 original, 1 dup (other payload), 2 short, 3 malformed, 4 garbage id */
   uint32_t extra;
 } Ev;
 
@@ -144,11 +144,12 @@ dqt_stream_make (DqStream *st, const DqReorderConfig *cfg, const DqStreamSpec *s
       st->lost[i] = 1;
       continue;
     }
-    double jitter = sp->displace ? (double) dqt_below (&rng, 2 * sp->displace + 1) - sp->displace : 0;
+    double jitter =
+        sp->displace ? (double) dqt_below (&rng, 2 * sp->displace + 1) - sp->displace : 0;
     const double key = sp->whole
         ? (double) (i / ppb * ppb) + (double) dqt_below (&rng, ppb * 1000) / 1000.0
         : (double) i + jitter + 0.5 * (double) dqt_below (&rng, 1000) / 1000.0;
-    ev[n++] = (Ev) { key, sp->first_batch + i / ppb, (uint32_t) (i % ppb), 0, 0 };
+    ev[n++] = (Ev){ key, sp->first_batch + i / ppb, (uint32_t) (i % ppb), 0, 0 };
   }
   qsort (ev, n, sizeof *ev, ev_cmp);
   /* duplicates after their original, shorts and garbage anywhere: rebuild with insertions */
@@ -199,14 +200,15 @@ dqt_stream_make (DqStream *st, const DqReorderConfig *cfg, const DqStreamSpec *s
   /* late resends at the very end: batches well behind the final window */
   /* (no further back than half the batch-id range: beyond, an id reads as ahead) */
   uint32_t n_late = 0;
-  uint64_t ids = cfg->batch_bit_width ? (1ull << cfg->batch_bit_width)
-      : (1ull << cfg->seq_bit_width) / ppb;
+  uint64_t ids =
+      cfg->batch_bit_width ? (1ull << cfg->batch_bit_width) : (1ull << cfg->seq_bit_width) / ppb;
   uint32_t back = ids / 2 > sp->n_batches ? sp->n_batches : (uint32_t) (ids / 2);
   if (sp->late > 0 && back > W + 3) {
     n_late = (uint32_t) (sp->late * (double) n) + 1;
     for (uint32_t k = 0; k < n_late; k++) {
       uint32_t b = sp->n_batches - back + 1 + dqt_below (&rng, back - W - 3);
-      out[m++] = (Ev) { 0, sp->first_batch + b, dqt_below (&rng, ppb), 1, (uint32_t) dqt_rand (&rng) };
+      out[m++] =
+          (Ev){ 0, sp->first_batch + b, dqt_below (&rng, ppb), 1, (uint32_t) dqt_rand (&rng) };
     }
   }
   st->n_late_sent = n_late;
@@ -223,7 +225,7 @@ dqt_stream_make (DqStream *st, const DqReorderConfig *cfg, const DqStreamSpec *s
     uint64_t ts = 1000000 + i * 7;
     if (e->kind == 3) {
       /* a descriptor pointing past the data: filled in after we know the size */
-      st->pkts[i] = (DqReorderPacket) { 0xfffffff0u, 64, 0, 0, ts };
+      st->pkts[i] = (DqReorderPacket){ 0xfffffff0u, 64, 0, 0, ts };
       continue;
     }
     uint8_t *pkt = st->data + off;
@@ -234,15 +236,15 @@ dqt_stream_make (DqStream *st, const DqReorderConfig *cfg, const DqStreamSpec *s
         tmp[j] = (uint8_t) (e->extra >> (8 * (j & 3))) ^ (uint8_t) j;
     dqt_make_packet (cfg, e->batch, e->slot, pl, pkt, len);
     if (e->kind == 2)
-      len = e->extra;            /* cut short: less than every field needs */
+      len = e->extra; /* cut short: less than every field needs */
     if (e->kind == 4) {
       /* garbage: random sequence/batch field values */
       dq_bits_set (pkt, cfg->seq_bit_offset, cfg->seq_bit_width, e->extra);
       if (cfg->batch_bit_width)
         dq_bits_set (pkt, cfg->batch_bit_offset, cfg->batch_bit_width, e->extra >> 7);
     }
-    st->pkts[i] = (DqReorderPacket) { (uint32_t) off, len, 0, 0, ts };
-    off += need + 16 + dqt_below (&rng, 4) * 4 + dqt_below (&rng, 3);  /* varied alignment */
+    st->pkts[i] = (DqReorderPacket){ (uint32_t) off, len, 0, 0, ts };
+    off += need + 16 + dqt_below (&rng, 4) * 4 + dqt_below (&rng, 3); /* varied alignment */
     if (sp->align16)
       off = (off + 15) & ~(size_t) 15;
   }

@@ -117,7 +117,7 @@ dynamic_kernel (unsigned *wrong)
   }
 }
 
-}  /* namespace */
+} /* namespace */
 
 int
 main (void)
@@ -146,17 +146,18 @@ main (void)
   unsigned first_done[2] = { 0 }, early = 0, late = 0;
   unsigned *first_done_p = first_done, *early_p = &early, *late_p = &late;
   dq_emu_launch_overlapped (dim3 (2), dim3 (32), [=] () { first_kernel (first_done_p); });
-  dq_emu_launch_overlapped (dim3 (2), dim3 (32),
-      [=] () { second_kernel (first_done_p, 2, early_p, late_p); });
-  check (first_done[0] && first_done[1], "an overlapped launch returns with the one before complete");
+  dq_emu_launch_overlapped (
+      dim3 (2), dim3 (32), [=] () { second_kernel (first_done_p, 2, early_p, late_p); });
+  check (
+      first_done[0] && first_done[1], "an overlapped launch returns with the one before complete");
   dq_emu_synchronize ();
   check (late == 0, "pdl_wait returns once the launch before is complete");
   check (R < 3 || early > 0, "an overlapped launch starts before the one before is complete");
 
   /* each resident block has dynamic shared memory of its own */
   unsigned dyn_wrong = 0, *dyn_wrong_p = &dyn_wrong;
-  dq_emu_launch (dim3 (8), dim3 (64), [=] () { dynamic_kernel (dyn_wrong_p); },
-      64 * sizeof (unsigned));
+  dq_emu_launch (
+      dim3 (8), dim3 (64), [=] () { dynamic_kernel (dyn_wrong_p); }, 64 * sizeof (unsigned));
   check (dyn_wrong == 0, "each resident block keeps its own dynamic shared memory");
 
   /* blocks that can only wait are a deadlock: the emulator aborts with a message */

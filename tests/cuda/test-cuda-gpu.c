@@ -83,9 +83,9 @@ typedef struct {
   DqReorderGpu *gpu;
   uint32_t n_frames;
   uint64_t fsize;
-  uint8_t **hframes;     /* CPU frames */
-  uint8_t **dframes;     /* GPU frames */
-  uint8_t *scratch;      /* a GPU frame copied back */
+  uint8_t **hframes; /* CPU frames */
+  uint8_t **dframes; /* GPU frames */
+  uint8_t *scratch;  /* a GPU frame copied back */
   /* frames held by "downstream" for a while before they come back */
   uint32_t *held;
   uint32_t n_held, hold;
@@ -175,7 +175,8 @@ compare (Rig *r, const DqReorderCompletion *c, const DqReorderCompletion *g, uin
     fprintf (stderr, "[%s] sub %u: %u batches (", r->name, sub, c->n_batches);
     for (uint32_t k = 0; k < c->n_batches; k++)
       fprintf (stderr, " %llu:%x:%u:%u", (unsigned long long) c->batches[k].batch_id,
-          c->batches[k].flags, c->batches[k].packets, (uint32_t) (uintptr_t) c->batches[k].frame_user);
+          c->batches[k].flags, c->batches[k].packets,
+          (uint32_t) (uintptr_t) c->batches[k].frame_user);
     fprintf (stderr, " ) base %llu open %u released %u\n", (unsigned long long) c->window.base,
         c->window.open, c->n_released);
   }
@@ -185,9 +186,10 @@ compare (Rig *r, const DqReorderCompletion *c, const DqReorderCompletion *g, uin
     return;
   }
   if (memcmp (&c->stats, &g->stats, sizeof c->stats) != 0) {
-    fail (r, "submission %u: stats differ (cpu accepted %llu dup %llu late %llu short %llu "
-        "batches %llu skipped %llu; gpu %llu %llu %llu %llu %llu %llu)", sub,
-        (unsigned long long) c->stats.accepted, (unsigned long long) c->stats.duplicates,
+    fail (r,
+        "submission %u: stats differ (cpu accepted %llu dup %llu late %llu short %llu "
+        "batches %llu skipped %llu; gpu %llu %llu %llu %llu %llu %llu)",
+        sub, (unsigned long long) c->stats.accepted, (unsigned long long) c->stats.duplicates,
         (unsigned long long) c->stats.late, (unsigned long long) c->stats.short_packets,
         (unsigned long long) c->stats.batches, (unsigned long long) c->stats.skipped,
         (unsigned long long) g->stats.accepted, (unsigned long long) g->stats.duplicates,
@@ -195,12 +197,13 @@ compare (Rig *r, const DqReorderCompletion *c, const DqReorderCompletion *g, uin
         (unsigned long long) g->stats.batches, (unsigned long long) g->stats.skipped);
   }
   if (memcmp (&c->window, &g->window, sizeof c->window) != 0)
-    fail (r, "submission %u: window differs (cpu base %llu open %u oldest %llu ts %llu; gpu %llu "
-        "%u %llu %llu)", sub, (unsigned long long) c->window.base, c->window.open,
+    fail (r,
+        "submission %u: window differs (cpu base %llu open %u oldest %llu ts %llu; gpu %llu "
+        "%u %llu %llu)",
+        sub, (unsigned long long) c->window.base, c->window.open,
         (unsigned long long) c->window.oldest_id,
-        (unsigned long long) c->window.oldest_first_timestamp,
-        (unsigned long long) g->window.base, g->window.open,
-        (unsigned long long) g->window.oldest_id,
+        (unsigned long long) c->window.oldest_first_timestamp, (unsigned long long) g->window.base,
+        g->window.open, (unsigned long long) g->window.oldest_id,
         (unsigned long long) g->window.oldest_first_timestamp);
   if (c->job_short != g->job_short)
     fail (r, "submission %u: job_short cpu %u gpu %u", sub, c->job_short, g->job_short);
@@ -211,13 +214,15 @@ compare (Rig *r, const DqReorderCompletion *c, const DqReorderCompletion *g, uin
         a->missing != b->missing || a->duplicates != b->duplicates || a->late != b->late ||
         a->short_packets != b->short_packets || a->flags != b->flags ||
         a->first_timestamp != b->first_timestamp) {
-      fail (r, "submission %u batch %u: cpu id %llu frame %p pk %u miss %u dup %u late %u short %u "
+      fail (r,
+          "submission %u batch %u: cpu id %llu frame %p pk %u miss %u dup %u late %u short %u "
           "flags %x ts %llu | gpu id %llu frame %p pk %u miss %u dup %u late %u short %u flags %x "
-          "ts %llu", sub, k, (unsigned long long) a->batch_id, a->frame_user, a->packets,
-          a->missing, a->duplicates, a->late, a->short_packets, a->flags,
-          (unsigned long long) a->first_timestamp, (unsigned long long) b->batch_id,
-          b->frame_user, b->packets, b->missing, b->duplicates, b->late, b->short_packets,
-          b->flags, (unsigned long long) b->first_timestamp);
+          "ts %llu",
+          sub, k, (unsigned long long) a->batch_id, a->frame_user, a->packets, a->missing,
+          a->duplicates, a->late, a->short_packets, a->flags,
+          (unsigned long long) a->first_timestamp, (unsigned long long) b->batch_id, b->frame_user,
+          b->packets, b->missing, b->duplicates, b->late, b->short_packets, b->flags,
+          (unsigned long long) b->first_timestamp);
       continue;
     }
     if (!a->frame)
@@ -232,10 +237,12 @@ compare (Rig *r, const DqReorderCompletion *c, const DqReorderCompletion *g, uin
       while (r->scratch[at] == ((uint8_t *) a->frame)[at])
         at++;
       uint32_t lout = dq_reorder_output_payload_size (&r->cfg);
-      fail (r, "submission %u batch %llu: frame bytes differ from byte %llu (slot %llu, offset "
-          "%llu): cpu %02x gpu %02x", sub, (unsigned long long) a->batch_id,
-          (unsigned long long) at, (unsigned long long) (at / lout),
-          (unsigned long long) (at % lout), ((uint8_t *) a->frame)[at], r->scratch[at]);
+      fail (r,
+          "submission %u batch %llu: frame bytes differ from byte %llu (slot %llu, offset "
+          "%llu): cpu %02x gpu %02x",
+          sub, (unsigned long long) a->batch_id, (unsigned long long) at,
+          (unsigned long long) (at / lout), (unsigned long long) (at % lout),
+          ((uint8_t *) a->frame)[at], r->scratch[at]);
     }
   }
   for (uint32_t k = 0; k < c->n_released; k++)
@@ -286,9 +293,9 @@ typedef struct {
   DqReorderConfig cfg;
   DqStreamSpec spec;
   uint32_t n_frames, hold;
-  uint32_t flush_every;        /* a timeout flush every so many bursts (0: never) */
-  uint32_t pipeline;           /* submissions in flight before polling (1..4) */
-  uint32_t resend;             /* the last packets of a burst sent again first in the next */
+  uint32_t flush_every; /* a timeout flush every so many bursts (0: never) */
+  uint32_t pipeline;    /* submissions in flight before polling (1..4) */
+  uint32_t resend;      /* the last packets of a burst sent again first in the next */
   uint64_t seed;
 } Case;
 
@@ -373,7 +380,8 @@ run_reorder_case (const Case *cs)
   for (uint32_t k = 0; k < st.n_bursts && k < 8 && r.failed == 0; k++) {
     DqReorderCompletion c, g;
     CHECK_EQ (dq_reorder_cpu_push (r.cpu, st.data, st.size, st.pkts + pos, st.burst_len[k], &c), 0);
-    CHECK_EQ (dq_reorder_gpu_submit (r.gpu, ddata, st.size, st.pkts + pos, st.burst_len[k], NULL), 0);
+    CHECK_EQ (
+        dq_reorder_gpu_submit (r.gpu, ddata, st.size, st.pkts + pos, st.burst_len[k], NULL), 0);
     pos += st.burst_len[k];
     gpu_wait (&r, &g);
     compare (&r, &c, &g, sub++);
@@ -422,8 +430,8 @@ reorder_cases (void)
       memset (&c, 0, sizeof c);
       snprintf (name, sizeof name, "copy-%u-%s", L, wild ? "wild" : "tame");
       c.name = name;
-      c.cfg = cfg_make (ppb, L, offsets[(si + wild) % 4], DQ_ELEM_SAME, DQ_ELEM_SAME,
-          DQ_BYTE_ORDER_HOST);
+      c.cfg = cfg_make (
+          ppb, L, offsets[(si + wild) % 4], DQ_ELEM_SAME, DQ_ELEM_SAME, DQ_BYTE_ORDER_HOST);
       c.cfg.window = 2 + (si % 3);
       DqStreamSpec sp = { quick ? 6 : 12, wild ? 0.05 : 0.01, wild ? 0.05 : 0.01, 0.02, 0.01,
         ppb / 3, wild, wild ? 600 : 200 * SCALE, 5 };
@@ -454,14 +462,14 @@ reorder_cases (void)
     c.name = name;
     c.cfg = cfg_make (ppb, L, 64, DQ_ELEM_SAME, DQ_ELEM_SAME, DQ_BYTE_ORDER_HOST);
     c.cfg.window = 2 + (uint32_t) k % 3;
-    DqStreamSpec sp = { quick ? 6 : 12, wild ? 0.05 : 0.01, wild ? 0.05 : 0.01, 0.02, 0.01,
-      ppb / 3, wild, wild ? 600 : 200 * SCALE, 5, 0, 1 };
+    DqStreamSpec sp = { quick ? 6 : 12, wild ? 0.05 : 0.01, wild ? 0.05 : 0.01, 0.02, 0.01, ppb / 3,
+      wild, wild ? 600 : 200 * SCALE, 5, 0, 1 };
     c.spec = sp;
     c.n_frames = c.cfg.window + 3;
     c.hold = 1;
     c.flush_every = wild ? 7 : 0;
     c.pipeline = 1 + (uint32_t) k % 4;
-    c.seed = 900 + (uint64_t) k;    /* the other cases' seeds as before */
+    c.seed = 900 + (uint64_t) k; /* the other cases' seeds as before */
     run_reorder_case (&c);
   }
   /* every conversion, host and network order, odd and even sizes */
@@ -505,7 +513,7 @@ reorder_cases (void)
     c.cfg.window = 3;
     DqStreamSpec sp = { quick ? 20 : 60, 0.05, 0.03, 0.02, 0.01, 20, k & 1, 97, 25 };
     c.spec = sp;
-    c.n_frames = k == 2 ? 2 : 8;          /* k == 2: not enough frames (NO_FRAME) */
+    c.n_frames = k == 2 ? 2 : 8; /* k == 2: not enough frames (NO_FRAME) */
     c.hold = k == 2 ? 3 : 1;
     c.flush_every = 11;
     c.pipeline = 1 + (uint32_t) k % 4;
@@ -551,7 +559,7 @@ reorder_cases (void)
     c.n_frames = k == 1 ? c.cfg.window + 1 : c.cfg.window + 4;
     c.hold = k == 1 ? 3 : 1;
     c.pipeline = 4;
-    c.seed = 2000 + (uint64_t) k;      /* the other cases keep their seeds */
+    c.seed = 2000 + (uint64_t) k; /* the other cases keep their seeds */
     run_reorder_case (&c);
   }
   /* clean streams whose bursts each start with the last packets of the burst before sent again:
@@ -569,7 +577,7 @@ reorder_cases (void)
     c.hold = 1;
     c.pipeline = 4;
     c.resend = 1 + 4 * (uint32_t) k;
-    c.seed = 1000 + (uint64_t) k;      /* the other cases keep their seeds */
+    c.seed = 1000 + (uint64_t) k; /* the other cases keep their seeds */
     run_reorder_case (&c);
   }
   for (int k = 0; k < (quick ? 2 : 4); k++) {
@@ -598,7 +606,9 @@ large_cases (void)
 {
   static const uint32_t sizes[] = { 64, 256, 1024, 8192 };
   static const DqElemType conv[][2] = {
-    { DQ_ELEM_SAME, DQ_ELEM_SAME }, { DQ_ELEM_INT8, DQ_ELEM_FP16 }, { DQ_ELEM_INT16, DQ_ELEM_BF16 },
+    { DQ_ELEM_SAME, DQ_ELEM_SAME },
+    { DQ_ELEM_INT8, DQ_ELEM_FP16 },
+    { DQ_ELEM_INT16, DQ_ELEM_BF16 },
     { DQ_ELEM_INT4, DQ_ELEM_FP32 },
   };
   for (uint32_t si = 0; si < 4; si++)
@@ -630,9 +640,11 @@ large_cases (void)
       uint32_t pos = 0;
       for (uint32_t k = 0; k < st.n_bursts && !r.failed; k++) {
         DqReorderCompletion c, g;
-        CHECK_EQ (dq_reorder_cpu_push (r.cpu, st.data, st.size, st.pkts + pos, st.burst_len[k], &c), 0);
-        CHECK_EQ (dq_reorder_gpu_submit_device (r.gpu, ddata, st.size, dpk + pos, st.burst_len[k],
-            NULL), 0);
+        CHECK_EQ (
+            dq_reorder_cpu_push (r.cpu, st.data, st.size, st.pkts + pos, st.burst_len[k], &c), 0);
+        CHECK_EQ (
+            dq_reorder_gpu_submit_device (r.gpu, ddata, st.size, dpk + pos, st.burst_len[k], NULL),
+            0);
         pos += st.burst_len[k];
         gpu_wait (&r, &g);
         compare (&r, &c, &g, k);
@@ -651,8 +663,12 @@ gather_cases (void)
 {
   dq_test_name = "gather";
   static const DqElemType conv[][2] = {
-    { DQ_ELEM_SAME, DQ_ELEM_SAME }, { DQ_ELEM_INT4, DQ_ELEM_FP16 }, { DQ_ELEM_INT8, DQ_ELEM_BF16 },
-    { DQ_ELEM_INT16, DQ_ELEM_FP32 }, { DQ_ELEM_INT32, DQ_ELEM_FP64 }, { DQ_ELEM_INT32, DQ_ELEM_INT32 },
+    { DQ_ELEM_SAME, DQ_ELEM_SAME },
+    { DQ_ELEM_INT4, DQ_ELEM_FP16 },
+    { DQ_ELEM_INT8, DQ_ELEM_BF16 },
+    { DQ_ELEM_INT16, DQ_ELEM_FP32 },
+    { DQ_ELEM_INT32, DQ_ELEM_FP64 },
+    { DQ_ELEM_INT32, DQ_ELEM_INT32 },
   };
   for (uint32_t ci = 0; ci < 6; ci++) {
     DqReorderConfig cfg = cfg_make (8, 8 + 99 * ci, 40 + ci, conv[ci][0], conv[ci][1],
@@ -699,7 +715,7 @@ static void
 packetize_cases (void)
 {
   dq_test_name = "packetize";
-  const DqPacketHeaders h = {.dst_mac = {2, 0, 0, 0, 0, 2}, .src_mac = {2, 0, 0, 0, 0, 1} };
+  const DqPacketHeaders h = { .dst_mac = { 2, 0, 0, 0, 0, 2 }, .src_mac = { 2, 0, 0, 0, 0, 1 } };
   uint8_t hdr[42];
   CHECK_EQ (dq_packet_write_headers (hdr, sizeof hdr, &h), 0);
   for (uint32_t k = 0; k < 4; k++) {
@@ -756,15 +772,21 @@ unpack_cases (void)
 {
   dq_test_name = "unpack-uyvp";
   static const struct {
-    uint32_t w, h, ypad, cpad, shift;   /* shift: the planes start this many bytes in */
-    int big;                            /* GPU only, not in quick mode */
+    uint32_t w, h, ypad, cpad, shift; /* shift: the planes start this many bytes in */
+    int big;                          /* GPU only, not in quick mode */
   } pics[] = {
-    { 2, 1, 0, 0, 0, 0 }, { 2, 3, 1, 3, 1, 0 }, { 6, 5, 5, 3, 0, 0 }, { 64, 4, 0, 0, 0, 0 },
-    { 510, 3, 2, 0, 0, 0 },             /* 255 pgroups: one block, one thread idle */
-    { 514, 2, 62, 6, 0, 0 },            /* 257: two blocks a row */
-    { 1026, 3, 3, 1, 1, 0 }, { 640, 7, 256, 896, 0, 0 },
-    { 2, 9000, 1, 2, 0, 0 },            /* 9000 rows of one pgroup: more tiles than blocks */
-    { 1920, 1080, 256, 1152, 0, 1 }, { 3840, 64, 0, 0, 0, 1 }, { 4098, 33, 7, 5, 1, 1 },
+    { 2, 1, 0, 0, 0, 0 },
+    { 2, 3, 1, 3, 1, 0 },
+    { 6, 5, 5, 3, 0, 0 },
+    { 64, 4, 0, 0, 0, 0 },
+    { 510, 3, 2, 0, 0, 0 },  /* 255 pgroups: one block, one thread idle */
+    { 514, 2, 62, 6, 0, 0 }, /* 257: two blocks a row */
+    { 1026, 3, 3, 1, 1, 0 },
+    { 640, 7, 256, 896, 0, 0 },
+    { 2, 9000, 1, 2, 0, 0 }, /* 9000 rows of one pgroup: more tiles than blocks */
+    { 1920, 1080, 256, 1152, 0, 1 },
+    { 3840, 64, 0, 0, 0, 1 },
+    { 4098, 33, 7, 5, 1, 1 },
   };
   DqReorderConfig cfg = cfg_make (4, 8, 8, DQ_ELEM_SAME, DQ_ELEM_SAME, DQ_BYTE_ORDER_HOST);
   DqReorderGpuOptions o = { 8, 2, 4, -1, NULL };
@@ -781,7 +803,7 @@ unpack_cases (void)
 #endif
     const uint32_t w = pics[k].w, h = pics[k].h;
     const size_t yp = 2 * (size_t) w + pics[k].ypad, up = w + pics[k].cpad,
-        vp = w + pics[k].cpad + (k & 1);
+                 vp = w + pics[k].cpad + (k & 1);
     /* Y, U, V one after the other with a gap of 3 bytes, 16 bytes before and after */
     const size_t yo = 16 + pics[k].shift, uo = yo + h * yp + 3, vo = uo + h * up + 3;
     const size_t total = vo + h * vp + 16;
@@ -795,12 +817,12 @@ unpack_cases (void)
     uint8_t *dsrc = dmalloc (n_src), *dpl = dmalloc (total);
     dcopy (dsrc, src, n_src);
     dcopy (dpl, hcpu, total);
-    CHECK_EQ (dq_unpack_uyvp_to_i422_10 (src, w, h, hcpu + yo, yp, hcpu + uo, up, hcpu + vo, vp),
-        0);
+    CHECK_EQ (
+        dq_unpack_uyvp_to_i422_10 (src, w, h, hcpu + yo, yp, hcpu + uo, up, hcpu + vo, vp), 0);
     /* on the default stream, or on a reorder context's */
     void *stream = k & 1 ? dq_reorder_gpu_stream (g) : NULL;
-    int r = dq_cuda_unpack_uyvp_to_i422_10 (dsrc, w, h, dpl + yo, yp, dpl + uo, up, dpl + vo, vp,
-        stream);
+    int r = dq_cuda_unpack_uyvp_to_i422_10 (
+        dsrc, w, h, dpl + yo, yp, dpl + uo, up, dpl + vo, vp, stream);
     CHECK_EQ (r, 0);
     if (r != 0)
       fprintf (stderr, "unpack %ux%u: %s\n", w, h, dq_cuda_last_error ());
@@ -810,8 +832,10 @@ unpack_cases (void)
       size_t i = 0;
       while (hcpu[i] == hgpu[i])
         i++;
-      fprintf (stderr, "[unpack-uyvp] %ux%u (pitches %zu, %zu, %zu): first difference at byte "
-          "%zu: CPU 0x%02x, GPU 0x%02x\n", w, h, yp, up, vp, i, hcpu[i], hgpu[i]);
+      fprintf (stderr,
+          "[unpack-uyvp] %ux%u (pitches %zu, %zu, %zu): first difference at byte "
+          "%zu: CPU 0x%02x, GPU 0x%02x\n",
+          w, h, yp, up, vp, i, hcpu[i], hgpu[i]);
       dq_test_failures++;
     }
     /* the extremes landed: Cb 0x3ff, Y0 0, Cr 0x3ff, Y1 0 */
@@ -870,7 +894,7 @@ api_cases (void)
   DqReorderCompletion c;
   CHECK_EQ (dq_reorder_gpu_poll (g, 1, &c), 1);
   CHECK (c.user == (void *) 1);
-  CHECK_EQ (c.job_short, 1);               /* a zero-length packet */
+  CHECK_EQ (c.job_short, 1); /* a zero-length packet */
   CHECK_EQ (dq_reorder_gpu_poll (g, 1, &c), 1);
   CHECK (c.user == (void *) 2);
   CHECK_EQ (dq_reorder_gpu_poll (g, 0, &c), 0);
@@ -931,14 +955,14 @@ main (void)
   large_cases ();
   dmabuf_case ();
   printf ("test-cuda-%s: %s: %llu cases, %llu submissions, %llu batches, %.1f MB compared bit for "
-      "bit with the CPU twin%s\n",
+          "bit with the CPU twin%s\n",
 #ifdef DQ_TEST_EMU
       "emu",
 #else
       "gpu",
 #endif
-      dq_test_failures ? "FAIL" : "PASS", (unsigned long long) n_cases,
-      (unsigned long long) n_subs, (unsigned long long) n_batches, (double) n_bytes / 1e6,
+      dq_test_failures ? "FAIL" : "PASS", (unsigned long long) n_cases, (unsigned long long) n_subs,
+      (unsigned long long) n_batches, (double) n_bytes / 1e6,
       dq_test_failures ? "; see the errors above" : "");
   return dq_test_failures ? 1 : 0;
 }

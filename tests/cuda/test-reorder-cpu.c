@@ -42,7 +42,7 @@ rig_init (Rig *r, const DqReorderConfig *cfg, uint32_t n_frames)
   r->n_frames = n_frames;
   for (uint32_t i = 0; i < n_frames; i++) {
     r->frames[i] = malloc (r->frame_size);
-    memset (r->frames[i], 0xa5, r->frame_size);      /* poison: unwritten bytes show */
+    memset (r->frames[i], 0xa5, r->frame_size); /* poison: unwritten bytes show */
     dq_reorder_cpu_add_frame (r->ctx, r->frames[i], (void *) (uintptr_t) (i + 1));
   }
 }
@@ -128,8 +128,8 @@ slot_is_zero (const uint8_t *frame, uint32_t slot, uint32_t size)
 
 /* Convert one payload through a 1-packet-per-batch reorder; returns the frame (static). */
 static const uint8_t *
-convert_one (DqElemType in, DqElemType out, DqByteOrder order, const uint8_t *payload,
-    uint32_t len, uint32_t *out_len)
+convert_one (DqElemType in, DqElemType out, DqByteOrder order, const uint8_t *payload, uint32_t len,
+    uint32_t *out_len)
 {
   static uint8_t result[4096];
   DqReorderConfig cfg = cfg_simple (1, len, 0);
@@ -252,7 +252,7 @@ test_seq_batch_vector (void)
   cfg.payload_offset = 2;
   cfg.payload_size = 4;
   CHECK_EQ (dq_reorder_config_validate (&cfg, NULL, 0), 0);
-  CHECK_EQ (dq_reorder_window (&cfg), 2);    /* half of the 4 batch ids */
+  CHECK_EQ (dq_reorder_window (&cfg), 2); /* half of the 4 batch ids */
   const uint8_t hdr[2] = { 0x01, 0x60 };
   CHECK_EQ (dq_bits_get (hdr, 0, 10), 5);
   CHECK_EQ (dq_bits_get (hdr, 10, 2), 2);
@@ -336,7 +336,7 @@ test_int_vectors (void)
     memcpy (&f, o + 4 * i, 4);
     CHECK (f == wantf[i]);
   }
-  CHECK_EQ (rd32 (o + 12), 0);              /* +0, not -0 */
+  CHECK_EQ (rd32 (o + 12), 0); /* +0, not -0 */
   /* int4 network order: nibbles are not bytes, order changes nothing */
   o = convert_one (DQ_ELEM_INT4, DQ_ELEM_INT32, DQ_BYTE_ORDER_NETWORK, i4, 3, &ol);
   for (int i = 0; i < 6; i++)
@@ -386,23 +386,23 @@ test_fp_vectors (void)
   uint8_t b[4];
   int16_t s16 = 2049;
   memcpy (b, &s16, 2);
-  CHECK_EQ (conv16 (DQ_ELEM_INT16, DQ_ELEM_FP16, b, 2), 0x6800);   /* 2048.0, ties to even */
-  CHECK_EQ (i32_to (DQ_ELEM_FP16, 65520), 0x7c00);                 /* +inf */
+  CHECK_EQ (conv16 (DQ_ELEM_INT16, DQ_ELEM_FP16, b, 2), 0x6800); /* 2048.0, ties to even */
+  CHECK_EQ (i32_to (DQ_ELEM_FP16, 65520), 0x7c00);               /* +inf */
   CHECK_EQ (i32_to (DQ_ELEM_FP16, 65519), 0x7bff);
-  CHECK_EQ (i32_to (DQ_ELEM_BF16, 257), 0x4380);                   /* 256.0 */
+  CHECK_EQ (i32_to (DQ_ELEM_BF16, 257), 0x4380); /* 256.0 */
   CHECK_EQ (i32_to (DQ_ELEM_BF16, -127), 0xc2fe);
   uint32_t ol;
   int32_t v = 16777217;
   memcpy (b, &v, 4);
-  CHECK_EQ (rd32 (convert_one (DQ_ELEM_INT32, DQ_ELEM_FP32, DQ_BYTE_ORDER_HOST, b, 4, &ol)),
-      0x4b800000);
+  CHECK_EQ (
+      rd32 (convert_one (DQ_ELEM_INT32, DQ_ELEM_FP32, DQ_BYTE_ORDER_HOST, b, 4, &ol)), 0x4b800000);
   /* more edges */
-  CHECK_EQ (i32_to (DQ_ELEM_FP16, 2051), 0x6802);      /* tie between 2050 (odd) and 2052 */
+  CHECK_EQ (i32_to (DQ_ELEM_FP16, 2051), 0x6802); /* tie between 2050 (odd) and 2052 */
   CHECK_EQ (i32_to (DQ_ELEM_FP16, 2050), 0x6801);
   CHECK_EQ (i32_to (DQ_ELEM_FP16, -2049), 0xe800);
-  CHECK_EQ (i32_to (DQ_ELEM_FP16, 0), 0x0000);          /* +0 */
+  CHECK_EQ (i32_to (DQ_ELEM_FP16, 0), 0x0000); /* +0 */
   CHECK_EQ (i32_to (DQ_ELEM_BF16, 0), 0x0000);
-  CHECK_EQ (i32_to (DQ_ELEM_FP16, -65520), 0xfc00);     /* -inf */
+  CHECK_EQ (i32_to (DQ_ELEM_FP16, -65520), 0xfc00); /* -inf */
   CHECK_EQ (i32_to (DQ_ELEM_FP16, 65504), 0x7bff);
   CHECK_EQ (i32_to (DQ_ELEM_FP16, 2147483647), 0x7c00);
   CHECK_EQ (i32_to (DQ_ELEM_FP16, INT32_MIN), 0xfc00);
@@ -410,7 +410,7 @@ test_fp_vectors (void)
   CHECK_EQ (i32_to (DQ_ELEM_FP16, -1), 0xbc00);
   CHECK_EQ (i32_to (DQ_ELEM_BF16, 2147483647), 0x4f00);
   CHECK_EQ (i32_to (DQ_ELEM_BF16, INT32_MIN), 0xcf00);
-  CHECK_EQ (i32_to (DQ_ELEM_BF16, 259), 0x4382);        /* tie -> even 260 */
+  CHECK_EQ (i32_to (DQ_ELEM_BF16, 259), 0x4382); /* tie -> even 260 */
   CHECK_EQ (i32_to (DQ_ELEM_BF16, 258), 0x4381);
   /* double rounding through float (|v| > 2^24): 2^24 + 2^16 + 1 rounds to the float
    * 2^24 + 2^16, an exact bf16 tie that goes to even 2^24; direct rounding would give 0x4b81 */
@@ -418,21 +418,21 @@ test_fp_vectors (void)
   CHECK_EQ (i32_to (DQ_ELEM_BF16, 16842755), 0x4b81);
   v = 2147483647;
   memcpy (b, &v, 4);
-  CHECK_EQ (rd32 (convert_one (DQ_ELEM_INT32, DQ_ELEM_FP32, DQ_BYTE_ORDER_HOST, b, 4, &ol)),
-      0x4f000000);
+  CHECK_EQ (
+      rd32 (convert_one (DQ_ELEM_INT32, DQ_ELEM_FP32, DQ_BYTE_ORDER_HOST, b, 4, &ol)), 0x4f000000);
   v = INT32_MIN;
   memcpy (b, &v, 4);
-  CHECK_EQ (rd32 (convert_one (DQ_ELEM_INT32, DQ_ELEM_FP32, DQ_BYTE_ORDER_HOST, b, 4, &ol)),
-      0xcf000000);
-  v = 16777219;          /* tie between ...218 (odd mantissa) and ...220 */
+  CHECK_EQ (
+      rd32 (convert_one (DQ_ELEM_INT32, DQ_ELEM_FP32, DQ_BYTE_ORDER_HOST, b, 4, &ol)), 0xcf000000);
+  v = 16777219; /* tie between ...218 (odd mantissa) and ...220 */
   memcpy (b, &v, 4);
-  CHECK_EQ (rd32 (convert_one (DQ_ELEM_INT32, DQ_ELEM_FP32, DQ_BYTE_ORDER_HOST, b, 4, &ol)),
-      0x4b800002);
+  CHECK_EQ (
+      rd32 (convert_one (DQ_ELEM_INT32, DQ_ELEM_FP32, DQ_BYTE_ORDER_HOST, b, 4, &ol)), 0x4b800002);
   const uint8_t i8[2] = { 0x80, 0x7f };
   CHECK_EQ (conv16 (DQ_ELEM_INT8, DQ_ELEM_FP16, i8, 1), 0xd800);     /* -128 */
   CHECK_EQ (conv16 (DQ_ELEM_INT8, DQ_ELEM_FP16, i8 + 1, 1), 0x57f0); /* 127 */
   CHECK_EQ (conv16 (DQ_ELEM_INT8, DQ_ELEM_BF16, i8, 1), 0xc300);
-  const uint8_t i4 = 0x87;                                            /* -8, 7 */
+  const uint8_t i4 = 0x87; /* -8, 7 */
   const uint8_t *o = convert_one (DQ_ELEM_INT4, DQ_ELEM_FP16, DQ_BYTE_ORDER_HOST, &i4, 1, &ol);
   CHECK_EQ (ol, 4);
   CHECK_EQ (rd16 (o), 0xc800);
@@ -441,11 +441,11 @@ test_fp_vectors (void)
   /* the scalar functions on floats the integer path never produces */
   CHECK_EQ (dq_float_to_half_rn (65504.0f), 0x7bff);
   CHECK_EQ (dq_float_to_half_rn (1.0f), 0x3c00);
-  CHECK_EQ (dq_float_to_half_rn (ldexpf (1.0f, -24)), 0x0001);       /* smallest subnormal */
-  CHECK_EQ (dq_float_to_half_rn (ldexpf (1.0f, -25)), 0x0000);       /* tie -> even 0 */
+  CHECK_EQ (dq_float_to_half_rn (ldexpf (1.0f, -24)), 0x0001); /* smallest subnormal */
+  CHECK_EQ (dq_float_to_half_rn (ldexpf (1.0f, -25)), 0x0000); /* tie -> even 0 */
   CHECK_EQ (dq_float_to_half_rn (ldexpf (1.5f, -25)), 0x0001);
-  CHECK_EQ (dq_float_to_half_rn (ldexpf (3.0f, -25)), 0x0002);       /* tie 1.5 ulp -> 2 */
-  CHECK_EQ (dq_float_to_half_rn (ldexpf (1023.5f, -24)), 0x0400);    /* rounds into normal */
+  CHECK_EQ (dq_float_to_half_rn (ldexpf (3.0f, -25)), 0x0002);    /* tie 1.5 ulp -> 2 */
+  CHECK_EQ (dq_float_to_half_rn (ldexpf (1023.5f, -24)), 0x0400); /* rounds into normal */
   CHECK_EQ (dq_float_to_half_rn (ldexpf (1.0f, -14)), 0x0400);
   CHECK_EQ (dq_float_to_half_rn (-0.0f), 0x8000);
   CHECK_EQ (dq_float_to_half_rn (INFINITY), 0x7c00);
@@ -499,7 +499,7 @@ nearest_even_ok (double v, uint16_t h, double (*val) (uint16_t), double max_fini
   if ((h & 0x7fff) != 0 && e2 < err)
     return 0;
   if ((e1 == err && !isnan (val (up))) || ((h & 0x7fff) != 0 && e2 == err))
-    return (h & 1) == 0;      /* a tie: even wins */
+    return (h & 1) == 0; /* a tie: even wins */
   return 1;
 }
 
@@ -532,7 +532,8 @@ test_rounding_exhaustive (void)
       memcpy (&f, &x, 4);
     }
     uint16_t h = dq_float_to_half_rn (f), b = dq_float_to_bf16_rn (f);
-    if (!nearest_even_ok (f, h, half_value, 65504.0) && !(fabs (f) > 65504.0 && fabs (f) < 65520.0)) {
+    if (!nearest_even_ok (f, h, half_value, 65504.0) &&
+        !(fabs (f) > 65504.0 && fabs (f) < 65520.0)) {
       fprintf (stderr, "fp16(%a) = 0x%04x\n", (double) f, h);
       bad++;
     }
@@ -556,8 +557,7 @@ indep_elem (const uint8_t *p, uint32_t e, DqElemType in, int net)
       int n = (e % 2 == 0) ? p[e / 2] / 16 : p[e / 2] % 16;
       return n >= 8 ? n - 16 : n;
     }
-    case DQ_ELEM_INT8:
-      return p[e] >= 128 ? (int) p[e] - 256 : p[e];
+    case DQ_ELEM_INT8: return p[e] >= 128 ? (int) p[e] - 256 : p[e];
     case DQ_ELEM_INT16: {
       int v = net ? p[2 * e] * 256 + p[2 * e + 1] : p[2 * e + 1] * 256 + p[2 * e];
       return v >= 32768 ? v - 65536 : v;
@@ -568,8 +568,7 @@ indep_elem (const uint8_t *p, uint32_t e, DqElemType in, int net)
                       : ((int64_t) q[3] << 24) + (q[2] << 16) + (q[1] << 8) + q[0];
       return v >= 2147483648ll ? v - 4294967296ll : v;
     }
-    default:
-      return 0;
+    default: return 0;
   }
 }
 
@@ -578,7 +577,8 @@ test_conversion_matrix (void)
 {
   dq_test_name = "conversion-matrix";
   const DqElemType ins[4] = { DQ_ELEM_INT4, DQ_ELEM_INT8, DQ_ELEM_INT16, DQ_ELEM_INT32 };
-  const DqElemType outs[5] = { DQ_ELEM_FP16, DQ_ELEM_BF16, DQ_ELEM_FP32, DQ_ELEM_FP64, DQ_ELEM_INT32 };
+  const DqElemType outs[5] = { DQ_ELEM_FP16, DQ_ELEM_BF16, DQ_ELEM_FP32, DQ_ELEM_FP64,
+    DQ_ELEM_INT32 };
   DqRng rng = { 777 };
   uint8_t pay[64];
   for (int a = 0; a < 4; a++)
@@ -592,8 +592,8 @@ test_conversion_matrix (void)
           for (uint32_t i = 0; i < len; i++)
             pay[i] = (uint8_t) dqt_rand (&rng);
           uint32_t ol;
-          const uint8_t *r = convert_one (ins[a], outs[o], net ? DQ_BYTE_ORDER_NETWORK :
-              DQ_BYTE_ORDER_HOST, pay, len, &ol);
+          const uint8_t *r = convert_one (
+              ins[a], outs[o], net ? DQ_BYTE_ORDER_NETWORK : DQ_BYTE_ORDER_HOST, pay, len, &ol);
           DqReorderConfig c = cfg_simple (1, len, 0);
           c.input_type = ins[a];
           c.output_type = outs[o];
@@ -603,20 +603,35 @@ test_conversion_matrix (void)
             CHECK (memcmp (r, pay, len) == 0);
             continue;
           }
-          uint32_t count = ins[a] == DQ_ELEM_INT4 ? 2 * len : len / (ins[a] == DQ_ELEM_INT8 ? 1 :
-              ins[a] == DQ_ELEM_INT16 ? 2 : 4);
-          uint32_t osz = outs[o] == DQ_ELEM_FP64 ? 8 : (outs[o] == DQ_ELEM_FP16 ||
-              outs[o] == DQ_ELEM_BF16) ? 2 : 4;
+          uint32_t count = ins[a] == DQ_ELEM_INT4 ? 2 * len
+                                                  : len /
+                  (ins[a] == DQ_ELEM_INT8           ? 1
+                          : ins[a] == DQ_ELEM_INT16 ? 2
+                                                    : 4);
+          uint32_t osz = outs[o] == DQ_ELEM_FP64                     ? 8
+              : (outs[o] == DQ_ELEM_FP16 || outs[o] == DQ_ELEM_BF16) ? 2
+                                                                     : 4;
           CHECK_EQ (ol, count * osz);
           for (uint32_t e = 0; e < count; e++) {
             int64_t v = indep_elem (pay, e, ins[a], net);
             const uint8_t *q = r + e * osz;
             switch (outs[o]) {
-              case DQ_ELEM_FP16: CHECK (nearest_even_ok ((float) v, rd16 (q), half_value, 65504.0));
+              case DQ_ELEM_FP16:
+                CHECK (nearest_even_ok ((float) v, rd16 (q), half_value, 65504.0));
                 break;
               case DQ_ELEM_BF16: CHECK_EQ (rd16 (q), dq_float_to_bf16_rn ((float) v)); break;
-              case DQ_ELEM_FP32: { float f; memcpy (&f, q, 4); CHECK (f == (float) v); break; }
-              case DQ_ELEM_FP64: { double d; memcpy (&d, q, 8); CHECK (d == (double) v); break; }
+              case DQ_ELEM_FP32: {
+                float f;
+                memcpy (&f, q, 4);
+                CHECK (f == (float) v);
+                break;
+              }
+              case DQ_ELEM_FP64: {
+                double d;
+                memcpy (&d, q, 8);
+                CHECK (d == (double) v);
+                break;
+              }
               default: CHECK_EQ ((int32_t) rd32 (q), (int32_t) v); break;
             }
           }
@@ -671,11 +686,13 @@ test_validation (void)
   b = c;
   b.seq_bit_width = 1;
   b.packets_per_batch = 4;
-  expect_invalid (b, "packets-per-batch 4 exceeds half the 2 sequence numbers of a 1-bit "
+  expect_invalid (b,
+      "packets-per-batch 4 exceeds half the 2 sequence numbers of a 1-bit "
       "sequence field without a batch field");
   b.seq_bit_width = 3;
   b.packets_per_batch = 5;
-  expect_invalid (b, "packets-per-batch 5 exceeds half the 8 sequence numbers of a 3-bit "
+  expect_invalid (b,
+      "packets-per-batch 5 exceeds half the 8 sequence numbers of a 3-bit "
       "sequence field without a batch field (batch-bits 0), so no batch could ever complete; "
       "allowed: packets-per-batch 1..4, or a batch field (batch-bits)");
   b.packets_per_batch = 4;
@@ -712,7 +729,7 @@ test_validation (void)
   b = c;
   b.seq_bit_width = 10;
   b.packets_per_batch = 256;
-  b.window = 3;                    /* 3 * 256 > 512 */
+  b.window = 3; /* 3 * 256 > 512 */
   expect_invalid (b, "window 3 is too large: at most 2");
   b.window = 2;
   CHECK_EQ (dq_reorder_config_validate (&b, NULL, 0), 0);
@@ -734,7 +751,7 @@ test_validation (void)
   CHECK_EQ (dq_reorder_frame_size (&b), 480);
   CHECK_EQ (dq_reorder_min_packet_length (&b), 7);
   b.seq_bit_offset = 100;
-  b.seq_bit_width = 13;            /* bits 100..112 -> 15 bytes */
+  b.seq_bit_width = 13; /* bits 100..112 -> 15 bytes */
   CHECK_EQ (dq_reorder_min_packet_length (&b), 15);
 }
 
@@ -810,11 +827,11 @@ test_duplicates (void)
   DqTestBurst b;
   dqt_burst_init (&b);
   add_seq (&b, &cfg, 1, 0x10, 5);
-  add_seq (&b, &cfg, 1, 0x20, 6);     /* duplicate in the same burst: first wins */
+  add_seq (&b, &cfg, 1, 0x20, 6); /* duplicate in the same burst: first wins */
   add_seq (&b, &cfg, 0, 0x30, 7);
   rig_push (&r, &b);
   dqt_burst_clear (&b);
-  add_seq (&b, &cfg, 1, 0x40, 8);     /* duplicate in a later burst */
+  add_seq (&b, &cfg, 1, 0x40, 8); /* duplicate in a later burst */
   add_seq (&b, &cfg, 2, 0x50, 9);
   add_seq (&b, &cfg, 3, 0x60, 10);
   add_seq (&b, &cfg, 3, 0x70, 11);
@@ -841,15 +858,15 @@ test_late (void)
   rig_init (&r, &cfg, 8);
   DqTestBurst b;
   dqt_burst_init (&b);
-  add_seq (&b, &cfg, 2, 1, 1);        /* the stream starts at batch 1 */
+  add_seq (&b, &cfg, 2, 1, 1); /* the stream starts at batch 1 */
   add_seq (&b, &cfg, 3, 2, 2);
-  add_seq (&b, &cfg, 0, 3, 3);        /* batch 0: before the start -> late */
+  add_seq (&b, &cfg, 0, 3, 3); /* batch 0: before the start -> late */
   rig_push (&r, &b);
   CHECK_EQ (r.n_got, 1);
   CHECK_EQ (r.got[0].batch_id, 1);
   CHECK_EQ (r.got[0].late, 1);
   dqt_burst_clear (&b);
-  add_seq (&b, &cfg, 3, 4, 4);        /* batch 1 was emitted: late */
+  add_seq (&b, &cfg, 3, 4, 4); /* batch 1 was emitted: late */
   add_seq (&b, &cfg, 2, 4, 4);
   add_seq (&b, &cfg, 4, 5, 5);
   rig_push (&r, &b);
@@ -861,14 +878,14 @@ test_late (void)
   rig_push (&r, &b);
   CHECK_EQ (r.n_got, 2);
   CHECK_EQ (r.got[1].batch_id, 2);
-  CHECK_EQ (r.got[1].late, 2);        /* the late packets since batch 1 */
+  CHECK_EQ (r.got[1].late, 2); /* the late packets since batch 1 */
   CHECK_EQ (r.last.stats.pending_late, 0);
   /* within one burst: batch 3 is in the window at the start, so placed in pass 1; then batch 6
    * moves the window from [3, 5) to [5, 7): 3 is pushed out, 4 skipped; 5 placed */
   dqt_burst_clear (&b);
-  add_seq (&b, &cfg, 12, 7, 7);       /* batch 6 */
-  add_seq (&b, &cfg, 7, 8, 8);        /* batch 3 */
-  add_seq (&b, &cfg, 11, 9, 9);       /* batch 5 */
+  add_seq (&b, &cfg, 12, 7, 7); /* batch 6 */
+  add_seq (&b, &cfg, 7, 8, 8);  /* batch 3 */
+  add_seq (&b, &cfg, 11, 9, 9); /* batch 5 */
   rig_push (&r, &b);
   CHECK_EQ (r.n_got, 3);
   CHECK_EQ (r.got[2].batch_id, 3);
@@ -898,12 +915,12 @@ test_two_pass (void)
   rig_init (&r, &cfg, 8);
   DqTestBurst b;
   dqt_burst_init (&b);
-  add_seq (&b, &cfg, 0, 1, 1);        /* batch 0, window [0, 2) */
+  add_seq (&b, &cfg, 0, 1, 1); /* batch 0, window [0, 2) */
   rig_push (&r, &b);
   dqt_burst_clear (&b);
-  add_seq (&b, &cfg, 6, 2, 2);        /* batch 3: beyond; moves the window to [2, 4) in pass 2 */
-  add_seq (&b, &cfg, 1, 3, 3);        /* batch 0, in the window at burst start: placed */
-  add_seq (&b, &cfg, 2, 4, 4);        /* batch 1 likewise */
+  add_seq (&b, &cfg, 6, 2, 2); /* batch 3: beyond; moves the window to [2, 4) in pass 2 */
+  add_seq (&b, &cfg, 1, 3, 3); /* batch 0, in the window at burst start: placed */
+  add_seq (&b, &cfg, 2, 4, 4); /* batch 1 likewise */
   rig_push (&r, &b);
   CHECK_EQ (r.n_got, 2);
   CHECK_EQ (r.got[0].batch_id, 0);
@@ -922,7 +939,7 @@ test_short_malformed (void)
 {
   dq_test_name = "short-malformed";
   DqReorderConfig cfg = cfg_simple (2, 16, 2);
-  cfg.seq_bit_offset = 8 * 20;             /* seq beyond the payload: need = 24 bytes */
+  cfg.seq_bit_offset = 8 * 20; /* seq beyond the payload: need = 24 bytes */
   cfg.payload_offset = 2;
   CHECK_EQ (dq_reorder_min_packet_length (&cfg), 24);
   Rig r;
@@ -932,14 +949,14 @@ test_short_malformed (void)
   uint8_t pkt[24];
   memset (pkt, 0x11, sizeof pkt);
   dq_bits_set (pkt, cfg.seq_bit_offset, 32, 1);
-  dqt_burst_add (&b, pkt, 24, 1);          /* ok: slot 1 */
-  dqt_burst_add (&b, pkt, 23, 2);          /* one byte short of the seq field */
+  dqt_burst_add (&b, pkt, 24, 1); /* ok: slot 1 */
+  dqt_burst_add (&b, pkt, 23, 2); /* one byte short of the seq field */
   dqt_burst_add (&b, pkt, 0, 3);
   dqt_burst_add_bad (&b, 1000, 24);        /* outside the burst */
   dqt_burst_add_bad (&b, 0xffffffffu, 24); /* offset + length overflows 32 bits */
   dq_bits_set (pkt, cfg.seq_bit_offset, 32, 0);
-  dqt_burst_add (&b, pkt, 24, 4);          /* ok: slot 0 */
-  dqt_burst_add (&b, pkt, 17, 5);          /* the last packet, short: nothing past it is read */
+  dqt_burst_add (&b, pkt, 24, 4); /* ok: slot 0 */
+  dqt_burst_add (&b, pkt, 17, 5); /* the last packet, short: nothing past it is read */
   rig_push (&r, &b);
   CHECK_EQ (r.n_got, 1);
   CHECK_EQ (r.got[0].short_packets, 5);
@@ -965,11 +982,11 @@ test_timeout_flush (void)
   rig_init (&r, &cfg, 8);
   DqTestBurst b;
   dqt_burst_init (&b);
-  add_seq (&b, &cfg, 9, 9, 90);     /* batch 2 */
-  add_seq (&b, &cfg, 13, 13, 130);  /* batch 3 */
+  add_seq (&b, &cfg, 9, 9, 90);    /* batch 2 */
+  add_seq (&b, &cfg, 13, 13, 130); /* batch 3 */
   add_seq (&b, &cfg, 12, 12, 120);
   add_seq (&b, &cfg, 14, 14, 140);
-  add_seq (&b, &cfg, 15, 15, 150);  /* batch 3 complete, held behind batch 2 */
+  add_seq (&b, &cfg, 15, 15, 150); /* batch 3 complete, held behind batch 2 */
   rig_push (&r, &b);
   CHECK_EQ (r.n_got, 0);
   CHECK_EQ (r.last.window.open, 2);
@@ -1004,8 +1021,8 @@ test_flush_all_reset (void)
   rig_init (&r, &cfg, 6);
   DqTestBurst b;
   dqt_burst_init (&b);
-  add_seq (&b, &cfg, 1, 1, 1);     /* batch 0 */
-  add_seq (&b, &cfg, 10, 2, 2);    /* batch 2 */
+  add_seq (&b, &cfg, 1, 1, 1);  /* batch 0 */
+  add_seq (&b, &cfg, 10, 2, 2); /* batch 2 */
   rig_push (&r, &b);
   rig_flush (&r, DQ_FLUSH_ALL);
   CHECK_EQ (r.n_got, 2);
@@ -1026,14 +1043,14 @@ test_flush_all_reset (void)
   CHECK_EQ (r.n_got, 3);
   CHECK_EQ (r.got[2].batch_id, 4);
   CHECK_EQ (r.got[2].flags, DQ_BATCH_FLUSHED);
-  CHECK_EQ (r.last.n_released, 3);    /* 6 frames: 3 emitted, 3 in the window unused */
+  CHECK_EQ (r.last.n_released, 3); /* 6 frames: 3 emitted, 3 in the window unused */
   CHECK_EQ (r.last.window.initialized, 0);
   uint32_t seen = 0;
   for (uint32_t i = 0; i < 3; i++)
     seen |= 1u << (uint32_t) (uintptr_t) r.got[i].frame_user;
   for (uint32_t i = 0; i < r.last.n_released; i++)
     seen |= 1u << (uint32_t) (uintptr_t) r.last.released[i].user;
-  CHECK_EQ (seen, 0x7e);              /* users 1..6, each once */
+  CHECK_EQ (seen, 0x7e); /* users 1..6, each once */
   /* after the reset the next packet starts a new window, even an old id */
   dqt_burst_clear (&b);
   add_seq (&b, &cfg, 0, 5, 5);
@@ -1050,7 +1067,7 @@ test_no_frame (void)
   dq_test_name = "no-frame";
   DqReorderConfig cfg = cfg_simple (2, 4, 2);
   Rig r;
-  rig_init (&r, &cfg, 1);            /* one frame for a window of two */
+  rig_init (&r, &cfg, 1); /* one frame for a window of two */
   DqTestBurst b;
   dqt_burst_init (&b);
   for (uint32_t s = 0; s < 4; s++)
@@ -1106,9 +1123,8 @@ test_unwrap_d1 (void)
         const int64_t got_d1 = head + dq_unwrap_d1 (k, (uint32_t) head, bits) + 1;
         checked++;
         if ((got != want || got_d1 != want) && mismatches++ < 5)
-          fprintf (stderr, "[%s] bits %u head %lld key %u: %lld / %lld, want %lld\n",
-              dq_test_name, bits, (long long) head, k, (long long) got, (long long) got_d1,
-              (long long) want);
+          fprintf (stderr, "[%s] bits %u head %lld key %u: %lld / %lld, want %lld\n", dq_test_name,
+              bits, (long long) head, k, (long long) got, (long long) got_d1, (long long) want);
       }
     }
   }
@@ -1145,7 +1161,7 @@ test_seq_wrap (void)
   cfg.packets_per_batch = 3;
   cfg.window = 2;
   rig_init (&r, &cfg, 16);
-  for (uint32_t s = 249; s < 249 + 12; s++) {   /* 249 = 83 * 3 */
+  for (uint32_t s = 249; s < 249 + 12; s++) { /* 249 = 83 * 3 */
     dqt_burst_clear (&b);
     add_seq (&b, &cfg, s & 0xff, (uint8_t) s, s);
     rig_push (&r, &b);
@@ -1181,8 +1197,8 @@ test_field_wrap (void)
     dqt_burst_clear (&b);
     for (uint32_t s = 0; s < 256; s++) {
       if (batch == 5 && s == 17)
-        continue;                       /* one loss */
-      uint32_t slot = (s * 7) & 255;    /* scrambled order */
+        continue;                    /* one loss */
+      uint32_t slot = (s * 7) & 255; /* scrambled order */
       pay[0] = (uint8_t) batch;
       pay[1] = (uint8_t) slot;
       dqt_make_packet (&cfg, batch, slot, pay, pkt, 4);
@@ -1280,7 +1296,8 @@ check_tame_stream (const char *name, DqReorderConfig cfg, DqStreamSpec spec, uin
   CHECK (r.last.stats.late >= st.n_late_sent);
   CHECK_EQ (r.last.stats.packets, st.n);
   CHECK_EQ (r.last.stats.accepted + r.last.stats.duplicates + r.last.stats.late +
-      r.last.stats.short_packets, st.n);
+          r.last.stats.short_packets,
+      st.n);
   rig_free (&r);
   dqt_stream_free (&st);
 }
@@ -1313,7 +1330,7 @@ test_random_tame (void)
   }
   for (uint64_t seed = 30; seed < 34; seed++) {
     DqReorderConfig cfg = cfg_simple (16, 12, 2);
-    cfg.seq_bit_width = 9;             /* wraps every 32 batches */
+    cfg.seq_bit_width = 9; /* wraps every 32 batches */
     cfg.seq_bit_offset = 23;
     DqStreamSpec sp = { 100, 0.03, 0.02, 0.01, 0.0, 7, 0, 50, 0 };
     check_tame_stream ("random-tame-wrap", cfg, sp, seed);
@@ -1392,8 +1409,8 @@ test_gather (void)
   for (int i = 0; i < 9; i++)
     p[i] = (uint8_t) (i + 1);
   dqt_burst_add (&b, p, 9, 0);
-  dqt_burst_add (&b, p, 8, 0);          /* short */
-  dqt_burst_add_bad (&b, 5000, 9);      /* malformed */
+  dqt_burst_add (&b, p, 8, 0);     /* short */
+  dqt_burst_add_bad (&b, 5000, 9); /* malformed */
   p[3] = 0xee;
   dqt_burst_add (&b, p, 9, 0);
   uint8_t *exact = dqt_burst_exact (&b);
@@ -1419,8 +1436,12 @@ test_packetize_roundtrip (void)
 {
   dq_test_name = "packetize-roundtrip";
   /* Ethernet + IPv4 + UDP (42 bytes), BE u32 seq at 42, batch byte at 46, payload at 48 */
-  const DqPacketHeaders h = {.dst_mac = {2, 0, 0, 0, 0, 2}, .src_mac = {2, 0, 0, 0, 0, 1},
-    .src_ip = 0x0a000001, .dst_ip = 0x0a000002, .src_port = 5000, .dst_port = 5001 };
+  const DqPacketHeaders h = { .dst_mac = { 2, 0, 0, 0, 0, 2 },
+    .src_mac = { 2, 0, 0, 0, 0, 1 },
+    .src_ip = 0x0a000001,
+    .dst_ip = 0x0a000002,
+    .src_port = 5000,
+    .dst_port = 5001 };
   uint8_t hdr[42];
   CHECK_EQ (dq_packet_write_headers (hdr, sizeof hdr, &h), 0);
   DqReorderConfig cfg;
@@ -1449,9 +1470,9 @@ test_packetize_roundtrip (void)
     CHECK_EQ (p[46], 7);
     CHECK_EQ (p[47], 0);
     CHECK (memcmp (p + 48, frame + s * 10, 10) == 0);
-    CHECK_EQ ((p[16] << 8) | p[17], 60 - 14);       /* IPv4 total length */
-    CHECK_EQ (dq_test_rfc1071 (p + 14, 20), 0);      /* checksum verifies */
-    CHECK_EQ ((p[38] << 8) | p[39], 60 - 34);       /* UDP length */
+    CHECK_EQ ((p[16] << 8) | p[17], 60 - 14);   /* IPv4 total length */
+    CHECK_EQ (dq_test_rfc1071 (p + 14, 20), 0); /* checksum verifies */
+    CHECK_EQ ((p[38] << 8) | p[39], 60 - 34);   /* UDP length */
     CHECK_EQ (p[40] | p[41], 0);
     CHECK (memcmp (p, hdr, 14) == 0);
   }
@@ -1502,8 +1523,9 @@ test_packetize_roundtrip (void)
   for (int c = 0; c + 1 < 6; c++) {
     uint32_t first = cuts[c], n = cuts[c + 1] - cuts[c];
     DqReorderPacket rp[50];
-    CHECK_EQ (dq_packetize_cpu_range (&cfg, &t, frame, 7, first, n, pieces + first * 64,
-            (size_t) n * 64, rp), 0);
+    CHECK_EQ (dq_packetize_cpu_range (
+                  &cfg, &t, frame, 7, first, n, pieces + first * 64, (size_t) n * 64, rp),
+        0);
     CHECK_EQ (rp[0].offset, 0);
     CHECK_EQ (rp[n - 1].offset, (n - 1) * 64);
   }

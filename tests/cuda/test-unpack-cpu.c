@@ -81,7 +81,7 @@ test_uyvp_picture (void)
   dq_test_name = "uyvp-picture";
   enum { W = 6, H = 3, YP = 2 * W + 5, UP = W + 3, VP = W + 1, GUARD = 16 };
   uint32_t cb[H][W / 2], cr[H][W / 2], yv[H][W];
-  uint8_t *src = malloc ((size_t) dq_uyvp_picture_size (W, H));   /* exact: ASan sees overreads */
+  uint8_t *src = malloc ((size_t) dq_uyvp_picture_size (W, H)); /* exact: ASan sees overreads */
   CHECK_EQ (dq_uyvp_picture_size (W, H), 45);
   CHECK_EQ (dq_uyvp_picture_size (1920, 1080), 5184000);
   DqRng rng = { 0x422a10u };
@@ -141,8 +141,8 @@ test_uyvp_picture (void)
   CHECK_EQ (dq_unpack_uyvp_validate (5, 2, 10, 5, 5, msg, sizeof msg), -1);
   CHECK (strstr (msg, "width 5 is odd") != NULL && strstr (msg, "allowed: even widths") != NULL);
   CHECK_EQ (dq_unpack_uyvp_validate (W, H, 2 * W - 1, UP, VP, msg, sizeof msg), -1);
-  CHECK (strstr (msg, "Y pitch of 11 bytes is smaller than a row of 6 16-bit samples (12 bytes)")
-      != NULL);
+  CHECK (strstr (msg, "Y pitch of 11 bytes is smaller than a row of 6 16-bit samples (12 bytes)") !=
+      NULL);
   CHECK_EQ (dq_unpack_uyvp_validate (W, H, YP, UP, W - 1, msg, sizeof msg), -1);
   CHECK (strstr (msg, "V pitch of 5 bytes") != NULL);
   CHECK_EQ (dq_unpack_uyvp_validate (W, H, YP, W - 2, VP, msg, sizeof msg), -1);

@@ -35,7 +35,7 @@
 const GstPluginDesc *gst_plugin_daqiri_get_desc (void);
 
 static EmuPort *
-port_lookup (const gchar * name)
+port_lookup (const gchar *name)
 {
   EmuPort *port = emu_port_lookup (name);
   fail_unless (port != NULL, "emulated port %s is not open", name);
@@ -54,7 +54,7 @@ test_bytes (guint n, guint min_size, guint max_size)
 
 /* nothing lost anywhere on the port: every frame that arrived went into an RQ */
 static void
-assert_port_clean (EmuPort * port, guint64 rx_packets, guint64 tx_packets)
+assert_port_clean (EmuPort *port, guint64 rx_packets, guint64 tx_packets)
 {
   EmuCounters c;
   fail_unless (emu_port_wait_idle (port, 5 * GST_SECOND));
@@ -96,7 +96,8 @@ GST_START_TEST (test_loopback_million)
   fail_unless_equals_uint64 (r.freq_hz, G_GUINT64_CONSTANT (1000000000));
 
   gint64 t0 = g_get_monotonic_time ();
-  gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=64 "
+  gchar *launch = g_strdup_printf (
+      "daqiritestsrc num-packets=%u burst-packets=64 "
       "packet-size-min=60 packet-size-max=1500 n-flows=%d ! daqirisink name=tx device=%s",
       n, N_FLOWS, device);
   GstStructure *tx = run_sender (launch);
@@ -124,13 +125,15 @@ GST_START_TEST (test_loopback_million)
   /* the line-rate model: no frame earlier than the wire allows, and the frames of each
    * back-to-back train exactly where the formula puts them (a doorbell posts 64 WQEs:
    * most frames are inside a train) */
-  g_printerr ("loopback: %u packets in %.2f s, %" G_GUINT64_FORMAT " trains, %"
-      G_GUINT64_FORMAT " packets timed by the formula\n", n, (t1 - t0) / 1e6, r.trains,
-      r.in_train);
+  g_printerr ("loopback: %u packets in %.2f s, %" G_GUINT64_FORMAT " trains, %" G_GUINT64_FORMAT
+              " packets timed by the formula\n",
+      n, (t1 - t0) / 1e6, r.trains, r.in_train);
   fail_unless_equals_uint64 (r.model_early, 0);
   fail_unless_equals_uint64 (r.trains + r.in_train, n);
-  fail_unless (r.in_train >= n / 2, "only %" G_GUINT64_FORMAT " of %u packets inside a "
-      "train", r.in_train, n);
+  fail_unless (r.in_train >= n / 2,
+      "only %" G_GUINT64_FORMAT " of %u packets inside a "
+      "train",
+      r.in_train, n);
 
   emu_port_unref (port);
   gst_element_set_state (rx, GST_STATE_NULL);
@@ -155,9 +158,11 @@ GST_START_TEST (test_line_rate_576)
   r.rate_bps = emu_port_rate_bps (port);
   r.overhead = 24;
 
-  gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=128 "
-      "packet-size-min=576 packet-size-max=576 n-flows=%d ! daqirisink name=tx "
-      "device=emu:rate576", n, N_FLOWS);
+  gchar *launch =
+      g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=128 "
+                       "packet-size-min=576 packet-size-max=576 n-flows=%d ! daqirisink name=tx "
+                       "device=emu:rate576",
+          n, N_FLOWS);
   GstStructure *tx = run_sender (launch);
   g_free (launch);
   gst_structure_free (tx);
@@ -189,13 +194,15 @@ GST_START_TEST (test_forward_unchanged)
 
   GError *error = NULL;
   gchar *fw_launch = g_strdup_printf ("daqirisrc name=src device=%s ! daqirisink name=tx "
-      "device=%s", dev_b, dev_b);
+                                      "device=%s",
+      dev_b, dev_b);
   GstElement *fw = gst_parse_launch (fw_launch, &error);
   g_free (fw_launch);
   fail_unless (fw != NULL);
   play (fw);
 
-  gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=64 "
+  gchar *launch = g_strdup_printf (
+      "daqiritestsrc num-packets=%u burst-packets=64 "
       "packet-size-min=60 packet-size-max=1500 n-flows=%d ! daqirisink name=tx device=%s",
       n, N_FLOWS, dev_a);
   GstStructure *tx = run_sender (launch);
@@ -250,7 +257,8 @@ GST_START_TEST (test_held_buffers_exhaust_ring)
   GstElement *rx = receiver_pipeline (&r, device, "ring-size=1048576 burst-packets=64");
   EmuPort *port = port_lookup ("held");
 
-  gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=32 "
+  gchar *launch = g_strdup_printf (
+      "daqiritestsrc num-packets=%u burst-packets=32 "
       "packet-size-min=1000 packet-size-max=1000 n-flows=1 ! daqirisink name=tx device=%s",
       n, device);
   GstStructure *tx = run_sender (launch);
@@ -298,9 +306,11 @@ GST_START_TEST (test_held_buffers_exhaust_ring)
   g_ptr_array_set_size (r.held, 0);
   receiver_reset (&r);
   g_mutex_unlock (&r.lock);
-  launch = g_strdup_printf ("daqiritestsrc num-packets=2000 burst-packets=32 "
+  launch = g_strdup_printf (
+      "daqiritestsrc num-packets=2000 burst-packets=32 "
       "packet-size-min=1000 packet-size-max=1000 n-flows=1 rate=20000 ! daqirisink name=tx "
-      "device=%s", device);
+      "device=%s",
+      device);
   tx = run_sender (launch);
   g_free (launch);
   gst_structure_free (tx);
@@ -336,7 +346,8 @@ GST_START_TEST (test_state_cycles_under_traffic)
 {
   const gchar *device = "emu:cyc";
   GError *error = NULL;
-  gchar *launch = g_strdup_printf ("daqiritestsrc rate=50000 burst-packets=16 "
+  gchar *launch = g_strdup_printf (
+      "daqiritestsrc rate=50000 burst-packets=16 "
       "packet-size-min=60 packet-size-max=1500 n-flows=%d ! daqirisink name=tx device=%s",
       N_FLOWS, device);
   GstElement *sender = gst_parse_launch (launch, &error);
@@ -348,7 +359,8 @@ GST_START_TEST (test_state_cycles_under_traffic)
   receiver_init (&r, G_MAXUINT32 / 2);
   r.hold = TRUE;
   launch = g_strdup_printf ("daqirisrc name=src device=%s flows=\"" DQ_E2E_FLOWS "\" "
-      "ring-size=262144 ! appsink name=sink sync=false", device);
+                            "ring-size=262144 ! appsink name=sink sync=false",
+      device);
   GstElement *rx = gst_parse_launch (launch, &error);
   g_free (launch);
   fail_unless (rx != NULL);
@@ -359,8 +371,7 @@ GST_START_TEST (test_state_cycles_under_traffic)
   for (guint cycle = 0; cycle < 200; cycle++) {
     guint before = r.buffers;
     if (cycle % 10 == 5) {
-      fail_unless (gst_element_set_state (sender, GST_STATE_NULL) ==
-          GST_STATE_CHANGE_SUCCESS);
+      fail_unless (gst_element_set_state (sender, GST_STATE_NULL) == GST_STATE_CHANGE_SUCCESS);
       play (sender);
     }
     play (rx);
@@ -387,8 +398,8 @@ GST_START_TEST (test_state_cycles_under_traffic)
       fail_unless (gst_buffer_map (buf, &map, GST_MAP_READ));
       guint32 seq, flow;
       for (guint k = 0; k < meta->n_packets; k++)
-        fail_unless (gst_daqiri_test_packet_check (&r.params, map.data +
-                meta->packets[k].offset, meta->packets[k].length, &seq, &flow));
+        fail_unless (gst_daqiri_test_packet_check (
+            &r.params, map.data + meta->packets[k].offset, meta->packets[k].length, &seq, &flow));
       gst_buffer_unmap (buf, &map);
     }
     g_ptr_array_set_size (r.held, 0);
@@ -416,7 +427,7 @@ GST_END_TEST;
  * coming after every resume, however quickly it follows the pause (GStreamer 1.24 and later
  * unlock a live source's create() on pause). */
 static GstFlowReturn
-count_sample (GstAppSink * sink, gpointer user_data)
+count_sample (GstAppSink *sink, gpointer user_data)
 {
   GstSample *sample = gst_app_sink_pull_sample (sink);
   g_atomic_int_inc ((gint *) user_data);
@@ -428,7 +439,8 @@ GST_START_TEST (test_pause_resume_under_traffic)
 {
   GError *error = NULL;
   GstElement *rx = gst_parse_launch ("daqirisrc device=emu:pause,gen=64,gen-rate=2m "
-      "burst-packets=64 ! appsink name=sink sync=false", &error);
+                                     "burst-packets=64 ! appsink name=sink sync=false",
+      &error);
   fail_unless (rx != NULL);
   GstElement *sink = gst_bin_get_by_name (GST_BIN (rx), "sink");
   gint samples = 0;
@@ -438,15 +450,14 @@ GST_START_TEST (test_pause_resume_under_traffic)
   for (guint cycle = 0; cycle < 30; cycle++) {
     fail_unless (gst_element_set_state (rx, GST_STATE_PAUSED) != GST_STATE_CHANGE_FAILURE);
     if (cycle % 2)
-      g_usleep (2000);          /* every other resume follows the pause at once */
+      g_usleep (2000); /* every other resume follows the pause at once */
     fail_unless (gst_element_set_state (rx, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
     gint before = g_atomic_int_get (&samples);
     gint64 deadline = g_get_monotonic_time () + 3 * G_USEC_PER_SEC;
     while (g_atomic_int_get (&samples) < before + 4 && g_get_monotonic_time () < deadline)
       g_usleep (1000);
     fail_unless (g_atomic_int_get (&samples) >= before + 4,
-        "cycle %u: %d bursts in 3 s after resuming", cycle,
-        g_atomic_int_get (&samples) - before);
+        "cycle %u: %d bursts in 3 s after resuming", cycle, g_atomic_int_get (&samples) - before);
   }
   gst_element_set_state (rx, GST_STATE_NULL);
   gst_object_unref (sink);
@@ -461,7 +472,7 @@ typedef struct {
   guint received;
   guint bad;
   guint wrong_mark;
-  guint late;                   /* timestamp not exactly 1/rate after the one before */
+  guint late; /* timestamp not exactly 1/rate after the one before */
   guint64 first_ts, last_ts;
   guint64 period_ns;
   GMutex lock;
@@ -470,7 +481,7 @@ typedef struct {
 /* emu.h: Ethernet/IPv4/UDP from 10.0.0.1:1000 to 10.0.0.2:5000, the sequence number
  * big-endian at offset 42, then byte i of the frame = (k + i) & 0xff */
 static GstFlowReturn
-on_gen_sample (GstAppSink * sink, gpointer user_data)
+on_gen_sample (GstAppSink *sink, gpointer user_data)
 {
   GenCheck *g = user_data;
   GstSample *sample = gst_app_sink_pull_sample (sink);
@@ -486,8 +497,7 @@ on_gen_sample (GstAppSink * sink, gpointer user_data)
     guint32 k = g->received;
     gboolean ok = p->length == 128 && GST_READ_UINT32_BE (f + 42) == k &&
         GST_READ_UINT16_BE (f + 12) == 0x0800 && f[23] == 17 &&
-        GST_READ_UINT16_BE (f + 36) == 5000 &&
-        (p->flags & GST_DAQIRI_PACKET_FLAG_CSUM_OK) != 0;
+        GST_READ_UINT16_BE (f + 36) == 5000 && (p->flags & GST_DAQIRI_PACKET_FLAG_CSUM_OK) != 0;
     for (guint b = 46; ok && b < p->length; b++)
       ok = f[b] == (guint8) (k + b);
     g->bad += !ok;
@@ -510,15 +520,17 @@ on_gen_sample (GstAppSink * sink, gpointer user_data)
  * with a message naming what is allowed. */
 GST_START_TEST (test_generator_from_device_string)
 {
-  GenCheck g = {.period_ns = 1000 };
+  GenCheck g = { .period_ns = 1000 };
   g_mutex_init (&g.lock);
   GError *error = NULL;
-  GstElement *rx = gst_parse_launch ("daqirisrc name=src "
-      "device=emu:gen1,gen=128,gen-rate=1m,gen-count=5000 "
-      "flows=\"proto=udp dst-port=5000 mark=77\" ! appsink name=sink sync=false", &error);
+  GstElement *rx =
+      gst_parse_launch ("daqirisrc name=src "
+                        "device=emu:gen1,gen=128,gen-rate=1m,gen-count=5000 "
+                        "flows=\"proto=udp dst-port=5000 mark=77\" ! appsink name=sink sync=false",
+          &error);
   fail_unless (rx != NULL);
   GstElement *sink = gst_bin_get_by_name (GST_BIN (rx), "sink");
-  GstAppSinkCallbacks cb = {.new_sample = on_gen_sample };
+  GstAppSinkCallbacks cb = { .new_sample = on_gen_sample };
   gst_app_sink_set_callbacks (GST_APP_SINK (sink), &cb, &g, NULL);
   gst_object_unref (sink);
   play (rx);
@@ -557,12 +569,12 @@ GST_START_TEST (test_generator_from_device_string)
   const struct {
     const gchar *device, *message;
   } bad[] = {
-    {"emu:genbad,gen=40", "gen=40 is not allowed"},
-    {"emu:genbad,gen=1519", "allowed: a frame length of 60 .. 1518"},
-    {"emu:genbad,gen=2000,mtu=2000", NULL},
-    {"emu:genbad,gen-rate=5", "give its frame length too"},
-    {"emu:genbad,gen=64,gen-lossless=maybe", "gen-lossless=maybe is not allowed"},
-    {"emu:genbad,gen=64,gen-rate=2g", "gen-rate=2g is not allowed"},
+    { "emu:genbad,gen=40", "gen=40 is not allowed" },
+    { "emu:genbad,gen=1519", "allowed: a frame length of 60 .. 1518" },
+    { "emu:genbad,gen=2000,mtu=2000", NULL },
+    { "emu:genbad,gen-rate=5", "give its frame length too" },
+    { "emu:genbad,gen=64,gen-lossless=maybe", "gen-lossless=maybe is not allowed" },
+    { "emu:genbad,gen=64,gen-rate=2g", "gen-rate=2g is not allowed" },
   };
   for (guint i = 0; i < G_N_ELEMENTS (bad); i++) {
     DqPort *port_ok = dq_port_open (bad[i].device, &error);
@@ -572,8 +584,8 @@ GST_START_TEST (test_generator_from_device_string)
       continue;
     }
     fail_unless (port_ok == NULL, "%s was accepted", bad[i].device);
-    fail_unless (strstr (error->message, bad[i].message) != NULL, "%s: %s", bad[i].device,
-        error->message);
+    fail_unless (
+        strstr (error->message, bad[i].message) != NULL, "%s: %s", bad[i].device, error->message);
     g_clear_error (&error);
   }
 }
@@ -582,24 +594,23 @@ GST_END_TEST;
 
 /* ---- daqirisink's pool of TX slots, driven by hand ---- */
 
-static GstStaticPadTemplate harness_src_template = GST_STATIC_PAD_TEMPLATE ("src",
-    GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+static GstStaticPadTemplate harness_src_template =
+    GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
 
 static GstHarness *
-sink_harness (const gchar * device)
+sink_harness (const gchar *device)
 {
   GstElement *sink = gst_element_factory_make ("daqirisink", NULL);
   g_object_set (sink, "device", device, NULL);
   /* a harnessed sink starts at once: configure it first */
   GstHarness *h = gst_harness_new_full (sink, &harness_src_template, "sink", NULL, NULL);
   gst_object_unref (sink);
-  gst_harness_set_src_caps_str (h, GST_DAQIRI_PACKETS_MEDIA_TYPE
-      ", max-packet-size=(int)1500");
+  gst_harness_set_src_caps_str (h, GST_DAQIRI_PACKETS_MEDIA_TYPE ", max-packet-size=(int)1500");
   return h;
 }
 
 static guint64
-harness_stat (GstHarness * h, const gchar * field)
+harness_stat (GstHarness *h, const gchar *field)
 {
   GstStructure *s = NULL;
   g_object_get (h->element, "stats", &s, NULL);
@@ -610,7 +621,7 @@ harness_stat (GstHarness * h, const gchar * field)
 
 /* Asks the sink for its pool: none (NULL) on an engine that does not lend slots. */
 static GstBufferPool *
-query_pool (GstHarness * h, gboolean * has_meta)
+query_pool (GstHarness *h, gboolean *has_meta)
 {
   GstCaps *caps = gst_caps_from_string (GST_DAQIRI_PACKETS_MEDIA_TYPE);
   GstQuery *q = gst_query_new_allocation (caps, TRUE);
@@ -628,8 +639,7 @@ query_pool (GstHarness * h, gboolean * has_meta)
 /* writes test packets first_seq .. into the buffer: packet i at offsets[i] (NULL: at
  * slot i), size `size` */
 static void
-fill_packets (GstBuffer * buf, guint n, guint32 first_seq, guint size,
-    const guint * offsets)
+fill_packets (GstBuffer *buf, guint n, guint32 first_seq, guint size, const guint *offsets)
 {
   GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
   GstDaqiriTestPacketParams params;
@@ -643,7 +653,8 @@ fill_packets (GstBuffer * buf, guint n, guint32 first_seq, guint size,
     guint off = offsets ? offsets[i] : meta->packets[i].offset;
     fail_unless (off + size <= map.size);
     fail_unless_equals_int (gst_daqiri_test_packet_write (&params, map.data + off, size,
-            first_seq + i, (first_seq + i) % N_FLOWS), size);
+                                first_seq + i, (first_seq + i) % N_FLOWS),
+        size);
     meta->packets[i].offset = off;
     meta->packets[i].length = size;
     meta->packets[i].flow_id = (first_seq + i) % N_FLOWS;
@@ -655,16 +666,16 @@ fill_packets (GstBuffer * buf, guint n, guint32 first_seq, guint size,
 /* pushes and waits until the port sent it: the sink's two TX queues (in place, copies)
  * then leave in push order */
 static void
-push_sent (GstHarness * h, GstBuffer * buf, EmuPort * port)
+push_sent (GstHarness *h, GstBuffer *buf, EmuPort *port)
 {
   fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
   fail_unless (emu_port_wait_idle (port, 5 * GST_SECOND));
 }
 
 static GstFlowReturn
-acquire_now (GstBufferPool * pool, GstBuffer ** buf)
+acquire_now (GstBufferPool *pool, GstBuffer **buf)
 {
-  GstBufferPoolAcquireParams params = {.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT };
+  GstBufferPoolAcquireParams params = { .flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT };
   *buf = NULL;
   return gst_buffer_pool_acquire_buffer (pool, buf, &params);
 }
@@ -782,8 +793,8 @@ GST_START_TEST (test_sink_slot_pool)
   fail_unless (gst_buffer_map (kept, &kmap, GST_MAP_READ));
   meta = gst_buffer_get_daqiri_packet_meta (kept);
   for (guint i = 0; i < meta->n_packets; i++)
-    fail_unless (gst_daqiri_test_packet_check (NULL, kmap.data + meta->packets[i].offset,
-            meta->packets[i].length, NULL, NULL));
+    fail_unless (gst_daqiri_test_packet_check (
+        NULL, kmap.data + meta->packets[i].offset, meta->packets[i].length, NULL, NULL));
   gst_buffer_unmap (kept, &kmap);
   gst_buffer_unref (kept);
   fail_unless_equals_int (acquire_now (pool, &buf), GST_FLOW_OK);
@@ -853,8 +864,7 @@ GST_START_TEST (test_sink_slot_pool_flushing)
   gst_element_set_state (h->element, GST_STATE_NULL);
   GstBuffer *late = NULL;
   gst_buffer_unref (held);
-  fail_unless_equals_int (gst_buffer_pool_acquire_buffer (pool, &late, NULL),
-      GST_FLOW_FLUSHING);
+  fail_unless_equals_int (gst_buffer_pool_acquire_buffer (pool, &late, NULL), GST_FLOW_FLUSHING);
   fail_unless (late == NULL);
   fail_unless (gst_buffer_pool_set_active (pool, FALSE));
   gst_object_unref (pool);
@@ -887,9 +897,8 @@ static void
 register_plugin (void)
 {
   const GstPluginDesc *d = gst_plugin_daqiri_get_desc ();
-  if (!gst_plugin_register_static (d->major_version, d->minor_version, d->name,
-          d->description, d->plugin_init, d->version, d->license, d->source, d->package,
-          d->origin))
+  if (!gst_plugin_register_static (d->major_version, d->minor_version, d->name, d->description,
+          d->plugin_init, d->version, d->license, d->source, d->package, d->origin))
     g_error ("cannot register the linked-in daqiri plugin");
   /* the elements must be the linked-in ones, not a plugin file found on a path */
   GstPluginFeature *f = gst_registry_lookup_feature (gst_registry_get (), "daqirisrc");

@@ -8,7 +8,7 @@
 #include <string.h>
 
 void
-receiver_init (Receiver * r, guint n_expected)
+receiver_init (Receiver *r, guint n_expected)
 {
   memset (r, 0, sizeof *r);
   gst_daqiri_test_packet_params_init (&r->params);
@@ -21,7 +21,7 @@ receiver_init (Receiver * r, guint n_expected)
 }
 
 void
-receiver_clear (Receiver * r)
+receiver_clear (Receiver *r)
 {
   g_free (r->seen);
   g_ptr_array_unref (r->held);
@@ -30,7 +30,7 @@ receiver_clear (Receiver * r)
 }
 
 void
-receiver_reset (Receiver * r)
+receiver_reset (Receiver *r)
 {
   memset (r->seen, 0, MAX (r->n_expected, 1));
   r->received = 0;
@@ -39,7 +39,7 @@ receiver_reset (Receiver * r)
 }
 
 static void
-model_check (Receiver * r, guint64 ts, gsize len)
+model_check (Receiver *r, guint64 ts, gsize len)
 {
   guint64 w = 8 * (MAX (len, 60) + r->overhead);
 
@@ -52,8 +52,8 @@ model_check (Receiver * r, guint64 ts, gsize len)
     }
     if (ts < expected && r->model_early++ < 5)
       g_printerr ("timestamp %" G_GUINT64_FORMAT " is %" G_GUINT64_FORMAT " ns before the "
-          "wire is free (train at %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT " bits)\n", ts,
-          expected - ts, r->t0, r->bits);
+                  "wire is free (train at %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT " bits)\n",
+          ts, expected - ts, r->t0, r->bits);
   }
   r->trains++;
   r->t0 = ts;
@@ -61,15 +61,13 @@ model_check (Receiver * r, guint64 ts, gsize len)
 }
 
 void
-receiver_check_frame (Receiver * r, const guint8 * frame, gsize len, guint32 flow_id,
-    guint64 ts)
+receiver_check_frame (Receiver *r, const guint8 *frame, gsize len, guint32 flow_id, guint64 ts)
 {
   guint32 seq, flow;
 
   if (!gst_daqiri_test_packet_check (&r->params, frame, len, &seq, &flow)) {
     if (r->bad++ < 5)
-      g_printerr ("bad packet: %s\n", gst_daqiri_test_packet_explain (&r->params, frame,
-              len));
+      g_printerr ("bad packet: %s\n", gst_daqiri_test_packet_explain (&r->params, frame, len));
     return;
   }
   if (seq >= r->n_expected) {
@@ -93,7 +91,7 @@ receiver_check_frame (Receiver * r, const guint8 * frame, gsize len, guint32 flo
 }
 
 static GstFlowReturn
-on_sample (GstAppSink * sink, gpointer user_data)
+on_sample (GstAppSink *sink, gpointer user_data)
 {
   Receiver *r = user_data;
   GstSample *sample = gst_app_sink_pull_sample (sink);
@@ -110,8 +108,8 @@ on_sample (GstAppSink * sink, gpointer user_data)
       r->bad++;
     else
       for (guint i = 0; i < meta->n_packets; i++)
-        receiver_check_frame (r, map.data + meta->packets[i].offset,
-            meta->packets[i].length, meta->packets[i].flow_id, meta->packets[i].timestamp);
+        receiver_check_frame (r, map.data + meta->packets[i].offset, meta->packets[i].length,
+            meta->packets[i].flow_id, meta->packets[i].timestamp);
     gst_buffer_unmap (buf, &map);
   } else {
     r->bad++;
@@ -125,15 +123,15 @@ on_sample (GstAppSink * sink, gpointer user_data)
 }
 
 void
-receiver_attach (Receiver * r, GstElement * appsink)
+receiver_attach (Receiver *r, GstElement *appsink)
 {
-  GstAppSinkCallbacks cb = {.new_sample = on_sample };
+  GstAppSinkCallbacks cb = { .new_sample = on_sample };
   gst_app_sink_set_callbacks (GST_APP_SINK (appsink), &cb, r, NULL);
 }
 
 /* Waits until @n packets arrived or @timeout_ms passed without progress. */
 guint
-receiver_wait (Receiver * r, guint n, guint timeout_ms)
+receiver_wait (Receiver *r, guint n, guint timeout_ms)
 {
   g_mutex_lock (&r->lock);
   guint last = r->received;
@@ -153,7 +151,7 @@ receiver_wait (Receiver * r, guint n, guint timeout_ms)
 
 /* Sets @pipeline PLAYING; a failure fails the test with the error the bus got. */
 void
-play (GstElement * pipeline)
+play (GstElement *pipeline)
 {
   if (gst_element_set_state (pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE)
     return;
@@ -164,17 +162,18 @@ play (GstElement * pipeline)
     GError *err = NULL;
     gchar *dbg = NULL;
     gst_message_parse_error (msg, &err, &dbg);
-    fail ("%s does not start: %s (%s)", GST_OBJECT_NAME (pipeline), err->message,
-        GST_STR_NULL (dbg));
+    fail (
+        "%s does not start: %s (%s)", GST_OBJECT_NAME (pipeline), err->message, GST_STR_NULL (dbg));
   }
   fail ("%s does not start", GST_OBJECT_NAME (pipeline));
 }
 
 GstElement *
-receiver_pipeline (Receiver * r, const gchar * device, const gchar * extra)
+receiver_pipeline (Receiver *r, const gchar *device, const gchar *extra)
 {
   gchar *launch = g_strdup_printf ("daqirisrc name=src device=%s flows=\"" DQ_E2E_FLOWS "\" %s ! "
-      "appsink name=sink sync=false emit-signals=false", device, extra ? extra : "");
+                                   "appsink name=sink sync=false emit-signals=false",
+      device, extra ? extra : "");
   GError *error = NULL;
   GstElement *pipeline = gst_parse_launch (launch, &error);
   fail_unless (pipeline != NULL, "%s: %s", launch, error ? error->message : "");
@@ -189,7 +188,7 @@ receiver_pipeline (Receiver * r, const gchar * device, const gchar * extra)
 }
 
 GstStructure *
-element_stats (GstElement * pipeline, const gchar * name)
+element_stats (GstElement *pipeline, const gchar *name)
 {
   GstElement *el = gst_bin_get_by_name (GST_BIN (pipeline), name);
   GstStructure *s = NULL;
@@ -200,7 +199,7 @@ element_stats (GstElement * pipeline, const gchar * name)
 }
 
 guint64
-stat_u64 (const GstStructure * s, const gchar * field)
+stat_u64 (const GstStructure *s, const gchar *field)
 {
   guint64 v = 0;
   fail_unless (gst_structure_get_uint64 (s, field, &v), "no field %s", field);
@@ -208,7 +207,7 @@ stat_u64 (const GstStructure * s, const gchar * field)
 }
 
 static void
-fail_on_error_message (GstMessage * msg, const gchar * what)
+fail_on_error_message (GstMessage *msg, const gchar *what)
 {
   if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
     GError *err = NULL;
@@ -220,15 +219,15 @@ fail_on_error_message (GstMessage * msg, const gchar * what)
 
 /* Runs a sender pipeline to EOS and returns the stats of its element "tx". */
 GstStructure *
-run_sender (const gchar * launch)
+run_sender (const gchar *launch)
 {
   GError *error = NULL;
   GstElement *pipeline = gst_parse_launch (launch, &error);
   fail_unless (pipeline != NULL, "%s: %s", launch, error ? error->message : "");
   play (pipeline);
   GstBus *bus = gst_element_get_bus (pipeline);
-  GstMessage *msg = gst_bus_timed_pop_filtered (bus, 120 * GST_SECOND,
-      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  GstMessage *msg =
+      gst_bus_timed_pop_filtered (bus, 120 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
   fail_unless (msg != NULL, "sender timed out: %s", launch);
   fail_on_error_message (msg, "sender");
   gst_message_unref (msg);
@@ -242,7 +241,7 @@ run_sender (const gchar * launch)
 
 
 void
-assert_all_received (Receiver * r, GstElement * rx, guint n)
+assert_all_received (Receiver *r, GstElement *rx, guint n)
 {
   guint got = receiver_wait (r, n, 3000);
   GstStructure *s = element_stats (rx, "src");

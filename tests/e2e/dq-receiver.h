@@ -14,24 +14,25 @@ G_BEGIN_DECLS
 /* daqiritestsrc n-flows=4 sends to UDP ports 6000..6003; these rules mark them 10..13 */
 #define DQ_E2E_N_FLOWS 4
 #define DQ_E2E_MARK_BASE 10
-#define DQ_E2E_FLOWS "proto=udp dst-port=6000 mark=10; proto=udp dst-port=6001 mark=11; " \
+#define DQ_E2E_FLOWS \
+  "proto=udp dst-port=6000 mark=10; proto=udp dst-port=6001 mark=11; " \
   "proto=udp dst-port=6002 mark=12; proto=udp dst-port=6003 mark=13"
 
 typedef struct {
   GstDaqiriTestPacketParams params;
-  guint8 *seen;                 /* one byte per sequence number */
+  guint8 *seen; /* one byte per sequence number */
   guint n_expected;
   guint received;
   guint64 bytes;
   guint duplicates;
   guint bad;
   guint wrong_flow;
-  gboolean check_order;         /* one sender: sequence numbers arrive in order */
+  gboolean check_order; /* one sender: sequence numbers arrive in order */
   guint out_of_order;
   gint64 last_seq;
   guint buffers;
-  guint max_burst;              /* the most packets one buffer carried */
-  gboolean hold;                /* keep every buffer (a stalled downstream) */
+  guint max_burst; /* the most packets one buffer carried */
+  gboolean hold;   /* keep every buffer (a stalled downstream) */
   GPtrArray *held;
 
   /* the line-rate model (mlx5/emu/emu.h): in a train that started at T0, the frame after S
@@ -40,8 +41,8 @@ typedef struct {
   guint64 freq_hz, rate_bps, overhead;
   guint64 t0, bits;
   guint64 trains;
-  guint64 in_train;             /* packets whose time the formula gave exactly */
-  guint64 model_early;          /* packets earlier than the formula allows: a bug */
+  guint64 in_train;    /* packets whose time the formula gave exactly */
+  guint64 model_early; /* packets earlier than the formula allows: a bug */
   guint64 last_ts;
   guint ts_backwards;
 
@@ -49,31 +50,31 @@ typedef struct {
   GCond cond;
 } Receiver;
 
-void receiver_init (Receiver * r, guint n_expected);
-void receiver_clear (Receiver * r);
+void receiver_init (Receiver *r, guint n_expected);
+void receiver_clear (Receiver *r);
 /* forgets what arrived (for a second stream into the same receiver) */
-void receiver_reset (Receiver * r);
+void receiver_reset (Receiver *r);
 /* checks one frame (flow_id: the mark it came with; ts: its timestamp) */
-void receiver_check_frame (Receiver * r, const guint8 * frame, gsize len, guint32 flow_id,
-    guint64 ts);
+void receiver_check_frame (
+    Receiver *r, const guint8 *frame, gsize len, guint32 flow_id, guint64 ts);
 /* makes an appsink deliver its samples to the receiver */
-void receiver_attach (Receiver * r, GstElement * appsink);
+void receiver_attach (Receiver *r, GstElement *appsink);
 /* waits until n packets arrived or timeout_ms passed without progress; how many arrived */
-guint receiver_wait (Receiver * r, guint n, guint timeout_ms);
+guint receiver_wait (Receiver *r, guint n, guint timeout_ms);
 
 /* Sets a pipeline PLAYING; a failure fails the test with the error the bus got. */
-void play (GstElement * pipeline);
+void play (GstElement *pipeline);
 /* `daqirisrc name=src device=DEVICE flows=DQ_E2E_FLOWS EXTRA ! appsink name=sink`, PLAYING:
  * the source's queue exists when this returns */
-GstElement *receiver_pipeline (Receiver * r, const gchar * device, const gchar * extra);
+GstElement *receiver_pipeline (Receiver *r, const gchar *device, const gchar *extra);
 /* the `stats` of the element `name` of a pipeline */
-GstStructure *element_stats (GstElement * pipeline, const gchar * name);
-guint64 stat_u64 (const GstStructure * s, const gchar * field);
+GstStructure *element_stats (GstElement *pipeline, const gchar *name);
+guint64 stat_u64 (const GstStructure *s, const gchar *field);
 /* runs a sender pipeline to EOS; the stats of its element "tx" */
-GstStructure *run_sender (const gchar * launch);
+GstStructure *run_sender (const gchar *launch);
 /* every one of packets 0 .. n-1 arrived once, correct, with its flow id; daqirisrc's stats
  * (element "src" of rx) agree and say nothing was dropped or truncated */
-void assert_all_received (Receiver * r, GstElement * rx, guint n);
+void assert_all_received (Receiver *r, GstElement *rx, guint n);
 
 G_END_DECLS
 

@@ -37,11 +37,11 @@
 #define AFP_RX_IF "dqvrx0"
 
 typedef struct {
-  const gchar *name;            /* the program's argument */
+  const gchar *name; /* the program's argument */
   const gchar *tx_device, *rx_device;
-  const gchar *rx_props;        /* more daqirisrc properties */
-  guint rate;                   /* daqiritestsrc pace, packets/s; 0: as the sink takes them */
-  gboolean lends_slots;         /* daqirisink proposes its pool of TX slots */
+  const gchar *rx_props; /* more daqirisrc properties */
+  guint rate;            /* daqiritestsrc pace, packets/s; 0: as the sink takes them */
+  gboolean lends_slots;  /* daqirisink proposes its pool of TX slots */
   /* from main(), before any thread exists (it may end the program: exit 77, a skip) */
   void (*setup) (void);
   void (*teardown) (void);
@@ -63,13 +63,13 @@ afpacket_teardown (void)
 
 static const Engine engines[] = {
   /* a full receive queue pauses the sender (pause=on): no pacing needed */
-  {"emu", "emu:e2e", "emu:e2e", "", 0, TRUE, NULL, NULL},
+  { "emu", "emu:e2e", "emu:e2e", "", 0, TRUE, NULL, NULL },
   /* the kernel drops what the receiving socket's ring cannot take: a ring for every
    * packet, and a pace the veth pair keeps up with */
-  {"afpacket", "afpacket:" AFP_TX_IF, "afpacket:" AFP_RX_IF, "ring-size=134217728", 250000,
-      FALSE, afpacket_setup, afpacket_teardown},
+  { "afpacket", "afpacket:" AFP_TX_IF, "afpacket:" AFP_RX_IF, "ring-size=134217728", 250000, FALSE,
+      afpacket_setup, afpacket_teardown },
   /* a full device queue holds the sender back */
-  {"dpdk", "dpdk:net_ring0", "dpdk:net_ring0", "", 0, FALSE, NULL, NULL},
+  { "dpdk", "dpdk:net_ring0", "dpdk:net_ring0", "", 0, FALSE, NULL, NULL },
 };
 
 static const Engine *engine;
@@ -84,13 +84,13 @@ test_bytes (guint n)
   return sum;
 }
 
-static GstStaticPadTemplate harness_src_template = GST_STATIC_PAD_TEMPLATE ("src",
-    GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+static GstStaticPadTemplate harness_src_template =
+    GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
 
 /* What daqirisink answers an allocation query with: always the packet meta; its pool of
  * TX slots exactly where the engine lends them. */
 static void
-assert_sink_allocation (const Engine * e)
+assert_sink_allocation (const Engine *e)
 {
   GstElement *sink = gst_element_factory_make ("daqirisink", NULL);
   fail_unless (sink != NULL);
@@ -98,8 +98,7 @@ assert_sink_allocation (const Engine * e)
   /* a harnessed sink starts at once: configured first */
   GstHarness *h = gst_harness_new_full (sink, &harness_src_template, "sink", NULL, NULL);
   gst_object_unref (sink);
-  gst_harness_set_src_caps_str (h, GST_DAQIRI_PACKETS_MEDIA_TYPE
-      ", max-packet-size=(int)1500");
+  gst_harness_set_src_caps_str (h, GST_DAQIRI_PACKETS_MEDIA_TYPE ", max-packet-size=(int)1500");
 
   GstCaps *caps = gst_caps_from_string (GST_DAQIRI_PACKETS_MEDIA_TYPE);
   GstQuery *q = gst_query_new_allocation (caps, TRUE);
@@ -115,8 +114,7 @@ assert_sink_allocation (const Engine * e)
     fail_unless (gst_buffer_pool_has_option (pool, GST_BUFFER_POOL_OPTION_DAQIRI_TX_SLOTS));
     gst_object_unref (pool);
   } else {
-    fail_unless (pool == NULL, "%s has no slots to lend, yet a pool was proposed",
-        e->tx_device);
+    fail_unless (pool == NULL, "%s has no slots to lend, yet a pool was proposed", e->tx_device);
   }
   gst_harness_teardown (h);
 }
@@ -135,9 +133,10 @@ GST_START_TEST (test_send_receive)
   assert_sink_allocation (e);
 
   gchar *rate = e->rate > 0 ? g_strdup_printf (" rate=%u", e->rate) : g_strdup ("");
-  gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=%u "
-      "packet-size-min=%u packet-size-max=%u n-flows=%u%s ! daqirisink name=tx device=%s", n,
-      TX_BURST, SIZE_MIN, SIZE_MAX, DQ_E2E_N_FLOWS, rate, e->tx_device);
+  gchar *launch = g_strdup_printf (
+      "daqiritestsrc num-packets=%u burst-packets=%u "
+      "packet-size-min=%u packet-size-max=%u n-flows=%u%s ! daqirisink name=tx device=%s",
+      n, TX_BURST, SIZE_MIN, SIZE_MAX, DQ_E2E_N_FLOWS, rate, e->tx_device);
   GstStructure *tx = run_sender (launch);
   g_free (launch);
   g_free (rate);
@@ -194,7 +193,7 @@ e2e_device_suite (void)
 }
 
 static const Engine *
-engine_find (const gchar * name)
+engine_find (const gchar *name)
 {
   for (guint i = 0; i < G_N_ELEMENTS (engines); i++)
     if (strcmp (engines[i].name, name) == 0)

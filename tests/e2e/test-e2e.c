@@ -28,7 +28,7 @@
 
 #define TX_IF "dqtx0"
 #define RX_IF "dqrx0"
-#define FW_OUT_IF "dqfw0"            /* a second veth pair: dqfw0 -> dqfw1 */
+#define FW_OUT_IF "dqfw0" /* a second veth pair: dqfw0 -> dqfw1 */
 #define FW_IN_IF "dqfw1"
 #define N_FLOWS DQ_E2E_N_FLOWS
 
@@ -44,14 +44,18 @@ GST_START_TEST (test_forward_unchanged)
   GstElement *rx = receiver_pipeline (&r, "afpacket:" FW_IN_IF, "ring-size=134217728");
 
   GError *error = NULL;
-  GstElement *fw = gst_parse_launch ("daqirisrc name=src device=afpacket:" RX_IF
-      " ring-size=134217728 ! daqirisink name=tx device=afpacket:" FW_OUT_IF, &error);
+  GstElement *fw =
+      gst_parse_launch ("daqirisrc name=src device=afpacket:" RX_IF
+                        " ring-size=134217728 ! daqirisink name=tx device=afpacket:" FW_OUT_IF,
+          &error);
   fail_unless (fw != NULL);
   fail_unless (gst_element_set_state (fw, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
 
-  gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=64 "
-      "packet-size-min=60 packet-size-max=1500 n-flows=%d rate=200000 ! "
-      "daqirisink name=tx device=afpacket:" TX_IF, n, N_FLOWS);
+  gchar *launch =
+      g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=64 "
+                       "packet-size-min=60 packet-size-max=1500 n-flows=%d rate=200000 ! "
+                       "daqirisink name=tx device=afpacket:" TX_IF,
+          n, N_FLOWS);
   GstStructure *tx = run_sender (launch);
   g_free (launch);
   gst_structure_free (tx);
@@ -78,7 +82,7 @@ GST_END_TEST;
 /* ---- pcap files, for the external peers ---- */
 
 static void
-write_pcap (const gchar * path, guint n, guint min_size, guint max_size)
+write_pcap (const gchar *path, guint n, guint min_size, guint max_size)
 {
   FILE *f = fopen (path, "wb");
   GstDaqiriTestPacketParams params;
@@ -86,12 +90,11 @@ write_pcap (const gchar * path, guint n, guint min_size, guint max_size)
 
   fail_unless (f != NULL);
   gst_daqiri_test_packet_params_init (&params);
-  guint32 hdr[6] = { 0xa1b23c4d, 0x00040002, 0, 0, 65535, 1 };     /* ns pcap, Ethernet */
+  guint32 hdr[6] = { 0xa1b23c4d, 0x00040002, 0, 0, 65535, 1 }; /* ns pcap, Ethernet */
   fail_unless (fwrite (hdr, sizeof hdr, 1, f) == 1);
   for (guint seq = 0; seq < n; seq++) {
     guint len = gst_daqiri_test_packet_size (min_size, max_size, seq);
-    fail_unless (gst_daqiri_test_packet_write (&params, frame, len, seq,
-            seq % N_FLOWS) == len);
+    fail_unless (gst_daqiri_test_packet_write (&params, frame, len, seq, seq % N_FLOWS) == len);
     guint32 rec[4] = { seq / 1000, (seq % 1000) * 1000, len, len };
     fail_unless (fwrite (rec, sizeof rec, 1, f) == 1);
     fail_unless (fwrite (frame, len, 1, f) == 1);
@@ -101,7 +104,7 @@ write_pcap (const gchar * path, guint n, guint min_size, guint max_size)
 
 /* Calls @fn for every record of a pcap file (µs or ns, either byte order). */
 static guint
-read_pcap (const gchar * path, Receiver * r)
+read_pcap (const gchar *path, Receiver *r)
 {
   gchar *data;
   gsize size;
@@ -129,7 +132,7 @@ read_pcap (const gchar * path, Receiver * r)
 }
 
 static gboolean
-have_program (const gchar * name)
+have_program (const gchar *name)
 {
   gchar *p = g_find_program_in_path (name);
   g_free (p);
@@ -153,8 +156,8 @@ GST_START_TEST (test_tcpreplay_to_daqirisrc)
   gchar *out = NULL, *err = NULL;
   gint status = 0;
   const gchar *argv[] = { "tcpreplay", "-q", "--pps=100000", "-i", TX_IF, pcap, NULL };
-  fail_unless (g_spawn_sync (NULL, (gchar **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
-          &out, &err, &status, NULL));
+  fail_unless (g_spawn_sync (
+      NULL, (gchar **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err, &status, NULL));
   fail_unless (g_spawn_check_wait_status (status, NULL), "tcpreplay: %s %s", out, err);
   g_free (out);
   g_free (err);
@@ -183,14 +186,13 @@ GST_START_TEST (test_daqirisink_to_tcpdump)
   const guint n = 20000;
   gchar *pcap = g_build_filename (tmpdir, "capture.pcap", NULL);
   gchar *count = g_strdup_printf ("%u", n);
-  const gchar *argv[] = { "tcpdump", "-i", RX_IF, "-w", pcap, "-c", count, "-U", "-B",
-    "65536", "-Z", "root", "udp", NULL
-  };
+  const gchar *argv[] = { "tcpdump", "-i", RX_IF, "-w", pcap, "-c", count, "-U", "-B", "65536",
+    "-Z", "root", "udp", NULL };
   GPid pid;
   gint err_fd;
   fail_unless (g_spawn_async_with_pipes (NULL, (gchar **) argv, NULL,
-          G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, NULL, NULL,
-          &err_fd, NULL));
+      G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, NULL, NULL, &err_fd,
+      NULL));
   /* tcpdump says "listening on" once its socket is up */
   GString *said = g_string_new (NULL);
   gchar c;
@@ -199,9 +201,11 @@ GST_START_TEST (test_daqirisink_to_tcpdump)
   fail_unless (strstr (said->str, "listening on") != NULL, "tcpdump: %s", said->str);
   g_string_free (said, TRUE);
 
-  gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=32 "
-      "packet-size-min=60 packet-size-max=1500 n-flows=%d rate=100000 ! "
-      "daqirisink name=tx device=afpacket:" TX_IF, n, N_FLOWS);
+  gchar *launch =
+      g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=32 "
+                       "packet-size-min=60 packet-size-max=1500 n-flows=%d rate=100000 ! "
+                       "daqirisink name=tx device=afpacket:" TX_IF,
+          n, N_FLOWS);
   GstStructure *tx = run_sender (launch);
   g_free (launch);
   fail_unless_equals_uint64 (stat_u64 (tx, "packets"), n);
@@ -241,12 +245,13 @@ GST_START_TEST (test_held_buffers_exhaust_ring)
   Receiver r;
   receiver_init (&r, 2 * n);
   r.hold = TRUE;
-  GstElement *rx = receiver_pipeline (&r, "afpacket:" RX_IF,
-      "ring-size=1048576 burst-packets=64");
+  GstElement *rx = receiver_pipeline (&r, "afpacket:" RX_IF, "ring-size=1048576 burst-packets=64");
 
-  gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=32 "
-      "packet-size-min=1000 packet-size-max=1000 n-flows=1 rate=200000 ! "
-      "daqirisink name=tx device=afpacket:" TX_IF, n);
+  gchar *launch =
+      g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=32 "
+                       "packet-size-min=1000 packet-size-max=1000 n-flows=1 rate=200000 ! "
+                       "daqirisink name=tx device=afpacket:" TX_IF,
+          n);
   GstStructure *tx = run_sender (launch);
   g_free (launch);
   gst_structure_free (tx);
@@ -283,8 +288,9 @@ GST_START_TEST (test_held_buffers_exhaust_ring)
   r.n_expected = 2 * n;
   g_mutex_unlock (&r.lock);
   launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=32 "
-      "packet-size-min=1000 packet-size-max=1000 n-flows=1 rate=50000 ! "
-      "daqirisink name=tx device=afpacket:" TX_IF, 2000u);
+                            "packet-size-min=1000 packet-size-max=1000 n-flows=1 rate=50000 ! "
+                            "daqirisink name=tx device=afpacket:" TX_IF,
+      2000u);
   tx = run_sender (launch);
   g_free (launch);
   gst_structure_free (tx);
@@ -303,18 +309,18 @@ GST_END_TEST;
 GST_START_TEST (test_state_cycles_under_traffic)
 {
   GError *error = NULL;
-  GstElement *sender = gst_parse_launch ("daqiritestsrc rate=50000 burst-packets=16 "
-      "packet-size-min=60 packet-size-max=1500 n-flows=4 ! daqirisink device=afpacket:"
-      TX_IF, &error);
+  GstElement *sender = gst_parse_launch (
+      "daqiritestsrc rate=50000 burst-packets=16 "
+      "packet-size-min=60 packet-size-max=1500 n-flows=4 ! daqirisink device=afpacket:" TX_IF,
+      &error);
   fail_unless (sender != NULL);
-  fail_unless (gst_element_set_state (sender, GST_STATE_PLAYING) !=
-      GST_STATE_CHANGE_FAILURE);
+  fail_unless (gst_element_set_state (sender, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
 
   Receiver r;
   receiver_init (&r, G_MAXUINT32 / 2);
   r.hold = TRUE;
-  gchar *launch = g_strdup ("daqirisrc name=src device=afpacket:" RX_IF " flows=\""
-      DQ_E2E_FLOWS "\" ring-size=262144 ! appsink name=sink sync=false");
+  gchar *launch = g_strdup ("daqirisrc name=src device=afpacket:" RX_IF " flows=\"" DQ_E2E_FLOWS
+                            "\" ring-size=262144 ! appsink name=sink sync=false");
   GstElement *rx = gst_parse_launch (launch, &error);
   g_free (launch);
   fail_unless (rx != NULL);
@@ -346,8 +352,8 @@ GST_START_TEST (test_state_cycles_under_traffic)
     fail_unless (gst_buffer_map (buf, &map, GST_MAP_READ));
     guint32 seq, flow;
     for (guint k = 0; k < meta->n_packets; k++)
-      fail_unless (gst_daqiri_test_packet_check (&r.params, map.data +
-              meta->packets[k].offset, meta->packets[k].length, &seq, &flow));
+      fail_unless (gst_daqiri_test_packet_check (
+          &r.params, map.data + meta->packets[k].offset, meta->packets[k].length, &seq, &flow));
     gst_buffer_unmap (buf, &map);
   }
   fail_unless_equals_int (r.bad, 0);
@@ -381,11 +387,12 @@ main (int argc, char **argv)
   /* before any thread exists: every thread created later is in the namespace */
   DqNetns *ns = dq_netns_setup_or_skip (TX_IF, RX_IF, 0);
   GError *error = NULL;
-  if (!dq_netns_ip (ns, &error, "link", "add", FW_OUT_IF, "type", "veth", "peer", "name",
-          FW_IN_IF, NULL) || !dq_netns_ip (ns, &error, "link", "set", FW_OUT_IF, "up", NULL)
-      || !dq_netns_ip (ns, &error, "link", "set", FW_IN_IF, "up", NULL)
-      || !dq_netns_wait_up (ns, FW_OUT_IF, 5000, &error)
-      || !dq_netns_wait_up (ns, FW_IN_IF, 5000, &error)) {
+  if (!dq_netns_ip (
+          ns, &error, "link", "add", FW_OUT_IF, "type", "veth", "peer", "name", FW_IN_IF, NULL) ||
+      !dq_netns_ip (ns, &error, "link", "set", FW_OUT_IF, "up", NULL) ||
+      !dq_netns_ip (ns, &error, "link", "set", FW_IN_IF, "up", NULL) ||
+      !dq_netns_wait_up (ns, FW_OUT_IF, 5000, &error) ||
+      !dq_netns_wait_up (ns, FW_IN_IF, 5000, &error)) {
     g_printerr ("second veth pair: %s\n", error->message);
     dq_netns_free (ns);
     return 1;

@@ -29,7 +29,7 @@ have_raw_socket (void)
 /* Sets @element (in a pipeline of its own) to PAUSED and returns the text of the first
  * ERROR it posts, or NULL when the state change worked. */
 static gchar *
-start_and_get_error (GstElement * element)
+start_and_get_error (GstElement *element)
 {
   GstElement *pipeline = gst_pipeline_new (NULL);
   gchar *text = NULL;
@@ -66,13 +66,12 @@ start_and_get_error (GstElement * element)
 }
 
 static void
-assert_start_error (GstElement * element, const gchar * const *needles)
+assert_start_error (GstElement *element, const gchar *const *needles)
 {
   gchar *text = start_and_get_error (element);
   fail_unless (text != NULL, "expected an ERROR");
   for (guint i = 0; needles[i] != NULL; i++)
-    fail_unless (strstr (text, needles[i]) != NULL, "error '%s' lacks '%s'", text,
-        needles[i]);
+    fail_unless (strstr (text, needles[i]) != NULL, "error '%s' lacks '%s'", text, needles[i]);
   g_free (text);
 }
 
@@ -84,8 +83,8 @@ GST_START_TEST (test_src_defaults_and_ranges)
   gchar *device;
 
   fail_unless (src != NULL);
-  g_object_get (src, "device", &device, "queues", &queues, "burst-packets", &burst,
-      "burst-timeout", &timeout, "ring-size", &ring, "max-packet-size", &max, NULL);
+  g_object_get (src, "device", &device, "queues", &queues, "burst-packets", &burst, "burst-timeout",
+      &timeout, "ring-size", &ring, "max-packet-size", &max, NULL);
   fail_unless (device == NULL);
   fail_unless_equals_int (queues, 1);
   fail_unless_equals_int (burst, 256);
@@ -93,8 +92,8 @@ GST_START_TEST (test_src_defaults_and_ranges)
   fail_unless_equals_uint64 (ring, 64 * 1024 * 1024);
   fail_unless_equals_int (max, 9216);
 
-  GParamSpecUInt *ps = (GParamSpecUInt *)
-      g_object_class_find_property (G_OBJECT_GET_CLASS (src), "burst-packets");
+  GParamSpecUInt *ps =
+      (GParamSpecUInt *) g_object_class_find_property (G_OBJECT_GET_CLASS (src), "burst-packets");
   fail_unless_equals_int (ps->minimum, 1);
   fail_unless_equals_int (ps->maximum, 65535);
   fail_unless (((GParamSpec *) ps)->flags & GST_PARAM_MUTABLE_READY);
@@ -148,21 +147,21 @@ typedef struct {
 #define GSTCUDA_FEATURE "memory:CUDAMemory"
 
 static const TemplateWant template_wants[] = {
-  {"daqirisrc", "src", {GST_DAQIRI_PACKETS_MEDIA_TYPE},
-      {GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, GSTCUDA_FEATURE}},
-  {"daqirisink", "sink", {GST_DAQIRI_PACKETS_MEDIA_TYPE, "application/octet-stream"}, {NULL}},
-  {"daqiritestsrc", "src", {GST_DAQIRI_PACKETS_MEDIA_TYPE}, {NULL}},
-  {"daqirireorder", "sink", {GST_DAQIRI_PACKETS_MEDIA_TYPE},
-      {GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, GSTCUDA_FEATURE}},
-  {"daqirireorder", "src", {FRAME_TYPE, "video/x-raw"},
-      {GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, GSTCUDA_FEATURE}},
-  {"daqiripay", "sink", {FRAME_TYPE, "video/x-raw", "application/octet-stream"},
-      {GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, GSTCUDA_FEATURE}},
-  {"daqiripay", "src", {GST_DAQIRI_PACKETS_MEDIA_TYPE}, {NULL}},
+  { "daqirisrc", "src", { GST_DAQIRI_PACKETS_MEDIA_TYPE },
+      { GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, GSTCUDA_FEATURE } },
+  { "daqirisink", "sink", { GST_DAQIRI_PACKETS_MEDIA_TYPE, "application/octet-stream" }, { NULL } },
+  { "daqiritestsrc", "src", { GST_DAQIRI_PACKETS_MEDIA_TYPE }, { NULL } },
+  { "daqirireorder", "sink", { GST_DAQIRI_PACKETS_MEDIA_TYPE },
+      { GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, GSTCUDA_FEATURE } },
+  { "daqirireorder", "src", { FRAME_TYPE, "video/x-raw" },
+      { GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, GSTCUDA_FEATURE } },
+  { "daqiripay", "sink", { FRAME_TYPE, "video/x-raw", "application/octet-stream" },
+      { GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, GSTCUDA_FEATURE } },
+  { "daqiripay", "src", { GST_DAQIRI_PACKETS_MEDIA_TYPE }, { NULL } },
 };
 
 static const TemplateWant *
-template_want (const gchar * element, const gchar * pad)
+template_want (const gchar *element, const gchar *pad)
 {
   for (guint i = 0; i < G_N_ELEMENTS (template_wants); i++)
     if (g_str_equal (template_wants[i].element, element) &&
@@ -172,7 +171,7 @@ template_want (const gchar * element, const gchar * pad)
 }
 
 static gboolean
-in_list (const gchar * const *list, guint n, const gchar * s)
+in_list (const gchar *const *list, guint n, const gchar *s)
 {
   for (guint i = 0; i < n && list[i] != NULL; i++)
     if (g_str_equal (list[i], s))
@@ -182,7 +181,7 @@ in_list (const gchar * const *list, guint n, const gchar * s)
 
 /* Checks one template's caps against what it should say. */
 static void
-assert_template (const gchar * element, const gchar * pad, GstCaps * caps)
+assert_template (const gchar *element, const gchar *pad, GstCaps *caps)
 {
   const TemplateWant *want = template_want (element, pad);
   fail_unless (want != NULL, "%s pad '%s': a template no test expects", element, pad);
@@ -192,8 +191,8 @@ assert_template (const gchar * element, const gchar * pad, GstCaps * caps)
 
   for (guint i = 0; i < gst_caps_get_size (caps); i++) {
     const gchar *name = gst_structure_get_name (gst_caps_get_structure (caps, i));
-    fail_unless (in_list (want->names, G_N_ELEMENTS (want->names), name),
-        "%s pad '%s' names %s", element, pad, name);
+    fail_unless (in_list (want->names, G_N_ELEMENTS (want->names), name), "%s pad '%s' names %s",
+        element, pad, name);
     GstCapsFeatures *f = gst_caps_get_features (caps, i);
     if (gst_caps_features_is_equal (f, GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY))
       continue;
@@ -204,15 +203,15 @@ assert_template (const gchar * element, const gchar * pad, GstCaps * caps)
   }
   for (guint n = 0; n < G_N_ELEMENTS (want->names) && want->names[n] != NULL; n++) {
     GstCaps *one = gst_caps_new_empty_simple (want->names[n]);
-    fail_unless (gst_caps_can_intersect (caps, one), "%s pad '%s' lacks %s", element, pad,
-        want->names[n]);
+    fail_unless (
+        gst_caps_can_intersect (caps, one), "%s pad '%s' lacks %s", element, pad, want->names[n]);
     gst_caps_unref (one);
   }
   for (guint n = 0; n < G_N_ELEMENTS (want->features) && want->features[n] != NULL; n++) {
     GstCaps *one = gst_caps_new_empty_simple (want->names[0]);
     gst_caps_set_features (one, 0, gst_caps_features_new (want->features[n], NULL));
-    fail_unless (gst_caps_can_intersect (caps, one), "%s pad '%s' lacks %s with %s", element,
-        pad, want->names[0], want->features[n]);
+    fail_unless (gst_caps_can_intersect (caps, one), "%s pad '%s' lacks %s with %s", element, pad,
+        want->names[0], want->features[n]);
     gst_caps_unref (one);
   }
 }
@@ -224,13 +223,13 @@ GST_START_TEST (test_pad_templates_state_caps)
   GList *features = gst_registry_get_feature_list_by_plugin (gst_registry_get (), "daqiri");
   guint checked = 0;
 
-  for (GList * l = features; l != NULL; l = l->next) {
+  for (GList *l = features; l != NULL; l = l->next) {
     if (!GST_IS_ELEMENT_FACTORY (l->data))
       continue;
     GstElementFactory *factory = GST_ELEMENT_FACTORY (l->data);
     const gchar *element = gst_plugin_feature_get_name (GST_PLUGIN_FEATURE (factory));
-    for (const GList * t = gst_element_factory_get_static_pad_templates (factory); t != NULL;
-        t = t->next) {
+    for (const GList *t = gst_element_factory_get_static_pad_templates (factory); t != NULL;
+         t = t->next) {
       GstStaticPadTemplate *templ = t->data;
       GstCaps *caps = gst_static_pad_template_get_caps (templ);
       assert_template (element, templ->name_template, caps);
@@ -265,7 +264,7 @@ GST_START_TEST (test_pad_templates_refuse_audio)
     GstElement *bin = gst_bin_new (NULL);
     gst_bin_add_many (GST_BIN (bin), src, dst, NULL);
     GstCaps *audio = gst_caps_from_string ("audio/x-raw, format=S16LE, rate=48000, "
-        "channels=2");
+                                           "channels=2");
     fail_if (gst_element_link_filtered (src, dst, audio), "%s linked to audio", targets[i]);
     gst_caps_unref (audio);
     gst_object_unref (bin);
@@ -275,8 +274,7 @@ GST_START_TEST (test_pad_templates_refuse_audio)
     GstElement *pipe = gst_parse_launch (launch, &err);
     g_free (launch);
     fail_unless (err != NULL, "%s: audio linked", targets[i]);
-    fail_unless (g_error_matches (err, GST_PARSE_ERROR, GST_PARSE_ERROR_LINK), "%s",
-        err->message);
+    fail_unless (g_error_matches (err, GST_PARSE_ERROR, GST_PARSE_ERROR_LINK), "%s", err->message);
     fail_unless (strstr (err->message, "could not link fakesrc") != NULL, "%s", err->message);
     fail_unless (strstr (err->message, targets[i]) != NULL, "%s", err->message);
     fail_unless (strstr (err->message, "audio/x-raw") != NULL, "%s", err->message);
@@ -286,19 +284,21 @@ GST_START_TEST (test_pad_templates_refuse_audio)
 
   GError *err = NULL;
   GstElement *pipe = gst_parse_launch ("appsrc name=in caps=audio/x-raw,format=S16LE ! "
-      "daqiripay ! fakesink", &err);
+                                       "daqiripay ! fakesink",
+      &err);
   fail_unless (pipe != NULL && err == NULL);
   GstElement *in = gst_bin_get_by_name (GST_BIN (pipe), "in");
   gst_element_set_state (pipe, GST_STATE_PLAYING);
-  fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (in),
-          gst_buffer_new_allocate (NULL, 1024, NULL)), GST_FLOW_OK);
+  fail_unless_equals_int (
+      gst_app_src_push_buffer (GST_APP_SRC (in), gst_buffer_new_allocate (NULL, 1024, NULL)),
+      GST_FLOW_OK);
   GstBus *bus = gst_element_get_bus (pipe);
   GstMessage *msg = gst_bus_timed_pop_filtered (bus, 10 * GST_SECOND, GST_MESSAGE_ERROR);
   fail_unless (msg != NULL, "audio caps into daqiripay posted no ERROR");
   gchar *dbg = NULL;
   gst_message_parse_error (msg, &err, &dbg);
-  fail_unless (dbg != NULL && strstr (dbg, "not-negotiated") != NULL, "%s | %s",
-      err->message, dbg ? dbg : "");
+  fail_unless (dbg != NULL && strstr (dbg, "not-negotiated") != NULL, "%s | %s", err->message,
+      dbg ? dbg : "");
   g_error_free (err);
   g_free (dbg);
   gst_message_unref (msg);
@@ -371,18 +371,20 @@ GST_END_TEST;
 /* GLib reports a value out of a property's range as a warning (2.74) or, in newer releases, as
  * a critical: either passes, nothing does not. The critical must not abort here
  * (G_DEBUG=fatal-criticals in the test environment). */
-#define ASSERT_REFUSED(code)                                            \
-G_STMT_START {                                                          \
-  GLogLevelFlags fatal_ = g_log_set_always_fatal (G_LOG_FATAL_MASK);   \
-  _gst_check_expecting_log = TRUE;                                      \
-  _gst_check_raised_warning = FALSE;                                    \
-  _gst_check_raised_critical = FALSE;                                   \
-  code;                                                                 \
-  g_log_set_always_fatal (fatal_);                                      \
-  fail_unless (_gst_check_raised_warning || _gst_check_raised_critical, \
-      "expected a warning or a critical from: %s", #code);              \
-  _gst_check_expecting_log = FALSE;                                     \
-} G_STMT_END
+#define ASSERT_REFUSED(code) \
+  G_STMT_START \
+  { \
+    GLogLevelFlags fatal_ = g_log_set_always_fatal (G_LOG_FATAL_MASK); \
+    _gst_check_expecting_log = TRUE; \
+    _gst_check_raised_warning = FALSE; \
+    _gst_check_raised_critical = FALSE; \
+    code; \
+    g_log_set_always_fatal (fatal_); \
+    fail_unless (_gst_check_raised_warning || _gst_check_raised_critical, \
+        "expected a warning or a critical from: %s", #code); \
+    _gst_check_expecting_log = FALSE; \
+  } \
+  G_STMT_END
 
 GST_START_TEST (test_src_out_of_range_refused)
 {
@@ -466,7 +468,7 @@ static void
 send_udp (guint16 port, guint first, guint n, guint size)
 {
   int fd = socket (AF_INET, SOCK_DGRAM, 0);
-  struct sockaddr_in to = {.sin_family = AF_INET,.sin_port = htons (port) };
+  struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons (port) };
   to.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
   guint8 payload[2048];
 
@@ -475,8 +477,8 @@ send_udp (guint16 port, guint first, guint n, guint size)
     for (guint j = 0; j < size; j++)
       payload[j] = (guint8) (i * 13 + j);
     payload[0] = (guint8) i;
-    fail_unless (sendto (fd, payload, size, 0, (struct sockaddr *) &to, sizeof to) ==
-        (ssize_t) size);
+    fail_unless (
+        sendto (fd, payload, size, 0, (struct sockaddr *) &to, sizeof to) == (ssize_t) size);
   }
   close (fd);
 }
@@ -491,7 +493,7 @@ realtime_ns (void)
 
 /* Pulls buffers until @n packets arrived; checks each frame's UDP payload. */
 static guint
-pull_and_check (GstHarness * h, guint n, guint size, guint32 mark)
+pull_and_check (GstHarness *h, guint n, guint size, guint32 mark)
 {
   guint got = 0;
   guint64 last_ts = 0;
@@ -541,8 +543,7 @@ GST_START_TEST (test_src_loopback_udp)
   guint16 port = udp_port_for_test ();
   GstHarness *h = gst_harness_new_with_padnames ("daqirisrc", NULL, "src");
   gchar *flows = g_strdup_printf ("proto=udp dst=127.0.0.1 dst-port=%u mark=77", port);
-  g_object_set (h->element, "device", "afpacket:lo", "flows", flows, "burst-packets", 16,
-      NULL);
+  g_object_set (h->element, "device", "afpacket:lo", "flows", flows, "burst-packets", 16, NULL);
   g_free (flows);
   gst_harness_play (h);
 
@@ -552,8 +553,7 @@ GST_START_TEST (test_src_loopback_udp)
     caps = gst_pad_get_current_caps (h->sinkpad);
   }
   gint max = 0;
-  fail_unless (gst_structure_get_int (gst_caps_get_structure (caps, 0), "max-packet-size",
-          &max));
+  fail_unless (gst_structure_get_int (gst_caps_get_structure (caps, 0), "max-packet-size", &max));
   fail_unless_equals_int (max, 9216);
   gst_caps_unref (caps);
 
@@ -585,8 +585,8 @@ GST_START_TEST (test_src_latency_and_clock)
   if (!have_raw_socket ())
     return;
   GstHarness *h = gst_harness_new_with_padnames ("daqirisrc", NULL, "src");
-  g_object_set (h->element, "device", "afpacket:lo", "burst-timeout",
-      (guint64) (3 * GST_MSECOND), "flows", "proto=udp dst-port=9 mark=1", NULL);
+  g_object_set (h->element, "device", "afpacket:lo", "burst-timeout", (guint64) (3 * GST_MSECOND),
+      "flows", "proto=udp dst-port=9 mark=1", NULL);
   gst_harness_play (h);
 
   GstClockTime min = 0, max = 0;
@@ -614,11 +614,13 @@ GST_END_TEST;
 /* PTS in a real pipeline: on the port clock exactly first-packet time - base time; on the
  * monotonic system clock, mapped within a millisecond. */
 static void
-check_pts_with_clock (GstClock * forced)
+check_pts_with_clock (GstClock *forced)
 {
   guint16 port = udp_port_for_test () + 2;
-  gchar *launch = g_strdup_printf ("daqirisrc name=src device=afpacket:lo "
-      "flows=\"proto=udp dst-port=%u\" burst-packets=1 ! appsink name=sink sync=false", port);
+  gchar *launch = g_strdup_printf (
+      "daqirisrc name=src device=afpacket:lo "
+      "flows=\"proto=udp dst-port=%u\" burst-packets=1 ! appsink name=sink sync=false",
+      port);
   GstElement *pipeline = gst_parse_launch (launch, NULL);
   g_free (launch);
   fail_unless (pipeline != NULL);
@@ -627,11 +629,10 @@ check_pts_with_clock (GstClock * forced)
   GstElement *sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
   /* the socket exists once the state change returns; the live pipeline completes its
    * change to PLAYING with the first buffer */
-  fail_unless (gst_element_set_state (pipeline,
-          GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
   send_udp (port, 0, 5, 64);
-  fail_unless (gst_element_get_state (pipeline, NULL, NULL,
-          5 * GST_SECOND) == GST_STATE_CHANGE_SUCCESS);
+  fail_unless (
+      gst_element_get_state (pipeline, NULL, NULL, 5 * GST_SECOND) == GST_STATE_CHANGE_SUCCESS);
   GstClock *clock = gst_pipeline_get_clock (GST_PIPELINE (pipeline));
   if (forced == NULL)
     fail_unless (g_str_has_prefix (GST_OBJECT_NAME (clock), "daqiri-afpacket:lo"),
@@ -650,8 +651,8 @@ check_pts_with_clock (GstClock * forced)
       fail_unless_equals_uint64 (pts, meta->packets[0].timestamp - base);
     } else {
       /* the packet's realtime stamp carried onto the monotonic clock */
-      GstClockTime expect = meta->packets[0].timestamp - realtime_ns () +
-          gst_clock_get_time (clock) - base;
+      GstClockTime expect =
+          meta->packets[0].timestamp - realtime_ns () + gst_clock_get_time (clock) - base;
       GstClockTimeDiff d = GST_CLOCK_DIFF (expect, pts);
       fail_unless (ABS (d) < GST_MSECOND, "pts off by %" G_GINT64_FORMAT " ns", d);
     }
@@ -668,16 +669,16 @@ GST_START_TEST (test_src_pts)
   if (!have_raw_socket ())
     return;
   check_pts_with_clock (NULL);
-  GstClock *mono = g_object_new (GST_TYPE_SYSTEM_CLOCK, "clock-type",
-      GST_CLOCK_TYPE_MONOTONIC, NULL);
+  GstClock *mono =
+      g_object_new (GST_TYPE_SYSTEM_CLOCK, "clock-type", GST_CLOCK_TYPE_MONOTONIC, NULL);
   check_pts_with_clock (mono);
   gst_object_unref (mono);
 }
 
 GST_END_TEST;
 
-static GstStaticPadTemplate harness_src_template = GST_STATIC_PAD_TEMPLATE ("src",
-    GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+static GstStaticPadTemplate harness_src_template =
+    GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
 
 /* A burst whose descriptors point outside its buffer: the good packets are sent, the bad
  * ones counted as malformed and never read. */
@@ -695,11 +696,11 @@ GST_START_TEST (test_sink_malformed_descriptors)
   GstBuffer *buf = gst_buffer_new_allocate (NULL, 1000, NULL);
   gst_buffer_memset (buf, 0, 0, 1000);
   GstDaqiriPacket pk[5] = {
-    {.offset = 0,.length = 60},
-    {.offset = 100,.length = 900},       /* ends exactly at the end: fine */
-    {.offset = 990,.length = 60},        /* runs past the end */
-    {.offset = 2000,.length = 60},       /* starts past the end */
-    {.offset = 0xffffffffu,.length = 0xffffffffu},
+    { .offset = 0, .length = 60 },
+    { .offset = 100, .length = 900 }, /* ends exactly at the end: fine */
+    { .offset = 990, .length = 60 },  /* runs past the end */
+    { .offset = 2000, .length = 60 }, /* starts past the end */
+    { .offset = 0xffffffffu, .length = 0xffffffffu },
   };
   gst_buffer_add_daqiri_packet_meta (buf, pk, 5);
   fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);

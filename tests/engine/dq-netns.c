@@ -17,7 +17,7 @@
 
 struct _DqNetns {
   char *name;
-  char *path;                   /* NETNS_RUN_DIR/name */
+  char *path; /* NETNS_RUN_DIR/name */
   char *veth_a;
   char *veth_b;
   gboolean deleted;
@@ -106,22 +106,21 @@ ip_program (void)
 /* Runs `ip ARGV...`; on failure the error carries the command line and ip's stderr.
  * With `out`, ip's stdout is returned there (g_free). */
 static gboolean
-ip_run (GPtrArray * args, char **out, GError ** error)
+ip_run (GPtrArray *args, char **out, GError **error)
 {
   char *ip = ip_program ();
   if (ip == NULL) {
-    g_set_error (error, G_SPAWN_ERROR, G_SPAWN_ERROR_NOENT,
-        "the `ip` command (iproute2) was not found");
+    g_set_error (
+        error, G_SPAWN_ERROR, G_SPAWN_ERROR_NOENT, "the `ip` command (iproute2) was not found");
     return FALSE;
   }
-  g_ptr_array_insert (args, 0, ip);    /* args owns it now */
+  g_ptr_array_insert (args, 0, ip); /* args owns it now */
   g_ptr_array_add (args, NULL);
 
   char *err_text = NULL;
   int status = 0;
   gboolean ok = g_spawn_sync (NULL, (char **) args->pdata, NULL,
-      out != NULL ? 0 : G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, out, &err_text, &status,
-      error);
+      out != NULL ? 0 : G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, out, &err_text, &status, error);
   if (ok && !g_spawn_check_wait_status (status, NULL)) {
     char *cmd = g_strjoinv (" ", (char **) args->pdata);
     g_set_error (error, G_SPAWN_ERROR, G_SPAWN_ERROR_FAILED, "`%s` failed: %s", cmd,
@@ -134,7 +133,7 @@ ip_run (GPtrArray * args, char **out, GError ** error)
 }
 
 static gboolean
-ip_runv (const char *netns, GError ** error, const char *first, va_list ap)
+ip_runv (const char *netns, GError **error, const char *first, va_list ap)
 {
   GPtrArray *args = g_ptr_array_new_with_free_func (g_free);
   if (netns != NULL) {
@@ -149,7 +148,7 @@ ip_runv (const char *netns, GError ** error, const char *first, va_list ap)
 }
 
 static gboolean G_GNUC_NULL_TERMINATED
-ip_cmd (const char *netns, GError ** error, const char *first, ...)
+ip_cmd (const char *netns, GError **error, const char *first, ...)
 {
   va_list ap;
   va_start (ap, first);
@@ -159,7 +158,7 @@ ip_cmd (const char *netns, GError ** error, const char *first, ...)
 }
 
 gboolean
-dq_netns_ip (DqNetns * ns, GError ** error, const char *first_arg, ...)
+dq_netns_ip (DqNetns *ns, GError **error, const char *first_arg, ...)
 {
   va_list ap;
   va_start (ap, first_arg);
@@ -180,7 +179,7 @@ write_file (const char *path, const char *text)
 }
 
 static gboolean
-setns_path (const char *path, GError ** error)
+setns_path (const char *path, GError **error)
 {
   int fd = open (path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -192,8 +191,8 @@ setns_path (const char *path, GError ** error)
   int err = errno;
   close (fd);
   if (r != 0) {
-    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (err), "setns %s: %s", path,
-        g_strerror (err));
+    g_set_error (
+        error, G_FILE_ERROR, g_file_error_from_errno (err), "setns %s: %s", path, g_strerror (err));
     return FALSE;
   }
   return TRUE;
@@ -203,7 +202,7 @@ setns_path (const char *path, GError ** error)
  * address, so no DAD, router solicitation or MLD packets on the test links. The
  * /proc/sys/net view follows the calling thread's namespace, so step in and back. */
 static gboolean
-netns_disable_ipv6 (DqNetns * ns, GError ** error)
+netns_disable_ipv6 (DqNetns *ns, GError **error)
 {
   int home = open ("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
   if (home < 0) {
@@ -218,7 +217,7 @@ netns_disable_ipv6 (DqNetns * ns, GError ** error)
   gboolean have_ipv6 = g_file_test ("/proc/sys/net/ipv6", G_FILE_TEST_IS_DIR);
   gboolean ok = !have_ipv6 ||
       (write_file ("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1") &&
-      write_file ("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1"));
+          write_file ("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1"));
   int err = errno;
   if (setns (home, CLONE_NEWNET) != 0)
     g_error ("cannot return to the original network namespace: %s", g_strerror (errno));
@@ -232,7 +231,7 @@ netns_disable_ipv6 (DqNetns * ns, GError ** error)
 }
 
 DqNetns *
-dq_netns_new (const char *veth_a, const char *veth_b, guint mtu, GError ** error)
+dq_netns_new (const char *veth_a, const char *veth_b, guint mtu, GError **error)
 {
   g_return_val_if_fail (veth_a != NULL && veth_b != NULL, NULL);
 
@@ -259,14 +258,13 @@ dq_netns_new (const char *veth_a, const char *veth_b, guint mtu, GError ** error
   char mtu_text[16];
   g_snprintf (mtu_text, sizeof mtu_text, "%u", mtu);
   if (!netns_disable_ipv6 (ns, error) ||
-      !dq_netns_ip (ns, error, "link", "add", veth_a, "type", "veth", "peer", "name", veth_b,
-          NULL) ||
+      !dq_netns_ip (
+          ns, error, "link", "add", veth_a, "type", "veth", "peer", "name", veth_b, NULL) ||
       (mtu != 0 && !dq_netns_set_mtu (ns, veth_a, mtu, error)) ||
       (mtu != 0 && !dq_netns_set_mtu (ns, veth_b, mtu, error)) ||
       !dq_netns_ip (ns, error, "link", "set", "dev", veth_a, "up", NULL) ||
       !dq_netns_ip (ns, error, "link", "set", "dev", veth_b, "up", NULL) ||
-      !dq_netns_wait_up (ns, veth_a, 5000, error) ||
-      !dq_netns_wait_up (ns, veth_b, 5000, error)) {
+      !dq_netns_wait_up (ns, veth_a, 5000, error) || !dq_netns_wait_up (ns, veth_b, 5000, error)) {
     dq_netns_free (ns);
     return NULL;
   }
@@ -274,7 +272,7 @@ dq_netns_new (const char *veth_a, const char *veth_b, guint mtu, GError ** error
 }
 
 gboolean
-dq_netns_enter (DqNetns * ns, GError ** error)
+dq_netns_enter (DqNetns *ns, GError **error)
 {
   GDir *tasks = g_dir_open ("/proc/self/task", 0, NULL);
   guint n_threads = 0;
@@ -286,7 +284,8 @@ dq_netns_enter (DqNetns * ns, GError ** error)
   if (n_threads > 1) {
     g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FAILED,
         "dq_netns_enter: the process already has %u threads; enter the namespace before "
-        "creating any, or the others stay in the old namespace", n_threads);
+        "creating any, or the others stay in the old namespace",
+        n_threads);
     return FALSE;
   }
   return setns_path (ns->path, error);
@@ -296,7 +295,7 @@ dq_netns_enter (DqNetns * ns, GError ** error)
  * back, its qdisc) up asynchronously, in the linkwatch work: frames sent before that
  * are dropped. */
 gboolean
-dq_netns_wait_up (DqNetns * ns, const char *ifname, guint timeout_ms, GError ** error)
+dq_netns_wait_up (DqNetns *ns, const char *ifname, guint timeout_ms, GError **error)
 {
   gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
 
@@ -328,7 +327,7 @@ dq_netns_wait_up (DqNetns * ns, const char *ifname, guint timeout_ms, GError ** 
 }
 
 gboolean
-dq_netns_set_mtu (DqNetns * ns, const char *ifname, guint mtu, GError ** error)
+dq_netns_set_mtu (DqNetns *ns, const char *ifname, guint mtu, GError **error)
 {
   char text[16];
   g_snprintf (text, sizeof text, "%u", mtu);
@@ -336,13 +335,13 @@ dq_netns_set_mtu (DqNetns * ns, const char *ifname, guint mtu, GError ** error)
 }
 
 const char *
-dq_netns_name (DqNetns * ns)
+dq_netns_name (DqNetns *ns)
 {
   return ns->name;
 }
 
 void
-dq_netns_free (DqNetns * ns)
+dq_netns_free (DqNetns *ns)
 {
   if (ns == NULL)
     return;
@@ -374,14 +373,13 @@ dq_netns_setup_or_skip (const char *veth_a, const char *veth_b, guint mtu)
   }
   DqNetns *ns = dq_netns_new (veth_a, veth_b, mtu, &error);
   if (ns == NULL) {
-    fprintf (stderr, "SKIP: cannot create a network namespace with a veth pair: %s\n",
-        error->message);
+    fprintf (
+        stderr, "SKIP: cannot create a network namespace with a veth pair: %s\n", error->message);
     g_error_free (error);
     exit (DQ_NETNS_EXIT_SKIP);
   }
   if (!dq_netns_enter (ns, &error)) {
-    fprintf (stderr, "SKIP: cannot enter network namespace %s: %s\n", ns->name,
-        error->message);
+    fprintf (stderr, "SKIP: cannot enter network namespace %s: %s\n", ns->name, error->message);
     g_error_free (error);
     dq_netns_free (ns);
     exit (DQ_NETNS_EXIT_SKIP);

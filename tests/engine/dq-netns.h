@@ -32,14 +32,13 @@ DqNetns *dq_netns_new (const char *veth_a, const char *veth_b, guint mtu, GError
 gboolean dq_netns_enter (DqNetns *ns, GError **error);
 
 /* Runs `ip -n NAME ARGS...` (NULL-terminated). */
-gboolean dq_netns_ip (DqNetns *ns, GError **error, const char *first_arg, ...)
-    G_GNUC_NULL_TERMINATED;
+gboolean dq_netns_ip (
+    DqNetns *ns, GError **error, const char *first_arg, ...) G_GNUC_NULL_TERMINATED;
 
 /* Waits until the link's operational state is UP: after `ip link set up` (of it or of
  * its veth peer) the kernel finishes bringing it up asynchronously, and frames sent
  * before that are dropped. dq_netns_new() waits for both ends. */
-gboolean dq_netns_wait_up (DqNetns *ns, const char *ifname, guint timeout_ms,
-    GError **error);
+gboolean dq_netns_wait_up (DqNetns *ns, const char *ifname, guint timeout_ms, GError **error);
 
 gboolean dq_netns_set_mtu (DqNetns *ns, const char *ifname, guint mtu, GError **error);
 

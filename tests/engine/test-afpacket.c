@@ -41,36 +41,36 @@ static guint32 next_group_id = 0x4400;
 /* frames */
 
 typedef struct {
-  guint16 ethertype;            /* ETH_P_IP: UDP/IPv4, anything else: raw */
-  guint32 src, dst;             /* IPv4, host order */
+  guint16 ethertype; /* ETH_P_IP: UDP/IPv4, anything else: raw */
+  guint32 src, dst;  /* IPv4, host order */
   guint16 sport, dport;
-  int vlan;                     /* -1: untagged; else 802.1Q vid on the wire */
-  guint len;                    /* untagged frame length */
-  gint64 mark;                  /* expected flow id; -1: must never be delivered */
-  int queue;                    /* expected RX queue, -1: any */
+  int vlan;    /* -1: untagged; else 802.1Q vid on the wire */
+  guint len;   /* untagged frame length */
+  gint64 mark; /* expected flow id; -1: must never be delivered */
+  int queue;   /* expected RX queue, -1: any */
 } FrameSpec;
 
 typedef struct {
-  guint8 wire[FRAME_MAX + 4];   /* as sent */
+  guint8 wire[FRAME_MAX + 4]; /* as sent */
   guint wire_len;
-  guint8 rx[FRAME_MAX];         /* as received: the kernel strips the VLAN tag */
+  guint8 rx[FRAME_MAX]; /* as received: the kernel strips the VLAN tag */
   guint rx_len;
 } TestFrame;
 
-typedef void (*FrameGen) (guint32 seq, FrameSpec * spec, gpointer ctx);
+typedef void (*FrameGen) (guint32 seq, FrameSpec *spec, gpointer ctx);
 
 static guint
 size_for_seq (guint32 seq)
 {
-  return 60 + (guint) (((seq * 2654435761u) >> 11) % 1441);     /* 60 .. 1500 */
+  return 60 + (guint) (((seq * 2654435761u) >> 11) % 1441); /* 60 .. 1500 */
 }
 
 static void
-spec_udp (FrameSpec * spec, guint len)
+spec_udp (FrameSpec *spec, guint len)
 {
   memset (spec, 0, sizeof *spec);
   spec->ethertype = ETH_P_IP;
-  spec->src = 0x0a000001;       /* 10.0.0.1 */
+  spec->src = 0x0a000001; /* 10.0.0.1 */
   spec->dst = 0x0a000002;
   spec->sport = 4000;
   spec->dport = 5000;
@@ -81,7 +81,7 @@ spec_udp (FrameSpec * spec, guint len)
 }
 
 static void
-frame_build (guint32 seq, const FrameSpec * spec, TestFrame * f)
+frame_build (guint32 seq, const FrameSpec *spec, TestFrame *f)
 {
   guint8 *b = f->rx;
   guint len = spec->len;
@@ -91,8 +91,8 @@ frame_build (guint32 seq, const FrameSpec * spec, TestFrame * f)
   g_assert_cmpuint (len, <=, FRAME_MAX);
   dq_packet_write_eth (b, rx_mac, tx_mac, spec->ethertype);
   if (spec->ethertype == ETH_P_IP) {
-    dq_packet_write_ipv4 (b + 14, (guint16) (len - 14), (guint16) seq, DQ_PACKET_PROTO_UDP,
-        spec->src, spec->dst);
+    dq_packet_write_ipv4 (
+        b + 14, (guint16) (len - 14), (guint16) seq, DQ_PACKET_PROTO_UDP, spec->src, spec->dst);
     dq_packet_write_udp (b + 34, spec->sport, spec->dport, (guint16) (len - 34));
     payload = SEQ_OFFSET_UDP;
   }
@@ -115,7 +115,7 @@ frame_build (guint32 seq, const FrameSpec * spec, TestFrame * f)
 
 /* sequence number of a received (untagged) frame */
 static guint32
-frame_seq (const guint8 * frame, guint len)
+frame_seq (const guint8 *frame, guint len)
 {
   guint off = (frame[12] == 0x08 && frame[13] == 0x00) ? SEQ_OFFSET_UDP : SEQ_OFFSET_RAW;
   g_assert_cmpuint (len, >=, off + 4);
@@ -125,13 +125,13 @@ frame_seq (const guint8 * frame, guint len)
 /* ---- generators ---- */
 
 static void
-gen_plain (guint32 seq, FrameSpec * spec, gpointer ctx)
+gen_plain (guint32 seq, FrameSpec *spec, gpointer ctx)
 {
   spec_udp (spec, size_for_seq (seq));
 }
 
 static void
-gen_fixed (guint32 seq, FrameSpec * spec, gpointer ctx)
+gen_fixed (guint32 seq, FrameSpec *spec, gpointer ctx)
 {
   spec_udp (spec, GPOINTER_TO_UINT (ctx));
 }
@@ -158,7 +158,7 @@ sender_new (const char *ifname)
   (void) setsockopt (s->fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof sndbuf);
   memset (&sll, 0, sizeof sll);
   sll.sll_family = AF_PACKET;
-  sll.sll_protocol = 0;         /* send only */
+  sll.sll_protocol = 0; /* send only */
   sll.sll_ifindex = (int) if_nametoindex (ifname);
   g_assert_cmpint (sll.sll_ifindex, >, 0);
   g_assert_cmpint (bind (s->fd, (struct sockaddr *) &sll, sizeof sll), ==, 0);
@@ -167,7 +167,7 @@ sender_new (const char *ifname)
 }
 
 static void
-sender_free (Sender * s)
+sender_free (Sender *s)
 {
   close (s->fd);
   g_free (s->chunk);
@@ -176,7 +176,7 @@ sender_free (Sender * s)
 
 /* sends frames first .. first + n - 1, sendmmsg in chunks of 64 */
 static void
-sender_send (Sender * s, FrameGen gen, gpointer ctx, guint32 first, guint n)
+sender_send (Sender *s, FrameGen gen, gpointer ctx, guint32 first, guint n)
 {
   struct mmsghdr msgs[SEND_CHUNK];
   struct iovec iov[SEND_CHUNK];
@@ -228,16 +228,16 @@ mono_ns (void)
 typedef struct {
   FrameGen gen;
   gpointer ctx;
-  guint snap;                   /* max_packet_size of the receiving queue */
-  guint burst_max;              /* burst_packets of the receiving queue */
-  GArray *expect;               /* guint32 seqs, in order */
+  guint snap;      /* max_packet_size of the receiving queue */
+  guint burst_max; /* burst_packets of the receiving queue */
+  GArray *expect;  /* guint32 seqs, in order */
   guint next;
-  guint64 ts_lo;                /* no timestamp before this (CLOCK_REALTIME ns) */
+  guint64 ts_lo; /* no timestamp before this (CLOCK_REALTIME ns) */
   guint64 last_ts;
   guint64 bytes;
   guint64 truncated;
   guint64 bursts;
-  guint full_bursts;            /* bursts with burst_max packets */
+  guint full_bursts; /* bursts with burst_max packets */
   TestFrame scratch;
 } Stream;
 
@@ -261,7 +261,7 @@ stream_new (FrameGen gen, gpointer ctx, guint32 first, guint n, guint snap, guin
 }
 
 static void
-stream_expect_more (Stream * st, guint32 first, guint n)
+stream_expect_more (Stream *st, guint32 first, guint n)
 {
   for (guint32 seq = first; seq < first + n; seq++) {
     FrameSpec spec;
@@ -272,7 +272,7 @@ stream_expect_more (Stream * st, guint32 first, guint n)
 }
 
 static void
-stream_free (Stream * st)
+stream_free (Stream *st)
 {
   g_array_unref (st->expect);
   g_free (st);
@@ -281,7 +281,7 @@ stream_free (Stream * st)
 /* Checks one delivered packet against the frame the generator makes for its sequence
  * number: length, every byte, flow id, flags, timestamp bounds. */
 static void
-packet_check (Stream * st, const DqBurst * b, guint i, guint32 seq)
+packet_check (Stream *st, const DqBurst *b, guint i, guint32 seq)
 {
   const DqPacket *p = &b->packets[i];
   FrameSpec spec;
@@ -313,7 +313,7 @@ packet_check (Stream * st, const DqBurst * b, guint i, guint32 seq)
 /* Checks a burst: shape (offsets inside [data, data + size), increasing, the last packet
  * ends at size), then every packet, which must be the next expected frame. */
 static void
-stream_check_burst (Stream * st, const DqBurst * b)
+stream_check_burst (Stream *st, const DqBurst *b)
 {
   g_assert_cmpuint (b->n_packets, >=, 1);
   g_assert_cmpuint (b->n_packets, <=, st->burst_max);
@@ -323,8 +323,8 @@ stream_check_burst (Stream * st, const DqBurst * b)
   g_assert_cmpuint (b->packets[0].offset, >=, 48);
   g_assert_cmpuint (b->packets[0].offset, <, 256);
   for (guint i = 1; i < b->n_packets; i++)
-    g_assert_cmpuint (b->packets[i].offset, >=,
-        b->packets[i - 1].offset + b->packets[i - 1].length);
+    g_assert_cmpuint (
+        b->packets[i].offset, >=, b->packets[i - 1].offset + b->packets[i - 1].length);
   const DqPacket *last = &b->packets[b->n_packets - 1];
   g_assert_cmpuint (last->offset + last->length, ==, b->size);
 
@@ -332,8 +332,8 @@ stream_check_burst (Stream * st, const DqBurst * b)
     const DqPacket *p = &b->packets[i];
     guint32 seq = frame_seq (b->data + p->offset, p->length);
     if (st->next >= st->expect->len)
-      g_error ("unexpected frame seq %u (length %u) after all %u expected frames", seq,
-          p->length, st->expect->len);
+      g_error ("unexpected frame seq %u (length %u) after all %u expected frames", seq, p->length,
+          st->expect->len);
     g_assert_cmpuint (seq, ==, g_array_index (st->expect, guint32, st->next));
     st->next++;
     packet_check (st, b, i, seq);
@@ -348,7 +348,7 @@ stream_check_burst (Stream * st, const DqBurst * b)
 /* Polls until every expected frame arrived; fails if nothing comes for idle_ms. With
  * `held` the bursts are kept (appended) instead of released. */
 static void
-stream_receive (Stream * st, DqRxQueue * rxq, gint64 idle_ms, GArray * held)
+stream_receive (Stream *st, DqRxQueue *rxq, gint64 idle_ms, GArray *held)
 {
   while (st->next < st->expect->len) {
     DqBurst b;
@@ -358,11 +358,10 @@ stream_receive (Stream * st, DqRxQueue * rxq, gint64 idle_ms, GArray * held)
     if (r == 0) {
       DqRxStats s;
       dq_rxq_stats (rxq, &s);
-      g_error ("timed out: %u of %u frames received (next seq %u); engine stats: %"
-          G_GUINT64_FORMAT " packets, %" G_GUINT64_FORMAT " ring-full drops, %"
-          G_GUINT64_FORMAT " filtered", st->next, st->expect->len,
-          g_array_index (st->expect, guint32, st->next), s.packets, s.drops_ring_full,
-          s.drops_filtered);
+      g_error ("timed out: %u of %u frames received (next seq %u); engine stats: %" G_GUINT64_FORMAT
+               " packets, %" G_GUINT64_FORMAT " ring-full drops, %" G_GUINT64_FORMAT " filtered",
+          st->next, st->expect->len, g_array_index (st->expect, guint32, st->next), s.packets,
+          s.drops_ring_full, s.drops_filtered);
     }
     g_assert_cmpint (r, ==, 1);
     stream_check_burst (st, &b);
@@ -375,7 +374,7 @@ stream_receive (Stream * st, DqRxQueue * rxq, gint64 idle_ms, GArray * held)
 
 /* Takes whatever the queue has right now (poll timeout 0), checked and released. */
 static void
-stream_drain (Stream * st, DqRxQueue * rxq)
+stream_drain (Stream *st, DqRxQueue *rxq)
 {
   for (;;) {
     DqBurst b;
@@ -393,7 +392,7 @@ stream_drain (Stream * st, DqRxQueue * rxq)
  * streaming thread would: a TPACKET_V3 block is handed over after burst_timeout even
  * when partly filled, so a ring nobody reads holds far less than its size. */
 static void
-send_and_receive (Sender * s, Stream * st, DqRxQueue * rxq, guint32 first, guint n)
+send_and_receive (Sender *s, Stream *st, DqRxQueue *rxq, guint32 first, guint n)
 {
   for (guint done = 0; done < n;) {
     guint k = MIN (256, n - done);
@@ -406,13 +405,13 @@ send_and_receive (Sender * s, Stream * st, DqRxQueue * rxq, guint32 first, guint
 
 /* every timestamp seen lies before `now` */
 static void
-stream_check_ts_hi (Stream * st)
+stream_check_ts_hi (Stream *st)
 {
   g_assert_cmpuint (st->last_ts, <=, realtime_ns ());
 }
 
 static void
-assert_rx_quiet (DqRxQueue * rxq, gint64 ms)
+assert_rx_quiet (DqRxQueue *rxq, gint64 ms)
 {
   DqBurst b;
   GError *error = NULL;
@@ -425,7 +424,7 @@ assert_rx_quiet (DqRxQueue * rxq, gint64 ms)
 }
 
 static void
-held_release (DqRxQueue * rxq, GArray * held, gboolean reverse)
+held_release (DqRxQueue *rxq, GArray *held, gboolean reverse)
 {
   for (guint k = 0; k < held->len; k++) {
     guint i = reverse ? held->len - 1 - k : k;
@@ -461,7 +460,7 @@ rx_config (guint burst_packets, gsize ring_bytes, guint max_packet)
 }
 
 static DqRxQueue *
-rxq_new (DqPort * port, const DqRxConfig * config)
+rxq_new (DqPort *port, const DqRxConfig *config)
 {
   GError *error = NULL;
   DqRxQueue *rxq = dq_rxq_create (port, config, &error);
@@ -471,7 +470,7 @@ rxq_new (DqPort * port, const DqRxConfig * config)
 }
 
 static DqFlowRule *
-rules_parse (const char *text, guint * n)
+rules_parse (const char *text, guint *n)
 {
   DqFlowRule *rules = NULL;
   GError *error = NULL;
@@ -481,7 +480,7 @@ rules_parse (const char *text, guint * n)
 }
 
 static DqRxStats
-rx_stats (DqRxQueue * rxq)
+rx_stats (DqRxQueue *rxq)
 {
   DqRxStats s;
   dq_rxq_stats (rxq, &s);
@@ -491,7 +490,7 @@ rx_stats (DqRxQueue * rxq)
 /* The stats once drops_ring_full has reached `drops`, or after 2 s: the kernel counts a frame
  * when its receive path runs, which a loaded machine can put off past a short quiet poll. */
 static DqRxStats
-rx_stats_drops (DqRxQueue * rxq, guint64 drops)
+rx_stats_drops (DqRxQueue *rxq, guint64 drops)
 {
   const gint64 until = g_get_monotonic_time () + 2 * G_USEC_PER_SEC;
   DqRxStats s = rx_stats (rxq);
@@ -576,8 +575,8 @@ test_port_bad_device (void)
 /* configuration errors */
 
 static void
-expect_rx_error (DqPort * port, const DqRxConfig * c, GQuark domain, int code,
-    const char *const *needles)
+expect_rx_error (
+    DqPort *port, const DqRxConfig *c, GQuark domain, int code, const char *const *needles)
 {
   GError *error = NULL;
   g_assert_null (dq_rxq_create (port, c, &error));
@@ -590,7 +589,7 @@ expect_rx_error (DqPort * port, const DqRxConfig * c, GQuark domain, int code,
 }
 
 static void
-expect_tx_error (DqPort * port, const DqTxConfig * c, const char *const *needles)
+expect_tx_error (DqPort *port, const DqTxConfig *c, const char *const *needles)
 {
   GError *error = NULL;
   g_assert_null (dq_txq_create (port, c, &error));
@@ -613,25 +612,24 @@ test_config_errors (void)
 
   DqRxConfig c = rx_config (64, 0, 63);
   expect_rx_error (port, &c, DQ_ERROR, DQ_ERROR_CONFIG,
-      (const char *[]) { "max-packet-size 63", "64 .. 65535", NULL });
+      (const char *[]){ "max-packet-size 63", "64 .. 65535", NULL });
   c = rx_config (64, 0, 65536);
   expect_rx_error (port, &c, DQ_ERROR, DQ_ERROR_CONFIG,
-      (const char *[]) { "max-packet-size 65536", "64 .. 65535", NULL });
+      (const char *[]){ "max-packet-size 65536", "64 .. 65535", NULL });
   c = rx_config (64, page, 1500);
-  expect_rx_error (port, &c, DQ_ERROR, DQ_ERROR_CONFIG,
-      (const char *[]) { "ring-size", small, two_pages, NULL });
+  expect_rx_error (
+      port, &c, DQ_ERROR, DQ_ERROR_CONFIG, (const char *[]){ "ring-size", small, two_pages, NULL });
   /* three pages cannot hold two blocks big enough for a 65535-byte frame */
   c = rx_config (64, 3 * page, 65535);
   expect_rx_error (port, &c, DQ_ERROR, DQ_ERROR_CONFIG,
-      (const char *[]) { "too small", "65535", "2 blocks", NULL });
+      (const char *[]){ "too small", "65535", "2 blocks", NULL });
   c = rx_config (0, 0, 1500);
-  expect_rx_error (port, &c, DQ_ERROR, DQ_ERROR_CONFIG,
-      (const char *[]) { "burst-packets 0", NULL });
+  expect_rx_error (
+      port, &c, DQ_ERROR, DQ_ERROR_CONFIG, (const char *[]){ "burst-packets 0", NULL });
   c = rx_config (64, 0, 1500);
   c.n_queues = 2;
   c.queue_index = 2;
-  expect_rx_error (port, &c, DQ_ERROR, DQ_ERROR_CONFIG,
-      (const char *[]) { "queue 2 of 2", NULL });
+  expect_rx_error (port, &c, DQ_ERROR, DQ_ERROR_CONFIG, (const char *[]){ "queue 2 of 2", NULL });
 
   /* a rule naming a queue the element does not have */
   guint n_rules;
@@ -640,8 +638,8 @@ test_config_errors (void)
   c.flows = rules;
   c.n_flows = n_rules;
   c.n_queues = 2;
-  expect_rx_error (port, &c, DQ_ERROR, DQ_ERROR_FLOW,
-      (const char *[]) { "rule 2", "queue 3", "0 .. 1", NULL });
+  expect_rx_error (
+      port, &c, DQ_ERROR, DQ_ERROR_FLOW, (const char *[]){ "rule 2", "queue 3", "0 .. 1", NULL });
   g_free (rules);
 
   /* the smallest ring that works: 2 pages, 2 blocks */
@@ -656,10 +654,10 @@ test_config_errors (void)
   dq_rxq_destroy (rxq);
 
   DqTxConfig t = { .ring_bytes = 0, .max_packet_size = 70000 };
-  expect_tx_error (port, &t, (const char *[]) { "max-packet-size 70000", "64 .. 65535", NULL });
+  expect_tx_error (port, &t, (const char *[]){ "max-packet-size 70000", "64 .. 65535", NULL });
   t.max_packet_size = 1500;
   t.ring_bytes = page;
-  expect_tx_error (port, &t, (const char *[]) { "TX ring-size", small, NULL });
+  expect_tx_error (port, &t, (const char *[]){ "TX ring-size", small, NULL });
 
   dq_port_unref (port);
 }
@@ -694,8 +692,8 @@ test_rx_frames (void)
   g_assert_cmpuint (stats.truncated, ==, 0);
   g_assert_cmpuint (st->full_bursts, >, 0);
   g_test_message ("rx: %u frames, %" G_GUINT64_FORMAT " bytes in %" G_GUINT64_FORMAT
-      " bursts, %.2f Mpps send+receive", n, stats.bytes, stats.bursts,
-      n / ((t1 - t0) / 1e3));
+                  " bursts, %.2f Mpps send+receive",
+      n, stats.bytes, stats.bursts, n / ((t1 - t0) / 1e3));
 
   stream_free (st);
   sender_free (s);
@@ -733,51 +731,52 @@ test_rx_truncate (void)
 }
 
 /* Nine kinds of frames, interleaved; the rules give each matching kind its mark. */
-#define FLOW_RULES "proto=udp dst-port=5001 mark=11; proto=udp dst-port=5002 mark=22; " \
+#define FLOW_RULES \
+  "proto=udp dst-port=5001 mark=11; proto=udp dst-port=5002 mark=22; " \
   "src=10.9.0.0/16 mark=33; vlan=100 mark=44"
 
 static void
-gen_flows (guint32 seq, FrameSpec * spec, gpointer ctx)
+gen_flows (guint32 seq, FrameSpec *spec, gpointer ctx)
 {
   spec_udp (spec, 60 + (seq * 37) % 1000);
   switch (seq % 9) {
-    case 0:                    /* rule 1 */
+    case 0: /* rule 1 */
       spec->dport = 5001;
       spec->mark = 11;
       break;
-    case 1:                    /* rule 2 */
+    case 1: /* rule 2 */
       spec->dport = 5002;
       spec->mark = 22;
       break;
-    case 2:                    /* no rule */
+    case 2: /* no rule */
       spec->dport = 5003;
       spec->mark = -1;
       break;
-    case 3:                    /* rule 3 by source prefix */
+    case 3: /* rule 3 by source prefix */
       spec->src = 0x0a090101;
       spec->dport = 5003;
       spec->mark = 33;
       break;
-    case 4:                    /* rules 1 and 3: the first one counts */
+    case 4: /* rules 1 and 3: the first one counts */
       spec->src = 0x0a090101;
       spec->dport = 5001;
       spec->mark = 11;
       break;
-    case 5:                    /* not IPv4 */
+    case 5: /* not IPv4 */
       spec->ethertype = ETHERTYPE_TEST;
       spec->mark = -1;
       break;
-    case 6:                    /* rule 4 by VLAN */
+    case 6: /* rule 4 by VLAN */
       spec->vlan = 100;
       spec->dport = 5003;
       spec->mark = 44;
       break;
-    case 7:                    /* other VLAN, no rule */
+    case 7: /* other VLAN, no rule */
       spec->vlan = 200;
       spec->dport = 5003;
       spec->mark = -1;
       break;
-    case 8:                    /* other VLAN, rule 2 (it does not look at VLANs) */
+    case 8: /* other VLAN, rule 2 (it does not look at VLANs) */
       spec->vlan = 200;
       spec->dport = 5002;
       spec->mark = 22;
@@ -878,7 +877,7 @@ static void
 test_rx_ring_full (void)
 {
   DqPort *port = port_open (RX_DEVICE);
-  DqRxConfig c = rx_config (16, 64 << 10, 1518);        /* 8 blocks of 8 KiB */
+  DqRxConfig c = rx_config (16, 64 << 10, 1518); /* 8 blocks of 8 KiB */
   DqRxQueue *rxq = rxq_new (port, &c);
   g_assert_cmpuint (dq_rxq_ring_bytes (rxq), ==, 64 << 10);
   Sender *s = sender_new (TX_IF);
@@ -943,7 +942,7 @@ test_rx_ring_full (void)
 /* Receives and releases until a poll of 5 ms finds nothing; every frame's sequence number in
  * [lo, hi). Returns the frames received. */
 static guint
-drain_seq_range (DqRxQueue * rxq, guint32 lo, guint32 hi)
+drain_seq_range (DqRxQueue *rxq, guint32 lo, guint32 hi)
 {
   guint n = 0;
   for (;;) {
@@ -986,8 +985,8 @@ test_rx_partial_hold (void)
   guint keep_frames = 0;
   for (guint i = 0; i < held->len; i++) {
     DqBurst *b = &g_array_index (held, DqBurst, i);
-    guint32 last = frame_seq (b->data + b->packets[b->n_packets - 1].offset,
-        b->packets[b->n_packets - 1].length);
+    guint32 last = frame_seq (
+        b->data + b->packets[b->n_packets - 1].offset, b->packets[b->n_packets - 1].length);
     if (last < 3) {
       dq_rxq_release (rxq, b);
       continue;
@@ -1016,8 +1015,8 @@ test_rx_partial_hold (void)
     received += drain_seq_range (rxq, 6, seq);
     stats = rx_stats (rxq);
   }
-  g_test_message ("partial hold: %u received, %" G_GUINT64_FORMAT " dropped", received,
-      stats.drops_ring_full);
+  g_test_message (
+      "partial hold: %u received, %" G_GUINT64_FORMAT " dropped", received, stats.drops_ring_full);
   g_assert_cmpuint (stats.drops_ring_full, >, 0);
   g_assert_cmpuint (received + stats.drops_ring_full, ==, 800);
 
@@ -1049,17 +1048,18 @@ test_rx_partial_hold (void)
 /* ---- several queues ---- */
 
 static void
-gen_fanout (guint32 seq, FrameSpec * spec, gpointer ctx)
+gen_fanout (guint32 seq, FrameSpec *spec, gpointer ctx)
 {
   spec_udp (spec, 60 + (seq * 53) % 900);
   spec->sport = (guint16) (1000 + seq % 64);
 }
 
-#define QUEUE_RULES "proto=udp dst-port=6000 queue=1 mark=1; " \
+#define QUEUE_RULES \
+  "proto=udp dst-port=6000 queue=1 mark=1; " \
   "proto=udp dst-port=6001 queue=0 mark=2; proto=udp mark=3"
 
 static void
-gen_queue_rules (guint32 seq, FrameSpec * spec, gpointer ctx)
+gen_queue_rules (guint32 seq, FrameSpec *spec, gpointer ctx)
 {
   spec_udp (spec, 60 + (seq * 53) % 900);
   spec->sport = (guint16) (1000 + seq % 64);
@@ -1089,8 +1089,8 @@ typedef struct {
   guint n_queues;
   DqRxQueue *rxq[4];
   FrameGen gen;
-  gboolean hashed;              /* no rules: hash fanout */
-  Stream *st;                   /* checks bytes and marks; order is per queue here */
+  gboolean hashed; /* no rules: hash fanout */
+  Stream *st;      /* checks bytes and marks; order is per queue here */
   guint8 *seen;
   guint n;
   gint last_seq[4];
@@ -1101,7 +1101,7 @@ typedef struct {
 
 /* polls every queue once (timeout 0); returns the packets taken */
 static guint
-fanout_poll_round (Fanout * f)
+fanout_poll_round (Fanout *f)
 {
   guint taken = 0;
 
@@ -1141,7 +1141,7 @@ fanout_poll_round (Fanout * f)
 }
 
 static void
-fanout_setup (Fanout * f, DqPort * port, guint n_queues, guint32 group, DqFlowRule * rules,
+fanout_setup (Fanout *f, DqPort *port, guint n_queues, guint32 group, DqFlowRule *rules,
     guint n_rules, FrameGen gen, guint n)
 {
   memset (f, 0, sizeof *f);
@@ -1168,7 +1168,7 @@ fanout_setup (Fanout * f, DqPort * port, guint n_queues, guint32 group, DqFlowRu
 
 /* everything expected arrived exactly once, and nothing else */
 static void
-fanout_finish (Fanout * f)
+fanout_finish (Fanout *f)
 {
   for (guint q = 0; q < f->n_queues; q++) {
     assert_rx_quiet (f->rxq[q], 10);
@@ -1192,14 +1192,15 @@ fanout_finish (Fanout * f)
 
 /* Sends n frames while polling every queue of every group; waits for the rest. */
 static void
-fanout_pump (Fanout ** groups, guint n_groups, FrameGen gen, guint n)
+fanout_pump (Fanout **groups, guint n_groups, FrameGen gen, guint n)
 {
   Sender *s = sender_new (TX_IF);
 
   for (guint done = 0; done < n; done += 200) {
     sender_send (s, gen, NULL, done, MIN (200, n - done));
     for (guint g = 0; g < n_groups; g++)
-      while (fanout_poll_round (groups[g]) > 0);
+      while (fanout_poll_round (groups[g]) > 0)
+        ;
   }
   for (guint g = 0; g < n_groups; g++) {
     Fanout *f = groups[g];
@@ -1326,7 +1327,7 @@ typedef struct {
   gint64 timeout_ns;
   int result;
   gint64 returned_at;
-  gint64 cpu_ns;                /* CPU time the poll used */
+  gint64 cpu_ns; /* CPU time the poll used */
 } PollJob;
 
 static gint64
@@ -1355,12 +1356,12 @@ poll_thread (gpointer data)
 
 /* A poll without timeout blocks (using little CPU: no spinning) until woken. */
 static gint64
-wakeup_latency (DqRxQueue * rxq)
+wakeup_latency (DqRxQueue *rxq)
 {
   PollJob job = { rxq, -1, -2, 0, 0 };
   GThread *thread = g_thread_new ("poller", poll_thread, &job);
   g_usleep (200 * 1000);
-  g_assert_cmpint (job.result, ==, -2);   /* still blocked */
+  g_assert_cmpint (job.result, ==, -2); /* still blocked */
   gint64 t0 = mono_ns ();
   dq_rxq_wakeup (rxq);
   g_thread_join (thread);
@@ -1372,7 +1373,7 @@ wakeup_latency (DqRxQueue * rxq)
 
 /* A wakeup that comes first makes the next poll return at once: how soon. */
 static gint64
-wakeup_first_latency (DqRxQueue * rxq)
+wakeup_first_latency (DqRxQueue *rxq)
 {
   GError *error = NULL;
   DqBurst b;
@@ -1387,7 +1388,7 @@ wakeup_first_latency (DqRxQueue * rxq)
  * on time can still be scheduled late on a loaded machine, once; a wakeup that is missed
  * blocks the poll forever (the test's timeout). */
 static gint64
-latency_best (gint64 (*measure) (DqRxQueue *), DqRxQueue * rxq)
+latency_best (gint64 (*measure) (DqRxQueue *), DqRxQueue *rxq)
 {
   gint64 best = G_MAXINT64;
   for (int k = 0; k < 3 && best >= 20 * MS; k++)
@@ -1442,18 +1443,18 @@ test_rx_wakeup (void)
 
 typedef struct {
   DqRxQueue *rxq;
-  GAsyncQueue *bursts;          /* DqBurst copies (g_free); `done` ends a releaser */
+  GAsyncQueue *bursts; /* DqBurst copies (g_free); `done` ends a releaser */
   GMutex lock;
-  guint8 *seen;                 /* per seq, under lock */
+  guint8 *seen; /* per seq, under lock */
   guint64 ts_lo;
-  gint released;                /* bursts released, atomic */
+  gint released; /* bursts released, atomic */
   guint seed;
 } ReleaseJob;
 
 static DqBurst release_done;
 
 static void
-releaser_check_release (ReleaseJob * job, Stream * st, DqBurst * b)
+releaser_check_release (ReleaseJob *job, Stream *st, DqBurst *b)
 {
   for (guint i = 0; i < b->n_packets; i++) {
     guint32 seq = frame_seq (b->data + b->packets[i].offset, b->packets[i].length);
@@ -1548,8 +1549,8 @@ test_rx_release_threads (void)
     if (mono_ns () - idle_since > 2000 * MS) {
       DqRxStats st = rx_stats (job.rxq);
       g_error ("timed out: %u of %u frames received, %u bursts polled, %d released; "
-          "%" G_GUINT64_FORMAT " ring-full drops", received, n, polled,
-          g_atomic_int_get (&job.released), st.drops_ring_full);
+               "%" G_GUINT64_FORMAT " ring-full drops",
+          received, n, polled, g_atomic_int_get (&job.released), st.drops_ring_full);
     }
   }
   for (guint i = 0; i < 2; i++)
@@ -1632,7 +1633,7 @@ test_rx_link_flap (void)
 typedef struct {
   DqRxQueue *rxq;
   Stream *st;
-  gint received;                /* atomic */
+  gint received; /* atomic */
 } RxJob;
 
 static gpointer
@@ -1647,8 +1648,7 @@ rx_thread (gpointer data)
     int r = dq_rxq_poll (job->rxq, &b, 5000 * MS, &error);
     g_assert_no_error (error);
     if (r == 0)
-      g_error ("TX test: receiver timed out after %u of %u frames", st->next,
-          st->expect->len);
+      g_error ("TX test: receiver timed out after %u of %u frames", st->next, st->expect->len);
     stream_check_burst (st, &b);
     dq_rxq_release (job->rxq, &b);
     g_atomic_int_set (&job->received, (gint) st->next);
@@ -1669,7 +1669,7 @@ test_tx_frames (void)
   RxJob job = { rxq_new (rx_port, &c), NULL, 0 };
   job.st = stream_new (gen_plain, NULL, 0, n, 1518, 64);
   GError *error = NULL;
-  DqTxConfig tc = { 0, 0 };   /* defaults: 4 MiB ring, MTU-sized frames */
+  DqTxConfig tc = { 0, 0 }; /* defaults: 4 MiB ring, MTU-sized frames */
   DqTxQueue *txq = dq_txq_create (tx_port, &tc, &error);
   g_assert_no_error (error);
   g_assert_nonnull (txq);
@@ -1717,10 +1717,10 @@ test_tx_frames (void)
   g_assert_cmpuint (rs.bytes, ==, bytes);
   g_assert_cmpuint (rs.drops_ring_full, ==, 0);
   g_test_message ("tx: %u frames, %" G_GUINT64_FORMAT " bytes; send %.3f Mpps "
-      "(%.2f Gbit/s), end to end %.3f Mpps; %" G_GUINT64_FORMAT " ring-full waits, "
-      "%" G_GUINT64_FORMAT " rx bursts", n, bytes, n / ((t_sent - t0) / 1e3),
-      bytes * 8 / (double) (t_sent - t0), n / ((t1 - t0) / 1e3), ts.ring_full_waits,
-      rs.bursts);
+                  "(%.2f Gbit/s), end to end %.3f Mpps; %" G_GUINT64_FORMAT " ring-full waits, "
+                  "%" G_GUINT64_FORMAT " rx bursts",
+      n, bytes, n / ((t_sent - t0) / 1e3), bytes * 8 / (double) (t_sent - t0),
+      n / ((t1 - t0) / 1e3), ts.ring_full_waits, rs.bursts);
 
   g_free (frames);
   dq_txq_destroy (txq);
@@ -1732,11 +1732,11 @@ test_tx_frames (void)
 
 /* TX frames the kernel would refuse are skipped and counted; the others go out. */
 static void
-gen_tx_mixed (guint32 seq, FrameSpec * spec, gpointer ctx)
+gen_tx_mixed (guint32 seq, FrameSpec *spec, gpointer ctx)
 {
   spec_udp (spec, 60 + seq * 40);
   if (seq == 3) {
-    spec->vlan = 7;             /* 1514 + tag = 1518: allowed with an 802.1Q tag */
+    spec->vlan = 7; /* 1514 + tag = 1518: allowed with an 802.1Q tag */
     spec->len = 1514;
   }
 }
@@ -1763,16 +1763,30 @@ test_tx_bad_frames (void)
   memcpy (big, good[0].wire, 60);
   TestFrame *oversize = g_new (TestFrame, 1);
   FrameSpec spec;
-  spec_udp (&spec, 1600);       /* fits the slot (2000), but not the MTU */
+  spec_udp (&spec, 1600); /* fits the slot (2000), but not the MTU */
   frame_build (99, &spec, oversize);
 
   const guint8 *ptrs[] = {
-    good[0].wire, good[0].wire, good[1].wire, big, good[2].wire, oversize->wire,
-    good[3].wire, good[4].wire, good[4].wire,
+    good[0].wire,
+    good[0].wire,
+    good[1].wire,
+    big,
+    good[2].wire,
+    oversize->wire,
+    good[3].wire,
+    good[4].wire,
+    good[4].wire,
   };
   guint32 lens[] = {
-    10, good[0].wire_len, good[1].wire_len, 3000, good[2].wire_len, oversize->wire_len,
-    good[3].wire_len, 13, good[4].wire_len,
+    10,
+    good[0].wire_len,
+    good[1].wire_len,
+    3000,
+    good[2].wire_len,
+    oversize->wire_len,
+    good[3].wire_len,
+    13,
+    good[4].wire_len,
   };
   Stream *st = stream_new (gen_tx_mixed, NULL, 0, 5, 1518, 64);
   /* every frame is consumed: 5 queued, 4 refused and counted */
@@ -1803,7 +1817,7 @@ test_tx_bad_frames (void)
 /* ---- small TX ring: the sender waits for slots ---- */
 
 static DqTxQueue *
-txq_new (DqPort * port, gsize ring_bytes, guint max_packet)
+txq_new (DqPort *port, gsize ring_bytes, guint max_packet)
 {
   GError *error = NULL;
   DqTxConfig tc = { ring_bytes, max_packet };
@@ -1815,8 +1829,8 @@ txq_new (DqPort * port, gsize ring_bytes, guint max_packet)
 
 /* builds frames first .. first + n - 1 (n <= 32) into `frames` */
 static void
-frames_make (TestFrame * frames, const guint8 ** ptrs, guint32 * lens, FrameGen gen,
-    guint32 first, guint n)
+frames_make (
+    TestFrame *frames, const guint8 **ptrs, guint32 *lens, FrameGen gen, guint32 first, guint n)
 {
   for (guint j = 0; j < n; j++) {
     FrameSpec spec;
@@ -1835,7 +1849,7 @@ test_tx_small_ring (void)
   DqPort *rx_port = port_open (RX_DEVICE);
   DqRxConfig c = rx_config (64, 8 << 20, 1518);
   DqRxQueue *rxq = rxq_new (rx_port, &c);
-  DqTxQueue *txq = txq_new (tx_port, 8192, 1518);   /* 4 slots of 2 KiB */
+  DqTxQueue *txq = txq_new (tx_port, 8192, 1518); /* 4 slots of 2 KiB */
   Stream *st = stream_new (gen_plain, NULL, 0, n, 1518, 64);
   TestFrame *frames = g_new (TestFrame, burst);
   const guint8 *ptrs[16];
@@ -1855,8 +1869,8 @@ test_tx_small_ring (void)
 
   DqTxStats ts;
   dq_txq_stats (txq, &ts);
-  g_test_message ("4-slot ring: %" G_GUINT64_FORMAT " ring-full waits for %u frames",
-      ts.ring_full_waits, n);
+  g_test_message (
+      "4-slot ring: %" G_GUINT64_FORMAT " ring-full waits for %u frames", ts.ring_full_waits, n);
   g_assert_cmpuint (ts.packets, ==, n);
   g_assert_cmpuint (ts.bytes, ==, st->bytes);
   g_assert_cmpuint (ts.errors, ==, 0);
@@ -1879,7 +1893,7 @@ test_tx_wakeup (void)
   DqPort *rx_port = port_open (RX_DEVICE);
   DqRxConfig c = rx_config (64, 1 << 20, 1518);
   DqRxQueue *rxq = rxq_new (rx_port, &c);
-  DqTxQueue *txq = txq_new (tx_port, 8192, 1518);   /* 4 slots */
+  DqTxQueue *txq = txq_new (tx_port, 8192, 1518); /* 4 slots */
   TestFrame *frames = g_new (TestFrame, 16);
   const guint8 *ptrs[16];
   guint32 lens[16];
@@ -1967,10 +1981,10 @@ main (int argc, char **argv)
 
   /* before any thread exists: threads inherit the namespace */
   netns = dq_netns_setup_or_skip (TX_IF, RX_IF, 1500);
-  if (!dq_netns_ip (netns, &error, "link", "set", "dev", TX_IF, "address",
-          "02:00:00:00:0a:01", NULL) ||
-      !dq_netns_ip (netns, &error, "link", "set", "dev", RX_IF, "address",
-          "02:00:00:00:0b:01", NULL))
+  if (!dq_netns_ip (
+          netns, &error, "link", "set", "dev", TX_IF, "address", "02:00:00:00:0a:01", NULL) ||
+      !dq_netns_ip (
+          netns, &error, "link", "set", "dev", RX_IF, "address", "02:00:00:00:0b:01", NULL))
     g_error ("%s", error->message);
 
   g_test_init (&argc, &argv, NULL);

@@ -46,13 +46,11 @@ frame_dport (guint32 seq)
 }
 
 static void
-frame_build (guint8 * f, guint32 seq, guint len)
+frame_build (guint8 *f, guint32 seq, guint len)
 {
-  static const guint8 hdr[42] = {
-    0x02, 0, 0, 0, 0x0b, 0x01, 0x02, 0, 0, 0, 0x0a, 0x01, 0x08, 0x00,
-    0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
-    0x13, 0x88, 0, 0, 0, 0, 0, 0
-  };
+  static const guint8 hdr[42] = { 0x02, 0, 0, 0, 0x0b, 0x01, 0x02, 0, 0, 0, 0x0a, 0x01, 0x08, 0x00,
+    0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2, 0x13, 0x88, 0, 0, 0, 0, 0,
+    0 };
   memcpy (f, hdr, sizeof hdr);
   guint16 ip_len = (guint16) (len - 14), udp_len = (guint16) (len - 34);
   f[16] = ip_len >> 8;
@@ -71,14 +69,14 @@ frame_build (guint8 * f, guint32 seq, guint len)
 }
 
 static guint32
-frame_seq (const guint8 * f)
+frame_seq (const guint8 *f)
 {
   return ((guint32) f[42] << 24) | ((guint32) f[43] << 16) | ((guint32) f[44] << 8) | f[45];
 }
 
 /* TRUE when the frame is exactly what frame_build (seq, len) wrote */
 static gboolean
-frame_check (const guint8 * f, guint len, guint32 seq)
+frame_check (const guint8 *f, guint len, guint32 seq)
 {
   guint8 want[FRAME_MAX];
   if (len != frame_len (seq))
@@ -114,7 +112,7 @@ rx_config (guint burst_packets, guint64 timeout_ns, gsize ring)
 }
 
 static DqRxQueue *
-rxq_or_fail (DqPort * port, const DqRxConfig * c)
+rxq_or_fail (DqPort *port, const DqRxConfig *c)
 {
   GError *error = NULL;
   DqRxQueue *q = dq_rxq_create (port, c, &error);
@@ -123,7 +121,7 @@ rxq_or_fail (DqPort * port, const DqRxConfig * c)
 }
 
 static DqTxQueue *
-txq_or_fail (DqPort * port)
+txq_or_fail (DqPort *port)
 {
   GError *error = NULL;
   DqTxConfig c = { 0 };
@@ -151,7 +149,7 @@ ring_open (guint burst_packets, guint64 timeout_ns, gsize ring_bytes)
 }
 
 static void
-ring_close (Ring * r)
+ring_close (Ring *r)
 {
   dq_txq_destroy (r->txq);
   dq_rxq_destroy (r->rxq);
@@ -162,16 +160,16 @@ typedef struct {
   DqTxQueue *txq;
   guint32 first, n;
   guint chunk;
-  guint pause_us;               /* sleep after each chunk */
-  const int *seen;              /* frames the receiver has taken (Check.seen), or NULL ... */
-  guint max_ahead;              /* ... then at most this many sent and not yet taken */
+  guint pause_us;  /* sleep after each chunk */
+  const int *seen; /* frames the receiver has taken (Check.seen), or NULL ... */
+  guint max_ahead; /* ... then at most this many sent and not yet taken */
   int consumed;
 } Sender;
 
 /* Before a chunk: while more than max_ahead frames are sent and not yet taken, wait (a
  * receiver that stops taking them for 2 s is given up on: the test then fails by counts). */
 static void
-sender_wait_receiver (const Sender * s)
+sender_wait_receiver (const Sender *s)
 {
   if (s->seen == NULL)
     return;
@@ -213,7 +211,7 @@ sender_run (gpointer data)
       seq += (guint32) r;
     }
     if (r < (int) k)
-      break;                    /* woken */
+      break; /* woken */
     if (s->pause_us > 0)
       g_usleep (s->pause_us);
   }
@@ -233,11 +231,11 @@ typedef struct {
   guint64 last_ts;
   guint max_burst;
   gboolean check_flow;
-  int seen;                     /* `received`, published for a sender that waits for it */
+  int seen; /* `received`, published for a sender that waits for it */
 } Check;
 
 static void
-check_burst (Check * c, const DqBurst * b)
+check_burst (Check *c, const DqBurst *b)
 {
   g_assert_cmpuint (b->memory, ==, DQ_MEMORY_HOST);
   c->max_burst = MAX (c->max_burst, b->n_packets);
@@ -262,7 +260,7 @@ check_burst (Check * c, const DqBurst * b)
 
 /* Polls until n packets arrived or a poll times out (timeout_ms). */
 static void
-receive (DqRxQueue * rxq, Check * c, guint n, guint timeout_ms)
+receive (DqRxQueue *rxq, Check *c, guint n, guint timeout_ms)
 {
   while (c->received < n) {
     DqBurst b;
@@ -278,7 +276,7 @@ receive (DqRxQueue * rxq, Check * c, guint n, guint timeout_ms)
 }
 
 static void
-assert_clean (const Check * c, guint n)
+assert_clean (const Check *c, guint n)
 {
   g_assert_cmpuint (c->bad, ==, 0);
   g_assert_cmpuint (c->out_of_order, ==, 0);
@@ -301,7 +299,7 @@ test_ring_loopback (void)
   g_assert_cmpstr (info->name, ==, "dpdk");
   g_assert_cmpint (info->clock_id, ==, CLOCK_REALTIME);
   g_assert_cmpuint (info->mtu, ==, 1500);
-  g_assert_false (info->device_dma);    /* the PMD's mbufs are copied into the ring */
+  g_assert_false (info->device_dma); /* the PMD's mbufs are copied into the ring */
 
   DqRxConfig rc = rx_config (64, 1 * MS, 0);
   DqRxQueue *rxq = rxq_or_fail (port, &rc);
@@ -356,7 +354,8 @@ test_ring_flows (void)
   guint n_rules;
   GError *error = NULL;
   g_assert_true (dq_flow_parse ("proto=udp dst-port=6000 mark=100; proto=udp "
-          "dst-port=6002 mark=102", &rules, &n_rules, &error));
+                                "dst-port=6002 mark=102",
+      &rules, &n_rules, &error));
   DqRxConfig rc = rx_config (32, 1 * MS, 0);
   rc.flows = rules;
   rc.n_flows = n_rules;
@@ -566,7 +565,7 @@ test_ring_bad_frames (void)
 }
 
 static void
-expect_error (GError * error, int code, const char *const *parts)
+expect_error (GError *error, int code, const char *const *parts)
 {
   g_assert_nonnull (error);
   g_assert_cmpint (error->code, ==, code);
@@ -582,30 +581,30 @@ test_bad_input (void)
 {
   GError *error = NULL;
   g_assert_null (dq_port_open ("dpdk:", &error));
-  expect_error (error, DQ_ERROR_DEVICE, (const char *[]) { "needs a name after 'dpdk:'", NULL });
+  expect_error (error, DQ_ERROR_DEVICE, (const char *[]){ "needs a name after 'dpdk:'", NULL });
   error = NULL;
   g_assert_null (dq_port_open ("dpdk:net_nosuchdriver0", &error));
   expect_error (error, DQ_ERROR_DEVICE,
-      (const char *[]) { "net_nosuchdriver0", "cannot probe", "DAQIRI_DPDK_EAL_ARGS", NULL });
+      (const char *[]){ "net_nosuchdriver0", "cannot probe", "DAQIRI_DPDK_EAL_ARGS", NULL });
 
   DqPort *port = open_or_fail ("dpdk:net_ring0");
   /* the same device under another string */
   error = NULL;
   g_assert_null (dq_port_open ("dpdk:net_ring0,nodeaction=x", &error));
-  expect_error (error, DQ_ERROR_BUSY, (const char *[]) { "already open", NULL });
+  expect_error (error, DQ_ERROR_BUSY, (const char *[]){ "already open", NULL });
 
   DqRxConfig rc = rx_config (256, 1 * MS, 65536);
   error = NULL;
   g_assert_null (dq_rxq_create (port, &rc, &error));
-  expect_error (error, DQ_ERROR_CONFIG, (const char *[]) { "ring-size 65536",
-        "burst-packets", NULL });
+  expect_error (
+      error, DQ_ERROR_CONFIG, (const char *[]){ "ring-size 65536", "burst-packets", NULL });
 
   rc = rx_config (32, 1 * MS, 0);
   rc.max_packet_size = 70000;
   error = NULL;
   g_assert_null (dq_rxq_create (port, &rc, &error));
-  expect_error (error, DQ_ERROR_CONFIG, (const char *[]) { "max-packet-size 70000",
-        "allowed 64 .. 65535", NULL });
+  expect_error (error, DQ_ERROR_CONFIG,
+      (const char *[]){ "max-packet-size 70000", "allowed 64 .. 65535", NULL });
   /* larger than an mbuf: capped (the device has no longer frames to deliver) */
   rc.max_packet_size = 9216;
   error = NULL;
@@ -617,7 +616,7 @@ test_bad_input (void)
   rc.n_queues = 1000;
   error = NULL;
   g_assert_null (dq_rxq_create (port, &rc, &error));
-  expect_error (error, DQ_ERROR_CONFIG, (const char *[]) { "queues 1000", NULL });
+  expect_error (error, DQ_ERROR_CONFIG, (const char *[]){ "queues 1000", NULL });
 
   DqFlowRule *rules;
   guint n_rules;
@@ -628,11 +627,11 @@ test_bad_input (void)
   rc.n_flows = n_rules;
   error = NULL;
   g_assert_null (dq_rxq_create (port, &rc, &error));
-  expect_error (error, DQ_ERROR_FLOW, (const char *[]) { "RSS", "queue", NULL });
+  expect_error (error, DQ_ERROR_FLOW, (const char *[]){ "RSS", "queue", NULL });
   rc.n_queues = 1;
   error = NULL;
   g_assert_null (dq_rxq_create (port, &rc, &error));
-  expect_error (error, DQ_ERROR_FLOW, (const char *[]) { "queue=0 .. 0", NULL });
+  expect_error (error, DQ_ERROR_FLOW, (const char *[]){ "queue=0 .. 0", NULL });
   g_free (rules);
 
   /* one queue index, one user */
@@ -640,19 +639,19 @@ test_bad_input (void)
   DqRxQueue *rxq = rxq_or_fail (port, &rc);
   error = NULL;
   g_assert_null (dq_rxq_create (port, &rc, &error));
-  expect_error (error, DQ_ERROR_BUSY, (const char *[]) { "RX queue 0 is in use", NULL });
+  expect_error (error, DQ_ERROR_BUSY, (const char *[]){ "RX queue 0 is in use", NULL });
   /* and no reconfiguration under a running queue */
   rc.n_queues = 2;
   rc.queue_index = 1;
   error = NULL;
   g_assert_null (dq_rxq_create (port, &rc, &error));
-  expect_error (error, DQ_ERROR_BUSY, (const char *[]) { "runs 1 RX queue", NULL });
+  expect_error (error, DQ_ERROR_BUSY, (const char *[]){ "runs 1 RX queue", NULL });
   dq_rxq_destroy (rxq);
 
-  DqTxConfig tc = {.max_packet_size = 20 };
+  DqTxConfig tc = { .max_packet_size = 20 };
   error = NULL;
   g_assert_null (dq_txq_create (port, &tc, &error));
-  expect_error (error, DQ_ERROR_CONFIG, (const char *[]) { "max-packet-size 20", NULL });
+  expect_error (error, DQ_ERROR_CONFIG, (const char *[]){ "max-packet-size 20", NULL });
   dq_port_unref (port);
 }
 
@@ -685,7 +684,7 @@ test_ring_two_queues (void)
   DqRxQueue *q = rxq_or_fail (port, &rc);
   s.first = 500;
   sender_run (&s);
-  Check c2 = {.next_seq = 500 };
+  Check c2 = { .next_seq = 500 };
   receive (q, &c2, 500, 200);
   assert_clean (&c2, 500);
   dq_rxq_destroy (q);
@@ -697,7 +696,7 @@ test_ring_two_queues (void)
 /* net_pcap: files in and out */
 
 static void
-pcap_write_header (FILE * f)
+pcap_write_header (FILE *f)
 {
   guint32 magic = 0xa1b2c3d4, snap = 65535, link = 1, zero = 0;
   guint16 major = 2, minor = 4;
@@ -787,7 +786,7 @@ test_pcap_files (void)
   g_assert_no_error (error);
   dq_txq_destroy (txq);
   dq_rxq_destroy (rxq);
-  dq_port_unref (port);         /* closes the device: DPDK flushes the file */
+  dq_port_unref (port); /* closes the device: DPDK flushes the file */
   pcap_check (out, 7, 2500);
 
   g_unlink (in);
@@ -812,7 +811,7 @@ test_af_packet_veth (void)
   const guint n = 20000;
   /* the PMD's own ring: 16384 frames of 2 KiB */
   DqPort *dpdk = open_or_fail ("dpdk:net_af_packet0,iface=" RX_IF ",qpairs=1,"
-      "blocksz=4096,framesz=2048,framecnt=16384");
+                               "blocksz=4096,framesz=2048,framecnt=16384");
   DqPort *afp = open_or_fail ("afpacket:" TX_IF);
 
   /* afpacket -> dpdk */
@@ -822,8 +821,13 @@ test_af_packet_veth (void)
   /* paced (about 250 kpps), and never more than half the PMD's ring ahead of the receiver:
    * its socket drops silently when that ring overflows */
   Check c = { 0 };
-  Sender s = { .txq = afp_tx, .first = 0, .n = n, .chunk = 250, .pause_us = 1000,
-    .seen = &c.seen, .max_ahead = 8192 };
+  Sender s = { .txq = afp_tx,
+    .first = 0,
+    .n = n,
+    .chunk = 250,
+    .pause_us = 1000,
+    .seen = &c.seen,
+    .max_ahead = 8192 };
   GThread *th = g_thread_new ("sender", sender_run, &s);
   receive (rxq, &c, n, 2000);
   g_thread_join (th);
@@ -862,8 +866,9 @@ test_bad_eal_args (void)
     for (int i = 0; i < 2; i++) {
       GError *error = NULL;
       g_assert_null (dq_port_open ("dpdk:net_null0", &error));
-      expect_error (error, DQ_ERROR_DEVICE, (const char *[]) { "EAL did not start",
-            "--no-such-eal-option", "from DAQIRI_DPDK_EAL_ARGS", NULL });
+      expect_error (error, DQ_ERROR_DEVICE,
+          (const char *[]){
+              "EAL did not start", "--no-such-eal-option", "from DAQIRI_DPDK_EAL_ARGS", NULL });
     }
     g_setenv ("DAQIRI_DPDK_EAL_ARGS", "'unbalanced", TRUE);
     return;

@@ -14,49 +14,115 @@
 /* The IPv4 header of the Wikipedia article "Internet checksum" (and "IPv4 header
  * checksum"): 192.168.0.1 to 192.168.0.199, total length 0x73, checksum 0xb861. */
 static const guint8 wikipedia_ipv4[20] = {
-  0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0xb8, 0x61,
-  0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+  0x45,
+  0x00,
+  0x00,
+  0x73,
+  0x00,
+  0x00,
+  0x40,
+  0x00,
+  0x40,
+  0x11,
+  0xb8,
+  0x61,
+  0xc0,
+  0xa8,
+  0x00,
+  0x01,
+  0xc0,
+  0xa8,
+  0x00,
+  0xc7,
 };
 
 /* 02:00:00:00:00:01 to 02:00:00:00:00:02, 10.0.0.1:5000 to 10.0.0.2:6000, IPv4 id
  * 0x1234, UDP payload "daqiri\n" (7 bytes, an odd length); both checksums computed with
  * Python's struct module: IPv4 0x1494, UDP 0x6ea1. */
 static const guint8 python_frame[49] = {
-  0x02, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x08, 0x00,
-  0x45, 0x00, 0x00, 0x23, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x14, 0x94,
-  0x0a, 0x00, 0x00, 0x01, 0x0a, 0x00, 0x00, 0x02,
-  0x13, 0x88, 0x17, 0x70, 0x00, 0x0f, 0x6e, 0xa1,
-  0x64, 0x61, 0x71, 0x69, 0x72, 0x69, 0x0a,
+  0x02,
+  0x00,
+  0x00,
+  0x00,
+  0x00,
+  0x02,
+  0x02,
+  0x00,
+  0x00,
+  0x00,
+  0x00,
+  0x01,
+  0x08,
+  0x00,
+  0x45,
+  0x00,
+  0x00,
+  0x23,
+  0x12,
+  0x34,
+  0x40,
+  0x00,
+  0x40,
+  0x11,
+  0x14,
+  0x94,
+  0x0a,
+  0x00,
+  0x00,
+  0x01,
+  0x0a,
+  0x00,
+  0x00,
+  0x02,
+  0x13,
+  0x88,
+  0x17,
+  0x70,
+  0x00,
+  0x0f,
+  0x6e,
+  0xa1,
+  0x64,
+  0x61,
+  0x71,
+  0x69,
+  0x72,
+  0x69,
+  0x0a,
 };
 
 static const DqPacketHeaders python_headers = {
-  .dst_mac = {0x02, 0, 0, 0, 0, 0x02},.src_mac = {0x02, 0, 0, 0, 0, 0x01},
-  .src_ip = 0x0a000001,.dst_ip = 0x0a000002,.src_port = 5000,.dst_port = 6000,
+  .dst_mac = { 0x02, 0, 0, 0, 0, 0x02 },
+  .src_mac = { 0x02, 0, 0, 0, 0, 0x01 },
+  .src_ip = 0x0a000001,
+  .dst_ip = 0x0a000002,
+  .src_port = 5000,
+  .dst_port = 6000,
   .ip_id = 0x1234,
 };
 
 static guint16
-get16 (const guint8 * p)
+get16 (const guint8 *p)
 {
   return (guint16) (p[0] << 8 | p[1]);
 }
 
 static void
-set16 (guint8 * p, guint16 v)
+set16 (guint8 *p, guint16 v)
 {
   p[0] = (guint8) (v >> 8);
   p[1] = (guint8) v;
 }
 
 static void
-fill_random (guint8 * p, gsize len)
+fill_random (guint8 *p, gsize len)
 {
   for (gsize i = 0; i < len; i++)
     p[i] = (guint8) g_test_rand_int_range (0, 256);
 }
 
 static void
-random_headers (DqPacketHeaders * h)
+random_headers (DqPacketHeaders *h)
 {
   fill_random (h->dst_mac, 6);
   fill_random (h->src_mac, 6);
@@ -69,12 +135,12 @@ random_headers (DqPacketHeaders * h)
 
 /* Writes the UDP checksum of the frame's datagram with the module. */
 static void
-fill_udp_csum (guint8 * f)
+fill_udp_csum (guint8 *f)
 {
   guint udp_len = get16 (f + UDP + 4);
   set16 (f + UDP + 6, 0);
-  set16 (f + UDP + 6, dq_csum_udp_field (dq_csum_l4 (f + ETH, DQ_PACKET_PROTO_UDP, f + UDP,
-              udp_len)));
+  set16 (
+      f + UDP + 6, dq_csum_udp_field (dq_csum_l4 (f + ETH, DQ_PACKET_PROTO_UDP, f + UDP, udp_len)));
 }
 
 /* ---- known answers ---- */
@@ -108,7 +174,7 @@ test_frame_known_answer (void)
 
   memset (f, 0xee, sizeof f);
   g_assert_cmpint (dq_packet_write_headers (f, sizeof f, &python_headers), ==, 0);
-  g_assert_cmphex (get16 (f + UDP + 6), ==, 0);  /* no UDP checksum yet */
+  g_assert_cmphex (get16 (f + UDP + 6), ==, 0); /* no UDP checksum yet */
   memcpy (f + DQ_PACKET_PAYLOAD_OFFSET, "daqiri\n", 7);
   fill_udp_csum (f);
   g_assert_cmpmem (f, sizeof f, python_frame, sizeof python_frame);
@@ -146,15 +212,57 @@ test_headers_bytes (void)
 {
   guint8 f[100];
   const DqPacketHeaders h = {
-    .dst_mac = {1, 2, 3, 4, 5, 6},.src_mac = {7, 8, 9, 10, 11, 12},
-    .src_ip = 0xc0a80102,.dst_ip = 0xe0000001,.src_port = 0xabcd,.dst_port = 0x0102,
+    .dst_mac = { 1, 2, 3, 4, 5, 6 },
+    .src_mac = { 7, 8, 9, 10, 11, 12 },
+    .src_ip = 0xc0a80102,
+    .dst_ip = 0xe0000001,
+    .src_port = 0xabcd,
+    .dst_port = 0x0102,
     .ip_id = 0xbeef,
   };
   const guint8 want[42] = {
-    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x08, 0x00,
-    0x45, 0x00, 0x00, 86, 0xbe, 0xef, 0x40, 0x00, 64, 17, 0x00, 0x00,
-    192, 168, 1, 2, 224, 0, 0, 1,
-    0xab, 0xcd, 0x01, 0x02, 0x00, 66, 0x00, 0x00,
+    1,
+    2,
+    3,
+    4,
+    5,
+    6,
+    7,
+    8,
+    9,
+    10,
+    11,
+    12,
+    0x08,
+    0x00,
+    0x45,
+    0x00,
+    0x00,
+    86,
+    0xbe,
+    0xef,
+    0x40,
+    0x00,
+    64,
+    17,
+    0x00,
+    0x00,
+    192,
+    168,
+    1,
+    2,
+    224,
+    0,
+    0,
+    1,
+    0xab,
+    0xcd,
+    0x01,
+    0x02,
+    0x00,
+    66,
+    0x00,
+    0x00,
   };
 
   memset (f, 0xee, sizeof f);
@@ -163,7 +271,7 @@ test_headers_bytes (void)
   set16 (f + ETH + 10, 0);
   g_assert_cmpmem (f, 42, want, sizeof want);
   for (guint i = 42; i < sizeof f; i++)
-    g_assert_cmphex (f[i], ==, 0xee);   /* nothing written after the headers */
+    g_assert_cmphex (f[i], ==, 0xee); /* nothing written after the headers */
 
   /* the parts */
   guint8 part[20];
@@ -267,8 +375,8 @@ test_partial_sums (void)
     g_assert_cmphex (dq_csum_fold (parts), ==, dq_csum_fold (whole));
     if (len >= 4)
       g_assert_cmphex (dq_csum_fold (dq_csum_add32 (dq_csum_add (0, b + 4, len - 4),
-                  (guint32) b[0] << 24 | (guint32) b[1] << 16 | b[2] << 8 | b[3])), ==,
-          dq_csum_fold (whole));
+                           (guint32) b[0] << 24 | (guint32) b[1] << 16 | b[2] << 8 | b[3])),
+          ==, dq_csum_fold (whole));
   }
   /* nothing sums to 0; the fold of a carry is one */
   g_assert_cmphex (dq_csum_finish (0), ==, 0xffff);
@@ -290,8 +398,8 @@ test_udp_zero_checksum (void)
     fill_random (f + DQ_PACKET_PAYLOAD_OFFSET, len - DQ_PACKET_PAYLOAD_OFFSET);
     /* choose the payload word at 42 so that the datagram sums to 0xffff */
     set16 (f + 42, 0);
-    guint16 rest = dq_csum_fold (dq_csum_add (dq_csum_pseudo_ipv4 (f + ETH, 17, len - UDP),
-            f + UDP, len - UDP));
+    guint16 rest = dq_csum_fold (
+        dq_csum_add (dq_csum_pseudo_ipv4 (f + ETH, 17, len - UDP), f + UDP, len - UDP));
     set16 (f + 42, (guint16) (0xffff - rest));
     g_assert_cmphex (dq_csum_l4 (f + ETH, 17, f + UDP, len - UDP), ==, 0);
     fill_udp_csum (f);
@@ -349,7 +457,7 @@ static void
 test_incremental_udp (void)
 {
   guint8 f[300];
-  const guint data_end = 201;   /* random bytes before, zeros from here */
+  const guint data_end = 201; /* random bytes before, zeros from here */
   guint8 *seq = f + DQ_PACKET_PAYLOAD_OFFSET;
   DqPacketHeaders h;
   guint zeros = 0;
@@ -377,8 +485,8 @@ test_incremental_udp (void)
         set16 (seq, (guint16) (now >> 16));
         set16 (seq + 2, 0);
         set16 (f + UDP + 6, 0);
-        guint16 rest = dq_csum_fold (dq_csum_add (dq_csum_pseudo_ipv4 (f + ETH, 17,
-                    udp_len), f + UDP, udp_len));
+        guint16 rest = dq_csum_fold (
+            dq_csum_add (dq_csum_pseudo_ipv4 (f + ETH, 17, udp_len), f + UDP, udp_len));
         now = (now & 0xffff0000u) | (guint16) (0xffff - rest);
       }
       set16 (seq, (guint16) (now >> 16));

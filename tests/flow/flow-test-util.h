@@ -15,8 +15,7 @@
 #define PORT_KEYS (DQ_FLOW_SRC_PORT | DQ_FLOW_DST_PORT)
 #define IPV4_KEYS (DQ_FLOW_PROTO | DQ_FLOW_SRC | DQ_FLOW_DST | PORT_KEYS)
 #define ALL_KEYS 0x1ffu
-#define KEYS_TEXT \
-  "keys are proto, src, dst, src-port, dst-port, ethertype, vlan, mark, queue"
+#define KEYS_TEXT "keys are proto, src, dst, src-port, dst-port, ethertype, vlan, mark, queue"
 
 #define PICK(pool) ((pool)[g_test_rand_int_range (0, G_N_ELEMENTS (pool))])
 
@@ -56,11 +55,10 @@ parse_one (const char *text)
 static inline gboolean
 rule_equal (const DqFlowRule *a, const DqFlowRule *b)
 {
-  return a->keys == b->keys && a->proto == b->proto && a->src_prefix == b->src_prefix
-      && a->dst_prefix == b->dst_prefix && a->src == b->src && a->dst == b->dst
-      && a->src_port == b->src_port && a->dst_port == b->dst_port
-      && a->ethertype == b->ethertype && a->vlan == b->vlan && a->mark == b->mark
-      && a->queue == b->queue;
+  return a->keys == b->keys && a->proto == b->proto && a->src_prefix == b->src_prefix &&
+      a->dst_prefix == b->dst_prefix && a->src == b->src && a->dst == b->dst &&
+      a->src_port == b->src_port && a->dst_port == b->dst_port && a->ethertype == b->ethertype &&
+      a->vlan == b->vlan && a->mark == b->mark && a->queue == b->queue;
 }
 
 static inline void
@@ -70,8 +68,7 @@ assert_rule_equal (const DqFlowRule *got, const DqFlowRule *want)
     g_autofree char *g = dq_flow_rule_to_string (got);
     g_autofree char *w = dq_flow_rule_to_string (want);
 
-    g_error ("rule \"%s\" (keys 0x%x) != \"%s\" (keys 0x%x)", g, got->keys, w,
-        want->keys);
+    g_error ("rule \"%s\" (keys 0x%x) != \"%s\" (keys 0x%x)", g, got->keys, w, want->keys);
   }
 }
 
@@ -91,11 +88,20 @@ assert_round_trip (const DqFlowRule *rule)
 
 static const guint16 pool_vlan[] = { 0, 1, 100, 4095 };
 static const guint16 pool_ethertype[] = {
-  0x0800, 0x86dd, 0x0806, 0x8100, 0x88a8, 0x0600,
+  0x0800,
+  0x86dd,
+  0x0806,
+  0x8100,
+  0x88a8,
+  0x0600,
 };
 static const guint8 pool_proto[] = { 1, 6, 17, 47 };
 static const guint32 pool_addr[] = {
-  IP4 (10, 0, 0, 1), IP4 (10, 0, 0, 2), IP4 (10, 1, 0, 1), IP4 (192, 168, 1, 1), 0,
+  IP4 (10, 0, 0, 1),
+  IP4 (10, 0, 0, 2),
+  IP4 (10, 1, 0, 1),
+  IP4 (192, 168, 1, 1),
+  0,
   0xffffffffu,
 };
 static const guint8 pool_prefix[] = { 0, 8, 16, 24, 31, 32, 32, 32 };
@@ -158,13 +164,13 @@ random_rule (int percent_per_key, guint n_queues)
 }
 
 typedef struct {
-  guint16 tag_tpid;             /* 0: no in-band tag */
+  guint16 tag_tpid; /* 0: no in-band tag */
   guint16 tag_tci;
   guint16 ethertype;
   guint8 version;
-  guint8 ihl;                   /* 32-bit words; the builder writes at least 5 */
+  guint8 ihl; /* 32-bit words; the builder writes at least 5 */
   guint8 proto;
-  guint16 frag;                 /* flags and fragment offset */
+  guint16 frag; /* flags and fragment offset */
   guint32 src, dst;
   guint16 sport, dport;
   guint payload;

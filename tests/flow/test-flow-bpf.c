@@ -131,20 +131,17 @@ typedef struct {
   guint32 vlan_present;
   guint32 vlan_tci;
   guint32 rxhash;
-  guint32 pkttype;              /* PACKET_HOST ... PACKET_OUTGOING */
-  guint data_offset;            /* 14 for a received packet in a fanout program, else 0 */
+  guint32 pkttype;   /* PACKET_HOST ... PACKET_OUTGOING */
+  guint data_offset; /* 14 for a received packet in a fanout program, else 0 */
 } BpfAux;
 
 static guint
 load_size (guint16 code)
 {
   switch (BPF_SIZE (code)) {
-    case BPF_W:
-      return 4;
-    case BPF_H:
-      return 2;
-    default:
-      return 1;
+    case BPF_W: return 4;
+    case BPF_H: return 2;
+    default: return 1;
   }
 }
 
@@ -166,16 +163,11 @@ static guint32
 bpf_ancillary (const BpfAux *aux, guint32 what)
 {
   switch (what) {
-    case SKF_AD_VLAN_TAG_PRESENT:
-      return aux->vlan_present;
-    case SKF_AD_VLAN_TAG:
-      return aux->vlan_tci;
-    case SKF_AD_RXHASH:
-      return aux->rxhash;
-    case SKF_AD_PKTTYPE:
-      return aux->pkttype;
-    default:
-      g_error ("unexpected ancillary load %u", what);
+    case SKF_AD_VLAN_TAG_PRESENT: return aux->vlan_present;
+    case SKF_AD_VLAN_TAG: return aux->vlan_tci;
+    case SKF_AD_RXHASH: return aux->rxhash;
+    case SKF_AD_PKTTYPE: return aux->pkttype;
+    default: g_error ("unexpected ancillary load %u", what);
   }
   return 0;
 }
@@ -184,32 +176,18 @@ static guint32
 bpf_alu (guint op, guint32 a, guint32 operand, gboolean *div_zero)
 {
   switch (op) {
-    case BPF_ADD:
-      return a + operand;
-    case BPF_SUB:
-      return a - operand;
-    case BPF_MUL:
-      return a * operand;
-    case BPF_DIV:
-      *div_zero = operand == 0;
-      return operand ? a / operand : 0;
-    case BPF_MOD:
-      *div_zero = operand == 0;
-      return operand ? a % operand : 0;
-    case BPF_AND:
-      return a & operand;
-    case BPF_OR:
-      return a | operand;
-    case BPF_XOR:
-      return a ^ operand;
-    case BPF_LSH:
-      return operand < 32 ? a << operand : 0;
-    case BPF_RSH:
-      return operand < 32 ? a >> operand : 0;
-    case BPF_NEG:
-      return -a;
-    default:
-      g_error ("unexpected ALU op 0x%x", op);
+    case BPF_ADD: return a + operand;
+    case BPF_SUB: return a - operand;
+    case BPF_MUL: return a * operand;
+    case BPF_DIV: *div_zero = operand == 0; return operand ? a / operand : 0;
+    case BPF_MOD: *div_zero = operand == 0; return operand ? a % operand : 0;
+    case BPF_AND: return a & operand;
+    case BPF_OR: return a | operand;
+    case BPF_XOR: return a ^ operand;
+    case BPF_LSH: return operand < 32 ? a << operand : 0;
+    case BPF_RSH: return operand < 32 ? a >> operand : 0;
+    case BPF_NEG: return -a;
+    default: g_error ("unexpected ALU op 0x%x", op);
   }
   return 0;
 }
@@ -218,16 +196,11 @@ static gboolean
 bpf_jump_taken (guint op, guint32 a, guint32 operand)
 {
   switch (op) {
-    case BPF_JEQ:
-      return a == operand;
-    case BPF_JGT:
-      return a > operand;
-    case BPF_JGE:
-      return a >= operand;
-    case BPF_JSET:
-      return (a & operand) != 0;
-    default:
-      g_error ("unexpected jump op 0x%x", op);
+    case BPF_JEQ: return a == operand;
+    case BPF_JGT: return a > operand;
+    case BPF_JGE: return a >= operand;
+    case BPF_JSET: return (a & operand) != 0;
+    default: g_error ("unexpected jump op 0x%x", op);
   }
   return FALSE;
 }
@@ -235,12 +208,12 @@ bpf_jump_taken (guint op, guint32 a, guint32 operand)
 /* A packet load at `offset` as the kernel resolves it: from skb->data when it is not
  * negative, from the MAC header (the frame's first byte) at SKF_LL_OFF. */
 static gboolean
-bpf_load_packet (const guint8 *frame, guint frame_len, const BpfAux *aux, gint32 offset,
-    guint size, guint32 *out)
+bpf_load_packet (const guint8 *frame, guint frame_len, const BpfAux *aux, gint32 offset, guint size,
+    guint32 *out)
 {
   if (offset >= 0)
-    return bpf_load (frame + aux->data_offset, frame_len - aux->data_offset,
-        (guint64) offset, size, out);
+    return bpf_load (
+        frame + aux->data_offset, frame_len - aux->data_offset, (guint64) offset, size, out);
   if (offset >= SKF_NET_OFF)
     g_error ("unexpected network-relative load %d", offset);
   if (offset < SKF_LL_OFF)
@@ -255,7 +228,7 @@ bpf_run (const struct sock_filter *prog, guint n, const guint8 *frame, guint fra
     const BpfAux *aux)
 {
   guint32 a = 0, x = 0, mem[BPF_MEMWORDS] = { 0 };
-  guint len = frame_len - aux->data_offset;     /* skb->len */
+  guint len = frame_len - aux->data_offset; /* skb->len */
   guint pc = 0;
 
   g_assert_cmpuint (aux->data_offset, <=, frame_len);
@@ -275,49 +248,39 @@ bpf_run (const struct sock_filter *prog, guint n, const guint8 *frame, guint fra
           case BPF_ABS:
             if (in->k >= (guint32) SKF_AD_OFF)
               a = bpf_ancillary (aux, in->k - (guint32) SKF_AD_OFF);
-            else if (!bpf_load_packet (frame, frame_len, aux, (gint32) in->k,
-                    load_size (in->code), &a))
+            else if (!bpf_load_packet (
+                         frame, frame_len, aux, (gint32) in->k, load_size (in->code), &a))
               return 0;
             break;
           case BPF_IND:
             /* the kernel adds in 32 bits and reads the sum as signed */
-            if (!bpf_load_packet (frame, frame_len, aux, (gint32) (x + in->k),
-                    load_size (in->code), &a))
+            if (!bpf_load_packet (
+                    frame, frame_len, aux, (gint32) (x + in->k), load_size (in->code), &a))
               return 0;
             break;
-          case BPF_LEN:
-            a = len;
-            break;
-          case BPF_IMM:
-            a = in->k;
-            break;
+          case BPF_LEN: a = len; break;
+          case BPF_IMM: a = in->k; break;
           case BPF_MEM:
             g_assert_cmpuint (in->k, <, BPF_MEMWORDS);
             a = mem[in->k];
             break;
-          default:
-            g_error ("unexpected load 0x%x", in->code);
+          default: g_error ("unexpected load 0x%x", in->code);
         }
         break;
       case BPF_LDX:
         switch (BPF_MODE (in->code)) {
-          case BPF_IMM:
-            x = in->k;
-            break;
+          case BPF_IMM: x = in->k; break;
           case BPF_MEM:
             g_assert_cmpuint (in->k, <, BPF_MEMWORDS);
             x = mem[in->k];
             break;
-          case BPF_LEN:
-            x = len;
-            break;
+          case BPF_LEN: x = len; break;
           case BPF_MSH:
             if (in->k >= len)
               return 0;
             x = 4u * (frame[aux->data_offset + in->k] & 0xf);
             break;
-          default:
-            g_error ("unexpected ldx 0x%x", in->code);
+          default: g_error ("unexpected ldx 0x%x", in->code);
         }
         break;
       case BPF_ST:
@@ -339,16 +302,14 @@ bpf_run (const struct sock_filter *prog, guint n, const guint8 *frame, guint fra
         else
           pc += bpf_jump_taken (BPF_OP (in->code), a, operand) ? in->jt : in->jf;
         break;
-      case BPF_RET:
-        return BPF_RVAL (in->code) == BPF_A ? a : in->k;
+      case BPF_RET: return BPF_RVAL (in->code) == BPF_A ? a : in->k;
       case BPF_MISC:
         if (BPF_MISCOP (in->code) == BPF_TAX)
           x = a;
         else
           a = x;
         break;
-      default:
-        g_error ("unexpected class 0x%x", in->code);
+      default: g_error ("unexpected class 0x%x", in->code);
     }
   }
 }
@@ -396,20 +357,19 @@ assert_program_valid (const struct sock_filter *prog, guint n)
         }
         valid = 0xffff;
         break;
-      default:
-        break;
+      default: break;
     }
   }
   g_free (valid_at);
 }
 
 static struct sock_filter *
-compile_ok (const DqFlowRule *rules, guint n_rules, DqFlowBpfKind kind, int queue,
-    guint32 snaplen, guint *n_insns)
+compile_ok (const DqFlowRule *rules, guint n_rules, DqFlowBpfKind kind, int queue, guint32 snaplen,
+    guint *n_insns)
 {
   GError *error = NULL;
-  struct sock_filter *prog = dq_flow_compile_bpf (rules, n_rules, kind, queue, snaplen,
-      n_insns, &error);
+  struct sock_filter *prog =
+      dq_flow_compile_bpf (rules, n_rules, kind, queue, snaplen, n_insns, &error);
 
   g_assert_no_error (error);
   g_assert_nonnull (prog);
@@ -423,10 +383,10 @@ compile_ok (const DqFlowRule *rules, guint n_rules, DqFlowBpfKind kind, int queu
 typedef struct {
   const DqFlowRule *rules;
   guint n_rules;
-  int queue;                    /* the filter's queue */
-  DqFlowRule queue_rules[64];   /* rules that count for `queue` */
+  int queue;                  /* the filter's queue */
+  DqFlowRule queue_rules[64]; /* rules that count for `queue` */
   guint n_queue_rules;
-  DqFlowRule fanout_rules[64];  /* rules with a queue key */
+  DqFlowRule fanout_rules[64]; /* rules with a queue key */
   guint n_fanout_rules;
   guint32 snaplen;
   struct sock_filter *filter_all, *filter_queue, *fanout;
@@ -434,8 +394,7 @@ typedef struct {
 } ProgramSet;
 
 static void
-program_set_init (ProgramSet *ps, const DqFlowRule *rules, guint n, int queue,
-    guint32 snaplen)
+program_set_init (ProgramSet *ps, const DqFlowRule *rules, guint n, int queue, guint32 snaplen)
 {
   guint i;
 
@@ -451,10 +410,8 @@ program_set_init (ProgramSet *ps, const DqFlowRule *rules, guint n, int queue,
     if (rules[i].keys & DQ_FLOW_QUEUE)
       ps->fanout_rules[ps->n_fanout_rules++] = rules[i];
   }
-  ps->filter_all = compile_ok (rules, n, DQ_FLOW_BPF_FILTER, -1, snaplen,
-      &ps->n_filter_all);
-  ps->filter_queue = compile_ok (rules, n, DQ_FLOW_BPF_FILTER, queue, snaplen,
-      &ps->n_filter_queue);
+  ps->filter_all = compile_ok (rules, n, DQ_FLOW_BPF_FILTER, -1, snaplen, &ps->n_filter_all);
+  ps->filter_queue = compile_ok (rules, n, DQ_FLOW_BPF_FILTER, queue, snaplen, &ps->n_filter_queue);
   ps->fanout = compile_ok (rules, n, DQ_FLOW_BPF_FANOUT, queue, snaplen, &ps->n_fanout);
 }
 
@@ -475,8 +432,7 @@ typedef struct {
 
 /* One frame through the three programs, against dq_flow_match and the reference. */
 static void
-check_frame (const ProgramSet *ps, const guint8 *frame, guint len, const BpfAux *aux,
-    Tally *tally)
+check_frame (const ProgramSet *ps, const guint8 *frame, guint len, const BpfAux *aux, Tally *tally)
 {
   int vlan = aux->vlan_present ? (int) (aux->vlan_tci & 0x0fff) : -1;
   guint8 *copy = g_memdup2 (frame, len);
@@ -576,8 +532,8 @@ check_crafted_frames (const ProgramSet *ps, Tally *tally)
 
   for (t = 0; t < G_N_ELEMENTS (tpids); t++) {
     for (ihl = 4; ihl <= 7; ihl++) {
-      FrameSpec s = ipv4_spec ((guint8) PICK (pool_proto), PICK (pool_addr),
-          PICK (pool_addr), PICK (pool_port), PICK (pool_port));
+      FrameSpec s = ipv4_spec ((guint8) PICK (pool_proto), PICK (pool_addr), PICK (pool_addr),
+          PICK (pool_port), PICK (pool_port));
 
       s.tag_tpid = tpids[t];
       s.tag_tci = PICK (pool_vlan);
@@ -610,13 +566,12 @@ test_bpf_equivalence (void)
     ProgramSet ps;
     guint n = PICK (sizes);
     int queue = g_test_rand_int_range (0, 4);
-    guint32 snaplen =
-        chance (50) ? 0xffffffffu : (guint32) g_test_rand_int_range (1, 9000);
-    int percent = PICK (((const int[]) { 15, 25, 40 }));
+    guint32 snaplen = chance (50) ? 0xffffffffu : (guint32) g_test_rand_int_range (1, 9000);
+    int percent = PICK (((const int[]){ 15, 25, 40 }));
 
     for (i = 0; i < n; i++) {
       rules[i] = random_rule (percent, 4);
-      assert_round_trip (&rules[i]);    /* a rule the parser accepts */
+      assert_round_trip (&rules[i]); /* a rule the parser accepts */
     }
     program_set_init (&ps, rules, n, queue, snaplen);
     for (i = 0; i < frames_per_set; i++) {
@@ -703,8 +658,7 @@ test_bpf_fanout_hash (void)
 
   prog = compile_ok (NULL, 0, DQ_FLOW_BPF_FANOUT, -1, 0, &n);
   for (i = 0; i < 4000; i++) {
-    FrameSpec s = ipv4_spec (17, IP4 (10, 0, 0, 1), IP4 (10, 0, 0, 2), 40000,
-        (guint16) (5000 + i));
+    FrameSpec s = ipv4_spec (17, IP4 (10, 0, 0, 1), IP4 (10, 0, 0, 2), 40000, (guint16) (5000 + i));
     guint len = build_frame (&s, frame);
     RefFields ref;
     guint32 h = bpf_run (prog, n, frame, len, &aux);
@@ -718,7 +672,7 @@ test_bpf_fanout_hash (void)
     g_assert_cmpuint (bpf_run (prog, n, frame, len, &aux), ==, h);
   }
   for (i = 0; i < 4; i++)
-    g_assert_cmpuint (counts[i], >, 800);       /* 1000 each, if uniform */
+    g_assert_cmpuint (counts[i], >, 800); /* 1000 each, if uniform */
 
   /* flows that differ only in the high bits of an address spread too */
   memset (counts, 0, sizeof counts);
@@ -742,9 +696,10 @@ big_rule_set (guint *n)
   guint i;
 
   for (i = 0; i < DQ_FLOW_MAX_RULES; i++)
-    g_string_append_printf (text, "vlan=%u proto=udp src=10.%u.0.0/16 "
-        "dst=192.168.%u.0/24 src-port=%u dst-port=%u mark=%u queue=%u;", i, i, i,
-        1000 + i, 2000 + i, i, i % 4);
+    g_string_append_printf (text,
+        "vlan=%u proto=udp src=10.%u.0.0/16 "
+        "dst=192.168.%u.0/24 src-port=%u dst-port=%u mark=%u queue=%u;",
+        i, i, i, 1000 + i, 2000 + i, i, i % 4);
   rules = parse_ok (text->str, n);
   g_assert_cmpuint (*n, ==, DQ_FLOW_MAX_RULES);
   g_string_free (text, TRUE);
@@ -783,11 +738,11 @@ test_bpf_long_programs (void)
   more = g_new (DqFlowRule, 300);
   for (i = 0; i < 300; i++)
     more[i] = rules[i % n_rules];
-  g_assert_null (dq_flow_compile_bpf (more, 300, DQ_FLOW_BPF_FILTER, -1, 100, &n,
-          &error));
+  g_assert_null (dq_flow_compile_bpf (more, 300, DQ_FLOW_BPF_FILTER, -1, 100, &n, &error));
   g_assert_error (error, DQ_ERROR, DQ_ERROR_FLOW);
-  g_assert_nonnull (strstr (error->message, "300 flow rules need more than 4096 BPF "
-          "instructions"));
+  g_assert_nonnull (strstr (error->message,
+      "300 flow rules need more than 4096 BPF "
+      "instructions"));
   g_clear_error (&error);
   g_free (more);
   g_free (rules);
@@ -801,7 +756,7 @@ attach_filter (int fd, const struct sock_filter *prog, guint n)
 {
   struct sock_fprog fprog;
 
-  memset (&fprog, 0, sizeof fprog);     /* padding too: it goes to the kernel */
+  memset (&fprog, 0, sizeof fprog); /* padding too: it goes to the kernel */
   fprog.len = (unsigned short) n;
   fprog.filter = (struct sock_filter *) prog;
   if (setsockopt (fd, SOL_SOCKET, SO_ATTACH_FILTER, &fprog, sizeof fprog) != 0)
@@ -871,8 +826,8 @@ send_udp (int fd, guint16 port, guint32 seq)
   sin.sin_family = AF_INET;
   sin.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
   sin.sin_port = htons (port);
-  g_assert_cmpint (sendto (fd, payload, sizeof payload, 0, (struct sockaddr *) &sin,
-          sizeof sin), ==, sizeof payload);
+  g_assert_cmpint (sendto (fd, payload, sizeof payload, 0, (struct sockaddr *) &sin, sizeof sin),
+      ==, sizeof payload);
 }
 
 /* A packet socket on lo, or -1 without CAP_NET_RAW. Bound with no protocol first, so
@@ -920,13 +875,13 @@ drain (int fd, FrameFunc func, gpointer data)
 }
 
 typedef struct {
-  guint16 port;                 /* the flow's destination port */
-  guint32 seen;                 /* bit i: packet with sequence number i */
-  guint others;                 /* UDP frames to another of our ports */
+  guint16 port; /* the flow's destination port */
+  guint32 seen; /* bit i: packet with sequence number i */
+  guint others; /* UDP frames to another of our ports */
   guint16 other_ports[24];
-  guint16 *flow_ports;          /* ports of flows that no rule names */
+  guint16 *flow_ports; /* ports of flows that no rule names */
   guint n_flow_ports;
-  guint flows_seen;             /* bit i: a frame of flow_ports[i] */
+  guint flows_seen; /* bit i: a frame of flow_ports[i] */
   gssize min_len, max_len;
 } Capture;
 
@@ -1027,7 +982,8 @@ test_bpf_kernel_fanout (void)
 
   /* member 1 gets ports[0], member 0 gets ports[1] */
   text = g_strdup_printf ("dst-port=%u queue=1; proto=udp dst-port=%u queue=0; "
-      "dst-port=%u", ports[0], ports[1], ports[2]);
+                          "dst-port=%u",
+      ports[0], ports[1], ports[2]);
   rules = parse_ok (text, &n_rules);
   prog = compile_ok (rules, n_rules, DQ_FLOW_BPF_FANOUT, -1, 0, &n);
   memset (&fprog, 0, sizeof fprog);

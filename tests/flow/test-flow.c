@@ -30,7 +30,7 @@ static char *
 parse_error (const char *text)
 {
   GError *error = NULL;
-  DqFlowRule *rules = (DqFlowRule *) & error;   /* must be reset to NULL */
+  DqFlowRule *rules = (DqFlowRule *) &error; /* must be reset to NULL */
   guint n = 77;
   char *message;
 
@@ -62,7 +62,6 @@ expect_error (const char *text, ...)
 
 
 
-
 /* ------------------------------------------------------------------------------------ */
 /* parser */
 
@@ -70,10 +69,17 @@ static void
 test_parse_empty (void)
 {
   static const char *const blanks[] = {
-    "", " ", "\t\n", ";", ";;", " ; \n\t; ", ";;;;;;;;", "\r\n\v\f",
+    "",
+    " ",
+    "\t\n",
+    ";",
+    ";;",
+    " ; \n\t; ",
+    ";;;;;;;;",
+    "\r\n\v\f",
   };
   GError *error = NULL;
-  DqFlowRule *rules = (DqFlowRule *) & error;
+  DqFlowRule *rules = (DqFlowRule *) &error;
   guint n = 5, i;
 
   g_assert_true (dq_flow_parse (NULL, &rules, &n, &error));
@@ -82,7 +88,7 @@ test_parse_empty (void)
   g_assert_cmpuint (n, ==, 0);
 
   for (i = 0; i < G_N_ELEMENTS (blanks); i++) {
-    rules = (DqFlowRule *) & error;
+    rules = (DqFlowRule *) &error;
     n = 5;
     g_assert_true (dq_flow_parse (blanks[i], &rules, &n, &error));
     g_assert_no_error (error);
@@ -105,53 +111,63 @@ static void
 test_parse_valid_values (void)
 {
   static const ValidCase cases[] = {
-    {"proto=udp", {.keys = DQ_FLOW_PROTO,.proto = 17}},
-    {"proto=tcp", {.keys = DQ_FLOW_PROTO,.proto = 6}},
-    {"proto=icmp", {.keys = DQ_FLOW_PROTO,.proto = 1}},
-    {"proto=UDP", {.keys = DQ_FLOW_PROTO,.proto = 17}},
-    {"proto=0", {.keys = DQ_FLOW_PROTO,.proto = 0}},
-    {"proto=255", {.keys = DQ_FLOW_PROTO,.proto = 255}},
-    {"proto=047", {.keys = DQ_FLOW_PROTO,.proto = 47}},
-    {"src=10.1.2.3", {.keys = DQ_FLOW_SRC,.src = IP4 (10, 1, 2, 3),.src_prefix = 32}},
-    {"src=10.1.2.3/8", {.keys = DQ_FLOW_SRC,.src = IP4 (10, 0, 0, 0),.src_prefix = 8}},
-    {"src=10.1.2.3/0", {.keys = DQ_FLOW_SRC,.src = 0,.src_prefix = 0}},
-    {"src=10.1.2.3/32", {.keys = DQ_FLOW_SRC,.src = IP4 (10, 1, 2, 3),.src_prefix = 32}},
-    {"src=10.1.2.255/31", {.keys = DQ_FLOW_SRC,.src = IP4 (10, 1, 2, 254),
-            .src_prefix = 31}},
-    {"src=0.0.0.0", {.keys = DQ_FLOW_SRC,.src = 0,.src_prefix = 32}},
-    {"dst=255.255.255.255", {.keys = DQ_FLOW_DST,.dst = 0xffffffffu,.dst_prefix = 32}},
-    {"dst=192.168.7.9/20", {.keys = DQ_FLOW_DST,.dst = IP4 (192, 168, 0, 0),
-            .dst_prefix = 20}},
-    {"dst=1.2.3.4/1", {.keys = DQ_FLOW_DST,.dst = 0,.dst_prefix = 1}},
-    {"src-port=0", {.keys = DQ_FLOW_SRC_PORT,.src_port = 0}},
-    {"src-port=65535", {.keys = DQ_FLOW_SRC_PORT,.src_port = 65535}},
-    {"dst-port=05000", {.keys = DQ_FLOW_DST_PORT,.dst_port = 5000}},
-    {"dst-port=65535", {.keys = DQ_FLOW_DST_PORT,.dst_port = 65535}},
-    {"ethertype=0x0600", {.keys = DQ_FLOW_ETHERTYPE,.ethertype = 0x0600}},
-    {"ethertype=0xffff", {.keys = DQ_FLOW_ETHERTYPE,.ethertype = 0xffff}},
-    {"ethertype=0X86DD", {.keys = DQ_FLOW_ETHERTYPE,.ethertype = 0x86dd}},
-    {"ethertype=0x00000806", {.keys = DQ_FLOW_ETHERTYPE,.ethertype = 0x0806}},
-    {"ethertype=1536", {.keys = DQ_FLOW_ETHERTYPE,.ethertype = 0x0600}},
-    {"ethertype=65535", {.keys = DQ_FLOW_ETHERTYPE,.ethertype = 0xffff}},
-    {"vlan=0", {.keys = DQ_FLOW_VLAN,.vlan = 0}},
-    {"vlan=4095", {.keys = DQ_FLOW_VLAN,.vlan = 4095}},
-    {"mark=0", {.keys = DQ_FLOW_MARK,.mark = 0}},
-    {"mark=4294967295", {.keys = DQ_FLOW_MARK,.mark = 4294967295u}},
-    {"queue=0", {.keys = DQ_FLOW_QUEUE,.queue = 0}},
-    {"queue=1023", {.keys = DQ_FLOW_QUEUE,.queue = 1023}},
+    { "proto=udp", { .keys = DQ_FLOW_PROTO, .proto = 17 } },
+    { "proto=tcp", { .keys = DQ_FLOW_PROTO, .proto = 6 } },
+    { "proto=icmp", { .keys = DQ_FLOW_PROTO, .proto = 1 } },
+    { "proto=UDP", { .keys = DQ_FLOW_PROTO, .proto = 17 } },
+    { "proto=0", { .keys = DQ_FLOW_PROTO, .proto = 0 } },
+    { "proto=255", { .keys = DQ_FLOW_PROTO, .proto = 255 } },
+    { "proto=047", { .keys = DQ_FLOW_PROTO, .proto = 47 } },
+    { "src=10.1.2.3", { .keys = DQ_FLOW_SRC, .src = IP4 (10, 1, 2, 3), .src_prefix = 32 } },
+    { "src=10.1.2.3/8", { .keys = DQ_FLOW_SRC, .src = IP4 (10, 0, 0, 0), .src_prefix = 8 } },
+    { "src=10.1.2.3/0", { .keys = DQ_FLOW_SRC, .src = 0, .src_prefix = 0 } },
+    { "src=10.1.2.3/32", { .keys = DQ_FLOW_SRC, .src = IP4 (10, 1, 2, 3), .src_prefix = 32 } },
+    { "src=10.1.2.255/31", { .keys = DQ_FLOW_SRC, .src = IP4 (10, 1, 2, 254), .src_prefix = 31 } },
+    { "src=0.0.0.0", { .keys = DQ_FLOW_SRC, .src = 0, .src_prefix = 32 } },
+    { "dst=255.255.255.255", { .keys = DQ_FLOW_DST, .dst = 0xffffffffu, .dst_prefix = 32 } },
+    { "dst=192.168.7.9/20",
+        { .keys = DQ_FLOW_DST, .dst = IP4 (192, 168, 0, 0), .dst_prefix = 20 } },
+    { "dst=1.2.3.4/1", { .keys = DQ_FLOW_DST, .dst = 0, .dst_prefix = 1 } },
+    { "src-port=0", { .keys = DQ_FLOW_SRC_PORT, .src_port = 0 } },
+    { "src-port=65535", { .keys = DQ_FLOW_SRC_PORT, .src_port = 65535 } },
+    { "dst-port=05000", { .keys = DQ_FLOW_DST_PORT, .dst_port = 5000 } },
+    { "dst-port=65535", { .keys = DQ_FLOW_DST_PORT, .dst_port = 65535 } },
+    { "ethertype=0x0600", { .keys = DQ_FLOW_ETHERTYPE, .ethertype = 0x0600 } },
+    { "ethertype=0xffff", { .keys = DQ_FLOW_ETHERTYPE, .ethertype = 0xffff } },
+    { "ethertype=0X86DD", { .keys = DQ_FLOW_ETHERTYPE, .ethertype = 0x86dd } },
+    { "ethertype=0x00000806", { .keys = DQ_FLOW_ETHERTYPE, .ethertype = 0x0806 } },
+    { "ethertype=1536", { .keys = DQ_FLOW_ETHERTYPE, .ethertype = 0x0600 } },
+    { "ethertype=65535", { .keys = DQ_FLOW_ETHERTYPE, .ethertype = 0xffff } },
+    { "vlan=0", { .keys = DQ_FLOW_VLAN, .vlan = 0 } },
+    { "vlan=4095", { .keys = DQ_FLOW_VLAN, .vlan = 4095 } },
+    { "mark=0", { .keys = DQ_FLOW_MARK, .mark = 0 } },
+    { "mark=4294967295", { .keys = DQ_FLOW_MARK, .mark = 4294967295u } },
+    { "queue=0", { .keys = DQ_FLOW_QUEUE, .queue = 0 } },
+    { "queue=1023", { .keys = DQ_FLOW_QUEUE, .queue = 1023 } },
     /* implied and redundant keys */
-    {"dst-port=53", {.keys = DQ_FLOW_DST_PORT,.dst_port = 53}},
-    {"proto=6 src-port=80", {.keys = DQ_FLOW_PROTO | DQ_FLOW_SRC_PORT,.proto = 6,
-            .src_port = 80}},
-    {"ethertype=0x0800 proto=udp", {.keys = DQ_FLOW_ETHERTYPE | DQ_FLOW_PROTO,
-            .ethertype = 0x0800,.proto = 17}},
-    {"vlan=7 ethertype=0x88f7 mark=9", {.keys = DQ_FLOW_VLAN | DQ_FLOW_ETHERTYPE |
-            DQ_FLOW_MARK,.vlan = 7,.ethertype = 0x88f7,.mark = 9}},
-    {"queue=3 mark=1 dst-port=5000 src-port=4000 dst=10.0.0.0/8 src=1.2.3.4 proto=udp "
-          "vlan=12", {.keys = ALL_KEYS & ~DQ_FLOW_ETHERTYPE,.proto = 17,
-            .src = IP4 (1, 2, 3, 4),.src_prefix = 32,.dst = IP4 (10, 0, 0, 0),
-            .dst_prefix = 8,.src_port = 4000,.dst_port = 5000,.vlan = 12,.mark = 1,
-        .queue = 3}},
+    { "dst-port=53", { .keys = DQ_FLOW_DST_PORT, .dst_port = 53 } },
+    { "proto=6 src-port=80",
+        { .keys = DQ_FLOW_PROTO | DQ_FLOW_SRC_PORT, .proto = 6, .src_port = 80 } },
+    { "ethertype=0x0800 proto=udp",
+        { .keys = DQ_FLOW_ETHERTYPE | DQ_FLOW_PROTO, .ethertype = 0x0800, .proto = 17 } },
+    { "vlan=7 ethertype=0x88f7 mark=9",
+        { .keys = DQ_FLOW_VLAN | DQ_FLOW_ETHERTYPE | DQ_FLOW_MARK,
+            .vlan = 7,
+            .ethertype = 0x88f7,
+            .mark = 9 } },
+    { "queue=3 mark=1 dst-port=5000 src-port=4000 dst=10.0.0.0/8 src=1.2.3.4 proto=udp "
+      "vlan=12",
+        { .keys = ALL_KEYS & ~DQ_FLOW_ETHERTYPE,
+            .proto = 17,
+            .src = IP4 (1, 2, 3, 4),
+            .src_prefix = 32,
+            .dst = IP4 (10, 0, 0, 0),
+            .dst_prefix = 8,
+            .src_port = 4000,
+            .dst_port = 5000,
+            .vlan = 12,
+            .mark = 1,
+            .queue = 3 } },
   };
   guint i;
 
@@ -165,11 +181,10 @@ test_parse_valid_values (void)
 
 typedef struct {
   const char *token;
-  gboolean out_of_range;        /* else "is not valid" */
+  gboolean out_of_range; /* else "is not valid" */
 } BadValue;
 
-#define ALLOWED_IPV4 \
-  "an IPv4 address A.B.C.D (octets 0..255) with an optional /0..32 prefix"
+#define ALLOWED_IPV4 "an IPv4 address A.B.C.D (octets 0..255) with an optional /0..32 prefix"
 
 /* Each key at and past its limits; the whole message is compared. */
 static void
@@ -180,41 +195,39 @@ test_parse_invalid_values (void)
     const char *allowed;
     BadValue bad[16];
   } keys[] = {
-    {"proto", "udp, tcp, icmp or a protocol number 0..255", {
-            {"256", TRUE}, {"-1", TRUE}, {"99999999999999999999999", TRUE},
-            {"0x11", FALSE}, {"17x", FALSE}, {"udpp", FALSE}, {"+17", FALSE},
-            {"ud", FALSE}, {"1 7", FALSE}, {NULL, FALSE}}},
-    {"src", ALLOWED_IPV4, {
-            {"1.2.3", FALSE}, {"256.1.1.1", FALSE}, {"1.2.3.4/33", TRUE},
-            {"1.2.3.4/-1", TRUE}, {"x1.2.3.4", FALSE}, {"1.2.3.4x", FALSE},
-            {"0001.2.3.4", FALSE}, {"01.2.3.4", FALSE}, {"1.2.3.4/", FALSE},
-            {"1.2.3.4/0x8", FALSE}, {"1..2.3", FALSE}, {"1.2.3.4.5", FALSE},
-            {".1.2.3", FALSE}, {"1.2.3.4/8/8", FALSE}, {"1.2.3.-4", FALSE},
-            {NULL, FALSE}}},
-    {"dst", ALLOWED_IPV4, {
-            {"1.2.3.1000", FALSE}, {"1.2.3.4/99999999999999999999", TRUE},
-            {"::1", FALSE}, {"10.0.0.0/ 8", FALSE}, {NULL, FALSE}}},
-    {"src-port", "0..65535", {
-            {"65536", TRUE}, {"-1", TRUE}, {"0x10", FALSE}, {"5000x", FALSE},
-            {"+5", FALSE}, {"18446744073709551617", TRUE}, {"5.0", FALSE},
-            {NULL, FALSE}}},
-    {"dst-port", "0..65535", {
-            {"99999", TRUE}, {"-0", TRUE}, {"0x0", FALSE}, {"5,6", FALSE},
-            {NULL, FALSE}}},
-    {"ethertype", "0x0600..0xffff (hex with 0x, or decimal 1536..65535)", {
-            {"0x05ff", TRUE}, {"0x10000", TRUE}, {"1535", TRUE}, {"65536", TRUE},
-            {"0", TRUE}, {"-1", TRUE}, {"0x", FALSE}, {"0xg00", FALSE},
-            {"0x86dd1", TRUE}, {"x86dd", FALSE}, {"0x86ddq", FALSE},
-            {"0x0800000000000000000000", TRUE}, {NULL, FALSE}}},
-    {"vlan", "0..4095", {
-            {"4096", TRUE}, {"-1", TRUE}, {"0x1", FALSE}, {"1a", FALSE},
-            {NULL, FALSE}}},
-    {"mark", "0..4294967295", {
-            {"4294967296", TRUE}, {"-1", TRUE}, {"0x1", FALSE},
-            {"18446744073709551616", TRUE}, {"7e3", FALSE}, {NULL, FALSE}}},
-    {"queue", "0..1023", {
-            {"1024", TRUE}, {"-1", TRUE}, {"0x3", FALSE}, {"three", FALSE},
-            {NULL, FALSE}}},
+    { "proto", "udp, tcp, icmp or a protocol number 0..255",
+        { { "256", TRUE }, { "-1", TRUE }, { "99999999999999999999999", TRUE }, { "0x11", FALSE },
+            { "17x", FALSE }, { "udpp", FALSE }, { "+17", FALSE }, { "ud", FALSE },
+            { "1 7", FALSE }, { NULL, FALSE } } },
+    { "src", ALLOWED_IPV4,
+        { { "1.2.3", FALSE }, { "256.1.1.1", FALSE }, { "1.2.3.4/33", TRUE },
+            { "1.2.3.4/-1", TRUE }, { "x1.2.3.4", FALSE }, { "1.2.3.4x", FALSE },
+            { "0001.2.3.4", FALSE }, { "01.2.3.4", FALSE }, { "1.2.3.4/", FALSE },
+            { "1.2.3.4/0x8", FALSE }, { "1..2.3", FALSE }, { "1.2.3.4.5", FALSE },
+            { ".1.2.3", FALSE }, { "1.2.3.4/8/8", FALSE }, { "1.2.3.-4", FALSE },
+            { NULL, FALSE } } },
+    { "dst", ALLOWED_IPV4,
+        { { "1.2.3.1000", FALSE }, { "1.2.3.4/99999999999999999999", TRUE }, { "::1", FALSE },
+            { "10.0.0.0/ 8", FALSE }, { NULL, FALSE } } },
+    { "src-port", "0..65535",
+        { { "65536", TRUE }, { "-1", TRUE }, { "0x10", FALSE }, { "5000x", FALSE }, { "+5", FALSE },
+            { "18446744073709551617", TRUE }, { "5.0", FALSE }, { NULL, FALSE } } },
+    { "dst-port", "0..65535",
+        { { "99999", TRUE }, { "-0", TRUE }, { "0x0", FALSE }, { "5,6", FALSE },
+            { NULL, FALSE } } },
+    { "ethertype", "0x0600..0xffff (hex with 0x, or decimal 1536..65535)",
+        { { "0x05ff", TRUE }, { "0x10000", TRUE }, { "1535", TRUE }, { "65536", TRUE },
+            { "0", TRUE }, { "-1", TRUE }, { "0x", FALSE }, { "0xg00", FALSE }, { "0x86dd1", TRUE },
+            { "x86dd", FALSE }, { "0x86ddq", FALSE }, { "0x0800000000000000000000", TRUE },
+            { NULL, FALSE } } },
+    { "vlan", "0..4095",
+        { { "4096", TRUE }, { "-1", TRUE }, { "0x1", FALSE }, { "1a", FALSE }, { NULL, FALSE } } },
+    { "mark", "0..4294967295",
+        { { "4294967296", TRUE }, { "-1", TRUE }, { "0x1", FALSE },
+            { "18446744073709551616", TRUE }, { "7e3", FALSE }, { NULL, FALSE } } },
+    { "queue", "0..1023",
+        { { "1024", TRUE }, { "-1", TRUE }, { "0x3", FALSE }, { "three", FALSE },
+            { NULL, FALSE } } },
   };
   guint i, j;
 
@@ -232,9 +245,8 @@ test_parse_invalid_values (void)
         continue;
       }
       message = parse_error (token);
-      want = g_strdup_printf ("flow rule 1 (\"%s\"): '%s' is %s; %s takes %s", token,
-          token, bad->out_of_range ? "out of range" : "not valid", keys[i].key,
-          keys[i].allowed);
+      want = g_strdup_printf ("flow rule 1 (\"%s\"): '%s' is %s; %s takes %s", token, token,
+          bad->out_of_range ? "out of range" : "not valid", keys[i].key, keys[i].allowed);
       g_assert_cmpstr (message, ==, want);
     }
   }
@@ -246,7 +258,8 @@ test_parse_structure_errors (void)
   g_autofree char *message = NULL;
 
   message = parse_error ("proto=udp dst-port=5000; proto=udp dst-port=99999");
-  g_assert_cmpstr (message, ==, "flow rule 2 (\"proto=udp dst-port=99999\"): "
+  g_assert_cmpstr (message, ==,
+      "flow rule 2 (\"proto=udp dst-port=99999\"): "
       "'dst-port=99999' is out of range; dst-port takes 0..65535");
 
   expect_error ("udp", "flow rule 1 (\"udp\"): 'udp' is not key=value; " KEYS_TEXT, NULL);
@@ -259,28 +272,43 @@ test_parse_structure_errors (void)
   expect_error ("dst-port=", "'dst-port=' has no value; dst-port takes 0..65535", NULL);
   expect_error ("mark=5 queue=", "'queue=' has no value; queue takes 0..1023", NULL);
   expect_error ("proto==udp", "'proto==udp' is not valid", NULL);
-  expect_error ("dst-port=5 dst-port=6", "'dst-port=6' repeats key dst-port "
-      "(already 'dst-port=5'); each key may appear once per rule", NULL);
+  expect_error ("dst-port=5 dst-port=6",
+      "'dst-port=6' repeats key dst-port "
+      "(already 'dst-port=5'); each key may appear once per rule",
+      NULL);
   expect_error ("mark=1 mark=1", "'mark=1' repeats key mark", NULL);
-  expect_error ("proto=icmp dst-port=5", "flow rule 1 (\"proto=icmp dst-port=5\"): "
-      "'dst-port=5' needs proto udp or tcp, but the rule has 'proto=icmp'", NULL);
-  expect_error ("src-port=1 proto=47", "'src-port=1' needs proto udp or tcp, but the "
-      "rule has 'proto=47'", NULL);
-  expect_error ("ethertype=0x86dd src=1.2.3.4", "'ethertype=0x86dd' conflicts with "
+  expect_error ("proto=icmp dst-port=5",
+      "flow rule 1 (\"proto=icmp dst-port=5\"): "
+      "'dst-port=5' needs proto udp or tcp, but the rule has 'proto=icmp'",
+      NULL);
+  expect_error ("src-port=1 proto=47",
+      "'src-port=1' needs proto udp or tcp, but the "
+      "rule has 'proto=47'",
+      NULL);
+  expect_error ("ethertype=0x86dd src=1.2.3.4",
+      "'ethertype=0x86dd' conflicts with "
       "'src=1.2.3.4': proto, src, dst and ports match IPv4 only (ethertype 0x0800)",
       NULL);
-  expect_error ("dst-port=5 ethertype=0x86dd", "'ethertype=0x86dd' conflicts with "
-      "'dst-port=5'", NULL);
-  expect_error ("proto=udp ethertype=2054", "'ethertype=2054' conflicts with "
-      "'proto=udp'", NULL);
+  expect_error ("dst-port=5 ethertype=0x86dd",
+      "'ethertype=0x86dd' conflicts with "
+      "'dst-port=5'",
+      NULL);
+  expect_error ("proto=udp ethertype=2054",
+      "'ethertype=2054' conflicts with "
+      "'proto=udp'",
+      NULL);
   /* rules are counted without the empty ones */
-  expect_error (";; proto=udp ;;\n; bogus ;", "flow rule 2 (\"bogus\"): 'bogus' is not "
-      "key=value", NULL);
+  expect_error (";; proto=udp ;;\n; bogus ;",
+      "flow rule 2 (\"bogus\"): 'bogus' is not "
+      "key=value",
+      NULL);
   expect_error ("proto=udp,dst-port=5", "'proto=udp,dst-port=5' is not valid", NULL);
   /* whitespace inside the rule is shown escaped, quotes and backslashes too */
   expect_error ("mark=1\tqueue=x", "flow rule 1 (\"mark=1\\tqueue=x\"): 'queue=x'", NULL);
-  expect_error ("mark=\"5\"", "flow rule 1 (\"mark=\\\"5\\\"\"): 'mark=\\\"5\\\"' is not "
-      "valid", NULL);
+  expect_error ("mark=\"5\"",
+      "flow rule 1 (\"mark=\\\"5\\\"\"): 'mark=\\\"5\\\"' is not "
+      "valid",
+      NULL);
   expect_error ("mark=5\\", "'mark=5\\\\' is not valid", NULL);
   /* control and non-ASCII bytes are escaped, never copied raw */
   expect_error ("proto=udp\x01", "'proto=udp\\x01' is not valid", NULL);
@@ -294,7 +322,8 @@ test_parse_whitespace (void)
 {
   guint n = 0;
   DqFlowRule *rules = parse_ok (" proto=udp\tdst-port=5\n;\r\n dst=1.2.3.4 ;\n\n"
-      "  \t mark=3   vlan=9\v;;", &n);
+                                "  \t mark=3   vlan=9\v;;",
+      &n);
 
   g_assert_cmpuint (n, ==, 3);
   g_assert_cmpuint (rules[0].keys, ==, DQ_FLOW_PROTO | DQ_FLOW_DST_PORT);
@@ -318,8 +347,7 @@ test_parse_rule_count (void)
   guint i, n = 0;
 
   for (i = 0; i < DQ_FLOW_MAX_RULES; i++)
-    g_string_append_printf (text, "dst-port=%u mark=%u;%s", i, i + 1,
-        i % 7 ? "" : ";\n ;");
+    g_string_append_printf (text, "dst-port=%u mark=%u;%s", i, i + 1, i % 7 ? "" : ";\n ;");
   rules = parse_ok (text->str, &n);
   g_assert_cmpuint (n, ==, 256);
   for (i = 0; i < n; i++) {
@@ -330,7 +358,8 @@ test_parse_rule_count (void)
 
   g_string_append (text, " ; ; proto=tcp ;");
   message = parse_error (text->str);
-  g_assert_cmpstr (message, ==, "flow rule 257 (\"proto=tcp\"): too many rules; at most "
+  g_assert_cmpstr (message, ==,
+      "flow rule 257 (\"proto=tcp\"): too many rules; at most "
       "256 are allowed");
   g_string_free (text, TRUE);
 }
@@ -368,14 +397,16 @@ test_parse_huge (void)
   g_assert_cmpuint (n, ==, 0);
 
   message = parse_error (rules_text);
-  g_assert_cmpstr (message, ==, "flow rule 257 (\"mark=1\"): too many rules; at most 256 "
+  g_assert_cmpstr (message, ==,
+      "flow rule 257 (\"mark=1\"): too many rules; at most 256 "
       "are allowed");
   g_clear_pointer (&message, g_free);
 
   /* the rule text and the token are cut to 64 bytes in the message */
   message = parse_error (letters);
-  g_assert_nonnull (strstr (message, "flow rule 1 (\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-          "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...\"): 'aaaa"));
+  g_assert_nonnull (strstr (message,
+      "flow rule 1 (\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...\"): 'aaaa"));
   g_assert_true (g_str_has_suffix (message, "...' is not key=value; " KEYS_TEXT));
   g_clear_pointer (&message, g_free);
 
@@ -425,8 +456,7 @@ rule_is_sane (const DqFlowRule *r)
     return FALSE;
   if ((r->keys & DQ_FLOW_ETHERTYPE) && r->ethertype < 0x0600)
     return FALSE;
-  if ((r->keys & PORT_KEYS) && (r->keys & DQ_FLOW_PROTO) && r->proto != 6
-      && r->proto != 17)
+  if ((r->keys & PORT_KEYS) && (r->keys & DQ_FLOW_PROTO) && r->proto != 6 && r->proto != 17)
     return FALSE;
   if ((r->keys & DQ_FLOW_ETHERTYPE) && (r->keys & IPV4_KEYS) && r->ethertype != 0x0800)
     return FALSE;
@@ -438,20 +468,97 @@ static void
 test_parse_fuzz (void)
 {
   static const char *const pieces[] = {
-    "proto", "src", "dst", "src-port", "dst-port", "ethertype", "vlan", "mark", "queue",
-    "=", "=", "=", ";", ";", " ", " ", "\t", "\n", ".", "/", "-", "x", "0x", "0", "1",
-    "9", "255", "256", "32", "33", "65535", "65536", "4095", "4096", "1023", "1024",
-    "udp", "tcp", "icmp", "4294967295", "4294967296", "10.0.0.1", "1.2.3.4/8",
-    "0x0800", "0x86dd", "0600", "proto=udp", "dst-port=5000", "src=10.0.0.0/8 ",
-    "mark=7 ", "queue=3 ", "vlan=100 ", "ethertype=0x88f7 ", "; ",
+    "proto",
+    "src",
+    "dst",
+    "src-port",
+    "dst-port",
+    "ethertype",
+    "vlan",
+    "mark",
+    "queue",
+    "=",
+    "=",
+    "=",
+    ";",
+    ";",
+    " ",
+    " ",
+    "\t",
+    "\n",
+    ".",
+    "/",
+    "-",
+    "x",
+    "0x",
+    "0",
+    "1",
+    "9",
+    "255",
+    "256",
+    "32",
+    "33",
+    "65535",
+    "65536",
+    "4095",
+    "4096",
+    "1023",
+    "1024",
+    "udp",
+    "tcp",
+    "icmp",
+    "4294967295",
+    "4294967296",
+    "10.0.0.1",
+    "1.2.3.4/8",
+    "0x0800",
+    "0x86dd",
+    "0600",
+    "proto=udp",
+    "dst-port=5000",
+    "src=10.0.0.0/8 ",
+    "mark=7 ",
+    "queue=3 ",
+    "vlan=100 ",
+    "ethertype=0x88f7 ",
+    "; ",
   };
   static const char *const keys[] = {
-    "proto", "src", "dst", "src-port", "dst-port", "ethertype", "vlan", "mark", "queue",
+    "proto",
+    "src",
+    "dst",
+    "src-port",
+    "dst-port",
+    "ethertype",
+    "vlan",
+    "mark",
+    "queue",
   };
   static const char *const values[] = {
-    "0", "1", "6", "17", "udp", "tcp", "icmp", "255", "256", "1023", "1024", "4095",
-    "0x0800", "0x86dd", "1536", "65535", "65536", "10.0.0.1", "10.0.0.0/8", "1.2.3.4/32",
-    "1.2.3.4/33", "4294967295", "-1", "",
+    "0",
+    "1",
+    "6",
+    "17",
+    "udp",
+    "tcp",
+    "icmp",
+    "255",
+    "256",
+    "1023",
+    "1024",
+    "4095",
+    "0x0800",
+    "0x86dd",
+    "1536",
+    "65535",
+    "65536",
+    "10.0.0.1",
+    "10.0.0.0/8",
+    "1.2.3.4/32",
+    "1.2.3.4/33",
+    "4294967295",
+    "-1",
+    "",
   };
   const guint iterations = 200000;
   guint i, n_ok = 0, n_rules_total = 0;
@@ -469,8 +576,7 @@ test_parse_fuzz (void)
     } else if (chance (30)) {
       /* whole tokens, mostly valid, near their limits */
       for (j = 0; j < pieces_n % 4 + 1; j++)
-        g_string_append_printf (s, "%s%s=%s", chance (30) ? ";" : " ", PICK (keys),
-            PICK (values));
+        g_string_append_printf (s, "%s%s=%s", chance (30) ? ";" : " ", PICK (keys), PICK (values));
     } else {
       for (j = 0; j < pieces_n; j++) {
         if (chance (4))
@@ -499,8 +605,7 @@ test_parse_fuzz (void)
     }
     g_string_free (s, TRUE);
   }
-  g_test_message ("fuzz: %u of %u strings parsed, %u rules", n_ok, iterations,
-      n_rules_total);
+  g_test_message ("fuzz: %u of %u strings parsed, %u rules", n_ok, iterations, n_rules_total);
   /* the generator must reach both outcomes often enough to mean something */
   g_assert_cmpuint (n_ok, >, iterations / 40);
   g_assert_cmpuint (n_ok, <, iterations - iterations / 10);
@@ -516,20 +621,23 @@ test_to_string_canonical (void)
     const char *in;
     const char *out;
   } cases[] = {
-    {"dst-port=5000 mark=7 dst=10.1.2.3/8 proto=17", "proto=udp dst=10.0.0.0/8 "
-          "dst-port=5000 mark=7"},
-    {"ethertype=2054", "ethertype=0x0806"},
-    {"src=1.2.3.4/32", "src=1.2.3.4"},
-    {"src=1.2.3.4/0", "src=0.0.0.0/0"},
-    {"proto=47", "proto=47"},
-    {"proto=TCP", "proto=tcp"},
-    {"proto=1", "proto=icmp"},
-    {"queue=1023 vlan=4095 mark=4294967295 src-port=00", "src-port=0 vlan=4095 "
-          "mark=4294967295 queue=1023"},
-    {"ethertype=0x0800 proto=udp src=0.0.0.0 dst=255.255.255.255 src-port=1 "
-          "dst-port=65535 vlan=0 mark=0 queue=0", "proto=udp src=0.0.0.0 "
-          "dst=255.255.255.255 src-port=1 dst-port=65535 ethertype=0x0800 vlan=0 "
-          "mark=0 queue=0"},
+    { "dst-port=5000 mark=7 dst=10.1.2.3/8 proto=17",
+        "proto=udp dst=10.0.0.0/8 "
+        "dst-port=5000 mark=7" },
+    { "ethertype=2054", "ethertype=0x0806" },
+    { "src=1.2.3.4/32", "src=1.2.3.4" },
+    { "src=1.2.3.4/0", "src=0.0.0.0/0" },
+    { "proto=47", "proto=47" },
+    { "proto=TCP", "proto=tcp" },
+    { "proto=1", "proto=icmp" },
+    { "queue=1023 vlan=4095 mark=4294967295 src-port=00",
+        "src-port=0 vlan=4095 "
+        "mark=4294967295 queue=1023" },
+    { "ethertype=0x0800 proto=udp src=0.0.0.0 dst=255.255.255.255 src-port=1 "
+      "dst-port=65535 vlan=0 mark=0 queue=0",
+        "proto=udp src=0.0.0.0 "
+        "dst=255.255.255.255 src-port=1 dst-port=65535 ethertype=0x0800 vlan=0 "
+        "mark=0 queue=0" },
   };
   guint i;
 
@@ -570,9 +678,6 @@ test_to_string_round_trip (void)
 
 
 
-
-
-
 /* dq_flow_match on an exact-size heap copy, so that ASan and valgrind see any read past
  * the end. */
 static int
@@ -601,7 +706,7 @@ static void
 test_match_protocols (void)
 {
   const char *rules = "proto=tcp dst-port=80; proto=udp dst-port=5000 mark=1; "
-      "dst-port=5001; src=10.0.0.0/8; proto=icmp";
+                      "dst-port=5001; src=10.0.0.0/8; proto=icmp";
   FrameSpec udp = ipv4_spec (17, IP4 (10, 1, 1, 1), IP4 (192, 168, 0, 1), 1234, 5000);
   FrameSpec tcp = ipv4_spec (6, IP4 (11, 1, 1, 1), IP4 (192, 168, 0, 1), 1234, 80);
   FrameSpec icmp = ipv4_spec (1, IP4 (11, 1, 1, 1), IP4 (192, 168, 0, 1), 0, 5001);
@@ -621,9 +726,9 @@ test_match_protocols (void)
   g_assert_cmpint (match_text (rules, &udp, -1), ==, -1);
 
   g_assert_cmpint (match_text (rules, &tcp, -1), ==, 0);
-  tcp.dport = 5001;             /* ports without proto: TCP too */
+  tcp.dport = 5001; /* ports without proto: TCP too */
   g_assert_cmpint (match_text (rules, &tcp, -1), ==, 2);
-  tcp.dport = 5000;             /* proto=udp rule */
+  tcp.dport = 5000; /* proto=udp rule */
   g_assert_cmpint (match_text (rules, &tcp, -1), ==, -1);
 
   /* ICMP: the bytes where ports would be say 5001; port rules must not look */
@@ -661,7 +766,7 @@ test_match_vlan (void)
   g_assert_cmpint (match_text ("vlan=100", &f, -1), ==, -1);
   g_assert_cmpint (match_text ("vlan=100", &f, 100), ==, 0);
   g_assert_cmpint (match_text ("vlan=100", &f, 5), ==, -1);
-  g_assert_cmpint (match_text ("vlan=100", &f, 0xe064), ==, 0);   /* PCP bits ignored */
+  g_assert_cmpint (match_text ("vlan=100", &f, 0xe064), ==, 0); /* PCP bits ignored */
   g_assert_cmpint (match_text ("vlan=0", &f, 0), ==, 0);
   g_assert_cmpint (match_text ("vlan=100 dst-port=5000", &f, 100), ==, 0);
   g_assert_cmpint (match_text ("dst-port=5000", &f, 4095), ==, 0);
@@ -671,14 +776,13 @@ test_match_vlan (void)
   f.tag_tci = 0xa000 | 100;
   g_assert_cmpint (match_text ("vlan=100", &f, -1), ==, 0);
   g_assert_cmpint (match_text ("vlan=101", &f, -1), ==, -1);
-  g_assert_cmpint (match_text ("vlan=100 proto=udp dst-port=5000 src=10.0.0.1", &f, -1),
-      ==, 0);
+  g_assert_cmpint (match_text ("vlan=100 proto=udp dst-port=5000 src=10.0.0.1", &f, -1), ==, 0);
   g_assert_cmpint (match_text ("dst-port=5000", &f, -1), ==, 0);
   g_assert_cmpint (match_text ("ethertype=0x0800", &f, -1), ==, 0);
   g_assert_cmpint (match_text ("ethertype=0x8100", &f, -1), ==, -1);
   f.tag_tpid = 0x88a8;
   g_assert_cmpint (match_text ("vlan=100 dst-port=5000", &f, -1), ==, 0);
-  f.tag_tpid = 0x9100;          /* not a tag we parse: the ethertype is 0x9100 */
+  f.tag_tpid = 0x9100; /* not a tag we parse: the ethertype is 0x9100 */
   g_assert_cmpint (match_text ("vlan=100", &f, -1), ==, -1);
   g_assert_cmpint (match_text ("dst-port=5000", &f, -1), ==, -1);
   g_assert_cmpint (match_text ("ethertype=0x9100", &f, -1), ==, 0);
@@ -744,8 +848,15 @@ test_match_fragments (void)
     guint16 frag;
     gboolean first;
   } frags[] = {
-    {0x0000, TRUE}, {0x2000, TRUE}, {0x4000, TRUE}, {0x8000, TRUE}, {0x0001, FALSE},
-    {0x2001, FALSE}, {0x1fff, FALSE}, {0x3fff, FALSE}, {0x0100, FALSE},
+    { 0x0000, TRUE },
+    { 0x2000, TRUE },
+    { 0x4000, TRUE },
+    { 0x8000, TRUE },
+    { 0x0001, FALSE },
+    { 0x2001, FALSE },
+    { 0x1fff, FALSE },
+    { 0x3fff, FALSE },
+    { 0x0100, FALSE },
   };
   guint i;
 
@@ -754,8 +865,7 @@ test_match_fragments (void)
 
     f.frag = frags[i].frag;
     g_assert_cmpint (match_text ("dst-port=3000", &f, -1), ==, frags[i].first ? 0 : -1);
-    g_assert_cmpint (match_text ("proto=udp src-port=2000", &f, -1), ==,
-        frags[i].first ? 0 : -1);
+    g_assert_cmpint (match_text ("proto=udp src-port=2000", &f, -1), ==, frags[i].first ? 0 : -1);
     /* the IPv4 header is in every fragment */
     g_assert_cmpint (match_text ("proto=udp src=1.1.1.1 dst=2.2.2.2", &f, -1), ==, 0);
   }
@@ -770,14 +880,14 @@ check_truncations (const FrameSpec *spec, int vlan, guint ip_at)
     const char *text;
     guint need;
   } rules[] = {
-    {"dst-port=5000", ip_at + 24 + 4},
-    {"proto=tcp src-port=1111", ip_at + 24 + 4},
-    {"vlan=100 dst=10.0.0.0/8 dst-port=5000", ip_at + 24 + 4},
-    {"proto=tcp", ip_at + 24},
-    {"src=10.0.0.1", ip_at + 24},
-    {"ethertype=0x0800", ip_at},
-    {"vlan=100", vlan >= 0 ? 0 : ip_at},
-    {"mark=1", 0},
+    { "dst-port=5000", ip_at + 24 + 4 },
+    { "proto=tcp src-port=1111", ip_at + 24 + 4 },
+    { "vlan=100 dst=10.0.0.0/8 dst-port=5000", ip_at + 24 + 4 },
+    { "proto=tcp", ip_at + 24 },
+    { "src=10.0.0.1", ip_at + 24 },
+    { "ethertype=0x0800", ip_at },
+    { "vlan=100", vlan >= 0 ? 0 : ip_at },
+    { "mark=1", 0 },
   };
   GString *all = g_string_new (NULL);
   DqFlowRule parsed[G_N_ELEMENTS (rules)], *list;

@@ -47,19 +47,22 @@ bits_set (void *buf, gsize off, guint width, guint64 v)
 }
 
 static void
-assert_zero (const guint8 * buf, gsize len)
+assert_zero (const guint8 *buf, gsize len)
 {
   for (gsize i = 0; i < len; i++) {
     if (buf[i] != 0) {
       g_printerr ("byte 0x%" G_GSIZE_MODIFIER "x (bits 0x%" G_GSIZE_MODIFIER "x..) = 0x%02x "
-          "was set but not checked\n", i, i * 8, buf[i]);
+                  "was set but not checked\n",
+          i, i * 8, buf[i]);
       g_assert_cmphex (buf[i], ==, 0);
     }
   }
 }
 
 /* the field `fld` of layout `typ`: at bit `off`, `width` bits wide, holds `val` */
-#define EXPECT(typ, buf, copy, fld, off, width, val) G_STMT_START { \
+#define EXPECT(typ, buf, copy, fld, off, width, val) \
+  G_STMT_START \
+  { \
     g_assert_cmphex (__devx_bit_off (typ, fld), ==, (off)); \
     g_assert_cmphex (__devx_bit_sz (typ, fld), ==, (width)); \
     if ((width) <= 32) \
@@ -68,7 +71,8 @@ assert_zero (const guint8 * buf, gsize len)
       g_assert_cmphex (DEVX_GET64 (typ, buf, fld), ==, (val)); \
     g_assert_cmphex (bits_get (buf, off, width), ==, (val)); \
     bits_set (copy, off, width, 0); \
-  } G_STMT_END
+  } \
+  G_STMT_END
 
 #define PAGE_4K 12
 #define PAGE_64K 16
@@ -100,8 +104,8 @@ test_encodings (void)
   /* real-time CQE timestamps: seconds << 32 | ns */
   g_assert_cmpuint (mlx5_hw_rt_ts_to_ns (G_GUINT64_CONSTANT (0x0000000500000007)), ==,
       G_GUINT64_CONSTANT (5000000007));
-  g_assert_cmpuint (mlx5_hw_rt_ts_to_ns ((G_GUINT64_CONSTANT (1700000000) << 32) |
-          999999999u), ==, G_GUINT64_CONSTANT (1700000000999999999));
+  g_assert_cmpuint (mlx5_hw_rt_ts_to_ns ((G_GUINT64_CONSTANT (1700000000) << 32) | 999999999u), ==,
+      G_GUINT64_CONSTANT (1700000000999999999));
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -116,14 +120,14 @@ test_query_hca_cap (void)
   mlx5_cmd_build_query_hca_cap (in, MLX5_HCA_CAP_GENERAL);
   memcpy (copy, in, sizeof in);
   EXPECT (query_hca_cap_in, in, copy, opcode, 0x0, 16, 0x100);
-  EXPECT (query_hca_cap_in, in, copy, op_mod, 0x30, 16, 0x1);    /* general, current */
+  EXPECT (query_hca_cap_in, in, copy, op_mod, 0x30, 16, 0x1); /* general, current */
   assert_zero (copy, sizeof copy);
 
   memset (in, 0, sizeof in);
   mlx5_cmd_build_query_hca_cap (in, MLX5_HCA_CAP_ETHERNET_OFFLOADS);
   memcpy (copy, in, sizeof in);
   EXPECT (query_hca_cap_in, in, copy, opcode, 0x0, 16, 0x100);
-  EXPECT (query_hca_cap_in, in, copy, op_mod, 0x30, 16, 0x3);    /* Ethernet, current */
+  EXPECT (query_hca_cap_in, in, copy, op_mod, 0x30, 16, 0x3); /* Ethernet, current */
   assert_zero (copy, sizeof copy);
   g_assert_cmpuint (DEVX_ST_SZ_BYTES (query_hca_cap_out), ==, 0x1010);
 }
@@ -178,9 +182,9 @@ check_create_cq (guint page_shift, guint page_code)
 {
   guint8 ring[64];
   guint32 dbrec[2];
-  Mlx5Cq cq = {.ring = ring, .dbrec = dbrec, .log_size = 13 };
-  Mlx5HwQueueMem mem = {.umem_id = 0x11, .umem_offset = 0x40, .dbr_umem_id = 0x22,
-    .dbr_offset = 0x1c0
+  Mlx5Cq cq = { .ring = ring, .dbrec = dbrec, .log_size = 13 };
+  Mlx5HwQueueMem mem = {
+    .umem_id = 0x11, .umem_offset = 0x40, .dbr_umem_id = 0x22, .dbr_offset = 0x1c0
   };
   guint8 in[DEVX_ST_SZ_BYTES (create_cq_in)], copy[sizeof in];
   g_assert_cmpuint (sizeof in, ==, 0x110);
@@ -189,7 +193,7 @@ check_create_cq (guint page_shift, guint page_code)
   memcpy (copy, in, sizeof in);
   EXPECT (create_cq_in, in, copy, opcode, 0x0, 16, 0x400);
   EXPECT (create_cq_in, in, copy, cq_context.dbr_umem_valid, 0x86, 1, 1);
-  EXPECT (create_cq_in, in, copy, cq_context.cqe_sz, 0x88, 3, 0);   /* 64 bytes */
+  EXPECT (create_cq_in, in, copy, cq_context.cqe_sz, 0x88, 3, 0); /* 64 bytes */
   EXPECT (create_cq_in, in, copy, cq_context.dbr_umem_id, 0xa0, 32, 0x22);
   EXPECT (create_cq_in, in, copy, cq_context.log_cq_size, 0xe3, 5, 13);
   EXPECT (create_cq_in, in, copy, cq_context.uar_page, 0xe8, 24, 0x3c5);
@@ -215,42 +219,41 @@ test_create_cq (void)
 /* RQ */
 
 static void
-check_create_rq (guint page_shift, guint page_code, guint log_strides, guint strides_code,
-    gboolean real_time)
+check_create_rq (
+    guint page_shift, guint page_code, guint log_strides, guint strides_code, gboolean real_time)
 {
   guint8 wqes[64];
   guint32 dbrec[2];
-  Mlx5Rq rq = {.wqes = wqes, .dbrec = dbrec, .log_wqes = 6, .log_strides = log_strides,
-    .log_stride_size = 11
+  Mlx5Rq rq = {
+    .wqes = wqes, .dbrec = dbrec, .log_wqes = 6, .log_strides = log_strides, .log_stride_size = 11
   };
-  Mlx5HwQueueMem mem = {.umem_id = 0xaa01, .umem_offset = 0, .dbr_umem_id = 0xbb02,
-    .dbr_offset = 0x800
+  Mlx5HwQueueMem mem = {
+    .umem_id = 0xaa01, .umem_offset = 0, .dbr_umem_id = 0xbb02, .dbr_offset = 0x800
   };
   guint8 in[DEVX_ST_SZ_BYTES (create_rq_in)], copy[sizeof in];
   g_assert_cmpuint (sizeof in, ==, 0x110);
   memset (in, 0, sizeof in);
-  mlx5_cmd_build_create_rq (in, &rq, 0x4567, 0x89ab, &mem, page_shift,
-      mlx5_hw_ts_format (real_time), 0x21);
+  mlx5_cmd_build_create_rq (
+      in, &rq, 0x4567, 0x89ab, &mem, page_shift, mlx5_hw_ts_format (real_time), 0x21);
   memcpy (copy, in, sizeof in);
   EXPECT (create_rq_in, in, copy, opcode, 0x0, 16, 0x908);
   /* rqc at 0x100 */
   EXPECT (create_rq_in, in, copy, ctx.vsd, 0x103, 1, 1);
-  EXPECT (create_rq_in, in, copy, ctx.state, 0x108, 4, 0);          /* RST */
+  EXPECT (create_rq_in, in, copy, ctx.state, 0x108, 4, 0); /* RST */
   EXPECT (create_rq_in, in, copy, ctx.flush_in_error_en, 0x10d, 1, 1);
   EXPECT (create_rq_in, in, copy, ctx.ts_format, 0x11a, 2, real_time ? 2 : 0);
   EXPECT (create_rq_in, in, copy, ctx.cqn, 0x148, 24, 0x4567);
   EXPECT (create_rq_in, in, copy, ctx.counter_set_id, 0x160, 8, 0x21);
   /* wq at 0x280 */
-  EXPECT (create_rq_in, in, copy, ctx.wq.wq_type, 0x280, 4, 3);     /* striding */
+  EXPECT (create_rq_in, in, copy, ctx.wq.wq_type, 0x280, 4, 3); /* striding */
   EXPECT (create_rq_in, in, copy, ctx.wq.pd, 0x2c8, 24, 0x89ab);
   EXPECT (create_rq_in, in, copy, ctx.wq.dbr_addr, 0x300, 64, 0x800);
-  EXPECT (create_rq_in, in, copy, ctx.wq.log_wq_stride, 0x38c, 4, 5);  /* 32 B */
+  EXPECT (create_rq_in, in, copy, ctx.wq.log_wq_stride, 0x38c, 4, 5); /* 32 B */
   EXPECT (create_rq_in, in, copy, ctx.wq.log_wq_pg_sz, 0x393, 5, page_code);
   EXPECT (create_rq_in, in, copy, ctx.wq.log_wq_sz, 0x39b, 5, 6);
   EXPECT (create_rq_in, in, copy, ctx.wq.dbr_umem_valid, 0x3a0, 1, 1);
   EXPECT (create_rq_in, in, copy, ctx.wq.wq_umem_valid, 0x3a1, 1, 1);
-  EXPECT (create_rq_in, in, copy, ctx.wq.single_wqe_log_num_of_strides, 0x3b4, 4,
-      strides_code);
+  EXPECT (create_rq_in, in, copy, ctx.wq.single_wqe_log_num_of_strides, 0x3b4, 4, strides_code);
   EXPECT (create_rq_in, in, copy, ctx.wq.two_byte_shift_en, 0x3b8, 1, 0);
   EXPECT (create_rq_in, in, copy, ctx.wq.single_stride_log_num_of_bytes, 0x3bd, 3, 5);
   EXPECT (create_rq_in, in, copy, ctx.wq.dbr_umem_id, 0x3c0, 32, 0xbb02);
@@ -276,10 +279,10 @@ test_modify_rq (void)
   mlx5_cmd_build_modify_rq_rdy (in, 0xabcdef);
   memcpy (copy, in, sizeof in);
   EXPECT (modify_rq_in, in, copy, opcode, 0x0, 16, 0x909);
-  EXPECT (modify_rq_in, in, copy, rq_state, 0x40, 4, 0);            /* from RST */
+  EXPECT (modify_rq_in, in, copy, rq_state, 0x40, 4, 0); /* from RST */
   EXPECT (modify_rq_in, in, copy, rqn, 0x48, 24, 0xabcdef);
   EXPECT (modify_rq_in, in, copy, modify_bitmask, 0x80, 64, 0);
-  EXPECT (modify_rq_in, in, copy, ctx.state, 0x108, 4, 1);          /* to RDY */
+  EXPECT (modify_rq_in, in, copy, ctx.state, 0x108, 4, 1); /* to RDY */
   assert_zero (copy, sizeof copy);
 }
 
@@ -291,14 +294,12 @@ check_create_sq (guint page_shift, guint page_code, gboolean real_time, gboolean
 {
   guint8 wqes[64];
   guint32 dbrec[2];
-  Mlx5Sq sq = {.wqes = wqes, .dbrec = dbrec, .log_wqebbs = 12 };
-  Mlx5HwQueueMem mem = {.umem_id = 7, .umem_offset = 0, .dbr_umem_id = 7,
-    .dbr_offset = 0x40000
-  };
+  Mlx5Sq sq = { .wqes = wqes, .dbrec = dbrec, .log_wqebbs = 12 };
+  Mlx5HwQueueMem mem = { .umem_id = 7, .umem_offset = 0, .dbr_umem_id = 7, .dbr_offset = 0x40000 };
   guint8 in[DEVX_ST_SZ_BYTES (create_sq_in)], copy[sizeof in];
   memset (in, 0, sizeof in);
-  mlx5_cmd_build_create_sq (in, &sq, 0x321, 0x654, 0x987, 0x5a5, &mem, page_shift,
-      mlx5_hw_ts_format (real_time), mpw);
+  mlx5_cmd_build_create_sq (
+      in, &sq, 0x321, 0x654, 0x987, 0x5a5, &mem, page_shift, mlx5_hw_ts_format (real_time), mpw);
   memcpy (copy, in, sizeof in);
   EXPECT (create_sq_in, in, copy, opcode, 0x0, 16, 0x904);
   /* sqc at 0x100 */
@@ -311,11 +312,11 @@ check_create_sq (guint page_shift, guint page_code, gboolean real_time, gboolean
   EXPECT (create_sq_in, in, copy, ctx.tis_lst_sz, 0x200, 16, 1);
   EXPECT (create_sq_in, in, copy, ctx.tis_num_0, 0x268, 24, 0x987);
   /* wq at 0x280 */
-  EXPECT (create_sq_in, in, copy, ctx.wq.wq_type, 0x280, 4, 1);     /* cyclic */
+  EXPECT (create_sq_in, in, copy, ctx.wq.wq_type, 0x280, 4, 1); /* cyclic */
   EXPECT (create_sq_in, in, copy, ctx.wq.pd, 0x2c8, 24, 0x654);
   EXPECT (create_sq_in, in, copy, ctx.wq.uar_page, 0x2e8, 24, 0x5a5);
   EXPECT (create_sq_in, in, copy, ctx.wq.dbr_addr, 0x300, 64, 0x40000);
-  EXPECT (create_sq_in, in, copy, ctx.wq.log_wq_stride, 0x38c, 4, 6);  /* 64 B */
+  EXPECT (create_sq_in, in, copy, ctx.wq.log_wq_stride, 0x38c, 4, 6); /* 64 B */
   EXPECT (create_sq_in, in, copy, ctx.wq.log_wq_pg_sz, 0x393, 5, page_code);
   EXPECT (create_sq_in, in, copy, ctx.wq.log_wq_sz, 0x39b, 5, 12);
   EXPECT (create_sq_in, in, copy, ctx.wq.dbr_umem_valid, 0x3a0, 1, 1);
@@ -358,7 +359,7 @@ test_create_tir_direct (void)
   mlx5_cmd_build_create_tir_direct (in, 0x00c0de, 0x77);
   memcpy (copy, in, sizeof in);
   EXPECT (create_tir_in, in, copy, opcode, 0x0, 16, 0x900);
-  EXPECT (create_tir_in, in, copy, ctx.disp_type, 0x120, 4, 0);     /* direct */
+  EXPECT (create_tir_in, in, copy, ctx.disp_type, 0x120, 4, 0); /* direct */
   EXPECT (create_tir_in, in, copy, ctx.inline_rqn, 0x1e8, 24, 0x00c0de);
   EXPECT (create_tir_in, in, copy, ctx.rx_hash_fn, 0x220, 4, 0);
   EXPECT (create_tir_in, in, copy, ctx.transport_domain, 0x228, 24, 0x77);
@@ -404,23 +405,59 @@ test_create_tir_rss (void)
   mlx5_cmd_build_create_tir_rss (in, 0x4242, 0x77, mlx5_hw_default_toeplitz_key);
   memcpy (copy, in, sizeof in);
   EXPECT (create_tir_in, in, copy, opcode, 0x0, 16, 0x900);
-  EXPECT (create_tir_in, in, copy, ctx.disp_type, 0x120, 4, 1);     /* indirect */
+  EXPECT (create_tir_in, in, copy, ctx.disp_type, 0x120, 4, 1); /* indirect */
   EXPECT (create_tir_in, in, copy, ctx.indirect_table, 0x208, 24, 0x4242);
-  EXPECT (create_tir_in, in, copy, ctx.rx_hash_fn, 0x220, 4, 2);    /* Toeplitz */
+  EXPECT (create_tir_in, in, copy, ctx.rx_hash_fn, 0x220, 4, 2); /* Toeplitz */
   EXPECT (create_tir_in, in, copy, ctx.transport_domain, 0x228, 24, 0x77);
-  EXPECT (create_tir_in, in, copy, ctx.rx_hash_field_selector_outer.l3_prot_type, 0x380,
-      1, 0);                    /* IPv4 */
-  EXPECT (create_tir_in, in, copy, ctx.rx_hash_field_selector_outer.l4_prot_type, 0x381,
-      1, 1);                    /* UDP */
-  EXPECT (create_tir_in, in, copy, ctx.rx_hash_field_selector_outer.selected_fields,
-      0x382, 30, 0xf);          /* src/dst IP, src/dst port */
+  EXPECT (create_tir_in, in, copy, ctx.rx_hash_field_selector_outer.l3_prot_type, 0x380, 1,
+      0); /* IPv4 */
+  EXPECT (create_tir_in, in, copy, ctx.rx_hash_field_selector_outer.l4_prot_type, 0x381, 1,
+      1); /* UDP */
+  EXPECT (create_tir_in, in, copy, ctx.rx_hash_field_selector_outer.selected_fields, 0x382, 30,
+      0xf); /* src/dst IP, src/dst port */
   /* the key, first byte first, at bit 0x240 (byte 0x48) */
   g_assert_cmphex (__devx_bit_off (create_tir_in, ctx.rx_hash_toeplitz_key), ==, 0x240);
   static const guint8 key[40] = {
-    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67,
-    0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb,
-    0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30,
-    0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+    0x6d,
+    0x5a,
+    0x56,
+    0xda,
+    0x25,
+    0x5b,
+    0x0e,
+    0xc2,
+    0x41,
+    0x67,
+    0x25,
+    0x3d,
+    0x43,
+    0xa3,
+    0x8f,
+    0xb0,
+    0xd0,
+    0xca,
+    0x2b,
+    0xcb,
+    0xae,
+    0x7b,
+    0x30,
+    0xb4,
+    0x77,
+    0xcb,
+    0x2d,
+    0xa3,
+    0x80,
+    0x30,
+    0xf2,
+    0x0c,
+    0x6a,
+    0x42,
+    0xb7,
+    0x3b,
+    0xbe,
+    0xac,
+    0x01,
+    0xfa,
   };
   g_assert_cmpmem (in + 0x48, 40, key, 40);
   memset (copy + 0x48, 0, 40);
@@ -440,7 +477,8 @@ test_failure_text (void)
   g_assert_cmpuint (mlx5_cmd_out_status (out), ==, 3);
   g_assert_cmphex (mlx5_cmd_out_syndrome (out), ==, 0x43d98f);
   char *t = mlx5_cmd_failure_text ("CREATE_RQ", EREMOTEIO, out);
-  g_assert_cmpstr (t, ==, "CREATE_RQ failed: Remote I/O error; firmware status 0x3 "
+  g_assert_cmpstr (t, ==,
+      "CREATE_RQ failed: Remote I/O error; firmware status 0x3 "
       "(bad parameter), syndrome 0x43d98f");
   g_free (t);
 
@@ -456,7 +494,8 @@ test_failure_text (void)
   bits_set (out, 0x0, 8, 0xf);
   bits_set (out, 0x20, 32, 0x1);
   t = mlx5_cmd_failure_text ("CREATE_SQ", EIO, out);
-  g_assert_cmpstr (t, ==, "CREATE_SQ failed: Input/output error; firmware status 0xf "
+  g_assert_cmpstr (t, ==,
+      "CREATE_SQ failed: Input/output error; firmware status 0xf "
       "(no resources), syndrome 0x1");
   g_free (t);
 
@@ -471,24 +510,24 @@ test_caps_parse (void)
   guint8 *out = g_malloc0 (DEVX_ST_SZ_BYTES (query_hca_cap_out));
   /* cmd_hca_cap at bit 0x80 of the output, fields at the kernel's offsets */
   const gsize c = 0x80;
-  bits_set (out, c + 0x88, 8, 15);      /* log_max_qp_sz */
-  bits_set (out, c + 0xc8, 8, 22);      /* log_max_cq_sz */
-  bits_set (out, c + 0x1b6, 2, 1);      /* port_type Ethernet */
-  bits_set (out, c + 0x201, 1, 1);      /* striding_rq */
-  bits_set (out, c + 0x21c, 1, 1);      /* eth_net_offloads */
-  bits_set (out, c + 0x260, 1, 1);      /* bf */
-  bits_set (out, c + 0x26b, 5, 9);      /* log_bf_reg_size */
-  bits_set (out, c + 0x393, 5, 8);      /* log_max_rqt_size */
-  bits_set (out, c + 0x3a0, 1, 1);      /* ext_stride_num_range */
-  bits_set (out, c + 0x3a3, 5, 13);     /* log_max_stride_sz_rq */
-  bits_set (out, c + 0x3ab, 5, 6);      /* log_min_stride_sz_rq */
-  bits_set (out, c + 0x3db, 5, 16);     /* log_max_wq_sz */
+  bits_set (out, c + 0x88, 8, 15);  /* log_max_qp_sz */
+  bits_set (out, c + 0xc8, 8, 22);  /* log_max_cq_sz */
+  bits_set (out, c + 0x1b6, 2, 1);  /* port_type Ethernet */
+  bits_set (out, c + 0x201, 1, 1);  /* striding_rq */
+  bits_set (out, c + 0x21c, 1, 1);  /* eth_net_offloads */
+  bits_set (out, c + 0x260, 1, 1);  /* bf */
+  bits_set (out, c + 0x26b, 5, 9);  /* log_bf_reg_size */
+  bits_set (out, c + 0x393, 5, 8);  /* log_max_rqt_size */
+  bits_set (out, c + 0x3a0, 1, 1);  /* ext_stride_num_range */
+  bits_set (out, c + 0x3a3, 5, 13); /* log_max_stride_sz_rq */
+  bits_set (out, c + 0x3ab, 5, 6);  /* log_min_stride_sz_rq */
+  bits_set (out, c + 0x3db, 5, 16); /* log_max_wq_sz */
   bits_set (out, c + 0x400, 64, G_GUINT64_CONSTANT (0x0000000400000040));
-  bits_set (out, c + 0x440, 2, 2);      /* sq_ts_format both */
-  bits_set (out, c + 0x442, 2, 1);      /* rq_ts_format real time */
-  bits_set (out, c + 0x4e0, 32, 1000000);       /* device_frequency_khz */
-  bits_set (out, c + 0x68b, 1, 0);      /* wait_on_data */
-  bits_set (out, c + 0x68c, 1, 1);      /* wait_on_time (facts §4.7) */
+  bits_set (out, c + 0x440, 2, 2);        /* sq_ts_format both */
+  bits_set (out, c + 0x442, 2, 1);        /* rq_ts_format real time */
+  bits_set (out, c + 0x4e0, 32, 1000000); /* device_frequency_khz */
+  bits_set (out, c + 0x68b, 1, 0);        /* wait_on_data */
+  bits_set (out, c + 0x68c, 1, 1);        /* wait_on_time (facts §4.7) */
   Mlx5HwCaps caps;
   memset (&caps, 0, sizeof caps);
   mlx5_hw_caps_parse_general (&caps, out);
@@ -513,10 +552,10 @@ test_caps_parse (void)
 
   /* the Ethernet offload page over the same union */
   memset (out, 0, DEVX_ST_SZ_BYTES (query_hca_cap_out));
-  bits_set (out, c + 0x0, 1, 1);        /* csum_cap */
-  bits_set (out, c + 0x10, 2, 2);       /* multi_pkt_send_wqe */
-  bits_set (out, c + 0x12, 2, 1);       /* wqe_inline_mode VPORT_CONTEXT */
-  bits_set (out, c + 0x1a, 1, 1);       /* enhanced_multi_pkt_send_wqe */
+  bits_set (out, c + 0x0, 1, 1);  /* csum_cap */
+  bits_set (out, c + 0x10, 2, 2); /* multi_pkt_send_wqe */
+  bits_set (out, c + 0x12, 2, 1); /* wqe_inline_mode VPORT_CONTEXT */
+  bits_set (out, c + 0x1a, 1, 1); /* enhanced_multi_pkt_send_wqe */
   mlx5_hw_caps_parse_eth (&caps, out);
   g_assert_true (caps.csum_cap);
   g_assert_cmpuint (caps.multi_pkt_send_wqe, ==, 2);
@@ -666,7 +705,7 @@ sample_caps (void)
 
 /* `errp` is read after the call that fills it (arguments are evaluated in no set order) */
 static void
-expect_error (gboolean ok, GError ** errp, int code, const char *message)
+expect_error (gboolean ok, GError **errp, int code, const char *message)
 {
   g_assert_false (ok);
   g_assert_error (*errp, DQ_ERROR, code);
@@ -683,7 +722,7 @@ test_geometry (void)
   int created = 1;
   GError *err = NULL;
 
-  Mlx5Cq cq = {.ring = ring, .dbrec = dbrec, .log_size = 22, .priv = &created };
+  Mlx5Cq cq = { .ring = ring, .dbrec = dbrec, .log_size = 22, .priv = &created };
   g_assert_true (mlx5_hw_cq_check (&cq, &caps, &err));
   g_assert_no_error (err);
   cq.log_size = 23;
@@ -698,8 +737,8 @@ test_geometry (void)
   g_clear_error (&err);
   cq.ring = ring;
 
-  Mlx5Rq rq = {.wqes = ring, .dbrec = dbrec, .log_wqes = 6, .log_strides = 9,
-    .log_stride_size = 11, .cq = &cq
+  Mlx5Rq rq = {
+    .wqes = ring, .dbrec = dbrec, .log_wqes = 6, .log_strides = 9, .log_stride_size = 11, .cq = &cq
   };
   g_assert_true (mlx5_hw_rq_check (&rq, &caps, &err));
   g_assert_no_error (err);
@@ -728,7 +767,7 @@ test_geometry (void)
       "mlx5: the RQ doorbell record is not set");
   rq.dbrec = dbrec;
 
-  Mlx5Sq sq = {.wqes = ring, .dbrec = dbrec, .log_wqebbs = 15, .cq = &cq };
+  Mlx5Sq sq = { .wqes = ring, .dbrec = dbrec, .log_wqebbs = 15, .cq = &cq };
   g_assert_true (mlx5_hw_sq_check (&sq, &caps, &err));
   g_assert_no_error (err);
   sq.log_wqebbs = 16;
@@ -740,7 +779,7 @@ test_geometry (void)
 /* steering plans */
 
 static DqFlowRule *
-rules_parse (const char *text, guint * n)
+rules_parse (const char *text, guint *n)
 {
   DqFlowRule *rules = NULL;
   GError *err = NULL;
@@ -750,18 +789,18 @@ rules_parse (const char *text, guint * n)
 }
 
 static GArray *
-plan_one (const char *text, guint n_rqs, GError ** error)
+plan_one (const char *text, guint n_rqs, GError **error)
 {
   guint n = 0;
   DqFlowRule *rules = rules_parse (text, &n);
-  Mlx5HwFlowGroup g = {.n_rqs = n_rqs, .rules = rules, .n_rules = n };
+  Mlx5HwFlowGroup g = { .n_rqs = n_rqs, .rules = rules, .n_rules = n };
   GArray *plan = mlx5_hw_flow_plan (&g, 1, MLX5_HW_ROOT_PRIORITIES, error);
   g_free (rules);
   return plan;
 }
 
 static const Mlx5HwFlowEntry *
-entry (GArray * plan, guint i)
+entry (GArray *plan, guint i)
 {
   g_assert_cmpuint (i, <, plan->len);
   return &g_array_index (plan, Mlx5HwFlowEntry, i);
@@ -788,15 +827,14 @@ typedef struct {
 
 /* the entry matches exactly these fields: everything else in the mask is zero */
 static void
-expect_match (const Mlx5HwFlowEntry * e, const MatchField * fields, guint n)
+expect_match (const Mlx5HwFlowEntry *e, const MatchField *fields, guint n)
 {
   guint8 m[MLX5_HW_MATCH_BYTES], v[MLX5_HW_MATCH_BYTES];
   memcpy (m, e->mask, sizeof m);
   memcpy (v, e->value, sizeof v);
   for (guint i = 0; i < n; i++) {
     g_assert_cmphex (bits_get (e->mask, fields[i].off, fields[i].width), ==, fields[i].mask);
-    g_assert_cmphex (bits_get (e->value, fields[i].off, fields[i].width), ==,
-        fields[i].value);
+    g_assert_cmphex (bits_get (e->value, fields[i].off, fields[i].width), ==, fields[i].value);
     bits_set (m, fields[i].off, fields[i].width, 0);
     bits_set (v, fields[i].off, fields[i].width, 0);
   }
@@ -833,10 +871,10 @@ test_plan_fields (void)
   GError *err = NULL;
   /* the matcher fields of mlx5dv_dr as our layout names them */
   g_assert_cmphex (__devx_bit_off (fte_match_set_lyr_2_4, ethertype), ==, 0x30);
-  g_assert_cmphex (__devx_bit_off (fte_match_set_lyr_2_4,
-          src_ipv4_src_ipv6.ipv4_layout.ipv4), ==, 0x160);
-  g_assert_cmphex (__devx_bit_off (fte_match_set_lyr_2_4,
-          dst_ipv4_dst_ipv6.ipv4_layout.ipv4), ==, 0x1e0);
+  g_assert_cmphex (
+      __devx_bit_off (fte_match_set_lyr_2_4, src_ipv4_src_ipv6.ipv4_layout.ipv4), ==, 0x160);
+  g_assert_cmphex (
+      __devx_bit_off (fte_match_set_lyr_2_4, dst_ipv4_dst_ipv6.ipv4_layout.ipv4), ==, 0x1e0);
   g_assert_cmpuint (DEVX_ST_SZ_BYTES (fte_match_set_lyr_2_4), ==, MLX5_HW_MATCH_BYTES);
 
   GArray *plan = plan_one ("proto=udp dst-port=5000 mark=7 queue=1", 2, &err);
@@ -844,7 +882,9 @@ test_plan_fields (void)
   g_assert_cmpuint (plan->len, ==, 1);
   const Mlx5HwFlowEntry *e = entry (plan, 0);
   MatchField udp[] = {
-    {M_ETHERTYPE, 0xffff, 0x0800}, {M_IP_PROTOCOL, 0xff, 17}, {M_UDP_DPORT, 0xffff, 5000},
+    { M_ETHERTYPE, 0xffff, 0x0800 },
+    { M_IP_PROTOCOL, 0xff, 17 },
+    { M_UDP_DPORT, 0xffff, 5000 },
   };
   expect_match (e, udp, G_N_ELEMENTS (udp));
   g_assert_cmpuint (DEVX_GET (fte_match_set_lyr_2_4, e->value, udp_dport), ==, 5000);
@@ -858,12 +898,16 @@ test_plan_fields (void)
   g_assert_no_error (err);
   g_assert_cmpuint (plan->len, ==, 2);
   MatchField u[] = {
-    {M_ETHERTYPE, 0xffff, 0x0800}, {M_IP_PROTOCOL, 0xff, 17},
-    {M_UDP_SPORT, 0xffff, 53}, {M_UDP_DPORT, 0xffff, 5353},
+    { M_ETHERTYPE, 0xffff, 0x0800 },
+    { M_IP_PROTOCOL, 0xff, 17 },
+    { M_UDP_SPORT, 0xffff, 53 },
+    { M_UDP_DPORT, 0xffff, 5353 },
   };
   MatchField t[] = {
-    {M_ETHERTYPE, 0xffff, 0x0800}, {M_IP_PROTOCOL, 0xff, 6},
-    {M_TCP_SPORT, 0xffff, 53}, {M_TCP_DPORT, 0xffff, 5353},
+    { M_ETHERTYPE, 0xffff, 0x0800 },
+    { M_IP_PROTOCOL, 0xff, 6 },
+    { M_TCP_SPORT, 0xffff, 53 },
+    { M_TCP_DPORT, 0xffff, 5353 },
   };
   expect_match (entry (plan, 0), u, G_N_ELEMENTS (u));
   expect_match (entry (plan, 1), t, G_N_ELEMENTS (t));
@@ -878,14 +922,15 @@ test_plan_fields (void)
   g_assert_no_error (err);
   g_assert_cmpuint (plan->len, ==, 1);
   MatchField ip[] = {
-    {M_ETHERTYPE, 0xffff, 0x0800}, {M_SRC_IPV4, 0xff000000, 0x0a000000},
-    {M_DST_IPV4, 0xffffffff, 0xc0a80107},
+    { M_ETHERTYPE, 0xffff, 0x0800 },
+    { M_SRC_IPV4, 0xff000000, 0x0a000000 },
+    { M_DST_IPV4, 0xffffffff, 0xc0a80107 },
   };
   expect_match (entry (plan, 0), ip, G_N_ELEMENTS (ip));
   g_array_unref (plan);
   plan = plan_one ("dst=0.0.0.0/0 proto=icmp", 1, &err);
   g_assert_no_error (err);
-  MatchField icmp[] = { {M_ETHERTYPE, 0xffff, 0x0800}, {M_IP_PROTOCOL, 0xff, 1} };
+  MatchField icmp[] = { { M_ETHERTYPE, 0xffff, 0x0800 }, { M_IP_PROTOCOL, 0xff, 1 } };
   expect_match (entry (plan, 0), icmp, G_N_ELEMENTS (icmp));
   g_array_unref (plan);
 
@@ -894,10 +939,14 @@ test_plan_fields (void)
   g_assert_no_error (err);
   g_assert_cmpuint (plan->len, ==, 2);
   MatchField cv[] = {
-    {M_ETHERTYPE, 0xffff, 0x88b5}, {M_CVLAN_TAG, 1, 1}, {M_FIRST_VID, 0xfff, 100},
+    { M_ETHERTYPE, 0xffff, 0x88b5 },
+    { M_CVLAN_TAG, 1, 1 },
+    { M_FIRST_VID, 0xfff, 100 },
   };
   MatchField sv[] = {
-    {M_ETHERTYPE, 0xffff, 0x88b5}, {M_SVLAN_TAG, 1, 1}, {M_FIRST_VID, 0xfff, 100},
+    { M_ETHERTYPE, 0xffff, 0x88b5 },
+    { M_SVLAN_TAG, 1, 1 },
+    { M_FIRST_VID, 0xfff, 100 },
   };
   expect_match (entry (plan, 0), cv, G_N_ELEMENTS (cv));
   expect_match (entry (plan, 1), sv, G_N_ELEMENTS (sv));
@@ -928,8 +977,8 @@ test_plan_priorities (void)
   GError *err = NULL;
   /* disjoint rules share priority 0; the broad UDP rule comes after the one it overlaps
    * with another queue (5000 -> 0), not after the one with its own action (5001 -> 1) */
-  GArray *plan = plan_one ("dst-port=5000 queue=0; dst-port=5001 queue=1; proto=udp queue=1",
-      2, &err);
+  GArray *plan =
+      plan_one ("dst-port=5000 queue=0; dst-port=5001 queue=1; proto=udp queue=1", 2, &err);
   g_assert_no_error (err);
   g_assert_cmpuint (plan->len, ==, 5);
   const guint want_rule[5] = { 0, 0, 1, 1, 2 };
@@ -967,7 +1016,8 @@ test_plan_priorities (void)
   plan = plan_one (text->str, 1, &err);
   g_assert_null (plan);
   g_assert_error (err, DQ_ERROR, DQ_ERROR_FLOW);
-  g_assert_cmpstr (err->message, ==, "flow rule 17 (\"src=10.0.0.0/16 mark=17\"): it "
+  g_assert_cmpstr (err->message, ==,
+      "flow rule 17 (\"src=10.0.0.0/16 mark=17\"): it "
       "overlaps earlier rules with other actions 16 levels deep; the NIC's steering table "
       "has 16 priorities (make the rules disjoint or fewer)");
   g_clear_error (&err);
@@ -981,25 +1031,28 @@ test_plan_errors (void)
   GArray *plan = plan_one ("proto=udp; queue=2", 2, &err);
   g_assert_null (plan);
   g_assert_error (err, DQ_ERROR, DQ_ERROR_FLOW);
-  g_assert_cmpstr (err->message, ==, "flow rule 2 (\"queue=2\"): queue 2 does not exist; "
+  g_assert_cmpstr (err->message, ==,
+      "flow rule 2 (\"queue=2\"): queue 2 does not exist; "
       "there are 2 RX queues (0..1)");
   g_clear_error (&err);
 
   plan = plan_one ("queue=1", 1, &err);
   g_assert_null (plan);
-  g_assert_cmpstr (err->message, ==, "flow rule 1 (\"queue=1\"): queue 1 does not exist; "
+  g_assert_cmpstr (err->message, ==,
+      "flow rule 1 (\"queue=1\"): queue 1 does not exist; "
       "there is 1 RX queue (0..0)");
   g_clear_error (&err);
 
   plan = plan_one ("dst-port=80 mark=16777216", 1, &err);
   g_assert_null (plan);
   g_assert_error (err, DQ_ERROR, DQ_ERROR_FLOW);
-  g_assert_cmpstr (err->message, ==, "flow rule 1 (\"dst-port=80 mark=16777216\"): mark "
+  g_assert_cmpstr (err->message, ==,
+      "flow rule 1 (\"dst-port=80 mark=16777216\"): mark "
       "16777216 does not fit the 24 bits a ConnectX delivers with each packet "
       "(0..16777215)");
   g_clear_error (&err);
 
-  Mlx5HwFlowGroup empty = {.n_rqs = 0 };
+  Mlx5HwFlowGroup empty = { .n_rqs = 0 };
   plan = mlx5_hw_flow_plan (&empty, 1, MLX5_HW_ROOT_PRIORITIES, &err);
   g_assert_null (plan);
   g_assert_cmpstr (err->message, ==, "queue group 1 has no RX queues");
@@ -1008,10 +1061,11 @@ test_plan_errors (void)
   /* the group is named when there are several */
   guint n;
   DqFlowRule *r = rules_parse ("mark=4294967295", &n);
-  Mlx5HwFlowGroup two[2] = { {.n_rqs = 1 }, {.n_rqs = 1, .rules = r, .n_rules = n } };
+  Mlx5HwFlowGroup two[2] = { { .n_rqs = 1 }, { .n_rqs = 1, .rules = r, .n_rules = n } };
   plan = mlx5_hw_flow_plan (two, 2, MLX5_HW_ROOT_PRIORITIES, &err);
   g_assert_null (plan);
-  g_assert_cmpstr (err->message, ==, "flow rule 1 (\"mark=4294967295\") of queue group 2: "
+  g_assert_cmpstr (err->message, ==,
+      "flow rule 1 (\"mark=4294967295\") of queue group 2: "
       "mark 4294967295 does not fit the 24 bits a ConnectX delivers with each packet "
       "(0..16777215)");
   g_clear_error (&err);
@@ -1029,10 +1083,10 @@ test_plan_groups (void)
   /* A's rules, B's rules, then the catch-alls of the groups without rules in set order:
    * C takes what no rule took; D's catch-all can never match */
   Mlx5HwFlowGroup g[4] = {
-    {.n_rqs = 2, .rules = a, .n_rules = na },
-    {.n_rqs = 1 },
-    {.n_rqs = 3, .rules = b, .n_rules = nb },
-    {.n_rqs = 1 },
+    { .n_rqs = 2, .rules = a, .n_rules = na },
+    { .n_rqs = 1 },
+    { .n_rqs = 3, .rules = b, .n_rules = nb },
+    { .n_rqs = 1 },
   };
   GArray *plan = mlx5_hw_flow_plan (g, 4, MLX5_HW_ROOT_PRIORITIES, &err);
   g_assert_no_error (err);

@@ -133,12 +133,12 @@ static void
 test_pci_normalize (void)
 {
   static const char *const ok[][2] = {
-    {"0000:08:00.0", "0000:08:00.0"},
-    {"08:00.0", "0000:08:00.0"},
-    {"0000:0A:1f.7", "0000:0a:1f.7"},
-    {"8:0.1", "0000:08:00.1"},
-    {"10000:00:01.0", "10000:00:01.0"},
-    {"1:af:00.0", "0001:af:00.0"},
+    { "0000:08:00.0", "0000:08:00.0" },
+    { "08:00.0", "0000:08:00.0" },
+    { "0000:0A:1f.7", "0000:0a:1f.7" },
+    { "8:0.1", "0000:08:00.1" },
+    { "10000:00:01.0", "10000:00:01.0" },
+    { "1:af:00.0", "0001:af:00.0" },
   };
   for (guint i = 0; i < G_N_ELEMENTS (ok); i++) {
     char *n = mlx5_hw_pci_normalize (ok[i][0]);
@@ -146,8 +146,20 @@ test_pci_normalize (void)
     g_free (n);
   }
   static const char *const bad[] = {
-    "mlx5_0", "enp8s0f0np0", "08:00", "08:00.8", "08:20.0", "0000:08:00.0x", ":08:00.0",
-    "08:00.", "zz:00.0", "123:00.0", "000000000:08:00.0", "08.00:0", "", "0000:08:00.00",
+    "mlx5_0",
+    "enp8s0f0np0",
+    "08:00",
+    "08:00.8",
+    "08:20.0",
+    "0000:08:00.0x",
+    ":08:00.0",
+    "08:00.",
+    "zz:00.0",
+    "123:00.0",
+    "000000000:08:00.0",
+    "08.00:0",
+    "",
+    "0000:08:00.00",
   };
   for (guint i = 0; i < G_N_ELEMENTS (bad); i++) {
     char *n = mlx5_hw_pci_normalize (bad[i]);
@@ -194,7 +206,8 @@ test_sysfs_reads (void)
 
   const char *const names[] = { "mlx5_0", "mlx5_1", "mlx5_2" };
   char *d = mlx5_hw_describe_devices (root, names, 3);
-  g_assert_cmpstr (d, ==, "mlx5_0 (0000:08:00.0, enp8s0f0np0), mlx5_1 (0000:08:00.1, "
+  g_assert_cmpstr (d, ==,
+      "mlx5_0 (0000:08:00.0, enp8s0f0np0), mlx5_1 (0000:08:00.1, "
       "enp8s0f1np1), mlx5_2 (0000:0a:00.0)");
   g_free (d);
 }
@@ -207,9 +220,16 @@ test_resolve (void)
     const char *spec;
     int index;
   } cases[] = {
-    {"mlx5_0", 0}, {"mlx5_1", 1}, {"mlx5_2", 2},
-    {"enp8s0f0np0", 0}, {"enp8s0f1np1", 1}, {"rep0", 1},
-    {"0000:08:00.0", 0}, {"08:00.1", 1}, {"0000:0A:00.0", 2}, {"a:0.0", 2},
+    { "mlx5_0", 0 },
+    { "mlx5_1", 1 },
+    { "mlx5_2", 2 },
+    { "enp8s0f0np0", 0 },
+    { "enp8s0f1np1", 1 },
+    { "rep0", 1 },
+    { "0000:08:00.0", 0 },
+    { "08:00.1", 1 },
+    { "0000:0A:00.0", 2 },
+    { "a:0.0", 2 },
   };
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
     GError *err = NULL;
@@ -222,26 +242,32 @@ test_resolve (void)
   GError *err = NULL;
   g_assert_cmpint (mlx5_hw_resolve (root, names, 2, "mlx5_3", NULL, &err), ==, -1);
   g_assert_error (err, DQ_ERROR, DQ_ERROR_DEVICE);
-  g_assert_cmpstr (err->message, ==, "no mlx5 device matches 'mlx5_3'; found: mlx5_0 "
+  g_assert_cmpstr (err->message, ==,
+      "no mlx5 device matches 'mlx5_3'; found: mlx5_0 "
       "(0000:08:00.0, enp8s0f0np0), mlx5_1 (0000:08:00.1, enp8s0f1np1) (name a device, one "
       "of its network interfaces or its PCI address)");
   g_clear_error (&err);
 
   /* only what the verbs library lists counts: mlx5_2 is in sysfs but not offered */
   g_assert_cmpint (mlx5_hw_resolve (root, names, 2, "0000:0a:00.0", NULL, &err), ==, -1);
-  g_assert_true (g_str_has_prefix (err->message,
-          "no mlx5 device matches '0000:0a:00.0'; found: mlx5_0"));
+  g_assert_true (
+      g_str_has_prefix (err->message, "no mlx5 device matches '0000:0a:00.0'; found: mlx5_0"));
   g_clear_error (&err);
 
   g_assert_cmpint (mlx5_hw_resolve (root, names, 0, "mlx5_0", NULL, &err), ==, -1);
   g_assert_error (err, DQ_ERROR, DQ_ERROR_DEVICE);
-  g_assert_cmpstr (err->message, ==, "no mlx5 device matches 'mlx5_0'; found none: this "
+  g_assert_cmpstr (err->message, ==,
+      "no mlx5 device matches 'mlx5_0'; found none: this "
       "machine has no RDMA devices");
   g_clear_error (&err);
 
-  g_assert_cmpint (mlx5_hw_resolve (root, NULL, 0, "eth0", "no RDMA device here is a "
-          "ConnectX (mlx5); others: rxe0", &err), ==, -1);
-  g_assert_cmpstr (err->message, ==, "no mlx5 device matches 'eth0'; found none: no RDMA "
+  g_assert_cmpint (mlx5_hw_resolve (root, NULL, 0, "eth0",
+                       "no RDMA device here is a "
+                       "ConnectX (mlx5); others: rxe0",
+                       &err),
+      ==, -1);
+  g_assert_cmpstr (err->message, ==,
+      "no mlx5 device matches 'eth0'; found none: no RDMA "
       "device here is a ConnectX (mlx5); others: rxe0");
   g_clear_error (&err);
 
@@ -297,10 +323,12 @@ check_open_fails (const char *spec, const char *sysfs_root)
     /* an RDMA stack with no device in it */
     ibv_free_device_list (list);
     want = g_strdup_printf ("no mlx5 device matches '%s'; found none: this machine has no "
-        "RDMA devices", spec);
+                            "RDMA devices",
+        spec);
   } else {
     want = g_strdup_printf ("no mlx5 device matches '%s'; found none: this machine has no "
-        "RDMA devices (ibv_get_device_list: %s)", spec, g_strerror (e ? e : ENODEV));
+                            "RDMA devices (ibv_get_device_list: %s)",
+        spec, g_strerror (e ? e : ENODEV));
   }
   g_test_message ("%s", err->message);
   g_assert_cmpstr (err->message, ==, want);

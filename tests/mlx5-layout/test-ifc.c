@@ -34,118 +34,227 @@ typedef struct {
   const char *type;
   const char *member;
   gsize off;
-  gsize bits;                   /* G_MAXSIZE: flexible array, offset only */
+  gsize bits; /* G_MAXSIZE: flexible array, offset only */
 } OurField;
 
-#define S(t, m) { #t, #m, offsetof (struct mlx5_ifc_##t##_bits, m), \
-    sizeof (((struct mlx5_ifc_##t##_bits *) 0)->m) }
-#define U(t, m) { #t, #m, offsetof (union mlx5_ifc_##t##_bits, m), \
-    sizeof (((union mlx5_ifc_##t##_bits *) 0)->m) }
-#define FLEX(t, m) { #t, #m, offsetof (struct mlx5_ifc_##t##_bits, m), G_MAXSIZE }
+#define S(t, m) \
+  { \
+#t, #m, offsetof(struct mlx5_ifc_##t##_bits, m), sizeof(((struct mlx5_ifc_##t##_bits *) 0)->m) \
+  }
+#define U(t, m) \
+  { \
+#t, #m, offsetof(union mlx5_ifc_##t##_bits, m), sizeof(((union mlx5_ifc_##t##_bits *) 0)->m) \
+  }
+#define FLEX(t, m) \
+  { \
+#t, #m, offsetof(struct mlx5_ifc_##t##_bits, m), G_MAXSIZE \
+  }
 
 static const OurField our_fields[] = {
-  S (mbox_in, opcode), S (mbox_in, uid), S (mbox_in, op_mod),
-  S (mbox_out, status), S (mbox_out, syndrome),
+  S (mbox_in, opcode),
+  S (mbox_in, uid),
+  S (mbox_in, op_mod),
+  S (mbox_out, status),
+  S (mbox_out, syndrome),
 
-  S (query_hca_cap_in, opcode), S (query_hca_cap_in, op_mod),
-  S (cmd_hca_cap, log_max_qp_sz), S (cmd_hca_cap, log_max_cq_sz),
-  S (cmd_hca_cap, port_type), S (cmd_hca_cap, striding_rq),
-  S (cmd_hca_cap, eth_net_offloads), S (cmd_hca_cap, bf), S (cmd_hca_cap, log_bf_reg_size),
-  S (cmd_hca_cap, log_max_rqt_size), S (cmd_hca_cap, ext_stride_num_range),
-  S (cmd_hca_cap, log_max_stride_sz_rq), S (cmd_hca_cap, log_min_stride_sz_rq),
-  S (cmd_hca_cap, log_max_wq_sz), S (cmd_hca_cap, general_obj_types),
-  S (cmd_hca_cap, sq_ts_format), S (cmd_hca_cap, rq_ts_format),
-  S (cmd_hca_cap, device_frequency_khz), S (cmd_hca_cap, wait_on_data),
+  S (query_hca_cap_in, opcode),
+  S (query_hca_cap_in, op_mod),
+  S (cmd_hca_cap, log_max_qp_sz),
+  S (cmd_hca_cap, log_max_cq_sz),
+  S (cmd_hca_cap, port_type),
+  S (cmd_hca_cap, striding_rq),
+  S (cmd_hca_cap, eth_net_offloads),
+  S (cmd_hca_cap, bf),
+  S (cmd_hca_cap, log_bf_reg_size),
+  S (cmd_hca_cap, log_max_rqt_size),
+  S (cmd_hca_cap, ext_stride_num_range),
+  S (cmd_hca_cap, log_max_stride_sz_rq),
+  S (cmd_hca_cap, log_min_stride_sz_rq),
+  S (cmd_hca_cap, log_max_wq_sz),
+  S (cmd_hca_cap, general_obj_types),
+  S (cmd_hca_cap, sq_ts_format),
+  S (cmd_hca_cap, rq_ts_format),
+  S (cmd_hca_cap, device_frequency_khz),
+  S (cmd_hca_cap, wait_on_data),
   S (cmd_hca_cap, wait_on_time),
   S (per_protocol_networking_offload_caps, csum_cap),
   S (per_protocol_networking_offload_caps, vlan_cap),
   S (per_protocol_networking_offload_caps, multi_pkt_send_wqe),
   S (per_protocol_networking_offload_caps, wqe_inline_mode),
   S (per_protocol_networking_offload_caps, enhanced_multi_pkt_send_wqe),
-  U (hca_cap_union, cmd_hca_cap), U (hca_cap_union, per_protocol_networking_offload_caps),
-  S (query_hca_cap_out, status), S (query_hca_cap_out, syndrome),
+  U (hca_cap_union, cmd_hca_cap),
+  U (hca_cap_union, per_protocol_networking_offload_caps),
+  S (query_hca_cap_out, status),
+  S (query_hca_cap_out, syndrome),
   S (query_hca_cap_out, capability),
 
-  S (query_nic_vport_context_in, opcode), S (query_nic_vport_context_in, op_mod),
-  S (mac_address_layout, mac_addr_47_32), S (mac_address_layout, mac_addr_31_0),
-  S (nic_vport_context, min_wqe_inline_mode), S (nic_vport_context, mtu),
+  S (query_nic_vport_context_in, opcode),
+  S (query_nic_vport_context_in, op_mod),
+  S (mac_address_layout, mac_addr_47_32),
+  S (mac_address_layout, mac_addr_31_0),
+  S (nic_vport_context, min_wqe_inline_mode),
+  S (nic_vport_context, mtu),
   S (nic_vport_context, permanent_address),
-  S (query_nic_vport_context_out, status), S (query_nic_vport_context_out, syndrome),
+  S (query_nic_vport_context_out, status),
+  S (query_nic_vport_context_out, syndrome),
   S (query_nic_vport_context_out, nic_vport_context),
 
-  S (alloc_q_counter_in, opcode), S (alloc_q_counter_in, uid), S (alloc_q_counter_in, op_mod),
-  S (alloc_q_counter_out, status), S (alloc_q_counter_out, syndrome),
+  S (alloc_q_counter_in, opcode),
+  S (alloc_q_counter_in, uid),
+  S (alloc_q_counter_in, op_mod),
+  S (alloc_q_counter_out, status),
+  S (alloc_q_counter_out, syndrome),
   S (alloc_q_counter_out, counter_set_id),
-  S (query_q_counter_in, opcode), S (query_q_counter_in, op_mod),
-  S (query_q_counter_in, clear), S (query_q_counter_in, counter_set_id),
-  S (query_q_counter_out, status), S (query_q_counter_out, syndrome),
+  S (query_q_counter_in, opcode),
+  S (query_q_counter_in, op_mod),
+  S (query_q_counter_in, clear),
+  S (query_q_counter_in, counter_set_id),
+  S (query_q_counter_out, status),
+  S (query_q_counter_out, syndrome),
   S (query_q_counter_out, out_of_buffer),
 
-  S (alloc_transport_domain_in, opcode), S (alloc_transport_domain_in, uid),
+  S (alloc_transport_domain_in, opcode),
+  S (alloc_transport_domain_in, uid),
   S (alloc_transport_domain_in, op_mod),
-  S (alloc_transport_domain_out, status), S (alloc_transport_domain_out, syndrome),
+  S (alloc_transport_domain_out, status),
+  S (alloc_transport_domain_out, syndrome),
   S (alloc_transport_domain_out, transport_domain),
 
-  S (cqc, dbr_umem_valid), S (cqc, cqe_sz), S (cqc, dbr_umem_id), S (cqc, log_cq_size),
-  S (cqc, uar_page), S (cqc, c_eqn_or_apu_element), S (cqc, log_page_size),
+  S (cqc, dbr_umem_valid),
+  S (cqc, cqe_sz),
+  S (cqc, dbr_umem_id),
+  S (cqc, log_cq_size),
+  S (cqc, uar_page),
+  S (cqc, c_eqn_or_apu_element),
+  S (cqc, log_page_size),
   S (cqc, dbr_addr),
-  S (create_cq_in, opcode), S (create_cq_in, uid), S (create_cq_in, op_mod),
-  S (create_cq_in, cq_context), S (create_cq_in, cq_umem_offset),
-  S (create_cq_in, cq_umem_id), S (create_cq_in, cq_umem_valid),
-  S (create_cq_out, status), S (create_cq_out, syndrome), S (create_cq_out, cqn),
+  S (create_cq_in, opcode),
+  S (create_cq_in, uid),
+  S (create_cq_in, op_mod),
+  S (create_cq_in, cq_context),
+  S (create_cq_in, cq_umem_offset),
+  S (create_cq_in, cq_umem_id),
+  S (create_cq_in, cq_umem_valid),
+  S (create_cq_out, status),
+  S (create_cq_out, syndrome),
+  S (create_cq_out, cqn),
 
-  S (wq, wq_type), S (wq, pd), S (wq, uar_page), S (wq, dbr_addr), S (wq, log_wq_stride),
-  S (wq, log_wq_pg_sz), S (wq, log_wq_sz), S (wq, dbr_umem_valid), S (wq, wq_umem_valid),
-  S (wq, single_wqe_log_num_of_strides), S (wq, two_byte_shift_en),
-  S (wq, single_stride_log_num_of_bytes), S (wq, dbr_umem_id), S (wq, wq_umem_id),
+  S (wq, wq_type),
+  S (wq, pd),
+  S (wq, uar_page),
+  S (wq, dbr_addr),
+  S (wq, log_wq_stride),
+  S (wq, log_wq_pg_sz),
+  S (wq, log_wq_sz),
+  S (wq, dbr_umem_valid),
+  S (wq, wq_umem_valid),
+  S (wq, single_wqe_log_num_of_strides),
+  S (wq, two_byte_shift_en),
+  S (wq, single_stride_log_num_of_bytes),
+  S (wq, dbr_umem_id),
+  S (wq, wq_umem_id),
   S (wq, wq_umem_offset),
 
-  S (rqc, vsd), S (rqc, state), S (rqc, flush_in_error_en), S (rqc, ts_format),
-  S (rqc, cqn), S (rqc, counter_set_id), S (rqc, wq),
-  S (create_rq_in, opcode), S (create_rq_in, uid), S (create_rq_in, op_mod),
+  S (rqc, vsd),
+  S (rqc, state),
+  S (rqc, flush_in_error_en),
+  S (rqc, ts_format),
+  S (rqc, cqn),
+  S (rqc, counter_set_id),
+  S (rqc, wq),
+  S (create_rq_in, opcode),
+  S (create_rq_in, uid),
+  S (create_rq_in, op_mod),
   S (create_rq_in, ctx),
-  S (create_rq_out, status), S (create_rq_out, syndrome), S (create_rq_out, rqn),
-  S (modify_rq_in, opcode), S (modify_rq_in, uid), S (modify_rq_in, op_mod),
-  S (modify_rq_in, rq_state), S (modify_rq_in, rqn), S (modify_rq_in, modify_bitmask),
+  S (create_rq_out, status),
+  S (create_rq_out, syndrome),
+  S (create_rq_out, rqn),
+  S (modify_rq_in, opcode),
+  S (modify_rq_in, uid),
+  S (modify_rq_in, op_mod),
+  S (modify_rq_in, rq_state),
+  S (modify_rq_in, rqn),
+  S (modify_rq_in, modify_bitmask),
   S (modify_rq_in, ctx),
 
-  S (sqc, flush_in_error_en), S (sqc, allow_multi_pkt_send_wqe),
-  S (sqc, min_wqe_inline_mode), S (sqc, state), S (sqc, ts_format), S (sqc, cqn),
-  S (sqc, tis_lst_sz), S (sqc, tis_num_0), S (sqc, wq),
-  S (create_sq_in, opcode), S (create_sq_in, uid), S (create_sq_in, op_mod),
+  S (sqc, flush_in_error_en),
+  S (sqc, allow_multi_pkt_send_wqe),
+  S (sqc, min_wqe_inline_mode),
+  S (sqc, state),
+  S (sqc, ts_format),
+  S (sqc, cqn),
+  S (sqc, tis_lst_sz),
+  S (sqc, tis_num_0),
+  S (sqc, wq),
+  S (create_sq_in, opcode),
+  S (create_sq_in, uid),
+  S (create_sq_in, op_mod),
   S (create_sq_in, ctx),
-  S (create_sq_out, status), S (create_sq_out, syndrome), S (create_sq_out, sqn),
-  S (modify_sq_in, opcode), S (modify_sq_in, uid), S (modify_sq_in, op_mod),
-  S (modify_sq_in, sq_state), S (modify_sq_in, sqn), S (modify_sq_in, modify_bitmask),
+  S (create_sq_out, status),
+  S (create_sq_out, syndrome),
+  S (create_sq_out, sqn),
+  S (modify_sq_in, opcode),
+  S (modify_sq_in, uid),
+  S (modify_sq_in, op_mod),
+  S (modify_sq_in, sq_state),
+  S (modify_sq_in, sqn),
+  S (modify_sq_in, modify_bitmask),
   S (modify_sq_in, ctx),
 
   S (tisc, transport_domain),
-  S (create_tis_in, opcode), S (create_tis_in, uid), S (create_tis_in, op_mod),
+  S (create_tis_in, opcode),
+  S (create_tis_in, uid),
+  S (create_tis_in, op_mod),
   S (create_tis_in, ctx),
-  S (create_tis_out, status), S (create_tis_out, syndrome), S (create_tis_out, tisn),
+  S (create_tis_out, status),
+  S (create_tis_out, syndrome),
+  S (create_tis_out, tisn),
 
-  S (rx_hash_field_select, l3_prot_type), S (rx_hash_field_select, l4_prot_type),
+  S (rx_hash_field_select, l3_prot_type),
+  S (rx_hash_field_select, l4_prot_type),
   S (rx_hash_field_select, selected_fields),
-  S (tirc, disp_type), S (tirc, inline_rqn), S (tirc, rx_hash_symmetric),
-  S (tirc, indirect_table), S (tirc, rx_hash_fn), S (tirc, transport_domain),
-  S (tirc, rx_hash_toeplitz_key), S (tirc, rx_hash_field_selector_outer),
-  S (create_tir_in, opcode), S (create_tir_in, uid), S (create_tir_in, op_mod),
+  S (tirc, disp_type),
+  S (tirc, inline_rqn),
+  S (tirc, rx_hash_symmetric),
+  S (tirc, indirect_table),
+  S (tirc, rx_hash_fn),
+  S (tirc, transport_domain),
+  S (tirc, rx_hash_toeplitz_key),
+  S (tirc, rx_hash_field_selector_outer),
+  S (create_tir_in, opcode),
+  S (create_tir_in, uid),
+  S (create_tir_in, op_mod),
   S (create_tir_in, ctx),
-  S (create_tir_out, status), S (create_tir_out, syndrome), S (create_tir_out, tirn),
+  S (create_tir_out, status),
+  S (create_tir_out, syndrome),
+  S (create_tir_out, tirn),
 
   S (rq_num, rq_num),
-  S (rqtc, rqt_max_size), S (rqtc, rqt_actual_size), FLEX (rqtc, rq_num),
-  S (create_rqt_in, opcode), S (create_rqt_in, uid), S (create_rqt_in, op_mod),
+  S (rqtc, rqt_max_size),
+  S (rqtc, rqt_actual_size),
+  FLEX (rqtc, rq_num),
+  S (create_rqt_in, opcode),
+  S (create_rqt_in, uid),
+  S (create_rqt_in, op_mod),
   S (create_rqt_in, rqt_context),
-  S (create_rqt_out, status), S (create_rqt_out, syndrome), S (create_rqt_out, rqtn),
+  S (create_rqt_out, status),
+  S (create_rqt_out, syndrome),
+  S (create_rqt_out, rqtn),
 
-  S (ipv4_layout, ipv4), S (ipv6_layout, ipv6),
-  U (ipv6_layout_ipv4_layout_auto, ipv6_layout), U (ipv6_layout_ipv4_layout_auto, ipv4_layout),
-  S (fte_match_set_lyr_2_4, ethertype), S (fte_match_set_lyr_2_4, first_vid),
-  S (fte_match_set_lyr_2_4, ip_protocol), S (fte_match_set_lyr_2_4, cvlan_tag),
-  S (fte_match_set_lyr_2_4, svlan_tag), S (fte_match_set_lyr_2_4, tcp_sport),
-  S (fte_match_set_lyr_2_4, tcp_dport), S (fte_match_set_lyr_2_4, udp_sport),
-  S (fte_match_set_lyr_2_4, udp_dport), S (fte_match_set_lyr_2_4, src_ipv4_src_ipv6),
+  S (ipv4_layout, ipv4),
+  S (ipv6_layout, ipv6),
+  U (ipv6_layout_ipv4_layout_auto, ipv6_layout),
+  U (ipv6_layout_ipv4_layout_auto, ipv4_layout),
+  S (fte_match_set_lyr_2_4, ethertype),
+  S (fte_match_set_lyr_2_4, first_vid),
+  S (fte_match_set_lyr_2_4, ip_protocol),
+  S (fte_match_set_lyr_2_4, cvlan_tag),
+  S (fte_match_set_lyr_2_4, svlan_tag),
+  S (fte_match_set_lyr_2_4, tcp_sport),
+  S (fte_match_set_lyr_2_4, tcp_dport),
+  S (fte_match_set_lyr_2_4, udp_sport),
+  S (fte_match_set_lyr_2_4, udp_dport),
+  S (fte_match_set_lyr_2_4, src_ipv4_src_ipv6),
   S (fte_match_set_lyr_2_4, dst_ipv4_dst_ipv6),
   S (fte_match_param, outer_headers),
 };
@@ -153,14 +262,14 @@ static const OurField our_fields[] = {
 /* Our structs whose kernel counterpart has another name (the kernel has no generic
  * mailbox header; any command's header has the same fields). */
 static const char *const struct_alias[][2] = {
-  {"mbox_in", "alloc_transport_domain_in"},
-  {"mbox_out", "alloc_transport_domain_out"},
+  { "mbox_in", "alloc_transport_domain_in" },
+  { "mbox_out", "alloc_transport_domain_out" },
 };
 
 /* Members we name as the PRM does and the kernel otherwise. */
 static const char *const member_alias[][3] = {
-  {"wq", "single_wqe_log_num_of_strides", "log_wqe_num_of_strides"},
-  {"wq", "single_stride_log_num_of_bytes", "log_wqe_stride_size"},
+  { "wq", "single_wqe_log_num_of_strides", "log_wqe_num_of_strides" },
+  { "wq", "single_stride_log_num_of_bytes", "log_wqe_stride_size" },
 };
 
 /* reference/daqiri-facts.md §4.9 (bit offset, width) of members kernel 6.1 leaves
@@ -171,56 +280,85 @@ typedef struct {
 } FactField;
 
 static const FactField fact_fields[] = {
-  {"wq", "dbr_umem_id", 0x140, 0x20},
-  {"wq", "wq_umem_id", 0x160, 0x20},
-  {"wq", "wq_umem_offset", 0x180, 0x40},
-  {"cqc", "dbr_umem_id", 0x20, 0x20},
-  {"create_cq_in", "cq_umem_offset", 0x280, 0x40},
-  {"create_cq_in", "cq_umem_id", 0x2c0, 0x20},
-  {"cmd_hca_cap", "wait_on_data", 0x68b, 0x1},
-  {"cmd_hca_cap", "wait_on_time", 0x68c, 0x1},
+  { "wq", "dbr_umem_id", 0x140, 0x20 },
+  { "wq", "wq_umem_id", 0x160, 0x20 },
+  { "wq", "wq_umem_offset", 0x180, 0x40 },
+  { "cqc", "dbr_umem_id", 0x20, 0x20 },
+  { "create_cq_in", "cq_umem_offset", 0x280, 0x40 },
+  { "create_cq_in", "cq_umem_id", 0x2c0, 0x20 },
+  { "cmd_hca_cap", "wait_on_data", 0x68b, 0x1 },
+  { "cmd_hca_cap", "wait_on_time", 0x68c, 0x1 },
 };
 
 /* Constants whose kernel definition, where it has a literal value, must match. */
 typedef struct {
   const char *name;
   guint value;
-  gboolean required;            /* the kernel header must define it */
+  gboolean required; /* the kernel header must define it */
 } OurConst;
 
-#define C(n, req) { #n, n, req }
+#define C(n, req) \
+  { \
+#n, n, req \
+  }
 static const OurConst our_consts[] = {
-  C (MLX5_CMD_OP_QUERY_HCA_CAP, TRUE), C (MLX5_CMD_OP_CREATE_CQ, TRUE),
-  C (MLX5_CMD_OP_QUERY_NIC_VPORT_CONTEXT, TRUE), C (MLX5_CMD_OP_ALLOC_Q_COUNTER, TRUE),
-  C (MLX5_CMD_OP_QUERY_Q_COUNTER, TRUE), C (MLX5_CMD_OP_ALLOC_TRANSPORT_DOMAIN, TRUE),
-  C (MLX5_CMD_OP_CREATE_TIR, TRUE), C (MLX5_CMD_OP_CREATE_SQ, TRUE),
-  C (MLX5_CMD_OP_MODIFY_SQ, TRUE), C (MLX5_CMD_OP_CREATE_RQ, TRUE),
-  C (MLX5_CMD_OP_MODIFY_RQ, TRUE), C (MLX5_CMD_OP_CREATE_TIS, TRUE),
+  C (MLX5_CMD_OP_QUERY_HCA_CAP, TRUE),
+  C (MLX5_CMD_OP_CREATE_CQ, TRUE),
+  C (MLX5_CMD_OP_QUERY_NIC_VPORT_CONTEXT, TRUE),
+  C (MLX5_CMD_OP_ALLOC_Q_COUNTER, TRUE),
+  C (MLX5_CMD_OP_QUERY_Q_COUNTER, TRUE),
+  C (MLX5_CMD_OP_ALLOC_TRANSPORT_DOMAIN, TRUE),
+  C (MLX5_CMD_OP_CREATE_TIR, TRUE),
+  C (MLX5_CMD_OP_CREATE_SQ, TRUE),
+  C (MLX5_CMD_OP_MODIFY_SQ, TRUE),
+  C (MLX5_CMD_OP_CREATE_RQ, TRUE),
+  C (MLX5_CMD_OP_MODIFY_RQ, TRUE),
+  C (MLX5_CMD_OP_CREATE_TIS, TRUE),
   C (MLX5_CMD_OP_CREATE_RQT, TRUE),
-  C (MLX5_CMD_STAT_OK, TRUE), C (MLX5_CMD_STAT_INT_ERR, TRUE),
-  C (MLX5_CMD_STAT_BAD_OP_ERR, TRUE), C (MLX5_CMD_STAT_BAD_PARAM_ERR, TRUE),
-  C (MLX5_CMD_STAT_BAD_SYS_STATE_ERR, TRUE), C (MLX5_CMD_STAT_BAD_RES_ERR, TRUE),
-  C (MLX5_CMD_STAT_RES_BUSY, TRUE), C (MLX5_CMD_STAT_LIM_ERR, TRUE),
-  C (MLX5_CMD_STAT_BAD_RES_STATE_ERR, TRUE), C (MLX5_CMD_STAT_IX_ERR, TRUE),
-  C (MLX5_CMD_STAT_NO_RES_ERR, TRUE), C (MLX5_CMD_STAT_BAD_QP_STATE_ERR, TRUE),
-  C (MLX5_CMD_STAT_BAD_PKT_ERR, TRUE), C (MLX5_CMD_STAT_BAD_SIZE_OUTS_CQES_ERR, TRUE),
-  C (MLX5_CMD_STAT_BAD_INP_LEN_ERR, TRUE), C (MLX5_CMD_STAT_BAD_OUTP_LEN_ERR, TRUE),
-  C (MLX5_CAP_PORT_TYPE_IB, FALSE), C (MLX5_CAP_PORT_TYPE_ETH, FALSE),
+  C (MLX5_CMD_STAT_OK, TRUE),
+  C (MLX5_CMD_STAT_INT_ERR, TRUE),
+  C (MLX5_CMD_STAT_BAD_OP_ERR, TRUE),
+  C (MLX5_CMD_STAT_BAD_PARAM_ERR, TRUE),
+  C (MLX5_CMD_STAT_BAD_SYS_STATE_ERR, TRUE),
+  C (MLX5_CMD_STAT_BAD_RES_ERR, TRUE),
+  C (MLX5_CMD_STAT_RES_BUSY, TRUE),
+  C (MLX5_CMD_STAT_LIM_ERR, TRUE),
+  C (MLX5_CMD_STAT_BAD_RES_STATE_ERR, TRUE),
+  C (MLX5_CMD_STAT_IX_ERR, TRUE),
+  C (MLX5_CMD_STAT_NO_RES_ERR, TRUE),
+  C (MLX5_CMD_STAT_BAD_QP_STATE_ERR, TRUE),
+  C (MLX5_CMD_STAT_BAD_PKT_ERR, TRUE),
+  C (MLX5_CMD_STAT_BAD_SIZE_OUTS_CQES_ERR, TRUE),
+  C (MLX5_CMD_STAT_BAD_INP_LEN_ERR, TRUE),
+  C (MLX5_CMD_STAT_BAD_OUTP_LEN_ERR, TRUE),
+  C (MLX5_CAP_PORT_TYPE_IB, FALSE),
+  C (MLX5_CAP_PORT_TYPE_ETH, FALSE),
   C (MLX5_TIMESTAMP_FORMAT_CAP_FREE_RUNNING, FALSE),
   C (MLX5_TIMESTAMP_FORMAT_CAP_REAL_TIME, FALSE),
   C (MLX5_TIMESTAMP_FORMAT_CAP_FREE_RUNNING_AND_REAL_TIME, FALSE),
-  C (MLX5_TIMESTAMP_FORMAT_FREE_RUNNING, FALSE), C (MLX5_TIMESTAMP_FORMAT_DEFAULT, FALSE),
+  C (MLX5_TIMESTAMP_FORMAT_FREE_RUNNING, FALSE),
+  C (MLX5_TIMESTAMP_FORMAT_DEFAULT, FALSE),
   C (MLX5_TIMESTAMP_FORMAT_REAL_TIME, FALSE),
-  C (MLX5_CAP_INLINE_MODE_L2, FALSE), C (MLX5_CAP_INLINE_MODE_VPORT_CONTEXT, FALSE),
+  C (MLX5_CAP_INLINE_MODE_L2, FALSE),
+  C (MLX5_CAP_INLINE_MODE_VPORT_CONTEXT, FALSE),
   C (MLX5_CAP_INLINE_MODE_NOT_REQUIRED, FALSE),
-  C (MLX5_WQ_TYPE_CYCLIC, TRUE), C (MLX5_WQ_TYPE_CYCLIC_STRIDING_RQ, TRUE),
-  C (MLX5_RQC_STATE_RST, TRUE), C (MLX5_RQC_STATE_RDY, TRUE), C (MLX5_RQC_STATE_ERR, TRUE),
-  C (MLX5_SQC_STATE_RST, TRUE), C (MLX5_SQC_STATE_RDY, TRUE), C (MLX5_SQC_STATE_ERR, TRUE),
-  C (MLX5_TIRC_DISP_TYPE_DIRECT, TRUE), C (MLX5_TIRC_DISP_TYPE_INDIRECT, TRUE),
-  C (MLX5_RX_HASH_FN_NONE, TRUE), C (MLX5_RX_HASH_FN_INVERTED_XOR8, TRUE),
+  C (MLX5_WQ_TYPE_CYCLIC, TRUE),
+  C (MLX5_WQ_TYPE_CYCLIC_STRIDING_RQ, TRUE),
+  C (MLX5_RQC_STATE_RST, TRUE),
+  C (MLX5_RQC_STATE_RDY, TRUE),
+  C (MLX5_RQC_STATE_ERR, TRUE),
+  C (MLX5_SQC_STATE_RST, TRUE),
+  C (MLX5_SQC_STATE_RDY, TRUE),
+  C (MLX5_SQC_STATE_ERR, TRUE),
+  C (MLX5_TIRC_DISP_TYPE_DIRECT, TRUE),
+  C (MLX5_TIRC_DISP_TYPE_INDIRECT, TRUE),
+  C (MLX5_RX_HASH_FN_NONE, TRUE),
+  C (MLX5_RX_HASH_FN_INVERTED_XOR8, TRUE),
   C (MLX5_RX_HASH_FN_TOEPLITZ, TRUE),
-  C (MLX5_L3_PROT_TYPE_IPV4, FALSE), C (MLX5_L3_PROT_TYPE_IPV6, FALSE),
-  C (MLX5_L4_PROT_TYPE_TCP, FALSE), C (MLX5_L4_PROT_TYPE_UDP, FALSE),
+  C (MLX5_L3_PROT_TYPE_IPV4, FALSE),
+  C (MLX5_L3_PROT_TYPE_IPV6, FALSE),
+  C (MLX5_L4_PROT_TYPE_TCP, FALSE),
+  C (MLX5_L4_PROT_TYPE_UDP, FALSE),
   C (MLX5_ADAPTER_PAGE_SHIFT, TRUE),
 };
 
@@ -230,27 +368,27 @@ static const OurConst our_consts[] = {
 typedef struct _KType KType;
 
 typedef struct {
-  char *name;                   /* NULL: an anonymous struct/union, its members visible */
-  char *type;                   /* NULL: u8; else a named type */
-  KType *anon;                  /* the anonymous struct/union */
-  gint64 count;                 /* product of the dimensions; -1 unknown */
-  gboolean flexible;            /* `[]`: no width, only an offset */
+  char *name;        /* NULL: an anonymous struct/union, its members visible */
+  char *type;        /* NULL: u8; else a named type */
+  KType *anon;       /* the anonymous struct/union */
+  gint64 count;      /* product of the dimensions; -1 unknown */
+  gboolean flexible; /* `[]`: no width, only an offset */
 } KMember;
 
 struct _KType {
   char *name;
   gboolean is_union;
-  gboolean broken;              /* a construct the parser does not know: offsets past it
+  gboolean broken;    /* a construct the parser does not know: offsets past it
                                  * cannot be trusted */
-  GPtrArray *members;           /* KMember * */
+  GPtrArray *members; /* KMember * */
 };
 
 typedef struct {
-  GHashTable *types;            /* name (without mlx5_ifc_ and _bits) -> KType */
-  GPtrArray *anons;             /* KType * owned */
-  GPtrArray *tokens;            /* char * */
+  GHashTable *types; /* name (without mlx5_ifc_ and _bits) -> KType */
+  GPtrArray *anons;  /* KType * owned */
+  GPtrArray *tokens; /* char * */
   guint pos;
-  char *text;                   /* the file, comments and preprocessor lines removed */
+  char *text; /* the file, comments and preprocessor lines removed */
 } KHeader;
 
 static void
@@ -345,7 +483,7 @@ tokenize (const char *s)
 }
 
 static const char *
-tok (KHeader * h, guint i)
+tok (KHeader *h, guint i)
 {
   return i < h->tokens->len ? g_ptr_array_index (h->tokens, i) : "";
 }
@@ -368,7 +506,7 @@ ifc_name (const char *t)
 /* `[N][M]...` at h->pos: the product of the dimensions; -1 when one is not a number,
  * *flexible for a `[]` */
 static gint64
-parse_dims (KHeader * h, gboolean * flexible)
+parse_dims (KHeader *h, gboolean *flexible)
 {
   gint64 count = 1;
   *flexible = FALSE;
@@ -394,7 +532,7 @@ parse_dims (KHeader * h, gboolean * flexible)
 }
 
 static void
-skip_statement (KHeader * h)
+skip_statement (KHeader *h)
 {
   int depth = 0;
   while (h->pos < h->tokens->len) {
@@ -415,7 +553,7 @@ skip_statement (KHeader * h)
 
 /* members up to the closing brace (not consumed) */
 static void
-parse_members (KHeader * h, KType * t)
+parse_members (KHeader *h, KType *t)
 {
   while (h->pos < h->tokens->len && strcmp (tok (h, h->pos), "}") != 0) {
     const char *k = tok (h, h->pos);
@@ -430,18 +568,16 @@ parse_members (KHeader * h, KType * t)
       g_ptr_array_add (h->anons, m->anon);
       h->pos += 2;
       parse_members (h, m->anon);
-      h->pos++;                 /* } */
+      h->pos++; /* } */
       if (is_ident (tok (h, h->pos)))
         m->name = g_strdup (tok (h, h->pos++));
       m->count = parse_dims (h, &m->flexible);
     } else if ((strcmp (k, "struct") == 0 || strcmp (k, "union") == 0) &&
-        (m->type = ifc_name (tok (h, h->pos + 1))) != NULL &&
-        is_ident (tok (h, h->pos + 2))) {
+        (m->type = ifc_name (tok (h, h->pos + 1))) != NULL && is_ident (tok (h, h->pos + 2))) {
       m->name = g_strdup (tok (h, h->pos + 2));
       h->pos += 3;
       m->count = parse_dims (h, &m->flexible);
-    } else if (strcmp (k, "DECLARE_FLEX_ARRAY") == 0 &&
-        strcmp (tok (h, h->pos + 1), "(") == 0) {
+    } else if (strcmp (k, "DECLARE_FLEX_ARRAY") == 0 && strcmp (tok (h, h->pos + 1), "(") == 0) {
       /* DECLARE_FLEX_ARRAY(u8, name) or DECLARE_FLEX_ARRAY(struct mlx5_ifc_X_bits, name)
        * (kernel >= 6.5): a flexible array member */
       guint p = h->pos + 2;
@@ -479,7 +615,7 @@ parse_members (KHeader * h, KType * t)
 }
 
 static KHeader *
-kheader_parse (const char *path, GError ** error)
+kheader_parse (const char *path, GError **error)
 {
   char *src;
   if (!g_file_get_contents (path, &src, NULL, error))
@@ -504,7 +640,7 @@ kheader_parse (const char *path, GError ** error)
     h->pos += 3;
     parse_members (h, t);
     if (g_hash_table_contains (h->types, t->name))
-      ktype_free (t);           /* a second definition (#ifdef'd): keep the first */
+      ktype_free (t); /* a second definition (#ifdef'd): keep the first */
     else
       g_hash_table_insert (h->types, t->name, t);
   }
@@ -512,7 +648,7 @@ kheader_parse (const char *path, GError ** error)
 }
 
 static void
-kheader_free (KHeader * h)
+kheader_free (KHeader *h)
 {
   g_hash_table_unref (h->types);
   g_ptr_array_unref (h->anons);
@@ -521,11 +657,11 @@ kheader_free (KHeader * h)
   g_free (h);
 }
 
-static gint64 ktype_bits (KHeader * h, const KType * t, int depth);
+static gint64 ktype_bits (KHeader *h, const KType *t, int depth);
 
 /* bits of one member, -1 unknown; flexible arrays take none */
 static gint64
-kmember_bits (KHeader * h, const KMember * m, int depth)
+kmember_bits (KHeader *h, const KMember *m, int depth)
 {
   if (m->flexible)
     return 0;
@@ -542,7 +678,7 @@ kmember_bits (KHeader * h, const KMember * m, int depth)
 }
 
 static gint64
-ktype_bits (KHeader * h, const KType * t, int depth)
+ktype_bits (KHeader *h, const KType *t, int depth)
 {
   if (depth > 32)
     return -1;
@@ -566,7 +702,7 @@ ktype_bits (KHeader * h, const KType * t, int depth)
 /* offset and width of a member, looking into anonymous members; FALSE when absent or
  * not computable */
 static gboolean
-kmember_find (KHeader * h, const KType * t, const char *name, gint64 * off, gint64 * bits)
+kmember_find (KHeader *h, const KType *t, const char *name, gint64 *off, gint64 *bits)
 {
   gint64 at = 0;
   for (guint i = 0; i < t->members->len; i++) {
@@ -596,7 +732,7 @@ kmember_find (KHeader * h, const KType * t, const char *name, gint64 * off, gint
 
 /* the named members of a type, recursing into anonymous ones */
 static void
-kmember_names (const KType * t, GPtrArray * out)
+kmember_names (const KType *t, GPtrArray *out)
 {
   for (guint i = 0; i < t->members->len; i++) {
     const KMember *m = g_ptr_array_index (t->members, i);
@@ -647,8 +783,7 @@ our_find (const char *type, const char *member)
 
 static guint failures;
 
-static void
-fail (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
+static void fail (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
 
 static void
 fail (const char *fmt, ...)
@@ -664,7 +799,7 @@ fail (const char *fmt, ...)
 
 /* 1. the parser on our header agrees with the compiler, and the list is complete */
 static void
-check_ours (KHeader * ours)
+check_ours (KHeader *ours)
 {
   guint checked = 0;
   for (guint i = 0; i < G_N_ELEMENTS (our_fields); i++) {
@@ -678,8 +813,8 @@ check_ours (KHeader * ours)
     gint64 want_bits = f->bits == G_MAXSIZE ? G_MAXINT64 : (gint64) f->bits;
     if (off != (gint64) f->off || bits != want_bits)
       fail ("parser: %s.%s parsed at 0x%" G_GINT64_MODIFIER "x/0x%" G_GINT64_MODIFIER
-          "x, compiled at 0x%" G_GSIZE_MODIFIER "x/0x%" G_GSIZE_MODIFIER "x", f->type,
-          f->member, off, bits, f->off, f->bits);
+            "x, compiled at 0x%" G_GSIZE_MODIFIER "x/0x%" G_GSIZE_MODIFIER "x",
+          f->type, f->member, off, bits, f->off, f->bits);
     checked++;
   }
 
@@ -699,8 +834,8 @@ check_ours (KHeader * ours)
     if (t->broken)
       fail ("parser: our %s has a construct the parser does not know", t->name);
   }
-  g_print ("our header: %u fields parsed as the compiler lays them out, %u layouts\n",
-      checked, g_hash_table_size (ours->types));
+  g_print ("our header: %u fields parsed as the compiler lays them out, %u layouts\n", checked,
+      g_hash_table_size (ours->types));
 }
 
 /* the facts' offsets of the members the kernel may not define */
@@ -716,16 +851,17 @@ check_facts (void)
     }
     if (f->off != ff->off || f->bits != ff->bits)
       fail ("facts: %s.%s is at 0x%" G_GSIZE_MODIFIER "x/0x%" G_GSIZE_MODIFIER "x, the "
-          "facts say 0x%" G_GSIZE_MODIFIER "x/0x%" G_GSIZE_MODIFIER "x", ff->type,
-          ff->member, f->off, f->bits, ff->off, ff->bits);
+            "facts say 0x%" G_GSIZE_MODIFIER "x/0x%" G_GSIZE_MODIFIER "x",
+          ff->type, ff->member, f->off, f->bits, ff->off, ff->bits);
   }
 }
 
 static gboolean
-kernel_const (const char *text, const char *name, guint * value)
+kernel_const (const char *text, const char *name, guint *value)
 {
   char *pattern = g_strdup_printf ("(?:\\b%s\\s*=\\s*|#define\\s+%s\\s+)"
-      "(0x[0-9a-fA-F]+|[0-9]+)\\s*(?:,|}|\\n)", name, name);
+                                   "(0x[0-9a-fA-F]+|[0-9]+)\\s*(?:,|}|\\n)",
+      name, name);
   GRegex *re = g_regex_new (pattern, G_REGEX_MULTILINE, 0, NULL);
   g_free (pattern);
   GMatchInfo *mi = NULL;
@@ -742,7 +878,7 @@ kernel_const (const char *text, const char *name, guint * value)
 
 /* 2. and 3. against one kernel header */
 static void
-check_kernel (KHeader * ours, const char *path)
+check_kernel (KHeader *ours, const char *path)
 {
   GError *err = NULL;
   KHeader *k = kheader_parse (path, &err);
@@ -770,18 +906,18 @@ check_kernel (KHeader * ours, const char *path)
       gint64 want_bits = f->bits == G_MAXSIZE ? G_MAXINT64 : (gint64) f->bits;
       if (off != (gint64) f->off || bits != want_bits)
         fail ("%s.%s: ours 0x%" G_GSIZE_MODIFIER "x/0x%" G_GSIZE_MODIFIER "x, the kernel's "
-            "%s.%s 0x%" G_GINT64_MODIFIER "x/0x%" G_GINT64_MODIFIER "x", f->type, f->member,
-            f->off, f->bits, ktname, kmname, off, bits);
+              "%s.%s 0x%" G_GINT64_MODIFIER "x/0x%" G_GINT64_MODIFIER "x",
+            f->type, f->member, f->off, f->bits, ktname, kmname, off, bits);
       by_kernel++;
       continue;
     }
     const FactField *ff = fact_find (f->type, f->member);
     if (ff) {
-      by_facts++;               /* compared in check_facts () */
+      by_facts++; /* compared in check_facts () */
       continue;
     }
-    fail ("%s.%s: the kernel's %s has no member %s and the facts record none", f->type,
-        f->member, ktname, kmname);
+    fail ("%s.%s: the kernel's %s has no member %s and the facts record none", f->type, f->member,
+        ktname, kmname);
   }
 
   /* whole layouts */
@@ -795,8 +931,8 @@ check_kernel (KHeader * ours, const char *path)
       continue;
     gint64 a = ktype_bits (ours, t, 0), b = ktype_bits (k, kt, 0);
     if (a != b)
-      fail ("%s is 0x%" G_GINT64_MODIFIER "x bits, the kernel's %s 0x%" G_GINT64_MODIFIER
-          "x", t->name, a, kt->name, b);
+      fail ("%s is 0x%" G_GINT64_MODIFIER "x bits, the kernel's %s 0x%" G_GINT64_MODIFIER "x",
+          t->name, a, kt->name, b);
     sizes++;
   }
 
@@ -816,7 +952,8 @@ check_kernel (KHeader * ours, const char *path)
     consts++;
   }
   g_print ("%s: %u fields checked against it, %u against the facts (absent there), "
-      "%u layout sizes, %u constants\n", path, by_kernel, by_facts, sizes, consts);
+           "%u layout sizes, %u constants\n",
+      path, by_kernel, by_facts, sizes, consts);
   g_free (device_text);
   kheader_free (k);
 }
@@ -837,8 +974,7 @@ find_kernel_headers (void)
   while ((name = g_dir_read_name (d)) != NULL) {
     if (!g_str_has_prefix (name, "linux-headers-"))
       continue;
-    char *p = g_build_filename ("/usr/src", name, "include", "linux", "mlx5",
-        "mlx5_ifc.h", NULL);
+    char *p = g_build_filename ("/usr/src", name, "include", "linux", "mlx5", "mlx5_ifc.h", NULL);
     if (g_file_test (p, G_FILE_TEST_IS_REGULAR))
       g_ptr_array_add (found, p);
     else
@@ -875,9 +1011,9 @@ main (int argc, char **argv)
   }
   if (n_kernels == 0) {
     g_print ("SKIP: no kernel mlx5_ifc.h to compare with: install Debian's "
-        "linux-headers-6.1.0-*-common (scripts/deps.sh does) or set "
-        "DAQIRI_KERNEL_MLX5_IFC=/path/to/include/linux/mlx5/mlx5_ifc.h; our layouts "
-        "were checked against the compiler and the facts only\n");
+             "linux-headers-6.1.0-*-common (scripts/deps.sh does) or set "
+             "DAQIRI_KERNEL_MLX5_IFC=/path/to/include/linux/mlx5/mlx5_ifc.h; our layouts "
+             "were checked against the compiler and the facts only\n");
     return 77;
   }
   return 0;

@@ -10,8 +10,7 @@
 #include <glib.h>
 #include <infiniband/mlx5dv.h>
 
-#define OFF(type, field, expected) \
-  g_assert_cmpuint (offsetof (struct type, field), ==, (expected))
+#define OFF(type, field, expected) g_assert_cmpuint (offsetof (struct type, field), ==, (expected))
 #define SIZE(type, expected) g_assert_cmpuint (sizeof (struct type), ==, (expected))
 #define FIELD_SIZE(type, field, expected) \
   g_assert_cmpuint (sizeof (((struct type *) 0)->field), ==, (expected))
@@ -58,10 +57,10 @@ test_err_cqe (void)
   OFF (mlx5_err_cqe, signature, 62);
   OFF (mlx5_err_cqe, op_own, 63);
   /* an error CQE is read through the same 64 bytes as a good one */
-  g_assert_cmpuint (offsetof (struct mlx5_err_cqe, op_own), ==,
-      offsetof (struct mlx5_cqe64, op_own));
-  g_assert_cmpuint (offsetof (struct mlx5_err_cqe, wqe_counter), ==,
-      offsetof (struct mlx5_cqe64, wqe_counter));
+  g_assert_cmpuint (
+      offsetof (struct mlx5_err_cqe, op_own), ==, offsetof (struct mlx5_cqe64, op_own));
+  g_assert_cmpuint (
+      offsetof (struct mlx5_err_cqe, wqe_counter), ==, offsetof (struct mlx5_cqe64, wqe_counter));
 }
 
 static void
@@ -155,11 +154,11 @@ test_cqe_bytes (void)
 {
   guint8 raw[64];
   memset (raw, 0, sizeof raw);
-  raw[2] = 0x01;                /* wqe_id 0x0123 */
+  raw[2] = 0x01; /* wqe_id 0x0123 */
   raw[3] = 0x23;
-  raw[44] = 0x80 | 0x00;        /* filler, 3 strides, 0 bytes */
+  raw[44] = 0x80 | 0x00; /* filler, 3 strides, 0 bytes */
   raw[45] = 0x03;
-  raw[48] = 0x11;               /* timestamp 0x1122334455667788 */
+  raw[48] = 0x11; /* timestamp 0x1122334455667788 */
   raw[49] = 0x22;
   raw[50] = 0x33;
   raw[51] = 0x44;
@@ -167,13 +166,13 @@ test_cqe_bytes (void)
   raw[53] = 0x66;
   raw[54] = 0x77;
   raw[55] = 0x88;
-  raw[56] = 0xaa;               /* sop_drop_qpn: flow tag 0xbbccdd */
+  raw[56] = 0xaa; /* sop_drop_qpn: flow tag 0xbbccdd */
   raw[57] = 0xbb;
   raw[58] = 0xcc;
   raw[59] = 0xdd;
-  raw[60] = 0x01;               /* wqe_counter (first stride) 0x01ff */
+  raw[60] = 0x01; /* wqe_counter (first stride) 0x01ff */
   raw[61] = 0xff;
-  raw[63] = 0x21;               /* opcode 2, owner 1 */
+  raw[63] = 0x21; /* opcode 2, owner 1 */
   const struct mlx5_cqe64 *c = (const void *) raw;
   g_assert_cmpuint (be16toh (c->wqe_id), ==, 0x0123);
   guint32 bc = be32toh (c->byte_cnt);

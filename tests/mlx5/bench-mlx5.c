@@ -55,22 +55,23 @@ typedef struct {
 static Result
 summarize (const char *name, double *per_round, guint n, guint64 packets)
 {
-  Result r = {.packets = packets };
+  Result r = { .packets = packets };
   qsort (per_round, n, sizeof (double), cmp_double);
   r.min = per_round[0];
   r.median = per_round[n / 2];
   printf ("{\"bench\": \"mlx5-%s\", \"unit\": \"ns/packet\", \"frame\": %u, \"burst\": %u, "
-      "\"rounds\": %u, \"packets\": %" G_GUINT64_FORMAT ", \"min\": %.2f, \"median\": %.2f, "
-      "\"target\": %.0f}\n", name, FRAME, burst, n, packets, r.min, r.median, TARGET_NS);
+          "\"rounds\": %u, \"packets\": %" G_GUINT64_FORMAT ", \"min\": %.2f, \"median\": %.2f, "
+          "\"target\": %.0f}\n",
+      name, FRAME, burst, n, packets, r.min, r.median, TARGET_NS);
   fflush (stdout);
   return r;
 }
 
 /* fills the RX ring with `count` generated frames and waits until all are in */
 static void
-prefill (EmuPort * port, guint64 count)
+prefill (EmuPort *port, guint64 count)
 {
-  EmuGenConfig g = {.frame_len = FRAME,.count = count,.lossless = TRUE };
+  EmuGenConfig g = { .frame_len = FRAME, .count = count, .lossless = TRUE };
   GError *error = NULL;
   if (!emu_port_generate (port, &g, &error))
     g_error ("%s", error->message);
@@ -94,9 +95,7 @@ bench_rx_ring (void)
   if (dev == NULL)
     g_error ("%s", error->message);
   /* 64-byte strides, 512 per WQE, 256 WQEs: 131072 packets fill the ring */
-  Mlx5RxGeometry geo = {.log_stride_size = 6,.log_strides = 9,.log_wqes = 8,
-    .log_cq_size = 17
-  };
+  Mlx5RxGeometry geo = { .log_stride_size = 6, .log_strides = 9, .log_wqes = 8, .log_cq_size = 17 };
   Mlx5Rxq *q = mlx5_rxq_new (&emu_port_ops, dev, &caps, &geo, &error);
   if (q == NULL)
     g_error ("%s", error->message);
@@ -123,7 +122,7 @@ bench_rx_ring (void)
       got += b.n_packets;
     }
     gint64 t1 = now_ns ();
-    if (r > 0) {                /* round 0 warms caches and pages */
+    if (r > 0) { /* round 0 warms caches and pages */
       per[r - 1] = (double) (t1 - t0) / (double) got;
       total += got;
     }
@@ -145,9 +144,12 @@ bench_rx_engine (void)
   DqPort *port = dq_port_open ("emu:bench-eng,stride=64,strides=512", &error);
   if (port == NULL)
     g_error ("%s", error->message);
-  DqRxConfig cfg = {.burst_packets = burst,.burst_timeout_ns = 1000000,
-    .ring_bytes = 8 << 20,.max_packet_size = FRAME,.n_queues = 1,.group_id = 77
-  };
+  DqRxConfig cfg = { .burst_packets = burst,
+    .burst_timeout_ns = 1000000,
+    .ring_bytes = 8 << 20,
+    .max_packet_size = FRAME,
+    .n_queues = 1,
+    .group_id = 77 };
   DqRxQueue *rxq = dq_rxq_create (port, &cfg, &error);
   if (rxq == NULL)
     g_error ("%s", error->message);
@@ -194,7 +196,7 @@ bench_tx (gboolean in_place)
   gpointer dev = emu_port_ops.open ("bench-tx,peer=none", &info, &caps, &error);
   if (dev == NULL)
     g_error ("%s", error->message);
-  Mlx5TxConfig cfg = {.csum = TRUE };
+  Mlx5TxConfig cfg = { .csum = TRUE };
   if (!mlx5_tx_geometry_choose (&caps, "bench", 2 << 20, FRAME, 0, &cfg, &error))
     g_error ("%s", error->message);
   Mlx5Txq *q = mlx5_txq_new (&emu_port_ops, dev, &cfg, &error);
@@ -270,7 +272,7 @@ main (int argc, char **argv)
   Result txi = bench_tx (TRUE);
   gboolean met = rx.median <= TARGET_NS && txc.median <= TARGET_NS;
   printf ("mlx5 host datapath, 64-byte packets, median ns/packet: RX %.1f (engine API %.1f), "
-      "TX %.1f (in place %.1f); target <= %.0f: %s\n", rx.median, rxe.median, txc.median,
-      txi.median, TARGET_NS, met ? "met" : "NOT met");
+          "TX %.1f (in place %.1f); target <= %.0f: %s\n",
+      rx.median, rxe.median, txc.median, txi.median, TARGET_NS, met ? "met" : "NOT met");
   return 0;
 }

@@ -23,11 +23,13 @@ static const guint8 gen_mac[6] = { 0x02, 0x00, 0x00, 0x12, 0x34, 0x56 };
 /* Generator frame k as emu.h describes it: the headers (dq-packet.h), every payload
  * byte, and both checksums computed over the whole frame. */
 static void
-ref_gen_frame (guint8 * f, guint len, guint32 first_seq, guint64 k)
+ref_gen_frame (guint8 *f, guint len, guint32 first_seq, guint64 k)
 {
-  DqPacketHeaders h = {.src_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0xfe},
-    .src_ip = 0x0a000001,.dst_ip = 0x0a000002,.src_port = 1000,.dst_port = 5000
-  };
+  DqPacketHeaders h = { .src_mac = { 0x02, 0x00, 0x00, 0x00, 0x00, 0xfe },
+    .src_ip = 0x0a000001,
+    .dst_ip = 0x0a000002,
+    .src_port = 1000,
+    .dst_port = 5000 };
   guint32 seq = first_seq + (guint32) k;
 
   memcpy (h.dst_mac, gen_mac, 6);
@@ -36,18 +38,17 @@ ref_gen_frame (guint8 * f, guint len, guint32 first_seq, guint64 k)
   dq_packet_put32 (f + 42, seq);
   for (guint i = 46; i < len; i++)
     f[i] = (guint8) (k + i);
-  g_assert_cmpuint (emu_csum_fill (f, len, MLX5_ETH_WQE_L3_CSUM | MLX5_ETH_WQE_L4_CSUM),
-      ==, 3);
+  g_assert_cmpuint (emu_csum_fill (f, len, MLX5_ETH_WQE_L3_CSUM | MLX5_ETH_WQE_L4_CSUM), ==, 3);
 }
 
 static guint
-l4_csum_of (const guint8 * f)
+l4_csum_of (const guint8 *f)
 {
   return (guint) (f[40] << 8 | f[41]);
 }
 
 static void
-check_gen (EmuGen * g, guint8 * ref, guint64 k)
+check_gen (EmuGen *g, guint8 *ref, guint64 k)
 {
   guint len = g->cfg.frame_len;
   emu_gen_frame (g, k);
@@ -57,7 +58,8 @@ check_gen (EmuGen * g, guint8 * ref, guint64 k)
     while (g->frame[i] == ref[i])
       i++;
     g_error ("generator frame: len %u first_seq %u k %" G_GUINT64_FORMAT ": byte %u is "
-        "0x%02x, from scratch 0x%02x", len, g->cfg.first_seq, k, i, g->frame[i], ref[i]);
+             "0x%02x, from scratch 0x%02x",
+        len, g->cfg.first_seq, k, i, g->frame[i], ref[i]);
   }
 }
 
@@ -68,17 +70,14 @@ check_gen (EmuGen * g, guint8 * ref, guint64 k)
 static void
 test_gen_checksum (void)
 {
-  static const guint lens[] = { 60, 61, 62, 63, 64, 65, 66, 127, 128, 129, 301, 302, 303,
-    1000, 1514, 1515, 4096, 9001, 9996
-  };
-  static const guint32 firsts[] = { 0, 1, 5000, 0x0000ffff, 0x00010000, 0x7fffffff,
-    0xfffffeff, 0xffffffff
-  };
-  static const guint64 far[] = { G_GUINT64_CONSTANT (0xfffffffd),
-    G_GUINT64_CONSTANT (0xfffffffe), G_GUINT64_CONSTANT (0xffffffff),
-    G_GUINT64_CONSTANT (0x100000000), G_GUINT64_CONSTANT (0x100000001),
-    G_GUINT64_CONSTANT (0x10000000107), G_MAXUINT64 - 1, G_MAXUINT64
-  };
+  static const guint lens[] = { 60, 61, 62, 63, 64, 65, 66, 127, 128, 129, 301, 302, 303, 1000,
+    1514, 1515, 4096, 9001, 9996 };
+  static const guint32 firsts[] = { 0, 1, 5000, 0x0000ffff, 0x00010000, 0x7fffffff, 0xfffffeff,
+    0xffffffff };
+  static const guint64 far[] = { G_GUINT64_CONSTANT (0xfffffffd), G_GUINT64_CONSTANT (0xfffffffe),
+    G_GUINT64_CONSTANT (0xffffffff), G_GUINT64_CONSTANT (0x100000000),
+    G_GUINT64_CONSTANT (0x100000001), G_GUINT64_CONSTANT (0x10000000107), G_MAXUINT64 - 1,
+    G_MAXUINT64 };
   EmuGen *g = g_new0 (EmuGen, 1);
   guint8 *ref = g_malloc (EMU_MAX_FRAME);
   guint frames = 0;
@@ -143,7 +142,7 @@ typedef struct {
 } RefWire;
 
 static guint64
-ref_wire_start (RefWire * w, guint64 f, guint64 r, guint64 at, guint64 bits)
+ref_wire_start (RefWire *w, guint64 f, guint64 r, guint64 at, guint64 bits)
 {
   U128 sent = (U128) w->bits * f;
   guint64 busy_until = w->anchor + (guint64) ((sent + r - 1) / r);
@@ -157,7 +156,7 @@ ref_wire_start (RefWire * w, guint64 f, guint64 r, guint64 at, guint64 bits)
 }
 
 static guint64
-ref_busy_until (const RefWire * w, guint64 f, guint64 r)
+ref_busy_until (const RefWire *w, guint64 f, guint64 r)
 {
   return w->anchor + (guint64) (((U128) w->bits * f + r - 1) / r);
 }
@@ -169,13 +168,10 @@ ref_busy_until (const RefWire * w, guint64 f, guint64 r)
 static void
 test_wire_model (void)
 {
-  static const guint64 rates[] = { 1000000, 9999991, 1000000000, 10000000000ull,
-    25000000000ull, 40000000000ull, 100000000000ull, 123456789012ull, 400000000000ull,
-    1600000000000ull
-  };
-  static const guint64 freqs[] = { 1000000, 156250000, 999999000, 1000000000,
-    3333333000ull, 10000000000ull
-  };
+  static const guint64 rates[] = { 1000000, 9999991, 1000000000, 10000000000ull, 25000000000ull,
+    40000000000ull, 100000000000ull, 123456789012ull, 400000000000ull, 1600000000000ull };
+  static const guint64 freqs[] = { 1000000, 156250000, 999999000, 1000000000, 3333333000ull,
+    10000000000ull };
   GRand *rand = g_rand_new_with_seed (20260530);
   guint64 frames = 0, trains = 0;
 
@@ -188,34 +184,18 @@ test_wire_model (void)
       for (guint n = 0; n < 6000; n++, frames++) {
         guint64 bits;
         switch (g_rand_int_range (rand, 0, 4)) {
-          case 0:
-            bits = 8 * (60 + 24);
-            break;
-          case 1:
-            bits = 8 * (576 + 24);
-            break;
-          case 2:
-            bits = 8 * (guint64) g_rand_int_range (rand, 60, 9997 + 64);
-            break;
-          default:
-            bits = 8 * (guint64) (65535 + 64);
-            break;
+          case 0: bits = 8 * (60 + 24); break;
+          case 1: bits = 8 * (576 + 24); break;
+          case 2: bits = 8 * (guint64) g_rand_int_range (rand, 60, 9997 + 64); break;
+          default: bits = 8 * (guint64) (65535 + 64); break;
         }
         /* when the next frame is ready: within the train, at its end +- 1, later */
         guint64 end = ref_busy_until (&ref, f, r);
         switch (g_rand_int_range (rand, 0, 8)) {
-          case 0:
-            at = end - 1;
-            break;
-          case 1:
-            at = end;
-            break;
-          case 2:
-            at = end + 1;
-            break;
-          case 3:
-            at = end + g_rand_int_range (rand, 0, 1000000);
-            break;
+          case 0: at = end - 1; break;
+          case 1: at = end; break;
+          case 2: at = end + 1; break;
+          case 3: at = end + g_rand_int_range (rand, 0, 1000000); break;
           default:
             /* back to back: ready before the wire is free */
             break;
@@ -226,9 +206,9 @@ test_wire_model (void)
         guint64 got = emu_wire_start (&w, f, r, at, bits);
         if (got != want)
           g_error ("wire: rate %" G_GUINT64_FORMAT " freq %" G_GUINT64_FORMAT " frame %u "
-              "(%" G_GUINT64_FORMAT " bits, ready at %" G_GUINT64_FORMAT "): starts at %"
-              G_GUINT64_FORMAT ", the formula says %" G_GUINT64_FORMAT, r, f, n, bits, at,
-              got, want);
+                   "(%" G_GUINT64_FORMAT " bits, ready at %" G_GUINT64_FORMAT
+                   "): starts at %" G_GUINT64_FORMAT ", the formula says %" G_GUINT64_FORMAT,
+              r, f, n, bits, at, got, want);
       }
       /* a train of 6000 frames of the largest size: S * f passes 2^64 at 10 GHz */
       at = ref_busy_until (&ref, f, r) + 5;
@@ -245,7 +225,8 @@ test_wire_model (void)
   /* a third of the random frames start a train (end, end + 1, later) */
   g_assert_cmpuint (trains, >, G_N_ELEMENTS (rates) * G_N_ELEMENTS (freqs) * 6000 / 4);
   g_test_message ("%" G_GUINT64_FORMAT " frame starts, %" G_GUINT64_FORMAT " trains, "
-      "equal to the formula's", frames, trains);
+                  "equal to the formula's",
+      frames, trains);
   g_rand_free (rand);
 }
 
@@ -253,12 +234,9 @@ test_wire_model (void)
 static void
 test_gen_pacing (void)
 {
-  static const guint64 rates[] = { 1, 3, 50000, 100000, 999983, 10000000, 14880952,
-    1000000000, 3000000000ull
-  };
-  static const guint64 freqs[] = { 1000000, 156250000, 1000000000, 3333333000ull,
-    10000000000ull
-  };
+  static const guint64 rates[] = { 1, 3, 50000, 100000, 999983, 10000000, 14880952, 1000000000,
+    3000000000ull };
+  static const guint64 freqs[] = { 1000000, 156250000, 1000000000, 3333333000ull, 10000000000ull };
   EmuGen *g = g_new0 (EmuGen, 1);
   guint64 start = G_GUINT64_CONSTANT (0x123456789a);
 
@@ -269,9 +247,10 @@ test_gen_pacing (void)
       for (guint64 k = 0; k < 200000; k++) {
         guint64 want = start + (guint64) ((U128) k * freqs[fi] / rates[ri]);
         if (g->due_ticks != want)
-          g_error ("pacing: rate %" G_GUINT64_FORMAT " freq %" G_GUINT64_FORMAT " frame %"
-              G_GUINT64_FORMAT " due at %" G_GUINT64_FORMAT ", the formula says %"
-              G_GUINT64_FORMAT, rates[ri], freqs[fi], k, g->due_ticks, want);
+          g_error ("pacing: rate %" G_GUINT64_FORMAT " freq %" G_GUINT64_FORMAT
+                   " frame %" G_GUINT64_FORMAT " due at %" G_GUINT64_FORMAT
+                   ", the formula says %" G_GUINT64_FORMAT,
+              rates[ri], freqs[fi], k, g->due_ticks, want);
         g_assert_cmpuint (g->produced, ==, k);
         emu_gen_advance (g);
       }
@@ -284,19 +263,18 @@ test_gen_pacing (void)
 /* CQEs, byte for byte */
 
 static void
-put_be (guint8 * cqe, guint offset, guint size, guint64 v)
+put_be (guint8 *cqe, guint offset, guint size, guint64 v)
 {
   for (guint i = 0; i < size; i++)
     cqe[offset + i] = (guint8) (v >> (8 * (size - 1 - i)));
 }
 
 static void
-check_cqe (const guint8 * got, const guint8 * want, const char *what)
+check_cqe (const guint8 *got, const guint8 *want, const char *what)
 {
   for (guint i = 0; i < 64; i++)
     if (got[i] != want[i])
-      g_error ("%s CQE: byte %u is 0x%02x, the PRM layout says 0x%02x", what, i, got[i],
-          want[i]);
+      g_error ("%s CQE: byte %u is 0x%02x, the PRM layout says 0x%02x", what, i, got[i], want[i]);
 }
 
 /* RQ CQEs as the device writes them into a CQ the host filled with 0xff: a packet
@@ -318,7 +296,7 @@ test_cqe_bytes (void)
   memset (cq_ring, 0xff, 8 * 64);
   guint32 *cq_db = g_new0 (guint32, 2);
   guint8 *buf = g_aligned_alloc0 (4, 512, 64);
-  Mlx5Cq cq = {.ring = cq_ring,.dbrec = cq_db,.log_size = 3 };
+  Mlx5Cq cq = { .ring = cq_ring, .dbrec = cq_db, .log_size = 3 };
   Mlx5Rq rq[2];
   Mlx5Rq *rqs[2] = { &rq[0], &rq[1] };
   gpointer mr;
@@ -326,10 +304,15 @@ test_cqe_bytes (void)
   g_assert_true (emu_port_ops.mr_reg (dev, buf, 2048, &lkey, &mr, &error));
   g_assert_true (emu_port_ops.cq_create (dev, &cq, &error));
   for (guint q = 0; q < 2; q++) {
-    rq[q] = (Mlx5Rq) {.wqes = g_aligned_alloc0 (2, 32, 64),.dbrec = g_new0 (guint32, 2),
-      .log_wqes = 1,.log_strides = 3,.log_stride_size = 6,.buf = buf + 1024 * q,
-      .buf_size = 1024,.lkey = lkey,.cq = &cq
-    };
+    rq[q] = (Mlx5Rq){ .wqes = g_aligned_alloc0 (2, 32, 64),
+      .dbrec = g_new0 (guint32, 2),
+      .log_wqes = 1,
+      .log_strides = 3,
+      .log_stride_size = 6,
+      .buf = buf + 1024 * q,
+      .buf_size = 1024,
+      .lkey = lkey,
+      .cq = &cq };
     g_assert_true (emu_port_ops.rq_create (dev, &rq[q], &error));
     for (guint i = 0; i < 2; i++) {
       struct mlx5_mprq_wqe *w = (struct mlx5_mprq_wqe *) (rq[q].wqes + 32 * i);
@@ -339,14 +322,18 @@ test_cqe_bytes (void)
     }
     rq[q].dbrec[MLX5_RCV_DBR] = htobe32 (2);
   }
-  DqFlowRule rule = {.keys = DQ_FLOW_PROTO | DQ_FLOW_MARK,.proto = 17,.mark = 0xabcdef };
+  DqFlowRule rule = { .keys = DQ_FLOW_PROTO | DQ_FLOW_MARK, .proto = 17, .mark = 0xabcdef };
   g_assert_true (emu_port_ops.flows_set (dev, 1, rqs, 2, &rule, 1, &error));
 
   /* 100 bytes (2 strides), then 400 bytes (7: a filler for the 6 left, then WQE 1),
    * then a packet that completes with an error (1 stride) */
-  TuFrameSpec spec = {.len = 100,.proto = TU_PROTO_UDP,.src = 0x0a010203,
-    .dst = 0x0a040506,.sport = 1234,.dport = 4321,.good_csums = TRUE
-  };
+  TuFrameSpec spec = { .len = 100,
+    .proto = TU_PROTO_UDP,
+    .src = 0x0a010203,
+    .dst = 0x0a040506,
+    .sport = 1234,
+    .dport = 4321,
+    .good_csums = TRUE };
   guint8 frame[400];
   tu_frame_build (frame, &spec, 1);
   g_assert_true (emu_port_inject (port, frame, 100));
@@ -364,8 +351,7 @@ test_cqe_bytes (void)
   /* the Toeplitz hash of addresses and ports picks the RQ: entry hash & 1 of the
    * indirection table, RQ hash & 1; the flow tag is the rule's mark */
   const guint8 rss_in[12] = { 10, 1, 2, 3, 10, 4, 5, 6, 1234 >> 8, 1234 & 0xff, 4321 >> 8,
-    4321 & 0xff
-  };
+    4321 & 0xff };
   guint32 hash = emu_toeplitz (rss_in, 12);
   guint32 rqn = rq[hash & 1].rqn;
   guint8 want[64];
@@ -375,20 +361,20 @@ test_cqe_bytes (void)
   g_assert_cmpuint (ts0, >, 0);
   g_assert_cmpuint (ts0, <=, now);
   memset (want, 0, 64);
-  put_be (want, 2, 2, 0);       /* wqe_id */
-  put_be (want, 12, 4, hash);   /* rss_hash_result */
-  want[28] = MLX5_CQE_L2_OK | MLX5_CQE_L3_OK | MLX5_CQE_L4_OK;   /* hds_ip_ext */
-  want[29] = l4_l3;             /* l4_hdr_type_etc */
-  put_be (want, 44, 4, 2u << 16 | 100);   /* byte_cnt: strides, bytes */
-  put_be (want, 48, 8, ts0);    /* timestamp */
-  put_be (want, 56, 4, 0xabcdef);       /* sop_drop_qpn: flow tag */
-  put_be (want, 60, 2, 0);      /* wqe_counter: first stride */
-  want[63] = MLX5_CQE_RESP_SEND << 4 | 0;       /* op_own: first lap, owner 0 */
+  put_be (want, 2, 2, 0);                                      /* wqe_id */
+  put_be (want, 12, 4, hash);                                  /* rss_hash_result */
+  want[28] = MLX5_CQE_L2_OK | MLX5_CQE_L3_OK | MLX5_CQE_L4_OK; /* hds_ip_ext */
+  want[29] = l4_l3;                                            /* l4_hdr_type_etc */
+  put_be (want, 44, 4, 2u << 16 | 100);                        /* byte_cnt: strides, bytes */
+  put_be (want, 48, 8, ts0);                                   /* timestamp */
+  put_be (want, 56, 4, 0xabcdef);                              /* sop_drop_qpn: flow tag */
+  put_be (want, 60, 2, 0);                                     /* wqe_counter: first stride */
+  want[63] = MLX5_CQE_RESP_SEND << 4 | 0;                      /* op_own: first lap, owner 0 */
   check_cqe (cq_ring, want, "packet");
 
   memset (want, 0, 64);
   put_be (want, 2, 2, 0);
-  put_be (want, 44, 4, 0x80000000u | 6u << 16);   /* filler, 6 strides */
+  put_be (want, 44, 4, 0x80000000u | 6u << 16); /* filler, 6 strides */
   put_be (want, 60, 2, 2);
   want[63] = MLX5_CQE_RESP_SEND << 4;
   check_cqe (cq_ring + 64, want, "filler");

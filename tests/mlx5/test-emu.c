@@ -30,7 +30,7 @@ typedef struct {
 } Rig;
 
 static void
-rig_open (Rig * r, const char *spec)
+rig_open (Rig *r, const char *spec)
 {
   GError *error = NULL;
   memset (r, 0, sizeof *r);
@@ -40,11 +40,12 @@ rig_open (Rig * r, const char *spec)
 }
 
 static Mlx5Rxq *
-rig_rx (Rig * r, guint log_stride, guint log_strides, guint log_wqes)
+rig_rx (Rig *r, guint log_stride, guint log_strides, guint log_wqes)
 {
-  Mlx5RxGeometry geo = {.log_stride_size = log_stride,.log_strides = log_strides,
-    .log_wqes = log_wqes,.log_cq_size = log_strides + log_wqes
-  };
+  Mlx5RxGeometry geo = { .log_stride_size = log_stride,
+    .log_strides = log_strides,
+    .log_wqes = log_wqes,
+    .log_cq_size = log_strides + log_wqes };
   GError *error = NULL;
   Mlx5Rxq *q = mlx5_rxq_new (&emu_port_ops, r->dev, &r->caps, &geo, &error);
   g_assert_no_error (error);
@@ -54,31 +55,29 @@ rig_rx (Rig * r, guint log_stride, guint log_strides, guint log_wqes)
 
 /* steers everything (or `rules`) to the rig's RQs as group `group` */
 static void
-rig_steer (Rig * r, guint32 group, const DqFlowRule * rules, guint n_rules)
+rig_steer (Rig *r, guint32 group, const DqFlowRule *rules, guint n_rules)
 {
   Mlx5Rq *rqs[4];
   GError *error = NULL;
   for (guint i = 0; i < r->n_rx; i++)
     rqs[i] = mlx5_rxq_rq (r->rx[i]);
-  g_assert_true (emu_port_ops.flows_set (r->dev, group, rqs, r->n_rx, rules, n_rules,
-          &error));
+  g_assert_true (emu_port_ops.flows_set (r->dev, group, rqs, r->n_rx, rules, n_rules, &error));
   g_assert_no_error (error);
 }
 
 static Mlx5Txq *
-rig_tx (Rig * r, gsize ring, guint max_packet, gboolean csum)
+rig_tx (Rig *r, gsize ring, guint max_packet, gboolean csum)
 {
-  Mlx5TxConfig cfg = {.csum = csum };
+  Mlx5TxConfig cfg = { .csum = csum };
   GError *error = NULL;
-  g_assert_true (mlx5_tx_geometry_choose (&r->caps, "t", ring, max_packet, 0, &cfg,
-          &error));
+  g_assert_true (mlx5_tx_geometry_choose (&r->caps, "t", ring, max_packet, 0, &cfg, &error));
   r->tx = mlx5_txq_new (&emu_port_ops, r->dev, &cfg, &error);
   g_assert_no_error (error);
   return r->tx;
 }
 
 static void
-rig_close (Rig * r)
+rig_close (Rig *r)
 {
   if (r->tx != NULL)
     mlx5_txq_free (r->tx);
@@ -114,7 +113,7 @@ rxpkts_new (void)
 /* Polls queue `qi` of the rig until `want` packets (in `out`) or `timeout_ms`; each
  * burst is checked (one WQE region, packets inside it) and released at once. */
 static void
-rig_poll (Rig * r, guint qi, GArray * out, guint want, guint timeout_ms)
+rig_poll (Rig *r, guint qi, GArray *out, guint want, guint timeout_ms)
 {
   Mlx5Rxq *q = r->rx[qi];
   gint64 deadline = g_get_monotonic_time () + timeout_ms * 1000;
@@ -135,10 +134,12 @@ rig_poll (Rig * r, guint qi, GArray * out, guint want, guint timeout_ms)
     g_assert_cmpuint ((gsize) b.first_stride * mlx5_rxq_stride_size (q) + size, <=, region);
     for (guint i = 0; i < b.n_packets; i++) {
       g_assert_cmpuint (pkts[i].offset + pkts[i].length, <=, size);
-      RxPkt p = {.data = g_memdup2 (data + pkts[i].offset, pkts[i].length),
-        .len = pkts[i].length,.flow_id = pkts[i].flow_id,.flags = pkts[i].flags,
-        .ts = pkts[i].timestamp,.queue = qi
-      };
+      RxPkt p = { .data = g_memdup2 (data + pkts[i].offset, pkts[i].length),
+        .len = pkts[i].length,
+        .flow_id = pkts[i].flow_id,
+        .flags = pkts[i].flags,
+        .ts = pkts[i].timestamp,
+        .queue = qi };
       g_array_append_val (out, p);
     }
     mlx5_rxq_release (q, b.wqe, b.strides);
@@ -147,13 +148,12 @@ rig_poll (Rig * r, guint qi, GArray * out, guint want, guint timeout_ms)
 }
 
 static void
-send_all (Mlx5Txq * tx, guint8 ** frames, guint32 * lens, guint n)
+send_all (Mlx5Txq *tx, guint8 **frames, guint32 *lens, guint n)
 {
   guint done = 0;
   gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
   while (done < n) {
-    done += mlx5_txq_send (tx, (const guint8 * const *) frames + done, lens + done,
-        n - done);
+    done += mlx5_txq_send (tx, (const guint8 *const *) frames + done, lens + done, n - done);
     g_assert_cmpint (g_get_monotonic_time (), <, deadline);
     if (done < n)
       g_usleep (10);
@@ -161,7 +161,7 @@ send_all (Mlx5Txq * tx, guint8 ** frames, guint32 * lens, guint n)
 }
 
 static void
-wait_idle (Rig * r)
+wait_idle (Rig *r)
 {
   g_assert_true (emu_port_wait_idle (r->port, 5 * S_NS));
 }
@@ -175,24 +175,26 @@ test_config (void)
   struct {
     const char *spec, *message;
   } bad[] = {
-    {"", "the port name must be 1..32"},
-    {"a b", "the port name must be"},
-    {"x,rate=fast", "emu:x: rate=fast is not allowed (allowed: 1m .. 1600g"},
-    {"x,rate=2000g", "rate=2000g is not allowed"},
-    {"x,freq=1500hz", "freq=1500hz is not allowed (allowed: 1mhz .. 10ghz in whole kHz"},
-    {"x,mtu=10000", "mtu=10000 is not allowed (allowed: 68 .. 9978)"},
-    {"x,mac=02:00:00:00:00", "mac=02:00:00:00:00 is not allowed"},
-    {"x,peer=a/b", "peer=a/b is not allowed"},
-    {"x,pause=maybe", "pause=maybe is not allowed (allowed: on or off)"},
-    {"x,clock=gps", "clock=gps is not allowed (allowed: free or rt)"},
-    {"x,clock=rt,freq=156250khz", "clock=rt counts ns: it needs freq=1ghz"},
-    {"x,overhead=65", "overhead=65 is not allowed (allowed: 0 .. 64 bytes)"},
-    {"x,colour=blue", "unknown key 'colour' (allowed: rate, freq, clock, mtu, mac, peer, "
-          "pause, overhead)"},
-    {"x,rate", "'rate' is not KEY=VALUE"},
-    {"x,gen=64,gen=65", "emu:x: the key 'gen' is given twice in emu:x,gen=64,gen=65 "
-          "(allowed: each key once)"},
-    {"x,rate=25g,mtu=9000,rate=25g", "the key 'rate' is given twice"},
+    { "", "the port name must be 1..32" },
+    { "a b", "the port name must be" },
+    { "x,rate=fast", "emu:x: rate=fast is not allowed (allowed: 1m .. 1600g" },
+    { "x,rate=2000g", "rate=2000g is not allowed" },
+    { "x,freq=1500hz", "freq=1500hz is not allowed (allowed: 1mhz .. 10ghz in whole kHz" },
+    { "x,mtu=10000", "mtu=10000 is not allowed (allowed: 68 .. 9978)" },
+    { "x,mac=02:00:00:00:00", "mac=02:00:00:00:00 is not allowed" },
+    { "x,peer=a/b", "peer=a/b is not allowed" },
+    { "x,pause=maybe", "pause=maybe is not allowed (allowed: on or off)" },
+    { "x,clock=gps", "clock=gps is not allowed (allowed: free or rt)" },
+    { "x,clock=rt,freq=156250khz", "clock=rt counts ns: it needs freq=1ghz" },
+    { "x,overhead=65", "overhead=65 is not allowed (allowed: 0 .. 64 bytes)" },
+    { "x,colour=blue",
+        "unknown key 'colour' (allowed: rate, freq, clock, mtu, mac, peer, "
+        "pause, overhead)" },
+    { "x,rate", "'rate' is not KEY=VALUE" },
+    { "x,gen=64,gen=65",
+        "emu:x: the key 'gen' is given twice in emu:x,gen=64,gen=65 "
+        "(allowed: each key once)" },
+    { "x,rate=25g,mtu=9000,rate=25g", "the key 'rate' is given twice" },
   };
   for (guint i = 0; i < G_N_ELEMENTS (bad); i++) {
     g_assert_null (emu_port_open (bad[i].spec, &error));
@@ -203,7 +205,8 @@ test_config (void)
   }
 
   EmuPort *a = emu_port_open ("cfg0,rate=25g,freq=156250khz,mtu=9000,"
-      "mac=02:aa:bb:cc:dd:ee,pause=off,overhead=20", &error);
+                              "mac=02:aa:bb:cc:dd:ee,pause=off,overhead=20",
+      &error);
   g_assert_no_error (error);
   g_assert_cmpuint (emu_port_rate_bps (a), ==, 25000000000ull);
   g_assert_cmpuint (emu_port_freq_hz (a), ==, 156250000ull);
@@ -250,18 +253,22 @@ check_clock_info (const char *spec, guint64 khz, gboolean exact)
   Mlx5ClockInfo ci;
   rig_open (&r, spec);
   emu_port_ops.clock_info (r.dev, &ci);
-  struct mlx5dv_clock_info dv = {.nsec = ci.nsec,.last_cycles = ci.last_cycles,
-    .frac = ci.frac,.mult = ci.mult,.shift = ci.shift,.mask = ci.mask
-  };
-  gint64 span = (gint64) (khz * 500);   /* half a second of ticks */
+  struct mlx5dv_clock_info dv = { .nsec = ci.nsec,
+    .last_cycles = ci.last_cycles,
+    .frac = ci.frac,
+    .mult = ci.mult,
+    .shift = ci.shift,
+    .mask = ci.mask };
+  gint64 span = (gint64) (khz * 500); /* half a second of ticks */
   for (gint64 d = -span; d <= span; d += span / 1000 + 7) {
     guint64 ticks = ci.last_cycles + (guint64) d;
     guint64 exact_ns = (guint64) (((U128) ticks * 1000000) / khz);
     guint64 got = mlx5dv_ts_to_ns (&dv, ticks);
     gint64 diff = (gint64) (got - exact_ns);
     if (exact ? diff != 0 : (diff < -1 || diff > 1))
-      g_error ("%s: ticks %" G_GUINT64_FORMAT ": %" G_GUINT64_FORMAT " ns, exactly %"
-          G_GUINT64_FORMAT, spec, ticks, got, exact_ns);
+      g_error ("%s: ticks %" G_GUINT64_FORMAT ": %" G_GUINT64_FORMAT
+               " ns, exactly %" G_GUINT64_FORMAT,
+          spec, ticks, got, exact_ns);
   }
   /* the port clock and the snapshot agree */
   guint64 now = emu_port_ops.clock_now (r.dev);
@@ -288,11 +295,11 @@ test_toeplitz (void)
     guint16 sport, dport;
     guint32 ipv4, ipv4_l4;
   } v[] = {
-    {{66, 9, 149, 187}, {161, 142, 100, 80}, 2794, 1766, 0x323e8fc2, 0x51ccc178},
-    {{199, 92, 111, 2}, {65, 69, 140, 83}, 14230, 4739, 0xd718262a, 0xc626b0ea},
-    {{24, 19, 198, 95}, {12, 22, 207, 184}, 12898, 38024, 0xd2d0a5de, 0x5c2b394a},
-    {{38, 27, 205, 30}, {209, 142, 163, 6}, 48228, 2217, 0x82989176, 0xafc7327f},
-    {{153, 39, 163, 191}, {202, 188, 127, 2}, 44251, 1303, 0x5d1809c5, 0x10e828a2},
+    { { 66, 9, 149, 187 }, { 161, 142, 100, 80 }, 2794, 1766, 0x323e8fc2, 0x51ccc178 },
+    { { 199, 92, 111, 2 }, { 65, 69, 140, 83 }, 14230, 4739, 0xd718262a, 0xc626b0ea },
+    { { 24, 19, 198, 95 }, { 12, 22, 207, 184 }, 12898, 38024, 0xd2d0a5de, 0x5c2b394a },
+    { { 38, 27, 205, 30 }, { 209, 142, 163, 6 }, 48228, 2217, 0x82989176, 0xafc7327f },
+    { { 153, 39, 163, 191 }, { 202, 188, 127, 2 }, 44251, 1303, 0x5d1809c5, 0x10e828a2 },
   };
   for (guint i = 0; i < G_N_ELEMENTS (v); i++) {
     guint8 in[12];
@@ -315,14 +322,14 @@ test_loopback_strides (void)
 {
   Rig r;
   rig_open (&r, "lb0");
-  Mlx5Rxq *q = rig_rx (&r, 6, 4, 3);    /* 64-byte strides, 16 per WQE, 8 WQEs */
+  Mlx5Rxq *q = rig_rx (&r, 6, 4, 3); /* 64-byte strides, 16 per WQE, 8 WQEs */
   rig_steer (&r, 1, NULL, 0);
-  Mlx5Txq *tx = rig_tx (&r, 16 * 1024, 1024, FALSE);    /* 16 slots */
+  Mlx5Txq *tx = rig_tx (&r, 16 * 1024, 1024, FALSE); /* 16 slots */
   GRand *rand = g_rand_new_with_seed (11);
   GArray *got = rxpkts_new ();
   guint8 *frames[16];
   guint32 lens[16];
-  TuFrameSpec spec = {.proto = 0 };
+  TuFrameSpec spec = { .proto = 0 };
   guint32 seq = 0;
   guint64 fillers = 0;
   guint model_stride = 0;
@@ -370,7 +377,7 @@ test_loopback_strides (void)
   g_assert_cmpuint (rc.fillers, ==, fillers);
   g_assert_cmpuint (rc.device_errors, ==, 0);
   g_assert_cmpuint (rc.cqe_errors, ==, 0);
-  g_assert_cmpuint (c.rx_out_of_buffer, ==, 0);  /* pause held the sender back */
+  g_assert_cmpuint (c.rx_out_of_buffer, ==, 0); /* pause held the sender back */
   g_assert_cmpuint (c.iommu_faults, ==, 0);
   g_assert_cmpuint (rc.reposts, >, 1000);
   for (guint i = 0; i < 16; i++)
@@ -387,12 +394,12 @@ test_iommu_rx (void)
 {
   Rig r;
   rig_open (&r, "iommu0,pause=off");
-  Mlx5Rxq *q = rig_rx (&r, 6, 3, 2);    /* 8 strides per WQE, 4 WQEs */
+  Mlx5Rxq *q = rig_rx (&r, 6, 3, 2); /* 8 strides per WQE, 4 WQEs */
   rig_steer (&r, 1, NULL, 0);
   Mlx5Rq *rq = mlx5_rxq_rq (q);
   guint8 *guard = g_malloc0 (4096);
   GArray *got = rxpkts_new ();
-  TuFrameSpec spec = {.len = 100,.proto = TU_PROTO_UDP,.good_csums = TRUE };
+  TuFrameSpec spec = { .len = 100, .proto = TU_PROTO_UDP, .good_csums = TRUE };
   guint8 frame[100];
   Mlx5RxCounters rc;
   EmuCounters c;
@@ -450,7 +457,7 @@ test_iommu_tx (void)
   Mlx5Txq *tx = rig_tx (&r, 8 * 2048, 1518, FALSE);
   Mlx5Sq *sq = mlx5_txq_sq (tx);
   GArray *got = rxpkts_new ();
-  TuFrameSpec spec = {.len = 200,.proto = TU_PROTO_UDP,.good_csums = TRUE };
+  TuFrameSpec spec = { .len = 200, .proto = TU_PROTO_UDP, .good_csums = TRUE };
   guint8 *slots[4];
   guint32 lens[4] = { 200, 200, 200, 200 };
   Mlx5TxCounters tc;
@@ -465,9 +472,9 @@ test_iommu_tx (void)
   struct mlx5_wqe_data_seg *ds1 = (struct mlx5_wqe_data_seg *) (w + 64 + 32);
   struct mlx5_wqe_data_seg *ds2 = (struct mlx5_wqe_data_seg *) (w + 128 + 32);
   struct mlx5_wqe_ctrl_seg *ctrl3 = (struct mlx5_wqe_ctrl_seg *) (w + 192);
-  ds1->lkey = htobe32 (be32toh (ds1->lkey) ^ 0x100);    /* another MR's lkey */
-  ds2->addr = htobe64 (be64toh (ds2->addr) + (1 << 20));        /* past the slab */
-  ctrl3->opmod_idx_opcode = htobe32 ((3 << 8) | 0x1f); /* an opcode we do not know */
+  ds1->lkey = htobe32 (be32toh (ds1->lkey) ^ 0x100);     /* another MR's lkey */
+  ds2->addr = htobe64 (be64toh (ds2->addr) + (1 << 20)); /* past the slab */
+  ctrl3->opmod_idx_opcode = htobe32 ((3 << 8) | 0x1f);   /* an opcode we do not know */
   emu_port_fault_stall (r.port, FALSE);
   wait_idle (&r);
   rig_poll (&r, 0, got, 1, 1000);
@@ -513,8 +520,8 @@ test_iommu_tx (void)
   tu_frame_build (slots[0], &spec, 300);
   g_assert_cmpuint (mlx5_txq_commit (tx, 1, lens), ==, 1);
   guint32 pi = be32toh (sq->dbrec[MLX5_SND_DBR]) - 1;
-  struct mlx5_wqe_ctrl_seg *last = (struct mlx5_wqe_ctrl_seg *) (w +
-      (pi & ((1u << sq->log_wqebbs) - 1)) * 64);
+  struct mlx5_wqe_ctrl_seg *last =
+      (struct mlx5_wqe_ctrl_seg *) (w + (pi & ((1u << sq->log_wqebbs) - 1)) * 64);
   last->qpn_ds = htobe32 ((be32toh (last->qpn_ds) & ~0x3fu) | 8);
   emu_port_fault_stall (r.port, FALSE);
   wait_idle (&r);
@@ -553,9 +560,9 @@ test_out_of_buffer (void)
 {
   Rig r;
   rig_open (&r, "oob0");
-  Mlx5Rxq *q = rig_rx (&r, 6, 4, 2);    /* 16 strides per WQE, 4 WQEs: 64 strides */
+  Mlx5Rxq *q = rig_rx (&r, 6, 4, 2); /* 16 strides per WQE, 4 WQEs: 64 strides */
   rig_steer (&r, 1, NULL, 0);
-  TuFrameSpec spec = {.len = 64,.proto = TU_PROTO_UDP,.good_csums = TRUE };
+  TuFrameSpec spec = { .len = 64, .proto = TU_PROTO_UDP, .good_csums = TRUE };
   guint8 frame[64];
   GArray *held = g_array_new (FALSE, FALSE, sizeof (Mlx5RxBurst));
   DqPacket pkts[64];
@@ -573,8 +580,8 @@ test_out_of_buffer (void)
     if (b.n_packets == 0)
       break;
     for (guint i = 0; i < b.n_packets; i++)
-      g_assert_cmpuint (tu_frame_seq (mlx5_rxq_burst_data (q, &b) + pkts[i].offset, 64), ==,
-          received + i);
+      g_assert_cmpuint (
+          tu_frame_seq (mlx5_rxq_burst_data (q, &b) + pkts[i].offset, 64), ==, received + i);
     received += b.n_packets;
     g_array_append_val (held, b);
   }
@@ -614,7 +621,7 @@ test_out_of_buffer (void)
  * ring order and every packet arrives intact. */
 typedef struct {
   Mlx5Rxq *q;
-  GAsyncQueue *bursts;          /* Mlx5RxBurst* */
+  GAsyncQueue *bursts; /* Mlx5RxBurst* */
   guint seed;
 } Releaser;
 
@@ -664,14 +671,14 @@ test_release_threads (void)
 {
   Rig r;
   rig_open (&r, "rel0");
-  Mlx5Rxq *q = rig_rx (&r, 7, 4, 4);    /* 128-byte strides, 16 per WQE, 16 WQEs */
+  Mlx5Rxq *q = rig_rx (&r, 7, 4, 4); /* 128-byte strides, 16 per WQE, 16 WQEs */
   rig_steer (&r, 1, NULL, 0);
   Mlx5Txq *tx = rig_tx (&r, 64 * 512, 512, FALSE);
   Releaser rel[3];
   GThread *threads[3];
   const guint total = 60000;
   guint32 next = 0, sent = 0;
-  TuFrameSpec spec = {.proto = 0 };
+  TuFrameSpec spec = { .proto = 0 };
   guint8 f[32][512];
   guint8 *fp[32];
   guint32 fl[32];
@@ -701,7 +708,7 @@ test_release_threads (void)
         tu_frame_build (f[i], &spec, sent + i);
         fp[i] = f[i];
       }
-      sent += mlx5_txq_send (tx, (const guint8 * const *) fp, fl, n);
+      sent += mlx5_txq_send (tx, (const guint8 *const *) fp, fl, n);
     }
     mlx5_rxq_refill (q);
     Mlx5RxBurst b = { 0 };
@@ -751,7 +758,7 @@ test_rx_error_injection (void)
   rig_open (&r, "rxerr0");
   Mlx5Rxq *q = rig_rx (&r, 6, 3, 2);
   rig_steer (&r, 1, NULL, 0);
-  TuFrameSpec spec = {.len = 150,.proto = TU_PROTO_UDP,.good_csums = TRUE };
+  TuFrameSpec spec = { .len = 150, .proto = TU_PROTO_UDP, .good_csums = TRUE };
   guint8 frame[150];
   GArray *got = rxpkts_new ();
 
@@ -763,8 +770,8 @@ test_rx_error_injection (void)
   }
   g_assert_cmpuint (got->len, ==, 19);
   for (guint i = 0; i < 19; i++)
-    g_assert_cmpuint (tu_frame_seq (g_array_index (got, RxPkt, i).data, 150), ==,
-        i < 5 ? i : i + 1);
+    g_assert_cmpuint (
+        tu_frame_seq (g_array_index (got, RxPkt, i).data, 150), ==, i < 5 ? i : i + 1);
   Mlx5RxCounters rc;
   mlx5_rxq_counters (q, &rc);
   g_assert_cmpuint (rc.cqe_errors, ==, 1);
@@ -798,18 +805,40 @@ test_checksums (void)
   Mlx5Txq *on = rig_tx (&r, 64 * 2048, 1518, TRUE);
   GArray *got = rxpkts_new ();
   const TuFrameSpec specs[] = {
-    {.len = 60,.proto = TU_PROTO_UDP,.src = 0x0a000001,.dst = 0x0a000002,.sport = 1,
-        .dport = 2},
-    {.len = 61,.proto = TU_PROTO_UDP,.src = 0xc0a80001,.dst = 0xffffffff,.sport = 65535,
-        .dport = 5000},
-    {.len = 1518,.proto = TU_PROTO_UDP,.src = 0x01020304,.dst = 0x05060708,.sport = 9,
-        .dport = 9,.ip_options = 3},
-    {.len = 99,.proto = TU_PROTO_TCP,.src = 0x0a0a0a0a,.dst = 0x0b0b0b0b,.sport = 80,
-        .dport = 4000},
-    {.len = 1000,.proto = TU_PROTO_TCP,.src = 0x7f000001,.dst = 0x7f000001,.sport = 1,
-        .dport = 1,.ip_options = 10},
-    {.len = 70,.proto = TU_PROTO_ICMP,.src = 1,.dst = 2},
-    {.len = 80,.proto = 0},
+    { .len = 60,
+        .proto = TU_PROTO_UDP,
+        .src = 0x0a000001,
+        .dst = 0x0a000002,
+        .sport = 1,
+        .dport = 2 },
+    { .len = 61,
+        .proto = TU_PROTO_UDP,
+        .src = 0xc0a80001,
+        .dst = 0xffffffff,
+        .sport = 65535,
+        .dport = 5000 },
+    { .len = 1518,
+        .proto = TU_PROTO_UDP,
+        .src = 0x01020304,
+        .dst = 0x05060708,
+        .sport = 9,
+        .dport = 9,
+        .ip_options = 3 },
+    { .len = 99,
+        .proto = TU_PROTO_TCP,
+        .src = 0x0a0a0a0a,
+        .dst = 0x0b0b0b0b,
+        .sport = 80,
+        .dport = 4000 },
+    { .len = 1000,
+        .proto = TU_PROTO_TCP,
+        .src = 0x7f000001,
+        .dst = 0x7f000001,
+        .sport = 1,
+        .dport = 1,
+        .ip_options = 10 },
+    { .len = 70, .proto = TU_PROTO_ICMP, .src = 1, .dst = 2 },
+    { .len = 80, .proto = 0 },
   };
   const guint n = G_N_ELEMENTS (specs);
   guint8 f[G_N_ELEMENTS (specs)][1518];
@@ -817,7 +846,7 @@ test_checksums (void)
   guint32 fl[G_N_ELEMENTS (specs)];
 
   for (guint i = 0; i < n; i++) {
-    tu_frame_build (f[i], &specs[i], i);        /* checksums zero or garbage */
+    tu_frame_build (f[i], &specs[i], i); /* checksums zero or garbage */
     fp[i] = f[i];
     fl[i] = specs[i].len;
   }
@@ -874,10 +903,9 @@ test_checksums (void)
   g_assert_cmpuint (got->len, ==, 7);
   for (guint i = 0; i < 3; i++) {
     g_assert_cmpuint (g_array_index (got, RxPkt, 2 * i).flags & DQ_PACKET_FLAG_CSUM_OK, !=, 0);
-    g_assert_cmpuint (g_array_index (got, RxPkt, 2 * i + 1).flags & DQ_PACKET_FLAG_CSUM_OK,
-        ==, 0);
-    g_assert_cmpmem (g_array_index (got, RxPkt, 2 * i + 1).data, fl[2 * i + 1], f[2 * i + 1],
-        fl[2 * i + 1]);
+    g_assert_cmpuint (g_array_index (got, RxPkt, 2 * i + 1).flags & DQ_PACKET_FLAG_CSUM_OK, ==, 0);
+    g_assert_cmpmem (
+        g_array_index (got, RxPkt, 2 * i + 1).data, fl[2 * i + 1], f[2 * i + 1], fl[2 * i + 1]);
   }
   g_assert_cmpuint (g_array_index (got, RxPkt, 6).flags & DQ_PACKET_FLAG_CSUM_OK, !=, 0);
   g_array_unref (got);
@@ -887,7 +915,7 @@ test_checksums (void)
 /* Timestamps follow the line-rate model exactly (formula in mlx5/emu/emu.h): frames
  * sent with one doorbell leave back to back. */
 static void
-check_train (const char *spec_text, guint n, const guint * lens, guint overhead)
+check_train (const char *spec_text, guint n, const guint *lens, guint overhead)
 {
   Rig r;
   rig_open (&r, spec_text);
@@ -899,7 +927,7 @@ check_train (const char *spec_text, guint n, const guint * lens, guint overhead)
   guint32 *fl = g_new (guint32, n);
   guint64 f = emu_port_freq_hz (r.port), rate = emu_port_rate_bps (r.port);
 
-  g_usleep (1000);              /* the wire is idle: the train starts fresh */
+  g_usleep (1000); /* the wire is idle: the train starts fresh */
   for (guint i = 0; i < n; i++) {
     fp[i] = g_malloc0 (lens[i]);
     fp[i][12] = 0x88;
@@ -910,7 +938,7 @@ check_train (const char *spec_text, guint n, const guint * lens, guint overhead)
   }
   mlx5_rxq_clock_refresh (q);
   guint64 before = emu_port_ops.clock_now (r.dev);
-  g_assert_cmpuint (mlx5_txq_send (tx, (const guint8 * const *) fp, fl, n), ==, n);
+  g_assert_cmpuint (mlx5_txq_send (tx, (const guint8 *const *) fp, fl, n), ==, n);
   rig_poll (&r, 0, got, n, 2000);
   guint64 after = emu_port_ops.clock_now (r.dev);
   g_assert_cmpuint (got->len, ==, n);
@@ -927,8 +955,8 @@ check_train (const char *spec_text, guint n, const guint * lens, guint overhead)
     guint64 ticks = (guint64) (((U128) p->ts * f + 500000000) / 1000000000);
     guint64 expect = tu_wire_ticks (lens, k, overhead, f, rate);
     if (ticks - tick0 != expect)
-      g_error ("%s: frame %u at tick +%" G_GUINT64_FORMAT ", the model says +%"
-          G_GUINT64_FORMAT, spec_text, k, ticks - tick0, expect);
+      g_error ("%s: frame %u at tick +%" G_GUINT64_FORMAT ", the model says +%" G_GUINT64_FORMAT,
+          spec_text, k, ticks - tick0, expect);
   }
   for (guint i = 0; i < n; i++)
     g_free (fp[i]);
@@ -986,7 +1014,7 @@ test_rt_clock (void)
 /* Steering: rules with marks and queues, RSS for rules without a queue, a later
  * catch-all group for what no rule takes; without one such packets are dropped. */
 static guint
-rss_queue (const TuFrameSpec * s, guint n)
+rss_queue (const TuFrameSpec *s, guint n)
 {
   guint8 in[12];
   in[0] = (guint8) (s->src >> 24);
@@ -1018,10 +1046,10 @@ test_steering (void)
   for (guint i = 0; i < 3; i++)
     rig_rx (&r, 11, 3, 3);
   g_assert_true (dq_flow_parse ("proto=udp dst-port=5000 mark=7 queue=1; "
-          "proto=udp dst-port=6000 mark=11259375; proto=tcp mark=9 queue=2", &rules, &n_rules,
-          &error));
+                                "proto=udp dst-port=6000 mark=11259375; proto=tcp mark=9 queue=2",
+      &rules, &n_rules, &error));
   rig_steer (&r, 1, rules, n_rules);
-  TuFrameSpec s = {.len = 100,.proto = TU_PROTO_UDP,.good_csums = TRUE };
+  TuFrameSpec s = { .len = 100, .proto = TU_PROTO_UDP, .good_csums = TRUE };
   guint8 frame[100];
   guint per_queue[3] = { 0 };
   guint expect_queue[3] = { 0 };
@@ -1048,8 +1076,8 @@ test_steering (void)
     expect_queue[rss_queue (&s, 3)]++;
   }
   /* rule 3: TCP -> queue 2 */
-  TuFrameSpec t = {.len = 100,.proto = TU_PROTO_TCP,.src = 1,.dst = 2,.sport = 3,.dport = 4,
-    .good_csums = TRUE
+  TuFrameSpec t = {
+    .len = 100, .proto = TU_PROTO_TCP, .src = 1, .dst = 2, .sport = 3, .dport = 4, .good_csums = TRUE
   };
   for (guint i = 0; i < 5; i++) {
     tu_frame_build (frame, &t, seq++);
@@ -1076,7 +1104,7 @@ test_steering (void)
     }
   }
   g_assert_cmpuint (per_queue[0] + per_queue[1] + per_queue[2], ==, 75);
-  g_assert_cmpuint (per_queue[0], >, 0);        /* RSS spread the 60 */
+  g_assert_cmpuint (per_queue[0], >, 0); /* RSS spread the 60 */
   EmuCounters c;
   emu_port_counters (r.port, &c);
   g_assert_cmpuint (c.rx_steer_miss, ==, 1);
@@ -1097,7 +1125,7 @@ test_steering (void)
   g_assert_cmpuint (g_array_index (other, RxPkt, 0).flow_id, ==, 0);
   g_array_set_size (got[1], 0);
   rig_poll (&r, 1, got[1], 1, 1000);
-  g_assert_cmpuint (got[1]->len, ==, 1);        /* rule 1 still wins over the catch-all */
+  g_assert_cmpuint (got[1]->len, ==, 1); /* rule 1 still wins over the catch-all */
   /* removing group 1: its traffic falls to the catch-all */
   g_assert_true (emu_port_ops.flows_set (r.dev, 1, NULL, 0, NULL, 0, &error));
   g_assert_true (emu_port_inject (r.port, frame, 100));
@@ -1105,7 +1133,7 @@ test_steering (void)
   g_assert_cmpuint (other->len, ==, 2);
 
   /* marks past 24 bits and queues past the group are refused */
-  DqFlowRule bad = {.keys = DQ_FLOW_MARK,.mark = 0x1000000 };
+  DqFlowRule bad = { .keys = DQ_FLOW_MARK, .mark = 0x1000000 };
   g_assert_false (emu_port_ops.flows_set (r.dev, 3, &rq, 1, &bad, 1, &error));
   g_assert_error (error, DQ_ERROR, DQ_ERROR_FLOW);
   g_clear_error (&error);
@@ -1132,7 +1160,7 @@ test_cable (void)
   Mlx5Txq *ta = rig_tx (&a, 64 * 2048, 1518, TRUE);
   /* b does not exist yet: frames are lost */
   guint8 f[300];
-  TuFrameSpec spec = {.len = 300,.proto = TU_PROTO_UDP };
+  TuFrameSpec spec = { .len = 300, .proto = TU_PROTO_UDP };
   tu_frame_build (f, &spec, 1);
   guint8 *fp[1] = { f };
   guint32 fl[1] = { 300 };
@@ -1200,10 +1228,10 @@ test_generator (void)
   Rig r;
   GError *error = NULL;
   rig_open (&r, "gen0");
-  Mlx5Rxq *q = rig_rx (&r, 6, 4, 2);    /* 64 packets of 64 bytes fill the ring */
+  Mlx5Rxq *q = rig_rx (&r, 6, 4, 2); /* 64 packets of 64 bytes fill the ring */
   rig_steer (&r, 1, NULL, 0);
   GArray *got = rxpkts_new ();
-  EmuGenConfig g = {.frame_len = 64,.count = 1000,.first_seq = 5000,.lossless = TRUE };
+  EmuGenConfig g = { .frame_len = 64, .count = 1000, .first_seq = 5000, .lossless = TRUE };
 
   g_assert_true (emu_port_generate (r.port, &g, &error));
   rig_poll (&r, 0, got, 1000, 5000);
@@ -1233,8 +1261,8 @@ test_generator (void)
   rig_poll (&r, 0, got, 50, 5000);
   g_assert_cmpuint (got->len, ==, 50);
   for (guint k = 1; k < 50; k++)
-    g_assert_cmpuint (g_array_index (got, RxPkt, k).ts - g_array_index (got, RxPkt, 0).ts,
-        ==, k * 10000ull);
+    g_assert_cmpuint (
+        g_array_index (got, RxPkt, k).ts - g_array_index (got, RxPkt, 0).ts, ==, k * 10000ull);
 
   /* a stalled device delivers nothing until it runs again */
   emu_port_fault_stall (r.port, TRUE);
@@ -1277,7 +1305,7 @@ test_generator (void)
 
 /* Polls queue `qi` until nothing more comes for 30 ms. */
 static void
-rig_drain (Rig * r, guint qi, GArray * out)
+rig_drain (Rig *r, guint qi, GArray *out)
 {
   guint before;
   do {
@@ -1301,26 +1329,25 @@ test_generator_steering (void)
   rig_rx (&r, 6, 4, 4);
   GArray *q0 = rxpkts_new (), *q1 = rxpkts_new ();
 
-  g_assert_true (dq_flow_parse ("proto=udp dst-port=5000 mark=7 queue=0", &rules, &n_rules,
-          &error));
+  g_assert_true (
+      dq_flow_parse ("proto=udp dst-port=5000 mark=7 queue=0", &rules, &n_rules, &error));
   rig_steer (&r, 1, rules, n_rules);
   g_free (rules);
-  EmuGenConfig g = {.frame_len = 64,.rate_pps = 20000,.lossless = TRUE };
+  EmuGenConfig g = { .frame_len = 64, .rate_pps = 20000, .lossless = TRUE };
   g_assert_true (emu_port_generate (r.port, &g, &error));
   rig_poll (&r, 0, q0, 20, 2000);
   g_assert_cmpuint (q0->len, >=, 20);
 
   /* to queue 1 with mark 9, while frames keep coming */
-  g_assert_true (dq_flow_parse ("proto=udp dst-port=5000 mark=9 queue=1", &rules, &n_rules,
-          &error));
+  g_assert_true (
+      dq_flow_parse ("proto=udp dst-port=5000 mark=9 queue=1", &rules, &n_rules, &error));
   rig_steer (&r, 1, rules, n_rules);
   g_free (rules);
   rig_poll (&r, 1, q1, 20, 2000);
   g_assert_cmpuint (q1->len, >=, 20);
 
   /* rules that take nothing the generator makes: its frames are steering misses */
-  g_assert_true (dq_flow_parse ("proto=udp dst-port=6000 queue=0", &rules, &n_rules,
-          &error));
+  g_assert_true (dq_flow_parse ("proto=udp dst-port=6000 queue=0", &rules, &n_rules, &error));
   rig_steer (&r, 1, rules, n_rules);
   g_free (rules);
   rig_drain (&r, 0, q0);
@@ -1353,7 +1380,7 @@ test_generator_steering (void)
   g_assert_cmpuint (c0.rx_packets, ==, b);
 
   /* RSS over both queues with mark 3: the template's hash picks one */
-  TuFrameSpec spec = {.src = 0x0a000001,.dst = 0x0a000002,.sport = 1000,.dport = 5000 };
+  TuFrameSpec spec = { .src = 0x0a000001, .dst = 0x0a000002, .sport = 1000, .dport = 5000 };
   guint qi = rss_queue (&spec, 2);
   g_assert_true (dq_flow_parse ("proto=udp mark=3", &rules, &n_rules, &error));
   rig_steer (&r, 1, rules, n_rules);

@@ -27,13 +27,18 @@ port_open (const char *device)
 }
 
 static DqRxQueue *
-rxq_new (DqPort * port, guint burst, guint64 timeout_ns, gsize ring, guint max_packet,
-    const DqFlowRule * flows, guint n_flows, guint queue, guint n_queues, guint32 group)
+rxq_new (DqPort *port, guint burst, guint64 timeout_ns, gsize ring, guint max_packet,
+    const DqFlowRule *flows, guint n_flows, guint queue, guint n_queues, guint32 group)
 {
-  DqRxConfig cfg = {.burst_packets = burst,.burst_timeout_ns = timeout_ns,
-    .ring_bytes = ring,.max_packet_size = max_packet,.flows = flows,.n_flows = n_flows,
-    .queue_index = queue,.n_queues = n_queues,.group_id = group
-  };
+  DqRxConfig cfg = { .burst_packets = burst,
+    .burst_timeout_ns = timeout_ns,
+    .ring_bytes = ring,
+    .max_packet_size = max_packet,
+    .flows = flows,
+    .n_flows = n_flows,
+    .queue_index = queue,
+    .n_queues = n_queues,
+    .group_id = group };
   GError *error = NULL;
   DqRxQueue *q = dq_rxq_create (port, &cfg, &error);
   g_assert_no_error (error);
@@ -41,9 +46,9 @@ rxq_new (DqPort * port, guint burst, guint64 timeout_ns, gsize ring, guint max_p
 }
 
 static DqTxQueue *
-txq_new (DqPort * port, gsize ring, guint max_packet)
+txq_new (DqPort *port, gsize ring, guint max_packet)
 {
-  DqTxConfig cfg = {.ring_bytes = ring,.max_packet_size = max_packet };
+  DqTxConfig cfg = { .ring_bytes = ring, .max_packet_size = max_packet };
   GError *error = NULL;
   DqTxQueue *q = dq_txq_create (port, &cfg, &error);
   g_assert_no_error (error);
@@ -92,14 +97,15 @@ test_registry (void)
   const struct {
     const char *device, *message;
   } bad[] = {
-    {"emu:", "needs a name after 'emu:'"},
-    {"emu:x y", "the port name must be"},
-    {"emu:e1,stride=100", "emu:e1: stride=100 is not allowed (allowed: a power of two 64 .. "
-          "8192)"},
-    {"emu:e1,strides=4", "strides=4 is not allowed (allowed: a power of two 8 .. 65536)"},
-    {"emu:e1,tx-csum=perhaps", "tx-csum=perhaps is not allowed (allowed: on or off)"},
-    {"emu:e1,tx-signal=0", "tx-signal=0 is not allowed (allowed: 1 .. 16384)"},
-    {"emu:e1,rate=1t", "rate=1t is not allowed"},
+    { "emu:", "needs a name after 'emu:'" },
+    { "emu:x y", "the port name must be" },
+    { "emu:e1,stride=100",
+        "emu:e1: stride=100 is not allowed (allowed: a power of two 64 .. "
+        "8192)" },
+    { "emu:e1,strides=4", "strides=4 is not allowed (allowed: a power of two 8 .. 65536)" },
+    { "emu:e1,tx-csum=perhaps", "tx-csum=perhaps is not allowed (allowed: on or off)" },
+    { "emu:e1,tx-signal=0", "tx-signal=0 is not allowed (allowed: 1 .. 16384)" },
+    { "emu:e1,rate=1t", "rate=1t is not allowed" },
   };
   for (guint i = 0; i < G_N_ELEMENTS (bad); i++) {
     g_assert_null (dq_port_open (bad[i].device, &error));
@@ -119,22 +125,24 @@ test_config_errors (void)
 {
   DqPort *p = port_open ("emu:cfgerr");
   GError *error = NULL;
-  DqFlowRule rule = {.keys = DQ_FLOW_QUEUE,.queue = 2 };
-  DqRxConfig cfg = {.burst_packets = 8,.n_queues = 2,.flows = &rule,.n_flows = 1,
-    .group_id = next_group++
+  DqFlowRule rule = { .keys = DQ_FLOW_QUEUE, .queue = 2 };
+  DqRxConfig cfg = {
+    .burst_packets = 8, .n_queues = 2, .flows = &rule, .n_flows = 1, .group_id = next_group++
   };
 
   g_assert_null (dq_rxq_create (p, &cfg, &error));
   g_assert_error (error, DQ_ERROR, DQ_ERROR_FLOW);
-  g_assert_nonnull (strstr (error->message, "sends to queue 2, but there are only 2 queues "
-          "(allowed queue=0 .. 1)"));
+  g_assert_nonnull (strstr (error->message,
+      "sends to queue 2, but there are only 2 queues "
+      "(allowed queue=0 .. 1)"));
   g_clear_error (&error);
   rule.keys = DQ_FLOW_MARK;
   rule.mark = 0x1000000;
   g_assert_null (dq_rxq_create (p, &cfg, &error));
   g_assert_error (error, DQ_ERROR, DQ_ERROR_FLOW);
-  g_assert_nonnull (strstr (error->message, "mark 16777216 does not fit the NIC's 24-bit "
-          "flow tag (allowed mark=0 .. 16777215)"));
+  g_assert_nonnull (strstr (error->message,
+      "mark 16777216 does not fit the NIC's 24-bit "
+      "flow tag (allowed mark=0 .. 16777215)"));
   g_clear_error (&error);
   cfg.n_flows = 0;
   cfg.ring_bytes = 4096;
@@ -155,7 +163,7 @@ test_config_errors (void)
   g_assert_null (dq_rxq_create (p, &cfg, &error));
   g_assert_error (error, DQ_ERROR, DQ_ERROR_BUSY);
   g_clear_error (&error);
-  DqTxConfig tcfg = {.ring_bytes = 1000 };
+  DqTxConfig tcfg = { .ring_bytes = 1000 };
   g_assert_null (dq_txq_create (p, &tcfg, &error));
   g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
   g_assert_nonnull (strstr (error->message, "TX ring-size 1000 is too small"));
@@ -172,15 +180,14 @@ test_config_errors (void)
 static guint
 lb_len (guint32 seq)
 {
-  static const guint sizes[16] = { 60, 64, 1518, 128, 64, 576, 200, 60, 1024, 64, 300,
-    1500, 64, 90, 750, 64
-  };
+  static const guint sizes[16] = { 60, 64, 1518, 128, 64, 576, 200, 60, 1024, 64, 300, 1500, 64, 90,
+    750, 64 };
   return sizes[seq % 16] - (seq / 16) % 7;
 }
 
 /* frame seq: a raw ethertype frame, the sequence at 14, 64-bit words from 18 on */
 static void
-lb_fill (guint8 * f, guint32 seq, guint len)
+lb_fill (guint8 *f, guint32 seq, guint len)
 {
   static const guint8 hdr[14] = { 2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x88, 0xb5 };
   memcpy (f, hdr, 14);
@@ -237,7 +244,7 @@ test_loopback_million (void)
   guint32 total = env != NULL ? (guint32) atoi (env) : 1000000;
   DqPort *p = port_open ("emu:million");
   DqRxQueue *rxq = rxq_new (p, 64, 100 * 1000, 16 << 20, 0, NULL, 0, 0, 1, next_group++);
-  LbSender s = {.txq = txq_new (p, 0, 0),.total = total };
+  LbSender s = { .txq = txq_new (p, 0, 0), .total = total };
   guint8 expect[1518];
   guint32 next = 0;
   guint64 bytes = 0, last_ts = 0, bursts = 0;
@@ -297,8 +304,8 @@ test_loopback_million (void)
   g_assert_cmpuint (c.rx_out_of_buffer, ==, 0);
   g_assert_cmpuint (c.rx_cqe_errors + c.tx_cqe_errors + c.iommu_faults, ==, 0);
   g_test_message ("%u packets, %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " bursts, "
-      "%" G_GUINT64_FORMAT " fillers, %" G_GUINT64_FORMAT " pause waits", total, bytes,
-      bursts, c.rx_fillers, c.pause_waits);
+                  "%" G_GUINT64_FORMAT " fillers, %" G_GUINT64_FORMAT " pause waits",
+      total, bytes, bursts, c.rx_fillers, c.pause_waits);
   emu_port_unref (ep);
   dq_txq_destroy (s.txq);
   dq_rxq_destroy (rxq);
@@ -328,7 +335,7 @@ test_burst_timeout_wakeup (void)
   DqPort *p = port_open ("emu:bt0");
   DqRxQueue *rxq = rxq_new (p, 64, 20 * MS, 1 << 20, 0, NULL, 0, 0, 1, next_group++);
   EmuPort *ep = emu_port_lookup ("bt0");
-  TuFrameSpec spec = {.len = 128,.proto = TU_PROTO_UDP,.good_csums = TRUE };
+  TuFrameSpec spec = { .len = 128, .proto = TU_PROTO_UDP, .good_csums = TRUE };
   guint8 frame[128];
   DqBurst b;
   GError *error = NULL;
@@ -361,7 +368,7 @@ test_burst_timeout_wakeup (void)
   g_assert_null (b.range);
 
   /* a wakeup from another thread ends a long wait with 0 */
-  Waker w = {.rxq = rxq,.delay_us = 20000 };
+  Waker w = { .rxq = rxq, .delay_us = 20000 };
   GThread *t = g_thread_new ("waker", waker_thread, &w);
   start = g_get_monotonic_time ();
   g_assert_cmpint (dq_rxq_poll (rxq, &b, -1, &error), ==, 0);
@@ -405,8 +412,8 @@ hook_free (gpointer mem, gsize size, gpointer user)
 }
 
 static gboolean
-hook_export_dmabuf (gpointer mem, gsize size, int *fd, guint64 * offset, gpointer user,
-    GError ** error)
+hook_export_dmabuf (
+    gpointer mem, gsize size, int *fd, guint64 *offset, gpointer user, GError **error)
 {
   HookLog *log = user;
   log->exports++;
@@ -420,13 +427,16 @@ static void
 test_ring_memory_hook (void)
 {
   HookLog log = { 0 };
-  DqRingMemory rm = {.kind = DQ_MEMORY_CUDA,.alloc = hook_alloc,.free = hook_free,
-    .user = &log
+  DqRingMemory rm = {
+    .kind = DQ_MEMORY_CUDA, .alloc = hook_alloc, .free = hook_free, .user = &log
   };
   DqPort *p = port_open ("emu:hook0");
-  DqRxConfig cfg = {.burst_packets = 16,.burst_timeout_ns = 1 * MS,.ring_bytes = 1 << 20,
-    .n_queues = 1,.group_id = next_group++,.ring_memory = &rm
-  };
+  DqRxConfig cfg = { .burst_packets = 16,
+    .burst_timeout_ns = 1 * MS,
+    .ring_bytes = 1 << 20,
+    .n_queues = 1,
+    .group_id = next_group++,
+    .ring_memory = &rm };
   GError *error = NULL;
   DqRxQueue *rxq = dq_rxq_create (p, &cfg, &error);
   g_assert_no_error (error);
@@ -434,7 +444,7 @@ test_ring_memory_hook (void)
   g_assert_cmpuint (log.size, ==, dq_rxq_ring_bytes (rxq));
 
   EmuPort *ep = emu_port_lookup ("hook0");
-  TuFrameSpec spec = {.len = 200,.proto = TU_PROTO_UDP,.good_csums = TRUE };
+  TuFrameSpec spec = { .len = 200, .proto = TU_PROTO_UDP, .good_csums = TRUE };
   guint8 frame[200];
   for (guint32 s = 0; s < 40; s++) {
     tu_frame_build (frame, &spec, s);
@@ -503,7 +513,7 @@ test_ring_full (void)
   /* 64 KiB: 4 WQEs of 8 strides of 2 KiB (the stride key) = 32 packets */
   DqRxQueue *rxq = rxq_new (p, 8, 1 * MS, 64 << 10, 0, NULL, 0, 0, 1, next_group++);
   EmuPort *ep = emu_port_lookup ("rf0");
-  TuFrameSpec spec = {.len = 1000,.proto = TU_PROTO_UDP,.good_csums = TRUE };
+  TuFrameSpec spec = { .len = 1000, .proto = TU_PROTO_UDP, .good_csums = TRUE };
   guint8 frame[1000];
   DqBurst held[8];
   guint n_held = 0, got = 0;
@@ -518,8 +528,8 @@ test_ring_full (void)
   while (got < 32) {
     g_assert_cmpint (dq_rxq_poll (rxq, &held[n_held], 100 * MS, &error), ==, 1);
     for (guint i = 0; i < held[n_held].n_packets; i++)
-      g_assert_cmpuint (tu_frame_seq (held[n_held].data + held[n_held].packets[i].offset,
-              1000), ==, got + i);
+      g_assert_cmpuint (
+          tu_frame_seq (held[n_held].data + held[n_held].packets[i].offset, 1000), ==, got + i);
     got += held[n_held].n_packets;
     n_held++;
   }
@@ -576,14 +586,17 @@ test_flows (void)
   guint n_rules = 0;
   GError *error = NULL;
   guint32 group = next_group++;
-  TuFrameSpec spec = {.len = 100,.proto = TU_PROTO_UDP,.src = 0x0a000001,.dst = 0x0a000002,
-    .sport = 1000,.good_csums = TRUE
-  };
+  TuFrameSpec spec = { .len = 100,
+    .proto = TU_PROTO_UDP,
+    .src = 0x0a000001,
+    .dst = 0x0a000002,
+    .sport = 1000,
+    .good_csums = TRUE };
   guint8 frame[100];
   EmuCounters c;
 
-  g_assert_true (dq_flow_parse ("proto=udp dst-port=5000 mark=7 queue=1; proto=udp mark=3",
-          &rules, &n_rules, &error));
+  g_assert_true (dq_flow_parse (
+      "proto=udp dst-port=5000 mark=7 queue=1; proto=udp mark=3", &rules, &n_rules, &error));
   DqRxQueue *q0 = rxq_new (p, 64, 1 * MS, 1 << 20, 0, rules, n_rules, 0, 2, group);
   /* half a group: not steered yet */
   spec.dport = 5000;
@@ -625,7 +638,7 @@ test_flows (void)
   }
   g_assert_cmpuint (marks7, ==, 20);
   g_assert_cmpuint (marks3, ==, sent_other);
-  g_assert_cmpuint (counts[0], >, 0);   /* RSS put some of rule 2's packets on queue 0 */
+  g_assert_cmpuint (counts[0], >, 0); /* RSS put some of rule 2's packets on queue 0 */
   g_assert_cmpuint (counts[0] + counts[1], ==, 40);
 
   /* destroying a queue takes the group's rules away */
@@ -647,7 +660,7 @@ test_truncate (void)
   DqPort *p = port_open ("emu:tr0");
   DqRxQueue *rxq = rxq_new (p, 4, 1 * MS, 1 << 20, 100, NULL, 0, 0, 1, next_group++);
   EmuPort *ep = emu_port_lookup ("tr0");
-  TuFrameSpec spec = {.len = 300,.proto = TU_PROTO_UDP,.good_csums = TRUE };
+  TuFrameSpec spec = { .len = 300, .proto = TU_PROTO_UDP, .good_csums = TRUE };
   guint8 frame[300];
   DqBurst b;
   GError *error = NULL;
@@ -719,7 +732,7 @@ static void
 test_tx (void)
 {
   DqPort *p = port_open ("emu:tx0,pause=off,peer=none");
-  DqTxQueue *txq = txq_new (p, 8 * 2048, 0);    /* 8 slots */
+  DqTxQueue *txq = txq_new (p, 8 * 2048, 0); /* 8 slots */
   EmuPort *ep = emu_port_lookup ("tx0");
   guint8 f[2000] = { 0 };
   const guint8 *fp[4] = { f, f, f, f };
@@ -741,7 +754,7 @@ test_tx (void)
 
   /* a stalled device: 8 slots fill, the 9th frame waits until woken */
   emu_port_fault_stall (ep, TRUE);
-  BlockedSend bs = {.txq = txq,.n = 12 };
+  BlockedSend bs = { .txq = txq, .n = 12 };
   GThread *t = g_thread_new ("blocked-send", blocked_send_thread, &bs);
   g_usleep (30000);
   dq_txq_wakeup (txq);
@@ -750,7 +763,7 @@ test_tx (void)
   dq_txq_stats (txq, &st);
   g_assert_cmpuint (st.ring_full_waits, ==, 1);
   /* flush ends on a wakeup too (FALSE: not everything left) */
-  FlushCall fc = {.txq = txq };
+  FlushCall fc = { .txq = txq };
   t = g_thread_new ("flush", flush_thread, &fc);
   g_usleep (20000);
   dq_txq_wakeup (txq);
@@ -771,10 +784,10 @@ static void
 test_options (void)
 {
   DqPort *p = port_open ("emu:opt0,stride=256,strides=64,tx-csum=off,tx-eth-src=on,"
-      "mac=02:0a:0b:0c:0d:0e");
+                         "mac=02:0a:0b:0c:0d:0e");
   DqRxQueue *rxq = rxq_new (p, 64, 1 * MS, 1 << 20, 0, NULL, 0, 0, 1, next_group++);
   DqTxQueue *txq = txq_new (p, 0, 0);
-  TuFrameSpec spec = {.len = 600,.proto = TU_PROTO_UDP };    /* bad checksums */
+  TuFrameSpec spec = { .len = 600, .proto = TU_PROTO_UDP }; /* bad checksums */
   guint8 frame[600];
   const guint8 *fp[1] = { frame };
   guint32 lens[1] = { 600 };

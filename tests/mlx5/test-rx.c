@@ -21,18 +21,17 @@ typedef struct {
   Mlx5Cq *cq;
   Mlx5Rq *rq;
   Mlx5ClockInfo clock;
-  guint32 cq_pi;                /* CQEs written */
-  guint32 hw_wqe;               /* WQE counter the device fills */
+  guint32 cq_pi;  /* CQEs written */
+  guint32 hw_wqe; /* WQE counter the device fills */
   guint32 hw_stride;
   gboolean mr_registered;
   guint8 *mr_addr;
   gsize mr_size;
-  guint64 oob;                  /* packets without a posted WQE */
+  guint64 oob; /* packets without a posted WQE */
 } MiniDev;
 
 static gboolean
-mini_mr_reg (gpointer dev, void *addr, gsize size, guint32 * lkey, gpointer * handle,
-    GError ** error)
+mini_mr_reg (gpointer dev, void *addr, gsize size, guint32 *lkey, gpointer *handle, GError **error)
 {
   MiniDev *d = dev;
   d->mr_registered = TRUE;
@@ -52,7 +51,7 @@ mini_mr_dereg (gpointer dev, gpointer handle)
 }
 
 static gboolean
-mini_cq_create (gpointer dev, Mlx5Cq * cq, GError ** error)
+mini_cq_create (gpointer dev, Mlx5Cq *cq, GError **error)
 {
   MiniDev *d = dev;
   d->cq = cq;
@@ -61,14 +60,14 @@ mini_cq_create (gpointer dev, Mlx5Cq * cq, GError ** error)
 }
 
 static void
-mini_cq_destroy (gpointer dev, Mlx5Cq * cq)
+mini_cq_destroy (gpointer dev, Mlx5Cq *cq)
 {
   MiniDev *d = dev;
   d->cq = NULL;
 }
 
 static gboolean
-mini_rq_create (gpointer dev, Mlx5Rq * rq, GError ** error)
+mini_rq_create (gpointer dev, Mlx5Rq *rq, GError **error)
 {
   MiniDev *d = dev;
   d->rq = rq;
@@ -77,14 +76,14 @@ mini_rq_create (gpointer dev, Mlx5Rq * rq, GError ** error)
 }
 
 static void
-mini_rq_destroy (gpointer dev, Mlx5Rq * rq)
+mini_rq_destroy (gpointer dev, Mlx5Rq *rq)
 {
   MiniDev *d = dev;
   d->rq = NULL;
 }
 
 static void
-mini_clock_info (gpointer dev, Mlx5ClockInfo * info)
+mini_clock_info (gpointer dev, Mlx5ClockInfo *info)
 {
   MiniDev *d = dev;
   *info = d->clock;
@@ -102,15 +101,19 @@ static const Mlx5PortOps mini_ops = {
 };
 
 static const Mlx5Caps mini_caps = {
-  .min_log_stride_size = 6,.max_log_stride_size = 13,
-  .min_log_strides = 3,.max_log_strides = 16,
-  .max_log_wqes = 16,.max_log_cq_size = 22,.max_log_wqebbs = 15,
+  .min_log_stride_size = 6,
+  .max_log_stride_size = 13,
+  .min_log_strides = 3,
+  .max_log_strides = 16,
+  .max_log_wqes = 16,
+  .max_log_cq_size = 22,
+  .max_log_wqebbs = 15,
   .device_frequency_khz = 1000000,
 };
 
 /* identity clock: ns = ticks */
 static void
-mini_init (MiniDev * d)
+mini_init (MiniDev *d)
 {
   memset (d, 0, sizeof *d);
   d->clock.mult = 1u << 31;
@@ -119,7 +122,7 @@ mini_init (MiniDev * d)
 }
 
 static volatile struct mlx5_cqe64 *
-mini_cqe_next (MiniDev * d)
+mini_cqe_next (MiniDev *d)
 {
   guint32 mask = (1u << d->cq->log_size) - 1;
   volatile struct mlx5_cqe64 *cqe =
@@ -132,7 +135,7 @@ mini_cqe_next (MiniDev * d)
 }
 
 static void
-mini_cqe_publish (MiniDev * d, volatile struct mlx5_cqe64 *cqe, guint8 opcode)
+mini_cqe_publish (MiniDev *d, volatile struct mlx5_cqe64 *cqe, guint8 opcode)
 {
   mlx5_dma_wmb ();
   cqe->op_own = (guint8) (opcode << 4) | ((d->cq_pi >> d->cq->log_size) & 1);
@@ -141,7 +144,7 @@ mini_cqe_publish (MiniDev * d, volatile struct mlx5_cqe64 *cqe, guint8 opcode)
 
 /* a raw CQE (any values, for malformed input) */
 static void
-mini_cqe_raw (MiniDev * d, guint8 opcode, guint16 wqe_id, guint16 stride, guint32 byte_cnt,
+mini_cqe_raw (MiniDev *d, guint8 opcode, guint16 wqe_id, guint16 stride, guint32 byte_cnt,
     guint64 ts, guint32 tag, guint8 hds_ip_ext, guint8 l4_l3)
 {
   volatile struct mlx5_cqe64 *cqe = mini_cqe_next (d);
@@ -156,20 +159,20 @@ mini_cqe_raw (MiniDev * d, guint8 opcode, guint16 wqe_id, guint16 stride, guint3
 }
 
 static guint32
-mini_posted (MiniDev * d)
+mini_posted (MiniDev *d)
 {
   guint32 pi = be32toh (d->rq->dbrec[MLX5_RCV_DBR]) & 0xffff;
   return (pi - d->hw_wqe) & 0xffff;
 }
 
 static guint32
-mini_strides (MiniDev * d)
+mini_strides (MiniDev *d)
 {
   return 1u << d->rq->log_strides;
 }
 
 static void
-mini_wqe_done_if_full (MiniDev * d)
+mini_wqe_done_if_full (MiniDev *d)
 {
   if (d->hw_stride == mini_strides (d)) {
     d->hw_wqe++;
@@ -180,7 +183,7 @@ mini_wqe_done_if_full (MiniDev * d)
 /* Receives one frame of `len` bytes filled with `fill`: the way the PRM says a striding
  * RQ does. Returns FALSE (and counts) when no posted WQE has room. */
 static gboolean
-mini_rx (MiniDev * d, guint len, guint8 fill, guint64 ts, guint32 tag)
+mini_rx (MiniDev *d, guint len, guint8 fill, guint64 ts, guint32 tag)
 {
   guint32 stride_size = 1u << d->rq->log_stride_size;
   guint32 need = (len + stride_size - 1) / stride_size;
@@ -204,14 +207,13 @@ mini_rx (MiniDev * d, guint len, guint8 fill, guint64 ts, guint32 tag)
   const struct mlx5_mprq_wqe *wqe =
       (const struct mlx5_mprq_wqe *) (d->rq->wqes + (gsize) slot * 32);
   g_assert_cmpuint (be32toh (wqe->dseg.lkey), ==, TEST_LKEY);
-  g_assert_cmpuint (be32toh (wqe->dseg.byte_count), ==,
-      mini_strides (d) * stride_size);
+  g_assert_cmpuint (be32toh (wqe->dseg.byte_count), ==, mini_strides (d) * stride_size);
   guint8 *region = (guint8 *) (uintptr_t) be64toh (wqe->dseg.addr);
-  g_assert_true (region >= d->mr_addr &&
-      region + mini_strides (d) * stride_size <= d->mr_addr + d->mr_size);
+  g_assert_true (
+      region >= d->mr_addr && region + mini_strides (d) * stride_size <= d->mr_addr + d->mr_size);
   memset (region + (gsize) d->hw_stride * stride_size, fill, len);
-  mini_cqe_raw (d, MLX5_CQE_RESP_SEND, (guint16) slot, (guint16) d->hw_stride,
-      (need << 16) | len, ts, tag, MLX5_CQE_L2_OK | MLX5_CQE_L3_OK | MLX5_CQE_L4_OK,
+  mini_cqe_raw (d, MLX5_CQE_RESP_SEND, (guint16) slot, (guint16) d->hw_stride, (need << 16) | len,
+      ts, tag, MLX5_CQE_L2_OK | MLX5_CQE_L3_OK | MLX5_CQE_L4_OK,
       (MLX5_CQE_L4_HDR_TYPE_UDP << 4) | (MLX5_CQE_L3_HDR_TYPE_IPV4 << 2));
   d->hw_stride += need;
   mini_wqe_done_if_full (d);
@@ -219,11 +221,12 @@ mini_rx (MiniDev * d, guint len, guint8 fill, guint64 ts, guint32 tag)
 }
 
 static Mlx5Rxq *
-rxq_new_small (MiniDev * d, guint log_stride, guint log_strides, guint log_wqes)
+rxq_new_small (MiniDev *d, guint log_stride, guint log_strides, guint log_wqes)
 {
-  Mlx5RxGeometry geo = {.log_stride_size = log_stride,.log_strides = log_strides,
-    .log_wqes = log_wqes,.log_cq_size = log_strides + log_wqes
-  };
+  Mlx5RxGeometry geo = { .log_stride_size = log_stride,
+    .log_strides = log_strides,
+    .log_wqes = log_wqes,
+    .log_cq_size = log_strides + log_wqes };
   GError *error = NULL;
   Mlx5Rxq *q = mlx5_rxq_new (&mini_ops, d, &mini_caps, &geo, &error);
   g_assert_no_error (error);
@@ -249,17 +252,15 @@ test_geometry (void)
   g_assert_cmpuint (geo.log_cq_size, ==, 20);
 
   /* a 100 MB ring rounds down to a power of two */
-  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 100000000, 100, 0, 0, &geo,
-          &error));
+  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 100000000, 100, 0, 0, &geo, &error));
   g_assert_cmpuint (geo.log_stride_size, ==, 6);
   g_assert_cmpuint (geo.log_strides, ==, 9);
-  g_assert_cmpuint (geo.log_wqes, ==, 11);      /* 95 MiB / 32 KiB = 3051 -> 2048 */
+  g_assert_cmpuint (geo.log_wqes, ==, 11); /* 95 MiB / 32 KiB = 3051 -> 2048 */
   /* a stride given: 128 bytes */
-  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 100000000, 100, 128, 0, &geo,
-          &error));
+  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 100000000, 100, 128, 0, &geo, &error));
   g_assert_cmpuint (geo.log_stride_size, ==, 7);
   g_assert_cmpuint (geo.log_strides, ==, 9);
-  g_assert_cmpuint (geo.log_wqes, ==, 10);      /* 95 MiB / 64 KiB = 1525 -> 1024 */
+  g_assert_cmpuint (geo.log_wqes, ==, 10); /* 95 MiB / 64 KiB = 1525 -> 1024 */
 
   /* jumbo frames span strides: 9018 bytes need 141 of 64 -> still 512 per WQE; 65535
    * bytes need 1024 */
@@ -271,13 +272,11 @@ test_geometry (void)
   g_assert_cmpuint (geo.log_strides, ==, 10);
 
   /* a small ring lowers the strides per WQE to keep 4 WQEs (256 of 64 bytes) */
-  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 65536, 1518, 0, 0, &geo,
-          &error));
+  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 65536, 1518, 0, 0, &geo, &error));
   g_assert_cmpuint (geo.log_strides, ==, 8);
   g_assert_cmpuint (geo.log_wqes, ==, 2);
   /* ... down to the device minimum (2 KiB strides: 8 per WQE) */
-  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 65536, 1518, 2048, 0, &geo,
-          &error));
+  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 65536, 1518, 2048, 0, &geo, &error));
   g_assert_cmpuint (geo.log_strides, ==, 3);
   g_assert_cmpuint (geo.log_wqes, ==, 2);
 
@@ -289,35 +288,35 @@ test_geometry (void)
   g_assert_cmpuint (geo.log_cq_size, ==, 12);
 
   /* errors name the value and what is allowed */
-  g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "emu:t", 0, 1518, 100, 0, &geo,
-          &error));
+  g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "emu:t", 0, 1518, 100, 0, &geo, &error));
   g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
-  g_assert_nonnull (strstr (error->message, "emu:t: stride 100 is not allowed "
-          "(allowed: a power of two 64 .. 8192)"));
+  g_assert_nonnull (strstr (error->message,
+      "emu:t: stride 100 is not allowed "
+      "(allowed: a power of two 64 .. 8192)"));
   g_clear_error (&error);
 
-  g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "t", 0, 1518, 2048, 5, &geo,
-          &error));
-  g_assert_nonnull (strstr (error->message, "strides 5 per WQE is not allowed "
-          "(allowed: a power of two 8 .. 65536)"));
+  g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "t", 0, 1518, 2048, 5, &geo, &error));
+  g_assert_nonnull (strstr (error->message,
+      "strides 5 per WQE is not allowed "
+      "(allowed: a power of two 8 .. 65536)"));
   g_clear_error (&error);
 
-  g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "t", 0, 9018, 1024, 8, &geo,
-          &error));
-  g_assert_nonnull (strstr (error->message, "cannot hold max-packet-size 9018 "
-          "(allowed: strides >= 16)"));
+  g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "t", 0, 9018, 1024, 8, &geo, &error));
+  g_assert_nonnull (strstr (error->message,
+      "cannot hold max-packet-size 9018 "
+      "(allowed: strides >= 16)"));
   g_clear_error (&error);
 
-  g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "t", 4096, 1518, 0, 0, &geo,
-          &error));
+  g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "t", 4096, 1518, 0, 0, &geo, &error));
   g_assert_nonnull (strstr (error->message, "ring-size 4096 is too small"));
   /* 4 WQEs of 32 strides (a 1518-byte frame needs 24) of 64 bytes */
   g_assert_nonnull (strstr (error->message, "(allowed: ring-size >= 8192)"));
   g_clear_error (&error);
 
   g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "t", 0, 70000, 0, 0, &geo, &error));
-  g_assert_nonnull (strstr (error->message, "max-packet-size 70000 is out of range "
-          "(allowed 1 .. 65535)"));
+  g_assert_nonnull (strstr (error->message,
+      "max-packet-size 70000 is out of range "
+      "(allowed 1 .. 65535)"));
   g_clear_error (&error);
 }
 
@@ -329,7 +328,7 @@ test_post_and_poll (void)
   mini_init (&d);
   d.clock.nsec = 5000;
   d.clock.last_cycles = 1000;
-  Mlx5Rxq *q = rxq_new_small (&d, 6, 4, 2);     /* 64-byte strides, 16 per WQE, 4 WQEs */
+  Mlx5Rxq *q = rxq_new_small (&d, 6, 4, 2); /* 64-byte strides, 16 per WQE, 4 WQEs */
 
   g_assert_true (d.mr_registered);
   g_assert_cmpuint (d.mr_size, ==, 4 * 16 * 64);
@@ -337,7 +336,7 @@ test_post_and_poll (void)
   for (guint i = 0; i < 4; i++) {
     const guint8 *w = d.rq->wqes + i * 32;
     for (guint b = 0; b < 16; b++)
-      g_assert_cmpuint (w[b], ==, 0);   /* next segment left zero */
+      g_assert_cmpuint (w[b], ==, 0); /* next segment left zero */
     const struct mlx5_wqe_data_seg *ds = (const struct mlx5_wqe_data_seg *) (w + 16);
     g_assert_cmpuint (be32toh (ds->byte_count), ==, 1024);
     g_assert_cmpuint (be32toh (ds->lkey), ==, TEST_LKEY);
@@ -351,10 +350,10 @@ test_post_and_poll (void)
   g_assert_cmpuint (b.n_packets, ==, 0);
 
   g_assert_true (mini_rx (&d, 60, 0xa1, 1010, 0x123456));
-  g_assert_true (mini_rx (&d, 100, 0xa2, 1020, 7));     /* 2 strides */
-  g_assert_true (mini_rx (&d, 64, 0xa3, 990, 0x1000000 | 9));   /* before the snapshot */
+  g_assert_true (mini_rx (&d, 100, 0xa2, 1020, 7));           /* 2 strides */
+  g_assert_true (mini_rx (&d, 64, 0xa3, 990, 0x1000000 | 9)); /* before the snapshot */
   g_assert_true (mlx5_rxq_cq_ready (q));
-  g_assert_false (mlx5_rxq_poll (q, &b, pkts, 8));      /* CQ ran dry, WQE not used up */
+  g_assert_false (mlx5_rxq_poll (q, &b, pkts, 8)); /* CQ ran dry, WQE not used up */
   g_assert_cmpuint (b.n_packets, ==, 3);
   g_assert_cmpuint (b.wqe, ==, 0);
   g_assert_cmpuint (b.first_stride, ==, 0);
@@ -367,7 +366,7 @@ test_post_and_poll (void)
   g_assert_cmpuint (pkts[2].length, ==, 64);
   g_assert_cmpuint (pkts[0].flow_id, ==, 0x123456);
   g_assert_cmpuint (pkts[1].flow_id, ==, 7);
-  g_assert_cmpuint (pkts[2].flow_id, ==, 9);    /* only the 24-bit tag */
+  g_assert_cmpuint (pkts[2].flow_id, ==, 9); /* only the 24-bit tag */
   g_assert_cmpuint (pkts[0].timestamp, ==, 5010);
   g_assert_cmpuint (pkts[1].timestamp, ==, 5020);
   g_assert_cmpuint (pkts[2].timestamp, ==, 4990);
@@ -418,16 +417,16 @@ test_csum_flags (void)
     guint8 ok, l4;
     guint32 flags;
   } cases[] = {
-    {MLX5_CQE_L2_OK | MLX5_CQE_L3_OK | MLX5_CQE_L4_OK, MLX5_CQE_L4_HDR_TYPE_UDP,
-        DQ_PACKET_FLAG_CSUM_OK},
-    {MLX5_CQE_L2_OK | MLX5_CQE_L3_OK, MLX5_CQE_L4_HDR_TYPE_UDP, 0},
-    {MLX5_CQE_L2_OK | MLX5_CQE_L4_OK, MLX5_CQE_L4_HDR_TYPE_TCP, 0},
-    {MLX5_CQE_L2_OK | MLX5_CQE_L3_OK, MLX5_CQE_L4_HDR_TYPE_NONE, DQ_PACKET_FLAG_CSUM_OK},
-    {MLX5_CQE_L2_OK, MLX5_CQE_L4_HDR_TYPE_NONE, 0},
+    { MLX5_CQE_L2_OK | MLX5_CQE_L3_OK | MLX5_CQE_L4_OK, MLX5_CQE_L4_HDR_TYPE_UDP,
+        DQ_PACKET_FLAG_CSUM_OK },
+    { MLX5_CQE_L2_OK | MLX5_CQE_L3_OK, MLX5_CQE_L4_HDR_TYPE_UDP, 0 },
+    { MLX5_CQE_L2_OK | MLX5_CQE_L4_OK, MLX5_CQE_L4_HDR_TYPE_TCP, 0 },
+    { MLX5_CQE_L2_OK | MLX5_CQE_L3_OK, MLX5_CQE_L4_HDR_TYPE_NONE, DQ_PACKET_FLAG_CSUM_OK },
+    { MLX5_CQE_L2_OK, MLX5_CQE_L4_HDR_TYPE_NONE, 0 },
   };
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
-    mini_cqe_raw (&d, MLX5_CQE_RESP_SEND, 0, (guint16) i, (1u << 16) | 60, 0, 0,
-        cases[i].ok, (guint8) (cases[i].l4 << 4));
+    mini_cqe_raw (&d, MLX5_CQE_RESP_SEND, 0, (guint16) i, (1u << 16) | 60, 0, 0, cases[i].ok,
+        (guint8) (cases[i].l4 << 4));
   Mlx5RxBurst b = { 0 };
   DqPacket pkts[8];
   mlx5_rxq_poll (q, &b, pkts, 8);
@@ -443,7 +442,7 @@ test_filler_and_ring_order (void)
 {
   MiniDev d;
   mini_init (&d);
-  Mlx5Rxq *q = rxq_new_small (&d, 6, 4, 2);     /* 16 strides per WQE */
+  Mlx5Rxq *q = rxq_new_small (&d, 6, 4, 2); /* 16 strides per WQE */
   Mlx5RxBurst b0 = { 0 }, b1 = { 0 };
   DqPacket p0[32], p1[32];
 
@@ -451,7 +450,7 @@ test_filler_and_ring_order (void)
   for (guint i = 0; i < 7; i++)
     g_assert_true (mini_rx (&d, 128, (guint8) i, 0, 0));
   g_assert_true (mini_rx (&d, 150, 0x77, 0, 0));
-  g_assert_true (mlx5_rxq_poll (q, &b0, p0, 32));       /* complete: the WQE is used up */
+  g_assert_true (mlx5_rxq_poll (q, &b0, p0, 32)); /* complete: the WQE is used up */
   g_assert_cmpuint (b0.n_packets, ==, 7);
   g_assert_cmpuint (b0.wqe, ==, 0);
   g_assert_cmpuint (b0.strides, ==, 14);
@@ -480,7 +479,7 @@ test_filler_and_ring_order (void)
   mlx5_rxq_release (q, b0.wqe, 10);
   g_assert_cmpuint (mlx5_rxq_refill (q), ==, 0);
   mlx5_rxq_release (q, b0.wqe, 4);
-  g_assert_cmpuint (mlx5_rxq_refill (q), ==, 2);        /* WQE 0, then WQE 1 */
+  g_assert_cmpuint (mlx5_rxq_refill (q), ==, 2); /* WQE 0, then WQE 1 */
   g_assert_cmpuint (be32toh (d.rq->dbrec[MLX5_RCV_DBR]), ==, 6);
   mlx5_rxq_counters (q, &c);
   g_assert_cmpuint (c.reposts, ==, 2);
@@ -496,7 +495,7 @@ test_wrap_around (void)
 {
   MiniDev d;
   mini_init (&d);
-  Mlx5Rxq *q = rxq_new_small (&d, 6, 3, 2);     /* 8 strides per WQE, 4 WQEs, CQ 32 */
+  Mlx5Rxq *q = rxq_new_small (&d, 6, 3, 2); /* 8 strides per WQE, 4 WQEs, CQ 32 */
   guint64 sent = 0, received = 0, expected_oob = 0;
   GRand *rand = g_rand_new_with_seed (42);
   guint32 next_check = 0;
@@ -525,8 +524,7 @@ test_wrap_around (void)
         g_assert_cmpuint (pkts[i].flow_id, ==, next_check & 0xffffff);
         g_assert_cmpuint (data[pkts[i].offset], ==, next_check & 0xff);
         g_assert_cmpuint (data[pkts[i].offset + pkts[i].length - 1], ==, next_check & 0xff);
-        g_assert_cmpuint (pkts[i].offset + pkts[i].length, <=,
-            mlx5_rxq_burst_size (q, &b));
+        g_assert_cmpuint (pkts[i].offset + pkts[i].length, <=, mlx5_rxq_burst_size (q, &b));
         next_check++;
         received++;
       }
@@ -538,7 +536,7 @@ test_wrap_around (void)
   }
   g_assert_cmpuint (received, ==, sent);
   g_assert_cmpuint (d.oob, ==, expected_oob);
-  g_assert_cmpuint (d.cq_pi, >, 40 * 32);       /* the CQ wrapped 40+ times */
+  g_assert_cmpuint (d.cq_pi, >, 40 * 32); /* the CQ wrapped 40+ times */
   g_assert_cmpuint (d.hw_wqe, >, 1000);
 
   /* hold everything: the device runs out of WQEs and counts; release: it recovers */
@@ -576,7 +574,7 @@ test_counter_wrap (void)
   Mlx5Rxq *q = rxq_new_small (&d, 6, 3, 2);
 
   for (guint i = 0; i < 70000 * 8 / 4; i++) {
-    g_assert_true (mini_rx (&d, 200, (guint8) i, 0, 0));     /* 4 strides: 2 per WQE */
+    g_assert_true (mini_rx (&d, 200, (guint8) i, 0, 0)); /* 4 strides: 2 per WQE */
     Mlx5RxBurst b = { 0 };
     DqPacket pkts[4];
     mlx5_rxq_poll (q, &b, pkts, 4);
@@ -600,18 +598,18 @@ test_malformed_cqes (void)
 {
   MiniDev d;
   mini_init (&d);
-  Mlx5Rxq *q = rxq_new_small (&d, 6, 3, 2);     /* 8 strides per WQE */
+  Mlx5Rxq *q = rxq_new_small (&d, 6, 3, 2); /* 8 strides per WQE */
   Mlx5RxBurst b = { 0 };
   DqPacket pkts[16];
   Mlx5RxCounters c;
 
-  mini_cqe_raw (&d, MLX5_CQE_RESP_SEND, 0xffff, 0, (1u << 16) | 60, 0, 0, 0, 0);  /* WQE */
-  mini_cqe_raw (&d, MLX5_CQE_RESP_SEND, 0, 0x7fff, (1u << 16) | 60, 0, 0, 0, 0);  /* stride */
-  mini_cqe_raw (&d, MLX5_CQE_RESP_SEND, 0, 2, (0u << 16) | 60, 0, 0, 0, 0); /* 0 strides */
-  mini_cqe_raw (&d, MLX5_CQE_RESP_SEND, 0, 3, (1u << 16) | 65, 0, 0, 0, 0); /* too long */
-  mini_cqe_raw (&d, MLX5_CQE_RESP_SEND, 0, 4, (1u << 16) | 0, 0, 0, 0, 0);  /* empty */
-  mini_cqe_raw (&d, MLX5_CQE_REQ, 0, 5, (1u << 16) | 60, 0, 0, 0, 0);       /* opcode */
-  mini_cqe_raw (&d, MLX5_CQE_RESP_SEND, 0, 5, (0x7fffu << 16) | 60, 0, 0, 0, 0);  /* past */
+  mini_cqe_raw (&d, MLX5_CQE_RESP_SEND, 0xffff, 0, (1u << 16) | 60, 0, 0, 0, 0); /* WQE */
+  mini_cqe_raw (&d, MLX5_CQE_RESP_SEND, 0, 0x7fff, (1u << 16) | 60, 0, 0, 0, 0); /* stride */
+  mini_cqe_raw (&d, MLX5_CQE_RESP_SEND, 0, 2, (0u << 16) | 60, 0, 0, 0, 0);      /* 0 strides */
+  mini_cqe_raw (&d, MLX5_CQE_RESP_SEND, 0, 3, (1u << 16) | 65, 0, 0, 0, 0);      /* too long */
+  mini_cqe_raw (&d, MLX5_CQE_RESP_SEND, 0, 4, (1u << 16) | 0, 0, 0, 0, 0);       /* empty */
+  mini_cqe_raw (&d, MLX5_CQE_REQ, 0, 5, (1u << 16) | 60, 0, 0, 0, 0);            /* opcode */
+  mini_cqe_raw (&d, MLX5_CQE_RESP_SEND, 0, 5, (0x7fffu << 16) | 60, 0, 0, 0, 0); /* past */
   g_assert_false (mlx5_rxq_poll (q, &b, pkts, 16));
   g_assert_cmpuint (b.n_packets, ==, 0);
   mlx5_rxq_counters (q, &c);
@@ -641,7 +639,7 @@ test_error_cqe (void)
 {
   MiniDev d;
   mini_init (&d);
-  Mlx5Rxq *q = rxq_new_small (&d, 6, 3, 2);     /* 8 strides per WQE */
+  Mlx5Rxq *q = rxq_new_small (&d, 6, 3, 2); /* 8 strides per WQE */
   Mlx5RxBurst b = { 0 };
   DqPacket pkts[16];
   Mlx5RxCounters c;
@@ -662,7 +660,7 @@ test_error_cqe (void)
   g_assert_true (mini_rx (&d, 64, 0x03, 0, 0));
   g_assert_false (mlx5_rxq_poll (q, &b, pkts, 16));
   g_assert_cmpuint (b.n_packets, ==, 2);
-  g_assert_cmpuint (pkts[1].offset, ==, 3 * 64);        /* after the two error strides */
+  g_assert_cmpuint (pkts[1].offset, ==, 3 * 64); /* after the two error strides */
   g_assert_cmpuint (b.strides, ==, 2);
   mlx5_rxq_counters (q, &c);
   g_assert_cmpuint (c.cqe_errors, ==, 1);
@@ -677,7 +675,7 @@ test_error_cqe (void)
     ((volatile struct mlx5_err_cqe *) cqe)->syndrome = MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
     mini_cqe_publish (&d, cqe, MLX5_CQE_RESP_ERR);
   }
-  g_assert_true (mlx5_rxq_poll (q, &b, pkts, 16));      /* the WQE is used up */
+  g_assert_true (mlx5_rxq_poll (q, &b, pkts, 16)); /* the WQE is used up */
   g_assert_cmpuint (b.n_packets, ==, 2);
   mlx5_rxq_release (q, b.wqe, b.strides);
   g_assert_cmpuint (mlx5_rxq_refill (q), ==, 1);
@@ -701,9 +699,12 @@ test_ts_to_ns (void)
       .shift = 28,
       .mask = (i & 1) ? G_MAXUINT64 : ((1ull << 41) - 1),
     };
-    Mlx5ClockInfo mine = {.nsec = ci.nsec,.last_cycles = ci.last_cycles,.frac = ci.frac,
-      .mult = ci.mult,.shift = ci.shift,.mask = ci.mask
-    };
+    Mlx5ClockInfo mine = { .nsec = ci.nsec,
+      .last_cycles = ci.last_cycles,
+      .frac = ci.frac,
+      .mult = ci.mult,
+      .shift = ci.shift,
+      .mask = ci.mask };
     gint64 d = g_rand_int_range (rand, -400000000, 400000000);
     guint64 ts = ci.last_cycles + (guint64) d;
     g_assert_cmpuint (mlx5_ts_to_ns (&mine, ts), ==, mlx5dv_ts_to_ns (&ci, ts));
@@ -720,9 +721,7 @@ test_real_time_ts (void)
   mini_init (&d);
   Mlx5Caps caps = mini_caps;
   caps.real_time_ts = TRUE;
-  Mlx5RxGeometry geo = {.log_stride_size = 6,.log_strides = 3,.log_wqes = 2,
-    .log_cq_size = 5
-  };
+  Mlx5RxGeometry geo = { .log_stride_size = 6, .log_strides = 3, .log_wqes = 2, .log_cq_size = 5 };
   Mlx5Rxq *q = mlx5_rxq_new (&mini_ops, &d, &caps, &geo, NULL);
   g_assert_true (mini_rx (&d, 64, 1, (1700000000ull << 32) | 999999999, 0));
   Mlx5RxBurst b = { 0 };
@@ -748,8 +747,8 @@ smaps_page_kib (gpointer addr)
   for (gchar **l = lines; *l != NULL && kib == 0; l++) {
     guint64 lo, hi;
     char perms[8];
-    if (g_ascii_isxdigit ((*l)[0]) && sscanf (*l, "%" G_GINT64_MODIFIER "x-%"
-            G_GINT64_MODIFIER "x %7s", &lo, &hi, perms) == 3)
+    if (g_ascii_isxdigit ((*l)[0]) &&
+        sscanf (*l, "%" G_GINT64_MODIFIER "x-%" G_GINT64_MODIFIER "x %7s", &lo, &hi, perms) == 3)
       inside = a >= lo && a < hi;
     else if (inside && sscanf (*l, "KernelPageSize: %u kB", &kib) != 1)
       kib = 0;
@@ -801,7 +800,7 @@ test_huge_pages (void)
     gpointer huge = mlx5_mem_map (size);
     g_assert_nonnull (huge);
     g_assert_cmpuint (smaps_page_kib (huge), ==, 2048);
-    memset (huge, 0x5a, size);          /* every page is there: reserved at mmap */
+    memset (huge, 0x5a, size); /* every page is there: reserved at mmap */
     g_assert_cmpuint (((guint8 *) huge)[size - 1], ==, 0x5a);
     mlx5_mem_unmap (huge, size);
   }

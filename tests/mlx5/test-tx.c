@@ -16,17 +16,16 @@ typedef struct {
   Mlx5Sq *sq;
   guint8 *slab;
   gsize slab_size;
-  guint8 bf[2 * BF_SIZE] __attribute__((aligned (64)));
-  guint32 hw_ci;                /* WQEBBs executed */
+  guint8 bf[2 * BF_SIZE] __attribute__ ((aligned (64)));
+  guint32 hw_ci; /* WQEBBs executed */
   guint32 cq_pi;
-  GPtrArray *frames;            /* GBytes of what was sent */
-  GArray *cs_flags;             /* guint8 per frame */
+  GPtrArray *frames; /* GBytes of what was sent */
+  GArray *cs_flags;  /* guint8 per frame */
   guint32 last_bf_offset;
 } TxDev;
 
 static gboolean
-tx_mr_reg (gpointer dev, void *addr, gsize size, guint32 * lkey, gpointer * handle,
-    GError ** error)
+tx_mr_reg (gpointer dev, void *addr, gsize size, guint32 *lkey, gpointer *handle, GError **error)
 {
   TxDev *d = dev;
   d->slab = addr;
@@ -38,23 +37,21 @@ tx_mr_reg (gpointer dev, void *addr, gsize size, guint32 * lkey, gpointer * hand
 
 static void
 tx_mr_dereg (gpointer dev, gpointer handle)
-{
-}
+{}
 
 static gboolean
-tx_cq_create (gpointer dev, Mlx5Cq * cq, GError ** error)
+tx_cq_create (gpointer dev, Mlx5Cq *cq, GError **error)
 {
   ((TxDev *) dev)->cq = cq;
   return TRUE;
 }
 
 static void
-tx_cq_destroy (gpointer dev, Mlx5Cq * cq)
-{
-}
+tx_cq_destroy (gpointer dev, Mlx5Cq *cq)
+{}
 
 static gboolean
-tx_sq_create (gpointer dev, Mlx5Sq * sq, GError ** error)
+tx_sq_create (gpointer dev, Mlx5Sq *sq, GError **error)
 {
   TxDev *d = dev;
   d->sq = sq;
@@ -65,9 +62,8 @@ tx_sq_create (gpointer dev, Mlx5Sq * sq, GError ** error)
 }
 
 static void
-tx_sq_destroy (gpointer dev, Mlx5Sq * sq)
-{
-}
+tx_sq_destroy (gpointer dev, Mlx5Sq *sq)
+{}
 
 static const Mlx5PortOps tx_ops = {
   .name = "txdev",
@@ -80,13 +76,17 @@ static const Mlx5PortOps tx_ops = {
 };
 
 static const Mlx5Caps tx_caps = {
-  .min_log_stride_size = 6,.max_log_stride_size = 13,
-  .min_log_strides = 3,.max_log_strides = 16,
-  .max_log_wqes = 16,.max_log_cq_size = 22,.max_log_wqebbs = 15,
+  .min_log_stride_size = 6,
+  .max_log_stride_size = 13,
+  .min_log_strides = 3,
+  .max_log_strides = 16,
+  .max_log_wqes = 16,
+  .max_log_cq_size = 22,
+  .max_log_wqebbs = 15,
 };
 
 static void
-txdev_init (TxDev * d)
+txdev_init (TxDev *d)
 {
   memset (d, 0, sizeof *d);
   d->frames = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
@@ -94,14 +94,14 @@ txdev_init (TxDev * d)
 }
 
 static void
-txdev_clear (TxDev * d)
+txdev_clear (TxDev *d)
 {
   g_ptr_array_unref (d->frames);
   g_array_unref (d->cs_flags);
 }
 
 static void
-txdev_cqe (TxDev * d, guint8 opcode, guint16 wqe_counter, guint8 syndrome)
+txdev_cqe (TxDev *d, guint8 opcode, guint16 wqe_counter, guint8 syndrome)
 {
   guint32 mask = (1u << d->cq->log_size) - 1;
   volatile struct mlx5_cqe64 *cqe =
@@ -122,7 +122,7 @@ txdev_cqe (TxDev * d, guint8 opcode, guint16 wqe_counter, guint8 syndrome)
  * the host's rules, keeps the frame, and completes signalled WQEs. `complete` FALSE
  * keeps CQEs back (the host must then run out of slots). Returns WQEs executed. */
 static guint
-txdev_execute (TxDev * d, gboolean complete)
+txdev_execute (TxDev *d, gboolean complete)
 {
   guint32 pi = be32toh (d->sq->dbrec[MLX5_SND_DBR]);
   guint32 mask = (1u << d->sq->log_wqebbs) - 1;
@@ -163,12 +163,12 @@ txdev_execute (TxDev * d, gboolean complete)
 }
 
 static Mlx5Txq *
-txq_new (TxDev * d, gsize ring, guint max_packet, guint signal_every)
+txq_new (TxDev *d, gsize ring, guint max_packet, guint signal_every)
 {
-  Mlx5TxConfig cfg = {.csum = TRUE };
+  Mlx5TxConfig cfg = { .csum = TRUE };
   GError *error = NULL;
-  g_assert_true (mlx5_tx_geometry_choose (&tx_caps, "t", ring, max_packet, signal_every,
-          &cfg, &error));
+  g_assert_true (
+      mlx5_tx_geometry_choose (&tx_caps, "t", ring, max_packet, signal_every, &cfg, &error));
   g_assert_no_error (error);
   Mlx5Txq *q = mlx5_txq_new (&tx_ops, d, &cfg, &error);
   g_assert_no_error (error);
@@ -176,22 +176,21 @@ txq_new (TxDev * d, gsize ring, guint max_packet, guint signal_every)
 }
 
 static void
-fill_frame (guint8 * buf, guint len, guint32 seq)
+fill_frame (guint8 *buf, guint len, guint32 seq)
 {
   for (guint i = 0; i < len; i++)
     buf[i] = (guint8) (seq * 7 + i);
 }
 
 static void
-check_frame (GBytes * bytes, guint len, guint32 seq)
+check_frame (GBytes *bytes, guint len, guint32 seq)
 {
   gsize size;
   const guint8 *data = g_bytes_get_data (bytes, &size);
   g_assert_cmpuint (size, ==, len);
   for (guint i = 0; i < len; i++)
     if (data[i] != (guint8) (seq * 7 + i))
-      g_error ("frame %u byte %u: %02x, expected %02x", seq, i, data[i],
-          (guint8) (seq * 7 + i));
+      g_error ("frame %u byte %u: %02x, expected %02x", seq, i, data[i], (guint8) (seq * 7 + i));
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -215,19 +214,21 @@ test_geometry (void)
 
   g_assert_true (mlx5_tx_geometry_choose (&tx_caps, "t", 4096, 512, 0, &cfg, &error));
   g_assert_cmpuint (cfg.log_slots, ==, 3);
-  g_assert_cmpuint (cfg.signal_every, ==, 4);   /* at most half the slots */
+  g_assert_cmpuint (cfg.signal_every, ==, 4); /* at most half the slots */
 
   g_assert_false (mlx5_tx_geometry_choose (&tx_caps, "emu:t", 4096, 2000, 0, &cfg, &error));
   g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
-  g_assert_nonnull (strstr (error->message, "emu:t: TX ring-size 4096 is too small for "
-          "slots of 2048 bytes (allowed: ring-size >= 8192)"));
+  g_assert_nonnull (strstr (error->message,
+      "emu:t: TX ring-size 4096 is too small for "
+      "slots of 2048 bytes (allowed: ring-size >= 8192)"));
   g_clear_error (&error);
   g_assert_false (mlx5_tx_geometry_choose (&tx_caps, "t", 4096, 512, 5, &cfg, &error));
   g_assert_nonnull (strstr (error->message, "(allowed 1 .. 4)"));
   g_clear_error (&error);
   g_assert_false (mlx5_tx_geometry_choose (&tx_caps, "t", 0, 13, 0, &cfg, &error));
-  g_assert_nonnull (strstr (error->message, "max-packet-size 13 is out of range "
-          "(allowed 14 .. 65535)"));
+  g_assert_nonnull (strstr (error->message,
+      "max-packet-size 13 is out of range "
+      "(allowed 14 .. 65535)"));
   g_clear_error (&error);
 }
 
@@ -237,7 +238,7 @@ test_wqe_layout (void)
 {
   TxDev d;
   txdev_init (&d);
-  Mlx5Txq *q = txq_new (&d, 64 * 16, 64, 2);    /* 16 slots of 64 bytes, CQE every 2 */
+  Mlx5Txq *q = txq_new (&d, 64 * 16, 64, 2); /* 16 slots of 64 bytes, CQE every 2 */
   guint8 f[3][60];
   const guint8 *frames[3] = { f[0], f[1], f[2] };
   guint32 lens[3] = { 60, 42, 14 };
@@ -255,8 +256,8 @@ test_wqe_layout (void)
   const guint8 expect_ctrl1[8] = { 0x00, 0x00, 0x01, 0x0a, 0x12, 0x34, 0x56, 0x03 };
   g_assert_cmpmem (c1, 8, expect_ctrl1, 8);
   g_assert_cmpuint (c0->fm_ce_se, ==, MLX5_WQE_CTRL_CQ_ONLY_FIRST_ERR);
-  g_assert_cmpuint (c1->fm_ce_se, ==, MLX5_WQE_CTRL_CQ_UPDATE);    /* every 2nd */
-  g_assert_cmpuint (c2->fm_ce_se, ==, MLX5_WQE_CTRL_CQ_UPDATE);    /* last of the burst */
+  g_assert_cmpuint (c1->fm_ce_se, ==, MLX5_WQE_CTRL_CQ_UPDATE); /* every 2nd */
+  g_assert_cmpuint (c2->fm_ce_se, ==, MLX5_WQE_CTRL_CQ_UPDATE); /* last of the burst */
   const guint8 *eth = d.sq->wqes + 64 + 16;
   g_assert_cmpuint (eth[4], ==, MLX5_ETH_WQE_L3_CSUM | MLX5_ETH_WQE_L4_CSUM);
   g_assert_cmpuint (txdev_execute (&d, TRUE), ==, 3);
@@ -359,7 +360,7 @@ test_acquire_commit (void)
 {
   TxDev d;
   txdev_init (&d);
-  Mlx5Txq *q = txq_new (&d, 128 * 8, 128, 0);   /* 8 slots */
+  Mlx5Txq *q = txq_new (&d, 128 * 8, 128, 0); /* 8 slots */
   guint8 *slots[10];
   guint32 lens[10];
 
@@ -400,7 +401,7 @@ test_src_mac (void)
 {
   TxDev d;
   txdev_init (&d);
-  Mlx5TxConfig cfg = {.stamp_src_mac = TRUE,.mac = {2, 0, 0, 0xaa, 0xbb, 0xcc} };
+  Mlx5TxConfig cfg = { .stamp_src_mac = TRUE, .mac = { 2, 0, 0, 0xaa, 0xbb, 0xcc } };
   g_assert_true (mlx5_tx_geometry_choose (&tx_caps, "t", 0, 128, 0, &cfg, NULL));
   Mlx5Txq *q = mlx5_txq_new (&tx_ops, &d, &cfg, NULL);
   guint8 f[60];
@@ -410,12 +411,11 @@ test_src_mac (void)
   g_assert_cmpuint (mlx5_txq_send (q, frames, lens, 1), ==, 1);
   txdev_execute (&d, TRUE);
   const guint8 *sent = g_bytes_get_data (g_ptr_array_index (d.frames, 0), NULL);
-  const guint8 expect[14] = { 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 2, 0, 0, 0xaa, 0xbb, 0xcc,
-    0x11, 0x11
-  };
+  const guint8 expect[14] = { 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 2, 0, 0, 0xaa, 0xbb, 0xcc, 0x11,
+    0x11 };
   g_assert_cmpmem (sent, 14, expect, 14);
-  g_assert_cmpuint (f[6], ==, 0x11);    /* the caller's frame is untouched */
-  g_assert_cmpuint (g_array_index (d.cs_flags, guint8, 0), ==, 0);   /* no csum asked */
+  g_assert_cmpuint (f[6], ==, 0x11); /* the caller's frame is untouched */
+  g_assert_cmpuint (g_array_index (d.cs_flags, guint8, 0), ==, 0); /* no csum asked */
   mlx5_txq_free (q);
   txdev_clear (&d);
 }
@@ -435,9 +435,9 @@ test_bad_cqes (void)
 
   g_assert_cmpuint (mlx5_txq_send (q, frames, lens, 4), ==, 4);
   txdev_execute (&d, FALSE);
-  txdev_cqe (&d, MLX5_CQE_REQ, 4, 0);   /* not in flight (0..3) */
+  txdev_cqe (&d, MLX5_CQE_REQ, 4, 0); /* not in flight (0..3) */
   txdev_cqe (&d, MLX5_CQE_REQ, 0xfff0, 0);
-  txdev_cqe (&d, MLX5_CQE_RESP_SEND, 1, 0);     /* not a send completion */
+  txdev_cqe (&d, MLX5_CQE_RESP_SEND, 1, 0); /* not a send completion */
   g_assert_cmpuint (mlx5_txq_reclaim (q), ==, 0);
   mlx5_txq_counters (q, &c);
   g_assert_cmpuint (c.device_errors, ==, 3);

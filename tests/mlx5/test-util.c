@@ -22,7 +22,7 @@ l4_header_len (guint8 proto)
 }
 
 static guint
-seq_offset (const TuFrameSpec * spec)
+seq_offset (const TuFrameSpec *spec)
 {
   if (spec->proto == 0)
     return 14;
@@ -30,13 +30,13 @@ seq_offset (const TuFrameSpec * spec)
 }
 
 guint
-tu_ipv4_csum_offset (const guint8 * frame)
+tu_ipv4_csum_offset (const guint8 *frame)
 {
   return dq_packet_get16 (frame + 12) == 0x0800 ? 14 + 10 : 0;
 }
 
 guint
-tu_l4_csum_offset (const guint8 * frame)
+tu_l4_csum_offset (const guint8 *frame)
 {
   if (dq_packet_get16 (frame + 12) != 0x0800)
     return 0;
@@ -49,19 +49,19 @@ tu_l4_csum_offset (const guint8 * frame)
 }
 
 guint16
-tu_ipv4_csum (const guint8 * frame)
+tu_ipv4_csum (const guint8 *frame)
 {
   return dq_test_ipv4_csum (frame + 14);
 }
 
 guint16
-tu_l4_csum (const guint8 * frame)
+tu_l4_csum (const guint8 *frame)
 {
   return tu_l4_csum_offset (frame) != 0 ? dq_test_l4_csum (frame + 14) : 0;
 }
 
 void
-tu_frame_build (guint8 * f, const TuFrameSpec * spec, guint32 seq)
+tu_frame_build (guint8 *f, const TuFrameSpec *spec, guint32 seq)
 {
   guint len = spec->len;
   guint at = seq_offset (spec);
@@ -72,11 +72,11 @@ tu_frame_build (guint8 * f, const TuFrameSpec * spec, guint32 seq)
     dq_packet_write_eth (f, dst_mac, src_mac, DQ_PACKET_ETHERTYPE_IPV4);
     guint ihl = 20 + spec->ip_options * 4;
     guint8 *ip = f + 14;
-    dq_packet_write_ipv4 (ip, (guint16) (len - 14), (guint16) seq, spec->proto, spec->src,
-        spec->dst);
+    dq_packet_write_ipv4 (
+        ip, (guint16) (len - 14), (guint16) seq, spec->proto, spec->src, spec->dst);
     ip[0] = (guint8) (0x40 | (ihl / 4));
     dq_packet_put16 (ip + 10, spec->good_csums ? 0 : 0xdead);
-    memset (ip + 20, 1, ihl - 20);      /* NOP options */
+    memset (ip + 20, 1, ihl - 20); /* NOP options */
     guint8 *l4 = ip + ihl;
     if (spec->proto == TU_PROTO_UDP) {
       dq_packet_write_udp (l4, spec->sport, spec->dport, (guint16) (len - 14 - ihl));
@@ -110,19 +110,19 @@ tu_frame_build (guint8 * f, const TuFrameSpec * spec, guint32 seq)
 }
 
 guint32
-tu_frame_seq (const guint8 * f, guint len)
+tu_frame_seq (const guint8 *f, guint len)
 {
-  guint at = dq_packet_get16 (f + 12) == 0x0800 ? 14 + (f[14] & 0xf) * 4 + (f[23] == TU_PROTO_TCP ?
-      20 : 8) : 14;
+  guint at = dq_packet_get16 (f + 12) == 0x0800
+      ? 14 + (f[14] & 0xf) * 4 + (f[23] == TU_PROTO_TCP ? 20 : 8)
+      : 14;
   if (len < at + 4)
     return G_MAXUINT32;
-  return ((guint32) f[at] << 24) | ((guint32) f[at + 1] << 16) | ((guint32) f[at + 2] << 8)
-      | f[at + 3];
+  return ((guint32) f[at] << 24) | ((guint32) f[at + 1] << 16) | ((guint32) f[at + 2] << 8) |
+      f[at + 3];
 }
 
 gboolean
-tu_frame_check (const guint8 * f, guint len, const TuFrameSpec * spec, guint32 seq,
-    char **why)
+tu_frame_check (const guint8 *f, guint len, const TuFrameSpec *spec, guint32 seq, char **why)
 {
   guint8 *expect = g_malloc (spec->len);
   gboolean ok = TRUE;
@@ -136,12 +136,10 @@ tu_frame_check (const guint8 * f, guint len, const TuFrameSpec * spec, guint32 s
   guint skip1 = spec->proto ? tu_ipv4_csum_offset (expect) : 0;
   guint skip2 = spec->proto ? tu_l4_csum_offset (expect) : 0;
   for (guint i = 0; i < len && ok; i++) {
-    if ((skip1 && (i == skip1 || i == skip1 + 1)) || (skip2 && (i == skip2 ||
-                i == skip2 + 1)))
+    if ((skip1 && (i == skip1 || i == skip1 + 1)) || (skip2 && (i == skip2 || i == skip2 + 1)))
       continue;
     if (f[i] != expect[i]) {
-      *why = g_strdup_printf ("seq %u: byte %u is %02x, expected %02x", seq, i, f[i],
-          expect[i]);
+      *why = g_strdup_printf ("seq %u: byte %u is %02x, expected %02x", seq, i, f[i], expect[i]);
       ok = FALSE;
     }
   }
@@ -150,8 +148,7 @@ tu_frame_check (const guint8 * f, guint len, const TuFrameSpec * spec, guint32 s
 }
 
 guint64
-tu_wire_ticks (const guint * lens, guint k, guint overhead, guint64 freq_hz,
-    guint64 rate_bps)
+tu_wire_ticks (const guint *lens, guint k, guint overhead, guint64 freq_hz, guint64 rate_bps)
 {
   __extension__ unsigned __int128 bits = 0;
   for (guint j = 0; j < k; j++)

@@ -16,36 +16,36 @@ G_BEGIN_DECLS
 #define TU_SEQ_OFFSET 42
 
 typedef struct {
-  guint len;                    /* whole frame, >= 46 for IPv4/UDP, >= 14 raw */
-  guint8 proto;                 /* TU_PROTO_*, or 0: raw ethertype 0x88b5 frame */
-  guint32 src, dst;             /* IPv4, host order */
+  guint len;        /* whole frame, >= 46 for IPv4/UDP, >= 14 raw */
+  guint8 proto;     /* TU_PROTO_*, or 0: raw ethertype 0x88b5 frame */
+  guint32 src, dst; /* IPv4, host order */
   guint16 sport, dport;
-  guint ip_options;             /* 32-bit words of IPv4 options (0..10) */
-  gboolean good_csums;          /* write correct checksums (else zero / garbage) */
+  guint ip_options;    /* 32-bit words of IPv4 options (0..10) */
+  gboolean good_csums; /* write correct checksums (else zero / garbage) */
 } TuFrameSpec;
 
 /* Builds a frame: Ethernet (to 02:00:00:00:00:02 from 02:00:00:00:00:01), IPv4 with the
  * L4 header of `proto`, the sequence number at TU_SEQ_OFFSET (raw frames: at 14), the
  * rest tu_payload_byte (seq, i). */
-void tu_frame_build (guint8 * frame, const TuFrameSpec * spec, guint32 seq);
+void tu_frame_build (guint8 *frame, const TuFrameSpec *spec, guint32 seq);
 guint8 tu_payload_byte (guint32 seq, guint i);
 /* checks a received frame against tu_frame_build's, ignoring checksum fields */
-gboolean tu_frame_check (const guint8 * frame, guint len, const TuFrameSpec * spec,
-    guint32 seq, char **why);
-guint32 tu_frame_seq (const guint8 * frame, guint len);
+gboolean tu_frame_check (
+    const guint8 *frame, guint len, const TuFrameSpec *spec, guint32 seq, char **why);
+guint32 tu_frame_seq (const guint8 *frame, guint len);
 
 /* RFC 1071 checksums of a frame built by tu_frame_build (0 if not applicable): the
  * IPv4 header checksum, and the TCP/UDP checksum, as they must be on the wire. */
-guint16 tu_ipv4_csum (const guint8 * frame);
-guint16 tu_l4_csum (const guint8 * frame);
+guint16 tu_ipv4_csum (const guint8 *frame);
+guint16 tu_l4_csum (const guint8 *frame);
 /* where those fields are in the frame (0: none) */
-guint tu_ipv4_csum_offset (const guint8 * frame);
-guint tu_l4_csum_offset (const guint8 * frame);
+guint tu_ipv4_csum_offset (const guint8 *frame);
+guint tu_l4_csum_offset (const guint8 *frame);
 
 /* mlx5/emu line-rate model: ticks from a train's first frame to frame k, given the
  * lengths of frames 0..k-1 (exact, 128-bit) */
-guint64 tu_wire_ticks (const guint * lens, guint k, guint overhead, guint64 freq_hz,
-    guint64 rate_bps);
+guint64 tu_wire_ticks (
+    const guint *lens, guint k, guint overhead, guint64 freq_hz, guint64 rate_bps);
 
 G_END_DECLS
 

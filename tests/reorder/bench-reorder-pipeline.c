@@ -42,8 +42,8 @@
 typedef struct {
   gboolean src_cuda;
   gboolean re_cuda;
-  guint inflight;               /* K; 0: max-inflight not set */
-  char *label;                  /* "system/cuda/4" */
+  guint inflight; /* K; 0: max-inflight not set */
+  char *label;    /* "system/cuda/4" */
 } Config;
 
 typedef enum {
@@ -57,9 +57,9 @@ static const char *const status_names[] = { "ok", "skipped", "timeout", "error" 
 
 typedef struct {
   Status status;
-  gint64 inflight;              /* what the element ran with; -1: null */
+  gint64 inflight; /* what the element ran with; -1: null */
   guint64 packets, batches, no_frame;
-  double seconds;               /* from 10 % to 90 % of the packets; 0: not reached */
+  double seconds; /* from 10 % to 90 % of the packets; 0: not reached */
   double mpps;
   char *error;
 } Run;
@@ -68,9 +68,9 @@ typedef struct {
   guint64 packets;
   guint repeat;
   guint timeout_s;
-  gboolean has_inflight;        /* daqirireorder has max-inflight */
+  gboolean has_inflight; /* daqirireorder has max-inflight */
   guint inflight_min, inflight_max;
-  gboolean cuda_ok;             /* a GPU can be used (as the plugin will find it) */
+  gboolean cuda_ok; /* a GPU can be used (as the plugin will find it) */
 } Options;
 
 static const char *
@@ -82,19 +82,18 @@ memory_name (gboolean cuda)
 /* ---- configurations ---- */
 
 static void
-config_add (GArray * configs, gboolean src_cuda, gboolean re_cuda, guint inflight)
+config_add (GArray *configs, gboolean src_cuda, gboolean re_cuda, guint inflight)
 {
-  Config c = {.src_cuda = src_cuda,.re_cuda = re_cuda,.inflight = inflight };
+  Config c = { .src_cuda = src_cuda, .re_cuda = re_cuda, .inflight = inflight };
   if (inflight > 0)
-    c.label = g_strdup_printf ("%s/%s/%u", memory_name (src_cuda), memory_name (re_cuda),
-        inflight);
+    c.label = g_strdup_printf ("%s/%s/%u", memory_name (src_cuda), memory_name (re_cuda), inflight);
   else
     c.label = g_strdup_printf ("%s/%s", memory_name (src_cuda), memory_name (re_cuda));
   g_array_append_val (configs, c);
 }
 
 static void
-configs_default (GArray * configs, gboolean has_inflight)
+configs_default (GArray *configs, gboolean has_inflight)
 {
   config_add (configs, FALSE, FALSE, 0);
   if (has_inflight) {
@@ -110,7 +109,7 @@ configs_default (GArray * configs, gboolean has_inflight)
 }
 
 static gboolean
-parse_memory (const char *text, gboolean * cuda)
+parse_memory (const char *text, gboolean *cuda)
 {
   if (strcmp (text, "system") == 0)
     *cuda = FALSE;
@@ -123,7 +122,7 @@ parse_memory (const char *text, gboolean * cuda)
 
 /* "SRC/RE[/K],..." with SRC and RE system or cuda, K 1..16 (RE cuda only) */
 static gboolean
-configs_parse (GArray * configs, const char *list, GError ** error)
+configs_parse (GArray *configs, const char *list, GError **error)
 {
   gchar **items = g_strsplit (list, ",", -1);
   gboolean ok = items[0] != NULL;
@@ -139,8 +138,10 @@ configs_parse (GArray * configs, const char *list, GError ** error)
     if (ok)
       config_add (configs, src_cuda, re_cuda, (guint) k);
     else
-      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--configs: \"%s\" is "
-          "not SRC/RE or SRC/cuda/K (SRC, RE: system or cuda; K: 1..16)", items[i]);
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+          "--configs: \"%s\" is "
+          "not SRC/RE or SRC/cuda/K (SRC, RE: system or cuda; K: 1..16)",
+          items[i]);
     g_strfreev (parts);
   }
   if (items[0] == NULL)
@@ -153,7 +154,7 @@ configs_parse (GArray * configs, const char *list, GError ** error)
 
 /* the first error message on the bus, or NULL */
 static char *
-bus_error (GstElement * pipeline)
+bus_error (GstElement *pipeline)
 {
   GstBus *bus = gst_element_get_bus (pipeline);
   GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
@@ -170,12 +171,11 @@ bus_error (GstElement * pipeline)
 }
 
 static gboolean
-read_stats (GstElement * reorder, Run * r)
+read_stats (GstElement *reorder, Run *r)
 {
   GstStructure *st = NULL;
   g_object_get (reorder, "stats", &st, NULL);
-  gboolean ok = st != NULL &&
-      gst_structure_get_uint64 (st, "packets", &r->packets) &&
+  gboolean ok = st != NULL && gst_structure_get_uint64 (st, "packets", &r->packets) &&
       gst_structure_get_uint64 (st, "batches", &r->batches) &&
       gst_structure_get_uint64 (st, "no-frame", &r->no_frame);
   if (st != NULL)
@@ -186,7 +186,7 @@ read_stats (GstElement * reorder, Run * r)
 /* A failed run that needed CUDA is skipped when the plugin said no GPU can be used (or this
  * build has none), or when no GPU could be found at all. */
 static void
-run_failed (const Options * o, const Config * c, Run * r, char *error, const char *fallback)
+run_failed (const Options *o, const Config *c, Run *r, char *error, const char *fallback)
 {
   r->error = error != NULL ? error : g_strdup (fallback);
   gboolean needs_cuda = c->src_cuda || c->re_cuda;
@@ -197,7 +197,7 @@ run_failed (const Options * o, const Config * c, Run * r, char *error, const cha
 }
 
 static void
-run_one (const Options * o, const Config * c, guint index, Run * r)
+run_one (const Options *o, const Config *c, guint index, Run *r)
 {
   GstElement *pipeline = NULL, *reorder = NULL;
 
@@ -212,16 +212,17 @@ run_one (const Options * o, const Config * c, guint index, Run * r)
   if (c->inflight > 0 && o->has_inflight &&
       (c->inflight < o->inflight_min || c->inflight > o->inflight_max)) {
     r->status = STATUS_SKIPPED;
-    r->error = g_strdup_printf ("this daqirireorder's max-inflight is %u..%u",
-        o->inflight_min, o->inflight_max);
+    r->error = g_strdup_printf (
+        "this daqirireorder's max-inflight is %u..%u", o->inflight_min, o->inflight_max);
     return;
   }
 
-  char *launch = g_strdup_printf ("daqirisrc device=emu:brp%u,gen=64,gen-count=%"
-      G_GUINT64_FORMAT ",gen-lossless=1 memory=%s burst-packets=1024 ! daqirireorder name=re "
+  char *launch = g_strdup_printf (
+      "daqirisrc device=emu:brp%u,gen=64,gen-count=%" G_GUINT64_FORMAT
+      ",gen-lossless=1 memory=%s burst-packets=1024 ! daqirireorder name=re "
       "memory=%s seq-offset=336 seq-bits=32 packets-per-batch=1024 payload-offset=46 "
-      "payload-size=18 ! fakesink enable-last-sample=false", index, o->packets,
-      memory_name (c->src_cuda), memory_name (c->re_cuda));
+      "payload-size=18 ! fakesink enable-last-sample=false",
+      index, o->packets, memory_name (c->src_cuda), memory_name (c->re_cuda));
   GError *err = NULL;
   pipeline = gst_parse_launch (launch, &err);
   g_free (launch);
@@ -283,9 +284,9 @@ run_one (const Options * o, const Config * c, guint index, Run * r)
     }
     if (now >= deadline) {
       r->status = STATUS_TIMEOUT;
-      r->error = g_strdup_printf ("%s after %u s: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
-          " packets", playing ? "timed out" : "not PLAYING", o->timeout_s, r->packets,
-          o->packets);
+      r->error =
+          g_strdup_printf ("%s after %u s: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " packets",
+              playing ? "timed out" : "not PLAYING", o->timeout_s, r->packets, o->packets);
       break;
     }
     g_usleep (POLL_US);
@@ -296,7 +297,7 @@ run_one (const Options * o, const Config * c, guint index, Run * r)
     r->mpps = (double) (p90 - p10) / r->seconds / 1e6;
   } else if (r->status == STATUS_OK) {
     r->error = g_strdup ("10 % and 90 % of the packets came between two readings of the "
-        "stats: no rate (more --packets)");
+                         "stats: no rate (more --packets)");
   }
 
 out:
@@ -311,18 +312,19 @@ out:
 /* ---- output ---- */
 
 static void
-print_json (const Config * c, const Run * r)
+print_json (const Config *c, const Run *r)
 {
   GString *s = g_string_new ("{\"bench\":\"reorder-pipeline\"");
-  g_string_append_printf (s, ",\"src\":\"%s\",\"reorder\":\"%s\"", memory_name (c->src_cuda),
-      memory_name (c->re_cuda));
+  g_string_append_printf (
+      s, ",\"src\":\"%s\",\"reorder\":\"%s\"", memory_name (c->src_cuda), memory_name (c->re_cuda));
   if (r->inflight >= 0)
     g_string_append_printf (s, ",\"inflight\":%" G_GINT64_FORMAT, r->inflight);
   else
     g_string_append (s, ",\"inflight\":null");
-  g_string_append_printf (s, ",\"packets\":%" G_GUINT64_FORMAT ",\"batches\":%"
-      G_GUINT64_FORMAT ",\"no_frame\":%" G_GUINT64_FORMAT, r->packets, r->batches,
-      r->no_frame);
+  g_string_append_printf (s,
+      ",\"packets\":%" G_GUINT64_FORMAT ",\"batches\":%" G_GUINT64_FORMAT
+      ",\"no_frame\":%" G_GUINT64_FORMAT,
+      r->packets, r->batches, r->no_frame);
   if (r->seconds > 0)
     g_string_append_printf (s, ",\"seconds\":%.4f,\"mpps\":%.3f", r->seconds, r->mpps);
   else
@@ -348,12 +350,12 @@ cmp_double (gconstpointer a, gconstpointer b)
 
 typedef struct {
   guint ok, skipped, timeout, error;
-  double median, min, max;      /* Mpps of the ok runs; median < 0: none */
-  const char *note;             /* an error of a run that was not ok */
+  double median, min, max; /* Mpps of the ok runs; median < 0: none */
+  const char *note;        /* an error of a run that was not ok */
 } Summary;
 
 static void
-summarize (const Run * runs, guint n, Summary * s)
+summarize (const Run *runs, guint n, Summary *s)
 {
   double *mpps = g_new (double, n);
   guint m = 0;
@@ -367,15 +369,9 @@ summarize (const Run * runs, guint n, Summary * s)
         if (r->seconds > 0)
           mpps[m++] = r->mpps;
         break;
-      case STATUS_SKIPPED:
-        s->skipped++;
-        break;
-      case STATUS_TIMEOUT:
-        s->timeout++;
-        break;
-      case STATUS_ERROR:
-        s->error++;
-        break;
+      case STATUS_SKIPPED: s->skipped++; break;
+      case STATUS_TIMEOUT: s->timeout++; break;
+      case STATUS_ERROR: s->error++; break;
     }
     if (r->error != NULL && s->note == NULL)
       s->note = r->error;
@@ -391,7 +387,7 @@ summarize (const Run * runs, guint n, Summary * s)
 
 /* the median Mpps of SRC/cuda/K, or < 0 */
 static double
-median_of (const GArray * configs, const Summary * sums, gboolean src_cuda, guint k)
+median_of (const GArray *configs, const Summary *sums, gboolean src_cuda, guint k)
 {
   for (guint i = 0; i < configs->len; i++) {
     const Config *c = &g_array_index (configs, Config, i);
@@ -407,18 +403,19 @@ main (int argc, char **argv)
   gint64 packets = 4000000;
   gint repeat = 2, timeout_s = 30;
   gchar *configs_text = NULL;
-  GOptionEntry entries[] = {
-    {"packets", 0, 0, G_OPTION_ARG_INT64, &packets, "packets per run, G (4000000)", "G"},
-    {"repeat", 0, 0, G_OPTION_ARG_INT, &repeat, "runs of each configuration (2)", "R"},
-    {"timeout", 0, 0, G_OPTION_ARG_INT, &timeout_s, "time limit of one run in seconds (30)",
-        "S"},
-    {"configs", 0, 0, G_OPTION_ARG_STRING, &configs_text, "configurations to run, e.g. "
-          "system/system,system/cuda/1 (SRC/RE or SRC/cuda/K; default: system/system, "
-          "system/cuda/1, system/cuda/4, cuda/cuda/1, cuda/cuda/4, cuda/system)", "LIST"},
-    {NULL}
-  };
-  GOptionContext *ctx = g_option_context_new ("- daqirisrc ! daqirireorder ! fakesink on "
-      "the emulated ConnectX's generator, memory=system and memory=cuda");
+  GOptionEntry entries[] = { { "packets", 0, 0, G_OPTION_ARG_INT64, &packets,
+                                 "packets per run, G (4000000)", "G" },
+    { "repeat", 0, 0, G_OPTION_ARG_INT, &repeat, "runs of each configuration (2)", "R" },
+    { "timeout", 0, 0, G_OPTION_ARG_INT, &timeout_s, "time limit of one run in seconds (30)", "S" },
+    { "configs", 0, 0, G_OPTION_ARG_STRING, &configs_text,
+        "configurations to run, e.g. "
+        "system/system,system/cuda/1 (SRC/RE or SRC/cuda/K; default: system/system, "
+        "system/cuda/1, system/cuda/4, cuda/cuda/1, cuda/cuda/4, cuda/system)",
+        "LIST" },
+    { NULL } };
+  GOptionContext *ctx =
+      g_option_context_new ("- daqirisrc ! daqirireorder ! fakesink on "
+                            "the emulated ConnectX's generator, memory=system and memory=cuda");
   g_option_context_add_main_entries (ctx, entries, NULL);
   g_option_context_add_group (ctx, gst_init_get_option_group ());
   GError *err = NULL;
@@ -426,7 +423,8 @@ main (int argc, char **argv)
   gboolean parsed = g_option_context_parse (ctx, &argc, &argv, &err);
   g_option_context_free (ctx);
   if (parsed && (packets < 100 || repeat < 1 || timeout_s < 1))
-    g_set_error (&err, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "an option is out of range "
+    g_set_error (&err, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+        "an option is out of range "
         "(--packets >= 100, --repeat >= 1, --timeout >= 1)");
   else if (parsed && configs_text != NULL)
     configs_parse (configs, configs_text, &err);
@@ -440,19 +438,18 @@ main (int argc, char **argv)
     return 2;
   }
 
-  Options o = {.packets = (guint64) packets,.repeat = (guint) repeat,
-    .timeout_s = (guint) timeout_s
+  Options o = {
+    .packets = (guint64) packets, .repeat = (guint) repeat, .timeout_s = (guint) timeout_s
   };
   GstElement *probe = gst_element_factory_make ("daqirireorder", NULL);
   if (probe == NULL) {
     g_printerr ("bench-reorder-pipeline: no daqirireorder element (GST_PLUGIN_PATH_1_0 "
-        "should name the folder of the daqiri plugin)\n");
+                "should name the folder of the daqiri plugin)\n");
     g_array_free (configs, TRUE);
     g_free (configs_text);
     return 2;
   }
-  GParamSpec *pspec = g_object_class_find_property (G_OBJECT_GET_CLASS (probe),
-      MAX_INFLIGHT_PROP);
+  GParamSpec *pspec = g_object_class_find_property (G_OBJECT_GET_CLASS (probe), MAX_INFLIGHT_PROP);
   if (pspec != NULL && G_PARAM_SPEC_VALUE_TYPE (pspec) == G_TYPE_UINT) {
     o.has_inflight = TRUE;
     o.inflight_min = G_PARAM_SPEC_UINT (pspec)->minimum;
@@ -487,7 +484,7 @@ main (int argc, char **argv)
   Summary *sums = g_new0 (Summary, configs->len);
   gboolean failed = FALSE;
   g_print ("\n| daqirisrc memory | daqirireorder memory | max-inflight | runs ok | "
-      "median Mpps (min..max) | note |\n|---|---|---|---|---|---|\n");
+           "median Mpps (min..max) | note |\n|---|---|---|---|---|---|\n");
   for (guint i = 0; i < configs->len; i++) {
     const Config *c = &g_array_index (configs, Config, i);
     const Run *first = &runs[i * o.repeat];
@@ -498,8 +495,8 @@ main (int argc, char **argv)
     for (guint j = 0; j < o.repeat; j++)
       inflight = MAX (inflight, first[j].inflight);
     char *k = inflight >= 0 ? g_strdup_printf ("%" G_GINT64_FORMAT, inflight) : g_strdup ("-");
-    char *rate = s->median >= 0 ? g_strdup_printf ("%.2f (%.2f..%.2f)", s->median, s->min,
-        s->max) : g_strdup ("-");
+    char *rate = s->median >= 0 ? g_strdup_printf ("%.2f (%.2f..%.2f)", s->median, s->min, s->max)
+                                : g_strdup ("-");
     GString *note = g_string_new (NULL);
     if (s->skipped)
       g_string_append_printf (note, "%u skipped", s->skipped);
@@ -517,8 +514,9 @@ main (int argc, char **argv)
   }
 
   GString *line = g_string_new (NULL);
-  g_string_append_printf (line, "bench-reorder-pipeline: median Mpps of %" G_GUINT64_FORMAT
-      " packets x %u:", o.packets, o.repeat);
+  g_string_append_printf (line,
+      "bench-reorder-pipeline: median Mpps of %" G_GUINT64_FORMAT " packets x %u:", o.packets,
+      o.repeat);
   for (guint i = 0; i < configs->len; i++) {
     const Config *c = &g_array_index (configs, Config, i);
     const Summary *s = &sums[i];
@@ -526,8 +524,11 @@ main (int argc, char **argv)
     if (s->median >= 0)
       g_string_append_printf (line, "%.2f", s->median);
     else
-      g_string_append (line, s->error ? "error" : s->timeout ? "timeout" : s->ok ? "no-rate" :
-          "skipped");
+      g_string_append (line,
+          s->error         ? "error"
+              : s->timeout ? "timeout"
+              : s->ok      ? "no-rate"
+                           : "skipped");
   }
   /* what several submissions in flight bring, per source memory */
   gboolean any_ratio = FALSE;
@@ -540,8 +541,7 @@ main (int argc, char **argv)
     }
     if (!listed)
       continue;
-    g_string_append_printf (line, "%s %s/cuda ", any_ratio ? "," : "; K=4/K=1:",
-        memory_name (src));
+    g_string_append_printf (line, "%s %s/cuda ", any_ratio ? "," : "; K=4/K=1:", memory_name (src));
     if (k1 > 0 && k4 >= 0)
       g_string_append_printf (line, "%.2f", k4 / k1);
     else

@@ -31,8 +31,11 @@
 /* Against the plugin on the CUDA emulator, GPU memory is host memory: the test's own CUDA calls
  * are plain host calls (linking the emulator here too would make a second emulator). */
 #define dq_cuda_available(msg, len) 1
-#define dq_cuda_device_info(buf, len) g_strlcpy ((buf), "the CUDA emulator (CPU fibers) in the " \
-    "plugin", (len))
+#define dq_cuda_device_info(buf, len) \
+  g_strlcpy ((buf), \
+      "the CUDA emulator (CPU fibers) in the " \
+      "plugin", \
+      (len))
 #define dq_cuda_memcpy(dst, src, size) emu_memcpy ((dst), (src), (size))
 static int
 emu_memcpy (void *dst, const void *src, size_t size)
@@ -47,75 +50,91 @@ emu_memcpy (void *dst, const void *src, size_t size)
 
 typedef struct {
   const char *name;
-  const char *props;            /* daqirireorder properties besides memory */
-  const char *gpu_tail;         /* elements after daqirireorder in the memory=cuda run */
-  const char *tail;             /* elements after daqirireorder in both runs */
-  gboolean gpu_bursts;          /* the memory=cuda run gets its bursts in GPU memory */
-  guint payload;                /* input payload bytes per packet */
+  const char *props;    /* daqirireorder properties besides memory */
+  const char *gpu_tail; /* elements after daqirireorder in the memory=cuda run */
+  const char *tail;     /* elements after daqirireorder in both runs */
+  gboolean gpu_bursts;  /* the memory=cuda run gets its bursts in GPU memory */
+  guint payload;        /* input payload bytes per packet */
   guint ppb;
   guint n_bursts;
   guint max_burst;
 } Case;
 
 static const Case cases[] = {
-  {"copy 256 B x 64", "seq-offset=0 seq-bits=32 packets-per-batch=64 payload-offset=8 "
-        "payload-size=256 window=8", NULL, NULL, FALSE, 256, 64, 300, 300},
+  { "copy 256 B x 64",
+      "seq-offset=0 seq-bits=32 packets-per-batch=64 payload-offset=8 "
+      "payload-size=256 window=8",
+      NULL, NULL, FALSE, 256, 64, 300, 300 },
   /* bursts already in GPU memory (daqiri's allocator, found by name), read where they are */
-  {"copy 256 B x 64, GPU bursts", "seq-offset=0 seq-bits=32 packets-per-batch=64 "
-        "payload-offset=8 payload-size=256 window=8", NULL, NULL, TRUE, 256, 64, 300, 300},
-  {"int16->fp32 1000 B x 16", "seq-offset=0 seq-bits=16 packets-per-batch=16 "
-        "payload-offset=8 payload-size=1000 input-type=int16 output-type=fp32 "
-        "byte-order=network window=4", NULL, NULL, FALSE, 1000, 16, 200, 64},
-  {"int4->fp16 64 B x 1024, batch field", "seq-offset=0 seq-bits=16 batch-offset=32 "
-        "batch-bits=16 packets-per-batch=1024 payload-offset=8 payload-size=64 "
-        "input-type=int4 output-type=fp16 window=2", NULL, NULL, FALSE, 64, 1024, 100, 1024},
+  { "copy 256 B x 64, GPU bursts",
+      "seq-offset=0 seq-bits=32 packets-per-batch=64 "
+      "payload-offset=8 payload-size=256 window=8",
+      NULL, NULL, TRUE, 256, 64, 300, 300 },
+  { "int16->fp32 1000 B x 16",
+      "seq-offset=0 seq-bits=16 packets-per-batch=16 "
+      "payload-offset=8 payload-size=1000 input-type=int16 output-type=fp32 "
+      "byte-order=network window=4",
+      NULL, NULL, FALSE, 1000, 16, 200, 64 },
+  { "int4->fp16 64 B x 1024, batch field",
+      "seq-offset=0 seq-bits=16 batch-offset=32 "
+      "batch-bits=16 packets-per-batch=1024 payload-offset=8 payload-size=64 "
+      "input-type=int4 output-type=fp16 window=2",
+      NULL, NULL, FALSE, 64, 1024, 100, 1024 },
   /* raw video: GstCudaMemory of the pipeline's CUDA context, read back by cudadownload;
    * rows of 640 UYVY pixels (1280 bytes, so the GPU pitch differs from the row) */
-  {"UYVY 640x48 GstCudaMemory -> cudadownload", "seq-offset=0 seq-bits=16 "
-        "packets-per-batch=48 payload-offset=8 payload-size=1280 video-format=uyvy width=640 "
-        "height=48 framerate=50/1 window=4", "cudadownload ! video/x-raw,format=UYVY", NULL,
-        FALSE, 1280, 48, 150, 100},
+  { "UYVY 640x48 GstCudaMemory -> cudadownload",
+      "seq-offset=0 seq-bits=16 "
+      "packets-per-batch=48 payload-offset=8 payload-size=1280 video-format=uyvy width=640 "
+      "height=48 framerate=50/1 window=4",
+      "cudadownload ! video/x-raw,format=UYVY", NULL, FALSE, 1280, 48, 150, 100 },
   /* generic frames as GstCudaMemory when downstream asks for memory:CUDAMemory: filled in
    * place, cut to the frame's 1750 bytes (not a whole number of the pool's RGBA pixels),
    * read back by a CPU map (GstCuda downloads) */
-  {"copy 250 B x 7, GstCudaMemory frames", "seq-offset=0 seq-bits=32 packets-per-batch=7 "
-        "payload-offset=8 payload-size=250 window=4",
-        "application/x-daqiri-frame(memory:CUDAMemory)", NULL, FALSE, 250, 7, 200, 40},
+  { "copy 250 B x 7, GstCudaMemory frames",
+      "seq-offset=0 seq-bits=32 packets-per-batch=7 "
+      "payload-offset=8 payload-size=250 window=4",
+      "application/x-daqiri-frame(memory:CUDAMemory)", NULL, FALSE, 250, 7, 200, 40 },
   /* 10-bit 4:2:2 pgroups unpacked by the GPU kernel into the planes of GstCudaMemory
    * I422_10LE frames (their pitches and offsets), read back by cudadownload, against the CPU
    * unpack of memory=system: one row of 640 pixels (1600 bytes) a packet; and rows of 1920
    * pixels (4800 bytes) across packets of 1200 bytes that arrive in GPU memory */
-  {"I422_10LE 640x48 GstCudaMemory -> cudadownload", "seq-offset=0 seq-bits=16 "
-        "packets-per-batch=48 payload-offset=8 payload-size=1600 video-format=i422-10le "
-        "width=640 height=48 framerate=50/1 window=4",
-        "cudadownload ! video/x-raw,format=I422_10LE", NULL, FALSE, 1600, 48, 150, 100},
-  {"I422_10LE 1920x36 GstCudaMemory -> cudadownload, GPU bursts", "seq-offset=0 seq-bits=16 "
-        "packets-per-batch=144 payload-offset=8 payload-size=1200 video-format=i422-10le "
-        "width=1920 height=36 window=4", "cudadownload ! video/x-raw,format=I422_10LE", NULL,
-        TRUE, 1200, 144, 60, 300},
+  { "I422_10LE 640x48 GstCudaMemory -> cudadownload",
+      "seq-offset=0 seq-bits=16 "
+      "packets-per-batch=48 payload-offset=8 payload-size=1600 video-format=i422-10le "
+      "width=640 height=48 framerate=50/1 window=4",
+      "cudadownload ! video/x-raw,format=I422_10LE", NULL, FALSE, 1600, 48, 150, 100 },
+  { "I422_10LE 1920x36 GstCudaMemory -> cudadownload, GPU bursts",
+      "seq-offset=0 seq-bits=16 "
+      "packets-per-batch=144 payload-offset=8 payload-size=1200 video-format=i422-10le "
+      "width=1920 height=36 window=4",
+      "cudadownload ! video/x-raw,format=I422_10LE", NULL, TRUE, 1200, 144, 60, 300 },
   /* frames in GPU memory into daqiripay: the packets it makes are those of system frames */
-  {"GPU frames -> daqiripay", "seq-offset=0 seq-bits=32 packets-per-batch=64 "
-        "payload-offset=8 payload-size=256 window=8", NULL, "daqiripay seq-offset=336 "
-        "packets-per-batch=64 payload-offset=46 payload-size=256", FALSE, 256, 64, 100, 300},
+  { "GPU frames -> daqiripay",
+      "seq-offset=0 seq-bits=32 packets-per-batch=64 "
+      "payload-offset=8 payload-size=256 window=8",
+      NULL,
+      "daqiripay seq-offset=336 "
+      "packets-per-batch=64 payload-offset=46 payload-size=256",
+      FALSE, 256, 64, 100, 300 },
 };
 
 typedef struct {
-  GstBuffer **frames;           /* host copies, in push order */
+  GstBuffer **frames; /* host copies, in push order */
   guint n, cap;
   GstClockTime *pts;
   guint64 *offset;
-  gchar **meta;                 /* the frame meta as text */
+  gchar **meta; /* the frame meta as text */
   gboolean feature_ok;
   gboolean cpu_map_refused;
   gboolean gstcuda_caps;
-  int primary;                  /* the announced CUDA context wraps the primary: 1, 0, -1 none */
+  int primary; /* the announced CUDA context wraps the primary: 1, 0, -1 none */
   gchar *stats;
-  gchar *error;                 /* why the pipeline did not start */
+  gchar *error; /* why the pipeline did not start */
 } Run;
 
 /* Builds the bursts of one case: deterministic from the seed. */
 static GPtrArray *
-make_bursts (const Case * c, guint32 seed)
+make_bursts (const Case *c, guint32 seed)
 {
   GRand *rand = g_rand_new_with_seed (seed);
   GPtrArray *bursts = g_ptr_array_new_with_free_func ((GDestroyNotify) gst_buffer_unref);
@@ -141,9 +160,9 @@ make_bursts (const Case * c, guint32 seed)
       guint32 s = seqs[i];
       gint r = g_rand_int_range (rand, 0, 1000);
       if (r < 10 && i > 0)
-        s = seqs[i - 1];        /* duplicate */
+        s = seqs[i - 1]; /* duplicate */
       else if (r < 12)
-        s += c->ppb;            /* a batch ahead: may push the window */
+        s += c->ppb; /* a batch ahead: may push the window */
       q[0] = (guint8) (s >> 8);
       q[1] = (guint8) s;
       q[2] = (guint8) (s >> 24);
@@ -163,9 +182,9 @@ make_bursts (const Case * c, guint32 seed)
       d[i].offset = i * pkt_len;
       d[i].length = pkt_len;
       if (r >= 990)
-        d[i].length = PAYLOAD_OFFSET + c->payload / 2;   /* short */
+        d[i].length = PAYLOAD_OFFSET + c->payload / 2; /* short */
       else if (r >= 985)
-        d[i].offset = n * pkt_len + 4;                   /* past the end */
+        d[i].offset = n * pkt_len + 4; /* past the end */
     }
     GstBuffer *buf = gst_buffer_new_wrapped (data, (gsize) n * pkt_len);
     gst_buffer_add_daqiri_packet_meta (buf, d, n);
@@ -180,7 +199,7 @@ make_bursts (const Case * c, guint32 seed)
 
 /* The burst with its data moved into daqiri's GPU memory (same meta, same PTS). */
 static GstBuffer *
-burst_to_gpu (GstBuffer * host)
+burst_to_gpu (GstBuffer *host)
 {
   GstAllocator *cuda = gst_allocator_find (GST_DAQIRI_CUDA_MEMORY_TYPE);
   if (cuda == NULL)
@@ -211,7 +230,7 @@ burst_to_gpu (GstBuffer * host)
 /* Whether the CUDA context daqirireorder announced (have-context on the bus) is device 0's
  * primary context: its handle against cuDevicePrimaryCtxRetain's. 1 yes, 0 no, -1 none. */
 static int
-announced_primary (GstElement * pipeline)
+announced_primary (GstElement *pipeline)
 {
   GstBus *bus = gst_element_get_bus (pipeline);
   GstMessage *m;
@@ -220,18 +239,18 @@ announced_primary (GstElement * pipeline)
     GstContext *ctx = NULL;
     gst_message_parse_have_context (m, &ctx);
     GObject *cuda_ctx = NULL;
-    const GValue *v = ctx && strcmp (gst_context_get_context_type (ctx),
-        "gst.cuda.context") == 0 ? gst_structure_get_value (gst_context_get_structure (ctx),
-        "gst.cuda.context") : NULL;
+    const GValue *v = ctx && strcmp (gst_context_get_context_type (ctx), "gst.cuda.context") == 0
+        ? gst_structure_get_value (gst_context_get_structure (ctx), "gst.cuda.context")
+        : NULL;
     if (v && G_VALUE_HOLDS_OBJECT (v) && (cuda_ctx = g_value_dup_object (v)) != NULL) {
       GModule *gc = g_module_open ("libgstcuda-1.0.so.0", G_MODULE_BIND_LAZY);
       GModule *cu = g_module_open ("libcuda.so.1", G_MODULE_BIND_LAZY);
       gpointer (*get_handle) (GObject *) = NULL;
       int (*retain) (gpointer *, int) = NULL, (*release) (int) = NULL;
-      if (gc && cu && g_module_symbol (gc, "gst_cuda_context_get_handle",
-              (gpointer *) & get_handle) && g_module_symbol (cu, "cuDevicePrimaryCtxRetain",
-              (gpointer *) & retain) && g_module_symbol (cu, "cuDevicePrimaryCtxRelease_v2",
-              (gpointer *) & release)) {
+      if (gc && cu &&
+          g_module_symbol (gc, "gst_cuda_context_get_handle", (gpointer *) &get_handle) &&
+          g_module_symbol (cu, "cuDevicePrimaryCtxRetain", (gpointer *) &retain) &&
+          g_module_symbol (cu, "cuDevicePrimaryCtxRelease_v2", (gpointer *) &release)) {
         gpointer primary = NULL;
         if (retain (&primary, 0) == 0) {
           result = get_handle (cuda_ctx) == primary;
@@ -249,22 +268,22 @@ announced_primary (GstElement * pipeline)
 }
 
 static gchar *
-meta_text (GstBuffer * buf)
+meta_text (GstBuffer *buf)
 {
   GstCustomMeta *m = gst_buffer_get_custom_meta (buf, "GstDaqiriFrameMeta");
   return m ? gst_structure_to_string (gst_custom_meta_get_structure (m)) : g_strdup ("none");
 }
 
 static gboolean
-run_case (const Case * c, GPtrArray * bursts, const char *memory, Run * run)
+run_case (const Case *c, GPtrArray *bursts, const char *memory, Run *run)
 {
   gboolean cuda = strcmp (memory, "cuda") == 0;
   const char *tail = cuda && c->gpu_tail ? c->gpu_tail : c->tail;
   gboolean gpu_in = cuda && c->gpu_bursts;
-  gchar *desc = g_strdup_printf ("appsrc name=in format=time caps=application/x-daqiri-packets%s "
+  gchar *desc = g_strdup_printf (
+      "appsrc name=in format=time caps=application/x-daqiri-packets%s "
       "! daqirireorder name=r memory=%s %s ! %s%sappsink name=out sync=false",
-      gpu_in ? "(memory:DaqiriCUDA)" : "", memory, c->props, tail ? tail : "",
-      tail ? " ! " : "");
+      gpu_in ? "(memory:DaqiriCUDA)" : "", memory, c->props, tail ? tail : "", tail ? " ! " : "");
   GError *err = NULL;
   GstElement *p = gst_parse_launch (desc, &err);
   g_free (desc);
@@ -314,17 +333,16 @@ run_case (const Case * c, GPtrArray * bursts, const char *memory, Run * run)
       if (caps == NULL)
         g_usleep (2000);
     }
-    run->gstcuda_caps = caps && gst_caps_features_contains (gst_caps_get_features (caps, 0),
-        "memory:CUDAMemory");
+    run->gstcuda_caps =
+        caps && gst_caps_features_contains (gst_caps_get_features (caps, 0), "memory:CUDAMemory");
     if (caps)
       gst_caps_unref (caps);
     gst_object_unref (pad);
   }
   /* generic frames in GstCudaMemory: the tail is a caps filter, the samples GstCudaMemory */
-  gboolean gstcuda_frames = cuda && c->gpu_tail && g_str_has_prefix (c->gpu_tail,
-      "application/");
+  gboolean gstcuda_frames = cuda && c->gpu_tail && g_str_has_prefix (c->gpu_tail, "application/");
   if (tail)
-    cuda = FALSE;               /* the samples are what the tail made: system memory */
+    cuda = FALSE; /* the samples are what the tail made: system memory */
   run->feature_ok = TRUE;
   run->cpu_map_refused = TRUE;
   for (;;) {
@@ -333,8 +351,8 @@ run_case (const Case * c, GPtrArray * bursts, const char *memory, Run * run)
       break;
     GstBuffer *buf = gst_sample_get_buffer (s);
     GstCaps *caps = gst_sample_get_caps (s);
-    gboolean has_feature = gst_caps_features_contains (gst_caps_get_features (caps, 0),
-        GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA);
+    gboolean has_feature = gst_caps_features_contains (
+        gst_caps_get_features (caps, 0), GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA);
     if (has_feature != cuda)
       run->feature_ok = FALSE;
     GstMemory *mem = gst_buffer_peek_memory (buf, 0);
@@ -394,15 +412,17 @@ run_case (const Case * c, GPtrArray * bursts, const char *memory, Run * run)
 #define EMU_FRAMES 400
 #define EMU_PPB 64
 static GByteArray *
-emu_source_run (const char *memory, const char *filter, guint * frames, gchar ** caps_out,
-    gchar ** error)
+emu_source_run (
+    const char *memory, const char *filter, guint *frames, gchar **caps_out, gchar **error)
 {
   static guint serial;
-  gchar *desc = g_strdup_printf ("daqirisrc name=s device=emu:gpu%u,gen=64,gen-count=%u,"
+  gchar *desc = g_strdup_printf (
+      "daqirisrc name=s device=emu:gpu%u,gen=64,gen-count=%u,"
       "gen-lossless=1 memory=%s burst-packets=128 ! %s%sdaqirireorder memory=%s "
       "seq-offset=336 seq-bits=32 packets-per-batch=%u payload-offset=46 payload-size=18 ! "
-      "appsink name=out sync=false", serial++, EMU_FRAMES * EMU_PPB, memory,
-      filter ? filter : "", filter ? " ! " : "", memory, EMU_PPB);
+      "appsink name=out sync=false",
+      serial++, EMU_FRAMES * EMU_PPB, memory, filter ? filter : "", filter ? " ! " : "", memory,
+      EMU_PPB);
   GError *err = NULL;
   GstElement *p = gst_parse_launch (desc, &err);
   g_free (desc);
@@ -476,7 +496,7 @@ emu_source_run (const char *memory, const char *filter, guint * frames, gchar **
 }
 
 static void
-run_clear (Run * run)
+run_clear (Run *run)
 {
   for (guint i = 0; i < run->n; i++) {
     gst_buffer_unref (run->frames[i]);
@@ -500,7 +520,7 @@ typedef struct {
 } Seen;
 
 static GstPadProbeReturn
-seen_frame (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+seen_frame (GstPad *pad, GstPadProbeInfo *info, gpointer data)
 {
   Seen *seen = data;
   GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
@@ -516,8 +536,8 @@ seen_frame (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   }
   gchar *meta = meta_text (buf);
   gchar *sum = g_compute_checksum_for_data (G_CHECKSUM_SHA256, host, size);
-  gchar *text = g_strdup_printf ("pts %" G_GUINT64_FORMAT " %s %s", GST_BUFFER_PTS (buf), meta,
-      sum);
+  gchar *text =
+      g_strdup_printf ("pts %" G_GUINT64_FORMAT " %s %s", GST_BUFFER_PTS (buf), meta, sum);
   g_mutex_lock (&seen->lock);
   g_ptr_array_add (seen->frames, text);
   g_mutex_unlock (&seen->lock);
@@ -530,11 +550,11 @@ seen_frame (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 /* Pushes bursts [0, n) with a flush (FLUSH_START, FLUSH_STOP, a new segment) before burst
  * `at`, then EOS. *split: how many frames came before the flush. FALSE if the pipeline fails. */
 static gboolean
-flush_run (const Case * c, GPtrArray * bursts, guint at, const char *memory, Seen * seen,
-    guint * split, guint64 * packets)
+flush_run (const Case *c, GPtrArray *bursts, guint at, const char *memory, Seen *seen, guint *split,
+    guint64 *packets)
 {
-  gchar *desc = g_strdup_printf ("daqirireorder name=r memory=%s %s ! fakesink async=false",
-      memory, c->props);
+  gchar *desc = g_strdup_printf (
+      "daqirireorder name=r memory=%s %s ! fakesink async=false", memory, c->props);
   GstElement *p = gst_parse_launch (desc, NULL);
   g_free (desc);
   if (p == NULL)
@@ -547,14 +567,14 @@ flush_run (const Case * c, GPtrArray * bursts, guint at, const char *memory, See
   seen->frames = g_ptr_array_new_with_free_func (g_free);
   seen->cuda = strcmp (memory, "cuda") == 0;
   gst_pad_add_probe (rsrc, GST_PAD_PROBE_TYPE_BUFFER, seen_frame, seen, NULL);
-  gboolean ok = gst_pad_link (src, sink) == GST_PAD_LINK_OK && gst_pad_set_active (src, TRUE)
-      && gst_element_set_state (p, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE;
+  gboolean ok = gst_pad_link (src, sink) == GST_PAD_LINK_OK && gst_pad_set_active (src, TRUE) &&
+      gst_element_set_state (p, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE;
   GstSegment seg;
   gst_segment_init (&seg, GST_FORMAT_TIME);
   if (ok) {
     gst_pad_push_event (src, gst_event_new_stream_start ("flush"));
-    gst_pad_push_event (src, gst_event_new_caps (gst_caps_from_string
-            ("application/x-daqiri-packets")));
+    gst_pad_push_event (
+        src, gst_event_new_caps (gst_caps_from_string ("application/x-daqiri-packets")));
     gst_pad_push_event (src, gst_event_new_segment (&seg));
   }
   for (guint i = 0; ok && i < bursts->len; i++) {
@@ -566,8 +586,8 @@ flush_run (const Case * c, GPtrArray * bursts, guint at, const char *memory, See
       g_mutex_unlock (&seen->lock);
       gst_pad_push_event (src, gst_event_new_segment (&seg));
     }
-    ok = ok && gst_pad_push (src, gst_buffer_copy_deep (g_ptr_array_index (bursts, i))) ==
-        GST_FLOW_OK;
+    ok = ok &&
+        gst_pad_push (src, gst_buffer_copy_deep (g_ptr_array_index (bursts, i))) == GST_FLOW_OK;
   }
   /* EOS: everything in flight is pushed before the event goes on */
   ok = ok && gst_pad_push_event (src, gst_event_new_eos ());
@@ -589,7 +609,7 @@ flush_run (const Case * c, GPtrArray * bursts, guint at, const char *memory, See
  * frames and bursts in flight included); before it, memory=cuda may have fewer (bursts still
  * on the GPU at the flush are dropped with it), the same ones. */
 static gboolean
-flush_case (const Case * c)
+flush_case (const Case *c)
 {
   GPtrArray *bursts = make_bursts (c, 0x5eedf00du);
   Seen sys = { 0 }, gpu = { 0 };
@@ -606,10 +626,10 @@ flush_case (const Case * c)
     ok = strcmp (g_ptr_array_index (sys.frames, i), g_ptr_array_index (gpu.frames, i)) == 0;
   for (guint i = 0; ok && i < post_sys; i++)
     ok = strcmp (g_ptr_array_index (sys.frames, split_sys + i),
-        g_ptr_array_index (gpu.frames, split_gpu + i)) == 0;
+             g_ptr_array_index (gpu.frames, split_gpu + i)) == 0;
   printf ("%s flush mid-stream (%s): before it %u frames on the CPU, %u on the GPU; after it "
-      "%u and %u; packets %" G_GUINT64_FORMAT " and %" G_GUINT64_FORMAT "\n", ok ? "PASS" :
-      "FAIL", c->name, split_sys, split_gpu, post_sys, post_gpu, pk_sys, pk_gpu);
+          "%u and %u; packets %" G_GUINT64_FORMAT " and %" G_GUINT64_FORMAT "\n",
+      ok ? "PASS" : "FAIL", c->name, split_sys, split_gpu, post_sys, post_gpu, pk_sys, pk_gpu);
   for (guint k = 0; k < 2; k++) {
     Seen *s = k ? &gpu : &sys;
     if (s->frames) {
@@ -659,12 +679,14 @@ static gboolean
 lossless_case (guint window)
 {
   gchar *props = g_strdup_printf ("seq-offset=0 seq-bits=16 packets-per-batch=4 "
-      "payload-offset=8 payload-size=16 window=%u", window);
+                                  "payload-offset=8 payload-size=16 window=%u",
+      window);
   const Case c = { "lossless", props, NULL, NULL, FALSE, 16, 4, 20, 10 };
   GPtrArray *bursts = lossless_bursts (c.n_bursts, c.max_burst, c.payload);
   const guint n_frames = c.n_bursts * c.max_burst / c.ppb;
   gchar *want_stats = g_strdup_printf ("batches=(guint64)%u, complete=(guint64)%u, "
-      "flushed=(guint64)0, pushed=(guint64)0, skipped=(guint64)0,", n_frames, n_frames);
+                                       "flushed=(guint64)0, pushed=(guint64)0, skipped=(guint64)0,",
+      n_frames, n_frames);
   gboolean ok = TRUE;
   for (guint k = 0; k < 2; k++) {
     const char *memory = k ? "cuda" : "system";
@@ -756,8 +778,8 @@ main (int argc, char **argv)
             sys.pts[i] == gpu.pts[i] && sys.offset[i] == gpu.offset[i] &&
             strcmp (sys.meta[i], gpu.meta[i]) == 0;
         if (!same && mismatches++ < 3)
-          printf ("  %s: frame %u (batch %" G_GUINT64_FORMAT ") differs: %s | %s\n", c->name,
-              i, sys.offset[i], sys.meta[i], gpu.meta[i]);
+          printf ("  %s: frame %u (batch %" G_GUINT64_FORMAT ") differs: %s | %s\n", c->name, i,
+              sys.offset[i], sys.meta[i], gpu.meta[i]);
         bytes_total += a.size;
         gst_buffer_unmap (sys.frames[i], &a);
         gst_buffer_unmap (gpu.frames[i], &b);
@@ -774,8 +796,8 @@ main (int argc, char **argv)
         ok = FALSE;
       }
       if (c->gpu_tail && gpu.primary != 1) {
-        printf ("  %s: the CUDA context announced is not the primary one (%d)\n", c->name,
-            gpu.primary);
+        printf (
+            "  %s: the CUDA context announced is not the primary one (%d)\n", c->name, gpu.primary);
         ok = FALSE;
       }
       if (c->gpu_tail && !gpu.gstcuda_caps) {
@@ -819,15 +841,16 @@ main (int argc, char **argv)
     const char *feature = gstcuda ? "memory:CUDAMemory" : GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA;
 #ifdef DQ_TEST_EMU
     if (gstcuda)
-      continue;                 /* GstCuda needs the driver */
+      continue; /* GstCuda needs the driver */
 #endif
     guint nf_sys = 0, nf_gpu = 0;
     gchar *caps_sys = NULL, *caps_gpu = NULL, *err_sys = NULL, *err_gpu = NULL;
     GByteArray *sys = emu_source_run ("system", NULL, &nf_sys, &caps_sys, &err_sys);
     GByteArray *gpu = emu_source_run ("cuda", filter, &nf_gpu, &caps_gpu, &err_gpu);
     if (gstcuda && !can_wrap) {
-      gboolean ok = nf_gpu == 0 && err_gpu && strstr (err_gpu, "gst_cuda_allocator_alloc_wrapped")
-          && strstr (err_gpu, "memory:CUDAMemory");
+      gboolean ok = nf_gpu == 0 && err_gpu &&
+          strstr (err_gpu, "gst_cuda_allocator_alloc_wrapped") &&
+          strstr (err_gpu, "memory:CUDAMemory");
       printf ("%s daqirisrc memory=cuda ! memory:CUDAMemory on GStreamer %s: %s\n",
           ok ? "PASS" : "FAIL", gst_version_string (), err_gpu ? err_gpu : "no error");
       if (ok)
@@ -844,8 +867,8 @@ main (int argc, char **argv)
         g_byte_array_unref (gpu);
       continue;
     }
-    gboolean caps_ok = caps_gpu && strstr (caps_gpu, feature) && caps_sys &&
-        !strstr (caps_sys, "memory:");
+    gboolean caps_ok =
+        caps_gpu && strstr (caps_gpu, feature) && caps_sys && !strstr (caps_sys, "memory:");
     gboolean ok = sys && gpu && nf_sys == EMU_FRAMES && nf_gpu == EMU_FRAMES &&
         sys->len == gpu->len && memcmp (sys->data, gpu->data, sys->len) == 0 && caps_ok;
     /* the frames hold the generator's pattern: payload byte i of packet k is k + 46 + i */
@@ -857,9 +880,9 @@ main (int argc, char **argv)
         printf ("  emu source: the frames do not hold the generator's bytes\n");
     }
     printf ("%s emu:gen -> daqirisrc memory=cuda (%s) -> daqirireorder memory=cuda: %u / %u "
-        "frames, %u bytes; caps %s%s%s\n", ok ? "PASS" : "FAIL", feature, nf_gpu, nf_sys,
-        sys ? sys->len : 0, caps_gpu ? caps_gpu : "none", err_gpu ? "; error: " : "",
-        err_gpu ? err_gpu : "");
+            "frames, %u bytes; caps %s%s%s\n",
+        ok ? "PASS" : "FAIL", feature, nf_gpu, nf_sys, sys ? sys->len : 0,
+        caps_gpu ? caps_gpu : "none", err_gpu ? "; error: " : "", err_gpu ? err_gpu : "");
     g_free (caps_sys);
     g_free (caps_gpu);
     g_free (err_sys);

@@ -17,18 +17,17 @@
 /* ---- helpers ------------------------------------------------------------------------- */
 
 static guint
-frame_uint (GstBuffer * buf, const gchar * field)
+frame_uint (GstBuffer *buf, const gchar *field)
 {
   GstCustomMeta *m = gst_buffer_get_custom_meta (buf, FRAME_META);
   guint v = G_MAXUINT;
   fail_unless (m != NULL);
-  fail_unless (gst_structure_get_uint (gst_custom_meta_get_structure (m), field, &v), "%s",
-      field);
+  fail_unless (gst_structure_get_uint (gst_custom_meta_get_structure (m), field, &v), "%s", field);
   return v;
 }
 
 static guint64
-frame_batch (GstBuffer * buf)
+frame_batch (GstBuffer *buf)
 {
   GstCustomMeta *m = gst_buffer_get_custom_meta (buf, FRAME_META);
   guint64 v = G_MAXUINT64;
@@ -39,7 +38,7 @@ frame_batch (GstBuffer * buf)
 
 /* batch id, packets, missing, duplicates, late, short, flags of an output frame */
 static void
-assert_frame_meta (GstBuffer * buf, guint64 batch, guint packets, guint missing, guint dups,
+assert_frame_meta (GstBuffer *buf, guint64 batch, guint packets, guint missing, guint dups,
     guint late, guint shrt, guint flags)
 {
   fail_unless_equals_uint64 (frame_batch (buf), batch);
@@ -54,7 +53,7 @@ assert_frame_meta (GstBuffer * buf, guint64 batch, guint packets, guint missing,
 }
 
 static void
-assert_bytes (GstBuffer * buf, const guint8 * want, gsize size)
+assert_bytes (GstBuffer *buf, const guint8 *want, gsize size)
 {
   GstMapInfo map;
   fail_unless_equals_uint64 (gst_buffer_get_size (buf), size);
@@ -67,7 +66,7 @@ assert_bytes (GstBuffer * buf, const guint8 * want, gsize size)
 
 /* the stats of the harness's element named r */
 static guint64
-stat (GstHarness * h, const gchar * field)
+stat (GstHarness *h, const gchar *field)
 {
   GstStructure *s = NULL;
   guint64 v = G_MAXUINT64;
@@ -82,8 +81,8 @@ stat (GstHarness * h, const gchar * field)
 }
 
 #define F_COMPLETE 1u
-#define F_PUSHED   2u
-#define F_FLUSHED  4u
+#define F_PUSHED 2u
+#define F_FLUSHED 4u
 
 /* ---- (a) daqiripay ! daqirireorder returns the frames bit for bit -------------------- */
 
@@ -93,8 +92,8 @@ round_trip (guint payload_size, guint ppb, guint seq_bits, guint batch_bits, gui
   /* sequence right after the UDP header; the batch field (bits 368..) after it when used */
   guint payload_offset = batch_bits ? 50 : 46;
   gchar *fields = g_strdup_printf ("seq-offset=336 seq-bits=%u batch-offset=368 batch-bits=%u "
-      "packets-per-batch=%u payload-offset=%u payload-size=%u", seq_bits,
-      batch_bits, ppb, payload_offset, payload_size);
+                                   "packets-per-batch=%u payload-offset=%u payload-size=%u",
+      seq_bits, batch_bits, ppb, payload_offset, payload_size);
   gchar *launch = g_strdup_printf ("daqiripay %s ! daqirireorder name=r %s", fields, fields);
   GstHarness *h = gst_harness_new_parse (launch);
   gsize frame_size = (gsize) payload_size * ppb;
@@ -160,7 +159,8 @@ GST_END_TEST;
 /* daqiripay's packets, byte for byte: header, fields, lengths, checksum */
 GST_START_TEST (test_pay_packets)
 {
-  GstHarness *h = gst_harness_new_parse ("daqiripay src-mac=02:11:22:33:44:55 "
+  GstHarness *h = gst_harness_new_parse (
+      "daqiripay src-mac=02:11:22:33:44:55 "
       "dst-mac=02:66:77:88:99:aa src=192.168.1.2 dst=192.168.1.3 src-port=1000 "
       "dst-port=2000 seq-offset=336 seq-bits=16 batch-offset=352 batch-bits=8 "
       "packets-per-batch=2 payload-offset=46 payload-size=3");
@@ -171,7 +171,7 @@ GST_START_TEST (test_pay_packets)
     fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
   }
   gst_buffer_unref (gst_harness_pull (h));
-  GstBuffer *out = gst_harness_pull (h);        /* batch 1 */
+  GstBuffer *out = gst_harness_pull (h); /* batch 1 */
   GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (out);
   fail_unless (meta != NULL);
   fail_unless_equals_int (meta->n_packets, 2);
@@ -181,10 +181,54 @@ GST_START_TEST (test_pay_packets)
     const guint8 *p = map.data + meta->packets[s].offset;
     fail_unless_equals_int (meta->packets[s].length, 60);
     guint8 want[60] = {
-      0x02, 0x66, 0x77, 0x88, 0x99, 0xaa, 0x02, 0x11, 0x22, 0x33, 0x44, 0x55, 0x08, 0x00,
-      0x45, 0x00, 0x00, 46, 0x00, 0x00, 0x40, 0x00, 64, 17, 0, 0, 192, 168, 1, 2, 192, 168, 1, 3,
-      0x03, 0xe8, 0x07, 0xd0, 0x00, 26, 0x00, 0x00,
-      0x00, (guint8) (2 + s), 0x01, 0x00, (guint8) (1 + 3 * s), (guint8) (2 + 3 * s),
+      0x02,
+      0x66,
+      0x77,
+      0x88,
+      0x99,
+      0xaa,
+      0x02,
+      0x11,
+      0x22,
+      0x33,
+      0x44,
+      0x55,
+      0x08,
+      0x00,
+      0x45,
+      0x00,
+      0x00,
+      46,
+      0x00,
+      0x00,
+      0x40,
+      0x00,
+      64,
+      17,
+      0,
+      0,
+      192,
+      168,
+      1,
+      2,
+      192,
+      168,
+      1,
+      3,
+      0x03,
+      0xe8,
+      0x07,
+      0xd0,
+      0x00,
+      26,
+      0x00,
+      0x00,
+      0x00,
+      (guint8) (2 + s),
+      0x01,
+      0x00,
+      (guint8) (1 + 3 * s),
+      (guint8) (2 + 3 * s),
       (guint8) (3 + 3 * s),
     };
     /* the IPv4 header checksum by the tests' reference */
@@ -212,14 +256,13 @@ pay_byte (guint seq, guint k)
   return (guint8) (seq * 7 + k + 1);
 }
 
-typedef struct
-{
-  gint seq;                     /* -1: a short packet (5 bytes); -2: a descriptor past the end */
-  gboolean dup_payload;         /* payload 0xee (a duplicate must lose) */
+typedef struct {
+  gint seq;             /* -1: a short packet (5 bytes); -2: a descriptor past the end */
+  gboolean dup_payload; /* payload 0xee (a duplicate must lose) */
 } P;
 
 static GstBuffer *
-burst (const P * p, guint n, GstClockTime pts)
+burst (const P *p, guint n, GstClockTime pts)
 {
   guint8 *data = g_malloc0 (MAX (n * PKT, 1));
   GstDaqiriPacket *d = g_new0 (GstDaqiriPacket, n);
@@ -250,7 +293,7 @@ burst (const P * p, guint n, GstClockTime pts)
 
 /* the frame of batch b with the given slots present */
 static void
-expect_frame (GstBuffer * out, guint b, guint present_mask)
+expect_frame (GstBuffer *out, guint b, guint present_mask)
 {
   guint8 want[16] = { 0 };
   for (guint s = 0; s < 4; s++)
@@ -260,33 +303,34 @@ expect_frame (GstBuffer * out, guint b, guint present_mask)
   assert_bytes (out, want, 16);
 }
 
-#define REORDER_B "daqirireorder name=r seq-offset=0 seq-bits=16 payload-offset=4 payload-size=4 " \
-    "packets-per-batch=4 window=2"
+#define REORDER_B \
+  "daqirireorder name=r seq-offset=0 seq-bits=16 payload-offset=4 payload-size=4 " \
+  "packets-per-batch=4 window=2"
 
 /* video-format: the same frames pushed as raw video (rows packed: 4 UYVY pixels = 8 bytes a
  * row, 2 rows = one batch of 4 packets of 4 bytes) */
 GST_START_TEST (test_reorder_video)
 {
   GstHarness *h = gst_harness_new_parse (REORDER_B " video-format=uyvy width=4 height=2 "
-      "framerate=25/1");
+                                                   "framerate=25/1");
   gst_harness_set_src_caps_str (h, "application/x-daqiri-packets");
-  const P b1[] = { {2}, {0}, {3}, {1}, {5}, {4}, {7}, {6} };
-  fail_unless_equals_int (gst_harness_push (h, burst (b1, G_N_ELEMENTS (b1), 1000)),
-      GST_FLOW_OK);
+  const P b1[] = { { 2 }, { 0 }, { 3 }, { 1 }, { 5 }, { 4 }, { 7 }, { 6 } };
+  fail_unless_equals_int (gst_harness_push (h, burst (b1, G_N_ELEMENTS (b1), 1000)), GST_FLOW_OK);
   fail_unless_equals_int (gst_harness_buffers_received (h), 2);
   GstCaps *caps = gst_pad_get_current_caps (h->sinkpad);
   GstStructure *st = gst_caps_get_structure (caps, 0);
   gint w = 0, hgt = 0, fn = 0, fd = 0;
   fail_unless_equals_string (gst_structure_get_name (st), "video/x-raw");
   fail_unless_equals_string (gst_structure_get_string (st, "format"), "UYVY");
-  fail_unless (gst_structure_get_int (st, "width", &w) && gst_structure_get_int (st, "height",
-          &hgt) && gst_structure_get_fraction (st, "framerate", &fn, &fd));
+  fail_unless (gst_structure_get_int (st, "width", &w) &&
+      gst_structure_get_int (st, "height", &hgt) &&
+      gst_structure_get_fraction (st, "framerate", &fn, &fd));
   fail_unless_equals_int (w, 4);
   fail_unless_equals_int (hgt, 2);
   fail_unless_equals_int (fn, 25);
   fail_unless_equals_int (fd, 1);
-  fail_unless (gst_caps_features_is_equal (gst_caps_get_features (caps, 0),
-          GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY));
+  fail_unless (gst_caps_features_is_equal (
+      gst_caps_get_features (caps, 0), GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY));
   gst_caps_unref (caps);
   for (guint b = 0; b < 2; b++) {
     GstBuffer *out = gst_harness_pull (h);
@@ -315,7 +359,7 @@ row_byte (guint seq, guint k)
 }
 
 static GstBuffer *
-row_burst (const guint * seqs, guint n, GstClockTime pts)
+row_burst (const guint *seqs, guint n, GstClockTime pts)
 {
   const guint len = 4 + RPAY;
   guint8 *data = g_malloc0 (n * len);
@@ -350,7 +394,7 @@ packed_frame (guint b, guint ppb, guint lost_mask)
 
 /* Sample j of a row of pgroups read bit by bit: 10 bits from bit 10 * j, MSB first. */
 static guint
-pgroup_sample (const guint8 * row, guint j)
+pgroup_sample (const guint8 *row, guint j)
 {
   guint v = 0;
   for (guint i = 0; i < 10; i++) {
@@ -365,7 +409,7 @@ pgroup_sample (const guint8 * row, guint j)
  * Two oracles: the bit reader above, and GStreamer's own UYVP unpacker (to AYUV64, each
  * component the 10-bit value in its top bits). */
 static void
-assert_i422_10 (GstBuffer * out, const GstVideoInfo * info, const guint8 * packed)
+assert_i422_10 (GstBuffer *out, const GstVideoInfo *info, const guint8 *packed)
 {
   GstVideoFrame f;
   guint w = GST_VIDEO_INFO_WIDTH (info), h = GST_VIDEO_INFO_HEIGHT (info);
@@ -394,31 +438,33 @@ assert_i422_10 (GstBuffer * out, const GstVideoInfo * info, const guint8 * packe
       guint gst = ayuv[4 * pixel + ayuv_of[j % 4]] >> 6;
       if (got != want || got != gst)
         fail ("row %u, plane %u, sample %u: 0x%03x, expected 0x%03x (GStreamer's UYVP "
-            "unpack: 0x%03x)", r, plane, col, got, want, gst);
+              "unpack: 0x%03x)",
+            r, plane, col, got, want, gst);
     }
   }
   gst_video_frame_unmap (&f);
   g_free (ayuv);
 }
 
-#define REORDER_ROWS "daqirireorder name=r seq-offset=0 seq-bits=16 payload-offset=4 " \
-    "payload-size=12 packets-per-batch=5 window=2"
+#define REORDER_ROWS \
+  "daqirireorder name=r seq-offset=0 seq-bits=16 payload-offset=4 " \
+  "payload-size=12 packets-per-batch=5 window=2"
 
 /* video-format=I422_10LE: 8 x 3 pictures of pgroups (rows of 20 bytes, 5 packets of 12 bytes)
  * unpacked into planes; a lost packet's pgroups are zeros */
 GST_START_TEST (test_reorder_i422_10)
 {
   GstHarness *h = gst_harness_new_parse (REORDER_ROWS " video-format=i422-10le width=8 "
-      "height=3 framerate=50/1");
+                                                      "height=3 framerate=50/1");
   gst_harness_set_src_caps_str (h, "application/x-daqiri-packets");
   /* batch 0 shuffled; batch 1 without slot 2 (seq 7) and batch 2 with one packet: both
    * flushed at EOS */
   const guint b1[] = { 3, 0, 4, 2, 1, 9, 5, 8, 6 };
   const guint b2[] = { 10 };
-  fail_unless_equals_int (gst_harness_push (h, row_burst (b1, G_N_ELEMENTS (b1), 1000)),
-      GST_FLOW_OK);
-  fail_unless_equals_int (gst_harness_push (h, row_burst (b2, G_N_ELEMENTS (b2), 2000)),
-      GST_FLOW_OK);
+  fail_unless_equals_int (
+      gst_harness_push (h, row_burst (b1, G_N_ELEMENTS (b1), 1000)), GST_FLOW_OK);
+  fail_unless_equals_int (
+      gst_harness_push (h, row_burst (b2, G_N_ELEMENTS (b2), 2000)), GST_FLOW_OK);
   fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
   fail_unless_equals_int (gst_harness_buffers_received (h), 3);
 
@@ -427,12 +473,12 @@ GST_START_TEST (test_reorder_i422_10)
   gint w = 0, hgt = 0;
   fail_unless_equals_string (gst_structure_get_name (st), "video/x-raw");
   fail_unless_equals_string (gst_structure_get_string (st, "format"), "I422_10LE");
-  fail_unless (gst_structure_get_int (st, "width", &w) && gst_structure_get_int (st, "height",
-          &hgt));
+  fail_unless (
+      gst_structure_get_int (st, "width", &w) && gst_structure_get_int (st, "height", &hgt));
   fail_unless_equals_int (w, 8);
   fail_unless_equals_int (hgt, 3);
-  fail_unless (gst_caps_features_is_equal (gst_caps_get_features (caps, 0),
-          GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY));
+  fail_unless (gst_caps_features_is_equal (
+      gst_caps_get_features (caps, 0), GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY));
   GstVideoInfo info;
   fail_unless (gst_video_info_from_caps (&info, caps));
   gst_caps_unref (caps);
@@ -462,12 +508,11 @@ GST_START_TEST (test_reorder_uyvp)
   GstHarness *h = gst_harness_new_parse (REORDER_ROWS " video-format=uyvp width=8 height=3");
   gst_harness_set_src_caps_str (h, "application/x-daqiri-packets");
   const guint b1[] = { 4, 3, 2, 1, 0 };
-  fail_unless_equals_int (gst_harness_push (h, row_burst (b1, G_N_ELEMENTS (b1), 0)),
-      GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_push (h, row_burst (b1, G_N_ELEMENTS (b1), 0)), GST_FLOW_OK);
   fail_unless_equals_int (gst_harness_buffers_received (h), 1);
   GstCaps *caps = gst_pad_get_current_caps (h->sinkpad);
-  fail_unless_equals_string (gst_structure_get_string (gst_caps_get_structure (caps, 0),
-          "format"), "UYVP");
+  fail_unless_equals_string (
+      gst_structure_get_string (gst_caps_get_structure (caps, 0), "format"), "UYVP");
   gst_caps_unref (caps);
   GstBuffer *out = gst_harness_pull (h);
   guint8 *packed = packed_frame (0, 5, 0);
@@ -486,26 +531,22 @@ GST_START_TEST (test_reorder_losses)
   gst_harness_set_src_caps_str (h, "application/x-daqiri-packets");
 
   /* burst 1: batch 0 and 1 interleaved, a duplicate of seq 1, a short packet */
-  const P b1[] = { {1}, {4}, {0}, {6}, {1, TRUE}, {-1}, {2} };
-  fail_unless_equals_int (gst_harness_push (h, burst (b1, G_N_ELEMENTS (b1), 1000)),
-      GST_FLOW_OK);
+  const P b1[] = { { 1 }, { 4 }, { 0 }, { 6 }, { 1, TRUE }, { -1 }, { 2 } };
+  fail_unless_equals_int (gst_harness_push (h, burst (b1, G_N_ELEMENTS (b1), 1000)), GST_FLOW_OK);
   fail_unless_equals_int (gst_harness_buffers_received (h), 0);
   /* burst 2 completes both */
-  const P b2[] = { {7}, {5}, {3} };
-  fail_unless_equals_int (gst_harness_push (h, burst (b2, G_N_ELEMENTS (b2), 2000)),
-      GST_FLOW_OK);
+  const P b2[] = { { 7 }, { 5 }, { 3 } };
+  fail_unless_equals_int (gst_harness_push (h, burst (b2, G_N_ELEMENTS (b2), 2000)), GST_FLOW_OK);
   fail_unless_equals_int (gst_harness_buffers_received (h), 2);
   /* burst 3: batch 2 and 3 one packet each, a late packet of batch 0, a descriptor outside */
-  const P b3[] = { {9}, {2}, {13}, {-2} };
-  fail_unless_equals_int (gst_harness_push (h, burst (b3, G_N_ELEMENTS (b3), 3000)),
-      GST_FLOW_OK);
+  const P b3[] = { { 9 }, { 2 }, { 13 }, { -2 } };
+  fail_unless_equals_int (gst_harness_push (h, burst (b3, G_N_ELEMENTS (b3), 3000)), GST_FLOW_OK);
   /* a buffer without a packet meta is dropped */
-  fail_unless_equals_int (gst_harness_push (h, gst_buffer_new_allocate (NULL, 64, NULL)),
-      GST_FLOW_OK);
+  fail_unless_equals_int (
+      gst_harness_push (h, gst_buffer_new_allocate (NULL, 64, NULL)), GST_FLOW_OK);
   /* burst 4: batch 4 moves the window past batch 2 */
-  const P b4[] = { {16} };
-  fail_unless_equals_int (gst_harness_push (h, burst (b4, G_N_ELEMENTS (b4), 4000)),
-      GST_FLOW_OK);
+  const P b4[] = { { 16 } };
+  fail_unless_equals_int (gst_harness_push (h, burst (b4, G_N_ELEMENTS (b4), 4000)), GST_FLOW_OK);
   fail_unless_equals_int (gst_harness_buffers_received (h), 3);
   fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
   fail_unless_equals_int (gst_harness_buffers_received (h), 5);
@@ -558,9 +599,9 @@ GST_START_TEST (test_reorder_timeout)
   /* a clock that stands still: only the PTS of newer bursts time batches out here */
   gst_harness_use_testclock (h);
   gst_harness_set_src_caps_str (h, "application/x-daqiri-packets");
-  const P a[] = { {0}, {2} };
+  const P a[] = { { 0 }, { 2 } };
   fail_unless_equals_int (gst_harness_push (h, burst (a, 2, 0)), GST_FLOW_OK);
-  const P b[] = { {5} };
+  const P b[] = { { 5 } };
   fail_unless_equals_int (gst_harness_push (h, burst (b, 1, 1000)), GST_FLOW_OK);
   fail_unless_equals_int (gst_harness_buffers_received (h), 0);
   /* 2000 - 0 > 1500: batch 0 is flushed, batch 1 (first at 1000) is not yet */
@@ -593,7 +634,7 @@ GST_START_TEST (test_reorder_timeout_clock)
   GstTestClock *clock = gst_harness_get_testclock (h);
   gst_test_clock_set_time (clock, 10 * GST_SECOND);
   gst_harness_set_src_caps_str (h, "application/x-daqiri-packets");
-  const P a[] = { {0}, {2}, {3} };
+  const P a[] = { { 0 }, { 2 }, { 3 } };
   fail_unless_equals_int (gst_harness_push (h, burst (a, 3, 3 * GST_SECOND)), GST_FLOW_OK);
   g_usleep (50000);
   fail_unless_equals_int (gst_harness_buffers_received (h), 0);
@@ -623,7 +664,8 @@ GST_END_TEST;
  * (run under ASan), every descriptor counted */
 GST_START_TEST (test_reorder_malformed)
 {
-  GstHarness *h = gst_harness_new_parse ("daqirireorder name=r seq-offset=3 seq-bits=7 "
+  GstHarness *h = gst_harness_new_parse (
+      "daqirireorder name=r seq-offset=3 seq-bits=7 "
       "batch-offset=20 batch-bits=5 payload-offset=6 payload-size=10 packets-per-batch=3 "
       "input-type=int4 output-type=bf16");
   GRand *rand = g_rand_new_with_seed (7);
@@ -667,13 +709,13 @@ GST_START_TEST (test_reorder_flush)
   GstHarness *h = gst_harness_new_parse (REORDER_B);
   GstSegment seg;
   gst_harness_set_src_caps_str (h, "application/x-daqiri-packets");
-  const P a[] = { {0}, {1} };
+  const P a[] = { { 0 }, { 1 } };
   fail_unless_equals_int (gst_harness_push (h, burst (a, 2, 100)), GST_FLOW_OK);
   fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
   fail_unless (gst_harness_push_event (h, gst_event_new_flush_stop (TRUE)));
   gst_segment_init (&seg, GST_FORMAT_TIME);
   fail_unless (gst_harness_push_event (h, gst_event_new_segment (&seg)));
-  const P b[] = { {10}, {8}, {11}, {9}, {12} };
+  const P b[] = { { 10 }, { 8 }, { 11 }, { 9 }, { 12 } };
   fail_unless_equals_int (gst_harness_push (h, burst (b, 5, 200)), GST_FLOW_OK);
   fail_unless_equals_int (gst_harness_buffers_received (h), 1);
   GstBuffer *out = gst_harness_pull (h);
@@ -700,7 +742,8 @@ static void
 lossless_run (guint window, gint lost_batch)
 {
   gchar *launch = g_strdup_printf ("daqirireorder name=r seq-offset=0 seq-bits=16 "
-      "payload-offset=4 payload-size=4 packets-per-batch=4 window=%u", window);
+                                   "payload-offset=4 payload-size=4 packets-per-batch=4 window=%u",
+      window);
   GstHarness *h = gst_harness_new_parse (launch);
   gst_harness_set_src_caps_str (h, "application/x-daqiri-packets");
   for (guint b = 0; b < 6; b++) {
@@ -708,7 +751,7 @@ lossless_run (guint window, gint lost_batch)
     guint n = 0;
     for (guint i = 0; i < 10; i++)
       if ((gint) ((b * 10 + i) / 4) != lost_batch)
-        p[n++] = (P) {(gint) (b * 10 + i), FALSE};
+        p[n++] = (P){ (gint) (b * 10 + i), FALSE };
     fail_unless_equals_int (gst_harness_push (h, burst (p, n, 1000 * (b + 1))), GST_FLOW_OK);
   }
   fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
@@ -747,7 +790,8 @@ GST_END_TEST;
 
 GST_START_TEST (test_convert_int16_fp32)
 {
-  GstHarness *h = gst_harness_new_parse ("daqirireorder name=r seq-offset=0 seq-bits=16 "
+  GstHarness *h = gst_harness_new_parse (
+      "daqirireorder name=r seq-offset=0 seq-bits=16 "
       "payload-offset=4 payload-size=8 packets-per-batch=2 input-type=int16 output-type=fp32 "
       "byte-order=network");
   const gint16 v[8] = { 1, -1, 32767, -32768, 0, 256, -300, 12345 };
@@ -763,7 +807,7 @@ GST_START_TEST (test_convert_int16_fp32)
       q[5 + 2 * k] = (guint8) u;
     }
   }
-  GstDaqiriPacket d[2] = { {0, 12, 0, 0, 0}, {12, 12, 0, 0, 0} };
+  GstDaqiriPacket d[2] = { { 0, 12, 0, 0, 0 }, { 12, 12, 0, 0, 0 } };
   GstBuffer *buf = gst_buffer_new_memdup (data, sizeof data);
   gst_buffer_add_daqiri_packet_meta (buf, d, 2);
   gst_harness_set_src_caps_str (h, "application/x-daqiri-packets");
@@ -775,8 +819,9 @@ GST_START_TEST (test_convert_int16_fp32)
   gst_buffer_unref (out);
 
   GstCaps *caps = gst_pad_get_current_caps (h->sinkpad);
-  GstCaps *want_caps = gst_caps_from_string ("application/x-daqiri-frame, "
-      "element-type=(string)fp32, elements=(int)8, packets-per-batch=(int)2");
+  GstCaps *want_caps =
+      gst_caps_from_string ("application/x-daqiri-frame, "
+                            "element-type=(string)fp32, elements=(int)8, packets-per-batch=(int)2");
   fail_unless (gst_caps_is_equal (caps, want_caps), "caps %" GST_PTR_FORMAT, caps);
   gst_caps_unref (caps);
   gst_caps_unref (want_caps);
@@ -788,13 +833,12 @@ GST_END_TEST;
 /* ---- (d) bad properties: an ERROR naming the property, the value, what is allowed ------- */
 
 static gchar *
-start_error (const gchar * launch)
+start_error (const gchar *launch)
 {
   GError *err = NULL;
   GstElement *p = gst_parse_launch (launch, &err);
   fail_unless (p != NULL && err == NULL);
-  fail_unless_equals_int (gst_element_set_state (p, GST_STATE_PAUSED),
-      GST_STATE_CHANGE_FAILURE);
+  fail_unless_equals_int (gst_element_set_state (p, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
   GstBus *bus = gst_element_get_bus (p);
   GstMessage *m = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
   fail_unless (m != NULL);
@@ -809,7 +853,7 @@ start_error (const gchar * launch)
 }
 
 static void
-assert_start_error (const gchar * launch, const gchar * want)
+assert_start_error (const gchar *launch, const gchar *want)
 {
   gchar *text = start_error (launch);
   fail_unless (strstr (text, want) != NULL, "error \"%s\" lacks \"%s\"", text, want);
@@ -823,7 +867,8 @@ GST_START_TEST (test_bad_properties)
   assert_start_error ("fakesrc ! daqirireorder input-type=int16 ! fakesink",
       "input type int16 with output type same: set both to same");
   assert_start_error ("fakesrc ! daqirireorder seq-bits=4 packets-per-batch=2 window=8 ! "
-      "fakesink", "window 8 is too large: at most 4 batches");
+                      "fakesink",
+      "window 8 is too large: at most 4 batches");
   /* a batch over more than half the sequence numbers without a batch field never completes;
    * the pipeline does not start, and the error names the properties and what is allowed */
   assert_start_error ("fakesrc ! daqirireorder seq-bits=1 packets-per-batch=4 ! fakesink",
@@ -831,10 +876,12 @@ GST_START_TEST (test_bad_properties)
       "without a batch field (batch-bits 0), so no batch could ever complete; allowed: "
       "packets-per-batch 1..1, or a batch field (batch-bits)");
   assert_start_error ("fakesrc ! daqirireorder seq-bits=1 batch-bits=8 packets-per-batch=4 ! "
-      "fakesink", "packets-per-batch 4 exceeds the 2 sequence numbers of a 1-bit sequence "
+                      "fakesink",
+      "packets-per-batch 4 exceeds the 2 sequence numbers of a 1-bit sequence "
       "field");
   assert_start_error ("fakesrc ! daqirireorder payload-offset=65000 payload-size=1000 ! "
-      "fakesink", "payload-offset 65000 + payload-size 1000 exceeds 65536 bytes");
+                      "fakesink",
+      "payload-offset 65000 + payload-size 1000 exceeds 65536 bytes");
   /* memory=cuda needs CUDA in the build and a GPU: otherwise a clear error (CI has no GPU;
    * tests/reorder/test-reorder-gpu.c covers the GPU) */
   GError *perr = NULL;
@@ -847,8 +894,9 @@ GST_START_TEST (test_bad_properties)
 #else
     const char *why = "built without CUDA";
 #endif
-    fail_unless (strstr (text, "property 'memory' is cuda, but ") != NULL &&
-        strstr (text, why) != NULL, "error \"%s\" lacks \"%s\"", text, why);
+    fail_unless (
+        strstr (text, "property 'memory' is cuda, but ") != NULL && strstr (text, why) != NULL,
+        "error \"%s\" lacks \"%s\"", text, why);
     fail_unless (strstr (text, "allowed: memory=system") != NULL);
     g_free (text);
   }
@@ -860,7 +908,8 @@ GST_START_TEST (test_bad_properties)
   if (gst_element_set_state (gp, GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE) {
     gchar *text = start_error ("daqirisrc device=emu:memcheck memory=cuda ! fakesink");
     fail_unless (strstr (text, "property 'memory' is cuda, but ") != NULL &&
-        strstr (text, "allowed: memory=system") != NULL, "error \"%s\"", text);
+            strstr (text, "allowed: memory=system") != NULL,
+        "error \"%s\"", text);
     g_free (text);
   }
   gst_element_set_state (gp, GST_STATE_NULL);
@@ -871,10 +920,12 @@ GST_START_TEST (test_bad_properties)
       "a frame of 1 bytes (packets-per-batch 1 x payload 1) is not a UYVY picture of 8 x 2 "
       "(32 bytes, rows of 16 bytes)");
   assert_start_error ("fakesrc ! daqirireorder packets-per-batch=6 payload-size=1 "
-      "video-format=rgb width=3 height=2 ! fakesink", "is not a RGB picture of 3 x 2 "
+                      "video-format=rgb width=3 height=2 ! fakesink",
+      "is not a RGB picture of 3 x 2 "
       "(24 bytes, rows of 12 bytes)");
   assert_start_error ("fakesrc ! daqirireorder memory=cuda video-format=gray8 width=4 height=1 "
-      "packets-per-batch=4 ! fakesink", "property 'video-format' is GRAY8: allowed with "
+                      "packets-per-batch=4 ! fakesink",
+      "property 'video-format' is GRAY8: allowed with "
       "memory=cuda: UYVY, YUY2, RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR, I422_10LE");
   assert_start_error ("fakesrc ! daqirireorder video-format=i420 width=4 height=2 ! fakesink",
       "property 'video-format' is I420: allowed with memory=system: UYVY, YUY2, RGBA, BGRA, "
@@ -882,32 +933,37 @@ GST_START_TEST (test_bad_properties)
   /* 10-bit 4:2:2: even widths; the frame holds width*height*5/2 bytes; UYVP rows unpadded,
    * in system memory only (GstCudaMemory has no UYVP) */
   assert_start_error ("fakesrc ! daqirireorder video-format=i422-10le width=7 height=2 "
-      "packets-per-batch=5 payload-size=7 ! fakesink", "property 'width' is 7: video-format "
+                      "packets-per-batch=5 payload-size=7 ! fakesink",
+      "property 'width' is 7: video-format "
       "I422_10LE takes 10-bit 4:2:2 pgroups of 2 pixels; allowed: even widths");
   assert_start_error ("fakesrc ! daqirireorder video-format=i422-10le width=8 height=2 "
-      "packets-per-batch=3 payload-size=10 ! fakesink", "a frame of 30 bytes "
+                      "packets-per-batch=3 payload-size=10 ! fakesink",
+      "a frame of 30 bytes "
       "(packets-per-batch 3 x payload 10) is not an I422_10LE picture of 8 x 2 carried as "
       "10-bit 4:2:2 pgroups (8*2*5/2 = 40 bytes)");
   assert_start_error ("fakesrc ! daqirireorder video-format=uyvp width=3 height=2 ! fakesink",
       "property 'width' is 3: video-format UYVP takes 10-bit 4:2:2 pgroups of 2 pixels");
   assert_start_error ("fakesrc ! daqirireorder video-format=uyvp width=4 height=2 "
-      "packets-per-batch=2 payload-size=10 ! fakesink", "property 'width' is 4: UYVP rows of "
+                      "packets-per-batch=2 payload-size=10 ! fakesink",
+      "property 'width' is 4: UYVP rows of "
       "4*5/2 = 10 bytes are padded to 12 bytes in GStreamer's UYVP layout, but the frame "
       "carries them without padding; allowed: widths that are a multiple of 8");
   assert_start_error ("fakesrc ! daqirireorder video-format=uyvp width=8 height=2 "
-      "packets-per-batch=3 payload-size=10 ! fakesink", "a frame of 30 bytes "
+                      "packets-per-batch=3 payload-size=10 ! fakesink",
+      "a frame of 30 bytes "
       "(packets-per-batch 3 x payload 10) is not a UYVP picture of 8 x 2 (40 bytes, rows of "
       "20 bytes)");
   assert_start_error ("fakesrc ! daqirireorder memory=cuda video-format=uyvp width=8 height=2 "
-      "packets-per-batch=4 payload-size=10 ! fakesink", "property 'video-format' is UYVP: "
+                      "packets-per-batch=4 payload-size=10 ! fakesink",
+      "property 'video-format' is UYVP: "
       "allowed with memory=cuda: UYVY, YUY2, RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, RGB, BGR, "
       "I422_10LE");
   /* GstCudaMemory video needs CUDA in the build, GstCuda and a GPU: CI has no GPU */
   const gchar *cuda_video[] = {
     "fakesrc ! daqirireorder memory=cuda video-format=uyvy width=2 height=2 "
-        "packets-per-batch=2 payload-size=4 ! fakesink",
+    "packets-per-batch=2 payload-size=4 ! fakesink",
     "fakesrc ! daqirireorder memory=cuda video-format=i422-10le width=8 height=2 "
-        "packets-per-batch=4 payload-size=10 ! fakesink",
+    "packets-per-batch=4 payload-size=10 ! fakesink",
   };
   for (guint i = 0; i < G_N_ELEMENTS (cuda_video); i++) {
     GstElement *cp = gst_parse_launch (cuda_video[i], NULL);
@@ -916,11 +972,12 @@ GST_START_TEST (test_bad_properties)
     gst_element_set_state (cp, GST_STATE_NULL);
     gst_object_unref (cp);
     if (!fails)
-      continue;                 /* a GPU with GstCuda: test-reorder-gpu covers it */
+      continue; /* a GPU with GstCuda: test-reorder-gpu covers it */
     gchar *text = start_error (cuda_video[i]);
     fail_unless (strstr (text, "needs GstCuda: ") != NULL ||
-        strstr (text, "built without CUDA") != NULL ||
-        strstr (text, "no GPU can be used") != NULL, "error \"%s\"", text);
+            strstr (text, "built without CUDA") != NULL ||
+            strstr (text, "no GPU can be used") != NULL,
+        "error \"%s\"", text);
     g_free (text);
   }
   assert_start_error ("fakesrc ! daqiripay src-mac=02:00:zz ! fakesink",
@@ -940,8 +997,8 @@ GST_START_TEST (test_pay_wrong_size)
 {
   GstHarness *h = gst_harness_new_parse ("daqiripay payload-size=100 packets-per-batch=2");
   gst_harness_set_src_caps_str (h, "application/octet-stream");
-  fail_unless_equals_int (gst_harness_push (h, gst_buffer_new_allocate (NULL, 150, NULL)),
-      GST_FLOW_ERROR);
+  fail_unless_equals_int (
+      gst_harness_push (h, gst_buffer_new_allocate (NULL, 150, NULL)), GST_FLOW_ERROR);
   gst_harness_teardown (h);
 }
 
@@ -954,15 +1011,16 @@ GST_END_TEST;
  * and on the afpacket engine over a veth pair in a private network namespace (root). The
  * frames come back bit for bit, complete, in order. */
 
-#define RT_FIELDS "seq-offset=336 seq-bits=16 batch-offset=352 batch-bits=16 " \
-    "packets-per-batch=16 payload-offset=48 payload-size=1000"
+#define RT_FIELDS \
+  "seq-offset=336 seq-bits=16 batch-offset=352 batch-bits=16 " \
+  "packets-per-batch=16 payload-offset=48 payload-size=1000"
 #define AFP_TX_IF "dqrtx0"
 #define AFP_RX_IF "dqrrx0"
 
 static gboolean have_netns;
 
 static GstElement *
-launch (const gchar * desc)
+launch (const gchar *desc)
 {
   GError *err = NULL;
   GstElement *p = gst_parse_launch (desc, &err);
@@ -972,16 +1030,18 @@ launch (const gchar * desc)
 
 /* in_place: the sink lends TX slots (emu), so daqiripay writes every packet into them */
 static void
-port_round_trip (const gchar * rx_device, const gchar * tx_device, gboolean in_place)
+port_round_trip (const gchar *rx_device, const gchar *tx_device, gboolean in_place)
 {
   const guint n_frames = 40;
   const gsize frame_size = 16 * 1000;
   gchar *desc = g_strdup_printf ("daqirisrc device=%s ! daqirireorder name=r " RT_FIELDS
-      " ! appsink name=out sync=false", rx_device);
+                                 " ! appsink name=out sync=false",
+      rx_device);
   GstElement *rx = launch (desc);
   g_free (desc);
   desc = g_strdup_printf ("appsrc name=in format=time caps=application/x-daqiri-frame ! "
-      "daqiripay " RT_FIELDS " ! daqirisink name=tx device=%s sync=false", tx_device);
+                          "daqiripay " RT_FIELDS " ! daqirisink name=tx device=%s sync=false",
+      tx_device);
   GstElement *tx = launch (desc);
   g_free (desc);
   /* daqirisrc opens its queue in READY -> PAUSED, within set_state: the receiver is ready
@@ -1002,8 +1062,8 @@ port_round_trip (const gchar * rx_device, const gchar * tx_device, gboolean in_p
   gst_app_src_end_of_stream (GST_APP_SRC (in));
   gst_object_unref (in);
   GstBus *bus = gst_element_get_bus (tx);
-  GstMessage *m = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
-      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  GstMessage *m =
+      gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
   fail_unless (m != NULL && GST_MESSAGE_TYPE (m) == GST_MESSAGE_EOS, "sender did not finish");
   gst_message_unref (m);
   gst_object_unref (bus);

@@ -10,22 +10,22 @@
 /* ---- an independent reading of the wire format ---------------------------------- */
 
 static guint16
-rd16 (const guint8 * p)
+rd16 (const guint8 *p)
 {
   return (guint16) (p[0] << 8 | p[1]);
 }
 
 static guint32
-rd32 (const guint8 * p)
+rd32 (const guint8 *p)
 {
   return (guint32) p[0] << 24 | (guint32) p[1] << 16 | (guint32) p[2] << 8 | p[3];
 }
 
 /* Asserts every byte of a test packet against the format, computed here from scratch. */
 static void
-assert_frame (const guint8 * f, gsize len, const guint8 dst_mac[6],
-    const guint8 src_mac[6], guint32 src_ip, guint32 dst_ip, guint src_port,
-    guint dst_port, gboolean udp_csum, guint32 seq, guint32 flow)
+assert_frame (const guint8 *f, gsize len, const guint8 dst_mac[6], const guint8 src_mac[6],
+    guint32 src_ip, guint32 dst_ip, guint src_port, guint dst_port, gboolean udp_csum, guint32 seq,
+    guint32 flow)
 {
   fail_unless (len >= 60);
   fail_unless (memcmp (f, dst_mac, 6) == 0);
@@ -50,8 +50,8 @@ assert_frame (const guint8 * f, gsize len, const guint8 dst_mac[6],
   for (gsize j = 8; j < len - 42; j++) {
     guint8 want = (guint8) ((seq * 31u + (guint32) j * 7u + flow) & 0xff);
     if (f[42 + j] != want)
-      fail ("payload byte %" G_GSIZE_FORMAT " of seq %u is %u, expected %u", j, seq,
-          f[42 + j], want);
+      fail (
+          "payload byte %" G_GSIZE_FORMAT " of seq %u is %u, expected %u", j, seq, f[42 + j], want);
   }
 }
 
@@ -59,11 +59,10 @@ static const guint8 default_src_mac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
 static const guint8 default_dst_mac[6] = { 0x02, 0, 0, 0, 0, 0x02 };
 
 static void
-assert_default_frame (const guint8 * f, gsize len, gboolean udp_csum, guint32 seq,
-    guint32 flow)
+assert_default_frame (const guint8 *f, gsize len, gboolean udp_csum, guint32 seq, guint32 flow)
 {
-  assert_frame (f, len, default_dst_mac, default_src_mac, 0x0a000001, 0x0a000002, 5000,
-      6000, udp_csum, seq, flow);
+  assert_frame (f, len, default_dst_mac, default_src_mac, 0x0a000001, 0x0a000002, 5000, 6000,
+      udp_csum, seq, flow);
 }
 
 /* ---- the library ------------------------------------------------------------------ */
@@ -91,15 +90,14 @@ GST_START_TEST (test_write_layout)
   guint8 frame[100];
 
   gst_daqiri_test_packet_params_init (&p);
-  fail_unless_equals_int (gst_daqiri_test_packet_write (&p, frame, 100, 0x01020304, 3),
-      100);
+  fail_unless_equals_int (gst_daqiri_test_packet_write (&p, frame, 100, 0x01020304, 3), 100);
   /* a few bytes spelled out by hand */
   fail_unless_equals_int (frame[16], 0);
-  fail_unless_equals_int (frame[17], 86);       /* IPv4 total length */
+  fail_unless_equals_int (frame[17], 86); /* IPv4 total length */
   fail_unless_equals_int (frame[36], 6003 >> 8);
   fail_unless_equals_int (frame[37], 6003 & 0xff);
   fail_unless_equals_int (frame[38], 0);
-  fail_unless_equals_int (frame[39], 66);       /* UDP length */
+  fail_unless_equals_int (frame[39], 66); /* UDP length */
   fail_unless_equals_int (frame[42], 1);
   fail_unless_equals_int (frame[45], 4);
   fail_unless_equals_int (frame[49], 3);
@@ -110,8 +108,7 @@ GST_START_TEST (test_write_layout)
 
   /* the macro agrees with the formula */
   for (guint j = 8; j < 300; j++)
-    fail_unless_equals_int (GST_DAQIRI_TEST_PACKET_BYTE (77, 5, j),
-        (77 * 31 + j * 7 + 5) & 0xff);
+    fail_unless_equals_int (GST_DAQIRI_TEST_PACKET_BYTE (77, 5, j), (77 * 31 + j * 7 + 5) & 0xff);
 
   guint32 seq = 0, flow = 0;
   fail_unless (gst_daqiri_test_packet_check (&p, frame, 100, &seq, &flow));
@@ -141,8 +138,7 @@ GST_START_TEST (test_write_every_size)
       guint32 seq = len * 2654435761u;
       guint32 flow = len % 7;
       memset (frame, 0xee, max + 16);
-      fail_unless_equals_int (gst_daqiri_test_packet_write (&p, frame, real, seq, flow),
-          real);
+      fail_unless_equals_int (gst_daqiri_test_packet_write (&p, frame, real, seq, flow), real);
       /* nothing written past the frame */
       for (guint i = real; i < max + 16 && i < real + 16; i++)
         fail_unless_equals_int (frame[i], 0xee);
@@ -171,8 +167,7 @@ GST_START_TEST (test_write_bad_arguments)
   fail_unless_equals_int (gst_daqiri_test_packet_write (&p, frame, 65550, 0, 0), 0);
   /* port 6000 + 59535 = 65535 is the last one; one more flow overflows */
   fail_unless_equals_int (gst_daqiri_test_packet_write (&p, frame, 60, 0, 59536), 0);
-  fail_unless_equals_int (gst_daqiri_test_packet_write (&p, frame, 60, 0, G_MAXUINT32),
-      0);
+  fail_unless_equals_int (gst_daqiri_test_packet_write (&p, frame, 60, 0, G_MAXUINT32), 0);
   for (guint i = 0; i < 65600; i++)
     fail_unless_equals_int (frame[i], 0x5a);
   fail_unless_equals_int (gst_daqiri_test_packet_write (&p, frame, 60, 9, 59535), 60);
@@ -236,8 +231,7 @@ GST_END_TEST;
  * parameters also the MACs, and without both the ports and the flow index above its low
  * byte. A checksum flipped to 0 reads as "none", which only the parameters refuse. */
 static void
-flip_every_bit (const GstDaqiriTestPacketParams * p, guint len, guint32 seq,
-    guint32 flow)
+flip_every_bit (const GstDaqiriTestPacketParams *p, guint len, guint32 seq, guint32 flow)
 {
   guint8 *frame = g_malloc (len);
   guint exempt_with = 0, exempt_without = 0;
@@ -260,8 +254,7 @@ flip_every_bit (const GstDaqiriTestPacketParams * p, guint len, guint32 seq,
       if (i < 12 || csum_zero || (!p->udp_checksum && (seq_high || flow_high || ports))) {
         exempt_without++;
       } else if (gst_daqiri_test_packet_check (NULL, frame, len, NULL, NULL)) {
-        fail ("len %u: bit %u of byte %u flipped and the check without params passed",
-            len, b, i);
+        fail ("len %u: bit %u of byte %u flipped and the check without params passed", len, b, i);
       }
       frame[i] ^= (guint8) (1u << b);
     }
@@ -293,7 +286,7 @@ GST_END_TEST;
 /* A header field changed with the checksums made right again: the field checks
  * themselves must catch it, and say which field. */
 static void
-refresh_checksums (guint8 * f, gsize len)
+refresh_checksums (guint8 *f, gsize len)
 {
   guint16 ip = dq_test_ipv4_csum (f + 14);
   f[24] = (guint8) (ip >> 8);
@@ -313,20 +306,20 @@ GST_START_TEST (test_check_fields)
     gboolean needs_params;
     const gchar *names;
   } forged[] = {
-    {12, 0x86, FALSE, "ethertype"},
-    {14, 0x46, FALSE, "IPv4 version"},
-    {15, 0x10, FALSE, "DSCP"},
-    {19, 0x01, FALSE, "identification"},
-    {20, 0x00, FALSE, "flags"},
-    {21, 0x01, FALSE, "fragment"},
-    {22, 63, FALSE, "TTL"},
-    {23, 6, FALSE, "protocol"},
-    {0, 0x03, TRUE, "destination MAC"},
-    {11, 0x09, TRUE, "source MAC"},
-    {29, 0x07, TRUE, "IPv4 source"},
-    {33, 0x07, TRUE, "IPv4 destination"},
-    {35, 0x07, TRUE, "UDP source port"},
-    {37, 0x07, TRUE, "UDP destination port"},
+    { 12, 0x86, FALSE, "ethertype" },
+    { 14, 0x46, FALSE, "IPv4 version" },
+    { 15, 0x10, FALSE, "DSCP" },
+    { 19, 0x01, FALSE, "identification" },
+    { 20, 0x00, FALSE, "flags" },
+    { 21, 0x01, FALSE, "fragment" },
+    { 22, 63, FALSE, "TTL" },
+    { 23, 6, FALSE, "protocol" },
+    { 0, 0x03, TRUE, "destination MAC" },
+    { 11, 0x09, TRUE, "source MAC" },
+    { 29, 0x07, TRUE, "IPv4 source" },
+    { 33, 0x07, TRUE, "IPv4 destination" },
+    { 35, 0x07, TRUE, "UDP source port" },
+    { 37, 0x07, TRUE, "UDP destination port" },
   };
   GstDaqiriTestPacketParams p;
   guint8 frame[80], copy[80];
@@ -340,11 +333,11 @@ GST_START_TEST (test_check_fields)
     fail_unless_equals_int (rd16 (copy + 24), dq_test_ipv4_csum (copy + 14));
     const gchar *why = gst_daqiri_test_packet_explain (&p, copy, 80);
     fail_unless (why != NULL, "byte %u = %u passed", forged[i].offset, forged[i].value);
-    fail_unless (strstr (why, forged[i].names) != NULL, "\"%s\" does not name %s", why,
-        forged[i].names);
+    fail_unless (
+        strstr (why, forged[i].names) != NULL, "\"%s\" does not name %s", why, forged[i].names);
     fail_if (gst_daqiri_test_packet_check (&p, copy, 80, NULL, NULL));
-    fail_unless_equals_int (gst_daqiri_test_packet_check (NULL, copy, 80, NULL, NULL),
-        forged[i].needs_params);
+    fail_unless_equals_int (
+        gst_daqiri_test_packet_check (NULL, copy, 80, NULL, NULL), forged[i].needs_params);
   }
   /* a different flow index with the port to match is another valid packet */
   memcpy (copy, frame, 80);
@@ -394,8 +387,13 @@ GST_END_TEST;
 GST_START_TEST (test_size_coverage)
 {
   static const guint ranges[][2] = {
-    {60, 61}, {60, 63}, {60, 64}, {60, 1514}, {64, 9216}, {100, 1000},
-    {60, 65549},
+    { 60, 61 },
+    { 60, 63 },
+    { 60, 64 },
+    { 60, 1514 },
+    { 64, 9216 },
+    { 100, 1000 },
+    { 60, 65549 },
   };
 
   fail_unless_equals_int (gst_daqiri_test_packet_size (60, 60, 12345), 60);
@@ -427,11 +425,11 @@ GST_START_TEST (test_size_coverage)
         fail_unless_equals_int (seen[i], 1);
       if (n >= 64) {
         /* a sorted or reversed sweep would give n - 1 or 0 */
-        fail_unless (ascending > n / 4 && ascending < 3 * n / 4, "%u of %u ascending",
-            ascending, n);
+        fail_unless (
+            ascending > n / 4 && ascending < 3 * n / 4, "%u of %u ascending", ascending, n);
         if (round > 0)
-          fail_unless (same_as_first < n / 8, "round %u repeats %u sizes of round 0",
-              round, same_as_first);
+          fail_unless (
+              same_as_first < n / 8, "round %u repeats %u sizes of round 0", round, same_as_first);
       }
     }
     g_free (seen);
@@ -455,7 +453,7 @@ typedef struct {
 } Expect;
 
 static void
-expect_init (Expect * e, guint flows, guint size_min, guint size_max)
+expect_init (Expect *e, guint flows, guint size_min, guint size_max)
 {
   memset (e, 0, sizeof *e);
   e->flows = flows;
@@ -466,7 +464,7 @@ expect_init (Expect * e, guint flows, guint size_min, guint size_max)
 
 /* Checks one burst buffer packet by packet; returns its packet count. */
 static guint
-check_burst (GstBuffer * buf, Expect * e)
+check_burst (GstBuffer *buf, Expect *e)
 {
   GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
   GstMapInfo map;
@@ -487,20 +485,18 @@ check_burst (GstBuffer * buf, Expect * e)
 
     fail_unless_equals_int (pk->offset % 64, 0);
     fail_unless (pk->offset >= end, "packet %u overlaps the one before", i);
-    fail_unless_equals_int (pk->length,
-        gst_daqiri_test_packet_size (e->size_min, e->size_max, seq));
+    fail_unless_equals_int (
+        pk->length, gst_daqiri_test_packet_size (e->size_min, e->size_max, seq));
     fail_unless_equals_int (pk->flow_id, flow);
     fail_unless_equals_int (pk->flags, 0);
     fail_unless_equals_uint64 (pk->timestamp, 0);
     const guint8 *f = map.data + pk->offset;
-    fail_unless (gst_daqiri_test_packet_check (&e->params, f, pk->length, &got_seq,
-            &got_flow), "seq %u: %s", seq, gst_daqiri_test_packet_explain (&e->params,
-            f, pk->length));
+    fail_unless (gst_daqiri_test_packet_check (&e->params, f, pk->length, &got_seq, &got_flow),
+        "seq %u: %s", seq, gst_daqiri_test_packet_explain (&e->params, f, pk->length));
     fail_unless_equals_int (got_seq, seq);
     fail_unless_equals_int (got_flow, flow);
     fail_unless_equals_int (rd16 (f + 24), dq_test_ipv4_csum (f + 14));
-    fail_unless_equals_int (rd16 (f + 40), e->params.udp_checksum ?
-        dq_test_l4_csum (f + 14) : 0);
+    fail_unless_equals_int (rd16 (f + 40), e->params.udp_checksum ? dq_test_l4_csum (f + 14) : 0);
     end = pk->offset + pk->length;
     e->bytes += pk->length;
     e->next_seq++;
@@ -514,7 +510,7 @@ check_burst (GstBuffer * buf, Expect * e)
 }
 
 static void
-assert_stats (GstElement * el, guint64 packets, guint64 bytes, guint64 bursts)
+assert_stats (GstElement *el, guint64 packets, guint64 bytes, guint64 bursts)
 {
   GstStructure *s = NULL;
   guint64 v;
@@ -539,9 +535,8 @@ GST_START_TEST (test_src_defaults)
   gchar *smac, *dmac, *src, *dst;
 
   fail_unless (el != NULL);
-  g_object_get (el, "num-packets", &u64, "burst-packets", &u, "udp-checksum", &b,
-      "is-live", &live, "src-mac", &smac, "dst-mac", &dmac, "src", &src, "dst", &dst,
-      NULL);
+  g_object_get (el, "num-packets", &u64, "burst-packets", &u, "udp-checksum", &b, "is-live", &live,
+      "src-mac", &smac, "dst-mac", &dmac, "src", &src, "dst", &dst, NULL);
   fail_unless_equals_uint64 (u64, 0);
   fail_unless_equals_int (u, 64);
   fail_unless (b);
@@ -564,8 +559,7 @@ GST_START_TEST (test_src_defaults)
   fail_unless_equals_int (u, 6000);
   fail_unless_equals_uint64 (u64, 0);
 
-  GParamSpec *ps = g_object_class_find_property (G_OBJECT_GET_CLASS (el),
-      "packet-size-max");
+  GParamSpec *ps = g_object_class_find_property (G_OBJECT_GET_CLASS (el), "packet-size-max");
   fail_unless_equals_int (G_PARAM_SPEC_UINT (ps)->minimum, 60);
   fail_unless_equals_int (G_PARAM_SPEC_UINT (ps)->maximum, 9216);
   fail_unless (ps->flags & GST_PARAM_MUTABLE_READY);
@@ -595,12 +589,10 @@ GST_START_TEST (test_src_flows_alias)
   fail_unless_equals_string (g_param_spec_get_blurb (flows), "Deprecated: use n-flows");
   fail_unless (flows->flags & G_PARAM_READWRITE);
   fail_unless (flows->flags & GST_PARAM_MUTABLE_READY);
-  fail_unless_equals_int (G_PARAM_SPEC_UINT (flows)->minimum,
-      G_PARAM_SPEC_UINT (n_flows)->minimum);
-  fail_unless_equals_int (G_PARAM_SPEC_UINT (flows)->maximum,
-      G_PARAM_SPEC_UINT (n_flows)->maximum);
-  fail_unless_equals_int (G_PARAM_SPEC_UINT (flows)->default_value,
-      G_PARAM_SPEC_UINT (n_flows)->default_value);
+  fail_unless_equals_int (G_PARAM_SPEC_UINT (flows)->minimum, G_PARAM_SPEC_UINT (n_flows)->minimum);
+  fail_unless_equals_int (G_PARAM_SPEC_UINT (flows)->maximum, G_PARAM_SPEC_UINT (n_flows)->maximum);
+  fail_unless_equals_int (
+      G_PARAM_SPEC_UINT (flows)->default_value, G_PARAM_SPEC_UINT (n_flows)->default_value);
   fail_unless_equals_int (G_PARAM_SPEC_UINT (n_flows)->maximum, 65535);
 
   g_object_set (el, "n-flows", 7, NULL);
@@ -618,7 +610,7 @@ GST_START_TEST (test_src_flows_alias)
   gst_object_unref (el);
 
   GstHarness *h = gst_harness_new_parse ("daqiritestsrc num-packets=100 burst-packets=16 "
-      "packet-size-min=60 packet-size-max=200 flows=5");
+                                         "packet-size-min=60 packet-size-max=200 flows=5");
   Expect e;
   GstBuffer *buf = NULL;
   expect_init (&e, 5, 60, 200);
@@ -641,8 +633,8 @@ GST_START_TEST (test_src_count_and_eos)
   GstBuffer *buf = NULL;
   Expect e;
 
-  g_object_set (h->element, "num-packets", (guint64) 1000, "burst-packets", 64,
-      "packet-size-min", 60, "packet-size-max", 300, "n-flows", 3, NULL);
+  g_object_set (h->element, "num-packets", (guint64) 1000, "burst-packets", 64, "packet-size-min",
+      60, "packet-size-max", 300, "n-flows", 3, NULL);
   expect_init (&e, 3, 60, 300);
   gst_harness_play (h);
 
@@ -700,8 +692,8 @@ GST_START_TEST (test_src_short_and_restart)
     gst_event_unref (ev);
     fail_unless_equals_int (gst_harness_buffers_in_queue (h), 0);
     assert_stats (h->element, 5, 300, 1);
-    fail_unless_equals_int (gst_element_set_state (h->element, GST_STATE_NULL),
-        GST_STATE_CHANGE_SUCCESS);
+    fail_unless_equals_int (
+        gst_element_set_state (h->element, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
   }
   gst_harness_teardown (h);
 }
@@ -717,11 +709,10 @@ GST_START_TEST (test_src_addresses)
   static const guint8 smac[6] = { 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff };
   static const guint8 dmac[6] = { 0x0e, 0x1f, 0x20, 0x31, 0x42, 0x53 };
 
-  g_object_set (h->element, "num-packets", (guint64) 700, "burst-packets", 100,
-      "packet-size-min", 128, "packet-size-max", 128, "n-flows", 300,
-      "src-mac", "AA:bb:CC:dd:EE:ff", "dst-mac", "0e:1f:20:31:42:53",
-      "src", "192.168.7.9", "dst", "239.1.2.3", "src-port", 1, "dst-port", 65235,
-      "udp-checksum", FALSE, NULL);
+  g_object_set (h->element, "num-packets", (guint64) 700, "burst-packets", 100, "packet-size-min",
+      128, "packet-size-max", 128, "n-flows", 300, "src-mac", "AA:bb:CC:dd:EE:ff", "dst-mac",
+      "0e:1f:20:31:42:53", "src", "192.168.7.9", "dst", "239.1.2.3", "src-port", 1, "dst-port",
+      65235, "udp-checksum", FALSE, NULL);
   expect_init (&e, 300, 128, 128);
   memcpy (e.params.src_mac, smac, 6);
   memcpy (e.params.dst_mac, dmac, 6);
@@ -738,8 +729,8 @@ GST_START_TEST (test_src_addresses)
     check_burst (buf, &e);
     gst_buffer_map (buf, &map, GST_MAP_READ);
     for (guint i = 0; i < meta->n_packets; i++)
-      assert_frame (map.data + meta->packets[i].offset, meta->packets[i].length, dmac,
-          smac, 0xc0a80709, 0xef010203, 1, 65235, FALSE, (guint32) (first_seq + i),
+      assert_frame (map.data + meta->packets[i].offset, meta->packets[i].length, dmac, smac,
+          0xc0a80709, 0xef010203, 1, 65235, FALSE, (guint32) (first_seq + i),
           (guint32) ((first_seq + i) % 300));
     gst_buffer_unmap (buf, &map);
     gst_buffer_unref (buf);
@@ -759,8 +750,8 @@ GST_START_TEST (test_src_sizes_cover_range)
   guint *seen = g_new0 (guint, n);
   Expect e;
 
-  g_object_set (h->element, "num-packets", (guint64) 2 * n, "burst-packets", 256,
-      "packet-size-min", 60, "packet-size-max", 1514, "n-flows", 2, NULL);
+  g_object_set (h->element, "num-packets", (guint64) 2 * n, "burst-packets", 256, "packet-size-min",
+      60, "packet-size-max", 1514, "n-flows", 2, NULL);
   expect_init (&e, 2, 60, 1514);
   gst_harness_play (h);
   while (gst_harness_pull_until_eos (h, &buf) && buf != NULL) {
@@ -786,8 +777,8 @@ GST_START_TEST (test_src_pool_reuse)
   GHashTable *blocks = g_hash_table_new (NULL, NULL);
   Expect e;
 
-  g_object_set (h->element, "rate", (guint64) 1000000, "burst-packets", 32,
-      "packet-size-max", 1500, "is-live", TRUE, NULL);
+  g_object_set (h->element, "rate", (guint64) 1000000, "burst-packets", 32, "packet-size-max", 1500,
+      "is-live", TRUE, NULL);
   expect_init (&e, 1, 60, 1500);
   gst_harness_play (h);
   for (guint i = 0; i < 200; i++) {
@@ -816,8 +807,8 @@ GST_START_TEST (test_src_live_test_clock)
   GstTestClock *clock = gst_harness_get_testclock (h);
   Expect e;
 
-  g_object_set (h->element, "rate", (guint64) 1000, "burst-packets", 10,
-      "is-live", TRUE, "num-packets", (guint64) 50, NULL);
+  g_object_set (h->element, "rate", (guint64) 1000, "burst-packets", 10, "is-live", TRUE,
+      "num-packets", (guint64) 50, NULL);
   expect_init (&e, 1, 60, 60);
   gst_harness_play (h);
 
@@ -863,20 +854,19 @@ GST_START_TEST (test_src_live_pause_resume)
   GstTestClock *clock = gst_harness_get_testclock (h);
   Expect e;
 
-  g_object_set (h->element, "rate", (guint64) 1000, "burst-packets", 10,
-      "is-live", TRUE, NULL);
+  g_object_set (h->element, "rate", (guint64) 1000, "burst-packets", 10, "is-live", TRUE, NULL);
   expect_init (&e, 1, 60, 60);
   gst_harness_play (h);
   for (guint k = 0; k < 4; k++) {
     if (k == 2) {
       /* the source now waits for burst 2; pause in the middle of that wait */
       gst_test_clock_wait_for_next_pending_id (clock, NULL);
-      fail_unless_equals_int (gst_element_set_state (h->element, GST_STATE_PAUSED),
-          GST_STATE_CHANGE_NO_PREROLL);
+      fail_unless_equals_int (
+          gst_element_set_state (h->element, GST_STATE_PAUSED), GST_STATE_CHANGE_NO_PREROLL);
       fail_unless_equals_int (gst_test_clock_peek_id_count (clock), 0);
       fail_unless_equals_int (gst_harness_buffers_in_queue (h), 0);
-      fail_unless_equals_int (gst_element_set_state (h->element, GST_STATE_PLAYING),
-          GST_STATE_CHANGE_SUCCESS);
+      fail_unless_equals_int (
+          gst_element_set_state (h->element, GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
     }
     GstClockID id;
     gst_test_clock_wait_for_next_pending_id (clock, &id);
@@ -906,8 +896,7 @@ GST_START_TEST (test_src_rate_live)
   Expect e;
 
   gst_harness_use_systemclock (h);
-  g_object_set (h->element, "rate", (guint64) 20000, "burst-packets", 50,
-      "is-live", TRUE, NULL);
+  g_object_set (h->element, "rate", (guint64) 20000, "burst-packets", 50, "is-live", TRUE, NULL);
   expect_init (&e, 1, 60, 60);
   gst_harness_play (h);
   GstBuffer *buf = gst_harness_pull (h);
@@ -922,7 +911,7 @@ GST_START_TEST (test_src_rate_live)
 
   g_usleep (G_USEC_PER_SEC / 2);
   const guint n = gst_harness_buffers_in_queue (h);
-  const GstClockTime now = gst_clock_get_time (clock) - base;     /* running time, after n */
+  const GstClockTime now = gst_clock_get_time (clock) - base; /* running time, after n */
   gst_object_unref (clock);
   const guint64 before = e.packets;
   for (guint i = 0; i < n; i++) {
@@ -935,13 +924,15 @@ GST_START_TEST (test_src_rate_live)
   /* packet k is due at pts0 + k / 20000 s: by `now`, packets 0 .. due - 1 were */
   fail_unless (now >= pts0);
   const guint64 due = gst_util_uint64_scale (now - pts0, 20000, GST_SECOND) + 1;
-  GST_INFO ("%" G_GUINT64_FORMAT " packets pushed %.4f s after the first was due, %"
-      G_GUINT64_FORMAT " due", e.packets, (now - pts0) / 1e9, due);
+  GST_INFO ("%" G_GUINT64_FORMAT
+            " packets pushed %.4f s after the first was due, %" G_GUINT64_FORMAT " due",
+      e.packets, (now - pts0) / 1e9, due);
   fail_unless (now - pts0 >= GST_SECOND / 2, "slept %.4f s", (now - pts0) / 1e9);
-  fail_unless (e.packets <= due, "%" G_GUINT64_FORMAT " packets pushed, only %" G_GUINT64_FORMAT
-      " due", e.packets, due);
-  fail_unless (e.packets + 4000 >= due, "%" G_GUINT64_FORMAT " packets pushed, %"
-      G_GUINT64_FORMAT " due: more than 0.2 s behind", e.packets, due);
+  fail_unless (e.packets <= due,
+      "%" G_GUINT64_FORMAT " packets pushed, only %" G_GUINT64_FORMAT " due", e.packets, due);
+  fail_unless (e.packets + 4000 >= due,
+      "%" G_GUINT64_FORMAT " packets pushed, %" G_GUINT64_FORMAT " due: more than 0.2 s behind",
+      e.packets, due);
   fail_unless (e.packets > before);
   gst_harness_teardown (h);
 }
@@ -963,8 +954,8 @@ GST_START_TEST (test_src_rate_count)
   gint64 t1 = 0, t_first = 0;
   Expect e;
 
-  g_object_set (h->element, "rate", (guint64) 20000, "burst-packets", 64,
-      "num-packets", (guint64) 10000, NULL);
+  g_object_set (h->element, "rate", (guint64) 20000, "burst-packets", 64, "num-packets",
+      (guint64) 10000, NULL);
   expect_init (&e, 1, 60, 60);
   const gint64 t0 = g_get_monotonic_time ();
   gst_harness_play (h);
@@ -990,12 +981,16 @@ GST_START_TEST (test_src_rate_count)
 
   /* microseconds: t0 rounded down, t1 up to 1 us below the time it was read */
   const gint64 elapsed_us = t1 - t0, due_us = (gint64) 9999 * G_USEC_PER_SEC / 20000;
-  GST_INFO ("start to the last burst at 20000/s: %.4f s, due after %.4f", elapsed_us / 1e6,
-      due_us / 1e6);
-  fail_unless (elapsed_us + 1 >= due_us, "the last burst arrived %.4f s after the start, "
-      "before its last packet was due (%.4f s)", elapsed_us / 1e6, due_us / 1e6);
-  fail_unless (t1 - t_first <= due_us + 400000, "the last burst arrived %.4f s after the "
-      "first, due %.4f s after the first packet", (t1 - t_first) / 1e6, due_us / 1e6);
+  GST_INFO (
+      "start to the last burst at 20000/s: %.4f s, due after %.4f", elapsed_us / 1e6, due_us / 1e6);
+  fail_unless (elapsed_us + 1 >= due_us,
+      "the last burst arrived %.4f s after the start, "
+      "before its last packet was due (%.4f s)",
+      elapsed_us / 1e6, due_us / 1e6);
+  fail_unless (t1 - t_first <= due_us + 400000,
+      "the last burst arrived %.4f s after the "
+      "first, due %.4f s after the first packet",
+      (t1 - t_first) / 1e6, due_us / 1e6);
   gst_harness_teardown (h);
 }
 
@@ -1003,15 +998,14 @@ GST_END_TEST;
 
 /* Starts @el and returns the text of the ERROR it posts (the start must fail). */
 static gchar *
-start_error (GstElement * el)
+start_error (GstElement *el)
 {
   GstBus *bus = gst_bus_new ();
   GError *err = NULL;
   gchar *text;
 
   gst_element_set_bus (el, bus);
-  fail_unless_equals_int (gst_element_set_state (el, GST_STATE_PAUSED),
-      GST_STATE_CHANGE_FAILURE);
+  fail_unless_equals_int (gst_element_set_state (el, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
   GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
   fail_unless (msg != NULL, "no ERROR message");
   gst_message_parse_error (msg, &err, NULL);
@@ -1026,7 +1020,7 @@ start_error (GstElement * el)
 }
 
 static void
-assert_contains (const gchar * text, const gchar * part)
+assert_contains (const gchar *text, const gchar *part)
 {
   fail_unless (strstr (text, part) != NULL, "\"%s\" does not mention \"%s\"", text, part);
 }
@@ -1038,12 +1032,12 @@ GST_START_TEST (test_src_bad_properties)
     const gchar *value;
     const gchar *mentions[3];
   } bad_strings[] = {
-    {"src-mac", "02:00:00:00:00", {"'src-mac'", "\"02:00:00:00:00\"", "02:00:00:00:00:01"}},
-    {"dst-mac", "zz:00:00:00:00:01", {"'dst-mac'", "\"zz:00:00:00:00:01\"", ":"}},
-    {"dst-mac", "02-00-00-00-00-01", {"'dst-mac'", "\"02-00-00-00-00-01\"", ":"}},
-    {"src-mac", "02:00:00:00:00:011", {"'src-mac'", "\"02:00:00:00:00:011\"", "hex"}},
-    {"src", "10.0.0.256", {"'src'", "\"10.0.0.256\"", "10.0.0.1"}},
-    {"dst", "host.example", {"'dst'", "\"host.example\"", "IPv4"}},
+    { "src-mac", "02:00:00:00:00", { "'src-mac'", "\"02:00:00:00:00\"", "02:00:00:00:00:01" } },
+    { "dst-mac", "zz:00:00:00:00:01", { "'dst-mac'", "\"zz:00:00:00:00:01\"", ":" } },
+    { "dst-mac", "02-00-00-00-00-01", { "'dst-mac'", "\"02-00-00-00-00-01\"", ":" } },
+    { "src-mac", "02:00:00:00:00:011", { "'src-mac'", "\"02:00:00:00:00:011\"", "hex" } },
+    { "src", "10.0.0.256", { "'src'", "\"10.0.0.256\"", "10.0.0.1" } },
+    { "dst", "host.example", { "'dst'", "\"host.example\"", "IPv4" } },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (bad_strings); i++) {
@@ -1077,8 +1071,7 @@ GST_START_TEST (test_src_bad_properties)
   /* the last port that fits is fine */
   el = gst_element_factory_make ("daqiritestsrc", NULL);
   g_object_set (el, "dst-port", 64536, "n-flows", 1000, NULL);
-  fail_unless (gst_element_set_state (el, GST_STATE_PAUSED) !=
-      GST_STATE_CHANGE_FAILURE);
+  fail_unless (gst_element_set_state (el, GST_STATE_PAUSED) != GST_STATE_CHANGE_FAILURE);
   gst_element_set_state (el, GST_STATE_NULL);
   gst_object_unref (el);
 }
@@ -1089,14 +1082,16 @@ GST_END_TEST;
 GST_START_TEST (test_src_pipeline)
 {
   GError *err = NULL;
-  GstElement *pipe = gst_parse_launch ("daqiritestsrc name=src num-packets=3000 "
-      "burst-packets=256 packet-size-min=60 packet-size-max=1024 n-flows=8 ! "
-      "fakesink sync=false", &err);
+  GstElement *pipe =
+      gst_parse_launch ("daqiritestsrc name=src num-packets=3000 "
+                        "burst-packets=256 packet-size-min=60 packet-size-max=1024 n-flows=8 ! "
+                        "fakesink sync=false",
+          &err);
   fail_unless (pipe != NULL && err == NULL);
   GstBus *bus = gst_element_get_bus (pipe);
   gst_element_set_state (pipe, GST_STATE_PLAYING);
-  GstMessage *msg = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
-      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  GstMessage *msg =
+      gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
   fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS);
   gst_message_unref (msg);
   GstElement *src = gst_bin_get_by_name (GST_BIN (pipe), "src");
