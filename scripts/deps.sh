@@ -7,7 +7,7 @@ packages=(
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   libibverbs-dev rdma-core ibverbs-providers libdpdk-dev
-  iproute2 tcpdump tcpreplay ethtool valgrind clang-tidy
+  iproute2 tcpdump tcpreplay ethtool valgrind clang-tidy clang-format
 )
 
 missing=()
