@@ -68,16 +68,8 @@ expect_error (const char *text, ...)
 static void
 test_parse_empty (void)
 {
-  static const char *const blanks[] = {
-    "",
-    " ",
-    "\t\n",
-    ";",
-    ";;",
-    " ; \n\t; ",
-    ";;;;;;;;",
-    "\r\n\v\f",
-  };
+  static const char *const blanks[] = { "", " ", "\t\n", ";", ";;", " ; \n\t; ", ";;;;;;;;",
+    "\r\n\v\f" };
   GError *error = NULL;
   DqFlowRule *rules = (DqFlowRule *) &error;
   guint n = 5, i;
@@ -467,99 +459,17 @@ rule_is_sane (const DqFlowRule *r)
 static void
 test_parse_fuzz (void)
 {
-  static const char *const pieces[] = {
-    "proto",
-    "src",
-    "dst",
-    "src-port",
-    "dst-port",
-    "ethertype",
-    "vlan",
-    "mark",
-    "queue",
-    "=",
-    "=",
-    "=",
-    ";",
-    ";",
-    " ",
-    " ",
-    "\t",
-    "\n",
-    ".",
-    "/",
-    "-",
-    "x",
-    "0x",
-    "0",
-    "1",
-    "9",
-    "255",
-    "256",
-    "32",
-    "33",
-    "65535",
-    "65536",
-    "4095",
-    "4096",
-    "1023",
-    "1024",
-    "udp",
-    "tcp",
-    "icmp",
-    "4294967295",
-    "4294967296",
-    "10.0.0.1",
-    "1.2.3.4/8",
-    "0x0800",
-    "0x86dd",
-    "0600",
-    "proto=udp",
-    "dst-port=5000",
-    "src=10.0.0.0/8 ",
-    "mark=7 ",
-    "queue=3 ",
-    "vlan=100 ",
-    "ethertype=0x88f7 ",
-    "; ",
-  };
-  static const char *const keys[] = {
-    "proto",
-    "src",
-    "dst",
-    "src-port",
-    "dst-port",
-    "ethertype",
-    "vlan",
-    "mark",
-    "queue",
-  };
-  static const char *const values[] = {
-    "0",
-    "1",
-    "6",
-    "17",
-    "udp",
-    "tcp",
-    "icmp",
-    "255",
-    "256",
-    "1023",
-    "1024",
-    "4095",
-    "0x0800",
-    "0x86dd",
-    "1536",
-    "65535",
-    "65536",
-    "10.0.0.1",
-    "10.0.0.0/8",
-    "1.2.3.4/32",
-    "1.2.3.4/33",
-    "4294967295",
-    "-1",
-    "",
-  };
+  static const char *const pieces[] = { "proto", "src", "dst", "src-port", "dst-port", "ethertype",
+    "vlan", "mark", "queue", "=", "=", "=", ";", ";", " ", " ", "\t", "\n", ".", "/", "-", "x",
+    "0x", "0", "1", "9", "255", "256", "32", "33", "65535", "65536", "4095", "4096", "1023", "1024",
+    "udp", "tcp", "icmp", "4294967295", "4294967296", "10.0.0.1", "1.2.3.4/8", "0x0800", "0x86dd",
+    "0600", "proto=udp", "dst-port=5000", "src=10.0.0.0/8 ", "mark=7 ", "queue=3 ", "vlan=100 ",
+    "ethertype=0x88f7 ", "; " };
+  static const char *const keys[] = { "proto", "src", "dst", "src-port", "dst-port", "ethertype",
+    "vlan", "mark", "queue" };
+  static const char *const values[] = { "0", "1", "6", "17", "udp", "tcp", "icmp", "255", "256",
+    "1023", "1024", "4095", "0x0800", "0x86dd", "1536", "65535", "65536", "10.0.0.1", "10.0.0.0/8",
+    "1.2.3.4/32", "1.2.3.4/33", "4294967295", "-1", "" };
   const guint iterations = 200000;
   guint i, n_ok = 0, n_rules_total = 0;
 

@@ -145,22 +145,9 @@ test_pci_normalize (void)
     g_assert_cmpstr (n, ==, ok[i][1]);
     g_free (n);
   }
-  static const char *const bad[] = {
-    "mlx5_0",
-    "enp8s0f0np0",
-    "08:00",
-    "08:00.8",
-    "08:20.0",
-    "0000:08:00.0x",
-    ":08:00.0",
-    "08:00.",
-    "zz:00.0",
-    "123:00.0",
-    "000000000:08:00.0",
-    "08.00:0",
-    "",
-    "0000:08:00.00",
-  };
+  static const char *const bad[] = { "mlx5_0", "enp8s0f0np0", "08:00", "08:00.8", "08:20.0",
+    "0000:08:00.0x", ":08:00.0", "08:00.", "zz:00.0", "123:00.0", "000000000:08:00.0", "08.00:0",
+    "", "0000:08:00.00" };
   for (guint i = 0; i < G_N_ELEMENTS (bad); i++) {
     char *n = mlx5_hw_pci_normalize (bad[i]);
     if (n)
