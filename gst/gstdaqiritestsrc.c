@@ -155,6 +155,18 @@ make_stats (GstDaqiriTestSrc *self)
   return s;
 }
 
+/* the properties kept as plain members (flows: the deprecated alias of n-flows) */
+static const GstDaqiriMember test_src_members[] = {
+  GST_DAQIRI_MEMBER (PROP_NUM_PACKETS, GstDaqiriTestSrc, num_packets),
+  GST_DAQIRI_MEMBER (PROP_BURST_PACKETS, GstDaqiriTestSrc, burst_packets),
+  GST_DAQIRI_MEMBER (PROP_PACKET_SIZE_MIN, GstDaqiriTestSrc, packet_size_min),
+  GST_DAQIRI_MEMBER (PROP_PACKET_SIZE_MAX, GstDaqiriTestSrc, packet_size_max),
+  GST_DAQIRI_MEMBER (PROP_N_FLOWS, GstDaqiriTestSrc, flows),
+  GST_DAQIRI_MEMBER (PROP_FLOWS, GstDaqiriTestSrc, flows),
+  GST_DAQIRI_MEMBER (PROP_RATE, GstDaqiriTestSrc, rate),
+  GST_DAQIRI_MEMBER (PROP_UDP_CHECKSUM, GstDaqiriTestSrc, udp_checksum),
+};
+
 static void
 gst_daqiri_test_src_set_property (
     GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
@@ -171,17 +183,9 @@ gst_daqiri_test_src_set_property (
     GST_OBJECT_UNLOCK (self);
     return;
   }
-  switch (prop_id) {
-    case PROP_NUM_PACKETS: self->num_packets = g_value_get_uint64 (value); break;
-    case PROP_BURST_PACKETS: self->burst_packets = g_value_get_uint (value); break;
-    case PROP_PACKET_SIZE_MIN: self->packet_size_min = g_value_get_uint (value); break;
-    case PROP_PACKET_SIZE_MAX: self->packet_size_max = g_value_get_uint (value); break;
-    case PROP_N_FLOWS:
-    case PROP_FLOWS: self->flows = g_value_get_uint (value); break;
-    case PROP_RATE: self->rate = g_value_get_uint64 (value); break;
-    case PROP_UDP_CHECKSUM: self->udp_checksum = g_value_get_boolean (value); break;
-    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec); break;
-  }
+  if (!gst_daqiri_member_set (
+          self, test_src_members, G_N_ELEMENTS (test_src_members), prop_id, value))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   GST_OBJECT_UNLOCK (self);
 }
 
@@ -203,17 +207,9 @@ gst_daqiri_test_src_get_property (GObject *object, guint prop_id, GValue *value,
     GST_OBJECT_UNLOCK (self);
     return;
   }
-  switch (prop_id) {
-    case PROP_NUM_PACKETS: g_value_set_uint64 (value, self->num_packets); break;
-    case PROP_BURST_PACKETS: g_value_set_uint (value, self->burst_packets); break;
-    case PROP_PACKET_SIZE_MIN: g_value_set_uint (value, self->packet_size_min); break;
-    case PROP_PACKET_SIZE_MAX: g_value_set_uint (value, self->packet_size_max); break;
-    case PROP_N_FLOWS:
-    case PROP_FLOWS: g_value_set_uint (value, self->flows); break;
-    case PROP_RATE: g_value_set_uint64 (value, self->rate); break;
-    case PROP_UDP_CHECKSUM: g_value_set_boolean (value, self->udp_checksum); break;
-    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec); break;
-  }
+  if (!gst_daqiri_member_get (
+          self, test_src_members, G_N_ELEMENTS (test_src_members), prop_id, value))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   GST_OBJECT_UNLOCK (self);
 }
 
