@@ -987,6 +987,22 @@ make_stats (GstDaqiriReorder *self)
   return s;
 }
 
+/* the properties kept as plain members (the packet fields: gst_daqiri_field_set/get) */
+G_STATIC_ASSERT (sizeof (DqElemType) == sizeof (gint) && sizeof (DqByteOrder) == sizeof (gint));
+G_STATIC_ASSERT (sizeof (GstVideoFormat) == sizeof (gint));
+static const GstDaqiriMember reorder_members[] = {
+  GST_DAQIRI_MEMBER (PROP_INPUT_TYPE, GstDaqiriReorder, cfg.input_type),
+  GST_DAQIRI_MEMBER (PROP_OUTPUT_TYPE, GstDaqiriReorder, cfg.output_type),
+  GST_DAQIRI_MEMBER (PROP_BYTE_ORDER, GstDaqiriReorder, cfg.byte_order),
+  GST_DAQIRI_MEMBER (PROP_WINDOW, GstDaqiriReorder, cfg.window),
+  GST_DAQIRI_MEMBER (PROP_TIMEOUT, GstDaqiriReorder, timeout),
+  GST_DAQIRI_MEMBER (PROP_MEMORY, GstDaqiriReorder, memory),
+  GST_DAQIRI_MEMBER (PROP_VIDEO_FORMAT, GstDaqiriReorder, video_format),
+  GST_DAQIRI_MEMBER (PROP_WIDTH, GstDaqiriReorder, width),
+  GST_DAQIRI_MEMBER (PROP_HEIGHT, GstDaqiriReorder, height),
+  GST_DAQIRI_MEMBER (PROP_MAX_INFLIGHT, GstDaqiriReorder, max_inflight),
+};
+
 static void
 gst_daqiri_reorder_set_property (
     GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
@@ -999,22 +1015,12 @@ gst_daqiri_reorder_set_property (
     GST_OBJECT_UNLOCK (self);
     return;
   }
-  switch (prop_id) {
-    case PROP_INPUT_TYPE: cfg->input_type = (DqElemType) g_value_get_enum (value); break;
-    case PROP_OUTPUT_TYPE: cfg->output_type = (DqElemType) g_value_get_enum (value); break;
-    case PROP_BYTE_ORDER: cfg->byte_order = (DqByteOrder) g_value_get_enum (value); break;
-    case PROP_WINDOW: cfg->window = g_value_get_uint (value); break;
-    case PROP_TIMEOUT: self->timeout = g_value_get_uint64 (value); break;
-    case PROP_MEMORY: self->memory = (GstDaqiriMemory) g_value_get_enum (value); break;
-    case PROP_VIDEO_FORMAT: self->video_format = (GstVideoFormat) g_value_get_enum (value); break;
-    case PROP_WIDTH: self->width = g_value_get_uint (value); break;
-    case PROP_HEIGHT: self->height = g_value_get_uint (value); break;
-    case PROP_FRAMERATE:
-      self->fps_n = gst_value_get_fraction_numerator (value);
-      self->fps_d = gst_value_get_fraction_denominator (value);
-      break;
-    case PROP_MAX_INFLIGHT: self->max_inflight = g_value_get_uint (value); break;
-    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec); break;
+  if (prop_id == PROP_FRAMERATE) {
+    self->fps_n = gst_value_get_fraction_numerator (value);
+    self->fps_d = gst_value_get_fraction_denominator (value);
+  } else if (!gst_daqiri_member_set (
+                 self, reorder_members, G_N_ELEMENTS (reorder_members), prop_id, value)) {
+    G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   }
   GST_OBJECT_UNLOCK (self);
 }
@@ -1034,19 +1040,11 @@ gst_daqiri_reorder_get_property (GObject *object, guint prop_id, GValue *value, 
     GST_OBJECT_UNLOCK (self);
     return;
   }
-  switch (prop_id) {
-    case PROP_INPUT_TYPE: g_value_set_enum (value, cfg->input_type); break;
-    case PROP_OUTPUT_TYPE: g_value_set_enum (value, cfg->output_type); break;
-    case PROP_BYTE_ORDER: g_value_set_enum (value, cfg->byte_order); break;
-    case PROP_WINDOW: g_value_set_uint (value, cfg->window); break;
-    case PROP_TIMEOUT: g_value_set_uint64 (value, self->timeout); break;
-    case PROP_MEMORY: g_value_set_enum (value, self->memory); break;
-    case PROP_VIDEO_FORMAT: g_value_set_enum (value, self->video_format); break;
-    case PROP_WIDTH: g_value_set_uint (value, self->width); break;
-    case PROP_HEIGHT: g_value_set_uint (value, self->height); break;
-    case PROP_FRAMERATE: gst_value_set_fraction (value, self->fps_n, self->fps_d); break;
-    case PROP_MAX_INFLIGHT: g_value_set_uint (value, self->max_inflight); break;
-    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec); break;
+  if (prop_id == PROP_FRAMERATE) {
+    gst_value_set_fraction (value, self->fps_n, self->fps_d);
+  } else if (!gst_daqiri_member_get (
+                 self, reorder_members, G_N_ELEMENTS (reorder_members), prop_id, value)) {
+    G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   }
   GST_OBJECT_UNLOCK (self);
 }
