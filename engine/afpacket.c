@@ -6,7 +6,10 @@
  * once the walk is done and every burst cut from it was released. Flow rules run twice:
  * as a classic BPF socket filter in the kernel (only matching packets enter the ring) and
  * in software on delivery, to find each packet's mark. Several queues of one element
- * share the traffic through PACKET_FANOUT.
+ * share the traffic through PACKET_FANOUT (a CBPF program: the rules' queue keys, else a
+ * flow hash). Rules change while receiving: the software rules are published first
+ * (rx-rules.h), then the socket filter and the fanout program are replaced, each in one
+ * setsockopt(), so a packet that both rule sets deliver is never dropped.
  *
  * TX: one TPACKET_V2 ring per queue with PACKET_QDISC_BYPASS (no qdisc, and no copy to
  * packet taps: tcpdump on the sending interface does not see these frames); frames are
@@ -18,6 +21,7 @@
 #include "engines.h"
 #include "burst-pool.h"
 #include "engine-util.h"
+#include "rx-rules.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -368,8 +372,16 @@ typedef struct {
   guint walk_left;  /* packets of block cur not yet delivered */
 
   guint burst_packets; /* packets a record holds */
-  DqFlowRule *rules;   /* the rules that apply to this queue */
-  guint n_rules;
+  DqRxRules rules;     /* the software classifier's */
+
+  /* what a change of the rules needs (dq_rxq_set_flows), and what the queue set had
+   * before, to go back to when the change fails half way */
+  guint queue_index;
+  guint n_queues;
+  guint max_packet;
+  DqRxFilter filter;
+  DqFlowRule *all_rules;
+  guint n_all_rules;
 
   DqBurstPool recs;
 
@@ -436,19 +448,14 @@ rx_geometry_choose (
   return TRUE;
 }
 
-/* Rules with a queue key must name one of the element's queues; the rules without one,
- * and those naming this queue, apply to this queue. */
+/* Rules with a queue key must name one of the element's queues. */
 static gboolean
-rx_rules_select (AfpRxQueue *rxq, const DqRxConfig *config, GError **error)
+rx_rules_check (AfpRxQueue *rxq, const DqFlowRule *rules, guint n_rules, GError **error)
 {
   char what[IF_NAMESIZE + 16];
 
   g_snprintf (what, sizeof what, "afpacket:%s", rxq->port->ifname);
-  if (!dq_flow_rules_check_queues (what, config->flows, config->n_flows, config->n_queues, error))
-    return FALSE;
-  rxq->rules =
-      dq_flow_rules_for_queue (config->flows, config->n_flows, config->queue_index, &rxq->n_rules);
-  return TRUE;
+  return dq_flow_rules_check_queues (what, rules, n_rules, rxq->n_queues, error);
 }
 
 static gboolean
@@ -490,22 +497,63 @@ rx_ring_map (AfpRxQueue *rxq, const AfpRxGeometry *geo, GError **error)
   return TRUE;
 }
 
-/* The socket filter of this queue: the flow rules as classic BPF (returning the snap
- * length), or with no rules a one-instruction program that keeps max_packet bytes. */
-static gboolean
-rx_filter_attach (AfpRxQueue *rxq, const DqRxConfig *config, guint max_packet, GError **error)
+/* what the queue set has now */
+static void
+rx_rules_remember (AfpRxQueue *rxq, DqRxFilter filter, const DqFlowRule *rules, guint n_rules)
 {
-  if (config->n_flows == 0) {
-    struct sock_filter keep[] = { BPF_STMT (BPF_RET | BPF_K, max_packet) };
-    return packet_attach_filter (rxq->fd, keep, G_N_ELEMENTS (keep), rxq->port, error);
+  g_free (rxq->all_rules);
+  rxq->filter = filter;
+  rxq->all_rules = n_rules ? g_memdup2 (rules, n_rules * sizeof *rules) : NULL;
+  rxq->n_all_rules = n_rules;
+}
+
+/* The socket filter of this queue as classic BPF (returning the snap length): the flow
+ * rules; or, with no rules or DQ_RX_FILTER_ALL, one instruction that keeps max_packet
+ * bytes; or, with DQ_RX_FILTER_NONE, one that drops everything. NULL with *error when the
+ * rules do not fit a program. */
+static struct sock_filter *
+rx_filter_compile (AfpRxQueue *rxq, DqRxFilter filter, const DqFlowRule *rules, guint n_rules,
+    guint *n_insns, GError **error)
+{
+  if (filter == DQ_RX_FILTER_NONE || filter == DQ_RX_FILTER_ALL || n_rules == 0) {
+    guint32 keep = filter == DQ_RX_FILTER_NONE ? 0 : rxq->max_packet;
+    struct sock_filter *insn = g_new (struct sock_filter, 1);
+    *insn = (struct sock_filter) BPF_STMT (BPF_RET | BPF_K, keep);
+    *n_insns = 1;
+    return insn;
   }
-  guint n_insns = 0;
-  int queue = config->n_queues > 1 ? (int) config->queue_index : -1;
-  struct sock_filter *insns = dq_flow_compile_bpf (
-      config->flows, config->n_flows, DQ_FLOW_BPF_FILTER, queue, max_packet, &n_insns, error);
-  if (insns == NULL)
-    return FALSE;
+  int queue = rxq->n_queues > 1 ? (int) rxq->queue_index : -1;
+  return dq_flow_compile_bpf (
+      rules, n_rules, DQ_FLOW_BPF_FILTER, queue, rxq->max_packet, n_insns, error);
+}
+
+/* The fanout program of the queue set: the rules' queue keys, else the flow hash (no
+ * rule, or DQ_RX_FILTER_ALL: every packet by its hash). */
+static struct sock_filter *
+rx_fanout_compile (
+    DqRxFilter filter, const DqFlowRule *rules, guint n_rules, guint *n_insns, GError **error)
+{
+  if (filter != DQ_RX_FILTER_RULES)
+    n_rules = 0;
+  return dq_flow_compile_bpf (rules, n_rules, DQ_FLOW_BPF_FANOUT, -1, 0, n_insns, error);
+}
+
+/* Installs a compiled program: SO_ATTACH_FILTER replaces the socket's filter at once,
+ * PACKET_FANOUT_DATA the fanout group's program. Frees `insns`. */
+static gboolean
+rx_filter_install (AfpRxQueue *rxq, struct sock_filter *insns, guint n_insns, GError **error)
+{
   gboolean ok = packet_attach_filter (rxq->fd, insns, n_insns, rxq->port, error);
+  g_free (insns);
+  return ok;
+}
+
+static gboolean
+rx_fanout_install (AfpRxQueue *rxq, struct sock_filter *insns, guint n_insns, GError **error)
+{
+  struct sock_fprog prog = { .len = (unsigned short) n_insns, .filter = insns };
+  gboolean ok = packet_setsockopt (rxq->fd, SOL_PACKET, PACKET_FANOUT_DATA, &prog, sizeof prog,
+      rxq->port, "the fanout program (PACKET_FANOUT_DATA)", error);
   g_free (insns);
   return ok;
 }
@@ -550,8 +598,8 @@ fanout_setsockopt (int fd, guint16 id, int type_flags)
   return setsockopt (fd, SOL_PACKET, PACKET_FANOUT, &arg, sizeof arg);
 }
 
-/* Joins the fanout group that spreads the port's traffic over the element's queues:
- * by flow hash, or by the rules' queue keys (a CBPF program shared by the group).
+/* Joins the fanout group that spreads the port's traffic over the element's queues: a
+ * CBPF program shared by the group sends by the rules' queue keys, else by flow hash.
  * Fanout ids are 16 bits per network namespace: instead of group_id & 0xffff, which
  * two elements could share, the first queue of a group asks the kernel for an unused
  * id (PACKET_FANOUT_FLAG_UNIQUEID) and the port hands it to the group's other queues. */
@@ -559,11 +607,7 @@ static gboolean
 rx_fanout_join (AfpRxQueue *rxq, const DqRxConfig *config, GError **error)
 {
   AfpPort *port = rxq->port;
-  gboolean by_rule = FALSE;
-  for (guint i = 0; i < config->n_flows; i++)
-    if (config->flows[i].keys & DQ_FLOW_QUEUE)
-      by_rule = TRUE;
-  int type = by_rule ? PACKET_FANOUT_CBPF : PACKET_FANOUT_HASH;
+  int type = PACKET_FANOUT_CBPF;
 
   g_mutex_lock (&port->lock);
   AfpFanout *group = port_fanout_find (port, config->group_id);
@@ -595,24 +639,25 @@ rx_fanout_join (AfpRxQueue *rxq, const DqRxConfig *config, GError **error)
   if (r != 0) {
     g_set_error (error, DQ_ERROR, err == EINVAL || err == ENOSPC ? DQ_ERROR_BUSY : DQ_ERROR_IO,
         "afpacket:%s: queue %u of group %u cannot join its fanout group "
-        "(%s, kernel id %u): %s",
-        rxq->port->ifname, config->queue_index, config->group_id, by_rule ? "cbpf" : "hash", id,
-        g_strerror (err));
+        "(cbpf, kernel id %u): %s",
+        rxq->port->ifname, config->queue_index, config->group_id, id, g_strerror (err));
     return FALSE;
   }
-  if (!by_rule)
-    return TRUE;
 
   guint n_insns = 0;
-  struct sock_filter *insns = dq_flow_compile_bpf (
-      config->flows, config->n_flows, DQ_FLOW_BPF_FANOUT, -1, 0, &n_insns, error);
-  if (insns == NULL)
-    return FALSE;
-  struct sock_fprog prog = { .len = (unsigned short) n_insns, .filter = insns };
-  gboolean ok = packet_setsockopt (rxq->fd, SOL_PACKET, PACKET_FANOUT_DATA, &prog, sizeof prog,
-      rxq->port, "the fanout program (PACKET_FANOUT_DATA)", error);
-  g_free (insns);
-  return ok;
+  struct sock_filter *insns =
+      rx_fanout_compile (config->filter, config->flows, config->n_flows, &n_insns, error);
+  return insns != NULL && rx_fanout_install (rxq, insns, n_insns, error);
+}
+
+/* this queue's socket filter for `config` */
+static gboolean
+rx_filter_attach (AfpRxQueue *rxq, const DqRxConfig *config, GError **error)
+{
+  guint n_insns = 0;
+  struct sock_filter *insns =
+      rx_filter_compile (rxq, config->filter, config->flows, config->n_flows, &n_insns, error);
+  return insns != NULL && rx_filter_install (rxq, insns, n_insns, error);
 }
 
 /* Order matters: the socket (protocol 0) receives nothing until bound, so the ring, the
@@ -634,7 +679,7 @@ rx_socket_setup (
     struct sock_filter drop[] = { BPF_STMT (BPF_RET | BPF_K, 0) };
     if (!packet_attach_filter (rxq->fd, drop, G_N_ELEMENTS (drop), rxq->port, error))
       return FALSE;
-  } else if (!rx_filter_attach (rxq, config, geo->max_packet, error)) {
+  } else if (!rx_filter_attach (rxq, config, error)) {
     return FALSE;
   }
   if (!packet_set_int (
@@ -645,12 +690,9 @@ rx_socket_setup (
   if (config->n_queues > 1) {
     if (!rx_fanout_join (rxq, config, error))
       return FALSE;
-    if (!rx_filter_attach (rxq, config, geo->max_packet, error))
+    if (!rx_filter_attach (rxq, config, error))
       return FALSE;
   }
-  int one = 1;
-  /* best effort: keeps anyone holding the fd from swapping the filter */
-  (void) setsockopt (rxq->fd, SOL_SOCKET, SO_LOCK_FILTER, &one, sizeof one);
   return TRUE;
 }
 
@@ -674,7 +716,8 @@ afp_rxq_destroy (gpointer priv)
   dq_burst_pool_clear (&rxq->recs);
   g_free (rxq->block_refs);
   g_free (rxq->walked_seq);
-  g_free (rxq->rules);
+  dq_rx_rules_clear (&rxq->rules);
+  g_free (rxq->all_rules);
   g_mutex_clear (&rxq->stats_lock);
   g_free (rxq);
 }
@@ -726,8 +769,14 @@ afp_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
       (guint) MIN ((gsize) config->burst_packets, geo.block_size / AFP_RX_MIN_PACKET_ROOM);
   dq_burst_pool_init (&rxq->recs, sizeof (AfpBurstRec) + rxq->burst_packets * sizeof (DqPacket));
 
-  if (!rx_rules_select (rxq, config, error))
+  rxq->queue_index = config->queue_index;
+  rxq->n_queues = config->n_queues;
+  rxq->max_packet = geo.max_packet;
+  if (!rx_rules_check (rxq, config->flows, config->n_flows, error))
     goto fail;
+  dq_rx_rules_init (
+      &rxq->rules, config->filter, config->flows, config->n_flows, config->queue_index);
+  rx_rules_remember (rxq, config->filter, config->flows, config->n_flows);
   rxq->wake_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (rxq->wake_fd < 0) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: eventfd() failed: %s", port->ifname,
@@ -813,7 +862,6 @@ ring_block_walk_end (AfpRxQueue *rxq)
   ring_block_put (rxq, block);
 }
 
-/* flow id of a packet, or FALSE when it matches none of this queue's rules */
 /* Cuts the next burst (at most burst_packets packets) from block `cur`. Returns the
  * number of packets delivered; packets that match no rule are skipped. */
 static guint
@@ -825,6 +873,7 @@ rx_burst_cut (AfpRxQueue *rxq, DqBurst *burst)
   guint n = 0;
   guint64 bytes = 0, truncated = 0, filtered = 0;
 
+  dq_rx_rules_adopt (&rxq->rules);
   while (rxq->walk_left > 0 && n < rxq->burst_packets) {
     struct tpacket3_hdr *hdr = (struct tpacket3_hdr *) rxq->walk_pkt;
     gsize at = (gsize) (rxq->walk_pkt - block);
@@ -851,7 +900,7 @@ rx_burst_cut (AfpRxQueue *rxq, DqBurst *burst)
       flags |= DQ_PACKET_FLAG_VLAN | ((guint32) vlan << 16);
     }
     guint32 flow_id;
-    if (!dq_flow_classify (rxq->rules, rxq->n_rules, frame, hdr->tp_snaplen, vlan, &flow_id)) {
+    if (!dq_rx_rules_classify (&rxq->rules, frame, hdr->tp_snaplen, vlan, &flow_id)) {
       filtered++;
       continue;
     }
@@ -1048,6 +1097,50 @@ afp_rxq_stats (gpointer priv, DqRxStats *stats)
   stats->bursts = dq_counter_get (&rxq->bursts);
   stats->truncated = dq_counter_get (&rxq->truncated);
   stats->drops_filtered = dq_counter_get (&rxq->drops_filtered);
+}
+
+/* Both programs are compiled before anything changes; the software rules go first, so
+ * that a packet the new socket filter lets in finds them (or, adopted a burst later, the
+ * old ones, which deliver it too when both sets do). */
+static gboolean
+afp_rxq_set_flows (
+    gpointer priv, DqRxFilter filter, const DqFlowRule *rules, guint n_rules, GError **error)
+{
+  AfpRxQueue *rxq = priv;
+  guint n_filter = 0, n_fanout = 0;
+  struct sock_filter *fanout = NULL;
+
+  if (!rx_rules_check (rxq, rules, n_rules, error))
+    return FALSE;
+  struct sock_filter *insns = rx_filter_compile (rxq, filter, rules, n_rules, &n_filter, error);
+  if (insns == NULL)
+    return FALSE;
+  if (rxq->in_fanout) {
+    fanout = rx_fanout_compile (filter, rules, n_rules, &n_fanout, error);
+    if (fanout == NULL) {
+      g_free (insns);
+      return FALSE;
+    }
+  }
+  dq_rx_rules_publish (&rxq->rules, filter, rules, n_rules, rxq->queue_index);
+  gboolean ok = rx_filter_install (rxq, insns, n_filter, error);
+  if (ok && fanout != NULL)
+    ok = rx_fanout_install (rxq, g_steal_pointer (&fanout), n_fanout, error);
+  g_free (fanout);
+  if (!ok) {
+    /* the kernel refused a program it had taken before (memory): put back the old rules */
+    GError *again = NULL;
+    dq_rx_rules_publish (
+        &rxq->rules, rxq->filter, rxq->all_rules, rxq->n_all_rules, rxq->queue_index);
+    insns = rx_filter_compile (rxq, rxq->filter, rxq->all_rules, rxq->n_all_rules, &n_filter, NULL);
+    if (insns == NULL || !rx_filter_install (rxq, insns, n_filter, &again))
+      g_warning ("afpacket:%s: the earlier socket filter could not be put back either: %s",
+          rxq->port->ifname, again ? again->message : "no memory");
+    g_clear_error (&again);
+    return FALSE;
+  }
+  rx_rules_remember (rxq, filter, rules, n_rules);
+  return TRUE;
 }
 
 static gsize
@@ -1424,6 +1517,7 @@ const DqEngineOps dq_afpacket_engine = {
   .rxq_wakeup = afp_rxq_wakeup,
   .rxq_stats = afp_rxq_stats,
   .rxq_ring_bytes = afp_rxq_ring_bytes,
+  .rxq_set_flows = afp_rxq_set_flows,
   .txq_create = afp_txq_create,
   .txq_destroy = afp_txq_destroy,
   .txq_send = afp_txq_send,

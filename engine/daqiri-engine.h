@@ -19,6 +19,12 @@
  * refused (DQ_ERROR_BUSY) while it is. dq_txq_can_acquire() tells whether the engine
  * has in-place sending at all.
  *
+ * Steering: DqRxConfig.flows and .filter say what a queue set receives when it is created;
+ * dq_rxq_set_flows() changes both while the queues receive (every engine). A change never
+ * loses a packet of a flow that the old and the new rules deliver alike: hardware
+ * installs the new rules before it removes the old ones, software classifiers swap rule
+ * sets between bursts. On failure the queue keeps what it had.
+ *
  * Threads: a TX queue is driven by one thread at a time (send, acquire, commit, cancel,
  * flush; the caller serializes them); dq_txq_wakeup() and dq_txq_stats() may be called
  * from any thread at any time.
@@ -98,6 +104,16 @@ typedef struct {
       gpointer mem, gsize size, int *fd, guint64 *offset, gpointer user, GError **error);
 } DqRingMemory;
 
+/* What a queue set delivers: what its flow rules match (with no rules: everything), every
+ * packet (the rules ignored: flow id 0, spread over the queues by flow hash), or nothing
+ * (a ConnectX hands the traffic back to the kernel; software engines drop it and count it
+ * in DqRxStats.drops_filtered). */
+typedef enum {
+  DQ_RX_FILTER_RULES,
+  DQ_RX_FILTER_ALL,
+  DQ_RX_FILTER_NONE,
+} DqRxFilter;
+
 typedef struct {
   guint burst_packets;      /* max packets in one burst, >= 1 */
   guint64 burst_timeout_ns; /* flush a partial burst after this long */
@@ -112,6 +128,7 @@ typedef struct {
   guint32 group_id;                /* identifies the set of queues of one element */
   const DqRingMemory *ring_memory; /* NULL: host memory; engines that cannot receive
                                      * into other memory refuse it (DQ_ERROR_CONFIG) */
+  DqRxFilter filter;               /* default DQ_RX_FILTER_RULES */
 } DqRxConfig;
 
 typedef struct {
@@ -177,6 +194,9 @@ typedef struct {
   void (*rxq_wakeup) (gpointer rxq);
   void (*rxq_stats) (gpointer rxq, DqRxStats *stats);
   gsize (*rxq_ring_bytes) (gpointer rxq);
+  /* see dq_rxq_set_flows(); NULL: the engine cannot change its rules while receiving */
+  gboolean (*rxq_set_flows) (
+      gpointer rxq, DqRxFilter filter, const DqFlowRule *rules, guint n_rules, GError **error);
 
   gpointer (*txq_create) (gpointer port, const DqTxConfig *config, GError **error);
   void (*txq_destroy) (gpointer txq);
@@ -229,6 +249,13 @@ void dq_rxq_release (DqRxQueue *rxq, DqBurst *burst);
 void dq_rxq_wakeup (DqRxQueue *rxq);
 void dq_rxq_stats (DqRxQueue *rxq, DqRxStats *stats);
 gsize dq_rxq_ring_bytes (DqRxQueue *rxq);
+/* Replaces the filter and the flow rules of the queue set `rxq` belongs to while it
+ * receives, from any thread (one change at a time per queue set). `rules` is the whole
+ * set, as DqRxConfig.flows; call it for every queue of the set, each takes its share. On
+ * failure (DQ_ERROR_FLOW: a rule the engine cannot install, a queue key beyond the set)
+ * the queue keeps its earlier filter and rules. */
+gboolean dq_rxq_set_flows (
+    DqRxQueue *rxq, DqRxFilter filter, const DqFlowRule *rules, guint n_rules, GError **error);
 
 /* ---- TX ---- */
 

@@ -23,7 +23,8 @@
  * for (RSS spreads the traffic when there are several) and one TX queue that every TX user
  * shares under a lock. Flow rules run in software on the copied packets (no rte_flow:
  * virtual devices have none); with several queues, `queue=` cannot be honoured (RSS
- * decides) and is refused. Polling never blocks in the kernel: an empty queue is polled
+ * decides) and is refused. Rules change while receiving by a swap of the software rule
+ * set between bursts (rx-rules.h). Polling never blocks in the kernel: an empty queue is polled
  * again after a short spin, then after sleeps of DPDK_IDLE_SLEEP_NS.
  *
  * Timestamps: CLOCK_REALTIME read when rte_eth_rx_burst() returned, shared by the packets
@@ -33,6 +34,7 @@
 #include "engines.h"
 #include "burst-pool.h"
 #include "engine-util.h"
+#include "rx-rules.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -466,8 +468,8 @@ struct _DpdkRxQueue {
   guint burst_packets;
   guint max_packet;
   guint64 burst_timeout_ns;
-  DqFlowRule *rules; /* the rules that apply to this queue */
-  guint n_rules;
+  DqRxRules rules; /* the software classifier's */
+  guint n_queues;
 
   /* poller state, polling thread only */
   guint cur;          /* block being filled, or next to fill */
@@ -509,30 +511,25 @@ port_max_packet (
   return TRUE;
 }
 
+/* the rules of a set of n_queues queues: queue keys only with one queue */
 static gboolean
-rx_rules_select (DpdkRxQueue *rxq, const DqRxConfig *config, GError **error)
+rx_rules_check (
+    DpdkPort *port, const DqFlowRule *rules, guint n_rules, guint n_queues, GError **error)
 {
-  DpdkPort *port = rxq->port;
-
-  if (!dq_flow_rules_check_queues (
-          port->what, config->flows, config->n_flows, config->n_queues, error))
+  if (!dq_flow_rules_check_queues (port->what, rules, n_rules, n_queues, error))
     return FALSE;
-  if (config->n_queues > 1) {
-    for (guint i = 0; i < config->n_flows; i++) {
-      if (config->flows[i].keys & DQ_FLOW_QUEUE) {
-        char *text = dq_flow_rule_to_string (&config->flows[i]);
-        g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
-            "%s: flow rule %u (%s) names a "
-            "queue, but the dpdk engine spreads packets over its %u queues by the "
-            "device's RSS hash and cannot steer by rule (drop queue=, or use one queue)",
-            port->what, i + 1, text, config->n_queues);
-        g_free (text);
-        return FALSE;
-      }
+  for (guint i = 0; n_queues > 1 && i < n_rules; i++) {
+    if (rules[i].keys & DQ_FLOW_QUEUE) {
+      char *text = dq_flow_rule_to_string (&rules[i]);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
+          "%s: flow rule %u (%s) names a "
+          "queue, but the dpdk engine spreads packets over its %u queues by the "
+          "device's RSS hash and cannot steer by rule (drop queue=, or use one queue)",
+          port->what, i + 1, text, n_queues);
+      g_free (text);
+      return FALSE;
     }
   }
-  rxq->rules =
-      dq_flow_rules_for_queue (config->flows, config->n_flows, config->queue_index, &rxq->n_rules);
   return TRUE;
 }
 
@@ -582,7 +579,8 @@ dpdk_rxq_destroy (gpointer priv)
     munmap (rxq->ring, rxq->ring_size);
   dq_burst_pool_clear (&rxq->recs);
   g_free (rxq->block_busy);
-  g_free (rxq->rules);
+  if (rxq->rules.active != NULL)
+    dq_rx_rules_clear (&rxq->rules);
   g_free (rxq);
 }
 
@@ -622,8 +620,12 @@ dpdk_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
     rxq->qid = DPDK_MAX_RX_QUEUES;
     goto failed;
   }
-  if (!rx_rules_select (rxq, config, error) || !rx_geometry_choose (rxq, config, error))
+  rxq->n_queues = config->n_queues;
+  if (!rx_rules_check (port, config->flows, config->n_flows, config->n_queues, error) ||
+      !rx_geometry_choose (rxq, config, error))
     goto failed;
+  dq_rx_rules_init (
+      &rxq->rules, config->filter, config->flows, config->n_flows, config->queue_index);
 
   rxq->ring =
       mmap (NULL, rxq->ring_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -717,15 +719,15 @@ rx_fill_from_pending (DpdkRxQueue *rxq)
       vlan = m->vlan_tci & 0x0fff;
       flags |= DQ_PACKET_FLAG_VLAN | ((guint32) vlan << 16);
     }
+    guint32 flow_id;
+    if (!dq_rx_rules_classify (&rxq->rules, dst, len, vlan, &flow_id)) {
+      filtered++;
+      continue;
+    }
+    /* counted among the delivered packets only, as every engine does */
     if (m->pkt_len > len) {
       flags |= DQ_PACKET_FLAG_TRUNCATED;
       truncated++;
-    }
-
-    guint32 flow_id;
-    if (!dq_flow_classify (rxq->rules, rxq->n_rules, dst, len, vlan, &flow_id)) {
-      filtered++;
-      continue;
     }
     DqPacket *pkt = &rxq->fill->packets[rxq->fill_n++];
     pkt->offset = (guint32) rxq->fill_off;
@@ -814,6 +816,7 @@ dpdk_rxq_poll (gpointer priv, DqBurst *burst, gint64 timeout_ns, GError **error)
       if (rxq->pend_n > 0) {
         got = TRUE;
         rxq->idle = 0;
+        dq_rx_rules_adopt (&rxq->rules);
         if (rx_fill_from_pending (rxq) && rxq->fill_n > 0) {
           rx_fill_finish (rxq, burst);
           return 1;
@@ -884,6 +887,17 @@ dpdk_rxq_ring_bytes (gpointer priv)
 {
   DpdkRxQueue *rxq = priv;
   return rxq->ring_size;
+}
+
+static gboolean
+dpdk_rxq_set_flows (
+    gpointer priv, DqRxFilter filter, const DqFlowRule *rules, guint n_rules, GError **error)
+{
+  DpdkRxQueue *rxq = priv;
+  if (!rx_rules_check (rxq->port, rules, n_rules, rxq->n_queues, error))
+    return FALSE;
+  dq_rx_rules_publish (&rxq->rules, filter, rules, n_rules, rxq->qid);
+  return TRUE;
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -1098,6 +1112,7 @@ const DqEngineOps dq_dpdk_engine = {
   .rxq_wakeup = dpdk_rxq_wakeup,
   .rxq_stats = dpdk_rxq_stats,
   .rxq_ring_bytes = dpdk_rxq_ring_bytes,
+  .rxq_set_flows = dpdk_rxq_set_flows,
   .txq_create = dpdk_txq_create,
   .txq_destroy = dpdk_txq_destroy,
   .txq_send = dpdk_txq_send,

@@ -251,6 +251,19 @@ dq_rxq_ring_bytes (DqRxQueue *rxq)
   return rxq->port->ops->rxq_ring_bytes (rxq->priv);
 }
 
+gboolean
+dq_rxq_set_flows (
+    DqRxQueue *rxq, DqRxFilter filter, const DqFlowRule *rules, guint n_rules, GError **error)
+{
+  if (rxq->port->ops->rxq_set_flows == NULL) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: the %s engine cannot change flow rules while receiving", rxq->port->device,
+        rxq->port->ops->name);
+    return FALSE;
+  }
+  return rxq->port->ops->rxq_set_flows (rxq->priv, filter, rules, n_rules, error);
+}
+
 DqTxQueue *
 dq_txq_create (DqPort *port, const DqTxConfig *config, GError **error)
 {

@@ -79,7 +79,31 @@ enum {
   PROP_STATS_INTERVAL,
   PROP_MEMORY,
   PROP_GPUDIRECT,
+  PROP_FILTER,
 };
+
+/* What the element delivers (DqRxFilter). */
+typedef enum {
+  GST_DAQIRI_FILTER_RULES = DQ_RX_FILTER_RULES,
+  GST_DAQIRI_FILTER_ALL = DQ_RX_FILTER_ALL,
+  GST_DAQIRI_FILTER_NONE = DQ_RX_FILTER_NONE,
+} GstDaqiriFilter;
+
+#define GST_TYPE_DAQIRI_FILTER (gst_daqiri_filter_get_type ())
+static GType
+gst_daqiri_filter_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    { GST_DAQIRI_FILTER_RULES, "What the flow rules match (everything without rules)", "rules" },
+    { GST_DAQIRI_FILTER_ALL, "Every packet, flow id 0, the rules set aside", "all" },
+    { GST_DAQIRI_FILTER_NONE, "Nothing (a ConnectX leaves the traffic to the kernel)", "none" },
+    { 0, NULL, NULL }
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type, g_enum_register_static ("GstDaqiriFilter", values));
+  return type;
+}
 
 struct _GstDaqiriSrc {
   GstPushSrc parent;
@@ -95,6 +119,10 @@ struct _GstDaqiriSrc {
   guint64 stats_interval;
   GstDaqiriMemory memory;
   gboolean gpudirect;
+  GstDaqiriFilter filter;
+
+  /* serializes changes of flows and filter while the queues run */
+  GMutex steer_lock;
 
   /* between start and stop */
   DqPort *port;
@@ -196,13 +224,88 @@ static const GstDaqiriMember src_members[] = {
   GST_DAQIRI_MEMBER (PROP_STATS_INTERVAL, GstDaqiriSrc, stats_interval),
   GST_DAQIRI_MEMBER (PROP_MEMORY, GstDaqiriSrc, memory),
   GST_DAQIRI_MEMBER (PROP_GPUDIRECT, GstDaqiriSrc, gpudirect),
+  GST_DAQIRI_MEMBER (PROP_FILTER, GstDaqiriSrc, filter),
 };
+
+/* Puts `filter` and `flows` in place on every running queue; on failure the queues
+ * changed so far go back to `old_*`. FALSE with *error set when the new ones were refused
+ * (a rule the engine cannot install, a queue that does not exist). */
+static gboolean
+rings_steer (GstDaqiriRxRing **rings, guint n_rings, GstDaqiriFilter filter, const gchar *flows,
+    GstDaqiriFilter old_filter, const gchar *old_flows, GError **error)
+{
+  DqFlowRule *rules = NULL, *old_rules = NULL;
+  guint n_rules = 0, n_old = 0, done = 0;
+
+  if (!dq_flow_parse (flows, &rules, &n_rules, error))
+    return FALSE;
+  for (; done < n_rings; done++) {
+    DqRxQueue *rxq = gst_daqiri_rx_ring_queue (rings[done]);
+    if (!dq_rxq_set_flows (rxq, (DqRxFilter) filter, rules, n_rules, error))
+      break;
+  }
+  if (done < n_rings && done > 0 && dq_flow_parse (old_flows, &old_rules, &n_old, NULL)) {
+    for (guint i = 0; i < done; i++)
+      dq_rxq_set_flows (
+          gst_daqiri_rx_ring_queue (rings[i]), (DqRxFilter) old_filter, old_rules, n_old, NULL);
+  }
+  g_free (old_rules);
+  g_free (rules);
+  return done == n_rings;
+}
+
+/* `flows` and `filter`: before start they are only kept; while the queues run they are
+ * put in place first and kept only when that worked, else a warning names the problem
+ * and the earlier ones stay. Packets of a flow that the earlier and the new rules
+ * deliver alike are never lost in the change. */
+static void
+set_steering (GstDaqiriSrc *self, guint prop_id, const GValue *value)
+{
+  g_mutex_lock (&self->steer_lock);
+  GST_OBJECT_LOCK (self);
+  gchar *old_flows = g_strdup (self->flows);
+  GstDaqiriFilter old_filter = self->filter;
+  guint n_rings = self->n_rings;
+  GstDaqiriRxRing **rings = g_new (GstDaqiriRxRing *, MAX (n_rings, 1));
+  for (guint i = 0; i < n_rings; i++)
+    rings[i] = gst_daqiri_rx_ring_ref (self->rings[i]);
+  gst_daqiri_member_set (self, src_members, G_N_ELEMENTS (src_members), prop_id, value);
+  gchar *flows = g_strdup (self->flows);
+  GstDaqiriFilter filter = self->filter;
+  GST_OBJECT_UNLOCK (self);
+
+  GError *error = NULL;
+  if (n_rings > 0 && !rings_steer (rings, n_rings, filter, flows, old_filter, old_flows, &error)) {
+    GST_OBJECT_LOCK (self);
+    g_free (self->flows);
+    self->flows = g_strdup (old_flows);
+    self->filter = old_filter;
+    GST_OBJECT_UNLOCK (self);
+    GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
+        ("property '%s': %s; the earlier flow rules and filter stay in place",
+            prop_id == PROP_FLOWS ? "flows" : "filter", error->message),
+        (NULL));
+    g_error_free (error);
+  } else if (n_rings > 0) {
+    GST_INFO_OBJECT (self, "flow rules now \"%s\", filter %d", flows, filter);
+  }
+  for (guint i = 0; i < n_rings; i++)
+    gst_daqiri_rx_ring_unref (rings[i]);
+  g_free (rings);
+  g_free (flows);
+  g_free (old_flows);
+  g_mutex_unlock (&self->steer_lock);
+}
 
 static void
 gst_daqiri_src_set_property (GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
 {
   GstDaqiriSrc *self = GST_DAQIRI_SRC (object);
 
+  if (prop_id == PROP_FLOWS || prop_id == PROP_FILTER) {
+    set_steering (self, prop_id, value);
+    return;
+  }
   GST_OBJECT_LOCK (self);
   if (!gst_daqiri_member_set (self, src_members, G_N_ELEMENTS (src_members), prop_id, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -283,6 +386,7 @@ gst_daqiri_src_start (GstBaseSrc *bsrc)
      * downstream still holds their bursts, and must not be mistaken for ours */
     .group_id = (guint32) g_atomic_int_add (&next_group_id, 1) ^ ((guint32) getpid () << 16),
   };
+  config.filter = (DqRxFilter) self->filter;
   GstDaqiriMemory memory = self->memory;
   gboolean gpudirect = self->gpudirect;
   memset (&self->past, 0, sizeof self->past);
@@ -702,6 +806,7 @@ gst_daqiri_src_finalize (GObject *object)
 
   g_free (self->device);
   g_free (self->flows);
+  g_mutex_clear (&self->steer_lock);
 #ifdef DQ_HAVE_CUDA
   gst_clear_object (&self->cuda_context);
 #endif
@@ -735,8 +840,16 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass *klass)
           "Rules separated by ';', each a list of key=value: proto (udp, tcp, icmp, "
           "0-255), src and dst (IPv4[/prefix]), src-port, dst-port, ethertype, vlan, "
           "mark (the flow id of every matching packet), queue. Empty: receive every "
-          "packet with flow id 0",
-          DEFAULT_FLOWS, rw));
+          "packet with flow id 0. May change while PLAYING: the new rules take over "
+          "without losing packets of flows both deliver alike; rules that cannot be "
+          "installed post a warning and the earlier ones stay",
+          DEFAULT_FLOWS, rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_FILTER,
+      g_param_spec_enum ("filter", "Filter",
+          "What is delivered: rules, what the flow rules match; all, every packet (flow "
+          "id 0, the rules set aside); none, nothing (on a ConnectX the traffic goes back "
+          "to the kernel). May change while PLAYING, without restarting the queues",
+          GST_TYPE_DAQIRI_FILTER, GST_DAQIRI_FILTER_RULES, rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_QUEUES,
       g_param_spec_uint ("queues", "Queues",
           "Receive queues the port's traffic is spread over (by flow hash, or by the "
@@ -804,6 +917,7 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass *klass)
   basesrc_class->unlock_stop = GST_DEBUG_FUNCPTR (gst_daqiri_src_unlock_stop);
   pushsrc_class->create = GST_DEBUG_FUNCPTR (gst_daqiri_src_create);
 
+  gst_type_mark_as_plugin_api (GST_TYPE_DAQIRI_FILTER, 0);
   GST_DEBUG_CATEGORY_INIT (daqirisrc_debug, "daqirisrc", 0, "daqiri packet source");
 }
 
@@ -812,6 +926,7 @@ gst_daqiri_src_init (GstDaqiriSrc *self)
 {
   self->device = g_strdup (DEFAULT_DEVICE);
   self->flows = g_strdup (DEFAULT_FLOWS);
+  g_mutex_init (&self->steer_lock);
   self->n_queues = DEFAULT_QUEUES;
   self->burst_packets = DEFAULT_BURST_PACKETS;
   self->burst_timeout = DEFAULT_BURST_TIMEOUT;

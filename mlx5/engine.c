@@ -7,7 +7,9 @@
  * burst never crosses a WQE: it is one contiguous range of one WQE's region), or when
  * its first packet waited burst_timeout_ns. Releasing a burst gives its strides back
  * (any thread); the polling thread re-posts WQEs in ring order. Queues of one element
- * (one group_id) are steered as a group once all of them exist.
+ * (one group_id) are steered as a group once all of them exist; a change of their rules
+ * while they receive replaces the group's steering in one step of the control path, which
+ * installs the new rules before it removes the old ones.
  *
  * TX: one SQ per queue, frames copied into its slots (mlx5_txq_send), or written in
  * place: txq_acquire lends a run of slots that never wraps the slab end (so the run is
@@ -98,9 +100,10 @@ struct _Mlx5Group {
   guint n_queues;
   Mlx5EngRxq **queues;
   guint n_present;
+  DqRxFilter filter;
   DqFlowRule *rules;
   guint n_rules;
-  gboolean installed;
+  gboolean installed; /* steering in place (all queues there, filter not NONE) */
 };
 
 static gboolean
@@ -272,13 +275,13 @@ struct _Mlx5EngRxq {
 };
 
 static gboolean
-rx_rules_check (Mlx5EngPort *port, const DqRxConfig *config, GError **error)
+rx_rules_check (
+    Mlx5EngPort *port, const DqFlowRule *rules, guint n_rules, guint n_queues, GError **error)
 {
-  if (!dq_flow_rules_check_queues (
-          port->what, config->flows, config->n_flows, config->n_queues, error))
+  if (!dq_flow_rules_check_queues (port->what, rules, n_rules, n_queues, error))
     return FALSE;
-  for (guint i = 0; i < config->n_flows; i++) {
-    const DqFlowRule *rule = &config->flows[i];
+  for (guint i = 0; i < n_rules; i++) {
+    const DqFlowRule *rule = &rules[i];
     if ((rule->keys & DQ_FLOW_MARK) && rule->mark > MLX5_FLOW_TAG_BITS) {
       char *text = dq_flow_rule_to_string (rule);
       g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
@@ -290,6 +293,42 @@ rx_rules_check (Mlx5EngPort *port, const DqRxConfig *config, GError **error)
     }
   }
   return TRUE;
+}
+
+/* Puts the group's steering in place for `filter` and `rules` (every queue is there):
+ * the rules, a catch-all over the queues (DQ_RX_FILTER_ALL), or none at all
+ * (DQ_RX_FILTER_NONE: the port's traffic goes where it would without us). Port lock
+ * held. On failure what was installed stays. */
+static gboolean
+rx_group_steer (Mlx5EngPort *port, Mlx5Group *g, DqRxFilter filter, const DqFlowRule *rules,
+    guint n_rules, GError **error)
+{
+  if (filter == DQ_RX_FILTER_NONE) {
+    if (g->installed)
+      port->ops->flows_set (port->dev, g->group_id, NULL, 0, NULL, 0, NULL);
+    g->installed = FALSE;
+    return TRUE;
+  }
+  if (filter == DQ_RX_FILTER_ALL)
+    n_rules = 0;
+  Mlx5Rq **rqs = g_new (Mlx5Rq *, g->n_queues);
+  for (guint i = 0; i < g->n_queues; i++)
+    rqs[i] = mlx5_rxq_rq (g->queues[i]->ring);
+  gboolean ok =
+      port->ops->flows_set (port->dev, g->group_id, rqs, g->n_queues, rules, n_rules, error);
+  g_free (rqs);
+  if (ok)
+    g->installed = TRUE;
+  return ok;
+}
+
+static void
+rx_group_keep_rules (Mlx5Group *g, DqRxFilter filter, const DqFlowRule *rules, guint n_rules)
+{
+  g_free (g->rules);
+  g->filter = filter;
+  g->n_rules = n_rules;
+  g->rules = g_memdup2 (rules, sizeof (DqFlowRule) * MAX (n_rules, 1));
 }
 
 /* Joins the queue to its group; once every queue of the group exists, the group's
@@ -312,8 +351,7 @@ rx_group_join (Mlx5EngRxq *rxq, const DqRxConfig *config, GError **error)
     g->group_id = config->group_id;
     g->n_queues = config->n_queues;
     g->queues = g_new0 (Mlx5EngRxq *, config->n_queues);
-    g->n_rules = config->n_flows;
-    g->rules = g_memdup2 (config->flows, sizeof (DqFlowRule) * MAX (config->n_flows, 1));
+    rx_group_keep_rules (g, config->filter, config->flows, config->n_flows);
     g_ptr_array_add (port->groups, g);
   }
   if (config->n_queues != g->n_queues || g->queues[config->queue_index] != NULL) {
@@ -327,15 +365,8 @@ rx_group_join (Mlx5EngRxq *rxq, const DqRxConfig *config, GError **error)
   g->queues[config->queue_index] = rxq;
   g->n_present++;
   rxq->group = g;
-  if (g->n_present == g->n_queues) {
-    Mlx5Rq **rqs = g_new (Mlx5Rq *, g->n_queues);
-    for (guint i = 0; i < g->n_queues; i++)
-      rqs[i] = mlx5_rxq_rq (g->queues[i]->ring);
-    ok = port->ops->flows_set (
-        port->dev, g->group_id, rqs, g->n_queues, g->rules, g->n_rules, error);
-    g->installed = ok;
-    g_free (rqs);
-  }
+  if (g->n_present == g->n_queues)
+    ok = rx_group_steer (port, g, g->filter, g->rules, g->n_rules, error);
   g_mutex_unlock (&port->lock);
   return ok;
 }
@@ -385,7 +416,7 @@ eng_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
   Mlx5RxGeometry geo;
   guint max_packet = config->max_packet_size ? config->max_packet_size : port->mtu + FRAME_OVER_MTU;
 
-  if (!rx_rules_check (port, config, error))
+  if (!rx_rules_check (port, config->flows, config->n_flows, config->n_queues, error))
     return NULL;
   if (!mlx5_rx_geometry_choose (&port->caps, port->what, config->ring_bytes, max_packet,
           port->stride, port->strides, &geo, error))
@@ -567,6 +598,32 @@ eng_rxq_ring_bytes (gpointer priv)
 {
   Mlx5EngRxq *rxq = priv;
   return mlx5_rxq_ring_bytes (rxq->ring);
+}
+
+/* The rules belong to the group: the first queue of the group that is told of a change
+ * makes it, the others find it made. */
+static gboolean
+eng_rxq_set_flows (
+    gpointer priv, DqRxFilter filter, const DqFlowRule *rules, guint n_rules, GError **error)
+{
+  Mlx5EngRxq *rxq = priv;
+  Mlx5EngPort *port = rxq->port;
+  Mlx5Group *g = rxq->group;
+  gboolean ok = TRUE;
+
+  if (!rx_rules_check (port, rules, n_rules, g->n_queues, error))
+    return FALSE;
+  g_mutex_lock (&port->lock);
+  gboolean same = g->filter == filter && g->n_rules == n_rules &&
+      (n_rules == 0 || memcmp (g->rules, rules, n_rules * sizeof *rules) == 0);
+  if (!same) {
+    if (g->n_present == g->n_queues)
+      ok = rx_group_steer (port, g, filter, rules, n_rules, error);
+    if (ok)
+      rx_group_keep_rules (g, filter, rules, n_rules);
+  }
+  g_mutex_unlock (&port->lock);
+  return ok;
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -925,9 +982,10 @@ emu_port_open_engine (const char *arg, DqPortInfo *info, GError **error)
   .port_close = eng_port_close, .port_time = eng_port_time, .rxq_create = eng_rxq_create, \
   .rxq_destroy = eng_rxq_destroy, .rxq_poll = eng_rxq_poll, .rxq_release = eng_rxq_release, \
   .rxq_wakeup = eng_rxq_wakeup, .rxq_stats = eng_rxq_stats, .rxq_ring_bytes = eng_rxq_ring_bytes, \
-  .txq_create = eng_txq_create, .txq_destroy = eng_txq_destroy, .txq_send = eng_txq_send, \
-  .txq_flush = eng_txq_flush, .txq_wakeup = eng_txq_wakeup, .txq_stats = eng_txq_stats, \
-  .txq_acquire = eng_txq_acquire, .txq_commit = eng_txq_commit, .txq_cancel = eng_txq_cancel
+  .rxq_set_flows = eng_rxq_set_flows, .txq_create = eng_txq_create, \
+  .txq_destroy = eng_txq_destroy, .txq_send = eng_txq_send, .txq_flush = eng_txq_flush, \
+  .txq_wakeup = eng_txq_wakeup, .txq_stats = eng_txq_stats, .txq_acquire = eng_txq_acquire, \
+  .txq_commit = eng_txq_commit, .txq_cancel = eng_txq_cancel
 
 const DqEngineOps dq_emu_engine = {
   .name = "emu",

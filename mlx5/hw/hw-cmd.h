@@ -158,6 +158,9 @@ gboolean mlx5_hw_sq_check (const Mlx5Sq *sq, const Mlx5Caps *caps, GError **erro
 /* priorities of raw steering rules in the NIC RX root table: 0..15 (the kernel's
  * MLX5_BY_PASS_NUM_REGULAR_PRIOS) */
 #define MLX5_HW_ROOT_PRIORITIES 16
+/* a rule set is planned within one bank (half the priorities), so that the next one can be
+ * installed in the other before the old is removed */
+#define MLX5_HW_BANK_PRIORITIES (MLX5_HW_ROOT_PRIORITIES / 2)
 
 /* The rules of one group of RQs (the queues of one element), in the order groups were
  * first set. */

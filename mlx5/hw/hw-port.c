@@ -12,7 +12,8 @@
  *   sq        CREATE_TIS (once) + its own UAR + umem(ring [+ dbr]) + CREATE_SQ (RST) +
  *             MODIFY_SQ RST->RDY; the doorbell register is the UAR's
  *   flows     mlx5dv_dr NIC RX domain, root table; every group's rules planned together
- *             (mlx5_hw_flow_plan: priorities within the root table's 16), one rule per
+ *             (mlx5_hw_flow_plan: priorities within one bank, half the root table's 16,
+ *             so that a new rule set goes in before the old one comes out), one rule per
  *             entry with a tag action and the RQ's TIR or an RSS TIR over an RQT
  *   counters  a queue counter set per RQ (ALLOC_Q_COUNTER), read with QUERY_Q_COUNTER
  *
@@ -146,6 +147,7 @@ typedef struct {
   struct mlx5dv_dr_table *dr_table;
   GPtrArray *groups;    /* HwGroup *, in the order they were first set */
   HwSteering *steering; /* installed for `groups`, NULL when none */
+  guint bank;           /* the bank of priorities `steering` uses: 0 or 1 */
   gboolean counters_warned;
 } HwDev;
 
@@ -957,10 +959,12 @@ hw_sq_destroy (gpointer priv, Mlx5Sq *sq)
 /* steering */
 
 /* The steering of the port is rebuilt whole whenever a group changes: the priority a
- * rule needs depends on every earlier rule of every group (mlx5_hw_flow_plan), and the
- * root table cannot hold an identical match twice, so the old rules go first (packets
- * arriving in between go to the kernel) and come back if the new ones cannot be
- * installed. Rule changes are rare (state changes, property changes); a rebuild costs a
+ * rule needs depends on every earlier rule of every group (mlx5_hw_flow_plan). The root
+ * table's priorities are split in two banks of MLX5_HW_BANK_PRIORITIES; a rebuild
+ * installs the new rules in the bank the old ones do not use, and removes the old ones
+ * only then: a flow that both rule sets steer alike never loses a packet (a priority of
+ * its own keeps an identical match legal), and a rebuild that fails leaves the old rules
+ * as they were. Rule changes are rare (state and property changes); a rebuild costs a
  * few firmware commands per rule. */
 
 static void
@@ -1180,14 +1184,15 @@ groups_plan (GPtrArray *groups, GError **error)
     fg[i].rules = g->rules;
     fg[i].n_rules = g->n_rules;
   }
-  GArray *plan = mlx5_hw_flow_plan (fg, groups->len, MLX5_HW_ROOT_PRIORITIES, error);
+  GArray *plan = mlx5_hw_flow_plan (fg, groups->len, MLX5_HW_BANK_PRIORITIES, error);
   g_free (fg);
   return plan;
 }
 
-/* installs the rules of `groups`; NULL and nothing left behind on failure */
+/* installs the rules of `groups` in priority bank `bank`; NULL and nothing left behind on
+ * failure */
 static HwSteering *
-steering_build (HwDev *dev, GPtrArray *groups, GError **error)
+steering_build (HwDev *dev, GPtrArray *groups, guint bank, GError **error)
 {
   GArray *plan = groups_plan (groups, error);
   if (plan == NULL)
@@ -1203,8 +1208,9 @@ steering_build (HwDev *dev, GPtrArray *groups, GError **error)
         g_new0 (struct mlx5dv_dr_action *, ((HwGroup *) g_ptr_array_index (groups, i))->n_rqs + 1);
   gboolean ok = TRUE;
   for (guint i = 0; ok && i < plan->len; i++) {
-    const Mlx5HwFlowEntry *e = &g_array_index (plan, Mlx5HwFlowEntry, i);
-    ok = entry_install (dev, st, g_ptr_array_index (groups, e->group), e, dests[e->group], error);
+    Mlx5HwFlowEntry e = g_array_index (plan, Mlx5HwFlowEntry, i);
+    e.priority = (guint16) (e.priority + bank * MLX5_HW_BANK_PRIORITIES);
+    ok = entry_install (dev, st, g_ptr_array_index (groups, e.group), &e, dests[e.group], error);
   }
   for (guint i = 0; i < groups->len; i++)
     g_free (dests[i]);
@@ -1217,25 +1223,25 @@ steering_build (HwDev *dev, GPtrArray *groups, GError **error)
   return st;
 }
 
-/* replaces the installed steering by that of `groups`; with the lock held */
+/* replaces the installed steering by that of `groups`, the new rules in place before the
+ * old ones go; with the lock held. On failure the old rules stay. */
 static gboolean
-steering_apply (HwDev *dev, GPtrArray *groups, GPtrArray *fallback, GError **error)
+steering_apply (HwDev *dev, GPtrArray *groups, GError **error)
 {
-  if (groups->len > 0 && !dr_ensure (dev, error))
-    return FALSE;
-  steering_free (dev->steering);
-  dev->steering = NULL;
-  if (groups->len == 0)
-    return TRUE;
-  dev->steering = steering_build (dev, groups, error);
-  if (dev->steering == NULL && fallback && fallback->len > 0) {
-    dev->steering = steering_build (dev, fallback, NULL);
-    if (dev->steering == NULL)
-      g_warning ("%s: the earlier flow rules could not be put back either; no packets "
-                 "reach the RX queues",
-          dev->name);
+  HwSteering *next = NULL;
+  guint bank = dev->steering != NULL ? dev->bank ^ 1u : 0;
+
+  if (groups->len > 0) {
+    if (!dr_ensure (dev, error))
+      return FALSE;
+    next = steering_build (dev, groups, bank, error);
+    if (next == NULL)
+      return FALSE;
   }
-  return dev->steering != NULL;
+  steering_free (dev->steering);
+  dev->steering = next;
+  dev->bank = bank;
+  return TRUE;
 }
 
 static gboolean
@@ -1291,7 +1297,7 @@ hw_flows_set (gpointer priv, guint32 group, Mlx5Rq **rqs, guint n_rqs, const DqF
   if (plan)
     g_array_unref (plan);
   if (ok)
-    ok = steering_apply (dev, next, dev->groups, error);
+    ok = steering_apply (dev, next, error);
   if (ok) {
     g_ptr_array_unref (dev->groups);
     dev->groups = next;
@@ -1320,9 +1326,12 @@ groups_drop_rq (HwDev *dev, Mlx5Rq *rq)
   }
   if (gone->len > 0) {
     GError *err = NULL;
-    if (!steering_apply (dev, next, NULL, &err)) {
-      g_warning ("%s: %s", dev->name, err->message);
+    if (!steering_apply (dev, next, &err)) {
+      /* the old rules point at the queue that goes away: none at all is what is left */
+      g_warning ("%s: %s; no packets reach the RX queues", dev->name, err->message);
       g_error_free (err);
+      steering_free (dev->steering);
+      dev->steering = NULL;
     }
     for (guint i = 0; i < gone->len; i++)
       group_free (g_ptr_array_index (gone, i));

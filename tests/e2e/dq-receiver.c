@@ -36,6 +36,8 @@ receiver_reset (Receiver *r)
   r->received = 0;
   r->bytes = 0;
   r->last_seq = -1;
+  memset (r->per_flow, 0, sizeof r->per_flow);
+  r->flow_id_zero = 0;
 }
 
 static void
@@ -78,6 +80,10 @@ receiver_check_frame (Receiver *r, const guint8 *frame, gsize len, guint32 flow_
     r->duplicates++;
   if (flow_id != DQ_E2E_MARK_BASE + flow)
     r->wrong_flow++;
+  if (flow < DQ_E2E_N_FLOWS)
+    r->per_flow[flow]++;
+  if (flow_id == 0)
+    r->flow_id_zero++;
   if (r->check_order && (gint64) seq != r->last_seq + 1)
     r->out_of_order++;
   r->last_seq = seq;

@@ -27,7 +27,9 @@ typedef struct {
   guint duplicates;
   guint bad;
   guint wrong_flow;
-  gboolean check_order; /* one sender: sequence numbers arrive in order */
+  guint per_flow[DQ_E2E_N_FLOWS]; /* good packets of each flow index */
+  guint flow_id_zero;             /* packets delivered with flow id 0 (no rule gave it) */
+  gboolean check_order;           /* one sender: sequence numbers arrive in order */
   guint out_of_order;
   gint64 last_seq;
   guint buffers;

@@ -10,6 +10,13 @@
  * offers upstream: its pool of TX slots where the engine lends them (every frame then
  * written in place), none where it does not (every frame copied).
  *
+ * Steering while PLAYING, on the same pair: 100 changes of `flows` under traffic, between
+ * two rule sets that both deliver flows 0 and 1 with the same marks (every packet of
+ * those arrives, each with its mark) and differ in flows 2 and 3 (both are delivered
+ * while their rules are in place); a malformed rule string on the way posts a warning and
+ * changes nothing. And `filter`: none (nothing arrives), all (every packet, flow id 0),
+ * rules again (every packet with its mark), switched between streams of packets.
+ *
  *   emu       an emulated ConnectX port cabled to itself (builds with the mlx5 engine)
  *   afpacket  a veth pair in a private network namespace (root; skipped, exit 77, without)
  *   dpdk      DPDK's net_ring0 device: TX queue 0 loops back to RX queue 0 (dpdk builds)
@@ -179,6 +186,200 @@ GST_START_TEST (test_send_receive)
 
 GST_END_TEST;
 
+/* flows 0 and 1 alike in both, flow 2 only in the first, flow 3 only in the second */
+#define RULES_A \
+  "proto=udp dst-port=6000 mark=10; proto=udp dst-port=6001 mark=11; " \
+  "proto=udp dst-port=6002 mark=12"
+#define RULES_B \
+  "proto=udp dst-port=6003 mark=13; proto=udp dst-port=6001 mark=11; " \
+  "proto=udp dst-port=6000 mark=10"
+#define CHURN_PACKETS 40000
+#define CHURN_RATE 100000
+#define CHURN_CHANGES 100
+
+static gpointer
+sender_thread (gpointer launch)
+{
+  return run_sender (launch);
+}
+
+static gchar *
+sender_launch (const Engine *e, guint n, guint rate)
+{
+  return g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=%u "
+                          "packet-size-min=%u packet-size-max=%u n-flows=%u rate=%u ! "
+                          "daqirisink name=tx device=%s",
+      n, TX_BURST, SIZE_MIN, SIZE_MAX, DQ_E2E_N_FLOWS, rate, e->tx_device);
+}
+
+/* waits until flow `flow` has `n` packets or 5 s pass without progress */
+static void
+wait_flow (Receiver *r, guint flow, guint n)
+{
+  guint last = G_MAXUINT, still = 0;
+  g_mutex_lock (&r->lock);
+  while (r->per_flow[flow] < n && still < 50) {
+    still = r->per_flow[flow] == last ? still + 1 : 0;
+    last = r->per_flow[flow];
+    g_cond_wait_until (&r->cond, &r->lock, g_get_monotonic_time () + 100 * G_TIME_SPAN_MILLISECOND);
+  }
+  g_mutex_unlock (&r->lock);
+}
+
+static gchar *
+get_flows (GstElement *pipeline)
+{
+  GstElement *src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+  gchar *flows = NULL;
+  g_object_get (src, "flows", &flows, NULL);
+  gst_object_unref (src);
+  return flows;
+}
+
+static void
+set_src (GstElement *pipeline, const gchar *property, const gchar *value)
+{
+  GstElement *src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+  gst_util_set_object_arg (G_OBJECT (src), property, value);
+  gst_object_unref (src);
+}
+
+GST_START_TEST (test_flows_change_playing)
+{
+  const Engine *e = engine;
+  const guint n = CHURN_PACKETS, per_flow = CHURN_PACKETS / DQ_E2E_N_FLOWS;
+  Receiver r;
+  receiver_init (&r, n);
+  gchar *props =
+      g_strdup_printf ("burst-packets=%u flows=\"%s\" %s", RX_BURST, RULES_A, e->rx_props);
+  GstElement *rx = receiver_pipeline (&r, e->rx_device, props);
+  g_free (props);
+
+  gchar *launch = sender_launch (e, n, CHURN_RATE);
+  GThread *sender = g_thread_new ("sender", sender_thread, launch);
+  for (guint i = 0; i < CHURN_CHANGES; i++) {
+    g_usleep (2000);
+    if (i == CHURN_CHANGES / 2) {
+      /* refused while PLAYING: a warning, and the rules in place stay */
+      gchar *before = get_flows (rx);
+      set_src (rx, "flows", "proto=udp dst-port=99999 mark=1");
+      gchar *after = get_flows (rx);
+      fail_unless_equals_string (after, before);
+      g_free (before);
+      g_free (after);
+    }
+    set_src (rx, "flows", i % 2 == 0 ? RULES_B : RULES_A);
+  }
+  GstStructure *tx = g_thread_join (sender);
+  g_free (launch);
+  fail_unless_equals_uint64 (stat_u64 (tx, "packets"), n);
+  gst_structure_free (tx);
+
+  /* flows 0 and 1: every packet, each with its mark, whatever rule set was in place */
+  wait_flow (&r, 0, per_flow);
+  wait_flow (&r, 1, per_flow);
+  g_mutex_lock (&r.lock);
+  fail_unless_equals_int (r.per_flow[0], per_flow);
+  fail_unless_equals_int (r.per_flow[1], per_flow);
+  fail_unless_equals_int (r.wrong_flow, 0);
+  fail_unless_equals_int (r.bad, 0);
+  fail_unless_equals_int (r.duplicates, 0);
+  /* both rule sets were in force while packets flowed */
+  fail_unless (r.per_flow[2] > 0 && r.per_flow[2] <= per_flow, "flow 2: %u", r.per_flow[2]);
+  fail_unless (r.per_flow[3] > 0 && r.per_flow[3] <= per_flow, "flow 3: %u", r.per_flow[3]);
+  g_mutex_unlock (&r.lock);
+  gchar *flows = get_flows (rx);
+  fail_unless_equals_string (flows, RULES_A);
+  g_free (flows);
+
+  /* the refused string was reported, naming the property and the token */
+  GstBus *bus = gst_element_get_bus (rx);
+  GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_WARNING);
+  fail_unless (msg != NULL, "no warning for the malformed flows");
+  GError *err = NULL;
+  gst_message_parse_warning (msg, &err, NULL);
+  fail_unless (strstr (err->message, "property 'flows'") != NULL, "%s", err->message);
+  fail_unless (strstr (err->message, "dst-port=99999") != NULL, "%s", err->message);
+  g_error_free (err);
+  gst_message_unref (msg);
+  gst_object_unref (bus);
+
+  gst_element_set_state (rx, GST_STATE_NULL);
+  gst_object_unref (rx);
+  receiver_clear (&r);
+}
+
+GST_END_TEST;
+
+/* sends n packets and waits until `expect` of them arrived (or 5 s without progress) */
+static void
+send_stream (const Engine *e, Receiver *r, guint n, guint expect)
+{
+  gchar *launch = sender_launch (e, n, e->rate > 0 ? e->rate : CHURN_RATE);
+  GstStructure *tx = run_sender (launch);
+  g_free (launch);
+  fail_unless_equals_uint64 (stat_u64 (tx, "packets"), n);
+  gst_structure_free (tx);
+  if (expect > 0)
+    receiver_wait (r, expect, 5000);
+  else
+    g_usleep (200000);
+}
+
+GST_START_TEST (test_filter_modes_playing)
+{
+  const Engine *e = engine;
+  const guint n = 8000;
+  Receiver r;
+  receiver_init (&r, n);
+  gchar *props = g_strdup_printf ("burst-packets=%u %s", RX_BURST, e->rx_props);
+  GstElement *rx = receiver_pipeline (&r, e->rx_device, props);
+  g_free (props);
+
+  /* none: nothing arrives */
+  set_src (rx, "filter", "none");
+  send_stream (e, &r, n, 0);
+  g_mutex_lock (&r.lock);
+  fail_unless_equals_int (r.received, 0);
+  g_mutex_unlock (&r.lock);
+
+  /* all: every packet, flow id 0 */
+  set_src (rx, "filter", "all");
+  send_stream (e, &r, n, n);
+  g_mutex_lock (&r.lock);
+  fail_unless_equals_int (r.received, n);
+  fail_unless_equals_int (r.flow_id_zero, n);
+  for (guint f = 0; f < DQ_E2E_N_FLOWS; f++)
+    fail_unless_equals_int (r.per_flow[f], n / DQ_E2E_N_FLOWS);
+  fail_unless_equals_int (r.bad, 0);
+  fail_unless_equals_int (r.duplicates, 0);
+  guint wrong_before = r.wrong_flow;
+  g_mutex_unlock (&r.lock);
+
+  /* rules again: every packet with its mark */
+  receiver_reset (&r);
+  set_src (rx, "filter", "rules");
+  send_stream (e, &r, n, n);
+  g_mutex_lock (&r.lock);
+  fail_unless_equals_int (r.received, n);
+  fail_unless_equals_int (r.flow_id_zero, 0);
+  fail_unless_equals_int (r.wrong_flow, wrong_before);
+  fail_unless_equals_int (r.bad, 0);
+  fail_unless_equals_int (r.duplicates, 0);
+  g_mutex_unlock (&r.lock);
+
+  GstStructure *s = element_stats (rx, "src");
+  fail_unless_equals_uint64 (stat_u64 (s, "packets"), 2 * n);
+  fail_unless_equals_uint64 (stat_u64 (s, "drops-ring-full"), 0);
+  gst_structure_free (s);
+
+  gst_element_set_state (rx, GST_STATE_NULL);
+  gst_object_unref (rx);
+  receiver_clear (&r);
+}
+
+GST_END_TEST;
+
 static Suite *
 e2e_device_suite (void)
 {
@@ -189,6 +390,8 @@ e2e_device_suite (void)
   tcase_set_timeout (tc, 120);
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_send_receive);
+  tcase_add_test (tc, test_flows_change_playing);
+  tcase_add_test (tc, test_filter_modes_playing);
   return s;
 }
 
