@@ -207,9 +207,9 @@ make_stats (GstDaqiriSrc *self)
 
   return gst_structure_new ("application/x-daqiri-src-stats", "packets", G_TYPE_UINT64, s.packets,
       "bytes", G_TYPE_UINT64, s.bytes, "bursts", G_TYPE_UINT64, s.bursts, "drops", G_TYPE_UINT64,
-      s.drops_ring_full + s.drops_filtered, "drops-ring-full", G_TYPE_UINT64, s.drops_ring_full,
-      "drops-filtered", G_TYPE_UINT64, s.drops_filtered, "truncated", G_TYPE_UINT64, s.truncated,
-      "queues", G_TYPE_UINT, n, "ring-bytes", G_TYPE_UINT64, ring_bytes, NULL);
+      s.drops_ring_full, "drops-ring-full", G_TYPE_UINT64, s.drops_ring_full, "drops-filtered",
+      G_TYPE_UINT64, s.drops_filtered, "truncated", G_TYPE_UINT64, s.truncated, "queues",
+      G_TYPE_UINT, n, "ring-bytes", G_TYPE_UINT64, ring_bytes, NULL);
 }
 
 /* the properties kept as plain members */
@@ -875,8 +875,11 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass *klass)
           64, 65535, DEFAULT_MAX_PACKET_SIZE, rw));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
-          "Counters over all queues: packets, bytes, bursts, drops, drops-ring-full (ring "
-          "full: downstream too slow), drops-filtered, truncated, queues, ring-bytes",
+          "Counters over all queues: packets, bytes, bursts (delivered); drops (packets "
+          "lost that the element would have delivered), drops-ring-full (the same: the ring "
+          "was full, downstream too slow); drops-filtered (packets a software classifier "
+          "found no rule for; 0 where the NIC or the kernel filters); truncated (delivered "
+          "packets cut to max-packet-size); queues; ring-bytes",
           GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   g_object_class_install_property (gobject_class, PROP_MEMORY,
       g_param_spec_enum ("memory", "Memory",

@@ -141,6 +141,7 @@ mlx5_rx_geometry_choose (const Mlx5Caps *caps, const char *what, gsize ring_byte
     return FALSE;
   }
   guint lq = MIN (dq_log2_floor (n_regions), max_lq);
+  const char *limit = "the RQ's WQE limit";
   /* one CQE per stride at most: a CQ of strides-in-the-ring entries cannot overflow */
   if (lq + lw > caps->max_log_cq_size) {
     if (caps->max_log_cq_size < lw + MLX5_RX_MIN_LOG_WQES) {
@@ -152,6 +153,16 @@ mlx5_rx_geometry_choose (const Mlx5Caps *caps, const char *what, gsize ring_byte
       return FALSE;
     }
     lq = caps->max_log_cq_size - lw;
+    limit = "the device's CQ limit";
+  }
+  /* a ring-size the queue cannot take is refused, not cut (the default is cut to fit) */
+  if (ring_bytes != 0 && dq_log2_floor (n_regions) > lq) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: ring-size %" G_GSIZE_FORMAT " is more than one receive queue holds with %u strides "
+        "of %u bytes per WQE: at most %u WQEs (%s) (allowed: ring-size <= %" G_GUINT64_FORMAT
+        ", or a larger stride=N in the device string)",
+        what, ring, 1u << lw, 1u << ls, 1u << lq, limit, (guint64) 1 << (lq + lw + ls));
+    return FALSE;
   }
   geo->log_stride_size = ls;
   geo->log_strides = lw;

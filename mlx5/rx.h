@@ -49,9 +49,10 @@ typedef struct {
  *  - strides per WQE: `strides_per_wqe` when not 0, else 512; raised so that one WQE holds
  *    a max_packet frame (a packet never spans WQEs), lowered (down to the device minimum)
  *    while the ring would have fewer than 4 WQEs;
- *  - WQEs: the largest power of two of regions that fits ring_bytes (0: 64 MiB), at most
- *    2^15 and at most what the CQ limit allows (the CQ has one CQE per stride, so it can
- *    never overflow).
+ *  - WQEs: the largest power of two of regions that fits ring_bytes (0: 64 MiB); a ring
+ *    of more than 2^15 regions, or of more strides than the CQ limit allows (the CQ has
+ *    one CQE per stride, so it can never overflow), is refused rather than cut; the
+ *    default ring is cut to those limits.
  * Fails with DQ_ERROR_CONFIG naming the value and the allowed range. `what` prefixes
  * messages ("emu:x"). */
 gboolean mlx5_rx_geometry_choose (const Mlx5Caps *caps, const char *what, gsize ring_bytes,

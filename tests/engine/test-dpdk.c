@@ -400,6 +400,57 @@ test_ring_flows (void)
   dq_port_unref (port);
 }
 
+/* truncated counts delivered packets only, as on every engine: frames the rules filter
+ * are not counted however long they were. */
+static void
+test_ring_truncated_after_filter (void)
+{
+  const guint n = 400, max_packet = 128;
+  DqPort *port = open_or_fail ("dpdk:net_ring0");
+  DqFlowRule *rules;
+  guint n_rules;
+  GError *error = NULL;
+  g_assert_true (dq_flow_parse ("proto=udp dst-port=6001 mark=1", &rules, &n_rules, &error));
+  DqRxConfig rc = rx_config (32, 1 * MS, 0);
+  rc.flows = rules;
+  rc.n_flows = n_rules;
+  rc.max_packet_size = max_packet;
+  DqRxQueue *rxq = rxq_or_fail (port, &rc);
+  DqTxQueue *txq = txq_or_fail (port);
+
+  guint want = 0, want_truncated = 0;
+  for (guint seq = 0; seq < n; seq++) {
+    if (frame_dport (seq) == 6001) {
+      want++;
+      want_truncated += frame_len (seq) > max_packet;
+    }
+  }
+  Sender s = { .txq = txq, .first = 0, .n = n, .chunk = 64 };
+  GThread *th = g_thread_new ("sender", sender_run, &s);
+  guint got = 0, flagged = 0;
+  DqBurst b;
+  while (got < want && dq_rxq_poll (rxq, &b, 2000 * MS, &error) == 1) {
+    for (guint i = 0; i < b.n_packets; i++)
+      flagged += (b.packets[i].flags & DQ_PACKET_FLAG_TRUNCATED) != 0;
+    got += b.n_packets;
+    dq_rxq_release (rxq, &b);
+  }
+  g_assert_no_error (error);
+  g_thread_join (th);
+  g_assert_cmpuint (got, ==, want);
+  g_assert_cmpuint (flagged, ==, want_truncated);
+  DqRxStats rs;
+  dq_rxq_stats (rxq, &rs);
+  g_assert_cmpuint (rs.packets, ==, want);
+  g_assert_cmpuint (rs.truncated, ==, want_truncated);
+  g_assert_cmpuint (rs.drops_filtered, ==, n - want);
+
+  g_free (rules);
+  dq_txq_destroy (txq);
+  dq_rxq_destroy (rxq);
+  dq_port_unref (port);
+}
+
 /* A partial burst is handed out after burst-timeout, not at the end of the poll's own
  * timeout; an empty poll returns 0 at its timeout. */
 static void
@@ -891,6 +942,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/dpdk/ring/loopback", test_ring_loopback);
   g_test_add_func ("/dpdk/ring/flows", test_ring_flows);
+  g_test_add_func ("/dpdk/ring/truncated-after-filter", test_ring_truncated_after_filter);
   g_test_add_func ("/dpdk/ring/burst-timeout", test_ring_burst_timeout);
   g_test_add_func ("/dpdk/ring/held-bursts", test_ring_held_bursts);
   g_test_add_func ("/dpdk/ring/wakeups", test_ring_wakeups);

@@ -286,6 +286,21 @@ test_geometry (void)
   g_assert_true (mlx5_rx_geometry_choose (&caps, "t", 0, 1518, 0, 0, &geo, &error));
   g_assert_cmpuint (geo.log_wqes + geo.log_strides, ==, 12);
   g_assert_cmpuint (geo.log_cq_size, ==, 12);
+  /* ... but a ring-size asked for is refused, not cut (64 MiB needs 2^20 CQEs) */
+  g_assert_false (mlx5_rx_geometry_choose (&caps, "emu:t", 64 << 20, 1518, 0, 0, &geo, &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
+  g_assert_nonnull (strstr (error->message,
+      "emu:t: ring-size 67108864 is more than one receive queue holds with 512 strides of 64 "
+      "bytes per WQE: at most 8 WQEs (the device's CQ limit) (allowed: ring-size <= 262144, "
+      "or a larger stride=N in the device string)"));
+  g_clear_error (&error);
+  /* and the RQ's own limit of 2^15 WQEs: 1 GiB of 32 KiB regions (with a CQ of 2^24) */
+  caps.max_log_cq_size = 24;
+  g_assert_true (mlx5_rx_geometry_choose (&caps, "t", 1u << 30, 1518, 0, 0, &geo, &error));
+  g_assert_cmpuint (geo.log_wqes, ==, 15);
+  g_assert_false (mlx5_rx_geometry_choose (&caps, "t", 2u << 30, 1518, 0, 0, &geo, &error));
+  g_assert_nonnull (strstr (error->message, "at most 32768 WQEs (the RQ's WQE limit)"));
+  g_clear_error (&error);
 
   /* errors name the value and what is allowed */
   g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "emu:t", 0, 1518, 100, 0, &geo, &error));
