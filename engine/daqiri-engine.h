@@ -72,6 +72,9 @@ typedef enum {
   DQ_MEMORY_CUDA,
 } DqMemoryKind;
 
+/* dq_rxq_poll(): the queue's stream has ended */
+#define DQ_RXQ_END 2
+
 typedef struct _DqPort DqPort;
 typedef struct _DqRxQueue DqRxQueue;
 typedef struct _DqTxQueue DqTxQueue;
@@ -188,7 +191,8 @@ typedef struct {
 
   gpointer (*rxq_create) (gpointer port, const DqRxConfig *config, GError **error);
   void (*rxq_destroy) (gpointer rxq);
-  /* 1: burst returned; 0: timeout or woken; -1: error */
+  /* 1: burst returned; 0: timeout or woken; DQ_RXQ_END: the port will never receive
+   * again (a capture file read to its end), every packet before was delivered; -1: error */
   int (*rxq_poll) (gpointer rxq, DqBurst *burst, gint64 timeout_ns, GError **error);
   void (*rxq_release) (gpointer rxq, DqBurst *burst);
   void (*rxq_wakeup) (gpointer rxq);

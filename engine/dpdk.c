@@ -27,6 +27,10 @@
  * set between bursts (rx-rules.h). Polling never blocks in the kernel: an empty queue is polled
  * again after a short spin, then after sleeps of DPDK_IDLE_SLEEP_NS.
  *
+ * End of stream: net_pcap replaying a file (rx_pcap=, without infinite_rx=1) reads it as
+ * fast as it is polled and returns nothing only at its end (or when out of mbufs, which its
+ * rx_nombuf counter tells): that first empty read ends the queue (DQ_RXQ_END).
+ *
  * Timestamps: CLOCK_REALTIME read when rte_eth_rx_burst() returned, shared by the packets
  * of that call (DPDK's virtual devices have no receive time of their own).
  */
@@ -182,6 +186,7 @@ typedef struct {
   guint mtu;
   guint data_room; /* bytes an mbuf holds */
   guint max_rx_queues;
+  gboolean replay; /* net_pcap reading a capture file once: its end ends the stream */
 
   /* configuration: protected by lock (queues come and go in any thread) */
   GMutex lock;
@@ -283,6 +288,8 @@ dpdk_port_open (const char *arg, DqPortInfo *info, GError **error)
   DpdkPort *port = g_new0 (DpdkPort, 1);
   port->devargs = g_strdup (arg);
   port->what = g_strdup_printf ("dpdk:%s", arg);
+  port->replay = g_str_has_prefix (arg, "net_pcap") && strstr (arg, "rx_pcap=") != NULL &&
+      strstr (arg, "infinite_rx=1") == NULL;
   port->port_id = port_id;
   port->device = dev_info.device;
   int socket = rte_eth_dev_socket_id (port_id);
@@ -480,7 +487,9 @@ struct _DpdkRxQueue {
   struct rte_mbuf *pend[DPDK_RX_BATCH]; /* received, not yet copied */
   guint pend_head, pend_n;
   guint64 pend_time;
-  guint idle; /* empty polls in a row */
+  guint idle;     /* empty polls in a row */
+  gboolean ended; /* a replayed file was read to its end */
+  guint64 nombuf_seen;
 
   gint wake; /* set by wakeup, cleared by poll (atomic) */
 
@@ -790,6 +799,20 @@ rx_fill_begin (DpdkRxQueue *rxq)
   return TRUE;
 }
 
+/* An empty read of a replayed file is its end, unless the PMD ran out of mbufs. */
+static gboolean
+rx_replay_at_end (DpdkRxQueue *rxq)
+{
+  struct rte_eth_stats st;
+  if (rte_eth_stats_get (rxq->port->port_id, &st) != 0)
+    return FALSE;
+  if (st.rx_nombuf != rxq->nombuf_seen) {
+    rxq->nombuf_seen = st.rx_nombuf;
+    return FALSE;
+  }
+  return TRUE;
+}
+
 static int
 dpdk_rxq_poll (gpointer priv, DqBurst *burst, gint64 timeout_ns, GError **error)
 {
@@ -802,11 +825,21 @@ dpdk_rxq_poll (gpointer priv, DqBurst *burst, gint64 timeout_ns, GError **error)
 
     if (g_atomic_int_compare_and_exchange (&rxq->wake, 1, 0))
       return 0;
+    if (rxq->ended && rxq->fill_n == 0)
+      return DQ_RXQ_END;
     /* with the ring full (block cur still held) the device keeps the packets */
     if (rx_fill_begin (rxq)) {
-      if (rxq->pend_n == 0) {
+      if (rxq->pend_n == 0 && !rxq->ended) {
         rxq->pend_head = 0;
         rxq->pend_n = rte_eth_rx_burst (port->port_id, rxq->qid, rxq->pend, DPDK_RX_BATCH);
+        if (rxq->pend_n == 0 && port->replay && rx_replay_at_end (rxq)) {
+          rxq->ended = TRUE;
+          if (rxq->fill_n > 0) {
+            rx_fill_finish (rxq, burst);
+            return 1;
+          }
+          return DQ_RXQ_END;
+        }
         if (rxq->pend_n > 0) {
           rxq->pend_time = dq_clock_ns (CLOCK_REALTIME);
           if (rxq->fill_n == 0)

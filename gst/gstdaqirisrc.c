@@ -759,6 +759,10 @@ gst_daqiri_src_create (GstPushSrc *psrc, GstBuffer **outbuf)
       g_clear_error (&error);
       return GST_FLOW_ERROR;
     }
+    if (r == DQ_RXQ_END) {
+      GST_INFO_OBJECT (self, "queue %u: end of stream", q);
+      return GST_FLOW_EOS;
+    }
     if (r > 0) {
       ring = self->rings[q];
       self->next_ring = (q + 1) % n;

@@ -17,6 +17,10 @@
  * changes nothing. And `filter`: none (nothing arrives), all (every packet, flow id 0),
  * rules again (every packet with its mark), switched between streams of packets.
  *
+ * dpdk only: packets recorded by daqirisink into a pcap file (net_pcap tx_pcap=) are
+ * replayed by daqirisrc (rx_pcap=), every one intact, and the source ends the stream
+ * (EOS) at the end of the file.
+ *
  *   emu       an emulated ConnectX port cabled to itself (builds with the mlx5 engine)
  *   afpacket  a veth pair in a private network namespace (root; skipped, exit 77, without)
  *   dpdk      DPDK's net_ring0 device: TX queue 0 loops back to RX queue 0 (dpdk builds)
@@ -28,6 +32,7 @@
 #include <gst/check/gstharness.h>
 #include <gst/daqiri/daqiri.h>
 #include <gst/daqiri/daqiritestpacket.h>
+#include <glib/gstdio.h>
 
 #include "dq-netns.h"
 #include "dq-receiver.h"
@@ -385,6 +390,48 @@ GST_START_TEST (test_filter_modes_playing)
 
 GST_END_TEST;
 
+GST_START_TEST (test_pcap_replay_eos)
+{
+  const guint n = 5000;
+  gchar *dir = g_dir_make_tmp ("dq-e2e-XXXXXX", NULL);
+  gchar *file = g_build_filename (dir, "rec.pcap", NULL);
+
+  gchar *launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=%u "
+                                   "packet-size-min=%u packet-size-max=%u n-flows=%u ! "
+                                   "daqirisink name=tx device=dpdk:net_pcap1,tx_pcap=%s",
+      n, TX_BURST, SIZE_MIN, SIZE_MAX, DQ_E2E_N_FLOWS, file);
+  GstStructure *tx = run_sender (launch);
+  g_free (launch);
+  fail_unless_equals_uint64 (stat_u64 (tx, "packets"), n);
+  gst_structure_free (tx);
+
+  Receiver r;
+  receiver_init (&r, n);
+  r.check_order = TRUE;
+  gchar *device = g_strdup_printf ("dpdk:net_pcap2,rx_pcap=%s", file);
+  GstElement *rx = receiver_pipeline (&r, device, "burst-packets=128");
+  g_free (device);
+  GstBus *bus = gst_element_get_bus (rx);
+  GstMessage *msg =
+      gst_bus_timed_pop_filtered (bus, 10 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL, "no EOS at the end of the file");
+  fail_unless_equals_int (GST_MESSAGE_TYPE (msg), GST_MESSAGE_EOS);
+  gst_message_unref (msg);
+  gst_object_unref (bus);
+  /* every packet came before the EOS */
+  assert_all_received (&r, rx, n);
+
+  gst_element_set_state (rx, GST_STATE_NULL);
+  gst_object_unref (rx);
+  receiver_clear (&r);
+  g_unlink (file);
+  g_rmdir (dir);
+  g_free (file);
+  g_free (dir);
+}
+
+GST_END_TEST;
+
 static Suite *
 e2e_device_suite (void)
 {
@@ -397,6 +444,8 @@ e2e_device_suite (void)
   tcase_add_test (tc, test_send_receive);
   tcase_add_test (tc, test_flows_change_playing);
   tcase_add_test (tc, test_filter_modes_playing);
+  if (strcmp (engine->name, "dpdk") == 0)
+    tcase_add_test (tc, test_pcap_replay_eos);
   return s;
 }
 
