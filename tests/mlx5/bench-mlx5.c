@@ -257,11 +257,15 @@ int
 main (int argc, char **argv)
 {
   for (int i = 1; i < argc; i++) {
-    if (strcmp (argv[i], "--rounds") == 0 && i + 1 < argc)
-      rounds = (guint) MAX (1, atoi (argv[++i]));
-    else if (strcmp (argv[i], "--burst") == 0 && i + 1 < argc)
-      burst = (guint) CLAMP (atoi (argv[++i]), 1, 512);
-    else {
+    /* MAX and CLAMP evaluate their argument more than once: read it first */
+    int value = i + 1 < argc ? atoi (argv[i + 1]) : 0;
+    if (strcmp (argv[i], "--rounds") == 0 && i + 1 < argc) {
+      rounds = (guint) MAX (1, value);
+      i++;
+    } else if (strcmp (argv[i], "--burst") == 0 && i + 1 < argc) {
+      burst = (guint) CLAMP (value, 1, 512);
+      i++;
+    } else {
       fprintf (stderr, "usage: %s [--rounds N] [--burst N]\n", argv[0]);
       return 2;
     }
