@@ -194,6 +194,44 @@ bus_error (GstElement *pipeline, char **error)
   return TRUE;
 }
 
+/* One daqirisrc pipeline of a run: built from its launch line, its source (named "src"),
+ * and the emulated port it opened, once looked up. */
+typedef struct {
+  GstElement *pipeline;
+  GstElement *src;
+  EmuPort *port;
+} Bench;
+
+/* Builds the pipeline; FALSE, with *error set, when it cannot be built. */
+static gboolean
+bench_build (Bench *b, const char *launch, char **error)
+{
+  GError *err = NULL;
+  memset (b, 0, sizeof *b);
+  b->pipeline = gst_parse_launch (launch, &err);
+  if (b->pipeline == NULL) {
+    *error = g_strdup (err ? err->message : "cannot build the pipeline");
+    g_clear_error (&err);
+    return FALSE;
+  }
+  b->src = gst_bin_get_by_name (GST_BIN (b->pipeline), "src");
+  return TRUE;
+}
+
+/* Stops the pipeline and lets go of what the run held. */
+static void
+bench_clear (Bench *b)
+{
+  if (b->port != NULL)
+    emu_port_unref (b->port);
+  if (b->src != NULL)
+    gst_object_unref (b->src);
+  if (b->pipeline != NULL) {
+    gst_element_set_state (b->pipeline, GST_STATE_NULL);
+    gst_object_unref (b->pipeline);
+  }
+}
+
 static void
 run_one (const Options *o, Run *r, guint index)
 {
@@ -204,24 +242,17 @@ run_one (const Options *o, Run *r, guint index)
                        "%s%s %s ! fakesink enable-last-sample=false",
           name, o->frame, r->gen_rate, o->keys ? "," : "", o->keys ? o->keys : "",
           o->src_props ? o->src_props : "");
-  GError *err = NULL;
-  GstElement *pipeline = gst_parse_launch (launch, &err);
-  GstElement *src = NULL;
-  EmuPort *port = NULL;
+  Bench bench;
   Sample a, b;
 
-  if (pipeline == NULL) {
-    r->error = g_strdup (err ? err->message : "cannot build the pipeline");
-    g_clear_error (&err);
+  if (!bench_build (&bench, launch, &r->error))
     goto out;
-  }
-  src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
-  if (gst_element_set_state (pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
-    if (!bus_error (pipeline, &r->error))
+  if (gst_element_set_state (bench.pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
+    if (!bus_error (bench.pipeline, &r->error))
       r->error = g_strdup ("the pipeline does not start");
     goto out;
   }
-  port = emu_port_lookup (name);
+  bench.port = emu_port_lookup (name);
   /* the device thread exists with the port; the streaming thread once PLAYING */
   pid_t src_tid = 0, dev_tid = 0;
   for (guint i = 0; i < 200 && (src_tid == 0 || dev_tid == 0); i++) {
@@ -230,7 +261,7 @@ run_one (const Options *o, Run *r, guint index)
     if (src_tid == 0 || dev_tid == 0)
       g_usleep (5000);
   }
-  if (port == NULL || src_tid == 0 || dev_tid == 0) {
+  if (bench.port == NULL || src_tid == 0 || dev_tid == 0) {
     r->error = g_strdup ("the port or its threads did not show up");
     goto out;
   }
@@ -239,7 +270,7 @@ run_one (const Options *o, Run *r, guint index)
     pin (src_tid, 1);
   }
   g_usleep (WARMUP_US);
-  if (!take_sample (src, port, src_tid, dev_tid, &a)) {
+  if (!take_sample (bench.src, bench.port, src_tid, dev_tid, &a)) {
     r->error = g_strdup ("no stats");
     goto out;
   }
@@ -251,8 +282,8 @@ run_one (const Options *o, Run *r, guint index)
       g_array_append_val (r->rss_kib, kib);
     }
   }
-  take_sample (src, port, src_tid, dev_tid, &b);
-  if (bus_error (pipeline, &r->error))
+  take_sample (bench.src, bench.port, src_tid, dev_tid, &b);
+  if (bus_error (bench.pipeline, &r->error))
     goto out;
 
   r->seconds = (double) (b.t - a.t) / G_USEC_PER_SEC;
@@ -272,14 +303,7 @@ run_one (const Options *o, Run *r, guint index)
   r->ok = TRUE;
 
 out:
-  if (port != NULL)
-    emu_port_unref (port);
-  if (src != NULL)
-    gst_object_unref (src);
-  if (pipeline != NULL) {
-    gst_element_set_state (pipeline, GST_STATE_NULL);
-    gst_object_unref (pipeline);
-  }
+  bench_clear (&bench);
   g_free (launch);
   g_free (dev_thread);
   g_free (name);
@@ -307,39 +331,32 @@ run_drain (const Options *o, Drain *d, guint index, guint64 n)
       g_strdup_printf ("daqirisrc name=src device=emu:%s,gen=%u,gen-count=%" G_GUINT64_FORMAT
                        ",gen-lossless=on,stride=64 ! fakesink enable-last-sample=false",
           name, o->frame, n);
-  GError *err = NULL;
-  GstElement *pipeline = gst_parse_launch (launch, &err);
-  GstElement *src = NULL;
-  EmuPort *port = NULL;
+  Bench bench;
 
-  if (pipeline == NULL) {
-    d->error = g_strdup (err ? err->message : "cannot build the pipeline");
-    g_clear_error (&err);
+  if (!bench_build (&bench, launch, &d->error))
     goto out;
-  }
-  src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
   gint64 t0 = g_get_monotonic_time ();
-  if (gst_element_set_state (pipeline, GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE ||
-      (port = emu_port_lookup (name)) == NULL) {
-    if (!bus_error (pipeline, &d->error))
+  if (gst_element_set_state (bench.pipeline, GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE ||
+      (bench.port = emu_port_lookup (name)) == NULL) {
+    if (!bus_error (bench.pipeline, &d->error))
       d->error = g_strdup ("the pipeline does not start");
     goto out;
   }
   /* the generator starts with the steering of the queue: time it from its first frame */
-  while (emu_port_generated (port) == 0 && g_get_monotonic_time () - t0 < 5 * G_USEC_PER_SEC)
+  while (emu_port_generated (bench.port) == 0 && g_get_monotonic_time () - t0 < 5 * G_USEC_PER_SEC)
     g_usleep (50);
   t0 = g_get_monotonic_time ();
-  while (emu_port_generated (port) < n && g_get_monotonic_time () - t0 < 20 * G_USEC_PER_SEC)
+  while (emu_port_generated (bench.port) < n && g_get_monotonic_time () - t0 < 20 * G_USEC_PER_SEC)
     g_usleep (200);
   gint64 t1 = g_get_monotonic_time ();
-  if (emu_port_generated (port) < n) {
+  if (emu_port_generated (bench.port) < n) {
     d->error = g_strdup_printf (
-        "the ring took only %" G_GUINT64_FORMAT " frames", emu_port_generated (port));
+        "the ring took only %" G_GUINT64_FORMAT " frames", emu_port_generated (bench.port));
     goto out;
   }
   d->fill_seconds = (double) (t1 - t0) / G_USEC_PER_SEC;
-  if (gst_element_set_state (pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
-    bus_error (pipeline, &d->error);
+  if (gst_element_set_state (bench.pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
+    bus_error (bench.pipeline, &d->error);
     goto out;
   }
   pid_t src_tid = 0;
@@ -349,9 +366,9 @@ run_drain (const Options *o, Drain *d, guint index, guint64 n)
     if (src_tid == 0 && (src_tid = thread_by_name ("src:src")) != 0) {
       if (o->pin)
         pin (src_tid, 1);
-      take_sample (src, port, src_tid, 0, &a);
+      take_sample (bench.src, bench.port, src_tid, 0, &a);
     }
-    take_sample (src, port, src_tid, 0, &b);
+    take_sample (bench.src, bench.port, src_tid, 0, &b);
     if (b.packets >= n || g_get_monotonic_time () - start > 20 * G_USEC_PER_SEC)
       break;
     g_usleep (200);
@@ -369,14 +386,7 @@ run_drain (const Options *o, Drain *d, guint index, guint64 n)
   d->ok = TRUE;
 
 out:
-  if (port != NULL)
-    emu_port_unref (port);
-  if (src != NULL)
-    gst_object_unref (src);
-  if (pipeline != NULL) {
-    gst_element_set_state (pipeline, GST_STATE_NULL);
-    gst_object_unref (pipeline);
-  }
+  bench_clear (&bench);
   g_free (launch);
   g_free (name);
 }

@@ -416,34 +416,36 @@ run_ip (GError **error, const char *first, ...)
   return ok;
 }
 
+/* Asks the kernel about interface `ifname` (a SIOCGIF* request) into `ifr`; FALSE when
+ * it cannot answer. */
+static gboolean
+iface_query (const char *ifname, unsigned long request, struct ifreq *ifr)
+{
+  int fd = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return FALSE;
+  memset (ifr, 0, sizeof *ifr);
+  g_strlcpy (ifr->ifr_name, ifname, sizeof ifr->ifr_name);
+  gboolean ok = ioctl (fd, request, ifr) == 0;
+  close (fd);
+  return ok;
+}
+
 static gboolean
 iface_mac (const char *ifname, guint8 mac[6])
 {
   struct ifreq ifr;
-  int fd = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
+  if (!iface_query (ifname, SIOCGIFHWADDR, &ifr))
     return FALSE;
-  memset (&ifr, 0, sizeof ifr);
-  g_strlcpy (ifr.ifr_name, ifname, sizeof ifr.ifr_name);
-  gboolean ok = ioctl (fd, SIOCGIFHWADDR, &ifr) == 0;
-  if (ok)
-    memcpy (mac, ifr.ifr_hwaddr.sa_data, 6);
-  close (fd);
-  return ok;
+  memcpy (mac, ifr.ifr_hwaddr.sa_data, 6);
+  return TRUE;
 }
 
 static gboolean
 iface_running (const char *ifname)
 {
   struct ifreq ifr;
-  int fd = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return FALSE;
-  memset (&ifr, 0, sizeof ifr);
-  g_strlcpy (ifr.ifr_name, ifname, sizeof ifr.ifr_name);
-  gboolean ok = ioctl (fd, SIOCGIFFLAGS, &ifr) == 0 && (ifr.ifr_flags & IFF_RUNNING);
-  close (fd);
-  return ok;
+  return iface_query (ifname, SIOCGIFFLAGS, &ifr) && (ifr.ifr_flags & IFF_RUNNING);
 }
 
 static gchar *
@@ -1031,8 +1033,11 @@ place_fd (int fd, int target)
     dup2 (fd, target);
 }
 
-static void
-sender_start (Child *c)
+/* Forks a child with a pipe each way. The child gets 0 back, with the read end of the
+ * orchestrator's control pipe in *ctl_fd and the write end of its status pipe in
+ * *status_fd; the orchestrator gets the child's pid, and `c` holds its own ends. */
+static pid_t
+child_fork (Child *c, int *ctl_fd, int *status_fd)
 {
   int to[2], from[2];
   if (pipe2 (to, O_CLOEXEC) != 0 || pipe2 (from, O_CLOEXEC) != 0)
@@ -1044,7 +1049,9 @@ sender_start (Child *c)
   if (pid == 0) {
     close (to[1]);
     close (from[0]);
-    sender_main (to[0], from[1]);
+    *ctl_fd = to[0];
+    *status_fd = from[1];
+    return 0;
   }
   close (to[0]);
   close (from[1]);
@@ -1052,6 +1059,16 @@ sender_start (Child *c)
   c->ctl = to[1];
   memset (&c->status, 0, sizeof c->status);
   c->status.fd = from[0];
+  return pid;
+}
+
+static void
+sender_start (Child *c)
+{
+  int ctl_fd, status_fd;
+  pid_t pid = child_fork (c, &ctl_fd, &status_fd);
+  if (pid == 0)
+    sender_main (ctl_fd, status_fd);
   sender_pid = pid;
 }
 
@@ -1213,19 +1230,14 @@ receiver_start (const char *receiver, Child *c)
   g_ptr_array_add (argv, g_strdup_printf ("--idle-ms=%d", opt_idle_ms));
   g_ptr_array_add (argv, NULL);
 
-  int to[2], from[2];
-  if (pipe2 (to, O_CLOEXEC) != 0 || pipe2 (from, O_CLOEXEC) != 0)
-    die ("pipe: %s", g_strerror (errno));
-  fflush (NULL);
-  pid_t pid = fork ();
-  if (pid < 0)
-    die ("fork: %s", g_strerror (errno));
+  int ctl_fd, status_fd;
+  pid_t pid = child_fork (c, &ctl_fd, &status_fd);
   if (pid == 0) {
     prctl (PR_SET_PDEATHSIG, SIGKILL);
     pin_cpu (1);
     /* out of the way of 3 and 4 first, then into place */
-    int a = fcntl (to[0], F_DUPFD_CLOEXEC, 10);
-    int b = fcntl (from[1], F_DUPFD_CLOEXEC, 10);
+    int a = fcntl (ctl_fd, F_DUPFD_CLOEXEC, 10);
+    int b = fcntl (status_fd, F_DUPFD_CLOEXEC, 10);
     place_fd (a, CHILD_CTL_FD);
     place_fd (b, CHILD_STATUS_FD);
     signal (SIGPIPE, SIG_DFL);
@@ -1234,12 +1246,6 @@ receiver_start (const char *receiver, Child *c)
         CHILD_STATUS_FD, "error exec %s: %s", (const char *) argv->pdata[0], g_strerror (errno));
     _exit (127);
   }
-  close (to[0]);
-  close (from[1]);
-  c->pid = pid;
-  c->ctl = to[1];
-  memset (&c->status, 0, sizeof c->status);
-  c->status.fd = from[0];
   receiver_pid = pid;
   g_ptr_array_free (argv, TRUE);
 }

@@ -760,6 +760,17 @@ plan_one (const char *text, guint n_rqs, GError **error)
   return plan;
 }
 
+/* the plan of `text`, which must succeed with `n_entries` entries */
+static GArray *
+plan_entries (const char *text, guint n_rqs, guint n_entries)
+{
+  GError *err = NULL;
+  GArray *plan = plan_one (text, n_rqs, &err);
+  g_assert_no_error (err);
+  g_assert_cmpuint (plan->len, ==, n_entries);
+  return plan;
+}
+
 static const Mlx5HwFlowEntry *
 entry (GArray *plan, guint i)
 {
@@ -813,9 +824,7 @@ test_plan_catch_all (void)
   g_assert_cmpuint (plan->len, ==, 0);
   g_array_unref (plan);
 
-  plan = plan_one (NULL, 4, &err);
-  g_assert_no_error (err);
-  g_assert_cmpuint (plan->len, ==, 1);
+  plan = plan_entries (NULL, 4, 1);
   const Mlx5HwFlowEntry *e = entry (plan, 0);
   expect_match (e, NULL, 0);
   g_assert_cmpuint (e->tag, ==, 0);
@@ -838,9 +847,7 @@ test_plan_fields (void)
       __devx_bit_off (fte_match_set_lyr_2_4, dst_ipv4_dst_ipv6.ipv4_layout.ipv4), ==, 0x1e0);
   g_assert_cmpuint (DEVX_ST_SZ_BYTES (fte_match_set_lyr_2_4), ==, MLX5_HW_MATCH_BYTES);
 
-  GArray *plan = plan_one ("proto=udp dst-port=5000 mark=7 queue=1", 2, &err);
-  g_assert_no_error (err);
-  g_assert_cmpuint (plan->len, ==, 1);
+  GArray *plan = plan_entries ("proto=udp dst-port=5000 mark=7 queue=1", 2, 1);
   const Mlx5HwFlowEntry *e = entry (plan, 0);
   MatchField udp[] = {
     { M_ETHERTYPE, 0xffff, 0x0800 },
@@ -855,9 +862,7 @@ test_plan_fields (void)
   g_array_unref (plan);
 
   /* ports without a protocol: a UDP and a TCP entry */
-  plan = plan_one ("src-port=53 dst-port=5353 mark=3", 1, &err);
-  g_assert_no_error (err);
-  g_assert_cmpuint (plan->len, ==, 2);
+  plan = plan_entries ("src-port=53 dst-port=5353 mark=3", 1, 2);
   MatchField u[] = {
     { M_ETHERTYPE, 0xffff, 0x0800 },
     { M_IP_PROTOCOL, 0xff, 17 },
@@ -879,9 +884,7 @@ test_plan_fields (void)
   g_array_unref (plan);
 
   /* addresses with prefixes; a /0 matches everything and sets no mask */
-  plan = plan_one ("src=10.0.0.0/8 dst=192.168.1.7", 1, &err);
-  g_assert_no_error (err);
-  g_assert_cmpuint (plan->len, ==, 1);
+  plan = plan_entries ("src=10.0.0.0/8 dst=192.168.1.7", 1, 1);
   MatchField ip[] = {
     { M_ETHERTYPE, 0xffff, 0x0800 },
     { M_SRC_IPV4, 0xff000000, 0x0a000000 },
@@ -896,9 +899,7 @@ test_plan_fields (void)
   g_array_unref (plan);
 
   /* a VLAN id: an 802.1Q and an 802.1ad first tag */
-  plan = plan_one ("vlan=100 ethertype=0x88b5 mark=16777215", 1, &err);
-  g_assert_no_error (err);
-  g_assert_cmpuint (plan->len, ==, 2);
+  plan = plan_entries ("vlan=100 ethertype=0x88b5 mark=16777215", 1, 2);
   MatchField cv[] = {
     { M_ETHERTYPE, 0xffff, 0x88b5 },
     { M_CVLAN_TAG, 1, 1 },
@@ -917,15 +918,11 @@ test_plan_fields (void)
   g_array_unref (plan);
 
   /* both: 2 x 2 entries */
-  plan = plan_one ("vlan=5 dst-port=1", 1, &err);
-  g_assert_no_error (err);
-  g_assert_cmpuint (plan->len, ==, 4);
+  plan = plan_entries ("vlan=5 dst-port=1", 1, 4);
   g_array_unref (plan);
 
   /* only a mark: everything, tagged */
-  plan = plan_one ("mark=9", 1, &err);
-  g_assert_no_error (err);
-  g_assert_cmpuint (plan->len, ==, 1);
+  plan = plan_entries ("mark=9", 1, 1);
   expect_match (entry (plan, 0), NULL, 0);
   g_assert_cmpuint (entry (plan, 0)->tag, ==, 9);
   g_assert_cmpuint (entry (plan, 0)->rule, ==, 0);
@@ -939,9 +936,7 @@ test_plan_priorities (void)
   /* disjoint rules share priority 0; the broad UDP rule comes after the one it overlaps
    * with another queue (5000 -> 0), not after the one with its own action (5001 -> 1) */
   GArray *plan =
-      plan_one ("dst-port=5000 queue=0; dst-port=5001 queue=1; proto=udp queue=1", 2, &err);
-  g_assert_no_error (err);
-  g_assert_cmpuint (plan->len, ==, 5);
+      plan_entries ("dst-port=5000 queue=0; dst-port=5001 queue=1; proto=udp queue=1", 2, 5);
   const guint want_rule[5] = { 0, 0, 1, 1, 2 };
   const guint want_prio[5] = { 0, 0, 0, 0, 1 };
   const guint want_dest[5] = { 0, 0, 1, 1, 1 };
@@ -953,9 +948,7 @@ test_plan_priorities (void)
   g_array_unref (plan);
 
   /* an entry an earlier one always takes first can never match: left out */
-  plan = plan_one ("proto=udp mark=1; proto=udp dst-port=9 mark=2; mark=3; mark=4", 1, &err);
-  g_assert_no_error (err);
-  g_assert_cmpuint (plan->len, ==, 2);
+  plan = plan_entries ("proto=udp mark=1; proto=udp dst-port=9 mark=2; mark=3; mark=4", 1, 2);
   g_assert_cmpuint (entry (plan, 0)->tag, ==, 1);
   g_assert_cmpuint (entry (plan, 0)->priority, ==, 0);
   g_assert_cmpuint (entry (plan, 1)->tag, ==, 3);
@@ -967,9 +960,7 @@ test_plan_priorities (void)
   GString *text = g_string_new (NULL);
   for (guint i = 0; i < 16; i++)
     g_string_append_printf (text, "src=10.0.0.0/%u mark=%u;", 32 - i, i + 1);
-  plan = plan_one (text->str, 1, &err);
-  g_assert_no_error (err);
-  g_assert_cmpuint (plan->len, ==, 16);
+  plan = plan_entries (text->str, 1, 16);
   for (guint i = 0; i < 16; i++)
     g_assert_cmpuint (entry (plan, i)->priority, ==, i);
   g_array_unref (plan);

@@ -67,6 +67,29 @@ summarize (const char *name, double *per_round, guint n, guint64 packets)
   return r;
 }
 
+/* Keeps the ns per packet of round r (0 only warms caches and pages: not kept) and
+ * counts its packets. */
+static void
+round_keep (double *per_round, guint64 *total, guint r, gint64 ns, guint64 packets)
+{
+  if (r == 0)
+    return;
+  per_round[r - 1] = (double) ns / (double) packets;
+  *total += packets;
+}
+
+/* opens the emulated port `spec` through its control path, as the engine does */
+static gpointer
+emu_open (const char *spec, Mlx5Caps *caps)
+{
+  GError *error = NULL;
+  DqPortInfo info = { 0 };
+  gpointer dev = emu_port_ops.open (spec, &info, caps, &error);
+  if (dev == NULL)
+    g_error ("%s", error->message);
+  return dev;
+}
+
 /* fills the RX ring with `count` generated frames and waits until all are in */
 static void
 prefill (EmuPort *port, guint64 count)
@@ -90,10 +113,7 @@ bench_rx_ring (void)
 {
   GError *error = NULL;
   Mlx5Caps caps;
-  DqPortInfo info = { 0 };
-  gpointer dev = emu_port_ops.open ("bench-rx", &info, &caps, &error);
-  if (dev == NULL)
-    g_error ("%s", error->message);
+  gpointer dev = emu_open ("bench-rx", &caps);
   /* 64-byte strides, 512 per WQE, 256 WQEs: 131072 packets fill the ring */
   Mlx5RxGeometry geo = { .log_stride_size = 6, .log_strides = 9, .log_wqes = 8, .log_cq_size = 17 };
   Mlx5Rxq *q = mlx5_rxq_new (&emu_port_ops, dev, &caps, &geo, &error);
@@ -121,11 +141,7 @@ bench_rx_ring (void)
       mlx5_rxq_refill (q);
       got += b.n_packets;
     }
-    gint64 t1 = now_ns ();
-    if (r > 0) { /* round 0 warms caches and pages */
-      per[r - 1] = (double) (t1 - t0) / (double) got;
-      total += got;
-    }
+    round_keep (per, &total, r, now_ns () - t0, got);
   }
   if (sum != total * FRAME + fill * FRAME)
     g_error ("bytes: %" G_GUINT64_FORMAT, sum);
@@ -174,10 +190,7 @@ bench_rx_engine (void)
     DqBurst none;
     if (dq_rxq_poll (rxq, &none, 0, &error) != 0)
       g_error ("a packet too many");
-    if (r > 0) {
-      per[r - 1] = (double) (t1 - t0) / (double) got;
-      total += got;
-    }
+    round_keep (per, &total, r, t1 - t0, got);
   }
   Result res = summarize ("rx-engine", per, rounds, total);
   g_free (per);
@@ -192,10 +205,7 @@ bench_tx (gboolean in_place)
 {
   GError *error = NULL;
   Mlx5Caps caps;
-  DqPortInfo info = { 0 };
-  gpointer dev = emu_port_ops.open ("bench-tx,peer=none", &info, &caps, &error);
-  if (dev == NULL)
-    g_error ("%s", error->message);
+  gpointer dev = emu_open ("bench-tx,peer=none", &caps);
   Mlx5TxConfig cfg = { .csum = TRUE };
   if (!mlx5_tx_geometry_choose (&caps, "bench", 2 << 20, FRAME, 0, &cfg, &error))
     g_error ("%s", error->message);
@@ -238,10 +248,7 @@ bench_tx (gboolean in_place)
     mlx5_txq_reclaim (q);
     if (!mlx5_txq_idle (q))
       g_error ("TX completions missing");
-    if (r > 0) {
-      per[r - 1] = (double) (t1 - t0) / (double) sent;
-      total += sent;
-    }
+    round_keep (per, &total, r, t1 - t0, sent);
   }
   Result res = summarize (in_place ? "tx-inplace" : "tx-copy", per, rounds, total);
   g_free (per);
@@ -257,11 +264,15 @@ int
 main (int argc, char **argv)
 {
   for (int i = 1; i < argc; i++) {
-    if (strcmp (argv[i], "--rounds") == 0 && i + 1 < argc)
-      rounds = (guint) MAX (1, atoi (argv[++i]));
-    else if (strcmp (argv[i], "--burst") == 0 && i + 1 < argc)
-      burst = (guint) CLAMP (atoi (argv[++i]), 1, 512);
-    else {
+    /* MAX and CLAMP evaluate their argument more than once: read it first */
+    int value = i + 1 < argc ? atoi (argv[i + 1]) : 0;
+    if (strcmp (argv[i], "--rounds") == 0 && i + 1 < argc) {
+      rounds = (guint) MAX (1, value);
+      i++;
+    } else if (strcmp (argv[i], "--burst") == 0 && i + 1 < argc) {
+      burst = (guint) CLAMP (value, 1, 512);
+      i++;
+    } else {
       fprintf (stderr, "usage: %s [--rounds N] [--burst N]\n", argv[0]);
       return 2;
     }

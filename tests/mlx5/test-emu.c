@@ -5,9 +5,7 @@
  * and RSS, the cable between two ports, the generator.
  */
 #include "emu.h"
-#include "mlx5-dma.h"
-#include "rx.h"
-#include "tx.h"
+#include "mini-port.h"
 #include "test-util.h"
 
 #include <string.h>
@@ -42,13 +40,7 @@ rig_open (Rig *r, const char *spec)
 static Mlx5Rxq *
 rig_rx (Rig *r, guint log_stride, guint log_strides, guint log_wqes)
 {
-  Mlx5RxGeometry geo = { .log_stride_size = log_stride,
-    .log_strides = log_strides,
-    .log_wqes = log_wqes,
-    .log_cq_size = log_strides + log_wqes };
-  GError *error = NULL;
-  Mlx5Rxq *q = mlx5_rxq_new (&emu_port_ops, r->dev, &r->caps, &geo, &error);
-  g_assert_no_error (error);
+  Mlx5Rxq *q = mini_rxq_new (&emu_port_ops, r->dev, &r->caps, log_stride, log_strides, log_wqes);
   r->rx[r->n_rx++] = q;
   return q;
 }
@@ -68,11 +60,7 @@ rig_steer (Rig *r, guint32 group, const DqFlowRule *rules, guint n_rules)
 static Mlx5Txq *
 rig_tx (Rig *r, gsize ring, guint max_packet, gboolean csum)
 {
-  Mlx5TxConfig cfg = { .csum = csum };
-  GError *error = NULL;
-  g_assert_true (mlx5_tx_geometry_choose (&r->caps, "t", ring, max_packet, 0, &cfg, &error));
-  r->tx = mlx5_txq_new (&emu_port_ops, r->dev, &cfg, &error);
-  g_assert_no_error (error);
+  r->tx = mini_txq_new (&emu_port_ops, r->dev, &r->caps, ring, max_packet, 0, csum);
   return r->tx;
 }
 

@@ -55,6 +55,49 @@ txq_new (DqPort *port, gsize ring, guint max_packet)
   return q;
 }
 
+/* An emulated port opened through the engine (device "emu:NAME[,KEYS]"), the emulator's
+ * own handle on it, and one RX queue alone in its group. */
+typedef struct {
+  DqPort *port;
+  EmuPort *ep;
+  DqRxQueue *rxq;
+} EmuRx;
+
+static void
+emu_rx_open (
+    EmuRx *r, const char *device, guint burst, guint64 timeout_ns, gsize ring, guint max_packet)
+{
+  const char *name = device + strlen ("emu:");
+  gchar *port_name = g_strndup (name, strcspn (name, ","));
+  r->port = port_open (device);
+  r->rxq = rxq_new (r->port, burst, timeout_ns, ring, max_packet, NULL, 0, 0, 1, next_group++);
+  r->ep = emu_port_lookup (port_name);
+  g_assert_nonnull (r->ep);
+  g_free (port_name);
+}
+
+static void
+emu_rx_close (EmuRx *r)
+{
+  emu_port_unref (r->ep);
+  dq_rxq_destroy (r->rxq);
+  dq_port_unref (r->port);
+}
+
+/* Injects frames first .. first + count - 1 of `spec` into the port and waits until the
+ * device has taken them all. */
+static void
+inject_frames (EmuPort *ep, const TuFrameSpec *spec, guint32 first, guint32 count)
+{
+  guint8 *frame = g_malloc (spec->len);
+  for (guint32 s = first; s < first + count; s++) {
+    tu_frame_build (frame, spec, s);
+    g_assert_true (emu_port_inject (ep, frame, spec->len));
+  }
+  g_assert_true (emu_port_wait_idle (ep, 1000 * MS));
+  g_free (frame);
+}
+
 /* ---------------------------------------------------------------------------------- */
 
 static void
@@ -242,9 +285,10 @@ test_loopback_million (void)
 {
   const char *env = g_getenv ("DQ_TEST_PACKETS");
   guint32 total = env != NULL ? (guint32) atoi (env) : 1000000;
-  DqPort *p = port_open ("emu:million");
-  DqRxQueue *rxq = rxq_new (p, 64, 100 * 1000, 16 << 20, 0, NULL, 0, 0, 1, next_group++);
-  LbSender s = { .txq = txq_new (p, 0, 0), .total = total };
+  EmuRx rig;
+  emu_rx_open (&rig, "emu:million", 64, 100 * 1000, 16 << 20, 0);
+  DqRxQueue *rxq = rig.rxq;
+  LbSender s = { .txq = txq_new (rig.port, 0, 0), .total = total };
   guint8 expect[1518];
   guint32 next = 0;
   guint64 bytes = 0, last_ts = 0, bursts = 0;
@@ -295,9 +339,8 @@ test_loopback_million (void)
   g_assert_cmpuint (ts.packets, ==, total);
   g_assert_cmpuint (ts.bytes, ==, bytes);
   g_assert_cmpuint (ts.errors, ==, 0);
-  EmuPort *ep = emu_port_lookup ("million");
   EmuCounters c;
-  emu_port_counters (ep, &c);
+  emu_port_counters (rig.ep, &c);
   g_assert_cmpuint (c.tx_packets, ==, total);
   g_assert_cmpuint (c.rx_packets, ==, total);
   g_assert_cmpuint (c.rx_bytes, ==, bytes);
@@ -306,10 +349,8 @@ test_loopback_million (void)
   g_test_message ("%u packets, %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " bursts, "
                   "%" G_GUINT64_FORMAT " fillers, %" G_GUINT64_FORMAT " pause waits",
       total, bytes, bursts, c.rx_fillers, c.pause_waits);
-  emu_port_unref (ep);
   dq_txq_destroy (s.txq);
-  dq_rxq_destroy (rxq);
-  dq_port_unref (p);
+  emu_rx_close (&rig);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -332,20 +373,15 @@ waker_thread (gpointer data)
 static void
 test_burst_timeout_wakeup (void)
 {
-  DqPort *p = port_open ("emu:bt0");
-  DqRxQueue *rxq = rxq_new (p, 64, 20 * MS, 1 << 20, 0, NULL, 0, 0, 1, next_group++);
-  EmuPort *ep = emu_port_lookup ("bt0");
+  EmuRx rig;
+  emu_rx_open (&rig, "emu:bt0", 64, 20 * MS, 1 << 20, 0);
+  DqRxQueue *rxq = rig.rxq;
   TuFrameSpec spec = { .len = 128, .proto = TU_PROTO_UDP, .good_csums = TRUE };
-  guint8 frame[128];
   DqBurst b;
   GError *error = NULL;
 
   gint64 start = g_get_monotonic_time ();
-  for (guint32 s = 0; s < 3; s++) {
-    tu_frame_build (frame, &spec, s);
-    g_assert_true (emu_port_inject (ep, frame, 128));
-  }
-  g_assert_true (emu_port_wait_idle (ep, 1000 * MS));
+  inject_frames (rig.ep, &spec, 0, 3);
   /* not full, its WQE not used up, not old enough: nothing yet (the 1 ms poll may see the
    * burst only where this thread was held up past the burst timeout; `waited` tells) */
   g_assert_cmpint (dq_rxq_poll (rxq, &b, 0, &error), ==, 0);
@@ -363,7 +399,7 @@ test_burst_timeout_wakeup (void)
     g_assert_cmpuint (b.packets[i].flags, ==, DQ_PACKET_FLAG_TS_HW | DQ_PACKET_FLAG_CSUM_OK);
   }
   g_assert_cmpuint (b.size, ==, 2 * 128 + 128);
-  g_assert_cmpuint (b.packets[2].timestamp, <=, dq_port_time (p));
+  g_assert_cmpuint (b.packets[2].timestamp, <=, dq_port_time (rig.port));
   dq_rxq_release (rxq, &b);
   g_assert_null (b.range);
 
@@ -375,9 +411,7 @@ test_burst_timeout_wakeup (void)
   g_assert_cmpint (g_get_monotonic_time () - start, <, 2 * G_USEC_PER_SEC);
   g_thread_join (t);
   g_assert_no_error (error);
-  emu_port_unref (ep);
-  dq_rxq_destroy (rxq);
-  dq_port_unref (p);
+  emu_rx_close (&rig);
 }
 
 /* An RX ring in memory the caller provides (how daqirisrc memory=cuda gets GPU-accessible
@@ -446,11 +480,7 @@ test_ring_memory_hook (void)
   EmuPort *ep = emu_port_lookup ("hook0");
   TuFrameSpec spec = { .len = 200, .proto = TU_PROTO_UDP, .good_csums = TRUE };
   guint8 frame[200];
-  for (guint32 s = 0; s < 40; s++) {
-    tu_frame_build (frame, &spec, s);
-    g_assert_true (emu_port_inject (ep, frame, 200));
-  }
-  g_assert_true (emu_port_wait_idle (ep, 1000 * MS));
+  inject_frames (ep, &spec, 0, 40);
   guint got = 0;
   DqBurst b;
   while (got < 40 && dq_rxq_poll (rxq, &b, 200 * MS, &error) == 1) {
@@ -509,10 +539,11 @@ test_ring_memory_hook (void)
 static void
 test_ring_full (void)
 {
-  DqPort *p = port_open ("emu:rf0,stride=2048");
   /* 64 KiB: 4 WQEs of 8 strides of 2 KiB (the stride key) = 32 packets */
-  DqRxQueue *rxq = rxq_new (p, 8, 1 * MS, 64 << 10, 0, NULL, 0, 0, 1, next_group++);
-  EmuPort *ep = emu_port_lookup ("rf0");
+  EmuRx rig;
+  emu_rx_open (&rig, "emu:rf0,stride=2048", 8, 1 * MS, 64 << 10, 0);
+  DqRxQueue *rxq = rig.rxq;
+  EmuPort *ep = rig.ep;
   TuFrameSpec spec = { .len = 1000, .proto = TU_PROTO_UDP, .good_csums = TRUE };
   guint8 frame[1000];
   DqBurst held[8];
@@ -520,11 +551,7 @@ test_ring_full (void)
   GError *error = NULL;
 
   g_assert_cmpuint (dq_rxq_ring_bytes (rxq), ==, 64 << 10);
-  for (guint32 s = 0; s < 100; s++) {
-    tu_frame_build (frame, &spec, s);
-    g_assert_true (emu_port_inject (ep, frame, 1000));
-  }
-  g_assert_true (emu_port_wait_idle (ep, 1000 * MS));
+  inject_frames (ep, &spec, 0, 100);
   while (got < 32) {
     g_assert_cmpint (dq_rxq_poll (rxq, &held[n_held], 100 * MS, &error), ==, 1);
     for (guint i = 0; i < held[n_held].n_packets; i++)
@@ -539,11 +566,7 @@ test_ring_full (void)
   g_assert_cmpuint (st.drops_ring_full, ==, 68);
   g_assert_cmpuint (st.packets, ==, 32);
   /* held data stays intact while more frames arrive and are dropped */
-  for (guint32 s = 100; s < 110; s++) {
-    tu_frame_build (frame, &spec, s);
-    g_assert_true (emu_port_inject (ep, frame, 1000));
-  }
-  g_assert_true (emu_port_wait_idle (ep, 1000 * MS));
+  inject_frames (ep, &spec, 100, 10);
   DqBurst b;
   g_assert_cmpint (dq_rxq_poll (rxq, &b, 5 * MS, &error), ==, 0);
   dq_rxq_stats (rxq, &st);
@@ -570,9 +593,7 @@ test_ring_full (void)
   }
   dq_rxq_stats (rxq, &st);
   g_assert_cmpuint (st.drops_ring_full, ==, 78);
-  emu_port_unref (ep);
-  dq_rxq_destroy (rxq);
-  dq_port_unref (p);
+  emu_rx_close (&rig);
 }
 
 /* Flow rules over a group of two queues: installed once both exist; queue keys and
@@ -657,9 +678,10 @@ test_flows (void)
 static void
 test_truncate (void)
 {
-  DqPort *p = port_open ("emu:tr0");
-  DqRxQueue *rxq = rxq_new (p, 4, 1 * MS, 1 << 20, 100, NULL, 0, 0, 1, next_group++);
-  EmuPort *ep = emu_port_lookup ("tr0");
+  EmuRx rig;
+  emu_rx_open (&rig, "emu:tr0", 4, 1 * MS, 1 << 20, 100);
+  DqRxQueue *rxq = rig.rxq;
+  EmuPort *ep = rig.ep;
   TuFrameSpec spec = { .len = 300, .proto = TU_PROTO_UDP, .good_csums = TRUE };
   guint8 frame[300];
   DqBurst b;
@@ -685,9 +707,7 @@ test_truncate (void)
   DqRxStats st;
   dq_rxq_stats (rxq, &st);
   g_assert_cmpuint (st.truncated, ==, 1);
-  emu_port_unref (ep);
-  dq_rxq_destroy (rxq);
-  dq_port_unref (p);
+  emu_rx_close (&rig);
 }
 
 typedef struct {

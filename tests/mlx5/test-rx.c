@@ -1,11 +1,11 @@
 /* Host RX ring (mlx5/rx.c) against a device played by the test itself: CQEs written by
  * hand, byte for byte as the PRM lays them out, including malformed ones the emulated
- * ConnectX never writes. The test's device (MiniDev) is deliberately minimal and
- * independent of mlx5/emu: it reads the WQEs and doorbell record the host wrote and
- * fills strides in order, with filler CQEs at the end of a WQE.
+ * ConnectX never writes. The test's device (MiniDev, on the port of mini-port.h) is
+ * deliberately minimal and independent of mlx5/emu: it reads the WQEs and doorbell
+ * record the host wrote and fills strides in order, with filler CQEs at the end of a
+ * WQE.
  */
-#include "rx.h"
-#include "mlx5-dma.h"
+#include "mini-port.h"
 #include "mlx5-mem.h"
 
 #include <stdio.h>
@@ -17,129 +17,19 @@
 
 #define TEST_LKEY 0x00abcd01u
 
+/* the port, and where the device is in the RQ */
 typedef struct {
-  Mlx5Cq *cq;
-  Mlx5Rq *rq;
-  Mlx5ClockInfo clock;
-  guint32 cq_pi;  /* CQEs written */
+  MiniPort port;
   guint32 hw_wqe; /* WQE counter the device fills */
   guint32 hw_stride;
-  gboolean mr_registered;
-  guint8 *mr_addr;
-  gsize mr_size;
   guint64 oob; /* packets without a posted WQE */
 } MiniDev;
 
-static gboolean
-mini_mr_reg (gpointer dev, void *addr, gsize size, guint32 *lkey, gpointer *handle, GError **error)
-{
-  MiniDev *d = dev;
-  d->mr_registered = TRUE;
-  d->mr_addr = addr;
-  d->mr_size = size;
-  *lkey = TEST_LKEY;
-  *handle = d;
-  return TRUE;
-}
-
-static void
-mini_mr_dereg (gpointer dev, gpointer handle)
-{
-  MiniDev *d = dev;
-  g_assert_true (handle == d);
-  d->mr_registered = FALSE;
-}
-
-static gboolean
-mini_cq_create (gpointer dev, Mlx5Cq *cq, GError **error)
-{
-  MiniDev *d = dev;
-  d->cq = cq;
-  cq->cqn = 7;
-  return TRUE;
-}
-
-static void
-mini_cq_destroy (gpointer dev, Mlx5Cq *cq)
-{
-  MiniDev *d = dev;
-  d->cq = NULL;
-}
-
-static gboolean
-mini_rq_create (gpointer dev, Mlx5Rq *rq, GError **error)
-{
-  MiniDev *d = dev;
-  d->rq = rq;
-  rq->rqn = 9;
-  return TRUE;
-}
-
-static void
-mini_rq_destroy (gpointer dev, Mlx5Rq *rq)
-{
-  MiniDev *d = dev;
-  d->rq = NULL;
-}
-
-static void
-mini_clock_info (gpointer dev, Mlx5ClockInfo *info)
-{
-  MiniDev *d = dev;
-  *info = d->clock;
-}
-
-static const Mlx5PortOps mini_ops = {
-  .name = "mini",
-  .mr_reg = mini_mr_reg,
-  .mr_dereg = mini_mr_dereg,
-  .cq_create = mini_cq_create,
-  .cq_destroy = mini_cq_destroy,
-  .rq_create = mini_rq_create,
-  .rq_destroy = mini_rq_destroy,
-  .clock_info = mini_clock_info,
-};
-
-static const Mlx5Caps mini_caps = {
-  .min_log_stride_size = 6,
-  .max_log_stride_size = 13,
-  .min_log_strides = 3,
-  .max_log_strides = 16,
-  .max_log_wqes = 16,
-  .max_log_cq_size = 22,
-  .max_log_wqebbs = 15,
-  .device_frequency_khz = 1000000,
-};
-
-/* identity clock: ns = ticks */
 static void
 mini_init (MiniDev *d)
 {
   memset (d, 0, sizeof *d);
-  d->clock.mult = 1u << 31;
-  d->clock.shift = 31;
-  d->clock.mask = G_MAXUINT64;
-}
-
-static volatile struct mlx5_cqe64 *
-mini_cqe_next (MiniDev *d)
-{
-  guint32 mask = (1u << d->cq->log_size) - 1;
-  volatile struct mlx5_cqe64 *cqe =
-      (volatile struct mlx5_cqe64 *) (d->cq->ring + (gsize) (d->cq_pi & mask) * 64);
-  /* the host must have consumed the CQE we overwrite */
-  guint32 ci = be32toh (d->cq->dbrec[0]) & 0xffffff;
-  g_assert_cmpuint ((d->cq_pi - ci) & 0xffffff, <, 1u << d->cq->log_size);
-  memset ((void *) cqe, 0, 63);
-  return cqe;
-}
-
-static void
-mini_cqe_publish (MiniDev *d, volatile struct mlx5_cqe64 *cqe, guint8 opcode)
-{
-  mlx5_dma_wmb ();
-  cqe->op_own = (guint8) (opcode << 4) | ((d->cq_pi >> d->cq->log_size) & 1);
-  d->cq_pi++;
+  mini_port_init (&d->port, TEST_LKEY);
 }
 
 /* a raw CQE (any values, for malformed input) */
@@ -147,7 +37,7 @@ static void
 mini_cqe_raw (MiniDev *d, guint8 opcode, guint16 wqe_id, guint16 stride, guint32 byte_cnt,
     guint64 ts, guint32 tag, guint8 hds_ip_ext, guint8 l4_l3)
 {
-  volatile struct mlx5_cqe64 *cqe = mini_cqe_next (d);
+  volatile struct mlx5_cqe64 *cqe = mini_port_cqe_next (&d->port);
   cqe->wqe_id = htobe16 (wqe_id);
   cqe->wqe_counter = htobe16 (stride);
   cqe->byte_cnt = htobe32 (byte_cnt);
@@ -155,20 +45,20 @@ mini_cqe_raw (MiniDev *d, guint8 opcode, guint16 wqe_id, guint16 stride, guint32
   cqe->sop_drop_qpn = htobe32 (tag);
   cqe->hds_ip_ext = hds_ip_ext;
   cqe->l4_hdr_type_etc = l4_l3;
-  mini_cqe_publish (d, cqe, opcode);
+  mini_port_cqe_publish (&d->port, cqe, opcode);
 }
 
 static guint32
 mini_posted (MiniDev *d)
 {
-  guint32 pi = be32toh (d->rq->dbrec[MLX5_RCV_DBR]) & 0xffff;
+  guint32 pi = be32toh (d->port.rq->dbrec[MLX5_RCV_DBR]) & 0xffff;
   return (pi - d->hw_wqe) & 0xffff;
 }
 
 static guint32
 mini_strides (MiniDev *d)
 {
-  return 1u << d->rq->log_strides;
+  return 1u << d->port.rq->log_strides;
 }
 
 static void
@@ -185,7 +75,7 @@ mini_wqe_done_if_full (MiniDev *d)
 static gboolean
 mini_rx (MiniDev *d, guint len, guint8 fill, guint64 ts, guint32 tag)
 {
-  guint32 stride_size = 1u << d->rq->log_stride_size;
+  guint32 stride_size = 1u << d->port.rq->log_stride_size;
   guint32 need = (len + stride_size - 1) / stride_size;
 
   if (mini_posted (d) == 0) {
@@ -194,7 +84,7 @@ mini_rx (MiniDev *d, guint len, guint8 fill, guint64 ts, guint32 tag)
   }
   if (d->hw_stride + need > mini_strides (d)) {
     guint32 left = mini_strides (d) - d->hw_stride;
-    mini_cqe_raw (d, MLX5_CQE_RESP_SEND, d->hw_wqe & ((1u << d->rq->log_wqes) - 1),
+    mini_cqe_raw (d, MLX5_CQE_RESP_SEND, d->hw_wqe & ((1u << d->port.rq->log_wqes) - 1),
         (guint16) d->hw_stride, MLX5_MPRQ_FILLER_FLAG | (left << 16), 0, 0, 0, 0);
     d->hw_stride += left;
     mini_wqe_done_if_full (d);
@@ -203,14 +93,14 @@ mini_rx (MiniDev *d, guint len, guint8 fill, guint64 ts, guint32 tag)
       return FALSE;
     }
   }
-  guint32 slot = d->hw_wqe & ((1u << d->rq->log_wqes) - 1);
+  guint32 slot = d->hw_wqe & ((1u << d->port.rq->log_wqes) - 1);
   const struct mlx5_mprq_wqe *wqe =
-      (const struct mlx5_mprq_wqe *) (d->rq->wqes + (gsize) slot * 32);
+      (const struct mlx5_mprq_wqe *) (d->port.rq->wqes + (gsize) slot * 32);
   g_assert_cmpuint (be32toh (wqe->dseg.lkey), ==, TEST_LKEY);
   g_assert_cmpuint (be32toh (wqe->dseg.byte_count), ==, mini_strides (d) * stride_size);
   guint8 *region = (guint8 *) (uintptr_t) be64toh (wqe->dseg.addr);
-  g_assert_true (
-      region >= d->mr_addr && region + mini_strides (d) * stride_size <= d->mr_addr + d->mr_size);
+  g_assert_true (region >= d->port.mr_addr &&
+      region + mini_strides (d) * stride_size <= d->port.mr_addr + d->port.mr_size);
   memset (region + (gsize) d->hw_stride * stride_size, fill, len);
   mini_cqe_raw (d, MLX5_CQE_RESP_SEND, (guint16) slot, (guint16) d->hw_stride, (need << 16) | len,
       ts, tag, MLX5_CQE_L2_OK | MLX5_CQE_L3_OK | MLX5_CQE_L4_OK,
@@ -223,15 +113,18 @@ mini_rx (MiniDev *d, guint len, guint8 fill, guint64 ts, guint32 tag)
 static Mlx5Rxq *
 rxq_new_small (MiniDev *d, guint log_stride, guint log_strides, guint log_wqes)
 {
-  Mlx5RxGeometry geo = { .log_stride_size = log_stride,
-    .log_strides = log_strides,
-    .log_wqes = log_wqes,
-    .log_cq_size = log_strides + log_wqes };
-  GError *error = NULL;
-  Mlx5Rxq *q = mlx5_rxq_new (&mini_ops, d, &mini_caps, &geo, &error);
-  g_assert_no_error (error);
-  g_assert_nonnull (q);
-  return q;
+  return mini_rxq_new (
+      &mini_port_ops, &d->port, &mini_port_caps, log_stride, log_strides, log_wqes);
+}
+
+/* the host re-posted `reposts` WQEs, and the device never contradicted the ring */
+static void
+assert_reposts (Mlx5Rxq *q, guint64 reposts)
+{
+  Mlx5RxCounters c;
+  mlx5_rxq_counters (q, &c);
+  g_assert_cmpuint (c.reposts, ==, reposts);
+  g_assert_cmpuint (c.device_errors, ==, 0);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -244,7 +137,7 @@ test_geometry (void)
 
   /* defaults: 64-byte strides (a 1518-byte frame takes 24), 512 per WQE (32 KiB), 2048
    * WQEs in 64 MiB, CQ 2^20 */
-  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 0, 1518, 0, 0, &geo, &error));
+  g_assert_true (mlx5_rx_geometry_choose (&mini_port_caps, "t", 0, 1518, 0, 0, &geo, &error));
   g_assert_no_error (error);
   g_assert_cmpuint (geo.log_stride_size, ==, 6);
   g_assert_cmpuint (geo.log_strides, ==, 9);
@@ -252,36 +145,39 @@ test_geometry (void)
   g_assert_cmpuint (geo.log_cq_size, ==, 20);
 
   /* a 100 MB ring rounds down to a power of two */
-  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 100000000, 100, 0, 0, &geo, &error));
+  g_assert_true (
+      mlx5_rx_geometry_choose (&mini_port_caps, "t", 100000000, 100, 0, 0, &geo, &error));
   g_assert_cmpuint (geo.log_stride_size, ==, 6);
   g_assert_cmpuint (geo.log_strides, ==, 9);
   g_assert_cmpuint (geo.log_wqes, ==, 11); /* 95 MiB / 32 KiB = 3051 -> 2048 */
   /* a stride given: 128 bytes */
-  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 100000000, 100, 128, 0, &geo, &error));
+  g_assert_true (
+      mlx5_rx_geometry_choose (&mini_port_caps, "t", 100000000, 100, 128, 0, &geo, &error));
   g_assert_cmpuint (geo.log_stride_size, ==, 7);
   g_assert_cmpuint (geo.log_strides, ==, 9);
   g_assert_cmpuint (geo.log_wqes, ==, 10); /* 95 MiB / 64 KiB = 1525 -> 1024 */
 
   /* jumbo frames span strides: 9018 bytes need 141 of 64 -> still 512 per WQE; 65535
    * bytes need 1024 */
-  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 0, 9018, 0, 0, &geo, &error));
+  g_assert_true (mlx5_rx_geometry_choose (&mini_port_caps, "t", 0, 9018, 0, 0, &geo, &error));
   g_assert_cmpuint (geo.log_stride_size, ==, 6);
   g_assert_cmpuint (geo.log_strides, ==, 9);
-  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 0, 65535, 0, 0, &geo, &error));
+  g_assert_true (mlx5_rx_geometry_choose (&mini_port_caps, "t", 0, 65535, 0, 0, &geo, &error));
   g_assert_cmpuint (geo.log_stride_size, ==, 6);
   g_assert_cmpuint (geo.log_strides, ==, 10);
 
   /* a small ring lowers the strides per WQE to keep 4 WQEs (256 of 64 bytes) */
-  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 65536, 1518, 0, 0, &geo, &error));
+  g_assert_true (mlx5_rx_geometry_choose (&mini_port_caps, "t", 65536, 1518, 0, 0, &geo, &error));
   g_assert_cmpuint (geo.log_strides, ==, 8);
   g_assert_cmpuint (geo.log_wqes, ==, 2);
   /* ... down to the device minimum (2 KiB strides: 8 per WQE) */
-  g_assert_true (mlx5_rx_geometry_choose (&mini_caps, "t", 65536, 1518, 2048, 0, &geo, &error));
+  g_assert_true (
+      mlx5_rx_geometry_choose (&mini_port_caps, "t", 65536, 1518, 2048, 0, &geo, &error));
   g_assert_cmpuint (geo.log_strides, ==, 3);
   g_assert_cmpuint (geo.log_wqes, ==, 2);
 
   /* the CQ limit caps the WQE count */
-  Mlx5Caps caps = mini_caps;
+  Mlx5Caps caps = mini_port_caps;
   caps.max_log_cq_size = 12;
   g_assert_true (mlx5_rx_geometry_choose (&caps, "t", 0, 1518, 0, 0, &geo, &error));
   g_assert_cmpuint (geo.log_wqes + geo.log_strides, ==, 12);
@@ -303,32 +199,33 @@ test_geometry (void)
   g_clear_error (&error);
 
   /* errors name the value and what is allowed */
-  g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "emu:t", 0, 1518, 100, 0, &geo, &error));
+  g_assert_false (
+      mlx5_rx_geometry_choose (&mini_port_caps, "emu:t", 0, 1518, 100, 0, &geo, &error));
   g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
   g_assert_nonnull (strstr (error->message,
       "emu:t: stride 100 is not allowed "
       "(allowed: a power of two 64 .. 8192)"));
   g_clear_error (&error);
 
-  g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "t", 0, 1518, 2048, 5, &geo, &error));
+  g_assert_false (mlx5_rx_geometry_choose (&mini_port_caps, "t", 0, 1518, 2048, 5, &geo, &error));
   g_assert_nonnull (strstr (error->message,
       "strides 5 per WQE is not allowed "
       "(allowed: a power of two 8 .. 65536)"));
   g_clear_error (&error);
 
-  g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "t", 0, 9018, 1024, 8, &geo, &error));
+  g_assert_false (mlx5_rx_geometry_choose (&mini_port_caps, "t", 0, 9018, 1024, 8, &geo, &error));
   g_assert_nonnull (strstr (error->message,
       "cannot hold max-packet-size 9018 "
       "(allowed: strides >= 16)"));
   g_clear_error (&error);
 
-  g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "t", 4096, 1518, 0, 0, &geo, &error));
+  g_assert_false (mlx5_rx_geometry_choose (&mini_port_caps, "t", 4096, 1518, 0, 0, &geo, &error));
   g_assert_nonnull (strstr (error->message, "ring-size 4096 is too small"));
   /* 4 WQEs of 32 strides (a 1518-byte frame needs 24) of 64 bytes */
   g_assert_nonnull (strstr (error->message, "(allowed: ring-size >= 8192)"));
   g_clear_error (&error);
 
-  g_assert_false (mlx5_rx_geometry_choose (&mini_caps, "t", 0, 70000, 0, 0, &geo, &error));
+  g_assert_false (mlx5_rx_geometry_choose (&mini_port_caps, "t", 0, 70000, 0, 0, &geo, &error));
   g_assert_nonnull (strstr (error->message,
       "max-packet-size 70000 is out of range "
       "(allowed 1 .. 65535)"));
@@ -341,21 +238,21 @@ test_post_and_poll (void)
 {
   MiniDev d;
   mini_init (&d);
-  d.clock.nsec = 5000;
-  d.clock.last_cycles = 1000;
+  d.port.clock.nsec = 5000;
+  d.port.clock.last_cycles = 1000;
   Mlx5Rxq *q = rxq_new_small (&d, 6, 4, 2); /* 64-byte strides, 16 per WQE, 4 WQEs */
 
-  g_assert_true (d.mr_registered);
-  g_assert_cmpuint (d.mr_size, ==, 4 * 16 * 64);
-  g_assert_cmpuint (be32toh (d.rq->dbrec[MLX5_RCV_DBR]), ==, 4);
+  g_assert_true (d.port.mr_registered);
+  g_assert_cmpuint (d.port.mr_size, ==, 4 * 16 * 64);
+  g_assert_cmpuint (be32toh (d.port.rq->dbrec[MLX5_RCV_DBR]), ==, 4);
   for (guint i = 0; i < 4; i++) {
-    const guint8 *w = d.rq->wqes + i * 32;
+    const guint8 *w = d.port.rq->wqes + i * 32;
     for (guint b = 0; b < 16; b++)
       g_assert_cmpuint (w[b], ==, 0); /* next segment left zero */
     const struct mlx5_wqe_data_seg *ds = (const struct mlx5_wqe_data_seg *) (w + 16);
     g_assert_cmpuint (be32toh (ds->byte_count), ==, 1024);
     g_assert_cmpuint (be32toh (ds->lkey), ==, TEST_LKEY);
-    g_assert_cmpuint (be64toh (ds->addr), ==, (guint64) (uintptr_t) (d.mr_addr + i * 1024));
+    g_assert_cmpuint (be64toh (ds->addr), ==, (guint64) (uintptr_t) (d.port.mr_addr + i * 1024));
   }
 
   Mlx5RxBurst b = { 0 };
@@ -387,7 +284,7 @@ test_post_and_poll (void)
   g_assert_cmpuint (pkts[2].timestamp, ==, 4990);
   g_assert_cmpuint (pkts[0].flags, ==, DQ_PACKET_FLAG_TS_HW | DQ_PACKET_FLAG_CSUM_OK);
   guint8 *data = mlx5_rxq_burst_data (q, &b);
-  g_assert_true (data == d.mr_addr);
+  g_assert_true (data == d.port.mr_addr);
   g_assert_cmpuint (mlx5_rxq_burst_size (q, &b), ==, 192 + 64);
   g_assert_cmpuint (data[0], ==, 0xa1);
   g_assert_cmpuint (data[59], ==, 0xa1);
@@ -395,7 +292,7 @@ test_post_and_poll (void)
   g_assert_cmpuint (data[163], ==, 0xa2);
   g_assert_cmpuint (data[192 + 63], ==, 0xa3);
   /* CQ doorbell record: consumer index after the poll */
-  g_assert_cmpuint (be32toh (d.cq->dbrec[0]), ==, 3);
+  g_assert_cmpuint (be32toh (d.port.cq->dbrec[0]), ==, 3);
 
   /* the burst continues with the next packet of the same WQE */
   g_assert_true (mini_rx (&d, 64, 0xa4, 1030, 0));
@@ -418,7 +315,7 @@ test_post_and_poll (void)
   g_assert_cmpuint (c.packets, ==, 5);
   g_assert_cmpuint (c.bytes, ==, 60 + 100 + 64 + 64 + 64);
   mlx5_rxq_free (q);
-  g_assert_false (d.mr_registered);
+  g_assert_false (d.port.mr_registered);
 }
 
 /* checksum flags from hds_ip_ext and the L4 type */
@@ -489,16 +386,14 @@ test_filler_and_ring_order (void)
   /* releasing WQE 1 first re-posts nothing: WQE 0 is older */
   mlx5_rxq_release (q, b1.wqe, b1.strides);
   g_assert_cmpuint (mlx5_rxq_refill (q), ==, 0);
-  g_assert_cmpuint (be32toh (d.rq->dbrec[MLX5_RCV_DBR]), ==, 4);
+  g_assert_cmpuint (be32toh (d.port.rq->dbrec[MLX5_RCV_DBR]), ==, 4);
   /* a partial release of WQE 0 is not enough */
   mlx5_rxq_release (q, b0.wqe, 10);
   g_assert_cmpuint (mlx5_rxq_refill (q), ==, 0);
   mlx5_rxq_release (q, b0.wqe, 4);
   g_assert_cmpuint (mlx5_rxq_refill (q), ==, 2); /* WQE 0, then WQE 1 */
-  g_assert_cmpuint (be32toh (d.rq->dbrec[MLX5_RCV_DBR]), ==, 6);
-  mlx5_rxq_counters (q, &c);
-  g_assert_cmpuint (c.reposts, ==, 2);
-  g_assert_cmpuint (c.device_errors, ==, 0);
+  g_assert_cmpuint (be32toh (d.port.rq->dbrec[MLX5_RCV_DBR]), ==, 6);
+  assert_reposts (q, 2);
   mlx5_rxq_free (q);
 }
 
@@ -547,11 +442,11 @@ test_wrap_around (void)
     }
     mlx5_rxq_refill (q);
     /* doorbell records always say exactly where the host is */
-    g_assert_cmpuint (be32toh (d.cq->dbrec[0]), ==, d.cq_pi & 0xffffff);
+    g_assert_cmpuint (be32toh (d.port.cq->dbrec[0]), ==, d.port.cq_pi & 0xffffff);
   }
   g_assert_cmpuint (received, ==, sent);
   g_assert_cmpuint (d.oob, ==, expected_oob);
-  g_assert_cmpuint (d.cq_pi, >, 40 * 32); /* the CQ wrapped 40+ times */
+  g_assert_cmpuint (d.port.cq_pi, >, 40 * 32); /* the CQ wrapped 40+ times */
   g_assert_cmpuint (d.hw_wqe, >, 1000);
 
   /* hold everything: the device runs out of WQEs and counts; release: it recovers */
@@ -599,11 +494,8 @@ test_counter_wrap (void)
     mlx5_rxq_refill (q);
   }
   g_assert_cmpuint (d.hw_wqe, ==, 70000);
-  g_assert_cmpuint (be32toh (d.rq->dbrec[MLX5_RCV_DBR]), ==, (70000 + 4) & 0xffff);
-  Mlx5RxCounters c;
-  mlx5_rxq_counters (q, &c);
-  g_assert_cmpuint (c.reposts, ==, 70000);
-  g_assert_cmpuint (c.device_errors, ==, 0);
+  g_assert_cmpuint (be32toh (d.port.rq->dbrec[MLX5_RCV_DBR]), ==, (70000 + 4) & 0xffff);
+  assert_reposts (q, 70000);
   mlx5_rxq_free (q);
 }
 
@@ -633,7 +525,7 @@ test_malformed_cqes (void)
   /* the cursor moved 1 stride for each, except the opcode one (no strides known) and
    * the last one, which took the rest of the WQE: WQE 0 is complete and re-posted */
   g_assert_cmpuint (mlx5_rxq_refill (q), ==, 1);
-  g_assert_cmpuint (be32toh (d.rq->dbrec[MLX5_RCV_DBR]), ==, 5);
+  g_assert_cmpuint (be32toh (d.port.rq->dbrec[MLX5_RCV_DBR]), ==, 5);
 
   /* the ring goes on at WQE 1 */
   d.hw_wqe = 1;
@@ -662,14 +554,14 @@ test_error_cqe (void)
   g_assert_true (mini_rx (&d, 64, 0x01, 0, 0));
   /* an error for a 2-stride packet at stride 1 */
   {
-    volatile struct mlx5_cqe64 *cqe = mini_cqe_next (&d);
+    volatile struct mlx5_cqe64 *cqe = mini_port_cqe_next (&d.port);
     volatile struct mlx5_err_cqe *err = (volatile struct mlx5_err_cqe *) cqe;
     cqe->wqe_id = htobe16 (0);
     cqe->wqe_counter = htobe16 (1);
     cqe->byte_cnt = htobe32 (2u << 16);
     err->syndrome = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
     err->vendor_err_synd = 0x42;
-    mini_cqe_publish (&d, cqe, MLX5_CQE_RESP_ERR);
+    mini_port_cqe_publish (&d.port, cqe, MLX5_CQE_RESP_ERR);
     d.hw_stride += 2;
   }
   g_assert_true (mini_rx (&d, 64, 0x03, 0, 0));
@@ -684,11 +576,11 @@ test_error_cqe (void)
 
   /* an error whose position is wrong gives up the rest of the WQE */
   {
-    volatile struct mlx5_cqe64 *cqe = mini_cqe_next (&d);
+    volatile struct mlx5_cqe64 *cqe = mini_port_cqe_next (&d.port);
     cqe->wqe_id = htobe16 (3);
     cqe->byte_cnt = htobe32 (1u << 16);
     ((volatile struct mlx5_err_cqe *) cqe)->syndrome = MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
-    mini_cqe_publish (&d, cqe, MLX5_CQE_RESP_ERR);
+    mini_port_cqe_publish (&d.port, cqe, MLX5_CQE_RESP_ERR);
   }
   g_assert_true (mlx5_rxq_poll (q, &b, pkts, 16)); /* the WQE is used up */
   g_assert_cmpuint (b.n_packets, ==, 2);
@@ -734,10 +626,9 @@ test_real_time_ts (void)
 {
   MiniDev d;
   mini_init (&d);
-  Mlx5Caps caps = mini_caps;
+  Mlx5Caps caps = mini_port_caps;
   caps.real_time_ts = TRUE;
-  Mlx5RxGeometry geo = { .log_stride_size = 6, .log_strides = 3, .log_wqes = 2, .log_cq_size = 5 };
-  Mlx5Rxq *q = mlx5_rxq_new (&mini_ops, &d, &caps, &geo, NULL);
+  Mlx5Rxq *q = mini_rxq_new (&mini_port_ops, &d.port, &caps, 6, 3, 2);
   g_assert_true (mini_rx (&d, 64, 1, (1700000000ull << 32) | 999999999, 0));
   Mlx5RxBurst b = { 0 };
   DqPacket pkts[2];

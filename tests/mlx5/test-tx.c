@@ -1,94 +1,26 @@
-/* Host TX ring (mlx5/tx.c) against a device played by the test: the test reads the SQ
- * doorbell record and the WQEs the host wrote, checks every field against the PRM
+/* Host TX ring (mlx5/tx.c) against a device played by the test (on the port of
+ * mini-port.h): the test reads the SQ doorbell record and the WQEs the host wrote, checks every field against the PRM
  * layout, and writes TX CQEs by hand (including ones that name no WQE in flight).
  */
-#include "tx.h"
-#include "mlx5-dma.h"
+#include "mini-port.h"
 
 #include <string.h>
 
 #define TEST_LKEY 0x00beef02u
-#define TEST_SQN 0x123456u
-#define BF_SIZE 256
 
+/* the port, and what the device executed */
 typedef struct {
-  Mlx5Cq *cq;
-  Mlx5Sq *sq;
-  guint8 *slab;
-  gsize slab_size;
-  guint8 bf[2 * BF_SIZE] __attribute__ ((aligned (64)));
-  guint32 hw_ci; /* WQEBBs executed */
-  guint32 cq_pi;
+  MiniPort port;
+  guint32 hw_ci;     /* WQEBBs executed */
   GPtrArray *frames; /* GBytes of what was sent */
   GArray *cs_flags;  /* guint8 per frame */
-  guint32 last_bf_offset;
 } TxDev;
-
-static gboolean
-tx_mr_reg (gpointer dev, void *addr, gsize size, guint32 *lkey, gpointer *handle, GError **error)
-{
-  TxDev *d = dev;
-  d->slab = addr;
-  d->slab_size = size;
-  *lkey = TEST_LKEY;
-  *handle = d;
-  return TRUE;
-}
-
-static void
-tx_mr_dereg (gpointer dev, gpointer handle)
-{}
-
-static gboolean
-tx_cq_create (gpointer dev, Mlx5Cq *cq, GError **error)
-{
-  ((TxDev *) dev)->cq = cq;
-  return TRUE;
-}
-
-static void
-tx_cq_destroy (gpointer dev, Mlx5Cq *cq)
-{}
-
-static gboolean
-tx_sq_create (gpointer dev, Mlx5Sq *sq, GError **error)
-{
-  TxDev *d = dev;
-  d->sq = sq;
-  sq->sqn = TEST_SQN;
-  sq->bf_reg = (volatile guint64 *) d->bf;
-  sq->bf_size = BF_SIZE;
-  return TRUE;
-}
-
-static void
-tx_sq_destroy (gpointer dev, Mlx5Sq *sq)
-{}
-
-static const Mlx5PortOps tx_ops = {
-  .name = "txdev",
-  .mr_reg = tx_mr_reg,
-  .mr_dereg = tx_mr_dereg,
-  .cq_create = tx_cq_create,
-  .cq_destroy = tx_cq_destroy,
-  .sq_create = tx_sq_create,
-  .sq_destroy = tx_sq_destroy,
-};
-
-static const Mlx5Caps tx_caps = {
-  .min_log_stride_size = 6,
-  .max_log_stride_size = 13,
-  .min_log_strides = 3,
-  .max_log_strides = 16,
-  .max_log_wqes = 16,
-  .max_log_cq_size = 22,
-  .max_log_wqebbs = 15,
-};
 
 static void
 txdev_init (TxDev *d)
 {
   memset (d, 0, sizeof *d);
+  mini_port_init (&d->port, TEST_LKEY);
   d->frames = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
   d->cs_flags = g_array_new (FALSE, FALSE, 1);
 }
@@ -103,19 +35,12 @@ txdev_clear (TxDev *d)
 static void
 txdev_cqe (TxDev *d, guint8 opcode, guint16 wqe_counter, guint8 syndrome)
 {
-  guint32 mask = (1u << d->cq->log_size) - 1;
-  volatile struct mlx5_cqe64 *cqe =
-      (volatile struct mlx5_cqe64 *) (d->cq->ring + (gsize) (d->cq_pi & mask) * 64);
-  guint32 ci = be32toh (d->cq->dbrec[0]) & 0xffffff;
-  g_assert_cmpuint ((d->cq_pi - ci) & 0xffffff, <, 1u << d->cq->log_size);
-  memset ((void *) cqe, 0, 63);
+  volatile struct mlx5_cqe64 *cqe = mini_port_cqe_next (&d->port);
   cqe->wqe_counter = htobe16 (wqe_counter);
-  cqe->sop_drop_qpn = htobe32 (TEST_SQN);
+  cqe->sop_drop_qpn = htobe32 (MINI_PORT_SQN);
   if (opcode == MLX5_CQE_REQ_ERR)
     ((volatile struct mlx5_err_cqe *) cqe)->syndrome = syndrome;
-  mlx5_dma_wmb ();
-  cqe->op_own = (guint8) (opcode << 4) | ((d->cq_pi >> d->cq->log_size) & 1);
-  d->cq_pi++;
+  mini_port_cqe_publish (&d->port, cqe, opcode);
 }
 
 /* Executes the WQEs up to the doorbell record: checks each against the PRM layout and
@@ -124,13 +49,13 @@ txdev_cqe (TxDev *d, guint8 opcode, guint16 wqe_counter, guint8 syndrome)
 static guint
 txdev_execute (TxDev *d, gboolean complete)
 {
-  guint32 pi = be32toh (d->sq->dbrec[MLX5_SND_DBR]);
-  guint32 mask = (1u << d->sq->log_wqebbs) - 1;
+  guint32 pi = be32toh (d->port.sq->dbrec[MLX5_SND_DBR]);
+  guint32 mask = (1u << d->port.sq->log_wqebbs) - 1;
   guint n = 0;
 
   g_assert_cmpuint (pi, <=, 0xffff);
   while ((guint16) d->hw_ci != (guint16) pi) {
-    const guint8 *wqe = d->sq->wqes + (gsize) (d->hw_ci & mask) * 64;
+    const guint8 *wqe = d->port.sq->wqes + (gsize) (d->hw_ci & mask) * 64;
     const struct mlx5_wqe_ctrl_seg *ctrl = (const struct mlx5_wqe_ctrl_seg *) wqe;
     const struct mlx5_wqe_eth_seg *eth = (const struct mlx5_wqe_eth_seg *) (wqe + 16);
     const struct mlx5_wqe_data_seg *ds = (const struct mlx5_wqe_data_seg *) (wqe + 32);
@@ -140,7 +65,7 @@ txdev_execute (TxDev *d, gboolean complete)
     g_assert_cmpuint (opmod_idx_opcode & 0xff, ==, MLX5_OPCODE_SEND);
     g_assert_cmpuint ((opmod_idx_opcode >> 8) & 0xffff, ==, d->hw_ci & 0xffff);
     g_assert_cmpuint (opmod_idx_opcode >> 24, ==, 0);
-    g_assert_cmpuint (qpn_ds >> 8, ==, TEST_SQN);
+    g_assert_cmpuint (qpn_ds >> 8, ==, MINI_PORT_SQN);
     g_assert_cmpuint (qpn_ds & 0x3f, ==, 3);
     g_assert_cmpuint (ctrl->signature, ==, 0);
     g_assert_cmpuint (ctrl->imm, ==, 0);
@@ -151,7 +76,7 @@ txdev_execute (TxDev *d, gboolean complete)
     g_assert_cmpuint (be32toh (ds->lkey), ==, TEST_LKEY);
     guint32 len = be32toh (ds->byte_count);
     guint8 *addr = (guint8 *) (uintptr_t) be64toh (ds->addr);
-    g_assert_true (addr >= d->slab && addr + len <= d->slab + d->slab_size);
+    g_assert_true (addr >= d->port.mr_addr && addr + len <= d->port.mr_addr + d->port.mr_size);
     g_ptr_array_add (d->frames, g_bytes_new (addr, len));
     g_array_append_val (d->cs_flags, eth->cs_flags);
     if (complete && ce == MLX5_WQE_CTRL_CQ_UPDATE)
@@ -165,14 +90,8 @@ txdev_execute (TxDev *d, gboolean complete)
 static Mlx5Txq *
 txq_new (TxDev *d, gsize ring, guint max_packet, guint signal_every)
 {
-  Mlx5TxConfig cfg = { .csum = TRUE };
-  GError *error = NULL;
-  g_assert_true (
-      mlx5_tx_geometry_choose (&tx_caps, "t", ring, max_packet, signal_every, &cfg, &error));
-  g_assert_no_error (error);
-  Mlx5Txq *q = mlx5_txq_new (&tx_ops, d, &cfg, &error);
-  g_assert_no_error (error);
-  return q;
+  return mini_txq_new (
+      &mini_port_ops, &d->port, &mini_port_caps, ring, max_packet, signal_every, TRUE);
 }
 
 static void
@@ -201,31 +120,31 @@ test_geometry (void)
   Mlx5TxConfig cfg = { 0 };
   GError *error = NULL;
 
-  g_assert_true (mlx5_tx_geometry_choose (&tx_caps, "t", 0, 1518, 0, &cfg, &error));
+  g_assert_true (mlx5_tx_geometry_choose (&mini_port_caps, "t", 0, 1518, 0, &cfg, &error));
   g_assert_cmpuint (cfg.log_slot_size, ==, 11);
   g_assert_cmpuint (cfg.log_slots, ==, 11);
   g_assert_cmpuint (cfg.log_wqebbs, ==, 12);
   g_assert_cmpuint (cfg.signal_every, ==, 32);
 
-  g_assert_true (mlx5_tx_geometry_choose (&tx_caps, "t", 4096, 60, 0, &cfg, &error));
+  g_assert_true (mlx5_tx_geometry_choose (&mini_port_caps, "t", 4096, 60, 0, &cfg, &error));
   g_assert_cmpuint (cfg.log_slot_size, ==, 6);
   g_assert_cmpuint (cfg.log_slots, ==, 6);
   g_assert_cmpuint (cfg.signal_every, ==, 32);
 
-  g_assert_true (mlx5_tx_geometry_choose (&tx_caps, "t", 4096, 512, 0, &cfg, &error));
+  g_assert_true (mlx5_tx_geometry_choose (&mini_port_caps, "t", 4096, 512, 0, &cfg, &error));
   g_assert_cmpuint (cfg.log_slots, ==, 3);
   g_assert_cmpuint (cfg.signal_every, ==, 4); /* at most half the slots */
 
-  g_assert_false (mlx5_tx_geometry_choose (&tx_caps, "emu:t", 4096, 2000, 0, &cfg, &error));
+  g_assert_false (mlx5_tx_geometry_choose (&mini_port_caps, "emu:t", 4096, 2000, 0, &cfg, &error));
   g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
   g_assert_nonnull (strstr (error->message,
       "emu:t: TX ring-size 4096 is too small for "
       "slots of 2048 bytes (allowed: ring-size >= 8192)"));
   g_clear_error (&error);
-  g_assert_false (mlx5_tx_geometry_choose (&tx_caps, "t", 4096, 512, 5, &cfg, &error));
+  g_assert_false (mlx5_tx_geometry_choose (&mini_port_caps, "t", 4096, 512, 5, &cfg, &error));
   g_assert_nonnull (strstr (error->message, "(allowed 1 .. 4)"));
   g_clear_error (&error);
-  g_assert_false (mlx5_tx_geometry_choose (&tx_caps, "t", 0, 13, 0, &cfg, &error));
+  g_assert_false (mlx5_tx_geometry_choose (&mini_port_caps, "t", 0, 13, 0, &cfg, &error));
   g_assert_nonnull (strstr (error->message,
       "max-packet-size 13 is out of range "
       "(allowed 14 .. 65535)"));
@@ -246,19 +165,19 @@ test_wqe_layout (void)
   for (guint i = 0; i < 3; i++)
     fill_frame (f[i], lens[i], i);
   g_assert_cmpuint (mlx5_txq_send (q, frames, lens, 3), ==, 3);
-  g_assert_cmpuint (be32toh (d.sq->dbrec[MLX5_SND_DBR]), ==, 3);
+  g_assert_cmpuint (be32toh (d.port.sq->dbrec[MLX5_SND_DBR]), ==, 3);
   /* the doorbell: the first 8 bytes of the last WQE's ctrl segment, at BF offset 0 */
-  g_assert_cmpmem (d.bf, 8, d.sq->wqes + 2 * 64, 8);
-  const struct mlx5_wqe_ctrl_seg *c0 = (const struct mlx5_wqe_ctrl_seg *) d.sq->wqes;
-  const struct mlx5_wqe_ctrl_seg *c1 = (const struct mlx5_wqe_ctrl_seg *) (d.sq->wqes + 64);
-  const struct mlx5_wqe_ctrl_seg *c2 = (const struct mlx5_wqe_ctrl_seg *) (d.sq->wqes + 128);
+  g_assert_cmpmem (d.port.bf, 8, d.port.sq->wqes + 2 * 64, 8);
+  const struct mlx5_wqe_ctrl_seg *c0 = (const struct mlx5_wqe_ctrl_seg *) d.port.sq->wqes;
+  const struct mlx5_wqe_ctrl_seg *c1 = (const struct mlx5_wqe_ctrl_seg *) (d.port.sq->wqes + 64);
+  const struct mlx5_wqe_ctrl_seg *c2 = (const struct mlx5_wqe_ctrl_seg *) (d.port.sq->wqes + 128);
   /* byte for byte: opmod_idx_opcode = 00 | idx(16) | 0a, qpn_ds = sqn(24) | 03 */
   const guint8 expect_ctrl1[8] = { 0x00, 0x00, 0x01, 0x0a, 0x12, 0x34, 0x56, 0x03 };
   g_assert_cmpmem (c1, 8, expect_ctrl1, 8);
   g_assert_cmpuint (c0->fm_ce_se, ==, MLX5_WQE_CTRL_CQ_ONLY_FIRST_ERR);
   g_assert_cmpuint (c1->fm_ce_se, ==, MLX5_WQE_CTRL_CQ_UPDATE); /* every 2nd */
   g_assert_cmpuint (c2->fm_ce_se, ==, MLX5_WQE_CTRL_CQ_UPDATE); /* last of the burst */
-  const guint8 *eth = d.sq->wqes + 64 + 16;
+  const guint8 *eth = d.port.sq->wqes + 64 + 16;
   g_assert_cmpuint (eth[4], ==, MLX5_ETH_WQE_L3_CSUM | MLX5_ETH_WQE_L4_CSUM);
   g_assert_cmpuint (txdev_execute (&d, TRUE), ==, 3);
   for (guint i = 0; i < 3; i++) {
@@ -268,9 +187,9 @@ test_wqe_layout (void)
 
   /* the next doorbell uses the other half of the BlueFlame buffer */
   g_assert_cmpuint (mlx5_txq_send (q, frames, lens, 1), ==, 1);
-  g_assert_cmpmem (d.bf + BF_SIZE, 8, d.sq->wqes + 3 * 64, 8);
+  g_assert_cmpmem (d.port.bf + MINI_PORT_BF_SIZE, 8, d.port.sq->wqes + 3 * 64, 8);
   g_assert_cmpuint (mlx5_txq_send (q, frames, lens, 1), ==, 1);
-  g_assert_cmpmem (d.bf, 8, d.sq->wqes + 4 * 64, 8);
+  g_assert_cmpmem (d.port.bf, 8, d.port.sq->wqes + 4 * 64, 8);
 
   Mlx5TxCounters c;
   mlx5_txq_counters (q, &c);
@@ -343,7 +262,7 @@ test_reclaim_wrap (void)
     }
   }
   g_assert_cmpuint (d.hw_ci, ==, seq);
-  g_assert_cmpuint (be32toh (d.sq->dbrec[MLX5_SND_DBR]), ==, seq & 0xffff);
+  g_assert_cmpuint (be32toh (d.port.sq->dbrec[MLX5_SND_DBR]), ==, seq & 0xffff);
   Mlx5TxCounters c;
   mlx5_txq_counters (q, &c);
   g_assert_cmpuint (c.packets, ==, seq);
@@ -367,7 +286,7 @@ test_acquire_commit (void)
   g_assert_cmpuint (mlx5_txq_acquire (q, 10, slots), ==, 8);
   g_assert_cmpuint (mlx5_txq_free_slots (q), ==, 0);
   for (guint i = 0; i < 8; i++) {
-    g_assert_true (slots[i] == d.slab + i * 128);
+    g_assert_true (slots[i] == d.port.mr_addr + i * 128);
     lens[i] = 20 + i;
     fill_frame (slots[i], lens[i], 100 + i);
   }
@@ -383,7 +302,7 @@ test_acquire_commit (void)
   g_assert_cmpuint (mlx5_txq_free_slots (q), ==, 8);
   /* after cancel the slots are handed out again, from the first unsent one */
   g_assert_cmpuint (mlx5_txq_acquire (q, 1, slots), ==, 1);
-  g_assert_true (slots[0] == d.slab + 5 * 128);
+  g_assert_true (slots[0] == d.port.mr_addr + 5 * 128);
   /* a length out of range stops the commit */
   guint32 bad[2] = { 0, 60 };
   g_assert_cmpuint (mlx5_txq_commit (q, 1, bad), ==, 0);
@@ -402,8 +321,8 @@ test_src_mac (void)
   TxDev d;
   txdev_init (&d);
   Mlx5TxConfig cfg = { .stamp_src_mac = TRUE, .mac = { 2, 0, 0, 0xaa, 0xbb, 0xcc } };
-  g_assert_true (mlx5_tx_geometry_choose (&tx_caps, "t", 0, 128, 0, &cfg, NULL));
-  Mlx5Txq *q = mlx5_txq_new (&tx_ops, &d, &cfg, NULL);
+  g_assert_true (mlx5_tx_geometry_choose (&mini_port_caps, "t", 0, 128, 0, &cfg, NULL));
+  Mlx5Txq *q = mlx5_txq_new (&mini_port_ops, &d.port, &cfg, NULL);
   guint8 f[60];
   memset (f, 0x11, sizeof f);
   const guint8 *frames[1] = { f };
