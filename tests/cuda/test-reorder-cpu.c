@@ -14,9 +14,12 @@
 
 #define MAX_COLLECT 4096
 
+/* A reorder context with its pool of poisoned frames, the burst a test builds (rig_add, or
+ * dqt_burst_add on r->burst) and sends (rig_send), and every batch it has emitted so far. */
 typedef struct {
   DqReorderCpu *ctx;
   DqReorderConfig cfg;
+  DqTestBurst burst;
   uint64_t frame_size;
   uint8_t **frames;
   uint32_t n_frames;
@@ -37,6 +40,7 @@ rig_init (Rig *r, const DqReorderConfig *cfg, uint32_t n_frames)
     dq_test_failures++;
     exit (1);
   }
+  dqt_burst_init (&r->burst);
   r->frame_size = dq_reorder_frame_size (cfg);
   r->frames = calloc (n_frames, sizeof *r->frames);
   r->n_frames = n_frames;
@@ -55,14 +59,17 @@ rig_take (Rig *r, const DqReorderCompletion *c)
     r->got[r->n_got++] = c->batches[i];
 }
 
+/* Push the rig's burst (from an exact-size copy) and start a new, empty one. */
 static void
-rig_push (Rig *r, const DqTestBurst *b)
+rig_send (Rig *r)
 {
   DqReorderCompletion c;
+  const DqTestBurst *b = &r->burst;
   uint8_t *exact = dqt_burst_exact (b);
   CHECK_EQ (dq_reorder_cpu_push (r->ctx, exact, b->size, b->pkts, b->n, &c), 0);
   free (exact);
   rig_take (r, &c);
+  dqt_burst_clear (&r->burst);
 }
 
 static void
@@ -77,6 +84,7 @@ static void
 rig_free (Rig *r)
 {
   dq_reorder_cpu_free (r->ctx);
+  dqt_burst_free (&r->burst);
   for (uint32_t i = 0; i < r->n_frames; i++)
     free (r->frames[i]);
   free (r->frames);
@@ -106,6 +114,13 @@ add_seq (DqTestBurst *b, const DqReorderConfig *cfg, uint32_t seq, uint8_t fill,
   dq_bits_set (p, cfg->seq_bit_offset, cfg->seq_bit_width, seq);
   for (uint32_t i = 0; i < cfg->payload_size; i++)
     p[cfg->payload_offset + i] = (uint8_t) (fill + i);
+}
+
+/* add_seq into the rig's burst, with the rig's config. */
+static void
+rig_add (Rig *r, uint32_t seq, uint8_t fill, uint64_t ts)
+{
+  add_seq (&r->burst, &r->cfg, seq, fill, ts);
 }
 
 static int
@@ -138,18 +153,15 @@ convert_one (DqElemType in, DqElemType out, DqByteOrder order, const uint8_t *pa
   cfg.byte_order = order;
   Rig r;
   rig_init (&r, &cfg, 2);
-  DqTestBurst b;
-  dqt_burst_init (&b);
-  uint8_t *p = dqt_burst_add (&b, NULL, 4 + len, 1);
+  uint8_t *p = dqt_burst_add (&r.burst, NULL, 4 + len, 1);
   memcpy (p + 4, payload, len);
-  rig_push (&r, &b);
+  rig_send (&r);
   *out_len = dq_reorder_output_payload_size (&cfg);
   CHECK_EQ (r.n_got, 1);
   if (r.n_got == 1 && *out_len <= sizeof result) {
     CHECK_EQ (r.got[0].flags, DQ_BATCH_COMPLETE);
     memcpy (result, r.got[0].frame, *out_len);
   }
-  dqt_burst_free (&b);
   rig_free (&r);
   return result;
 }
@@ -259,13 +271,11 @@ test_seq_batch_vector (void)
 
   Rig r;
   rig_init (&r, &cfg, 4);
-  DqTestBurst b;
-  dqt_burst_init (&b);
-  uint8_t *p = dqt_burst_add (&b, NULL, 6, 77);
+  uint8_t *p = dqt_burst_add (&r.burst, NULL, 6, 77);
   p[0] = 0x01;
   p[1] = 0x60;
   memcpy (p + 2, "\x11\x22\x33\x44", 4);
-  rig_push (&r, &b);
+  rig_send (&r);
   CHECK_EQ (r.n_got, 0);
   CHECK_EQ (r.last.window.open, 1);
   CHECK_EQ (r.last.window.oldest_id, 2);
@@ -281,7 +291,6 @@ test_seq_batch_vector (void)
   CHECK (f && memcmp (f + 5 * 4, "\x11\x22\x33\x44", 4) == 0);
   CHECK (f && slot_is_zero (f, 0, 4) && slot_is_zero (f, 4, 4) && slot_is_zero (f, 6, 4) &&
       slot_is_zero (f, 255, 4));
-  dqt_burst_free (&b);
   rig_free (&r);
 }
 
@@ -293,12 +302,10 @@ test_ppb4_vector (void)
   DqReorderConfig cfg = cfg_simple (4, 4, 0);
   Rig r;
   rig_init (&r, &cfg, 4);
-  DqTestBurst b;
-  dqt_burst_init (&b);
   const uint32_t seqs[4] = { 6, 4, 7, 5 };
   for (int i = 0; i < 4; i++)
-    add_seq (&b, &cfg, seqs[i], (uint8_t) (0x10 * seqs[i]), 100 + i);
-  rig_push (&r, &b);
+    rig_add (&r, seqs[i], (uint8_t) (0x10 * seqs[i]), 100 + i);
+  rig_send (&r);
   CHECK_EQ (r.n_got, 1);
   CHECK_EQ (r.got[0].batch_id, 1);
   CHECK_EQ (r.got[0].flags, DQ_BATCH_COMPLETE);
@@ -312,7 +319,6 @@ test_ppb4_vector (void)
   CHECK_EQ (r.last.stats.accepted, 4);
   CHECK_EQ (r.last.window.base, 2);
   CHECK_EQ (r.last.window.open, 0);
-  dqt_burst_free (&b);
   rig_free (&r);
 }
 
@@ -767,12 +773,10 @@ test_loss_push (void)
   DqReorderConfig cfg = cfg_simple (4, 8, 2);
   Rig r;
   rig_init (&r, &cfg, 8);
-  DqTestBurst b;
-  dqt_burst_init (&b);
   for (uint32_t s = 0; s < 16; s++)
     if (s != 6)
-      add_seq (&b, &cfg, s, (uint8_t) (s * 16), 1000 + s);
-  rig_push (&r, &b);
+      rig_add (&r, s, (uint8_t) (s * 16), 1000 + s);
+  rig_send (&r);
   CHECK_EQ (r.n_got, 4);
   CHECK_EQ (r.got[0].batch_id, 0);
   CHECK_EQ (r.got[0].flags, DQ_BATCH_COMPLETE | DQ_BATCH_PUSHED);
@@ -804,16 +808,14 @@ test_loss_push (void)
   for (uint32_t s = 0; s < 16; s++) {
     if (s == 6)
       continue;
-    dqt_burst_clear (&b);
-    add_seq (&b, &cfg, s, (uint8_t) (s * 16), 1000 + s);
-    rig_push (&r, &b);
+    rig_add (&r, s, (uint8_t) (s * 16), 1000 + s);
+    rig_send (&r);
   }
   CHECK_EQ (r.n_got, 4);
   CHECK_EQ (r.got[0].flags, DQ_BATCH_COMPLETE);
   CHECK_EQ (r.got[1].flags, DQ_BATCH_PUSHED);
   CHECK_EQ (r.got[2].flags, DQ_BATCH_COMPLETE);
   CHECK_EQ (r.got[3].flags, DQ_BATCH_COMPLETE);
-  dqt_burst_free (&b);
   rig_free (&r);
 }
 
@@ -824,18 +826,15 @@ test_duplicates (void)
   DqReorderConfig cfg = cfg_simple (4, 4, 2);
   Rig r;
   rig_init (&r, &cfg, 4);
-  DqTestBurst b;
-  dqt_burst_init (&b);
-  add_seq (&b, &cfg, 1, 0x10, 5);
-  add_seq (&b, &cfg, 1, 0x20, 6); /* duplicate in the same burst: first wins */
-  add_seq (&b, &cfg, 0, 0x30, 7);
-  rig_push (&r, &b);
-  dqt_burst_clear (&b);
-  add_seq (&b, &cfg, 1, 0x40, 8); /* duplicate in a later burst */
-  add_seq (&b, &cfg, 2, 0x50, 9);
-  add_seq (&b, &cfg, 3, 0x60, 10);
-  add_seq (&b, &cfg, 3, 0x70, 11);
-  rig_push (&r, &b);
+  rig_add (&r, 1, 0x10, 5);
+  rig_add (&r, 1, 0x20, 6); /* duplicate in the same burst: first wins */
+  rig_add (&r, 0, 0x30, 7);
+  rig_send (&r);
+  rig_add (&r, 1, 0x40, 8); /* duplicate in a later burst */
+  rig_add (&r, 2, 0x50, 9);
+  rig_add (&r, 3, 0x60, 10);
+  rig_add (&r, 3, 0x70, 11);
+  rig_send (&r);
   CHECK_EQ (r.n_got, 1);
   CHECK_EQ (r.got[0].batch_id, 0);
   CHECK_EQ (r.got[0].duplicates, 3);
@@ -845,7 +844,6 @@ test_duplicates (void)
       slot_is (r.got[0].frame, 2, 4, 0x50) && slot_is (r.got[0].frame, 3, 4, 0x60));
   CHECK_EQ (r.last.stats.duplicates, 3);
   CHECK_EQ (r.last.stats.accepted, 4);
-  dqt_burst_free (&b);
   rig_free (&r);
 }
 
@@ -856,37 +854,32 @@ test_late (void)
   DqReorderConfig cfg = cfg_simple (2, 4, 2);
   Rig r;
   rig_init (&r, &cfg, 8);
-  DqTestBurst b;
-  dqt_burst_init (&b);
-  add_seq (&b, &cfg, 2, 1, 1); /* the stream starts at batch 1 */
-  add_seq (&b, &cfg, 3, 2, 2);
-  add_seq (&b, &cfg, 0, 3, 3); /* batch 0: before the start -> late */
-  rig_push (&r, &b);
+  rig_add (&r, 2, 1, 1); /* the stream starts at batch 1 */
+  rig_add (&r, 3, 2, 2);
+  rig_add (&r, 0, 3, 3); /* batch 0: before the start -> late */
+  rig_send (&r);
   CHECK_EQ (r.n_got, 1);
   CHECK_EQ (r.got[0].batch_id, 1);
   CHECK_EQ (r.got[0].late, 1);
-  dqt_burst_clear (&b);
-  add_seq (&b, &cfg, 3, 4, 4); /* batch 1 was emitted: late */
-  add_seq (&b, &cfg, 2, 4, 4);
-  add_seq (&b, &cfg, 4, 5, 5);
-  rig_push (&r, &b);
+  rig_add (&r, 3, 4, 4); /* batch 1 was emitted: late */
+  rig_add (&r, 2, 4, 4);
+  rig_add (&r, 4, 5, 5);
+  rig_send (&r);
   CHECK_EQ (r.n_got, 1);
   CHECK_EQ (r.last.stats.late, 3);
   CHECK_EQ (r.last.stats.pending_late, 2);
-  dqt_burst_clear (&b);
-  add_seq (&b, &cfg, 5, 6, 6);
-  rig_push (&r, &b);
+  rig_add (&r, 5, 6, 6);
+  rig_send (&r);
   CHECK_EQ (r.n_got, 2);
   CHECK_EQ (r.got[1].batch_id, 2);
   CHECK_EQ (r.got[1].late, 2); /* the late packets since batch 1 */
   CHECK_EQ (r.last.stats.pending_late, 0);
   /* within one burst: batch 3 is in the window at the start, so placed in pass 1; then batch 6
    * moves the window from [3, 5) to [5, 7): 3 is pushed out, 4 skipped; 5 placed */
-  dqt_burst_clear (&b);
-  add_seq (&b, &cfg, 12, 7, 7); /* batch 6 */
-  add_seq (&b, &cfg, 7, 8, 8);  /* batch 3 */
-  add_seq (&b, &cfg, 11, 9, 9); /* batch 5 */
-  rig_push (&r, &b);
+  rig_add (&r, 12, 7, 7); /* batch 6 */
+  rig_add (&r, 7, 8, 8);  /* batch 3 */
+  rig_add (&r, 11, 9, 9); /* batch 5 */
+  rig_send (&r);
   CHECK_EQ (r.n_got, 3);
   CHECK_EQ (r.got[2].batch_id, 3);
   CHECK_EQ (r.got[2].flags, DQ_BATCH_PUSHED);
@@ -896,11 +889,9 @@ test_late (void)
   CHECK_EQ (r.last.window.base, 5);
   CHECK_EQ (r.last.window.open, 2);
   /* then in a later burst, batch 4 is below the window: late */
-  dqt_burst_clear (&b);
-  add_seq (&b, &cfg, 8, 8, 8);
-  rig_push (&r, &b);
+  rig_add (&r, 8, 8, 8);
+  rig_send (&r);
   CHECK_EQ (r.last.stats.late, 4);
-  dqt_burst_free (&b);
   rig_free (&r);
 }
 
@@ -913,15 +904,12 @@ test_two_pass (void)
   DqReorderConfig cfg = cfg_simple (2, 4, 2);
   Rig r;
   rig_init (&r, &cfg, 8);
-  DqTestBurst b;
-  dqt_burst_init (&b);
-  add_seq (&b, &cfg, 0, 1, 1); /* batch 0, window [0, 2) */
-  rig_push (&r, &b);
-  dqt_burst_clear (&b);
-  add_seq (&b, &cfg, 6, 2, 2); /* batch 3: beyond; moves the window to [2, 4) in pass 2 */
-  add_seq (&b, &cfg, 1, 3, 3); /* batch 0, in the window at burst start: placed */
-  add_seq (&b, &cfg, 2, 4, 4); /* batch 1 likewise */
-  rig_push (&r, &b);
+  rig_add (&r, 0, 1, 1); /* batch 0, window [0, 2) */
+  rig_send (&r);
+  rig_add (&r, 6, 2, 2); /* batch 3: beyond; moves the window to [2, 4) in pass 2 */
+  rig_add (&r, 1, 3, 3); /* batch 0, in the window at burst start: placed */
+  rig_add (&r, 2, 4, 4); /* batch 1 likewise */
+  rig_send (&r);
   CHECK_EQ (r.n_got, 2);
   CHECK_EQ (r.got[0].batch_id, 0);
   CHECK_EQ (r.got[0].flags, DQ_BATCH_COMPLETE | DQ_BATCH_PUSHED);
@@ -930,7 +918,6 @@ test_two_pass (void)
   CHECK_EQ (r.got[1].packets, 1);
   CHECK (slot_is (r.got[1].frame, 0, 4, 4) && slot_is_zero (r.got[1].frame, 1, 4));
   CHECK_EQ (r.last.stats.late, 0);
-  dqt_burst_free (&b);
   rig_free (&r);
 }
 
@@ -944,20 +931,18 @@ test_short_malformed (void)
   CHECK_EQ (dq_reorder_min_packet_length (&cfg), 24);
   Rig r;
   rig_init (&r, &cfg, 4);
-  DqTestBurst b;
-  dqt_burst_init (&b);
   uint8_t pkt[24];
   memset (pkt, 0x11, sizeof pkt);
   dq_bits_set (pkt, cfg.seq_bit_offset, 32, 1);
-  dqt_burst_add (&b, pkt, 24, 1); /* ok: slot 1 */
-  dqt_burst_add (&b, pkt, 23, 2); /* one byte short of the seq field */
-  dqt_burst_add (&b, pkt, 0, 3);
-  dqt_burst_add_bad (&b, 1000, 24);        /* outside the burst */
-  dqt_burst_add_bad (&b, 0xffffffffu, 24); /* offset + length overflows 32 bits */
+  dqt_burst_add (&r.burst, pkt, 24, 1); /* ok: slot 1 */
+  dqt_burst_add (&r.burst, pkt, 23, 2); /* one byte short of the seq field */
+  dqt_burst_add (&r.burst, pkt, 0, 3);
+  dqt_burst_add_bad (&r.burst, 1000, 24);        /* outside the burst */
+  dqt_burst_add_bad (&r.burst, 0xffffffffu, 24); /* offset + length overflows 32 bits */
   dq_bits_set (pkt, cfg.seq_bit_offset, 32, 0);
-  dqt_burst_add (&b, pkt, 24, 4); /* ok: slot 0 */
-  dqt_burst_add (&b, pkt, 17, 5); /* the last packet, short: nothing past it is read */
-  rig_push (&r, &b);
+  dqt_burst_add (&r.burst, pkt, 24, 4); /* ok: slot 0 */
+  dqt_burst_add (&r.burst, pkt, 17, 5); /* the last packet, short: nothing past it is read */
+  rig_send (&r);
   CHECK_EQ (r.n_got, 1);
   CHECK_EQ (r.got[0].short_packets, 5);
   CHECK_EQ (r.got[0].packets, 2);
@@ -965,11 +950,9 @@ test_short_malformed (void)
   CHECK_EQ (r.last.job_short, 5);
   CHECK_EQ (r.last.stats.packets, 7);
   /* a burst of only short packets changes nothing but the counters */
-  dqt_burst_clear (&b);
-  dqt_burst_add (&b, pkt, 3, 6);
-  rig_push (&r, &b);
+  dqt_burst_add (&r.burst, pkt, 3, 6);
+  rig_send (&r);
   CHECK_EQ (r.last.stats.pending_short, 1);
-  dqt_burst_free (&b);
   rig_free (&r);
 }
 
@@ -980,14 +963,12 @@ test_timeout_flush (void)
   DqReorderConfig cfg = cfg_simple (4, 4, 4);
   Rig r;
   rig_init (&r, &cfg, 8);
-  DqTestBurst b;
-  dqt_burst_init (&b);
-  add_seq (&b, &cfg, 9, 9, 90);    /* batch 2 */
-  add_seq (&b, &cfg, 13, 13, 130); /* batch 3 */
-  add_seq (&b, &cfg, 12, 12, 120);
-  add_seq (&b, &cfg, 14, 14, 140);
-  add_seq (&b, &cfg, 15, 15, 150); /* batch 3 complete, held behind batch 2 */
-  rig_push (&r, &b);
+  rig_add (&r, 9, 9, 90);    /* batch 2 */
+  rig_add (&r, 13, 13, 130); /* batch 3 */
+  rig_add (&r, 12, 12, 120);
+  rig_add (&r, 14, 14, 140);
+  rig_add (&r, 15, 15, 150); /* batch 3 complete, held behind batch 2 */
+  rig_send (&r);
   CHECK_EQ (r.n_got, 0);
   CHECK_EQ (r.last.window.open, 2);
   CHECK_EQ (r.last.window.oldest_id, 2);
@@ -1008,7 +989,6 @@ test_timeout_flush (void)
   rig_flush (&r, DQ_FLUSH_OLDEST);
   CHECK_EQ (r.n_got, 2);
   CHECK_EQ (r.last.n_batches, 0);
-  dqt_burst_free (&b);
   rig_free (&r);
 }
 
@@ -1019,11 +999,9 @@ test_flush_all_reset (void)
   DqReorderConfig cfg = cfg_simple (4, 4, 4);
   Rig r;
   rig_init (&r, &cfg, 6);
-  DqTestBurst b;
-  dqt_burst_init (&b);
-  add_seq (&b, &cfg, 1, 1, 1);  /* batch 0 */
-  add_seq (&b, &cfg, 10, 2, 2); /* batch 2 */
-  rig_push (&r, &b);
+  rig_add (&r, 1, 1, 1);  /* batch 0 */
+  rig_add (&r, 10, 2, 2); /* batch 2 */
+  rig_send (&r);
   rig_flush (&r, DQ_FLUSH_ALL);
   CHECK_EQ (r.n_got, 2);
   CHECK_EQ (r.got[0].batch_id, 0);
@@ -1032,10 +1010,9 @@ test_flush_all_reset (void)
   CHECK_EQ (r.last.window.base, 4);
   CHECK_EQ (r.last.stats.skipped, 2);
   /* the window keeps its place: batch 3 is late now, batch 4 opens */
-  dqt_burst_clear (&b);
-  add_seq (&b, &cfg, 15, 3, 3);
-  add_seq (&b, &cfg, 16, 4, 4);
-  rig_push (&r, &b);
+  rig_add (&r, 15, 3, 3);
+  rig_add (&r, 16, 4, 4);
+  rig_send (&r);
   CHECK_EQ (r.last.stats.late, 1);
   CHECK_EQ (r.last.window.oldest_id, 4);
   /* reset: batch 4 emitted, the 4 window frames' unused 3 and the free queue's given back */
@@ -1052,12 +1029,10 @@ test_flush_all_reset (void)
     seen |= 1u << (uint32_t) (uintptr_t) r.last.released[i].user;
   CHECK_EQ (seen, 0x7e); /* users 1..6, each once */
   /* after the reset the next packet starts a new window, even an old id */
-  dqt_burst_clear (&b);
-  add_seq (&b, &cfg, 0, 5, 5);
-  rig_push (&r, &b);
+  rig_add (&r, 0, 5, 5);
+  rig_send (&r);
   CHECK_EQ (r.last.window.initialized, 1);
   CHECK_EQ (r.last.window.oldest_id, 0);
-  dqt_burst_free (&b);
   rig_free (&r);
 }
 
@@ -1068,11 +1043,9 @@ test_no_frame (void)
   DqReorderConfig cfg = cfg_simple (2, 4, 2);
   Rig r;
   rig_init (&r, &cfg, 1); /* one frame for a window of two */
-  DqTestBurst b;
-  dqt_burst_init (&b);
   for (uint32_t s = 0; s < 4; s++)
-    add_seq (&b, &cfg, s, (uint8_t) s, s);
-  rig_push (&r, &b);
+    rig_add (&r, s, (uint8_t) s, s);
+  rig_send (&r);
   CHECK_EQ (r.n_got, 2);
   CHECK_EQ (r.got[0].flags, DQ_BATCH_COMPLETE);
   CHECK (r.got[0].frame == r.frames[0]);
@@ -1083,15 +1056,13 @@ test_no_frame (void)
   /* a frame given back now goes to the next batch that has none and no packets */
   uint8_t *f = malloc (8);
   dq_reorder_cpu_add_frame (r.ctx, f, (void *) 42);
-  dqt_burst_clear (&b);
-  add_seq (&b, &cfg, 4, 4, 4);
-  add_seq (&b, &cfg, 5, 5, 5);
-  rig_push (&r, &b);
+  rig_add (&r, 4, 4, 4);
+  rig_add (&r, 5, 5, 5);
+  rig_send (&r);
   CHECK_EQ (r.n_got, 3);
   CHECK (r.got[2].frame == f && r.got[2].frame_user == (void *) 42);
   CHECK (slot_is (f, 0, 4, 4) && slot_is (f, 1, 4, 5));
   free (f);
-  dqt_burst_free (&b);
   rig_free (&r);
 }
 
@@ -1142,12 +1113,9 @@ test_seq_wrap (void)
   cfg.seq_bit_offset = 24;
   Rig r;
   rig_init (&r, &cfg, 16);
-  DqTestBurst b;
-  dqt_burst_init (&b);
   for (uint32_t s = 248; s < 248 + 16; s++) {
-    dqt_burst_clear (&b);
-    add_seq (&b, &cfg, s & 0xff, (uint8_t) s, s);
-    rig_push (&r, &b);
+    rig_add (&r, s & 0xff, (uint8_t) s, s);
+    rig_send (&r);
   }
   CHECK_EQ (r.n_got, 4);
   for (uint32_t i = 0; i < 4; i++) {
@@ -1162,16 +1130,14 @@ test_seq_wrap (void)
   cfg.window = 2;
   rig_init (&r, &cfg, 16);
   for (uint32_t s = 249; s < 249 + 12; s++) { /* 249 = 83 * 3 */
-    dqt_burst_clear (&b);
-    add_seq (&b, &cfg, s & 0xff, (uint8_t) s, s);
-    rig_push (&r, &b);
+    rig_add (&r, s & 0xff, (uint8_t) s, s);
+    rig_send (&r);
   }
   CHECK_EQ (r.n_got, 4);
   for (uint32_t i = 0; i < 4; i++) {
     CHECK_EQ (r.got[i].batch_id, 83 + i);
     CHECK_EQ (r.got[i].flags, DQ_BATCH_COMPLETE);
   }
-  dqt_burst_free (&b);
   rig_free (&r);
 }
 
@@ -1190,11 +1156,8 @@ test_field_wrap (void)
   cfg.payload_size = 2;
   Rig r;
   rig_init (&r, &cfg, 16);
-  DqTestBurst b;
-  dqt_burst_init (&b);
   uint8_t pay[2], pkt[4];
   for (uint64_t batch = 2; batch < 9; batch++) {
-    dqt_burst_clear (&b);
     for (uint32_t s = 0; s < 256; s++) {
       if (batch == 5 && s == 17)
         continue;                    /* one loss */
@@ -1202,9 +1165,9 @@ test_field_wrap (void)
       pay[0] = (uint8_t) batch;
       pay[1] = (uint8_t) slot;
       dqt_make_packet (&cfg, batch, slot, pay, pkt, 4);
-      dqt_burst_add (&b, pkt, 4, batch * 1000 + s);
+      dqt_burst_add (&r.burst, pkt, 4, batch * 1000 + s);
     }
-    rig_push (&r, &b);
+    rig_send (&r);
   }
   rig_flush (&r, DQ_FLUSH_ALL);
   CHECK_EQ (r.n_got, 7);
@@ -1224,7 +1187,6 @@ test_field_wrap (void)
     CHECK_EQ (bad, 0);
   }
   CHECK_EQ (r.got[3].flags, DQ_BATCH_PUSHED);
-  dqt_burst_free (&b);
   rig_free (&r);
 }
 
@@ -1477,20 +1439,17 @@ test_packetize_roundtrip (void)
     CHECK (memcmp (p, hdr, 14) == 0);
   }
   /* reorder them back (reversed, one burst) */
-  DqTestBurst b;
-  dqt_burst_init (&b);
-  for (int s = 49; s >= 0; s--)
-    dqt_burst_add (&b, out + s * 64, 60, (uint64_t) s);
   Rig r;
   rig_init (&r, &cfg, 2);
-  rig_push (&r, &b);
+  for (int s = 49; s >= 0; s--)
+    dqt_burst_add (&r.burst, out + s * 64, 60, (uint64_t) s);
+  rig_send (&r);
   CHECK_EQ (r.n_got, 1);
   CHECK_EQ (r.got[0].batch_id, 7);
   CHECK_EQ (r.got[0].flags, DQ_BATCH_COMPLETE);
   CHECK (memcmp (r.got[0].frame, frame, 500) == 0);
   CHECK_EQ (r.got[0].first_timestamp, 49);
   rig_free (&r);
-  dqt_burst_free (&b);
   /* validation */
   DqPacketizeTemplate bad = t;
   bad.packet_stride = 59;

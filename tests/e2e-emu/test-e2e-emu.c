@@ -42,16 +42,6 @@ port_lookup (const gchar *name)
   return port;
 }
 
-/* the bytes daqiritestsrc sends for packets 0 .. n-1 */
-static guint64
-test_bytes (guint n, guint min_size, guint max_size)
-{
-  guint64 sum = 0;
-  for (guint seq = 0; seq < n; seq++)
-    sum += gst_daqiri_test_packet_size (min_size, max_size, seq);
-  return sum;
-}
-
 /* nothing lost anywhere on the port: every frame that arrived went into an RQ */
 static void
 assert_port_clean (EmuPort *port, guint64 rx_packets, guint64 tx_packets)
@@ -96,16 +86,13 @@ GST_START_TEST (test_loopback_million)
   fail_unless_equals_uint64 (r.freq_hz, G_GUINT64_CONSTANT (1000000000));
 
   gint64 t0 = g_get_monotonic_time ();
-  gchar *launch = g_strdup_printf (
-      "daqiritestsrc num-packets=%u burst-packets=64 "
-      "packet-size-min=60 packet-size-max=1500 n-flows=%d ! daqirisink name=tx device=%s",
-      n, N_FLOWS, device);
-  GstStructure *tx = run_sender (launch);
-  g_free (launch);
+  GstStructure *tx = run_testsrc (n,
+      "burst-packets=64 packet-size-min=60 packet-size-max=1500 n-flows=" G_STRINGIFY (N_FLOWS),
+      device);
   assert_all_received (&r, rx, n);
   gint64 t1 = g_get_monotonic_time ();
 
-  guint64 bytes = test_bytes (n, 60, 1500);
+  guint64 bytes = test_packet_bytes (n, 60, 1500);
   fail_unless_equals_uint64 (r.bytes, bytes);
   fail_unless_equals_uint64 (stat_u64 (tx, "packets"), n);
   fail_unless_equals_uint64 (stat_u64 (tx, "bytes"), bytes);
@@ -158,13 +145,9 @@ GST_START_TEST (test_line_rate_576)
   r.rate_bps = emu_port_rate_bps (port);
   r.overhead = 24;
 
-  gchar *launch =
-      g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=128 "
-                       "packet-size-min=576 packet-size-max=576 n-flows=%d ! daqirisink name=tx "
-                       "device=emu:rate576",
-          n, N_FLOWS);
-  GstStructure *tx = run_sender (launch);
-  g_free (launch);
+  GstStructure *tx = run_testsrc (n,
+      "burst-packets=128 packet-size-min=576 packet-size-max=576 n-flows=" G_STRINGIFY (N_FLOWS),
+      "emu:rate576");
   gst_structure_free (tx);
   assert_all_received (&r, rx, n);
   assert_port_clean (port, n, n);
@@ -201,17 +184,14 @@ GST_START_TEST (test_forward_unchanged)
   fail_unless (fw != NULL);
   play (fw);
 
-  gchar *launch = g_strdup_printf (
-      "daqiritestsrc num-packets=%u burst-packets=64 "
-      "packet-size-min=60 packet-size-max=1500 n-flows=%d ! daqirisink name=tx device=%s",
-      n, N_FLOWS, dev_a);
-  GstStructure *tx = run_sender (launch);
-  g_free (launch);
+  GstStructure *tx = run_testsrc (n,
+      "burst-packets=64 packet-size-min=60 packet-size-max=1500 n-flows=" G_STRINGIFY (N_FLOWS),
+      dev_a);
   fail_unless_equals_uint64 (stat_u64 (tx, "in-place"), n);
   gst_structure_free (tx);
 
   assert_all_received (&r, rx, n);
-  guint64 bytes = test_bytes (n, 60, 1500);
+  guint64 bytes = test_packet_bytes (n, 60, 1500);
   fail_unless_equals_uint64 (r.bytes, bytes);
   GstStructure *fs = element_stats (fw, "src");
   GstStructure *ft = element_stats (fw, "tx");
@@ -257,12 +237,8 @@ GST_START_TEST (test_held_buffers_exhaust_ring)
   GstElement *rx = receiver_pipeline (&r, device, "ring-size=1048576 burst-packets=64");
   EmuPort *port = port_lookup ("held");
 
-  gchar *launch = g_strdup_printf (
-      "daqiritestsrc num-packets=%u burst-packets=32 "
-      "packet-size-min=1000 packet-size-max=1000 n-flows=1 ! daqirisink name=tx device=%s",
-      n, device);
-  GstStructure *tx = run_sender (launch);
-  g_free (launch);
+  GstStructure *tx = run_testsrc (
+      n, "burst-packets=32 packet-size-min=1000 packet-size-max=1000 n-flows=1", device);
   fail_unless_equals_uint64 (stat_u64 (tx, "packets"), n);
   gst_structure_free (tx);
   fail_unless (emu_port_wait_idle (port, 5 * GST_SECOND));
@@ -290,15 +266,7 @@ GST_START_TEST (test_held_buffers_exhaust_ring)
   for (guint i = 0; i < packets; i++)
     fail_unless (r.seen[i] == 1, "packet %u missing", i);
 
-  GstBus *bus = gst_element_get_bus (rx);
-  GstMessage *w = gst_bus_timed_pop_filtered (bus, 3 * GST_SECOND, GST_MESSAGE_WARNING);
-  fail_unless (w != NULL, "no ring-full warning");
-  GError *err = NULL;
-  gst_message_parse_warning (w, &err, NULL);
-  fail_unless (strstr (err->message, "ring was full") != NULL, "%s", err->message);
-  g_error_free (err);
-  gst_message_unref (w);
-  gst_object_unref (bus);
+  assert_warning_posted (rx, "ring was full");
 
   /* release everything: the stream recovers, nothing more is dropped */
   g_mutex_lock (&r.lock);
@@ -306,13 +274,8 @@ GST_START_TEST (test_held_buffers_exhaust_ring)
   g_ptr_array_set_size (r.held, 0);
   receiver_reset (&r);
   g_mutex_unlock (&r.lock);
-  launch = g_strdup_printf (
-      "daqiritestsrc num-packets=2000 burst-packets=32 "
-      "packet-size-min=1000 packet-size-max=1000 n-flows=1 rate=20000 ! daqirisink name=tx "
-      "device=%s",
-      device);
-  tx = run_sender (launch);
-  g_free (launch);
+  tx = run_testsrc (2000,
+      "burst-packets=32 packet-size-min=1000 packet-size-max=1000 n-flows=1 rate=20000", device);
   gst_structure_free (tx);
   fail_unless_equals_int (receiver_wait (&r, 2000, 3000), 2000);
   fail_unless_equals_int (r.bad, 0);
@@ -358,15 +321,7 @@ GST_START_TEST (test_state_cycles_under_traffic)
   Receiver r;
   receiver_init (&r, G_MAXUINT32 / 2);
   r.hold = TRUE;
-  launch = g_strdup_printf ("daqirisrc name=src device=%s flows=\"" DQ_E2E_FLOWS "\" "
-                            "ring-size=262144 ! appsink name=sink sync=false",
-      device);
-  GstElement *rx = gst_parse_launch (launch, &error);
-  g_free (launch);
-  fail_unless (rx != NULL);
-  GstElement *sink = gst_bin_get_by_name (GST_BIN (rx), "sink");
-  receiver_attach (&r, sink);
-  gst_object_unref (sink);
+  GstElement *rx = receiver_pipeline_new (&r, device, "ring-size=262144");
 
   for (guint cycle = 0; cycle < 200; cycle++) {
     guint before = r.buffers;
@@ -375,33 +330,15 @@ GST_START_TEST (test_state_cycles_under_traffic)
       play (sender);
     }
     play (rx);
-    g_mutex_lock (&r.lock);
-    gint64 deadline = g_get_monotonic_time () + 3 * G_USEC_PER_SEC;
-    while (r.buffers == before)
-      if (!g_cond_wait_until (&r.cond, &r.lock, deadline))
-        break;
-    gboolean got = r.buffers > before;
     /* keep the newest few buffers across the NULL transition, free the rest */
-    if (r.held->len > 4)
-      g_ptr_array_remove_range (r.held, 0, r.held->len - 4);
-    g_mutex_unlock (&r.lock);
+    gboolean got = receiver_wait_buffer (&r, before, 3000, 4);
     fail_unless (got, "cycle %u received nothing", cycle);
     fail_unless (gst_element_set_state (rx, GST_STATE_NULL) == GST_STATE_CHANGE_SUCCESS);
 
     /* the held buffers still read fine after their element stopped */
     g_mutex_lock (&r.lock);
     fail_unless (r.held->len > 0);
-    for (guint i = 0; i < r.held->len; i++) {
-      GstBuffer *buf = g_ptr_array_index (r.held, i);
-      GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
-      GstMapInfo map;
-      fail_unless (gst_buffer_map (buf, &map, GST_MAP_READ));
-      guint32 seq, flow;
-      for (guint k = 0; k < meta->n_packets; k++)
-        fail_unless (gst_daqiri_test_packet_check (
-            &r.params, map.data + meta->packets[k].offset, meta->packets[k].length, &seq, &flow));
-      gst_buffer_unmap (buf, &map);
-    }
+    receiver_assert_held_intact (&r);
     g_ptr_array_set_size (r.held, 0);
     g_mutex_unlock (&r.lock);
   }
@@ -475,44 +412,30 @@ typedef struct {
   guint late; /* timestamp not exactly 1/rate after the one before */
   guint64 first_ts, last_ts;
   guint64 period_ns;
-  GMutex lock;
 } GenCheck;
 
 /* emu.h: Ethernet/IPv4/UDP from 10.0.0.1:1000 to 10.0.0.2:5000, the sequence number
- * big-endian at offset 42, then byte i of the frame = (k + i) & 0xff */
-static GstFlowReturn
-on_gen_sample (GstAppSink *sink, gpointer user_data)
+ * big-endian at offset 42, then byte i of the frame = (k + i) & 0xff (under the receiver's
+ * lock) */
+static void
+check_gen_packet (Receiver *r, const GstDaqiriPacket *p, const guint8 *f, gpointer user_data)
 {
   GenCheck *g = user_data;
-  GstSample *sample = gst_app_sink_pull_sample (sink);
-  GstBuffer *buf = gst_sample_get_buffer (sample);
-  GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
-  GstMapInfo map;
-
-  g_mutex_lock (&g->lock);
-  fail_unless (meta != NULL && gst_buffer_map (buf, &map, GST_MAP_READ));
-  for (guint i = 0; i < meta->n_packets; i++) {
-    const GstDaqiriPacket *p = &meta->packets[i];
-    const guint8 *f = map.data + p->offset;
-    guint32 k = g->received;
-    gboolean ok = p->length == 128 && GST_READ_UINT32_BE (f + 42) == k &&
-        GST_READ_UINT16_BE (f + 12) == 0x0800 && f[23] == 17 &&
-        GST_READ_UINT16_BE (f + 36) == 5000 && (p->flags & GST_DAQIRI_PACKET_FLAG_CSUM_OK) != 0;
-    for (guint b = 46; ok && b < p->length; b++)
-      ok = f[b] == (guint8) (k + b);
-    g->bad += !ok;
-    g->wrong_mark += p->flow_id != 77;
-    if (g->received == 0)
-      g->first_ts = p->timestamp;
-    else if (p->timestamp != g->last_ts + g->period_ns)
-      g->late++;
-    g->last_ts = p->timestamp;
-    g->received++;
-  }
-  gst_buffer_unmap (buf, &map);
-  g_mutex_unlock (&g->lock);
-  gst_sample_unref (sample);
-  return GST_FLOW_OK;
+  guint32 k = g->received;
+  gboolean ok = p->length == 128 && GST_READ_UINT32_BE (f + 42) == k &&
+      GST_READ_UINT16_BE (f + 12) == 0x0800 && f[23] == 17 && GST_READ_UINT16_BE (f + 36) == 5000 &&
+      (p->flags & GST_DAQIRI_PACKET_FLAG_CSUM_OK) != 0;
+  for (guint b = 46; ok && b < p->length; b++)
+    ok = f[b] == (guint8) (k + b);
+  g->bad += !ok;
+  g->wrong_mark += p->flow_id != 77;
+  if (g->received == 0)
+    g->first_ts = p->timestamp;
+  else if (p->timestamp != g->last_ts + g->period_ns)
+    g->late++;
+  g->last_ts = p->timestamp;
+  g->received++;
+  r->received = g->received;
 }
 
 /* gen=128,gen-rate=1m,gen-count=5000: exactly 5000 frames, every byte as emu.h says,
@@ -521,7 +444,8 @@ on_gen_sample (GstAppSink *sink, gpointer user_data)
 GST_START_TEST (test_generator_from_device_string)
 {
   GenCheck g = { .period_ns = 1000 };
-  g_mutex_init (&g.lock);
+  Receiver r;
+  receiver_init (&r, 0);
   GError *error = NULL;
   GstElement *rx =
       gst_parse_launch ("daqirisrc name=src "
@@ -530,28 +454,21 @@ GST_START_TEST (test_generator_from_device_string)
           &error);
   fail_unless (rx != NULL);
   GstElement *sink = gst_bin_get_by_name (GST_BIN (rx), "sink");
-  GstAppSinkCallbacks cb = { .new_sample = on_gen_sample };
-  gst_app_sink_set_callbacks (GST_APP_SINK (sink), &cb, &g, NULL);
+  receiver_attach_full (&r, sink, check_gen_packet, &g);
   gst_object_unref (sink);
   play (rx);
   EmuPort *port = port_lookup ("gen1");
-  for (guint i = 0; i < 500; i++) {
-    g_mutex_lock (&g.lock);
-    guint got = g.received;
-    g_mutex_unlock (&g.lock);
-    if (got >= 5000)
-      break;
-    g_usleep (10000);
-  }
+  receiver_wait (&r, 5000, 5000);
   fail_unless (emu_port_wait_idle (port, 5 * GST_SECOND));
   g_usleep (20000);
-  g_mutex_lock (&g.lock);
+  g_mutex_lock (&r.lock);
+  fail_unless_equals_int (r.bad, 0); /* every buffer carried a valid packet meta */
   fail_unless_equals_int (g.received, 5000);
   fail_unless_equals_int (g.bad, 0);
   fail_unless_equals_int (g.wrong_mark, 0);
   fail_unless_equals_int (g.late, 0);
   fail_unless_equals_uint64 (g.last_ts - g.first_ts, 4999 * 1000);
-  g_mutex_unlock (&g.lock);
+  g_mutex_unlock (&r.lock);
   EmuCounters c;
   emu_port_counters (port, &c);
   fail_unless_equals_uint64 (emu_port_generated (port), 5000);
@@ -564,7 +481,7 @@ GST_START_TEST (test_generator_from_device_string)
   emu_port_unref (port);
   gst_element_set_state (rx, GST_STATE_NULL);
   gst_object_unref (rx);
-  g_mutex_clear (&g.lock);
+  receiver_clear (&r);
 
   const struct {
     const gchar *device, *message;

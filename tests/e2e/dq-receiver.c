@@ -113,9 +113,13 @@ on_sample (GstAppSink *sink, gpointer user_data)
     if (!gst_daqiri_packet_meta_validate (meta, map.size, NULL))
       r->bad++;
     else
-      for (guint i = 0; i < meta->n_packets; i++)
-        receiver_check_frame (r, map.data + meta->packets[i].offset, meta->packets[i].length,
-            meta->packets[i].flow_id, meta->packets[i].timestamp);
+      for (guint i = 0; i < meta->n_packets; i++) {
+        const GstDaqiriPacket *p = &meta->packets[i];
+        if (r->packet_func != NULL)
+          r->packet_func (r, p, map.data + p->offset, r->packet_data);
+        else
+          receiver_check_frame (r, map.data + p->offset, p->length, p->flow_id, p->timestamp);
+      }
     gst_buffer_unmap (buf, &map);
   } else {
     r->bad++;
@@ -129,10 +133,18 @@ on_sample (GstAppSink *sink, gpointer user_data)
 }
 
 void
-receiver_attach (Receiver *r, GstElement *appsink)
+receiver_attach_full (Receiver *r, GstElement *appsink, ReceiverPacketFunc func, gpointer user_data)
 {
   GstAppSinkCallbacks cb = { .new_sample = on_sample };
+  r->packet_func = func;
+  r->packet_data = user_data;
   gst_app_sink_set_callbacks (GST_APP_SINK (appsink), &cb, r, NULL);
+}
+
+void
+receiver_attach (Receiver *r, GstElement *appsink)
+{
+  receiver_attach_full (r, appsink, NULL, NULL);
 }
 
 /* Waits until @n packets arrived or @timeout_ms passed without progress. */
@@ -155,6 +167,47 @@ receiver_wait (Receiver *r, guint n, guint timeout_ms)
   return got;
 }
 
+gboolean
+receiver_wait_buffer (Receiver *r, guint before, guint timeout_ms, guint keep)
+{
+  g_mutex_lock (&r->lock);
+  gint64 deadline = g_get_monotonic_time () + timeout_ms * G_GINT64_CONSTANT (1000);
+  while (r->buffers == before)
+    if (!g_cond_wait_until (&r->cond, &r->lock, deadline))
+      break;
+  gboolean got = r->buffers > before;
+  if (r->held->len > keep)
+    g_ptr_array_remove_range (r->held, 0, r->held->len - keep);
+  g_mutex_unlock (&r->lock);
+  return got;
+}
+
+void
+receiver_assert_held_intact (Receiver *r)
+{
+  for (guint i = 0; i < r->held->len; i++) {
+    GstBuffer *buf = g_ptr_array_index (r->held, i);
+    GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
+    GstMapInfo map;
+    fail_unless (meta != NULL);
+    fail_unless (gst_buffer_map (buf, &map, GST_MAP_READ));
+    guint32 seq, flow;
+    for (guint k = 0; k < meta->n_packets; k++)
+      fail_unless (gst_daqiri_test_packet_check (
+          &r->params, map.data + meta->packets[k].offset, meta->packets[k].length, &seq, &flow));
+    gst_buffer_unmap (buf, &map);
+  }
+}
+
+guint64
+test_packet_bytes (guint n, guint min_size, guint max_size)
+{
+  guint64 sum = 0;
+  for (guint seq = 0; seq < n; seq++)
+    sum += gst_daqiri_test_packet_size (min_size, max_size, seq);
+  return sum;
+}
+
 /* Sets @pipeline PLAYING; a failure fails the test with the error the bus got. */
 void
 play (GstElement *pipeline)
@@ -175,7 +228,7 @@ play (GstElement *pipeline)
 }
 
 GstElement *
-receiver_pipeline (Receiver *r, const gchar *device, const gchar *extra)
+receiver_pipeline_new (Receiver *r, const gchar *device, const gchar *extra)
 {
   gchar *launch = g_strdup_printf ("daqirisrc name=src device=%s flows=\"" DQ_E2E_FLOWS "\" %s ! "
                                    "appsink name=sink sync=false emit-signals=false",
@@ -187,6 +240,13 @@ receiver_pipeline (Receiver *r, const gchar *device, const gchar *extra)
   GstElement *sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
   receiver_attach (r, sink);
   gst_object_unref (sink);
+  return pipeline;
+}
+
+GstElement *
+receiver_pipeline (Receiver *r, const gchar *device, const gchar *extra)
+{
+  GstElement *pipeline = receiver_pipeline_new (r, device, extra);
   /* the source starts (its receive queue exists and is steered) before this returns;
    * the appsink completes its state change with the first buffer */
   play (pipeline);
@@ -244,7 +304,29 @@ run_sender (const gchar *launch)
   return stats;
 }
 
+GstStructure *
+run_testsrc (guint n, const gchar *props, const gchar *device)
+{
+  gchar *launch = g_strdup_printf (
+      "daqiritestsrc num-packets=%u %s ! daqirisink name=tx device=%s", n, props, device);
+  GstStructure *stats = run_sender (launch);
+  g_free (launch);
+  return stats;
+}
 
+void
+assert_warning_posted (GstElement *pipeline, const gchar *text)
+{
+  GstBus *bus = gst_element_get_bus (pipeline);
+  GstMessage *w = gst_bus_timed_pop_filtered (bus, 3 * GST_SECOND, GST_MESSAGE_WARNING);
+  fail_unless (w != NULL, "no warning containing '%s'", text);
+  GError *err = NULL;
+  gst_message_parse_warning (w, &err, NULL);
+  fail_unless (strstr (err->message, text) != NULL, "%s", err->message);
+  g_error_free (err);
+  gst_message_unref (w);
+  gst_object_unref (bus);
+}
 
 void
 assert_all_received (Receiver *r, GstElement *rx, guint n)

@@ -18,7 +18,13 @@ G_BEGIN_DECLS
   "proto=udp dst-port=6000 mark=10; proto=udp dst-port=6001 mark=11; " \
   "proto=udp dst-port=6002 mark=12; proto=udp dst-port=6003 mark=13"
 
-typedef struct {
+typedef struct _Receiver Receiver;
+
+/* what a receiver does with each packet instead of receiver_check_frame (under its lock) */
+typedef void (*ReceiverPacketFunc) (
+    Receiver *r, const GstDaqiriPacket *packet, const guint8 *frame, gpointer user_data);
+
+struct _Receiver {
   GstDaqiriTestPacketParams params;
   guint8 *seen; /* one byte per sequence number */
   guint n_expected;
@@ -48,9 +54,12 @@ typedef struct {
   guint64 last_ts;
   guint ts_backwards;
 
+  ReceiverPacketFunc packet_func; /* NULL: receiver_check_frame */
+  gpointer packet_data;
+
   GMutex lock;
   GCond cond;
-} Receiver;
+};
 
 void receiver_init (Receiver *r, guint n_expected);
 void receiver_clear (Receiver *r);
@@ -61,19 +70,38 @@ void receiver_check_frame (
     Receiver *r, const guint8 *frame, gsize len, guint32 flow_id, guint64 ts);
 /* makes an appsink deliver its samples to the receiver */
 void receiver_attach (Receiver *r, GstElement *appsink);
+/* the same, each packet going to func (with user_data) instead of receiver_check_frame; the
+ * buffers and their packet metas are still counted and validated (buffers, bad) */
+void receiver_attach_full (
+    Receiver *r, GstElement *appsink, ReceiverPacketFunc func, gpointer user_data);
 /* waits until n packets arrived or timeout_ms passed without progress; how many arrived */
 guint receiver_wait (Receiver *r, guint n, guint timeout_ms);
+/* waits up to timeout_ms for a buffer after the first `before`, then lets go of all but the
+ * newest `keep` held buffers; whether one came */
+gboolean receiver_wait_buffer (Receiver *r, guint before, guint timeout_ms, guint keep);
+/* every packet of every held buffer is a correct test packet (the caller holds the lock
+ * while the pipeline runs) */
+void receiver_assert_held_intact (Receiver *r);
+
+/* the bytes daqiritestsrc sends for packets 0 .. n-1 of sizes min_size .. max_size */
+guint64 test_packet_bytes (guint n, guint min_size, guint max_size);
 
 /* Sets a pipeline PLAYING; a failure fails the test with the error the bus got. */
 void play (GstElement *pipeline);
 /* `daqirisrc name=src device=DEVICE flows=DQ_E2E_FLOWS EXTRA ! appsink name=sink`, PLAYING:
  * the source's queue exists when this returns */
 GstElement *receiver_pipeline (Receiver *r, const gchar *device, const gchar *extra);
+/* the same pipeline, attached to the receiver but left in NULL */
+GstElement *receiver_pipeline_new (Receiver *r, const gchar *device, const gchar *extra);
 /* the `stats` of the element `name` of a pipeline */
 GstStructure *element_stats (GstElement *pipeline, const gchar *name);
 guint64 stat_u64 (const GstStructure *s, const gchar *field);
 /* runs a sender pipeline to EOS; the stats of its element "tx" */
 GstStructure *run_sender (const gchar *launch);
+/* run_sender of `daqiritestsrc num-packets=N PROPS ! daqirisink name=tx device=DEVICE` */
+GstStructure *run_testsrc (guint n, const gchar *props, const gchar *device);
+/* the pipeline's bus gets a warning whose message contains `text` within 3 s */
+void assert_warning_posted (GstElement *pipeline, const gchar *text);
 /* every one of packets 0 .. n-1 arrived once, correct, with its flow id; daqirisrc's stats
  * (element "src" of rx) agree and say nothing was dropped or truncated */
 void assert_all_received (Receiver *r, GstElement *rx, guint n);

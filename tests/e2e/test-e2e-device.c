@@ -87,16 +87,6 @@ static const Engine engines[] = {
 
 static const Engine *engine;
 
-/* the bytes daqiritestsrc sends for packets 0 .. n-1 */
-static guint64
-test_bytes (guint n)
-{
-  guint64 sum = 0;
-  for (guint seq = 0; seq < n; seq++)
-    sum += gst_daqiri_test_packet_size (SIZE_MIN, SIZE_MAX, seq);
-  return sum;
-}
-
 static GstStaticPadTemplate harness_src_template =
     GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
 
@@ -164,7 +154,7 @@ GST_START_TEST (test_send_receive)
   fail_unless_equals_int (r.duplicates, 0);
   g_mutex_unlock (&r.lock);
 
-  guint64 bytes = test_bytes (n);
+  guint64 bytes = test_packet_bytes (n, SIZE_MIN, SIZE_MAX);
   fail_unless_equals_uint64 (r.bytes, bytes);
   fail_unless_equals_uint64 (stat_u64 (tx, "packets"), n);
   fail_unless_equals_uint64 (stat_u64 (tx, "bytes"), bytes);

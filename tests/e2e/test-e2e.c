@@ -51,13 +51,10 @@ GST_START_TEST (test_forward_unchanged)
   fail_unless (fw != NULL);
   fail_unless (gst_element_set_state (fw, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
 
-  gchar *launch =
-      g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=64 "
-                       "packet-size-min=60 packet-size-max=1500 n-flows=%d rate=200000 ! "
-                       "daqirisink name=tx device=afpacket:" TX_IF,
-          n, N_FLOWS);
-  GstStructure *tx = run_sender (launch);
-  g_free (launch);
+  GstStructure *tx = run_testsrc (n,
+      "burst-packets=64 packet-size-min=60 packet-size-max=1500 n-flows=" G_STRINGIFY (
+          N_FLOWS) " rate=200000",
+      "afpacket:" TX_IF);
   gst_structure_free (tx);
 
   assert_all_received (&r, rx, n);
@@ -131,21 +128,22 @@ read_pcap (const gchar *path, Receiver *r)
   return n;
 }
 
+/* whether a program is missing, and so the check `what` is skipped */
 static gboolean
-have_program (const gchar *name)
+skip_without (const gchar *program, const gchar *what)
 {
-  gchar *p = g_find_program_in_path (name);
+  gchar *p = g_find_program_in_path (program);
   g_free (p);
-  return p != NULL;
+  if (p == NULL)
+    g_printerr ("%s not installed: skipping %s\n", program, what);
+  return p == NULL;
 }
 
 /* tcpreplay (no daqiri code) sends; daqirisrc receives every packet intact */
 GST_START_TEST (test_tcpreplay_to_daqirisrc)
 {
-  if (!have_program ("tcpreplay")) {
-    g_printerr ("tcpreplay not installed: skipping the external sender check\n");
+  if (skip_without ("tcpreplay", "the external sender check"))
     return;
-  }
   const guint n = 20000;
   gchar *pcap = g_build_filename (tmpdir, "replay.pcap", NULL);
   write_pcap (pcap, n, 60, 1500);
@@ -179,10 +177,8 @@ GST_END_TEST;
 /* daqirisink sends; tcpdump (no daqiri code) captures every packet intact */
 GST_START_TEST (test_daqirisink_to_tcpdump)
 {
-  if (!have_program ("tcpdump")) {
-    g_printerr ("tcpdump not installed: skipping the external receiver check\n");
+  if (skip_without ("tcpdump", "the external receiver check"))
     return;
-  }
   const guint n = 20000;
   gchar *pcap = g_build_filename (tmpdir, "capture.pcap", NULL);
   gchar *count = g_strdup_printf ("%u", n);
@@ -201,13 +197,10 @@ GST_START_TEST (test_daqirisink_to_tcpdump)
   fail_unless (strstr (said->str, "listening on") != NULL, "tcpdump: %s", said->str);
   g_string_free (said, TRUE);
 
-  gchar *launch =
-      g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=32 "
-                       "packet-size-min=60 packet-size-max=1500 n-flows=%d rate=100000 ! "
-                       "daqirisink name=tx device=afpacket:" TX_IF,
-          n, N_FLOWS);
-  GstStructure *tx = run_sender (launch);
-  g_free (launch);
+  GstStructure *tx = run_testsrc (n,
+      "burst-packets=32 packet-size-min=60 packet-size-max=1500 n-flows=" G_STRINGIFY (
+          N_FLOWS) " rate=100000",
+      "afpacket:" TX_IF);
   fail_unless_equals_uint64 (stat_u64 (tx, "packets"), n);
   gst_structure_free (tx);
 
@@ -247,13 +240,9 @@ GST_START_TEST (test_held_buffers_exhaust_ring)
   r.hold = TRUE;
   GstElement *rx = receiver_pipeline (&r, "afpacket:" RX_IF, "ring-size=1048576 burst-packets=64");
 
-  gchar *launch =
-      g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=32 "
-                       "packet-size-min=1000 packet-size-max=1000 n-flows=1 rate=200000 ! "
-                       "daqirisink name=tx device=afpacket:" TX_IF,
-          n);
-  GstStructure *tx = run_sender (launch);
-  g_free (launch);
+  GstStructure *tx = run_testsrc (n,
+      "burst-packets=32 packet-size-min=1000 packet-size-max=1000 n-flows=1 rate=200000",
+      "afpacket:" TX_IF);
   gst_structure_free (tx);
   receiver_wait (&r, n, 500);
 
@@ -269,15 +258,7 @@ GST_START_TEST (test_held_buffers_exhaust_ring)
   fail_unless_equals_int (r.bad, 0);
 
   /* the warning reaches the bus */
-  GstBus *bus = gst_element_get_bus (rx);
-  GstMessage *w = gst_bus_timed_pop_filtered (bus, 3 * GST_SECOND, GST_MESSAGE_WARNING);
-  fail_unless (w != NULL, "no ring-full warning");
-  GError *err = NULL;
-  gst_message_parse_warning (w, &err, NULL);
-  fail_unless (strstr (err->message, "ring was full") != NULL, "%s", err->message);
-  g_error_free (err);
-  gst_message_unref (w);
-  gst_object_unref (bus);
+  assert_warning_posted (rx, "ring was full");
 
   /* release everything: the stream recovers */
   g_mutex_lock (&r.lock);
@@ -287,12 +268,9 @@ GST_START_TEST (test_held_buffers_exhaust_ring)
   r.received = 0;
   r.n_expected = 2 * n;
   g_mutex_unlock (&r.lock);
-  launch = g_strdup_printf ("daqiritestsrc num-packets=%u burst-packets=32 "
-                            "packet-size-min=1000 packet-size-max=1000 n-flows=1 rate=50000 ! "
-                            "daqirisink name=tx device=afpacket:" TX_IF,
-      2000u);
-  tx = run_sender (launch);
-  g_free (launch);
+  tx = run_testsrc (2000,
+      "burst-packets=32 packet-size-min=1000 packet-size-max=1000 n-flows=1 rate=50000",
+      "afpacket:" TX_IF);
   gst_structure_free (tx);
   fail_unless_equals_int (receiver_wait (&r, 2000, 2000), 2000);
   fail_unless_equals_int (r.bad, 0);
@@ -319,43 +297,18 @@ GST_START_TEST (test_state_cycles_under_traffic)
   Receiver r;
   receiver_init (&r, G_MAXUINT32 / 2);
   r.hold = TRUE;
-  gchar *launch = g_strdup ("daqirisrc name=src device=afpacket:" RX_IF " flows=\"" DQ_E2E_FLOWS
-                            "\" ring-size=262144 ! appsink name=sink sync=false");
-  GstElement *rx = gst_parse_launch (launch, &error);
-  g_free (launch);
-  fail_unless (rx != NULL);
-  GstElement *sink = gst_bin_get_by_name (GST_BIN (rx), "sink");
-  receiver_attach (&r, sink);
-  gst_object_unref (sink);
+  GstElement *rx = receiver_pipeline_new (&r, "afpacket:" RX_IF, "ring-size=262144");
 
   for (guint cycle = 0; cycle < 200; cycle++) {
     guint before = r.buffers;
     fail_unless (gst_element_set_state (rx, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
-    g_mutex_lock (&r.lock);
-    gint64 deadline = g_get_monotonic_time () + 2 * G_USEC_PER_SEC;
-    while (r.buffers == before)
-      if (!g_cond_wait_until (&r.cond, &r.lock, deadline))
-        break;
-    gboolean got = r.buffers > before;
     /* keep the newest few buffers across the NULL transition, free the rest */
-    if (r.held->len > 4)
-      g_ptr_array_remove_range (r.held, 0, r.held->len - 4);
-    g_mutex_unlock (&r.lock);
+    gboolean got = receiver_wait_buffer (&r, before, 2000, 4);
     fail_unless (got, "cycle %u received nothing", cycle);
     fail_unless (gst_element_set_state (rx, GST_STATE_NULL) == GST_STATE_CHANGE_SUCCESS);
   }
   /* the held buffers still read fine after their element stopped */
-  for (guint i = 0; i < r.held->len; i++) {
-    GstBuffer *buf = g_ptr_array_index (r.held, i);
-    GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
-    GstMapInfo map;
-    fail_unless (gst_buffer_map (buf, &map, GST_MAP_READ));
-    guint32 seq, flow;
-    for (guint k = 0; k < meta->n_packets; k++)
-      fail_unless (gst_daqiri_test_packet_check (
-          &r.params, map.data + meta->packets[k].offset, meta->packets[k].length, &seq, &flow));
-    gst_buffer_unmap (buf, &map);
-  }
+  receiver_assert_held_intact (&r);
   fail_unless_equals_int (r.bad, 0);
   gst_element_set_state (sender, GST_STATE_NULL);
   gst_object_unref (sender);

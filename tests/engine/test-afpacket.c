@@ -501,6 +501,30 @@ rx_stats_drops (DqRxQueue *rxq, guint64 drops)
   return s;
 }
 
+/* The RX tests' setup: an RX queue of config `c` on RX_DEVICE and a sender of raw frames on
+ * TX_IF, the other end of the veth pair. */
+typedef struct {
+  DqPort *port;
+  DqRxQueue *rxq;
+  Sender *s;
+} RxRig;
+
+static void
+rx_rig_open (RxRig *rig, const DqRxConfig *c)
+{
+  rig->port = port_open (RX_DEVICE);
+  rig->rxq = rxq_new (rig->port, c);
+  rig->s = sender_new (TX_IF);
+}
+
+static void
+rx_rig_close (RxRig *rig)
+{
+  sender_free (rig->s);
+  dq_rxq_destroy (rig->rxq);
+  dq_port_unref (rig->port);
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* port */
 
@@ -670,20 +694,19 @@ static void
 test_rx_frames (void)
 {
   const guint n = 20000;
-  DqPort *port = port_open (RX_DEVICE);
   DqRxConfig c = rx_config (64, 32 << 20, 1518);
-  DqRxQueue *rxq = rxq_new (port, &c);
-  g_assert_cmpuint (dq_rxq_ring_bytes (rxq), ==, 32 << 20);
-  Sender *s = sender_new (TX_IF);
+  RxRig rig;
+  rx_rig_open (&rig, &c);
+  g_assert_cmpuint (dq_rxq_ring_bytes (rig.rxq), ==, 32 << 20);
   Stream *st = stream_new (gen_plain, NULL, 0, n, 1518, 64);
 
   gint64 t0 = mono_ns ();
-  send_and_receive (s, st, rxq, 0, n);
+  send_and_receive (rig.s, st, rig.rxq, 0, n);
   gint64 t1 = mono_ns ();
   stream_check_ts_hi (st);
-  assert_rx_quiet (rxq, 20);
+  assert_rx_quiet (rig.rxq, 20);
 
-  DqRxStats stats = rx_stats (rxq);
+  DqRxStats stats = rx_stats (rig.rxq);
   g_assert_cmpuint (stats.packets, ==, n);
   g_assert_cmpuint (stats.bytes, ==, st->bytes);
   g_assert_cmpuint (stats.bursts, ==, st->bursts);
@@ -696,9 +719,7 @@ test_rx_frames (void)
       n, stats.bytes, stats.bursts, n / ((t1 - t0) / 1e3));
 
   stream_free (st);
-  sender_free (s);
-  dq_rxq_destroy (rxq);
-  dq_port_unref (port);
+  rx_rig_close (&rig);
 }
 
 /* max_packet_size 128: longer frames arrive cut to 128 bytes and flagged. */
@@ -706,18 +727,17 @@ static void
 test_rx_truncate (void)
 {
   const guint n = 500;
-  DqPort *port = port_open (RX_DEVICE);
   DqRxConfig c = rx_config (32, 1 << 20, 128);
-  DqRxQueue *rxq = rxq_new (port, &c);
-  Sender *s = sender_new (TX_IF);
+  RxRig rig;
+  rx_rig_open (&rig, &c);
   Stream *st = stream_new (gen_plain, NULL, 0, n, 128, 32);
 
   guint expect_truncated = 0;
   for (guint32 seq = 0; seq < n; seq++)
     expect_truncated += size_for_seq (seq) > 128;
-  send_and_receive (s, st, rxq, 0, n);
+  send_and_receive (rig.s, st, rig.rxq, 0, n);
 
-  DqRxStats stats = rx_stats (rxq);
+  DqRxStats stats = rx_stats (rig.rxq);
   g_assert_cmpuint (st->truncated, ==, expect_truncated);
   g_assert_cmpuint (stats.truncated, ==, expect_truncated);
   g_assert_cmpuint (stats.packets, ==, n);
@@ -725,9 +745,7 @@ test_rx_truncate (void)
   g_assert_cmpuint (expect_truncated, >, n / 2);
 
   stream_free (st);
-  sender_free (s);
-  dq_rxq_destroy (rxq);
-  dq_port_unref (port);
+  rx_rig_close (&rig);
 }
 
 /* Nine kinds of frames, interleaved; the rules give each matching kind its mark. */
@@ -790,28 +808,25 @@ test_rx_flows (void)
   const guint n = 9 * 300;
   guint n_rules;
   DqFlowRule *rules = rules_parse (FLOW_RULES, &n_rules);
-  DqPort *port = port_open (RX_DEVICE);
   DqRxConfig c = rx_config (64, 8 << 20, 1518);
   c.flows = rules;
   c.n_flows = n_rules;
-  DqRxQueue *rxq = rxq_new (port, &c);
-  Sender *s = sender_new (TX_IF);
+  RxRig rig;
+  rx_rig_open (&rig, &c);
   Stream *st = stream_new (gen_flows, NULL, 0, n, 1518, 64);
   g_assert_cmpuint (st->expect->len, ==, 300 * 6);
 
-  send_and_receive (s, st, rxq, 0, n);
-  assert_rx_quiet (rxq, 20);
+  send_and_receive (rig.s, st, rig.rxq, 0, n);
+  assert_rx_quiet (rig.rxq, 20);
 
-  DqRxStats stats = rx_stats (rxq);
+  DqRxStats stats = rx_stats (rig.rxq);
   g_assert_cmpuint (stats.packets, ==, 300 * 6);
   /* the kernel filter dropped the others: the software match never saw them */
   g_assert_cmpuint (stats.drops_filtered, ==, 0);
   g_assert_cmpuint (stats.drops_ring_full, ==, 0);
 
   stream_free (st);
-  sender_free (s);
-  dq_rxq_destroy (rxq);
-  dq_port_unref (port);
+  rx_rig_close (&rig);
   g_free (rules);
 }
 
@@ -821,16 +836,15 @@ static void
 test_rx_burst_split (void)
 {
   const guint n = 500;
-  DqPort *port = port_open (RX_DEVICE);
   DqRxConfig c = rx_config (7, 4 << 20, 1518);
   c.burst_timeout_ns = 20 * MS;
-  DqRxQueue *rxq = rxq_new (port, &c);
-  Sender *s = sender_new (TX_IF);
+  RxRig rig;
+  rx_rig_open (&rig, &c);
   Stream *st = stream_new (gen_plain, NULL, 0, n, 1518, 7);
   GArray *held = g_array_new (FALSE, FALSE, sizeof (DqBurst));
 
-  sender_send (s, gen_plain, NULL, 0, n);
-  stream_receive (st, rxq, 2000, held);
+  sender_send (rig.s, gen_plain, NULL, 0, n);
+  stream_receive (st, rig.rxq, 2000, held);
   g_assert_cmpuint (held->len, >=, (n + 6) / 7);
   g_assert_cmpuint (st->full_bursts, >=, held->len / 2);
 
@@ -854,20 +868,18 @@ test_rx_burst_split (void)
   g_assert_cmpuint (again->next, ==, n);
   stream_free (again);
 
-  DqRxStats stats = rx_stats (rxq);
+  DqRxStats stats = rx_stats (rig.rxq);
   g_assert_cmpuint (stats.bursts, ==, held->len);
-  held_release (rxq, held, FALSE);
+  held_release (rig.rxq, held, FALSE);
 
   /* and the ring keeps working */
   stream_expect_more (st, n, 100);
-  sender_send (s, gen_plain, NULL, n, 100);
-  stream_receive (st, rxq, 2000, NULL);
+  sender_send (rig.s, gen_plain, NULL, n, 100);
+  stream_receive (st, rig.rxq, 2000, NULL);
 
   g_array_unref (held);
   stream_free (st);
-  sender_free (s);
-  dq_rxq_destroy (rxq);
-  dq_port_unref (port);
+  rx_rig_close (&rig);
 }
 
 /* Held bursts exhaust the ring: the kernel drops and counts every further frame,
@@ -876,22 +888,21 @@ test_rx_burst_split (void)
 static void
 test_rx_ring_full (void)
 {
-  DqPort *port = port_open (RX_DEVICE);
   DqRxConfig c = rx_config (16, 64 << 10, 1518); /* 8 blocks of 8 KiB */
-  DqRxQueue *rxq = rxq_new (port, &c);
-  g_assert_cmpuint (dq_rxq_ring_bytes (rxq), ==, 64 << 10);
-  Sender *s = sender_new (TX_IF);
+  RxRig rig;
+  rx_rig_open (&rig, &c);
+  g_assert_cmpuint (dq_rxq_ring_bytes (rig.rxq), ==, 64 << 10);
   gpointer len1000 = GUINT_TO_POINTER (1000);
   GArray *held = g_array_new (FALSE, FALSE, sizeof (DqBurst));
 
   Stream *st = stream_new (gen_fixed, len1000, 0, 300, 1518, 16);
-  sender_send (s, gen_fixed, len1000, 0, 300);
+  sender_send (rig.s, gen_fixed, len1000, 0, 300);
   /* take everything the ring holds, keep it */
   guint got = 0;
   for (;;) {
     DqBurst b;
     GError *error = NULL;
-    int r = dq_rxq_poll (rxq, &b, 50 * MS, &error);
+    int r = dq_rxq_poll (rig.rxq, &b, 50 * MS, &error);
     g_assert_no_error (error);
     if (r == 0)
       break;
@@ -902,14 +913,14 @@ test_rx_ring_full (void)
   g_test_message ("ring of 64 KiB held %u frames of 1000 bytes", got);
   g_assert_cmpuint (got, >=, 8);
   g_assert_cmpuint (got, <, 300);
-  DqRxStats stats = rx_stats_drops (rxq, 300 - got);
+  DqRxStats stats = rx_stats_drops (rig.rxq, 300 - got);
   g_assert_cmpuint (stats.packets, ==, got);
   g_assert_cmpuint (stats.drops_ring_full, ==, 300 - got);
 
   /* more traffic while everything is held: all dropped, nothing overwritten */
-  sender_send (s, gen_fixed, len1000, 300, 100);
-  assert_rx_quiet (rxq, 30);
-  stats = rx_stats_drops (rxq, 400 - got);
+  sender_send (rig.s, gen_fixed, len1000, 300, 100);
+  assert_rx_quiet (rig.rxq, 30);
+  stats = rx_stats_drops (rig.rxq, 400 - got);
   g_assert_cmpuint (stats.drops_ring_full, ==, 400 - got);
   g_assert_cmpuint (stats.packets, ==, got);
   Stream *again = stream_new (gen_fixed, len1000, 0, got, 1518, 16);
@@ -918,25 +929,23 @@ test_rx_ring_full (void)
     stream_check_burst (again, &g_array_index (held, DqBurst, i));
   stream_free (again);
 
-  held_release (rxq, held, TRUE);
+  held_release (rig.rxq, held, TRUE);
 
   /* reception recovers: the next frames arrive, in order, none dropped */
   Stream *after = stream_new (gen_fixed, len1000, 400, 0, 1518, 16);
   for (guint round = 0; round < 4; round++) {
     stream_expect_more (after, 400 + round * 50, 50);
-    sender_send (s, gen_fixed, len1000, 400 + round * 50, 50);
-    stream_receive (after, rxq, 2000, NULL);
+    sender_send (rig.s, gen_fixed, len1000, 400 + round * 50, 50);
+    stream_receive (after, rig.rxq, 2000, NULL);
   }
-  stats = rx_stats (rxq);
+  stats = rx_stats (rig.rxq);
   g_assert_cmpuint (stats.drops_ring_full, ==, 400 - got);
   g_assert_cmpuint (stats.packets, ==, got + 200);
 
   stream_free (after);
   stream_free (st);
   g_array_unref (held);
-  sender_free (s);
-  dq_rxq_destroy (rxq);
-  dq_port_unref (port);
+  rx_rig_close (&rig);
 }
 
 /* Receives and releases until a poll of 5 ms finds nothing; every frame's sequence number in
@@ -967,16 +976,15 @@ drain_seq_range (DqRxQueue *rxq, guint32 lo, guint32 hi)
 static void
 test_rx_partial_hold (void)
 {
-  DqPort *port = port_open (RX_DEVICE);
   DqRxConfig c = rx_config (3, 64 << 10, 1518);
-  DqRxQueue *rxq = rxq_new (port, &c);
-  Sender *s = sender_new (TX_IF);
+  RxRig rig;
+  rx_rig_open (&rig, &c);
   gpointer len1000 = GUINT_TO_POINTER (1000);
 
   Stream *st = stream_new (gen_fixed, len1000, 0, 6, 1518, 3);
-  sender_send (s, gen_fixed, len1000, 0, 6);
+  sender_send (rig.s, gen_fixed, len1000, 0, 6);
   GArray *held = g_array_new (FALSE, FALSE, sizeof (DqBurst));
-  stream_receive (st, rxq, 2000, held);
+  stream_receive (st, rig.rxq, 2000, held);
   /* Keep the bursts that hold frames 3..5 and give back the ones before them. Usually
    * that is bursts {0,1,2} and {3,4,5}; a slow sender can split them further (a burst
    * is handed over after burst_timeout even when it is not full). */
@@ -988,7 +996,7 @@ test_rx_partial_hold (void)
     guint32 last = frame_seq (
         b->data + b->packets[b->n_packets - 1].offset, b->packets[b->n_packets - 1].length);
     if (last < 3) {
-      dq_rxq_release (rxq, b);
+      dq_rxq_release (rig.rxq, b);
       continue;
     }
     if (keep->len == 0)
@@ -1006,14 +1014,14 @@ test_rx_partial_hold (void)
   guint32 seq = 6;
   guint received = 0;
   for (guint round = 0; round < 20; round++, seq += 40) {
-    sender_send (s, gen_fixed, len1000, seq, 40);
-    received += drain_seq_range (rxq, 6, seq + 40);
+    sender_send (rig.s, gen_fixed, len1000, seq, 40);
+    received += drain_seq_range (rig.rxq, 6, seq + 40);
   }
-  DqRxStats stats = rx_stats (rxq);
+  DqRxStats stats = rx_stats (rig.rxq);
   const gint64 until = g_get_monotonic_time () + 2 * G_USEC_PER_SEC;
   while (received + stats.drops_ring_full < 800 && g_get_monotonic_time () < until) {
-    received += drain_seq_range (rxq, 6, seq);
-    stats = rx_stats (rxq);
+    received += drain_seq_range (rig.rxq, 6, seq);
+    stats = rx_stats (rig.rxq);
   }
   g_test_message (
       "partial hold: %u received, %" G_GUINT64_FORMAT " dropped", received, stats.drops_ring_full);
@@ -1025,7 +1033,7 @@ test_rx_partial_hold (void)
   check->ts_lo = st->ts_lo;
   for (guint i = 0; i < keep->len; i++) {
     stream_check_burst (check, &g_array_index (keep, DqBurst, i));
-    dq_rxq_release (rxq, &g_array_index (keep, DqBurst, i));
+    dq_rxq_release (rig.rxq, &g_array_index (keep, DqBurst, i));
   }
   g_assert_cmpuint (check->next, ==, keep_frames);
   stream_free (check);
@@ -1033,16 +1041,14 @@ test_rx_partial_hold (void)
 
   /* recovery */
   Stream *after = stream_new (gen_fixed, len1000, 1000, 30, 1518, 3);
-  sender_send (s, gen_fixed, len1000, 1000, 30);
-  stream_receive (after, rxq, 2000, NULL);
-  g_assert_cmpuint (rx_stats (rxq).drops_ring_full, ==, stats.drops_ring_full);
+  sender_send (rig.s, gen_fixed, len1000, 1000, 30);
+  stream_receive (after, rig.rxq, 2000, NULL);
+  g_assert_cmpuint (rx_stats (rig.rxq).drops_ring_full, ==, stats.drops_ring_full);
 
   stream_free (after);
   stream_free (st);
   g_array_unref (held);
-  sender_free (s);
-  dq_rxq_destroy (rxq);
-  dq_port_unref (port);
+  rx_rig_close (&rig);
 }
 
 /* ---- several queues ---- */
@@ -1399,43 +1405,40 @@ latency_best (gint64 (*measure) (DqRxQueue *), DqRxQueue *rxq)
 static void
 test_rx_wakeup (void)
 {
-  DqPort *port = port_open (RX_DEVICE);
   DqRxConfig c = rx_config (16, 1 << 20, 1518);
-  DqRxQueue *rxq = rxq_new (port, &c);
-  Sender *s = sender_new (TX_IF);
+  RxRig rig;
+  rx_rig_open (&rig, &c);
 
   /* a timed poll with no traffic returns 0 after its timeout */
   DqBurst b;
   GError *error = NULL;
   gint64 t0 = mono_ns ();
-  g_assert_cmpint (dq_rxq_poll (rxq, &b, 30 * MS, &error), ==, 0);
+  g_assert_cmpint (dq_rxq_poll (rig.rxq, &b, 30 * MS, &error), ==, 0);
   gint64 waited = mono_ns () - t0;
   g_assert_no_error (error);
   g_assert_cmpint (waited, >=, 30 * MS);
   g_assert_cmpint (waited, <, 200 * MS);
 
   /* wakeup breaks a poll that would block forever */
-  gint64 latency = latency_best (wakeup_latency, rxq);
+  gint64 latency = latency_best (wakeup_latency, rig.rxq);
   g_test_message ("wakeup latency %.3f ms", latency / 1e6);
   g_assert_cmpint (latency, <, 20 * MS);
 
   /* the same while a burst is held; one frame, so that nothing is left to arrive in a second
    * burst while the poller should be blocked (five could be split over two ring blocks, and the
    * poller then returned the second) */
-  sender_send (s, gen_plain, NULL, 0, 1);
-  g_assert_cmpint (dq_rxq_poll (rxq, &b, 2000 * MS, &error), ==, 1);
+  sender_send (rig.s, gen_plain, NULL, 0, 1);
+  g_assert_cmpint (dq_rxq_poll (rig.rxq, &b, 2000 * MS, &error), ==, 1);
   g_assert_no_error (error);
-  latency = latency_best (wakeup_latency, rxq);
+  latency = latency_best (wakeup_latency, rig.rxq);
   g_test_message ("wakeup latency with a held burst %.3f ms", latency / 1e6);
   g_assert_cmpint (latency, <, 20 * MS);
-  dq_rxq_release (rxq, &b);
+  dq_rxq_release (rig.rxq, &b);
 
   /* a wakeup that comes first makes the next poll return at once */
-  g_assert_cmpint (latency_best (wakeup_first_latency, rxq), <, 20 * MS);
+  g_assert_cmpint (latency_best (wakeup_first_latency, rig.rxq), <, 20 * MS);
 
-  sender_free (s);
-  dq_rxq_destroy (rxq);
-  dq_port_unref (port);
+  rx_rig_close (&rig);
 }
 
 
@@ -1598,13 +1601,12 @@ link_set (const char *ifname, const char *state)
 static void
 test_rx_link_flap (void)
 {
-  DqPort *port = port_open (RX_DEVICE);
   DqRxConfig c = rx_config (32, 4 << 20, 1518);
-  DqRxQueue *rxq = rxq_new (port, &c);
-  Sender *s = sender_new (TX_IF);
+  RxRig rig;
+  rx_rig_open (&rig, &c);
   Stream *st = stream_new (gen_plain, NULL, 0, 100, 1518, 32);
 
-  send_and_receive (s, st, rxq, 0, 100);
+  send_and_receive (rig.s, st, rig.rxq, 0, 100);
 
   /* the socket reports ENETDOWN; polls keep timing out normally, without error */
   link_set (RX_IF, "down");
@@ -1612,19 +1614,17 @@ test_rx_link_flap (void)
     DqBurst b;
     GError *error = NULL;
     gint64 t0 = mono_ns ();
-    g_assert_cmpint (dq_rxq_poll (rxq, &b, 30 * MS, &error), ==, 0);
+    g_assert_cmpint (dq_rxq_poll (rig.rxq, &b, 30 * MS, &error), ==, 0);
     g_assert_no_error (error);
     g_assert_cmpint (mono_ns () - t0, >=, 30 * MS);
   }
   link_set (RX_IF, "up");
   stream_expect_more (st, 100, 100);
-  send_and_receive (s, st, rxq, 100, 100);
-  g_assert_cmpuint (rx_stats (rxq).packets, ==, 200);
+  send_and_receive (rig.s, st, rig.rxq, 100, 100);
+  g_assert_cmpuint (rx_stats (rig.rxq).packets, ==, 200);
 
   stream_free (st);
-  sender_free (s);
-  dq_rxq_destroy (rxq);
-  dq_port_unref (port);
+  rx_rig_close (&rig);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -1741,17 +1741,50 @@ gen_tx_mixed (guint32 seq, FrameSpec *spec, gpointer ctx)
   }
 }
 
+static DqTxQueue *
+txq_new (DqPort *port, gsize ring_bytes, guint max_packet)
+{
+  GError *error = NULL;
+  DqTxConfig tc = { ring_bytes, max_packet };
+  DqTxQueue *txq = dq_txq_create (port, &tc, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (txq);
+  return txq;
+}
+
+/* The TX tests' two ends: a TX queue on TX_DEVICE (ring_bytes, max_packet; 0: defaults) and an
+ * RX queue on RX_DEVICE (a 64-packet burst, rx_ring bytes) that receives what it sends. */
+typedef struct {
+  DqPort *tx_port, *rx_port;
+  DqTxQueue *txq;
+  DqRxQueue *rxq;
+} TxLink;
+
+static void
+tx_link_open (TxLink *l, gsize rx_ring, gsize ring_bytes, guint max_packet)
+{
+  l->tx_port = port_open (TX_DEVICE);
+  l->rx_port = port_open (RX_DEVICE);
+  DqRxConfig c = rx_config (64, rx_ring, 1518);
+  l->rxq = rxq_new (l->rx_port, &c);
+  l->txq = txq_new (l->tx_port, ring_bytes, max_packet);
+}
+
+static void
+tx_link_close (TxLink *l)
+{
+  dq_txq_destroy (l->txq);
+  dq_rxq_destroy (l->rxq);
+  dq_port_unref (l->rx_port);
+  dq_port_unref (l->tx_port);
+}
+
 static void
 test_tx_bad_frames (void)
 {
-  DqPort *tx_port = port_open (TX_DEVICE);
-  DqPort *rx_port = port_open (RX_DEVICE);
-  DqRxConfig c = rx_config (64, 1 << 20, 1518);
-  DqRxQueue *rxq = rxq_new (rx_port, &c);
+  TxLink l;
+  tx_link_open (&l, 1 << 20, 1 << 20, 2000);
   GError *error = NULL;
-  DqTxConfig tc = { 1 << 20, 2000 };
-  DqTxQueue *txq = dq_txq_create (tx_port, &tc, &error);
-  g_assert_no_error (error);
 
   TestFrame good[5];
   for (guint32 seq = 0; seq < 5; seq++) {
@@ -1790,42 +1823,28 @@ test_tx_bad_frames (void)
   };
   Stream *st = stream_new (gen_tx_mixed, NULL, 0, 5, 1518, 64);
   /* every frame is consumed: 5 queued, 4 refused and counted */
-  int sent = dq_txq_send (txq, ptrs, lens, G_N_ELEMENTS (ptrs), &error);
+  int sent = dq_txq_send (l.txq, ptrs, lens, G_N_ELEMENTS (ptrs), &error);
   g_assert_no_error (error);
   g_assert_cmpint (sent, ==, (int) G_N_ELEMENTS (ptrs));
-  g_assert_true (dq_txq_flush (txq, &error));
+  g_assert_true (dq_txq_flush (l.txq, &error));
 
   DqTxStats ts;
-  dq_txq_stats (txq, &ts);
+  dq_txq_stats (l.txq, &ts);
   g_assert_cmpuint (ts.packets, ==, 5);
   g_assert_cmpuint (ts.errors, ==, 4);
   g_assert_cmpuint (ts.bursts, ==, 1);
 
-  stream_receive (st, rxq, 2000, NULL);
-  assert_rx_quiet (rxq, 20);
-  g_assert_cmpuint (rx_stats (rxq).packets, ==, 5);
+  stream_receive (st, l.rxq, 2000, NULL);
+  assert_rx_quiet (l.rxq, 20);
+  g_assert_cmpuint (rx_stats (l.rxq).packets, ==, 5);
 
   stream_free (st);
   g_free (oversize);
-  dq_txq_destroy (txq);
-  dq_rxq_destroy (rxq);
-  dq_port_unref (rx_port);
-  dq_port_unref (tx_port);
+  tx_link_close (&l);
 }
 
 
 /* ---- small TX ring: the sender waits for slots ---- */
-
-static DqTxQueue *
-txq_new (DqPort *port, gsize ring_bytes, guint max_packet)
-{
-  GError *error = NULL;
-  DqTxConfig tc = { ring_bytes, max_packet };
-  DqTxQueue *txq = dq_txq_create (port, &tc, &error);
-  g_assert_no_error (error);
-  g_assert_nonnull (txq);
-  return txq;
-}
 
 /* builds frames first .. first + n - 1 (n <= 32) into `frames` */
 static void
@@ -1845,11 +1864,8 @@ static void
 test_tx_small_ring (void)
 {
   const guint n = 3200, burst = 16;
-  DqPort *tx_port = port_open (TX_DEVICE);
-  DqPort *rx_port = port_open (RX_DEVICE);
-  DqRxConfig c = rx_config (64, 8 << 20, 1518);
-  DqRxQueue *rxq = rxq_new (rx_port, &c);
-  DqTxQueue *txq = txq_new (tx_port, 8192, 1518); /* 4 slots of 2 KiB */
+  TxLink l;
+  tx_link_open (&l, 8 << 20, 8192, 1518); /* 4 slots of 2 KiB */
   Stream *st = stream_new (gen_plain, NULL, 0, n, 1518, 64);
   TestFrame *frames = g_new (TestFrame, burst);
   const guint8 *ptrs[16];
@@ -1858,17 +1874,17 @@ test_tx_small_ring (void)
   for (guint32 seq = 0; seq < n; seq += burst) {
     GError *error = NULL;
     frames_make (frames, ptrs, lens, gen_plain, seq, burst);
-    g_assert_cmpint (dq_txq_send (txq, ptrs, lens, burst, &error), ==, (int) burst);
+    g_assert_cmpint (dq_txq_send (l.txq, ptrs, lens, burst, &error), ==, (int) burst);
     g_assert_no_error (error);
-    stream_drain (st, rxq);
+    stream_drain (st, l.rxq);
   }
   GError *error = NULL;
-  g_assert_true (dq_txq_flush (txq, &error));
+  g_assert_true (dq_txq_flush (l.txq, &error));
   g_assert_no_error (error);
-  stream_receive (st, rxq, 2000, NULL);
+  stream_receive (st, l.rxq, 2000, NULL);
 
   DqTxStats ts;
-  dq_txq_stats (txq, &ts);
+  dq_txq_stats (l.txq, &ts);
   g_test_message (
       "4-slot ring: %" G_GUINT64_FORMAT " ring-full waits for %u frames", ts.ring_full_waits, n);
   g_assert_cmpuint (ts.packets, ==, n);
@@ -1878,10 +1894,7 @@ test_tx_small_ring (void)
 
   g_free (frames);
   stream_free (st);
-  dq_txq_destroy (txq);
-  dq_rxq_destroy (rxq);
-  dq_port_unref (rx_port);
-  dq_port_unref (tx_port);
+  tx_link_close (&l);
 }
 
 /* A wakeup makes a sender that has to wait for a slot return early, without an error,
@@ -1889,11 +1902,8 @@ test_tx_small_ring (void)
 static void
 test_tx_wakeup (void)
 {
-  DqPort *tx_port = port_open (TX_DEVICE);
-  DqPort *rx_port = port_open (RX_DEVICE);
-  DqRxConfig c = rx_config (64, 1 << 20, 1518);
-  DqRxQueue *rxq = rxq_new (rx_port, &c);
-  DqTxQueue *txq = txq_new (tx_port, 8192, 1518); /* 4 slots */
+  TxLink l;
+  tx_link_open (&l, 1 << 20, 8192, 1518); /* 4 slots */
   TestFrame *frames = g_new (TestFrame, 16);
   const guint8 *ptrs[16];
   guint32 lens[16];
@@ -1902,30 +1912,27 @@ test_tx_wakeup (void)
 
   Stream *st = stream_new (gen_plain, NULL, 0, 4, 1518, 64);
   frames_make (frames, ptrs, lens, gen_plain, 0, 16);
-  dq_txq_wakeup (txq);
-  g_assert_cmpint (dq_txq_send (txq, ptrs, lens, 16, &error), ==, 4);
+  dq_txq_wakeup (l.txq);
+  g_assert_cmpint (dq_txq_send (l.txq, ptrs, lens, 16, &error), ==, 4);
   g_assert_no_error (error);
-  dq_txq_stats (txq, &ts);
+  dq_txq_stats (l.txq, &ts);
   g_assert_cmpuint (ts.packets, ==, 4);
   g_assert_cmpuint (ts.ring_full_waits, ==, 1);
-  g_assert_true (dq_txq_flush (txq, &error));
-  stream_receive (st, rxq, 2000, NULL);
-  assert_rx_quiet (rxq, 20);
+  g_assert_true (dq_txq_flush (l.txq, &error));
+  stream_receive (st, l.rxq, 2000, NULL);
+  assert_rx_quiet (l.rxq, 20);
 
   /* the wakeup was used up: the next send goes through whole */
   frames_make (frames, ptrs, lens, gen_plain, 4, 16);
   stream_expect_more (st, 4, 16);
-  g_assert_cmpint (dq_txq_send (txq, ptrs, lens, 16, &error), ==, 16);
+  g_assert_cmpint (dq_txq_send (l.txq, ptrs, lens, 16, &error), ==, 16);
   g_assert_no_error (error);
-  g_assert_true (dq_txq_flush (txq, &error));
-  stream_receive (st, rxq, 2000, NULL);
+  g_assert_true (dq_txq_flush (l.txq, &error));
+  stream_receive (st, l.rxq, 2000, NULL);
 
   stream_free (st);
   g_free (frames);
-  dq_txq_destroy (txq);
-  dq_rxq_destroy (rxq);
-  dq_port_unref (rx_port);
-  dq_port_unref (tx_port);
+  tx_link_close (&l);
 }
 
 /* Interface down: the send reports it, the frames wait in the ring and leave with the
@@ -1933,11 +1940,8 @@ test_tx_wakeup (void)
 static void
 test_tx_link_down (void)
 {
-  DqPort *tx_port = port_open (TX_DEVICE);
-  DqPort *rx_port = port_open (RX_DEVICE);
-  DqRxConfig c = rx_config (64, 1 << 20, 1518);
-  DqRxQueue *rxq = rxq_new (rx_port, &c);
-  DqTxQueue *txq = txq_new (tx_port, 0, 0);
+  TxLink l;
+  tx_link_open (&l, 1 << 20, 0, 0);
   TestFrame *frames = g_new (TestFrame, 8);
   const guint8 *ptrs[8];
   guint32 lens[8];
@@ -1946,30 +1950,27 @@ test_tx_link_down (void)
   Stream *st = stream_new (gen_plain, NULL, 0, 8, 1518, 64);
   frames_make (frames, ptrs, lens, gen_plain, 0, 8);
   link_set (TX_IF, "down");
-  g_assert_cmpint (dq_txq_send (txq, ptrs, lens, 8, &error), ==, -1);
+  g_assert_cmpint (dq_txq_send (l.txq, ptrs, lens, 8, &error), ==, -1);
   g_assert_error (error, DQ_ERROR, DQ_ERROR_IO);
   g_test_message ("%s", error->message);
   g_assert_nonnull (strstr (error->message, "down"));
   g_clear_error (&error);
-  g_assert_false (dq_txq_flush (txq, &error));
+  g_assert_false (dq_txq_flush (l.txq, &error));
   g_assert_error (error, DQ_ERROR, DQ_ERROR_IO);
   g_clear_error (&error);
   link_set (TX_IF, "up");
 
-  g_assert_true (dq_txq_flush (txq, &error));
+  g_assert_true (dq_txq_flush (l.txq, &error));
   g_assert_no_error (error);
-  stream_receive (st, rxq, 2000, NULL);
+  stream_receive (st, l.rxq, 2000, NULL);
   DqTxStats ts;
-  dq_txq_stats (txq, &ts);
+  dq_txq_stats (l.txq, &ts);
   g_assert_cmpuint (ts.packets, ==, 8);
   g_assert_cmpuint (ts.errors, ==, 0);
 
   stream_free (st);
   g_free (frames);
-  dq_txq_destroy (txq);
-  dq_rxq_destroy (rxq);
-  dq_port_unref (rx_port);
-  dq_port_unref (tx_port);
+  tx_link_close (&l);
 }
 
 /* ---------------------------------------------------------------------------------- */

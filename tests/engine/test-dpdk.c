@@ -285,6 +285,21 @@ assert_clean (const Check *c, guint n)
   g_assert_cmpuint (c->received, ==, n);
 }
 
+/* Receives the n frames the sender thread th sends, joins it, checks that it sent them all and
+ * that they arrived clean; the queue's stats, which count all n. */
+static DqRxStats
+receive_all_sent (DqRxQueue *rxq, Check *c, GThread *th, const Sender *s, guint n)
+{
+  receive (rxq, c, n, 2000);
+  g_thread_join (th);
+  g_assert_cmpint (s->consumed, ==, (int) n);
+  assert_clean (c, n);
+  DqRxStats rs;
+  dq_rxq_stats (rxq, &rs);
+  g_assert_cmpuint (rs.packets, ==, n);
+  return rs;
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* net_ring */
 
@@ -527,13 +542,7 @@ test_ring_held_bursts (void)
   dq_rxq_release (rxq, &held[0]);
   dq_rxq_release (rxq, &held[3]);
   dq_rxq_release (rxq, &held[1]);
-  receive (rxq, &c, n, 2000);
-  g_thread_join (th);
-  g_assert_cmpint (s.consumed, ==, (int) n);
-  assert_clean (&c, n);
-  DqRxStats rs;
-  dq_rxq_stats (rxq, &rs);
-  g_assert_cmpuint (rs.packets, ==, n);
+  DqRxStats rs = receive_all_sent (rxq, &c, th, &s, n);
   g_assert_cmpuint (rs.drops_ring_full, ==, 0);
 
   dq_txq_destroy (txq);
@@ -882,13 +891,7 @@ test_af_packet_veth (void)
     .seen = &c.seen,
     .max_ahead = 8192 };
   GThread *th = g_thread_new ("sender", sender_run, &s);
-  receive (rxq, &c, n, 2000);
-  g_thread_join (th);
-  g_assert_cmpint (s.consumed, ==, (int) n);
-  assert_clean (&c, n);
-  DqRxStats rs;
-  dq_rxq_stats (rxq, &rs);
-  g_assert_cmpuint (rs.packets, ==, n);
+  receive_all_sent (rxq, &c, th, &s, n);
 
   /* dpdk -> afpacket */
   DqRxConfig arc = rx_config (64, 1 * MS, 0);
