@@ -57,7 +57,8 @@ G_BEGIN_DECLS
 
 /* Multi-packet (striding RQ) CQE byte_cnt: bit 31 = filler (the strides were skipped,
  * no packet), bits 30..16 = strides the packet (or filler) consumed, bits 15..0 = packet
- * bytes. Linux names these MLX5_MPWRQ_FILLER_CQE / MPWRQ_CQE_NUM_STRIDES (0x7fff). */
+ * bytes. Linux's device.h reads them in mpwrq_is_filler_cqe () and
+ * mpwrq_get_cqe_consumed_strides () (struct mpwrq_cqe_bc, mask 0x7fff). */
 #define MLX5_MPRQ_FILLER_FLAG 0x80000000u
 #define MLX5_MPRQ_STRIDES_SHIFT 16
 #define MLX5_MPRQ_STRIDES_MASK 0x7fffu
