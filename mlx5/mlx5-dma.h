@@ -57,7 +57,8 @@ G_BEGIN_DECLS
 
 /* Multi-packet (striding RQ) CQE byte_cnt: bit 31 = filler (the strides were skipped,
  * no packet), bits 30..16 = strides the packet (or filler) consumed, bits 15..0 = packet
- * bytes. Linux names these MLX5_MPWRQ_FILLER_CQE / MPWRQ_CQE_NUM_STRIDES (0x7fff). */
+ * bytes. Linux's device.h reads them in mpwrq_is_filler_cqe () and
+ * mpwrq_get_cqe_consumed_strides () (struct mpwrq_cqe_bc, mask 0x7fff). */
 #define MLX5_MPRQ_FILLER_FLAG 0x80000000u
 #define MLX5_MPRQ_STRIDES_SHIFT 16
 #define MLX5_MPRQ_STRIDES_MASK 0x7fffu
@@ -80,12 +81,17 @@ G_BEGIN_DECLS
 /* The 24-bit flow tag the steering TAG action sets, in the CQE's sop_drop_qpn */
 #define MLX5_FLOW_TAG_BITS 0xffffffu
 
-/* l4_hdr_type_etc (byte 39 of the CQE): L4 header type in bits 6..4, L3 in 3..2 */
+/* l4_hdr_type_etc (byte 29 of the CQE): L4 header type in bits 6..4, L3 in 3..2
+ * (rdma-core's MLX5_CQE_L3_HDR_TYPE_*). The L4 type tells UDP from the three kinds of
+ * TCP segment: without the ACK flag, with ACK and no payload, with ACK and payload. */
 #define MLX5_CQE_L4_HDR_SHIFT 4
+#define MLX5_CQE_L4_HDR_MASK 0x7
 #define MLX5_CQE_L3_HDR_SHIFT 2
 #define MLX5_CQE_L4_HDR_TYPE_NONE 0x0
-#define MLX5_CQE_L4_HDR_TYPE_TCP 0x1
-#define MLX5_CQE_L4_HDR_TYPE_UDP 0x4
+#define MLX5_CQE_L4_HDR_TYPE_TCP_NO_ACK 0x1
+#define MLX5_CQE_L4_HDR_TYPE_UDP 0x2
+#define MLX5_CQE_L4_HDR_TYPE_TCP_ACK_NO_DATA 0x3
+#define MLX5_CQE_L4_HDR_TYPE_TCP_ACK_AND_DATA 0x4
 
 /* The opcode of a CQE, and whether the CQE at consumer index `ci` of a CQ of 2^log_size
  * entries belongs to software: its owner bit equals the wrap parity of ci (the device

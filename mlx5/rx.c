@@ -443,7 +443,7 @@ static inline guint32
 cqe_packet_flags (const volatile struct mlx5_cqe64 *cqe)
 {
   guint8 ok = cqe->hds_ip_ext;
-  guint8 l4 = (cqe->l4_hdr_type_etc >> MLX5_CQE_L4_HDR_SHIFT) & 0x7;
+  guint8 l4 = (cqe->l4_hdr_type_etc >> MLX5_CQE_L4_HDR_SHIFT) & MLX5_CQE_L4_HDR_MASK;
   guint32 flags = DQ_PACKET_FLAG_TS_HW;
 
   /* L3 verified, and L4 verified when there is an L4 header the device knows */

@@ -16,12 +16,15 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
-# The Linux kernel's mlx5_ifc.h, read as data by the PRM layout test: any Debian
-# linux-headers-*-common package of the 6.1 series has it.
+# The Linux kernel's include/linux/mlx5 headers, read as data by the PRM layout tests:
+# mlx5_ifc.h (mlx5-layout-ifc), device.h, qp.h and cq.h (mlx5-layout-dma-consts). Any
+# Debian linux-headers-*-common package of the 6.1 series has them all.
 need_ifc=0
-if ! compgen -G '/usr/src/linux-headers-*-common/include/linux/mlx5/mlx5_ifc.h' >/dev/null; then
-  need_ifc=1
-fi
+for h in mlx5_ifc.h device.h qp.h cq.h; do
+  if ! compgen -G "/usr/src/linux-headers-*-common/include/linux/mlx5/$h" >/dev/null; then
+    need_ifc=1
+  fi
+done
 if [ ${#missing[@]} -eq 0 ] && [ $need_ifc -eq 0 ]; then
   exit 0
 fi
@@ -39,7 +42,7 @@ if [ $need_ifc -eq 1 ]; then
   if [ -n "$ifc" ]; then
     missing+=("$ifc")
   else
-    echo "daqiri: no linux-headers-6.1.0-*-common package found; the PRM layout test will skip" >&2
+    echo "daqiri: no linux-headers-6.1.0-*-common package found; the PRM layout tests will skip" >&2
   fi
 fi
 echo "daqiri: installing ${missing[*]}"

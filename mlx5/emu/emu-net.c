@@ -11,6 +11,7 @@
 #define ETHERTYPE_IPV6 0x86dd
 #define ETHERTYPE_VLAN 0x8100
 #define ETHERTYPE_QINQ 0x88a8
+#define TCP_FLAG_ACK 0x10
 
 void
 emu_parse (const guint8 *frame, guint len, EmuHeaders *h)
@@ -56,11 +57,17 @@ emu_parse (const guint8 *frame, guint len, EmuHeaders *h)
     return;
   guint l4 = off + ihl;
   guint l4_len = total - ihl;
+  guint tcp_hdr = l4_len >= 20 ? (frame[l4 + 12] >> 4) * 4u : 0;
   if (h->proto == DQ_PACKET_PROTO_UDP && l4_len >= 8) {
     h->l4_type = MLX5_CQE_L4_HDR_TYPE_UDP;
-  } else if (h->proto == DQ_PACKET_PROTO_TCP && l4_len >= 20 && (frame[l4 + 12] >> 4) * 4u >= 20 &&
-      (frame[l4 + 12] >> 4) * 4u <= l4_len) {
-    h->l4_type = MLX5_CQE_L4_HDR_TYPE_TCP;
+  } else if (h->proto == DQ_PACKET_PROTO_TCP && tcp_hdr >= 20 && tcp_hdr <= l4_len) {
+    /* the CQE tells TCP segments apart by the ACK flag and whether payload follows */
+    if (!(frame[l4 + 13] & TCP_FLAG_ACK))
+      h->l4_type = MLX5_CQE_L4_HDR_TYPE_TCP_NO_ACK;
+    else if (l4_len > tcp_hdr)
+      h->l4_type = MLX5_CQE_L4_HDR_TYPE_TCP_ACK_AND_DATA;
+    else
+      h->l4_type = MLX5_CQE_L4_HDR_TYPE_TCP_ACK_NO_DATA;
   } else {
     return;
   }
@@ -71,8 +78,8 @@ emu_parse (const guint8 *frame, guint len, EmuHeaders *h)
 static guint
 l4_csum_offset (const EmuHeaders *h)
 {
-  return h->l4_type == MLX5_CQE_L4_HDR_TYPE_TCP ? DQ_PACKET_TCP_CSUM_OFFSET
-                                                : DQ_PACKET_UDP_CSUM_OFFSET;
+  return h->l4_type == MLX5_CQE_L4_HDR_TYPE_UDP ? DQ_PACKET_UDP_CSUM_OFFSET
+                                                : DQ_PACKET_TCP_CSUM_OFFSET;
 }
 
 guint

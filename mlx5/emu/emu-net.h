@@ -12,7 +12,7 @@ typedef struct {
   guint l4_offset; /* TCP/UDP header, 0 if none (or a fragment) */
   guint l4_len;    /* TCP/UDP header + payload by the IP length */
   guint8 l3_type;  /* MLX5_CQE_L3_HDR_TYPE_* */
-  guint8 l4_type;  /* MLX5_CQE_L4_HDR_TYPE_* (TCP or UDP or NONE) */
+  guint8 l4_type;  /* MLX5_CQE_L4_HDR_TYPE_*: NONE, UDP or one of the three TCP kinds */
   guint8 proto;    /* IP protocol */
 } EmuHeaders;
 

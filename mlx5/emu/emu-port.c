@@ -8,10 +8,6 @@
 
 #include <string.h>
 
-#define EMU_MIN_LOG_STRIDE_SIZE 6
-#define EMU_MAX_LOG_STRIDE_SIZE 13
-#define EMU_MIN_LOG_STRIDES 3
-#define EMU_MAX_LOG_STRIDES 16
 #define EMU_MAX_LOG_WQES 16
 #define EMU_MAX_LOG_CQ 22
 #define EMU_MAX_LOG_WQEBBS 15

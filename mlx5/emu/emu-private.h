@@ -20,6 +20,13 @@ G_BEGIN_DECLS
 /* a cable with pause holds the sender back while this many frames wait at the peer */
 #define EMU_PEER_PAUSE 256
 
+/* The PRM's bounds of a striding RQ, which the device enforces: log2 of the stride size
+ * 6..13, log2 of the strides per WQE 3..16 (the extended range) */
+#define EMU_MIN_LOG_STRIDE_SIZE 6
+#define EMU_MAX_LOG_STRIDE_SIZE 13
+#define EMU_MIN_LOG_STRIDES 3
+#define EMU_MAX_LOG_STRIDES 16
+
 /* which keys a spec gave explicitly */
 enum {
   EMU_KEY_RATE = 1 << 0,

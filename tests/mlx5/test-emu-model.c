@@ -355,8 +355,9 @@ test_cqe_bytes (void)
   guint32 hash = emu_toeplitz (rss_in, 12);
   guint32 rqn = rq[hash & 1].rqn;
   guint8 want[64];
-  guint8 l4_l3 = (MLX5_CQE_L4_HDR_TYPE_UDP << MLX5_CQE_L4_HDR_SHIFT) |
-      (MLX5_CQE_L3_HDR_TYPE_IPV4 << MLX5_CQE_L3_HDR_SHIFT);
+  /* the PRM's l4_hdr_type_etc of an IPv4/UDP frame: L4 type 2 (UDP) in bits 6..4, L3
+   * type 2 (IPv4) in bits 3..2 */
+  guint8 l4_l3 = 0x28;
   guint64 ts0 = be64toh (*(guint64 *) (cq_ring + 48));
   g_assert_cmpuint (ts0, >, 0);
   g_assert_cmpuint (ts0, <=, now);
@@ -423,6 +424,40 @@ test_cqe_bytes (void)
   g_free (cq_db);
 }
 
+/* The L4 header type the device reports, as the PRM numbers it: UDP 2, and TCP by the
+ * segment's ACK flag and payload (1 no ACK, 3 ACK without payload, 4 ACK with payload). */
+static void
+test_l4_types (void)
+{
+  static const struct {
+    guint8 proto, tcp_flags;
+    guint len;
+    guint8 want;
+  } cases[] = {
+    { TU_PROTO_UDP, 0, 100, 0x2 },
+    { TU_PROTO_TCP, 0x02, 54, 0x1 },  /* SYN */
+    { TU_PROTO_TCP, 0x02, 100, 0x1 }, /* SYN with data */
+    { TU_PROTO_TCP, 0x10, 54, 0x3 },  /* a bare ACK */
+    { TU_PROTO_TCP, 0x11, 54, 0x3 },  /* FIN, ACK */
+    { TU_PROTO_TCP, 0x18, 100, 0x4 }, /* PSH, ACK with data */
+    { TU_PROTO_TCP, 0x10, 55, 0x4 },  /* one payload byte */
+    { TU_PROTO_ICMP, 0, 100, 0x0 },
+  };
+  guint8 frame[128];
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    TuFrameSpec spec = { .len = cases[i].len, .proto = cases[i].proto, .src = 1, .dst = 2 };
+    tu_frame_build (frame, &spec, i);
+    if (cases[i].proto == TU_PROTO_TCP)
+      frame[14 + 20 + 13] = cases[i].tcp_flags;
+    EmuHeaders h;
+    emu_parse (frame, cases[i].len, &h);
+    if (h.l4_type != cases[i].want)
+      g_error ("case %u: proto %u flags 0x%02x len %u: L4 type %u, the PRM's %u", i, cases[i].proto,
+          cases[i].tcp_flags, cases[i].len, h.l4_type, cases[i].want);
+    g_assert_cmpuint (h.l3_type, ==, 0x2);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -431,5 +466,6 @@ main (int argc, char **argv)
   g_test_add_func ("/mlx5/emu-model/gen-pacing", test_gen_pacing);
   g_test_add_func ("/mlx5/emu-model/wire", test_wire_model);
   g_test_add_func ("/mlx5/emu-model/cqe-bytes", test_cqe_bytes);
+  g_test_add_func ("/mlx5/emu-model/l4-types", test_l4_types);
   return g_test_run ();
 }
