@@ -146,6 +146,8 @@ typedef struct {
   guint64 drops_ring_full; /* dropped because no ring space was free */
   guint64 drops_filtered;  /* not matching any flow (engines that filter in software) */
   guint64 truncated;
+  guint64 errors;     /* error completions: each cost the packet (or WQE) it named */
+  guint64 recoveries; /* times the queue was brought back from the error state */
 } DqRxStats;
 
 typedef struct {

@@ -178,6 +178,8 @@ add_stats (DqRxStats *sum, const DqRxStats *s)
   sum->drops_ring_full += s->drops_ring_full;
   sum->drops_filtered += s->drops_filtered;
   sum->truncated += s->truncated;
+  sum->errors += s->errors;
+  sum->recoveries += s->recoveries;
 }
 
 /* totals over the running queues; object lock held */
@@ -208,8 +210,9 @@ make_stats (GstDaqiriSrc *self)
   return gst_structure_new ("application/x-daqiri-src-stats", "packets", G_TYPE_UINT64, s.packets,
       "bytes", G_TYPE_UINT64, s.bytes, "bursts", G_TYPE_UINT64, s.bursts, "drops", G_TYPE_UINT64,
       s.drops_ring_full, "drops-ring-full", G_TYPE_UINT64, s.drops_ring_full, "drops-filtered",
-      G_TYPE_UINT64, s.drops_filtered, "truncated", G_TYPE_UINT64, s.truncated, "queues",
-      G_TYPE_UINT, n, "ring-bytes", G_TYPE_UINT64, ring_bytes, NULL);
+      G_TYPE_UINT64, s.drops_filtered, "truncated", G_TYPE_UINT64, s.truncated, "errors",
+      G_TYPE_UINT64, s.errors, "recoveries", G_TYPE_UINT64, s.recoveries, "queues", G_TYPE_UINT, n,
+      "ring-bytes", G_TYPE_UINT64, ring_bytes, NULL);
 }
 
 /* the properties kept as plain members */
@@ -883,7 +886,9 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass *klass)
           "lost that the element would have delivered), drops-ring-full (the same: the ring "
           "was full, downstream too slow); drops-filtered (packets a software classifier "
           "found no rule for; 0 where the NIC or the kernel filters); truncated (delivered "
-          "packets cut to max-packet-size); queues; ring-bytes",
+          "packets cut to max-packet-size); errors (error completions, each costing the "
+          "packet it named), recoveries (a queue brought back from the error state); "
+          "queues; ring-bytes",
           GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   g_object_class_install_property (gobject_class, PROP_MEMORY,
       g_param_spec_enum ("memory", "Memory",

@@ -591,6 +591,8 @@ eng_rxq_stats (gpointer priv, DqRxStats *stats)
   stats->bursts = MLX5_COUNTER_GET (rxq->bursts);
   stats->drops_ring_full = rc.out_of_buffer;
   stats->truncated = MLX5_COUNTER_GET (rxq->truncated);
+  stats->errors = c.cqe_errors;
+  stats->recoveries = c.recoveries;
 }
 
 static gsize

@@ -115,6 +115,9 @@ typedef struct {
    * doorbell record */
   gboolean (*rq_create) (gpointer dev, Mlx5Rq *rq, GError **error);
   void (*rq_destroy) (gpointer dev, Mlx5Rq *rq);
+  /* an RQ the device put in ERR (an error CQE; every WQE flushed) back to RDY: ERR -> RST
+   * -> RDY; its WQE counter starts again at 0 (the host has set the doorbell record to 0) */
+  gboolean (*rq_recover) (gpointer dev, Mlx5Rq *rq, GError **error);
   gboolean (*sq_create) (gpointer dev, Mlx5Sq *sq, GError **error);
   void (*sq_destroy) (gpointer dev, Mlx5Sq *sq);
 

@@ -14,6 +14,11 @@
  *  - CQE ownership by the owner bit against the consumer index's wrap parity, then a
  *    read barrier (mlx5_cqe_sw_owned in mlx5-dma.h).
  *  - CQ doorbell record word 0 = consumer index, 24 bits, big-endian (cq_ring_doorbell).
+ *  - An error CQE moves the RQ to the error state (flush_in_error_en): the device
+ *    completes every WQE still posted with flush errors (syndrome WR_FLUSH_ERR) and stops.
+ *    Once every posted WQE has completed, the host takes the RQ ERR -> RST -> RDY
+ *    (ops->rq_recover) with the doorbell record at 0; the device's WQE counter starts
+ *    again at 0, and the host re-posts from ring slot 0 (rxq_recover).
  */
 #include "rx.h"
 
@@ -50,6 +55,7 @@ struct _Mlx5Rxq {
   guint32 rq_pi;      /* WQEs posted (the RQ doorbell counter) */
   guint32 cur_wqe;    /* counter of the WQE the device fills */
   guint32 cur_stride; /* its next stride */
+  gboolean in_error;  /* an error CQE came: the RQ is in ERR until recovered */
   gboolean real_time_ts;
   Mlx5ClockInfo clock;
 
@@ -432,9 +438,14 @@ cqe_error (Mlx5Rxq *q, volatile struct mlx5_cqe64 *cqe)
   if (be16toh (cqe->wqe_id) != slot || be16toh (cqe->wqe_counter) != q->cur_stride || n == 0 ||
       n > left)
     n = left;
-  MLX5_COUNTER_ADD (q->c.cqe_errors, 1);
-  __atomic_store_n (&q->c.last_syndrome, err->syndrome, __ATOMIC_RELAXED);
-  __atomic_store_n (&q->c.last_vendor_syndrome, err->vendor_err_synd, __ATOMIC_RELAXED);
+  q->in_error = TRUE;
+  if (err->syndrome == MLX5_CQE_SYNDROME_WR_FLUSH_ERR) {
+    MLX5_COUNTER_ADD (q->c.flushed, 1);
+  } else {
+    MLX5_COUNTER_ADD (q->c.cqe_errors, 1);
+    __atomic_store_n (&q->c.last_syndrome, err->syndrome, __ATOMIC_RELAXED);
+    __atomic_store_n (&q->c.last_vendor_syndrome, err->vendor_err_synd, __ATOMIC_RELAXED);
+  }
   strides_give_back (q, slot, n);
   return cursor_advance (q, n);
 }
@@ -558,9 +569,43 @@ mlx5_rxq_release (Mlx5Rxq *q, guint32 wqe, guint32 strides)
   strides_give_back (q, wqe, strides);
 }
 
+/* The RQ in ERR, every posted WQE completed: ERR -> RST -> RDY with the doorbell record
+ * at 0, and the host's counters from 0 like the device's. FALSE while WQEs are still out,
+ * or when the device refused (counted; tried again at the next refill). */
+static gboolean
+rxq_recover (Mlx5Rxq *q)
+{
+  if (q->cur_wqe != q->rq_pi || q->cur_stride != 0 || mlx5_rxq_cq_ready (q))
+    return FALSE;
+  __atomic_store_n (&q->rq.dbrec[MLX5_RCV_DBR], 0, __ATOMIC_RELEASE);
+  GError *error = NULL;
+  if (q->ops->rq_recover == NULL || !q->ops->rq_recover (q->dev, &q->rq, &error)) {
+    if (MLX5_COUNTER_GET (q->c.recovery_failures) == 0)
+      g_warning ("%s: the RQ in the error state could not be recovered: %s", q->what,
+          error ? error->message : "the device cannot reset an RQ");
+    MLX5_COUNTER_ADD (q->c.recovery_failures, 1);
+    g_clear_error (&error);
+    return FALSE;
+  }
+  q->rq_pi = 0;
+  q->cur_wqe = 0;
+  q->in_error = FALSE;
+  MLX5_COUNTER_ADD (q->c.recoveries, 1);
+  return TRUE;
+}
+
+gboolean
+mlx5_rxq_in_error (Mlx5Rxq *q)
+{
+  return q->in_error;
+}
+
 guint
 mlx5_rxq_refill (Mlx5Rxq *q)
 {
+  /* WQEs posted in ERR would only be flushed */
+  if (G_UNLIKELY (q->in_error) && !rxq_recover (q))
+    return 0;
   guint32 pi = q->rq_pi;
 
   /* strictly in ring order: the oldest posted WQE first, and only once every stride of
@@ -594,6 +639,9 @@ mlx5_rxq_counters (Mlx5Rxq *q, Mlx5RxCounters *c)
   c->bytes = MLX5_COUNTER_GET (q->c.bytes);
   c->fillers = MLX5_COUNTER_GET (q->c.fillers);
   c->cqe_errors = MLX5_COUNTER_GET (q->c.cqe_errors);
+  c->flushed = MLX5_COUNTER_GET (q->c.flushed);
+  c->recoveries = MLX5_COUNTER_GET (q->c.recoveries);
+  c->recovery_failures = MLX5_COUNTER_GET (q->c.recovery_failures);
   c->device_errors = MLX5_COUNTER_GET (q->c.device_errors);
   c->reposts = MLX5_COUNTER_GET (q->c.reposts);
   c->last_syndrome = MLX5_COUNTER_GET (q->c.last_syndrome);

@@ -62,8 +62,11 @@ gboolean mlx5_rx_geometry_choose (const Mlx5Caps *caps, const char *what, gsize 
 typedef struct {
   guint64 packets;
   guint64 bytes;
-  guint64 fillers;       /* filler CQEs: strides skipped at the end of a WQE */
-  guint64 cqe_errors;    /* error CQEs (their strides are given back at once) */
+  guint64 fillers;    /* filler CQEs: strides skipped at the end of a WQE */
+  guint64 cqe_errors; /* error CQEs other than flushes (their strides are given back) */
+  guint64 flushed;    /* flush-error CQEs: WQEs the device completed unused in ERR */
+  guint64 recoveries; /* ERR -> RST -> RDY done */
+  guint64 recovery_failures;
   guint64 device_errors; /* CQEs contradicting the ring state (counted, dropped) */
   guint64 reposts;       /* WQEs re-posted */
   guint8 last_syndrome;  /* of the last error CQE */
@@ -113,8 +116,13 @@ gsize mlx5_rxq_burst_size (Mlx5Rxq *q, const Mlx5RxBurst *b);
 void mlx5_rxq_release (Mlx5Rxq *q, guint32 wqe, guint32 strides);
 
 /* Re-posts, in ring order, the WQEs whose strides all came back, and rings the RQ
- * doorbell. Returns how many were posted. Polling thread. */
+ * doorbell. Returns how many were posted. After an error CQE it posts nothing until every
+ * posted WQE has completed (the device flushes them), then recovers the RQ (ERR -> RST ->
+ * RDY) and posts from ring slot 0. Polling thread. */
 guint mlx5_rxq_refill (Mlx5Rxq *q);
+
+/* An error CQE was read and the RQ is not recovered yet. Polling thread. */
+gboolean mlx5_rxq_in_error (Mlx5Rxq *q);
 
 /* Takes a fresh clock snapshot from the device (polling thread; at least every 0.5 s). */
 void mlx5_rxq_clock_refresh (Mlx5Rxq *q);

@@ -211,6 +211,25 @@ emu_rq_destroy (gpointer dev, Mlx5Rq *rq)
   rq->priv = NULL;
 }
 
+/* MODIFY_RQ ERR -> RST -> RDY: the WQE counter starts again at 0 */
+static gboolean
+emu_rq_recover (gpointer dev, Mlx5Rq *rq, GError **error)
+{
+  EmuPort *p = dev;
+  g_mutex_lock (&p->lock);
+  EmuRq *erq = rq->priv;
+  if (erq == NULL || !g_ptr_array_find (p->rqs, erq, NULL)) {
+    g_mutex_unlock (&p->lock);
+    return bad_param (p, "MODIFY_RQ (unknown RQ)", error);
+  }
+  erq->in_error = FALSE;
+  erq->hw_wqe = 0;
+  erq->hw_stride = 0;
+  erq->region = NULL;
+  g_mutex_unlock (&p->lock);
+  return TRUE;
+}
+
 static gboolean
 emu_sq_create (gpointer dev, Mlx5Sq *sq, GError **error)
 {
@@ -389,6 +408,7 @@ const Mlx5PortOps emu_port_ops = {
   .cq_destroy = emu_cq_destroy,
   .rq_create = emu_rq_create,
   .rq_destroy = emu_rq_destroy,
+  .rq_recover = emu_rq_recover,
   .sq_create = emu_sq_create,
   .sq_destroy = emu_sq_destroy,
   .flows_set = emu_flows_set,

@@ -97,6 +97,7 @@ typedef struct {
   guint32 hw_wqe;    /* WQE counter */
   guint32 hw_stride; /* next free stride in it */
   guint8 *region;    /* its region, checked against the MRs; NULL: none yet */
+  gboolean in_error; /* ERR: every posted WQE is flushed, nothing is received */
   guint64 out_of_buffer;
 } EmuRq;
 

@@ -279,7 +279,24 @@ rq_advance (EmuRq *rq, guint32 n)
   }
 }
 
-/* Error CQE for `n` strides at the current position (consumes them). */
+/* In ERR every posted WQE is completed with a flush error, the current one from its next
+ * stride (the RQ was created with flush_in_error_en), as far as the CQ has room; WQEs the
+ * host posts later are flushed likewise. */
+static void
+rq_flush (EmuPort *p, EmuRq *rq)
+{
+  while (rq_posted (p, rq) > 0 && cq_has_room (rq->cq, 1)) {
+    guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
+    guint32 left = rq_strides (rq) - rq->hw_stride;
+    cq_error (rq->cq, MLX5_CQE_RESP_ERR, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 0, rq->rqn, (guint16) slot,
+        (guint16) rq->hw_stride, left << MLX5_MPRQ_STRIDES_SHIFT);
+    MLX5_COUNTER_ADD (p->c.rx_flushed, 1);
+    rq_advance (rq, left);
+  }
+}
+
+/* Error CQE for `n` strides at the current position (consumes them); the RQ goes to ERR
+ * and flushes what is posted, until the host recovers it (emu_rq_recover). */
 static void
 rq_error (EmuPort *p, EmuRq *rq, guint32 n, guint8 syndrome)
 {
@@ -288,6 +305,8 @@ rq_error (EmuPort *p, EmuRq *rq, guint32 n, guint8 syndrome)
       (guint16) rq->hw_stride, n << MLX5_MPRQ_STRIDES_SHIFT);
   MLX5_COUNTER_ADD (p->c.rx_cqe_errors, 1);
   rq_advance (rq, n);
+  rq->in_error = TRUE;
+  rq_flush (p, rq);
 }
 
 /* Makes the WQE at hw_wqe current. A WQE whose data segment the IOMMU refuses, or whose
@@ -299,7 +318,7 @@ rq_fetch (EmuPort *p, EmuRq *rq)
   guint32 region_bytes = 1u << (rq->log_strides + rq->log_stride_size);
 
   while (rq->region == NULL) {
-    if (rq_posted (p, rq) == 0 || !cq_has_room (rq->cq, 1))
+    if (rq->in_error || rq_posted (p, rq) == 0 || !cq_has_room (rq->cq, 1))
       return FALSE;
     guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
     const volatile struct mlx5_mprq_wqe *wqe = (const volatile struct mlx5_mprq_wqe *) (rq->wqes +
@@ -366,6 +385,11 @@ rq_deliver (
   if (need > strides) {
     MLX5_COUNTER_ADD (p->c.rx_oversize, 1);
     return;
+  }
+  if (G_UNLIKELY (rq->in_error)) {
+    /* an RQ in ERR takes nothing; what the host posted meanwhile is flushed */
+    rq_flush (p, rq);
+    goto out_of_buffer;
   }
   if (G_UNLIKELY (rq->region == NULL) && !rq_fetch (p, rq))
     goto out_of_buffer;

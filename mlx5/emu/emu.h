@@ -134,7 +134,8 @@ typedef struct {
   guint64 rx_oversize;      /* dropped: longer than MTU + 18, or shorter than 14 */
   guint64 rx_fault_drops;   /* dropped by emu_port_fault_rx_drop() */
   guint64 rx_fillers;       /* filler CQEs written */
-  guint64 rx_cqe_errors;    /* error CQEs written on RQs */
+  guint64 rx_cqe_errors;    /* error CQEs written on RQs (flushes not counted) */
+  guint64 rx_flushed;       /* flush-error CQEs: WQEs completed unused by an RQ in ERR */
   guint64 rx_cq_overruns;   /* dropped: the RQ's CQ was full */
   guint64 tx_packets;       /* frames sent */
   guint64 tx_bytes;

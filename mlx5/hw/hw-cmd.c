@@ -139,12 +139,18 @@ mlx5_cmd_build_create_rq (void *in, const Mlx5Rq *rq, guint32 cqn, guint32 pdn,
 }
 
 void
-mlx5_cmd_build_modify_rq_rdy (void *in, guint32 rqn)
+mlx5_cmd_build_modify_rq_state (void *in, guint32 rqn, guint from, guint to)
 {
   DEVX_SET (modify_rq_in, in, opcode, MLX5_CMD_OP_MODIFY_RQ);
-  DEVX_SET (modify_rq_in, in, rq_state, MLX5_RQC_STATE_RST); /* the current state */
+  DEVX_SET (modify_rq_in, in, rq_state, from); /* the current state */
   DEVX_SET (modify_rq_in, in, rqn, rqn);
-  DEVX_SET (modify_rq_in, in, ctx.state, MLX5_RQC_STATE_RDY);
+  DEVX_SET (modify_rq_in, in, ctx.state, to);
+}
+
+void
+mlx5_cmd_build_modify_rq_rdy (void *in, guint32 rqn)
+{
+  mlx5_cmd_build_modify_rq_state (in, rqn, MLX5_RQC_STATE_RST, MLX5_RQC_STATE_RDY);
 }
 
 void

@@ -77,6 +77,8 @@ void mlx5_cmd_build_query_q_counter (void *in, guint32 counter_set_id);
 /* counter_set_id 0: the RQ counts in no counter set of ours */
 void mlx5_cmd_build_create_rq (void *in, const Mlx5Rq *rq, guint32 cqn, guint32 pdn,
     const Mlx5HwQueueMem *mem, guint page_shift, guint ts_format, guint32 counter_set_id);
+/* MODIFY_RQ from state `from` to `to` (MLX5_RQC_STATE_RST, _RDY, _ERR) */
+void mlx5_cmd_build_modify_rq_state (void *in, guint32 rqn, guint from, guint to);
 void mlx5_cmd_build_modify_rq_rdy (void *in, guint32 rqn);
 void mlx5_cmd_build_create_tis (void *in, guint32 transport_domain);
 void mlx5_cmd_build_create_sq (void *in, const Mlx5Sq *sq, guint32 cqn, guint32 pdn, guint32 tisn,

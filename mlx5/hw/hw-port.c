@@ -7,7 +7,8 @@
  *             QUERY_HCA_CAP (general + Ethernet offloads), QUERY_NIC_VPORT_CONTEXT,
  *             PD (+ pdn), ALLOC_TRANSPORT_DOMAIN, a UAR for the CQs, EQ 0, the clock
  *   cq        umem(ring [+ doorbell record]) + CREATE_CQ
- *   rq        umem(ring [+ dbr]) + CREATE_RQ (striding, RST) + MODIFY_RQ RST->RDY +
+ *   rq        umem(ring [+ dbr]) + CREATE_RQ (striding, RST, flush_in_error_en) +
+ *             MODIFY_RQ RST->RDY (after an error CQE: ERR->RST->RDY, rq_recover) +
  *             CREATE_TIR (direct), the TIR being what steering rules point at
  *   sq        CREATE_TIS (once) + its own UAR + umem(ring [+ dbr]) + CREATE_SQ (RST) +
  *             MODIFY_SQ RST->RDY; the doorbell register is the UAR's
@@ -828,6 +829,21 @@ hw_rq_destroy (gpointer priv, Mlx5Rq *rq)
   rq->priv = NULL;
 }
 
+/* MODIFY_RQ ERR -> RST, then RST -> RDY: the WQE counter starts again at 0 */
+static gboolean
+hw_rq_recover (gpointer priv, Mlx5Rq *rq, GError **error)
+{
+  HwDev *dev = priv;
+  HwRq *h = rq->priv;
+  guint32 rst[DEVX_ST_SZ_DW (modify_rq_in)] = { 0 };
+  guint32 rdy[DEVX_ST_SZ_DW (modify_rq_in)] = { 0 };
+
+  mlx5_cmd_build_modify_rq_state (rst, rq->rqn, MLX5_RQC_STATE_ERR, MLX5_RQC_STATE_RST);
+  mlx5_cmd_build_modify_rq_rdy (rdy, rq->rqn);
+  return obj_modify (dev, h->obj, "MODIFY_RQ (ERR to RST)", rst, sizeof rst, error) &&
+      obj_modify (dev, h->obj, "MODIFY_RQ (RST to RDY)", rdy, sizeof rdy, error);
+}
+
 static void
 hw_rq_counters (gpointer priv, Mlx5Rq *rq, Mlx5RqCounters *counters)
 {
@@ -1405,6 +1421,7 @@ const Mlx5PortOps mlx5_hw_port_ops = {
   .cq_destroy = hw_cq_destroy,
   .rq_create = hw_rq_create,
   .rq_destroy = hw_rq_destroy,
+  .rq_recover = hw_rq_recover,
   .sq_create = hw_sq_create,
   .sq_destroy = hw_sq_destroy,
   .flows_set = hw_flows_set,

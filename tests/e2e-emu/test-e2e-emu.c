@@ -23,6 +23,7 @@
 #include <gst/daqiri/daqiritestpacket.h>
 
 #include "emu.h"
+#include "mlx5-dma.h"
 #include "dq-receiver.h"
 #include "gstdaqiritxpool.h"
 
@@ -601,6 +602,59 @@ acquire_now (GstBufferPool *pool, GstBuffer **buf)
  * frames sent in place (no copy), partial runs, frames not where the slots are (copied,
  * still right), a frame the port refuses (the others still sent), slots held back while
  * a sent buffer is still referenced. Every frame is checked at the receiver. */
+/* An error completion mid-stream, as a ConnectX has it: the packet it names is lost and
+ * counted, the RQ goes to ERR and flushes every posted WQE, daqirisrc's queue recovers it
+ * (ERR -> RST -> RDY) and receives on. Every packet is accounted for: delivered (each once,
+ * intact) + dropped + errors = sent, and the stats say one error and one recovery. */
+GST_START_TEST (test_rx_error_recovery)
+{
+  const guint n = 40000, skip = 15000;
+  const gchar *device = "emu:rxerr";
+  Receiver r;
+  receiver_init (&r, n);
+  GstElement *rx = receiver_pipeline (&r, device, "burst-packets=64");
+  EmuPort *port = port_lookup ("rxerr");
+  emu_port_fault_rx_error (port, skip, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+
+  GstStructure *tx = run_testsrc (n,
+      "burst-packets=64 packet-size-min=60 packet-size-max=1500 n-flows=" G_STRINGIFY (N_FLOWS),
+      device);
+  fail_unless_equals_uint64 (stat_u64 (tx, "packets"), n);
+  gst_structure_free (tx);
+  fail_unless (emu_port_wait_idle (port, 5 * GST_SECOND));
+  receiver_wait (&r, n - 1, 3000);
+
+  GstStructure *s = element_stats (rx, "src");
+  guint64 delivered = stat_u64 (s, "packets"), drops = stat_u64 (s, "drops");
+  guint64 errors = stat_u64 (s, "errors");
+  g_mutex_lock (&r.lock);
+  fail_unless_equals_uint64 (r.received, delivered);
+  fail_unless_equals_int (r.bad, 0);
+  fail_unless_equals_int (r.duplicates, 0);
+  fail_unless_equals_int (r.wrong_flow, 0);
+  /* the packet the error named is the one missing */
+  fail_unless_equals_int (r.seen[skip], 0);
+  g_mutex_unlock (&r.lock);
+  fail_unless_equals_uint64 (errors, 1);
+  fail_unless_equals_uint64 (stat_u64 (s, "recoveries"), 1);
+  fail_unless_equals_uint64 (delivered + drops + errors, n);
+  gst_structure_free (s);
+
+  EmuCounters c;
+  emu_port_counters (port, &c);
+  fail_unless_equals_uint64 (c.rx_cqe_errors, 1);
+  fail_unless (c.rx_flushed >= 1, "no WQE was flushed");
+  fail_unless_equals_uint64 (c.rx_packets, delivered);
+  fail_unless_equals_uint64 (c.rx_out_of_buffer, drops);
+
+  emu_port_unref (port);
+  gst_element_set_state (rx, GST_STATE_NULL);
+  gst_object_unref (rx);
+  receiver_clear (&r);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_sink_slot_pool)
 {
   const gchar *device = "emu:pool";
@@ -805,6 +859,7 @@ e2e_emu_suite (void)
   tcase_add_test (tc, test_state_cycles_under_traffic);
   tcase_add_test (tc, test_pause_resume_under_traffic);
   tcase_add_test (tc, test_generator_from_device_string);
+  tcase_add_test (tc, test_rx_error_recovery);
   tcase_add_test (tc, test_sink_slot_pool);
   tcase_add_test (tc, test_sink_slot_pool_flushing);
   return s;

@@ -284,6 +284,16 @@ test_modify_rq (void)
   EXPECT (modify_rq_in, in, copy, modify_bitmask, 0x80, 64, 0);
   EXPECT (modify_rq_in, in, copy, ctx.state, 0x108, 4, 1); /* to RDY */
   assert_zero (copy, sizeof copy);
+
+  /* recovery's first step: ERR (3) to RST (0), the PRM's rq_state codes */
+  memset (in, 0, sizeof in);
+  mlx5_cmd_build_modify_rq_state (in, 0x12, MLX5_RQC_STATE_ERR, MLX5_RQC_STATE_RST);
+  memcpy (copy, in, sizeof in);
+  EXPECT (modify_rq_in, in, copy, opcode, 0x0, 16, 0x909);
+  EXPECT (modify_rq_in, in, copy, rq_state, 0x40, 4, 3);
+  EXPECT (modify_rq_in, in, copy, rqn, 0x48, 24, 0x12);
+  EXPECT (modify_rq_in, in, copy, ctx.state, 0x108, 4, 0);
+  assert_zero (copy, sizeof copy);
 }
 
 /* ------------------------------------------------------------------------------------ */

@@ -56,6 +56,16 @@ mini_rq_destroy (gpointer dev, Mlx5Rq *rq)
 }
 
 static gboolean
+mini_rq_recover (gpointer dev, Mlx5Rq *rq, GError **error)
+{
+  MiniPort *p = dev;
+  g_assert_true (rq == p->rq);
+  p->rq_recoveries++;
+  p->rq_dbr_at_reset = be32toh (rq->dbrec[MLX5_RCV_DBR]);
+  return TRUE;
+}
+
+static gboolean
 mini_sq_create (gpointer dev, Mlx5Sq *sq, GError **error)
 {
   MiniPort *p = dev;
@@ -88,6 +98,7 @@ const Mlx5PortOps mini_port_ops = {
   .cq_destroy = mini_cq_destroy,
   .rq_create = mini_rq_create,
   .rq_destroy = mini_rq_destroy,
+  .rq_recover = mini_rq_recover,
   .sq_create = mini_sq_create,
   .sq_destroy = mini_sq_destroy,
   .clock_info = mini_clock_info,

@@ -375,8 +375,35 @@ test_loopback_strides (void)
   rig_close (&r);
 }
 
-/* The IOMMU: RQ WQEs pointing outside registered memory, with a wrong lkey or a wrong
- * byte count complete with error CQEs and nothing is written; the ring recovers. */
+/* Polls queue qi (as a polling thread does: poll, release, refill) until the host has
+ * recovered the RQ from an error once more: the error and flush CQEs read, every WQE back,
+ * ERR -> RST -> RDY done. Packets read on the way are dropped. */
+static void
+rig_recover (Rig *r, guint qi)
+{
+  Mlx5Rxq *q = r->rx[qi];
+  DqPacket pkts[64];
+  Mlx5RxCounters c;
+  mlx5_rxq_counters (q, &c);
+  const guint64 before = c.recoveries;
+  gint64 deadline = g_get_monotonic_time () + 2 * G_USEC_PER_SEC;
+  while (c.recoveries == before && g_get_monotonic_time () < deadline) {
+    Mlx5RxBurst b = { 0 };
+    mlx5_rxq_poll (q, &b, pkts, 64);
+    if (b.n_packets > 0)
+      mlx5_rxq_release (q, b.wqe, b.strides);
+    mlx5_rxq_refill (q);
+    mlx5_rxq_counters (q, &c);
+  }
+  g_assert_cmpuint (c.recoveries, ==, before + 1);
+  g_assert_false (mlx5_rxq_in_error (q));
+}
+
+/* The IOMMU on the receive side: a WQE whose address lies outside every registered region,
+ * one whose lkey nobody registered, one whose byte count is not the region: each an error
+ * CQE with the PRM syndrome, nothing written outside the ring, the frame lost (counted), the
+ * RQ in ERR with every other posted WQE flushed; the host recovers it (ERR -> RST -> RDY),
+ * rewrites and re-posts the WQEs, and the next frame arrives. */
 static void
 test_iommu_rx (void)
 {
@@ -388,36 +415,58 @@ test_iommu_rx (void)
   guint8 *guard = g_malloc0 (4096);
   GArray *got = rxpkts_new ();
   TuFrameSpec spec = { .len = 100, .proto = TU_PROTO_UDP, .good_csums = TRUE };
-  guint8 frame[100];
+  guint8 frame[400];
   Mlx5RxCounters rc;
   EmuCounters c;
+  static const guint8 syndromes[3] = { MLX5_CQE_SYNDROME_LOCAL_PROT_ERR,
+    MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR };
 
   struct mlx5_mprq_wqe *w = (struct mlx5_mprq_wqe *) rq->wqes;
-  /* WQE 0: an address outside every registered region (the guard buffer) */
-  w[0].dseg.addr = htobe64 ((guint64) (uintptr_t) guard);
-  /* WQE 1: the right address with an lkey nobody registered */
-  w[1].dseg.lkey = htobe32 (0x7f00005a);
-  /* WQE 2: a byte count that is not the region size */
-  w[2].dseg.byte_count = htobe32 (64);
-  tu_frame_build (frame, &spec, 1);
-  g_assert_true (emu_port_inject (r.port, frame, 100));
-  wait_idle (&r);
-  rig_poll (&r, 0, got, 1, 2000);
-  g_assert_cmpuint (got->len, ==, 1);
-  g_assert_cmpuint (tu_frame_seq (g_array_index (got, RxPkt, 0).data, 100), ==, 1);
+  for (guint round = 0; round < 3; round++) {
+    /* the WQE the device takes next: at first slot 0; later, with a frame of 100 bytes
+     * in slot 0 (the device's first WQE after a recovery), a frame of 400 bytes does not
+     * fit its rest and makes the device take slot 1 */
+    guint bad = round == 0 ? 0 : 1;
+    if (round == 0)
+      w[bad].dseg.addr = htobe64 ((guint64) (uintptr_t) guard);
+    else if (round == 1)
+      w[bad].dseg.lkey = htobe32 (0x7f00005a);
+    else
+      w[bad].dseg.byte_count = htobe32 (64);
+    spec.len = round == 0 ? 100 : 400;
+    tu_frame_build (frame, &spec, 2 * round);
+    g_assert_true (emu_port_inject (r.port, frame, spec.len));
+    spec.len = 100;
+    wait_idle (&r);
+    rig_recover (&r, 0);
+    mlx5_rxq_counters (q, &rc);
+    g_assert_cmpuint (rc.cqe_errors, ==, round + 1);
+    g_assert_cmpuint (rc.last_syndrome, ==, syndromes[round]);
+    /* flushed: the 3 other WQEs posted; later 2 (slots 2, 3: slot 0's strides, the filler's,
+     * came back only after the error) */
+    g_assert_cmpuint (rc.flushed, ==, 3 + 2 * round);
+    g_assert_cmpuint (rc.recoveries, ==, round + 1);
+
+    /* recovered: the WQEs rewritten right, the next frame arrives at WQE 0 */
+    tu_frame_build (frame, &spec, 2 * round + 1);
+    g_assert_true (emu_port_inject (r.port, frame, 100));
+    g_array_set_size (got, 0);
+    rig_poll (&r, 0, got, 1, 2000);
+    g_assert_cmpuint (got->len, ==, 1);
+    g_assert_cmpuint (tu_frame_seq (g_array_index (got, RxPkt, 0).data, 100), ==, 2 * round + 1);
+  }
   for (guint i = 0; i < 4096; i++)
     g_assert_cmpuint (guard[i], ==, 0);
-  mlx5_rxq_counters (q, &rc);
-  g_assert_cmpuint (rc.cqe_errors, ==, 3);
-  g_assert_cmpuint (rc.last_syndrome, ==, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
   emu_port_counters (r.port, &c);
   g_assert_cmpuint (c.iommu_faults, ==, 2);
   g_assert_cmpuint (c.rx_cqe_errors, ==, 3);
-  g_assert_cmpuint (c.rx_packets, ==, 1);
+  g_assert_cmpuint (c.rx_flushed, ==, 7);
+  g_assert_cmpuint (c.rx_packets, ==, 3);
+  /* each bad WQE cost its frame: delivered + lost = sent */
+  g_assert_cmpuint (c.rx_out_of_buffer, ==, 3);
 
-  /* the three WQEs came back whole and were re-posted (rewritten right) */
-  g_assert_cmpuint (rc.reposts, ==, 3);
-  for (guint32 s = 2; s < 40; s++) {
+  /* and the ring goes on for many WQEs */
+  for (guint32 s = 6; s < 40; s++) {
     tu_frame_build (frame, &spec, s);
     g_assert_true (emu_port_inject (r.port, frame, 100));
     g_array_set_size (got, 0);
@@ -426,8 +475,7 @@ test_iommu_rx (void)
     g_assert_cmpuint (tu_frame_seq (g_array_index (got, RxPkt, 0).data, 100), ==, s);
   }
   emu_port_counters (r.port, &c);
-  g_assert_cmpuint (c.iommu_faults, ==, 2);
-  g_assert_cmpuint (c.rx_out_of_buffer, ==, 0);
+  g_assert_cmpuint (c.rx_out_of_buffer, ==, 3);
   g_array_unref (got);
   g_free (guard);
   rig_close (&r);
@@ -754,6 +802,11 @@ test_rx_error_injection (void)
   for (guint32 s = 0; s < 20; s++) {
     tu_frame_build (frame, &spec, s);
     g_assert_true (emu_port_inject (r.port, frame, 150));
+    if (s == 5) {
+      /* the RQ went to ERR: what it had posted is flushed, the host recovers it */
+      wait_idle (&r);
+      rig_recover (&r, 0);
+    }
     rig_poll (&r, 0, got, s < 5 ? s + 1 : s, 1000);
   }
   g_assert_cmpuint (got->len, ==, 19);
@@ -764,9 +817,12 @@ test_rx_error_injection (void)
   mlx5_rxq_counters (q, &rc);
   g_assert_cmpuint (rc.cqe_errors, ==, 1);
   g_assert_cmpuint (rc.last_syndrome, ==, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+  g_assert_cmpuint (rc.recoveries, ==, 1);
+  g_assert_cmpuint (rc.flushed, >=, 1);
   EmuCounters c;
   emu_port_counters (r.port, &c);
   g_assert_cmpuint (c.rx_cqe_errors, ==, 1);
+  g_assert_cmpuint (c.rx_flushed, ==, rc.flushed);
   g_assert_cmpuint (c.rx_packets, ==, 19);
   /* many WQEs later the accounting still holds */
   for (guint32 s = 20; s < 500; s++) {

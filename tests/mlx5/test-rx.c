@@ -543,54 +543,109 @@ test_malformed_cqes (void)
   mlx5_rxq_free (q);
 }
 
-/* error CQEs: counted with their syndrome, their strides given back at once */
+/* an error CQE as the device writes it: syndrome, and where it stopped */
+static void
+mini_err_cqe (MiniDev *d, guint16 wqe, guint16 stride, guint32 strides, guint8 syndrome)
+{
+  volatile struct mlx5_cqe64 *cqe = mini_port_cqe_next (&d->port);
+  volatile struct mlx5_err_cqe *err = (volatile struct mlx5_err_cqe *) cqe;
+  cqe->wqe_id = htobe16 (wqe);
+  cqe->wqe_counter = htobe16 (stride);
+  cqe->byte_cnt = htobe32 (strides << 16);
+  err->syndrome = syndrome;
+  err->vendor_err_synd = 0x42;
+  mini_port_cqe_publish (&d->port, cqe, MLX5_CQE_RESP_ERR);
+}
+
+/* The device in ERR (flush_in_error_en): the rest of the current WQE and every posted one
+ * completed with flush errors. */
+static void
+mini_flush (MiniDev *d)
+{
+  guint32 mask = (1u << d->port.rq->log_wqes) - 1;
+  while (mini_posted (d) > 0) {
+    mini_err_cqe (d, (guint16) (d->hw_wqe & mask), (guint16) d->hw_stride,
+        mini_strides (d) - d->hw_stride, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+    d->hw_wqe++;
+    d->hw_stride = 0;
+  }
+}
+
+/* Error CQEs as hardware has them: counted with their syndrome, their strides given back
+ * at once; the RQ then in ERR, every posted WQE flushed, and the host posting nothing until
+ * all came back, then recovering the RQ (ERR -> RST -> RDY with the doorbell record at 0)
+ * and posting again from ring slot 0. */
 static void
 test_error_cqe (void)
 {
   MiniDev d;
   mini_init (&d);
-  Mlx5Rxq *q = rxq_new_small (&d, 6, 3, 2); /* 8 strides per WQE */
+  Mlx5Rxq *q = rxq_new_small (&d, 6, 3, 2); /* 8 strides per WQE, 4 WQEs */
   Mlx5RxBurst b = { 0 };
   DqPacket pkts[16];
   Mlx5RxCounters c;
 
   g_assert_true (mini_rx (&d, 64, 0x01, 0, 0));
-  /* an error for a 2-stride packet at stride 1 */
-  {
-    volatile struct mlx5_cqe64 *cqe = mini_port_cqe_next (&d.port);
-    volatile struct mlx5_err_cqe *err = (volatile struct mlx5_err_cqe *) cqe;
-    cqe->wqe_id = htobe16 (0);
-    cqe->wqe_counter = htobe16 (1);
-    cqe->byte_cnt = htobe32 (2u << 16);
-    err->syndrome = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
-    err->vendor_err_synd = 0x42;
-    mini_port_cqe_publish (&d.port, cqe, MLX5_CQE_RESP_ERR);
-    d.hw_stride += 2;
-  }
-  g_assert_true (mini_rx (&d, 64, 0x03, 0, 0));
-  g_assert_false (mlx5_rxq_poll (q, &b, pkts, 16));
-  g_assert_cmpuint (b.n_packets, ==, 2);
-  g_assert_cmpuint (pkts[1].offset, ==, 3 * 64); /* after the two error strides */
-  g_assert_cmpuint (b.strides, ==, 2);
+  /* an error for a 2-stride packet at stride 1; the device stops and flushes */
+  mini_err_cqe (&d, 0, 1, 2, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+  d.hw_stride += 2;
+  mini_flush (&d);                                 /* WQE 0 from stride 3, WQEs 1 .. 3 whole */
+  g_assert_true (mlx5_rxq_poll (q, &b, pkts, 16)); /* WQE 0 is used up */
+  g_assert_cmpuint (b.n_packets, ==, 1);
+  g_assert_cmpuint (b.strides, ==, 1);
+  g_assert_true (mlx5_rxq_in_error (q));
   mlx5_rxq_counters (q, &c);
   g_assert_cmpuint (c.cqe_errors, ==, 1);
+  g_assert_cmpuint (c.flushed, ==, 1);
   g_assert_cmpuint (c.last_syndrome, ==, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
   g_assert_cmpuint (c.last_vendor_syndrome, ==, 0x42);
-
-  /* an error whose position is wrong gives up the rest of the WQE */
-  {
-    volatile struct mlx5_cqe64 *cqe = mini_port_cqe_next (&d.port);
-    cqe->wqe_id = htobe16 (3);
-    cqe->byte_cnt = htobe32 (1u << 16);
-    ((volatile struct mlx5_err_cqe *) cqe)->syndrome = MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
-    mini_port_cqe_publish (&d.port, cqe, MLX5_CQE_RESP_ERR);
-  }
-  g_assert_true (mlx5_rxq_poll (q, &b, pkts, 16)); /* the WQE is used up */
-  g_assert_cmpuint (b.n_packets, ==, 2);
+  /* WQEs 1 .. 3 are not back yet: nothing is posted, nothing recovered */
   mlx5_rxq_release (q, b.wqe, b.strides);
-  g_assert_cmpuint (mlx5_rxq_refill (q), ==, 1);
+  g_assert_cmpuint (mlx5_rxq_refill (q), ==, 0);
+  g_assert_cmpuint (d.port.rq_recoveries, ==, 0);
+
+  Mlx5RxBurst b2 = { 0 };
+  g_assert_false (mlx5_rxq_poll (q, &b2, pkts, 16));
+  g_assert_cmpuint (b2.n_packets, ==, 0);
+  mlx5_rxq_counters (q, &c);
+  g_assert_cmpuint (c.flushed, ==, 4);
+  g_assert_cmpuint (c.cqe_errors, ==, 1); /* flushes are no errors of their own */
+  /* all back: ERR -> RST -> RDY with the doorbell record at 0, then slots 0 .. 3 posted */
+  g_assert_cmpuint (mlx5_rxq_refill (q), ==, 4);
+  g_assert_cmpuint (d.port.rq_recoveries, ==, 1);
+  g_assert_cmpuint (d.port.rq_dbr_at_reset, ==, 0);
+  g_assert_false (mlx5_rxq_in_error (q));
+  g_assert_cmpuint (be32toh (d.port.rq->dbrec[MLX5_RCV_DBR]), ==, 4);
+  mlx5_rxq_counters (q, &c);
+  g_assert_cmpuint (c.recoveries, ==, 1);
+
+  /* the device's counters start again at 0 too: the next packet is at WQE 0, stride 0 */
+  d.hw_wqe = 0;
+  d.hw_stride = 0;
+  g_assert_true (mini_rx (&d, 100, 0x07, 0, 0));
+  Mlx5RxBurst b3 = { 0 };
+  g_assert_false (mlx5_rxq_poll (q, &b3, pkts, 16));
+  g_assert_cmpuint (b3.n_packets, ==, 1);
+  g_assert_cmpuint (b3.wqe, ==, 0);
+  g_assert_cmpuint (b3.first_stride, ==, 0);
+  g_assert_cmpuint (pkts[0].length, ==, 100);
+  g_assert_cmpuint (mlx5_rxq_burst_data (q, &b3)[99], ==, 0x07);
+
+  /* an error whose position is wrong gives up the rest of the WQE; recovery again */
+  mini_err_cqe (&d, 3, 0, 1, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
+  d.hw_stride = mini_strides (&d);
+  mini_wqe_done_if_full (&d);
+  mini_flush (&d);
+  g_assert_true (mlx5_rxq_poll (q, &b3, pkts, 16));
+  g_assert_cmpuint (b3.n_packets, ==, 1);
+  mlx5_rxq_release (q, b3.wqe, b3.strides);
+  Mlx5RxBurst b4 = { 0 };
+  mlx5_rxq_poll (q, &b4, pkts, 16);
+  g_assert_cmpuint (mlx5_rxq_refill (q), ==, 4);
   mlx5_rxq_counters (q, &c);
   g_assert_cmpuint (c.cqe_errors, ==, 2);
+  g_assert_cmpuint (c.flushed, ==, 7);
+  g_assert_cmpuint (c.recoveries, ==, 2);
   g_assert_cmpuint (c.last_syndrome, ==, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
   mlx5_rxq_free (q);
 }
