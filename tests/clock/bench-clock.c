@@ -10,6 +10,7 @@
 
 #include "clock-stub.h"
 #include "daqiri-engine.h"
+#include "dq-test-port.h"
 #include "gstdaqiriclock.h"
 
 const GstPluginDesc *gst_plugin_daqiri_get_desc (void);
@@ -26,15 +27,6 @@ static void
 report (const char *name, double value, const char *unit)
 {
   g_print ("%-32s %10.1f %s\n", name, value, unit);
-}
-
-static DqPort *
-port_open (const char *device)
-{
-  GError *error = NULL;
-  DqPort *port = dq_port_open (device, &error);
-  g_assert_no_error (error);
-  return port;
 }
 
 static double
@@ -137,7 +129,7 @@ main (int argc, char **argv)
   stub_engine_register ();
 
   const guint n = 2000000;
-  DqPort *port = port_open ("clocktest:bench,bursts=0");
+  DqPort *port = dq_test_port_open ("clocktest:bench,bursts=0");
   GstClock *own = gst_daqiri_clock_new (port);
   GstClock *sys = gst_system_clock_obtain ();
   guint64 samples;

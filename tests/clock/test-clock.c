@@ -14,6 +14,7 @@
 
 #include "clock-stub.h"
 #include "daqiri-engine.h"
+#include "dq-test-port.h"
 #include "gstdaqiriclock.h"
 
 #include <pthread.h>
@@ -54,15 +55,6 @@ set_state_sync (GstElement *pipeline, GstState state)
     /* a live pipeline's sinks complete only with data: do not wait for them */
     return;
   }
-}
-
-static DqPort *
-port_open (const char *device)
-{
-  GError *error = NULL;
-  DqPort *port = dq_port_open (device, &error);
-  fail_unless (port != NULL, "%s: %s", device, error ? error->message : "");
-  return port;
 }
 
 /* clock time - port time, from the tightest of many back-to-back reads */
@@ -234,7 +226,7 @@ GST_START_TEST (test_pts_system_clock)
 {
   const char *device = "emu:clk2";
   GstClock *sys = gst_system_clock_obtain ();
-  DqPort *port = port_open (device);
+  DqPort *port = dq_test_port_open (device);
   gint64 off_before = clock_minus_port (sys, port);
 
   EmuRun run;
@@ -544,7 +536,7 @@ GST_START_TEST (test_wait_emu)
   fail_unless (gst_element_set_state (src, GST_STATE_PAUSED) == GST_STATE_CHANGE_NO_PREROLL);
   GstClock *clock = gst_element_provide_clock (src);
   fail_unless (clock != NULL && GST_IS_DAQIRI_CLOCK (clock));
-  DqPort *port = port_open (device);
+  DqPort *port = dq_test_port_open (device);
   fail_unless (gst_daqiri_clock_get_port (GST_DAQIRI_CLOCK (clock)) == port);
   /* the clock reads the port time */
   guint64 p0 = dq_port_time (port);
@@ -568,7 +560,7 @@ GST_END_TEST;
  * for comparison the system clock itself (its waits are timed on a CLOCK_MONOTONIC port) */
 GST_START_TEST (test_wait_foreign)
 {
-  DqPort *mono = port_open ("clocktest:wm,posix");
+  DqPort *mono = dq_test_port_open ("clocktest:wm,posix");
   GstClock *sys = gst_system_clock_obtain ();
   check_waits (sys, mono);
   gst_object_unref (sys);
@@ -580,7 +572,7 @@ GST_START_TEST (test_wait_foreign)
     "clocktest:w2,ppm=-50000,offset=123456789",
   };
   for (guint i = 0; i < G_N_ELEMENTS (devices); i++) {
-    DqPort *port = port_open (devices[i]);
+    DqPort *port = dq_test_port_open (devices[i]);
     GstClock *clock = gst_daqiri_clock_new (port);
     /* near 0 really: not CLOCK_MONOTONIC */
     if (i == 0)
@@ -711,8 +703,8 @@ GST_END_TEST;
 /* which clocks read the port time exactly */
 GST_START_TEST (test_map_modes)
 {
-  DqPort *posix = port_open ("clocktest:mono,posix");
-  DqPort *nic = port_open ("clocktest:nic");
+  DqPort *posix = dq_test_port_open ("clocktest:mono,posix");
+  DqPort *nic = dq_test_port_open ("clocktest:nic");
   GstClock *sys = gst_system_clock_obtain ();
   GstClock *realtime =
       g_object_new (GST_TYPE_SYSTEM_CLOCK, "clock-type", GST_CLOCK_TYPE_REALTIME, NULL);
@@ -767,7 +759,7 @@ GST_END_TEST;
  * than pairs that may be off by as much */
 GST_START_TEST (test_map_slow_reads)
 {
-  DqPort *port = port_open ("clocktest:slow,slow=1500");
+  DqPort *port = dq_test_port_open ("clocktest:slow,slow=1500");
   GstClock *sys = gst_system_clock_obtain ();
   GstDaqiriTimeMap map;
   gst_daqiri_time_map_init (&map, port);
@@ -904,7 +896,7 @@ GST_START_TEST (test_map_sampling)
   GstClock *tc = gst_test_clock_new_with_start_time (GST_SECOND);
   stub_sim_clock = tc;
   const char *device = "clocktest:samp,sim,ppm=30";
-  DqPort *port = port_open (device);
+  DqPort *port = dq_test_port_open (device);
   GstDaqiriTimeMap map;
   gst_daqiri_time_map_init (&map, port);
   gst_daqiri_time_map_set_clock (&map, tc);

@@ -299,6 +299,19 @@ typedef struct {
   uint64_t seed;
 } Case;
 
+/* Zeroes c and names it: fmt with its arguments printed into name, a buffer of size bytes that
+ * must outlive every use of c. */
+static void __attribute__ ((format (printf, 4, 5)))
+case_start (Case *c, char *name, size_t size, const char *fmt, ...)
+{
+  va_list ap;
+  memset (c, 0, sizeof *c);
+  va_start (ap, fmt);
+  vsnprintf (name, size, fmt, ap);
+  va_end (ap);
+  c->name = name;
+}
+
 /* Every burst but the first starts with the last k packets of the burst before sent again (the
  * same bytes): duplicates of slots a job before filled, in bursts whose own keys are distinct. */
 static void
@@ -427,9 +440,7 @@ reorder_cases (void)
       uint32_t L = sizes[si];
       uint32_t ppb = L >= 4096 ? 16 * SCALE : 32 * SCALE;
       Case c;
-      memset (&c, 0, sizeof c);
-      snprintf (name, sizeof name, "copy-%u-%s", L, wild ? "wild" : "tame");
-      c.name = name;
+      case_start (&c, name, sizeof name, "copy-%u-%s", L, wild ? "wild" : "tame");
       c.cfg = cfg_make (
           ppb, L, offsets[(si + wild) % 4], DQ_ELEM_SAME, DQ_ELEM_SAME, DQ_BYTE_ORDER_HOST);
       c.cfg.window = 2 + (si % 3);
@@ -457,9 +468,7 @@ reorder_cases (void)
       continue;
     const uint32_t ppb = (L == 8192 ? 16 : 32) * SCALE;
     Case c;
-    memset (&c, 0, sizeof c);
-    snprintf (name, sizeof name, "copy-aligned-%u-%s", L, wild ? "wild" : "tame");
-    c.name = name;
+    case_start (&c, name, sizeof name, "copy-aligned-%u-%s", L, wild ? "wild" : "tame");
     c.cfg = cfg_make (ppb, L, 64, DQ_ELEM_SAME, DQ_ELEM_SAME, DQ_BYTE_ORDER_HOST);
     c.cfg.window = 2 + (uint32_t) k % 3;
     DqStreamSpec sp = { quick ? 6 : 12, wild ? 0.05 : 0.01, wild ? 0.05 : 0.01, 0.02, 0.01, ppb / 3,
@@ -482,10 +491,8 @@ reorder_cases (void)
         if (ins[a] == DQ_ELEM_INT32 && L < 4)
           L = 4;
         Case c;
-        memset (&c, 0, sizeof c);
-        snprintf (name, sizeof name, "convert-%s-%s-%s-%u", dq_elem_type_name (ins[a]),
+        case_start (&c, name, sizeof name, "convert-%s-%s-%s-%u", dq_elem_type_name (ins[a]),
             dq_elem_type_name (outs[o]), net ? "net" : "host", L);
-        c.name = name;
         c.cfg = cfg_make (16 * SCALE, L, offsets[(a + o) % 4], ins[a], outs[o],
             net ? DQ_BYTE_ORDER_NETWORK : DQ_BYTE_ORDER_HOST);
         DqStreamSpec sp = { quick ? 4 : 8, 0.03, 0.03, 0.02, 0.01, 5, (a + o) % 2, 150 * SCALE, 0 };
@@ -499,9 +506,7 @@ reorder_cases (void)
   /* batch-field mode with narrow wrapping fields; frame shortage; big windows; small ppb */
   for (int k = 0; k < (quick ? 2 : 6); k++) {
     Case c;
-    memset (&c, 0, sizeof c);
-    snprintf (name, sizeof name, "field-%d", k);
-    c.name = name;
+    case_start (&c, name, sizeof name, "field-%d", k);
     dq_reorder_config_init (&c.cfg);
     c.cfg.seq_bit_offset = 16 + (uint32_t) k;
     c.cfg.seq_bit_width = 12;
@@ -526,9 +531,7 @@ reorder_cases (void)
    * submissions */
   for (int k = 0; k < 3; k++) {
     Case c;
-    memset (&c, 0, sizeof c);
-    snprintf (name, sizeof name, "steady-%d", k);
-    c.name = name;
+    case_start (&c, name, sizeof name, "steady-%d", k);
     c.cfg = cfg_make (64, k == 1 ? 100 : 32, 64, DQ_ELEM_SAME, DQ_ELEM_SAME, DQ_BYTE_ORDER_HOST);
     c.cfg.window = 2 + (uint32_t) k;
     DqStreamSpec sp = { quick ? 60 : 240, 0, 0, 0, 0, 4, 0, k == 0 ? 32 : k == 1 ? 64 : 150, 9 };
@@ -543,9 +546,7 @@ reorder_cases (void)
    * also where a batch finds no frame (k == 1) or a packet is lost, duplicated or short (k == 2) */
   for (int k = 0; k < 3; k++) {
     Case c;
-    memset (&c, 0, sizeof c);
-    snprintf (name, sizeof name, "whole-%d", k);
-    c.name = name;
+    case_start (&c, name, sizeof name, "whole-%d", k);
     c.cfg = cfg_make (k == 1 ? 128 : 64, 48, 64, DQ_ELEM_SAME, DQ_ELEM_SAME, DQ_BYTE_ORDER_HOST);
     c.cfg.window = k == 1 ? 2 : 4;
     DqStreamSpec sp = { quick ? 40 : 160, 0, 0, 0, 0, 0, 0, 0, 7 };
@@ -566,9 +567,7 @@ reorder_cases (void)
    * duplicates of slots filled by the job before, in bursts that are otherwise in order */
   for (int k = 0; k < 2; k++) {
     Case c;
-    memset (&c, 0, sizeof c);
-    snprintf (name, sizeof name, "resend-%d", k);
-    c.name = name;
+    case_start (&c, name, sizeof name, "resend-%d", k);
     c.cfg = cfg_make (64, 48, 64, DQ_ELEM_SAME, DQ_ELEM_SAME, DQ_BYTE_ORDER_HOST);
     c.cfg.window = 4;
     DqStreamSpec sp = { quick ? 40 : 120, 0, 0, 0, 0, k ? 6 : 0, 0, 48, 3 };
@@ -582,9 +581,7 @@ reorder_cases (void)
   }
   for (int k = 0; k < (quick ? 2 : 4); k++) {
     Case c;
-    memset (&c, 0, sizeof c);
-    snprintf (name, sizeof name, "small-ppb-%d", k);
-    c.name = name;
+    case_start (&c, name, sizeof name, "small-ppb-%d", k);
     c.cfg = cfg_make (1 + 3 * (uint32_t) k, 8 + 8 * (uint32_t) k, 12, DQ_ELEM_SAME, DQ_ELEM_SAME,
         DQ_BYTE_ORDER_HOST);
     c.cfg.seq_bit_width = 16;

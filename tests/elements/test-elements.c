@@ -310,39 +310,52 @@ GST_START_TEST (test_pad_templates_refuse_audio)
 
 GST_END_TEST;
 
+/* One start of an element that must fail: the device set before it (NULL: left as it is) and
+ * what the ERROR must mention (up to four strings, NULL after the last). */
+typedef struct {
+  const gchar *device;
+  const gchar *needles[5];
+} BadStart;
+
+/* A new element of factory started once per step, in order, on the same element (a start
+ * that failed leaves it to be set and started again): each start must fail as its step says. */
+static void
+assert_start_errors (const gchar *factory, const BadStart *steps, guint n)
+{
+  GstElement *el = gst_element_factory_make (factory, NULL);
+  fail_unless (el != NULL);
+  for (guint i = 0; i < n; i++) {
+    if (steps[i].device != NULL)
+      g_object_set (el, "device", steps[i].device, NULL);
+    assert_start_error (el, steps[i].needles);
+  }
+  gst_object_unref (el);
+}
+
 GST_START_TEST (test_src_no_device)
 {
-  GstElement *src = gst_element_factory_make ("daqirisrc", NULL);
-  const gchar *needles[] = { "'device'", "not set", "afpacket", NULL };
-  assert_start_error (src, needles);
-  gst_object_unref (src);
+  const BadStart steps[] = { { NULL, { "'device'", "not set", "afpacket", NULL } } };
+  assert_start_errors ("daqirisrc", steps, G_N_ELEMENTS (steps));
 }
 
 GST_END_TEST;
 
 GST_START_TEST (test_src_unknown_engine)
 {
-  GstElement *src = gst_element_factory_make ("daqirisrc", NULL);
-  g_object_set (src, "device", "nosuchengine:x", NULL);
-  const gchar *needles[] = { "'device'", "nosuchengine:x", "afpacket", NULL };
-  assert_start_error (src, needles);
-
-  g_object_set (src, "device", "afpacket:", NULL);
-  const gchar *needles2[] = { "'device'", "needs a name", NULL };
-  assert_start_error (src, needles2);
-  gst_object_unref (src);
+  const BadStart steps[] = {
+    { "nosuchengine:x", { "'device'", "nosuchengine:x", "afpacket", NULL } },
+    { "afpacket:", { "'device'", "needs a name", NULL } },
+  };
+  assert_start_errors ("daqirisrc", steps, G_N_ELEMENTS (steps));
 }
 
 GST_END_TEST;
 
 GST_START_TEST (test_src_missing_interface)
 {
-  GstElement *src = gst_element_factory_make ("daqirisrc", NULL);
-  g_object_set (src, "device", "afpacket:nosuchif0", NULL);
   /* the message lists the interfaces that do exist: lo always does */
-  const gchar *needles[] = { "'device'", "nosuchif0", "lo", NULL };
-  assert_start_error (src, needles);
-  gst_object_unref (src);
+  const BadStart steps[] = { { "afpacket:nosuchif0", { "'device'", "nosuchif0", "lo", NULL } } };
+  assert_start_errors ("daqirisrc", steps, G_N_ELEMENTS (steps));
 }
 
 GST_END_TEST;
@@ -444,13 +457,11 @@ GST_END_TEST;
 
 GST_START_TEST (test_sink_no_device)
 {
-  GstElement *sink = gst_element_factory_make ("daqirisink", NULL);
-  const gchar *needles[] = { "'device'", "not set", NULL };
-  assert_start_error (sink, needles);
-  g_object_set (sink, "device", "afpacket:nosuchif0", NULL);
-  const gchar *needles2[] = { "'device'", "nosuchif0", NULL };
-  assert_start_error (sink, needles2);
-  gst_object_unref (sink);
+  const BadStart steps[] = {
+    { NULL, { "'device'", "not set", NULL } },
+    { "afpacket:nosuchif0", { "'device'", "nosuchif0", NULL } },
+  };
+  assert_start_errors ("daqirisink", steps, G_N_ELEMENTS (steps));
 }
 
 GST_END_TEST;

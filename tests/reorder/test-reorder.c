@@ -64,25 +64,73 @@ assert_bytes (GstBuffer *buf, const guint8 *want, gsize size)
   gst_buffer_unmap (buf, &map);
 }
 
-/* the stats of the harness's element named r */
-static guint64
-stat (GstHarness *h, const gchar *field)
+/* the stats structure of the harness's element named r (gst_structure_free it) */
+static GstStructure *
+r_stats (GstHarness *h)
 {
   GstStructure *s = NULL;
-  guint64 v = G_MAXUINT64;
   GstElement *e = gst_bin_get_by_name (GST_BIN (h->element), "r");
   fail_unless (e != NULL);
   g_object_get (e, "stats", &s, NULL);
   gst_object_unref (e);
   fail_unless (s != NULL);
+  return s;
+}
+
+/* one field of the stats of the harness's element named r */
+static guint64
+stat (GstHarness *h, const gchar *field)
+{
+  GstStructure *s = r_stats (h);
+  guint64 v = G_MAXUINT64;
   fail_unless (gst_structure_get_uint64 (s, field, &v), "%s", field);
   gst_structure_free (s);
   return v;
 }
 
+/* One expected stats field of the harness's element named r. */
+typedef struct {
+  const gchar *field;
+  guint64 value;
+} WantStat;
+
+/* Checks the n fields of want against one read of r's stats; a field missing from the stats
+ * fails too. */
+static void
+assert_stats (GstHarness *h, const WantStat *want, guint n)
+{
+  GstStructure *s = r_stats (h);
+  for (guint i = 0; i < n; i++) {
+    guint64 v = G_MAXUINT64;
+    fail_unless (gst_structure_get_uint64 (s, want[i].field, &v), "%s", want[i].field);
+    fail_unless (v == want[i].value, "stats %s: %" G_GUINT64_FORMAT ", expected %" G_GUINT64_FORMAT,
+        want[i].field, v, want[i].value);
+  }
+  gst_structure_free (s);
+}
+
 #define F_COMPLETE 1u
 #define F_PUSHED 2u
 #define F_FLUSHED 4u
+
+/* A frame of size random bytes (g_free it). */
+static guint8 *
+random_frame (gsize size)
+{
+  guint8 *frame = g_malloc (size);
+  for (gsize i = 0; i < size; i++)
+    frame[i] = (guint8) g_random_int ();
+  return frame;
+}
+
+/* The f-th frame of a stream to push: a copy of frame's size bytes, PTS f ms. */
+static GstBuffer *
+frame_buffer (const guint8 *frame, gsize size, guint f)
+{
+  GstBuffer *buf = gst_buffer_new_memdup (frame, size);
+  GST_BUFFER_PTS (buf) = f * GST_MSECOND;
+  return buf;
+}
 
 /* ---- (a) daqiripay ! daqirireorder returns the frames bit for bit -------------------- */
 
@@ -101,12 +149,9 @@ round_trip (guint payload_size, guint ppb, guint seq_bits, guint batch_bits, gui
 
   gst_harness_set_src_caps_str (h, "application/x-daqiri-frame");
   for (guint f = 0; f < n_frames; f++) {
-    frames[f] = g_malloc (frame_size);
-    for (gsize i = 0; i < frame_size; i++)
-      frames[f][i] = (guint8) g_random_int ();
-    GstBuffer *in = gst_buffer_new_memdup (frames[f], frame_size);
-    GST_BUFFER_PTS (in) = f * GST_MSECOND;
-    fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
+    frames[f] = random_frame (frame_size);
+    fail_unless_equals_int (
+        gst_harness_push (h, frame_buffer (frames[f], frame_size, f)), GST_FLOW_OK);
   }
   fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
 
@@ -130,12 +175,15 @@ round_trip (guint payload_size, guint ppb, guint seq_bits, guint batch_bits, gui
   fail_unless_equals_int (p, ppb);
   gst_caps_unref (caps);
 
-  fail_unless_equals_uint64 (stat (h, "packets"), (guint64) n_frames * ppb);
-  fail_unless_equals_uint64 (stat (h, "batches"), n_frames);
-  fail_unless_equals_uint64 (stat (h, "complete"), n_frames);
-  fail_unless_equals_uint64 (stat (h, "missing"), 0);
-  fail_unless_equals_uint64 (stat (h, "duplicates"), 0);
-  fail_unless_equals_uint64 (stat (h, "short"), 0);
+  const WantStat stats[] = {
+    { "packets", (guint64) n_frames * ppb },
+    { "batches", n_frames },
+    { "complete", n_frames },
+    { "missing", 0 },
+    { "duplicates", 0 },
+    { "short", 0 },
+  };
+  assert_stats (h, stats, G_N_ELEMENTS (stats));
   g_free (frames);
   g_free (launch);
   g_free (fields);
@@ -303,6 +351,34 @@ expect_frame (GstBuffer *out, guint b, guint present_mask)
   assert_bytes (out, want, 16);
 }
 
+/* What the next output frame must be: the batch id, the slots present (bit s: slot s, see
+ * expect_frame), the frame meta's packets, missing, duplicates, late, short and flags
+ * (G_MAXUINT: any) and the PTS (GST_CLOCK_TIME_NONE: any). */
+typedef struct {
+  guint batch, present, packets, missing, dups, late, shrt, flags;
+  GstClockTime pts;
+} WantFrame;
+
+/* Checks out's bytes, frame meta and PTS against want, then unrefs out. */
+static void
+check_frame (GstBuffer *out, const WantFrame *want)
+{
+  expect_frame (out, want->batch, want->present);
+  assert_frame_meta (out, want->batch, want->packets, want->missing, want->dups, want->late,
+      want->shrt, want->flags);
+  if (want->pts != GST_CLOCK_TIME_NONE)
+    fail_unless_equals_uint64 (GST_BUFFER_PTS (out), want->pts);
+  gst_buffer_unref (out);
+}
+
+/* Pulls n frames from h (blocking) and checks them in order against want[0..n-1]. */
+static void
+pull_frames (GstHarness *h, const WantFrame *want, guint n)
+{
+  for (guint i = 0; i < n; i++)
+    check_frame (gst_harness_pull (h), &want[i]);
+}
+
 #define REORDER_B \
   "daqirireorder name=r seq-offset=0 seq-bits=16 payload-offset=4 payload-size=4 " \
   "packets-per-batch=4 window=2"
@@ -332,13 +408,8 @@ GST_START_TEST (test_reorder_video)
   fail_unless (gst_caps_features_is_equal (
       gst_caps_get_features (caps, 0), GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY));
   gst_caps_unref (caps);
-  for (guint b = 0; b < 2; b++) {
-    GstBuffer *out = gst_harness_pull (h);
-    expect_frame (out, b, 0xf);
-    assert_frame_meta (out, b, 4, 0, 0, 0, 0, G_MAXUINT);
-    fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 1000);
-    gst_buffer_unref (out);
-  }
+  for (guint b = 0; b < 2; b++)
+    check_frame (gst_harness_pull (h), &(WantFrame){ b, 0xf, 4, 0, 0, 0, 0, G_MAXUINT, 1000 });
   gst_harness_teardown (h);
 }
 
@@ -551,43 +622,30 @@ GST_START_TEST (test_reorder_losses)
   fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
   fail_unless_equals_int (gst_harness_buffers_received (h), 5);
 
-  GstBuffer *out = gst_harness_pull (h);
-  expect_frame (out, 0, 0xf);
-  assert_frame_meta (out, 0, 4, 0, 1, 0, 1, F_COMPLETE);
-  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 1000);
-  gst_buffer_unref (out);
-  out = gst_harness_pull (h);
-  expect_frame (out, 1, 0xf);
-  assert_frame_meta (out, 1, 4, 0, 0, 0, 0, F_COMPLETE);
-  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 1000);
-  gst_buffer_unref (out);
-  out = gst_harness_pull (h);
-  expect_frame (out, 2, 0x2);
-  assert_frame_meta (out, 2, 1, 3, 0, 1, 1, F_PUSHED);
-  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 3000);
-  gst_buffer_unref (out);
-  out = gst_harness_pull (h);
-  expect_frame (out, 3, 0x2);
-  assert_frame_meta (out, 3, 1, 3, 0, 0, 0, F_FLUSHED);
-  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 3000);
-  gst_buffer_unref (out);
-  out = gst_harness_pull (h);
-  expect_frame (out, 4, 0x1);
-  assert_frame_meta (out, 4, 1, 3, 0, 0, 0, F_FLUSHED);
-  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 4000);
-  gst_buffer_unref (out);
+  const WantFrame want[] = {
+    /* batch, present, packets, missing, dups, late, short, flags, PTS */
+    { 0, 0xf, 4, 0, 1, 0, 1, F_COMPLETE, 1000 },
+    { 1, 0xf, 4, 0, 0, 0, 0, F_COMPLETE, 1000 },
+    { 2, 0x2, 1, 3, 0, 1, 1, F_PUSHED, 3000 },
+    { 3, 0x2, 1, 3, 0, 0, 0, F_FLUSHED, 3000 },
+    { 4, 0x1, 1, 3, 0, 0, 0, F_FLUSHED, 4000 },
+  };
+  pull_frames (h, want, G_N_ELEMENTS (want));
 
-  fail_unless_equals_uint64 (stat (h, "packets"), 15);
-  fail_unless_equals_uint64 (stat (h, "batches"), 5);
-  fail_unless_equals_uint64 (stat (h, "complete"), 2);
-  fail_unless_equals_uint64 (stat (h, "pushed"), 1);
-  fail_unless_equals_uint64 (stat (h, "flushed"), 2);
-  fail_unless_equals_uint64 (stat (h, "missing"), 9);
-  fail_unless_equals_uint64 (stat (h, "duplicates"), 1);
-  fail_unless_equals_uint64 (stat (h, "late"), 1);
-  fail_unless_equals_uint64 (stat (h, "short"), 2);
-  fail_unless_equals_uint64 (stat (h, "skipped"), 0);
-  fail_unless_equals_uint64 (stat (h, "no-frame"), 0);
+  const WantStat stats[] = {
+    { "packets", 15 },
+    { "batches", 5 },
+    { "complete", 2 },
+    { "pushed", 1 },
+    { "flushed", 2 },
+    { "missing", 9 },
+    { "duplicates", 1 },
+    { "late", 1 },
+    { "short", 2 },
+    { "skipped", 0 },
+    { "no-frame", 0 },
+  };
+  assert_stats (h, stats, G_N_ELEMENTS (stats));
   gst_harness_teardown (h);
 }
 
@@ -607,17 +665,9 @@ GST_START_TEST (test_reorder_timeout)
   /* 2000 - 0 > 1500: batch 0 is flushed, batch 1 (first at 1000) is not yet */
   fail_unless_equals_int (gst_harness_push (h, burst (b, 0, 2000)), GST_FLOW_OK);
   fail_unless_equals_int (gst_harness_buffers_received (h), 1);
-  GstBuffer *out = gst_harness_pull (h);
-  expect_frame (out, 0, 0x5);
-  assert_frame_meta (out, 0, 2, 2, 0, 0, 0, F_FLUSHED);
-  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 0);
-  gst_buffer_unref (out);
+  check_frame (gst_harness_pull (h), &(WantFrame){ 0, 0x5, 2, 2, 0, 0, 0, F_FLUSHED, 0 });
   fail_unless_equals_int (gst_harness_push (h, burst (b, 0, 2600)), GST_FLOW_OK);
-  out = gst_harness_pull (h);
-  expect_frame (out, 1, 0x2);
-  assert_frame_meta (out, 1, 1, 3, 0, 0, 0, F_FLUSHED);
-  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 1000);
-  gst_buffer_unref (out);
+  check_frame (gst_harness_pull (h), &(WantFrame){ 1, 0x2, 1, 3, 0, 0, 0, F_FLUSHED, 1000 });
   fail_unless_equals_uint64 (stat (h, "flushed"), 2);
   gst_harness_teardown (h);
 }
@@ -649,10 +699,7 @@ GST_START_TEST (test_reorder_timeout_clock)
       g_usleep (2000);
   }
   fail_unless (out != NULL, "the batch was not flushed by the clock");
-  expect_frame (out, 0, 0xd);
-  assert_frame_meta (out, 0, 3, 1, 0, 0, 0, F_FLUSHED);
-  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 3 * GST_SECOND);
-  gst_buffer_unref (out);
+  check_frame (out, &(WantFrame){ 0, 0xd, 3, 1, 0, 0, 0, F_FLUSHED, 3 * GST_SECOND });
   fail_unless_equals_uint64 (stat (h, "flushed"), 1);
   gst_object_unref (clock);
   gst_harness_teardown (h);
@@ -718,17 +765,16 @@ GST_START_TEST (test_reorder_flush)
   const P b[] = { { 10 }, { 8 }, { 11 }, { 9 }, { 12 } };
   fail_unless_equals_int (gst_harness_push (h, burst (b, 5, 200)), GST_FLOW_OK);
   fail_unless_equals_int (gst_harness_buffers_received (h), 1);
-  GstBuffer *out = gst_harness_pull (h);
-  expect_frame (out, 2, 0xf);
-  assert_frame_meta (out, 2, 4, 0, 0, 0, 0, F_COMPLETE);
-  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 200);
-  gst_buffer_unref (out);
+  check_frame (gst_harness_pull (h), &(WantFrame){ 2, 0xf, 4, 0, 0, 0, 0, F_COMPLETE, 200 });
   /* the dropped batch 0 counts as emitted and flushed, with its 2 missing slots */
-  fail_unless_equals_uint64 (stat (h, "batches"), 2);
-  fail_unless_equals_uint64 (stat (h, "complete"), 1);
-  fail_unless_equals_uint64 (stat (h, "flushed"), 1);
-  fail_unless_equals_uint64 (stat (h, "missing"), 2);
-  fail_unless_equals_uint64 (stat (h, "packets"), 7);
+  const WantStat stats[] = {
+    { "batches", 2 },
+    { "complete", 1 },
+    { "flushed", 1 },
+    { "missing", 2 },
+    { "packets", 7 },
+  };
+  assert_stats (h, stats, G_N_ELEMENTS (stats));
   gst_harness_teardown (h);
 }
 
@@ -760,18 +806,19 @@ lossless_run (guint window, gint lost_batch)
   for (guint b = 0; b < 15; b++) {
     if ((gint) b == lost_batch)
       continue;
-    GstBuffer *out = gst_harness_pull (h);
-    expect_frame (out, b, 0xf);
-    assert_frame_meta (out, b, 4, 0, 0, 0, 0, F_COMPLETE);
-    gst_buffer_unref (out);
+    check_frame (gst_harness_pull (h),
+        &(WantFrame){ b, 0xf, 4, 0, 0, 0, 0, F_COMPLETE, GST_CLOCK_TIME_NONE });
   }
-  fail_unless_equals_uint64 (stat (h, "packets"), 4 * n_frames);
-  fail_unless_equals_uint64 (stat (h, "batches"), n_frames);
-  fail_unless_equals_uint64 (stat (h, "complete"), n_frames);
-  fail_unless_equals_uint64 (stat (h, "pushed"), 0);
-  fail_unless_equals_uint64 (stat (h, "flushed"), 0);
-  fail_unless_equals_uint64 (stat (h, "missing"), 0);
-  fail_unless_equals_uint64 (stat (h, "skipped"), lost_batch >= 0 ? 1 : 0);
+  const WantStat stats[] = {
+    { "packets", 4 * n_frames },
+    { "batches", n_frames },
+    { "complete", n_frames },
+    { "pushed", 0 },
+    { "flushed", 0 },
+    { "missing", 0 },
+    { "skipped", lost_batch >= 0 ? 1 : 0 },
+  };
+  assert_stats (h, stats, G_N_ELEMENTS (stats));
   gst_harness_teardown (h);
   g_free (launch);
 }
@@ -1052,12 +1099,10 @@ port_round_trip (const gchar *rx_device, const gchar *tx_device, gboolean in_pla
   GstElement *in = gst_bin_get_by_name (GST_BIN (tx), "in");
   guint8 **frames = g_new (guint8 *, n_frames);
   for (guint f = 0; f < n_frames; f++) {
-    frames[f] = g_malloc (frame_size);
-    for (gsize i = 0; i < frame_size; i++)
-      frames[f][i] = (guint8) g_random_int ();
-    GstBuffer *b = gst_buffer_new_memdup (frames[f], frame_size);
-    GST_BUFFER_PTS (b) = f * GST_MSECOND;
-    fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (in), b), GST_FLOW_OK);
+    frames[f] = random_frame (frame_size);
+    fail_unless_equals_int (
+        gst_app_src_push_buffer (GST_APP_SRC (in), frame_buffer (frames[f], frame_size, f)),
+        GST_FLOW_OK);
   }
   gst_app_src_end_of_stream (GST_APP_SRC (in));
   gst_object_unref (in);
