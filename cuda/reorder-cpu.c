@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "reorder-priv.h"
+#include "dq-packet.h"
 
 /* ---- payload conversion ------------------------------------------------------------------ */
 
@@ -649,13 +650,6 @@ dq_packetize_validate (
   return 0;
 }
 
-static void
-put_be16 (uint8_t *p, uint32_t v)
-{
-  p[0] = (uint8_t) (v >> 8);
-  p[1] = (uint8_t) v;
-}
-
 int
 dq_packetize_cpu (const DqReorderConfig *cfg, const DqPacketizeTemplate *t, const void *frame,
     uint64_t batch_id, void *out, size_t out_size, DqReorderPacket *pkts)
@@ -694,20 +688,13 @@ dq_packetize_cpu_range (const DqReorderConfig *cfg, const DqPacketizeTemplate *t
           p, cfg->batch_bit_offset, cfg->batch_bit_width, (uint32_t) (batch_id & batch_mask));
     if (t->ipv4_offset != DQ_PACKETIZE_NONE) {
       uint8_t *ip = p + t->ipv4_offset;
-      uint32_t ihl = (ip[0] & 0xfu) * 4u;
-      put_be16 (ip + 2, plen - t->ipv4_offset);
-      put_be16 (ip + 10, 0);
-      uint32_t sum = 0;
-      for (uint32_t i = 0; i < ihl; i += 2)
-        sum += ((uint32_t) ip[i] << 8) | ip[i + 1];
-      while (sum >> 16)
-        sum = (sum & 0xffffu) + (sum >> 16);
-      put_be16 (ip + 10, ~sum & 0xffffu);
+      dq_packet_put16 (ip + 2, (uint16_t) (plen - t->ipv4_offset));
+      dq_packet_fill_ipv4_csum (ip);
     }
     if (t->udp_offset != DQ_PACKETIZE_NONE) {
       uint8_t *udp = p + t->udp_offset;
-      put_be16 (udp + 4, plen - t->udp_offset);
-      put_be16 (udp + 6, 0);
+      dq_packet_put16 (udp + 4, (uint16_t) (plen - t->udp_offset));
+      dq_packet_put16 (udp + 6, 0);
     }
     if (pkts)
       pkts[j] = (DqReorderPacket){ (uint32_t) ((size_t) j * t->packet_stride), plen, 0, 0, 0 };

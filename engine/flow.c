@@ -121,23 +121,25 @@ rule_error (const RuleText *rt, GError **error, const char *format, ...)
 
 /* ---- values ---- */
 
-/* Decimal digits only: no sign, no space, no base prefix. Values above `max` are
- * VALUE_RANGE, but only once the whole string proved to be digits. */
+/* The digits s[first..len) in `base` (10 or 16), at least one: no sign, no space. Values
+ * above `max` are VALUE_RANGE, but only once the whole string proved to be digits. */
 static ValueResult
-parse_decimal (const char *s, gsize len, guint64 max, guint64 *out)
+parse_digits (const char *s, gsize len, gsize first, guint base, guint64 max, guint64 *out)
 {
   guint64 v = 0;
   gboolean over = FALSE;
   gsize i;
 
-  if (len == 0)
+  if (len <= first)
     return VALUE_INVALID;
-  for (i = 0; i < len; i++) {
-    if (!g_ascii_isdigit (s[i]))
+  for (i = first; i < len; i++) {
+    gint digit = base == 16 ? g_ascii_xdigit_value (s[i]) : g_ascii_digit_value (s[i]);
+
+    if (digit < 0)
       return VALUE_INVALID;
     /* callers pass max <= 2^32, so v stays far below 2^64 until it passes max */
     if (!over) {
-      v = v * 10 + (guint64) (s[i] - '0');
+      v = v * base + (guint64) digit;
       over = v > max;
     }
   }
@@ -147,28 +149,20 @@ parse_decimal (const char *s, gsize len, guint64 max, guint64 *out)
   return VALUE_OK;
 }
 
+/* Decimal digits only: no base prefix. */
+static ValueResult
+parse_decimal (const char *s, gsize len, guint64 max, guint64 *out)
+{
+  return parse_digits (s, len, 0, 10, max, out);
+}
+
 /* "0x" or "0X" followed by hex digits. */
 static ValueResult
 parse_hex (const char *s, gsize len, guint64 max, guint64 *out)
 {
-  guint64 v = 0;
-  gboolean over = FALSE;
-  gsize i;
-
   if (len < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
     return VALUE_INVALID;
-  for (i = 2; i < len; i++) {
-    if (!g_ascii_isxdigit (s[i]))
-      return VALUE_INVALID;
-    if (!over) {
-      v = v * 16 + (guint64) g_ascii_xdigit_value (s[i]);
-      over = v > max;
-    }
-  }
-  if (over)
-    return VALUE_RANGE;
-  *out = v;
-  return VALUE_OK;
+  return parse_digits (s, len, 2, 16, max, out);
 }
 
 static gboolean
@@ -281,50 +275,41 @@ parse_dst (const char *s, gsize len, DqFlowRule *rule)
   return parse_ipv4_prefix (s, len, &rule->dst, &rule->dst_prefix);
 }
 
+/* A 16-bit field's number, min..max (max <= 0xffff): stored in *field when it is one. */
 static ValueResult
-parse_port (const char *s, gsize len, guint16 *port)
+parse_u16 (const char *s, gsize len, guint64 min, guint64 max, gboolean hex, guint16 *field)
 {
   guint64 v;
-  ValueResult r = parse_number (s, len, 0, G_MAXUINT16, FALSE, &v);
+  ValueResult r = parse_number (s, len, min, max, hex, &v);
 
   if (r == VALUE_OK)
-    *port = (guint16) v;
+    *field = (guint16) v;
   return r;
 }
 
 static ValueResult
 parse_src_port (const char *s, gsize len, DqFlowRule *rule)
 {
-  return parse_port (s, len, &rule->src_port);
+  return parse_u16 (s, len, 0, G_MAXUINT16, FALSE, &rule->src_port);
 }
 
 static ValueResult
 parse_dst_port (const char *s, gsize len, DqFlowRule *rule)
 {
-  return parse_port (s, len, &rule->dst_port);
+  return parse_u16 (s, len, 0, G_MAXUINT16, FALSE, &rule->dst_port);
 }
 
 /* Ethertypes start at 0x0600: smaller values in that field are 802.3 lengths. */
 static ValueResult
 parse_ethertype (const char *s, gsize len, DqFlowRule *rule)
 {
-  guint64 v;
-  ValueResult r = parse_number (s, len, 0x0600, 0xffff, TRUE, &v);
-
-  if (r == VALUE_OK)
-    rule->ethertype = (guint16) v;
-  return r;
+  return parse_u16 (s, len, 0x0600, 0xffff, TRUE, &rule->ethertype);
 }
 
 static ValueResult
 parse_vlan (const char *s, gsize len, DqFlowRule *rule)
 {
-  guint64 v;
-  ValueResult r = parse_number (s, len, 0, 4095, FALSE, &v);
-
-  if (r == VALUE_OK)
-    rule->vlan = (guint16) v;
-  return r;
+  return parse_u16 (s, len, 0, 4095, FALSE, &rule->vlan);
 }
 
 static ValueResult
@@ -341,12 +326,7 @@ parse_mark (const char *s, gsize len, DqFlowRule *rule)
 static ValueResult
 parse_queue (const char *s, gsize len, DqFlowRule *rule)
 {
-  guint64 v;
-  ValueResult r = parse_number (s, len, 0, DQ_FLOW_MAX_QUEUE, FALSE, &v);
-
-  if (r == VALUE_OK)
-    rule->queue = (guint16) v;
-  return r;
+  return parse_u16 (s, len, 0, DQ_FLOW_MAX_QUEUE, FALSE, &rule->queue);
 }
 
 #define ALLOWED_IPV4 "an IPv4 address A.B.C.D (octets 0..255) with an optional /0..32 prefix"

@@ -12,6 +12,7 @@
 
 #include <gst/daqiri/daqiri.h>
 #include <string.h>
+#include "gstdaqirielement.h"
 #ifdef DQ_HAVE_CUDA
 #include "gstdaqirigstcuda.h"
 #endif
@@ -144,13 +145,11 @@ gst_daqiri_burst_allocator_init (GstDaqiriBurstAllocator *self)
 static GstAllocator *
 burst_allocator_new (gboolean cuda)
 {
-  GstDaqiriBurstAllocator *a = g_object_new (GST_TYPE_DAQIRI_BURST_ALLOCATOR, NULL);
-  a->cuda = cuda;
+  GstAllocator *a = gst_daqiri_allocator_new_kept (GST_TYPE_DAQIRI_BURST_ALLOCATOR);
+  GST_DAQIRI_BURST_ALLOCATOR (a)->cuda = cuda;
   if (cuda)
-    GST_ALLOCATOR_CAST (a)->mem_type = GST_DAQIRI_CUDA_MEMORY_TYPE;
-  gst_object_ref_sink (a);
-  GST_OBJECT_FLAG_SET (a, GST_OBJECT_FLAG_MAY_BE_LEAKED);
-  return GST_ALLOCATOR_CAST (a);
+    a->mem_type = GST_DAQIRI_CUDA_MEMORY_TYPE;
+  return a;
 }
 
 /* One allocator for host ranges, one for GPU-accessible ones. */

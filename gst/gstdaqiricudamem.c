@@ -10,6 +10,7 @@
 #endif
 
 #include "gstdaqiricudamem.h"
+#include "gstdaqirielement.h"
 
 #include <string.h>
 
@@ -140,12 +141,9 @@ GstAllocator *
 gst_daqiri_cuda_allocator_get (void)
 {
   static GstAllocator *allocator;
-  if (g_once_init_enter (&allocator)) {
-    GstAllocator *a = g_object_new (gst_daqiri_cuda_allocator_get_type (), NULL);
-    gst_object_ref_sink (a);
-    GST_OBJECT_FLAG_SET (a, GST_OBJECT_FLAG_MAY_BE_LEAKED);
-    g_once_init_leave (&allocator, a);
-  }
+  if (g_once_init_enter (&allocator))
+    g_once_init_leave (
+        &allocator, gst_daqiri_allocator_new_kept (gst_daqiri_cuda_allocator_get_type ()));
   return gst_object_ref (allocator);
 }
 

@@ -111,6 +111,16 @@ gst_daqiri_memory_get_type (void)
   return type;
 }
 
+GstAllocator *
+gst_daqiri_allocator_new_kept (GType type)
+{
+  GstAllocator *allocator = g_object_new (type, NULL);
+
+  gst_object_ref_sink (allocator);
+  GST_OBJECT_FLAG_SET (allocator, GST_OBJECT_FLAG_MAY_BE_LEAKED);
+  return allocator;
+}
+
 gboolean
 gst_daqiri_cuda_usable (GstElement *element, const char *property)
 {

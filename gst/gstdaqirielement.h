@@ -97,6 +97,10 @@ gboolean gst_daqiri_member_set (gpointer instance, const GstDaqiriMember *member
 gboolean gst_daqiri_member_get (gconstpointer instance, const GstDaqiriMember *members,
     guint n_members, guint prop_id, GValue *value);
 
+/* A new allocator of `type` (a GstAllocator subtype) that the process keeps for good: its
+ * floating reference sunk, and flagged as an object the leak tracer may find alive at exit. */
+GstAllocator *gst_daqiri_allocator_new_kept (GType type);
+
 /* With CUDA built in and a usable GPU: TRUE. Else posts an ERROR naming `property` (set to
  * cuda) and why, and returns FALSE. */
 gboolean gst_daqiri_cuda_usable (GstElement *element, const char *property);

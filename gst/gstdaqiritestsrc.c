@@ -179,11 +179,8 @@ gst_daqiri_test_src_set_property (
     return;
   }
   GST_OBJECT_LOCK (self);
-  if (gst_daqiri_addresses_set (&self->addrs, PROP_SRC_MAC, prop_id, value)) {
-    GST_OBJECT_UNLOCK (self);
-    return;
-  }
-  if (!gst_daqiri_member_set (
+  if (!gst_daqiri_addresses_set (&self->addrs, PROP_SRC_MAC, prop_id, value) &&
+      !gst_daqiri_member_set (
           self, test_src_members, G_N_ELEMENTS (test_src_members), prop_id, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   GST_OBJECT_UNLOCK (self);
@@ -203,11 +200,8 @@ gst_daqiri_test_src_get_property (GObject *object, guint prop_id, GValue *value,
     return;
   }
   GST_OBJECT_LOCK (self);
-  if (gst_daqiri_addresses_get (&self->addrs, PROP_SRC_MAC, prop_id, value)) {
-    GST_OBJECT_UNLOCK (self);
-    return;
-  }
-  if (!gst_daqiri_member_get (
+  if (!gst_daqiri_addresses_get (&self->addrs, PROP_SRC_MAC, prop_id, value) &&
+      !gst_daqiri_member_get (
           self, test_src_members, G_N_ELEMENTS (test_src_members), prop_id, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   GST_OBJECT_UNLOCK (self);

@@ -1,5 +1,6 @@
 /* The buffer pool over a TX ring's slots (see gstdaqiritxpool.h). */
 #include "gstdaqiritxpool.h"
+#include "gstdaqirielement.h"
 
 #include <gst/daqiri/daqiripacketmeta.h>
 #include <string.h>
@@ -346,12 +347,9 @@ slot_allocator_get (void)
 {
   static GstAllocator *allocator;
 
-  if (g_once_init_enter (&allocator)) {
-    GstAllocator *a = g_object_new (GST_TYPE_DAQIRI_TX_SLOT_ALLOCATOR, NULL);
-    gst_object_ref_sink (a);
-    GST_OBJECT_FLAG_SET (a, GST_OBJECT_FLAG_MAY_BE_LEAKED);
-    g_once_init_leave (&allocator, a);
-  }
+  if (g_once_init_enter (&allocator))
+    g_once_init_leave (
+        &allocator, gst_daqiri_allocator_new_kept (GST_TYPE_DAQIRI_TX_SLOT_ALLOCATOR));
   return allocator;
 }
 
