@@ -200,19 +200,33 @@ make_stats (GstDaqiriSrc *self)
   DqRxStats s;
   guint64 ring_bytes = 0;
 
+  GValue per_queue = G_VALUE_INIT;
+
+  gst_value_array_init (&per_queue, 0);
   GST_OBJECT_LOCK (self);
   collect_stats (self, &s);
-  for (guint i = 0; i < self->n_rings; i++)
-    ring_bytes += dq_rxq_ring_bytes (gst_daqiri_rx_ring_queue (self->rings[i]));
+  for (guint i = 0; i < self->n_rings; i++) {
+    DqRxQueue *rxq = gst_daqiri_rx_ring_queue (self->rings[i]);
+    DqRxStats qs;
+    GValue v = G_VALUE_INIT;
+    ring_bytes += dq_rxq_ring_bytes (rxq);
+    dq_rxq_stats (rxq, &qs);
+    g_value_init (&v, G_TYPE_UINT64);
+    g_value_set_uint64 (&v, qs.packets);
+    gst_value_array_append_and_take_value (&per_queue, &v);
+  }
   guint n = self->n_rings;
   GST_OBJECT_UNLOCK (self);
 
-  return gst_structure_new ("application/x-daqiri-src-stats", "packets", G_TYPE_UINT64, s.packets,
-      "bytes", G_TYPE_UINT64, s.bytes, "bursts", G_TYPE_UINT64, s.bursts, "drops", G_TYPE_UINT64,
-      s.drops_ring_full, "drops-ring-full", G_TYPE_UINT64, s.drops_ring_full, "drops-filtered",
-      G_TYPE_UINT64, s.drops_filtered, "truncated", G_TYPE_UINT64, s.truncated, "errors",
-      G_TYPE_UINT64, s.errors, "recoveries", G_TYPE_UINT64, s.recoveries, "queues", G_TYPE_UINT, n,
-      "ring-bytes", G_TYPE_UINT64, ring_bytes, NULL);
+  GstStructure *st = gst_structure_new ("application/x-daqiri-src-stats", "packets", G_TYPE_UINT64,
+      s.packets, "bytes", G_TYPE_UINT64, s.bytes, "bursts", G_TYPE_UINT64, s.bursts, "drops",
+      G_TYPE_UINT64, s.drops_ring_full, "drops-ring-full", G_TYPE_UINT64, s.drops_ring_full,
+      "drops-filtered", G_TYPE_UINT64, s.drops_filtered, "truncated", G_TYPE_UINT64, s.truncated,
+      "errors", G_TYPE_UINT64, s.errors, "recoveries", G_TYPE_UINT64, s.recoveries, "queues",
+      G_TYPE_UINT, n, "ring-bytes", G_TYPE_UINT64, ring_bytes, NULL);
+  /* packets of each running queue, queue 0 first */
+  gst_structure_take_value (st, "queue-packets", &per_queue);
+  return st;
 }
 
 /* the properties kept as plain members */
@@ -888,7 +902,8 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass *klass)
           "found no rule for; 0 where the NIC or the kernel filters); truncated (delivered "
           "packets cut to max-packet-size); errors (error completions, each costing the "
           "packet it named), recoveries (a queue brought back from the error state); "
-          "queues; ring-bytes",
+          "queues; ring-bytes; queue-packets (an array: packets delivered from each queue, "
+          "queue 0 first)",
           GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   g_object_class_install_property (gobject_class, PROP_MEMORY,
       g_param_spec_enum ("memory", "Memory",

@@ -7,6 +7,7 @@
 
 #include "dq-packet.h"
 #include "mlx5-dma.h"
+#include "mlx5-rss.h"
 
 #define ETHERTYPE_IPV6 0x86dd
 #define ETHERTYPE_VLAN 0x8100
@@ -131,20 +132,16 @@ emu_csum_verify (const guint8 *frame, guint len, const EmuHeaders *h)
   return ok;
 }
 
-/* the 40-byte default RSS key (Microsoft's RSS verification key) */
-static const guint8 rss_key[40] = { 0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67,
-  0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb,
-  0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa };
-
 /* Toeplitz: for each set input bit i (most significant first) XOR in the 32 key bits
- * that start at key bit i. */
+ * that start at key bit i. The key is the one the hardware path programs (mlx5-rss.h). */
 guint32
 emu_toeplitz (const guint8 *data, guint len)
 {
+  const guint8 *rss_key = mlx5_rss_default_key ();
   guint32 result = 0;
   guint64 window = 0;
 
-  len = MIN (len, sizeof rss_key - 4);
+  len = MIN (len, MLX5_RSS_KEY_LEN - 4);
   for (guint k = 0; k < 8; k++)
     window = (window << 8) | rss_key[k];
   for (guint i = 0; i < len; i++) {
@@ -152,7 +149,7 @@ emu_toeplitz (const guint8 *data, guint len)
       if (data[i] & (0x80 >> b))
         result ^= (guint32) (window >> (32 - b));
     }
-    window = (window << 8) | (i + 8 < sizeof rss_key ? rss_key[i + 8] : 0);
+    window = (window << 8) | (i + 8 < MLX5_RSS_KEY_LEN ? rss_key[i + 8] : 0);
   }
   return result;
 }

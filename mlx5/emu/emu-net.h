@@ -27,8 +27,9 @@ guint emu_csum_fill (guint8 *frame, guint len, guint8 cs_flags);
  * none sent, OK). */
 guint8 emu_csum_verify (const guint8 *frame, guint len, const EmuHeaders *h);
 
-/* The RSS input of a frame (IPv4 src, dst, and for TCP/UDP the ports) hashed with
- * Toeplitz; 0 for frames that are not IPv4. */
+/* The RSS input of a frame hashed with Toeplitz, as mlx5-rss.h defines it: IPv4 source
+ * and destination address, then for TCP and UDP (not fragments) the source and
+ * destination port, as on the wire; 0 for frames that are not IPv4. */
 guint32 emu_rss_hash (const guint8 *frame, const EmuHeaders *h);
 
 G_END_DECLS

@@ -5,6 +5,7 @@
 #include "emu-private.h"
 
 #include "mlx5-dma.h"
+#include "mlx5-rss.h"
 
 #include <string.h>
 
@@ -304,9 +305,7 @@ emu_flows_set (gpointer dev, guint32 group, Mlx5Rq **rqs, guint n_rqs, const DqF
     g->group = group;
     g->n_rqs = n_rqs;
     g->rqs = g_new0 (EmuRq *, n_rqs);
-    g->rqt_size = 1;
-    while (g->rqt_size < n_rqs)
-      g->rqt_size <<= 1;
+    g->rqt_size = mlx5_rss_rqt_size (n_rqs);
     g->n_rules = n_rules;
     g->rules = g_memdup2 (rules, sizeof (DqFlowRule) * MAX (n_rules, 1));
   }

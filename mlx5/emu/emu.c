@@ -36,6 +36,7 @@
 
 #include "mlx5-dma.h"
 #include "mlx5-mem.h"
+#include "mlx5-rss.h"
 
 #include <string.h>
 #include <time.h>
@@ -438,7 +439,7 @@ out_of_buffer:
 static EmuRq *
 rss_pick (const EmuSteerGroup *g, guint32 hash)
 {
-  return g->rqs[(hash & (g->rqt_size - 1)) % g->n_rqs];
+  return g->rqs[mlx5_rss_rqt_pick (hash, g->n_rqs)];
 }
 
 /* The RQ a frame goes to and its tag; NULL when no group takes it. */

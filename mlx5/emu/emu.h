@@ -162,7 +162,7 @@ guint64 emu_port_rate_bps (EmuPort *port);
 gboolean emu_port_wait_idle (EmuPort *port, gint64 timeout_ns);
 
 /* Toeplitz hash (the RSS hash function) of `data` with the 40-byte key the emulated
- * device uses (the well-known default key 6d5a56da...). Exposed for tests. */
+ * device uses: mlx5-rss.h's, the one the hardware path programs. Exposed for tests. */
 guint32 emu_toeplitz (const guint8 *data, guint len);
 
 G_END_DECLS

@@ -213,10 +213,7 @@ mlx5_cmd_build_create_tir_direct (void *in, guint32 rqn, guint32 transport_domai
 guint
 mlx5_hw_rqt_size (guint n_rqns)
 {
-  guint size = 1;
-  while (size < n_rqns)
-    size <<= 1;
-  return size;
+  return mlx5_rss_rqt_size (n_rqns);
 }
 
 gsize
@@ -238,11 +235,6 @@ mlx5_cmd_build_create_rqt (void *in, const guint32 *rqns, guint n_rqns)
   for (guint i = 0; i < size; i++)
     DEVX_SET (rq_num, entries + i * DEVX_ST_SZ_BYTES (rq_num), rq_num, rqns[i % n_rqns]);
 }
-
-const guint8 mlx5_hw_default_toeplitz_key[MLX5_HW_TOEPLITZ_KEY_LEN] = { 0x6d, 0x5a, 0x56, 0xda,
-  0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb,
-  0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b,
-  0xbe, 0xac, 0x01, 0xfa };
 
 void
 mlx5_cmd_build_create_tir_rss (

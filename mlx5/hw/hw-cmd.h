@@ -13,6 +13,7 @@
 #include <infiniband/mlx5dv.h>
 
 #include "../mlx5-port.h"
+#include "../mlx5-rss.h"
 
 G_BEGIN_DECLS
 
@@ -87,16 +88,15 @@ void mlx5_cmd_build_create_sq (void *in, const Mlx5Sq *sq, guint32 cqn, guint32 
 void mlx5_cmd_build_modify_sq_rdy (void *in, guint32 sqn);
 void mlx5_cmd_build_create_tir_direct (void *in, guint32 rqn, guint32 transport_domain);
 
-/* entries of the RQT for n RQs: the next power of two >= n */
+/* entries of the RQT for n RQs: the next power of two >= n (mlx5_rss_rqt_size) */
 guint mlx5_hw_rqt_size (guint n_rqns);
 /* bytes of a CREATE_RQT input mailbox with `size` entries */
 gsize mlx5_cmd_create_rqt_in_bytes (guint size);
 /* fills mlx5_hw_rqt_size (n_rqns) entries, the RQs repeated round robin */
 void mlx5_cmd_build_create_rqt (void *in, const guint32 *rqns, guint n_rqns);
 
-#define MLX5_HW_TOEPLITZ_KEY_LEN 40
-/* the 40-byte Toeplitz key of the Microsoft RSS specification, the usual default */
-extern const guint8 mlx5_hw_default_toeplitz_key[MLX5_HW_TOEPLITZ_KEY_LEN];
+/* the Toeplitz key is mlx5-rss.h's, shared with the emulated device */
+#define MLX5_HW_TOEPLITZ_KEY_LEN MLX5_RSS_KEY_LEN
 /* an RSS TIR spreading IPv4/UDP by source and destination address and port */
 void mlx5_cmd_build_create_tir_rss (
     void *in, guint32 rqtn, guint32 transport_domain, const guint8 key[MLX5_HW_TOEPLITZ_KEY_LEN]);

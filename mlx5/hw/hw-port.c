@@ -1093,7 +1093,7 @@ dest_action (HwDev *dev, HwSteering *st, const HwGroup *g, struct mlx5dv_dr_acti
 
     guint32 tin[DEVX_ST_SZ_DW (create_tir_in)] = { 0 };
     guint32 tout[DEVX_ST_SZ_DW (create_tir_out)];
-    mlx5_cmd_build_create_tir_rss (tin, rqtn, dev->td, mlx5_hw_default_toeplitz_key);
+    mlx5_cmd_build_create_tir_rss (tin, rqtn, dev->td, mlx5_rss_default_key ());
     tir = obj_create (
         dev, "CREATE_TIR (RSS, Toeplitz over IPv4/UDP)", tin, sizeof tin, tout, sizeof tout, error);
     if (tir == NULL)

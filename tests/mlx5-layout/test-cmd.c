@@ -412,7 +412,7 @@ test_create_tir_rss (void)
 {
   guint8 in[DEVX_ST_SZ_BYTES (create_tir_in)], copy[sizeof in];
   memset (in, 0, sizeof in);
-  mlx5_cmd_build_create_tir_rss (in, 0x4242, 0x77, mlx5_hw_default_toeplitz_key);
+  mlx5_cmd_build_create_tir_rss (in, 0x4242, 0x77, mlx5_rss_default_key ());
   memcpy (copy, in, sizeof in);
   EXPECT (create_tir_in, in, copy, opcode, 0x0, 16, 0x900);
   EXPECT (create_tir_in, in, copy, ctx.disp_type, 0x120, 4, 1); /* indirect */

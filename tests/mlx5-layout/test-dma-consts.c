@@ -162,8 +162,10 @@ static const Const consts[] = {
 };
 
 /* MLX5_* names the ring code uses that are not PRM constants: the host's own tunables
- * (rx.h, tx.h) and counters (mlx5-mem.h) */
-static const char *const not_prm_prefixes[] = { "MLX5_RX_", "MLX5_TX_", "MLX5_COUNTER_" };
+ * (rx.h, tx.h), counters (mlx5-mem.h) and the RSS setup the hardware path and the
+ * emulator share (mlx5-rss.h) */
+static const char *const not_prm_prefixes[] = { "MLX5_RX_", "MLX5_TX_", "MLX5_COUNTER_",
+  "MLX5_RSS_" };
 
 /* ------------------------------------------------------------------------------------ */
 /* the parser: `#define NAME expr` and enum members, their values computed on demand */
