@@ -107,8 +107,16 @@ typedef struct {
   guint log_wqebbs;
   EmuCq *cq;
   guint32 sqn;
-  guint8 *bf;    /* the UAR/BlueFlame page the host writes doorbells to */
-  guint32 hw_ci; /* WQEBBs executed */
+  guint8 *bf;     /* the UAR/BlueFlame page the host writes doorbells to: two buffers of
+                  * EMU_BF_SIZE, each starting with the 8-byte doorbell register */
+  guint32 hw_ci;  /* WQEBBs executed */
+  guint32 db_end; /* one past the WQE index the latest valid doorbell named: the
+                   * device executes WQEs that start before it */
+  /* a doorbell record that moved without a doorbell: its value, since when (monotonic
+   * us, 0: none) and whether it was counted */
+  guint32 stray_pi;
+  gint64 stray_since;
+  gboolean stray_counted;
 } EmuSq;
 
 /* The steering rules of one group of RQs. */

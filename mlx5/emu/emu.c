@@ -11,6 +11,10 @@
  *    16-bit WQE counter), SQ word 1 (MLX5_SND_DBR, 16-bit WQEBB counter), CQ word 0
  *    (24-bit consumer index). The device reads WQEs only below the counter (rq_posted,
  *    sq_run) and writes a CQE only where the consumer index lets it (cq_has_room).
+ *  - SQ doorbell: the device starts on the UAR write, not the record: the first 8 bytes
+ *    of the last WQE's control segment (WQE index, SQN) written to the doorbell register
+ *    of either BlueFlame buffer. A doorbell for another SQ, or naming no posted WQE, is
+ *    ignored and counted (sq_take_doorbells).
  *  - CQE ownership: the owner bit written is the wrap parity of the CQ producer index,
  *    and op_own is written last, after a barrier, in the store of the CQE's last word
  *    (cq_post).
@@ -759,18 +763,113 @@ sq_execute (EmuPort *p, EmuSq *sq, guint32 posted, guint64 now, EmuCable *cable)
   return TRUE;
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* SQ doorbells
+ *
+ * The host posts WQEs, moves the doorbell record (MLX5_SND_DBR: WQEBBs posted), then
+ * writes the first 8 bytes of the last WQE's control segment to the doorbell register
+ * at the start of one of the UAR page's two BlueFlame buffers (alternately):
+ * opmod_idx_opcode (the WQE index in bits 8..23) and qpn_ds (the SQN in bits 8..31),
+ * both big-endian. The device acts on that write: it executes the WQEs that start
+ * before the one named, and that one, never past the record. What a NIC would ignore
+ * is ignored here and counted in doorbell_errors: a doorbell of another SQ, one naming
+ * no posted WQE (at or past the record, or a slot whose control segment carries
+ * another index), and a record that moved with no doorbell for EMU_STRAY_RECORD_US. A
+ * doorbell naming a WQE already executed (a late one of two written between two
+ * looks) has nothing left to start and is dropped silently. The registers are plain
+ * memory here: a write is seen as a non-zero value (a control segment is never all
+ * zeros), taken with an exchange so that none is lost. */
+
+#define EMU_STRAY_RECORD_US G_GINT64_CONSTANT (100000)
+
+static inline guint32
+sq_record (EmuSq *sq)
+{
+  return be32toh (__atomic_load_n (&sq->dbrec[MLX5_SND_DBR], __ATOMIC_ACQUIRE)) & 0xffff;
+}
+
+/* WQEBBs from hw_ci to what the doorbells cover (0: none; a WQE of several WQEBBs
+ * ends past db_end) */
+static inline guint32
+sq_covered (EmuSq *sq)
+{
+  guint32 covered = (sq->db_end - sq->hw_ci) & 0xffff;
+  return covered <= (1u << sq->log_wqebbs) ? covered : 0;
+}
+
+/* Checks one doorbell against this SQ and its ring; moves db_end when it names a WQE
+ * not yet covered. FALSE: a doorbell a NIC ignores. */
+static gboolean
+sq_ring_doorbell (EmuSq *sq, guint64 doorbell, guint32 record)
+{
+  guint32 w[2];
+  memcpy (w, &doorbell, sizeof w);
+  guint32 index = (be32toh (w[0]) >> 8) & 0xffff;
+  guint32 sqn = be32toh (w[1]) >> 8;
+  guint32 size = 1u << sq->log_wqebbs;
+
+  if (sqn != sq->sqn)
+    return FALSE;
+  guint32 ahead = (index - sq->hw_ci) & 0xffff;
+  if (ahead >= ((record - sq->hw_ci) & 0xffff)) {
+    /* behind hw_ci by at most a ring: already executed; else not posted */
+    guint32 behind = (sq->hw_ci - index) & 0xffff;
+    return behind != 0 && behind <= size;
+  }
+  const struct mlx5_wqe_ctrl_seg *ctrl = (const struct mlx5_wqe_ctrl_seg *) (sq->wqes +
+      ((gsize) (index & (size - 1)) << MLX5_SEND_WQE_SHIFT));
+  if (((be32toh (ctrl->opmod_idx_opcode) >> 8) & 0xffff) != index)
+    return FALSE;
+  if (ahead + 1 > sq_covered (sq))
+    sq->db_end = (index + 1) & 0xffff;
+  return TRUE;
+}
+
+/* Takes the doorbells written since the last look, then the record they are checked
+ * against (written before them). */
+static void
+sq_take_doorbells (EmuPort *p, EmuSq *sq)
+{
+  for (guint b = 0; b < 2; b++) {
+    guint64 *reg = (guint64 *) (sq->bf + (gsize) b * EMU_BF_SIZE);
+    if (G_LIKELY (__atomic_load_n (reg, __ATOMIC_RELAXED) == 0))
+      continue;
+    guint64 doorbell = __atomic_exchange_n (reg, 0, __ATOMIC_ACQUIRE);
+    if (!sq_ring_doorbell (sq, doorbell, sq_record (sq)))
+      MLX5_COUNTER_ADD (p->c.doorbell_errors, 1);
+  }
+}
+
+/* A record ahead of what the doorbells cover: normal for the moment between the two
+ * writes, an error when no doorbell follows. */
+static void
+sq_check_stray_record (EmuPort *p, EmuSq *sq, guint32 record)
+{
+  if (((record - sq->hw_ci) & 0xffff) == 0 || sq_covered (sq) != 0) {
+    sq->stray_since = 0;
+    return;
+  }
+  gint64 now = g_get_monotonic_time ();
+  if (sq->stray_since == 0 || sq->stray_pi != record) {
+    sq->stray_pi = record;
+    sq->stray_since = now;
+    sq->stray_counted = FALSE;
+  } else if (!sq->stray_counted && now - sq->stray_since >= EMU_STRAY_RECORD_US) {
+    MLX5_COUNTER_ADD (p->c.doorbell_errors, 1);
+    sq->stray_counted = TRUE;
+  }
+}
+
 static guint
 sq_run (EmuPort *p, EmuSq *sq, guint64 now, EmuCable *cable)
 {
   guint done = 0;
 
-  while (done < SQ_BUDGET) {
-    guint32 pi = be32toh (__atomic_load_n (&sq->dbrec[MLX5_SND_DBR], __ATOMIC_ACQUIRE));
-    guint32 posted = (pi - sq->hw_ci) & 0xffff;
-    if (posted == 0)
-      break;
-    if (G_UNLIKELY (posted > (1u << sq->log_wqebbs))) {
-      /* a counter past the ring: wait for a sane one */
+  sq_take_doorbells (p, sq);
+  while (done < SQ_BUDGET && sq_covered (sq) != 0) {
+    guint32 posted = (sq_record (sq) - sq->hw_ci) & 0xffff;
+    if (G_UNLIKELY (posted == 0 || posted > (1u << sq->log_wqebbs))) {
+      /* a record moved back or past the ring: wait for a sane one */
       MLX5_COUNTER_ADD (p->c.doorbell_errors, 1);
       break;
     }
@@ -778,6 +877,7 @@ sq_run (EmuPort *p, EmuSq *sq, guint64 now, EmuCable *cable)
       break;
     done++;
   }
+  sq_check_stray_record (p, sq, sq_record (sq));
   return done;
 }
 
@@ -865,8 +965,9 @@ port_idle_locked (EmuPort *p)
 {
   for (guint i = 0; i < p->sqs->len; i++) {
     EmuSq *sq = g_ptr_array_index (p->sqs, i);
-    guint32 pi = be32toh (__atomic_load_n (&sq->dbrec[MLX5_SND_DBR], __ATOMIC_ACQUIRE));
-    if (((pi - sq->hw_ci) & 0xffff) != 0)
+    /* a record without a doorbell is no work: the device does not know of it */
+    if (sq_covered (sq) != 0 || *(volatile guint64 *) sq->bf != 0 ||
+        *(volatile guint64 *) (sq->bf + EMU_BF_SIZE) != 0)
       return FALSE;
   }
   if (p->gen != NULL && p->gen->active)

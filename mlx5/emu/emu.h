@@ -3,8 +3,9 @@
  * runs unchanged against it. It is what the "emu" engine drives (device=emu:NAME).
  *
  * A port is named; every user of the same name shares it (the first one creates it, the
- * last close destroys it). Its device thread executes what the host posted: it reads
- * SQ doorbell records and WQEs, sends the frames onto the port's "cable", receives
+ * last close destroys it). Its device thread executes what the host posted: it takes
+ * SQ doorbells from the UAR page (checked against the doorbell record and the ring),
+ * reads the WQEs they name, sends the frames onto the port's "cable", receives
  * frames from the cable (or injected by a test), steers them to RQs by the flow rules,
  * writes them into the strides of the RQ's current WQE and writes the CQEs. Every host
  * address it follows is checked against registered memory first (an IOMMU): an address
@@ -146,7 +147,9 @@ typedef struct {
   guint64 tx_csum_l4;      /* TCP/UDP checksums computed */
   guint64 pause_waits;     /* times a sender waited for RX room (pause) */
   guint64 iommu_faults;    /* DMA outside registered memory refused */
-  guint64 doorbell_errors; /* SQ doorbell records past the ring */
+  guint64 doorbell_errors; /* SQ doorbells ignored: a UAR write naming another SQ or
+                            * no posted WQE, a doorbell record past the ring or moved
+                            * without a UAR write */
 } EmuCounters;
 
 void emu_port_counters (EmuPort *port, EmuCounters *counters);

@@ -591,6 +591,127 @@ test_iommu_tx (void)
 
 /* Held bursts run the ring dry: the device counts out-of-buffer drops (port and RQ
  * counters agree, exactly); after the release the ring takes packets again. */
+/* The SQ doorbell as the device takes it: the UAR write, checked against the ring. */
+
+/* posts one frame with the device stalled; returns the index of its WQE */
+static guint32
+post_stalled (Rig *r, Mlx5Txq *tx, const TuFrameSpec *spec, guint32 seq)
+{
+  guint8 *slot;
+  guint32 len = spec->len;
+  emu_port_fault_stall (r->port, TRUE);
+  g_assert_cmpuint (mlx5_txq_acquire (tx, 1, &slot), ==, 1);
+  tu_frame_build (slot, spec, seq);
+  g_assert_cmpuint (mlx5_txq_commit (tx, 1, &len), ==, 1);
+  return (be32toh (mlx5_txq_sq (tx)->dbrec[MLX5_SND_DBR]) - 1) & 0xffff;
+}
+
+/* the doorbell register the host just wrote: the one of the two that holds a value
+ * (the stalled device took nothing) */
+static volatile guint64 *
+written_register (Mlx5Sq *sq)
+{
+  volatile guint64 *a = sq->bf_reg;
+  volatile guint64 *b = (volatile guint64 *) ((guint8 *) sq->bf_reg + sq->bf_size);
+  g_assert_true ((*a != 0) != (*b != 0));
+  return *a != 0 ? a : b;
+}
+
+/* the doorbell for the WQE at `index`: the first 8 bytes of its control segment, with
+ * the WQE index and the SQN given (big-endian, as the PRM has them) */
+static guint64
+doorbell_value (Mlx5Sq *sq, guint32 index, guint32 wqe_index, guint32 sqn)
+{
+  const guint8 *ctrl = sq->wqes + ((gsize) (index & ((1u << sq->log_wqebbs) - 1)) << 6);
+  guint32 w[2];
+  memcpy (w, ctrl, sizeof w);
+  w[0] = htobe32 ((be32toh (w[0]) & 0xff0000ffu) | (wqe_index & 0xffff) << 8);
+  w[1] = htobe32 ((be32toh (w[1]) & 0xffu) | sqn << 8);
+  guint64 v;
+  memcpy (&v, w, sizeof v);
+  return v;
+}
+
+/* writes `doorbell` to `reg` (the device stalled), lets the device run, and checks what
+ * it counted and whether frame `seq` went out (-1: none) */
+static void
+ring_and_check (
+    Rig *r, volatile guint64 *reg, guint64 doorbell, guint64 errors, guint64 packets, gint64 seq)
+{
+  GArray *got = rxpkts_new ();
+  EmuCounters c;
+  *reg = doorbell;
+  emu_port_fault_stall (r->port, FALSE);
+  wait_idle (r);
+  rig_poll (r, 0, got, 1, seq >= 0 ? 2000 : 50);
+  emu_port_counters (r->port, &c);
+  g_assert_cmpuint (c.doorbell_errors, ==, errors);
+  g_assert_cmpuint (c.tx_packets, ==, packets);
+  g_assert_cmpuint (got->len, ==, seq >= 0 ? 1 : 0);
+  if (seq >= 0)
+    g_assert_cmpuint (tu_frame_seq (g_array_index (got, RxPkt, 0).data, 200), ==, seq);
+  g_array_unref (got);
+}
+
+/* A doorbell of another SQ, one naming a WQE past the record, and a record moved with no
+ * doorbell send nothing and count one doorbell error each; the right doorbell then
+ * sends the frame. A late doorbell naming a WQE already sent is no error. */
+static void
+test_sq_doorbell (void)
+{
+  Rig r;
+  rig_open (&r, "doorbell0");
+  rig_rx (&r, 11, 3, 2);
+  rig_steer (&r, 1, NULL, 0);
+  Mlx5Txq *tx = rig_tx (&r, 8 * 2048, 1518, FALSE);
+  Mlx5Sq *sq = mlx5_txq_sq (tx);
+  TuFrameSpec spec = { .len = 200, .proto = TU_PROTO_UDP, .good_csums = TRUE };
+  EmuCounters c;
+
+  /* the host's own doorbell names its last WQE and its SQ */
+  guint32 i = post_stalled (&r, tx, &spec, 1);
+  volatile guint64 *reg = written_register (sq);
+  g_assert_cmphex (*reg, ==, doorbell_value (sq, i, i, sq->sqn));
+  ring_and_check (&r, reg, *reg, 0, 1, 1);
+
+  /* another SQN: ignored until the right one */
+  i = post_stalled (&r, tx, &spec, 2);
+  reg = written_register (sq);
+  ring_and_check (&r, reg, doorbell_value (sq, i, i, sq->sqn + 1), 1, 1, -1);
+  emu_port_fault_stall (r.port, TRUE);
+  ring_and_check (&r, reg, doorbell_value (sq, i, i, sq->sqn), 1, 2, 2);
+
+  /* the index after the last posted WQE: nothing posted there */
+  i = post_stalled (&r, tx, &spec, 3);
+  reg = written_register (sq);
+  ring_and_check (&r, reg, doorbell_value (sq, i, i + 1, sq->sqn), 2, 2, -1);
+  emu_port_fault_stall (r.port, TRUE);
+  ring_and_check (&r, reg, doorbell_value (sq, i, i, sq->sqn), 2, 3, 3);
+
+  /* a late doorbell for a WQE already sent: nothing to do, no error */
+  emu_port_fault_stall (r.port, TRUE);
+  ring_and_check (&r, sq->bf_reg, doorbell_value (sq, i, i, sq->sqn), 2, 3, -1);
+
+  /* the record moved, no UAR write: the device never learns of the WQE */
+  i = post_stalled (&r, tx, &spec, 4);
+  reg = written_register (sq);
+  *reg = 0;
+  emu_port_fault_stall (r.port, FALSE);
+  gint64 deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+  do {
+    g_usleep (10000);
+    emu_port_counters (r.port, &c);
+  } while (c.doorbell_errors < 3 && g_get_monotonic_time () < deadline);
+  g_assert_cmpuint (c.doorbell_errors, ==, 3);
+  g_assert_cmpuint (c.tx_packets, ==, 3);
+  emu_port_fault_stall (r.port, TRUE);
+  ring_and_check (&r, reg, doorbell_value (sq, i, i, sq->sqn), 3, 4, 4);
+
+  g_assert_cmpuint (mlx5_txq_reclaim (tx), ==, 4);
+  g_assert_true (mlx5_txq_idle (tx));
+  rig_close (&r);
+}
+
 static void
 test_out_of_buffer (void)
 {
@@ -1461,6 +1582,7 @@ main (int argc, char **argv)
   g_test_add_func ("/mlx5/emu/loopback-strides", test_loopback_strides);
   g_test_add_func ("/mlx5/emu/iommu-rx", test_iommu_rx);
   g_test_add_func ("/mlx5/emu/iommu-tx", test_iommu_tx);
+  g_test_add_func ("/mlx5/emu/sq-doorbell", test_sq_doorbell);
   g_test_add_func ("/mlx5/emu/out-of-buffer", test_out_of_buffer);
   g_test_add_func ("/mlx5/emu/release-threads", test_release_threads);
   g_test_add_func ("/mlx5/emu/rx-error-injection", test_rx_error_injection);
