@@ -679,6 +679,13 @@ eng_txq_create (gpointer port_priv, const DqTxConfig *config, GError **error)
           &port->caps, port->what, config->ring_bytes, max_packet, port->tx_signal, &cfg, error))
     return NULL;
   cfg.csum = port->tx_csum;
+  if (cfg.csum && !port->caps.tx_csum) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
+        "%s: tx-csum=on, but the device has no checksum offload (HCA capability csum_cap "
+        "is 0; allowed: tx-csum=off)",
+        port->what);
+    return NULL;
+  }
   cfg.stamp_src_mac = port->tx_eth_src;
   memcpy (cfg.mac, port->mac, 6);
 

@@ -85,6 +85,10 @@ typedef struct {
   gboolean real_time_ts; /* CQE timestamps are in the real-time format (seconds in
                                  * the high 32 bits, ns in the low 32), not raw ticks */
   guint64 device_frequency_khz;
+  gboolean no_hw_ts; /* CQE timestamps cannot be turned into time (no clock
+                                 * conversion): packets carry timestamp 0 and no
+                                 * DQ_PACKET_FLAG_TS_HW */
+  gboolean tx_csum;  /* send WQEs can ask for L3/L4 checksums */
 } Mlx5Caps;
 
 /* Counters the device keeps per RQ (on hardware: a queue counter set). */

@@ -57,6 +57,7 @@ struct _Mlx5Rxq {
   guint32 cur_stride; /* its next stride */
   gboolean in_error;  /* an error CQE came: the RQ is in ERR until recovered */
   gboolean real_time_ts;
+  guint32 ts_flag; /* DQ_PACKET_FLAG_TS_HW, 0 without NIC time (caps->no_hw_ts) */
   Mlx5ClockInfo clock;
 
   /* per ring slot: strides given back (packets released, fillers, errors); the WQE is
@@ -257,6 +258,7 @@ mlx5_rxq_new (const Mlx5PortOps *ops, gpointer dev, const Mlx5Caps *caps, const 
   q->log_cq = geo->log_cq_size;
   q->cq_mask = (1u << geo->log_cq_size) - 1;
   q->real_time_ts = caps->real_time_ts;
+  q->ts_flag = caps->no_hw_ts ? 0 : DQ_PACKET_FLAG_TS_HW;
   q->freed = g_new0 (gint, n_wqes);
 
   q->rq.buf_size = (gsize) n_wqes << q->log_region;
@@ -455,7 +457,7 @@ cqe_packet_flags (const volatile struct mlx5_cqe64 *cqe)
 {
   guint8 ok = cqe->hds_ip_ext;
   guint8 l4 = (cqe->l4_hdr_type_etc >> MLX5_CQE_L4_HDR_SHIFT) & MLX5_CQE_L4_HDR_MASK;
-  guint32 flags = DQ_PACKET_FLAG_TS_HW;
+  guint32 flags = 0;
 
   /* L3 verified, and L4 verified when there is an L4 header the device knows */
   if ((ok & MLX5_CQE_L3_OK) && ((ok & MLX5_CQE_L4_OK) || l4 == MLX5_CQE_L4_HDR_TYPE_NONE))
@@ -521,7 +523,7 @@ mlx5_rxq_poll (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
         pkt->offset = at - (b->first_stride << q->log_stride_size);
         pkt->length = len;
         pkt->flow_id = be32toh (cqe->sop_drop_qpn) & MLX5_FLOW_TAG_BITS;
-        pkt->flags = cqe_packet_flags (cqe);
+        pkt->flags = cqe_packet_flags (cqe) | q->ts_flag;
         pkt->timestamp = q->real_time_ts ? mlx5_rt_ts_to_ns (ts) : mlx5_ts_to_ns (&q->clock, ts);
         b->strides += n_strides;
         b->end = at + len;

@@ -35,6 +35,7 @@ emu_open (const char *name, DqPortInfo *info, Mlx5Caps *caps, GError **error)
   caps->max_log_wqebbs = EMU_MAX_LOG_WQEBBS;
   caps->real_time_ts = p->cfg.real_time;
   caps->device_frequency_khz = p->cfg.freq_khz;
+  caps->tx_csum = TRUE;
   return p;
 }
 

@@ -369,6 +369,189 @@ mlx5_hw_vport_parse (const void *out, guint *min_wqe_inline_mode, guint *mtu, gu
 }
 
 /* ---------------------------------------------------------------------------------- */
+/* bring-up requirements */
+
+static gboolean cap_error (GError **error, const char *fmt, ...) G_GNUC_PRINTF (2, 3);
+
+static gboolean
+cap_error (GError **error, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  char *text = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  g_set_error_literal (error, DQ_ERROR, DQ_ERROR_DEVICE, text);
+  g_free (text);
+  return FALSE;
+}
+
+/* the smallest log2 strides per WQE the encoding allows: 3..8 only with the extended
+ * range (wq.single_wqe_log_num_of_strides is log2 - 9 in 4-bit two's complement) */
+static guint
+min_log_strides (const Mlx5HwCaps *hw, const struct mlx5dv_striding_rq_caps *s)
+{
+  guint encodable =
+      hw->ext_stride_num_range ? MLX5_HW_NEED_MIN_LOG_STRIDES : MLX5_MIN_SINGLE_WQE_LOG_NUM_STRIDES;
+  return MAX (s->min_single_wqe_log_num_of_strides, encodable);
+}
+
+gboolean
+mlx5_hw_caps_check (const Mlx5HwCaps *hw, const struct mlx5dv_context *dv, GError **error)
+{
+  if (hw->port_type != MLX5_CAP_PORT_TYPE_ETH)
+    return cap_error (error,
+        "HCA capability port_type is %u (InfiniBand); daqiri needs %u (Ethernet): switch "
+        "the port with `mlxconfig -d <pci> set LINK_TYPE_P1=2` and reset the device",
+        hw->port_type, MLX5_CAP_PORT_TYPE_ETH);
+  if (!hw->eth_net_offloads)
+    return cap_error (error,
+        "HCA capability eth_net_offloads is 0; daqiri needs 1 (checksum offload, inline "
+        "mode and multi-packet send are read from the Ethernet offload capabilities)");
+  if (!hw->striding_rq)
+    return cap_error (error,
+        "HCA capability striding_rq is 0; daqiri needs 1 (it receives into striding, "
+        "multi-packet RQs: ConnectX-5 and later)");
+
+  const struct mlx5dv_striding_rq_caps *s = &dv->striding_rq_caps;
+  if (!(dv->comp_mask & MLX5DV_CONTEXT_MASK_STRIDING_RQ))
+    return cap_error (error,
+        "mlx5dv_query_device gave no striding RQ capabilities "
+        "(MLX5DV_CONTEXT_MASK_STRIDING_RQ); daqiri needs them (rdma-core >= 28)");
+  if (!(s->supported_qpts & (1u << IBV_QPT_RAW_PACKET)))
+    return cap_error (error,
+        "striding RQ supported_qpts is 0x%x; daqiri needs raw packet queues (bit %u, "
+        "IBV_QPT_RAW_PACKET)",
+        s->supported_qpts, (guint) IBV_QPT_RAW_PACKET);
+  guint lo = MAX (s->min_single_stride_log_num_of_bytes, MLX5_HW_NEED_MIN_LOG_STRIDE_SIZE);
+  guint hi = MIN (s->max_single_stride_log_num_of_bytes, MLX5_HW_NEED_MAX_LOG_STRIDE_SIZE);
+  if (lo > hi)
+    return cap_error (error,
+        "striding RQ stride sizes are 2^%u..2^%u bytes "
+        "(min/max_single_stride_log_num_of_bytes); daqiri needs one of 2^%u..2^%u",
+        s->min_single_stride_log_num_of_bytes, s->max_single_stride_log_num_of_bytes,
+        MLX5_HW_NEED_MIN_LOG_STRIDE_SIZE, MLX5_HW_NEED_MAX_LOG_STRIDE_SIZE);
+  lo = MAX (min_log_strides (hw, s), MLX5_HW_NEED_MIN_LOG_STRIDES);
+  hi = MIN (s->max_single_wqe_log_num_of_strides, MLX5_HW_NEED_MAX_LOG_STRIDES);
+  if (lo > hi)
+    return cap_error (error,
+        "striding RQ strides per WQE are 2^%u..2^%u "
+        "(min/max_single_wqe_log_num_of_strides, ext_stride_num_range %u); daqiri needs "
+        "one of 2^%u..2^%u",
+        s->min_single_wqe_log_num_of_strides, s->max_single_wqe_log_num_of_strides,
+        hw->ext_stride_num_range ? 1u : 0u, MLX5_HW_NEED_MIN_LOG_STRIDES,
+        MLX5_HW_NEED_MAX_LOG_STRIDES);
+
+  static const struct {
+    const char *name;
+    gsize offset;
+    const char *what;
+  } sizes[] = {
+    { "log_max_wq_sz", G_STRUCT_OFFSET (Mlx5HwCaps, log_max_wq_sz), "an RX ring of 4 WQEs" },
+    { "log_max_qp_sz", G_STRUCT_OFFSET (Mlx5HwCaps, log_max_qp_sz), "a TX ring of 4 slots" },
+    { "log_max_cq_sz", G_STRUCT_OFFSET (Mlx5HwCaps, log_max_cq_sz), "their CQs" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++) {
+    guint v = G_STRUCT_MEMBER (guint, hw, sizes[i].offset);
+    if (v < MLX5_HW_NEED_LOG_WQ_SZ)
+      return cap_error (error, "HCA capability %s is %u; daqiri needs at least %u (%s)",
+          sizes[i].name, v, MLX5_HW_NEED_LOG_WQ_SZ, sizes[i].what);
+  }
+  return TRUE;
+}
+
+static const char *
+ts_format_cap_str (guint cap)
+{
+  switch (cap) {
+    case MLX5_TIMESTAMP_FORMAT_CAP_FREE_RUNNING: return "free-running only";
+    case MLX5_TIMESTAMP_FORMAT_CAP_REAL_TIME: return "real time only";
+    case MLX5_TIMESTAMP_FORMAT_CAP_FREE_RUNNING_AND_REAL_TIME: return "both";
+    default: return "unknown";
+  }
+}
+
+gboolean
+mlx5_hw_clock_choose (const Mlx5HwCaps *hw, gboolean real_time_ts, gboolean phc_readable,
+    int clock_info_errno, gboolean need_hw_ts, Mlx5HwClock *clock, char **warning, GError **error)
+{
+  gboolean rq_rt = hw->rq_ts_format != MLX5_TIMESTAMP_FORMAT_CAP_FREE_RUNNING;
+  gboolean sq_rt = hw->sq_ts_format != MLX5_TIMESTAMP_FORMAT_CAP_FREE_RUNNING;
+  gboolean rq_free = hw->rq_ts_format != MLX5_TIMESTAMP_FORMAT_CAP_REAL_TIME;
+  gboolean sq_free = hw->sq_ts_format != MLX5_TIMESTAMP_FORMAT_CAP_REAL_TIME;
+
+  *warning = NULL;
+  if (real_time_ts && phc_readable && rq_rt && sq_rt) {
+    *clock = MLX5_HW_CLOCK_REAL_TIME;
+    return TRUE;
+  }
+  if (!rq_free || !sq_free) {
+    const char *why = !real_time_ts ? "rdma-core reports no real-time timestamps "
+                                      "(MLX5DV_CONTEXT_FLAGS_REAL_TIME_TS)"
+        : !phc_readable             ? "its PTP hardware clock cannot be read"
+                                    : "the other queue kind cannot stamp real time";
+    return cap_error (error,
+        "HCA capabilities rq_ts_format %u (%s) and sq_ts_format %u (%s): the queues cannot "
+        "stamp the free-running counter, and real time is out because %s; daqiri needs "
+        "free-running stamps (format 0 or 2) or a readable real-time clock",
+        hw->rq_ts_format, ts_format_cap_str (hw->rq_ts_format), hw->sq_ts_format,
+        ts_format_cap_str (hw->sq_ts_format), why);
+  }
+  if (clock_info_errno == 0) {
+    *clock = MLX5_HW_CLOCK_FREE_RUNNING;
+    return TRUE;
+  }
+  if (need_hw_ts)
+    return cap_error (error,
+        "reading the clock conversion (mlx5dv_get_clock_info) failed: %s; hardware "
+        "timestamps are needed, and raw CQE timestamps cannot be turned into time "
+        "without it",
+        g_strerror (clock_info_errno));
+  *clock = MLX5_HW_CLOCK_NONE;
+  *warning = g_strdup_printf (
+      "reading the clock conversion (mlx5dv_get_clock_info) failed: %s; packets carry no "
+      "hardware timestamps (timestamp 0, no TS_HW flag) and port time is CLOCK_MONOTONIC",
+      g_strerror (clock_info_errno));
+  return TRUE;
+}
+
+gboolean
+mlx5_hw_rqt_check (guint n_rqs, guint log_max_rqt_size, GError **error)
+{
+  guint size = mlx5_hw_rqt_size (n_rqs);
+  if (log_max_rqt_size < 31 && size <= (1u << log_max_rqt_size))
+    return TRUE;
+  g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
+      "RSS over %u RX queues needs an indirection table (RQT) of %u entries; the device "
+      "allows %u (HCA capability log_max_rqt_size %u)",
+      n_rqs, size, log_max_rqt_size < 31 ? 1u << log_max_rqt_size : 0u, log_max_rqt_size);
+  return FALSE;
+}
+
+char *
+mlx5_hw_caps_describe (const Mlx5HwCaps *hw, const struct mlx5dv_context *dv)
+{
+  const struct mlx5dv_striding_rq_caps *s = &dv->striding_rq_caps;
+  return g_strdup_printf (
+      "port_type %u, eth_net_offloads %u, striding_rq %u, ext_stride_num_range %u, "
+      "striding RQ (rdma-core): supported_qpts 0x%x, stride 2^%u..2^%u bytes, strides "
+      "2^%u..2^%u; log_max_wq_sz %u, log_max_qp_sz %u, log_max_cq_sz %u, "
+      "log_max_rqt_size %u, log_min/max_stride_sz_rq %u/%u, rq_ts_format %u, "
+      "sq_ts_format %u, device_frequency_khz %u, wait_on_time %u, wait_on_data %u, bf %u, "
+      "log_bf_reg_size %u, general_obj_types 0x%" G_GINT64_MODIFIER "x, csum_cap %u, "
+      "multi_pkt_send_wqe %u, enhanced_multi_pkt_send_wqe %u, wqe_inline_mode %u, "
+      "rdma-core flags 0x%" G_GINT64_MODIFIER "x",
+      hw->port_type, hw->eth_net_offloads ? 1u : 0u, hw->striding_rq ? 1u : 0u,
+      hw->ext_stride_num_range ? 1u : 0u, s->supported_qpts, s->min_single_stride_log_num_of_bytes,
+      s->max_single_stride_log_num_of_bytes, s->min_single_wqe_log_num_of_strides,
+      s->max_single_wqe_log_num_of_strides, hw->log_max_wq_sz, hw->log_max_qp_sz, hw->log_max_cq_sz,
+      hw->log_max_rqt_size, hw->log_min_stride_sz_rq, hw->log_max_stride_sz_rq, hw->rq_ts_format,
+      hw->sq_ts_format, hw->device_frequency_khz, hw->wait_on_time ? 1u : 0u,
+      hw->wait_on_data ? 1u : 0u, hw->bf ? 1u : 0u, hw->log_bf_reg_size, hw->general_obj_types,
+      hw->csum_cap ? 1u : 0u, hw->multi_pkt_send_wqe, hw->enhanced_multi_pkt_send_wqe ? 1u : 0u,
+      hw->wqe_inline_mode, (guint64) dv->flags);
+}
+
+/* ---------------------------------------------------------------------------------- */
 /* decisions */
 
 void
@@ -381,9 +564,10 @@ mlx5_hw_caps_fill (
       (s->supported_qpts & (1u << IBV_QPT_RAW_PACKET))) {
     caps->min_log_stride_size = s->min_single_stride_log_num_of_bytes;
     caps->max_log_stride_size = s->max_single_stride_log_num_of_bytes;
-    caps->min_log_strides = s->min_single_wqe_log_num_of_strides;
+    caps->min_log_strides = min_log_strides (hw, s);
     caps->max_log_strides = s->max_single_wqe_log_num_of_strides;
   }
+  caps->tx_csum = hw->eth_net_offloads && hw->csum_cap;
   caps->max_log_wqes = hw->log_max_wq_sz;
   caps->max_log_wqebbs =
       hw->log_max_qp_sz ? MIN (hw->log_max_wq_sz, hw->log_max_qp_sz) : hw->log_max_wq_sz;

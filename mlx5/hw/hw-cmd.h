@@ -121,11 +121,70 @@ void mlx5_hw_caps_parse_eth (Mlx5HwCaps *caps, const void *out);
  * output mailbox */
 void mlx5_hw_vport_parse (const void *out, guint *min_wqe_inline_mode, guint *mtu, guint8 mac[6]);
 
+/* ---- bring-up requirements: what daqiri needs of a device before it uses it ---- */
+
+/* The stride geometry daqiri's RX rings take values from (the engine keys stride= and
+ * strides=): log2 stride bytes 6..13, log2 strides per WQE 3..16. */
+#define MLX5_HW_NEED_MIN_LOG_STRIDE_SIZE 6
+#define MLX5_HW_NEED_MAX_LOG_STRIDE_SIZE 13
+#define MLX5_HW_NEED_MIN_LOG_STRIDES 3
+#define MLX5_HW_NEED_MAX_LOG_STRIDES 16
+/* the smallest rings daqiri makes: an RX ring of 4 WQEs (MLX5_RX_MIN_LOG_WQES), a TX
+ * ring of 4 slots (MLX5_TX_MIN_SLOTS), CQs as large */
+#define MLX5_HW_NEED_LOG_WQ_SZ 2
+
+/* Checks, before any object is created, every capability the control path and the rings
+ * rely on whatever the configuration: an Ethernet port (port_type), the Ethernet offload
+ * capabilities (eth_net_offloads: checksum offload, inline mode and multi-packet send
+ * are read from them), striding RQs (striding_rq, and rdma-core's striding RQ caps for
+ * raw packet queues) with stride sizes and counts that meet daqiri's ranges, and WQ, QP
+ * and CQ sizes of at least the smallest rings. Capabilities that only some uses need
+ * are checked where they are used: checksum offload (csum_cap) by a TX queue with
+ * tx-csum=on, the RQT size (log_max_rqt_size) by RSS, the timestamp formats and the
+ * clock by mlx5_hw_clock_choose, inline mode by SQ creation.
+ * FALSE with DQ_ERROR_DEVICE naming the first capability that falls short: "HCA
+ * capability striding_rq is 0; daqiri needs 1 (...)". */
+gboolean mlx5_hw_caps_check (const Mlx5HwCaps *hw, const struct mlx5dv_context *dv, GError **error);
+
+/* Where the port's time comes from. */
+typedef enum {
+  /* CQE timestamps are raw ticks of the free-running counter, converted with
+   * mlx5dv_get_clock_info's parameters; port time likewise */
+  MLX5_HW_CLOCK_FREE_RUNNING,
+  /* queues stamp the real-time format (seconds << 32 | ns); port time is the PTP
+   * hardware clock */
+  MLX5_HW_CLOCK_REAL_TIME,
+  /* no NIC time: the clock conversion cannot be read. Packets carry timestamp 0
+   * without DQ_PACKET_FLAG_TS_HW (daqirisrc then stamps arrival on the pipeline clock)
+   * and port time is CLOCK_MONOTONIC */
+  MLX5_HW_CLOCK_NONE,
+} Mlx5HwClock;
+
+/* Picks the port clock: real time where rdma-core reports real-time timestamps
+ * (real_time_ts, MLX5DV_CONTEXT_FLAGS_REAL_TIME_TS), the PTP hardware clock can be read
+ * and both queue kinds can stamp it (rq_ts_format, sq_ts_format); else free-running,
+ * which needs queues that can stamp it and the clock conversion (clock_info_errno 0:
+ * mlx5dv_get_clock_info succeeded). Without the conversion: MLX5_HW_CLOCK_NONE when
+ * need_hw_ts is FALSE (*warning says what is lost; g_free it), else an error, as when
+ * the queues can stamp nothing daqiri can read. FALSE with DQ_ERROR_DEVICE naming the
+ * capability or call and its value. */
+gboolean mlx5_hw_clock_choose (const Mlx5HwCaps *hw, gboolean real_time_ts, gboolean phc_readable,
+    int clock_info_errno, gboolean need_hw_ts, Mlx5HwClock *clock, char **warning, GError **error);
+
+/* RSS over n_rqs RQs needs an RQT of mlx5_hw_rqt_size (n_rqs) entries: FALSE with
+ * DQ_ERROR_FLOW when that is over 2^log_max_rqt_size */
+gboolean mlx5_hw_rqt_check (guint n_rqs, guint log_max_rqt_size, GError **error);
+
+/* What was detected, one "name value" per capability daqiri reads, for the debug log
+ * at open ("striding_rq 1, ext_stride_num_range 1, ...") */
+char *mlx5_hw_caps_describe (const Mlx5HwCaps *hw, const struct mlx5dv_context *dv);
+
 /* ---- decisions taken from the capabilities ---- */
 
 /* The limits the host side sizes its rings by: strides from mlx5dv_query_device (none
- * without striding RQ support for raw packet queues), WQ and CQ sizes from the HCA caps;
- * an SQ (a DevX WQ) within both log_max_wq_sz and log_max_qp_sz. */
+ * without striding RQ support for raw packet queues; fewer than 2^9 strides only with
+ * ext_stride_num_range), WQ and CQ sizes from the HCA caps; an SQ (a DevX WQ) within
+ * both log_max_wq_sz and log_max_qp_sz; TX checksum offload from csum_cap. */
 void mlx5_hw_caps_fill (
     Mlx5Caps *caps, const Mlx5HwCaps *hw, const struct mlx5dv_context *dv, gboolean real_time);
 /* the minimum inline mode (MLX5_INLINE_MODE_*) send WQEs of this port need: from the

@@ -138,6 +138,7 @@ typedef struct {
   Mlx5HwCaps hw;
   Mlx5Caps caps;
   gboolean vport_ok;
+  Mlx5HwClock clock;
   gboolean real_time; /* queues stamp the real-time clock */
   int phc_fd;         /* the PTP hardware clock, or -1 */
 
@@ -474,14 +475,20 @@ hw_open (const char *spec, DqPortInfo *info, Mlx5Caps *caps, GError **error)
     hw_close (dev);
     return NULL;
   }
-  if (dev->hw.port_type != MLX5_CAP_PORT_TYPE_ETH) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
-        "%s: the port is InfiniBand, daqiri needs Ethernet (switch it with "
-        "`mlxconfig -d <pci> set LINK_TYPE_P1=2` and reset the device)",
-        dev->name);
+  char *detected = mlx5_hw_caps_describe (&dev->hw, &dv);
+  g_debug ("%s: capabilities: %s", dev->name, detected);
+  g_free (detected);
+  GError *cap_err = NULL;
+  if (!mlx5_hw_caps_check (&dev->hw, &dv, &cap_err)) {
+    g_set_error (error, DQ_ERROR, cap_err->code, "%s: %s", dev->name, cap_err->message);
+    g_error_free (cap_err);
     hw_close (dev);
     return NULL;
   }
+  if (!dev->hw.csum_cap)
+    g_warning ("%s: HCA capability csum_cap is 0: received packets are never flagged "
+               "checksum-ok, and TX queues need tx-csum=off",
+        dev->name);
 
   /* protection domain, transport domain, the CQs' UAR, EQ 0 */
   dev->pd = ibv_alloc_pd (dev->ctx);
@@ -548,47 +555,59 @@ hw_open (const char *spec, DqPortInfo *info, Mlx5Caps *caps, GError **error)
     info->mtu = mlx5_hw_vport_mtu_to_netdev (dev->vport_ok ? vport_mtu : 0);
 
   /* the clock: real time where the device stamps it and its PHC can be read, else the
-   * free-running counter converted with the kernel's clock info */
+   * free-running counter converted with the kernel's clock info, else none (mlx5_hw_clock_choose) */
+  gboolean phc_ok = FALSE;
+  char *phc = NULL;
   if (dv.flags & MLX5DV_CONTEXT_FLAGS_REAL_TIME_TS) {
-    char *phc = mlx5_hw_sys_phc_of (sysfs (), dev->name);
+    phc = mlx5_hw_sys_phc_of (sysfs (), dev->name);
     if (phc) {
       dev->phc_fd = open (phc, O_RDONLY | O_CLOEXEC);
       struct timespec ts;
-      if (dev->phc_fd >= 0 && clock_gettime (PHC_CLOCKID (dev->phc_fd), &ts) == 0) {
-        dev->real_time = TRUE;
-        dev->clock_name =
-            g_strdup_printf ("%s real-time clock (PTP hardware clock %s)", dev->name, phc);
-      } else {
-        g_debug ("%s: cannot read the PTP hardware clock %s (%s); using free-running "
-                 "timestamps",
-            dev->name, phc, g_strerror (errno));
-        if (dev->phc_fd >= 0)
-          close (dev->phc_fd);
-        dev->phc_fd = -1;
-      }
-      g_free (phc);
+      phc_ok = dev->phc_fd >= 0 && clock_gettime (PHC_CLOCKID (dev->phc_fd), &ts) == 0;
+      if (!phc_ok)
+        g_debug (
+            "%s: cannot read the PTP hardware clock %s (%s)", dev->name, phc, g_strerror (errno));
     }
   }
-  if (!dev->real_time) {
-    struct mlx5dv_clock_info ci;
-    rc = mlx5dv_get_clock_info (dev->ctx, &ci);
-    if (rc != 0) {
-      g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
-          "%s: reading the clock conversion (mlx5dv_get_clock_info) failed: %s; packet "
-          "timestamps cannot be turned into time",
-          dev->name, g_strerror (rc > 0 ? rc : errno));
-      hw_close (dev);
-      return NULL;
-    }
+  struct mlx5dv_clock_info ci;
+  rc = mlx5dv_get_clock_info (dev->ctx, &ci);
+  int ci_errno = rc == 0 ? 0 : rc > 0 ? rc : errno ? errno : EIO;
+  /* nothing daqiri does yet needs NIC time: send scheduling on WAIT-on-time would */
+  gboolean need_hw_ts = FALSE;
+  char *warning = NULL;
+  GError *clock_err = NULL;
+  if (!mlx5_hw_clock_choose (&dev->hw, (dv.flags & MLX5DV_CONTEXT_FLAGS_REAL_TIME_TS) != 0, phc_ok,
+          ci_errno, need_hw_ts, &dev->clock, &warning, &clock_err)) {
+    g_set_error (error, DQ_ERROR, clock_err->code, "%s: %s", dev->name, clock_err->message);
+    g_error_free (clock_err);
+    g_free (phc);
+    hw_close (dev);
+    return NULL;
+  }
+  if (dev->clock != MLX5_HW_CLOCK_REAL_TIME && dev->phc_fd >= 0) {
+    close (dev->phc_fd);
+    dev->phc_fd = -1;
+  }
+  dev->real_time = dev->clock == MLX5_HW_CLOCK_REAL_TIME;
+  if (dev->clock == MLX5_HW_CLOCK_REAL_TIME)
+    dev->clock_name =
+        g_strdup_printf ("%s real-time clock (PTP hardware clock %s)", dev->name, phc);
+  else if (dev->clock == MLX5_HW_CLOCK_FREE_RUNNING)
     dev->clock_name = g_strdup_printf (
         "%s hardware clock (free-running, %u kHz)", dev->name, dev->hw.device_frequency_khz);
-  }
+  else
+    dev->clock_name = g_strdup ("CLOCK_MONOTONIC (kernel; the NIC clock cannot be read)");
+  if (warning)
+    g_warning ("%s: %s", dev->name, warning);
+  g_free (warning);
+  g_free (phc);
 
   /* what the host side sizes its rings by */
   mlx5_hw_caps_fill (&dev->caps, &dev->hw, &dv, dev->real_time);
+  dev->caps.no_hw_ts = dev->clock == MLX5_HW_CLOCK_NONE;
   *caps = dev->caps;
 
-  info->clock_id = -1;
+  info->clock_id = dev->clock == MLX5_HW_CLOCK_NONE ? CLOCK_MONOTONIC : -1;
   info->clock_name = dev->clock_name;
   g_debug ("%s: opened (pdn 0x%x, td 0x%x, eqn %u, %s UAR page %u, %s); strides 2^%u..2^%u "
            "x 2^%u..2^%u B, WQ <= 2^%u, CQ <= 2^%u",
@@ -1073,6 +1092,12 @@ dest_action (HwDev *dev, HwSteering *st, const HwGroup *g, struct mlx5dv_dr_acti
   struct mlx5dv_devx_obj *tir;
   if (dest == MLX5_HW_FLOW_DEST_RSS && g->n_rqs > 1) {
     /* RSS: an RQT listing every RQ of the group, and a Toeplitz TIR over it */
+    GError *rqt_err = NULL;
+    if (!mlx5_hw_rqt_check (g->n_rqs, dev->hw.log_max_rqt_size, &rqt_err)) {
+      g_set_error (error, DQ_ERROR, rqt_err->code, "%s: %s", dev->name, rqt_err->message);
+      g_error_free (rqt_err);
+      return NULL;
+    }
     guint32 *rqns = g_new (guint32, g->n_rqs);
     for (guint i = 0; i < g->n_rqs; i++)
       rqns[i] = g->rqs[i]->rqn;
@@ -1368,6 +1393,8 @@ hw_clock_info (gpointer priv, Mlx5ClockInfo *info)
 {
   HwDev *dev = priv;
   memset (info, 0, sizeof *info);
+  if (dev->clock == MLX5_HW_CLOCK_NONE)
+    return; /* all zero: every timestamp converts to 0 */
   if (dev->real_time) {
     /* CQE timestamps are seconds << 32 | ns (mlx5_hw_rt_ts_to_ns), not cycles: there is
      * nothing to scale. An identity conversion keeps mlx5dv_ts_to_ns() harmless. */
@@ -1390,9 +1417,10 @@ static guint64
 hw_clock_now (gpointer priv)
 {
   HwDev *dev = priv;
-  if (dev->real_time) {
+  if (dev->real_time || dev->clock == MLX5_HW_CLOCK_NONE) {
     struct timespec ts;
-    if (clock_gettime (PHC_CLOCKID (dev->phc_fd), &ts) != 0)
+    clockid_t id = dev->real_time ? PHC_CLOCKID (dev->phc_fd) : CLOCK_MONOTONIC;
+    if (clock_gettime (id, &ts) != 0)
       return 0;
     return (guint64) ts.tv_sec * G_GUINT64_CONSTANT (1000000000) + (guint64) ts.tv_nsec;
   }

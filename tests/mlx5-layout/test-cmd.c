@@ -555,6 +555,217 @@ test_caps_parse (void)
 }
 
 /* ------------------------------------------------------------------------------------ */
+/* bring-up requirements, from fabricated QUERY_HCA_CAP outputs */
+
+#define CAP 0x80 /* cmd_hca_cap / the Ethernet offload page at bit 0x80 of the output */
+
+/* the general capabilities of a ConnectX-6 Dx as daqiri reads them (kernel offsets) */
+static void
+cx6_general (guint8 *out)
+{
+  memset (out, 0, DEVX_ST_SZ_BYTES (query_hca_cap_out));
+  bits_set (out, CAP + 0x88, 8, 15);       /* log_max_qp_sz */
+  bits_set (out, CAP + 0xc8, 8, 22);       /* log_max_cq_sz */
+  bits_set (out, CAP + 0x1b6, 2, 1);       /* port_type Ethernet */
+  bits_set (out, CAP + 0x201, 1, 1);       /* striding_rq */
+  bits_set (out, CAP + 0x21c, 1, 1);       /* eth_net_offloads */
+  bits_set (out, CAP + 0x393, 5, 8);       /* log_max_rqt_size */
+  bits_set (out, CAP + 0x3a0, 1, 1);       /* ext_stride_num_range */
+  bits_set (out, CAP + 0x3db, 5, 16);      /* log_max_wq_sz */
+  bits_set (out, CAP + 0x440, 2, 2);       /* sq_ts_format both */
+  bits_set (out, CAP + 0x442, 2, 2);       /* rq_ts_format both */
+  bits_set (out, CAP + 0x4e0, 32, 156250); /* device_frequency_khz */
+}
+
+static void
+cx6_dv (struct mlx5dv_context *dv)
+{
+  memset (dv, 0, sizeof *dv);
+  dv->comp_mask = MLX5DV_CONTEXT_MASK_STRIDING_RQ;
+  dv->striding_rq_caps.min_single_stride_log_num_of_bytes = 6;
+  dv->striding_rq_caps.max_single_stride_log_num_of_bytes = 13;
+  dv->striding_rq_caps.min_single_wqe_log_num_of_strides = 3;
+  dv->striding_rq_caps.max_single_wqe_log_num_of_strides = 16;
+  dv->striding_rq_caps.supported_qpts = 1u << IBV_QPT_RAW_PACKET;
+}
+
+static void
+caps_from (Mlx5HwCaps *hw, const guint8 *general, gboolean csum)
+{
+  memset (hw, 0, sizeof *hw);
+  mlx5_hw_caps_parse_general (hw, general);
+  guint8 *eth = g_malloc0 (DEVX_ST_SZ_BYTES (query_hca_cap_out));
+  bits_set (eth, CAP + 0x0, 1, csum ? 1 : 0); /* csum_cap */
+  bits_set (eth, CAP + 0x12, 2, 2);           /* wqe_inline_mode NOT_REQUIRED */
+  mlx5_hw_caps_parse_eth (hw, eth);
+  g_free (eth);
+}
+
+/* the ConnectX-6 blob with one general field changed must fail the check, naming it */
+static void
+assert_general_refused (gsize off, guint width, guint64 value, const char *expect)
+{
+  guint8 *out = g_malloc (DEVX_ST_SZ_BYTES (query_hca_cap_out));
+  cx6_general (out);
+  bits_set (out, CAP + off, width, value);
+  Mlx5HwCaps hw;
+  caps_from (&hw, out, TRUE);
+  struct mlx5dv_context dv;
+  cx6_dv (&dv);
+  GError *error = NULL;
+  g_assert_false (mlx5_hw_caps_check (&hw, &dv, &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_DEVICE);
+  if (strstr (error->message, expect) == NULL)
+    g_error ("\"%s\" does not say \"%s\"", error->message, expect);
+  g_error_free (error);
+  g_free (out);
+}
+
+static void
+assert_dv_refused (const struct mlx5dv_context *dv, gboolean ext, const char *expect)
+{
+  guint8 *out = g_malloc (DEVX_ST_SZ_BYTES (query_hca_cap_out));
+  cx6_general (out);
+  bits_set (out, CAP + 0x3a0, 1, ext ? 1 : 0);
+  Mlx5HwCaps hw;
+  caps_from (&hw, out, TRUE);
+  GError *error = NULL;
+  g_assert_false (mlx5_hw_caps_check (&hw, dv, &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_DEVICE);
+  if (strstr (error->message, expect) == NULL)
+    g_error ("\"%s\" does not say \"%s\"", error->message, expect);
+  g_error_free (error);
+  g_free (out);
+}
+
+static void
+test_caps_check (void)
+{
+  guint8 *out = g_malloc (DEVX_ST_SZ_BYTES (query_hca_cap_out));
+  cx6_general (out);
+  Mlx5HwCaps hw;
+  caps_from (&hw, out, TRUE);
+  struct mlx5dv_context dv;
+  cx6_dv (&dv);
+  GError *error = NULL;
+  g_assert_true (mlx5_hw_caps_check (&hw, &dv, &error));
+  g_assert_no_error (error);
+  Mlx5Caps caps;
+  mlx5_hw_caps_fill (&caps, &hw, &dv, FALSE);
+  g_assert_true (caps.tx_csum);
+  g_assert_cmpuint (caps.min_log_strides, ==, 3);
+  char *text = mlx5_hw_caps_describe (&hw, &dv);
+  g_assert_nonnull (strstr (text, "striding_rq 1, ext_stride_num_range 1"));
+  g_assert_nonnull (strstr (text, "rq_ts_format 2, sq_ts_format 2"));
+  g_assert_nonnull (strstr (text, "csum_cap 1"));
+  g_free (text);
+
+  /* no checksum offload: not an open error, but TX with tx-csum=on is refused */
+  caps_from (&hw, out, FALSE);
+  g_assert_true (mlx5_hw_caps_check (&hw, &dv, NULL));
+  mlx5_hw_caps_fill (&caps, &hw, &dv, FALSE);
+  g_assert_false (caps.tx_csum);
+  g_free (out);
+
+  assert_general_refused (0x1b6, 2, 0,
+      "HCA capability port_type is 0 (InfiniBand); daqiri "
+      "needs 1 (Ethernet)");
+  assert_general_refused (0x21c, 1, 0, "HCA capability eth_net_offloads is 0; daqiri needs 1");
+  assert_general_refused (0x201, 1, 0, "HCA capability striding_rq is 0; daqiri needs 1");
+  assert_general_refused (0x3db, 5, 1,
+      "HCA capability log_max_wq_sz is 1; daqiri needs at "
+      "least 2");
+  assert_general_refused (0x88, 8, 0, "HCA capability log_max_qp_sz is 0");
+  assert_general_refused (0xc8, 8, 1, "HCA capability log_max_cq_sz is 1");
+
+  /* rdma-core's striding RQ capabilities */
+  struct mlx5dv_context bad;
+  cx6_dv (&bad);
+  bad.comp_mask = 0;
+  assert_dv_refused (&bad, TRUE, "no striding RQ capabilities");
+  cx6_dv (&bad);
+  bad.striding_rq_caps.supported_qpts = 1u << IBV_QPT_UD;
+  assert_dv_refused (&bad, TRUE, "striding RQ supported_qpts is 0x10; daqiri needs raw packet");
+  cx6_dv (&bad);
+  bad.striding_rq_caps.min_single_stride_log_num_of_bytes = 14;
+  bad.striding_rq_caps.max_single_stride_log_num_of_bytes = 15;
+  assert_dv_refused (&bad, TRUE, "stride sizes are 2^14..2^15 bytes");
+  cx6_dv (&bad);
+  bad.striding_rq_caps.max_single_wqe_log_num_of_strides = 8;
+  /* 2^3..2^8 strides: encodable only with the extended range */
+  assert_dv_refused (&bad, FALSE, "strides per WQE are 2^3..2^8");
+}
+
+static void
+test_clock_choose (void)
+{
+  Mlx5HwCaps hw;
+  memset (&hw, 0, sizeof hw);
+  hw.rq_ts_format = hw.sq_ts_format = MLX5_TIMESTAMP_FORMAT_CAP_FREE_RUNNING_AND_REAL_TIME;
+  Mlx5HwClock clock = MLX5_HW_CLOCK_NONE;
+  char *warning = NULL;
+  GError *error = NULL;
+
+  /* real time where rdma-core says so, the PHC reads and the queues can stamp it */
+  g_assert_true (mlx5_hw_clock_choose (&hw, TRUE, TRUE, 0, FALSE, &clock, &warning, &error));
+  g_assert_cmpint (clock, ==, MLX5_HW_CLOCK_REAL_TIME);
+  g_assert_null (warning);
+  /* ... even when the clock conversion fails: real time needs none */
+  g_assert_true (
+      mlx5_hw_clock_choose (&hw, TRUE, TRUE, EOPNOTSUPP, TRUE, &clock, &warning, &error));
+  g_assert_cmpint (clock, ==, MLX5_HW_CLOCK_REAL_TIME);
+  /* an unreadable PHC: free-running */
+  g_assert_true (mlx5_hw_clock_choose (&hw, TRUE, FALSE, 0, FALSE, &clock, &warning, &error));
+  g_assert_cmpint (clock, ==, MLX5_HW_CLOCK_FREE_RUNNING);
+  /* queues that stamp only free-running: free-running */
+  hw.rq_ts_format = MLX5_TIMESTAMP_FORMAT_CAP_FREE_RUNNING;
+  g_assert_true (mlx5_hw_clock_choose (&hw, TRUE, TRUE, 0, FALSE, &clock, &warning, &error));
+  g_assert_cmpint (clock, ==, MLX5_HW_CLOCK_FREE_RUNNING);
+  g_assert_no_error (error);
+
+  /* no clock conversion: without a need for NIC time, no NIC time and a warning */
+  g_assert_true (
+      mlx5_hw_clock_choose (&hw, FALSE, FALSE, EOPNOTSUPP, FALSE, &clock, &warning, &error));
+  g_assert_cmpint (clock, ==, MLX5_HW_CLOCK_NONE);
+  g_assert_no_error (error);
+  g_assert_nonnull (strstr (warning, "mlx5dv_get_clock_info) failed: "));
+  g_assert_nonnull (strstr (warning, "port time is CLOCK_MONOTONIC"));
+  g_free (warning);
+  /* ... and an error when hardware timestamps are needed */
+  g_assert_false (
+      mlx5_hw_clock_choose (&hw, FALSE, FALSE, EOPNOTSUPP, TRUE, &clock, &warning, &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_DEVICE);
+  g_assert_nonnull (strstr (error->message, "hardware timestamps are needed"));
+  g_clear_error (&error);
+
+  /* queues that stamp real time only, and no real-time clock to read */
+  hw.rq_ts_format = MLX5_TIMESTAMP_FORMAT_CAP_REAL_TIME;
+  g_assert_false (mlx5_hw_clock_choose (&hw, TRUE, FALSE, 0, FALSE, &clock, &warning, &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_DEVICE);
+  g_assert_nonnull (strstr (error->message, "rq_ts_format 1 (real time only)"));
+  g_assert_nonnull (strstr (error->message, "PTP hardware clock cannot be read"));
+  g_clear_error (&error);
+  g_assert_false (mlx5_hw_clock_choose (&hw, FALSE, FALSE, 0, FALSE, &clock, &warning, &error));
+  g_assert_nonnull (strstr (error->message, "MLX5DV_CONTEXT_FLAGS_REAL_TIME_TS"));
+  g_clear_error (&error);
+}
+
+static void
+test_rqt_check (void)
+{
+  GError *error = NULL;
+  g_assert_true (mlx5_hw_rqt_check (8, 3, &error));
+  g_assert_true (mlx5_hw_rqt_check (5, 3, &error));
+  g_assert_no_error (error);
+  g_assert_false (mlx5_hw_rqt_check (9, 3, &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_FLOW);
+  g_assert_cmpstr (error->message, ==,
+      "RSS over 9 RX queues needs an indirection table (RQT) of 16 entries; the device "
+      "allows 8 (HCA capability log_max_rqt_size 3)");
+  g_clear_error (&error);
+}
+
+/* ------------------------------------------------------------------------------------ */
 /* decisions taken from the capabilities */
 
 static void
@@ -566,6 +777,7 @@ test_decisions (void)
   hw.log_max_qp_sz = 15;
   hw.log_max_cq_sz = 22;
   hw.device_frequency_khz = 156250;
+  hw.ext_stride_num_range = TRUE;
   struct mlx5dv_context dv;
   memset (&dv, 0, sizeof dv);
   dv.comp_mask = MLX5DV_CONTEXT_MASK_STRIDING_RQ;
@@ -587,6 +799,11 @@ test_decisions (void)
   g_assert_cmpuint (caps.device_frequency_khz, ==, 156250);
   mlx5_hw_caps_fill (&caps, &hw, &dv, TRUE);
   g_assert_true (caps.real_time_ts);
+  /* fewer than 2^9 strides per WQE only with the extended range */
+  hw.ext_stride_num_range = FALSE;
+  mlx5_hw_caps_fill (&caps, &hw, &dv, FALSE);
+  g_assert_cmpuint (caps.min_log_strides, ==, 9);
+  hw.ext_stride_num_range = TRUE;
   /* no striding RQ for raw packet queues (or the kernel did not answer the mask): no
    * stride limits, which the RQ check turns into a clear error */
   dv.striding_rq_caps.supported_qpts = 1u << IBV_QPT_UD;
@@ -1088,6 +1305,9 @@ main (int argc, char **argv)
   g_test_add_func ("/mlx5-layout/cmd/failure-text", test_failure_text);
   g_test_add_func ("/mlx5-layout/cmd/caps-parse", test_caps_parse);
   g_test_add_func ("/mlx5-layout/cmd/decisions", test_decisions);
+  g_test_add_func ("/mlx5-layout/cmd/caps-check", test_caps_check);
+  g_test_add_func ("/mlx5-layout/cmd/clock-choose", test_clock_choose);
+  g_test_add_func ("/mlx5-layout/cmd/rqt-check", test_rqt_check);
   g_test_add_func ("/mlx5-layout/cmd/geometry", test_geometry);
   g_test_add_func ("/mlx5-layout/cmd/plan-catch-all", test_plan_catch_all);
   g_test_add_func ("/mlx5-layout/cmd/plan-fields", test_plan_fields);
