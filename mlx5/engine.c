@@ -974,7 +974,8 @@ eng_txq_stats (gpointer priv, DqTxStats *stats)
   stats->packets = MLX5_COUNTER_GET (txq->packets);
   stats->bytes = MLX5_COUNTER_GET (txq->bytes);
   stats->bursts = MLX5_COUNTER_GET (txq->bursts);
-  stats->errors = MLX5_COUNTER_GET (txq->errors) + c.cqe_errors;
+  /* frames the device refused, and those it flushed unsent after an error */
+  stats->errors = MLX5_COUNTER_GET (txq->errors) + c.cqe_errors + c.flushed;
   stats->ring_full_waits = MLX5_COUNTER_GET (txq->ring_full_waits);
 }
 

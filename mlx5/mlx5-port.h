@@ -124,6 +124,9 @@ typedef struct {
   gboolean (*rq_recover) (gpointer dev, Mlx5Rq *rq, GError **error);
   gboolean (*sq_create) (gpointer dev, Mlx5Sq *sq, GError **error);
   void (*sq_destroy) (gpointer dev, Mlx5Sq *sq);
+  /* an SQ the device put in ERR back to RDY: ERR -> RST -> RDY; WQE indices start again
+   * at 0 (the host has set the doorbell record to 0) */
+  gboolean (*sq_recover) (gpointer dev, Mlx5Sq *sq, GError **error);
 
   /* steers the port's packets to a group of RQs (the queues of one element, identified
    * by `group`): the rules (none: everything) with a tag action carrying each rule's

@@ -15,6 +15,10 @@
  *    16 bits), then an 8-byte write of the last WQE's ctrl segment to the UAR/BlueFlame
  *    register, flushed from the write-combining buffer; the next doorbell uses the other
  *    half of the BlueFlame buffer (sq_ring_doorbell).
+ *  - An error CQE moves the SQ to the error state (flush_in_error_en): the device
+ *    completes every WQE after it with a flush error and sends nothing. Once every posted
+ *    WQE has completed, the host takes the SQ ERR -> RST -> RDY (ops->sq_recover) with the
+ *    doorbell record at 0, and WQE indices start again at 0 (txq_recover).
  */
 #include "tx.h"
 #include "engine-util.h"
@@ -61,6 +65,7 @@ struct _Mlx5Txq {
   gboolean stamp_src_mac;
   guint8 mac[6];
   guint bf_offset;
+  gboolean in_error; /* an error CQE came: nothing is posted until recovered */
 
   Mlx5TxCounters c;
 };
@@ -237,9 +242,14 @@ cq_poll_one (Mlx5Txq *q, volatile struct mlx5_cqe64 *cqe)
 
   if (opcode == MLX5_CQE_REQ_ERR || opcode == MLX5_CQE_RESP_ERR) {
     volatile struct mlx5_err_cqe *err = (volatile struct mlx5_err_cqe *) cqe;
-    MLX5_COUNTER_ADD (q->c.cqe_errors, 1);
-    __atomic_store_n (&q->c.last_syndrome, err->syndrome, __ATOMIC_RELAXED);
-    __atomic_store_n (&q->c.last_vendor_syndrome, err->vendor_err_synd, __ATOMIC_RELAXED);
+    q->in_error = TRUE;
+    if (err->syndrome == MLX5_CQE_SYNDROME_WR_FLUSH_ERR) {
+      MLX5_COUNTER_ADD (q->c.flushed, 1);
+    } else {
+      MLX5_COUNTER_ADD (q->c.cqe_errors, 1);
+      __atomic_store_n (&q->c.last_syndrome, err->syndrome, __ATOMIC_RELAXED);
+      __atomic_store_n (&q->c.last_vendor_syndrome, err->vendor_err_synd, __ATOMIC_RELAXED);
+    }
   } else if (opcode != MLX5_CQE_REQ) {
     MLX5_COUNTER_ADD (q->c.device_errors, 1);
     return 0;
@@ -255,6 +265,28 @@ cq_poll_one (Mlx5Txq *q, volatile struct mlx5_cqe64 *cqe)
   q->sq_ci = q->wqe_sq_end[idx];
   q->slot_tail = q->wqe_slot_end[idx];
   return q->slot_tail - before;
+}
+
+/* The SQ in ERR with every posted WQE completed: ERR -> RST -> RDY with the doorbell
+ * record at 0, WQE indices from 0 like the device's. A refusal is counted and tried again
+ * at the next reclaim. */
+static void
+txq_recover (Mlx5Txq *q)
+{
+  q->sq.dbrec[MLX5_SND_DBR] = 0;
+  GError *error = NULL;
+  if (q->ops->sq_recover == NULL || !q->ops->sq_recover (q->dev, &q->sq, &error)) {
+    if (MLX5_COUNTER_GET (q->c.recovery_failures) == 0)
+      g_warning ("SQ 0x%x in the error state could not be recovered: %s", q->sq.sqn,
+          error ? error->message : "the device cannot reset an SQ");
+    MLX5_COUNTER_ADD (q->c.recovery_failures, 1);
+    g_clear_error (&error);
+    return;
+  }
+  q->sq_pi = 0;
+  q->sq_ci = 0;
+  q->in_error = FALSE;
+  MLX5_COUNTER_ADD (q->c.recoveries, 1);
 }
 
 guint
@@ -276,12 +308,17 @@ mlx5_txq_reclaim (Mlx5Txq *q)
     q->cq.dbrec[0] = htobe32 (q->cq_ci & 0xffffff);
     MLX5_COUNTER_ADD (q->c.completions, q->cq_ci - start);
   }
+  if (G_UNLIKELY (q->in_error) && q->sq_ci == q->sq_pi)
+    txq_recover (q);
   return slots;
 }
 
 guint
 mlx5_txq_free_slots (Mlx5Txq *q)
 {
+  /* in ERR what is posted is only flushed: senders wait for the recovery */
+  if (G_UNLIKELY (q->in_error))
+    return 0;
   return q->n_slots - (q->slot_head - q->slot_tail) - q->acquired;
 }
 
@@ -435,6 +472,9 @@ mlx5_txq_counters (Mlx5Txq *q, Mlx5TxCounters *c)
   c->doorbells = MLX5_COUNTER_GET (q->c.doorbells);
   c->completions = MLX5_COUNTER_GET (q->c.completions);
   c->cqe_errors = MLX5_COUNTER_GET (q->c.cqe_errors);
+  c->flushed = MLX5_COUNTER_GET (q->c.flushed);
+  c->recoveries = MLX5_COUNTER_GET (q->c.recoveries);
+  c->recovery_failures = MLX5_COUNTER_GET (q->c.recovery_failures);
   c->device_errors = MLX5_COUNTER_GET (q->c.device_errors);
   c->last_syndrome = MLX5_COUNTER_GET (q->c.last_syndrome);
   c->last_vendor_syndrome = MLX5_COUNTER_GET (q->c.last_vendor_syndrome);

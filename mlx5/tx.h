@@ -46,8 +46,11 @@ typedef struct {
   guint64 packets; /* WQEs posted */
   guint64 bytes;
   guint64 doorbells;
-  guint64 completions;   /* CQEs read */
-  guint64 cqe_errors;    /* error CQEs */
+  guint64 completions; /* CQEs read */
+  guint64 cqe_errors;  /* error CQEs other than flushes */
+  guint64 flushed;     /* flush-error CQEs: WQEs the SQ in ERR completed unsent */
+  guint64 recoveries;  /* ERR -> RST -> RDY done */
+  guint64 recovery_failures;
   guint64 device_errors; /* CQEs naming no WQE in flight, unknown opcodes */
   guint8 last_syndrome;
   guint8 last_vendor_syndrome;

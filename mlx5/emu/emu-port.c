@@ -262,6 +262,25 @@ emu_sq_create (gpointer dev, Mlx5Sq *sq, GError **error)
   return TRUE;
 }
 
+/* MODIFY_SQ ERR -> RST -> RDY: WQE indices start again at 0 */
+static gboolean
+emu_sq_recover (gpointer dev, Mlx5Sq *sq, GError **error)
+{
+  EmuPort *p = dev;
+  g_mutex_lock (&p->lock);
+  EmuSq *esq = sq->priv;
+  if (esq == NULL || !g_ptr_array_find (p->sqs, esq, NULL)) {
+    g_mutex_unlock (&p->lock);
+    return bad_param (p, "MODIFY_SQ (unknown SQ)", error);
+  }
+  esq->in_error = FALSE;
+  esq->hw_ci = 0;
+  esq->db_end = 0;
+  esq->stray_since = 0;
+  g_mutex_unlock (&p->lock);
+  return TRUE;
+}
+
 static void
 emu_sq_destroy (gpointer dev, Mlx5Sq *sq)
 {
@@ -411,6 +430,7 @@ const Mlx5PortOps emu_port_ops = {
   .rq_recover = emu_rq_recover,
   .sq_create = emu_sq_create,
   .sq_destroy = emu_sq_destroy,
+  .sq_recover = emu_sq_recover,
   .flows_set = emu_flows_set,
   .rq_counters = emu_rq_counters,
   .clock_now = emu_clock_now,

@@ -117,6 +117,7 @@ typedef struct {
   guint32 stray_pi;
   gint64 stray_since;
   gboolean stray_counted;
+  gboolean in_error; /* ERR: every WQE the doorbells cover is flushed, nothing is sent */
 } EmuSq;
 
 /* The steering rules of one group of RQs. */

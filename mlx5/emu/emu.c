@@ -663,6 +663,23 @@ sq_cqe (EmuSq *sq, guint16 index, guint64 ts)
   cq_post (sq->cq, &c, MLX5_CQE_REQ);
 }
 
+/* In ERR: the WQE at hw_ci completes with a flush error (every WQE does, signalled or
+ * not), unsent. FALSE: no CQE room yet. */
+static gboolean
+sq_flush_one (EmuPort *p, EmuSq *sq, guint32 posted)
+{
+  EmuSendWqe w;
+  sq_copy_wqe (sq, posted, &w);
+  if (!cq_has_room (sq->cq, 1))
+    return FALSE;
+  cq_error (sq->cq, MLX5_CQE_REQ_ERR, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, (guint8) w.opcode, sq->sqn, 0,
+      (guint16) (sq->hw_ci & 0xffff), 0);
+  MLX5_COUNTER_ADD (p->c.tx_cqes, 1);
+  MLX5_COUNTER_ADD (p->c.tx_flushed, 1);
+  sq->hw_ci += w.n_bb;
+  return TRUE;
+}
+
 /* Executes the WQE at hw_ci. TRUE: done (hw_ci moved on); FALSE: it has to wait (no
  * CQE room, or pause holds the frame back). */
 static gboolean
@@ -698,6 +715,8 @@ sq_execute (EmuPort *p, EmuSq *sq, guint32 posted, guint64 now, EmuCable *cable)
     MLX5_COUNTER_ADD (p->c.tx_cqes, 1);
     MLX5_COUNTER_ADD (p->c.tx_cqe_errors, 1);
     sq->hw_ci += w.n_bb;
+    /* flush_in_error_en: what follows is flushed until the host recovers the SQ */
+    sq->in_error = TRUE;
     return TRUE;
   }
 
@@ -873,7 +892,8 @@ sq_run (EmuPort *p, EmuSq *sq, guint64 now, EmuCable *cable)
       MLX5_COUNTER_ADD (p->c.doorbell_errors, 1);
       break;
     }
-    if (!sq_execute (p, sq, posted, now, cable))
+    if (G_UNLIKELY (sq->in_error) ? !sq_flush_one (p, sq, posted)
+                                  : !sq_execute (p, sq, posted, now, cable))
       break;
     done++;
   }

@@ -140,8 +140,9 @@ typedef struct {
   guint64 rx_cq_overruns;   /* dropped: the RQ's CQ was full */
   guint64 tx_packets;       /* frames sent */
   guint64 tx_bytes;
-  guint64 tx_cqes; /* TX CQEs written (errors included) */
-  guint64 tx_cqe_errors;
+  guint64 tx_cqes;         /* TX CQEs written (errors included) */
+  guint64 tx_cqe_errors;   /* (flushes not counted) */
+  guint64 tx_flushed;      /* flush-error CQEs: WQEs an SQ in ERR completed unsent */
   guint64 tx_no_link;      /* frames sent while the cable led nowhere */
   guint64 tx_csum_l3;      /* IPv4 header checksums computed */
   guint64 tx_csum_l4;      /* TCP/UDP checksums computed */

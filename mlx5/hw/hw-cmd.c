@@ -192,12 +192,18 @@ mlx5_cmd_build_create_sq (void *in, const Mlx5Sq *sq, guint32 cqn, guint32 pdn, 
 }
 
 void
-mlx5_cmd_build_modify_sq_rdy (void *in, guint32 sqn)
+mlx5_cmd_build_modify_sq_state (void *in, guint32 sqn, guint from, guint to)
 {
   DEVX_SET (modify_sq_in, in, opcode, MLX5_CMD_OP_MODIFY_SQ);
-  DEVX_SET (modify_sq_in, in, sq_state, MLX5_SQC_STATE_RST); /* the current state */
+  DEVX_SET (modify_sq_in, in, sq_state, from); /* the current state */
   DEVX_SET (modify_sq_in, in, sqn, sqn);
-  DEVX_SET (modify_sq_in, in, ctx.state, MLX5_SQC_STATE_RDY);
+  DEVX_SET (modify_sq_in, in, ctx.state, to);
+}
+
+void
+mlx5_cmd_build_modify_sq_rdy (void *in, guint32 sqn)
+{
+  mlx5_cmd_build_modify_sq_state (in, sqn, MLX5_SQC_STATE_RST, MLX5_SQC_STATE_RDY);
 }
 
 void

@@ -11,7 +11,8 @@
  *             MODIFY_RQ RST->RDY (after an error CQE: ERR->RST->RDY, rq_recover) +
  *             CREATE_TIR (direct), the TIR being what steering rules point at
  *   sq        CREATE_TIS (once) + its own UAR + umem(ring [+ dbr]) + CREATE_SQ (RST) +
- *             MODIFY_SQ RST->RDY; the doorbell register is the UAR's
+ *             MODIFY_SQ RST->RDY (after an error CQE: ERR->RST->RDY, sq_recover); the
+ *             doorbell register is the UAR's
  *   flows     mlx5dv_dr NIC RX domain, root table; every group's rules planned together
  *             (mlx5_hw_flow_plan: priorities within one bank, half the root table's 16,
  *             so that a new rule set goes in before the old one comes out), one rule per
@@ -976,6 +977,21 @@ fail:
   return FALSE;
 }
 
+/* MODIFY_SQ ERR -> RST, then RST -> RDY: WQE indices start again at 0 */
+static gboolean
+hw_sq_recover (gpointer priv, Mlx5Sq *sq, GError **error)
+{
+  HwDev *dev = priv;
+  HwSq *h = sq->priv;
+  guint32 rst[DEVX_ST_SZ_DW (modify_sq_in)] = { 0 };
+  guint32 rdy[DEVX_ST_SZ_DW (modify_sq_in)] = { 0 };
+
+  mlx5_cmd_build_modify_sq_state (rst, sq->sqn, MLX5_SQC_STATE_ERR, MLX5_SQC_STATE_RST);
+  mlx5_cmd_build_modify_sq_rdy (rdy, sq->sqn);
+  return obj_modify (dev, h->obj, "MODIFY_SQ (ERR to RST)", rst, sizeof rst, error) &&
+      obj_modify (dev, h->obj, "MODIFY_SQ (RST to RDY)", rdy, sizeof rdy, error);
+}
+
 static void
 hw_sq_destroy (gpointer priv, Mlx5Sq *sq)
 {
@@ -1452,6 +1468,7 @@ const Mlx5PortOps mlx5_hw_port_ops = {
   .rq_recover = hw_rq_recover,
   .sq_create = hw_sq_create,
   .sq_destroy = hw_sq_destroy,
+  .sq_recover = hw_sq_recover,
   .flows_set = hw_flows_set,
   .rq_counters = hw_rq_counters,
   .clock_now = hw_clock_now,

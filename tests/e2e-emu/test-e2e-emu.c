@@ -655,6 +655,48 @@ GST_START_TEST (test_rx_error_recovery)
 
 GST_END_TEST;
 
+/* The same on the send side: an error completion mid-stream puts the SQ in ERR, the WQEs
+ * posted after it are flushed unsent, daqirisink's queue recovers it and sends on. Every
+ * frame is accounted for: received (each once, intact) + the sink's errors (the refused
+ * one and the flushed ones) = sent. */
+GST_START_TEST (test_tx_error_recovery)
+{
+  const guint n = 30000, skip = 12000;
+  const gchar *device = "emu:txerr";
+  Receiver r;
+  receiver_init (&r, n);
+  GstElement *rx = receiver_pipeline (&r, device, "burst-packets=64");
+  EmuPort *port = port_lookup ("txerr");
+  emu_port_fault_tx_error (port, skip, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+
+  GstStructure *tx = run_testsrc (n,
+      "burst-packets=64 packet-size-min=60 packet-size-max=1500 n-flows=" G_STRINGIFY (N_FLOWS),
+      device);
+  fail_unless (emu_port_wait_idle (port, 5 * GST_SECOND));
+  EmuCounters c;
+  emu_port_counters (port, &c);
+  fail_unless_equals_uint64 (c.tx_cqe_errors, 1);
+  fail_unless (c.tx_flushed >= 1, "no WQE was flushed");
+  guint64 errors = stat_u64 (tx, "errors");
+  fail_unless_equals_uint64 (errors, 1 + c.tx_flushed);
+  receiver_wait (&r, (guint) (n - errors), 3000);
+  g_mutex_lock (&r.lock);
+  fail_unless_equals_uint64 (r.received + errors, n);
+  fail_unless_equals_int (r.bad, 0);
+  fail_unless_equals_int (r.duplicates, 0);
+  fail_unless_equals_int (r.seen[skip], 0); /* the refused frame */
+  g_mutex_unlock (&r.lock);
+  fail_unless_equals_uint64 (c.tx_packets, n - errors);
+  gst_structure_free (tx);
+
+  emu_port_unref (port);
+  gst_element_set_state (rx, GST_STATE_NULL);
+  gst_object_unref (rx);
+  receiver_clear (&r);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_sink_slot_pool)
 {
   const gchar *device = "emu:pool";
@@ -860,6 +902,7 @@ e2e_emu_suite (void)
   tcase_add_test (tc, test_pause_resume_under_traffic);
   tcase_add_test (tc, test_generator_from_device_string);
   tcase_add_test (tc, test_rx_error_recovery);
+  tcase_add_test (tc, test_tx_error_recovery);
   tcase_add_test (tc, test_sink_slot_pool);
   tcase_add_test (tc, test_sink_slot_pool_flushing);
   return s;

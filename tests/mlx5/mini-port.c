@@ -76,6 +76,16 @@ mini_sq_create (gpointer dev, Mlx5Sq *sq, GError **error)
   return TRUE;
 }
 
+static gboolean
+mini_sq_recover (gpointer dev, Mlx5Sq *sq, GError **error)
+{
+  MiniPort *p = dev;
+  g_assert_true (sq == p->sq);
+  g_assert_cmpuint (sq->dbrec[MLX5_SND_DBR], ==, 0);
+  p->sq_recoveries++;
+  return TRUE;
+}
+
 static void
 mini_sq_destroy (gpointer dev, Mlx5Sq *sq)
 {
@@ -101,6 +111,7 @@ const Mlx5PortOps mini_port_ops = {
   .rq_recover = mini_rq_recover,
   .sq_create = mini_sq_create,
   .sq_destroy = mini_sq_destroy,
+  .sq_recover = mini_sq_recover,
   .clock_info = mini_clock_info,
 };
 

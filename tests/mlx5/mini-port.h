@@ -4,7 +4,7 @@
  * it, so that the test can read the WQEs and doorbell records the host writes and
  * write CQEs by hand, byte for byte as the PRM lays them out (mini_port_cqe_next, then
  * mini_port_cqe_publish). Memory registration hands out the lkey given to
- * mini_port_init; rq_recover counts and succeeds (the test then plays the device's
+ * mini_port_init; rq_recover and sq_recover count and succeed (the test then plays the device's
  * counters from 0); SQs get the number MINI_PORT_SQN and a BlueFlame register in
  * MiniPort.bf (two buffers of MINI_PORT_BF_SIZE bytes); clock_info reports
  * MiniPort.clock, the identity (ns = ticks) unless the test changes it.
@@ -35,6 +35,7 @@ typedef struct {
   gsize mr_size;
   guint32 cq_pi;           /* CQEs written */
   guint rq_recoveries;     /* rq_recover calls (each ERR -> RST -> RDY) */
+  guint sq_recoveries;     /* likewise sq_recover */
   guint32 rq_dbr_at_reset; /* the RQ doorbell record when rq_recover was called */
   guint8 bf[2 * MINI_PORT_BF_SIZE] __attribute__ ((aligned (64)));
 } MiniPort;

@@ -339,8 +339,11 @@ test_src_mac (void)
   txdev_clear (&d);
 }
 
-/* error CQEs complete their WQE (counted, syndrome kept); CQEs naming no WQE in flight
- * and unknown opcodes are device errors and free nothing */
+/* error CQEs complete their WQE (counted, syndrome kept) and put the SQ in ERR: the
+ * device flushes the WQEs after it, nothing more is posted, and once all completed the
+ * SQ is recovered (ERR -> RST -> RDY, doorbell record 0) and takes frames again from WQE
+ * index 0; CQEs naming no WQE in flight and unknown opcodes are device errors and free
+ * nothing */
 static void
 test_bad_cqes (void)
 {
@@ -366,11 +369,27 @@ test_bad_cqes (void)
   mlx5_txq_counters (q, &c);
   g_assert_cmpuint (c.cqe_errors, ==, 1);
   g_assert_cmpuint (c.last_syndrome, ==, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
-  txdev_cqe (&d, MLX5_CQE_REQ, 3, 0);
-  g_assert_cmpuint (mlx5_txq_reclaim (q), ==, 2);
+  /* in ERR: nothing is posted, whatever room there is */
+  g_assert_cmpuint (mlx5_txq_free_slots (q), ==, 0);
+  g_assert_cmpuint (mlx5_txq_send (q, frames, lens, 1), ==, 0);
+  txdev_cqe (&d, MLX5_CQE_REQ_ERR, 2, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+  g_assert_cmpuint (mlx5_txq_reclaim (q), ==, 1);
+  g_assert_cmpuint (d.port.sq_recoveries, ==, 0); /* WQE 3 is still out */
+  txdev_cqe (&d, MLX5_CQE_REQ_ERR, 3, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+  g_assert_cmpuint (mlx5_txq_reclaim (q), ==, 1);
   g_assert_true (mlx5_txq_idle (q));
+  g_assert_cmpuint (d.port.sq_recoveries, ==, 1);
   mlx5_txq_counters (q, &c);
-  g_assert_cmpuint (c.completions, ==, 5);
+  g_assert_cmpuint (c.completions, ==, 6);
+  g_assert_cmpuint (c.cqe_errors, ==, 1);
+  g_assert_cmpuint (c.flushed, ==, 2);
+  g_assert_cmpuint (c.recoveries, ==, 1);
+  /* recovered: all slots free, the next WQE has index 0 and the record counts from 0 */
+  g_assert_cmpuint (mlx5_txq_free_slots (q), ==, 8);
+  g_assert_cmpuint (mlx5_txq_send (q, frames, lens, 1), ==, 1);
+  const struct mlx5_wqe_ctrl_seg *ctrl = (const struct mlx5_wqe_ctrl_seg *) d.port.sq->wqes;
+  g_assert_cmpuint ((be32toh (ctrl->opmod_idx_opcode) >> 8) & 0xffff, ==, 0);
+  g_assert_cmpuint (be32toh (d.port.sq->dbrec[MLX5_SND_DBR]), ==, 1);
   mlx5_txq_free (q);
   txdev_clear (&d);
 }
