@@ -11,116 +11,19 @@
  * (rx-rules.h), then the socket filter and the fanout program are replaced, each in one
  * setsockopt(), so a packet that both rule sets deliver is never dropped.
  *
- * TX: one TPACKET_V2 ring per queue with PACKET_QDISC_BYPASS (no qdisc, and no copy to
- * packet taps: tcpdump on the sending interface does not see these frames); frames are
+ * TX (afpacket-tx.c): one TPACKET_V2 ring per queue with PACKET_QDISC_BYPASS (no qdisc,
+ * and no copy to packet taps: tcpdump on the sending interface does not see these frames); frames are
  * copied into slots, flagged TP_STATUS_SEND_REQUEST and sent by one send() per burst.
  *
  * Timestamps are the kernel's software receive time, on CLOCK_REALTIME.
  */
-#include "daqiri-engine.h"
-#include "engines.h"
-#include "burst-pool.h"
-#include "engine-util.h"
-#include "rx-rules.h"
-
-#include <errno.h>
-#include <poll.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <linux/filter.h>
-#include <linux/if_ether.h>
-#include <linux/if_packet.h>
-#include <net/if.h>
-#include <net/if_arp.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
-
-/* Linux >= 6.2; the Debian 12 UAPI headers (6.1) lack it */
-#ifndef PACKET_FANOUT_FLAG_IGNORE_OUTGOING
-#define PACKET_FANOUT_FLAG_IGNORE_OUTGOING 0x4000
-#endif
-
-#define AFP_RX_DEFAULT_RING ((gsize) 64 << 20)
-#define AFP_TX_DEFAULT_RING ((gsize) 4 << 20)
-#define AFP_RING_MAX ((gsize) 4 << 30)
-#define AFP_RX_MAX_BLOCK ((gsize) 1 << 20)
-/* The kernel hands a block over when it is full or when the burst timeout (>= 1 ms)
- * expires, so a ring of N blocks covers at least N ms of a stalled reader even at low
- * rates: prefer many blocks (64 MiB -> 256 blocks of 256 KiB), but not below 64 KiB a
- * block, and at least 8 blocks where the ring allows. */
-#define AFP_RX_PREFERRED_BLOCKS 256
-#define AFP_RX_MIN_BLOCKS 8
-#define AFP_RX_MIN_PREFERRED_BLOCK ((gsize) 64 << 10)
-#define AFP_MIN_PACKET 64
-#define AFP_MAX_PACKET 65535
-#define AFP_VLAN_HLEN 4
-
-/* Bytes a TPACKET_V3 block spends besides the frame itself: the block descriptor
- * (48), then per packet the tpacket3_hdr + sockaddr_ll, padded so that the network
- * header is 16-aligned (mac offset 82 for Ethernet), and 8-byte alignment of the next
- * packet. Rounded up generously; a block must hold one max_packet_size frame whole. */
-#define AFP_RX_BLOCK_OVERHEAD 160
-/* The smallest room one packet takes in a block (headers + a 14-byte frame). */
-#define AFP_RX_MIN_PACKET_ROOM 96
-
-/* Without PACKET_TX_HAS_OFF the kernel reads a TX frame at this offset in its slot. */
-#define AFP_TX_DATA_OFFSET (TPACKET2_HDRLEN - sizeof (struct sockaddr_ll))
-
-/* How long one wait lasts while the kernel's POLLIN cannot tell us anything (see
- * rx_wait) or while TX slots are still being sent. */
-#define AFP_WAIT_SLICE_NS G_GINT64_CONSTANT (1000000)
-#define AFP_TX_FLUSH_SLICE_NS G_GINT64_CONSTANT (100000)
-
-/* A fanout group of the port: the queues of one element (one DqRxConfig.group_id). */
-typedef struct {
-  guint32 group_id;
-  guint16 fanout_id; /* the kernel's id, unique in the network namespace */
-  guint members;
-} AfpFanout;
-
-typedef struct {
-  int ifindex;
-  char ifname[IF_NAMESIZE];
-  guint mtu;
-
-  GMutex lock;     /* protects fanouts (queues come and go in any thread) */
-  GArray *fanouts; /* AfpFanout */
-} AfpPort;
+#include "afpacket-private.h"
 
 /* ---------------------------------------------------------------------------------- */
 /* helpers */
 
-static struct timespec
-ns_to_timespec (gint64 ns)
-{
-  struct timespec ts;
-  ts.tv_sec = ns / G_GINT64_CONSTANT (1000000000);
-  ts.tv_nsec = ns % G_GINT64_CONSTANT (1000000000);
-  return ts;
-}
-
-static gsize
-page_size (void)
-{
-  long p = sysconf (_SC_PAGESIZE);
-  return p > 0 ? (gsize) p : 4096;
-}
-
-/* Largest frame the interface takes: the kernel refuses (and, with PACKET_LOSS, silently
- * skips) frames longer than MTU + Ethernet header, + 4 when the frame is 802.1Q tagged. */
-static guint
-port_frame_limit (guint mtu)
-{
-  return mtu + ETH_HLEN;
-}
-
-static gboolean
-port_read_mtu (const char *ifname, guint *mtu)
+gboolean
+afp_port_read_mtu (const char *ifname, guint *mtu)
 {
   struct ifreq ifr;
   int s = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -161,8 +64,8 @@ list_interfaces (void)
 
 /* An AF_PACKET SOCK_RAW socket with protocol 0: it receives nothing until it is bound
  * with a protocol, so options and filters can be set before any packet arrives. */
-static int
-packet_socket_open (const AfpPort *port, const char *what, GError **error)
+int
+afp_packet_socket_open (const AfpPort *port, const char *what, GError **error)
 {
   int fd = socket (AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
   if (fd >= 0)
@@ -193,14 +96,15 @@ packet_setsockopt (int fd, int level, int name, const void *value, socklen_t len
   return FALSE;
 }
 
-static gboolean
-packet_set_int (int fd, int name, int value, const AfpPort *port, const char *what, GError **error)
+gboolean
+afp_packet_set_int (
+    int fd, int name, int value, const AfpPort *port, const char *what, GError **error)
 {
   return packet_setsockopt (fd, SOL_PACKET, name, &value, sizeof value, port, what, error);
 }
 
-static gboolean
-packet_bind (int fd, const AfpPort *port, guint16 protocol, GError **error)
+gboolean
+afp_packet_bind (int fd, const AfpPort *port, guint16 protocol, GError **error)
 {
   struct sockaddr_ll sll;
 
@@ -275,7 +179,7 @@ afp_port_open (const char *arg, DqPortInfo *info, GError **error)
   close (s);
 
   guint mtu;
-  if (!port_read_mtu (arg, &mtu)) {
+  if (!afp_port_read_mtu (arg, &mtu)) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "afpacket:%s: cannot read the MTU: %s", arg,
         g_strerror (errno));
     return NULL;
@@ -309,14 +213,14 @@ afp_port_time (gpointer priv)
 }
 
 /* max_packet_size 0 means: a full-MTU frame with one VLAN tag. */
-static guint
-default_max_packet (const AfpPort *port)
+guint
+afp_default_max_packet (const AfpPort *port)
 {
   return MIN (port->mtu + ETH_HLEN + AFP_VLAN_HLEN, AFP_MAX_PACKET);
 }
 
-static gboolean
-check_max_packet (const char *dir, const AfpPort *port, guint max_packet, GError **error)
+gboolean
+afp_check_max_packet (const char *dir, const AfpPort *port, guint max_packet, GError **error)
 {
   if (max_packet >= AFP_MIN_PACKET && max_packet <= AFP_MAX_PACKET)
     return TRUE;
@@ -411,9 +315,10 @@ rx_geometry_choose (
 {
   gsize page = page_size ();
   gsize ring = config->ring_bytes ? config->ring_bytes : AFP_RX_DEFAULT_RING;
-  guint max_packet = config->max_packet_size ? config->max_packet_size : default_max_packet (port);
+  guint max_packet =
+      config->max_packet_size ? config->max_packet_size : afp_default_max_packet (port);
 
-  if (!check_max_packet ("RX", port, max_packet, error))
+  if (!afp_check_max_packet ("RX", port, max_packet, error))
     return FALSE;
   if (ring < 2 * page || ring > AFP_RING_MAX) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
@@ -669,7 +574,7 @@ static gboolean
 rx_socket_setup (
     AfpRxQueue *rxq, const DqRxConfig *config, const AfpRxGeometry *geo, GError **error)
 {
-  if (!packet_set_int (
+  if (!afp_packet_set_int (
           rxq->fd, PACKET_VERSION, TPACKET_V3, rxq->port, "PACKET_VERSION (TPACKET_V3)", error))
     return FALSE;
   if (!rx_ring_map (rxq, geo, error))
@@ -682,10 +587,10 @@ rx_socket_setup (
   } else if (!rx_filter_attach (rxq, config, error)) {
     return FALSE;
   }
-  if (!packet_set_int (
+  if (!afp_packet_set_int (
           rxq->fd, PACKET_IGNORE_OUTGOING, 1, rxq->port, "PACKET_IGNORE_OUTGOING", error))
     return FALSE;
-  if (!packet_bind (rxq->fd, rxq->port, ETH_P_ALL, error))
+  if (!afp_packet_bind (rxq->fd, rxq->port, ETH_P_ALL, error))
     return FALSE;
   if (config->n_queues > 1) {
     if (!rx_fanout_join (rxq, config, error))
@@ -783,7 +688,7 @@ afp_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
         g_strerror (errno));
     goto fail;
   }
-  rxq->fd = packet_socket_open (port, "RX", error);
+  rxq->fd = afp_packet_socket_open (port, "RX", error);
   if (rxq->fd < 0)
     goto fail;
   if (!rx_socket_setup (rxq, config, &geo, error))
@@ -1148,359 +1053,6 @@ afp_rxq_ring_bytes (gpointer priv)
 {
   AfpRxQueue *rxq = priv;
   return rxq->ring_size;
-}
-
-/* ---------------------------------------------------------------------------------- */
-/* TX queue */
-
-typedef struct {
-  AfpPort *port;
-  int fd;
-  int wake_fd;
-  guint8 *ring;
-  gsize ring_size;
-  gsize slot_size;
-  guint n_slots;
-  guint max_packet;
-  guint frame_limit; /* port MTU + Ethernet header, refreshed when exceeded */
-
-  /* sender state, one sending thread */
-  guint head;      /* next slot to fill */
-  guint tail;      /* oldest slot handed to the kernel */
-  guint in_flight; /* slots handed to the kernel, not yet reclaimed */
-
-  DqTxCounters tx;
-} AfpTxQueue;
-
-/* TX ring geometry: a slot is the power of two >= TPACKET2_HDRLEN + max_packet_size;
- * blocks are 64 KiB (or one slot, or one page, whichever is larger) and the ring holds
- * ring_bytes / block blocks; slots never straddle blocks, so slot i is at i * slot. */
-static gboolean
-tx_geometry_check (
-    AfpTxQueue *txq, const DqTxConfig *config, gsize *block, guint *n_blocks, GError **error)
-{
-  gsize page = page_size ();
-  gsize ring = config->ring_bytes ? config->ring_bytes : AFP_TX_DEFAULT_RING;
-
-  txq->max_packet =
-      config->max_packet_size ? config->max_packet_size : default_max_packet (txq->port);
-  if (!check_max_packet ("TX", txq->port, txq->max_packet, error))
-    return FALSE;
-  txq->slot_size = (gsize) 1 << dq_log2_ceil (TPACKET2_HDRLEN + txq->max_packet);
-  *block = MAX (MAX (txq->slot_size, page), (gsize) 64 << 10);
-  while (*block > txq->slot_size && *block > page && ring / *block < 2)
-    *block /= 2;
-  gsize min_ring = MAX (2 * txq->slot_size, 2 * page);
-  if (ring < min_ring || ring > AFP_RING_MAX || ring / *block < 1) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-        "afpacket:%s: TX ring-size %" G_GSIZE_FORMAT " is out of range for "
-        "max-packet-size %u (allowed %" G_GSIZE_FORMAT " .. %" G_GSIZE_FORMAT
-        ", or 0 for %" G_GSIZE_FORMAT ")",
-        txq->port->ifname, ring, txq->max_packet, min_ring, AFP_RING_MAX, AFP_TX_DEFAULT_RING);
-    return FALSE;
-  }
-  g_assert (dq_is_pow2 (*block) && *block % txq->slot_size == 0);
-  *n_blocks = (guint) (ring / *block);
-  txq->n_slots = (guint) (*n_blocks * (*block / txq->slot_size));
-  return TRUE;
-}
-
-static gboolean
-tx_ring_map (AfpTxQueue *txq, gsize block, guint n_blocks, GError **error)
-{
-  struct tpacket_req req;
-
-  memset (&req, 0, sizeof req);
-  req.tp_block_size = (unsigned int) block;
-  req.tp_block_nr = n_blocks;
-  req.tp_frame_size = (unsigned int) txq->slot_size;
-  req.tp_frame_nr = txq->n_slots;
-  if (setsockopt (txq->fd, SOL_PACKET, PACKET_TX_RING, &req, sizeof req) != 0) {
-    int err = errno;
-    g_set_error (error, DQ_ERROR, err == ENOMEM ? DQ_ERROR_CONFIG : DQ_ERROR_IO,
-        "afpacket:%s: cannot create the TX ring (%u slots of %" G_GSIZE_FORMAT " bytes): %s",
-        txq->port->ifname, txq->n_slots, txq->slot_size, g_strerror (err));
-    return FALSE;
-  }
-  txq->ring_size = block * n_blocks;
-  void *ring =
-      mmap (NULL, txq->ring_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, txq->fd, 0);
-  if (ring == MAP_FAILED) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_IO,
-        "afpacket:%s: cannot map the TX ring (%" G_GSIZE_FORMAT " bytes): %s", txq->port->ifname,
-        txq->ring_size, g_strerror (errno));
-    txq->ring_size = 0;
-    return FALSE;
-  }
-  txq->ring = ring;
-  return TRUE;
-}
-
-static void
-afp_txq_destroy (gpointer priv)
-{
-  AfpTxQueue *txq = priv;
-
-  if (txq == NULL)
-    return;
-  if (txq->ring != NULL)
-    munmap (txq->ring, txq->ring_size);
-  if (txq->fd >= 0)
-    close (txq->fd);
-  if (txq->wake_fd >= 0)
-    close (txq->wake_fd);
-  g_free (txq);
-}
-
-static gpointer
-afp_txq_create (gpointer port_priv, const DqTxConfig *config, GError **error)
-{
-  AfpTxQueue *txq = g_new0 (AfpTxQueue, 1);
-  gsize block;
-  guint n_blocks;
-
-  txq->port = port_priv;
-  txq->fd = -1;
-  txq->wake_fd = -1;
-  txq->frame_limit = port_frame_limit (txq->port->mtu);
-  if (!tx_geometry_check (txq, config, &block, &n_blocks, error))
-    goto fail;
-  txq->wake_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (txq->wake_fd < 0) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: eventfd() failed: %s",
-        txq->port->ifname, g_strerror (errno));
-    goto fail;
-  }
-  txq->fd = packet_socket_open (txq->port, "TX", error);
-  if (txq->fd < 0)
-    goto fail;
-  /* PACKET_LOSS: a frame the kernel refuses is skipped (slot back to AVAILABLE) instead
-   * of stopping the ring at TP_STATUS_WRONG_FORMAT with no way to step over it. We
-   * check frames before they enter the ring, so this should never trigger. */
-  if (!packet_set_int (
-          txq->fd, PACKET_VERSION, TPACKET_V2, txq->port, "PACKET_VERSION (TPACKET_V2)", error) ||
-      !packet_set_int (txq->fd, PACKET_LOSS, 1, txq->port, "PACKET_LOSS", error) ||
-      !packet_set_int (txq->fd, PACKET_QDISC_BYPASS, 1, txq->port, "PACKET_QDISC_BYPASS", error))
-    goto fail;
-  /* Frames in flight are charged to the send buffer; a send buffer smaller than the ring
-   * would stop the kernel half way through it. */
-  int sndbuf = (int) MIN (2 * (gsize) block * n_blocks, (gsize) G_MAXINT / 2);
-  if (setsockopt (txq->fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof sndbuf) != 0)
-    (void) setsockopt (txq->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
-  if (!tx_ring_map (txq, block, n_blocks, error))
-    goto fail;
-  /* protocol 0: the socket only sends, it never receives */
-  if (!packet_bind (txq->fd, txq->port, 0, error))
-    goto fail;
-  return txq;
-
-fail:
-  afp_txq_destroy (txq);
-  return NULL;
-}
-
-static struct tpacket2_hdr *
-tx_slot (AfpTxQueue *txq, guint index)
-{
-  return (struct tpacket2_hdr *) (txq->ring + (gsize) index * txq->slot_size);
-}
-
-/* Takes back, in ring order, the slots the kernel is done with. */
-static void
-tx_slots_reclaim (AfpTxQueue *txq)
-{
-  guint64 errors = 0;
-
-  while (txq->in_flight > 0) {
-    struct tpacket2_hdr *hdr = tx_slot (txq, txq->tail);
-    /* the kernel sets AVAILABLE (maybe with timestamp bits) once the frame left */
-    guint32 status = __atomic_load_n (&hdr->tp_status, __ATOMIC_ACQUIRE);
-    if (status & (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING))
-      break;
-    if (status & TP_STATUS_WRONG_FORMAT) {
-      errors++;
-      __atomic_store_n (&hdr->tp_status, TP_STATUS_AVAILABLE, __ATOMIC_RELAXED);
-    }
-    txq->tail = (txq->tail + 1) % txq->n_slots;
-    txq->in_flight--;
-  }
-  if (errors > 0)
-    dq_counter_add (&txq->tx.errors, errors);
-}
-
-static struct tpacket2_hdr *
-tx_slot_next (AfpTxQueue *txq)
-{
-  if (txq->in_flight == txq->n_slots) {
-    tx_slots_reclaim (txq);
-    if (txq->in_flight == txq->n_slots)
-      return NULL;
-  }
-  return tx_slot (txq, txq->head);
-}
-
-/* Asks the kernel to send every slot flagged TP_STATUS_SEND_REQUEST. */
-static gboolean
-tx_kick (AfpTxQueue *txq, GError **error)
-{
-  if (send (txq->fd, NULL, 0, MSG_DONTWAIT) >= 0)
-    return TRUE;
-  int err = errno;
-  /* no memory for an skb, or the device queue is full: the slots stay flagged and go
-   * out with the next kick */
-  if (err == EAGAIN || err == ENOBUFS || err == EINTR)
-    return TRUE;
-  g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: send failed: %s%s", txq->port->ifname,
-      g_strerror (err),
-      err == ENETDOWN ? " (the interface is down; queued frames go out once it is up)" : "");
-  return FALSE;
-}
-
-/* Waits for the kernel to finish a slot. Returns 1 to try again, 0 when woken, -1 on
- * error. `slice_ns` bounds the wait: the kernel's POLLOUT looks at its own head, which
- * is not always the slot we wait for. */
-static int
-tx_wait (AfpTxQueue *txq, short events, gint64 slice_ns, GError **error)
-{
-  struct pollfd pfd[2] = {
-    { .fd = txq->fd, .events = events },
-    { .fd = txq->wake_fd, .events = POLLIN },
-  };
-  struct timespec ts = ns_to_timespec (slice_ns);
-
-  if (ppoll (pfd, 2, &ts, NULL) < 0 && errno != EINTR) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: poll() failed: %s", txq->port->ifname,
-        g_strerror (errno));
-    return -1;
-  }
-  if (pfd[1].revents & POLLIN) {
-    dq_eventfd_drain (txq->wake_fd);
-    return 0;
-  }
-  return 1;
-}
-
-static guint
-tx_frame_limit (AfpTxQueue *txq, const guint8 *frame)
-{
-  if (frame[12] == 0x81 && frame[13] == 0x00)
-    return txq->frame_limit + AFP_VLAN_HLEN;
-  return txq->frame_limit;
-}
-
-/* Frames the kernel would refuse never enter the ring: shorter than an Ethernet header,
- * longer than max_packet_size, or longer than the interface takes. */
-static gboolean
-tx_frame_acceptable (AfpTxQueue *txq, const guint8 *frame, guint32 len)
-{
-  guint mtu;
-
-  if (len < ETH_HLEN || len > txq->max_packet)
-    return FALSE;
-  if (len <= tx_frame_limit (txq, frame))
-    return TRUE;
-  /* maybe the MTU grew since we last looked */
-  if (!port_read_mtu (txq->port->ifname, &mtu))
-    return FALSE;
-  txq->frame_limit = port_frame_limit (mtu);
-  return len <= tx_frame_limit (txq, frame);
-}
-
-static int
-afp_txq_send (
-    gpointer priv, const guint8 *const *frames, const guint32 *lengths, guint n, GError **error)
-{
-  AfpTxQueue *txq = priv;
-  guint queued = 0, consumed = 0;
-  guint64 bytes = 0, errors = 0;
-  gboolean failed = FALSE, woken = FALSE;
-
-  for (; consumed < n && !failed && !woken; consumed++) {
-    guint i = consumed;
-    if (!tx_frame_acceptable (txq, frames[i], lengths[i])) {
-      errors++;
-      continue;
-    }
-    struct tpacket2_hdr *hdr = tx_slot_next (txq);
-    if (hdr == NULL) {
-      dq_counter_add (&txq->tx.ring_full_waits, 1);
-      short events = POLLOUT;
-      while (hdr == NULL) {
-        if (!tx_kick (txq, error)) {
-          failed = TRUE;
-          break;
-        }
-        guint before = txq->in_flight;
-        int r = tx_wait (txq, events, AFP_WAIT_SLICE_NS, error);
-        if (r < 0)
-          failed = TRUE;
-        if (r == 0)
-          woken = TRUE;
-        if (r <= 0)
-          break;
-        hdr = tx_slot_next (txq);
-        /* POLLOUT without progress: the kernel's head is free but ours is not */
-        events = (hdr == NULL && txq->in_flight == before) ? 0 : POLLOUT;
-      }
-      if (hdr == NULL)
-        break; /* frame i stays unconsumed */
-    }
-    memcpy ((guint8 *) hdr + AFP_TX_DATA_OFFSET, frames[i], lengths[i]);
-    hdr->tp_len = lengths[i];
-    /* the kernel reads the frame once it sees SEND_REQUEST: publish with release */
-    __atomic_store_n (&hdr->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
-    txq->head = (txq->head + 1) % txq->n_slots;
-    txq->in_flight++;
-    queued++;
-    bytes += lengths[i];
-  }
-
-  if (queued > 0) {
-    GError *kick_error = NULL;
-    if (!tx_kick (txq, failed ? &kick_error : error))
-      failed = TRUE;
-    g_clear_error (&kick_error);
-    dq_counter_add (&txq->tx.packets, queued);
-    dq_counter_add (&txq->tx.bytes, bytes);
-    dq_counter_add (&txq->tx.bursts, 1);
-  }
-  if (errors > 0)
-    dq_counter_add (&txq->tx.errors, errors);
-  return failed ? -1 : (int) consumed;
-}
-
-static gboolean
-afp_txq_flush (gpointer priv, GError **error)
-{
-  AfpTxQueue *txq = priv;
-
-  for (;;) {
-    tx_slots_reclaim (txq);
-    if (txq->in_flight == 0)
-      return TRUE;
-    if (!tx_kick (txq, error))
-      return FALSE;
-    tx_slots_reclaim (txq);
-    if (txq->in_flight == 0)
-      return TRUE;
-    int r = tx_wait (txq, 0, AFP_TX_FLUSH_SLICE_NS, error);
-    if (r <= 0)
-      return FALSE;
-  }
-}
-
-static void
-afp_txq_wakeup (gpointer priv)
-{
-  AfpTxQueue *txq = priv;
-  dq_eventfd_signal (txq->wake_fd);
-}
-
-static void
-afp_txq_stats (gpointer priv, DqTxStats *stats)
-{
-  AfpTxQueue *txq = priv;
-  dq_tx_counters_read (&txq->tx, stats);
 }
 
 const DqEngineOps dq_afpacket_engine = {
