@@ -27,6 +27,7 @@
  */
 #include <gst/gst.h>
 
+#include "dq-bench-util.h"
 #include "dq-packet.h"
 #include "emu.h"
 #include "mlx5-rss.h"
@@ -304,13 +305,6 @@ print_json (const Options *o, const Run *r)
   g_string_free (s, TRUE);
 }
 
-static int
-cmp_double (gconstpointer a, gconstpointer b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
-
 /* median, min and max of the good runs' `field` (packets/s or ns) */
 static gboolean
 summarize (const Run *runs, guint n, gboolean cpu, double *med, double *lo, double *hi)
@@ -324,7 +318,7 @@ summarize (const Run *runs, guint n, gboolean cpu, double *med, double *lo, doub
     g_free (v);
     return FALSE;
   }
-  qsort (v, k, sizeof (double), cmp_double);
+  dq_bench_sort_doubles (v, k);
   *med = v[k / 2];
   *lo = v[0];
   *hi = v[k - 1];
