@@ -27,13 +27,12 @@
  */
 #include <gst/gst.h>
 
+#include "dq-bench-util.h"
 #include "dq-packet.h"
+#include "bench-emu-util.h"
 #include "emu.h"
 #include "mlx5-rss.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,9 +41,6 @@
 #define FRAME_LEN 64
 #define MANY_QUEUES 4
 #define RATIO_TARGET 0.9
-
-/* from plugin.c (GST_PLUGIN_DEFINE), linked in */
-const GstPluginDesc *gst_plugin_daqiri_get_desc (void);
 
 typedef struct {
   guint64 packets;
@@ -62,62 +58,6 @@ typedef struct {
   double src_cpu_ns;
   guint64 queue_packets[MANY_QUEUES];
 } Run;
-
-/* ---- /proc (as bench-emu-rate) ---- */
-
-static guint64
-thread_cpu_ns (pid_t tid)
-{
-  char path[64], buf[128];
-  guint64 ns = 0;
-  g_snprintf (path, sizeof path, "/proc/self/task/%d/schedstat", (int) tid);
-  FILE *f = fopen (path, "r");
-  if (f == NULL)
-    return 0;
-  if (fgets (buf, sizeof buf, f) != NULL)
-    ns = g_ascii_strtoull (buf, NULL, 10);
-  fclose (f);
-  return ns;
-}
-
-static pid_t
-thread_by_name (const char *name)
-{
-  DIR *d = opendir ("/proc/self/task");
-  pid_t found = 0;
-  struct dirent *e;
-
-  if (d == NULL)
-    return 0;
-  while (found == 0 && (e = readdir (d)) != NULL) {
-    if (e->d_name[0] == '.')
-      continue;
-    char path[300], comm[64] = "";
-    g_snprintf (path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-    FILE *f = fopen (path, "r");
-    if (f == NULL)
-      continue;
-    if (fgets (comm, sizeof comm, f) != NULL) {
-      comm[strcspn (comm, "\n")] = '\0';
-      if (strcmp (comm, name) == 0)
-        found = (pid_t) atoi (e->d_name);
-    }
-    fclose (f);
-  }
-  closedir (d);
-  return found;
-}
-
-static void
-pin (pid_t tid, int cpu)
-{
-  cpu_set_t set;
-  CPU_ZERO (&set);
-  CPU_SET (cpu, &set);
-  if (sched_setaffinity (tid, sizeof set, &set) != 0)
-    g_printerr ("bench-emu-queues: cannot pin thread %d to CPU %d: %s\n", (int) tid, cpu,
-        g_strerror (errno));
-}
 
 /* ---- frames ---- */
 
@@ -150,22 +90,6 @@ make_frames (guint n_flows)
 
 /* ---- one run ---- */
 
-static gboolean
-bus_error (GstElement *pipeline, char **error)
-{
-  GstBus *bus = gst_element_get_bus (pipeline);
-  GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
-  gst_object_unref (bus);
-  if (msg == NULL)
-    return FALSE;
-  GError *err = NULL;
-  gst_message_parse_error (msg, &err, NULL);
-  *error = g_strdup (err->message);
-  g_error_free (err);
-  gst_message_unref (msg);
-  return TRUE;
-}
-
 static guint64
 stats_packets (GstElement *src, guint64 *per_queue, guint n)
 {
@@ -189,33 +113,20 @@ run_one (const Options *o, const guint8 *frames, Run *r, guint index)
   char *launch = g_strdup_printf ("daqirisrc name=src device=emu:%s,pause=off queues=%u ! "
                                   "fakesink enable-last-sample=false",
       name, r->queues);
-  GError *err = NULL;
-  GstElement *pipeline = gst_parse_launch (launch, &err);
-  GstElement *src = NULL;
-  EmuPort *port = NULL;
+  Bench bench;
 
-  if (pipeline == NULL) {
-    r->error = g_strdup (err ? err->message : "cannot build the pipeline");
-    g_clear_error (&err);
+  if (!bench_build (&bench, launch, &r->error) || !bench_pause (&bench, name, &r->error))
     goto out;
-  }
-  src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
-  if (gst_element_set_state (pipeline, GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE ||
-      (port = emu_port_lookup (name)) == NULL) {
-    if (!bus_error (pipeline, &r->error))
-      r->error = g_strdup ("the pipeline does not start");
-    goto out;
-  }
 
   /* fill: the wire takes up to 65536 waiting frames at a time */
   for (guint64 k = 0; k < o->packets; k++) {
     const guint8 *fr = frames + (gsize) (k % o->flows) * FRAME_LEN;
-    while (!emu_port_inject (port, fr, FRAME_LEN))
+    while (!emu_port_inject (bench.port, fr, FRAME_LEN))
       g_usleep (100);
   }
   EmuCounters c;
-  emu_port_wait_idle (port, 20 * G_USEC_PER_SEC * (gint64) 1000);
-  emu_port_counters (port, &c);
+  emu_port_wait_idle (bench.port, 20 * G_USEC_PER_SEC * (gint64) 1000);
+  emu_port_counters (bench.port, &c);
   if (c.rx_packets != o->packets) {
     r->error = g_strdup_printf ("the rings took %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
                                 " frames (%" G_GUINT64_FORMAT " out of buffer)",
@@ -224,27 +135,27 @@ run_one (const Options *o, const guint8 *frames, Run *r, guint index)
   }
 
   /* drain */
-  if (gst_element_set_state (pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
-    bus_error (pipeline, &r->error);
+  if (gst_element_set_state (bench.pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
+    bench_bus_error (bench.pipeline, &r->error);
     goto out;
   }
   pid_t tid = 0;
-  guint64 first = 0, last = 0, cpu0 = 0, cpu1 = 0;
+  guint64 first = 0, last = 0, cpu0 = 0, cpu1 = 0, waited = 0;
   gint64 t_first = 0, t_last = 0, start = g_get_monotonic_time ();
   for (;;) {
-    if (tid == 0 && (tid = thread_by_name ("src:src")) != 0 && o->pin)
-      pin (tid, 1);
-    guint64 p = stats_packets (src, NULL, 0);
+    if (tid == 0 && (tid = bench_thread_by_name ("src:src")) != 0 && o->pin)
+      bench_pin ("bench-emu-queues", tid, 1);
+    guint64 p = stats_packets (bench.src, NULL, 0);
     gint64 now = g_get_monotonic_time ();
     if (first == 0 && p > 0 && tid != 0) {
       first = p;
       t_first = now;
-      cpu0 = thread_cpu_ns (tid);
+      bench_thread_sched_ns (tid, &cpu0, &waited);
     }
     if (p >= o->packets || now - start > 20 * G_USEC_PER_SEC) {
       last = p;
       t_last = now;
-      cpu1 = tid ? thread_cpu_ns (tid) : 0;
+      bench_thread_sched_ns (tid, &cpu1, &waited);
       break;
     }
     g_usleep (100);
@@ -257,7 +168,7 @@ run_one (const Options *o, const guint8 *frames, Run *r, guint index)
   r->seconds = (double) (t_last - t_first) / G_USEC_PER_SEC;
   r->pps = (double) (last - first) / r->seconds;
   r->src_cpu_ns = (double) (cpu1 - cpu0) / (double) (last - first);
-  stats_packets (src, r->queue_packets, r->queues);
+  stats_packets (bench.src, r->queue_packets, r->queues);
   for (guint q = 0; q < r->queues; q++) {
     if (r->queue_packets[q] != o->packets / r->queues) {
       r->error = g_strdup_printf ("queue %u delivered %" G_GUINT64_FORMAT
@@ -269,14 +180,7 @@ run_one (const Options *o, const guint8 *frames, Run *r, guint index)
   r->ok = TRUE;
 
 out:
-  if (port != NULL)
-    emu_port_unref (port);
-  if (src != NULL)
-    gst_object_unref (src);
-  if (pipeline != NULL) {
-    gst_element_set_state (pipeline, GST_STATE_NULL);
-    gst_object_unref (pipeline);
-  }
+  bench_clear (&bench);
   g_free (launch);
   g_free (name);
 }
@@ -304,13 +208,6 @@ print_json (const Options *o, const Run *r)
   g_string_free (s, TRUE);
 }
 
-static int
-cmp_double (gconstpointer a, gconstpointer b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
-
 /* median, min and max of the good runs' `field` (packets/s or ns) */
 static gboolean
 summarize (const Run *runs, guint n, gboolean cpu, double *med, double *lo, double *hi)
@@ -324,7 +221,7 @@ summarize (const Run *runs, guint n, gboolean cpu, double *med, double *lo, doub
     g_free (v);
     return FALSE;
   }
-  qsort (v, k, sizeof (double), cmp_double);
+  dq_bench_sort_doubles (v, k);
   *med = v[k / 2];
   *lo = v[0];
   *hi = v[k - 1];
@@ -364,15 +261,8 @@ main (int argc, char **argv)
     .flows = (guint) flows,
     .pin = !no_pin && sysconf (_SC_NPROCESSORS_ONLN) >= 2 };
 
-  g_unsetenv ("GST_PLUGIN_PATH_1_0");
-  g_unsetenv ("GST_PLUGIN_PATH");
-  gst_init (NULL, NULL);
-  const GstPluginDesc *d = gst_plugin_daqiri_get_desc ();
-  if (!gst_plugin_register_static (d->major_version, d->minor_version, d->name, d->description,
-          d->plugin_init, d->version, d->license, d->source, d->package, d->origin)) {
-    g_printerr ("bench-emu-queues: cannot register the daqiri plugin\n");
+  if (!bench_emu_init ("bench-emu-queues"))
     return 2;
-  }
 
   guint8 *frames = make_frames (o.flows);
   Run *one = g_new0 (Run, o.repeat), *many = g_new0 (Run, o.repeat);

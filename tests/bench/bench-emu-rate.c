@@ -29,11 +29,9 @@
 #include <gst/gst.h>
 #include <gst/daqiri/daqiripacketmeta.h>
 
+#include "bench-emu-util.h"
 #include "emu.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,9 +40,6 @@
 #define RING_TARGET_BYTES (G_GUINT64_CONSTANT (64) << 20)
 #define RATE_TARGET_PPS 20000000.0
 #define WARMUP_US (500 * G_TIME_SPAN_MILLISECOND)
-
-/* from plugin.c (GST_PLUGIN_DEFINE), linked in */
-const GstPluginDesc *gst_plugin_daqiri_get_desc (void);
 
 typedef struct {
   guint seconds;
@@ -79,53 +74,6 @@ typedef struct {
 
 /* ---- /proc ---- */
 
-/* schedstat: ns on a CPU, ns runnable but waiting for one */
-static void
-thread_sched_ns (pid_t tid, guint64 *run_ns, guint64 *wait_ns)
-{
-  char path[64], buf[128];
-  *run_ns = *wait_ns = 0;
-  g_snprintf (path, sizeof path, "/proc/self/task/%d/schedstat", (int) tid);
-  FILE *f = fopen (path, "r");
-  if (f == NULL)
-    return;
-  if (fgets (buf, sizeof buf, f) != NULL) {
-    char *end = NULL;
-    *run_ns = g_ascii_strtoull (buf, &end, 10);
-    *wait_ns = g_ascii_strtoull (end, NULL, 10);
-  }
-  fclose (f);
-}
-
-/* the thread whose name (comm) is `name`, or 0 */
-static pid_t
-thread_by_name (const char *name)
-{
-  DIR *d = opendir ("/proc/self/task");
-  pid_t found = 0;
-  struct dirent *e;
-
-  if (d == NULL)
-    return 0;
-  while (found == 0 && (e = readdir (d)) != NULL) {
-    if (e->d_name[0] == '.')
-      continue;
-    char path[300], comm[64] = "";
-    g_snprintf (path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-    FILE *f = fopen (path, "r");
-    if (f == NULL)
-      continue;
-    if (fgets (comm, sizeof comm, f) != NULL) {
-      comm[strcspn (comm, "\n")] = '\0';
-      if (strcmp (comm, name) == 0)
-        found = (pid_t) atoi (e->d_name);
-    }
-    fclose (f);
-  }
-  closedir (d);
-  return found;
-}
-
 static guint64
 rss_kib (void)
 {
@@ -138,17 +86,6 @@ rss_kib (void)
     g_free (text);
   }
   return kib;
-}
-
-static void
-pin (pid_t tid, int cpu)
-{
-  cpu_set_t set;
-  CPU_ZERO (&set);
-  CPU_SET (cpu, &set);
-  if (sched_setaffinity (tid, sizeof set, &set) != 0)
-    g_printerr (
-        "bench-emu-rate: cannot pin thread %d to CPU %d: %s\n", (int) tid, cpu, g_strerror (errno));
 }
 
 /* ---- one run ---- */
@@ -172,64 +109,10 @@ take_sample (GstElement *src, EmuPort *port, pid_t src_tid, pid_t dev_tid, Sampl
   if (st != NULL)
     gst_structure_free (st);
   emu_port_counters (port, &s->port);
-  thread_sched_ns (src_tid, &s->src_cpu, &s->src_wait);
-  thread_sched_ns (dev_tid, &s->dev_cpu, &s->dev_wait);
+  bench_thread_sched_ns (src_tid, &s->src_cpu, &s->src_wait);
+  bench_thread_sched_ns (dev_tid, &s->dev_cpu, &s->dev_wait);
   s->t = g_get_monotonic_time ();
   return ok;
-}
-
-static gboolean
-bus_error (GstElement *pipeline, char **error)
-{
-  GstBus *bus = gst_element_get_bus (pipeline);
-  GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
-  gst_object_unref (bus);
-  if (msg == NULL)
-    return FALSE;
-  GError *err = NULL;
-  gst_message_parse_error (msg, &err, NULL);
-  *error = g_strdup (err->message);
-  g_error_free (err);
-  gst_message_unref (msg);
-  return TRUE;
-}
-
-/* One daqirisrc pipeline of a run: built from its launch line, its source (named "src"),
- * and the emulated port it opened, once looked up. */
-typedef struct {
-  GstElement *pipeline;
-  GstElement *src;
-  EmuPort *port;
-} Bench;
-
-/* Builds the pipeline; FALSE, with *error set, when it cannot be built. */
-static gboolean
-bench_build (Bench *b, const char *launch, char **error)
-{
-  GError *err = NULL;
-  memset (b, 0, sizeof *b);
-  b->pipeline = gst_parse_launch (launch, &err);
-  if (b->pipeline == NULL) {
-    *error = g_strdup (err ? err->message : "cannot build the pipeline");
-    g_clear_error (&err);
-    return FALSE;
-  }
-  b->src = gst_bin_get_by_name (GST_BIN (b->pipeline), "src");
-  return TRUE;
-}
-
-/* Stops the pipeline and lets go of what the run held. */
-static void
-bench_clear (Bench *b)
-{
-  if (b->port != NULL)
-    emu_port_unref (b->port);
-  if (b->src != NULL)
-    gst_object_unref (b->src);
-  if (b->pipeline != NULL) {
-    gst_element_set_state (b->pipeline, GST_STATE_NULL);
-    gst_object_unref (b->pipeline);
-  }
 }
 
 static void
@@ -248,7 +131,7 @@ run_one (const Options *o, Run *r, guint index)
   if (!bench_build (&bench, launch, &r->error))
     goto out;
   if (gst_element_set_state (bench.pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
-    if (!bus_error (bench.pipeline, &r->error))
+    if (!bench_bus_error (bench.pipeline, &r->error))
       r->error = g_strdup ("the pipeline does not start");
     goto out;
   }
@@ -256,8 +139,8 @@ run_one (const Options *o, Run *r, guint index)
   /* the device thread exists with the port; the streaming thread once PLAYING */
   pid_t src_tid = 0, dev_tid = 0;
   for (guint i = 0; i < 200 && (src_tid == 0 || dev_tid == 0); i++) {
-    src_tid = thread_by_name ("src:src");
-    dev_tid = thread_by_name (dev_thread);
+    src_tid = bench_thread_by_name ("src:src");
+    dev_tid = bench_thread_by_name (dev_thread);
     if (src_tid == 0 || dev_tid == 0)
       g_usleep (5000);
   }
@@ -266,8 +149,8 @@ run_one (const Options *o, Run *r, guint index)
     goto out;
   }
   if (o->pin) {
-    pin (dev_tid, 0);
-    pin (src_tid, 1);
+    bench_pin ("bench-emu-rate", dev_tid, 0);
+    bench_pin ("bench-emu-rate", src_tid, 1);
   }
   g_usleep (WARMUP_US);
   if (!take_sample (bench.src, bench.port, src_tid, dev_tid, &a)) {
@@ -283,7 +166,7 @@ run_one (const Options *o, Run *r, guint index)
     }
   }
   take_sample (bench.src, bench.port, src_tid, dev_tid, &b);
-  if (bus_error (bench.pipeline, &r->error))
+  if (bench_bus_error (bench.pipeline, &r->error))
     goto out;
 
   r->seconds = (double) (b.t - a.t) / G_USEC_PER_SEC;
@@ -336,12 +219,8 @@ run_drain (const Options *o, Drain *d, guint index, guint64 n)
   if (!bench_build (&bench, launch, &d->error))
     goto out;
   gint64 t0 = g_get_monotonic_time ();
-  if (gst_element_set_state (bench.pipeline, GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE ||
-      (bench.port = emu_port_lookup (name)) == NULL) {
-    if (!bus_error (bench.pipeline, &d->error))
-      d->error = g_strdup ("the pipeline does not start");
+  if (!bench_pause (&bench, name, &d->error))
     goto out;
-  }
   /* the generator starts with the steering of the queue: time it from its first frame */
   while (emu_port_generated (bench.port) == 0 && g_get_monotonic_time () - t0 < 5 * G_USEC_PER_SEC)
     g_usleep (50);
@@ -356,16 +235,16 @@ run_drain (const Options *o, Drain *d, guint index, guint64 n)
   }
   d->fill_seconds = (double) (t1 - t0) / G_USEC_PER_SEC;
   if (gst_element_set_state (bench.pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
-    bus_error (bench.pipeline, &d->error);
+    bench_bus_error (bench.pipeline, &d->error);
     goto out;
   }
   pid_t src_tid = 0;
   Sample a = { 0 }, b = { 0 };
   gint64 start = g_get_monotonic_time ();
   for (;;) {
-    if (src_tid == 0 && (src_tid = thread_by_name ("src:src")) != 0) {
+    if (src_tid == 0 && (src_tid = bench_thread_by_name ("src:src")) != 0) {
       if (o->pin)
-        pin (src_tid, 1);
+        bench_pin ("bench-emu-rate", src_tid, 1);
       take_sample (bench.src, bench.port, src_tid, 0, &a);
     }
     take_sample (bench.src, bench.port, src_tid, 0, &b);
@@ -517,16 +396,8 @@ main (int argc, char **argv)
   o.keys = keys;
   o.src_props = src_props;
 
-  /* only the linked-in plugin (a plugin file of the same name would replace it) */
-  g_unsetenv ("GST_PLUGIN_PATH_1_0");
-  g_unsetenv ("GST_PLUGIN_PATH");
-  gst_init (NULL, NULL);
-  const GstPluginDesc *d = gst_plugin_daqiri_get_desc ();
-  if (!gst_plugin_register_static (d->major_version, d->minor_version, d->name, d->description,
-          d->plugin_init, d->version, d->license, d->source, d->package, d->origin)) {
-    g_printerr ("bench-emu-rate: cannot register the daqiri plugin\n");
+  if (!bench_emu_init ("bench-emu-rate"))
     return 2;
-  }
 
   Run *full = g_new0 (Run, o.repeat), *pacedr = g_new0 (Run, o.repeat);
   Run soakr = { .kind = "soak", .gen_rate = 0 };

@@ -46,6 +46,7 @@
 #include <gst/gst.h>
 #include <gst/daqiri/daqiripacketmeta.h>
 
+#include "dq-bench-util.h"
 #include "dq-packet.h"
 
 #include <arpa/inet.h>
@@ -179,14 +180,6 @@ static GOptionEntry entries[] = { { "packets", 'n', 0, G_OPTION_ARG_INT64, &opt_
 /* ---------------------------------------------------------------------------------- */
 /* small helpers */
 
-static gint64
-mono_ns (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (gint64) ts.tv_sec * NS_PER_S + ts.tv_nsec;
-}
-
 static guint64
 rusage_cpu_ns (const struct rusage *ru)
 {
@@ -298,7 +291,7 @@ typedef struct {
 static int
 read_line (LineReader *lr, char *out, gsize out_size, gint timeout_ms)
 {
-  gint64 deadline = timeout_ms < 0 ? -1 : mono_ns () + (gint64) timeout_ms * NS_PER_MS;
+  gint64 deadline = timeout_ms < 0 ? -1 : dq_bench_mono_ns () + (gint64) timeout_ms * NS_PER_MS;
   for (;;) {
     char *nl = memchr (lr->buf, '\n', lr->len);
     if (nl != NULL) {
@@ -314,7 +307,7 @@ read_line (LineReader *lr, char *out, gsize out_size, gint timeout_ms)
       lr->len = 0; /* an absurdly long line: drop it */
     int wait = -1;
     if (deadline >= 0) {
-      gint64 left = deadline - mono_ns ();
+      gint64 left = deadline - dq_bench_mono_ns ();
       wait = left <= 0 ? 0 : (int) ((left + NS_PER_MS - 1) / NS_PER_MS);
     }
     struct pollfd pfd = { .fd = lr->fd, .events = POLLIN };
@@ -488,7 +481,7 @@ idle_init (IdleTracker *t, gint idle_ms)
 {
   memset (t, 0, sizeof *t);
   t->idle_ns = (gint64) idle_ms * NS_PER_MS;
-  t->last_change = mono_ns ();
+  t->last_change = dq_bench_mono_ns ();
   t->quiet = TRUE;
   t->cpu_quiet = self_cpu_ns ();
 }
@@ -525,7 +518,7 @@ idle_read_ctl (IdleTracker *t, LineReader *ctl)
   while ((r = read_line (ctl, line, sizeof line, 0)) > 0) {
     if (g_str_has_prefix (line, "done") && !t->done) {
       t->done = TRUE;
-      t->done_at = mono_ns ();
+      t->done_at = dq_bench_mono_ns ();
     }
   }
   return r == 0;
@@ -578,7 +571,7 @@ count_buffer (GstBuffer *buf)
   GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
   __atomic_fetch_add (&probe_packets, meta ? meta->n_packets : 1, __ATOMIC_RELAXED);
   __atomic_fetch_add (&probe_buffers, 1, __ATOMIC_RELAXED);
-  gap_note (&gaps, mono_ns ());
+  gap_note (&gaps, dq_bench_mono_ns ());
 }
 
 static gboolean
@@ -664,7 +657,7 @@ child_gst_main (void)
   guint64 sleeps0 = self_sleeps ();
   IdleTracker idle;
   idle_init (&idle, opt_idle_ms);
-  __atomic_store_n (&gaps.start, mono_ns (), __ATOMIC_RELEASE);
+  __atomic_store_n (&gaps.start, dq_bench_mono_ns (), __ATOMIC_RELEASE);
   send_line (CHILD_STATUS_FD, "ready");
 
   for (;;) {
@@ -673,7 +666,7 @@ child_gst_main (void)
     if (!idle_read_ctl (&idle, &ctl))
       exit (1); /* the orchestrator is gone */
     guint64 n = __atomic_load_n (&probe_packets, __ATOMIC_RELAXED);
-    if (idle_update (&idle, n, mono_ns ()))
+    if (idle_update (&idle, n, dq_bench_mono_ns ()))
       break;
     if ((text = bus_error (bus)) != NULL)
       child_fail ("pipeline error", text);
@@ -760,7 +753,7 @@ child_bare_main (void)
   guint64 sleeps0 = self_sleeps ();
   IdleTracker idle;
   idle_init (&idle, opt_idle_ms);
-  gaps.start = mono_ns ();
+  gaps.start = dq_bench_mono_ns ();
   send_line (CHILD_STATUS_FD, "ready");
 
   for (;;) {
@@ -778,7 +771,7 @@ child_bare_main (void)
       }
       received += n;
       blocks++;
-      gap_note (&gaps, mono_ns ());
+      gap_note (&gaps, dq_bench_mono_ns ());
       __atomic_store_n (&desc->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
       cur = (cur + 1) % n_blocks;
       continue;
@@ -790,7 +783,7 @@ child_bare_main (void)
     poll (pfd, 2, TICK_MS);
     if (!idle_read_ctl (&idle, &ctl))
       exit (1);
-    if (idle_update (&idle, received, mono_ns ()))
+    if (idle_update (&idle, received, dq_bench_mono_ns ()))
       break;
   }
   guint64 cpu1 = self_cpu_ns ();
@@ -892,11 +885,11 @@ sender_run (Sender *s, guint64 count, guint64 rate, gint64 max_ns, gint64 *elaps
   guint batch = SEND_BATCH;
   if (rate > 0)
     batch = (guint) CLAMP (rate / 20000, 1, SEND_BATCH);
-  gint64 start = mono_ns ();
+  gint64 start = dq_bench_mono_ns ();
   guint64 seq = 0;
 
   for (;;) {
-    gint64 now = mono_ns ();
+    gint64 now = dq_bench_mono_ns ();
     if ((count > 0 && seq >= count) || (max_ns > 0 && now - start >= max_ns))
       break;
     guint n = batch;
@@ -921,14 +914,14 @@ sender_run (Sender *s, guint64 count, guint64 rate, gint64 max_ns, gint64 *elaps
           continue;
         }
         fprintf (stderr, "bench-rx sender: sendmmsg: %s\n", g_strerror (errno));
-        *elapsed = mono_ns () - start;
+        *elapsed = dq_bench_mono_ns () - start;
         return seq + done;
       }
       done += (guint) r;
     }
     seq += n;
   }
-  *elapsed = mono_ns () - start;
+  *elapsed = dq_bench_mono_ns () - start;
   return seq;
 }
 
@@ -1762,10 +1755,10 @@ soak_main (Child *sender)
   /* the sender runs a little longer than the soak, so the last sample sees traffic */
   send_line (sender->ctl, "send 0 %d %" G_GINT64_FORMAT " %" G_GINT64_FORMAT, opt_soak_payload,
       opt_rate, (gint64) opt_soak * 1000 + 500);
-  gint64 start = mono_ns ();
+  gint64 start = dq_bench_mono_ns ();
   gint64 next = start + SOAK_SAMPLE_S * NS_PER_S;
   for (;;) {
-    gint64 left = next - mono_ns ();
+    gint64 left = next - dq_bench_mono_ns ();
     int got =
         read_line (&sender->status, line, sizeof line, left > 0 ? (gint) (left / NS_PER_MS) : 0);
     if (got < 0)

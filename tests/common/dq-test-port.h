@@ -8,8 +8,9 @@
 #include "daqiri-engine.h"
 
 /* The port of device, opened with dq_port_open: never NULL (the caller dq_port_unrefs
- * it). A port that does not open ends the program with a message that names the device
- * and the engine's error, which fails the test that asked for it. */
+ * it). A port that does not open, or that opens with an error set anyway, ends the
+ * program with a message that names the device and the engine's error, which fails the
+ * test that asked for it. */
 DqPort *dq_test_port_open (const char *device);
 
 #endif

@@ -26,18 +26,17 @@
  * with it, DQ_BENCH_CASES=PAYLOADxPACKETS,... (e.g. 2048x16384,8192x65536) for other one-batch
  * cases instead; DQ_BENCH_INFLIGHT=N for N submissions in flight (default 8). */
 #include <stdarg.h>
-#include <time.h>
 
+#include "dq-bench-util.h"
 #include "dq-test-util.h"
 
 static int quick, focus;
 
+/* seconds, monotonic */
 static double
 now (void)
 {
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
+  return (double) dq_bench_mono_ns () * 1e-9;
 }
 
 static uint32_t
@@ -368,13 +367,6 @@ run_reorder (GPool *g, const DqReorderConfig *cfg, uint32_t K, uint32_t per, int
   return ms;
 }
 
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
-
 /* Where a small batch's time goes: the host's time per submit call and per poll call; the GPU's
  * own time per submission, with Q submissions queued behind a spinning kernel (so that the host's
  * launch rate does not pace them); the latency of one submission alone (submit, poll with wait);
@@ -439,7 +431,7 @@ bench_batch_split (GPool *g, const DqReorderConfig *cfg, int host_desc)
     recycle (ctx, &c);
   }
 #undef SUBMIT
-  qsort (lat, LAT, sizeof lat[0], cmp_double);
+  dq_bench_sort_doubles (lat, LAT);
   /* the empty kernel, the same ways */
   bench_spin (stream, 2000.0);
   bench_event_record (e0, stream);

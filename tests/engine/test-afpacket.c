@@ -9,6 +9,7 @@
 #include "daqiri-engine.h"
 #include "dq-netns.h"
 #include "dq-packet.h"
+#include "dq-test-port.h"
 
 #include <errno.h>
 #include <string.h>
@@ -436,16 +437,6 @@ held_release (DqRxQueue *rxq, GArray *held, gboolean reverse)
 /* ---------------------------------------------------------------------------------- */
 /* engine setup */
 
-static DqPort *
-port_open (const char *device)
-{
-  GError *error = NULL;
-  DqPort *port = dq_port_open (device, &error);
-  g_assert_no_error (error);
-  g_assert_nonnull (port);
-  return port;
-}
-
 static DqRxConfig
 rx_config (guint burst_packets, gsize ring_bytes, guint max_packet)
 {
@@ -512,7 +503,7 @@ typedef struct {
 static void
 rx_rig_open (RxRig *rig, const DqRxConfig *c)
 {
-  rig->port = port_open (RX_DEVICE);
+  rig->port = dq_test_port_open (RX_DEVICE);
   rig->rxq = rxq_new (rig->port, c);
   rig->s = sender_new (TX_IF);
 }
@@ -531,7 +522,7 @@ rx_rig_close (RxRig *rig)
 static void
 test_port_info (void)
 {
-  DqPort *port = port_open (RX_DEVICE);
+  DqPort *port = dq_test_port_open (RX_DEVICE);
   const DqPortInfo *info = dq_port_info (port);
 
   g_assert_cmpstr (info->name, ==, "afpacket");
@@ -549,7 +540,7 @@ test_port_info (void)
   g_assert_cmpuint (t, <=, after);
 
   /* shared: the same device string gives the same port */
-  DqPort *again = port_open (RX_DEVICE);
+  DqPort *again = dq_test_port_open (RX_DEVICE);
   g_assert_true (again == port);
   dq_port_unref (again);
   dq_port_unref (port);
@@ -558,7 +549,7 @@ test_port_info (void)
   GError *error = NULL;
   g_assert_true (dq_netns_set_mtu (netns, RX_IF, 9000, &error));
   g_assert_no_error (error);
-  port = port_open (RX_DEVICE);
+  port = dq_test_port_open (RX_DEVICE);
   g_assert_cmpuint (dq_port_info (port)->mtu, ==, 9000);
   dq_port_unref (port);
   g_assert_true (dq_netns_set_mtu (netns, RX_IF, 1500, &error));
@@ -628,7 +619,7 @@ expect_tx_error (DqPort *port, const DqTxConfig *c, const char *const *needles)
 static void
 test_config_errors (void)
 {
-  DqPort *port = port_open (RX_DEVICE);
+  DqPort *port = dq_test_port_open (RX_DEVICE);
   gsize page = (gsize) sysconf (_SC_PAGESIZE);
   char small[32], two_pages[32];
   g_snprintf (small, sizeof small, "%" G_GSIZE_FORMAT, page);
@@ -1231,7 +1222,7 @@ fanout_run (guint n_queues, const char *rules_text, FrameGen gen)
 {
   guint n_rules = 0;
   DqFlowRule *rules = rules_text ? rules_parse (rules_text, &n_rules) : NULL;
-  DqPort *port = port_open (RX_DEVICE);
+  DqPort *port = dq_test_port_open (RX_DEVICE);
   Fanout f;
   Fanout *groups[] = { &f };
 
@@ -1247,7 +1238,7 @@ fanout_run (guint n_queues, const char *rules_text, FrameGen gen)
 static void
 test_rx_fanout_two_groups (void)
 {
-  DqPort *port = port_open (RX_DEVICE);
+  DqPort *port = dq_test_port_open (RX_DEVICE);
   Fanout a, b;
   Fanout *groups[] = { &a, &b };
 
@@ -1284,7 +1275,7 @@ test_rx_fanout_queue_rules (void)
 static void
 outgoing_run (guint n_queues)
 {
-  DqPort *port = port_open (TX_DEVICE);
+  DqPort *port = dq_test_port_open (TX_DEVICE);
   DqRxQueue *rxq[2];
   guint32 group = next_group_id++;
   for (guint q = 0; q < n_queues; q++) {
@@ -1510,7 +1501,7 @@ static void
 test_rx_release_threads (void)
 {
   const guint n = 20000;
-  DqPort *port = port_open (RX_DEVICE);
+  DqPort *port = dq_test_port_open (RX_DEVICE);
   /* at most 32 bursts are out, so at most 32 of the 64 blocks are pinned: no drops */
   DqRxConfig c = rx_config (16, 64 << 20, 1518);
   ReleaseJob job;
@@ -1662,8 +1653,8 @@ static void
 test_tx_frames (void)
 {
   const guint n = 100000, burst = 32;
-  DqPort *tx_port = port_open (TX_DEVICE);
-  DqPort *rx_port = port_open (RX_DEVICE);
+  DqPort *tx_port = dq_test_port_open (TX_DEVICE);
+  DqPort *rx_port = dq_test_port_open (RX_DEVICE);
   DqRxConfig c = rx_config (64, 128 << 20, 1518);
   c.burst_timeout_ns = 2 * MS;
   RxJob job = { rxq_new (rx_port, &c), NULL, 0 };
@@ -1763,8 +1754,8 @@ typedef struct {
 static void
 tx_link_open (TxLink *l, gsize rx_ring, gsize ring_bytes, guint max_packet)
 {
-  l->tx_port = port_open (TX_DEVICE);
-  l->rx_port = port_open (RX_DEVICE);
+  l->tx_port = dq_test_port_open (TX_DEVICE);
+  l->rx_port = dq_test_port_open (RX_DEVICE);
   DqRxConfig c = rx_config (64, rx_ring, 1518);
   l->rxq = rxq_new (l->rx_port, &c);
   l->txq = txq_new (l->tx_port, ring_bytes, max_packet);

@@ -12,6 +12,7 @@
  */
 #include "daqiri-engine.h"
 #include "dq-netns.h"
+#include "dq-test-port.h"
 
 #include <glib/gstdio.h>
 
@@ -88,16 +89,6 @@ frame_check (const guint8 *f, guint len, guint32 seq)
 /* ---------------------------------------------------------------------------------- */
 /* helpers */
 
-static DqPort *
-open_or_fail (const char *device)
-{
-  GError *error = NULL;
-  DqPort *port = dq_port_open (device, &error);
-  g_assert_no_error (error);
-  g_assert_nonnull (port);
-  return port;
-}
-
 static DqRxConfig
 rx_config (guint burst_packets, guint64 timeout_ns, gsize ring)
 {
@@ -141,7 +132,7 @@ static Ring
 ring_open (guint burst_packets, guint64 timeout_ns, gsize ring_bytes)
 {
   Ring r;
-  r.port = open_or_fail ("dpdk:net_ring0");
+  r.port = dq_test_port_open ("dpdk:net_ring0");
   DqRxConfig rc = rx_config (burst_packets, timeout_ns, ring_bytes);
   r.rxq = rxq_or_fail (r.port, &rc);
   r.txq = txq_or_fail (r.port);
@@ -309,7 +300,7 @@ static void
 test_ring_loopback (void)
 {
   const guint n = 100000;
-  DqPort *port = open_or_fail ("dpdk:net_ring0");
+  DqPort *port = dq_test_port_open ("dpdk:net_ring0");
   const DqPortInfo *info = dq_port_info (port);
   g_assert_cmpstr (info->name, ==, "dpdk");
   g_assert_cmpint (info->clock_id, ==, CLOCK_REALTIME);
@@ -364,7 +355,7 @@ static void
 test_ring_flows (void)
 {
   const guint n = 4000;
-  DqPort *port = open_or_fail ("dpdk:net_ring0");
+  DqPort *port = dq_test_port_open ("dpdk:net_ring0");
   DqFlowRule *rules;
   guint n_rules;
   GError *error = NULL;
@@ -421,7 +412,7 @@ static void
 test_ring_truncated_after_filter (void)
 {
   const guint n = 400, max_packet = 128;
-  DqPort *port = open_or_fail ("dpdk:net_ring0");
+  DqPort *port = dq_test_port_open ("dpdk:net_ring0");
   DqFlowRule *rules;
   guint n_rules;
   GError *error = NULL;
@@ -505,7 +496,7 @@ static void
 test_ring_held_bursts (void)
 {
   const guint n = 6000;
-  DqPort *port = open_or_fail ("dpdk:net_ring0");
+  DqPort *port = dq_test_port_open ("dpdk:net_ring0");
   /* 4 blocks of 32 packets of up to 1536 bytes (48 KiB each); a long burst timeout
    * keeps every burst whole (even when the sender is scheduled late) */
   DqRxConfig rc = rx_config (32, 1000 * MS, 4 * 49152);
@@ -647,7 +638,7 @@ test_bad_input (void)
   expect_error (error, DQ_ERROR_DEVICE,
       (const char *[]){ "net_nosuchdriver0", "cannot probe", "DAQIRI_DPDK_EAL_ARGS", NULL });
 
-  DqPort *port = open_or_fail ("dpdk:net_ring0");
+  DqPort *port = dq_test_port_open ("dpdk:net_ring0");
   /* the same device under another string */
   error = NULL;
   g_assert_null (dq_port_open ("dpdk:net_ring0,nodeaction=x", &error));
@@ -721,7 +712,7 @@ test_bad_input (void)
 static void
 test_ring_two_queues (void)
 {
-  DqPort *port = open_or_fail ("dpdk:net_ring0");
+  DqPort *port = dq_test_port_open ("dpdk:net_ring0");
   DqRxConfig rc = rx_config (32, 1 * MS, 0);
   rc.n_queues = 2;
   DqRxQueue *q0 = rxq_or_fail (port, &rc);
@@ -827,7 +818,7 @@ test_pcap_files (void)
   fclose (f);
 
   gchar *device = g_strdup_printf ("dpdk:net_pcap0,rx_pcap=%s,tx_pcap=%s", in, out);
-  DqPort *port = open_or_fail (device);
+  DqPort *port = dq_test_port_open (device);
   DqRxConfig rc = rx_config (128, 1 * MS, 0);
   DqRxQueue *rxq = rxq_or_fail (port, &rc);
   Check c = { 0 };
@@ -872,9 +863,9 @@ test_af_packet_veth (void)
   }
   const guint n = 20000;
   /* the PMD's own ring: 16384 frames of 2 KiB */
-  DqPort *dpdk = open_or_fail ("dpdk:net_af_packet0,iface=" RX_IF ",qpairs=1,"
-                               "blocksz=4096,framesz=2048,framecnt=16384");
-  DqPort *afp = open_or_fail ("afpacket:" TX_IF);
+  DqPort *dpdk = dq_test_port_open ("dpdk:net_af_packet0,iface=" RX_IF ",qpairs=1,"
+                                    "blocksz=4096,framesz=2048,framecnt=16384");
+  DqPort *afp = dq_test_port_open ("afpacket:" TX_IF);
 
   /* afpacket -> dpdk */
   DqRxConfig rc = rx_config (64, 1 * MS, 0);

@@ -24,7 +24,6 @@
  * one. Without one, the self-check and the cited values are checked and the test exits
  * 77 (skipped).
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,6 +31,7 @@
 #include <infiniband/mlx5dv.h>
 
 #include "emu-private.h"
+#include "kernel-headers.h"
 #include "mlx5-dma.h"
 
 /* ------------------------------------------------------------------------------------ */
@@ -534,43 +534,11 @@ eval_name (KText *k, const char *name, int depth, guint64 *value)
 static gboolean
 eval_pattern (KText *k, const char *pattern, guint64 *value)
 {
-  GError *err = NULL;
-  GRegex *re = g_regex_new (pattern, G_REGEX_DOTALL, 0, &err);
-  if (re == NULL) {
-    g_printerr ("bad pattern %s: %s\n", pattern, err->message);
-    g_error_free (err);
-    return FALSE;
-  }
-  GMatchInfo *mi = NULL;
-  gboolean found = g_regex_match (re, k->text->str, 0, &mi);
-  if (found) {
-    char *v = g_match_info_fetch (mi, 1);
-    *value = g_ascii_strtoull (v, NULL, 0);
-    g_free (v);
-  }
-  g_match_info_free (mi);
-  g_regex_unref (re);
-  return found;
+  return kernel_text_number (k->text->str, pattern, G_REGEX_DOTALL, value);
 }
 
 /* ------------------------------------------------------------------------------------ */
 /* the comparison */
-
-static guint failures;
-
-static void fail (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
-
-static void
-fail (const char *fmt, ...)
-{
-  va_list ap;
-  va_start (ap, fmt);
-  char *msg = g_strdup_vprintf (fmt, ap);
-  va_end (ap);
-  g_printerr ("FAIL: %s\n", msg);
-  g_free (msg);
-  failures++;
-}
 
 /* One constant against the kernel's text `k` (NULL: none read). TRUE when it agrees;
  * else FALSE and *why says with what. *from says what it was compared with. */
@@ -872,31 +840,14 @@ self_check_kernel (KText *k, const char *where)
 static GPtrArray *
 find_kernel_dirs (void)
 {
-  GPtrArray *found = g_ptr_array_new_with_free_func (g_free);
+  static const char *const need[] = { "device.h", "qp.h", NULL };
   const char *env = g_getenv ("DAQIRI_KERNEL_MLX5_INCLUDE");
   if (env && *env) {
+    GPtrArray *found = g_ptr_array_new_with_free_func (g_free);
     g_ptr_array_add (found, g_strdup (env));
     return found;
   }
-  GDir *d = g_dir_open ("/usr/src", 0, NULL);
-  if (d == NULL)
-    return found;
-  const char *name;
-  while ((name = g_dir_read_name (d)) != NULL) {
-    if (!g_str_has_prefix (name, "linux-headers-"))
-      continue;
-    char *dir = g_build_filename ("/usr/src", name, "include", "linux", "mlx5", NULL);
-    char *dev = g_build_filename (dir, "device.h", NULL);
-    char *qp = g_build_filename (dir, "qp.h", NULL);
-    if (g_file_test (dev, G_FILE_TEST_IS_REGULAR) && g_file_test (qp, G_FILE_TEST_IS_REGULAR))
-      g_ptr_array_add (found, dir);
-    else
-      g_free (dir);
-    g_free (dev);
-    g_free (qp);
-  }
-  g_dir_close (d);
-  return found;
+  return kernel_mlx5_dirs (need);
 }
 
 static void

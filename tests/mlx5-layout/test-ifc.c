@@ -16,7 +16,6 @@
  * Every kernel header found is checked. Without one, steps 1 and the facts part run and
  * the test exits 77 (skipped). DAQIRI_KERNEL_MLX5_IFC=/path/mlx5_ifc.h names one.
  */
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +24,7 @@
 #include <glib.h>
 #include <infiniband/mlx5dv.h>
 
+#include "kernel-headers.h"
 #include "mlx5-ifc.h"
 
 /* ------------------------------------------------------------------------------------ */
@@ -781,22 +781,6 @@ our_find (const char *type, const char *member)
   return NULL;
 }
 
-static guint failures;
-
-static void fail (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
-
-static void
-fail (const char *fmt, ...)
-{
-  va_list ap;
-  va_start (ap, fmt);
-  char *msg = g_strdup_vprintf (fmt, ap);
-  va_end (ap);
-  g_printerr ("FAIL: %s\n", msg);
-  g_free (msg);
-  failures++;
-}
-
 /* 1. the parser on our header agrees with the compiler, and the list is complete */
 static void
 check_ours (KHeader *ours)
@@ -862,17 +846,11 @@ kernel_const (const char *text, const char *name, guint *value)
   char *pattern = g_strdup_printf ("(?:\\b%s\\s*=\\s*|#define\\s+%s\\s+)"
                                    "(0x[0-9a-fA-F]+|[0-9]+)\\s*(?:,|}|\\n)",
       name, name);
-  GRegex *re = g_regex_new (pattern, G_REGEX_MULTILINE, 0, NULL);
+  guint64 v = 0;
+  gboolean found = kernel_text_number (text, pattern, G_REGEX_MULTILINE, &v);
   g_free (pattern);
-  GMatchInfo *mi = NULL;
-  gboolean found = g_regex_match (re, text, 0, &mi);
-  if (found) {
-    char *v = g_match_info_fetch (mi, 1);
-    *value = (guint) g_ascii_strtoull (v, NULL, 0);
-    g_free (v);
-  }
-  g_match_info_free (mi);
-  g_regex_unref (re);
+  if (found)
+    *value = (guint) v;
   return found;
 }
 
@@ -961,26 +939,17 @@ check_kernel (KHeader *ours, const char *path)
 static GPtrArray *
 find_kernel_headers (void)
 {
+  static const char *const need[] = { "mlx5_ifc.h", NULL };
   GPtrArray *found = g_ptr_array_new_with_free_func (g_free);
   const char *env = g_getenv ("DAQIRI_KERNEL_MLX5_IFC");
   if (env && *env) {
     g_ptr_array_add (found, g_strdup (env));
     return found;
   }
-  GDir *d = g_dir_open ("/usr/src", 0, NULL);
-  if (d == NULL)
-    return found;
-  const char *name;
-  while ((name = g_dir_read_name (d)) != NULL) {
-    if (!g_str_has_prefix (name, "linux-headers-"))
-      continue;
-    char *p = g_build_filename ("/usr/src", name, "include", "linux", "mlx5", "mlx5_ifc.h", NULL);
-    if (g_file_test (p, G_FILE_TEST_IS_REGULAR))
-      g_ptr_array_add (found, p);
-    else
-      g_free (p);
-  }
-  g_dir_close (d);
+  GPtrArray *dirs = kernel_mlx5_dirs (need);
+  for (guint i = 0; i < dirs->len; i++)
+    g_ptr_array_add (found, g_build_filename (g_ptr_array_index (dirs, i), "mlx5_ifc.h", NULL));
+  g_ptr_array_unref (dirs);
   return found;
 }
 

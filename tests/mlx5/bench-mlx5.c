@@ -16,6 +16,7 @@
  *   usage: bench-mlx5 [--rounds N] [--burst N]
  */
 #include "daqiri-engine.h"
+#include "dq-bench-util.h"
 #include "emu.h"
 #include "rx.h"
 #include "tx.h"
@@ -23,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define TARGET_NS 25.0
 #define FRAME 64
@@ -31,21 +31,6 @@
 
 static guint rounds = 15;
 static guint burst = 64;
-
-static gint64
-now_ns (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (gint64) ts.tv_sec * S_NS + ts.tv_nsec;
-}
-
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
 
 typedef struct {
   double min, median;
@@ -56,7 +41,7 @@ static Result
 summarize (const char *name, double *per_round, guint n, guint64 packets)
 {
   Result r = { .packets = packets };
-  qsort (per_round, n, sizeof (double), cmp_double);
+  dq_bench_sort_doubles (per_round, n);
   r.min = per_round[0];
   r.median = per_round[n / 2];
   printf ("{\"bench\": \"mlx5-%s\", \"unit\": \"ns/packet\", \"frame\": %u, \"burst\": %u, "
@@ -98,9 +83,9 @@ prefill (EmuPort *port, guint64 count)
   GError *error = NULL;
   if (!emu_port_generate (port, &g, &error))
     g_error ("%s", error->message);
-  gint64 deadline = now_ns () + 60 * S_NS;
+  gint64 deadline = dq_bench_mono_ns () + 60 * S_NS;
   while (emu_port_generated (port) < count) {
-    if (now_ns () > deadline)
+    if (dq_bench_mono_ns () > deadline)
       g_error ("the generator did not fill the ring");
     g_usleep (200);
   }
@@ -130,7 +115,7 @@ bench_rx_ring (void)
   for (guint r = 0; r < rounds + 1; r++) {
     prefill (dev, fill);
     guint64 got = 0;
-    gint64 t0 = now_ns ();
+    gint64 t0 = dq_bench_mono_ns ();
     while (got < fill) {
       Mlx5RxBurst b = { 0 };
       mlx5_rxq_poll (q, &b, pkts, burst);
@@ -141,7 +126,7 @@ bench_rx_ring (void)
       mlx5_rxq_refill (q);
       got += b.n_packets;
     }
-    round_keep (per, &total, r, now_ns () - t0, got);
+    round_keep (per, &total, r, dq_bench_mono_ns () - t0, got);
   }
   if (sum != total * FRAME + fill * FRAME)
     g_error ("bytes: %" G_GUINT64_FORMAT, sum);
@@ -177,7 +162,7 @@ bench_rx_engine (void)
   for (guint r = 0; r < rounds + 1; r++) {
     prefill (ep, fill);
     guint64 got = 0;
-    gint64 t0 = now_ns ();
+    gint64 t0 = dq_bench_mono_ns ();
     while (got < fill) {
       DqBurst b;
       if (dq_rxq_poll (rxq, &b, 0, &error) != 1)
@@ -185,7 +170,7 @@ bench_rx_engine (void)
       got += b.n_packets;
       dq_rxq_release (rxq, &b);
     }
-    gint64 t1 = now_ns ();
+    gint64 t1 = dq_bench_mono_ns ();
     /* the poller re-posts released WQEs when it polls next: let it, untimed */
     DqBurst none;
     if (dq_rxq_poll (rxq, &none, 0, &error) != 0)
@@ -230,7 +215,7 @@ bench_tx (gboolean in_place)
   for (guint r = 0; r < rounds + 1; r++) {
     emu_port_fault_stall (ep, TRUE);
     guint64 sent = 0;
-    gint64 t0 = now_ns ();
+    gint64 t0 = dq_bench_mono_ns ();
     while (sent + burst <= n_slots) {
       if (in_place) {
         guint k = mlx5_txq_acquire (q, burst, slots);
@@ -241,7 +226,7 @@ bench_tx (gboolean in_place)
         sent += mlx5_txq_send (q, frames, lens, burst);
       }
     }
-    gint64 t1 = now_ns ();
+    gint64 t1 = dq_bench_mono_ns ();
     emu_port_fault_stall (ep, FALSE);
     if (!emu_port_wait_idle (ep, 10 * S_NS))
       g_error ("the device did not go idle");

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "daqiri-reorder.h"
+#include "dq-bench-util.h"
 
 #define POLL_US 1000
 #define MAX_INFLIGHT_PROP "max-inflight"
@@ -341,13 +342,6 @@ print_json (const Config *c, const Run *r)
   g_string_free (s, TRUE);
 }
 
-static int
-cmp_double (gconstpointer a, gconstpointer b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
-
 typedef struct {
   guint ok, skipped, timeout, error;
   double median, min, max; /* Mpps of the ok runs; median < 0: none */
@@ -377,7 +371,7 @@ summarize (const Run *runs, guint n, Summary *s)
       s->note = r->error;
   }
   if (m > 0) {
-    qsort (mpps, m, sizeof (double), cmp_double);
+    dq_bench_sort_doubles (mpps, m);
     s->median = m % 2 ? mpps[m / 2] : (mpps[m / 2 - 1] + mpps[m / 2]) / 2;
     s->min = mpps[0];
     s->max = mpps[m - 1];

@@ -1,0 +1,139 @@
+/* The emulated-ConnectX benchmarks' shared setup: see bench-emu-util.h. */
+#include "bench-emu-util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* from plugin.c (GST_PLUGIN_DEFINE), linked in */
+const GstPluginDesc *gst_plugin_daqiri_get_desc (void);
+
+gboolean
+bench_emu_init (const char *who)
+{
+  g_unsetenv ("GST_PLUGIN_PATH_1_0");
+  g_unsetenv ("GST_PLUGIN_PATH");
+  gst_init (NULL, NULL);
+  const GstPluginDesc *d = gst_plugin_daqiri_get_desc ();
+  if (!gst_plugin_register_static (d->major_version, d->minor_version, d->name, d->description,
+          d->plugin_init, d->version, d->license, d->source, d->package, d->origin)) {
+    g_printerr ("%s: cannot register the daqiri plugin\n", who);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+bench_build (Bench *b, const char *launch, char **error)
+{
+  GError *err = NULL;
+  memset (b, 0, sizeof *b);
+  b->pipeline = gst_parse_launch (launch, &err);
+  if (b->pipeline == NULL) {
+    *error = g_strdup (err ? err->message : "cannot build the pipeline");
+    g_clear_error (&err);
+    return FALSE;
+  }
+  b->src = gst_bin_get_by_name (GST_BIN (b->pipeline), "src");
+  return TRUE;
+}
+
+gboolean
+bench_pause (Bench *b, const char *port_name, char **error)
+{
+  if (gst_element_set_state (b->pipeline, GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE ||
+      (b->port = emu_port_lookup (port_name)) == NULL) {
+    if (!bench_bus_error (b->pipeline, error))
+      *error = g_strdup ("the pipeline does not start");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+void
+bench_clear (Bench *b)
+{
+  if (b->port != NULL)
+    emu_port_unref (b->port);
+  if (b->src != NULL)
+    gst_object_unref (b->src);
+  if (b->pipeline != NULL) {
+    gst_element_set_state (b->pipeline, GST_STATE_NULL);
+    gst_object_unref (b->pipeline);
+  }
+}
+
+gboolean
+bench_bus_error (GstElement *pipeline, char **error)
+{
+  GstBus *bus = gst_element_get_bus (pipeline);
+  GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  gst_object_unref (bus);
+  if (msg == NULL)
+    return FALSE;
+  GError *err = NULL;
+  gst_message_parse_error (msg, &err, NULL);
+  *error = g_strdup (err->message);
+  g_error_free (err);
+  gst_message_unref (msg);
+  return TRUE;
+}
+
+void
+bench_thread_sched_ns (pid_t tid, guint64 *run_ns, guint64 *wait_ns)
+{
+  char path[64], buf[128];
+  *run_ns = *wait_ns = 0;
+  g_snprintf (path, sizeof path, "/proc/self/task/%d/schedstat", (int) tid);
+  FILE *f = fopen (path, "r");
+  if (f == NULL)
+    return;
+  if (fgets (buf, sizeof buf, f) != NULL) {
+    char *end = NULL;
+    *run_ns = g_ascii_strtoull (buf, &end, 10);
+    *wait_ns = g_ascii_strtoull (end, NULL, 10);
+  }
+  fclose (f);
+}
+
+pid_t
+bench_thread_by_name (const char *name)
+{
+  DIR *d = opendir ("/proc/self/task");
+  pid_t found = 0;
+  struct dirent *e;
+
+  if (d == NULL)
+    return 0;
+  while (found == 0 && (e = readdir (d)) != NULL) {
+    if (e->d_name[0] == '.')
+      continue;
+    char path[300], comm[64] = "";
+    g_snprintf (path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    FILE *f = fopen (path, "r");
+    if (f == NULL)
+      continue;
+    if (fgets (comm, sizeof comm, f) != NULL) {
+      comm[strcspn (comm, "\n")] = '\0';
+      if (strcmp (comm, name) == 0)
+        found = (pid_t) atoi (e->d_name);
+    }
+    fclose (f);
+  }
+  closedir (d);
+  return found;
+}
+
+void
+bench_pin (const char *who, pid_t tid, int cpu)
+{
+  cpu_set_t set;
+  CPU_ZERO (&set);
+  CPU_SET (cpu, &set);
+  if (sched_setaffinity (tid, sizeof set, &set) != 0)
+    g_printerr (
+        "%s: cannot pin thread %d to CPU %d: %s\n", who, (int) tid, cpu, g_strerror (errno));
+}

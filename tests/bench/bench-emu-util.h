@@ -1,0 +1,54 @@
+/* What the emulated-ConnectX benchmarks (bench-emu-rate, bench-emu-queues) share: the
+ * daqiri plugin linked into the program and registered statically (emulated ports are per
+ * process, so the benchmark reads the port the pipeline opened), one `daqirisrc name=src`
+ * pipeline and its port, and the /proc and scheduler calls that find, time and pin the
+ * pipeline's threads. `who` is the program's name, the prefix of its messages on stderr.
+ * Compiled into each benchmark, against the plugin's own objects. */
+#ifndef DAQIRI_TEST_BENCH_EMU_UTIL_H
+#define DAQIRI_TEST_BENCH_EMU_UTIL_H
+
+#include <gst/gst.h>
+
+#include "emu.h"
+
+#include <sys/types.h>
+
+/* Initialises GStreamer with only the linked-in plugin (a plugin file of the same name on
+ * GST_PLUGIN_PATH would replace it, so that variable is unset first) and registers it;
+ * FALSE, with a message on stderr, when it cannot be registered. */
+gboolean bench_emu_init (const char *who);
+
+/* One daqirisrc pipeline of a run: built from its launch line, its source (named "src"),
+ * and the emulated port it opened, once looked up. */
+typedef struct {
+  GstElement *pipeline;
+  GstElement *src;
+  EmuPort *port;
+} Bench;
+
+/* Builds the pipeline; FALSE, with *error set, when it cannot be built. */
+gboolean bench_build (Bench *b, const char *launch, char **error);
+
+/* Sets the pipeline PAUSED (its queues exist, nothing polls them) and looks up the
+ * emulated port `port_name`; FALSE, with *error set (the bus's error, or "the pipeline
+ * does not start"), when either fails. */
+gboolean bench_pause (Bench *b, const char *port_name, char **error);
+
+/* Stops the pipeline and lets go of what the run held; b may be half built. */
+void bench_clear (Bench *b);
+
+/* The first error message on the pipeline's bus, taken off it, in *error (g_free it);
+ * FALSE, *error untouched, when there is none. */
+gboolean bench_bus_error (GstElement *pipeline, char **error);
+
+/* /proc/self/task/TID/schedstat: ns the thread ran on a CPU and ns it was runnable but
+ * waited for one; both 0 when it cannot be read. */
+void bench_thread_sched_ns (pid_t tid, guint64 *run_ns, guint64 *wait_ns);
+
+/* The thread of this process whose name (comm) is `name`, or 0. */
+pid_t bench_thread_by_name (const char *name);
+
+/* Pins thread tid to CPU cpu; a failure is reported on stderr, not fatal. */
+void bench_pin (const char *who, pid_t tid, int cpu);
+
+#endif
