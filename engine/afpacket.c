@@ -12,8 +12,9 @@
  * setsockopt(), so a packet that both rule sets deliver is never dropped.
  *
  * TX (afpacket-tx.c): one TPACKET_V2 ring per queue with PACKET_QDISC_BYPASS (no qdisc,
- * and no copy to packet taps: tcpdump on the sending interface does not see these frames); frames are
- * copied into slots, flagged TP_STATUS_SEND_REQUEST and sent by one send() per burst.
+ * and no copy to packet taps: tcpdump on the sending interface does not see these
+ * frames); frames are copied into slots, flagged TP_STATUS_SEND_REQUEST and sent by one
+ * send() per burst.
  *
  * Timestamps are the kernel's software receive time, on CLOCK_REALTIME.
  */
