@@ -130,7 +130,8 @@ afp_txq_create (gpointer port_priv, const DqTxConfig *config, GError **error)
   if (!afp_packet_set_int (
           txq->fd, PACKET_VERSION, TPACKET_V2, txq->port, "PACKET_VERSION (TPACKET_V2)", error) ||
       !afp_packet_set_int (txq->fd, PACKET_LOSS, 1, txq->port, "PACKET_LOSS", error) ||
-      !afp_packet_set_int (txq->fd, PACKET_QDISC_BYPASS, 1, txq->port, "PACKET_QDISC_BYPASS", error))
+      !afp_packet_set_int (
+          txq->fd, PACKET_QDISC_BYPASS, 1, txq->port, "PACKET_QDISC_BYPASS", error))
     goto fail;
   /* Frames in flight are charged to the send buffer; a send buffer smaller than the ring
    * would stop the kernel half way through it. */
@@ -352,4 +353,3 @@ afp_txq_stats (gpointer priv, DqTxStats *stats)
   AfpTxQueue *txq = priv;
   dq_tx_counters_read (&txq->tx, stats);
 }
-

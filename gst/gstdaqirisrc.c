@@ -204,13 +204,15 @@ make_stats (GstDaqiriSrc *self)
 
   gst_value_array_init (&per_queue, 0);
   GST_OBJECT_LOCK (self);
-  collect_stats (self, &s);
+  /* collect_stats, keeping each queue's packets on the way */
+  s = self->past;
   for (guint i = 0; i < self->n_rings; i++) {
     DqRxQueue *rxq = gst_daqiri_rx_ring_queue (self->rings[i]);
     DqRxStats qs;
     GValue v = G_VALUE_INIT;
     ring_bytes += dq_rxq_ring_bytes (rxq);
     dq_rxq_stats (rxq, &qs);
+    add_stats (&s, &qs);
     g_value_init (&v, G_TYPE_UINT64);
     g_value_set_uint64 (&v, qs.packets);
     gst_value_array_append_and_take_value (&per_queue, &v);
@@ -390,6 +392,8 @@ gst_daqiri_src_start (GstBaseSrc *bsrc)
   DqFlowRule *rules = NULL;
   guint n_rules = 0;
 
+  /* a change of flows or filter meanwhile waits for the queues this start makes */
+  g_mutex_lock (&self->steer_lock);
   GST_OBJECT_LOCK (self);
   gchar *device = g_strdup (self->device);
   gchar *flows = g_strdup (self->flows);
@@ -474,6 +478,7 @@ gst_daqiri_src_start (GstBaseSrc *bsrc)
   g_free (rules);
   g_free (device);
   g_free (flows);
+  g_mutex_unlock (&self->steer_lock);
   return TRUE;
 
 fail:
@@ -482,6 +487,7 @@ fail:
   g_free (rules);
   g_free (device);
   g_free (flows);
+  g_mutex_unlock (&self->steer_lock);
   return FALSE;
 }
 

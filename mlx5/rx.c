@@ -524,7 +524,9 @@ mlx5_rxq_poll (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
         pkt->length = len;
         pkt->flow_id = be32toh (cqe->sop_drop_qpn) & MLX5_FLOW_TAG_BITS;
         pkt->flags = cqe_packet_flags (cqe) | q->ts_flag;
-        pkt->timestamp = q->real_time_ts ? mlx5_rt_ts_to_ns (ts) : mlx5_ts_to_ns (&q->clock, ts);
+        pkt->timestamp = q->ts_flag == 0 ? 0
+            : q->real_time_ts            ? mlx5_rt_ts_to_ns (ts)
+                                         : mlx5_ts_to_ns (&q->clock, ts);
         b->strides += n_strides;
         b->end = at + len;
         bytes += len;
