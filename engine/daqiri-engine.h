@@ -72,6 +72,19 @@ typedef enum {
   DQ_MEMORY_CUDA,
 } DqMemoryKind;
 
+/* Where an RX queue's ring lies and how its device reaches it. */
+typedef enum {
+  DQ_RING_HOST,        /* host memory */
+  DQ_RING_GPU_MAPPED,  /* GPU-accessible host memory (pinned, mapped for the GPU) */
+  DQ_RING_GPU_DMABUF,  /* GPU device memory, registered with the NIC by dma-buf */
+  DQ_RING_GPU_PEERMEM, /* GPU device memory, registered by its device pointer
+                        * (nvidia-peermem), where the dma-buf way failed */
+  DQ_RING_GPU_COPY,    /* GPU device memory the emulated device writes by copies */
+} DqRingPlacement;
+
+/* "host", "gpu-mapped-host", "gpu-dmabuf", "gpu-peermem", "gpu-copy" */
+const char *dq_ring_placement_name (DqRingPlacement placement);
+
 /* dq_rxq_poll(): the queue's stream has ended */
 #define DQ_RXQ_END 2
 
@@ -96,8 +109,10 @@ typedef struct {
  * export_dmabuf, when set, says the memory is GPU device memory that the CPU must not touch
  * and that a NIC reaches through a dma-buf (GPUDirect RDMA): it gives a dma-buf fd covering
  * [mem, mem + size) at *offset into it (the caller closes the fd), or FALSE with *error set.
- * Only engines that register the ring with a NIC by dma-buf take such memory (mlx5 on a
- * ConnectX); the others refuse it. */
+ * write, set with it, copies n host bytes to dst inside such memory (a copy-engine DMA; TRUE
+ * once done): how a device played by software (the emulated ConnectX) writes it.
+ * Only engines whose device writes the ring itself take such memory (mlx5 on a ConnectX by
+ * dma-buf, the emulated ConnectX by write); the others refuse it. */
 typedef struct {
   DqMemoryKind kind;
   gpointer (*alloc) (gsize size, gpointer user);
@@ -105,6 +120,7 @@ typedef struct {
   gpointer user;
   gboolean (*export_dmabuf) (
       gpointer mem, gsize size, int *fd, guint64 *offset, gpointer user, GError **error);
+  gboolean (*write) (gpointer dst, gconstpointer src, gsize n, gpointer user);
 } DqRingMemory;
 
 /* What a queue set delivers: what its flow rules match (with no rules: everything), every
@@ -176,9 +192,10 @@ typedef struct {
   int clock_id;           /* POSIX clock the port time is on, or -1 for a NIC clock */
   guint8 mac[6];
   guint mtu;
-  gboolean device_dma; /* the NIC itself writes the receive rings, so a ring in GPU
-                               * memory is written directly (GPUDirect RDMA); FALSE where
-                               * software copies into them (afpacket, dpdk, the emulator) */
+  gboolean device_dma; /* the device itself writes the receive rings, so a ring can be GPU
+                        * device memory (a ConnectX by GPUDirect RDMA, the emulated
+                        * ConnectX by DMA copies); FALSE where the host's software copies
+                        * into them (afpacket, dpdk) */
 } DqPortInfo;
 
 /* ---- the engine table ---- */
@@ -200,6 +217,8 @@ typedef struct {
   void (*rxq_wakeup) (gpointer rxq);
   void (*rxq_stats) (gpointer rxq, DqRxStats *stats);
   gsize (*rxq_ring_bytes) (gpointer rxq);
+  /* NULL: the ring is always host memory */
+  DqRingPlacement (*rxq_ring_placement) (gpointer rxq);
   /* see dq_rxq_set_flows(); NULL: the engine cannot change its rules while receiving */
   gboolean (*rxq_set_flows) (
       gpointer rxq, DqRxFilter filter, const DqFlowRule *rules, guint n_rules, GError **error);
@@ -255,6 +274,7 @@ void dq_rxq_release (DqRxQueue *rxq, DqBurst *burst);
 void dq_rxq_wakeup (DqRxQueue *rxq);
 void dq_rxq_stats (DqRxQueue *rxq, DqRxStats *stats);
 gsize dq_rxq_ring_bytes (DqRxQueue *rxq);
+DqRingPlacement dq_rxq_ring_placement (DqRxQueue *rxq);
 /* Replaces the filter and the flow rules of the queue set `rxq` belongs to while it
  * receives, from any thread (one change at a time per queue set). `rules` is the whole
  * set, as DqRxConfig.flows; call it for every queue of the set, each takes its share. On

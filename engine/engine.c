@@ -251,6 +251,26 @@ dq_rxq_ring_bytes (DqRxQueue *rxq)
   return rxq->port->ops->rxq_ring_bytes (rxq->priv);
 }
 
+DqRingPlacement
+dq_rxq_ring_placement (DqRxQueue *rxq)
+{
+  const DqEngineOps *ops = rxq->port->ops;
+  return ops->rxq_ring_placement != NULL ? ops->rxq_ring_placement (rxq->priv) : DQ_RING_HOST;
+}
+
+const char *
+dq_ring_placement_name (DqRingPlacement placement)
+{
+  switch (placement) {
+    case DQ_RING_GPU_MAPPED: return "gpu-mapped-host";
+    case DQ_RING_GPU_DMABUF: return "gpu-dmabuf";
+    case DQ_RING_GPU_PEERMEM: return "gpu-peermem";
+    case DQ_RING_GPU_COPY: return "gpu-copy";
+    case DQ_RING_HOST:
+    default: return "host";
+  }
+}
+
 gboolean
 dq_rxq_set_flows (
     DqRxQueue *rxq, DqRxFilter filter, const DqFlowRule *rules, guint n_rules, GError **error)

@@ -200,6 +200,17 @@ device_ring_export (
   return TRUE;
 }
 
+/* a host-to-device copy: how the emulated ConnectX writes the ring */
+static gboolean
+device_ring_write (gpointer dst, gconstpointer src, gsize n, gpointer user)
+{
+  if (dq_cuda_memcpy (dst, src, n) == 0)
+    return TRUE;
+  GST_ERROR (
+      "cannot copy %" G_GSIZE_FORMAT " bytes into the GPU ring: %s", n, dq_cuda_last_error ());
+  return FALSE;
+}
+
 const DqRingMemory *
 gst_daqiri_cuda_device_ring_memory (void)
 {
@@ -207,7 +218,8 @@ gst_daqiri_cuda_device_ring_memory (void)
     .alloc = device_ring_alloc,
     .free = device_ring_free,
     .user = NULL,
-    .export_dmabuf = device_ring_export };
+    .export_dmabuf = device_ring_export,
+    .write = device_ring_write };
   return &ring;
 }
 

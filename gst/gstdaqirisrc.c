@@ -218,6 +218,8 @@ make_stats (GstDaqiriSrc *self)
     gst_value_array_append_and_take_value (&per_queue, &v);
   }
   guint n = self->n_rings;
+  DqRingPlacement placement =
+      n > 0 ? dq_rxq_ring_placement (gst_daqiri_rx_ring_queue (self->rings[0])) : DQ_RING_HOST;
   GST_OBJECT_UNLOCK (self);
 
   GstStructure *st = gst_structure_new ("application/x-daqiri-src-stats", "packets", G_TYPE_UINT64,
@@ -225,7 +227,8 @@ make_stats (GstDaqiriSrc *self)
       G_TYPE_UINT64, s.drops_ring_full, "drops-ring-full", G_TYPE_UINT64, s.drops_ring_full,
       "drops-filtered", G_TYPE_UINT64, s.drops_filtered, "truncated", G_TYPE_UINT64, s.truncated,
       "errors", G_TYPE_UINT64, s.errors, "recoveries", G_TYPE_UINT64, s.recoveries, "queues",
-      G_TYPE_UINT, n, "ring-bytes", G_TYPE_UINT64, ring_bytes, NULL);
+      G_TYPE_UINT, n, "ring-bytes", G_TYPE_UINT64, ring_bytes, "ring-memory", G_TYPE_STRING,
+      dq_ring_placement_name (placement), NULL);
   /* packets of each running queue, queue 0 first */
   gst_structure_take_value (st, "queue-packets", &per_queue);
   return st;
@@ -427,9 +430,9 @@ gst_daqiri_src_start (GstBaseSrc *bsrc)
   if (self->port == NULL)
     goto fail;
 #ifdef DQ_HAVE_CUDA
-  /* a NIC that writes its rings itself (a ConnectX) writes GPU memory directly (GPUDirect
-   * RDMA); the others, the emulated ConnectX included, write pinned host memory that the GPU
-   * reads across the bus */
+  /* a device that writes its rings itself writes GPU memory directly (a ConnectX by
+   * GPUDirect RDMA, the emulated ConnectX by copies); with software engines, or
+   * gpudirect=false, the ring is pinned host memory that the GPU reads across the bus */
   if (memory == GST_DAQIRI_MEMORY_CUDA)
     config.ring_memory = gpudirect && dq_port_info (self->port)->device_dma
         ? gst_daqiri_cuda_device_ring_memory ()
@@ -453,6 +456,8 @@ gst_daqiri_src_start (GstBaseSrc *bsrc)
     }
     rings[q] = gst_daqiri_rx_ring_new (rxq);
   }
+  GST_INFO_OBJECT (self, "%u receive queue(s), rings in %s memory", config.n_queues,
+      dq_ring_placement_name (dq_rxq_ring_placement (gst_daqiri_rx_ring_queue (rings[0]))));
 
   GST_OBJECT_LOCK (self);
   self->rings = rings;
@@ -908,24 +913,28 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass *klass)
           "found no rule for; 0 where the NIC or the kernel filters); truncated (delivered "
           "packets cut to max-packet-size); errors (error completions, each costing the "
           "packet it named), recoveries (a queue brought back from the error state); "
-          "queues; ring-bytes; queue-packets (an array: packets delivered from each queue, "
-          "queue 0 first)",
+          "queues; ring-bytes; ring-memory (where the rings lie: host, gpu-mapped-host, "
+          "gpu-dmabuf: GPU memory the NIC writes by GPUDirect RDMA through a dma-buf, "
+          "gpu-peermem: the same through nvidia-peermem, gpu-copy: GPU memory the emulated "
+          "NIC writes by copies); queue-packets (an array: packets delivered from "
+          "each queue, queue 0 first)",
           GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   g_object_class_install_property (gobject_class, PROP_MEMORY,
       g_param_spec_enum ("memory", "Memory",
-          "Where the receive ring lives: system memory, or cuda: GPU-accessible memory "
-          "(CUDA pinned host memory mapped for the device, caps feature memory:DaqiriCUDA; "
-          "or GstCudaMemory, memory:CUDAMemory, when downstream asks for it, with GStreamer "
-          ">= 1.24) that the NIC writes and daqirireorder memory=cuda reads in place; mlx5 "
-          "and emu engines only, needs a build with CUDA and a GPU",
+          "Where the receive ring lives: system memory, or cuda: GPU memory (device memory, "
+          "or pinned host memory mapped for the GPU: see gpudirect; caps feature "
+          "memory:DaqiriCUDA, or GstCudaMemory, memory:CUDAMemory, when downstream asks for "
+          "it, with GStreamer >= 1.24) that the NIC writes and daqirireorder memory=cuda "
+          "reads in place; mlx5 and emu engines only, needs a build with CUDA and a GPU",
           GST_TYPE_DAQIRI_MEMORY, GST_DAQIRI_MEMORY_SYSTEM,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_GPUDIRECT,
       g_param_spec_boolean ("gpudirect", "GPUDirect",
-          "With memory=cuda on a ConnectX (mlx5:), the ring in GPU device memory that the NIC "
-          "writes by GPUDirect RDMA (a dma-buf of the memory registered with the NIC: NVIDIA "
-          "open kernel modules and a kernel with dma-buf support); false, or other engines: "
-          "pinned host memory mapped for the GPU",
+          "With memory=cuda, the ring in GPU device memory, written by the device itself: a "
+          "ConnectX (mlx5:) by GPUDirect RDMA (a dma-buf of the memory registered with the "
+          "NIC, else nvidia-peermem), the emulated ConnectX (emu:) by batched copies; "
+          "stats ring-memory says which. false, or other engines: pinned host memory mapped "
+          "for the GPU",
           TRUE, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_STATS_INTERVAL,
       g_param_spec_uint64 ("stats-interval", "Stats interval",

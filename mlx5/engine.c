@@ -221,6 +221,9 @@ eng_port_open (const Mlx5PortOps *ops, const char *arg, DqPortInfo *info, GError
   }
   port->mtu = info->mtu;
   memcpy (port->mac, info->mac, 6);
+  /* the device writes its rings itself: a ConnectX by DMA (GPU memory through a dma-buf),
+   * the emulated one by copies */
+  info->device_dma = ops->mr_reg_dmabuf != NULL || ops->mr_reg_device != NULL;
   return port;
 }
 
@@ -593,6 +596,13 @@ eng_rxq_stats (gpointer priv, DqRxStats *stats)
   stats->truncated = MLX5_COUNTER_GET (rxq->truncated);
   stats->errors = c.cqe_errors;
   stats->recoveries = c.recoveries;
+}
+
+static DqRingPlacement
+eng_rxq_ring_placement (gpointer priv)
+{
+  Mlx5EngRxq *rxq = priv;
+  return mlx5_rxq_placement (rxq->ring);
 }
 
 static gsize
@@ -992,10 +1002,10 @@ emu_port_open_engine (const char *arg, DqPortInfo *info, GError **error)
   .port_close = eng_port_close, .port_time = eng_port_time, .rxq_create = eng_rxq_create, \
   .rxq_destroy = eng_rxq_destroy, .rxq_poll = eng_rxq_poll, .rxq_release = eng_rxq_release, \
   .rxq_wakeup = eng_rxq_wakeup, .rxq_stats = eng_rxq_stats, .rxq_ring_bytes = eng_rxq_ring_bytes, \
-  .rxq_set_flows = eng_rxq_set_flows, .txq_create = eng_txq_create, \
-  .txq_destroy = eng_txq_destroy, .txq_send = eng_txq_send, .txq_flush = eng_txq_flush, \
-  .txq_wakeup = eng_txq_wakeup, .txq_stats = eng_txq_stats, .txq_acquire = eng_txq_acquire, \
-  .txq_commit = eng_txq_commit, .txq_cancel = eng_txq_cancel
+  .rxq_ring_placement = eng_rxq_ring_placement, .rxq_set_flows = eng_rxq_set_flows, \
+  .txq_create = eng_txq_create, .txq_destroy = eng_txq_destroy, .txq_send = eng_txq_send, \
+  .txq_flush = eng_txq_flush, .txq_wakeup = eng_txq_wakeup, .txq_stats = eng_txq_stats, \
+  .txq_acquire = eng_txq_acquire, .txq_commit = eng_txq_commit, .txq_cancel = eng_txq_cancel
 
 const DqEngineOps dq_emu_engine = {
   .name = "emu",
@@ -1009,10 +1019,7 @@ const DqEngineOps dq_emu_engine = {
 static gpointer
 hw_port_open_engine (const char *arg, DqPortInfo *info, GError **error)
 {
-  gpointer port = eng_port_open (&mlx5_hw_port_ops, arg, info, error);
-  if (port != NULL)
-    info->device_dma = TRUE;
-  return port;
+  return eng_port_open (&mlx5_hw_port_ops, arg, info, error);
 }
 
 static const DqEngineOps dq_mlx5_hw_engine = {

@@ -112,6 +112,12 @@ typedef struct {
    * device. The handle goes to mr_dereg. */
   gboolean (*mr_reg_dmabuf) (gpointer dev, int fd, guint64 offset, gsize size, void *iova,
       guint32 *lkey, gpointer *handle, GError **error);
+  /* registers device memory at [addr, addr + size) that the CPU cannot address, which the
+   * device writes only through write(dst, src, n, user) (a DMA copy; the emulated ConnectX);
+   * NULL: not this device. The handle goes to mr_dereg. */
+  gboolean (*mr_reg_device) (gpointer dev, void *addr, gsize size,
+      gboolean (*write) (gpointer dst, gconstpointer src, gsize n, gpointer user), gpointer user,
+      guint32 *lkey, gpointer *handle, GError **error);
 
   gboolean (*cq_create) (gpointer dev, Mlx5Cq *cq, GError **error);
   void (*cq_destroy) (gpointer dev, Mlx5Cq *cq);

@@ -40,6 +40,7 @@ struct _Mlx5Rxq {
   gpointer mr;
   gboolean cq_created, rq_created;
   DqRingMemory memory; /* of the packet buffer; alloc NULL: host (mlx5_mem_map) */
+  DqRingPlacement placement;
 
   /* geometry */
   guint log_stride_size;
@@ -240,6 +241,69 @@ mlx5_rxq_free (Mlx5Rxq *q)
   g_free (q);
 }
 
+/* GPU device memory through a dma-buf of it (GPUDirect RDMA without nvidia-peermem). */
+static gboolean
+rxq_register_dmabuf (Mlx5Rxq *q, GError **error)
+{
+  const DqRingMemory *m = &q->memory;
+  int fd = -1;
+  guint64 offset = 0;
+
+  if (!m->export_dmabuf (q->rq.buf, q->rq.buf_size, &fd, &offset, m->user, error))
+    return FALSE;
+  gboolean ok = q->ops->mr_reg_dmabuf (
+      q->dev, fd, offset, q->rq.buf_size, q->rq.buf, &q->rq.lkey, &q->mr, error);
+  close (fd); /* the registration holds the dma-buf */
+  return ok;
+}
+
+/* Registers the packet buffer with the device: host memory as it is; GPU device memory
+ * (the host never touches it: the ring code reads CQEs only, never packet bytes) through a
+ * dma-buf on a ConnectX, else by its device pointer, which a ConnectX takes where
+ * nvidia-peermem is loaded; on the emulated ConnectX as memory it writes by DMA copies.
+ * q->placement says which. */
+static gboolean
+rxq_register_ring (Mlx5Rxq *q, GError **error)
+{
+  const Mlx5PortOps *ops = q->ops;
+  const DqRingMemory *m = &q->memory;
+
+  if (m->export_dmabuf == NULL) {
+    q->placement =
+        m->alloc != NULL && m->kind == DQ_MEMORY_CUDA ? DQ_RING_GPU_MAPPED : DQ_RING_HOST;
+    return ops->mr_reg (q->dev, q->rq.buf, q->rq.buf_size, &q->rq.lkey, &q->mr, error);
+  }
+  if (ops->mr_reg_dmabuf != NULL) {
+    GError *dmabuf_error = NULL, *peer_error = NULL;
+    q->placement = DQ_RING_GPU_DMABUF;
+    if (rxq_register_dmabuf (q, &dmabuf_error))
+      return TRUE;
+    q->placement = DQ_RING_GPU_PEERMEM;
+    if (ops->mr_reg (q->dev, q->rq.buf, q->rq.buf_size, &q->rq.lkey, &q->mr, &peer_error)) {
+      g_info ("%s: GPU ring registered by its device pointer (nvidia-peermem): the dma-buf "
+              "way failed: %s",
+          q->what, dmabuf_error->message);
+      g_clear_error (&dmabuf_error);
+      return TRUE;
+    }
+    g_set_error (error, DQ_ERROR, dmabuf_error->code,
+        "%s; registering the device pointer instead (nvidia-peermem) failed too: %s",
+        dmabuf_error->message, peer_error->message);
+    g_clear_error (&dmabuf_error);
+    g_clear_error (&peer_error);
+    return FALSE;
+  }
+  q->placement = DQ_RING_GPU_COPY;
+  if (ops->mr_reg_device != NULL && m->write != NULL)
+    return ops->mr_reg_device (
+        q->dev, q->rq.buf, q->rq.buf_size, m->write, m->user, &q->rq.lkey, &q->mr, error);
+  g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+      "%s: the RX ring cannot be in GPU device memory: this device can neither register a "
+      "dma-buf nor write device memory by copies; allowed: host or pinned host memory",
+      q->what);
+  return FALSE;
+}
+
 Mlx5Rxq *
 mlx5_rxq_new (const Mlx5PortOps *ops, gpointer dev, const Mlx5Caps *caps, const Mlx5RxGeometry *geo,
     GError **error)
@@ -281,29 +345,8 @@ mlx5_rxq_new (const Mlx5PortOps *ops, gpointer dev, const Mlx5Caps *caps, const 
     goto fail;
   }
 
-  if (q->memory.export_dmabuf != NULL) {
-    /* GPU device memory: the NIC reaches it through a dma-buf; the host never touches it
-     * (the ring code reads CQEs only, never packet bytes) */
-    if (ops->mr_reg_dmabuf == NULL) {
-      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-          "%s: the RX ring cannot be in GPU "
-          "device memory: this device cannot register a dma-buf (the emulated ConnectX "
-          "writes its ring from the CPU); allowed: host or pinned host memory",
-          q->what);
-      goto fail;
-    }
-    int fd = -1;
-    guint64 offset = 0;
-    if (!q->memory.export_dmabuf (q->rq.buf, q->rq.buf_size, &fd, &offset, q->memory.user, error))
-      goto fail;
-    gboolean ok =
-        ops->mr_reg_dmabuf (dev, fd, offset, q->rq.buf_size, q->rq.buf, &q->rq.lkey, &q->mr, error);
-    close (fd); /* the registration holds the dma-buf */
-    if (!ok)
-      goto fail;
-  } else if (!ops->mr_reg (dev, q->rq.buf, q->rq.buf_size, &q->rq.lkey, &q->mr, error)) {
+  if (!rxq_register_ring (q, error))
     goto fail;
-  }
 
   /* every CQE starts invalid with owner 1: nothing is software-owned on the first pass */
   memset (q->cq.ring, 0xff, cq_bytes);
@@ -335,6 +378,12 @@ Mlx5Rq *
 mlx5_rxq_rq (Mlx5Rxq *q)
 {
   return &q->rq;
+}
+
+DqRingPlacement
+mlx5_rxq_placement (Mlx5Rxq *q)
+{
+  return q->placement;
 }
 
 DqMemoryKind

@@ -92,8 +92,9 @@ Mlx5Rxq *mlx5_rxq_new (const Mlx5PortOps *ops, gpointer dev, const Mlx5Caps *cap
 void mlx5_rxq_free (Mlx5Rxq *q);
 
 Mlx5Rq *mlx5_rxq_rq (Mlx5Rxq *q);
-gsize mlx5_rxq_ring_bytes (Mlx5Rxq *q);         /* the packet buffer */
-DqMemoryKind mlx5_rxq_memory_kind (Mlx5Rxq *q); /* of the packet buffer */
+gsize mlx5_rxq_ring_bytes (Mlx5Rxq *q);          /* the packet buffer */
+DqMemoryKind mlx5_rxq_memory_kind (Mlx5Rxq *q);  /* of the packet buffer */
+DqRingPlacement mlx5_rxq_placement (Mlx5Rxq *q); /* of the packet buffer */
 guint mlx5_rxq_stride_size (Mlx5Rxq *q);
 guint mlx5_rxq_strides_per_wqe (Mlx5Rxq *q);
 guint mlx5_rxq_n_wqes (Mlx5Rxq *q);

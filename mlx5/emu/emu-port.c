@@ -53,15 +53,10 @@ bad_param (EmuPort *p, const char *what, GError **error)
   return FALSE;
 }
 
-static gboolean
-emu_mr_reg (gpointer dev, void *addr, gsize size, guint32 *lkey, gpointer *handle, GError **error)
+/* Enters `mr` in the IOMMU table: its lkey names its slot. */
+static void
+mr_enter (EmuPort *p, EmuMr *mr, guint32 *lkey, gpointer *handle)
 {
-  EmuPort *p = dev;
-  if (addr == NULL || size == 0)
-    return bad_param (p, "memory registration", error);
-  EmuMr *mr = g_new0 (EmuMr, 1);
-  mr->addr = addr;
-  mr->size = size;
   g_mutex_lock (&p->lock);
   guint idx;
   for (idx = 0; idx < p->mrs->len; idx++)
@@ -74,6 +69,44 @@ emu_mr_reg (gpointer dev, void *addr, gsize size, guint32 *lkey, gpointer *handl
   g_mutex_unlock (&p->lock);
   *lkey = mr->lkey;
   *handle = mr;
+}
+
+static gboolean
+emu_mr_reg (gpointer dev, void *addr, gsize size, guint32 *lkey, gpointer *handle, GError **error)
+{
+  EmuPort *p = dev;
+  if (addr == NULL || size == 0)
+    return bad_param (p, "memory registration", error);
+  EmuMr *mr = g_new0 (EmuMr, 1);
+  mr->addr = addr;
+  mr->size = size;
+  mr_enter (p, mr, lkey, handle);
+  return TRUE;
+}
+
+/* Device memory: the device writes a host shadow and copies from it (see EmuMr). */
+static gboolean
+emu_mr_reg_device (gpointer dev, void *addr, gsize size, EmuDmaWrite write, gpointer user,
+    guint32 *lkey, gpointer *handle, GError **error)
+{
+  EmuPort *p = dev;
+  if (addr == NULL || size == 0 || write == NULL)
+    return bad_param (p, "device memory registration", error);
+  guint8 *shadow = g_try_malloc0 (size);
+  if (shadow == NULL) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "emu:%s: cannot allocate the %" G_GSIZE_FORMAT "-byte host shadow of the device-memory "
+        "ring; allowed: a smaller ring-size",
+        p->cfg.name, size);
+    return FALSE;
+  }
+  EmuMr *mr = g_new0 (EmuMr, 1);
+  mr->addr = addr;
+  mr->size = size;
+  mr->shadow = shadow;
+  mr->write = write;
+  mr->write_user = user;
+  mr_enter (p, mr, lkey, handle);
   return TRUE;
 }
 
@@ -86,6 +119,7 @@ emu_mr_dereg (gpointer dev, gpointer handle)
   guint idx = mr->lkey >> 8;
   if (idx < p->mrs->len && p->mrs->pdata[idx] == mr) {
     p->mrs->pdata[idx] = NULL;
+    g_free (mr->shadow);
     g_free (mr);
   }
   g_mutex_unlock (&p->lock);
@@ -228,6 +262,7 @@ emu_rq_recover (gpointer dev, Mlx5Rq *rq, GError **error)
   erq->hw_wqe = 0;
   erq->hw_stride = 0;
   erq->region = NULL;
+  erq->region_mr = NULL; /* nothing is staged between device passes */
   g_mutex_unlock (&p->lock);
   return TRUE;
 }
@@ -423,6 +458,7 @@ const Mlx5PortOps emu_port_ops = {
   .close = emu_close,
   .mr_reg = emu_mr_reg,
   .mr_dereg = emu_mr_dereg,
+  .mr_reg_device = emu_mr_reg_device,
   .cq_create = emu_cq_create,
   .cq_destroy = emu_cq_destroy,
   .rq_create = emu_rq_create,

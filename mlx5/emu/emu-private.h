@@ -67,12 +67,33 @@ gboolean emu_config_parse (const char *spec, EmuConfig *cfg, GError **error);
 /* A second user's spec against the port's: keys it gives must agree. */
 gboolean emu_config_compatible (const EmuConfig *port, const EmuConfig *other, GError **error);
 
-/* A registered memory region: what the IOMMU lets the device touch. */
+/* A CQE being made: its 64 bytes as eight big-endian words, word i = bytes 8i .. 8i + 7
+ * (byte 8i the most significant), every field zero until set. */
+typedef struct {
+  guint64 w[8];
+} EmuCqe;
+
+/* A CQE held back until the data it reports is copied to device memory. */
+typedef struct {
+  EmuCqe cqe;
+  guint8 opcode;
+} EmuStagedCqe;
+
+#define EMU_STAGED_CQES 64
+
+typedef gboolean (*EmuDmaWrite) (gpointer dst, gconstpointer src, gsize n, gpointer user);
+
+/* A registered memory region: what the IOMMU lets the device touch. Device memory (GPU
+ * memory the CPU cannot address) has a host shadow: the device composes what it writes
+ * there and copies it over with `write` in batches, as a copy engine would. */
 typedef struct {
   guint8 *addr;
   gsize size;
   guint32 lkey;
   gboolean used;
+  guint8 *shadow; /* NULL: host memory */
+  EmuDmaWrite write;
+  gpointer write_user;
 } EmuMr;
 
 /* Device-side copy of a CQ's context (the host's ring, doorbell record, size). */
@@ -81,7 +102,8 @@ typedef struct {
   volatile guint32 *dbrec;
   guint log_size;
   guint32 cqn;
-  guint32 pi; /* CQEs written */
+  guint32 pi;     /* CQEs written */
+  guint32 staged; /* CQEs held back until their data is copied (device-memory RQs) */
 } EmuCq;
 
 typedef struct {
@@ -99,6 +121,15 @@ typedef struct {
   guint8 *region;    /* its region, checked against the MRs; NULL: none yet */
   gboolean in_error; /* ERR: every posted WQE is flushed, nothing is received */
   guint64 out_of_buffer;
+
+  /* a region in device memory: `region` is its host shadow, `region_mr` says where it
+   * goes; the frames written since the last copy span [dirty_lo, dirty_hi) of it and
+   * their CQEs wait in `staged` until the copy is done */
+  EmuMr *region_mr;
+  guint8 *region_device;
+  gsize dirty_lo, dirty_hi;
+  guint n_staged;
+  EmuStagedCqe staged[EMU_STAGED_CQES];
 } EmuRq;
 
 typedef struct {

@@ -177,7 +177,7 @@ emu_dma_ok (EmuPort *p, guint32 lkey, guint64 addr, guint64 len, guint8 **ptr)
     MLX5_COUNTER_ADD (p->c.iommu_faults, 1);
     return FALSE;
   }
-  *ptr = (guint8 *) (uintptr_t) addr;
+  *ptr = mr->shadow != NULL ? mr->shadow + (addr - base) : (guint8 *) (uintptr_t) addr;
   return TRUE;
 }
 
@@ -189,14 +189,8 @@ cq_has_room (EmuCq *cq, guint n)
 {
   guint32 ci = be32toh (__atomic_load_n (&cq->dbrec[0], __ATOMIC_ACQUIRE)) & 0xffffff;
   guint32 used = (cq->pi - ci) & 0xffffff;
-  return used + n <= (1u << cq->log_size);
+  return used + cq->staged + n <= (1u << cq->log_size);
 }
-
-/* A CQE being made: its 64 bytes as eight big-endian words, word i = bytes 8i .. 8i + 7
- * (byte 8i the most significant), every field zero until set. */
-typedef struct {
-  guint64 w[8];
-} EmuCqe;
 
 /* Sets the `size`-byte big-endian field at byte `offset` of the CQE (to the value's low
  * bytes, as a store of that size would). */
@@ -237,9 +231,9 @@ cq_post (EmuCq *cq, EmuCqe *c, guint8 opcode)
 
 /* An error CQE: syndrome and vendor syndrome, the failing WQE's opcode and QPN, and
  * wqe_counter; the error layout shares wqe_id and byte_cnt with a good CQE. */
-static void
-cq_error (EmuCq *cq, guint8 opcode, guint8 syndrome, guint8 wqe_opcode, guint32 qpn, guint16 wqe_id,
-    guint16 wqe_counter, guint32 byte_cnt)
+static EmuCqe
+cqe_error (guint8 syndrome, guint8 wqe_opcode, guint32 qpn, guint16 wqe_id, guint16 wqe_counter,
+    guint32 byte_cnt)
 {
   EmuCqe c = { { 0 } };
   CQE_SET (&c, wqe_id, wqe_id);
@@ -247,6 +241,14 @@ cq_error (EmuCq *cq, guint8 opcode, guint8 syndrome, guint8 wqe_opcode, guint32 
   ERR_CQE_SET (&c, syndrome, syndrome);
   ERR_CQE_SET (&c, s_wqe_opcode_qpn, ((guint32) wqe_opcode << 24) | (qpn & 0xffffff));
   ERR_CQE_SET (&c, wqe_counter, wqe_counter);
+  return c;
+}
+
+static void
+cq_error (EmuCq *cq, guint8 opcode, guint8 syndrome, guint8 wqe_opcode, guint32 qpn, guint16 wqe_id,
+    guint16 wqe_counter, guint32 byte_cnt)
+{
+  EmuCqe c = cqe_error (syndrome, wqe_opcode, qpn, wqe_id, wqe_counter, byte_cnt);
   cq_post (cq, &c, opcode);
 }
 
@@ -273,14 +275,68 @@ rq_posted (EmuPort *p, EmuRq *rq)
   return posted;
 }
 
+/* A region in device memory: copies the frames written to its shadow since the last
+ * copy into the device memory (one copy), then posts the CQEs that wait for them. The
+ * data is in place before its CQE, as the PCIe ordering of a NIC's writes has it. */
 static void
-rq_advance (EmuRq *rq, guint32 n)
+rq_commit (EmuPort *p, EmuRq *rq)
+{
+  if (rq->n_staged == 0)
+    return;
+  if (rq->dirty_hi > rq->dirty_lo) {
+    EmuMr *mr = rq->region_mr;
+    if (!mr->write (rq->region_device + rq->dirty_lo, rq->region + rq->dirty_lo,
+            rq->dirty_hi - rq->dirty_lo, mr->write_user))
+      MLX5_COUNTER_ADD (p->c.dma_write_errors, 1);
+  }
+  for (guint i = 0; i < rq->n_staged; i++)
+    cq_post (rq->cq, &rq->staged[i].cqe, rq->staged[i].opcode);
+  rq->cq->staged -= rq->n_staged;
+  rq->n_staged = 0;
+  rq->dirty_lo = rq->dirty_hi = 0;
+}
+
+/* Posts an RQ completion; for a region in device memory it waits for the copy of the
+ * data before it (rq_commit, at the end of the region, of the device pass, or when
+ * EMU_STAGED_CQES wait). */
+static void
+rq_post (EmuPort *p, EmuRq *rq, EmuCqe *c, guint8 opcode)
+{
+  if (rq->region_mr == NULL) {
+    cq_post (rq->cq, c, opcode);
+    return;
+  }
+  rq->staged[rq->n_staged].cqe = *c;
+  rq->staged[rq->n_staged].opcode = opcode;
+  rq->n_staged++;
+  rq->cq->staged++;
+  if (rq->n_staged == EMU_STAGED_CQES)
+    rq_commit (p, rq);
+}
+
+/* The frame just written at the current stride, `len` bytes: in device memory it joins
+ * the range the next copy takes. */
+static void
+rq_mark_written (EmuRq *rq, guint len)
+{
+  gsize at = (gsize) rq->hw_stride << rq->log_stride_size;
+  if (rq->region_mr == NULL)
+    return;
+  if (rq->dirty_hi == rq->dirty_lo)
+    rq->dirty_lo = at;
+  rq->dirty_hi = at + len;
+}
+
+static void
+rq_advance (EmuPort *p, EmuRq *rq, guint32 n)
 {
   rq->hw_stride += n;
   if (rq->hw_stride >= rq_strides (rq)) {
+    rq_commit (p, rq);
     rq->hw_wqe++;
     rq->hw_stride = 0;
     rq->region = NULL;
+    rq->region_mr = NULL;
   }
 }
 
@@ -293,10 +349,11 @@ rq_flush (EmuPort *p, EmuRq *rq)
   while (rq_posted (p, rq) > 0 && cq_has_room (rq->cq, 1)) {
     guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
     guint32 left = rq_strides (rq) - rq->hw_stride;
-    cq_error (rq->cq, MLX5_CQE_RESP_ERR, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 0, rq->rqn, (guint16) slot,
+    EmuCqe c = cqe_error (MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 0, rq->rqn, (guint16) slot,
         (guint16) rq->hw_stride, left << MLX5_MPRQ_STRIDES_SHIFT);
+    rq_post (p, rq, &c, MLX5_CQE_RESP_ERR);
     MLX5_COUNTER_ADD (p->c.rx_flushed, 1);
-    rq_advance (rq, left);
+    rq_advance (p, rq, left);
   }
 }
 
@@ -306,12 +363,24 @@ static void
 rq_error (EmuPort *p, EmuRq *rq, guint32 n, guint8 syndrome)
 {
   guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
-  cq_error (rq->cq, MLX5_CQE_RESP_ERR, syndrome, 0, rq->rqn, (guint16) slot,
-      (guint16) rq->hw_stride, n << MLX5_MPRQ_STRIDES_SHIFT);
+  EmuCqe c = cqe_error (
+      syndrome, 0, rq->rqn, (guint16) slot, (guint16) rq->hw_stride, n << MLX5_MPRQ_STRIDES_SHIFT);
+  rq_post (p, rq, &c, MLX5_CQE_RESP_ERR);
   MLX5_COUNTER_ADD (p->c.rx_cqe_errors, 1);
-  rq_advance (rq, n);
+  rq_advance (p, rq, n);
   rq->in_error = TRUE;
   rq_flush (p, rq);
+}
+
+/* The WQE's region becomes current: `ptr` where the device writes it (the shadow of
+ * device memory). */
+static void
+rq_take_region (EmuPort *p, EmuRq *rq, guint32 lkey, guint64 addr, guint8 *ptr)
+{
+  EmuMr *mr = emu_mr_lookup (p, lkey);
+  rq->region = ptr;
+  rq->region_mr = mr->shadow != NULL ? mr : NULL;
+  rq->region_device = (guint8 *) (uintptr_t) addr;
 }
 
 /* Makes the WQE at hw_wqe current. A WQE whose data segment the IOMMU refuses, or whose
@@ -338,7 +407,7 @@ rq_fetch (EmuPort *p, EmuRq *rq)
     else if (!emu_dma_ok (p, lkey, addr, byte_count, &ptr))
       rq_error (p, rq, rq_strides (rq), MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
     else
-      rq->region = ptr;
+      rq_take_region (p, rq, lkey, addr, ptr);
   }
   return TRUE;
 }
@@ -364,7 +433,8 @@ rq_has_room (EmuPort *p, EmuRq *rq, guint len)
 }
 
 static void
-rq_cqe (EmuRq *rq, guint32 slot, guint32 n_strides, guint len, guint64 ts, const EmuRxMeta *m)
+rq_cqe (EmuPort *p, EmuRq *rq, guint32 slot, guint32 n_strides, guint len, guint64 ts,
+    const EmuRxMeta *m)
 {
   EmuCqe c = { { 0 } };
   CQE_SET (&c, wqe_id, slot);
@@ -376,7 +446,7 @@ rq_cqe (EmuRq *rq, guint32 slot, guint32 n_strides, guint len, guint64 ts, const
   CQE_SET (&c, timestamp, ts);
   CQE_SET (&c, sop_drop_qpn, m->tag & MLX5_FLOW_TAG_BITS);
   CQE_SET (&c, wqe_counter, (guint16) rq->hw_stride);
-  cq_post (rq->cq, &c, MLX5_CQE_RESP_SEND);
+  rq_post (p, rq, &c, MLX5_CQE_RESP_SEND);
 }
 
 /* Writes a received frame into the RQ (the PRM's striding RQ rules; see the top). */
@@ -406,9 +476,9 @@ rq_deliver (
     CQE_SET (&c, wqe_id, (guint16) slot);
     CQE_SET (&c, byte_cnt, MLX5_MPRQ_FILLER_FLAG | (left << MLX5_MPRQ_STRIDES_SHIFT));
     CQE_SET (&c, wqe_counter, (guint16) rq->hw_stride);
-    cq_post (rq->cq, &c, MLX5_CQE_RESP_SEND);
+    rq_post (p, rq, &c, MLX5_CQE_RESP_SEND);
     MLX5_COUNTER_ADD (p->c.rx_fillers, 1);
-    rq_advance (rq, left);
+    rq_advance (p, rq, left);
     if (!rq_fetch (p, rq))
       goto out_of_buffer;
   }
@@ -426,8 +496,9 @@ rq_deliver (
 
   guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
   memcpy (rq->region + ((gsize) rq->hw_stride << rq->log_stride_size), frame, len);
-  rq_cqe (rq, slot, need, len, cqe_timestamp (p, ticks), m);
-  rq_advance (rq, need);
+  rq_mark_written (rq, len);
+  rq_cqe (p, rq, slot, need, len, cqe_timestamp (p, ticks), m);
+  rq_advance (p, rq, need);
   MLX5_COUNTER_ADD (p->c.rx_packets, 1);
   MLX5_COUNTER_ADD (p->c.rx_bytes, len);
   return;
@@ -1011,6 +1082,8 @@ device_pass (EmuPort *p)
       work += sq_run (p, g_ptr_array_index (p->sqs, i), now, &cable);
     work += input_run (p);
     work += gen_run (p, now);
+    for (guint i = 0; i < p->rqs->len; i++)
+      rq_commit (p, g_ptr_array_index (p->rqs, i));
   }
   g_mutex_unlock (&p->lock);
   if (cable.peer != NULL)

@@ -140,15 +140,16 @@ typedef struct {
   guint64 rx_cq_overruns;   /* dropped: the RQ's CQ was full */
   guint64 tx_packets;       /* frames sent */
   guint64 tx_bytes;
-  guint64 tx_cqes;         /* TX CQEs written (errors included) */
-  guint64 tx_cqe_errors;   /* (flushes not counted) */
-  guint64 tx_flushed;      /* flush-error CQEs: WQEs an SQ in ERR completed unsent */
-  guint64 tx_no_link;      /* frames sent while the cable led nowhere */
-  guint64 tx_csum_l3;      /* IPv4 header checksums computed */
-  guint64 tx_csum_l4;      /* TCP/UDP checksums computed */
-  guint64 pause_waits;     /* times a sender waited for RX room (pause) */
-  guint64 iommu_faults;    /* DMA outside registered memory refused */
-  guint64 doorbell_errors; /* SQ doorbells ignored: a UAR write naming another SQ or
+  guint64 tx_cqes;          /* TX CQEs written (errors included) */
+  guint64 tx_cqe_errors;    /* (flushes not counted) */
+  guint64 tx_flushed;       /* flush-error CQEs: WQEs an SQ in ERR completed unsent */
+  guint64 tx_no_link;       /* frames sent while the cable led nowhere */
+  guint64 tx_csum_l3;       /* IPv4 header checksums computed */
+  guint64 tx_csum_l4;       /* TCP/UDP checksums computed */
+  guint64 pause_waits;      /* times a sender waited for RX room (pause) */
+  guint64 iommu_faults;     /* DMA outside registered memory refused */
+  guint64 dma_write_errors; /* copies into device memory that failed */
+  guint64 doorbell_errors;  /* SQ doorbells ignored: a UAR write naming another SQ or
                             * no posted WQE, a doorbell record past the ring or moved
                             * without a UAR write */
 } EmuCounters;

@@ -12,6 +12,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define MS G_GINT64_CONSTANT (1000000)
 
@@ -117,8 +118,8 @@ test_registry (void)
   g_assert_cmpuint (info->mtu, ==, 9000);
   g_assert_cmpint (info->clock_id, ==, -1);
   g_assert_cmpstr (info->clock_name, ==, "emu:reg0 device clock (1000000 kHz, free-running)");
-  /* software fills its rings: memory=cuda gets pinned host rings, never GPU memory */
-  g_assert_false (info->device_dma);
+  /* the device writes its rings (by copies): memory=cuda may put them in GPU memory */
+  g_assert_true (info->device_dma);
   /* port time is the device clock in ns: it advances with real time */
   guint64 t0 = dq_port_time (p);
   g_usleep (2000);
@@ -476,6 +477,7 @@ test_ring_memory_hook (void)
   g_assert_no_error (error);
   g_assert_cmpuint (log.allocs, ==, 1);
   g_assert_cmpuint (log.size, ==, dq_rxq_ring_bytes (rxq));
+  g_assert_cmpstr (dq_ring_placement_name (dq_rxq_ring_placement (rxq)), ==, "gpu-mapped-host");
 
   EmuPort *ep = emu_port_lookup ("hook0");
   TuFrameSpec spec = { .len = 200, .proto = TU_PROTO_UDP, .good_csums = TRUE };
@@ -532,6 +534,138 @@ test_ring_memory_hook (void)
     dq_port_unref (lo);
   }
   g_clear_error (&error);
+}
+
+/* GPU device memory played on the CPU: an address range the CPU cannot touch (PROT_NONE:
+ * any direct access by the emulator or the ring code faults) whose contents live in
+ * `backing`, reached only through the write hook, as a copy engine reaches HBM. */
+typedef struct {
+  guint8 *mem, *backing;
+  gsize size;
+  guint writes, failing_writes;
+  guint64 bytes;
+} DeviceMem;
+
+static gpointer
+device_alloc (gsize size, gpointer user)
+{
+  DeviceMem *d = user;
+  d->mem = mmap (NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  g_assert_true (d->mem != MAP_FAILED);
+  d->backing = g_malloc0 (size);
+  d->size = size;
+  return d->mem;
+}
+
+static void
+device_free (gpointer mem, gsize size, gpointer user)
+{
+  DeviceMem *d = user;
+  g_assert_true (mem == d->mem && size == d->size);
+  munmap (d->mem, size);
+  g_free (d->backing);
+  d->mem = d->backing = NULL;
+}
+
+static gboolean
+device_write (gpointer dst, gconstpointer src, gsize n, gpointer user)
+{
+  DeviceMem *d = user;
+  guint8 *to = dst;
+  g_assert_true (to >= d->mem && n <= d->size && (gsize) (to - d->mem) <= d->size - n);
+  if (d->failing_writes > 0) {
+    d->failing_writes--;
+    return FALSE;
+  }
+  memcpy (d->backing + (to - d->mem), src, n);
+  d->writes++;
+  d->bytes += n;
+  return TRUE;
+}
+
+/* The ring in device memory on the emulated ConnectX: every byte arrives through the copy
+ * hook, in batches, before the CQE that reports it; the ring code never touches it. */
+static void
+test_device_ring_memory (void)
+{
+  DeviceMem d = { 0 };
+  HookLog hlog = { 0 };
+  DqRingMemory dm = { .kind = DQ_MEMORY_CUDA,
+    .alloc = device_alloc,
+    .free = device_free,
+    .user = &d,
+    .export_dmabuf = hook_export_dmabuf,
+    .write = device_write };
+  DqPort *p = port_open ("emu:devmem0");
+  g_assert_true (dq_port_info (p)->device_dma);
+  DqRxConfig cfg = { .burst_packets = 64,
+    .burst_timeout_ns = 1 * MS,
+    .ring_bytes = 4 << 20,
+    .n_queues = 1,
+    .group_id = next_group++,
+    .ring_memory = &dm };
+  GError *error = NULL;
+  DqRxQueue *rxq = dq_rxq_create (p, &cfg, &error);
+  g_assert_no_error (error);
+  EmuPort *ep = emu_port_lookup ("devmem0");
+  g_assert_cmpstr (dq_ring_placement_name (dq_rxq_ring_placement (rxq)), ==, "gpu-copy");
+
+  /* 2000 frames of 64 .. 1514 bytes, taken by the device in passes of many */
+  const guint n = 2000;
+  guint64 sent_bytes = 0;
+  guint8 frame[1514];
+  emu_port_fault_stall (ep, TRUE);
+  for (guint32 s = 0; s < n; s++) {
+    TuFrameSpec spec = { .len = 64 + (s * 97) % 1451, .proto = TU_PROTO_UDP, .good_csums = TRUE };
+    tu_frame_build (frame, &spec, s);
+    g_assert_true (emu_port_inject (ep, frame, spec.len));
+    sent_bytes += spec.len;
+  }
+  emu_port_fault_stall (ep, FALSE);
+  g_assert_true (emu_port_wait_idle (ep, 2000 * MS));
+
+  guint got = 0;
+  DqBurst b;
+  while (got < n && dq_rxq_poll (rxq, &b, 200 * MS, &error) == 1) {
+    g_assert_cmpint (b.memory, ==, DQ_MEMORY_CUDA);
+    g_assert_true (b.data >= d.mem && b.data + b.size <= d.mem + d.size);
+    const guint8 *data = d.backing + (b.data - d.mem);
+    for (guint i = 0; i < b.n_packets; i++, got++) {
+      TuFrameSpec spec = {
+        .len = 64 + (got * 97) % 1451, .proto = TU_PROTO_UDP, .good_csums = TRUE
+      };
+      tu_frame_build (frame, &spec, got);
+      g_assert_cmpuint (b.packets[i].length, ==, spec.len);
+      g_assert_cmpmem (data + b.packets[i].offset, spec.len, frame, spec.len);
+    }
+    dq_rxq_release (rxq, &b);
+  }
+  g_assert_no_error (error);
+  g_assert_cmpuint (got, ==, n);
+  /* batches: a copy per 64 CQEs or per region at most, never one per frame */
+  g_assert_cmpuint (d.writes, >=, 1);
+  g_assert_cmpuint (d.writes * 16, <=, n);
+  g_assert_cmpuint (d.bytes, >=, sent_bytes);
+  g_assert_cmpuint (hlog.exports, ==, 0); /* no dma-buf: the emulator copies */
+
+  /* a failed copy is counted; the CQEs still come (the NIC cannot take them back) */
+  EmuCounters c;
+  emu_port_counters (ep, &c);
+  g_assert_cmpuint (c.dma_write_errors, ==, 0);
+  g_assert_cmpuint (c.iommu_faults, ==, 0);
+  d.failing_writes = 1;
+  TuFrameSpec spec = { .len = 300, .proto = TU_PROTO_UDP, .good_csums = TRUE };
+  inject_frames (ep, &spec, 0, 1);
+  g_assert_cmpint (dq_rxq_poll (rxq, &b, 500 * MS, &error), ==, 1);
+  g_assert_cmpuint (b.n_packets, ==, 1);
+  dq_rxq_release (rxq, &b);
+  emu_port_counters (ep, &c);
+  g_assert_cmpuint (c.dma_write_errors, ==, 1);
+
+  emu_port_unref (ep);
+  dq_rxq_destroy (rxq);
+  g_assert_null (d.mem);
+  dq_port_unref (p);
 }
 
 /* Downstream holding bursts: the NIC drops (counted in drops_ring_full), never
@@ -847,6 +981,7 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/mlx5/engine/ring-memory-hook", test_ring_memory_hook);
+  g_test_add_func ("/mlx5/engine/device-ring-memory", test_device_ring_memory);
   g_test_add_func ("/mlx5/engine/registry", test_registry);
   g_test_add_func ("/mlx5/engine/config-errors", test_config_errors);
   g_test_add_func ("/mlx5/engine/loopback-million", test_loopback_million);

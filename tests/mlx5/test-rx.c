@@ -8,8 +8,10 @@
 #include "mini-port.h"
 #include "mlx5-mem.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* ---------------------------------------------------------------------------------- */
@@ -774,6 +776,122 @@ test_huge_pages (void)
     g_test_skip ("the kernel reserved fewer than 32 huge pages");
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* how a ring in GPU device memory is registered */
+
+/* what the registration hooks saw and answer */
+typedef struct {
+  gboolean export_ok, dmabuf_ok, reg_ok;
+  int fd; /* the dma-buf handed out */
+  guint exports, dmabuf_regs, regs;
+} RegPlay;
+
+static RegPlay reg_play;
+
+static gboolean
+reg_export (gpointer mem, gsize size, int *fd, guint64 *offset, gpointer user, GError **error)
+{
+  reg_play.exports++;
+  if (!reg_play.export_ok) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "export refused");
+    return FALSE;
+  }
+  reg_play.fd = memfd_create ("ring", 0);
+  g_assert_cmpint (reg_play.fd, >=, 0);
+  *fd = reg_play.fd;
+  *offset = 4096;
+  return TRUE;
+}
+
+static gboolean
+reg_dmabuf (gpointer dev, int fd, guint64 offset, gsize size, void *iova, guint32 *lkey,
+    gpointer *handle, GError **error)
+{
+  reg_play.dmabuf_regs++;
+  g_assert_cmpint (fd, ==, reg_play.fd);
+  g_assert_cmpuint (offset, ==, 4096);
+  if (!reg_play.dmabuf_ok) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "ibv_reg_dmabuf_mr refused");
+    return FALSE;
+  }
+  return mini_port_ops.mr_reg (dev, iova, size, lkey, handle, error);
+}
+
+static gboolean
+reg_plain (gpointer dev, void *addr, gsize size, guint32 *lkey, gpointer *handle, GError **error)
+{
+  reg_play.regs++;
+  if (!reg_play.reg_ok) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE, "ibv_reg_mr refused");
+    return FALSE;
+  }
+  return mini_port_ops.mr_reg (dev, addr, size, lkey, handle, error);
+}
+
+/* One ring creation with the hooks answering as asked; the placement, or -1 and the
+ * error's message in *message when refused. */
+static int
+reg_try (gboolean export_ok, gboolean dmabuf_ok, gboolean reg_ok, gchar **message)
+{
+  MiniPort port;
+  Mlx5PortOps ops = mini_port_ops;
+  ops.mr_reg = reg_plain;
+  ops.mr_reg_dmabuf = reg_dmabuf;
+  DqRingMemory mem = { .kind = DQ_MEMORY_CUDA, .export_dmabuf = reg_export };
+  Mlx5RxGeometry geo = {
+    .log_stride_size = 6, .log_strides = 3, .log_wqes = 2, .log_cq_size = 5, .memory = &mem
+  };
+  GError *error = NULL;
+  memset (&reg_play, 0, sizeof reg_play);
+  reg_play.export_ok = export_ok;
+  reg_play.dmabuf_ok = dmabuf_ok;
+  reg_play.reg_ok = reg_ok;
+  reg_play.fd = -1;
+  mini_port_init (&port, TEST_LKEY);
+  Mlx5Rxq *q = mlx5_rxq_new (&ops, &port, &mini_port_caps, &geo, &error);
+  /* the dma-buf is closed once registered, or refused */
+  if (reg_play.fd >= 0)
+    g_assert_cmpint (fcntl (reg_play.fd, F_GETFD), ==, -1);
+  if (q == NULL) {
+    g_assert_nonnull (error);
+    *message = g_strdup (error->message);
+    g_error_free (error);
+    return -1;
+  }
+  g_assert_no_error (error);
+  g_assert_true (port.mr_registered);
+  int placement = (int) mlx5_rxq_placement (q);
+  mlx5_rxq_free (q);
+  g_assert_false (port.mr_registered);
+  return placement;
+}
+
+/* dma-buf first; where it fails, the device pointer (nvidia-peermem); both failing
+ * name both reasons */
+static void
+test_register_gpu_ring (void)
+{
+  gchar *msg = NULL;
+  g_assert_cmpint (reg_try (TRUE, TRUE, TRUE, &msg), ==, DQ_RING_GPU_DMABUF);
+  g_assert_cmpuint (reg_play.exports + reg_play.dmabuf_regs, ==, 2);
+  g_assert_cmpuint (reg_play.regs, ==, 0);
+
+  g_assert_cmpint (reg_try (TRUE, FALSE, TRUE, &msg), ==, DQ_RING_GPU_PEERMEM);
+  g_assert_cmpuint (reg_play.dmabuf_regs, ==, 1);
+  g_assert_cmpuint (reg_play.regs, ==, 1);
+
+  g_assert_cmpint (reg_try (FALSE, TRUE, TRUE, &msg), ==, DQ_RING_GPU_PEERMEM);
+  g_assert_cmpuint (reg_play.dmabuf_regs, ==, 0);
+
+  g_assert_cmpint (reg_try (TRUE, FALSE, FALSE, &msg), ==, -1);
+  g_assert_nonnull (strstr (msg, "ibv_reg_dmabuf_mr refused"));
+  g_assert_nonnull (strstr (msg, "nvidia-peermem"));
+  g_assert_nonnull (strstr (msg, "ibv_reg_mr refused"));
+  g_free (msg);
+  g_assert_cmpstr (dq_ring_placement_name (DQ_RING_GPU_PEERMEM), ==, "gpu-peermem");
+  g_assert_cmpstr (dq_ring_placement_name (DQ_RING_GPU_DMABUF), ==, "gpu-dmabuf");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -789,5 +907,6 @@ main (int argc, char **argv)
   g_test_add_func ("/mlx5/rx/error-cqe", test_error_cqe);
   g_test_add_func ("/mlx5/rx/ts-to-ns", test_ts_to_ns);
   g_test_add_func ("/mlx5/rx/real-time-ts", test_real_time_ts);
+  g_test_add_func ("/mlx5/rx/register-gpu-ring", test_register_gpu_ring);
   return g_test_run ();
 }

@@ -10,7 +10,8 @@
  * CPU map (GstCudaMemory frames, asked for with memory:CUDAMemory caps, are GstCudaMemory and
  * read back by a CPU map). Raw video with memory=cuda (UYVY copied, I422_10LE unpacked from
  * 10-bit 4:2:2 pgroups by the kernel) goes out as GstCudaMemory and is compared after
- * cudadownload. The emulated NIC's ring in GPU-accessible memory feeds the GPU kernels: bursts
+ * cudadownload. The emulated NIC's ring in GPU memory (device memory it fills by copies, and
+ * pinned host memory) feeds the GPU kernels: bursts
  * as daqiri GPU memory, and as GstCudaMemory on GStreamer >= 1.24 (on 1.22 the element must
  * refuse with a message naming the missing call). Exit 77 (skipped) without a GPU. Prints one
  * summary line. Built with DQ_TEST_EMU it runs against the plugin built on the CUDA emulator
@@ -412,17 +413,17 @@ run_case (const Case *c, GPtrArray *bursts, const char *memory, Run *run)
 #define EMU_FRAMES 400
 #define EMU_PPB 64
 static GByteArray *
-emu_source_run (
-    const char *memory, const char *filter, guint *frames, gchar **caps_out, gchar **error)
+emu_source_run (const char *memory, gboolean gpudirect, const char *filter, guint *frames,
+    gchar **caps_out, gchar **ring_out, gchar **error)
 {
   static guint serial;
   gchar *desc = g_strdup_printf (
       "daqirisrc name=s device=emu:gpu%u,gen=64,gen-count=%u,"
-      "gen-lossless=1 memory=%s burst-packets=128 ! %s%sdaqirireorder memory=%s "
+      "gen-lossless=1 memory=%s gpudirect=%s burst-packets=128 ! %s%sdaqirireorder memory=%s "
       "seq-offset=336 seq-bits=32 packets-per-batch=%u payload-offset=46 payload-size=18 ! "
       "appsink name=out sync=false",
-      serial++, EMU_FRAMES * EMU_PPB, memory, filter ? filter : "", filter ? " ! " : "", memory,
-      EMU_PPB);
+      serial++, EMU_FRAMES * EMU_PPB, memory, gpudirect ? "true" : "false", filter ? filter : "",
+      filter ? " ! " : "", memory, EMU_PPB);
   GError *err = NULL;
   GstElement *p = gst_parse_launch (desc, &err);
   g_free (desc);
@@ -479,6 +480,11 @@ emu_source_run (
     if (caps)
       gst_caps_unref (caps);
     gst_object_unref (pad);
+    GstStructure *st = NULL;
+    g_object_get (src, "stats", &st, NULL);
+    *ring_out = g_strdup (st ? gst_structure_get_string (st, "ring-memory") : NULL);
+    if (st)
+      gst_structure_free (st);
   }
   GstMessage *m = *error ? NULL : gst_bus_pop_filtered (GST_ELEMENT_BUS (p), GST_MESSAGE_ERROR);
   if (m) {
@@ -829,14 +835,17 @@ main (int argc, char **argv)
     else
       failed++;
   }
-  /* the ring itself in GPU-accessible memory: the emulated NIC writes, the kernels read; the
-   * bursts as daqiri's GPU memory, and as GstCudaMemory (asked for by a caps filter), which
+  /* the ring itself in GPU memory: device memory (gpudirect=true: the emulated NIC copies
+   * into it in batches, as a NIC's DMA would) or pinned host memory (gpudirect=false: the
+   * emulated NIC writes it, the GPU reads across the bus); the kernels read it. The bursts
+   * as daqiri's GPU memory, and as GstCudaMemory (asked for by a caps filter), which
    * GStreamer 1.22 cannot make: there the element must fail saying so */
   guint gmaj, gmin, gmic, gnano;
   gst_version (&gmaj, &gmin, &gmic, &gnano);
   const gboolean can_wrap = gmaj > 1 || (gmaj == 1 && gmin >= 24);
-  for (guint variant = 0; variant < 2; variant++) {
-    const gboolean gstcuda = variant == 1;
+  for (guint variant = 0; variant < 3; variant++) {
+    const gboolean gstcuda = variant == 2;
+    const gboolean gpudirect = variant != 1;
     const char *filter = gstcuda ? "application/x-daqiri-packets(memory:CUDAMemory)" : NULL;
     const char *feature = gstcuda ? "memory:CUDAMemory" : GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA;
 #ifdef DQ_TEST_EMU
@@ -845,8 +854,16 @@ main (int argc, char **argv)
 #endif
     guint nf_sys = 0, nf_gpu = 0;
     gchar *caps_sys = NULL, *caps_gpu = NULL, *err_sys = NULL, *err_gpu = NULL;
-    GByteArray *sys = emu_source_run ("system", NULL, &nf_sys, &caps_sys, &err_sys);
-    GByteArray *gpu = emu_source_run ("cuda", filter, &nf_gpu, &caps_gpu, &err_gpu);
+    gchar *ring_sys = NULL, *ring_gpu = NULL;
+    GByteArray *sys =
+        emu_source_run ("system", FALSE, NULL, &nf_sys, &caps_sys, &ring_sys, &err_sys);
+    GByteArray *gpu =
+        emu_source_run ("cuda", gpudirect, filter, &nf_gpu, &caps_gpu, &ring_gpu, &err_gpu);
+    /* where the rings were: device memory written by copies, or pinned host memory */
+    const char *ring_want = gpudirect ? "gpu-copy" : "gpu-mapped-host";
+    gboolean ring_ok = g_strcmp0 (ring_sys, "host") == 0 && g_strcmp0 (ring_gpu, ring_want) == 0;
+    g_free (ring_sys);
+    g_free (ring_gpu);
     if (gstcuda && !can_wrap) {
       gboolean ok = nf_gpu == 0 && err_gpu &&
           strstr (err_gpu, "gst_cuda_allocator_alloc_wrapped") &&
@@ -870,7 +887,9 @@ main (int argc, char **argv)
     gboolean caps_ok =
         caps_gpu && strstr (caps_gpu, feature) && caps_sys && !strstr (caps_sys, "memory:");
     gboolean ok = sys && gpu && nf_sys == EMU_FRAMES && nf_gpu == EMU_FRAMES &&
-        sys->len == gpu->len && memcmp (sys->data, gpu->data, sys->len) == 0 && caps_ok;
+        sys->len == gpu->len && memcmp (sys->data, gpu->data, sys->len) == 0 && caps_ok && ring_ok;
+    if (!ring_ok)
+      printf ("  emu source: rings not in the memory asked for (%s wanted)\n", ring_want);
     /* the frames hold the generator's pattern: payload byte i of packet k is k + 46 + i */
     if (ok) {
       for (guint k = 0; k < EMU_FRAMES * EMU_PPB && ok; k++)
@@ -879,10 +898,11 @@ main (int argc, char **argv)
       if (!ok)
         printf ("  emu source: the frames do not hold the generator's bytes\n");
     }
-    printf ("%s emu:gen -> daqirisrc memory=cuda (%s) -> daqirireorder memory=cuda: %u / %u "
-            "frames, %u bytes; caps %s%s%s\n",
-        ok ? "PASS" : "FAIL", feature, nf_gpu, nf_sys, sys ? sys->len : 0,
-        caps_gpu ? caps_gpu : "none", err_gpu ? "; error: " : "", err_gpu ? err_gpu : "");
+    printf ("%s emu:gen -> daqirisrc memory=cuda gpudirect=%s (%s) -> daqirireorder "
+            "memory=cuda: %u / %u frames, %u bytes; caps %s%s%s\n",
+        ok ? "PASS" : "FAIL", gpudirect ? "true" : "false", feature, nf_gpu, nf_sys,
+        sys ? sys->len : 0, caps_gpu ? caps_gpu : "none", err_gpu ? "; error: " : "",
+        err_gpu ? err_gpu : "");
     g_free (caps_sys);
     g_free (caps_gpu);
     g_free (err_sys);
