@@ -124,9 +124,7 @@ GST_START_TEST (test_loopback_million)
       r.in_train, n);
 
   emu_port_unref (port);
-  gst_element_set_state (rx, GST_STATE_NULL);
-  gst_object_unref (rx);
-  receiver_clear (&r);
+  receiver_pipeline_free (&r, rx);
 }
 
 GST_END_TEST;
@@ -154,12 +152,10 @@ GST_START_TEST (test_line_rate_576)
   assert_port_clean (port, n, n);
   fail_unless_equals_uint64 (r.model_early, 0);
   fail_unless (r.in_train >= n / 2);
-  emu_port_unref (port);
-  gst_element_set_state (rx, GST_STATE_NULL);
-  gst_object_unref (rx);
   /* with one constant frame size every gap inside a train is 48 ns: checked by the
    * formula above (floor (k * 4800 * 10^9 / 10^11) = 48 k) */
-  receiver_clear (&r);
+  emu_port_unref (port);
+  receiver_pipeline_free (&r, rx);
 }
 
 GST_END_TEST;
@@ -217,9 +213,7 @@ GST_START_TEST (test_forward_unchanged)
 
   gst_element_set_state (fw, GST_STATE_NULL);
   gst_object_unref (fw);
-  gst_element_set_state (rx, GST_STATE_NULL);
-  gst_object_unref (rx);
-  receiver_clear (&r);
+  receiver_pipeline_free (&r, rx);
 }
 
 GST_END_TEST;
@@ -290,9 +284,7 @@ GST_START_TEST (test_held_buffers_exhaust_ring)
   fail_unless_equals_uint64 (c.rx_out_of_buffer, drops);
 
   emu_port_unref (port);
-  gst_element_set_state (rx, GST_STATE_NULL);
-  gst_object_unref (rx);
-  receiver_clear (&r);
+  receiver_pipeline_free (&r, rx);
 }
 
 GST_END_TEST;
@@ -480,9 +472,7 @@ GST_START_TEST (test_generator_from_device_string)
   fail_unless_equals_uint64 (stat_u64 (s, "bytes"), 5000 * 128);
   gst_structure_free (s);
   emu_port_unref (port);
-  gst_element_set_state (rx, GST_STATE_NULL);
-  gst_object_unref (rx);
-  receiver_clear (&r);
+  receiver_pipeline_free (&r, rx);
 
   const struct {
     const gchar *device, *message;
@@ -648,9 +638,7 @@ GST_START_TEST (test_rx_error_recovery)
   fail_unless_equals_uint64 (c.rx_out_of_buffer, drops);
 
   emu_port_unref (port);
-  gst_element_set_state (rx, GST_STATE_NULL);
-  gst_object_unref (rx);
-  receiver_clear (&r);
+  receiver_pipeline_free (&r, rx);
 }
 
 GST_END_TEST;
@@ -690,9 +678,7 @@ GST_START_TEST (test_tx_error_recovery)
   gst_structure_free (tx);
 
   emu_port_unref (port);
-  gst_element_set_state (rx, GST_STATE_NULL);
-  gst_object_unref (rx);
-  receiver_clear (&r);
+  receiver_pipeline_free (&r, rx);
 }
 
 GST_END_TEST;
@@ -833,9 +819,7 @@ GST_START_TEST (test_sink_slot_pool)
   gst_object_unref (pool);
   emu_port_unref (port);
   gst_harness_teardown (h);
-  gst_element_set_state (rx, GST_STATE_NULL);
-  gst_object_unref (rx);
-  receiver_clear (&r);
+  receiver_pipeline_free (&r, rx);
 }
 
 GST_END_TEST;
