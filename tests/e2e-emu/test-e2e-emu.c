@@ -64,6 +64,16 @@ assert_port_clean (EmuPort *port, guint64 rx_packets, guint64 tx_packets)
   fail_unless_equals_uint64 (c.doorbell_errors, 0);
 }
 
+/* n packets of 60..1500 bytes in N_FLOWS flows, 64 a burst, sent to device by
+ * daqiritestsrc ! daqirisink: the sink's stats (run_testsrc) */
+static GstStructure *
+send_mixed (guint n, const gchar *device)
+{
+  return run_testsrc (n,
+      "burst-packets=64 packet-size-min=60 packet-size-max=1500 n-flows=" G_STRINGIFY (N_FLOWS),
+      device);
+}
+
 /* ---- the tests ---- */
 
 /* 1 000 000 packets of 60..1500 bytes in 4 flows, daqiritestsrc ! daqirisink ->
@@ -87,9 +97,7 @@ GST_START_TEST (test_loopback_million)
   fail_unless_equals_uint64 (r.freq_hz, G_GUINT64_CONSTANT (1000000000));
 
   gint64 t0 = g_get_monotonic_time ();
-  GstStructure *tx = run_testsrc (n,
-      "burst-packets=64 packet-size-min=60 packet-size-max=1500 n-flows=" G_STRINGIFY (N_FLOWS),
-      device);
+  GstStructure *tx = send_mixed (n, device);
   assert_all_received (&r, rx, n);
   gint64 t1 = g_get_monotonic_time ();
 
@@ -181,9 +189,7 @@ GST_START_TEST (test_forward_unchanged)
   fail_unless (fw != NULL);
   play (fw);
 
-  GstStructure *tx = run_testsrc (n,
-      "burst-packets=64 packet-size-min=60 packet-size-max=1500 n-flows=" G_STRINGIFY (N_FLOWS),
-      dev_a);
+  GstStructure *tx = send_mixed (n, dev_a);
   fail_unless_equals_uint64 (stat_u64 (tx, "in-place"), n);
   gst_structure_free (tx);
 
@@ -606,9 +612,7 @@ GST_START_TEST (test_rx_error_recovery)
   EmuPort *port = port_lookup ("rxerr");
   emu_port_fault_rx_error (port, skip, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
 
-  GstStructure *tx = run_testsrc (n,
-      "burst-packets=64 packet-size-min=60 packet-size-max=1500 n-flows=" G_STRINGIFY (N_FLOWS),
-      device);
+  GstStructure *tx = send_mixed (n, device);
   fail_unless_equals_uint64 (stat_u64 (tx, "packets"), n);
   gst_structure_free (tx);
   fail_unless (emu_port_wait_idle (port, 5 * GST_SECOND));
@@ -657,9 +661,7 @@ GST_START_TEST (test_tx_error_recovery)
   EmuPort *port = port_lookup ("txerr");
   emu_port_fault_tx_error (port, skip, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
 
-  GstStructure *tx = run_testsrc (n,
-      "burst-packets=64 packet-size-min=60 packet-size-max=1500 n-flows=" G_STRINGIFY (N_FLOWS),
-      device);
+  GstStructure *tx = send_mixed (n, device);
   fail_unless (emu_port_wait_idle (port, 5 * GST_SECOND));
   EmuCounters c;
   emu_port_counters (port, &c);
