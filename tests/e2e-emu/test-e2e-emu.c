@@ -64,6 +64,16 @@ assert_port_clean (EmuPort *port, guint64 rx_packets, guint64 tx_packets)
   fail_unless_equals_uint64 (c.doorbell_errors, 0);
 }
 
+/* n packets of 60..1500 bytes in N_FLOWS flows, 64 a burst, sent to device by
+ * daqiritestsrc ! daqirisink: the sink's stats (run_testsrc) */
+static GstStructure *
+send_mixed (guint n, const gchar *device)
+{
+  return run_testsrc (n,
+      "burst-packets=64 packet-size-min=60 packet-size-max=1500 n-flows=" G_STRINGIFY (N_FLOWS),
+      device);
+}
+
 /* ---- the tests ---- */
 
 /* 1 000 000 packets of 60..1500 bytes in 4 flows, daqiritestsrc ! daqirisink ->
@@ -87,9 +97,7 @@ GST_START_TEST (test_loopback_million)
   fail_unless_equals_uint64 (r.freq_hz, G_GUINT64_CONSTANT (1000000000));
 
   gint64 t0 = g_get_monotonic_time ();
-  GstStructure *tx = run_testsrc (n,
-      "burst-packets=64 packet-size-min=60 packet-size-max=1500 n-flows=" G_STRINGIFY (N_FLOWS),
-      device);
+  GstStructure *tx = send_mixed (n, device);
   assert_all_received (&r, rx, n);
   gint64 t1 = g_get_monotonic_time ();
 
@@ -124,9 +132,7 @@ GST_START_TEST (test_loopback_million)
       r.in_train, n);
 
   emu_port_unref (port);
-  gst_element_set_state (rx, GST_STATE_NULL);
-  gst_object_unref (rx);
-  receiver_clear (&r);
+  receiver_pipeline_free (&r, rx);
 }
 
 GST_END_TEST;
@@ -154,12 +160,10 @@ GST_START_TEST (test_line_rate_576)
   assert_port_clean (port, n, n);
   fail_unless_equals_uint64 (r.model_early, 0);
   fail_unless (r.in_train >= n / 2);
-  emu_port_unref (port);
-  gst_element_set_state (rx, GST_STATE_NULL);
-  gst_object_unref (rx);
   /* with one constant frame size every gap inside a train is 48 ns: checked by the
    * formula above (floor (k * 4800 * 10^9 / 10^11) = 48 k) */
-  receiver_clear (&r);
+  emu_port_unref (port);
+  receiver_pipeline_free (&r, rx);
 }
 
 GST_END_TEST;
@@ -185,9 +189,7 @@ GST_START_TEST (test_forward_unchanged)
   fail_unless (fw != NULL);
   play (fw);
 
-  GstStructure *tx = run_testsrc (n,
-      "burst-packets=64 packet-size-min=60 packet-size-max=1500 n-flows=" G_STRINGIFY (N_FLOWS),
-      dev_a);
+  GstStructure *tx = send_mixed (n, dev_a);
   fail_unless_equals_uint64 (stat_u64 (tx, "in-place"), n);
   gst_structure_free (tx);
 
@@ -217,9 +219,7 @@ GST_START_TEST (test_forward_unchanged)
 
   gst_element_set_state (fw, GST_STATE_NULL);
   gst_object_unref (fw);
-  gst_element_set_state (rx, GST_STATE_NULL);
-  gst_object_unref (rx);
-  receiver_clear (&r);
+  receiver_pipeline_free (&r, rx);
 }
 
 GST_END_TEST;
@@ -290,9 +290,7 @@ GST_START_TEST (test_held_buffers_exhaust_ring)
   fail_unless_equals_uint64 (c.rx_out_of_buffer, drops);
 
   emu_port_unref (port);
-  gst_element_set_state (rx, GST_STATE_NULL);
-  gst_object_unref (rx);
-  receiver_clear (&r);
+  receiver_pipeline_free (&r, rx);
 }
 
 GST_END_TEST;
@@ -480,9 +478,7 @@ GST_START_TEST (test_generator_from_device_string)
   fail_unless_equals_uint64 (stat_u64 (s, "bytes"), 5000 * 128);
   gst_structure_free (s);
   emu_port_unref (port);
-  gst_element_set_state (rx, GST_STATE_NULL);
-  gst_object_unref (rx);
-  receiver_clear (&r);
+  receiver_pipeline_free (&r, rx);
 
   const struct {
     const gchar *device, *message;
@@ -616,9 +612,7 @@ GST_START_TEST (test_rx_error_recovery)
   EmuPort *port = port_lookup ("rxerr");
   emu_port_fault_rx_error (port, skip, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
 
-  GstStructure *tx = run_testsrc (n,
-      "burst-packets=64 packet-size-min=60 packet-size-max=1500 n-flows=" G_STRINGIFY (N_FLOWS),
-      device);
+  GstStructure *tx = send_mixed (n, device);
   fail_unless_equals_uint64 (stat_u64 (tx, "packets"), n);
   gst_structure_free (tx);
   fail_unless (emu_port_wait_idle (port, 5 * GST_SECOND));
@@ -648,9 +642,7 @@ GST_START_TEST (test_rx_error_recovery)
   fail_unless_equals_uint64 (c.rx_out_of_buffer, drops);
 
   emu_port_unref (port);
-  gst_element_set_state (rx, GST_STATE_NULL);
-  gst_object_unref (rx);
-  receiver_clear (&r);
+  receiver_pipeline_free (&r, rx);
 }
 
 GST_END_TEST;
@@ -669,9 +661,7 @@ GST_START_TEST (test_tx_error_recovery)
   EmuPort *port = port_lookup ("txerr");
   emu_port_fault_tx_error (port, skip, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
 
-  GstStructure *tx = run_testsrc (n,
-      "burst-packets=64 packet-size-min=60 packet-size-max=1500 n-flows=" G_STRINGIFY (N_FLOWS),
-      device);
+  GstStructure *tx = send_mixed (n, device);
   fail_unless (emu_port_wait_idle (port, 5 * GST_SECOND));
   EmuCounters c;
   emu_port_counters (port, &c);
@@ -690,9 +680,7 @@ GST_START_TEST (test_tx_error_recovery)
   gst_structure_free (tx);
 
   emu_port_unref (port);
-  gst_element_set_state (rx, GST_STATE_NULL);
-  gst_object_unref (rx);
-  receiver_clear (&r);
+  receiver_pipeline_free (&r, rx);
 }
 
 GST_END_TEST;
@@ -833,9 +821,7 @@ GST_START_TEST (test_sink_slot_pool)
   gst_object_unref (pool);
   emu_port_unref (port);
   gst_harness_teardown (h);
-  gst_element_set_state (rx, GST_STATE_NULL);
-  gst_object_unref (rx);
-  receiver_clear (&r);
+  receiver_pipeline_free (&r, rx);
 }
 
 GST_END_TEST;

@@ -216,6 +216,51 @@ check_delivery (GArray *got, const guint *flow_of, const Flow *flows, guint tota
   return queue_of;
 }
 
+/* A single-source test's pipeline, PAUSED: daqirisrc name=src on emu:NAME (no pause)
+ * with 4 queues, bursts of BURST packets and 4 MiB rings, into appsink name=sink; and its
+ * port. */
+static GstElement *
+four_queue_pipeline (const gchar *port_name, EmuPort **port)
+{
+  gchar *launch = g_strdup_printf ("daqirisrc name=src device=emu:%s,pause=off "
+                                   "queues=4 burst-packets=%u ring-size=4194304 ! "
+                                   "appsink name=sink sync=false",
+      port_name, BURST);
+  GstElement *p = paused_pipeline (launch, port_name, port);
+  g_free (launch);
+  return p;
+}
+
+/* What a single-source test got: the flow of each sequence number, every packet pulled
+ * from the sink, and the oracle queue of each (check_delivery). */
+typedef struct {
+  guint total;
+  guint *flow_of;
+  GArray *got;
+  guint *queue_of;
+} Delivery;
+
+/* Injects counts[f] packets of each flow into the port, sets the pipeline PLAYING, pulls
+ * every packet from its sink "sink" and checks them (check_delivery) over nq queues. */
+static void
+deliver (GstElement *p, EmuPort *port, const Flow *flows, guint n_flows, const guint *counts,
+    guint nq, Delivery *d)
+{
+  d->flow_of = inject (port, flows, n_flows, counts, &d->total);
+  fail_unless (gst_element_set_state (p, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
+  d->got = pull_packets (p, "sink", d->total);
+  d->queue_of = check_delivery (d->got, d->flow_of, flows, d->total, nq);
+}
+
+/* frees what deliver filled in */
+static void
+delivery_clear (Delivery *d)
+{
+  g_free (d->queue_of);
+  g_array_unref (d->got);
+  g_free (d->flow_of);
+}
+
 /* ---- the tests ---- */
 
 /* 64 flows of 100..163 packets over 4 queues: once each, spread as the oracle says */
@@ -223,10 +268,7 @@ GST_START_TEST (test_spread)
 {
   const guint n_flows = 64, per_flow = 100, nq = 4;
   EmuPort *port;
-  GstElement *p = paused_pipeline ("daqirisrc name=src device=emu:rss-spread,pause=off "
-                                   "queues=4 burst-packets=64 ring-size=4194304 ! "
-                                   "appsink name=sink sync=false",
-      "rss-spread", &port);
+  GstElement *p = four_queue_pipeline ("rss-spread", &port);
   Flow flows[64];
   guint counts[64], expect[4] = { 0 };
   /* random ports (a hash is linear: consecutive ports would split evenly whatever the
@@ -239,16 +281,13 @@ GST_START_TEST (test_spread)
     expect[oracle_queue (&flows[f], nq)] += counts[f];
   }
   g_rand_free (rand);
-  guint total;
-  guint *flow_of = inject (port, flows, n_flows, counts, &total);
-  fail_unless (gst_element_set_state (p, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
-  GArray *got = pull_packets (p, "sink", total);
-  guint *queue_of = check_delivery (got, flow_of, flows, total, nq);
+  Delivery d;
+  deliver (p, port, flows, n_flows, counts, nq, &d);
 
   guint64 stats[4], from_bursts[4] = { 0 };
   queue_packets (p, "src", stats, nq);
-  for (guint i = 0; i < got->len; i++)
-    from_bursts[queue_of[i]]++;
+  for (guint i = 0; i < d.got->len; i++)
+    from_bursts[d.queue_of[i]]++;
   for (guint q = 0; q < nq; q++) {
     GST_INFO ("queue %u: %" G_GUINT64_FORMAT " packets (oracle %u)", q, stats[q], expect[q]);
     fail_unless_equals_uint64 (stats[q], expect[q]);
@@ -257,12 +296,10 @@ GST_START_TEST (test_spread)
   /* a flow stays on one queue: its packets' bursts all map to the same oracle queue */
   EmuCounters c;
   emu_port_counters (port, &c);
-  fail_unless_equals_uint64 (c.rx_packets, total);
+  fail_unless_equals_uint64 (c.rx_packets, d.total);
   fail_unless_equals_uint64 (c.rx_out_of_buffer, 0);
 
-  g_free (queue_of);
-  g_array_unref (got);
-  g_free (flow_of);
+  delivery_clear (&d);
   stop_pipeline (p, port);
 }
 GST_END_TEST;
@@ -285,26 +322,20 @@ GST_START_TEST (test_fair_equal)
 {
   const guint n_flows = 64, per_flow = 256, nq = 4;
   EmuPort *port;
-  GstElement *p = paused_pipeline ("daqirisrc name=src device=emu:rss-fair,pause=off "
-                                   "queues=4 burst-packets=64 ring-size=4194304 ! "
-                                   "appsink name=sink sync=false",
-      "rss-fair", &port);
+  GstElement *p = four_queue_pipeline ("rss-fair", &port);
   Flow flows[64];
   guint counts[64];
   balanced_flows (flows, n_flows, nq);
   for (guint f = 0; f < n_flows; f++)
     counts[f] = per_flow;
-  guint total;
-  guint *flow_of = inject (port, flows, n_flows, counts, &total);
-  fail_unless (gst_element_set_state (p, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
-  GArray *got = pull_packets (p, "sink", total);
-  guint *queue_of = check_delivery (got, flow_of, flows, total, nq);
+  Delivery d;
+  deliver (p, port, flows, n_flows, counts, nq, &d);
 
   /* every queue had total / 4 waiting: in the first half, each delivered its share of
    * 1/4 (total / 8 packets) within one burst */
-  guint window = total / 2, in_window[4] = { 0 };
+  guint window = d.total / 2, in_window[4] = { 0 };
   for (guint i = 0; i < window; i++)
-    in_window[queue_of[i]]++;
+    in_window[d.queue_of[i]]++;
   for (guint q = 0; q < nq; q++) {
     GST_INFO ("queue %u: %u of the first %u packets (share %.4f, input share 0.25)", q,
         in_window[q], window, (double) in_window[q] / window);
@@ -315,11 +346,9 @@ GST_START_TEST (test_fair_equal)
   guint64 stats[4];
   queue_packets (p, "src", stats, nq);
   for (guint q = 0; q < nq; q++)
-    fail_unless_equals_uint64 (stats[q], total / nq);
+    fail_unless_equals_uint64 (stats[q], d.total / nq);
 
-  g_free (queue_of);
-  g_array_unref (got);
-  g_free (flow_of);
+  delivery_clear (&d);
   stop_pipeline (p, port);
 }
 GST_END_TEST;
@@ -331,39 +360,31 @@ GST_START_TEST (test_fair_heavy_queue)
 {
   const guint n_flows = 64, light = 128, nq = 4;
   EmuPort *port;
-  GstElement *p = paused_pipeline ("daqirisrc name=src device=emu:rss-heavy,pause=off "
-                                   "queues=4 burst-packets=64 ring-size=4194304 ! "
-                                   "appsink name=sink sync=false",
-      "rss-heavy", &port);
+  GstElement *p = four_queue_pipeline ("rss-heavy", &port);
   Flow flows[64];
   guint counts[64];
   balanced_flows (flows, n_flows, nq);
   for (guint f = 0; f < n_flows; f++)
     counts[f] = f % nq == 0 ? 4 * light : light;
-  guint total;
-  guint *flow_of = inject (port, flows, n_flows, counts, &total);
-  fail_unless (gst_element_set_state (p, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
-  GArray *got = pull_packets (p, "sink", total);
-  guint *queue_of = check_delivery (got, flow_of, flows, total, nq);
+  Delivery d;
+  deliver (p, port, flows, n_flows, counts, nq, &d);
 
   guint light_input = light * n_flows / nq; /* packets of each light queue */
   guint last[4] = { 0 }, heavy_before = 0;
-  for (guint i = 0; i < got->len; i++)
-    last[queue_of[i]] = i;
+  for (guint i = 0; i < d.got->len; i++)
+    last[d.queue_of[i]] = i;
   guint light_done = MAX (MAX (last[1], last[2]), last[3]);
   for (guint i = 0; i <= light_done; i++)
-    heavy_before += queue_of[i] == 0;
+    heavy_before += d.queue_of[i] == 0;
   GST_INFO ("light queues emptied by packet %u of %u; queue 0 delivered %u by then", light_done + 1,
-      total, heavy_before);
+      d.total, heavy_before);
   fail_unless (light_done + 1 <= nq * light_input + nq * BURST,
       "the light queues took until packet %u; round robin ends them by %u", light_done + 1,
       nq * light_input + nq * BURST);
   fail_unless (heavy_before + BURST >= light_input,
       "queue 0 delivered %u while the others delivered %u each", heavy_before, light_input);
 
-  g_free (queue_of);
-  g_array_unref (got);
-  g_free (flow_of);
+  delivery_clear (&d);
   stop_pipeline (p, port);
 }
 GST_END_TEST;

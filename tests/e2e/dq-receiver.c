@@ -253,6 +253,14 @@ receiver_pipeline (Receiver *r, const gchar *device, const gchar *extra)
   return pipeline;
 }
 
+void
+receiver_pipeline_free (Receiver *r, GstElement *rx)
+{
+  gst_element_set_state (rx, GST_STATE_NULL);
+  gst_object_unref (rx);
+  receiver_clear (r);
+}
+
 GstStructure *
 element_stats (GstElement *pipeline, const gchar *name)
 {

@@ -93,6 +93,9 @@ void play (GstElement *pipeline);
 GstElement *receiver_pipeline (Receiver *r, const gchar *device, const gchar *extra);
 /* the same pipeline, attached to the receiver but left in NULL */
 GstElement *receiver_pipeline_new (Receiver *r, const gchar *device, const gchar *extra);
+/* the end of a test's receiving side: the pipeline set to NULL and unreffed, then the
+ * receiver cleared */
+void receiver_pipeline_free (Receiver *r, GstElement *rx);
 /* the `stats` of the element `name` of a pipeline */
 GstStructure *element_stats (GstElement *pipeline, const gchar *name);
 guint64 stat_u64 (const GstStructure *s, const gchar *field);

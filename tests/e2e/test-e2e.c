@@ -69,9 +69,7 @@ GST_START_TEST (test_forward_unchanged)
   gst_structure_free (ft);
   gst_element_set_state (fw, GST_STATE_NULL);
   gst_object_unref (fw);
-  gst_element_set_state (rx, GST_STATE_NULL);
-  gst_object_unref (rx);
-  receiver_clear (&r);
+  receiver_pipeline_free (&r, rx);
 }
 
 GST_END_TEST;
@@ -165,9 +163,7 @@ GST_START_TEST (test_tcpreplay_to_daqirisrc)
   fail_unless_equals_int (r.duplicates, 0);
   fail_unless_equals_int (r.wrong_flow, 0);
   fail_unless_equals_int (got, n);
-  gst_element_set_state (rx, GST_STATE_NULL);
-  gst_object_unref (rx);
-  receiver_clear (&r);
+  receiver_pipeline_free (&r, rx);
   g_unlink (pcap);
   g_free (pcap);
 }
@@ -275,9 +271,7 @@ GST_START_TEST (test_held_buffers_exhaust_ring)
   fail_unless_equals_int (receiver_wait (&r, 2000, 2000), 2000);
   fail_unless_equals_int (r.bad, 0);
 
-  gst_element_set_state (rx, GST_STATE_NULL);
-  gst_object_unref (rx);
-  receiver_clear (&r);
+  receiver_pipeline_free (&r, rx);
 }
 
 GST_END_TEST;
