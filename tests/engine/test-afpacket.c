@@ -589,18 +589,26 @@ test_port_bad_device (void)
 /* ---------------------------------------------------------------------------------- */
 /* configuration errors */
 
+/* Fails the test unless error is domain/code and its message mentions every string of the
+ * NULL-terminated needles; then clears it. */
+static void
+expect_error_mentions (GError **error, GQuark domain, int code, const char *const *needles)
+{
+  g_assert_error (*error, domain, code);
+  g_test_message ("%s", (*error)->message);
+  for (guint i = 0; needles[i] != NULL; i++)
+    if (strstr ((*error)->message, needles[i]) == NULL)
+      g_error ("error message '%s' does not mention '%s'", (*error)->message, needles[i]);
+  g_clear_error (error);
+}
+
 static void
 expect_rx_error (
     DqPort *port, const DqRxConfig *c, GQuark domain, int code, const char *const *needles)
 {
   GError *error = NULL;
   g_assert_null (dq_rxq_create (port, c, &error));
-  g_assert_error (error, domain, code);
-  g_test_message ("%s", error->message);
-  for (guint i = 0; needles[i] != NULL; i++)
-    if (strstr (error->message, needles[i]) == NULL)
-      g_error ("error message '%s' does not mention '%s'", error->message, needles[i]);
-  g_clear_error (&error);
+  expect_error_mentions (&error, domain, code, needles);
 }
 
 static void
@@ -608,12 +616,7 @@ expect_tx_error (DqPort *port, const DqTxConfig *c, const char *const *needles)
 {
   GError *error = NULL;
   g_assert_null (dq_txq_create (port, c, &error));
-  g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
-  g_test_message ("%s", error->message);
-  for (guint i = 0; needles[i] != NULL; i++)
-    if (strstr (error->message, needles[i]) == NULL)
-      g_error ("error message '%s' does not mention '%s'", error->message, needles[i]);
-  g_clear_error (&error);
+  expect_error_mentions (&error, DQ_ERROR, DQ_ERROR_CONFIG, needles);
 }
 
 static void
