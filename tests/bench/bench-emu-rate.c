@@ -130,11 +130,8 @@ run_one (const Options *o, Run *r, guint index)
 
   if (!bench_build (&bench, launch, &r->error))
     goto out;
-  if (gst_element_set_state (bench.pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
-    if (!bench_bus_error (bench.pipeline, &r->error))
-      r->error = g_strdup ("the pipeline does not start");
+  if (!bench_play (&bench, &r->error))
     goto out;
-  }
   bench.port = emu_port_lookup (name);
   /* the device thread exists with the port; the streaming thread once PLAYING */
   pid_t src_tid = 0, dev_tid = 0;
@@ -234,10 +231,8 @@ run_drain (const Options *o, Drain *d, guint index, guint64 n)
     goto out;
   }
   d->fill_seconds = (double) (t1 - t0) / G_USEC_PER_SEC;
-  if (gst_element_set_state (bench.pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
-    bench_bus_error (bench.pipeline, &d->error);
+  if (!bench_play (&bench, &d->error))
     goto out;
-  }
   pid_t src_tid = 0;
   Sample a = { 0 }, b = { 0 };
   gint64 start = g_get_monotonic_time ();

@@ -53,6 +53,17 @@ bench_pause (Bench *b, const char *port_name, char **error)
   return TRUE;
 }
 
+gboolean
+bench_play (Bench *b, char **error)
+{
+  if (gst_element_set_state (b->pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
+    if (!bench_bus_error (b->pipeline, error))
+      *error = g_strdup ("the pipeline does not start");
+    return FALSE;
+  }
+  return TRUE;
+}
+
 void
 bench_clear (Bench *b)
 {

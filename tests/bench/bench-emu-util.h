@@ -34,6 +34,10 @@ gboolean bench_build (Bench *b, const char *launch, char **error);
  * does not start"), when either fails. */
 gboolean bench_pause (Bench *b, const char *port_name, char **error);
 
+/* Sets the pipeline PLAYING; FALSE, with *error set (the bus's error, or "the pipeline does
+ * not start"), when it fails. */
+gboolean bench_play (Bench *b, char **error);
+
 /* Stops the pipeline and lets go of what the run held; b may be half built. */
 void bench_clear (Bench *b);
 
