@@ -187,9 +187,9 @@ static void
 print_json (const Options *o, const Run *r)
 {
   if (!r->ok) {
-    gchar *e = g_strescape (r->error ? r->error : "?", NULL);
-    g_print ("{\"bench\":\"emu-queues\",\"queues\":%u,\"error\":\"%s\"}\n", r->queues, e);
-    g_free (e);
+    GString *s = g_string_new (NULL);
+    g_string_printf (s, "{\"bench\":\"emu-queues\",\"queues\":%u", r->queues);
+    bench_print_json_error (s, r->error);
     return;
   }
   GString *s = g_string_new (NULL);

@@ -274,11 +274,7 @@ print_json (const Options *o, const Run *r)
   g_string_append_printf (s, ",\"run\":\"%s\",\"frame\":%u,\"gen_rate\":%" G_GUINT64_FORMAT,
       r->kind, o->frame, r->gen_rate);
   if (!r->ok) {
-    gchar *e = g_strescape (r->error ? r->error : "?", NULL);
-    g_string_append_printf (s, ",\"error\":\"%s\"}", e);
-    g_free (e);
-    g_print ("%s\n", s->str);
-    g_string_free (s, TRUE);
+    bench_print_json_error (s, r->error);
     return;
   }
   g_string_append_printf (s,

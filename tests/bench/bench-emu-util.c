@@ -77,6 +77,16 @@ bench_clear (Bench *b)
   }
 }
 
+void
+bench_print_json_error (GString *s, const char *error)
+{
+  gchar *e = g_strescape (error ? error : "?", NULL);
+  g_string_append_printf (s, ",\"error\":\"%s\"}", e);
+  g_free (e);
+  g_print ("%s\n", s->str);
+  g_string_free (s, TRUE);
+}
+
 gboolean
 bench_bus_error (GstElement *pipeline, char **error)
 {

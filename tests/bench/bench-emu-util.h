@@ -45,6 +45,10 @@ void bench_clear (Bench *b);
  * FALSE, *error untouched, when there is none. */
 gboolean bench_bus_error (GstElement *pipeline, char **error);
 
+/* Ends the JSON object begun in s with an "error" member, error escaped ("?" when NULL),
+ * prints it as one line and frees s. */
+void bench_print_json_error (GString *s, const char *error);
+
 /* /proc/self/task/TID/schedstat: ns the thread ran on a CPU and ns it was runnable but
  * waited for one; both 0 when it cannot be read. */
 void bench_thread_sched_ns (pid_t tid, guint64 *run_ns, guint64 *wait_ns);
