@@ -135,10 +135,8 @@ run_one (const Options *o, const guint8 *frames, Run *r, guint index)
   }
 
   /* drain */
-  if (gst_element_set_state (bench.pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
-    bench_bus_error (bench.pipeline, &r->error);
+  if (!bench_play (&bench, &r->error))
     goto out;
-  }
   pid_t tid = 0;
   guint64 first = 0, last = 0, cpu0 = 0, cpu1 = 0, waited = 0;
   gint64 t_first = 0, t_last = 0, start = g_get_monotonic_time ();
@@ -189,9 +187,9 @@ static void
 print_json (const Options *o, const Run *r)
 {
   if (!r->ok) {
-    gchar *e = g_strescape (r->error ? r->error : "?", NULL);
-    g_print ("{\"bench\":\"emu-queues\",\"queues\":%u,\"error\":\"%s\"}\n", r->queues, e);
-    g_free (e);
+    GString *s = g_string_new (NULL);
+    g_string_printf (s, "{\"bench\":\"emu-queues\",\"queues\":%u", r->queues);
+    bench_print_json_error (s, r->error);
     return;
   }
   GString *s = g_string_new (NULL);

@@ -130,11 +130,8 @@ run_one (const Options *o, Run *r, guint index)
 
   if (!bench_build (&bench, launch, &r->error))
     goto out;
-  if (gst_element_set_state (bench.pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
-    if (!bench_bus_error (bench.pipeline, &r->error))
-      r->error = g_strdup ("the pipeline does not start");
+  if (!bench_play (&bench, &r->error))
     goto out;
-  }
   bench.port = emu_port_lookup (name);
   /* the device thread exists with the port; the streaming thread once PLAYING */
   pid_t src_tid = 0, dev_tid = 0;
@@ -234,10 +231,8 @@ run_drain (const Options *o, Drain *d, guint index, guint64 n)
     goto out;
   }
   d->fill_seconds = (double) (t1 - t0) / G_USEC_PER_SEC;
-  if (gst_element_set_state (bench.pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
-    bench_bus_error (bench.pipeline, &d->error);
+  if (!bench_play (&bench, &d->error))
     goto out;
-  }
   pid_t src_tid = 0;
   Sample a = { 0 }, b = { 0 };
   gint64 start = g_get_monotonic_time ();
@@ -279,11 +274,7 @@ print_json (const Options *o, const Run *r)
   g_string_append_printf (s, ",\"run\":\"%s\",\"frame\":%u,\"gen_rate\":%" G_GUINT64_FORMAT,
       r->kind, o->frame, r->gen_rate);
   if (!r->ok) {
-    gchar *e = g_strescape (r->error ? r->error : "?", NULL);
-    g_string_append_printf (s, ",\"error\":\"%s\"}", e);
-    g_free (e);
-    g_print ("%s\n", s->str);
-    g_string_free (s, TRUE);
+    bench_print_json_error (s, r->error);
     return;
   }
   g_string_append_printf (s,

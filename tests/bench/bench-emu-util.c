@@ -53,6 +53,17 @@ bench_pause (Bench *b, const char *port_name, char **error)
   return TRUE;
 }
 
+gboolean
+bench_play (Bench *b, char **error)
+{
+  if (gst_element_set_state (b->pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
+    if (!bench_bus_error (b->pipeline, error))
+      *error = g_strdup ("the pipeline does not start");
+    return FALSE;
+  }
+  return TRUE;
+}
+
 void
 bench_clear (Bench *b)
 {
@@ -64,6 +75,16 @@ bench_clear (Bench *b)
     gst_element_set_state (b->pipeline, GST_STATE_NULL);
     gst_object_unref (b->pipeline);
   }
+}
+
+void
+bench_print_json_error (GString *s, const char *error)
+{
+  gchar *e = g_strescape (error ? error : "?", NULL);
+  g_string_append_printf (s, ",\"error\":\"%s\"}", e);
+  g_free (e);
+  g_print ("%s\n", s->str);
+  g_string_free (s, TRUE);
 }
 
 gboolean

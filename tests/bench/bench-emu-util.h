@@ -34,12 +34,20 @@ gboolean bench_build (Bench *b, const char *launch, char **error);
  * does not start"), when either fails. */
 gboolean bench_pause (Bench *b, const char *port_name, char **error);
 
+/* Sets the pipeline PLAYING; FALSE, with *error set (the bus's error, or "the pipeline does
+ * not start"), when it fails. */
+gboolean bench_play (Bench *b, char **error);
+
 /* Stops the pipeline and lets go of what the run held; b may be half built. */
 void bench_clear (Bench *b);
 
 /* The first error message on the pipeline's bus, taken off it, in *error (g_free it);
  * FALSE, *error untouched, when there is none. */
 gboolean bench_bus_error (GstElement *pipeline, char **error);
+
+/* Ends the JSON object begun in s with an "error" member, error escaped ("?" when NULL),
+ * prints it as one line and frees s. */
+void bench_print_json_error (GString *s, const char *error);
 
 /* /proc/self/task/TID/schedstat: ns the thread ran on a CPU and ns it was runnable but
  * waited for one; both 0 when it cannot be read. */

@@ -452,6 +452,17 @@ bench_batch_split (GPool *g, const DqReorderConfig *cfg, int host_desc)
   ctx_free (ctx, NF, frames);
 }
 
+/* Records e1 on stream, frees both events and returns the milliseconds from e0 to e1. */
+static double
+event_span_ms (void *stream, void *e0, void *e1)
+{
+  bench_event_record (e1, stream);
+  double ms = bench_event_ms (e0, e1);
+  bench_event_free (e0);
+  bench_event_free (e1);
+  return ms;
+}
+
 static double
 run_reference (GPool *g, void *stream, uint32_t K, uint32_t per)
 {
@@ -465,10 +476,7 @@ run_reference (GPool *g, void *stream, uint32_t K, uint32_t per)
         (const void *const *) (g->d_ptrs + (size_t) ((uint64_t) k * per % p->nb) * p->ppb),
         per * p->ppb, p->P, p->off, (p->off - 4) * 8, 32, p->ppb);
   }
-  bench_event_record (e1, stream);
-  double ms = bench_event_ms (e0, e1);
-  bench_event_free (e0);
-  bench_event_free (e1);
+  double ms = event_span_ms (stream, e0, e1);
   dq_cuda_free (out);
   return ms;
 }
@@ -487,10 +495,7 @@ run_copy (GPool *g, void *stream, uint32_t K, uint32_t per)
     size_t at = span ? ((size_t) ((uint64_t) k * per % p->nb) * p->ppb * p->stride) % span : 0;
     bench_d2d (stream, out, g->d_data + (at & ~(size_t) 255), bytes);
   }
-  bench_event_record (e1, stream);
-  double ms = bench_event_ms (e0, e1);
-  bench_event_free (e0);
-  bench_event_free (e1);
+  double ms = event_span_ms (stream, e0, e1);
   dq_cuda_free (out);
   return ms;
 }
@@ -748,12 +753,9 @@ main (void)
     bench_empty_launches (stream, 100);
     bench_event_record (e0, stream);
     bench_empty_launches (stream, 2000);
-    bench_event_record (e1, stream);
-    double ms = bench_event_ms (e0, e1);
+    double ms = event_span_ms (stream, e0, e1);
     printf ("bench gpu-launch empty_kernel_us=%.2f two_kernels_us=%.2f\n", ms * 1e3 / 2000,
         2 * ms * 1e3 / 2000);
-    bench_event_free (e0);
-    bench_event_free (e1);
   }
   {
     /* what code costs that an SM has not run lately (the finalizer's, on whichever SM takes

@@ -589,18 +589,26 @@ test_port_bad_device (void)
 /* ---------------------------------------------------------------------------------- */
 /* configuration errors */
 
+/* Fails the test unless error is domain/code and its message mentions every string of the
+ * NULL-terminated needles; then clears it. */
+static void
+expect_error_mentions (GError **error, GQuark domain, int code, const char *const *needles)
+{
+  g_assert_error (*error, domain, code);
+  g_test_message ("%s", (*error)->message);
+  for (guint i = 0; needles[i] != NULL; i++)
+    if (strstr ((*error)->message, needles[i]) == NULL)
+      g_error ("error message '%s' does not mention '%s'", (*error)->message, needles[i]);
+  g_clear_error (error);
+}
+
 static void
 expect_rx_error (
     DqPort *port, const DqRxConfig *c, GQuark domain, int code, const char *const *needles)
 {
   GError *error = NULL;
   g_assert_null (dq_rxq_create (port, c, &error));
-  g_assert_error (error, domain, code);
-  g_test_message ("%s", error->message);
-  for (guint i = 0; needles[i] != NULL; i++)
-    if (strstr (error->message, needles[i]) == NULL)
-      g_error ("error message '%s' does not mention '%s'", error->message, needles[i]);
-  g_clear_error (&error);
+  expect_error_mentions (&error, domain, code, needles);
 }
 
 static void
@@ -608,12 +616,7 @@ expect_tx_error (DqPort *port, const DqTxConfig *c, const char *const *needles)
 {
   GError *error = NULL;
   g_assert_null (dq_txq_create (port, c, &error));
-  g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
-  g_test_message ("%s", error->message);
-  for (guint i = 0; needles[i] != NULL; i++)
-    if (strstr (error->message, needles[i]) == NULL)
-      g_error ("error message '%s' does not mention '%s'", error->message, needles[i]);
-  g_clear_error (&error);
+  expect_error_mentions (&error, DQ_ERROR, DQ_ERROR_CONFIG, needles);
 }
 
 static void
@@ -1647,6 +1650,20 @@ rx_thread (gpointer data)
   return NULL;
 }
 
+/* builds frames first .. first + n - 1 (n <= 32) into `frames` */
+static void
+frames_make (
+    TestFrame *frames, const guint8 **ptrs, guint32 *lens, FrameGen gen, guint32 first, guint n)
+{
+  for (guint j = 0; j < n; j++) {
+    FrameSpec spec;
+    gen (first + j, &spec, NULL);
+    frame_build (first + j, &spec, &frames[j]);
+    ptrs[j] = frames[j].wire;
+    lens[j] = frames[j].wire_len;
+  }
+}
+
 /* TX queue on one end, RX queue on the other: 100 000 frames of mixed sizes,
  * byte-exact, in order, counted. */
 static void
@@ -1674,14 +1691,9 @@ test_tx_frames (void)
   gint64 t0 = mono_ns ();
   for (guint32 seq = 0; seq < n; seq += burst) {
     guint k = MIN (burst, n - seq);
-    for (guint j = 0; j < k; j++) {
-      FrameSpec spec;
-      gen_plain (seq + j, &spec, NULL);
-      frame_build (seq + j, &spec, &frames[j]);
-      ptrs[j] = frames[j].wire;
-      lens[j] = frames[j].wire_len;
+    frames_make (frames, ptrs, lens, gen_plain, seq, k);
+    for (guint j = 0; j < k; j++)
       bytes += lens[j];
-    }
     /* keep the receiver within reach of its ring */
     while (seq - (guint32) g_atomic_int_get (&job.received) > 8192)
       g_usleep (200);
@@ -1836,20 +1848,6 @@ test_tx_bad_frames (void)
 
 
 /* ---- small TX ring: the sender waits for slots ---- */
-
-/* builds frames first .. first + n - 1 (n <= 32) into `frames` */
-static void
-frames_make (
-    TestFrame *frames, const guint8 **ptrs, guint32 *lens, FrameGen gen, guint32 first, guint n)
-{
-  for (guint j = 0; j < n; j++) {
-    FrameSpec spec;
-    gen (first + j, &spec, NULL);
-    frame_build (first + j, &spec, &frames[j]);
-    ptrs[j] = frames[j].wire;
-    lens[j] = frames[j].wire_len;
-  }
-}
 
 static void
 test_tx_small_ring (void)

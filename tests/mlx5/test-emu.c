@@ -64,6 +64,18 @@ rig_tx (Rig *r, gsize ring, guint max_packet, gboolean csum)
   return r->tx;
 }
 
+/* Opens a rig whose TX ring of `ring` bytes (frames of up to 1518 bytes, checksum offload
+ * if csum) sends into one RX queue taking all traffic: 2 KiB strides, 8 per WQE,
+ * 2^log_wqes WQEs. Returns the TX ring. */
+static Mlx5Txq *
+rig_open_loop (Rig *r, const char *spec, guint log_wqes, gsize ring, gboolean csum)
+{
+  rig_open (r, spec);
+  rig_rx (r, 11, 3, log_wqes);
+  rig_steer (r, 1, NULL, 0);
+  return rig_tx (r, ring, 1518, csum);
+}
+
 static void
 rig_close (Rig *r)
 {
@@ -504,10 +516,7 @@ static void
 test_iommu_tx (void)
 {
   Rig r;
-  rig_open (&r, "iommu1");
-  rig_rx (&r, 11, 3, 2);
-  rig_steer (&r, 1, NULL, 0);
-  Mlx5Txq *tx = rig_tx (&r, 8 * 2048, 1518, FALSE);
+  Mlx5Txq *tx = rig_open_loop (&r, "iommu1", 2, 8 * 2048, FALSE);
   Mlx5Sq *sq = mlx5_txq_sq (tx);
   GArray *got = rxpkts_new ();
   TuFrameSpec spec = { .len = 200, .proto = TU_PROTO_UDP, .good_csums = TRUE };
@@ -684,10 +693,7 @@ static void
 test_sq_doorbell (void)
 {
   Rig r;
-  rig_open (&r, "doorbell0");
-  rig_rx (&r, 11, 3, 2);
-  rig_steer (&r, 1, NULL, 0);
-  Mlx5Txq *tx = rig_tx (&r, 8 * 2048, 1518, FALSE);
+  Mlx5Txq *tx = rig_open_loop (&r, "doorbell0", 2, 8 * 2048, FALSE);
   Mlx5Sq *sq = mlx5_txq_sq (tx);
   TuFrameSpec spec = { .len = 200, .proto = TU_PROTO_UDP, .good_csums = TRUE };
   EmuCounters c;
@@ -990,10 +996,7 @@ static void
 test_checksums (void)
 {
   Rig r;
-  rig_open (&r, "csum0");
-  rig_rx (&r, 11, 3, 3);
-  rig_steer (&r, 1, NULL, 0);
-  Mlx5Txq *on = rig_tx (&r, 64 * 2048, 1518, TRUE);
+  Mlx5Txq *on = rig_open_loop (&r, "csum0", 3, 64 * 2048, TRUE);
   GArray *got = rxpkts_new ();
   const TuFrameSpec specs[] = {
     { .len = 60,
