@@ -243,9 +243,11 @@ mlx5_cmd_build_create_rqt (void *in, const guint32 *rqns, guint n_rqns)
 }
 
 void
-mlx5_cmd_build_create_tir_rss (
-    void *in, guint32 rqtn, guint32 transport_domain, const guint8 key[MLX5_HW_TOEPLITZ_KEY_LEN])
+mlx5_cmd_build_create_tir_rss (void *in, guint32 rqtn, guint32 transport_domain,
+    const guint8 key[MLX5_HW_TOEPLITZ_KEY_LEN], guint8 l4_proto)
 {
+  guint32 fields = MLX5_HASH_FIELD_SEL_SRC_IP | MLX5_HASH_FIELD_SEL_DST_IP;
+
   DEVX_SET (create_tir_in, in, opcode, MLX5_CMD_OP_CREATE_TIR);
   DEVX_SET (create_tir_in, in, ctx.disp_type, MLX5_TIRC_DISP_TYPE_INDIRECT);
   DEVX_SET (create_tir_in, in, ctx.indirect_table, rqtn);
@@ -256,11 +258,12 @@ mlx5_cmd_build_create_tir_rss (
       DEVX_ADDR_OF (create_tir_in, in, ctx.rx_hash_toeplitz_key), key, MLX5_HW_TOEPLITZ_KEY_LEN);
   DEVX_SET (
       create_tir_in, in, ctx.rx_hash_field_selector_outer.l3_prot_type, MLX5_L3_PROT_TYPE_IPV4);
-  DEVX_SET (
-      create_tir_in, in, ctx.rx_hash_field_selector_outer.l4_prot_type, MLX5_L4_PROT_TYPE_UDP);
-  DEVX_SET (create_tir_in, in, ctx.rx_hash_field_selector_outer.selected_fields,
-      MLX5_HASH_FIELD_SEL_SRC_IP | MLX5_HASH_FIELD_SEL_DST_IP | MLX5_HASH_FIELD_SEL_L4_SPORT |
-          MLX5_HASH_FIELD_SEL_L4_DPORT);
+  if (l4_proto == 17 || l4_proto == 6) {
+    DEVX_SET (create_tir_in, in, ctx.rx_hash_field_selector_outer.l4_prot_type,
+        l4_proto == 17 ? MLX5_L4_PROT_TYPE_UDP : MLX5_L4_PROT_TYPE_TCP);
+    fields |= MLX5_HASH_FIELD_SEL_L4_SPORT | MLX5_HASH_FIELD_SEL_L4_DPORT;
+  }
+  DEVX_SET (create_tir_in, in, ctx.rx_hash_field_selector_outer.selected_fields, fields);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -887,6 +890,34 @@ flow_plan_rule (
   return TRUE;
 }
 
+/* A group's RSS entry, to the TIR of its traffic (see mlx5_hw_flow_plan). */
+static void
+flow_plan_rss (GArray *out, const Mlx5HwFlowEntry *e)
+{
+  Mlx5HwFlowEntry x = *e;
+
+  if (DEVX_GET (fte_match_set_lyr_2_4, e->mask, ip_protocol) != 0) {
+    guint proto = DEVX_GET (fte_match_set_lyr_2_4, e->value, ip_protocol);
+    x.dest = proto == IP_PROTO_UDP ? MLX5_HW_FLOW_DEST_RSS_UDP
+        : proto == IP_PROTO_TCP    ? MLX5_HW_FLOW_DEST_RSS_TCP
+                                   : MLX5_HW_FLOW_DEST_RSS_IP;
+    g_array_append_val (out, x);
+    return;
+  }
+  gboolean ethertype_set = DEVX_GET (fte_match_set_lyr_2_4, e->mask, ethertype) != 0;
+  if (!ethertype_set || DEVX_GET (fte_match_set_lyr_2_4, e->value, ethertype) == ETHERTYPE_IPV4) {
+    for (guint i = 0; i < 2; i++) {
+      Mlx5HwFlowEntry l4 = *e;
+      match_set (&l4, F_ETHERTYPE, ETHERTYPE_IPV4, 0xffff);
+      match_set (&l4, F_IP_PROTOCOL, i == 0 ? IP_PROTO_UDP : IP_PROTO_TCP, 0xff);
+      l4.dest = i == 0 ? MLX5_HW_FLOW_DEST_RSS_UDP : MLX5_HW_FLOW_DEST_RSS_TCP;
+      g_array_append_val (out, l4);
+    }
+  }
+  x.dest = MLX5_HW_FLOW_DEST_RSS_IP;
+  g_array_append_val (out, x);
+}
+
 /* some packet matches both: no field both match on has different values */
 static gboolean
 entries_overlap (const Mlx5HwFlowEntry *a, const Mlx5HwFlowEntry *b)
@@ -945,6 +976,18 @@ mlx5_hw_flow_plan (
     }
   }
 
+  /* RSS over several RQs: the TIR of each entry's traffic */
+  GArray *spread = g_array_new (FALSE, TRUE, sizeof (Mlx5HwFlowEntry));
+  for (guint i = 0; i < all->len; i++) {
+    const Mlx5HwFlowEntry *e = &g_array_index (all, Mlx5HwFlowEntry, i);
+    if (e->dest == MLX5_HW_FLOW_DEST_RSS && groups[e->group].n_rqs > 1)
+      flow_plan_rss (spread, e);
+    else
+      g_array_append_val (spread, *e);
+  }
+  g_array_unref (all);
+  all = spread;
+
   /* priorities: one level above every earlier overlapping entry that acts otherwise;
    * entries an earlier one covers can never match and are left out */
   GArray *plan = g_array_new (FALSE, TRUE, sizeof (Mlx5HwFlowEntry));
@@ -954,8 +997,8 @@ mlx5_hw_flow_plan (
     guint level = 0;
     for (guint j = 0; j < plan->len && !shadowed; j++) {
       const Mlx5HwFlowEntry *p = &g_array_index (plan, Mlx5HwFlowEntry, j);
-      if (p->group == e->group && p->rule == e->rule)
-        continue; /* variants of one rule: disjoint, same action */
+      if (p->group == e->group && p->rule == e->rule && same_action (p, e))
+        continue; /* variants of one rule: disjoint */
       if (entry_covers (p, e))
         shadowed = TRUE;
       else if (!same_action (p, e) && entries_overlap (p, e))

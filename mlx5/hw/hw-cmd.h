@@ -99,9 +99,11 @@ void mlx5_cmd_build_create_rqt (void *in, const guint32 *rqns, guint n_rqns);
 
 /* the Toeplitz key is mlx5-rss.h's, shared with the emulated device */
 #define MLX5_HW_TOEPLITZ_KEY_LEN MLX5_RSS_KEY_LEN
-/* an RSS TIR spreading IPv4/UDP by source and destination address and port */
-void mlx5_cmd_build_create_tir_rss (
-    void *in, guint32 rqtn, guint32 transport_domain, const guint8 key[MLX5_HW_TOEPLITZ_KEY_LEN]);
+/* An RSS TIR (Toeplitz over the RQT rqtn) hashing IPv4 source and destination address and,
+ * for l4_proto 17 (UDP) or 6 (TCP), the source and destination port; l4_proto 0: the
+ * addresses alone (other IPv4 packets), as mlx5-rss.h has it. */
+void mlx5_cmd_build_create_tir_rss (void *in, guint32 rqtn, guint32 transport_domain,
+    const guint8 key[MLX5_HW_TOEPLITZ_KEY_LEN], guint8 l4_proto);
 
 /* ---- output side ---- */
 
@@ -217,7 +219,13 @@ gboolean mlx5_hw_sq_check (const Mlx5Sq *sq, const Mlx5Caps *caps, GError **erro
 
 #define MLX5_HW_MATCH_BYTES 64    /* fte_match_param.outer_headers */
 #define MLX5_HW_MAX_TAG 0xffffffu /* CQEs carry 24 bits of flow tag */
+/* destinations besides an RQ index: spread over the group's RQs (the plan's entries
+ * never name it for a group of several RQs: they name the RSS TIR of their traffic) */
 #define MLX5_HW_FLOW_DEST_RSS G_MAXUINT
+#define MLX5_HW_FLOW_DEST_RSS_UDP (G_MAXUINT - 1) /* by IPv4 addresses and UDP ports */
+#define MLX5_HW_FLOW_DEST_RSS_TCP (G_MAXUINT - 2) /* by IPv4 addresses and TCP ports */
+#define MLX5_HW_FLOW_DEST_RSS_IP (G_MAXUINT - 3)  /* by IPv4 addresses (other packets) */
+#define MLX5_HW_FLOW_DESTS_RSS 4                  /* the four above */
 /* priorities of raw steering rules in the NIC RX root table: 0..15 (the kernel's
  * MLX5_BY_PASS_NUM_REGULAR_PRIOS) */
 #define MLX5_HW_ROOT_PRIORITIES 16
@@ -256,6 +264,11 @@ typedef struct {
  * 802.1ad first tag (two entries). A group without rules gets one catch-all entry to RSS,
  * after every group's rules. Entries an earlier one always takes first (same match or
  * a narrower one) are left out.
+ *
+ * In a group of several RQs an entry spread by RSS goes to the TIR that hashes its
+ * traffic (one TIR hashes one kind): IPv4/UDP to MLX5_HW_FLOW_DEST_RSS_UDP, IPv4/TCP to
+ * _RSS_TCP, the rest to _RSS_IP; an entry that does not fix the protocol becomes three,
+ * UDP and TCP before the rest.
  *
  * Priorities keep the contract "first rule in text order, first group in set order":
  * an entry is placed one priority after every earlier entry it overlaps (some packet

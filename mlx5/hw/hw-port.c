@@ -1095,62 +1095,105 @@ action_keep (HwSteering *st, struct mlx5dv_dr_action *a)
   return a;
 }
 
-/* the destination action of a group's RQ index or MLX5_HW_FLOW_DEST_RSS, created once
- * per rebuild; `dests` has n_rqs + 1 slots, the RSS one last */
-static struct mlx5dv_dr_action *
-dest_action (HwDev *dev, HwSteering *st, const HwGroup *g, struct mlx5dv_dr_action **dests,
-    guint dest, GError **error)
+/* A group's destinations while one steering is built: the action of each RQ index and
+ * RSS way (dest_slot), and the group's RQT once made (0: none yet). */
+typedef struct {
+  struct mlx5dv_dr_action **actions;
+  guint32 rqtn;
+} HwDests;
+
+/* an RQ index as itself, then MLX5_HW_FLOW_DEST_RSS, _RSS_UDP, _RSS_TCP, _RSS_IP */
+static guint
+dest_slot (guint dest, guint n_rqs)
 {
-  guint slot = dest == MLX5_HW_FLOW_DEST_RSS ? g->n_rqs : dest;
-  if (dests[slot])
-    return dests[slot];
+  return dest < n_rqs ? dest : n_rqs + (G_MAXUINT - dest);
+}
+
+/* the RQT listing every RQ of the group, made once per steering */
+static gboolean
+group_rqt (HwDev *dev, HwSteering *st, const HwGroup *g, HwDests *d, GError **error)
+{
+  if (d->rqtn != 0)
+    return TRUE;
+  GError *rqt_err = NULL;
+  if (!mlx5_hw_rqt_check (g->n_rqs, dev->hw.log_max_rqt_size, &rqt_err)) {
+    g_set_error (error, DQ_ERROR, rqt_err->code, "%s: %s", dev->name, rqt_err->message);
+    g_error_free (rqt_err);
+    return FALSE;
+  }
+  guint32 *rqns = g_new (guint32, g->n_rqs);
+  for (guint i = 0; i < g->n_rqs; i++)
+    rqns[i] = g->rqs[i]->rqn;
+  guint size = mlx5_hw_rqt_size (g->n_rqs);
+  gsize inlen = mlx5_cmd_create_rqt_in_bytes (size);
+  void *in = g_malloc0 (inlen);
+  guint32 out[DEVX_ST_SZ_DW (create_rqt_out)];
+  mlx5_cmd_build_create_rqt (in, rqns, g->n_rqs);
+  g_free (rqns);
+  char *what = g_strdup_printf ("CREATE_RQT (%u entries over %u RQs)", size, g->n_rqs);
+  struct mlx5dv_devx_obj *rqt = obj_create (dev, what, in, inlen, out, sizeof out, error);
+  g_free (what);
+  g_free (in);
+  if (rqt == NULL)
+    return FALSE;
+  g_ptr_array_add (st->objs, rqt);
+  d->rqtn = DEVX_GET (create_rqt_out, out, rqtn);
+  return TRUE;
+}
+
+/* a Toeplitz TIR over the group's RQT for one kind of traffic */
+static struct mlx5dv_devx_obj *
+rss_tir (HwDev *dev, HwSteering *st, const HwGroup *g, HwDests *d, guint dest, GError **error)
+{
+  static const struct {
+    guint dest;
+    guint8 l4_proto;
+    const char *what;
+  } kinds[] = {
+    { MLX5_HW_FLOW_DEST_RSS_UDP, 17, "CREATE_TIR (RSS, Toeplitz over IPv4/UDP)" },
+    { MLX5_HW_FLOW_DEST_RSS_TCP, 6, "CREATE_TIR (RSS, Toeplitz over IPv4/TCP)" },
+    { MLX5_HW_FLOW_DEST_RSS_IP, 0, "CREATE_TIR (RSS, Toeplitz over IPv4 addresses)" },
+  };
+  guint k = 0;
+  while (k < G_N_ELEMENTS (kinds) - 1 && kinds[k].dest != dest)
+    k++;
+  if (!group_rqt (dev, st, g, d, error))
+    return NULL;
+  guint32 tin[DEVX_ST_SZ_DW (create_tir_in)] = { 0 };
+  guint32 tout[DEVX_ST_SZ_DW (create_tir_out)];
+  mlx5_cmd_build_create_tir_rss (tin, d->rqtn, dev->td, mlx5_rss_default_key (), kinds[k].l4_proto);
+  struct mlx5dv_devx_obj *tir =
+      obj_create (dev, kinds[k].what, tin, sizeof tin, tout, sizeof tout, error);
+  if (tir != NULL)
+    g_ptr_array_add (st->objs, tir);
+  return tir;
+}
+
+/* the destination action of a group's RQ index or RSS way, created once per rebuild */
+static struct mlx5dv_dr_action *
+dest_action (HwDev *dev, HwSteering *st, const HwGroup *g, HwDests *d, guint dest, GError **error)
+{
+  guint slot = dest_slot (dest, g->n_rqs);
+  if (d->actions[slot])
+    return d->actions[slot];
 
   struct mlx5dv_devx_obj *tir;
-  if (dest == MLX5_HW_FLOW_DEST_RSS && g->n_rqs > 1) {
-    /* RSS: an RQT listing every RQ of the group, and a Toeplitz TIR over it */
-    GError *rqt_err = NULL;
-    if (!mlx5_hw_rqt_check (g->n_rqs, dev->hw.log_max_rqt_size, &rqt_err)) {
-      g_set_error (error, DQ_ERROR, rqt_err->code, "%s: %s", dev->name, rqt_err->message);
-      g_error_free (rqt_err);
-      return NULL;
-    }
-    guint32 *rqns = g_new (guint32, g->n_rqs);
-    for (guint i = 0; i < g->n_rqs; i++)
-      rqns[i] = g->rqs[i]->rqn;
-    guint size = mlx5_hw_rqt_size (g->n_rqs);
-    gsize inlen = mlx5_cmd_create_rqt_in_bytes (size);
-    void *in = g_malloc0 (inlen);
-    guint32 out[DEVX_ST_SZ_DW (create_rqt_out)];
-    mlx5_cmd_build_create_rqt (in, rqns, g->n_rqs);
-    g_free (rqns);
-    char *what = g_strdup_printf ("CREATE_RQT (%u entries over %u RQs)", size, g->n_rqs);
-    struct mlx5dv_devx_obj *rqt = obj_create (dev, what, in, inlen, out, sizeof out, error);
-    g_free (what);
-    g_free (in);
-    if (rqt == NULL)
-      return NULL;
-    g_ptr_array_add (st->objs, rqt);
-    guint32 rqtn = DEVX_GET (create_rqt_out, out, rqtn);
-
-    guint32 tin[DEVX_ST_SZ_DW (create_tir_in)] = { 0 };
-    guint32 tout[DEVX_ST_SZ_DW (create_tir_out)];
-    mlx5_cmd_build_create_tir_rss (tin, rqtn, dev->td, mlx5_rss_default_key ());
-    tir = obj_create (
-        dev, "CREATE_TIR (RSS, Toeplitz over IPv4/UDP)", tin, sizeof tin, tout, sizeof tout, error);
+  if (dest < g->n_rqs || g->n_rqs == 1) {
+    /* an RQ, or RSS over one: its direct TIR */
+    Mlx5Rq *rq = g->rqs[dest < g->n_rqs ? dest : 0];
+    tir = ((HwRq *) rq->priv)->tir;
+  } else {
+    tir = rss_tir (dev, st, g, d, dest, error);
     if (tir == NULL)
       return NULL;
-    g_ptr_array_add (st->objs, tir);
-  } else {
-    Mlx5Rq *rq = g->rqs[dest == MLX5_HW_FLOW_DEST_RSS ? 0 : dest];
-    tir = ((HwRq *) rq->priv)->tir;
   }
   errno = 0;
-  dests[slot] = action_keep (st, mlx5dv_dr_action_create_dest_devx_tir (tir));
-  if (dests[slot] == NULL)
+  d->actions[slot] = action_keep (st, mlx5dv_dr_action_create_dest_devx_tir (tir));
+  if (d->actions[slot] == NULL)
     g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
         "%s: creating a steering destination (TIR) action failed: %s", dev->name,
         g_strerror (errno));
-  return dests[slot];
+  return d->actions[slot];
 }
 
 /* the matcher of a priority and mask, shared by every rule with both */
@@ -1179,7 +1222,7 @@ matcher_get (HwDev *dev, HwSteering *st, const Mlx5HwFlowEntry *e)
 
 static gboolean
 entry_install (HwDev *dev, HwSteering *st, const HwGroup *g, const Mlx5HwFlowEntry *e,
-    struct mlx5dv_dr_action **dests, GError **error)
+    HwDests *dests, GError **error)
 {
   struct mlx5dv_dr_action *actions[2];
   guint n = 0;
@@ -1259,18 +1302,18 @@ steering_build (HwDev *dev, GPtrArray *groups, guint bank, GError **error)
   st->matchers = g_array_new (FALSE, FALSE, sizeof (HwMatcher));
   st->actions = g_ptr_array_new ();
   st->objs = g_ptr_array_new ();
-  struct mlx5dv_dr_action ***dests = g_new0 (struct mlx5dv_dr_action **, groups->len + 1);
+  HwDests *dests = g_new0 (HwDests, groups->len);
   for (guint i = 0; i < groups->len; i++)
-    dests[i] =
-        g_new0 (struct mlx5dv_dr_action *, ((HwGroup *) g_ptr_array_index (groups, i))->n_rqs + 1);
+    dests[i].actions = g_new0 (struct mlx5dv_dr_action *,
+        ((HwGroup *) g_ptr_array_index (groups, i))->n_rqs + MLX5_HW_FLOW_DESTS_RSS);
   gboolean ok = TRUE;
   for (guint i = 0; ok && i < plan->len; i++) {
     Mlx5HwFlowEntry e = g_array_index (plan, Mlx5HwFlowEntry, i);
     e.priority = (guint16) (e.priority + bank * MLX5_HW_BANK_PRIORITIES);
-    ok = entry_install (dev, st, g_ptr_array_index (groups, e.group), &e, dests[e.group], error);
+    ok = entry_install (dev, st, g_ptr_array_index (groups, e.group), &e, &dests[e.group], error);
   }
   for (guint i = 0; i < groups->len; i++)
-    g_free (dests[i]);
+    g_free (dests[i].actions);
   g_free (dests);
   g_array_unref (plan);
   if (!ok) {

@@ -407,32 +407,43 @@ test_create_rqt (void)
   g_free (copy);
 }
 
+/* one TIR per kind of traffic: UDP and TCP hash addresses and ports, the rest addresses */
 static void
 test_create_tir_rss (void)
 {
-  guint8 in[DEVX_ST_SZ_BYTES (create_tir_in)], copy[sizeof in];
-  memset (in, 0, sizeof in);
-  mlx5_cmd_build_create_tir_rss (in, 0x4242, 0x77, mlx5_rss_default_key ());
-  memcpy (copy, in, sizeof in);
-  EXPECT (create_tir_in, in, copy, opcode, 0x0, 16, 0x900);
-  EXPECT (create_tir_in, in, copy, ctx.disp_type, 0x120, 4, 1); /* indirect */
-  EXPECT (create_tir_in, in, copy, ctx.indirect_table, 0x208, 24, 0x4242);
-  EXPECT (create_tir_in, in, copy, ctx.rx_hash_fn, 0x220, 4, 2); /* Toeplitz */
-  EXPECT (create_tir_in, in, copy, ctx.transport_domain, 0x228, 24, 0x77);
-  EXPECT (create_tir_in, in, copy, ctx.rx_hash_field_selector_outer.l3_prot_type, 0x380, 1,
-      0); /* IPv4 */
-  EXPECT (create_tir_in, in, copy, ctx.rx_hash_field_selector_outer.l4_prot_type, 0x381, 1,
-      1); /* UDP */
-  EXPECT (create_tir_in, in, copy, ctx.rx_hash_field_selector_outer.selected_fields, 0x382, 30,
-      0xf); /* src/dst IP, src/dst port */
-  /* the key, first byte first, at bit 0x240 (byte 0x48) */
-  g_assert_cmphex (__devx_bit_off (create_tir_in, ctx.rx_hash_toeplitz_key), ==, 0x240);
-  static const guint8 key[40] = { 0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25,
-    0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d,
-    0xa3, 0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa };
-  g_assert_cmpmem (in + 0x48, 40, key, 40);
-  memset (copy + 0x48, 0, 40);
-  assert_zero (copy, sizeof copy);
+  static const struct {
+    guint8 l4_proto;
+    guint32 l4_prot_type, fields;
+  } kinds[] = {
+    { 17, 1, 0xf }, /* UDP: src/dst IP, src/dst port */
+    { 6, 0, 0xf },  /* TCP */
+    { 0, 0, 0x3 },  /* the rest: src/dst IP */
+  };
+  for (guint k = 0; k < G_N_ELEMENTS (kinds); k++) {
+    guint8 in[DEVX_ST_SZ_BYTES (create_tir_in)], copy[sizeof in];
+    memset (in, 0, sizeof in);
+    mlx5_cmd_build_create_tir_rss (in, 0x4242, 0x77, mlx5_rss_default_key (), kinds[k].l4_proto);
+    memcpy (copy, in, sizeof in);
+    EXPECT (create_tir_in, in, copy, opcode, 0x0, 16, 0x900);
+    EXPECT (create_tir_in, in, copy, ctx.disp_type, 0x120, 4, 1); /* indirect */
+    EXPECT (create_tir_in, in, copy, ctx.indirect_table, 0x208, 24, 0x4242);
+    EXPECT (create_tir_in, in, copy, ctx.rx_hash_fn, 0x220, 4, 2); /* Toeplitz */
+    EXPECT (create_tir_in, in, copy, ctx.transport_domain, 0x228, 24, 0x77);
+    EXPECT (create_tir_in, in, copy, ctx.rx_hash_field_selector_outer.l3_prot_type, 0x380, 1,
+        0); /* IPv4 */
+    EXPECT (create_tir_in, in, copy, ctx.rx_hash_field_selector_outer.l4_prot_type, 0x381, 1,
+        kinds[k].l4_prot_type);
+    EXPECT (create_tir_in, in, copy, ctx.rx_hash_field_selector_outer.selected_fields, 0x382, 30,
+        kinds[k].fields);
+    /* the key, first byte first, at bit 0x240 (byte 0x48) */
+    g_assert_cmphex (__devx_bit_off (create_tir_in, ctx.rx_hash_toeplitz_key), ==, 0x240);
+    static const guint8 key[40] = { 0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67,
+      0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77,
+      0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa };
+    g_assert_cmpmem (in + 0x48, 40, key, 40);
+    memset (copy + 0x48, 0, 40);
+    assert_zero (copy, sizeof copy);
+  }
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -1051,7 +1062,7 @@ test_plan_catch_all (void)
   g_assert_cmpuint (plan->len, ==, 0);
   g_array_unref (plan);
 
-  plan = plan_entries (NULL, 4, 1);
+  plan = plan_entries (NULL, 1, 1); /* several RQs: test_plan_rss_kinds */
   const Mlx5HwFlowEntry *e = entry (plan, 0);
   expect_match (e, NULL, 0);
   g_assert_cmpuint (e->tag, ==, 0);
@@ -1287,6 +1298,71 @@ test_plan_groups (void)
   g_free (b);
 }
 
+/* RSS over several RQs: each entry to the TIR that hashes its traffic, an entry that does
+ * not fix the protocol split into UDP and TCP before the rest */
+static void
+test_plan_rss_kinds (void)
+{
+  /* a group without rules: UDP and TCP (prio 0), then everything else (prio 1) */
+  GArray *plan = plan_entries (NULL, 4, 3);
+  const MatchField udp[] = { { M_ETHERTYPE, 0xffff, 0x0800 }, { M_IP_PROTOCOL, 0xff, 17 } };
+  const MatchField tcp[] = { { M_ETHERTYPE, 0xffff, 0x0800 }, { M_IP_PROTOCOL, 0xff, 6 } };
+  expect_match (entry (plan, 0), udp, 2);
+  expect_match (entry (plan, 1), tcp, 2);
+  expect_match (entry (plan, 2), NULL, 0);
+  g_assert_cmpuint (entry (plan, 0)->dest, ==, MLX5_HW_FLOW_DEST_RSS_UDP);
+  g_assert_cmpuint (entry (plan, 1)->dest, ==, MLX5_HW_FLOW_DEST_RSS_TCP);
+  g_assert_cmpuint (entry (plan, 2)->dest, ==, MLX5_HW_FLOW_DEST_RSS_IP);
+  g_assert_cmpuint (entry (plan, 0)->priority, ==, 0);
+  g_assert_cmpuint (entry (plan, 1)->priority, ==, 0);
+  g_assert_cmpuint (entry (plan, 2)->priority, ==, 1);
+  for (guint i = 0; i < 3; i++)
+    g_assert_cmpuint (entry (plan, i)->rule, ==, G_MAXUINT);
+  g_array_unref (plan);
+
+  /* a rule that fixes the protocol: one entry, its TIR; ports without a protocol: UDP and
+   * TCP, each to its own */
+  plan = plan_entries ("proto=icmp mark=1; proto=tcp mark=2; dst-port=9 mark=3", 2, 3);
+  g_assert_cmpuint (entry (plan, 0)->dest, ==, MLX5_HW_FLOW_DEST_RSS_IP);
+  g_assert_cmpuint (entry (plan, 1)->dest, ==, MLX5_HW_FLOW_DEST_RSS_TCP);
+  /* UDP port 9; TCP port 9 is left out: "proto=tcp" takes it first */
+  g_assert_cmpuint (entry (plan, 2)->dest, ==, MLX5_HW_FLOW_DEST_RSS_UDP);
+  g_assert_cmpuint (entry (plan, 2)->tag, ==, 3);
+  g_array_unref (plan);
+  plan = plan_entries ("dst-port=9 mark=3", 2, 2);
+  g_assert_cmpuint (entry (plan, 0)->dest, ==, MLX5_HW_FLOW_DEST_RSS_UDP);
+  g_assert_cmpuint (entry (plan, 1)->dest, ==, MLX5_HW_FLOW_DEST_RSS_TCP);
+  g_assert_cmpuint (entry (plan, 1)->priority, ==, 0);
+  g_array_unref (plan);
+
+  /* a rule on IPv4 addresses: UDP, TCP, then the rest of it, all with its tag; a non-IPv4
+   * ethertype: addresses (hash 0: one RQ) */
+  plan = plan_entries ("dst=10.0.0.0/8 mark=5; ethertype=0x88b5 mark=6", 2, 4);
+  const MatchField dst_udp[] = { { M_ETHERTYPE, 0xffff, 0x0800 }, { M_IP_PROTOCOL, 0xff, 17 },
+    { M_DST_IPV4, 0xff000000, 0x0a000000 } };
+  const MatchField dst_rest[] = { { M_ETHERTYPE, 0xffff, 0x0800 },
+    { M_DST_IPV4, 0xff000000, 0x0a000000 } };
+  const MatchField other[] = { { M_ETHERTYPE, 0xffff, 0x88b5 } };
+  expect_match (entry (plan, 0), dst_udp, 3);
+  expect_match (entry (plan, 2), dst_rest, 2);
+  expect_match (entry (plan, 3), other, 1);
+  g_assert_cmpuint (entry (plan, 2)->dest, ==, MLX5_HW_FLOW_DEST_RSS_IP);
+  g_assert_cmpuint (entry (plan, 2)->priority, ==, 1);
+  g_assert_cmpuint (entry (plan, 3)->dest, ==, MLX5_HW_FLOW_DEST_RSS_IP);
+  g_assert_cmpuint (entry (plan, 3)->priority, ==, 0);
+  for (guint i = 0; i < 3; i++)
+    g_assert_cmpuint (entry (plan, i)->tag, ==, 5);
+  g_array_unref (plan);
+
+  /* one RQ, or a queue key: no RSS, no split */
+  plan = plan_entries (NULL, 1, 1);
+  g_assert_cmpuint (entry (plan, 0)->dest, ==, MLX5_HW_FLOW_DEST_RSS);
+  g_array_unref (plan);
+  plan = plan_entries ("queue=1 mark=4", 2, 1);
+  g_assert_cmpuint (entry (plan, 0)->dest, ==, 1);
+  g_array_unref (plan);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1314,5 +1390,6 @@ main (int argc, char **argv)
   g_test_add_func ("/mlx5-layout/cmd/plan-priorities", test_plan_priorities);
   g_test_add_func ("/mlx5-layout/cmd/plan-errors", test_plan_errors);
   g_test_add_func ("/mlx5-layout/cmd/plan-groups", test_plan_groups);
+  g_test_add_func ("/mlx5-layout/cmd/plan-rss-kinds", test_plan_rss_kinds);
   return g_test_run ();
 }
