@@ -79,7 +79,7 @@ typedef struct {
   guint8 opcode;
 } EmuStagedCqe;
 
-#define EMU_STAGED_CQES 64
+#define EMU_STAGED_CQES 256
 
 typedef gboolean (*EmuDmaWrite) (gpointer dst, gconstpointer src, gsize n, gpointer user);
 

@@ -642,7 +642,8 @@ test_device_ring_memory (void)
   }
   g_assert_no_error (error);
   g_assert_cmpuint (got, ==, n);
-  /* batches: a copy per 64 CQEs or per region at most, never one per frame */
+  /* batches: a copy per EMU_STAGED_CQES CQEs, per region or per device pass, never one
+   * per frame */
   g_assert_cmpuint (d.writes, >=, 1);
   g_assert_cmpuint (d.writes * 16, <=, n);
   g_assert_cmpuint (d.bytes, >=, sent_bytes);

@@ -1,7 +1,8 @@
 /* bench-reorder-pipeline: the steady-state packet rate of daqirireorder in a pipeline fed by
  * the emulated ConnectX, with the ring and the frames in system or GPU memory.
  *
- *   daqirisrc device=emu:NAME,gen=64,gen-count=G,gen-lossless=1 memory=SRC burst-packets=1024 !
+ *   daqirisrc device=emu:NAME,gen=64,gen-count=G,gen-lossless=1 memory=M gpudirect=D
+ *       burst-packets=1024 !
  *     daqirireorder memory=RE [max-inflight=K] seq-offset=336 seq-bits=32
  *       packets-per-batch=1024 payload-offset=46 payload-size=18 !
  *     fakesink enable-last-sample=false
@@ -12,7 +13,9 @@
  *
  * Configurations (SRC/RE[/K]), each run in a fresh pipeline and port, interleaved, --repeat
  * times: system/system (the CPU twin), system/cuda/1, system/cuda/4, cuda/cuda/1, cuda/cuda/4,
- * cuda/system. K is daqirireorder's max-inflight (GPU submissions in flight); where the element
+ * pinned/cuda/4, cuda/system. SRC cuda is the ring in GPU device memory (M = cuda, D = true:
+ * the emulated NIC copies into it), pinned the ring in pinned host memory (M = cuda,
+ * D = false). K is daqirireorder's max-inflight (GPU submissions in flight); where the element
  * has no such property the cuda configurations run once each at its one depth, inflight null.
  *
  * Measurement: the main thread reads daqirireorder's stats every millisecond; the rate is the
@@ -40,8 +43,19 @@
 #define POLL_US 1000
 #define MAX_INFLIGHT_PROP "max-inflight"
 
+/* where daqirisrc's ring lies: system memory, GPU device memory (memory=cuda, the
+ * emulator copying into it), pinned host memory (memory=cuda gpudirect=false) */
+typedef enum {
+  SRC_SYSTEM,
+  SRC_CUDA,
+  SRC_PINNED,
+  SRC_KINDS,
+} SrcMemory;
+
+static const char *const src_names[SRC_KINDS] = { "system", "cuda", "pinned" };
+
 typedef struct {
-  gboolean src_cuda;
+  SrcMemory src;
   gboolean re_cuda;
   guint inflight; /* K; 0: max-inflight not set */
   char *label;    /* "system/cuda/4" */
@@ -83,30 +97,32 @@ memory_name (gboolean cuda)
 /* ---- configurations ---- */
 
 static void
-config_add (GArray *configs, gboolean src_cuda, gboolean re_cuda, guint inflight)
+config_add (GArray *configs, SrcMemory src, gboolean re_cuda, guint inflight)
 {
-  Config c = { .src_cuda = src_cuda, .re_cuda = re_cuda, .inflight = inflight };
+  Config c = { .src = src, .re_cuda = re_cuda, .inflight = inflight };
   if (inflight > 0)
-    c.label = g_strdup_printf ("%s/%s/%u", memory_name (src_cuda), memory_name (re_cuda), inflight);
+    c.label = g_strdup_printf ("%s/%s/%u", src_names[src], memory_name (re_cuda), inflight);
   else
-    c.label = g_strdup_printf ("%s/%s", memory_name (src_cuda), memory_name (re_cuda));
+    c.label = g_strdup_printf ("%s/%s", src_names[src], memory_name (re_cuda));
   g_array_append_val (configs, c);
 }
 
 static void
 configs_default (GArray *configs, gboolean has_inflight)
 {
-  config_add (configs, FALSE, FALSE, 0);
+  config_add (configs, SRC_SYSTEM, FALSE, 0);
   if (has_inflight) {
-    config_add (configs, FALSE, TRUE, 1);
-    config_add (configs, FALSE, TRUE, 4);
-    config_add (configs, TRUE, TRUE, 1);
-    config_add (configs, TRUE, TRUE, 4);
+    config_add (configs, SRC_SYSTEM, TRUE, 1);
+    config_add (configs, SRC_SYSTEM, TRUE, 4);
+    config_add (configs, SRC_CUDA, TRUE, 1);
+    config_add (configs, SRC_CUDA, TRUE, 4);
+    config_add (configs, SRC_PINNED, TRUE, 4);
   } else {
-    config_add (configs, FALSE, TRUE, 0);
-    config_add (configs, TRUE, TRUE, 0);
+    config_add (configs, SRC_SYSTEM, TRUE, 0);
+    config_add (configs, SRC_CUDA, TRUE, 0);
+    config_add (configs, SRC_PINNED, TRUE, 0);
   }
-  config_add (configs, TRUE, FALSE, 0);
+  config_add (configs, SRC_CUDA, FALSE, 0);
 }
 
 static gboolean
@@ -121,7 +137,20 @@ parse_memory (const char *text, gboolean *cuda)
   return TRUE;
 }
 
-/* "SRC/RE[/K],..." with SRC and RE system or cuda, K 1..16 (RE cuda only) */
+static gboolean
+parse_src (const char *text, SrcMemory *src)
+{
+  for (guint i = 0; i < SRC_KINDS; i++) {
+    if (strcmp (text, src_names[i]) == 0) {
+      *src = (SrcMemory) i;
+      return TRUE;
+    }
+  }
+  return FALSE;
+}
+
+/* "SRC/RE[/K],..." with SRC system, cuda or pinned, RE system or cuda, K 1..16 (RE cuda
+ * only) */
 static gboolean
 configs_parse (GArray *configs, const char *list, GError **error)
 {
@@ -130,18 +159,19 @@ configs_parse (GArray *configs, const char *list, GError **error)
   for (guint i = 0; ok && items[i] != NULL; i++) {
     gchar **parts = g_strsplit (g_strstrip (items[i]), "/", -1);
     guint n = g_strv_length (parts);
-    gboolean src_cuda = FALSE, re_cuda = FALSE;
+    SrcMemory src = SRC_SYSTEM;
+    gboolean re_cuda = FALSE;
     guint64 k = 0;
-    ok = (n == 2 || n == 3) && parse_memory (parts[0], &src_cuda) &&
-        parse_memory (parts[1], &re_cuda);
+    ok = (n == 2 || n == 3) && parse_src (parts[0], &src) && parse_memory (parts[1], &re_cuda);
     if (ok && n == 3)
       ok = re_cuda && g_ascii_string_to_unsigned (parts[2], 10, 1, 16, &k, NULL);
     if (ok)
-      config_add (configs, src_cuda, re_cuda, (guint) k);
+      config_add (configs, src, re_cuda, (guint) k);
     else
       g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
           "--configs: \"%s\" is "
-          "not SRC/RE or SRC/cuda/K (SRC, RE: system or cuda; K: 1..16)",
+          "not SRC/RE or SRC/cuda/K (SRC: system, cuda or pinned; RE: system or cuda; "
+          "K: 1..16)",
           items[i]);
     g_strfreev (parts);
   }
@@ -190,7 +220,7 @@ static void
 run_failed (const Options *o, const Config *c, Run *r, char *error, const char *fallback)
 {
   r->error = error != NULL ? error : g_strdup (fallback);
-  gboolean needs_cuda = c->src_cuda || c->re_cuda;
+  gboolean needs_cuda = c->src != SRC_SYSTEM || c->re_cuda;
   if (needs_cuda && (strstr (r->error, "is cuda, but") != NULL || !o->cuda_ok))
     r->status = STATUS_SKIPPED;
   else
@@ -220,10 +250,11 @@ run_one (const Options *o, const Config *c, guint index, Run *r)
 
   char *launch = g_strdup_printf (
       "daqirisrc device=emu:brp%u,gen=64,gen-count=%" G_GUINT64_FORMAT
-      ",gen-lossless=1 memory=%s burst-packets=1024 ! daqirireorder name=re "
+      ",gen-lossless=1 memory=%s gpudirect=%s burst-packets=1024 ! daqirireorder name=re "
       "memory=%s seq-offset=336 seq-bits=32 packets-per-batch=1024 payload-offset=46 "
       "payload-size=18 ! fakesink enable-last-sample=false",
-      index, o->packets, memory_name (c->src_cuda), memory_name (c->re_cuda));
+      index, o->packets, memory_name (c->src != SRC_SYSTEM),
+      c->src == SRC_PINNED ? "false" : "true", memory_name (c->re_cuda));
   GError *err = NULL;
   pipeline = gst_parse_launch (launch, &err);
   g_free (launch);
@@ -317,7 +348,7 @@ print_json (const Config *c, const Run *r)
 {
   GString *s = g_string_new ("{\"bench\":\"reorder-pipeline\"");
   g_string_append_printf (
-      s, ",\"src\":\"%s\",\"reorder\":\"%s\"", memory_name (c->src_cuda), memory_name (c->re_cuda));
+      s, ",\"src\":\"%s\",\"reorder\":\"%s\"", src_names[c->src], memory_name (c->re_cuda));
   if (r->inflight >= 0)
     g_string_append_printf (s, ",\"inflight\":%" G_GINT64_FORMAT, r->inflight);
   else
@@ -381,11 +412,11 @@ summarize (const Run *runs, guint n, Summary *s)
 
 /* the median Mpps of SRC/cuda/K, or < 0 */
 static double
-median_of (const GArray *configs, const Summary *sums, gboolean src_cuda, guint k)
+median_of (const GArray *configs, const Summary *sums, SrcMemory src, guint k)
 {
   for (guint i = 0; i < configs->len; i++) {
     const Config *c = &g_array_index (configs, Config, i);
-    if (c->src_cuda == src_cuda && c->re_cuda && c->inflight == k)
+    if (c->src == src && c->re_cuda && c->inflight == k)
       return sums[i].median;
   }
   return -1;
@@ -500,8 +531,8 @@ main (int argc, char **argv)
       g_string_append_printf (note, "%s%u failed", note->len ? ", " : "", s->error);
     if (s->note != NULL)
       g_string_append_printf (note, ": %s", s->note);
-    g_print ("| %s | %s | %s | %u/%u | %s | %s |\n", memory_name (c->src_cuda),
-        memory_name (c->re_cuda), k, s->ok, o.repeat, rate, note->str);
+    g_print ("| %s | %s | %s | %u/%u | %s | %s |\n", src_names[c->src], memory_name (c->re_cuda), k,
+        s->ok, o.repeat, rate, note->str);
     g_free (k);
     g_free (rate);
     g_string_free (note, TRUE);
@@ -526,16 +557,17 @@ main (int argc, char **argv)
   }
   /* what several submissions in flight bring, per source memory */
   gboolean any_ratio = FALSE;
-  for (gboolean src = FALSE; src <= TRUE; src++) {
+  for (SrcMemory src = SRC_SYSTEM; src < SRC_KINDS; src++) {
     double k1 = median_of (configs, sums, src, 1), k4 = median_of (configs, sums, src, 4);
-    gboolean listed = FALSE;
+    gboolean has1 = FALSE, has4 = FALSE;
     for (guint i = 0; i < configs->len; i++) {
       const Config *c = &g_array_index (configs, Config, i);
-      listed |= c->src_cuda == src && c->re_cuda && (c->inflight == 1 || c->inflight == 4);
+      has1 |= c->src == src && c->re_cuda && c->inflight == 1;
+      has4 |= c->src == src && c->re_cuda && c->inflight == 4;
     }
-    if (!listed)
+    if (!has1 || !has4)
       continue;
-    g_string_append_printf (line, "%s %s/cuda ", any_ratio ? "," : "; K=4/K=1:", memory_name (src));
+    g_string_append_printf (line, "%s %s/cuda ", any_ratio ? "," : "; K=4/K=1:", src_names[src]);
     if (k1 > 0 && k4 >= 0)
       g_string_append_printf (line, "%.2f", k4 / k1);
     else
