@@ -38,6 +38,7 @@
 #include "gstdaqiriburst.h"
 #include "gstdaqiriclock.h"
 #include "gstdaqirielement.h"
+#include "flow-counters.h"
 #ifdef DQ_HAVE_CUDA
 #include "gstdaqiricudamem.h"
 #include "gstdaqirigstcuda.h"
@@ -145,6 +146,8 @@ struct _GstDaqiriSrc {
 
   /* totals of the queues that were stopped, so stats survive a restart */
   DqRxStats past;
+  /* packets and bytes per flow id since start: added by the streaming thread */
+  DqFlowCounters *flow_counts;
 
 #ifdef DQ_HAVE_CUDA
   /* memory=cuda bursts as GstCudaMemory (downstream asked for memory:CUDAMemory): the
@@ -194,6 +197,29 @@ collect_stats (GstDaqiriSrc *self, DqRxStats *sum)
   }
 }
 
+/* "flow-counts": packets and bytes of each flow id since start, ids ascending;
+ * "flow-counts-overflow": packets of flow ids past the ones counted */
+static void
+add_flow_counts (GstDaqiriSrc *self, GstStructure *st)
+{
+  guint n = 0;
+  guint64 overflow = 0;
+  DqFlowCount *counts = dq_flow_counters_get (self->flow_counts, &n, &overflow);
+  GValue arr = G_VALUE_INIT;
+  gst_value_array_init (&arr, n);
+  for (guint i = 0; i < n; i++) {
+    GValue v = G_VALUE_INIT;
+    g_value_init (&v, GST_TYPE_STRUCTURE);
+    g_value_take_boxed (&v,
+        gst_structure_new ("flow-count", "flow-id", G_TYPE_UINT, counts[i].flow_id, "packets",
+            G_TYPE_UINT64, counts[i].packets, "bytes", G_TYPE_UINT64, counts[i].bytes, NULL));
+    gst_value_array_append_and_take_value (&arr, &v);
+  }
+  g_free (counts);
+  gst_structure_take_value (st, "flow-counts", &arr);
+  gst_structure_set (st, "flow-counts-overflow", G_TYPE_UINT64, overflow, NULL);
+}
+
 static GstStructure *
 make_stats (GstDaqiriSrc *self)
 {
@@ -231,6 +257,7 @@ make_stats (GstDaqiriSrc *self)
       dq_ring_placement_name (placement), NULL);
   /* packets of each running queue, queue 0 first */
   gst_structure_take_value (st, "queue-packets", &per_queue);
+  add_flow_counts (self, st);
   return st;
 }
 
@@ -415,6 +442,7 @@ gst_daqiri_src_start (GstBaseSrc *bsrc)
   gboolean gpudirect = self->gpudirect;
   memset (&self->past, 0, sizeof self->past);
   GST_OBJECT_UNLOCK (self);
+  dq_flow_counters_reset (self->flow_counts);
 
   if (!dq_flow_parse (flows, &rules, &n_rules, &error)) {
     GST_DAQIRI_POST_ENGINE_ERROR (self, "property 'flows'", error);
@@ -815,6 +843,7 @@ gst_daqiri_src_create (GstPushSrc *psrc, GstBuffer **outbuf)
   } else
 #endif
     buf = gst_daqiri_burst_buffer_new (ring, &burst);
+  dq_flow_counters_add (self->flow_counts, burst.packets, burst.n_packets);
   guint64 first_ts = burst.n_packets > 0 ? burst.packets[0].timestamp : 0;
   GST_BUFFER_PTS (buf) = burst_pts (self, first_ts);
   if (burst.n_packets > 1 && first_ts != 0) {
@@ -838,6 +867,7 @@ gst_daqiri_src_finalize (GObject *object)
 
   g_free (self->device);
   g_free (self->flows);
+  dq_flow_counters_free (self->flow_counts);
   g_mutex_clear (&self->steer_lock);
 #ifdef DQ_HAVE_CUDA
   gst_clear_object (&self->cuda_context);
@@ -917,7 +947,10 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass *klass)
           "gpu-dmabuf: GPU memory the NIC writes by GPUDirect RDMA through a dma-buf, "
           "gpu-peermem: the same through nvidia-peermem, gpu-copy: GPU memory the emulated "
           "NIC writes by copies); queue-packets (an array: packets delivered from "
-          "each queue, queue 0 first)",
+          "each queue, queue 0 first); flow-counts (an array of flow-count structures, "
+          "flow ids ascending: flow-id, packets, bytes delivered since start, kept across "
+          "changes of flows), flow-counts-overflow (packets of flow ids past the 4096 "
+          "counted)",
           GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   g_object_class_install_property (gobject_class, PROP_MEMORY,
       g_param_spec_enum ("memory", "Memory",
@@ -975,6 +1008,7 @@ gst_daqiri_src_init (GstDaqiriSrc *self)
   self->ring_size = DEFAULT_RING_SIZE;
   self->max_packet_size = DEFAULT_MAX_PACKET_SIZE;
   self->gpudirect = TRUE;
+  self->flow_counts = dq_flow_counters_new ();
 
   gst_daqiri_time_map_init (&self->time_map, NULL);
   gst_base_src_set_live (GST_BASE_SRC (self), TRUE);

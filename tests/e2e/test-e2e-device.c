@@ -122,6 +122,34 @@ assert_sink_allocation (const Engine *e)
   gst_harness_teardown (h);
 }
 
+/* daqirisrc's per-flow counters in `stats`: how many flow ids it lists, and the packets
+ * (and *bytes) of `id`, G_MAXUINT64 when not listed */
+static guint
+flow_counts_n (const GstStructure *stats)
+{
+  const GValue *arr = gst_structure_get_value (stats, "flow-counts");
+  fail_unless (arr != NULL && GST_VALUE_HOLDS_ARRAY (arr));
+  return gst_value_array_get_size (arr);
+}
+
+static guint64
+flow_count (const GstStructure *stats, guint id, guint64 *bytes)
+{
+  const GValue *arr = gst_structure_get_value (stats, "flow-counts");
+  for (guint i = 0; i < flow_counts_n (stats); i++) {
+    const GstStructure *c = gst_value_get_structure (gst_value_array_get_value (arr, i));
+    guint fid = 0;
+    guint64 packets = 0;
+    fail_unless (gst_structure_get_uint (c, "flow-id", &fid));
+    if (fid != id)
+      continue;
+    fail_unless (gst_structure_get_uint64 (c, "packets", &packets));
+    fail_unless (gst_structure_get_uint64 (c, "bytes", bytes));
+    return packets;
+  }
+  return G_MAXUINT64;
+}
+
 GST_START_TEST (test_send_receive)
 {
   const Engine *e = engine;
@@ -171,6 +199,15 @@ GST_START_TEST (test_send_receive)
   fail_unless_equals_uint64 (stat_u64 (s, "bursts"), r.buffers);
   fail_unless_equals_uint64 (stat_u64 (s, "drops-ring-full"), 0);
   fail_unless_equals_uint64 (stat_u64 (s, "drops-filtered"), 0);
+  /* per flow (marks 10..13): the packets that arrived with the mark, all bytes together */
+  guint64 flow_bytes = 0;
+  fail_unless_equals_int (flow_counts_n (s), DQ_E2E_N_FLOWS);
+  for (guint f = 0; f < DQ_E2E_N_FLOWS; f++) {
+    guint64 b = 0;
+    fail_unless_equals_uint64 (flow_count (s, 10 + f, &b), r.per_flow[f]);
+    flow_bytes += b;
+  }
+  fail_unless_equals_uint64 (flow_bytes, bytes);
   gst_structure_free (s);
   fail_unless (r.max_burst <= RX_BURST, "a buffer of %u packets", r.max_burst);
   fail_unless (r.buffers >= n / RX_BURST);
@@ -284,6 +321,17 @@ GST_START_TEST (test_flows_change_playing)
   /* both rule sets were in force while packets flowed */
   fail_unless (r.per_flow[2] > 0 && r.per_flow[2] <= per_flow, "flow 2: %u", r.per_flow[2]);
   fail_unless (r.per_flow[3] > 0 && r.per_flow[3] <= per_flow, "flow 3: %u", r.per_flow[3]);
+  /* the source's per-flow counters went on across the 100 changes: each mark exactly what
+   * arrived with it */
+  GstStructure *st = element_stats (rx, "src");
+  guint64 unused = 0;
+  fail_unless_equals_int (flow_counts_n (st), 4);
+  fail_unless_equals_uint64 (flow_count (st, 10, &unused), per_flow);
+  fail_unless_equals_uint64 (flow_count (st, 11, &unused), per_flow);
+  fail_unless_equals_uint64 (flow_count (st, 12, &unused), r.per_flow[2]);
+  fail_unless_equals_uint64 (flow_count (st, 13, &unused), r.per_flow[3]);
+  fail_unless_equals_uint64 (stat_u64 (st, "flow-counts-overflow"), 0);
+  gst_structure_free (st);
   g_mutex_unlock (&r.lock);
   gchar *flows = get_flows (rx);
   fail_unless_equals_string (flows, RULES_A);

@@ -1,6 +1,8 @@
-/* Tests of the flow-rule module's parser and its messages, the canonical text, and the
- * software matcher on hand-built frames (the classic BPF programs: test-flow-bpf.c). */
+/* Tests of the flow-rule module's parser and its messages, the canonical text, the
+ * software matcher on hand-built frames (the classic BPF programs: test-flow-bpf.c), and the
+ * per-flow receive counters. */
 #include "flow-test-util.h"
+#include "flow-counters.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -865,6 +867,60 @@ test_match_non_ipv4 (void)
   }
 }
 
+/* ------------------------------------------------------------------------------------ */
+/* per-flow counters */
+
+static void
+test_counters (void)
+{
+  DqFlowCounters *fc = dq_flow_counters_new ();
+  const DqPacket burst1[] = { { .flow_id = 5, .length = 100 }, { .flow_id = 5, .length = 60 },
+    { .flow_id = 7, .length = 1500 }, { .flow_id = 5, .length = 64 },
+    { .flow_id = 0, .length = 42 } };
+  const DqPacket burst2[] = { { .flow_id = 7, .length = 9000 } };
+  dq_flow_counters_add (fc, burst1, G_N_ELEMENTS (burst1));
+  dq_flow_counters_add (fc, burst2, G_N_ELEMENTS (burst2));
+  dq_flow_counters_add (fc, burst2, 0);
+
+  guint n = 0;
+  guint64 overflow = 1;
+  DqFlowCount *c = dq_flow_counters_get (fc, &n, &overflow);
+  g_assert_cmpuint (n, ==, 3);
+  g_assert_cmpuint (overflow, ==, 0);
+  const guint32 ids[] = { 0, 5, 7 };
+  const guint64 packets[] = { 1, 3, 2 }, bytes[] = { 42, 224, 10500 };
+  for (guint i = 0; i < 3; i++) {
+    g_assert_cmpuint (c[i].flow_id, ==, ids[i]);
+    g_assert_cmpuint (c[i].packets, ==, packets[i]);
+    g_assert_cmpuint (c[i].bytes, ==, bytes[i]);
+  }
+  g_free (c);
+
+  /* past the limit, further flow ids are counted together; known ones go on */
+  DqPacket *many = g_new0 (DqPacket, DQ_FLOW_COUNTERS_MAX + 2);
+  for (guint i = 0; i < DQ_FLOW_COUNTERS_MAX + 2; i++) {
+    many[i].flow_id = 1000 + i;
+    many[i].length = 1;
+  }
+  many[DQ_FLOW_COUNTERS_MAX + 1].flow_id = 5;
+  dq_flow_counters_add (fc, many, DQ_FLOW_COUNTERS_MAX + 2);
+  c = dq_flow_counters_get (fc, &n, &overflow);
+  g_assert_cmpuint (n, ==, DQ_FLOW_COUNTERS_MAX);
+  /* 3 known + 4093 new fit; 4 new ones do not */
+  g_assert_cmpuint (overflow, ==, 4);
+  g_assert_cmpuint (c[1].flow_id, ==, 5);
+  g_assert_cmpuint (c[1].packets, ==, 4);
+  g_free (c);
+  g_free (many);
+
+  dq_flow_counters_reset (fc);
+  c = dq_flow_counters_get (fc, &n, &overflow);
+  g_assert_cmpuint (n, ==, 0);
+  g_assert_cmpuint (overflow, ==, 0);
+  g_free (c);
+  dq_flow_counters_free (fc);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -887,6 +943,7 @@ main (int argc, char **argv)
   g_test_add_func ("/flow/match/fragments", test_match_fragments);
   g_test_add_func ("/flow/match/truncated", test_match_truncated);
   g_test_add_func ("/flow/match/non-ipv4", test_match_non_ipv4);
+  g_test_add_func ("/flow/counters", test_counters);
 
   return g_test_run ();
 }
