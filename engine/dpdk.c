@@ -887,10 +887,7 @@ dpdk_rxq_release (gpointer priv, DqBurst *burst)
 
   g_return_if_fail (rec != NULL);
   guint block = rec->block;
-  burst->range = NULL;
-  burst->packets = NULL;
-  burst->n_packets = 0;
-  dq_burst_pool_put (&rxq->recs, rec);
+  dq_burst_pool_release (&rxq->recs, burst);
   g_atomic_int_set (&rxq->block_busy[block], 0);
 }
 

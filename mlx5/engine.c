@@ -564,10 +564,7 @@ eng_rxq_release (gpointer priv, DqBurst *burst)
 
   g_return_if_fail (rec != NULL);
   mlx5_rxq_release (rxq->ring, rec->wqe, rec->strides);
-  burst->range = NULL;
-  burst->packets = NULL;
-  burst->n_packets = 0;
-  dq_burst_pool_put (&rxq->recs, rec);
+  dq_burst_pool_release (&rxq->recs, burst);
 }
 
 static void
