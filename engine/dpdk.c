@@ -1075,13 +1075,7 @@ dpdk_txq_send (
     consumed = scan;
   }
 
-  if (queued > 0) {
-    dq_counter_add (&txq->tx.packets, queued);
-    dq_counter_add (&txq->tx.bytes, bytes);
-    dq_counter_add (&txq->tx.bursts, 1);
-  }
-  if (errors > 0)
-    dq_counter_add (&txq->tx.errors, errors);
+  dq_tx_counters_add_burst (&txq->tx, queued, bytes, errors);
   (void) error;
   return (int) consumed;
 }
