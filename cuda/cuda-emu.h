@@ -199,56 +199,51 @@ __ballot_sync (unsigned, int pred)
 
 /* ---- atomics (fibers switch only at sync points) -------------------------------------------- */
 
+/* One read-modify-write of *p, new value next (old): atomic here because fibers switch only
+ * at sync points. Returns the old value, as the CUDA atomics do. */
+template <typename T, typename F>
+static inline T
+dq_emu_atomic_rmw (T *p, F next)
+{
+  T o = *p;
+  *p = next (o);
+  return o;
+}
 template <typename T>
 static inline T
 atomicAdd (T *p, T v)
 {
-  T o = *p;
-  *p = o + v;
-  return o;
+  return dq_emu_atomic_rmw (p, [v] (T o) { return o + v; });
 }
 template <typename T>
 static inline T
 atomicSub (T *p, T v)
 {
-  T o = *p;
-  *p = o - v;
-  return o;
+  return dq_emu_atomic_rmw (p, [v] (T o) { return o - v; });
 }
 template <typename T>
 static inline T
 atomicExch (T *p, T v)
 {
-  T o = *p;
-  *p = v;
-  return o;
+  return dq_emu_atomic_rmw (p, [v] (T) { return v; });
 }
 template <typename T>
 static inline T
 atomicMin (T *p, T v)
 {
-  T o = *p;
-  if (v < o)
-    *p = v;
-  return o;
+  return dq_emu_atomic_rmw (p, [v] (T o) { return v < o ? v : o; });
 }
 template <typename T>
 static inline T
 atomicMax (T *p, T v)
 {
-  T o = *p;
-  if (v > o)
-    *p = v;
-  return o;
+  return dq_emu_atomic_rmw (p, [v] (T o) { return v > o ? v : o; });
 }
 template <typename T>
 static inline T
 atomicCAS (T *p, T cmp, T v)
 {
-  T o = *p;
-  if (o == cmp)
-    *p = v;
-  return o;
+  return dq_emu_atomic_rmw (p, [cmp, v] (T o) { return o == cmp ? v : o; });
 }
 
 /* ---- loads and bit intrinsics --------------------------------------------------------------- */

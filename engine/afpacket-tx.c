@@ -311,12 +311,8 @@ afp_txq_send (
     if (!tx_kick (txq, failed ? &kick_error : error))
       failed = TRUE;
     g_clear_error (&kick_error);
-    dq_counter_add (&txq->tx.packets, queued);
-    dq_counter_add (&txq->tx.bytes, bytes);
-    dq_counter_add (&txq->tx.bursts, 1);
   }
-  if (errors > 0)
-    dq_counter_add (&txq->tx.errors, errors);
+  dq_tx_counters_add_burst (&txq->tx, queued, bytes, errors);
   return failed ? -1 : (int) consumed;
 }
 

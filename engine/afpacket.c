@@ -969,10 +969,7 @@ afp_rxq_release (gpointer priv, DqBurst *burst)
 
   g_return_if_fail (rec != NULL);
   guint block = rec->block;
-  burst->range = NULL;
-  burst->packets = NULL;
-  burst->n_packets = 0;
-  dq_burst_pool_put (&rxq->recs, rec);
+  dq_burst_pool_release (&rxq->recs, burst);
   ring_block_put (rxq, block);
 }
 

@@ -40,6 +40,17 @@ dq_burst_pool_put (DqBurstPool *pool, gpointer rec)
 }
 
 void
+dq_burst_pool_release (DqBurstPool *pool, DqBurst *burst)
+{
+  gpointer rec = burst->range;
+
+  burst->range = NULL;
+  burst->packets = NULL;
+  burst->n_packets = 0;
+  dq_burst_pool_put (pool, rec);
+}
+
+void
 dq_burst_pool_clear (DqBurstPool *pool)
 {
   for (DqBurstLink *rec = pool->all; rec != NULL;) {

@@ -6,6 +6,7 @@
 #define DAQIRI_BURST_POOL_H
 
 #include <glib.h>
+#include "daqiri-engine.h"
 
 G_BEGIN_DECLS
 
@@ -29,6 +30,8 @@ void dq_burst_pool_init (DqBurstPool *pool, gsize rec_size);
 gpointer dq_burst_pool_get (DqBurstPool *pool);
 /* back to the free list: from any thread */
 void dq_burst_pool_put (DqBurstPool *pool, gpointer rec);
+/* a released burst emptied, its record (burst->range) back to the free list: from any thread */
+void dq_burst_pool_release (DqBurstPool *pool, DqBurst *burst);
 /* frees every record; no record may be in use */
 void dq_burst_pool_clear (DqBurstPool *pool);
 

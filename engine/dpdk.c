@@ -887,10 +887,7 @@ dpdk_rxq_release (gpointer priv, DqBurst *burst)
 
   g_return_if_fail (rec != NULL);
   guint block = rec->block;
-  burst->range = NULL;
-  burst->packets = NULL;
-  burst->n_packets = 0;
-  dq_burst_pool_put (&rxq->recs, rec);
+  dq_burst_pool_release (&rxq->recs, burst);
   g_atomic_int_set (&rxq->block_busy[block], 0);
 }
 
@@ -1078,13 +1075,7 @@ dpdk_txq_send (
     consumed = scan;
   }
 
-  if (queued > 0) {
-    dq_counter_add (&txq->tx.packets, queued);
-    dq_counter_add (&txq->tx.bytes, bytes);
-    dq_counter_add (&txq->tx.bursts, 1);
-  }
-  if (errors > 0)
-    dq_counter_add (&txq->tx.errors, errors);
+  dq_tx_counters_add_burst (&txq->tx, queued, bytes, errors);
   (void) error;
   return (int) consumed;
 }

@@ -78,6 +78,20 @@ dq_tx_counters_read (DqTxCounters *c, DqTxStats *stats)
   stats->ring_full_waits = dq_counter_get (&c->ring_full_waits);
 }
 
+/* One send's outcome: packets, bytes and a burst when anything went out; the frames
+ * refused as errors. */
+static inline void
+dq_tx_counters_add_burst (DqTxCounters *c, guint64 sent, guint64 bytes, guint64 errors)
+{
+  if (sent > 0) {
+    dq_counter_add (&c->packets, sent);
+    dq_counter_add (&c->bytes, bytes);
+    dq_counter_add (&c->bursts, 1);
+  }
+  if (errors > 0)
+    dq_counter_add (&c->errors, errors);
+}
+
 /* Wakes a waiter on an eventfd (its counter + 1), and takes the wakeups back. */
 static inline void
 dq_eventfd_signal (int fd)

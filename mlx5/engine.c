@@ -567,10 +567,7 @@ eng_rxq_release (gpointer priv, DqBurst *burst)
 
   g_return_if_fail (rec != NULL);
   mlx5_rxq_release (rxq->ring, rec->wqe, rec->strides);
-  burst->range = NULL;
-  burst->packets = NULL;
-  burst->n_packets = 0;
-  dq_burst_pool_put (&rxq->recs, rec);
+  dq_burst_pool_release (&rxq->recs, burst);
 }
 
 static void
@@ -657,11 +654,7 @@ typedef struct {
   guint8 *lent_data;
   guint lent_n;
 
-  guint64 packets;
-  guint64 bytes;
-  guint64 bursts;
-  guint64 errors;
-  guint64 ring_full_waits;
+  DqTxCounters tx;
 } Mlx5EngTxq;
 
 static void
@@ -739,7 +732,7 @@ tx_wait_slots (Mlx5EngTxq *txq)
   gint64 sleep_ns = SLEEP_MIN_NS;
   guint spins = 0;
 
-  MLX5_COUNTER_ADD (txq->ring_full_waits, 1);
+  dq_counter_add (&txq->tx.ring_full_waits, 1);
   for (;;) {
     mlx5_txq_reclaim (txq->ring);
     if (mlx5_txq_free_slots (txq->ring) > 0)
@@ -795,13 +788,7 @@ eng_txq_send (
     if (i < j && !tx_wait_slots (txq))
       break;
   }
-  if (sent > 0) {
-    MLX5_COUNTER_ADD (txq->packets, sent);
-    MLX5_COUNTER_ADD (txq->bytes, bytes);
-    MLX5_COUNTER_ADD (txq->bursts, 1);
-  }
-  if (errors > 0)
-    MLX5_COUNTER_ADD (txq->errors, errors);
+  dq_tx_counters_add_burst (&txq->tx, sent, bytes, errors);
   return (int) i;
 }
 
@@ -870,7 +857,7 @@ eng_txq_acquire (gpointer priv, guint max_frames, guint frame_size, DqTxSlots *s
     if (deadline >= 0 && dq_mono_ns () >= deadline)
       return 0;
     if (spins == 0)
-      MLX5_COUNTER_ADD (txq->ring_full_waits, 1);
+      dq_counter_add (&txq->tx.ring_full_waits, 1);
     if (spins < SPIN_POLLS) {
       spins++;
       mlx5_cpu_relax ();
@@ -941,13 +928,7 @@ eng_txq_commit (gpointer priv, DqTxSlots *slots, guint n, const guint32 *lengths
   errors += w - sent;
   for (guint i = 0; i < sent; i++)
     bytes += txq->lengths[i];
-  if (sent > 0) {
-    MLX5_COUNTER_ADD (txq->packets, sent);
-    MLX5_COUNTER_ADD (txq->bytes, bytes);
-    MLX5_COUNTER_ADD (txq->bursts, 1);
-  }
-  if (errors > 0)
-    MLX5_COUNTER_ADD (txq->errors, errors);
+  dq_tx_counters_add_burst (&txq->tx, sent, bytes, errors);
   return (int) n;
 }
 
@@ -981,12 +962,9 @@ eng_txq_stats (gpointer priv, DqTxStats *stats)
   Mlx5TxCounters c;
 
   mlx5_txq_counters (txq->ring, &c);
-  stats->packets = MLX5_COUNTER_GET (txq->packets);
-  stats->bytes = MLX5_COUNTER_GET (txq->bytes);
-  stats->bursts = MLX5_COUNTER_GET (txq->bursts);
-  /* frames the device refused, and those it flushed unsent after an error */
-  stats->errors = MLX5_COUNTER_GET (txq->errors) + c.cqe_errors + c.flushed;
-  stats->ring_full_waits = MLX5_COUNTER_GET (txq->ring_full_waits);
+  dq_tx_counters_read (&txq->tx, stats);
+  /* errors: also the frames the device refused, and those it flushed unsent after an error */
+  stats->errors += c.cqe_errors + c.flushed;
 }
 
 /* ---------------------------------------------------------------------------------- */

@@ -71,6 +71,22 @@ struct _Mlx5Rxq {
 /* ---------------------------------------------------------------------------------- */
 /* geometry */
 
+/* A user-given MPRQ size field (stride bytes, strides per WQE) as its log2 in *log2_value:
+ * it must be a power of two 2^min_log .. 2^max_log; the error names it "`name` N`unit`". */
+static gboolean
+mprq_field_log2 (const char *what, const char *name, const char *unit, guint value, guint min_log,
+    guint max_log, guint *log2_value, GError **error)
+{
+  if (!dq_is_pow2 (value) || dq_log2_floor (value) < min_log || dq_log2_floor (value) > max_log) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: %s %u%s is not allowed (allowed: a power of two %u .. %u)", what, name, value, unit,
+        1u << min_log, 1u << max_log);
+    return FALSE;
+  }
+  *log2_value = dq_log2_floor (value);
+  return TRUE;
+}
+
 gboolean
 mlx5_rx_geometry_choose (const Mlx5Caps *caps, const char *what, gsize ring_bytes, guint max_packet,
     guint stride_size, guint strides_per_wqe, Mlx5RxGeometry *geo, GError **error)
@@ -91,15 +107,8 @@ mlx5_rx_geometry_choose (const Mlx5Caps *caps, const char *what, gsize ring_byte
     return FALSE;
   }
   if (stride_size != 0) {
-    if (!dq_is_pow2 (stride_size) || dq_log2_floor (stride_size) < min_ls ||
-        dq_log2_floor (stride_size) > max_ls) {
-      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-          "%s: stride %u is not allowed "
-          "(allowed: a power of two %u .. %u)",
-          what, stride_size, 1u << min_ls, 1u << max_ls);
+    if (!mprq_field_log2 (what, "stride", "", stride_size, min_ls, max_ls, &ls, error))
       return FALSE;
-    }
-    ls = dq_log2_floor (stride_size);
   } else {
     ls = dq_log2_ceil (MIN (max_packet, MLX5_RX_DEFAULT_STRIDE));
     ls = CLAMP (ls, min_ls, max_ls);
@@ -108,15 +117,8 @@ mlx5_rx_geometry_choose (const Mlx5Caps *caps, const char *what, gsize ring_byte
   /* strides one max_packet frame needs: a packet never spans two WQEs */
   guint need = dq_log2_ceil (((guint64) max_packet + (1u << ls) - 1) >> ls);
   if (strides_per_wqe != 0) {
-    if (!dq_is_pow2 (strides_per_wqe) || dq_log2_floor (strides_per_wqe) < min_lw ||
-        dq_log2_floor (strides_per_wqe) > max_lw) {
-      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-          "%s: strides %u per WQE is not "
-          "allowed (allowed: a power of two %u .. %u)",
-          what, strides_per_wqe, 1u << min_lw, 1u << max_lw);
+    if (!mprq_field_log2 (what, "strides", " per WQE", strides_per_wqe, min_lw, max_lw, &lw, error))
       return FALSE;
-    }
-    lw = dq_log2_floor (strides_per_wqe);
     if (lw < need) {
       g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
           "%s: %u strides of %u bytes per WQE "
