@@ -1174,6 +1174,7 @@ static struct mlx5dv_dr_action *
 dest_action (HwDev *dev, HwSteering *st, const HwGroup *g, HwDests *d, guint dest, GError **error)
 {
   guint slot = dest_slot (dest, g->n_rqs);
+  g_return_val_if_fail (d->actions != NULL, NULL);
   if (d->actions[slot])
     return d->actions[slot];
 
