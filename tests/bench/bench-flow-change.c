@@ -18,8 +18,8 @@
  *   steady  flows stays A
  *   churn   the main thread sets flows to B, A, B, ... every --interval-us while PLAYING,
  *           until the generator has made its N frames
- * A run ends when daqirisrc has delivered and counted N packets, or when the port is idle and nothing
- * more arrived for 1 s, or after --timeout seconds (a failed run).
+ * A run ends when daqirisrc has delivered N packets (and counted their flows), or when the
+ * port is idle and nothing more arrived for 1 s, or after --timeout seconds (a failed run).
  *
  * Per run: packets delivered with mark 1 (the stats' flow-counts), lost = N - those, the
  * rule changes made, the rate (packets delivered over the wall time from the first to
@@ -30,7 +30,7 @@
  *
  * Target: lost = 0 in every churn run.
  *
- * Output: one JSON object per run, a table of medians per mode, and one line starting
+ * Output: one JSON object per run, a table per mode (sums, medians), and one line starting
  * "bench-flow-change:". The exit status is 0 unless a run fails (the target is reported,
  * not enforced).
  *
@@ -71,7 +71,7 @@ typedef struct {
   gboolean churn;
   gboolean ok;
   char *error;
-  char *warning; /* the first warning's text */
+  char *warning;      /* the first warning's text */
   const char *status; /* "complete", "idle" (ended short), "failed" */
   guint64 delivered;  /* packets with flow id KEPT_MARK */
   guint64 packets;    /* all packets the stats count */
@@ -198,12 +198,12 @@ pin_threads (const char *port_name)
 }
 
 /* Samples the stats every SAMPLE_US until the run ends; in churn mode changes the rules
- * every interval_us until the generator is done. The time of the first and the last
- * delivered packet give the rate. */
+ * every interval_us until the generator is done. The rate: packets delivered from the
+ * first sample that saw some to the last that saw more, over the time between the two. */
 static void
 measure (const Options *o, Bench *bench, Run *r)
 {
-  Sample s = { 0 }, prev = { 0 };
+  Sample s = { 0 }, prev = { 0 }, first = { 0 };
   gint64 start = g_get_monotonic_time ();
   gint64 next_change = start + o->interval_us, next_bus = start + BUS_CHECK_US;
   gint64 t_first = 0, t_last = 0;
@@ -227,8 +227,10 @@ measure (const Options *o, Bench *bench, Run *r)
     }
     now = g_get_monotonic_time ();
     if (s.packets > prev.packets) {
-      if (t_first == 0)
+      if (t_first == 0) {
         t_first = now;
+        first = s;
+      }
       t_last = now;
       prev = s;
     }
@@ -241,9 +243,10 @@ measure (const Options *o, Bench *bench, Run *r)
       break;
     }
     if (now - start > (gint64) o->timeout_s * G_USEC_PER_SEC) {
-      r->error = g_strdup_printf ("timed out after %u s: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
-                                  " packets delivered, %" G_GUINT64_FORMAT " generated",
-          o->timeout_s, s.packets, o->packets, emu_port_generated (bench->port));
+      r->error =
+          g_strdup_printf ("timed out after %u s: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+                           " packets delivered, %" G_GUINT64_FORMAT " generated",
+              o->timeout_s, s.packets, o->packets, emu_port_generated (bench->port));
       return;
     }
     g_usleep (SAMPLE_US);
@@ -253,7 +256,7 @@ measure (const Options *o, Bench *bench, Run *r)
   r->drops = s.drops;
   r->lost = o->packets > s.kept ? o->packets - s.kept : 0;
   r->seconds = (double) (t_last - t_first) / G_USEC_PER_SEC;
-  r->mpps = r->seconds > 0 ? (double) s.packets / r->seconds / 1e6 : 0;
+  r->mpps = r->seconds > 0 ? (double) (s.packets - first.packets) / r->seconds / 1e6 : 0;
   take_bus_messages (bench->pipeline, &r->warnings, &r->warning, &r->error);
   r->ok = r->error == NULL;
 }
@@ -262,10 +265,11 @@ static void
 run_one (const Options *o, Run *r, guint index)
 {
   char *name = g_strdup_printf ("flowchg%u", index);
-  char *launch = g_strdup_printf ("daqirisrc name=src device=emu:%s,gen=%u,gen-count=%" G_GUINT64_FORMAT
-                                  ",gen-lossless=on flows=\"" RULES_A "\" ! fakesink "
-                                  "enable-last-sample=false",
-      name, FRAME_LEN, o->packets);
+  char *launch =
+      g_strdup_printf ("daqirisrc name=src device=emu:%s,gen=%u,gen-count=%" G_GUINT64_FORMAT
+                       ",gen-lossless=on flows=\"" RULES_A "\" ! fakesink "
+                       "enable-last-sample=false",
+          name, FRAME_LEN, o->packets);
   Bench bench;
 
   r->status = "failed";
@@ -383,16 +387,14 @@ main (int argc, char **argv)
     { "interval-us", 0, 0, G_OPTION_ARG_INT, &interval_us,
         "time between two rule changes in churn runs (1000)", "US" },
     { "timeout", 0, 0, G_OPTION_ARG_INT, &timeout, "longest run, in seconds (60)", "S" },
-    { "no-pin", 0, 0, G_OPTION_ARG_NONE, &no_pin, "do not pin the two threads", NULL },
-    { NULL } };
+    { "no-pin", 0, 0, G_OPTION_ARG_NONE, &no_pin, "do not pin the two threads", NULL }, { NULL } };
   GOptionContext *ctx =
       g_option_context_new ("- flow-rule changes under full load on the emulated ConnectX");
   g_option_context_add_main_entries (ctx, entries, NULL);
   g_option_context_add_group (ctx, gst_init_get_option_group ());
   GError *err = NULL;
   if (!g_option_context_parse (ctx, &argc, &argv, &err) || packets < 1000 ||
-      packets > G_GINT64_CONSTANT (1000000000000) || repeat < 1 || interval_us < 1 ||
-      timeout < 1) {
+      packets > G_GINT64_CONSTANT (1000000000000) || repeat < 1 || interval_us < 1 || timeout < 1) {
     g_printerr ("bench-flow-change: %s\n",
         err ? err->message
             : "an option is out of range (packets: 1000..1e12; repeat, interval-us, "
@@ -436,10 +438,11 @@ main (int argc, char **argv)
   gboolean met = mc.runs == o.repeat && mc.lost == 0;
   double ratio = ms.mpps > 0 ? mc.mpps / ms.mpps : 0;
   g_print ("bench-flow-change: %uB, %" G_GUINT64_FORMAT " packets per run, %u runs each, a change "
-           "every %u us; churn lost %" G_GUINT64_FORMAT " in %u rule changes (steady lost %"
-           G_GUINT64_FORMAT "); Mpps steady %.2f, churn %.2f, ratio %.3f; target lost=0: %s\n",
-      FRAME_LEN, o.packets, o.repeat, o.interval_us, mc.lost, mc.changes, ms.lost, ms.mpps,
-      mc.mpps, ratio, met ? "met" : "missed");
+           "every %u us; churn lost %" G_GUINT64_FORMAT
+           " in %u rule changes, %u refused (steady lost %" G_GUINT64_FORMAT
+           "); Mpps steady %.2f, churn %.2f, ratio %.3f; target lost=0: %s\n",
+      FRAME_LEN, o.packets, o.repeat, o.interval_us, mc.lost, mc.changes, mc.warnings, ms.lost,
+      ms.mpps, mc.mpps, ratio, met ? "met" : "missed");
 
   for (guint i = 0; i < o.repeat; i++) {
     g_free (steady[i].error);
