@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 struct _DqFlowCounters {
-  GMutex lock;      /* guards the table: the adding thread against readers */
+  GMutex lock;       /* guards the table: the adding thread against readers */
   GHashTable *by_id; /* flow id -> DqFlowCount* */
   guint64 overflow_packets;
 };
