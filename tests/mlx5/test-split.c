@@ -71,8 +71,8 @@ inject (Rig *r, guint32 first, guint32 n)
 
 /* What a drain saw. */
 typedef struct {
-  guint32 next;   /* the sequence number expected next */
-  guint packets;  /* checked */
+  guint32 next;  /* the sequence number expected next */
+  guint packets; /* checked */
   guint bursts;
   guint max_burst;
 } Seen;
@@ -116,8 +116,8 @@ drain (Rig *r, Seen *s, guint want, const guint8 *(*payload_view) (const guint8 
     const guint8 *hdr = mlx5_rxq_burst_data (r->rx, &b);
     const guint8 *pay = mlx5_rxq_burst_payload (r->rx, &b);
     g_assert_cmpuint (b.strides, ==, b.n_packets);
-    g_assert_cmpuint (mlx5_rxq_burst_payload_size (r->rx, &b), ==,
-        (gsize) b.n_packets * r->payload_stride);
+    g_assert_cmpuint (
+        mlx5_rxq_burst_payload_size (r->rx, &b), ==, (gsize) b.n_packets * r->payload_stride);
     for (guint i = 0; i < b.n_packets; i++) {
       const DqPacket *pkt = &pkts[i];
       g_assert_cmpuint (pkt->offset, ==, i * r->hdr_stride);
