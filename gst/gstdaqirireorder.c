@@ -775,6 +775,15 @@ chain_burst (GstDaqiriReorder *self, GstBuffer *buf)
     gst_buffer_unref (buf);
     return GST_FLOW_OK;
   }
+  if (meta->header_size != 0) {
+    gst_buffer_unref (buf);
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("daqirireorder takes whole packets, not header-data split bursts"),
+        ("the burst's packets are split after %u bytes (daqirisrc header-size); allowed: "
+         "daqirisrc header-size=0",
+            meta->header_size));
+    return GST_FLOW_ERROR;
+  }
   /* a burst in daqiri's GPU memory is read where it is (memory=cuda) */
   GstMemory *mem0 = gst_buffer_n_memory (buf) == 1 ? gst_buffer_peek_memory (buf, 0) : NULL;
   gboolean on_gpu = mem0 && gst_memory_is_type (mem0, GST_DAQIRI_CUDA_MEMORY_TYPE);

@@ -856,9 +856,9 @@ mlx5_rxq_release (Mlx5Rxq *q, guint32 wqe, guint32 strides)
     strides_give_back (q, wqe, strides);
     return;
   }
-  /* header-data split: `strides` WQEs from `wqe`, one packet each */
-  for (guint32 i = 0; i < strides; i++)
-    strides_give_back (q, (wqe + i) & q->wqe_mask, 1);
+  /* header-data split: the run of `strides` WQEs from `wqe` (one packet each), counted at
+   * its first slot */
+  strides_give_back (q, wqe, strides);
 }
 
 /* The RQ in ERR, every posted WQE completed: ERR -> RST -> RDY with the doorbell record
@@ -900,6 +900,20 @@ mlx5_rxq_refill (Mlx5Rxq *q)
     return 0;
   guint32 pi = q->rq_pi;
 
+  if (q->split != 0) {
+    /* header-data split: a released run of WQEs is counted at its first slot; runs follow
+     * each other in ring order. The WQEs never change (slot i names header and payload
+     * slot i), so posting them again is the doorbell alone. */
+    for (;;) {
+      guint32 slot = pi & q->wqe_mask;
+      gint run = __atomic_load_n (&q->freed[slot], __ATOMIC_ACQUIRE);
+      if (run <= 0)
+        break;
+      __atomic_store_n (&q->freed[slot], 0, __ATOMIC_RELAXED);
+      pi += (guint32) run;
+    }
+    goto ring;
+  }
   /* strictly in ring order: the oldest posted WQE first, and only once every stride of
    * it is back (the device is done with it, and so is every reader) */
   for (;;) {
@@ -913,6 +927,7 @@ mlx5_rxq_refill (Mlx5Rxq *q)
     rxq_post_wqe (q, slot);
     pi++;
   }
+ring:;
   guint posted = pi - q->rq_pi;
   if (posted == 0)
     return 0;
