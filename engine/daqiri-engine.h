@@ -96,7 +96,9 @@ typedef struct _DqTxQueue DqTxQueue;
  * header_size), `data` holds the packets' headers, header_stride bytes apart (a packet's
  * DqPacket.offset is its header's), each the first MIN (length, header_size) bytes of the
  * packet; the rest of packet i lies in `payload` at (offset / header_stride) *
- * payload_stride, in payload_memory. */
+ * payload_stride, in payload_memory. The header_size bytes before `payload` are memory of
+ * the same ring (readable, never this burst's), so a payload can be addressed as if its
+ * headers preceded it. */
 typedef struct {
   guint8 *data; /* start of the ring range */
   gsize size;   /* bytes of the ring range; every packet lies inside */

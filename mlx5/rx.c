@@ -249,6 +249,15 @@ mlx5_rx_geometry_split (const Mlx5Caps *caps, const char *what, gsize ring_bytes
 /* ---------------------------------------------------------------------------------- */
 /* rings */
 
+/* Header-data split: payload slot i. The slots start MLX5_RX_SPLIT_MAX_HEADER bytes into
+ * the packet buffer, so that the header_size bytes before any slot are ring memory (the
+ * bytes a reader that addresses a payload as if its headers preceded it never reads). */
+static inline guint8 *
+rxq_payload_slot (Mlx5Rxq *q, guint32 slot)
+{
+  return q->rq.buf + MLX5_RX_SPLIT_MAX_HEADER + (gsize) slot * q->payload_stride;
+}
+
 /* a split WQE: the header slot, then the payload slot */
 static void
 rxq_post_split_wqe (Mlx5Rxq *q, guint32 slot)
@@ -261,7 +270,7 @@ rxq_post_split_wqe (Mlx5Rxq *q, guint32 slot)
   seg[0].addr = htobe64 ((guint64) (uintptr_t) (q->hdr_buf + (gsize) slot * q->hdr_stride));
   seg[1].byte_count = htobe32 (q->payload_stride);
   seg[1].lkey = htobe32 (q->rq.lkey);
-  seg[1].addr = htobe64 ((guint64) (uintptr_t) (q->rq.buf + (gsize) slot * q->payload_stride));
+  seg[1].addr = htobe64 ((guint64) (uintptr_t) rxq_payload_slot (q, slot));
 }
 
 static void
@@ -421,7 +430,8 @@ mlx5_rxq_new (const Mlx5PortOps *ops, gpointer dev, const Mlx5Caps *caps, const 
     q->payload_stride = geo->split_payload;
     q->strides = 1;
     q->log_region = 0;
-    q->rq.buf_size = dq_round_up ((gsize) n_wqes * q->payload_stride, mlx5_page_size ());
+    q->rq.buf_size = dq_round_up (
+        MLX5_RX_SPLIT_MAX_HEADER + (gsize) n_wqes * q->payload_stride, mlx5_page_size ());
     q->hdr_bytes = dq_round_up ((gsize) n_wqes * q->hdr_stride, mlx5_page_size ());
     q->hdr_buf = mlx5_mem_map (q->hdr_bytes);
     if (q->hdr_buf == NULL) {
@@ -831,7 +841,7 @@ mlx5_rxq_burst_size (Mlx5Rxq *q, const Mlx5RxBurst *b)
 guint8 *
 mlx5_rxq_burst_payload (Mlx5Rxq *q, const Mlx5RxBurst *b)
 {
-  return q->split != 0 ? q->rq.buf + (gsize) b->wqe * q->payload_stride : NULL;
+  return q->split != 0 ? rxq_payload_slot (q, b->wqe) : NULL;
 }
 
 gsize

@@ -541,8 +541,9 @@ rq_deliver_split (
       return;
     }
   }
-  memcpy (dst[0], frame, head);
-  if (len > head) {
+  if (head > 0)
+    memcpy (dst[0], frame, head);
+  if (len > head) { /* bc[1] >= len - head > 0: the second segment was checked */
     memcpy (dst[1], frame + head, len - head);
     rq_mark_payload (p, rq, lkey[1], dst[1], len - head);
   }
