@@ -661,6 +661,13 @@ afp_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
         port->ifname);
     return NULL;
   }
+  if (config->header_size != 0) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "afpacket:%s: header-size %u: the kernel's ring keeps each packet whole; "
+        "header-data split needs the mlx5 or emu engine (allowed here: 0)",
+        port->ifname, config->header_size);
+    return NULL;
+  }
   if (!rx_geometry_choose (port, config, &geo, error))
     return NULL;
 

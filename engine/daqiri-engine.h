@@ -92,12 +92,24 @@ typedef struct _DqPort DqPort;
 typedef struct _DqRxQueue DqRxQueue;
 typedef struct _DqTxQueue DqTxQueue;
 
+/* A burst of received packets in ring memory. With header-data split (DqRxConfig
+ * header_size), `data` holds the packets' headers, header_stride bytes apart (a packet's
+ * DqPacket.offset is its header's), each the first MIN (length, header_size) bytes of the
+ * packet; the rest of packet i lies in `payload` at (offset / header_stride) *
+ * payload_stride, in payload_memory. The header_size bytes before `payload` are memory of
+ * the same ring (readable, never this burst's), so a payload can be addressed as if its
+ * headers preceded it. */
 typedef struct {
   guint8 *data; /* start of the ring range */
   gsize size;   /* bytes of the ring range; every packet lies inside */
   guint n_packets;
   DqPacket *packets; /* owned by the queue; valid until released */
   DqMemoryKind memory;
+  /* header-data split; header_size 0 and payload NULL without */
+  guint header_size, header_stride, payload_stride;
+  guint8 *payload;
+  gsize payload_size;
+  DqMemoryKind payload_memory;
   /*< private >*/
   gpointer range; /* engine token that identifies the ring range */
 } DqBurst;
@@ -148,6 +160,9 @@ typedef struct {
   const DqRingMemory *ring_memory; /* NULL: host memory; engines that cannot receive
                                      * into other memory refuse it (DQ_ERROR_CONFIG) */
   DqRxFilter filter;               /* default DQ_RX_FILTER_RULES */
+  guint header_size; /* header-data split: the first header_size bytes of each packet in a
+                      * host ring, the rest in the ring of ring_memory (see DqBurst);
+                      * 0: none. mlx5 and emu engines only (others: DQ_ERROR_CONFIG) */
 } DqRxConfig;
 
 typedef struct {

@@ -613,6 +613,13 @@ dpdk_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
         port->what);
     return NULL;
   }
+  if (config->header_size != 0) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: header-size %u: the dpdk engine copies each packet whole; header-data split "
+        "needs the mlx5 or emu engine (allowed here: 0)",
+        port->what, config->header_size);
+    return NULL;
+  }
   DpdkRxQueue *rxq = g_new0 (DpdkRxQueue, 1);
   rxq->port = port;
   rxq->qid = (guint16) config->queue_index;

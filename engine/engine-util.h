@@ -52,6 +52,13 @@ dq_log2_floor (guint64 v)
   return v == 0 ? 0 : 63 - (guint) __builtin_clzll (v);
 }
 
+/* v rounded up to a multiple of a (a > 0) */
+static inline guint64
+dq_round_up (guint64 v, guint64 a)
+{
+  return (v + a - 1) / a * a;
+}
+
 /* the smallest n with 2^n >= v */
 static inline guint
 dq_log2_ceil (guint64 v)

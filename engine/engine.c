@@ -223,6 +223,8 @@ dq_rxq_destroy (DqRxQueue *rxq)
 int
 dq_rxq_poll (DqRxQueue *rxq, DqBurst *burst, gint64 timeout_ns, GError **error)
 {
+  /* what an engine leaves unset reads as none (no header-data split) */
+  memset (burst, 0, sizeof *burst);
   return rxq->port->ops->rxq_poll (rxq->priv, burst, timeout_ns, error);
 }
 

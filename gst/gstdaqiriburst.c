@@ -55,10 +55,15 @@ gst_daqiri_rx_ring_queue (GstDaqiriRxRing *ring)
 
 /* ---- the allocator of ring-range memories ---- */
 
+/* A burst's ring range. With header-data split the burst has two: the headers (this memory,
+ * which gives the burst back when freed) and the payloads (a second memory whose `owner` is
+ * the first: it holds a reference to it). */
 typedef struct {
   GstMemory mem;
   GstDaqiriRxRing *ring;
   DqBurst burst;
+  guint8 *data;     /* what a map returns */
+  GstMemory *owner; /* NULL: this memory gives the burst back */
 } GstDaqiriBurstMemory;
 
 #define GST_TYPE_DAQIRI_BURST_ALLOCATOR (gst_daqiri_burst_allocator_get_type ())
@@ -86,8 +91,12 @@ burst_free (GstAllocator *allocator, GstMemory *mem)
 {
   GstDaqiriBurstMemory *bmem = (GstDaqiriBurstMemory *) mem;
 
-  dq_rxq_release (bmem->ring->rxq, &bmem->burst);
-  gst_daqiri_rx_ring_unref (bmem->ring);
+  if (bmem->owner != NULL) {
+    gst_memory_unref (bmem->owner);
+  } else {
+    dq_rxq_release (bmem->ring->rxq, &bmem->burst);
+    gst_daqiri_rx_ring_unref (bmem->ring);
+  }
   g_free (bmem);
 }
 
@@ -101,7 +110,7 @@ burst_map (GstMemory *mem, gsize maxsize, GstMapFlags flags)
                "GST_DAQIRI_MAP_CUDA, or use daqirisrc memory=system");
     return NULL;
   }
-  return ((GstDaqiriBurstMemory *) mem)->burst.data;
+  return ((GstDaqiriBurstMemory *) mem)->data;
 }
 
 static void
@@ -119,7 +128,7 @@ burst_copy (GstMemory *mem, gssize offset, gssize size)
     size = (gssize) mem->size - offset;
   /* a plain system-memory copy */
   guint8 *data =
-      g_memdup2 (((GstDaqiriBurstMemory *) mem)->burst.data + mem->offset + offset, (gsize) size);
+      g_memdup2 (((GstDaqiriBurstMemory *) mem)->data + mem->offset + offset, (gsize) size);
   return gst_memory_new_wrapped (0, data, (gsize) size, 0, (gsize) size, data, g_free);
 }
 
@@ -190,7 +199,23 @@ burst_memory_new (GstDaqiriRxRing *ring, const DqBurst *burst)
       burst_allocator_get (burst->memory), NULL, burst->size, 0, 0, burst->size);
   bmem->ring = gst_daqiri_rx_ring_ref (ring);
   bmem->burst = *burst;
+  bmem->data = burst->data;
+  bmem->owner = NULL;
   return GST_MEMORY_CAST (bmem);
+}
+
+/* Header-data split: the payload range of the burst that `owner` gives back. */
+static GstMemory *
+burst_payload_memory_new (GstMemory *owner)
+{
+  const DqBurst *burst = &((GstDaqiriBurstMemory *) owner)->burst;
+  GstDaqiriBurstMemory *pmem = g_new0 (GstDaqiriBurstMemory, 1);
+  gst_memory_init (GST_MEMORY_CAST (pmem), GST_MEMORY_FLAG_READONLY | GST_MEMORY_FLAG_NO_SHARE,
+      burst_allocator_get (burst->payload_memory), NULL, burst->payload_size, 0, 0,
+      burst->payload_size);
+  pmem->data = burst->payload;
+  pmem->owner = gst_memory_ref (owner);
+  return GST_MEMORY_CAST (pmem);
 }
 
 /* A buffer of `mem` with the packet meta over bmem's packet array (the meta takes the
@@ -201,8 +226,14 @@ burst_buffer (GstMemory *mem, GstMemory *bmem)
   GstBuffer *buf = gst_buffer_new ();
   gst_buffer_append_memory (buf, mem);
   const DqBurst *burst = &((GstDaqiriBurstMemory *) bmem)->burst;
-  gst_buffer_add_daqiri_packet_meta_full (buf, (GstDaqiriPacket *) burst->packets, burst->n_packets,
-      (GDestroyNotify) gst_memory_unref, bmem);
+  if (burst->header_size != 0)
+    gst_buffer_append_memory (buf, burst_payload_memory_new (bmem));
+  GstDaqiriPacketMeta *meta =
+      gst_buffer_add_daqiri_packet_meta_full (buf, (GstDaqiriPacket *) burst->packets,
+          burst->n_packets, (GDestroyNotify) gst_memory_unref, bmem);
+  meta->header_size = burst->header_size;
+  meta->header_stride = burst->header_stride;
+  meta->payload_stride = burst->payload_stride;
   return buf;
 }
 

@@ -758,6 +758,45 @@ gst_daqiri_reorder_chain (GstPad *pad, GstObject *parent, GstBuffer *buf)
   return ret;
 }
 
+/* Header-data split: the fields the reorder reads (sequence number, batch id, payload) must
+ * lie past the headers; an error says which does not. */
+static gboolean
+split_fields_ok (GstDaqiriReorder *self, const GstDaqiriPacketMeta *meta)
+{
+  const DqReorderConfig *c = &self->run_cfg;
+  guint64 first_bit = MIN ((guint64) c->seq_bit_offset, (guint64) c->payload_offset * 8);
+  if (c->batch_bit_width != 0)
+    first_bit = MIN (first_bit, (guint64) c->batch_bit_offset);
+  if (first_bit >= (guint64) meta->header_size * 8)
+    return TRUE;
+  GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+      ("with header-data split the sequence field, batch field and payload must lie past the "
+       "headers"),
+      ("daqirisrc header-size is %u bytes; seq-offset %u bits, payload-offset %u bytes%s; "
+       "allowed: header-size <= %" G_GUINT64_FORMAT,
+          meta->header_size, c->seq_bit_offset, c->payload_offset,
+          c->batch_bit_width ? " and the batch field" : "", first_bit / 8));
+  return FALSE;
+}
+
+/* Header-data split: maps the burst's payload memory as if each packet's headers preceded its
+ * payload, so that the packets' offsets (their payloads', gst_daqiri_packet_payload_offset)
+ * with seq-offset and payload-offset address what they always do: `data` starts
+ * header_size bytes before the memory, which is never read there (split_fields_ok). The map
+ * holds a reference to the memory and goes back with gst_buffer_unmap. */
+static gboolean
+map_payloads (GstBuffer *buf, GstMapInfo *map, GstMapFlags flags, guint header_size)
+{
+  GstMemory *mem = gst_buffer_get_memory (buf, 1);
+  if (!gst_memory_map (mem, map, flags)) {
+    gst_memory_unref (mem);
+    return FALSE;
+  }
+  map->data -= header_size;
+  map->size += header_size;
+  return TRUE;
+}
+
 static GstFlowReturn
 chain_burst (GstDaqiriReorder *self, GstBuffer *buf)
 {
@@ -775,13 +814,23 @@ chain_burst (GstDaqiriReorder *self, GstBuffer *buf)
     gst_buffer_unref (buf);
     return GST_FLOW_OK;
   }
+  /* header-data split: the packets' sequence fields and payloads lie past their headers, in
+   * the burst's second memory, read where they are */
+  guint split = meta->header_size;
+  if (split != 0 && !split_fields_ok (self, meta)) {
+    gst_buffer_unref (buf);
+    return GST_FLOW_ERROR;
+  }
   /* a burst in daqiri's GPU memory is read where it is (memory=cuda) */
-  GstMemory *mem0 = gst_buffer_n_memory (buf) == 1 ? gst_buffer_peek_memory (buf, 0) : NULL;
+  GstMemory *mem0 = split != 0         ? gst_buffer_peek_memory (buf, 1)
+      : gst_buffer_n_memory (buf) == 1 ? gst_buffer_peek_memory (buf, 0)
+                                       : NULL;
   gboolean on_gpu = mem0 && gst_memory_is_type (mem0, GST_DAQIRI_CUDA_MEMORY_TYPE);
   /* GstCudaMemory bursts (daqirisrc memory=cuda with GStreamer >= 1.24): read in place too */
   const ReorderBackendClass *gpu = reorder_backend_lookup (GST_DAQIRI_MEMORY_CUDA);
   on_gpu = on_gpu || (mem0 && gpu && gpu->is_device_memory && gpu->is_device_memory (mem0));
-  if (!gst_buffer_map (buf, &map, on_gpu ? GST_MAP_READ | GST_DAQIRI_MAP_CUDA : GST_MAP_READ)) {
+  GstMapFlags flags = on_gpu ? GST_MAP_READ | GST_DAQIRI_MAP_CUDA : GST_MAP_READ;
+  if (!(split != 0 ? map_payloads (buf, &map, flags, split) : gst_buffer_map (buf, &map, flags))) {
     gst_buffer_unref (buf);
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("cannot map the input burst"), (NULL));
     return GST_FLOW_ERROR;
@@ -804,6 +853,9 @@ chain_burst (GstDaqiriReorder *self, GstBuffer *buf)
   for (guint i = 0; i < n; i++) {
     memcpy (&self->scratch[i], &meta->packets[i], sizeof (DqReorderPacket));
     self->scratch[i].timestamp = pts;
+    if (split != 0)
+      self->scratch[i].offset =
+          (guint32) gst_daqiri_packet_payload_offset (meta, &meta->packets[i]);
   }
 
   /* frames: one per window slot, plus one for each batch this burst can open beyond the window

@@ -413,6 +413,15 @@ gst_daqiri_sink_render (GstBaseSink *bsink, GstBuffer *buffer)
   GstDaqiriSink *self = GST_DAQIRI_SINK (bsink);
   GstMapInfo map;
 
+  GstDaqiriPacketMeta *split = gst_buffer_get_daqiri_packet_meta (buffer);
+  if (split != NULL && split->header_size != 0) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("daqirisink sends whole packets, not header-data split bursts"),
+        ("the burst's packets are split after %u bytes (daqirisrc header-size); allowed: "
+         "daqirisrc header-size=0",
+            split->header_size));
+    return GST_FLOW_ERROR;
+  }
   switch (render_in_place (self, buffer)) {
     case IN_PLACE_SENT: return GST_FLOW_OK;
     case IN_PLACE_ERROR: return GST_FLOW_ERROR;

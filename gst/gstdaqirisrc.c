@@ -76,6 +76,7 @@ enum {
   PROP_BURST_TIMEOUT,
   PROP_RING_SIZE,
   PROP_MAX_PACKET_SIZE,
+  PROP_HEADER_SIZE,
   PROP_STATS,
   PROP_STATS_INTERVAL,
   PROP_MEMORY,
@@ -117,6 +118,7 @@ struct _GstDaqiriSrc {
   guint64 burst_timeout;
   guint64 ring_size;
   guint max_packet_size;
+  guint header_size;
   guint64 stats_interval;
   GstDaqiriMemory memory;
   gboolean gpudirect;
@@ -270,6 +272,7 @@ static const GstDaqiriMember src_members[] = {
   GST_DAQIRI_MEMBER (PROP_BURST_TIMEOUT, GstDaqiriSrc, burst_timeout),
   GST_DAQIRI_MEMBER (PROP_RING_SIZE, GstDaqiriSrc, ring_size),
   GST_DAQIRI_MEMBER (PROP_MAX_PACKET_SIZE, GstDaqiriSrc, max_packet_size),
+  GST_DAQIRI_MEMBER (PROP_HEADER_SIZE, GstDaqiriSrc, header_size),
   GST_DAQIRI_MEMBER (PROP_STATS_INTERVAL, GstDaqiriSrc, stats_interval),
   GST_DAQIRI_MEMBER (PROP_MEMORY, GstDaqiriSrc, memory),
   GST_DAQIRI_MEMBER (PROP_GPUDIRECT, GstDaqiriSrc, gpudirect),
@@ -432,6 +435,7 @@ gst_daqiri_src_start (GstBaseSrc *bsrc)
     .burst_timeout_ns = self->burst_timeout,
     .ring_bytes = self->ring_size,
     .max_packet_size = self->max_packet_size,
+    .header_size = self->header_size,
     .n_queues = self->n_queues,
     /* a fresh group for every start: queues of an earlier run live on while
      * downstream still holds their bursts, and must not be mistaken for ours */
@@ -608,6 +612,7 @@ gst_daqiri_src_negotiate (GstBaseSrc *bsrc)
   GST_OBJECT_LOCK (self);
   gint max = (gint) self->max_packet_size;
   gboolean cuda = self->memory == GST_DAQIRI_MEMORY_CUDA;
+  gboolean split = self->header_size != 0;
   GST_OBJECT_UNLOCK (self);
   GstCaps *caps =
       gst_caps_new_simple (GST_DAQIRI_PACKETS_MEDIA_TYPE, "max-packet-size", G_TYPE_INT, max, NULL);
@@ -616,7 +621,8 @@ gst_daqiri_src_negotiate (GstBaseSrc *bsrc)
         caps, 0, gst_caps_features_new (GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA, NULL));
 #ifdef DQ_HAVE_CUDA
   self->gstcuda_bursts = FALSE;
-  if (cuda && !negotiate_gstcuda (self, &caps)) {
+  /* split bursts go out as daqiri memory (two memories; GstCudaMemory would be one) */
+  if (cuda && !split && !negotiate_gstcuda (self, &caps)) {
     gst_caps_unref (caps);
     return FALSE;
   }
@@ -935,6 +941,15 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass *klass)
           "Largest frame kept whole, in bytes from the Ethernet header; longer frames are "
           "cut to this size and flagged truncated",
           64, 65535, DEFAULT_MAX_PACKET_SIZE, rw));
+  g_object_class_install_property (gobject_class, PROP_HEADER_SIZE,
+      g_param_spec_uint ("header-size", "Header size",
+          "Header-data split: the first N bytes of every packet into a ring of headers in "
+          "system memory, the rest into the ring of `memory` (system or GPU memory); each "
+          "buffer then has two memories, headers and payloads (GstDaqiriPacketMeta "
+          "header-size, header-stride, payload-stride say where each packet's parts are). "
+          "0: whole packets in one ring. mlx5 and emu engines only; 14 .. 1024 and less than "
+          "max-packet-size",
+          0, 1024, 0, rw));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "Counters over all queues: packets, bytes, bursts (delivered); drops (packets "

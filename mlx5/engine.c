@@ -421,9 +421,14 @@ eng_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
 
   if (!rx_rules_check (port, config->flows, config->n_flows, config->n_queues, error))
     return NULL;
-  if (!mlx5_rx_geometry_choose (&port->caps, port->what, config->ring_bytes, max_packet,
-          port->stride, port->strides, &geo, error))
+  if (config->header_size != 0) {
+    if (!mlx5_rx_geometry_split (&port->caps, port->what, config->ring_bytes, max_packet,
+            port->mtu + FRAME_OVER_MTU, config->header_size, &geo, error))
+      return NULL;
+  } else if (!mlx5_rx_geometry_choose (&port->caps, port->what, config->ring_bytes, max_packet,
+                 port->stride, port->strides, &geo, error)) {
     return NULL;
+  }
 
   Mlx5EngRxq *rxq = g_new0 (Mlx5EngRxq, 1);
   rxq->port = port;
@@ -474,6 +479,15 @@ rx_burst_emit (Mlx5EngRxq *rxq, DqBurst *burst)
   burst->n_packets = rxq->ob.n_packets;
   burst->packets = rec->packets;
   burst->memory = mlx5_rxq_memory_kind (rxq->ring);
+  burst->payload = mlx5_rxq_burst_payload (rxq->ring, &rxq->ob);
+  burst->payload_size = mlx5_rxq_burst_payload_size (rxq->ring, &rxq->ob);
+  mlx5_rxq_split_layout (
+      rxq->ring, &burst->header_size, &burst->header_stride, &burst->payload_stride);
+  if (burst->header_size != 0) {
+    /* the headers are host memory; the ring's memory holds the payloads */
+    burst->payload_memory = burst->memory;
+    burst->memory = DQ_MEMORY_HOST;
+  }
   burst->range = rec;
   rxq->open = NULL;
   rxq->open_since = 0;

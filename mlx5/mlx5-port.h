@@ -51,6 +51,15 @@ typedef struct {
   Mlx5Cq *cq;
   guint32 rqn; /* set by rq_create */
   gpointer priv;
+  /* header-data split when split_header != 0: a cyclic RQ instead, whose WQE i has two
+   * data segments, split_header bytes at hdr_buf + i * hdr_stride (host memory, hdr_lkey)
+   * and split_payload bytes at buf + i * split_payload (log_strides and log_stride_size
+   * unused); the device writes the first split_header bytes of a packet into the first,
+   * the rest into the second, and one CQE per packet (byte_cnt its length, wqe_counter
+   * its WQE's counter) */
+  guint split_header, split_payload, hdr_stride;
+  guint8 *hdr_buf;
+  guint32 hdr_lkey;
 } Mlx5Rq;
 
 /* A send queue of 2^log_wqebbs 64-byte WQE basic blocks. */

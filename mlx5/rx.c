@@ -65,6 +65,14 @@ struct _Mlx5Rxq {
    * re-posted when this reaches `strides` */
   gint *freed;
 
+  /* header-data split (split != 0: the header bytes of each packet): a cyclic RQ of one
+   * packet per WQE (strides = 1), headers in hdr_buf (host memory), payloads in rq.buf */
+  guint split;
+  guint hdr_stride, payload_stride;
+  guint8 *hdr_buf;
+  gsize hdr_bytes;
+  gpointer hdr_mr;
+
   Mlx5RxCounters c;
 };
 
@@ -174,20 +182,104 @@ mlx5_rx_geometry_choose (const Mlx5Caps *caps, const char *what, gsize ring_byte
         what, ring, 1u << lw, 1u << ls, 1u << lq, limit, (guint64) 1 << (lq + lw + ls));
     return FALSE;
   }
+  memset (geo, 0, sizeof *geo);
   geo->log_stride_size = ls;
   geo->log_strides = lw;
   geo->log_wqes = lq;
   geo->log_cq_size = lq + lw;
-  geo->memory = NULL;
+  return TRUE;
+}
+
+gboolean
+mlx5_rx_geometry_split (const Mlx5Caps *caps, const char *what, gsize ring_bytes, guint max_packet,
+    guint max_frame, guint header_size, Mlx5RxGeometry *geo, GError **error)
+{
+  gsize ring = ring_bytes ? ring_bytes : MLX5_RX_DEFAULT_RING;
+  guint max_lq = MIN (MIN (caps->max_log_wqes, MLX5_RX_MAX_LOG_WQES), caps->max_log_cq_size);
+
+  if (max_packet == 0 || max_packet > MLX5_MPRQ_LEN_MASK) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: max-packet-size %u is out of range (allowed 1 .. %u)", what, max_packet,
+        MLX5_MPRQ_LEN_MASK);
+    return FALSE;
+  }
+  if (header_size < MLX5_RX_SPLIT_MIN_HEADER || header_size > MLX5_RX_SPLIT_MAX_HEADER ||
+      header_size >= max_packet) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: header-size %u is not allowed (allowed: %u .. %u, and less than "
+        "max-packet-size %u)",
+        what, header_size, MLX5_RX_SPLIT_MIN_HEADER, MLX5_RX_SPLIT_MAX_HEADER, max_packet);
+    return FALSE;
+  }
+  /* every frame the port takes fits the two segments: one that did not would be an
+   * error completion, which stops the queue */
+  guint frame = MAX (max_packet, max_frame);
+  guint payload = (guint) dq_round_up (frame - header_size, MLX5_RX_SPLIT_ALIGN);
+  guint64 slots = ring / payload;
+  if (slots < (1u << MLX5_RX_MIN_LOG_WQES)) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: ring-size %" G_GSIZE_FORMAT " is too small for header-data split: %u payload "
+        "slots of %u bytes need at least %" G_GUINT64_FORMAT
+        " (allowed: ring-size >= %" G_GUINT64_FORMAT ")",
+        what, ring, 1u << MLX5_RX_MIN_LOG_WQES, payload, (guint64) payload << MLX5_RX_MIN_LOG_WQES,
+        (guint64) payload << MLX5_RX_MIN_LOG_WQES);
+    return FALSE;
+  }
+  guint lq = dq_log2_floor (slots);
+  if (lq > max_lq) {
+    if (ring_bytes != 0) {
+      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+          "%s: ring-size %" G_GSIZE_FORMAT " is more than one receive queue holds with "
+          "header-data split: at most %u packets of %u payload bytes (allowed: ring-size <= %" G_GUINT64_FORMAT
+          ")",
+          what, ring, 1u << max_lq, payload, (guint64) payload << max_lq);
+      return FALSE;
+    }
+    lq = max_lq;
+  }
+  memset (geo, 0, sizeof *geo);
+  geo->log_wqes = lq;
+  geo->log_cq_size = lq; /* one CQE per WQE */
+  geo->split_header = header_size;
+  geo->split_payload = payload;
+  geo->hdr_stride = (guint) dq_round_up (header_size, MLX5_RX_SPLIT_ALIGN);
   return TRUE;
 }
 
 /* ---------------------------------------------------------------------------------- */
 /* rings */
 
+/* Header-data split: payload slot i. The slots start MLX5_RX_SPLIT_MAX_HEADER bytes into
+ * the packet buffer, so that the header_size bytes before any slot are ring memory (the
+ * bytes a reader that addresses a payload as if its headers preceded it never reads). */
+static inline guint8 *
+rxq_payload_slot (Mlx5Rxq *q, guint32 slot)
+{
+  return q->rq.buf + MLX5_RX_SPLIT_MAX_HEADER + (gsize) slot * q->payload_stride;
+}
+
+/* a split WQE: the header slot, then the payload slot */
+static void
+rxq_post_split_wqe (Mlx5Rxq *q, guint32 slot)
+{
+  struct mlx5_wqe_data_seg *seg =
+      (struct mlx5_wqe_data_seg *) (q->rq.wqes + ((gsize) slot << MLX5_LOG_MPRQ_WQE_SIZE));
+
+  seg[0].byte_count = htobe32 (q->split);
+  seg[0].lkey = htobe32 (q->rq.hdr_lkey);
+  seg[0].addr = htobe64 ((guint64) (uintptr_t) (q->hdr_buf + (gsize) slot * q->hdr_stride));
+  seg[1].byte_count = htobe32 (q->payload_stride);
+  seg[1].lkey = htobe32 (q->rq.lkey);
+  seg[1].addr = htobe64 ((guint64) (uintptr_t) rxq_payload_slot (q, slot));
+}
+
 static void
 rxq_post_wqe (Mlx5Rxq *q, guint32 slot)
 {
+  if (q->split) {
+    rxq_post_split_wqe (q, slot);
+    return;
+  }
   struct mlx5_mprq_wqe *wqe =
       (struct mlx5_mprq_wqe *) (q->rq.wqes + ((gsize) slot << MLX5_LOG_MPRQ_WQE_SIZE));
   guint8 *region = q->rq.buf + ((gsize) slot << q->log_region);
@@ -228,6 +320,9 @@ mlx5_rxq_free (Mlx5Rxq *q)
     q->ops->cq_destroy (q->dev, &q->cq);
   if (q->mr != NULL)
     q->ops->mr_dereg (q->dev, q->mr);
+  if (q->hdr_mr != NULL)
+    q->ops->mr_dereg (q->dev, q->hdr_mr);
+  mlx5_mem_unmap (q->hdr_buf, q->hdr_bytes);
   if (q->memory.alloc != NULL) {
     if (q->rq.buf != NULL)
       q->memory.free (q->rq.buf, q->rq.buf_size, q->memory.user);
@@ -328,6 +423,24 @@ mlx5_rxq_new (const Mlx5PortOps *ops, gpointer dev, const Mlx5Caps *caps, const 
   q->freed = g_new0 (gint, n_wqes);
 
   q->rq.buf_size = (gsize) n_wqes << q->log_region;
+  if (geo->split_header != 0) {
+    /* one packet per WQE; both rings whole pages */
+    q->split = geo->split_header;
+    q->hdr_stride = geo->hdr_stride;
+    q->payload_stride = geo->split_payload;
+    q->strides = 1;
+    q->log_region = 0;
+    q->rq.buf_size = dq_round_up (
+        MLX5_RX_SPLIT_MAX_HEADER + (gsize) n_wqes * q->payload_stride, mlx5_page_size ());
+    q->hdr_bytes = dq_round_up ((gsize) n_wqes * q->hdr_stride, mlx5_page_size ());
+    q->hdr_buf = mlx5_mem_map (q->hdr_bytes);
+    if (q->hdr_buf == NULL) {
+      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+          "%s: cannot allocate the header ring (%" G_GSIZE_FORMAT " bytes)", q->what, q->hdr_bytes);
+      q->hdr_bytes = 0;
+      goto fail;
+    }
+  }
   if (geo->memory != NULL)
     q->memory = *geo->memory;
   q->rq.buf = q->memory.alloc != NULL ? q->memory.alloc (q->rq.buf_size, q->memory.user)
@@ -349,6 +462,9 @@ mlx5_rxq_new (const Mlx5PortOps *ops, gpointer dev, const Mlx5Caps *caps, const 
 
   if (!rxq_register_ring (q, error))
     goto fail;
+  if (q->split != 0 &&
+      !ops->mr_reg (dev, q->hdr_buf, q->hdr_bytes, &q->rq.hdr_lkey, &q->hdr_mr, error))
+    goto fail;
 
   /* every CQE starts invalid with owner 1: nothing is software-owned on the first pass */
   memset (q->cq.ring, 0xff, cq_bytes);
@@ -360,6 +476,10 @@ mlx5_rxq_new (const Mlx5PortOps *ops, gpointer dev, const Mlx5Caps *caps, const 
   q->rq.log_wqes = geo->log_wqes;
   q->rq.log_strides = geo->log_strides;
   q->rq.log_stride_size = geo->log_stride_size;
+  q->rq.split_header = q->split;
+  q->rq.split_payload = q->payload_stride;
+  q->rq.hdr_stride = q->hdr_stride;
+  q->rq.hdr_buf = q->hdr_buf;
   q->rq.cq = &q->cq;
   for (guint32 i = 0; i < n_wqes; i++)
     rxq_post_wqe (q, i);
@@ -516,9 +636,106 @@ cqe_packet_flags (const volatile struct mlx5_cqe64 *cqe)
   return flags;
 }
 
+/* Header-data split: a CQE that is not a packet of the WQE at the cursor (an error CQE, a
+ * WQE counter or length that does not fit): counted; the WQE at the cursor is given back
+ * and the cursor moves past it. */
+static void
+split_cqe_not_packet (Mlx5Rxq *q, volatile struct mlx5_cqe64 *cqe, guint8 opcode)
+{
+  if (opcode == MLX5_CQE_RESP_ERR) {
+    volatile struct mlx5_err_cqe *err = (volatile struct mlx5_err_cqe *) cqe;
+    q->in_error = TRUE;
+    if (err->syndrome == MLX5_CQE_SYNDROME_WR_FLUSH_ERR) {
+      MLX5_COUNTER_ADD (q->c.flushed, 1);
+    } else {
+      MLX5_COUNTER_ADD (q->c.cqe_errors, 1);
+      __atomic_store_n (&q->c.last_syndrome, err->syndrome, __ATOMIC_RELAXED);
+      __atomic_store_n (&q->c.last_vendor_syndrome, err->vendor_err_synd, __ATOMIC_RELAXED);
+    }
+  } else {
+    MLX5_COUNTER_ADD (q->c.device_errors, 1);
+  }
+  strides_give_back (q, q->cur_wqe & q->wqe_mask, 1);
+  q->cur_wqe++;
+}
+
+/* Header-data split: packets of consecutive WQEs, one per WQE; a burst ends at the end of
+ * the ring and before a WQE that held no packet, so that its WQEs are one run. */
+static gboolean
+rxq_poll_split (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
+{
+  guint n = b->n_packets;
+  guint64 bytes = 0;
+  guint n_new = 0;
+  gboolean complete = FALSE;
+  guint32 capacity = q->split + q->payload_stride;
+
+  while (n < max) {
+    volatile struct mlx5_cqe64 *cqe = cq_cqe (q, q->cq_ci);
+    if (!mlx5_cqe_sw_owned (cqe, q->cq_ci, q->log_cq))
+      break;
+    mlx5_dma_rmb ();
+    q->cq_ci++;
+    if ((q->cq_ci & (MLX5_RX_CQ_DOORBELL_EVERY - 1)) == 0)
+      cq_ring_doorbell (q);
+
+    guint8 opcode = mlx5_cqe_opcode (cqe);
+    guint32 slot = q->cur_wqe & q->wqe_mask;
+    guint32 len = be32toh (cqe->byte_cnt);
+    if (G_UNLIKELY (opcode != MLX5_CQE_RESP_SEND ||
+            be16toh (cqe->wqe_counter) != (q->cur_wqe & 0xffff) || len == 0 || len > capacity)) {
+      if (opcode != MLX5_CQE_RESP_SEND && opcode != MLX5_CQE_RESP_ERR) {
+        /* no RQ CQE has this opcode: it names no WQE, nothing moves */
+        MLX5_COUNTER_ADD (q->c.device_errors, 1);
+        continue;
+      }
+      split_cqe_not_packet (q, cqe, opcode);
+      if (n > 0) {
+        complete = TRUE;
+        break;
+      }
+      continue;
+    }
+    if (n == 0) {
+      b->wqe = slot;
+      b->first_stride = 0;
+      b->strides = 0;
+    }
+    DqPacket *pkt = &pkts[n++];
+    guint64 ts = be64toh (cqe->timestamp);
+    pkt->offset = b->strides * q->hdr_stride;
+    pkt->length = len;
+    pkt->flow_id = be32toh (cqe->sop_drop_qpn) & MLX5_FLOW_TAG_BITS;
+    pkt->flags = cqe_packet_flags (cqe) | q->ts_flag;
+    pkt->timestamp = q->ts_flag == 0 ? 0
+        : q->real_time_ts            ? mlx5_rt_ts_to_ns (ts)
+                                     : mlx5_ts_to_ns (&q->clock, ts);
+    b->strides++;
+    b->end = pkt->offset + MIN (len, q->split);
+    bytes += len;
+    n_new++;
+    q->cur_wqe++;
+    if ((q->cur_wqe & q->wqe_mask) == 0) {
+      complete = TRUE; /* a burst never wraps the ring */
+      break;
+    }
+  }
+  if (n == max)
+    complete = TRUE;
+  b->n_packets = n;
+  cq_ring_doorbell (q);
+  if (n_new > 0) {
+    MLX5_COUNTER_ADD (q->c.packets, n_new);
+    MLX5_COUNTER_ADD (q->c.bytes, bytes);
+  }
+  return complete;
+}
+
 gboolean
 mlx5_rxq_poll (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
 {
+  if (q->split != 0)
+    return rxq_poll_split (q, b, pkts, max);
   guint n = b->n_packets;
   guint64 bytes = 0, fillers = 0;
   guint n_new = 0;
@@ -607,6 +824,8 @@ mlx5_rxq_poll (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
 guint8 *
 mlx5_rxq_burst_data (Mlx5Rxq *q, const Mlx5RxBurst *b)
 {
+  if (q->split != 0)
+    return q->hdr_buf + (gsize) b->wqe * q->hdr_stride;
   return q->rq.buf + ((gsize) b->wqe << q->log_region) +
       ((gsize) b->first_stride << q->log_stride_size);
 }
@@ -614,13 +833,41 @@ mlx5_rxq_burst_data (Mlx5Rxq *q, const Mlx5RxBurst *b)
 gsize
 mlx5_rxq_burst_size (Mlx5Rxq *q, const Mlx5RxBurst *b)
 {
+  if (q->split != 0)
+    return b->end;
   return b->end - (b->first_stride << q->log_stride_size);
+}
+
+guint8 *
+mlx5_rxq_burst_payload (Mlx5Rxq *q, const Mlx5RxBurst *b)
+{
+  return q->split != 0 ? rxq_payload_slot (q, b->wqe) : NULL;
+}
+
+gsize
+mlx5_rxq_burst_payload_size (Mlx5Rxq *q, const Mlx5RxBurst *b)
+{
+  return q->split != 0 ? (gsize) b->strides * q->payload_stride : 0;
+}
+
+void
+mlx5_rxq_split_layout (Mlx5Rxq *q, guint *header_size, guint *hdr_stride, guint *payload_stride)
+{
+  *header_size = q->split;
+  *hdr_stride = q->hdr_stride;
+  *payload_stride = q->payload_stride;
 }
 
 void
 mlx5_rxq_release (Mlx5Rxq *q, guint32 wqe, guint32 strides)
 {
   g_return_if_fail (wqe <= q->wqe_mask);
+  if (q->split == 0) {
+    strides_give_back (q, wqe, strides);
+    return;
+  }
+  /* header-data split: the run of `strides` WQEs from `wqe` (one packet each), counted at
+   * its first slot */
   strides_give_back (q, wqe, strides);
 }
 
@@ -663,6 +910,20 @@ mlx5_rxq_refill (Mlx5Rxq *q)
     return 0;
   guint32 pi = q->rq_pi;
 
+  if (q->split != 0) {
+    /* header-data split: a released run of WQEs is counted at its first slot; runs follow
+     * each other in ring order. The WQEs never change (slot i names header and payload
+     * slot i), so posting them again is the doorbell alone. */
+    for (;;) {
+      guint32 slot = pi & q->wqe_mask;
+      gint run = __atomic_load_n (&q->freed[slot], __ATOMIC_ACQUIRE);
+      if (run <= 0)
+        break;
+      __atomic_store_n (&q->freed[slot], 0, __ATOMIC_RELAXED);
+      pi += (guint32) run;
+    }
+    goto ring;
+  }
   /* strictly in ring order: the oldest posted WQE first, and only once every stride of
    * it is back (the device is done with it, and so is every reader) */
   for (;;) {
@@ -676,6 +937,7 @@ mlx5_rxq_refill (Mlx5Rxq *q)
     rxq_post_wqe (q, slot);
     pi++;
   }
+ring:;
   guint posted = pi - q->rq_pi;
   if (posted == 0)
     return 0;

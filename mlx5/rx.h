@@ -39,7 +39,19 @@ typedef struct {
   guint log_wqes;             /* WQEs in the ring */
   guint log_cq_size;          /* CQEs in the CQ: one per stride at most */
   const DqRingMemory *memory; /* the packet buffer's memory; NULL: host (mlx5_mem_map) */
+  /* header-data split (split_header != 0; mlx5_rx_geometry_split): a cyclic RQ of one
+   * packet per WQE, split_header bytes into a host header ring of hdr_stride-byte slots,
+   * the rest into split_payload-byte slots of the packet buffer; the stride fields 0 */
+  guint split_header, split_payload, hdr_stride;
 } Mlx5RxGeometry;
+
+/* Header-data split: header bytes per packet MLX5_RX_SPLIT_MIN_HEADER ..
+ * MLX5_RX_SPLIT_MAX_HEADER; both rings' slots are multiples of MLX5_RX_SPLIT_ALIGN bytes
+ * (a header slot: header_size rounded up; a payload slot: the largest frame the port takes,
+ * or max_packet if larger, less header_size, rounded up). */
+#define MLX5_RX_SPLIT_MIN_HEADER 14
+#define MLX5_RX_SPLIT_MAX_HEADER 1024
+#define MLX5_RX_SPLIT_ALIGN 64
 
 /* Chooses the ring geometry.
  *  - stride: `stride_size` when not 0 (a power of two within the device's limits), else
@@ -59,6 +71,13 @@ gboolean mlx5_rx_geometry_choose (const Mlx5Caps *caps, const char *what, gsize 
     guint max_packet, guint stride_size, guint strides_per_wqe, Mlx5RxGeometry *geo,
     GError **error);
 
+/* The geometry of a header-data split ring: 2^n packet slots, the largest power of two
+ * whose payload slots fit ring_bytes (0: 64 MiB), within the WQE and CQ limits (a ring
+ * larger than they allow is refused; the default is cut); DQ_ERROR_CONFIG naming the value
+ * and the allowed range otherwise. max_frame: the largest frame the port takes. */
+gboolean mlx5_rx_geometry_split (const Mlx5Caps *caps, const char *what, gsize ring_bytes,
+    guint max_packet, guint max_frame, guint header_size, Mlx5RxGeometry *geo, GError **error);
+
 typedef struct {
   guint64 packets;
   guint64 bytes;
@@ -73,11 +92,13 @@ typedef struct {
   guint8 last_vendor_syndrome;
 } Mlx5RxCounters;
 
-/* A burst: packets that lie in one WQE's region, in stride order. */
+/* A burst: packets that lie in one WQE's region, in stride order. With header-data split:
+ * packets of consecutive WQEs from `wqe`, one each, `strides` of them. */
 typedef struct {
-  guint32 wqe;          /* ring index of the WQE */
-  guint32 first_stride; /* stride of the first packet */
-  guint32 strides;      /* strides the packets consumed: what to release */
+  guint32 wqe;          /* ring index of the (first) WQE */
+  guint32 first_stride; /* stride of the first packet (0 with header-data split) */
+  guint32 strides;      /* strides the packets consumed (WQEs with header-data split):
+                         * what to release */
   guint32 end;          /* byte after the last packet, from the region start */
   guint n_packets;
 } Mlx5RxBurst;
@@ -110,10 +131,20 @@ gboolean mlx5_rxq_poll (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max);
 /* Whether a CQE is waiting (no side effect). */
 gboolean mlx5_rxq_cq_ready (Mlx5Rxq *q);
 
+/* The burst's packet bytes: with header-data split, its packets' header slots (packet
+ * offsets count from here; a packet's first MIN (length, header_size) bytes). */
 guint8 *mlx5_rxq_burst_data (Mlx5Rxq *q, const Mlx5RxBurst *b);
 gsize mlx5_rxq_burst_size (Mlx5Rxq *q, const Mlx5RxBurst *b);
+/* Header-data split: the burst's payload slots, the packet at header offset o having the
+ * rest of its bytes at o / hdr_stride * payload_stride from here; NULL and 0 without. */
+guint8 *mlx5_rxq_burst_payload (Mlx5Rxq *q, const Mlx5RxBurst *b);
+gsize mlx5_rxq_burst_payload_size (Mlx5Rxq *q, const Mlx5RxBurst *b);
+/* header bytes per packet (0: no split), header and payload slot sizes */
+void mlx5_rxq_split_layout (
+    Mlx5Rxq *q, guint *header_size, guint *hdr_stride, guint *payload_stride);
 
-/* Gives back `strides` strides of WQE `wqe` (ring index). Any thread. */
+/* Gives back `strides` strides of WQE `wqe` (ring index); with header-data split, the
+ * `strides` WQEs from `wqe`. Any thread. */
 void mlx5_rxq_release (Mlx5Rxq *q, guint32 wqe, guint32 strides);
 
 /* Re-posts, in ring order, the WQEs whose strides all came back, and rings the RQ

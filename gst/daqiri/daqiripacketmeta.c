@@ -16,6 +16,10 @@ gst_daqiri_packet_meta_api_get_type (void)
   return type;
 }
 
+/* the split fields took two pointers' worth of the padding: the size is the first one's */
+G_STATIC_ASSERT (sizeof (GstDaqiriPacketMeta) ==
+    G_STRUCT_OFFSET (GstDaqiriPacketMeta, header_size) + GST_PADDING * sizeof (gpointer));
+
 static gboolean
 packet_meta_init (GstMeta *meta, gpointer params, GstBuffer *buffer)
 {
@@ -25,6 +29,7 @@ packet_meta_init (GstMeta *meta, gpointer params, GstBuffer *buffer)
   pmeta->packets = NULL;
   pmeta->release = NULL;
   pmeta->release_data = NULL;
+  pmeta->header_size = pmeta->header_stride = pmeta->payload_stride = 0;
   return TRUE;
 }
 
@@ -52,6 +57,9 @@ packet_meta_transform (
 
   GstMetaTransformCopy *copy = data;
   gsize start = 0, end = G_MAXSIZE;
+  /* a part of a split burst would lose its payloads: only a whole copy keeps the meta */
+  if (src->header_size != 0 && copy->region)
+    return FALSE;
   if (copy->region) {
     start = copy->offset;
     end = copy->size == (gsize) -1 ? G_MAXSIZE : copy->offset + copy->size;
@@ -68,10 +76,14 @@ packet_meta_transform (
     n++;
   }
   /* the meta owns `kept` from here: its release frees it */
-  if (gst_buffer_add_daqiri_packet_meta_full (dest, kept, n, g_free, kept) == NULL) {
+  GstDaqiriPacketMeta *out = gst_buffer_add_daqiri_packet_meta_full (dest, kept, n, g_free, kept);
+  if (out == NULL) {
     g_free (kept);
     return FALSE;
   }
+  out->header_size = src->header_size;
+  out->header_stride = src->header_stride;
+  out->payload_stride = src->payload_stride;
   return TRUE;
 }
 
@@ -124,12 +136,40 @@ gst_buffer_add_daqiri_packet_meta (
   return meta;
 }
 
+/* the bytes of p in the header memory */
+static gsize
+header_part (const GstDaqiriPacketMeta *meta, const GstDaqiriPacket *p)
+{
+  return meta->header_size != 0 ? MIN (p->length, meta->header_size) : p->length;
+}
+
 gboolean
 gst_daqiri_packet_meta_validate (const GstDaqiriPacketMeta *meta, gsize size, guint *bad_index)
 {
   for (guint i = 0; i < meta->n_packets; i++) {
     const GstDaqiriPacket *p = &meta->packets[i];
-    if ((gsize) p->offset > size || (gsize) p->length > size - p->offset) {
+    if ((gsize) p->offset > size || header_part (meta, p) > size - p->offset) {
+      if (bad_index != NULL)
+        *bad_index = i;
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+gboolean
+gst_daqiri_packet_meta_validate_split (
+    const GstDaqiriPacketMeta *meta, gsize header_bytes, gsize payload_bytes, guint *bad_index)
+{
+  if (meta->header_size == 0 || meta->header_stride == 0)
+    return gst_daqiri_packet_meta_validate (meta, header_bytes, bad_index);
+  if (!gst_daqiri_packet_meta_validate (meta, header_bytes, bad_index))
+    return FALSE;
+  for (guint i = 0; i < meta->n_packets; i++) {
+    const GstDaqiriPacket *p = &meta->packets[i];
+    gsize at = gst_daqiri_packet_payload_offset (meta, p);
+    gsize rest = p->length - header_part (meta, p);
+    if (rest > meta->payload_stride || at > payload_bytes || rest > payload_bytes - at) {
       if (bad_index != NULL)
         *bad_index = i;
       return FALSE;

@@ -14,6 +14,13 @@
  *     guint len = meta->packets[i].length;
  *     ...
  *   }
+ *
+ * Header-data split (daqirisrc header-size=N; meta->header_size is N, 0 otherwise): the
+ * buffer has two memories. Memory 0 holds the headers: packet i's first
+ * MIN (length, header_size) bytes at packets[i].offset, header_stride bytes apart. Memory 1
+ * (system or GPU memory, as daqirisrc memory= says) holds the rest of each packet, at
+ * packets[i].offset / header_stride * payload_stride (gst_daqiri_packet_payload_offset).
+ * Map the two memories separately (gst_buffer_peek_memory), never the buffer as a whole.
  */
 #ifndef GST_DAQIRI_PACKET_META_H
 #define GST_DAQIRI_PACKET_META_H
@@ -85,8 +92,21 @@ typedef struct {
   /*< private >*/
   GDestroyNotify release;
   gpointer release_data;
-  gpointer _gst_reserved[GST_PADDING];
+  /*< public >*/
+  /* header-data split (see the top); all 0 without; taken from the padding the first
+   * version reserved, so the structure's size and layout before them are unchanged */
+  guint header_size;
+  guint header_stride;
+  guint payload_stride;
+  /*< private >*/
+  guint _split_reserved;
+  gpointer _gst_reserved[GST_PADDING - 2];
 } GstDaqiriPacketMeta;
+
+/* Header-data split: where packet p's bytes past the header lie in the buffer's second
+ * memory. */
+#define gst_daqiri_packet_payload_offset(meta, p) \
+  ((gsize) ((p)->offset / (meta)->header_stride) * (meta)->payload_stride)
 
 GST_DAQIRI_API GType gst_daqiri_packet_meta_api_get_type (void);
 #define GST_DAQIRI_PACKET_META_API_TYPE (gst_daqiri_packet_meta_api_get_type ())
@@ -107,9 +127,15 @@ GST_DAQIRI_API GstDaqiriPacketMeta *gst_buffer_add_daqiri_packet_meta (
 GST_DAQIRI_API GstDaqiriPacketMeta *gst_buffer_add_daqiri_packet_meta_full (GstBuffer *buffer,
     GstDaqiriPacket *packets, guint n_packets, GDestroyNotify release, gpointer release_data);
 
-/* Checks that every packet lies inside @size bytes; FALSE names the first bad one. */
+/* Checks that every packet lies inside @size bytes; FALSE names the first bad one. With
+ * header-data split, @size is the header memory's and only the header parts are checked
+ * (gst_daqiri_packet_meta_validate_split checks both). */
 GST_DAQIRI_API gboolean gst_daqiri_packet_meta_validate (
     const GstDaqiriPacketMeta *meta, gsize size, guint *bad_index);
+/* Header-data split: every packet's header part inside @header_bytes and the rest inside
+ * @payload_bytes; FALSE names the first bad one. */
+GST_DAQIRI_API gboolean gst_daqiri_packet_meta_validate_split (
+    const GstDaqiriPacketMeta *meta, gsize header_bytes, gsize payload_bytes, guint *bad_index);
 
 G_END_DECLS
 

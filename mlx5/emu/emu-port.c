@@ -196,10 +196,12 @@ static gboolean
 emu_rq_create (gpointer dev, Mlx5Rq *rq, GError **error)
 {
   EmuPort *p = dev;
+  gboolean striding_ok = rq->log_strides >= EMU_MIN_LOG_STRIDES &&
+      rq->log_strides <= EMU_MAX_LOG_STRIDES && rq->log_stride_size >= EMU_MIN_LOG_STRIDE_SIZE &&
+      rq->log_stride_size <= EMU_MAX_LOG_STRIDE_SIZE;
+  gboolean cyclic_ok = rq->split_header != 0 && rq->split_payload != 0;
   if (rq->wqes == NULL || rq->dbrec == NULL || rq->log_wqes > EMU_MAX_LOG_WQES ||
-      rq->log_strides < EMU_MIN_LOG_STRIDES || rq->log_strides > EMU_MAX_LOG_STRIDES ||
-      rq->log_stride_size < EMU_MIN_LOG_STRIDE_SIZE ||
-      rq->log_stride_size > EMU_MAX_LOG_STRIDE_SIZE)
+      !(rq->split_header != 0 ? cyclic_ok : striding_ok))
     return bad_param (p, "CREATE_RQ", error);
   EmuRq *erq = g_new0 (EmuRq, 1);
   erq->wqes = rq->wqes;
@@ -207,6 +209,7 @@ emu_rq_create (gpointer dev, Mlx5Rq *rq, GError **error)
   erq->log_wqes = rq->log_wqes;
   erq->log_strides = rq->log_strides;
   erq->log_stride_size = rq->log_stride_size;
+  erq->split_header = rq->split_header;
   g_mutex_lock (&p->lock);
   if (!cq_known (p, rq->cq)) {
     g_mutex_unlock (&p->lock);

@@ -114,6 +114,9 @@ typedef struct {
   guint log_stride_size;
   EmuCq *cq;
   guint32 rqn;
+  /* header-data split (split_header != 0): a cyclic RQ, one packet per WQE of two data
+   * segments (Mlx5Rq) */
+  guint split_header;
 
   /* device state: the WQE being filled */
   guint32 hw_wqe;    /* WQE counter */

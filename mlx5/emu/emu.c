@@ -314,6 +314,15 @@ rq_post (EmuPort *p, EmuRq *rq, EmuCqe *c, guint8 opcode)
     rq_commit (p, rq);
 }
 
+/* [at, at + len) of the region, just written: it joins the range the next copy takes */
+static void
+rq_mark_range (EmuRq *rq, gsize at, gsize len)
+{
+  if (rq->dirty_hi == rq->dirty_lo)
+    rq->dirty_lo = at;
+  rq->dirty_hi = at + len;
+}
+
 /* The frame just written at the current stride, `len` bytes: in device memory it joins
  * the range the next copy takes. */
 static void
@@ -322,9 +331,7 @@ rq_mark_written (EmuRq *rq, guint len)
   gsize at = (gsize) rq->hw_stride << rq->log_stride_size;
   if (rq->region_mr == NULL)
     return;
-  if (rq->dirty_hi == rq->dirty_lo)
-    rq->dirty_lo = at;
-  rq->dirty_hi = at + len;
+  rq_mark_range (rq, at, len);
 }
 
 static void
@@ -347,6 +354,14 @@ static void
 rq_flush (EmuPort *p, EmuRq *rq)
 {
   while (rq_posted (p, rq) > 0 && cq_has_room (rq->cq, 1)) {
+    if (rq->split_header != 0) {
+      /* one WQE, one flush CQE naming its counter */
+      EmuCqe c = cqe_error (MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 0, rq->rqn, 0, (guint16) rq->hw_wqe, 0);
+      rq_post (p, rq, &c, MLX5_CQE_RESP_ERR);
+      MLX5_COUNTER_ADD (p->c.rx_flushed, 1);
+      rq->hw_wqe++;
+      continue;
+    }
     guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
     guint32 left = rq_strides (rq) - rq->hw_stride;
     EmuCqe c = cqe_error (MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 0, rq->rqn, (guint16) slot,
@@ -362,6 +377,16 @@ rq_flush (EmuPort *p, EmuRq *rq)
 static void
 rq_error (EmuPort *p, EmuRq *rq, guint32 n, guint8 syndrome)
 {
+  if (rq->split_header != 0) {
+    /* the WQE at the counter completes in error */
+    EmuCqe c = cqe_error (syndrome, 0, rq->rqn, 0, (guint16) rq->hw_wqe, 0);
+    rq_post (p, rq, &c, MLX5_CQE_RESP_ERR);
+    MLX5_COUNTER_ADD (p->c.rx_cqe_errors, 1);
+    rq->hw_wqe++;
+    rq->in_error = TRUE;
+    rq_flush (p, rq);
+    return;
+  }
   guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
   EmuCqe c = cqe_error (
       syndrome, 0, rq->rqn, (guint16) slot, (guint16) rq->hw_stride, n << MLX5_MPRQ_STRIDES_SHIFT);
@@ -422,6 +447,8 @@ rq_strides_for (const EmuRq *rq, guint len)
 static gboolean
 rq_has_room (EmuPort *p, EmuRq *rq, guint len)
 {
+  if (rq->split_header != 0)
+    return cq_has_room (rq->cq, 1) && rq_posted (p, rq) >= 1;
   guint32 need = rq_strides_for (rq, len);
   if (need > rq_strides (rq))
     return TRUE; /* it will be dropped whatever happens */
@@ -449,11 +476,105 @@ rq_cqe (EmuPort *p, EmuRq *rq, guint32 slot, guint32 n_strides, guint len, guint
   rq_post (p, rq, &c, MLX5_CQE_RESP_SEND);
 }
 
+/* Header-data split: the payload bytes just written at `dst` (the device's view of a
+ * data segment): in device memory they join the range of the next copy, a copy going
+ * first when they do not follow that range (another MR, or the ring wrapped). */
+static void
+rq_mark_payload (EmuPort *p, EmuRq *rq, guint32 lkey, const guint8 *dst, guint len)
+{
+  EmuMr *mr = emu_mr_lookup (p, lkey);
+  if (mr->shadow == NULL)
+    return;
+  gsize at = (gsize) (dst - mr->shadow);
+  if (rq->region_mr != mr || at < rq->dirty_hi)
+    rq_commit (p, rq);
+  rq->region_mr = mr;
+  rq->region = mr->shadow;
+  rq->region_device = mr->addr;
+  rq_mark_range (rq, at, len);
+}
+
+/* One frame into the WQE at the counter of a header-data split RQ: the first segment's
+ * bytes of it into the first data segment, the rest into the second; one CQE with the
+ * length and the WQE counter. A frame larger than both is a local length error, a segment
+ * the IOMMU refuses a protection error (either stops the RQ, as on a ConnectX). */
+static void
+rq_deliver_split (
+    EmuPort *p, EmuRq *rq, const guint8 *frame, guint len, guint64 ticks, const EmuRxMeta *m)
+{
+  if (G_UNLIKELY (rq->in_error)) {
+    rq_flush (p, rq);
+    goto out_of_buffer;
+  }
+  if (rq_posted (p, rq) == 0)
+    goto out_of_buffer;
+  if (!cq_has_room (rq->cq, 1)) {
+    MLX5_COUNTER_ADD (p->c.rx_cq_overruns, 1);
+    return;
+  }
+  if (p->fault_rx_error == 0) {
+    p->fault_rx_error = -1;
+    rq_error (p, rq, 1, p->fault_rx_syndrome);
+    return;
+  }
+  if (p->fault_rx_error > 0)
+    p->fault_rx_error--;
+
+  guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
+  const volatile struct mlx5_wqe_data_seg *seg =
+      (const volatile struct mlx5_wqe_data_seg *) (rq->wqes +
+          ((gsize) slot << MLX5_LOG_MPRQ_WQE_SIZE));
+  guint32 bc[2], lkey[2];
+  guint8 *dst[2] = { NULL, NULL };
+  for (guint i = 0; i < 2; i++) {
+    bc[i] = be32toh (seg[i].byte_count);
+    lkey[i] = be32toh (seg[i].lkey);
+  }
+  if ((guint64) bc[0] + bc[1] < len) {
+    rq_error (p, rq, 1, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+    return;
+  }
+  guint head = MIN (len, bc[0]);
+  for (guint i = 0; i < 2; i++) {
+    if (bc[i] != 0 && !emu_dma_ok (p, lkey[i], be64toh (seg[i].addr), bc[i], &dst[i])) {
+      rq_error (p, rq, 1, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
+      return;
+    }
+  }
+  if (head > 0)
+    memcpy (dst[0], frame, head);
+  if (len > head) { /* bc[1] >= len - head > 0: the second segment was checked */
+    memcpy (dst[1], frame + head, len - head);
+    rq_mark_payload (p, rq, lkey[1], dst[1], len - head);
+  }
+  EmuCqe c = { { 0 } };
+  cqe_set (&c, 12, 4, m->hash);
+  CQE_SET (&c, hds_ip_ext, m->hds_ip_ext);
+  CQE_SET (&c, l4_hdr_type_etc, m->l4_l3);
+  CQE_SET (&c, byte_cnt, len);
+  CQE_SET (&c, timestamp, cqe_timestamp (p, ticks));
+  CQE_SET (&c, sop_drop_qpn, m->tag & MLX5_FLOW_TAG_BITS);
+  CQE_SET (&c, wqe_counter, (guint16) rq->hw_wqe);
+  rq_post (p, rq, &c, MLX5_CQE_RESP_SEND);
+  rq->hw_wqe++;
+  MLX5_COUNTER_ADD (p->c.rx_packets, 1);
+  MLX5_COUNTER_ADD (p->c.rx_bytes, len);
+  return;
+
+out_of_buffer:
+  rq->out_of_buffer++;
+  MLX5_COUNTER_ADD (p->c.rx_out_of_buffer, 1);
+}
+
 /* Writes a received frame into the RQ (the PRM's striding RQ rules; see the top). */
 static void
 rq_deliver (
     EmuPort *p, EmuRq *rq, const guint8 *frame, guint len, guint64 ticks, const EmuRxMeta *m)
 {
+  if (rq->split_header != 0) {
+    rq_deliver_split (p, rq, frame, len, ticks, m);
+    return;
+  }
   guint32 need = rq_strides_for (rq, len);
   guint32 strides = rq_strides (rq);
 

@@ -120,16 +120,21 @@ mlx5_cmd_build_create_rq (void *in, const Mlx5Rq *rq, guint32 cqn, guint32 pdn,
   /* out-of-buffer drops of this RQ count in this queue counter set */
   DEVX_SET (create_rq_in, in, ctx.counter_set_id, counter_set_id);
 
-  DEVX_SET (create_rq_in, in, ctx.wq.wq_type, MLX5_WQ_TYPE_CYCLIC_STRIDING_RQ);
-  /* a striding WQE is 32 bytes: a 16-byte next segment and one 16-byte data segment */
+  /* a striding WQE is 32 bytes: a 16-byte next segment and one 16-byte data segment; a
+   * header-data split WQE too: two 16-byte data segments */
   DEVX_SET (create_rq_in, in, ctx.wq.log_wq_stride, 5);
   DEVX_SET (create_rq_in, in, ctx.wq.log_wq_sz, rq->log_wqes);
   DEVX_SET (create_rq_in, in, ctx.wq.pd, pdn);
   DEVX_SET (create_rq_in, in, ctx.wq.log_wq_pg_sz, mlx5_hw_page_size_encode (page_shift));
-  DEVX_SET (create_rq_in, in, ctx.wq.single_wqe_log_num_of_strides,
-      mlx5_hw_log_strides_encode (rq->log_strides));
-  DEVX_SET (create_rq_in, in, ctx.wq.single_stride_log_num_of_bytes,
-      mlx5_hw_log_stride_size_encode (rq->log_stride_size));
+  if (rq->split_header != 0) {
+    DEVX_SET (create_rq_in, in, ctx.wq.wq_type, MLX5_WQ_TYPE_CYCLIC);
+  } else {
+    DEVX_SET (create_rq_in, in, ctx.wq.wq_type, MLX5_WQ_TYPE_CYCLIC_STRIDING_RQ);
+    DEVX_SET (create_rq_in, in, ctx.wq.single_wqe_log_num_of_strides,
+        mlx5_hw_log_strides_encode (rq->log_strides));
+    DEVX_SET (create_rq_in, in, ctx.wq.single_stride_log_num_of_bytes,
+        mlx5_hw_log_stride_size_encode (rq->log_stride_size));
+  }
   DEVX_SET (create_rq_in, in, ctx.wq.dbr_umem_valid, 1);
   DEVX_SET (create_rq_in, in, ctx.wq.dbr_umem_id, mem->dbr_umem_id);
   DEVX_SET64 (create_rq_in, in, ctx.wq.dbr_addr, mem->dbr_offset);
@@ -674,6 +679,8 @@ mlx5_hw_rq_check (const Mlx5Rq *rq, const Mlx5Caps *caps, GError **error)
         error, DQ_ERROR, DQ_ERROR_CONFIG, "mlx5: the RQ's completion queue was not created");
     return FALSE;
   }
+  if (rq->split_header != 0)
+    goto wqes; /* header-data split: a cyclic RQ, no strides */
   if (caps->max_log_strides == 0) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
         "mlx5: this device has no striding (multi-packet) receive queues");
@@ -693,6 +700,7 @@ mlx5_hw_rq_check (const Mlx5Rq *rq, const Mlx5Caps *caps, GError **error)
         1u << rq->log_strides, 1u << caps->min_log_strides, 1u << caps->max_log_strides);
     return FALSE;
   }
+wqes:
   if (rq->log_wqes > caps->max_log_wqes) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
         "mlx5: an RQ of 2^%u WQEs is larger than the device allows (2^%u)", rq->log_wqes,

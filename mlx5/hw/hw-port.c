@@ -797,10 +797,15 @@ hw_rq_create (gpointer priv, Mlx5Rq *rq, GError **error)
   guint32 out[DEVX_ST_SZ_DW (create_rq_out)];
   mlx5_cmd_build_create_rq (in, rq, rq->cq->cqn, dev->pdn, &mem, dev->page_shift,
       mlx5_hw_ts_format (dev->real_time), h->counter_set_id);
-  char *what = g_strdup_printf ("CREATE_RQ (striding: 2^%u WQEs of 2^%u strides of %u "
-                                "bytes, CQ 0x%x, %s timestamps)",
-      rq->log_wqes, rq->log_strides, 1u << rq->log_stride_size, rq->cq->cqn,
-      dev->real_time ? "real-time" : "free-running");
+  char *what = rq->split_header != 0
+      ? g_strdup_printf ("CREATE_RQ (header-data split: 2^%u WQEs of %u header and %u payload "
+                         "bytes, CQ 0x%x, %s timestamps)",
+            rq->log_wqes, rq->split_header, rq->split_payload, rq->cq->cqn,
+            dev->real_time ? "real-time" : "free-running")
+      : g_strdup_printf ("CREATE_RQ (striding: 2^%u WQEs of 2^%u strides of %u "
+                         "bytes, CQ 0x%x, %s timestamps)",
+            rq->log_wqes, rq->log_strides, 1u << rq->log_stride_size, rq->cq->cqn,
+            dev->real_time ? "real-time" : "free-running");
   h->obj = obj_create (dev, what, in, sizeof in, out, sizeof out, error);
   g_free (what);
   if (h->obj == NULL)

@@ -437,6 +437,138 @@ check_gen_packet (Receiver *r, const GstDaqiriPacket *p, const guint8 *f, gpoint
   r->received = g->received;
 }
 
+/* 200 generator frames of 200 bytes (daqirisrc `props`) through daqirireorder: batches of 4
+ * packets, 18 payload bytes each; the frames' bytes concatenated, *frames how many */
+static GByteArray *
+reorder_frames (const gchar *props, guint *frames)
+{
+  static guint serial;
+  gchar *desc = g_strdup_printf ("daqirisrc device=emu:hsr%u,gen=200,gen-count=200,gen-lossless=on "
+                                 "%s ! daqirireorder seq-offset=336 seq-bits=32 "
+                                 "packets-per-batch=4 payload-offset=46 payload-size=18 ! "
+                                 "appsink name=out sync=false",
+      serial++, props);
+  GError *error = NULL;
+  GstElement *p = gst_parse_launch (desc, &error);
+  g_free (desc);
+  fail_unless (p != NULL, "%s", error ? error->message : "");
+  GstElement *out = gst_bin_get_by_name (GST_BIN (p), "out");
+  play (p);
+  GByteArray *bytes = g_byte_array_new ();
+  *frames = 0;
+  GstSample *sample;
+  while (*frames < 50 &&
+      (sample = gst_app_sink_try_pull_sample (GST_APP_SINK (out), 5 * GST_SECOND)) != NULL) {
+    GstMapInfo map;
+    GstBuffer *buf = gst_sample_get_buffer (sample);
+    fail_unless (gst_buffer_map (buf, &map, GST_MAP_READ));
+    g_byte_array_append (bytes, map.data, (guint) map.size);
+    gst_buffer_unmap (buf, &map);
+    gst_sample_unref (sample);
+    (*frames)++;
+  }
+  gst_object_unref (out);
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (p);
+  return bytes;
+}
+
+/* header-size=42: buffers of two memories, the first 42 bytes of each frame (Ethernet,
+ * IPv4, UDP) in the first, the rest in the second, every byte as emu.h's generator writes
+ * it; daqirireorder makes the same frames of them as of whole packets, and says so when its
+ * fields lie in the headers. */
+GST_START_TEST (test_header_split)
+{
+  const guint n = 3000;
+  GError *error = NULL;
+  GstElement *p = gst_parse_launch ("daqirisrc name=src "
+                                    "device=emu:hs1,gen=200,gen-count=3000,gen-lossless=on "
+                                    "header-size=42 burst-packets=64 ! "
+                                    "appsink name=sink sync=false",
+      &error);
+  fail_unless (p != NULL, "%s", error ? error->message : "");
+  GstElement *sink = gst_bin_get_by_name (GST_BIN (p), "sink");
+  play (p);
+  guint k = 0, bad = 0;
+  while (k < n) {
+    GstSample *sample = gst_app_sink_try_pull_sample (GST_APP_SINK (sink), 5 * GST_SECOND);
+    fail_unless (sample != NULL, "no buffer after %u packets", k);
+    GstBuffer *buf = gst_sample_get_buffer (sample);
+    GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
+    fail_unless (meta != NULL);
+    fail_unless_equals_int (gst_buffer_n_memory (buf), 2);
+    fail_unless_equals_int (meta->header_size, 42);
+    fail_unless_equals_int (meta->header_stride, 64);
+    fail_unless (meta->payload_stride >= 1518 - 42);
+    GstMapInfo hm, pm;
+    fail_unless (gst_memory_map (gst_buffer_peek_memory (buf, 0), &hm, GST_MAP_READ));
+    fail_unless (gst_memory_map (gst_buffer_peek_memory (buf, 1), &pm, GST_MAP_READ));
+    fail_unless (gst_daqiri_packet_meta_validate_split (meta, hm.size, pm.size, NULL));
+    for (guint i = 0; i < meta->n_packets; i++, k++) {
+      const GstDaqiriPacket *pkt = &meta->packets[i];
+      const guint8 *h = hm.data + pkt->offset;
+      const guint8 *rest = pm.data + gst_daqiri_packet_payload_offset (meta, pkt);
+      gboolean ok = pkt->length == 200 && GST_READ_UINT16_BE (h + 12) == 0x0800 && h[23] == 17 &&
+          GST_READ_UINT16_BE (h + 36) == 5000 && GST_READ_UINT32_BE (rest) == k;
+      for (guint b = 46; ok && b < 200; b++)
+        ok = rest[b - 42] == (guint8) (k + b);
+      bad += !ok;
+    }
+    gst_memory_unmap (gst_buffer_peek_memory (buf, 0), &hm);
+    gst_memory_unmap (gst_buffer_peek_memory (buf, 1), &pm);
+    gst_sample_unref (sample);
+  }
+  fail_unless_equals_int (k, n);
+  fail_unless_equals_int (bad, 0);
+  GstStructure *st = element_stats (p, "src");
+  fail_unless_equals_uint64 (stat_u64 (st, "packets"), n);
+  fail_unless_equals_uint64 (stat_u64 (st, "bytes"), (guint64) n * 200);
+  fail_unless_equals_uint64 (stat_u64 (st, "drops"), 0);
+  gst_structure_free (st);
+  gst_object_unref (sink);
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (p);
+
+  /* daqirireorder reads sequence numbers and payloads in the payload memory: the same frames
+   * as from whole packets */
+  guint nf_split = 0, nf_whole = 0;
+  GByteArray *split = reorder_frames ("header-size=42", &nf_split);
+  GByteArray *whole = reorder_frames ("", &nf_whole);
+  fail_unless_equals_int (nf_split, 50);
+  fail_unless_equals_int (nf_whole, 50);
+  fail_unless_equals_int (split->len, 50 * 4 * 18);
+  fail_unless (memcmp (split->data, whole->data, whole->len) == 0);
+  /* payload byte i of packet k is k + 46 + i (emu.h) */
+  for (guint pk = 0; pk < 200; pk++)
+    for (guint i = 0; i < 18; i++)
+      fail_unless_equals_int (split->data[pk * 18 + i], (guint8) (pk + 46 + i));
+  g_byte_array_unref (split);
+  g_byte_array_unref (whole);
+
+  /* a sequence field inside the headers cannot be read: an error says where it is */
+  p = gst_parse_launch ("daqirisrc device=emu:hs3,gen=200,gen-count=100 header-size=64 ! "
+                        "daqirireorder seq-offset=336 seq-bits=32 packets-per-batch=4 "
+                        "payload-offset=46 payload-size=18 ! fakesink",
+      &error);
+  fail_unless (p != NULL);
+  gst_element_set_state (p, GST_STATE_PLAYING);
+  GstMessage *m = gst_bus_timed_pop_filtered (
+      GST_ELEMENT_BUS (p), 5 * GST_SECOND, GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
+  fail_unless (m != NULL && GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR);
+  GError *e = NULL;
+  gchar *debug = NULL;
+  gst_message_parse_error (m, &e, &debug);
+  fail_unless (strstr (e->message, "must lie past the headers") != NULL, "%s", e->message);
+  fail_unless (debug != NULL && strstr (debug, "allowed: header-size <= 42") != NULL, "%s", debug);
+  g_error_free (e);
+  g_free (debug);
+  gst_message_unref (m);
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (p);
+}
+
+GST_END_TEST;
+
 /* gen=128,gen-rate=1m,gen-count=5000: exactly 5000 frames, every byte as emu.h says,
  * marked by the flow rule, one every 1000 ns of port time exactly; bad keys are refused
  * with a message naming what is allowed. */
@@ -887,6 +1019,7 @@ e2e_emu_suite (void)
   tcase_add_test (tc, test_state_cycles_under_traffic);
   tcase_add_test (tc, test_pause_resume_under_traffic);
   tcase_add_test (tc, test_generator_from_device_string);
+  tcase_add_test (tc, test_header_split);
   tcase_add_test (tc, test_rx_error_recovery);
   tcase_add_test (tc, test_tx_error_recovery);
   tcase_add_test (tc, test_sink_slot_pool);

@@ -735,6 +735,68 @@ GST_START_TEST (test_sink_malformed_descriptors)
 
 GST_END_TEST;
 
+/* The header-data split fields of the meta: a meta without split has them 0; validate_split
+ * checks header and payload parts against their memories' sizes, malformed descriptors
+ * included; a whole copy keeps the fields, a part of a split burst loses the meta. */
+GST_START_TEST (test_meta_split)
+{
+  GstBuffer *buf = gst_buffer_new ();
+  GstDaqiriPacket pk[4] = {
+    { .offset = 0, .length = 100 },    /* 42 header bytes + 58 at payload 0 */
+    { .offset = 64, .length = 30 },    /* all in the header slot */
+    { .offset = 128, .length = 1000 }, /* 958 bytes at payload 2 * 1024 */
+    { .offset = 192, .length = 42 + 1024 },
+  };
+  GstDaqiriPacketMeta *meta = gst_buffer_add_daqiri_packet_meta (buf, pk, 4);
+  fail_unless_equals_int (meta->header_size, 0);
+  fail_unless_equals_int (meta->header_stride, 0);
+  fail_unless_equals_int (meta->payload_stride, 0);
+  meta->header_size = 42;
+  meta->header_stride = 64;
+  meta->payload_stride = 1024;
+  fail_unless_equals_int (gst_daqiri_packet_payload_offset (meta, &meta->packets[2]), 2048);
+  guint bad = G_MAXUINT;
+  fail_unless (gst_daqiri_packet_meta_validate_split (meta, 256, 4096, &bad));
+  /* the header memory a byte short: the last header */
+  fail_if (gst_daqiri_packet_meta_validate_split (meta, 192 + 41, 4096, &bad));
+  fail_unless_equals_int (bad, 3);
+  /* the payload memory short of packet 3's 1024 bytes at 3072 */
+  fail_if (gst_daqiri_packet_meta_validate_split (meta, 256, 4095, &bad));
+  fail_unless_equals_int (bad, 3);
+  /* more than a payload slot, or descriptors far out: refused, no overflow */
+  meta->packets[3].length = 42 + 1025;
+  fail_if (gst_daqiri_packet_meta_validate_split (meta, 256, 1 << 20, &bad));
+  fail_unless_equals_int (bad, 3);
+  meta->packets[3].offset = 0xffffffc0u;
+  meta->packets[3].length = 0xffffffffu;
+  fail_if (gst_daqiri_packet_meta_validate_split (meta, 256, 1 << 20, &bad));
+  fail_unless_equals_int (bad, 3);
+  meta->packets[3].offset = 192;
+  meta->packets[3].length = 42;
+  /* without split validate_split is validate */
+  meta->header_size = 0;
+  fail_if (gst_daqiri_packet_meta_validate_split (meta, 256, 1 << 20, &bad));
+  fail_unless_equals_int (bad, 2);
+  meta->header_size = 42;
+
+  GstBuffer *copy = gst_buffer_copy (buf);
+  GstDaqiriPacketMeta *cm = gst_buffer_get_daqiri_packet_meta (copy);
+  fail_unless (cm != NULL);
+  fail_unless_equals_int (cm->n_packets, 4);
+  fail_unless_equals_int (cm->header_size, 42);
+  fail_unless_equals_int (cm->header_stride, 64);
+  fail_unless_equals_int (cm->payload_stride, 1024);
+  gst_buffer_unref (copy);
+  guint8 *second = g_malloc0 (256);
+  gst_buffer_append_memory (buf, gst_memory_new_wrapped (0, second, 256, 0, 256, second, g_free));
+  GstBuffer *part = gst_buffer_copy_region (buf, GST_BUFFER_COPY_ALL, 64, 64);
+  fail_unless (gst_buffer_get_daqiri_packet_meta (part) == NULL);
+  gst_buffer_unref (part);
+  gst_buffer_unref (buf);
+}
+
+GST_END_TEST;
+
 static Suite *
 elements_suite (void)
 {
@@ -743,6 +805,7 @@ elements_suite (void)
 
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_src_defaults_and_ranges);
+  tcase_add_test (tc, test_meta_split);
   tcase_add_test (tc, test_src_template_caps);
   tcase_add_test (tc, test_pad_templates_state_caps);
   tcase_add_test (tc, test_pad_templates_refuse_audio);

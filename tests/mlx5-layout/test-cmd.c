@@ -218,15 +218,21 @@ test_create_cq (void)
 /* ------------------------------------------------------------------------------------ */
 /* RQ */
 
+/* split_header != 0: a header-data split RQ (cyclic, two data segments per WQE), no
+ * striding fields */
 static void
-check_create_rq (
-    guint page_shift, guint page_code, guint log_strides, guint strides_code, gboolean real_time)
+check_create_rq (guint page_shift, guint page_code, guint log_strides, guint strides_code,
+    gboolean real_time, guint split_header)
 {
   guint8 wqes[64];
   guint32 dbrec[2];
-  Mlx5Rq rq = {
-    .wqes = wqes, .dbrec = dbrec, .log_wqes = 6, .log_strides = log_strides, .log_stride_size = 11
-  };
+  Mlx5Rq rq = { .wqes = wqes,
+    .dbrec = dbrec,
+    .log_wqes = 6,
+    .log_strides = log_strides,
+    .log_stride_size = 11,
+    .split_header = split_header,
+    .split_payload = 1536 };
   Mlx5HwQueueMem mem = {
     .umem_id = 0xaa01, .umem_offset = 0, .dbr_umem_id = 0xbb02, .dbr_offset = 0x800
   };
@@ -245,7 +251,8 @@ check_create_rq (
   EXPECT (create_rq_in, in, copy, ctx.cqn, 0x148, 24, 0x4567);
   EXPECT (create_rq_in, in, copy, ctx.counter_set_id, 0x160, 8, 0x21);
   /* wq at 0x280 */
-  EXPECT (create_rq_in, in, copy, ctx.wq.wq_type, 0x280, 4, 3); /* striding */
+  EXPECT (create_rq_in, in, copy, ctx.wq.wq_type, 0x280, 4, split_header ? 1 : 3); /* cyclic,
+                                                                                      striding */
   EXPECT (create_rq_in, in, copy, ctx.wq.pd, 0x2c8, 24, 0x89ab);
   EXPECT (create_rq_in, in, copy, ctx.wq.dbr_addr, 0x300, 64, 0x800);
   EXPECT (create_rq_in, in, copy, ctx.wq.log_wq_stride, 0x38c, 4, 5); /* 32 B */
@@ -253,9 +260,11 @@ check_create_rq (
   EXPECT (create_rq_in, in, copy, ctx.wq.log_wq_sz, 0x39b, 5, 6);
   EXPECT (create_rq_in, in, copy, ctx.wq.dbr_umem_valid, 0x3a0, 1, 1);
   EXPECT (create_rq_in, in, copy, ctx.wq.wq_umem_valid, 0x3a1, 1, 1);
-  EXPECT (create_rq_in, in, copy, ctx.wq.single_wqe_log_num_of_strides, 0x3b4, 4, strides_code);
+  EXPECT (create_rq_in, in, copy, ctx.wq.single_wqe_log_num_of_strides, 0x3b4, 4,
+      split_header ? 0 : strides_code);
   EXPECT (create_rq_in, in, copy, ctx.wq.two_byte_shift_en, 0x3b8, 1, 0);
-  EXPECT (create_rq_in, in, copy, ctx.wq.single_stride_log_num_of_bytes, 0x3bd, 3, 5);
+  EXPECT (create_rq_in, in, copy, ctx.wq.single_stride_log_num_of_bytes, 0x3bd, 3,
+      split_header ? 0 : 5);
   EXPECT (create_rq_in, in, copy, ctx.wq.dbr_umem_id, 0x3c0, 32, 0xbb02);
   EXPECT (create_rq_in, in, copy, ctx.wq.wq_umem_id, 0x3e0, 32, 0xaa01);
   EXPECT (create_rq_in, in, copy, ctx.wq.wq_umem_offset, 0x400, 64, 0);
@@ -265,10 +274,11 @@ check_create_rq (
 static void
 test_create_rq (void)
 {
-  check_create_rq (PAGE_4K, 0, 9, 0, FALSE);
-  check_create_rq (PAGE_64K, 4, 9, 0, FALSE);
-  check_create_rq (PAGE_4K, 0, 6, 0xd, TRUE);
-  check_create_rq (PAGE_64K, 4, 16, 7, TRUE);
+  check_create_rq (PAGE_4K, 0, 9, 0, FALSE, 0);
+  check_create_rq (PAGE_64K, 4, 9, 0, FALSE, 0);
+  check_create_rq (PAGE_4K, 0, 6, 0xd, TRUE, 0);
+  check_create_rq (PAGE_64K, 4, 16, 7, TRUE, 0);
+  check_create_rq (PAGE_4K, 0, 0, 0, FALSE, 42);
 }
 
 static void

@@ -6,13 +6,18 @@
  *              the whole ring first and is idle while the host drains it
  *   rx-engine  the same through the engine API (dq_rxq_poll + dq_rxq_release: burst
  *              records, burst timeout clock, stats)
+ *   rx-mprq-128, rx-split-128
+ *              rx-ring with 128-byte packets on the striding RQ, and on a header-data
+ *              split RQ (42 header bytes, one two-segment WQE re-posted per packet), side
+ *              by side: target split <= 2 x striding
  *   tx-copy    mlx5_txq_send of 64-byte frames in bursts of 32: copy into slots, WQE
  *              build, one doorbell per burst; the device is stalled while timed, so no
  *              completion is read (reclaim happens untimed between rounds)
  *   tx-inplace mlx5_txq_acquire + commit (frames written in place: no copy)
  *
  * Prints one JSON object per measurement (min and median over the rounds, ns per
- * packet) and a one-line summary against the 25 ns targets.
+ * packet) and a one-line summary against the targets (25 ns at 64 bytes; split <= 2 x
+ * striding at 128 bytes).
  *   usage: bench-mlx5 [--rounds N] [--burst N]
  */
 #include "daqiri-engine.h"
@@ -38,7 +43,7 @@ typedef struct {
 } Result;
 
 static Result
-summarize (const char *name, double *per_round, guint n, guint64 packets)
+summarize_frame (const char *name, guint frame, double *per_round, guint n, guint64 packets)
 {
   Result r = { .packets = packets };
   dq_bench_sort_doubles (per_round, n);
@@ -47,9 +52,15 @@ summarize (const char *name, double *per_round, guint n, guint64 packets)
   printf ("{\"bench\": \"mlx5-%s\", \"unit\": \"ns/packet\", \"frame\": %u, \"burst\": %u, "
           "\"rounds\": %u, \"packets\": %" G_GUINT64_FORMAT ", \"min\": %.2f, \"median\": %.2f, "
           "\"target\": %.0f}\n",
-      name, FRAME, burst, n, packets, r.min, r.median, TARGET_NS);
+      name, frame, burst, n, packets, r.min, r.median, TARGET_NS);
   fflush (stdout);
   return r;
+}
+
+static Result
+summarize (const char *name, double *per_round, guint n, guint64 packets)
+{
+  return summarize_frame (name, FRAME, per_round, n, packets);
 }
 
 /* Keeps the ns per packet of round r (0 only warms caches and pages: not kept) and
@@ -75,11 +86,12 @@ emu_open (const char *spec, Mlx5Caps *caps)
   return dev;
 }
 
-/* fills the RX ring with `count` generated frames and waits until all are in */
+/* fills the RX ring with `count` generated frames of `frame` bytes and waits until all are
+ * in */
 static void
-prefill (EmuPort *port, guint64 count)
+prefill_frames (EmuPort *port, guint64 count, guint frame)
 {
-  EmuGenConfig g = { .frame_len = FRAME, .count = count, .lossless = TRUE };
+  EmuGenConfig g = { .frame_len = frame, .count = count, .lossless = TRUE };
   GError *error = NULL;
   if (!emu_port_generate (port, &g, &error))
     g_error ("%s", error->message);
@@ -93,27 +105,43 @@ prefill (EmuPort *port, guint64 count)
     g_error ("the device did not go idle");
 }
 
+static void
+prefill (EmuPort *port, guint64 count)
+{
+  prefill_frames (port, count, FRAME);
+}
+
+/* rx-ring of `name`: `frame`-byte packets; split_header 0: 64-byte strides, 512 per WQE,
+ * 256 WQEs (131072 64-byte packets fill the ring, half as many of 128); else a header-data
+ * split ring of 2^15 packets */
 static Result
-bench_rx_ring (void)
+bench_rx_ring (const char *name, guint frame, guint split_header)
 {
   GError *error = NULL;
   Mlx5Caps caps;
-  gpointer dev = emu_open ("bench-rx", &caps);
-  /* 64-byte strides, 512 per WQE, 256 WQEs: 131072 packets fill the ring */
+  gchar *spec = g_strdup_printf ("bench-%s", name);
+  gpointer dev = emu_open (spec, &caps);
+  g_free (spec);
   Mlx5RxGeometry geo = { .log_stride_size = 6, .log_strides = 9, .log_wqes = 8, .log_cq_size = 17 };
+  guint64 fill = ((guint64) 1 << geo.log_cq_size) / ((frame + 63) / 64);
+  if (split_header != 0) {
+    if (!mlx5_rx_geometry_split (
+            &caps, name, (gsize) 1536 << 15, frame, 1518, split_header, &geo, &error))
+      g_error ("%s", error->message);
+    fill = (guint64) 1 << geo.log_wqes;
+  }
   Mlx5Rxq *q = mlx5_rxq_new (&emu_port_ops, dev, &caps, &geo, &error);
   if (q == NULL)
     g_error ("%s", error->message);
   Mlx5Rq *rq = mlx5_rxq_rq (q);
   if (!emu_port_ops.flows_set (dev, 1, &rq, 1, NULL, 0, &error))
     g_error ("%s", error->message);
-  guint64 fill = (guint64) 1 << geo.log_cq_size;
   double *per = g_new (double, rounds);
   DqPacket *pkts = g_new (DqPacket, burst);
   guint64 total = 0, sum = 0;
 
   for (guint r = 0; r < rounds + 1; r++) {
-    prefill (dev, fill);
+    prefill_frames (dev, fill, frame);
     guint64 got = 0;
     gint64 t0 = dq_bench_mono_ns ();
     while (got < fill) {
@@ -128,9 +156,9 @@ bench_rx_ring (void)
     }
     round_keep (per, &total, r, dq_bench_mono_ns () - t0, got);
   }
-  if (sum != total * FRAME + fill * FRAME)
+  if (sum != total * frame + fill * frame)
     g_error ("bytes: %" G_GUINT64_FORMAT, sum);
-  Result res = summarize ("rx-ring", per, rounds, total);
+  Result res = summarize_frame (name, frame, per, rounds, total);
   g_free (pkts);
   g_free (per);
   mlx5_rxq_free (q);
@@ -262,13 +290,22 @@ main (int argc, char **argv)
       return 2;
     }
   }
-  Result rx = bench_rx_ring ();
+  Result rx = bench_rx_ring ("rx-ring", FRAME, 0);
   Result rxe = bench_rx_engine ();
   Result txc = bench_tx (FALSE);
   Result txi = bench_tx (TRUE);
+  /* header-data split against striding, 128-byte packets, alternated */
+  double mprq = 0, split = 0;
+  for (guint i = 0; i < 2; i++) {
+    mprq += bench_rx_ring ("rx-mprq-128", 128, 0).median / 2;
+    split += bench_rx_ring ("rx-split-128", 128, 42).median / 2;
+  }
   gboolean met = rx.median <= TARGET_NS && txc.median <= TARGET_NS;
+  gboolean split_met = split <= 2 * mprq;
   printf ("mlx5 host datapath, 64-byte packets, median ns/packet: RX %.1f (engine API %.1f), "
-          "TX %.1f (in place %.1f); target <= %.0f: %s\n",
-      rx.median, rxe.median, txc.median, txi.median, TARGET_NS, met ? "met" : "NOT met");
+          "TX %.1f (in place %.1f); target <= %.0f: %s; 128-byte packets: header-data split "
+          "%.1f vs striding %.1f, ratio %.2f, target <= 2: %s\n",
+      rx.median, rxe.median, txc.median, txi.median, TARGET_NS, met ? "met" : "NOT met", split,
+      mprq, mprq > 0 ? split / mprq : 0.0, split_met ? "met" : "NOT met");
   return 0;
 }

@@ -669,6 +669,98 @@ test_device_ring_memory (void)
   dq_port_unref (p);
 }
 
+/* Header-data split through the engine: each burst's headers in host memory, the rest of
+ * every packet in the payload ring (here GPU memory played by DeviceMem), byte for byte;
+ * other engines refuse header-size. */
+static void
+test_header_split (void)
+{
+  DeviceMem d = { 0 };
+  DqRingMemory dm = { .kind = DQ_MEMORY_CUDA,
+    .alloc = device_alloc,
+    .free = device_free,
+    .user = &d,
+    .export_dmabuf = hook_export_dmabuf,
+    .write = device_write };
+  DqPort *p = port_open ("emu:split0");
+  DqRxConfig cfg = { .burst_packets = 32,
+    .burst_timeout_ns = 1 * MS,
+    .ring_bytes = 1 << 20,
+    .n_queues = 1,
+    .group_id = next_group++,
+    .ring_memory = &dm,
+    .header_size = 42 };
+  GError *error = NULL;
+  DqRxQueue *rxq = dq_rxq_create (p, &cfg, &error);
+  g_assert_no_error (error);
+  EmuPort *ep = emu_port_lookup ("split0");
+
+  const guint n = 300;
+  guint8 frame[1514];
+  emu_port_fault_stall (ep, TRUE);
+  for (guint32 s = 0; s < n; s++) {
+    TuFrameSpec spec = { .len = 60 + (s * 89) % 1455, .proto = TU_PROTO_UDP, .good_csums = TRUE };
+    tu_frame_build (frame, &spec, s);
+    g_assert_true (emu_port_inject (ep, frame, spec.len));
+  }
+  emu_port_fault_stall (ep, FALSE);
+  g_assert_true (emu_port_wait_idle (ep, 2000 * MS));
+
+  guint got = 0;
+  DqBurst b;
+  while (got < n && dq_rxq_poll (rxq, &b, 200 * MS, &error) == 1) {
+    g_assert_cmpuint (b.header_size, ==, 42);
+    g_assert_cmpuint (b.header_stride, ==, 64);
+    g_assert_cmpint (b.memory, ==, DQ_MEMORY_HOST);
+    g_assert_cmpint (b.payload_memory, ==, DQ_MEMORY_CUDA);
+    g_assert_true (b.payload >= d.mem && b.payload + b.payload_size <= d.mem + d.size);
+    for (guint i = 0; i < b.n_packets; i++, got++) {
+      const DqPacket *pkt = &b.packets[i];
+      TuFrameSpec spec = {
+        .len = 60 + (got * 89) % 1455, .proto = TU_PROTO_UDP, .good_csums = TRUE
+      };
+      tu_frame_build (frame, &spec, got);
+      g_assert_cmpuint (pkt->length, ==, spec.len);
+      g_assert_cmpuint (pkt->flow_id, ==, 0);
+      g_assert_cmpmem (b.data + pkt->offset, 42, frame, 42);
+      const guint8 *payload = d.backing + (b.payload - d.mem) +
+          (gsize) (pkt->offset / b.header_stride) * b.payload_stride;
+      g_assert_cmpmem (payload, spec.len - 42, frame + 42, spec.len - 42);
+    }
+    dq_rxq_release (rxq, &b);
+  }
+  g_assert_no_error (error);
+  g_assert_cmpuint (got, ==, n);
+  DqRxStats st;
+  dq_rxq_stats (rxq, &st);
+  g_assert_cmpuint (st.packets, ==, n);
+  g_assert_cmpuint (st.drops_ring_full + st.errors, ==, 0);
+  emu_port_unref (ep);
+  dq_rxq_destroy (rxq);
+  dq_port_unref (p);
+
+  /* a header size the ring cannot take, and an engine without split, say so */
+  p = port_open ("emu:split1");
+  cfg.ring_memory = NULL;
+  cfg.header_size = 8;
+  cfg.group_id = next_group++;
+  g_assert_null (dq_rxq_create (p, &cfg, &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
+  g_assert_nonnull (strstr (error->message, "header-size 8 is not allowed"));
+  g_clear_error (&error);
+  dq_port_unref (p);
+  DqPort *lo = dq_port_open ("afpacket:lo", &error);
+  if (lo != NULL) {
+    cfg.header_size = 42;
+    g_assert_null (dq_rxq_create (lo, &cfg, &error));
+    g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
+    g_assert_nonnull (strstr (error->message, "header-size 42"));
+    g_assert_nonnull (strstr (error->message, "mlx5 or emu engine"));
+    dq_port_unref (lo);
+  }
+  g_clear_error (&error);
+}
+
 /* Downstream holding bursts: the NIC drops (counted in drops_ring_full), never
  * overwrites held memory; releasing recovers. */
 static void
@@ -983,6 +1075,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/mlx5/engine/ring-memory-hook", test_ring_memory_hook);
   g_test_add_func ("/mlx5/engine/device-ring-memory", test_device_ring_memory);
+  g_test_add_func ("/mlx5/engine/header-split", test_header_split);
   g_test_add_func ("/mlx5/engine/registry", test_registry);
   g_test_add_func ("/mlx5/engine/config-errors", test_config_errors);
   g_test_add_func ("/mlx5/engine/loopback-million", test_loopback_million);

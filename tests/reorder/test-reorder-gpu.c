@@ -413,17 +413,17 @@ run_case (const Case *c, GPtrArray *bursts, const char *memory, Run *run)
 #define EMU_FRAMES 400
 #define EMU_PPB 64
 static GByteArray *
-emu_source_run (const char *memory, gboolean gpudirect, const char *filter, guint *frames,
-    gchar **caps_out, gchar **ring_out, gchar **error)
+emu_source_run (const char *memory, gboolean gpudirect, guint header_size, const char *filter,
+    guint *frames, gchar **caps_out, gchar **ring_out, gchar **error)
 {
   static guint serial;
   gchar *desc = g_strdup_printf (
       "daqirisrc name=s device=emu:gpu%u,gen=64,gen-count=%u,"
-      "gen-lossless=1 memory=%s gpudirect=%s burst-packets=128 ! %s%sdaqirireorder memory=%s "
-      "seq-offset=336 seq-bits=32 packets-per-batch=%u payload-offset=46 payload-size=18 ! "
-      "appsink name=out sync=false",
-      serial++, EMU_FRAMES * EMU_PPB, memory, gpudirect ? "true" : "false", filter ? filter : "",
-      filter ? " ! " : "", memory, EMU_PPB);
+      "gen-lossless=1 memory=%s gpudirect=%s header-size=%u burst-packets=128 ! %s%s"
+      "daqirireorder memory=%s seq-offset=336 seq-bits=32 packets-per-batch=%u "
+      "payload-offset=46 payload-size=18 ! appsink name=out sync=false",
+      serial++, EMU_FRAMES * EMU_PPB, memory, gpudirect ? "true" : "false", header_size,
+      filter ? filter : "", filter ? " ! " : "", memory, EMU_PPB);
   GError *err = NULL;
   GstElement *p = gst_parse_launch (desc, &err);
   g_free (desc);
@@ -843,9 +843,11 @@ main (int argc, char **argv)
   guint gmaj, gmin, gmic, gnano;
   gst_version (&gmaj, &gmin, &gmic, &gnano);
   const gboolean can_wrap = gmaj > 1 || (gmaj == 1 && gmin >= 24);
-  for (guint variant = 0; variant < 3; variant++) {
+  for (guint variant = 0; variant < 4; variant++) {
     const gboolean gstcuda = variant == 2;
     const gboolean gpudirect = variant != 1;
+    /* header-data split: the headers in host memory, the payloads in the GPU ring */
+    const guint header_size = variant == 3 ? 42 : 0;
     const char *filter = gstcuda ? "application/x-daqiri-packets(memory:CUDAMemory)" : NULL;
     const char *feature = gstcuda ? "memory:CUDAMemory" : GST_CAPS_FEATURE_MEMORY_DAQIRI_CUDA;
 #ifdef DQ_TEST_EMU
@@ -856,9 +858,9 @@ main (int argc, char **argv)
     gchar *caps_sys = NULL, *caps_gpu = NULL, *err_sys = NULL, *err_gpu = NULL;
     gchar *ring_sys = NULL, *ring_gpu = NULL;
     GByteArray *sys =
-        emu_source_run ("system", FALSE, NULL, &nf_sys, &caps_sys, &ring_sys, &err_sys);
-    GByteArray *gpu =
-        emu_source_run ("cuda", gpudirect, filter, &nf_gpu, &caps_gpu, &ring_gpu, &err_gpu);
+        emu_source_run ("system", FALSE, 0, NULL, &nf_sys, &caps_sys, &ring_sys, &err_sys);
+    GByteArray *gpu = emu_source_run (
+        "cuda", gpudirect, header_size, filter, &nf_gpu, &caps_gpu, &ring_gpu, &err_gpu);
     /* where the rings were: device memory written by copies, or pinned host memory */
     const char *ring_want = gpudirect ? "gpu-copy" : "gpu-mapped-host";
     gboolean ring_ok = g_strcmp0 (ring_sys, "host") == 0 && g_strcmp0 (ring_gpu, ring_want) == 0;
@@ -898,9 +900,9 @@ main (int argc, char **argv)
       if (!ok)
         printf ("  emu source: the frames do not hold the generator's bytes\n");
     }
-    printf ("%s emu:gen -> daqirisrc memory=cuda gpudirect=%s (%s) -> daqirireorder "
-            "memory=cuda: %u / %u frames, %u bytes; caps %s%s%s\n",
-        ok ? "PASS" : "FAIL", gpudirect ? "true" : "false", feature, nf_gpu, nf_sys,
+    printf ("%s emu:gen -> daqirisrc memory=cuda gpudirect=%s header-size=%u (%s) -> "
+            "daqirireorder memory=cuda: %u / %u frames, %u bytes; caps %s%s%s\n",
+        ok ? "PASS" : "FAIL", gpudirect ? "true" : "false", header_size, feature, nf_gpu, nf_sys,
         sys ? sys->len : 0, caps_gpu ? caps_gpu : "none", err_gpu ? "; error: " : "",
         err_gpu ? err_gpu : "");
     g_free (caps_sys);
