@@ -579,6 +579,22 @@ cursor_advance (Mlx5Rxq *q, guint32 n)
   return TRUE;
 }
 
+/* An error CQE: the RQ is in ERR from here; a flush is counted as one, any other error
+ * with its syndromes. */
+static void
+count_error_cqe (Mlx5Rxq *q, const volatile struct mlx5_cqe64 *cqe)
+{
+  const volatile struct mlx5_err_cqe *err = (const volatile struct mlx5_err_cqe *) cqe;
+  q->in_error = TRUE;
+  if (err->syndrome == MLX5_CQE_SYNDROME_WR_FLUSH_ERR) {
+    MLX5_COUNTER_ADD (q->c.flushed, 1);
+  } else {
+    MLX5_COUNTER_ADD (q->c.cqe_errors, 1);
+    __atomic_store_n (&q->c.last_syndrome, err->syndrome, __ATOMIC_RELAXED);
+    __atomic_store_n (&q->c.last_vendor_syndrome, err->vendor_err_synd, __ATOMIC_RELAXED);
+  }
+}
+
 /* A CQE that does not match the ring (wrong WQE or stride, a stride count of 0 or past
  * the WQE's end, a length that does not fit its strides, an unknown opcode): counted,
  * no packet. The software cursor stays the authority: the CQE's strides (at least 1, at
@@ -603,7 +619,6 @@ cqe_device_error (Mlx5Rxq *q, guint32 n_strides)
 static gboolean
 cqe_error (Mlx5Rxq *q, volatile struct mlx5_cqe64 *cqe)
 {
-  volatile struct mlx5_err_cqe *err = (volatile struct mlx5_err_cqe *) cqe;
   guint32 slot = q->cur_wqe & q->wqe_mask;
   guint32 left = q->strides - q->cur_stride;
   guint32 n = (be32toh (cqe->byte_cnt) >> MLX5_MPRQ_STRIDES_SHIFT) & MLX5_MPRQ_STRIDES_MASK;
@@ -611,14 +626,7 @@ cqe_error (Mlx5Rxq *q, volatile struct mlx5_cqe64 *cqe)
   if (be16toh (cqe->wqe_id) != slot || be16toh (cqe->wqe_counter) != q->cur_stride || n == 0 ||
       n > left)
     n = left;
-  q->in_error = TRUE;
-  if (err->syndrome == MLX5_CQE_SYNDROME_WR_FLUSH_ERR) {
-    MLX5_COUNTER_ADD (q->c.flushed, 1);
-  } else {
-    MLX5_COUNTER_ADD (q->c.cqe_errors, 1);
-    __atomic_store_n (&q->c.last_syndrome, err->syndrome, __ATOMIC_RELAXED);
-    __atomic_store_n (&q->c.last_vendor_syndrome, err->vendor_err_synd, __ATOMIC_RELAXED);
-  }
+  count_error_cqe (q, cqe);
   strides_give_back (q, slot, n);
   return cursor_advance (q, n);
 }
@@ -636,25 +644,63 @@ cqe_packet_flags (const volatile struct mlx5_cqe64 *cqe)
   return flags;
 }
 
+/* The next CQE if the device has handed it over (read barrier done, consumer index moved,
+ * the CQ doorbell record written every MLX5_RX_CQ_DOORBELL_EVERY CQEs), else NULL. */
+static inline volatile struct mlx5_cqe64 *
+cq_take (Mlx5Rxq *q)
+{
+  volatile struct mlx5_cqe64 *cqe = cq_cqe (q, q->cq_ci);
+  if (!mlx5_cqe_sw_owned (cqe, q->cq_ci, q->log_cq))
+    return NULL;
+  /* the owner bit was read before anything it guards */
+  mlx5_dma_rmb ();
+  q->cq_ci++;
+  if ((q->cq_ci & (MLX5_RX_CQ_DOORBELL_EVERY - 1)) == 0)
+    cq_ring_doorbell (q);
+  return cqe;
+}
+
+/* A packet's descriptor from its CQE: length, flow tag, checksum and time. */
+static inline void
+packet_from_cqe (
+    Mlx5Rxq *q, DqPacket *pkt, const volatile struct mlx5_cqe64 *cqe, guint32 offset, guint32 len)
+{
+  guint64 ts = be64toh (cqe->timestamp);
+  pkt->offset = offset;
+  pkt->length = len;
+  pkt->flow_id = be32toh (cqe->sop_drop_qpn) & MLX5_FLOW_TAG_BITS;
+  pkt->flags = cqe_packet_flags (cqe) | q->ts_flag;
+  pkt->timestamp = q->ts_flag == 0 ? 0
+      : q->real_time_ts            ? mlx5_rt_ts_to_ns (ts)
+                                   : mlx5_ts_to_ns (&q->clock, ts);
+}
+
+/* Ends a poll: the burst holds n packets, the CQ doorbell record is written and n_new
+ * packets of `bytes` are counted. TRUE when the burst is complete (`complete`, or max
+ * packets). */
+static inline gboolean
+poll_end (
+    Mlx5Rxq *q, Mlx5RxBurst *b, guint n, guint max, gboolean complete, guint n_new, guint64 bytes)
+{
+  b->n_packets = n;
+  cq_ring_doorbell (q);
+  if (n_new > 0) {
+    MLX5_COUNTER_ADD (q->c.packets, n_new);
+    MLX5_COUNTER_ADD (q->c.bytes, bytes);
+  }
+  return complete || n == max;
+}
+
 /* Header-data split: a CQE that is not a packet of the WQE at the cursor (an error CQE, a
  * WQE counter or length that does not fit): counted; the WQE at the cursor is given back
  * and the cursor moves past it. */
 static void
 split_cqe_not_packet (Mlx5Rxq *q, volatile struct mlx5_cqe64 *cqe, guint8 opcode)
 {
-  if (opcode == MLX5_CQE_RESP_ERR) {
-    volatile struct mlx5_err_cqe *err = (volatile struct mlx5_err_cqe *) cqe;
-    q->in_error = TRUE;
-    if (err->syndrome == MLX5_CQE_SYNDROME_WR_FLUSH_ERR) {
-      MLX5_COUNTER_ADD (q->c.flushed, 1);
-    } else {
-      MLX5_COUNTER_ADD (q->c.cqe_errors, 1);
-      __atomic_store_n (&q->c.last_syndrome, err->syndrome, __ATOMIC_RELAXED);
-      __atomic_store_n (&q->c.last_vendor_syndrome, err->vendor_err_synd, __ATOMIC_RELAXED);
-    }
-  } else {
+  if (opcode == MLX5_CQE_RESP_ERR)
+    count_error_cqe (q, cqe);
+  else
     MLX5_COUNTER_ADD (q->c.device_errors, 1);
-  }
   strides_give_back (q, q->cur_wqe & q->wqe_mask, 1);
   q->cur_wqe++;
 }
@@ -671,14 +717,9 @@ rxq_poll_split (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
   guint32 capacity = q->split + q->payload_stride;
 
   while (n < max) {
-    volatile struct mlx5_cqe64 *cqe = cq_cqe (q, q->cq_ci);
-    if (!mlx5_cqe_sw_owned (cqe, q->cq_ci, q->log_cq))
+    volatile struct mlx5_cqe64 *cqe = cq_take (q);
+    if (cqe == NULL)
       break;
-    mlx5_dma_rmb ();
-    q->cq_ci++;
-    if ((q->cq_ci & (MLX5_RX_CQ_DOORBELL_EVERY - 1)) == 0)
-      cq_ring_doorbell (q);
-
     guint8 opcode = mlx5_cqe_opcode (cqe);
     guint32 slot = q->cur_wqe & q->wqe_mask;
     guint32 len = be32toh (cqe->byte_cnt);
@@ -702,14 +743,7 @@ rxq_poll_split (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
       b->strides = 0;
     }
     DqPacket *pkt = &pkts[n++];
-    guint64 ts = be64toh (cqe->timestamp);
-    pkt->offset = b->strides * q->hdr_stride;
-    pkt->length = len;
-    pkt->flow_id = be32toh (cqe->sop_drop_qpn) & MLX5_FLOW_TAG_BITS;
-    pkt->flags = cqe_packet_flags (cqe) | q->ts_flag;
-    pkt->timestamp = q->ts_flag == 0 ? 0
-        : q->real_time_ts            ? mlx5_rt_ts_to_ns (ts)
-                                     : mlx5_ts_to_ns (&q->clock, ts);
+    packet_from_cqe (q, pkt, cqe, b->strides * q->hdr_stride, len);
     b->strides++;
     b->end = pkt->offset + MIN (len, q->split);
     bytes += len;
@@ -720,15 +754,7 @@ rxq_poll_split (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
       break;
     }
   }
-  if (n == max)
-    complete = TRUE;
-  b->n_packets = n;
-  cq_ring_doorbell (q);
-  if (n_new > 0) {
-    MLX5_COUNTER_ADD (q->c.packets, n_new);
-    MLX5_COUNTER_ADD (q->c.bytes, bytes);
-  }
-  return complete;
+  return poll_end (q, b, n, max, complete, n_new, bytes);
 }
 
 gboolean
@@ -742,15 +768,9 @@ mlx5_rxq_poll (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
   gboolean complete = FALSE;
 
   while (n < max) {
-    volatile struct mlx5_cqe64 *cqe = cq_cqe (q, q->cq_ci);
-    if (!mlx5_cqe_sw_owned (cqe, q->cq_ci, q->log_cq))
+    volatile struct mlx5_cqe64 *cqe = cq_take (q);
+    if (cqe == NULL)
       break;
-    /* the owner bit was read before anything it guards */
-    mlx5_dma_rmb ();
-    q->cq_ci++;
-    if ((q->cq_ci & (MLX5_RX_CQ_DOORBELL_EVERY - 1)) == 0)
-      cq_ring_doorbell (q);
-
     guint8 opcode = mlx5_cqe_opcode (cqe);
     gboolean wqe_done;
     if (G_UNLIKELY (opcode != MLX5_CQE_RESP_SEND)) {
@@ -787,14 +807,7 @@ mlx5_rxq_poll (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
         }
         DqPacket *pkt = &pkts[n++];
         guint32 at = stride << q->log_stride_size;
-        guint64 ts = be64toh (cqe->timestamp);
-        pkt->offset = at - (b->first_stride << q->log_stride_size);
-        pkt->length = len;
-        pkt->flow_id = be32toh (cqe->sop_drop_qpn) & MLX5_FLOW_TAG_BITS;
-        pkt->flags = cqe_packet_flags (cqe) | q->ts_flag;
-        pkt->timestamp = q->ts_flag == 0 ? 0
-            : q->real_time_ts            ? mlx5_rt_ts_to_ns (ts)
-                                         : mlx5_ts_to_ns (&q->clock, ts);
+        packet_from_cqe (q, pkt, cqe, at - (b->first_stride << q->log_stride_size), len);
         b->strides += n_strides;
         b->end = at + len;
         bytes += len;
@@ -808,17 +821,9 @@ mlx5_rxq_poll (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
       break;
     }
   }
-  if (n == max)
-    complete = TRUE;
-  b->n_packets = n;
-  cq_ring_doorbell (q);
-  if (n_new > 0) {
-    MLX5_COUNTER_ADD (q->c.packets, n_new);
-    MLX5_COUNTER_ADD (q->c.bytes, bytes);
-  }
   if (fillers > 0)
     MLX5_COUNTER_ADD (q->c.fillers, fillers);
-  return complete;
+  return poll_end (q, b, n, max, complete, n_new, bytes);
 }
 
 guint8 *

@@ -476,6 +476,41 @@ rq_cqe (EmuPort *p, EmuRq *rq, guint32 slot, guint32 n_strides, guint len, guint
   rq_post (p, rq, &c, MLX5_CQE_RESP_SEND);
 }
 
+static inline void
+rq_count_received (EmuPort *p, guint len)
+{
+  MLX5_COUNTER_ADD (p->c.rx_packets, 1);
+  MLX5_COUNTER_ADD (p->c.rx_bytes, len);
+}
+
+/* a frame dropped: no posted WQE had room */
+static inline void
+rq_count_out_of_buffer (EmuPort *p, EmuRq *rq)
+{
+  rq->out_of_buffer++;
+  MLX5_COUNTER_ADD (p->c.rx_out_of_buffer, 1);
+}
+
+/* Whether a frame may be written now: FALSE when the CQ has no room for its CQE (the frame
+ * is dropped, counted as an overrun) or when an injected error takes it (an error CQE for
+ * its `strides` strides, see emu_port_fault_rx_error). */
+static gboolean
+rq_room_no_fault (EmuPort *p, EmuRq *rq, guint32 strides)
+{
+  if (!cq_has_room (rq->cq, 1)) {
+    MLX5_COUNTER_ADD (p->c.rx_cq_overruns, 1);
+    return FALSE;
+  }
+  if (p->fault_rx_error == 0) {
+    p->fault_rx_error = -1;
+    rq_error (p, rq, strides, p->fault_rx_syndrome);
+    return FALSE;
+  }
+  if (p->fault_rx_error > 0)
+    p->fault_rx_error--;
+  return TRUE;
+}
+
 /* Header-data split: the payload bytes just written at `dst` (the device's view of a
  * data segment): in device memory they join the range of the next copy, a copy going
  * first when they do not follow that range (another MR, or the ring wrapped). */
@@ -508,17 +543,8 @@ rq_deliver_split (
   }
   if (rq_posted (p, rq) == 0)
     goto out_of_buffer;
-  if (!cq_has_room (rq->cq, 1)) {
-    MLX5_COUNTER_ADD (p->c.rx_cq_overruns, 1);
+  if (!rq_room_no_fault (p, rq, 1))
     return;
-  }
-  if (p->fault_rx_error == 0) {
-    p->fault_rx_error = -1;
-    rq_error (p, rq, 1, p->fault_rx_syndrome);
-    return;
-  }
-  if (p->fault_rx_error > 0)
-    p->fault_rx_error--;
 
   guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
   const volatile struct mlx5_wqe_data_seg *seg =
@@ -557,13 +583,11 @@ rq_deliver_split (
   CQE_SET (&c, wqe_counter, (guint16) rq->hw_wqe);
   rq_post (p, rq, &c, MLX5_CQE_RESP_SEND);
   rq->hw_wqe++;
-  MLX5_COUNTER_ADD (p->c.rx_packets, 1);
-  MLX5_COUNTER_ADD (p->c.rx_bytes, len);
+  rq_count_received (p, len);
   return;
 
 out_of_buffer:
-  rq->out_of_buffer++;
-  MLX5_COUNTER_ADD (p->c.rx_out_of_buffer, 1);
+  rq_count_out_of_buffer (p, rq);
 }
 
 /* Writes a received frame into the RQ (the PRM's striding RQ rules; see the top). */
@@ -603,30 +627,19 @@ rq_deliver (
     if (!rq_fetch (p, rq))
       goto out_of_buffer;
   }
-  if (!cq_has_room (rq->cq, 1)) {
-    MLX5_COUNTER_ADD (p->c.rx_cq_overruns, 1);
+  if (!rq_room_no_fault (p, rq, need))
     return;
-  }
-  if (p->fault_rx_error == 0) {
-    p->fault_rx_error = -1;
-    rq_error (p, rq, need, p->fault_rx_syndrome);
-    return;
-  }
-  if (p->fault_rx_error > 0)
-    p->fault_rx_error--;
 
   guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
   memcpy (rq->region + ((gsize) rq->hw_stride << rq->log_stride_size), frame, len);
   rq_mark_written (rq, len);
   rq_cqe (p, rq, slot, need, len, cqe_timestamp (p, ticks), m);
   rq_advance (p, rq, need);
-  MLX5_COUNTER_ADD (p->c.rx_packets, 1);
-  MLX5_COUNTER_ADD (p->c.rx_bytes, len);
+  rq_count_received (p, len);
   return;
 
 out_of_buffer:
-  rq->out_of_buffer++;
-  MLX5_COUNTER_ADD (p->c.rx_out_of_buffer, 1);
+  rq_count_out_of_buffer (p, rq);
 }
 
 /* ---------------------------------------------------------------------------------- */

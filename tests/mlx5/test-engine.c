@@ -12,7 +12,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #define MS G_GINT64_CONSTANT (1000000)
 
@@ -536,66 +535,13 @@ test_ring_memory_hook (void)
   g_clear_error (&error);
 }
 
-/* GPU device memory played on the CPU: an address range the CPU cannot touch (PROT_NONE:
- * any direct access by the emulator or the ring code faults) whose contents live in
- * `backing`, reached only through the write hook, as a copy engine reaches HBM. */
-typedef struct {
-  guint8 *mem, *backing;
-  gsize size;
-  guint writes, failing_writes;
-  guint64 bytes;
-} DeviceMem;
-
-static gpointer
-device_alloc (gsize size, gpointer user)
-{
-  DeviceMem *d = user;
-  d->mem = mmap (NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  g_assert_true (d->mem != MAP_FAILED);
-  d->backing = g_malloc0 (size);
-  d->size = size;
-  return d->mem;
-}
-
-static void
-device_free (gpointer mem, gsize size, gpointer user)
-{
-  DeviceMem *d = user;
-  g_assert_true (mem == d->mem && size == d->size);
-  munmap (d->mem, size);
-  g_free (d->backing);
-  d->mem = d->backing = NULL;
-}
-
-static gboolean
-device_write (gpointer dst, gconstpointer src, gsize n, gpointer user)
-{
-  DeviceMem *d = user;
-  guint8 *to = dst;
-  g_assert_true (to >= d->mem && n <= d->size && (gsize) (to - d->mem) <= d->size - n);
-  if (d->failing_writes > 0) {
-    d->failing_writes--;
-    return FALSE;
-  }
-  memcpy (d->backing + (to - d->mem), src, n);
-  d->writes++;
-  d->bytes += n;
-  return TRUE;
-}
-
 /* The ring in device memory on the emulated ConnectX: every byte arrives through the copy
  * hook, in batches, before the CQE that reports it; the ring code never touches it. */
 static void
 test_device_ring_memory (void)
 {
-  DeviceMem d = { 0 };
-  HookLog hlog = { 0 };
-  DqRingMemory dm = { .kind = DQ_MEMORY_CUDA,
-    .alloc = device_alloc,
-    .free = device_free,
-    .user = &d,
-    .export_dmabuf = hook_export_dmabuf,
-    .write = device_write };
+  TuDeviceMem d;
+  DqRingMemory dm = tu_device_memory (&d);
   DqPort *p = port_open ("emu:devmem0");
   g_assert_true (dq_port_info (p)->device_dma);
   DqRxConfig cfg = { .burst_packets = 64,
@@ -629,7 +575,7 @@ test_device_ring_memory (void)
   while (got < n && dq_rxq_poll (rxq, &b, 200 * MS, &error) == 1) {
     g_assert_cmpint (b.memory, ==, DQ_MEMORY_CUDA);
     g_assert_true (b.data >= d.mem && b.data + b.size <= d.mem + d.size);
-    const guint8 *data = d.backing + (b.data - d.mem);
+    const guint8 *data = tu_device_view (&d, b.data);
     for (guint i = 0; i < b.n_packets; i++, got++) {
       TuFrameSpec spec = {
         .len = 64 + (got * 97) % 1451, .proto = TU_PROTO_UDP, .good_csums = TRUE
@@ -647,7 +593,7 @@ test_device_ring_memory (void)
   g_assert_cmpuint (d.writes, >=, 1);
   g_assert_cmpuint (d.writes * 16, <=, n);
   g_assert_cmpuint (d.bytes, >=, sent_bytes);
-  g_assert_cmpuint (hlog.exports, ==, 0); /* no dma-buf: the emulator copies */
+  g_assert_cmpuint (d.exports, ==, 0); /* no dma-buf: the emulator copies */
 
   /* a failed copy is counted; the CQEs still come (the NIC cannot take them back) */
   EmuCounters c;
@@ -670,18 +616,13 @@ test_device_ring_memory (void)
 }
 
 /* Header-data split through the engine: each burst's headers in host memory, the rest of
- * every packet in the payload ring (here GPU memory played by DeviceMem), byte for byte;
+ * every packet in the payload ring (here GPU memory played by TuDeviceMem), byte for byte;
  * other engines refuse header-size. */
 static void
 test_header_split (void)
 {
-  DeviceMem d = { 0 };
-  DqRingMemory dm = { .kind = DQ_MEMORY_CUDA,
-    .alloc = device_alloc,
-    .free = device_free,
-    .user = &d,
-    .export_dmabuf = hook_export_dmabuf,
-    .write = device_write };
+  TuDeviceMem d;
+  DqRingMemory dm = tu_device_memory (&d);
   DqPort *p = port_open ("emu:split0");
   DqRxConfig cfg = { .burst_packets = 32,
     .burst_timeout_ns = 1 * MS,
@@ -723,8 +664,8 @@ test_header_split (void)
       g_assert_cmpuint (pkt->length, ==, spec.len);
       g_assert_cmpuint (pkt->flow_id, ==, 0);
       g_assert_cmpmem (b.data + pkt->offset, 42, frame, 42);
-      const guint8 *payload = d.backing + (b.payload - d.mem) +
-          (gsize) (pkt->offset / b.header_stride) * b.payload_stride;
+      const guint8 *payload = tu_device_view (
+          &d, b.payload + (gsize) (pkt->offset / b.header_stride) * b.payload_stride);
       g_assert_cmpmem (payload, spec.len - 42, frame + 42, spec.len - 42);
     }
     dq_rxq_release (rxq, &b);

@@ -10,7 +10,6 @@
 #include "test-util.h"
 
 #include <string.h>
-#include <sys/mman.h>
 
 #define HEADER 42
 
@@ -208,67 +207,17 @@ test_round_trip (void)
   rig_close (&r);
 }
 
-/* GPU device memory played on the CPU (PROT_NONE, reached only by the write hook) */
-typedef struct {
-  guint8 *mem, *backing;
-  gsize size;
-  guint writes;
-} DeviceMem;
-
-static gpointer
-device_alloc (gsize size, gpointer user)
-{
-  DeviceMem *d = user;
-  d->mem = mmap (NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  g_assert_true (d->mem != MAP_FAILED);
-  d->backing = g_malloc0 (size);
-  d->size = size;
-  return d->mem;
-}
-
-static void
-device_free (gpointer mem, gsize size, gpointer user)
-{
-  DeviceMem *d = user;
-  munmap (d->mem, size);
-  g_free (d->backing);
-}
-
-static gboolean
-device_write (gpointer dst, gconstpointer src, gsize n, gpointer user)
-{
-  DeviceMem *d = user;
-  guint8 *to = dst;
-  g_assert_true (to >= d->mem && (gsize) (to - d->mem) + n <= d->size);
-  memcpy (d->backing + (to - d->mem), src, n);
-  d->writes++;
-  return TRUE;
-}
-
-static gboolean
-device_export (gpointer mem, gsize size, int *fd, guint64 *offset, gpointer user, GError **error)
-{
-  g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "no dma-buf here");
-  return FALSE;
-}
-
 static const guint8 *
 device_view (const guint8 *p, gpointer user)
 {
-  DeviceMem *d = user;
-  return d->backing + (p - d->mem);
+  return tu_device_view (user, p);
 }
 
 static void
 test_device_payload (void)
 {
-  DeviceMem d = { 0 };
-  DqRingMemory dm = { .kind = DQ_MEMORY_CUDA,
-    .alloc = device_alloc,
-    .free = device_free,
-    .user = &d,
-    .export_dmabuf = device_export,
-    .write = device_write };
+  TuDeviceMem d;
+  DqRingMemory dm = tu_device_memory (&d);
   Rig r;
   rig_open (&r, "split1", 256 * 1536, &dm);
   g_assert_cmpint (mlx5_rxq_placement (r.rx), ==, DQ_RING_GPU_COPY);

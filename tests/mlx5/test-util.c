@@ -2,6 +2,7 @@
 #include "test-util.h"
 
 #include <string.h>
+#include <sys/mman.h>
 
 #include "dq-packet.h"
 #include "dq-test-csum.h"
@@ -154,4 +155,71 @@ tu_wire_ticks (const guint *lens, guint k, guint overhead, guint64 freq_hz, guin
   for (guint j = 0; j < k; j++)
     bits += 8 * (unsigned __int128) (MAX (lens[j], 60u) + overhead);
   return (guint64) (bits * freq_hz / rate_bps);
+}
+
+/* ---- GPU device memory played on the CPU ---- */
+
+static gpointer
+device_alloc (gsize size, gpointer user)
+{
+  TuDeviceMem *d = user;
+  d->mem = mmap (NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  g_assert_true (d->mem != MAP_FAILED);
+  d->backing = g_malloc0 (size);
+  d->size = size;
+  return d->mem;
+}
+
+static void
+device_free (gpointer mem, gsize size, gpointer user)
+{
+  TuDeviceMem *d = user;
+  g_assert_true (mem == d->mem && size == d->size);
+  munmap (d->mem, size);
+  g_free (d->backing);
+  d->mem = d->backing = NULL;
+}
+
+static gboolean
+device_write (gpointer dst, gconstpointer src, gsize n, gpointer user)
+{
+  TuDeviceMem *d = user;
+  guint8 *to = dst;
+  g_assert_true (to >= d->mem && n <= d->size && (gsize) (to - d->mem) <= d->size - n);
+  if (d->failing_writes > 0) {
+    d->failing_writes--;
+    return FALSE;
+  }
+  memcpy (d->backing + (to - d->mem), src, n);
+  d->writes++;
+  d->bytes += n;
+  return TRUE;
+}
+
+static gboolean
+device_export (gpointer mem, gsize size, int *fd, guint64 *offset, gpointer user, GError **error)
+{
+  TuDeviceMem *d = user;
+  d->exports++;
+  g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "no dma-buf here");
+  return FALSE;
+}
+
+DqRingMemory
+tu_device_memory (TuDeviceMem *d)
+{
+  memset (d, 0, sizeof *d);
+  DqRingMemory m = { .kind = DQ_MEMORY_CUDA,
+    .alloc = device_alloc,
+    .free = device_free,
+    .user = d,
+    .export_dmabuf = device_export,
+    .write = device_write };
+  return m;
+}
+
+const guint8 *
+tu_device_view (const TuDeviceMem *d, const guint8 *p)
+{
+  return d->backing + (p - d->mem);
 }

@@ -1,11 +1,13 @@
 /* Helpers of the mlx5 tests: frames with a sequence number and a payload derived from
  * it (headers written with engine/dq-packet.h), checksums computed independently of the
- * emulated device (the reference RFC 1071 of tests/common), and the exact line-rate
- * timestamp formula of mlx5/emu/emu.h. */
+ * emulated device (the reference RFC 1071 of tests/common), the exact line-rate
+ * timestamp formula of mlx5/emu/emu.h, and GPU device memory played on the CPU. */
 #ifndef DAQIRI_TEST_MLX5_UTIL_H
 #define DAQIRI_TEST_MLX5_UTIL_H
 
 #include <glib.h>
+
+#include "daqiri-engine.h"
 
 G_BEGIN_DECLS
 
@@ -46,6 +48,23 @@ guint tu_l4_csum_offset (const guint8 *frame);
  * lengths of frames 0..k-1 (exact, 128-bit) */
 guint64 tu_wire_ticks (
     const guint *lens, guint k, guint overhead, guint64 freq_hz, guint64 rate_bps);
+
+/* GPU device memory played on the CPU: an address range the CPU cannot touch (PROT_NONE:
+ * any direct access by the emulator or the ring code faults) whose contents live in
+ * `backing`, reached only through the ring memory's write hook, as a copy engine reaches
+ * device memory. The next `failing_writes` writes fail. */
+typedef struct {
+  guint8 *mem, *backing;
+  gsize size;
+  guint writes, failing_writes, exports;
+  guint64 bytes;
+} TuDeviceMem;
+
+/* ring memory of kind DQ_MEMORY_CUDA over d (zeroed first): alloc, free and write as above;
+ * export_dmabuf counted in d->exports and refused */
+DqRingMemory tu_device_memory (TuDeviceMem *d);
+/* where the test reads what the device wrote at p (inside d->mem) */
+const guint8 *tu_device_view (const TuDeviceMem *d, const guint8 *p);
 
 G_END_DECLS
 
