@@ -626,6 +626,8 @@ gst_daqiri_src_negotiate (GstBaseSrc *bsrc)
     gst_caps_unref (caps);
     return FALSE;
   }
+#else
+  (void) split;
 #endif
   gboolean ok = gst_base_src_set_caps (bsrc, caps);
   gst_caps_unref (caps);
