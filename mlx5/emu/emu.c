@@ -6,7 +6,7 @@
  * cable), then the generator's frames. A received frame is steered to an RQ, written
  * into the strides of the RQ's current WQE, and completed with a CQE.
  *
- * PRM rules implemented here, one place each:
+ * PRM rules implemented here and in the receive side (emu-rx.c), one place each:
  *  - Doorbell records are big-endian counters the host writes: RQ word 0 (MLX5_RCV_DBR,
  *    16-bit WQE counter), SQ word 1 (MLX5_SND_DBR, 16-bit WQEBB counter), CQ word 0
  *    (24-bit consumer index). The device reads WQEs only below the counter (rq_posted,
@@ -35,8 +35,8 @@
  *    entry i = RQ i mod n) (steer).
  *  - Line rate and timestamps: see emu.h (emu_wire_start).
  */
-#include "emu-private.h"
-#include "emu-net.h"
+#include "emu-cq.h"
+#include "emu-rx.h"
 
 #include "mlx5-dma.h"
 #include "mlx5-mem.h"
@@ -99,8 +99,8 @@ emu_port_rate_bps (EmuPort *p)
 }
 
 /* the CQE timestamp field: raw ticks, or with clock=rt seconds << 32 | ns */
-static guint64
-cqe_timestamp (EmuPort *p, guint64 ticks)
+guint64
+emu_cqe_timestamp (EmuPort *p, guint64 ticks)
 {
   if (!p->cfg.real_time)
     return ticks;
@@ -144,8 +144,8 @@ emu_wire_start (EmuWire *w, guint64 freq_hz, guint64 rate_bps, guint64 at, guint
   return start;
 }
 
-static guint64
-wire_start (EmuPort *p, EmuWire *w, guint64 at, guint len)
+guint64
+emu_port_wire_start (EmuPort *p, EmuWire *w, guint64 at, guint len)
 {
   return emu_wire_start (w, p->freq_hz, p->cfg.rate_bps, at, wire_bits (p, len));
 }
@@ -179,571 +179,6 @@ emu_dma_ok (EmuPort *p, guint32 lkey, guint64 addr, guint64 len, guint8 **ptr)
   }
   *ptr = mr->shadow != NULL ? mr->shadow + (addr - base) : (guint8 *) (uintptr_t) addr;
   return TRUE;
-}
-
-/* ---------------------------------------------------------------------------------- */
-/* completion queues */
-
-static gboolean
-cq_has_room (EmuCq *cq, guint n)
-{
-  guint32 ci = be32toh (__atomic_load_n (&cq->dbrec[0], __ATOMIC_ACQUIRE)) & 0xffffff;
-  guint32 used = (cq->pi - ci) & 0xffffff;
-  return used + cq->staged + n <= (1u << cq->log_size);
-}
-
-/* Sets the `size`-byte big-endian field at byte `offset` of the CQE (to the value's low
- * bytes, as a store of that size would). */
-static inline void
-cqe_set (EmuCqe *c, guint offset, guint size, guint64 value)
-{
-  if (size < 8)
-    value &= (G_GUINT64_CONSTANT (1) << (8 * size)) - 1;
-  c->w[offset / 8] |= value << (8 * (8 - offset % 8 - size));
-}
-
-/* a field of the CQE layout (struct mlx5_cqe64), or of the error CQE (mlx5_err_cqe) */
-#define CQE_SET(c, field, value) \
-  cqe_set ((c), G_STRUCT_OFFSET (struct mlx5_cqe64, field), \
-      sizeof (((struct mlx5_cqe64 *) NULL)->field), (value))
-#define ERR_CQE_SET(c, field, value) \
-  cqe_set ((c), G_STRUCT_OFFSET (struct mlx5_err_cqe, field), \
-      sizeof (((struct mlx5_err_cqe *) NULL)->field), (value))
-
-/* Writes the CQE into the next slot of the CQ and passes it to the host: bytes 0 .. 55
- * in seven 8-byte stores, then, after a barrier, the last word in one 8-byte store with
- * op_own (the opcode, and the owner bit: the wrap parity of the producer index). Until
- * then the slot's old op_own keeps the host away from it. */
-static inline void
-cq_post (EmuCq *cq, EmuCqe *c, guint8 opcode)
-{
-  guint32 mask = (1u << cq->log_size) - 1;
-  volatile guint64 *dst = (volatile guint64 *) (cq->ring + ((gsize) (cq->pi & mask) << 6));
-#pragma GCC unroll 7
-  for (guint i = 0; i < 7; i++)
-    dst[i] = htobe64 (c->w[i]);
-  CQE_SET (c, op_own, (guint8) (opcode << 4) | ((cq->pi >> cq->log_size) & MLX5_CQE_OWNER_MASK));
-  /* everything else before ownership passes to the host */
-  mlx5_dma_wmb ();
-  dst[7] = htobe64 (c->w[7]);
-  cq->pi++;
-}
-
-/* An error CQE: syndrome and vendor syndrome, the failing WQE's opcode and QPN, and
- * wqe_counter; the error layout shares wqe_id and byte_cnt with a good CQE. */
-static EmuCqe
-cqe_error (guint8 syndrome, guint8 wqe_opcode, guint32 qpn, guint16 wqe_id, guint16 wqe_counter,
-    guint32 byte_cnt)
-{
-  EmuCqe c = { { 0 } };
-  CQE_SET (&c, wqe_id, wqe_id);
-  CQE_SET (&c, byte_cnt, byte_cnt);
-  ERR_CQE_SET (&c, syndrome, syndrome);
-  ERR_CQE_SET (&c, s_wqe_opcode_qpn, ((guint32) wqe_opcode << 24) | (qpn & 0xffffff));
-  ERR_CQE_SET (&c, wqe_counter, wqe_counter);
-  return c;
-}
-
-static void
-cq_error (EmuCq *cq, guint8 opcode, guint8 syndrome, guint8 wqe_opcode, guint32 qpn, guint16 wqe_id,
-    guint16 wqe_counter, guint32 byte_cnt)
-{
-  EmuCqe c = cqe_error (syndrome, wqe_opcode, qpn, wqe_id, wqe_counter, byte_cnt);
-  cq_post (cq, &c, opcode);
-}
-
-/* ---------------------------------------------------------------------------------- */
-/* receive queues */
-
-static guint32
-rq_strides (const EmuRq *rq)
-{
-  return 1u << rq->log_strides;
-}
-
-/* WQEs the host posted that the device has not finished (the current one included). */
-static guint32
-rq_posted (EmuPort *p, EmuRq *rq)
-{
-  guint32 pi = be32toh (__atomic_load_n (&rq->dbrec[MLX5_RCV_DBR], __ATOMIC_ACQUIRE));
-  guint32 posted = (pi - rq->hw_wqe) & 0xffff;
-  if (G_UNLIKELY (posted > (1u << rq->log_wqes))) {
-    /* a counter past the ring: nothing below it can be trusted */
-    MLX5_COUNTER_ADD (p->c.doorbell_errors, 1);
-    return 0;
-  }
-  return posted;
-}
-
-/* A region in device memory: copies the frames written to its shadow since the last
- * copy into the device memory (one copy), then posts the CQEs that wait for them. The
- * data is in place before its CQE, as the PCIe ordering of a NIC's writes has it. */
-static void
-rq_commit (EmuPort *p, EmuRq *rq)
-{
-  if (rq->n_staged == 0)
-    return;
-  if (rq->dirty_hi > rq->dirty_lo) {
-    EmuMr *mr = rq->region_mr;
-    if (!mr->write (rq->region_device + rq->dirty_lo, rq->region + rq->dirty_lo,
-            rq->dirty_hi - rq->dirty_lo, mr->write_user))
-      MLX5_COUNTER_ADD (p->c.dma_write_errors, 1);
-  }
-  for (guint i = 0; i < rq->n_staged; i++)
-    cq_post (rq->cq, &rq->staged[i].cqe, rq->staged[i].opcode);
-  rq->cq->staged -= rq->n_staged;
-  rq->n_staged = 0;
-  rq->dirty_lo = rq->dirty_hi = 0;
-}
-
-/* Posts an RQ completion; for a region in device memory it waits for the copy of the
- * data before it (rq_commit, at the end of the region, of the device pass, or when
- * EMU_STAGED_CQES wait). */
-static void
-rq_post (EmuPort *p, EmuRq *rq, EmuCqe *c, guint8 opcode)
-{
-  if (rq->region_mr == NULL) {
-    cq_post (rq->cq, c, opcode);
-    return;
-  }
-  rq->staged[rq->n_staged].cqe = *c;
-  rq->staged[rq->n_staged].opcode = opcode;
-  rq->n_staged++;
-  rq->cq->staged++;
-  if (rq->n_staged == EMU_STAGED_CQES)
-    rq_commit (p, rq);
-}
-
-/* [at, at + len) of the region, just written: it joins the range the next copy takes */
-static void
-rq_mark_range (EmuRq *rq, gsize at, gsize len)
-{
-  if (rq->dirty_hi == rq->dirty_lo)
-    rq->dirty_lo = at;
-  rq->dirty_hi = at + len;
-}
-
-/* The frame just written at the current stride, `len` bytes: in device memory it joins
- * the range the next copy takes. */
-static void
-rq_mark_written (EmuRq *rq, guint len)
-{
-  gsize at = (gsize) rq->hw_stride << rq->log_stride_size;
-  if (rq->region_mr == NULL)
-    return;
-  rq_mark_range (rq, at, len);
-}
-
-static void
-rq_advance (EmuPort *p, EmuRq *rq, guint32 n)
-{
-  rq->hw_stride += n;
-  if (rq->hw_stride >= rq_strides (rq)) {
-    rq_commit (p, rq);
-    rq->hw_wqe++;
-    rq->hw_stride = 0;
-    rq->region = NULL;
-    rq->region_mr = NULL;
-  }
-}
-
-/* In ERR every posted WQE is completed with a flush error, the current one from its next
- * stride (the RQ was created with flush_in_error_en), as far as the CQ has room; WQEs the
- * host posts later are flushed likewise. */
-static void
-rq_flush (EmuPort *p, EmuRq *rq)
-{
-  while (rq_posted (p, rq) > 0 && cq_has_room (rq->cq, 1)) {
-    if (rq->split_header != 0) {
-      /* one WQE, one flush CQE naming its counter */
-      EmuCqe c = cqe_error (MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 0, rq->rqn, 0, (guint16) rq->hw_wqe, 0);
-      rq_post (p, rq, &c, MLX5_CQE_RESP_ERR);
-      MLX5_COUNTER_ADD (p->c.rx_flushed, 1);
-      rq->hw_wqe++;
-      continue;
-    }
-    guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
-    guint32 left = rq_strides (rq) - rq->hw_stride;
-    EmuCqe c = cqe_error (MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 0, rq->rqn, (guint16) slot,
-        (guint16) rq->hw_stride, left << MLX5_MPRQ_STRIDES_SHIFT);
-    rq_post (p, rq, &c, MLX5_CQE_RESP_ERR);
-    MLX5_COUNTER_ADD (p->c.rx_flushed, 1);
-    rq_advance (p, rq, left);
-  }
-}
-
-/* Error CQE for `n` strides at the current position (consumes them); the RQ goes to ERR
- * and flushes what is posted, until the host recovers it (emu_rq_recover). */
-static void
-rq_error (EmuPort *p, EmuRq *rq, guint32 n, guint8 syndrome)
-{
-  if (rq->split_header != 0) {
-    /* the WQE at the counter completes in error */
-    EmuCqe c = cqe_error (syndrome, 0, rq->rqn, 0, (guint16) rq->hw_wqe, 0);
-    rq_post (p, rq, &c, MLX5_CQE_RESP_ERR);
-    MLX5_COUNTER_ADD (p->c.rx_cqe_errors, 1);
-    rq->hw_wqe++;
-    rq->in_error = TRUE;
-    rq_flush (p, rq);
-    return;
-  }
-  guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
-  EmuCqe c = cqe_error (
-      syndrome, 0, rq->rqn, (guint16) slot, (guint16) rq->hw_stride, n << MLX5_MPRQ_STRIDES_SHIFT);
-  rq_post (p, rq, &c, MLX5_CQE_RESP_ERR);
-  MLX5_COUNTER_ADD (p->c.rx_cqe_errors, 1);
-  rq_advance (p, rq, n);
-  rq->in_error = TRUE;
-  rq_flush (p, rq);
-}
-
-/* The WQE's region becomes current: `ptr` where the device writes it (the shadow of
- * device memory). */
-static void
-rq_take_region (EmuPort *p, EmuRq *rq, guint32 lkey, guint64 addr, guint8 *ptr)
-{
-  EmuMr *mr = emu_mr_lookup (p, lkey);
-  rq->region = ptr;
-  rq->region_mr = mr->shadow != NULL ? mr : NULL;
-  rq->region_device = (guint8 *) (uintptr_t) addr;
-}
-
-/* Makes the WQE at hw_wqe current. A WQE whose data segment the IOMMU refuses, or whose
- * byte count is not the region size, has all its strides completed with an error CQE,
- * and the next one is tried. FALSE: no usable posted WQE (or no CQE room to say so). */
-static gboolean
-rq_fetch (EmuPort *p, EmuRq *rq)
-{
-  guint32 region_bytes = 1u << (rq->log_strides + rq->log_stride_size);
-
-  while (rq->region == NULL) {
-    if (rq->in_error || rq_posted (p, rq) == 0 || !cq_has_room (rq->cq, 1))
-      return FALSE;
-    guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
-    const volatile struct mlx5_mprq_wqe *wqe = (const volatile struct mlx5_mprq_wqe *) (rq->wqes +
-        ((gsize) slot << MLX5_LOG_MPRQ_WQE_SIZE));
-    guint32 byte_count = be32toh (wqe->dseg.byte_count);
-    guint32 lkey = be32toh (wqe->dseg.lkey);
-    guint64 addr = be64toh (wqe->dseg.addr);
-    guint8 *ptr;
-    rq->hw_stride = 0;
-    if (byte_count != region_bytes)
-      rq_error (p, rq, rq_strides (rq), MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
-    else if (!emu_dma_ok (p, lkey, addr, byte_count, &ptr))
-      rq_error (p, rq, rq_strides (rq), MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
-    else
-      rq_take_region (p, rq, lkey, addr, ptr);
-  }
-  return TRUE;
-}
-
-static guint32
-rq_strides_for (const EmuRq *rq, guint len)
-{
-  return (len + (1u << rq->log_stride_size) - 1) >> rq->log_stride_size;
-}
-
-/* Would a frame of `len` bytes be written now (pause asks before sending)? */
-static gboolean
-rq_has_room (EmuPort *p, EmuRq *rq, guint len)
-{
-  if (rq->split_header != 0)
-    return cq_has_room (rq->cq, 1) && rq_posted (p, rq) >= 1;
-  guint32 need = rq_strides_for (rq, len);
-  if (need > rq_strides (rq))
-    return TRUE; /* it will be dropped whatever happens */
-  if (rq->region != NULL && rq->hw_stride + need <= rq_strides (rq))
-    return cq_has_room (rq->cq, 1);
-  /* the current WQE (if any) is finished by a filler CQE; a next one must be posted */
-  guint32 more = rq->region != NULL ? 2 : 1;
-  return cq_has_room (rq->cq, more) && rq_posted (p, rq) >= more;
-}
-
-static void
-rq_cqe (EmuPort *p, EmuRq *rq, guint32 slot, guint32 n_strides, guint len, guint64 ts,
-    const EmuRxMeta *m)
-{
-  EmuCqe c = { { 0 } };
-  CQE_SET (&c, wqe_id, slot);
-  /* rss_hash_result (bytes 12..15; rdma-core calls them reserved) */
-  cqe_set (&c, 12, 4, m->hash);
-  CQE_SET (&c, hds_ip_ext, m->hds_ip_ext);
-  CQE_SET (&c, l4_hdr_type_etc, m->l4_l3);
-  CQE_SET (&c, byte_cnt, (n_strides << MLX5_MPRQ_STRIDES_SHIFT) | len);
-  CQE_SET (&c, timestamp, ts);
-  CQE_SET (&c, sop_drop_qpn, m->tag & MLX5_FLOW_TAG_BITS);
-  CQE_SET (&c, wqe_counter, (guint16) rq->hw_stride);
-  rq_post (p, rq, &c, MLX5_CQE_RESP_SEND);
-}
-
-static inline void
-rq_count_received (EmuPort *p, guint len)
-{
-  MLX5_COUNTER_ADD (p->c.rx_packets, 1);
-  MLX5_COUNTER_ADD (p->c.rx_bytes, len);
-}
-
-/* a frame dropped: no posted WQE had room */
-static inline void
-rq_count_out_of_buffer (EmuPort *p, EmuRq *rq)
-{
-  rq->out_of_buffer++;
-  MLX5_COUNTER_ADD (p->c.rx_out_of_buffer, 1);
-}
-
-/* Whether a frame may be written now: FALSE when the CQ has no room for its CQE (the frame
- * is dropped, counted as an overrun) or when an injected error takes it (an error CQE for
- * its `strides` strides, see emu_port_fault_rx_error). */
-static gboolean
-rq_room_no_fault (EmuPort *p, EmuRq *rq, guint32 strides)
-{
-  if (!cq_has_room (rq->cq, 1)) {
-    MLX5_COUNTER_ADD (p->c.rx_cq_overruns, 1);
-    return FALSE;
-  }
-  if (p->fault_rx_error == 0) {
-    p->fault_rx_error = -1;
-    rq_error (p, rq, strides, p->fault_rx_syndrome);
-    return FALSE;
-  }
-  if (p->fault_rx_error > 0)
-    p->fault_rx_error--;
-  return TRUE;
-}
-
-/* Header-data split: the payload bytes just written at `dst` (the device's view of a
- * data segment): in device memory they join the range of the next copy, a copy going
- * first when they do not follow that range (another MR, or the ring wrapped). */
-static void
-rq_mark_payload (EmuPort *p, EmuRq *rq, guint32 lkey, const guint8 *dst, guint len)
-{
-  EmuMr *mr = emu_mr_lookup (p, lkey);
-  if (mr->shadow == NULL)
-    return;
-  gsize at = (gsize) (dst - mr->shadow);
-  if (rq->region_mr != mr || at < rq->dirty_hi)
-    rq_commit (p, rq);
-  rq->region_mr = mr;
-  rq->region = mr->shadow;
-  rq->region_device = mr->addr;
-  rq_mark_range (rq, at, len);
-}
-
-/* One frame into the WQE at the counter of a header-data split RQ: the first segment's
- * bytes of it into the first data segment, the rest into the second; one CQE with the
- * length and the WQE counter. A frame larger than both is a local length error, a segment
- * the IOMMU refuses a protection error (either stops the RQ, as on a ConnectX). */
-static void
-rq_deliver_split (
-    EmuPort *p, EmuRq *rq, const guint8 *frame, guint len, guint64 ticks, const EmuRxMeta *m)
-{
-  if (G_UNLIKELY (rq->in_error)) {
-    rq_flush (p, rq);
-    goto out_of_buffer;
-  }
-  if (rq_posted (p, rq) == 0)
-    goto out_of_buffer;
-  if (!rq_room_no_fault (p, rq, 1))
-    return;
-
-  guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
-  const volatile struct mlx5_wqe_data_seg *seg =
-      (const volatile struct mlx5_wqe_data_seg *) (rq->wqes +
-          ((gsize) slot << MLX5_LOG_MPRQ_WQE_SIZE));
-  guint32 bc[2], lkey[2];
-  guint8 *dst[2] = { NULL, NULL };
-  for (guint i = 0; i < 2; i++) {
-    bc[i] = be32toh (seg[i].byte_count);
-    lkey[i] = be32toh (seg[i].lkey);
-  }
-  if ((guint64) bc[0] + bc[1] < len) {
-    rq_error (p, rq, 1, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
-    return;
-  }
-  guint head = MIN (len, bc[0]);
-  for (guint i = 0; i < 2; i++) {
-    if (bc[i] != 0 && !emu_dma_ok (p, lkey[i], be64toh (seg[i].addr), bc[i], &dst[i])) {
-      rq_error (p, rq, 1, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
-      return;
-    }
-  }
-  if (head > 0)
-    memcpy (dst[0], frame, head);
-  if (len > head) { /* bc[1] >= len - head > 0: the second segment was checked */
-    memcpy (dst[1], frame + head, len - head);
-    rq_mark_payload (p, rq, lkey[1], dst[1], len - head);
-  }
-  EmuCqe c = { { 0 } };
-  cqe_set (&c, 12, 4, m->hash);
-  CQE_SET (&c, hds_ip_ext, m->hds_ip_ext);
-  CQE_SET (&c, l4_hdr_type_etc, m->l4_l3);
-  CQE_SET (&c, byte_cnt, len);
-  CQE_SET (&c, timestamp, cqe_timestamp (p, ticks));
-  CQE_SET (&c, sop_drop_qpn, m->tag & MLX5_FLOW_TAG_BITS);
-  CQE_SET (&c, wqe_counter, (guint16) rq->hw_wqe);
-  rq_post (p, rq, &c, MLX5_CQE_RESP_SEND);
-  rq->hw_wqe++;
-  rq_count_received (p, len);
-  return;
-
-out_of_buffer:
-  rq_count_out_of_buffer (p, rq);
-}
-
-/* Writes a received frame into the RQ (the PRM's striding RQ rules; see the top). */
-static void
-rq_deliver (
-    EmuPort *p, EmuRq *rq, const guint8 *frame, guint len, guint64 ticks, const EmuRxMeta *m)
-{
-  if (rq->split_header != 0) {
-    rq_deliver_split (p, rq, frame, len, ticks, m);
-    return;
-  }
-  guint32 need = rq_strides_for (rq, len);
-  guint32 strides = rq_strides (rq);
-
-  if (need > strides) {
-    MLX5_COUNTER_ADD (p->c.rx_oversize, 1);
-    return;
-  }
-  if (G_UNLIKELY (rq->in_error)) {
-    /* an RQ in ERR takes nothing; what the host posted meanwhile is flushed */
-    rq_flush (p, rq);
-    goto out_of_buffer;
-  }
-  if (G_UNLIKELY (rq->region == NULL) && !rq_fetch (p, rq))
-    goto out_of_buffer;
-  if (rq->hw_stride + need > strides) {
-    /* the packet does not fit the rest of this WQE: a filler CQE skips it */
-    guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
-    guint32 left = strides - rq->hw_stride;
-    EmuCqe c = { { 0 } };
-    CQE_SET (&c, wqe_id, (guint16) slot);
-    CQE_SET (&c, byte_cnt, MLX5_MPRQ_FILLER_FLAG | (left << MLX5_MPRQ_STRIDES_SHIFT));
-    CQE_SET (&c, wqe_counter, (guint16) rq->hw_stride);
-    rq_post (p, rq, &c, MLX5_CQE_RESP_SEND);
-    MLX5_COUNTER_ADD (p->c.rx_fillers, 1);
-    rq_advance (p, rq, left);
-    if (!rq_fetch (p, rq))
-      goto out_of_buffer;
-  }
-  if (!rq_room_no_fault (p, rq, need))
-    return;
-
-  guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
-  memcpy (rq->region + ((gsize) rq->hw_stride << rq->log_stride_size), frame, len);
-  rq_mark_written (rq, len);
-  rq_cqe (p, rq, slot, need, len, cqe_timestamp (p, ticks), m);
-  rq_advance (p, rq, need);
-  rq_count_received (p, len);
-  return;
-
-out_of_buffer:
-  rq_count_out_of_buffer (p, rq);
-}
-
-/* ---------------------------------------------------------------------------------- */
-/* receiving: steering, then the RQ */
-
-static EmuRq *
-rss_pick (const EmuSteerGroup *g, guint32 hash)
-{
-  return g->rqs[mlx5_rss_rqt_pick (hash, g->n_rqs)];
-}
-
-/* The RQ a frame goes to and its tag; NULL when no group takes it. */
-static EmuRq *
-steer (EmuPort *p, const guint8 *frame, guint len, const EmuHeaders *h, EmuRxMeta *m)
-{
-  m->tag = 0;
-  m->hash = 0;
-  for (guint i = 0; i < p->groups->len; i++) {
-    EmuSteerGroup *g = g_ptr_array_index (p->groups, i);
-    if (g->n_rules == 0)
-      continue;
-    int idx = dq_flow_match (g->rules, g->n_rules, frame, len, -1);
-    if (idx < 0)
-      continue;
-    const DqFlowRule *r = &g->rules[idx];
-    if (r->keys & DQ_FLOW_MARK)
-      m->tag = r->mark & MLX5_FLOW_TAG_BITS;
-    if (r->keys & DQ_FLOW_QUEUE)
-      return g->rqs[r->queue];
-    if (g->n_rqs > 1)
-      m->hash = emu_rss_hash (frame, h);
-    return rss_pick (g, m->hash);
-  }
-  for (guint i = 0; i < p->groups->len; i++) {
-    EmuSteerGroup *g = g_ptr_array_index (p->groups, i);
-    if (g->n_rules != 0)
-      continue;
-    if (g->n_rqs > 1)
-      m->hash = emu_rss_hash (frame, h);
-    return rss_pick (g, m->hash);
-  }
-  return NULL;
-}
-
-/* The largest frame (without FCS) the port takes: MTU + Ethernet header + one VLAN
- * tag, as mlx5 sizes its hardware MTU. */
-static guint
-max_frame (EmuPort *p)
-{
-  return p->cfg.mtu + 18;
-}
-
-/* the CQE's l4_hdr_type_etc: the header types */
-static guint8
-rx_l4_l3 (const EmuHeaders *h)
-{
-  return (guint8) ((h->l4_type << MLX5_CQE_L4_HDR_SHIFT) | (h->l3_type << MLX5_CQE_L3_HDR_SHIFT));
-}
-
-/* A frame that arrives at the port at tick `at`, steered to `rq` (NULL: no group took
- * it) with tag, hash and header types in `m`. `h` NULL: m->hds_ip_ext is known (the
- * sender computed the checksums), else they are verified with the headers `h`. With
- * `lossless`, a frame its RQ has no room for is not taken: FALSE, nothing changed. */
-static gboolean
-rx_steered (EmuPort *p, const guint8 *frame, guint len, guint64 at, gboolean lossless, EmuRq *rq,
-    EmuRxMeta *m, const EmuHeaders *h)
-{
-  if (lossless && rq != NULL && !rq_has_room (p, rq, len))
-    return FALSE;
-  guint64 ts = wire_start (p, &p->rx_wire, at, len);
-  MLX5_COUNTER_ADD (p->c.rx_packets_phy, 1);
-  MLX5_COUNTER_ADD (p->c.rx_bytes_phy, len);
-  if (len < 14 || len > max_frame (p)) {
-    MLX5_COUNTER_ADD (p->c.rx_oversize, 1);
-    return TRUE;
-  }
-  if (p->fault_rx_drop > 0) {
-    p->fault_rx_drop--;
-    MLX5_COUNTER_ADD (p->c.rx_fault_drops, 1);
-    return TRUE;
-  }
-  if (rq == NULL) {
-    MLX5_COUNTER_ADD (p->c.rx_steer_miss, 1);
-    return TRUE;
-  }
-  if (h != NULL)
-    m->hds_ip_ext = emu_csum_verify (frame, len, h);
-  rq_deliver (p, rq, frame, len, ts, m);
-  return TRUE;
-}
-
-/* A frame that arrives at the port at tick `at`: steered, then received (rx_steered).
- * `known_ok` >= 0: its hds_ip_ext bits are known, else they are verified. */
-static gboolean
-rx_frame (EmuPort *p, const guint8 *frame, guint len, guint64 at, gboolean lossless, gint known_ok)
-{
-  EmuHeaders h;
-  EmuRxMeta m;
-
-  emu_parse (frame, len, &h);
-  EmuRq *rq = steer (p, frame, len, &h, &m);
-  m.l4_l3 = rx_l4_l3 (&h);
-  m.hds_ip_ext = known_ok >= 0 ? (guint8) known_ok : 0;
-  return rx_steered (p, frame, len, at, lossless, rq, &m, known_ok >= 0 ? NULL : &h);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -852,7 +287,7 @@ sq_gather (EmuPort *p, const EmuSendWqe *w, guint *frame_len, guint8 *cs_flags)
     off += MLX5_WQE_DS_SIZE;
   }
   /* the MAC refuses runts and frames over the MTU */
-  if (len < 14 || len > max_frame (p))
+  if (len < 14 || len > emu_max_frame (p))
     return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
   *frame_len = len;
   return 0;
@@ -946,14 +381,14 @@ sq_execute (EmuPort *p, EmuSq *sq, guint32 posted, guint64 now, EmuCable *cable)
         EmuHeaders h;
         EmuRxMeta m;
         emu_parse (p->bounce, len, &h);
-        EmuRq *rq = steer (p, p->bounce, len, &h, &m);
-        if (rq != NULL && !rq_has_room (p, rq, len)) {
+        EmuRq *rq = emu_steer (p, p->bounce, len, &h, &m);
+        if (rq != NULL && !emu_rq_has_room (p, rq, len)) {
           MLX5_COUNTER_ADD (p->c.pause_waits, 1);
           return FALSE;
         }
       }
-      start = wire_start (p, &p->tx_wire, now, len);
-      rx_frame (p, p->bounce, len, start, FALSE, known_ok);
+      start = emu_port_wire_start (p, &p->tx_wire, now, len);
+      emu_rx_frame (p, p->bounce, len, start, FALSE, known_ok);
     } else if (peer != NULL) {
       g_mutex_lock (&peer->in_lock);
       guint waiting = peer->input.length;
@@ -962,7 +397,7 @@ sq_execute (EmuPort *p, EmuSq *sq, guint32 posted, guint64 now, EmuCable *cable)
         MLX5_COUNTER_ADD (p->c.pause_waits, 1);
         return FALSE;
       }
-      start = wire_start (p, &p->tx_wire, now, len);
+      start = emu_port_wire_start (p, &p->tx_wire, now, len);
       EmuFrame *f = g_malloc (sizeof (EmuFrame) + len);
       f->len = len;
       f->lossless = p->cfg.pause;
@@ -973,14 +408,14 @@ sq_execute (EmuPort *p, EmuSq *sq, guint32 posted, guint64 now, EmuCable *cable)
       g_mutex_unlock (&peer->in_lock);
       emu_port_kick (peer);
     } else {
-      start = wire_start (p, &p->tx_wire, now, len);
+      start = emu_port_wire_start (p, &p->tx_wire, now, len);
       MLX5_COUNTER_ADD (p->c.tx_no_link, 1);
     }
     MLX5_COUNTER_ADD (p->c.tx_packets, 1);
     MLX5_COUNTER_ADD (p->c.tx_bytes, len);
   }
   if (w.signaled) {
-    sq_cqe (sq, (guint16) w.index, cqe_timestamp (p, start));
+    sq_cqe (sq, (guint16) w.index, emu_cqe_timestamp (p, start));
     MLX5_COUNTER_ADD (p->c.tx_cqes, 1);
   }
   sq->hw_ci += w.n_bb;
@@ -1123,7 +558,7 @@ input_run (EmuPort *p)
   g_mutex_unlock (&p->in_lock);
   for (; done < n; done++) {
     EmuFrame *f = frames[done];
-    if (!rx_frame (p, f->data, f->len, ns_to_ticks (p, f->arrival_ns), f->lossless, -1))
+    if (!emu_rx_frame (p, f->data, f->len, ns_to_ticks (p, f->arrival_ns), f->lossless, -1))
       break;
     g_free (f);
   }
@@ -1146,8 +581,8 @@ gen_steer (EmuPort *p, EmuGen *g)
   if (g->steer_version == p->steer_version)
     return;
   emu_parse (g->frame, g->cfg.frame_len, &h);
-  g->steer_rq = steer (p, g->frame, g->cfg.frame_len, &h, &g->steer_meta);
-  g->steer_meta.l4_l3 = rx_l4_l3 (&h);
+  g->steer_rq = emu_steer (p, g->frame, g->cfg.frame_len, &h, &g->steer_meta);
+  g->steer_meta.l4_l3 = emu_rx_l4_l3 (&h);
   /* the generator's checksums are right */
   g->steer_meta.hds_ip_ext = MLX5_CQE_L2_OK | MLX5_CQE_L3_OK | MLX5_CQE_L4_OK;
   g->steer_version = p->steer_version;
@@ -1172,7 +607,7 @@ gen_run (EmuPort *p, guint64 now)
     }
     emu_gen_frame (g, g->produced);
     EmuRxMeta m = g->steer_meta;
-    if (!rx_steered (p, g->frame, g->cfg.frame_len, at, g->cfg.lossless, g->steer_rq, &m, NULL))
+    if (!emu_rx_steered (p, g->frame, g->cfg.frame_len, at, g->cfg.lossless, g->steer_rq, &m, NULL))
       break;
     emu_gen_advance (g);
     n++;
@@ -1217,7 +652,7 @@ device_pass (EmuPort *p)
     work += input_run (p);
     work += gen_run (p, now);
     for (guint i = 0; i < p->rqs->len; i++)
-      rq_commit (p, g_ptr_array_index (p->rqs, i));
+      emu_rq_commit (p, g_ptr_array_index (p->rqs, i));
   }
   g_mutex_unlock (&p->lock);
   if (cable.peer != NULL)
