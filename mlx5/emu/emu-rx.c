@@ -461,8 +461,8 @@ emu_rx_l4_l3 (const EmuHeaders *h)
  * sender computed the checksums), else they are verified with the headers `h`. With
  * `lossless`, a frame its RQ has no room for is not taken: FALSE, nothing changed. */
 gboolean
-emu_rx_steered (EmuPort *p, const guint8 *frame, guint len, guint64 at, gboolean lossless, EmuRq *rq,
-    EmuRxMeta *m, const EmuHeaders *h)
+emu_rx_steered (EmuPort *p, const guint8 *frame, guint len, guint64 at, gboolean lossless,
+    EmuRq *rq, EmuRxMeta *m, const EmuHeaders *h)
 {
   if (lossless && rq != NULL && !emu_rq_has_room (p, rq, len))
     return FALSE;
@@ -491,7 +491,8 @@ emu_rx_steered (EmuPort *p, const guint8 *frame, guint len, guint64 at, gboolean
 /* A frame that arrives at the port at tick `at`: steered, then received (emu_rx_steered).
  * `known_ok` >= 0: its hds_ip_ext bits are known, else they are verified. */
 gboolean
-emu_rx_frame (EmuPort *p, const guint8 *frame, guint len, guint64 at, gboolean lossless, gint known_ok)
+emu_rx_frame (
+    EmuPort *p, const guint8 *frame, guint len, guint64 at, gboolean lossless, gint known_ok)
 {
   EmuHeaders h;
   EmuRxMeta m;

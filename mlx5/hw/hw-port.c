@@ -7,16 +7,18 @@
  *             QUERY_HCA_CAP (general + Ethernet offloads), QUERY_NIC_VPORT_CONTEXT,
  *             PD (+ pdn), ALLOC_TRANSPORT_DOMAIN, a UAR for the CQs, EQ 0, the clock
  *   cq        umem(ring [+ doorbell record]) + CREATE_CQ
- *   rq        umem(ring [+ dbr]) + CREATE_RQ (striding, RST, flush_in_error_en) +
+ *   rq        umem(ring [+ dbr]) + CREATE_RQ (striding, or cyclic for header-data split;
+ *             RST, flush_in_error_en) +
  *             MODIFY_RQ RST->RDY (after an error CQE: ERR->RST->RDY, rq_recover) +
  *             CREATE_TIR (direct), the TIR being what steering rules point at
  *   sq        CREATE_TIS (once) + its own UAR + umem(ring [+ dbr]) + CREATE_SQ (RST) +
  *             MODIFY_SQ RST->RDY (after an error CQE: ERR->RST->RDY, sq_recover); the
  *             doorbell register is the UAR's
- *   flows     mlx5dv_dr NIC RX domain, root table; every group's rules planned together
- *             (mlx5_hw_flow_plan: priorities within one bank, half the root table's 16,
- *             so that a new rule set goes in before the old one comes out), one rule per
- *             entry with a tag action and the RQ's TIR or an RSS TIR over an RQT
+ *   flows     (hw-steer.c) mlx5dv_dr NIC RX domain, root table; every group's rules
+ *             planned together (mlx5_hw_flow_plan: priorities within one bank, half the
+ *             root table's 16, so that a new rule set goes in before the old one comes
+ *             out), one rule per entry with a tag action and the RQ's TIR or an RSS TIR
+ *             (UDP, TCP or other IPv4) over an RQT
  *   counters  a queue counter set per RQ (ALLOC_Q_COUNTER), read with QUERY_Q_COUNTER
  *
  * Why a DevX SQ rather than a verbs raw-packet QP: the seam gives the control path the
@@ -39,8 +41,7 @@
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
-#include "hw.h"
-#include "hw-cmd.h"
+#include "hw-private.h"
 #include "hw-sysfs.h"
 #include "../prm/mlx5-ifc.h"
 
@@ -73,92 +74,12 @@ sysfs (void)
   return sysfs_root ? sysfs_root : "/sys";
 }
 
-typedef struct {
-  struct mlx5dv_devx_umem *ring;
-  struct mlx5dv_devx_umem *dbr; /* NULL when the doorbell record shares the ring's */
-} HwUmems;
-
-typedef struct {
-  struct mlx5dv_devx_obj *obj;
-  HwUmems mem;
-} HwCq;
-
-typedef struct {
-  struct mlx5dv_devx_obj *obj;
-  struct mlx5dv_devx_obj *tir; /* direct TIR: the destination of steering rules */
-  guint32 tirn;
-  struct mlx5dv_devx_obj *counter; /* its queue counter set, or NULL */
-  guint32 counter_set_id;
-  guint32 out_of_buffer_raw; /* the device's 32-bit count when last read */
-  guint64 out_of_buffer;     /* ... accumulated across wraps */
-  HwUmems mem;
-} HwRq;
-
-typedef struct {
-  struct mlx5dv_devx_obj *obj;
-  struct mlx5dv_devx_uar *uar;
-  HwUmems mem;
-} HwSq;
-
-/* the flow rules of one group of RQs (the queues of one element) */
-typedef struct {
-  guint32 group;
-  Mlx5Rq **rqs;
-  guint n_rqs;
-  DqFlowRule *rules;
-  guint n_rules;
-} HwGroup;
-
-typedef struct {
-  guint16 priority;
-  guint8 criteria;
-  guint8 mask[MLX5_HW_MATCH_BYTES];
-  struct mlx5dv_dr_matcher *matcher;
-} HwMatcher;
-
-/* what is installed for all groups */
-typedef struct {
-  GPtrArray *rules;   /* struct mlx5dv_dr_rule * */
-  GArray *matchers;   /* HwMatcher */
-  GPtrArray *actions; /* struct mlx5dv_dr_action * */
-  GPtrArray *objs;    /* RQTs and RSS TIRs, in creation order */
-} HwSteering;
-
-typedef struct {
-  char *name;   /* ibv device name, mlx5_0 */
-  char *netdev; /* its first network interface, or NULL */
-  char *clock_name;
-  struct ibv_context *ctx;
-  struct ibv_pd *pd;
-  guint32 pdn;
-  struct mlx5dv_devx_obj *td_obj;
-  guint32 td;
-  struct mlx5dv_devx_uar *cq_uar;
-  guint32 eqn;
-  guint page_shift;
-  Mlx5HwCaps hw;
-  Mlx5Caps caps;
-  gboolean vport_ok;
-  Mlx5HwClock clock;
-  gboolean real_time; /* queues stamp the real-time clock */
-  int phc_fd;         /* the PTP hardware clock, or -1 */
-
-  GMutex lock; /* the members below */
-  struct mlx5dv_devx_obj *tis;
-  guint32 tisn;
-  struct mlx5dv_dr_domain *dr_domain;
-  struct mlx5dv_dr_table *dr_table;
-  GPtrArray *groups;    /* HwGroup *, in the order they were first set */
-  HwSteering *steering; /* installed for `groups`, NULL when none */
-  guint bank;           /* the bank of priorities `steering` uses: 0 or 1 */
-  gboolean counters_warned;
-} HwDev;
 
 /* ---------------------------------------------------------------------------------- */
 /* issuing commands */
 
-static int
-error_code_for (int err)
+int
+hw_error_code_for (int err)
 {
   return err == EPERM || err == EACCES ? DQ_ERROR_PERMISSION : DQ_ERROR_DEVICE;
 }
@@ -167,15 +88,15 @@ static void
 set_cmd_error (GError **error, const HwDev *dev, const char *what, int err, const void *out)
 {
   char *text = mlx5_cmd_failure_text (what, err, out);
-  g_set_error (error, DQ_ERROR, error_code_for (err), "%s: %s%s", dev->name, text,
+  g_set_error (error, DQ_ERROR, hw_error_code_for (err), "%s: %s%s", dev->name, text,
       err == EPERM || err == EACCES
           ? " (DevX raw Ethernet queues need CAP_NET_RAW; run as root or grant it)"
           : "");
   g_free (text);
 }
 
-static struct mlx5dv_devx_obj *
-obj_create (HwDev *dev, const char *what, const void *in, gsize inlen, void *out, gsize outlen,
+struct mlx5dv_devx_obj *
+hw_obj_create (HwDev *dev, const char *what, const void *in, gsize inlen, void *out, gsize outlen,
     GError **error)
 {
   memset (out, 0, outlen);
@@ -214,8 +135,8 @@ general_cmd (HwDev *dev, const char *what, const void *in, gsize inlen, void *ou
   return TRUE;
 }
 
-static void
-obj_destroy (struct mlx5dv_devx_obj **obj)
+void
+hw_obj_destroy (struct mlx5dv_devx_obj **obj)
 {
   if (*obj) {
     int rc = mlx5dv_devx_obj_destroy (*obj);
@@ -263,7 +184,7 @@ umem_reg (HwDev *dev, void *addr, gsize size, guint32 access, const char *what, 
   }
   if (umem == NULL) {
     int err = errno;
-    g_set_error (error, DQ_ERROR, error_code_for (err),
+    g_set_error (error, DQ_ERROR, hw_error_code_for (err),
         "%s: registering the %s (%" G_GSIZE_FORMAT " bytes at %p) as DevX user memory "
         "failed: %s%s",
         dev->name, what, size, addr, g_strerror (err),
@@ -451,7 +372,7 @@ hw_open (const char *spec, DqPortInfo *info, Mlx5Caps *caps, GError **error)
   int open_errno = errno;
   ibv_free_device_list (list);
   if (dev->ctx == NULL) {
-    g_set_error (error, DQ_ERROR, error_code_for (open_errno),
+    g_set_error (error, DQ_ERROR, hw_error_code_for (open_errno),
         "%s: opening the device with DevX failed: %s%s", dev->name, g_strerror (open_errno),
         open_errno == EOPNOTSUPP || open_errno == EPROTONOSUPPORT
             ? " (the firmware or kernel offers no DevX here; a ConnectX-5 or later with "
@@ -518,7 +439,8 @@ hw_open (const char *spec, DqPortInfo *info, Mlx5Caps *caps, GError **error)
     guint32 in[DEVX_ST_SZ_DW (alloc_transport_domain_in)] = { 0 };
     guint32 out[DEVX_ST_SZ_DW (alloc_transport_domain_out)];
     mlx5_cmd_build_alloc_transport_domain (in);
-    dev->td_obj = obj_create (dev, "ALLOC_TRANSPORT_DOMAIN", in, sizeof in, out, sizeof out, error);
+    dev->td_obj =
+        hw_obj_create (dev, "ALLOC_TRANSPORT_DOMAIN", in, sizeof in, out, sizeof out, error);
     if (dev->td_obj == NULL) {
       hw_close (dev);
       return NULL;
@@ -619,8 +541,6 @@ hw_open (const char *spec, DqPortInfo *info, Mlx5Caps *caps, GError **error)
   return dev;
 }
 
-static void steering_free (HwSteering *st);
-static void group_free (HwGroup *g);
 
 static void
 hw_close (gpointer priv)
@@ -628,16 +548,16 @@ hw_close (gpointer priv)
   HwDev *dev = priv;
   if (dev == NULL)
     return;
-  steering_free (dev->steering);
+  hw_steering_free (dev->steering);
   for (guint i = 0; i < dev->groups->len; i++)
-    group_free (g_ptr_array_index (dev->groups, i));
+    hw_group_free (g_ptr_array_index (dev->groups, i));
   g_ptr_array_unref (dev->groups);
   if (dev->dr_table)
     mlx5dv_dr_table_destroy (dev->dr_table);
   if (dev->dr_domain)
     mlx5dv_dr_domain_destroy (dev->dr_domain);
-  obj_destroy (&dev->tis);
-  obj_destroy (&dev->td_obj);
+  hw_obj_destroy (&dev->tis);
+  hw_obj_destroy (&dev->td_obj);
   if (dev->cq_uar)
     mlx5dv_devx_free_uar (dev->cq_uar);
   if (dev->pd)
@@ -666,7 +586,7 @@ hw_mr_reg (gpointer priv, void *addr, gsize size, guint32 *lkey, gpointer *handl
   struct ibv_mr *mr = ibv_reg_mr (dev->pd, addr, size, IBV_ACCESS_LOCAL_WRITE);
   if (mr == NULL) {
     int err = errno;
-    g_set_error (error, DQ_ERROR, error_code_for (err),
+    g_set_error (error, DQ_ERROR, hw_error_code_for (err),
         "%s: registering %" G_GSIZE_FORMAT " bytes of packet memory at %p (ibv_reg_mr) "
         "failed: %s%s",
         dev->name, size, addr, g_strerror (err),
@@ -690,7 +610,7 @@ hw_mr_reg_dmabuf (gpointer priv, int fd, guint64 offset, gsize size, void *iova,
       dev->pd, offset, size, (guint64) (guintptr) iova, fd, IBV_ACCESS_LOCAL_WRITE);
   if (mr == NULL) {
     int err = errno;
-    g_set_error (error, DQ_ERROR, error_code_for (err),
+    g_set_error (error, DQ_ERROR, hw_error_code_for (err),
         "%s: registering %" G_GSIZE_FORMAT " bytes of GPU memory at %p (ibv_reg_dmabuf_mr, "
         "dma-buf fd %d offset %" G_GUINT64_FORMAT ") failed: %s (GPUDirect RDMA needs the "
         "NVIDIA open kernel modules with dma-buf support and an rdma-core/kernel that "
@@ -730,7 +650,7 @@ hw_cq_create (gpointer priv, Mlx5Cq *cq, GError **error)
   guint32 out[DEVX_ST_SZ_DW (create_cq_out)];
   mlx5_cmd_build_create_cq (in, cq, &mem, dev->cq_uar->page_id, dev->eqn, dev->page_shift);
   char *what = g_strdup_printf ("CREATE_CQ (2^%u CQEs of 64 bytes)", cq->log_size);
-  h->obj = obj_create (dev, what, in, sizeof in, out, sizeof out, error);
+  h->obj = hw_obj_create (dev, what, in, sizeof in, out, sizeof out, error);
   g_free (what);
   if (h->obj == NULL) {
     umems_free (&h->mem);
@@ -748,7 +668,7 @@ hw_cq_destroy (gpointer priv, Mlx5Cq *cq)
   HwCq *h = cq->priv;
   if (h == NULL)
     return;
-  obj_destroy (&h->obj);
+  hw_obj_destroy (&h->obj);
   umems_free (&h->mem);
   g_free (h);
   cq->priv = NULL;
@@ -757,7 +677,6 @@ hw_cq_destroy (gpointer priv, Mlx5Cq *cq)
 /* ---------------------------------------------------------------------------------- */
 /* RQ */
 
-static void groups_drop_rq (HwDev *dev, Mlx5Rq *rq);
 
 static gboolean
 hw_rq_create (gpointer priv, Mlx5Rq *rq, GError **error)
@@ -780,7 +699,7 @@ hw_rq_create (gpointer priv, Mlx5Rq *rq, GError **error)
     guint32 cout[DEVX_ST_SZ_DW (alloc_q_counter_out)];
     GError *cerr = NULL;
     mlx5_cmd_build_alloc_q_counter (cin);
-    h->counter = obj_create (dev, "ALLOC_Q_COUNTER", cin, sizeof cin, cout, sizeof cout, &cerr);
+    h->counter = hw_obj_create (dev, "ALLOC_Q_COUNTER", cin, sizeof cin, cout, sizeof cout, &cerr);
     if (h->counter) {
       h->counter_set_id = DEVX_GET (alloc_q_counter_out, cout, counter_set_id);
     } else {
@@ -806,7 +725,7 @@ hw_rq_create (gpointer priv, Mlx5Rq *rq, GError **error)
                          "bytes, CQ 0x%x, %s timestamps)",
             rq->log_wqes, rq->log_strides, 1u << rq->log_stride_size, rq->cq->cqn,
             dev->real_time ? "real-time" : "free-running");
-  h->obj = obj_create (dev, what, in, sizeof in, out, sizeof out, error);
+  h->obj = hw_obj_create (dev, what, in, sizeof in, out, sizeof out, error);
   g_free (what);
   if (h->obj == NULL)
     goto fail;
@@ -820,7 +739,7 @@ hw_rq_create (gpointer priv, Mlx5Rq *rq, GError **error)
   guint32 tin[DEVX_ST_SZ_DW (create_tir_in)] = { 0 };
   guint32 tout[DEVX_ST_SZ_DW (create_tir_out)];
   mlx5_cmd_build_create_tir_direct (tin, rq->rqn, dev->td);
-  h->tir = obj_create (dev, "CREATE_TIR (direct)", tin, sizeof tin, tout, sizeof tout, error);
+  h->tir = hw_obj_create (dev, "CREATE_TIR (direct)", tin, sizeof tin, tout, sizeof tout, error);
   if (h->tir == NULL)
     goto fail;
   h->tirn = DEVX_GET (create_tir_out, tout, tirn);
@@ -828,9 +747,9 @@ hw_rq_create (gpointer priv, Mlx5Rq *rq, GError **error)
   return TRUE;
 
 fail:
-  obj_destroy (&h->tir);
-  obj_destroy (&h->obj);
-  obj_destroy (&h->counter);
+  hw_obj_destroy (&h->tir);
+  hw_obj_destroy (&h->obj);
+  hw_obj_destroy (&h->counter);
   umems_free (&h->mem);
   g_free (h);
   rq->rqn = 0;
@@ -845,10 +764,10 @@ hw_rq_destroy (gpointer priv, Mlx5Rq *rq)
   if (h == NULL)
     return;
   /* rules pointing at this RQ's TIR, or at an RQT listing it, go first */
-  groups_drop_rq (dev, rq);
-  obj_destroy (&h->tir);
-  obj_destroy (&h->obj);
-  obj_destroy (&h->counter);
+  hw_groups_drop_rq (dev, rq);
+  hw_obj_destroy (&h->tir);
+  hw_obj_destroy (&h->obj);
+  hw_obj_destroy (&h->counter);
   umems_free (&h->mem);
   g_free (h);
   rq->priv = NULL;
@@ -902,7 +821,7 @@ tis_get (HwDev *dev, guint32 *tisn, GError **error)
     guint32 in[DEVX_ST_SZ_DW (create_tis_in)] = { 0 };
     guint32 out[DEVX_ST_SZ_DW (create_tis_out)];
     mlx5_cmd_build_create_tis (in, dev->td);
-    dev->tis = obj_create (dev, "CREATE_TIS", in, sizeof in, out, sizeof out, error);
+    dev->tis = hw_obj_create (dev, "CREATE_TIS", in, sizeof in, out, sizeof out, error);
     if (dev->tis)
       dev->tisn = DEVX_GET (create_tis_out, out, tisn);
     ok = dev->tis != NULL;
@@ -954,7 +873,7 @@ hw_sq_create (gpointer priv, Mlx5Sq *sq, GError **error)
       dev->page_shift, mlx5_hw_ts_format (dev->real_time), mpw);
   char *what = g_strdup_printf (
       "CREATE_SQ (2^%u WQE basic blocks, CQ 0x%x, TIS 0x%x)", sq->log_wqebbs, sq->cq->cqn, tisn);
-  h->obj = obj_create (dev, what, in, sizeof in, out, sizeof out, error);
+  h->obj = hw_obj_create (dev, what, in, sizeof in, out, sizeof out, error);
   g_free (what);
   if (h->obj == NULL)
     goto fail;
@@ -974,7 +893,7 @@ hw_sq_create (gpointer priv, Mlx5Sq *sq, GError **error)
   return TRUE;
 
 fail:
-  obj_destroy (&h->obj);
+  hw_obj_destroy (&h->obj);
   umems_free (&h->mem);
   mlx5dv_devx_free_uar (h->uar);
   g_free (h);
@@ -1003,451 +922,12 @@ hw_sq_destroy (gpointer priv, Mlx5Sq *sq)
   HwSq *h = sq->priv;
   if (h == NULL)
     return;
-  obj_destroy (&h->obj);
+  hw_obj_destroy (&h->obj);
   umems_free (&h->mem);
   mlx5dv_devx_free_uar (h->uar);
   g_free (h);
   sq->priv = NULL;
   sq->bf_reg = NULL;
-}
-
-/* ---------------------------------------------------------------------------------- */
-/* steering */
-
-/* The steering of the port is rebuilt whole whenever a group changes: the priority a
- * rule needs depends on every earlier rule of every group (mlx5_hw_flow_plan). The root
- * table's priorities are split in two banks of MLX5_HW_BANK_PRIORITIES; a rebuild
- * installs the new rules in the bank the old ones do not use, and removes the old ones
- * only then: a flow that both rule sets steer alike never loses a packet (a priority of
- * its own keeps an identical match legal), and a rebuild that fails leaves the old rules
- * as they were. Rule changes are rare (state and property changes); a rebuild costs a
- * few firmware commands per rule. */
-
-static void
-group_free (HwGroup *g)
-{
-  if (g) {
-    g_free (g->rqs);
-    g_free (g->rules);
-    g_free (g);
-  }
-}
-
-static void
-steering_free (HwSteering *st)
-{
-  if (st == NULL)
-    return;
-  for (guint i = 0; i < st->rules->len; i++)
-    mlx5dv_dr_rule_destroy (g_ptr_array_index (st->rules, i));
-  for (guint i = 0; i < st->matchers->len; i++)
-    mlx5dv_dr_matcher_destroy (g_array_index (st->matchers, HwMatcher, i).matcher);
-  for (guint i = 0; i < st->actions->len; i++)
-    mlx5dv_dr_action_destroy (g_ptr_array_index (st->actions, i));
-  /* RSS TIRs were created after their RQTs: destroy in reverse */
-  for (guint i = st->objs->len; i-- > 0;) {
-    struct mlx5dv_devx_obj *o = g_ptr_array_index (st->objs, i);
-    obj_destroy (&o);
-  }
-  g_ptr_array_unref (st->rules);
-  g_array_unref (st->matchers);
-  g_ptr_array_unref (st->actions);
-  g_ptr_array_unref (st->objs);
-  g_free (st);
-}
-
-static gboolean
-dr_ensure (HwDev *dev, GError **error)
-{
-  if (dev->dr_table)
-    return TRUE;
-  errno = 0;
-  if (dev->dr_domain == NULL)
-    dev->dr_domain = mlx5dv_dr_domain_create (dev->ctx, MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
-  if (dev->dr_domain == NULL) {
-    int err = errno;
-    g_set_error (error, DQ_ERROR, error_code_for (err),
-        "%s: creating the receive steering domain (mlx5dv_dr_domain_create NIC_RX) "
-        "failed: %s",
-        dev->name, g_strerror (err));
-    return FALSE;
-  }
-  /* level 0, the root table: the firmware steers there itself, which needs no
-   * software-steering rights; its 16 priorities come before the kernel's own rules */
-  dev->dr_table = mlx5dv_dr_table_create (dev->dr_domain, 0);
-  if (dev->dr_table == NULL) {
-    g_set_error (error, DQ_ERROR, error_code_for (errno),
-        "%s: creating the root steering table failed: %s", dev->name, g_strerror (errno));
-    return FALSE;
-  }
-  return TRUE;
-}
-
-static struct mlx5dv_flow_match_parameters *
-match_params (const guint8 *buf)
-{
-  struct mlx5dv_flow_match_parameters *p = g_malloc0 (sizeof *p + MLX5_HW_MATCH_BYTES);
-  p->match_sz = MLX5_HW_MATCH_BYTES;
-  memcpy (p->match_buf, buf, MLX5_HW_MATCH_BYTES);
-  return p;
-}
-
-static struct mlx5dv_dr_action *
-action_keep (HwSteering *st, struct mlx5dv_dr_action *a)
-{
-  if (a)
-    g_ptr_array_add (st->actions, a);
-  return a;
-}
-
-/* A group's destinations while one steering is built: the action of each RQ index and
- * RSS way (dest_slot), and the group's RQT once made (0: none yet). */
-typedef struct {
-  struct mlx5dv_dr_action **actions;
-  guint32 rqtn;
-} HwDests;
-
-/* an RQ index as itself, then MLX5_HW_FLOW_DEST_RSS, _RSS_UDP, _RSS_TCP, _RSS_IP */
-static guint
-dest_slot (guint dest, guint n_rqs)
-{
-  return dest < n_rqs ? dest : n_rqs + (G_MAXUINT - dest);
-}
-
-/* the RQT listing every RQ of the group, made once per steering */
-static gboolean
-group_rqt (HwDev *dev, HwSteering *st, const HwGroup *g, HwDests *d, GError **error)
-{
-  if (d->rqtn != 0)
-    return TRUE;
-  GError *rqt_err = NULL;
-  if (!mlx5_hw_rqt_check (g->n_rqs, dev->hw.log_max_rqt_size, &rqt_err)) {
-    g_set_error (error, DQ_ERROR, rqt_err->code, "%s: %s", dev->name, rqt_err->message);
-    g_error_free (rqt_err);
-    return FALSE;
-  }
-  guint32 *rqns = g_new (guint32, g->n_rqs);
-  for (guint i = 0; i < g->n_rqs; i++)
-    rqns[i] = g->rqs[i]->rqn;
-  guint size = mlx5_hw_rqt_size (g->n_rqs);
-  gsize inlen = mlx5_cmd_create_rqt_in_bytes (size);
-  void *in = g_malloc0 (inlen);
-  guint32 out[DEVX_ST_SZ_DW (create_rqt_out)];
-  mlx5_cmd_build_create_rqt (in, rqns, g->n_rqs);
-  g_free (rqns);
-  char *what = g_strdup_printf ("CREATE_RQT (%u entries over %u RQs)", size, g->n_rqs);
-  struct mlx5dv_devx_obj *rqt = obj_create (dev, what, in, inlen, out, sizeof out, error);
-  g_free (what);
-  g_free (in);
-  if (rqt == NULL)
-    return FALSE;
-  g_ptr_array_add (st->objs, rqt);
-  d->rqtn = DEVX_GET (create_rqt_out, out, rqtn);
-  return TRUE;
-}
-
-/* a Toeplitz TIR over the group's RQT for one kind of traffic */
-static struct mlx5dv_devx_obj *
-rss_tir (HwDev *dev, HwSteering *st, const HwGroup *g, HwDests *d, guint dest, GError **error)
-{
-  static const struct {
-    guint dest;
-    guint8 l4_proto;
-    const char *what;
-  } kinds[] = {
-    { MLX5_HW_FLOW_DEST_RSS_UDP, 17, "CREATE_TIR (RSS, Toeplitz over IPv4/UDP)" },
-    { MLX5_HW_FLOW_DEST_RSS_TCP, 6, "CREATE_TIR (RSS, Toeplitz over IPv4/TCP)" },
-    { MLX5_HW_FLOW_DEST_RSS_IP, 0, "CREATE_TIR (RSS, Toeplitz over IPv4 addresses)" },
-  };
-  guint k = 0;
-  while (k < G_N_ELEMENTS (kinds) - 1 && kinds[k].dest != dest)
-    k++;
-  if (!group_rqt (dev, st, g, d, error))
-    return NULL;
-  guint32 tin[DEVX_ST_SZ_DW (create_tir_in)] = { 0 };
-  guint32 tout[DEVX_ST_SZ_DW (create_tir_out)];
-  mlx5_cmd_build_create_tir_rss (tin, d->rqtn, dev->td, mlx5_rss_default_key (), kinds[k].l4_proto);
-  struct mlx5dv_devx_obj *tir =
-      obj_create (dev, kinds[k].what, tin, sizeof tin, tout, sizeof tout, error);
-  if (tir != NULL)
-    g_ptr_array_add (st->objs, tir);
-  return tir;
-}
-
-/* the destination action of a group's RQ index or RSS way, created once per rebuild */
-static struct mlx5dv_dr_action *
-dest_action (HwDev *dev, HwSteering *st, const HwGroup *g, HwDests *d, guint dest, GError **error)
-{
-  guint slot = dest_slot (dest, g->n_rqs);
-  g_return_val_if_fail (d->actions != NULL, NULL);
-  if (d->actions[slot])
-    return d->actions[slot];
-
-  struct mlx5dv_devx_obj *tir;
-  if (dest < g->n_rqs || g->n_rqs == 1) {
-    /* an RQ, or RSS over one: its direct TIR */
-    Mlx5Rq *rq = g->rqs[dest < g->n_rqs ? dest : 0];
-    tir = ((HwRq *) rq->priv)->tir;
-  } else {
-    tir = rss_tir (dev, st, g, d, dest, error);
-    if (tir == NULL)
-      return NULL;
-  }
-  errno = 0;
-  d->actions[slot] = action_keep (st, mlx5dv_dr_action_create_dest_devx_tir (tir));
-  if (d->actions[slot] == NULL)
-    g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
-        "%s: creating a steering destination (TIR) action failed: %s", dev->name,
-        g_strerror (errno));
-  return d->actions[slot];
-}
-
-/* the matcher of a priority and mask, shared by every rule with both */
-static struct mlx5dv_dr_matcher *
-matcher_get (HwDev *dev, HwSteering *st, const Mlx5HwFlowEntry *e)
-{
-  for (guint i = 0; i < st->matchers->len; i++) {
-    HwMatcher *m = &g_array_index (st->matchers, HwMatcher, i);
-    if (m->priority == e->priority && m->criteria == e->criteria &&
-        memcmp (m->mask, e->mask, MLX5_HW_MATCH_BYTES) == 0)
-      return m->matcher;
-  }
-  struct mlx5dv_flow_match_parameters *mask = match_params (e->mask);
-  errno = 0;
-  HwMatcher m;
-  m.matcher = mlx5dv_dr_matcher_create (dev->dr_table, e->priority, e->criteria, mask);
-  g_free (mask);
-  if (m.matcher == NULL)
-    return NULL;
-  m.priority = e->priority;
-  m.criteria = e->criteria;
-  memcpy (m.mask, e->mask, MLX5_HW_MATCH_BYTES);
-  g_array_append_val (st->matchers, m);
-  return m.matcher;
-}
-
-static gboolean
-entry_install (HwDev *dev, HwSteering *st, const HwGroup *g, const Mlx5HwFlowEntry *e,
-    HwDests *dests, GError **error)
-{
-  struct mlx5dv_dr_action *actions[2];
-  guint n = 0;
-  if (e->tag) {
-    /* the tag first: it must precede the terminating destination */
-    errno = 0;
-    actions[n] = action_keep (st, mlx5dv_dr_action_create_tag (e->tag));
-    if (actions[n] == NULL) {
-      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
-          "%s: creating the tag action for mark %u failed: %s", dev->name, e->tag,
-          g_strerror (errno));
-      return FALSE;
-    }
-    n++;
-  }
-  actions[n] = dest_action (dev, st, g, dests, e->dest, error);
-  if (actions[n] == NULL)
-    return FALSE;
-  n++;
-
-  struct mlx5dv_dr_matcher *m = matcher_get (dev, st, e);
-  int err = errno;
-  struct mlx5dv_dr_rule *r = NULL;
-  if (m) {
-    struct mlx5dv_flow_match_parameters *value = match_params (e->value);
-    errno = 0;
-    r = mlx5dv_dr_rule_create (m, value, n, actions);
-    err = errno;
-    g_free (value);
-    if (r)
-      g_ptr_array_add (st->rules, r);
-  }
-  if (r == NULL) {
-    const char *call = m ? "mlx5dv_dr_rule_create" : "mlx5dv_dr_matcher_create";
-    if (e->rule == G_MAXUINT) {
-      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
-          "%s: installing the rule that steers every packet to the RX queues failed: "
-          "%s (%s at priority %u)",
-          dev->name, g_strerror (err), call, e->priority);
-    } else {
-      char *text = dq_flow_rule_to_string (&g->rules[e->rule]);
-      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
-          "%s: installing flow rule %u (\"%s\") failed: %s (%s at priority %u)", dev->name,
-          e->rule + 1, text, g_strerror (err), call, e->priority);
-      g_free (text);
-    }
-    return FALSE;
-  }
-  return TRUE;
-}
-
-static GArray *
-groups_plan (GPtrArray *groups, GError **error)
-{
-  Mlx5HwFlowGroup *fg = g_new0 (Mlx5HwFlowGroup, MAX (groups->len, 1));
-  for (guint i = 0; i < groups->len; i++) {
-    const HwGroup *g = g_ptr_array_index (groups, i);
-    fg[i].n_rqs = g->n_rqs;
-    fg[i].rules = g->rules;
-    fg[i].n_rules = g->n_rules;
-  }
-  GArray *plan = mlx5_hw_flow_plan (fg, groups->len, MLX5_HW_BANK_PRIORITIES, error);
-  g_free (fg);
-  return plan;
-}
-
-/* installs the rules of `groups` in priority bank `bank`; NULL and nothing left behind on
- * failure */
-static HwSteering *
-steering_build (HwDev *dev, GPtrArray *groups, guint bank, GError **error)
-{
-  GArray *plan = groups_plan (groups, error);
-  if (plan == NULL)
-    return NULL;
-  HwSteering *st = g_new0 (HwSteering, 1);
-  st->rules = g_ptr_array_new ();
-  st->matchers = g_array_new (FALSE, FALSE, sizeof (HwMatcher));
-  st->actions = g_ptr_array_new ();
-  st->objs = g_ptr_array_new ();
-  HwDests *dests = g_new0 (HwDests, groups->len);
-  for (guint i = 0; i < groups->len; i++)
-    dests[i].actions = g_new0 (struct mlx5dv_dr_action *,
-        ((HwGroup *) g_ptr_array_index (groups, i))->n_rqs + MLX5_HW_FLOW_DESTS_RSS);
-  gboolean ok = TRUE;
-  for (guint i = 0; ok && i < plan->len; i++) {
-    Mlx5HwFlowEntry e = g_array_index (plan, Mlx5HwFlowEntry, i);
-    e.priority = (guint16) (e.priority + bank * MLX5_HW_BANK_PRIORITIES);
-    ok = entry_install (dev, st, g_ptr_array_index (groups, e.group), &e, &dests[e.group], error);
-  }
-  for (guint i = 0; i < groups->len; i++)
-    g_free (dests[i].actions);
-  g_free (dests);
-  g_array_unref (plan);
-  if (!ok) {
-    steering_free (st);
-    return NULL;
-  }
-  return st;
-}
-
-/* replaces the installed steering by that of `groups`, the new rules in place before the
- * old ones go; with the lock held. On failure the old rules stay. */
-static gboolean
-steering_apply (HwDev *dev, GPtrArray *groups, GError **error)
-{
-  HwSteering *next = NULL;
-  guint bank = dev->steering != NULL ? dev->bank ^ 1u : 0;
-
-  if (groups->len > 0) {
-    if (!dr_ensure (dev, error))
-      return FALSE;
-    next = steering_build (dev, groups, bank, error);
-    if (next == NULL)
-      return FALSE;
-  }
-  steering_free (dev->steering);
-  dev->steering = next;
-  dev->bank = bank;
-  return TRUE;
-}
-
-static gboolean
-hw_flows_set (gpointer priv, guint32 group, Mlx5Rq **rqs, guint n_rqs, const DqFlowRule *rules,
-    guint n_rules, GError **error)
-{
-  HwDev *dev = priv;
-  for (guint i = 0; i < n_rqs; i++) {
-    if (rqs[i] == NULL || rqs[i]->priv == NULL) {
-      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-          "%s: steering to RX queue %u, which was not created", dev->name, i);
-      return FALSE;
-    }
-  }
-
-  HwGroup *g = NULL;
-  if (n_rqs > 0) {
-    g = g_new0 (HwGroup, 1);
-    g->group = group;
-    g->rqs = g_memdup2 (rqs, n_rqs * sizeof *rqs);
-    g->n_rqs = n_rqs;
-    g->rules = n_rules ? g_memdup2 (rules, n_rules * sizeof *rules) : NULL;
-    g->n_rules = n_rules;
-  }
-
-  g_mutex_lock (&dev->lock);
-  /* the new list: the group replaced in place (it keeps its position), removed, or
-   * appended */
-  GPtrArray *next = g_ptr_array_new ();
-  HwGroup *old = NULL;
-  for (guint i = 0; i < dev->groups->len; i++) {
-    HwGroup *o = g_ptr_array_index (dev->groups, i);
-    if (o->group == group) {
-      old = o;
-      if (g)
-        g_ptr_array_add (next, g);
-    } else {
-      g_ptr_array_add (next, o);
-    }
-  }
-  if (old == NULL && g)
-    g_ptr_array_add (next, g);
-  if (old == NULL && g == NULL) {
-    /* removing a group that has nothing installed */
-    g_ptr_array_unref (next);
-    g_mutex_unlock (&dev->lock);
-    return TRUE;
-  }
-
-  /* check the whole plan before touching what is installed */
-  GArray *plan = groups_plan (next, error);
-  gboolean ok = plan != NULL;
-  if (plan)
-    g_array_unref (plan);
-  if (ok)
-    ok = steering_apply (dev, next, error);
-  if (ok) {
-    g_ptr_array_unref (dev->groups);
-    dev->groups = next;
-    group_free (old);
-  } else {
-    g_ptr_array_unref (next);
-    group_free (g);
-  }
-  g_mutex_unlock (&dev->lock);
-  return ok;
-}
-
-/* drops the groups that steer to `rq`, before its TIR goes */
-static void
-groups_drop_rq (HwDev *dev, Mlx5Rq *rq)
-{
-  g_mutex_lock (&dev->lock);
-  GPtrArray *next = g_ptr_array_new ();
-  GPtrArray *gone = g_ptr_array_new ();
-  for (guint i = 0; i < dev->groups->len; i++) {
-    HwGroup *g = g_ptr_array_index (dev->groups, i);
-    gboolean uses = FALSE;
-    for (guint q = 0; q < g->n_rqs && !uses; q++)
-      uses = g->rqs[q] == rq;
-    g_ptr_array_add (uses ? gone : next, g);
-  }
-  if (gone->len > 0) {
-    GError *err = NULL;
-    if (!steering_apply (dev, next, &err)) {
-      /* the old rules point at the queue that goes away: none at all is what is left */
-      g_warning ("%s: %s; no packets reach the RX queues", dev->name, err->message);
-      g_error_free (err);
-      steering_free (dev->steering);
-      dev->steering = NULL;
-    }
-    for (guint i = 0; i < gone->len; i++)
-      group_free (g_ptr_array_index (gone, i));
-    g_ptr_array_unref (dev->groups);
-    dev->groups = next;
-  } else {
-    g_ptr_array_unref (next);
-  }
-  g_ptr_array_unref (gone);
-  g_mutex_unlock (&dev->lock);
 }
 
 /* ---------------------------------------------------------------------------------- */
