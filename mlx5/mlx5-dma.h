@@ -111,6 +111,23 @@ mlx5_cqe_sw_owned (const volatile struct mlx5_cqe64 *cqe, guint32 ci, guint log_
       (op_own & MLX5_CQE_OWNER_MASK) == ((ci >> log_size) & 1);
 }
 
+/* Counts an error CQE as an RQ or SQ keeps it: a flush (WR_FLUSH_ERR) in *flushed, any
+ * other error in *cqe_errors with its syndromes as the last seen. The counters are read by
+ * other threads (relaxed atomics). */
+static inline void
+mlx5_err_cqe_count (const volatile struct mlx5_cqe64 *cqe, guint64 *flushed, guint64 *cqe_errors,
+    guint8 *last_syndrome, guint8 *last_vendor_syndrome)
+{
+  const volatile struct mlx5_err_cqe *err = (const volatile struct mlx5_err_cqe *) cqe;
+  if (err->syndrome == MLX5_CQE_SYNDROME_WR_FLUSH_ERR) {
+    __atomic_store_n (flushed, *flushed + 1, __ATOMIC_RELAXED);
+    return;
+  }
+  __atomic_store_n (cqe_errors, *cqe_errors + 1, __ATOMIC_RELAXED);
+  __atomic_store_n (last_syndrome, err->syndrome, __ATOMIC_RELAXED);
+  __atomic_store_n (last_vendor_syndrome, err->vendor_err_synd, __ATOMIC_RELAXED);
+}
+
 /* Raw free-running device ticks to ns, the arithmetic of rdma-core's mlx5dv_ts_to_ns():
  * the clock info is a snapshot (last_cycles -> nsec, plus frac in 2^-shift ns); a
  * timestamp within half the counter range after the snapshot is added, one before it

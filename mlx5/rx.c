@@ -579,22 +579,6 @@ cursor_advance (Mlx5Rxq *q, guint32 n)
   return TRUE;
 }
 
-/* An error CQE: the RQ is in ERR from here; a flush is counted as one, any other error
- * with its syndromes. */
-static void
-count_error_cqe (Mlx5Rxq *q, const volatile struct mlx5_cqe64 *cqe)
-{
-  const volatile struct mlx5_err_cqe *err = (const volatile struct mlx5_err_cqe *) cqe;
-  q->in_error = TRUE;
-  if (err->syndrome == MLX5_CQE_SYNDROME_WR_FLUSH_ERR) {
-    MLX5_COUNTER_ADD (q->c.flushed, 1);
-  } else {
-    MLX5_COUNTER_ADD (q->c.cqe_errors, 1);
-    __atomic_store_n (&q->c.last_syndrome, err->syndrome, __ATOMIC_RELAXED);
-    __atomic_store_n (&q->c.last_vendor_syndrome, err->vendor_err_synd, __ATOMIC_RELAXED);
-  }
-}
-
 /* A CQE that does not match the ring (wrong WQE or stride, a stride count of 0 or past
  * the WQE's end, a length that does not fit its strides, an unknown opcode): counted,
  * no packet. The software cursor stays the authority: the CQE's strides (at least 1, at
@@ -626,7 +610,9 @@ cqe_error (Mlx5Rxq *q, volatile struct mlx5_cqe64 *cqe)
   if (be16toh (cqe->wqe_id) != slot || be16toh (cqe->wqe_counter) != q->cur_stride || n == 0 ||
       n > left)
     n = left;
-  count_error_cqe (q, cqe);
+  q->in_error = TRUE;
+  mlx5_err_cqe_count (
+      cqe, &q->c.flushed, &q->c.cqe_errors, &q->c.last_syndrome, &q->c.last_vendor_syndrome);
   strides_give_back (q, slot, n);
   return cursor_advance (q, n);
 }
@@ -697,10 +683,13 @@ poll_end (
 static void
 split_cqe_not_packet (Mlx5Rxq *q, volatile struct mlx5_cqe64 *cqe, guint8 opcode)
 {
-  if (opcode == MLX5_CQE_RESP_ERR)
-    count_error_cqe (q, cqe);
-  else
+  if (opcode == MLX5_CQE_RESP_ERR) {
+    q->in_error = TRUE;
+    mlx5_err_cqe_count (
+        cqe, &q->c.flushed, &q->c.cqe_errors, &q->c.last_syndrome, &q->c.last_vendor_syndrome);
+  } else {
     MLX5_COUNTER_ADD (q->c.device_errors, 1);
+  }
   strides_give_back (q, q->cur_wqe & q->wqe_mask, 1);
   q->cur_wqe++;
 }

@@ -241,15 +241,9 @@ cq_poll_one (Mlx5Txq *q, volatile struct mlx5_cqe64 *cqe)
   guint8 opcode = mlx5_cqe_opcode (cqe);
 
   if (opcode == MLX5_CQE_REQ_ERR || opcode == MLX5_CQE_RESP_ERR) {
-    volatile struct mlx5_err_cqe *err = (volatile struct mlx5_err_cqe *) cqe;
     q->in_error = TRUE;
-    if (err->syndrome == MLX5_CQE_SYNDROME_WR_FLUSH_ERR) {
-      MLX5_COUNTER_ADD (q->c.flushed, 1);
-    } else {
-      MLX5_COUNTER_ADD (q->c.cqe_errors, 1);
-      __atomic_store_n (&q->c.last_syndrome, err->syndrome, __ATOMIC_RELAXED);
-      __atomic_store_n (&q->c.last_vendor_syndrome, err->vendor_err_synd, __ATOMIC_RELAXED);
-    }
+    mlx5_err_cqe_count (
+        cqe, &q->c.flushed, &q->c.cqe_errors, &q->c.last_syndrome, &q->c.last_vendor_syndrome);
   } else if (opcode != MLX5_CQE_REQ) {
     MLX5_COUNTER_ADD (q->c.device_errors, 1);
     return 0;

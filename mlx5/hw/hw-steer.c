@@ -444,4 +444,3 @@ hw_groups_drop_rq (HwDev *dev, Mlx5Rq *rq)
   g_ptr_array_unref (gone);
   g_mutex_unlock (&dev->lock);
 }
-
