@@ -65,11 +65,9 @@ struct _Mlx5Rxq {
    * re-posted when this reaches `strides` */
   gint *freed;
 
-  /* header-data split (split != 0: the header bytes of each packet): a cyclic RQ of one
-   * packet per WQE (strides = 1), headers in hdr_buf (host memory), payloads in rq.buf */
-  guint split;
-  guint hdr_stride, payload_stride;
-  guint8 *hdr_buf;
+  /* header-data split (rq.split_header != 0): a cyclic RQ of one packet per WQE
+   * (strides = 1), headers in rq.hdr_buf (host memory, hdr_bytes of it), payloads in
+   * rq.buf */
   gsize hdr_bytes;
   gpointer hdr_mr;
 
@@ -255,7 +253,7 @@ mlx5_rx_geometry_split (const Mlx5Caps *caps, const char *what, gsize ring_bytes
 static inline guint8 *
 rxq_payload_slot (Mlx5Rxq *q, guint32 slot)
 {
-  return q->rq.buf + MLX5_RX_SPLIT_MAX_HEADER + (gsize) slot * q->payload_stride;
+  return q->rq.buf + MLX5_RX_SPLIT_MAX_HEADER + (gsize) slot * q->rq.split_payload;
 }
 
 /* a split WQE: the header slot, then the payload slot */
@@ -265,10 +263,10 @@ rxq_post_split_wqe (Mlx5Rxq *q, guint32 slot)
   struct mlx5_wqe_data_seg *seg =
       (struct mlx5_wqe_data_seg *) (q->rq.wqes + ((gsize) slot << MLX5_LOG_MPRQ_WQE_SIZE));
 
-  seg[0].byte_count = htobe32 (q->split);
+  seg[0].byte_count = htobe32 (q->rq.split_header);
   seg[0].lkey = htobe32 (q->rq.hdr_lkey);
-  seg[0].addr = htobe64 ((guint64) (uintptr_t) (q->hdr_buf + (gsize) slot * q->hdr_stride));
-  seg[1].byte_count = htobe32 (q->payload_stride);
+  seg[0].addr = htobe64 ((guint64) (uintptr_t) (q->rq.hdr_buf + (gsize) slot * q->rq.hdr_stride));
+  seg[1].byte_count = htobe32 (q->rq.split_payload);
   seg[1].lkey = htobe32 (q->rq.lkey);
   seg[1].addr = htobe64 ((guint64) (uintptr_t) rxq_payload_slot (q, slot));
 }
@@ -276,7 +274,7 @@ rxq_post_split_wqe (Mlx5Rxq *q, guint32 slot)
 static void
 rxq_post_wqe (Mlx5Rxq *q, guint32 slot)
 {
-  if (q->split) {
+  if (q->rq.split_header) {
     rxq_post_split_wqe (q, slot);
     return;
   }
@@ -322,7 +320,7 @@ mlx5_rxq_free (Mlx5Rxq *q)
     q->ops->mr_dereg (q->dev, q->mr);
   if (q->hdr_mr != NULL)
     q->ops->mr_dereg (q->dev, q->hdr_mr);
-  mlx5_mem_unmap (q->hdr_buf, q->hdr_bytes);
+  mlx5_mem_unmap (q->rq.hdr_buf, q->hdr_bytes);
   if (q->memory.alloc != NULL) {
     if (q->rq.buf != NULL)
       q->memory.free (q->rq.buf, q->rq.buf_size, q->memory.user);
@@ -425,16 +423,16 @@ mlx5_rxq_new (const Mlx5PortOps *ops, gpointer dev, const Mlx5Caps *caps, const 
   q->rq.buf_size = (gsize) n_wqes << q->log_region;
   if (geo->split_header != 0) {
     /* one packet per WQE; both rings whole pages */
-    q->split = geo->split_header;
-    q->hdr_stride = geo->hdr_stride;
-    q->payload_stride = geo->split_payload;
+    q->rq.split_header = geo->split_header;
+    q->rq.hdr_stride = geo->hdr_stride;
+    q->rq.split_payload = geo->split_payload;
     q->strides = 1;
     q->log_region = 0;
     q->rq.buf_size = dq_round_up (
-        MLX5_RX_SPLIT_MAX_HEADER + (gsize) n_wqes * q->payload_stride, mlx5_page_size ());
-    q->hdr_bytes = dq_round_up ((gsize) n_wqes * q->hdr_stride, mlx5_page_size ());
-    q->hdr_buf = mlx5_mem_map (q->hdr_bytes);
-    if (q->hdr_buf == NULL) {
+        MLX5_RX_SPLIT_MAX_HEADER + (gsize) n_wqes * q->rq.split_payload, mlx5_page_size ());
+    q->hdr_bytes = dq_round_up ((gsize) n_wqes * q->rq.hdr_stride, mlx5_page_size ());
+    q->rq.hdr_buf = mlx5_mem_map (q->hdr_bytes);
+    if (q->rq.hdr_buf == NULL) {
       g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
           "%s: cannot allocate the header ring (%" G_GSIZE_FORMAT " bytes)", q->what, q->hdr_bytes);
       q->hdr_bytes = 0;
@@ -462,8 +460,8 @@ mlx5_rxq_new (const Mlx5PortOps *ops, gpointer dev, const Mlx5Caps *caps, const 
 
   if (!rxq_register_ring (q, error))
     goto fail;
-  if (q->split != 0 &&
-      !ops->mr_reg (dev, q->hdr_buf, q->hdr_bytes, &q->rq.hdr_lkey, &q->hdr_mr, error))
+  if (q->rq.split_header != 0 &&
+      !ops->mr_reg (dev, q->rq.hdr_buf, q->hdr_bytes, &q->rq.hdr_lkey, &q->hdr_mr, error))
     goto fail;
 
   /* every CQE starts invalid with owner 1: nothing is software-owned on the first pass */
@@ -476,10 +474,6 @@ mlx5_rxq_new (const Mlx5PortOps *ops, gpointer dev, const Mlx5Caps *caps, const 
   q->rq.log_wqes = geo->log_wqes;
   q->rq.log_strides = geo->log_strides;
   q->rq.log_stride_size = geo->log_stride_size;
-  q->rq.split_header = q->split;
-  q->rq.split_payload = q->payload_stride;
-  q->rq.hdr_stride = q->hdr_stride;
-  q->rq.hdr_buf = q->hdr_buf;
   q->rq.cq = &q->cq;
   for (guint32 i = 0; i < n_wqes; i++)
     rxq_post_wqe (q, i);
@@ -703,7 +697,7 @@ rxq_poll_split (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
   guint64 bytes = 0;
   guint n_new = 0;
   gboolean complete = FALSE;
-  guint32 capacity = q->split + q->payload_stride;
+  guint32 capacity = q->rq.split_header + q->rq.split_payload;
 
   while (n < max) {
     volatile struct mlx5_cqe64 *cqe = cq_take (q);
@@ -732,9 +726,9 @@ rxq_poll_split (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
       b->strides = 0;
     }
     DqPacket *pkt = &pkts[n++];
-    packet_from_cqe (q, pkt, cqe, b->strides * q->hdr_stride, len);
+    packet_from_cqe (q, pkt, cqe, b->strides * q->rq.hdr_stride, len);
     b->strides++;
-    b->end = pkt->offset + MIN (len, q->split);
+    b->end = pkt->offset + MIN (len, q->rq.split_header);
     bytes += len;
     n_new++;
     q->cur_wqe++;
@@ -749,7 +743,7 @@ rxq_poll_split (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
 gboolean
 mlx5_rxq_poll (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
 {
-  if (q->split != 0)
+  if (q->rq.split_header != 0)
     return rxq_poll_split (q, b, pkts, max);
   guint n = b->n_packets;
   guint64 bytes = 0, fillers = 0;
@@ -818,8 +812,8 @@ mlx5_rxq_poll (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
 guint8 *
 mlx5_rxq_burst_data (Mlx5Rxq *q, const Mlx5RxBurst *b)
 {
-  if (q->split != 0)
-    return q->hdr_buf + (gsize) b->wqe * q->hdr_stride;
+  if (q->rq.split_header != 0)
+    return q->rq.hdr_buf + (gsize) b->wqe * q->rq.hdr_stride;
   return q->rq.buf + ((gsize) b->wqe << q->log_region) +
       ((gsize) b->first_stride << q->log_stride_size);
 }
@@ -827,7 +821,7 @@ mlx5_rxq_burst_data (Mlx5Rxq *q, const Mlx5RxBurst *b)
 gsize
 mlx5_rxq_burst_size (Mlx5Rxq *q, const Mlx5RxBurst *b)
 {
-  if (q->split != 0)
+  if (q->rq.split_header != 0)
     return b->end;
   return b->end - (b->first_stride << q->log_stride_size);
 }
@@ -835,28 +829,28 @@ mlx5_rxq_burst_size (Mlx5Rxq *q, const Mlx5RxBurst *b)
 guint8 *
 mlx5_rxq_burst_payload (Mlx5Rxq *q, const Mlx5RxBurst *b)
 {
-  return q->split != 0 ? rxq_payload_slot (q, b->wqe) : NULL;
+  return q->rq.split_header != 0 ? rxq_payload_slot (q, b->wqe) : NULL;
 }
 
 gsize
 mlx5_rxq_burst_payload_size (Mlx5Rxq *q, const Mlx5RxBurst *b)
 {
-  return q->split != 0 ? (gsize) b->strides * q->payload_stride : 0;
+  return q->rq.split_header != 0 ? (gsize) b->strides * q->rq.split_payload : 0;
 }
 
 void
 mlx5_rxq_split_layout (Mlx5Rxq *q, guint *header_size, guint *hdr_stride, guint *payload_stride)
 {
-  *header_size = q->split;
-  *hdr_stride = q->hdr_stride;
-  *payload_stride = q->payload_stride;
+  *header_size = q->rq.split_header;
+  *hdr_stride = q->rq.hdr_stride;
+  *payload_stride = q->rq.split_payload;
 }
 
 void
 mlx5_rxq_release (Mlx5Rxq *q, guint32 wqe, guint32 strides)
 {
   g_return_if_fail (wqe <= q->wqe_mask);
-  if (q->split == 0) {
+  if (q->rq.split_header == 0) {
     strides_give_back (q, wqe, strides);
     return;
   }
@@ -904,7 +898,7 @@ mlx5_rxq_refill (Mlx5Rxq *q)
     return 0;
   guint32 pi = q->rq_pi;
 
-  if (q->split != 0) {
+  if (q->rq.split_header != 0) {
     /* header-data split: a released run of WQEs is counted at its first slot; runs follow
      * each other in ring order. The WQEs never change (slot i names header and payload
      * slot i), so posting them again is the doorbell alone. */
