@@ -1,6 +1,6 @@
 /* Inside the emulated ConnectX: the port, its device objects and their device-side
- * state. Shared by the device model (emu.c), its control path (emu-port.c) and the
- * configuration parser (emu-config.c). */
+ * state. Shared by the device model (emu.c, its receive side emu-rx.c), its control path
+ * (emu-port.c) and the configuration parser (emu-config.c). */
 #ifndef DAQIRI_MLX5_EMU_PRIVATE_H
 #define DAQIRI_MLX5_EMU_PRIVATE_H
 

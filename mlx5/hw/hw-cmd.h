@@ -2,7 +2,8 @@
  *
  * Every mlx5_cmd_build_*() fills an input mailbox (zeroed by the caller, the size of the
  * command's _in layout) from plain values and touches nothing else: no device, no system
- * call. hw-port.c issues them (mlx5dv_devx_obj_create/modify, mlx5dv_devx_general_cmd);
+ * call. hw-port.c and hw-steer.c issue them (mlx5dv_devx_obj_create/modify,
+ * mlx5dv_devx_general_cmd);
  * tests/mlx5-layout checks them field by field with DEVX_GET. The same split holds for
  * the output side (capability parsing, failure text) and for the steering match buffers.
  */
