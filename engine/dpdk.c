@@ -21,11 +21,13 @@
  *
  * Queues: the port is configured on first use with as many RX queues as the element asks
  * for (RSS spreads the traffic when there are several) and one TX queue that every TX user
- * shares under a lock. Flow rules run in software on the copied packets (no rte_flow:
- * virtual devices have none); with several queues, `queue=` cannot be honoured (RSS
- * decides) and is refused. Rules change while receiving by a swap of the software rule
- * set between bursts (rx-rules.h). Polling never blocks in the kernel: an empty queue is polled
- * again after a short spin, then after sleeps of DPDK_IDLE_SLEEP_NS.
+ * shares under a lock. Flow rules run in software on the copied packets (marks and
+ * filtering); with several queues, a rule naming a queue is steered there by an rte_flow
+ * rule where the poll-mode driver offers rte_flow (dpdk-flow.h) and refused where it does
+ * not (RSS alone decides). Rules change while receiving: the new rte_flow rules are
+ * created before the old ones go, and the software rule set is swapped between bursts
+ * (rx-rules.h). Polling never blocks in the kernel: an empty queue is polled again after
+ * a short spin, then after sleeps of DPDK_IDLE_SLEEP_NS.
  *
  * End of stream: net_pcap replaying a file (rx_pcap=, without infinite_rx=1) reads it as
  * fast as it is polled and returns nothing only at its end (or when out of mbufs, which its
@@ -38,6 +40,7 @@
 #include "engines.h"
 #include "burst-pool.h"
 #include "engine-util.h"
+#include "dpdk-flow.h"
 #include "rx-rules.h"
 
 #include <errno.h>
@@ -475,7 +478,8 @@ struct _DpdkRxQueue {
   guint burst_packets;
   guint max_packet;
   guint64 burst_timeout_ns;
-  DqRxRules rules; /* the software classifier's */
+  DqRxRules rules;    /* the software classifier's */
+  DpdkSteering steer; /* the device's rte_flow rules naming this queue */
   guint n_queues;
 
   /* poller state, polling thread only */
@@ -520,26 +524,18 @@ port_max_packet (
   return TRUE;
 }
 
-/* the rules of a set of n_queues queues: queue keys only with one queue */
+/* Steers the rules naming this queue to it when the port has several queues: every rule
+ * naming a queue checked with the device, then this queue's installed (dpdk-flow.h). Called
+ * with the device configured for rxq->n_queues queues. */
 static gboolean
-rx_rules_check (
-    DpdkPort *port, const DqFlowRule *rules, guint n_rules, guint n_queues, GError **error)
+rx_steering_apply (DpdkRxQueue *rxq, const DqFlowRule *rules, guint n_rules, GError **error)
 {
-  if (!dq_flow_rules_check_queues (port->what, rules, n_rules, n_queues, error))
-    return FALSE;
-  for (guint i = 0; n_queues > 1 && i < n_rules; i++) {
-    if (rules[i].keys & DQ_FLOW_QUEUE) {
-      char *text = dq_flow_rule_to_string (&rules[i]);
-      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
-          "%s: flow rule %u (%s) names a "
-          "queue, but the dpdk engine spreads packets over its %u queues by the "
-          "device's RSS hash and cannot steer by rule (drop queue=, or use one queue)",
-          port->what, i + 1, text, n_queues);
-      g_free (text);
-      return FALSE;
-    }
-  }
-  return TRUE;
+  DpdkPort *port = rxq->port;
+  if (rxq->n_queues <= 1)
+    return TRUE;
+  return dpdk_flow_check (
+             &dpdk_flow_ops_rte, port->port_id, port->what, rules, n_rules, rxq->n_queues, error) &&
+      dpdk_steering_apply (&rxq->steer, port->what, rules, n_rules, error);
 }
 
 static gboolean
@@ -577,6 +573,7 @@ dpdk_rxq_destroy (gpointer priv)
   DpdkRxQueue *rxq = priv;
   DpdkPort *port = rxq->port;
 
+  dpdk_steering_clear (&rxq->steer);
   rx_fill_drop (rxq);
   if (rxq->pend_n > 0)
     rte_pktmbuf_free_bulk (rxq->pend + rxq->pend_head, rxq->pend_n);
@@ -637,7 +634,9 @@ dpdk_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
     goto failed;
   }
   rxq->n_queues = config->n_queues;
-  if (!rx_rules_check (port, config->flows, config->n_flows, config->n_queues, error) ||
+  dpdk_steering_init (&rxq->steer, &dpdk_flow_ops_rte, port->port_id, rxq->qid);
+  if (!dq_flow_rules_check_queues (
+          port->what, config->flows, config->n_flows, config->n_queues, error) ||
       !rx_geometry_choose (rxq, config, error))
     goto failed;
   dq_rx_rules_init (
@@ -674,7 +673,7 @@ dpdk_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
   if (ok)
     port->rxqs[rxq->qid] = rxq;
   g_mutex_unlock (&port->lock);
-  if (!ok)
+  if (!ok || !rx_steering_apply (rxq, config->flows, config->n_flows, error))
     goto failed;
   return rxq;
 
@@ -931,7 +930,8 @@ dpdk_rxq_set_flows (
     gpointer priv, DqRxFilter filter, const DqFlowRule *rules, guint n_rules, GError **error)
 {
   DpdkRxQueue *rxq = priv;
-  if (!rx_rules_check (rxq->port, rules, n_rules, rxq->n_queues, error))
+  if (!dq_flow_rules_check_queues (rxq->port->what, rules, n_rules, rxq->n_queues, error) ||
+      !rx_steering_apply (rxq, rules, n_rules, error))
     return FALSE;
   dq_rx_rules_publish (&rxq->rules, filter, rules, n_rules, rxq->qid);
   return TRUE;

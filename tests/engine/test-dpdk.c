@@ -678,7 +678,8 @@ test_bad_input (void)
   rc.n_flows = n_rules;
   error = NULL;
   g_assert_null (dq_rxq_create (port, &rc, &error));
-  expect_error (error, DQ_ERROR_FLOW, (const char *[]){ "RSS", "queue", NULL });
+  expect_error (error, DQ_ERROR_FLOW,
+      (const char *[]){ "flow rule 1", "names queue 1", "rte_flow: ", "RSS alone", NULL });
   rc.n_queues = 1;
   error = NULL;
   g_assert_null (dq_rxq_create (port, &rc, &error));
@@ -727,6 +728,18 @@ test_ring_two_queues (void)
   DqBurst b;
   GError *error = NULL;
   g_assert_cmpint (dq_rxq_poll (q1, &b, 10 * MS, &error), ==, 0);
+  /* while running: a rule naming a queue needs rte_flow, which net_ring has not; rules
+   * without a queue key are taken */
+  DqFlowRule *rules;
+  guint n_rules;
+  g_assert_true (dq_flow_parse ("proto=udp mark=5; proto=tcp queue=1", &rules, &n_rules, NULL));
+  g_assert_false (dq_rxq_set_flows (q1, DQ_RX_FILTER_RULES, rules, n_rules, &error));
+  expect_error (error, DQ_ERROR_FLOW,
+      (const char *[]){ "flow rule 2", "proto=tcp queue=1", "rte_flow: ", NULL });
+  error = NULL;
+  g_assert_true (dq_rxq_set_flows (q1, DQ_RX_FILTER_RULES, rules, 1, &error));
+  g_assert_no_error (error);
+  g_free (rules);
   dq_rxq_destroy (q1);
   dq_rxq_destroy (q0);
 
