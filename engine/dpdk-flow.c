@@ -8,8 +8,7 @@
 #include <rte_byteorder.h>
 #include <rte_errno.h>
 
-#define IPV4_KEYS \
-  (DQ_FLOW_PROTO | DQ_FLOW_SRC | DQ_FLOW_DST | DQ_FLOW_SRC_PORT | DQ_FLOW_DST_PORT)
+#define IPV4_KEYS (DQ_FLOW_PROTO | DQ_FLOW_SRC | DQ_FLOW_DST | DQ_FLOW_SRC_PORT | DQ_FLOW_DST_PORT)
 #define PORT_KEYS (DQ_FLOW_SRC_PORT | DQ_FLOW_DST_PORT)
 #define IPPROTO_TCP_NUM 6
 #define IPPROTO_UDP_NUM 17
@@ -34,8 +33,8 @@ prefix_mask (guint prefix)
 }
 
 static void
-item_set (struct rte_flow_item *item, enum rte_flow_item_type type, const void *spec,
-    const void *mask)
+item_set (
+    struct rte_flow_item *item, enum rte_flow_item_type type, const void *spec, const void *mask)
 {
   item->type = type;
   item->spec = spec;
@@ -146,13 +145,13 @@ steer_actions (const DqFlowRule *rule, guint index, struct rte_flow_attr *attr,
   attr->ingress = 1;
   attr->priority = index;
   queue->index = rule->queue;
-  actions[0] = (struct rte_flow_action) { .type = RTE_FLOW_ACTION_TYPE_QUEUE, .conf = queue };
-  actions[1] = (struct rte_flow_action) { .type = RTE_FLOW_ACTION_TYPE_END };
+  actions[0] = (struct rte_flow_action){ .type = RTE_FLOW_ACTION_TYPE_QUEUE, .conf = queue };
+  actions[1] = (struct rte_flow_action){ .type = RTE_FLOW_ACTION_TYPE_END };
 }
 
 static void
-set_steer_error (GError **error, const char *what, const DqFlowRule *rules, guint index,
-    int code, const struct rte_flow_error *fe)
+set_steer_error (GError **error, const char *what, const DqFlowRule *rules, guint index, int code,
+    const struct rte_flow_error *fe)
 {
   char *text = dq_flow_rule_to_string (&rules[index]);
   const char *reason = fe->message != NULL ? fe->message : rte_strerror (code);
@@ -207,10 +206,10 @@ steer_rule_same (const DpdkSteerRule *s, const DqFlowRule *rule, guint priority)
 {
   const DqFlowRule *a = &s->rule;
   return s->priority == priority && (a->keys & ~DQ_FLOW_MARK) == (rule->keys & ~DQ_FLOW_MARK) &&
-         a->proto == rule->proto && a->src_prefix == rule->src_prefix &&
-         a->dst_prefix == rule->dst_prefix && a->src == rule->src && a->dst == rule->dst &&
-         a->src_port == rule->src_port && a->dst_port == rule->dst_port &&
-         a->ethertype == rule->ethertype && a->vlan == rule->vlan && a->queue == rule->queue;
+      a->proto == rule->proto && a->src_prefix == rule->src_prefix &&
+      a->dst_prefix == rule->dst_prefix && a->src == rule->src && a->dst == rule->dst &&
+      a->src_port == rule->src_port && a->dst_port == rule->dst_port &&
+      a->ethertype == rule->ethertype && a->vlan == rule->vlan && a->queue == rule->queue;
 }
 
 static void

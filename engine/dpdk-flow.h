@@ -84,8 +84,8 @@ void dpdk_steering_init (DpdkSteering *s, const DpdkFlowOps *ops, uint16_t port_
  * name it: creates the rte_flow rules not installed yet, then destroys those no longer
  * wanted. On failure destroys what it created, leaves the earlier rules in place and sets
  * DQ_ERROR_FLOW as dpdk_flow_check() does. */
-gboolean dpdk_steering_apply (DpdkSteering *s, const char *what, const DqFlowRule *rules,
-    guint n_rules, GError **error);
+gboolean dpdk_steering_apply (
+    DpdkSteering *s, const char *what, const DqFlowRule *rules, guint n_rules, GError **error);
 
 /* Destroys every rte_flow rule of the queue. */
 void dpdk_steering_clear (DpdkSteering *s);

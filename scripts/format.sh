@@ -18,7 +18,7 @@ if [ -z "$fmt" ]; then
   exit 1
 fi
 
-mapfile -t files < <(git ls-files '*.c' '*.h' '*.cc' 2>/dev/null)
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.c' '*.h' '*.cc' 2>/dev/null)
 if [ ${#files[@]} -eq 0 ]; then
   echo "format: no sources found (run from a git checkout)" >&2
   exit 1

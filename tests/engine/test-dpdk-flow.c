@@ -171,11 +171,11 @@ items_match (const struct rte_flow_item *items, const guint8 *f, guint len)
           return FALSE;
         /* both headers start with the two ports */
         const void *s = it->type == RTE_FLOW_ITEM_TYPE_UDP
-                            ? (const void *) &((const struct rte_flow_item_udp *) it->spec)->hdr
-                            : (const void *) &((const struct rte_flow_item_tcp *) it->spec)->hdr;
+            ? (const void *) &((const struct rte_flow_item_udp *) it->spec)->hdr
+            : (const void *) &((const struct rte_flow_item_tcp *) it->spec)->hdr;
         const void *m = it->type == RTE_FLOW_ITEM_TYPE_UDP
-                            ? (const void *) &((const struct rte_flow_item_udp *) it->mask)->hdr
-                            : (const void *) &((const struct rte_flow_item_tcp *) it->mask)->hdr;
+            ? (const void *) &((const struct rte_flow_item_udp *) it->mask)->hdr
+            : (const void *) &((const struct rte_flow_item_tcp *) it->mask)->hdr;
         if (!masked_equal (f + off, s, m, 4))
           return FALSE;
         break;
@@ -196,8 +196,8 @@ test_patterns_agree (void)
   guint matched = 0, tries = 0;
   for (guint round = 0; round < 20000; round++) {
     DqFlowRule rule = random_rule (35, 4);
-    FrameSpec s = ipv4_spec (PICK (pool_proto), PICK (pool_addr), PICK (pool_addr),
-        PICK (pool_port), PICK (pool_port));
+    FrameSpec s = ipv4_spec (
+        PICK (pool_proto), PICK (pool_addr), PICK (pool_addr), PICK (pool_port), PICK (pool_port));
     if (chance (25))
       s.ethertype = PICK (pool_ethertype);
     if (chance (20))
@@ -269,8 +269,8 @@ rec_validate (uint16_t port_id, const struct rte_flow_attr *attr,
   g_assert_cmpint (actions[0].type, ==, RTE_FLOW_ACTION_TYPE_QUEUE);
   g_assert_cmpint (actions[1].type, ==, RTE_FLOW_ACTION_TYPE_END);
   if (rec.validate_result != 0)
-    rte_flow_error_set (error, -rec.validate_result, RTE_FLOW_ERROR_TYPE_UNSPECIFIED, NULL,
-        "no flow support here");
+    rte_flow_error_set (
+        error, -rec.validate_result, RTE_FLOW_ERROR_TYPE_UNSPECIFIED, NULL, "no flow support here");
   return rec.validate_result;
 }
 
@@ -332,7 +332,7 @@ assert_apply (DpdkSteering *s, const char *text, const char *want_log)
 static void
 test_steering (void)
 {
-  rec = (Recorder) { .log = g_string_new (NULL) };
+  rec = (Recorder){ .log = g_string_new (NULL) };
   DpdkSteering q0, q1;
   dpdk_steering_init (&q0, &rec_ops, PORT_ID, 0);
   dpdk_steering_init (&q1, &rec_ops, PORT_ID, 1);
@@ -355,13 +355,13 @@ test_steering (void)
   /* a failure: what this change created goes, the earlier rules stay */
   rec.fail_dst_port = 7000;
   GError *error = NULL;
-  g_autofree gchar *log = apply (
-      &q1, "proto=udp dst-port=6000 queue=1; proto=udp dst-port=7000 queue=1", &error);
-  g_assert_cmpstr (log, ==,
-      "create p0 q1 eth ipv4 udp -> #6;create p1 q1 eth ipv4 udp -> fail;destroy #6;");
+  g_autofree gchar *log =
+      apply (&q1, "proto=udp dst-port=6000 queue=1; proto=udp dst-port=7000 queue=1", &error);
+  g_assert_cmpstr (
+      log, ==, "create p0 q1 eth ipv4 udp -> #6;create p1 q1 eth ipv4 udp -> fail;destroy #6;");
   g_assert_error (error, DQ_ERROR, DQ_ERROR_FLOW);
-  for (const char *const *w = (const char *const[]){ "dpdk:test", "flow rule 2",
-           "dst-port=7000", "names queue 1", "rte_flow: table full", "RSS alone", NULL };
+  for (const char *const *w = (const char *const[]){ "dpdk:test", "flow rule 2", "dst-port=7000",
+           "names queue 1", "rte_flow: table full", "RSS alone", NULL };
        *w != NULL; w++)
     if (strstr (error->message, *w) == NULL)
       g_error ("'%s' not in: %s", *w, error->message);
@@ -384,7 +384,7 @@ test_steering (void)
 static void
 test_check (void)
 {
-  rec = (Recorder) { .log = g_string_new (NULL) };
+  rec = (Recorder){ .log = g_string_new (NULL) };
   guint n = 0;
   DqFlowRule *rules = parse_ok ("mark=1; proto=udp queue=0; proto=tcp queue=1", &n);
   GError *error = NULL;
