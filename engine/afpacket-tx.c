@@ -113,7 +113,11 @@ afp_txq_create (gpointer port_priv, const DqTxConfig *config, GError **error)
   txq->fd = -1;
   txq->wake_fd = -1;
   txq->frame_limit = port_frame_limit (txq->port->mtu);
-  if (!tx_geometry_check (txq, config, &block, &n_blocks, error))
+  char *what = g_strdup_printf ("afpacket:%s", txq->port->ifname);
+  gboolean plain = dq_tx_config_refuse_timing (
+      what, config, "the mlx5 and emu engines schedule and pace in the NIC", error);
+  g_free (what);
+  if (!plain || !tx_geometry_check (txq, config, &block, &n_blocks, error))
     goto fail;
   txq->wake_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (txq->wake_fd < 0) {
@@ -258,8 +262,8 @@ tx_frame_acceptable (AfpTxQueue *txq, const guint8 *frame, guint32 len)
 }
 
 int
-afp_txq_send (
-    gpointer priv, const guint8 *const *frames, const guint32 *lengths, guint n, GError **error)
+afp_txq_send (gpointer priv, const guint8 *const *frames, const guint32 *lengths,
+    const guint64 *times, guint n, GError **error)
 {
   AfpTxQueue *txq = priv;
   guint queued = 0, consumed = 0;

@@ -19,6 +19,15 @@
  * refused (DQ_ERROR_BUSY) while it is. dq_txq_can_acquire() tells whether the engine
  * has in-place sending at all.
  *
+ * Send scheduling: a TX queue created with DqTxConfig.scheduled takes a time per frame
+ * (dq_txq_send_at, dq_txq_commit_at): the port-clock ns (dq_port_time) at which the frame
+ * leaves, 0 for "as soon as possible". Frames leave in the order given, each no earlier
+ * than its time: a frame more than DQ_TX_HORIZON_NS ahead of the port clock is held by
+ * the sending call until it is within that horizon (the frames behind it wait with it);
+ * a frame whose time has passed when it is posted is late: sent at once or dropped
+ * (DqTxConfig.late), and counted. Engines that cannot send at a time refuse
+ * `scheduled` at creation (DQ_ERROR_CONFIG, naming what is missing).
+ *
  * Steering: DqRxConfig.flows and .filter say what a queue set receives when it is created;
  * dq_rxq_set_flows() changes both while the queues receive (every engine). A change never
  * loses a packet of a flow that the old and the new rules deliver alike: hardware
@@ -165,9 +174,23 @@ typedef struct {
                       * 0: none. mlx5 and emu engines only (others: DQ_ERROR_CONFIG) */
 } DqRxConfig;
 
+/* How far ahead of the port clock a scheduled frame is handed to the device */
+#define DQ_TX_HORIZON_NS G_GUINT64_CONSTANT (1000000000)
+
+/* What becomes of a scheduled frame whose time has passed */
+typedef enum {
+  DQ_TX_LATE_SEND, /* sent at once */
+  DQ_TX_LATE_DROP, /* not sent (counted in DqTxStats.late_dropped) */
+} DqTxLate;
+
 typedef struct {
   gsize ring_bytes;      /* TX ring memory */
   guint max_packet_size; /* largest frame that can be sent */
+  gboolean scheduled;    /* frames carry send times (see the top) */
+  DqTxLate late;
+  guint64 rate_bps; /* pacing: at most this many bits of frames (Ethernet header to
+                     * payload end, no FCS) a second leave the queue; 0: no limit.
+                     * Engines that cannot pace refuse it (DQ_ERROR_CONFIG). */
 } DqTxConfig;
 
 typedef struct {
@@ -187,6 +210,10 @@ typedef struct {
   guint64 bursts;
   guint64 errors;          /* packets the kernel or NIC refused */
   guint64 ring_full_waits; /* times the sender waited for ring space */
+  guint64 scheduled;       /* frames sent with a time (late ones included) */
+  guint64 held;            /* frames held back by the sender, beyond DQ_TX_HORIZON_NS */
+  guint64 late;            /* frames whose time had passed (sent or dropped) */
+  guint64 late_dropped;    /* late frames not sent (DQ_TX_LATE_DROP) */
 } DqTxStats;
 
 /* A run of TX slots lent by dq_txq_acquire(): slot i (0 <= i < n_slots) is the
@@ -243,9 +270,10 @@ typedef struct {
   /* Sends the n frames in order, waiting for ring space. Returns how many frames were
    * consumed: queued for sending, or refused (too short, too long) and counted in
    * DqTxStats.errors. That is n unless a wakeup ended the wait early; then the caller
-   * passes the rest again. -1 with *error set when the port failed. */
-  int (*txq_send) (
-      gpointer txq, const guint8 *const *frames, const guint32 *lengths, guint n, GError **error);
+   * passes the rest again. -1 with *error set when the port failed. `times`: NULL, or
+   * a send time per frame (only on a queue created `scheduled`). */
+  int (*txq_send) (gpointer txq, const guint8 *const *frames, const guint32 *lengths,
+      const guint64 *times, guint n, GError **error);
   gboolean (*txq_flush) (gpointer txq, GError **error);
   void (*txq_wakeup) (gpointer txq);
   void (*txq_stats) (gpointer txq, DqTxStats *stats);
@@ -259,11 +287,13 @@ typedef struct {
    * with one doorbell and takes the rest of the run back; frames too short or too long
    * are not sent and count in DqTxStats.errors. Returns n (every frame consumed), or -1
    * with *error when the run is not the one lent or n > n_slots (nothing is sent).
-   * txq_cancel takes the run back unsent. Both clear slots->token. */
+   * txq_cancel takes the run back unsent. Both clear slots->token. `times` as for
+   * txq_send; a wakeup while a frame is held ends the commit early: the rest of the run
+   * is taken back unsent and counted in DqTxStats.errors. */
   int (*txq_acquire) (gpointer txq, guint max_frames, guint frame_size, DqTxSlots *slots,
       gint64 timeout_ns, GError **error);
-  int (*txq_commit) (
-      gpointer txq, DqTxSlots *slots, guint n, const guint32 *lengths, GError **error);
+  int (*txq_commit) (gpointer txq, DqTxSlots *slots, guint n, const guint32 *lengths,
+      const guint64 *times, GError **error);
   void (*txq_cancel) (gpointer txq, DqTxSlots *slots);
 } DqEngineOps;
 
@@ -304,6 +334,10 @@ DqTxQueue *dq_txq_create (DqPort *port, const DqTxConfig *config, GError **error
 void dq_txq_destroy (DqTxQueue *txq);
 int dq_txq_send (
     DqTxQueue *txq, const guint8 *const *frames, const guint32 *lengths, guint n, GError **error);
+/* Scheduled sending (see the top): times[i] is frame i's send time, port-clock ns (0: as
+ * soon as possible). A queue not created `scheduled` refuses it (DQ_ERROR_CONFIG). */
+int dq_txq_send_at (DqTxQueue *txq, const guint8 *const *frames, const guint32 *lengths,
+    const guint64 *times, guint n, GError **error);
 gboolean dq_txq_flush (DqTxQueue *txq, GError **error);
 void dq_txq_wakeup (DqTxQueue *txq);
 void dq_txq_stats (DqTxQueue *txq, DqTxStats *stats);
@@ -316,6 +350,8 @@ int dq_txq_acquire (DqTxQueue *txq, guint max_frames, guint frame_size, DqTxSlot
     gint64 timeout_ns, GError **error);
 int dq_txq_commit (
     DqTxQueue *txq, DqTxSlots *slots, guint n, const guint32 *lengths, GError **error);
+int dq_txq_commit_at (DqTxQueue *txq, DqTxSlots *slots, guint n, const guint32 *lengths,
+    const guint64 *times, GError **error);
 void dq_txq_cancel (DqTxQueue *txq, DqTxSlots *slots);
 
 G_END_DECLS

@@ -954,7 +954,9 @@ dpdk_txq_create (gpointer port_priv, const DqTxConfig *config, GError **error)
   DpdkPort *port = port_priv;
   guint max_packet;
 
-  if (!port_max_packet (port, "TX", config->max_packet_size, &max_packet, error))
+  if (!dq_tx_config_refuse_timing (port->what, config,
+          "the mlx5 and emu engines schedule and pace (DPDK's own tx_pp is not used)", error) ||
+      !port_max_packet (port, "TX", config->max_packet_size, &max_packet, error))
     return NULL;
   g_mutex_lock (&port->lock);
   gboolean ok = TRUE;
@@ -1027,8 +1029,8 @@ tx_push (DpdkTxQueue *txq, struct rte_mbuf **mbufs, guint n, gboolean *woken)
 }
 
 static int
-dpdk_txq_send (
-    gpointer priv, const guint8 *const *frames, const guint32 *lengths, guint n, GError **error)
+dpdk_txq_send (gpointer priv, const guint8 *const *frames, const guint32 *lengths,
+    const guint64 *times, guint n, GError **error)
 {
   DpdkTxQueue *txq = priv;
   struct rte_mbuf *mbufs[DPDK_TX_BATCH];

@@ -73,6 +73,10 @@ typedef struct {
   guint64 bursts;
   guint64 errors;
   guint64 ring_full_waits;
+  guint64 scheduled;
+  guint64 held;
+  guint64 late;
+  guint64 late_dropped;
 } DqTxCounters;
 
 static inline void
@@ -83,6 +87,31 @@ dq_tx_counters_read (DqTxCounters *c, DqTxStats *stats)
   stats->bursts = dq_counter_get (&c->bursts);
   stats->errors = dq_counter_get (&c->errors);
   stats->ring_full_waits = dq_counter_get (&c->ring_full_waits);
+  stats->scheduled = dq_counter_get (&c->scheduled);
+  stats->held = dq_counter_get (&c->held);
+  stats->late = dq_counter_get (&c->late);
+  stats->late_dropped = dq_counter_get (&c->late_dropped);
+}
+
+/* For engines that can send neither at a time nor paced: refuses DqTxConfig.scheduled
+ * and rate_bps, naming the device `what` and, in `instead`, what to use. */
+static inline gboolean
+dq_tx_config_refuse_timing (
+    const char *what, const DqTxConfig *config, const char *instead, GError **error)
+{
+  if (config->scheduled) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: sending at a time (schedule) is not possible on this engine; %s", what, instead);
+    return FALSE;
+  }
+  if (config->rate_bps != 0) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: rate %" G_GUINT64_FORMAT " bit/s: pacing is not possible on this engine "
+        "(allowed here: 0); %s",
+        what, config->rate_bps, instead);
+    return FALSE;
+  }
+  return TRUE;
 }
 
 /* One send's outcome: packets, bytes and a burst when anything went out; the frames

@@ -29,6 +29,7 @@ struct _DqRxQueue {
 struct _DqTxQueue {
   DqPort *port;
   gpointer priv;
+  gboolean scheduled;
 };
 
 static GHashTable *open_ports; /* device string -> DqPort, protected by registry_lock */
@@ -295,6 +296,7 @@ dq_txq_create (DqPort *port, const DqTxConfig *config, GError **error)
   DqTxQueue *txq = g_new0 (DqTxQueue, 1);
   txq->port = dq_port_ref (port);
   txq->priv = priv;
+  txq->scheduled = config->scheduled;
   return txq;
 }
 
@@ -312,7 +314,29 @@ int
 dq_txq_send (
     DqTxQueue *txq, const guint8 *const *frames, const guint32 *lengths, guint n, GError **error)
 {
-  return txq->port->ops->txq_send (txq->priv, frames, lengths, n, error);
+  return txq->port->ops->txq_send (txq->priv, frames, lengths, NULL, n, error);
+}
+
+/* Times only on a queue made for them */
+static gboolean
+txq_check_times (DqTxQueue *txq, const guint64 *times, GError **error)
+{
+  if (times == NULL || txq->scheduled)
+    return TRUE;
+  g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+      "%s: frames with send times on a TX queue made without scheduling (create it with "
+      "DqTxConfig.scheduled)",
+      txq->port->device);
+  return FALSE;
+}
+
+int
+dq_txq_send_at (DqTxQueue *txq, const guint8 *const *frames, const guint32 *lengths,
+    const guint64 *times, guint n, GError **error)
+{
+  if (!txq_check_times (txq, times, error))
+    return -1;
+  return txq->port->ops->txq_send (txq->priv, frames, lengths, times, n, error);
 }
 
 gboolean
@@ -366,9 +390,18 @@ dq_txq_acquire (DqTxQueue *txq, guint max_frames, guint frame_size, DqTxSlots *s
 int
 dq_txq_commit (DqTxQueue *txq, DqTxSlots *slots, guint n, const guint32 *lengths, GError **error)
 {
+  return dq_txq_commit_at (txq, slots, n, lengths, NULL, error);
+}
+
+int
+dq_txq_commit_at (DqTxQueue *txq, DqTxSlots *slots, guint n, const guint32 *lengths,
+    const guint64 *times, GError **error)
+{
   if (slots->token == NULL || !dq_txq_can_acquire (txq))
     return 0;
-  return txq->port->ops->txq_commit (txq->priv, slots, n, lengths, error);
+  if (!txq_check_times (txq, times, error))
+    return -1;
+  return txq->port->ops->txq_commit (txq->priv, slots, n, lengths, times, error);
 }
 
 void

@@ -35,6 +35,7 @@
 #endif
 
 #include "gstdaqirisink.h"
+#include "gstdaqiriclock.h"
 #include "gstdaqirielement.h"
 #include "gstdaqiritxpool.h"
 
@@ -50,13 +51,55 @@ GST_DEBUG_CATEGORY_STATIC (daqirisink_debug);
 #define MAX_RING_SIZE (G_GUINT64_CONSTANT (1) << 30)
 #define DEFAULT_MAX_PACKET_SIZE 9216
 
+#define MAX_RATE G_GUINT64_CONSTANT (1600000000000)
+
 enum {
   PROP_0,
   PROP_DEVICE,
   PROP_RING_SIZE,
   PROP_MAX_PACKET_SIZE,
+  PROP_SCHEDULE,
+  PROP_LATE,
+  PROP_RATE,
   PROP_STATS,
 };
+
+typedef enum {
+  GST_DAQIRI_SCHEDULE_NONE,
+  GST_DAQIRI_SCHEDULE_PTS,
+} GstDaqiriSchedule;
+
+#define GST_TYPE_DAQIRI_SCHEDULE (gst_daqiri_schedule_get_type ())
+static GType
+gst_daqiri_schedule_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = { { GST_DAQIRI_SCHEDULE_NONE,
+                                           "Every packet as soon as it arrives", "none" },
+    { GST_DAQIRI_SCHEDULE_PTS,
+        "Every packet at its time: the buffer's PTS plus the packet's offset", "pts" },
+    { 0, NULL, NULL } };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type, g_enum_register_static ("GstDaqiriSchedule", values));
+  return type;
+}
+
+typedef enum {
+  GST_DAQIRI_LATE_SEND = DQ_TX_LATE_SEND,
+  GST_DAQIRI_LATE_DROP = DQ_TX_LATE_DROP,
+} GstDaqiriLate;
+
+#define GST_TYPE_DAQIRI_LATE (gst_daqiri_late_get_type ())
+static GType
+gst_daqiri_late_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = { { GST_DAQIRI_LATE_SEND, "Sent at once", "send" },
+    { GST_DAQIRI_LATE_DROP, "Not sent (counted)", "drop" }, { 0, NULL, NULL } };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type, g_enum_register_static ("GstDaqiriLate", values));
+  return type;
+}
 
 struct _GstDaqiriSink {
   GstBaseSink parent;
@@ -65,6 +108,9 @@ struct _GstDaqiriSink {
   gchar *device;
   guint64 ring_size;
   guint max_packet_size;
+  GstDaqiriSchedule schedule;
+  GstDaqiriLate late;
+  guint64 rate;
 
   /* between start and stop */
   DqPort *port;
@@ -74,9 +120,10 @@ struct _GstDaqiriSink {
                                  * query; written in place */
   gint flushing;
 
-  /* the frames of the burst being sent */
+  /* the frames of the burst being sent, and their send times (schedule=pts) */
   const guint8 **frames;
   guint32 *lengths;
+  guint64 *times;
   guint capacity;
 
   /* counters, protected by the object lock */
@@ -101,6 +148,10 @@ add_stats (DqTxStats *sum, const DqTxStats *s)
   sum->bursts += s->bursts;
   sum->errors += s->errors;
   sum->ring_full_waits += s->ring_full_waits;
+  sum->scheduled += s->scheduled;
+  sum->held += s->held;
+  sum->late += s->late;
+  sum->late_dropped += s->late_dropped;
 }
 
 /* both queues; object lock held */
@@ -134,7 +185,9 @@ make_stats (GstDaqiriSink *self)
   return gst_structure_new ("application/x-daqiri-sink-stats", "packets", G_TYPE_UINT64, s.packets,
       "bytes", G_TYPE_UINT64, s.bytes, "bursts", G_TYPE_UINT64, s.bursts, "errors", G_TYPE_UINT64,
       s.errors, "malformed", G_TYPE_UINT64, malformed, "in-place", G_TYPE_UINT64, in_place,
-      "copies", G_TYPE_UINT64, copies, "ring-full-waits", G_TYPE_UINT64, s.ring_full_waits, NULL);
+      "copies", G_TYPE_UINT64, copies, "ring-full-waits", G_TYPE_UINT64, s.ring_full_waits,
+      "scheduled", G_TYPE_UINT64, s.scheduled, "held", G_TYPE_UINT64, s.held, "late", G_TYPE_UINT64,
+      s.late, "late-dropped", G_TYPE_UINT64, s.late_dropped, NULL);
 }
 
 /* the properties kept as plain members */
@@ -142,7 +195,24 @@ static const GstDaqiriMember sink_members[] = {
   GST_DAQIRI_MEMBER (PROP_DEVICE, GstDaqiriSink, device),
   GST_DAQIRI_MEMBER (PROP_RING_SIZE, GstDaqiriSink, ring_size),
   GST_DAQIRI_MEMBER (PROP_MAX_PACKET_SIZE, GstDaqiriSink, max_packet_size),
+  GST_DAQIRI_MEMBER (PROP_SCHEDULE, GstDaqiriSink, schedule),
+  GST_DAQIRI_MEMBER (PROP_LATE, GstDaqiriSink, late),
+  GST_DAQIRI_MEMBER (PROP_RATE, GstDaqiriSink, rate),
 };
+
+/* The TX queue configuration the properties ask for; object lock held */
+static DqTxConfig
+tx_config (GstDaqiriSink *self)
+{
+  DqTxConfig config = {
+    .ring_bytes = self->ring_size,
+    .max_packet_size = self->max_packet_size,
+    .scheduled = self->schedule == GST_DAQIRI_SCHEDULE_PTS,
+    .late = (DqTxLate) self->late,
+    .rate_bps = self->rate,
+  };
+  return config;
+}
 
 static void
 gst_daqiri_sink_set_property (
@@ -179,10 +249,7 @@ gst_daqiri_sink_start (GstBaseSink *bsink)
 
   GST_OBJECT_LOCK (self);
   gchar *device = g_strdup (self->device);
-  DqTxConfig config = {
-    .ring_bytes = self->ring_size,
-    .max_packet_size = self->max_packet_size,
-  };
+  DqTxConfig config = tx_config (self);
   memset (&self->past, 0, sizeof self->past);
   self->malformed = self->in_place = self->copies = 0;
   GST_OBJECT_UNLOCK (self);
@@ -250,10 +317,7 @@ ensure_ring (GstDaqiriSink *self)
     GST_OBJECT_UNLOCK (self);
     return ring;
   }
-  DqTxConfig config = {
-    .ring_bytes = self->ring_size,
-    .max_packet_size = self->max_packet_size,
-  };
+  DqTxConfig config = tx_config (self);
   DqTxQueue *txq = dq_txq_create (self->port, &config, &error);
   if (txq != NULL)
     ring = gst_daqiri_tx_ring_new (txq, &error);
@@ -337,16 +401,85 @@ ensure_capacity (GstDaqiriSink *self, guint n)
   self->capacity = MAX (n, 256);
   self->frames = g_renew (const guint8 *, self->frames, self->capacity);
   self->lengths = g_renew (guint32, self->lengths, self->capacity);
+  self->times = g_renew (guint64, self->times, self->capacity);
+}
+
+/* ---- schedule=pts: when each packet leaves ---- */
+
+/* The port time at which the pipeline clock reaches `when`: exact for a GstDaqiriClock of
+ * this port; for any other clock through the tightest of three back-to-back reads of
+ * both clocks. 0 when there is no clock. */
+static guint64
+clock_to_port_time (GstDaqiriSink *self, GstClockTime when)
+{
+  GstClock *clock = gst_element_get_clock (GST_ELEMENT_CAST (self));
+  guint64 port_ns = 0;
+  if (clock == NULL)
+    return 0;
+  if (GST_IS_DAQIRI_CLOCK (clock) &&
+      gst_daqiri_clock_get_port (GST_DAQIRI_CLOCK (clock)) == self->port) {
+    GstClockTime internal, external, num, den;
+    gst_clock_get_calibration (clock, &internal, &external, &num, &den);
+    port_ns = gst_clock_unadjust_with_calibration (clock, when, internal, external, num, den);
+  } else {
+    guint64 best = G_MAXUINT64, port_at = 0;
+    GstClockTime clock_at = 0;
+    for (int k = 0; k < 3; k++) {
+      guint64 p0 = dq_port_time (self->port);
+      GstClockTime c = gst_clock_get_time (clock);
+      guint64 p1 = dq_port_time (self->port);
+      if (p1 - p0 < best) {
+        best = p1 - p0;
+        port_at = p0 + (p1 - p0) / 2;
+        clock_at = c;
+      }
+    }
+    port_ns = port_at + (guint64) ((gint64) when - (gint64) clock_at);
+  }
+  gst_object_unref (clock);
+  return port_ns;
+}
+
+/* The port time at which the buffer is due: its PTS as running time, plus the base
+ * time, the pipeline latency and ts-offset, on the pipeline clock. 0 (as soon as
+ * possible) without a PTS, outside the segment, or without a clock. */
+static guint64
+buffer_port_time (GstDaqiriSink *self, GstBuffer *buffer)
+{
+  GstBaseSink *bsink = GST_BASE_SINK_CAST (self);
+  GstClockTime pts = GST_BUFFER_PTS (buffer);
+  if (!GST_CLOCK_TIME_IS_VALID (pts))
+    return 0;
+  GstClockTime rt = gst_segment_to_running_time (&bsink->segment, GST_FORMAT_TIME, pts);
+  if (!GST_CLOCK_TIME_IS_VALID (rt))
+    return 0;
+  gint64 when = (gint64) (rt + gst_element_get_base_time (GST_ELEMENT_CAST (self)) +
+                    gst_base_sink_get_latency (bsink)) +
+      gst_base_sink_get_ts_offset (bsink);
+  if (when <= 0)
+    return 0;
+  return MAX (clock_to_port_time (self, (GstClockTime) when), 1);
+}
+
+/* The send time of packet p of a burst due at `base`: base plus its timestamp's offset
+ * from the first packet's (GstDaqiriPacketMeta) */
+static inline guint64
+packet_time (guint64 base, const GstDaqiriPacket *first, const GstDaqiriPacket *p)
+{
+  if (base == 0 || first->timestamp == 0 || p->timestamp < first->timestamp)
+    return base;
+  return base + (p->timestamp - first->timestamp);
 }
 
 static GstFlowReturn
-send_frames (GstDaqiriSink *self, guint n)
+send_frames (GstDaqiriSink *self, guint n, gboolean timed)
 {
   guint sent = 0;
 
   while (sent < n) {
     GError *error = NULL;
-    int r = dq_txq_send (self->txq, self->frames + sent, self->lengths + sent, n - sent, &error);
+    int r = dq_txq_send_at (self->txq, self->frames + sent, self->lengths + sent,
+        timed ? self->times + sent : NULL, n - sent, &error);
     if (r < 0) {
       GST_DAQIRI_POST_ENGINE_ERROR (self, "send", error);
       g_error_free (error);
@@ -370,7 +503,7 @@ typedef enum {
  * is. Anything else (another ring's run, frames not where the slots are, a descriptor
  * outside the buffer) is left to the copy path. */
 static InPlace
-render_in_place (GstDaqiriSink *self, GstBuffer *buffer)
+render_in_place (GstDaqiriSink *self, GstBuffer *buffer, guint64 due)
 {
   GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buffer);
   GstDaqiriTxRing *ring = g_atomic_pointer_get (&self->ring);
@@ -392,8 +525,10 @@ render_in_place (GstDaqiriSink *self, GstBuffer *buffer)
         (gsize) p->offset > size || (gsize) p->length > size - p->offset)
       return IN_PLACE_NO;
     self->lengths[i] = p->length;
+    self->times[i] = packet_time (due, &meta->packets[0], p);
   }
-  int r = gst_daqiri_tx_slot_memory_commit (mem, meta->n_packets, self->lengths, &error);
+  int r = gst_daqiri_tx_slot_memory_commit (
+      mem, meta->n_packets, self->lengths, due != 0 ? self->times : NULL, &error);
   if (r < 0) {
     GST_DAQIRI_POST_ENGINE_ERROR (self, "send in place", error);
     g_error_free (error);
@@ -422,7 +557,10 @@ gst_daqiri_sink_render (GstBaseSink *bsink, GstBuffer *buffer)
             split->header_size));
     return GST_FLOW_ERROR;
   }
-  switch (render_in_place (self, buffer)) {
+  /* schedule is fixed from start to stop: read without the lock */
+  gboolean timed = self->schedule == GST_DAQIRI_SCHEDULE_PTS;
+  guint64 due = timed ? buffer_port_time (self, buffer) : 0;
+  switch (render_in_place (self, buffer, due)) {
     case IN_PLACE_SENT: return GST_FLOW_OK;
     case IN_PLACE_ERROR: return GST_FLOW_ERROR;
     case IN_PLACE_NO: break;
@@ -440,6 +578,7 @@ gst_daqiri_sink_render (GstBaseSink *bsink, GstBuffer *buffer)
     ensure_capacity (self, 1);
     self->frames[0] = map.data;
     self->lengths[0] = (guint32) MIN (map.size, G_MAXUINT32);
+    self->times[0] = due;
     n = 1;
   } else {
     ensure_capacity (self, meta->n_packets);
@@ -452,6 +591,7 @@ gst_daqiri_sink_render (GstBaseSink *bsink, GstBuffer *buffer)
       }
       self->frames[n] = map.data + p->offset;
       self->lengths[n] = p->length;
+      self->times[n] = packet_time (due, &meta->packets[0], p);
       n++;
     }
   }
@@ -465,7 +605,7 @@ gst_daqiri_sink_render (GstBaseSink *bsink, GstBuffer *buffer)
         bad, map.size);
   }
 
-  GstFlowReturn ret = n > 0 ? send_frames (self, n) : GST_FLOW_OK;
+  GstFlowReturn ret = n > 0 ? send_frames (self, n, timed) : GST_FLOW_OK;
   gst_buffer_unmap (buffer, &map);
   if (ret == GST_FLOW_OK && n > 0) {
     GST_OBJECT_LOCK (self);
@@ -501,6 +641,7 @@ gst_daqiri_sink_finalize (GObject *object)
   g_free (self->device);
   g_free (self->frames);
   g_free (self->lengths);
+  g_free (self->times);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -531,12 +672,35 @@ gst_daqiri_sink_class_init (GstDaqiriSinkClass *klass)
           "Largest frame that can be sent, in bytes from the Ethernet header; larger "
           "frames are not sent and are counted as errors",
           64, 65535, DEFAULT_MAX_PACKET_SIZE, rw));
+  g_object_class_install_property (gobject_class, PROP_SCHEDULE,
+      g_param_spec_enum ("schedule", "Schedule",
+          "When packets leave. none: as soon as they arrive. pts: each at its time on the "
+          "port clock, the buffer's PTS (as running time + base time + latency + ts-offset "
+          "on the pipeline clock) plus the packet's timestamp minus the burst's first "
+          "packet's timestamp (GstDaqiriPacketMeta): a received burst keeps its spacing. "
+          "Packets more than 1 s ahead are held (the sender waits; order is kept). mlx5 "
+          "and emu engines with a real-time port clock (ConnectX-7: WAIT on time; emu: "
+          "clock=rt); others refuse it",
+          GST_TYPE_DAQIRI_SCHEDULE, GST_DAQIRI_SCHEDULE_NONE, rw));
+  g_object_class_install_property (gobject_class, PROP_LATE,
+      g_param_spec_enum ("late", "Late packets",
+          "With schedule=pts: what becomes of a packet whose time has passed when it is "
+          "handed to the port (counted in stats late, and late-dropped)",
+          GST_TYPE_DAQIRI_LATE, GST_DAQIRI_LATE_SEND, rw));
+  g_object_class_install_property (gobject_class, PROP_RATE,
+      g_param_spec_uint64 ("rate", "Rate",
+          "Pacing in the NIC: at most this many bits of Ethernet frames (header to payload "
+          "end, no FCS) a second leave each transmit queue; 0: no limit. mlx5 (packet "
+          "pacing, within the device's range) and emu engines; others refuse it",
+          0, MAX_RATE, 0, rw));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "Counters: packets, bytes, bursts, errors (refused by the port: too short or "
           "too long), malformed (descriptor outside its buffer), in-place (packets handed "
           "to the port from the TX slots upstream wrote them into, no copy), copies "
-          "(packets copied into the ring), ring-full-waits",
+          "(packets copied into the ring), ring-full-waits; with schedule=pts: scheduled "
+          "(sent with a time), held (held back beyond 1 s ahead), late (time passed when "
+          "handed to the port), late-dropped",
           GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
@@ -554,6 +718,8 @@ gst_daqiri_sink_class_init (GstDaqiriSinkClass *klass)
   basesink_class->event = GST_DEBUG_FUNCPTR (gst_daqiri_sink_event);
 
   GST_DEBUG_CATEGORY_INIT (daqirisink_debug, "daqirisink", 0, "daqiri packet sink");
+  gst_type_mark_as_plugin_api (GST_TYPE_DAQIRI_SCHEDULE, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_DAQIRI_LATE, 0);
 }
 
 static void

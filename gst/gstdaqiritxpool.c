@@ -390,7 +390,8 @@ slot_memory_new (GstDaqiriTxRing *ring, const DqTxSlots *run)
 }
 
 int
-gst_daqiri_tx_slot_memory_commit (GstMemory *mem, guint n, const guint32 *lengths, GError **error)
+gst_daqiri_tx_slot_memory_commit (
+    GstMemory *mem, guint n, const guint32 *lengths, const guint64 *times, GError **error)
 {
   GstDaqiriTxSlotMemory *smem = (GstDaqiriTxSlotMemory *) mem;
   GstDaqiriTxRing *ring = smem->ring;
@@ -398,7 +399,7 @@ gst_daqiri_tx_slot_memory_commit (GstMemory *mem, guint n, const guint32 *length
 
   g_mutex_lock (&ring->lock);
   if (smem->state == SLOTS_LENT) {
-    r = dq_txq_commit (ring->txq, &smem->run, n, lengths, error);
+    r = dq_txq_commit_at (ring->txq, &smem->run, n, lengths, times, error);
     if (r >= 0) {
       smem->state = SLOTS_SENT;
       smem->sent_slots = n;

@@ -68,11 +68,12 @@ GstDaqiriTxRing *gst_daqiri_tx_slot_memory_ring (GstMemory *mem);
 const DqTxSlots *gst_daqiri_tx_slot_memory_run (GstMemory *mem);
 
 /* Sends frames 0 .. n-1 of the memory's run, frame i in slot i and lengths[i] bytes
- * long, without a copy; the unused slots go back. 1: sent (frames too short or too long
- * for the port are refused and counted as errors); 0: the run is no longer lent (it was
- * sent already); -1 with *error. */
+ * long, without a copy; the unused slots go back. `times`: NULL, or frame i's send time
+ * (dq_txq_commit_at). 1: sent (frames too short or too long for the port are refused and
+ * counted as errors); 0: the run is no longer lent (it was sent already); -1 with
+ * *error. */
 int gst_daqiri_tx_slot_memory_commit (
-    GstMemory *mem, guint n, const guint32 *lengths, GError **error);
+    GstMemory *mem, guint n, const guint32 *lengths, const guint64 *times, GError **error);
 
 /* ---- the pool ---- */
 

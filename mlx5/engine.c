@@ -668,6 +668,11 @@ typedef struct {
   guint8 *lent_data;
   guint lent_n;
 
+  /* send scheduling */
+  gboolean scheduled;
+  DqTxLate late;
+  guint64 *waits; /* n_slots, scratch: the WAIT time of each frame of a run (0: none) */
+
   DqTxCounters tx;
 } Mlx5EngTxq;
 
@@ -682,7 +687,46 @@ eng_txq_destroy (gpointer priv)
     close (txq->wake_fd);
   g_free (txq->addrs);
   g_free (txq->lengths);
+  g_free (txq->waits);
   g_free (txq);
+}
+
+/* Sending at a time needs WAIT WQEs on time and a real-time clock to wait on. */
+static gboolean
+tx_check_schedule (Mlx5EngPort *port, GError **error)
+{
+  if (port->caps.wait_on_time && port->caps.real_time_ts)
+    return TRUE;
+  g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+      "%s: sending at a time (schedule) needs the device's WAIT on time (HCA capability "
+      "wait_on_time: %s) and a real-time port clock (%s)%s",
+      port->what, port->caps.wait_on_time ? "yes" : "no, a ConnectX-7 has it",
+      port->caps.real_time_ts ? "yes" : "no: CQE timestamps are free-running ticks",
+      port->ops == &emu_port_ops ? "; the emulated ConnectX takes clock=rt" : "");
+  return FALSE;
+}
+
+/* The SQ's packet pacing rate, within what the device takes. */
+static gboolean
+tx_set_rate (Mlx5EngPort *port, Mlx5EngTxq *txq, guint64 rate_bps, GError **error)
+{
+  const Mlx5Caps *c = &port->caps;
+  if (port->ops->sq_set_rate == NULL || c->pp_max_bps == 0) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: rate %" G_GUINT64_FORMAT " bit/s: the device has no packet pacing (QoS "
+        "capability packet_pacing is 0; allowed: 0)",
+        port->what, rate_bps);
+    return FALSE;
+  }
+  if (rate_bps < c->pp_min_bps || rate_bps > c->pp_max_bps) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: rate %" G_GUINT64_FORMAT " bit/s is out of range (allowed %" G_GUINT64_FORMAT
+        " .. %" G_GUINT64_FORMAT ", or 0 for no limit)",
+        port->what, rate_bps, c->pp_min_bps, c->pp_max_bps);
+    return FALSE;
+  }
+  return port->ops->sq_set_rate (
+      port->dev, mlx5_txq_sq (txq->ring), rate_bps, txq->max_packet, error);
 }
 
 static gpointer
@@ -705,10 +749,14 @@ eng_txq_create (gpointer port_priv, const DqTxConfig *config, GError **error)
   }
   cfg.stamp_src_mac = port->tx_eth_src;
   memcpy (cfg.mac, port->mac, 6);
+  if (config->scheduled && !tx_check_schedule (port, error))
+    return NULL;
 
   Mlx5EngTxq *txq = g_new0 (Mlx5EngTxq, 1);
   txq->port = port;
   txq->max_packet = max_packet;
+  txq->scheduled = config->scheduled;
+  txq->late = config->late;
   txq->wake_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (txq->wake_fd < 0) {
     g_set_error (
@@ -722,6 +770,9 @@ eng_txq_create (gpointer port_priv, const DqTxConfig *config, GError **error)
   txq->log_slot_size = cfg.log_slot_size;
   txq->addrs = g_new (guint8 *, txq->n_slots);
   txq->lengths = g_new (guint32, txq->n_slots);
+  txq->waits = g_new0 (guint64, txq->n_slots);
+  if (config->rate_bps != 0 && !tx_set_rate (port, txq, config->rate_bps, error))
+    goto fail;
   /* a fresh queue hands out slot 0 first: where the slab starts */
   if (mlx5_txq_acquire (txq->ring, 1, txq->addrs) == 1)
     txq->slab = txq->addrs[0];
@@ -774,13 +825,92 @@ tx_refuse_if_lent (Mlx5EngTxq *txq, const char *what, GError **error)
   return TRUE;
 }
 
+/* ---- send scheduling (daqiri-engine.h): times are port-clock ns ---- */
+
+typedef enum {
+  TX_SEND, /* now, behind a WAIT for its time when *wait is not 0 */
+  TX_HOLD, /* beyond the horizon: the sender waits first */
+  TX_DROP, /* late, and late frames are dropped */
+} TxVerdict;
+
+static inline guint64
+tx_clock (Mlx5EngTxq *txq)
+{
+  return txq->port->ops->clock_now (txq->port->dev);
+}
+
+/* What becomes of a frame with send time t (0: none) while the port clock reads `now` */
+static TxVerdict
+tx_verdict (Mlx5EngTxq *txq, guint64 t, guint64 now, guint64 *wait)
+{
+  *wait = 0;
+  if (t == 0)
+    return TX_SEND;
+  if (t > now + DQ_TX_HORIZON_NS)
+    return TX_HOLD;
+  if (t > now) {
+    *wait = t;
+    return TX_SEND;
+  }
+  return txq->late == DQ_TX_LATE_DROP ? TX_DROP : TX_SEND;
+}
+
+/* Holds the sender until time t is within the horizon: FALSE when woken first. */
+static gboolean
+tx_hold (Mlx5EngTxq *txq, guint64 t)
+{
+  dq_counter_add (&txq->tx.held, 1);
+  for (;;) {
+    guint64 now = tx_clock (txq);
+    if (t <= now + DQ_TX_HORIZON_NS)
+      return TRUE;
+    guint64 left = MIN (t - DQ_TX_HORIZON_NS - now, (guint64) SLEEP_MAX_NS * 50);
+    if (wait_on (txq->wake_fd, (gint64) MAX (left, 1000)))
+      return FALSE;
+  }
+}
+
+/* Counts k frames sent with times[] as asked and waits[] as posted */
+static void
+tx_count_scheduled (Mlx5EngTxq *txq, const guint64 *times, const guint64 *waits, guint k)
+{
+  guint64 scheduled = 0, late = 0;
+  for (guint x = 0; x < k; x++) {
+    scheduled += times[x] != 0;
+    late += times[x] != 0 && waits[x] == 0;
+  }
+  dq_counter_add (&txq->tx.scheduled, scheduled);
+  dq_counter_add (&txq->tx.late, late);
+}
+
+static void
+tx_count_dropped (Mlx5EngTxq *txq)
+{
+  dq_counter_add (&txq->tx.late, 1);
+  dq_counter_add (&txq->tx.late_dropped, 1);
+}
+
+/* Frames i.. that go out now as one run, each with its WAIT time in txq->waits (from
+ * index 0): good lengths, none held or dropped, at most n_slots. Returns the run's end. */
+static guint
+tx_run_end (
+    Mlx5EngTxq *txq, const guint32 *lengths, const guint64 *times, guint i, guint n, guint64 now)
+{
+  guint j = i;
+  while (j < n && j - i < txq->n_slots && tx_frame_ok (txq, lengths[j]) &&
+      (times == NULL || tx_verdict (txq, times[j], now, &txq->waits[j - i]) == TX_SEND))
+    j++;
+  return j;
+}
+
 static int
-eng_txq_send (
-    gpointer priv, const guint8 *const *frames, const guint32 *lengths, guint n, GError **error)
+eng_txq_send (gpointer priv, const guint8 *const *frames, const guint32 *lengths,
+    const guint64 *times, guint n, GError **error)
 {
   Mlx5EngTxq *txq = priv;
   guint i = 0, sent = 0;
   guint64 bytes = 0, errors = 0;
+  guint64 now = times != NULL ? tx_clock (txq) : 0;
 
   if (tx_refuse_if_lent (txq, "sending copies", error))
     return -1;
@@ -791,16 +921,34 @@ eng_txq_send (
       i++;
       continue;
     }
-    guint j = i;
-    while (j < n && tx_frame_ok (txq, lengths[j]))
-      j++;
-    guint k = mlx5_txq_send (txq->ring, frames + i, lengths + i, j - i);
+    if (times != NULL) {
+      guint64 wait;
+      TxVerdict v = tx_verdict (txq, times[i], now, &wait);
+      if (v == TX_HOLD) {
+        if (!tx_hold (txq, times[i]))
+          break;
+        now = tx_clock (txq);
+        continue;
+      }
+      if (v == TX_DROP) {
+        tx_count_dropped (txq);
+        i++;
+        continue;
+      }
+    }
+    guint j = tx_run_end (txq, lengths, times, i, n, now);
+    guint k = mlx5_txq_send_at (
+        txq->ring, frames + i, lengths + i, times != NULL ? txq->waits : NULL, j - i);
+    if (times != NULL)
+      tx_count_scheduled (txq, times + i, txq->waits, k);
     for (guint x = 0; x < k; x++)
       bytes += lengths[i + x];
     sent += k;
     i += k;
     if (i < j && !tx_wait_slots (txq))
       break;
+    if (times != NULL)
+      now = tx_clock (txq);
   }
   dq_tx_counters_add_burst (&txq->tx, sent, bytes, errors);
   return (int) i;
@@ -906,11 +1054,12 @@ eng_txq_cancel (gpointer priv, DqTxSlots *slots)
 }
 
 static int
-eng_txq_commit (gpointer priv, DqTxSlots *slots, guint n, const guint32 *lengths, GError **error)
+eng_txq_commit (gpointer priv, DqTxSlots *slots, guint n, const guint32 *lengths,
+    const guint64 *times, GError **error)
 {
   Mlx5EngTxq *txq = priv;
-  guint64 bytes = 0, errors = 0;
-  guint w = 0;
+  guint64 bytes = 0, errors = 0, scheduled = 0, late = 0;
+  guint w = 0, sent = 0;
 
   if (!tx_run_is_lent (txq, slots) || n > slots->n_slots) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
@@ -920,28 +1069,54 @@ eng_txq_commit (gpointer priv, DqTxSlots *slots, guint n, const guint32 *lengths
         tx_run_is_lent (txq, slots) ? "has fewer slots" : "is not the one lent");
     return -1;
   }
-  /* a frame that is refused gives its slot to the next good one: the SQ sends slots in
-   * ring order, with no gaps (a move only happens when a frame is refused) */
-  for (guint i = 0; i < n; i++) {
+  /* a frame that is refused (or dropped late) gives its slot to the next good one: the SQ
+   * sends slots in ring order, with no gaps (a move only happens when a frame is not
+   * sent); frames before one that is held go out first */
+  guint64 now = times != NULL ? tx_clock (txq) : 0;
+  guint i = 0;
+  for (; i < n; i++) {
     guint32 len = lengths[i];
     if (!tx_frame_ok (txq, len)) {
       errors++;
       continue;
+    }
+    txq->waits[w] = 0;
+    if (times != NULL) {
+      TxVerdict v = tx_verdict (txq, times[i], now, &txq->waits[w]);
+      if (v == TX_HOLD) {
+        sent += mlx5_txq_commit_at (txq->ring, w - sent, txq->lengths + sent, txq->waits + sent);
+        if (!tx_hold (txq, times[i]))
+          break;
+        now = tx_clock (txq);
+        v = tx_verdict (txq, times[i], now, &txq->waits[w]);
+      }
+      if (v == TX_DROP) {
+        tx_count_dropped (txq);
+        continue;
+      }
+      scheduled += times[i] != 0;
+      late += times[i] != 0 && txq->waits[w] == 0;
     }
     if (w != i)
       memmove (
           slots->data + (gsize) w * slots->stride, slots->data + (gsize) i * slots->stride, len);
     txq->lengths[w++] = len;
   }
-  guint sent = w > 0 ? mlx5_txq_commit (txq->ring, w, txq->lengths) : 0;
+  /* woken while holding: the rest of the run is not sent */
+  errors += n - i;
+  sent += w > sent ? mlx5_txq_commit_at (txq->ring, w - sent, txq->lengths + sent,
+                         times != NULL ? txq->waits + sent : NULL)
+                   : 0;
   mlx5_txq_cancel (txq->ring);
   txq->lent = FALSE;
   slots->token = NULL;
   /* sent < w cannot happen (every length was checked against the slots); if it did,
    * the rest would count as refused */
   errors += w - sent;
-  for (guint i = 0; i < sent; i++)
-    bytes += txq->lengths[i];
+  for (guint x = 0; x < sent; x++)
+    bytes += txq->lengths[x];
+  dq_counter_add (&txq->tx.scheduled, scheduled);
+  dq_counter_add (&txq->tx.late, late);
   dq_tx_counters_add_burst (&txq->tx, sent, bytes, errors);
   return (int) n;
 }

@@ -74,6 +74,29 @@ G_BEGIN_DECLS
 #define MLX5_WQE_CTRL_CE_MASK (3u << 2)
 #define MLX5_WQE_CTRL_CQ_ONLY_FIRST_ERR (1u << 2)
 
+/* Send scheduling: a WAIT WQE (opcode WAIT, opmod WAIT_TIME in bits 31..24 of
+ * opmod_idx_opcode) holds the SQ until the condition of its wait segment holds; it takes
+ * one WQEBB: the control segment and a 32-byte wait segment (3 DS). For time, `value`
+ * and `mask` are in the real-time format (seconds << 32 | ns) and CYCLIC_SMALLER holds
+ * once the port's real-time clock, both masked, has passed `value`: with the mask of the
+ * low 3 bits of the seconds and all of the ns, in a cyclic window of 8 s (a time up to
+ * 4 s ahead is waited for, one up to 4 s behind has passed). */
+#define MLX5_OPCODE_WAIT 0x0fu
+#define MLX5_OPC_MOD_WAIT_TIME 2u
+#define MLX5_WAIT_COND_CYCLIC_SMALLER 5u
+#define MLX5_WAIT_TIME_MASK ((G_GUINT64_CONSTANT (8) << 32) - 1)
+#define MLX5_WAIT_WINDOW_NS (G_GUINT64_CONSTANT (8000000000))
+
+/* The wait segment (every field big-endian) */
+typedef struct {
+  guint32 operation;
+  guint32 lkey;
+  guint32 va_high;
+  guint32 va_low;
+  guint64 value;
+  guint64 mask;
+} Mlx5WaitSeg;
+
 /* qpn_ds: the low 6 bits count the WQE's 16-byte data segments (DS) */
 #define MLX5_WQE_DS_MASK 0x3fu
 #define MLX5_WQE_DS_SIZE 16
@@ -149,6 +172,13 @@ static inline guint64
 mlx5_rt_ts_to_ns (guint64 ts)
 {
   return (ts >> 32) * G_GUINT64_CONSTANT (1000000000) + (ts & 0xffffffffu);
+}
+
+/* ns to the real-time format of CQE timestamps and WAIT times */
+static inline guint64
+mlx5_ns_to_rt_ts (guint64 ns)
+{
+  return ((ns / G_GUINT64_CONSTANT (1000000000)) << 32) | (ns % G_GUINT64_CONSTANT (1000000000));
 }
 
 G_END_DECLS

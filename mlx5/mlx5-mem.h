@@ -23,6 +23,7 @@ gsize mlx5_page_size (void);
  * (no locked instruction on the hot path), an atomic load on the reading side. */
 #define MLX5_COUNTER_ADD(c, v) __atomic_store_n (&(c), (c) + (v), __ATOMIC_RELAXED)
 #define MLX5_COUNTER_GET(c) __atomic_load_n (&(c), __ATOMIC_RELAXED)
+#define MLX5_COUNTER_SET(c, v) __atomic_store_n (&(c), (v), __ATOMIC_RELAXED)
 
 G_END_DECLS
 

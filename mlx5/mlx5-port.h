@@ -94,10 +94,12 @@ typedef struct {
   gboolean real_time_ts; /* CQE timestamps are in the real-time format (seconds in
                                  * the high 32 bits, ns in the low 32), not raw ticks */
   guint64 device_frequency_khz;
-  gboolean no_hw_ts; /* CQE timestamps cannot be turned into time (no clock
+  gboolean no_hw_ts;              /* CQE timestamps cannot be turned into time (no clock
                                  * conversion): packets carry timestamp 0 and no
                                  * DQ_PACKET_FLAG_TS_HW */
-  gboolean tx_csum;  /* send WQEs can ask for L3/L4 checksums */
+  gboolean tx_csum;               /* send WQEs can ask for L3/L4 checksums */
+  gboolean wait_on_time;          /* WAIT WQEs on time (send scheduling; needs real_time_ts too) */
+  guint64 pp_min_bps, pp_max_bps; /* packet pacing: the rates an SQ takes (0: none) */
 } Mlx5Caps;
 
 /* Counters the device keeps per RQ (on hardware: a queue counter set). */
@@ -142,6 +144,11 @@ typedef struct {
   /* an SQ the device put in ERR back to RDY: ERR -> RST -> RDY; WQE indices start again
    * at 0 (the host has set the doorbell record to 0) */
   gboolean (*sq_recover) (gpointer dev, Mlx5Sq *sq, GError **error);
+  /* packet pacing: the SQ sends no more than rate_bps bits of frames a second (0: no
+   * limit), frames of typically `typical_size` bytes; rate within caps.pp_min_bps ..
+   * pp_max_bps. NULL: not this device. */
+  gboolean (*sq_set_rate) (
+      gpointer dev, Mlx5Sq *sq, guint64 rate_bps, guint typical_size, GError **error);
 
   /* steers the port's packets to a group of RQs (the queues of one element, identified
    * by `group`): the rules (none: everything) with a tag action carrying each rule's

@@ -15,6 +15,9 @@
  *    16 bits), then an 8-byte write of the last WQE's ctrl segment to the UAR/BlueFlame
  *    register, flushed from the write-combining buffer; the next doorbell uses the other
  *    half of the BlueFlame buffer (sq_ring_doorbell).
+ *  - A scheduled frame is a WAIT WQE (one WQEBB, unsignalled, no slot: ctrl + wait
+ *    segment, mlx5-dma.h) and then its SEND: the device holds the SQ until the port's
+ *    real-time clock passes the WAIT's time (txq_build_wait).
  *  - An error CQE moves the SQ to the error state (flush_in_error_en): the device
  *    completes every WQE after it with a flush error and sends nothing. Once every posted
  *    WQE has completed, the host takes the SQ ERR -> RST -> RDY (ops->sq_recover) with the
@@ -84,6 +87,8 @@ mlx5_tx_geometry_choose (const Mlx5Caps *caps, const char *what, gsize ring_byte
     return FALSE;
   }
   guint ls = MAX (dq_log2_ceil (max_packet), dq_log2_ceil (MLX5_TX_MIN_SLOT));
+  /* two WQEBBs a slot (a WAIT before each SEND) */
+  guint max_log_slots = caps->max_log_wqebbs - 1;
   guint64 n = ring >> ls;
   if (n < MLX5_TX_MIN_SLOTS) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
@@ -92,9 +97,8 @@ mlx5_tx_geometry_choose (const Mlx5Caps *caps, const char *what, gsize ring_byte
         what, ring, 1u << ls, MLX5_TX_MIN_SLOTS << ls);
     return FALSE;
   }
-  guint lw = MIN (dq_log2_floor (n) + 1, caps->max_log_wqebbs);
-  guint lslots = MIN (dq_log2_floor (n), caps->max_log_wqebbs);
-  if (lslots < dq_log2_ceil (MLX5_TX_MIN_SLOTS)) {
+  guint lslots = MIN (dq_log2_floor (n), max_log_slots);
+  if (caps->max_log_wqebbs < 1 || lslots < dq_log2_ceil (MLX5_TX_MIN_SLOTS)) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
         "%s: the device's send queues are too "
         "small (%u WQEs)",
@@ -114,8 +118,7 @@ mlx5_tx_geometry_choose (const Mlx5Caps *caps, const char *what, gsize ring_byte
   }
   cfg->log_slot_size = ls;
   cfg->log_slots = lslots;
-  /* room for a WAIT WQE before each SEND later on */
-  cfg->log_wqebbs = MAX (lw, lslots);
+  cfg->log_wqebbs = lslots + 1;
   cfg->signal_every = every;
   return TRUE;
 }
@@ -383,6 +386,36 @@ txq_build_send (Mlx5Txq *q, guint32 slot, guint32 len, gboolean signal)
   q->wqe_slot_end[idx] = slot + 1;
 }
 
+/* A WAIT WQE holding the SQ until the port's real-time clock passes `time_ns`; it
+ * completes no slot (`slot` is the first slot after it). */
+static inline void
+txq_build_wait (Mlx5Txq *q, guint32 slot, guint64 time_ns)
+{
+  guint8 *wqe = q->sq.wqes + ((gsize) (q->sq_pi & q->wqebb_mask) << MLX5_SEND_WQE_SHIFT);
+  struct mlx5_wqe_ctrl_seg *ctrl = (struct mlx5_wqe_ctrl_seg *) wqe;
+  Mlx5WaitSeg *wait = (Mlx5WaitSeg *) (wqe + MLX5_WQE_DS_SIZE);
+
+  ctrl->opmod_idx_opcode =
+      htobe32 ((MLX5_OPC_MOD_WAIT_TIME << 24) | ((q->sq_pi & 0xffff) << 8) | MLX5_OPCODE_WAIT);
+  ctrl->qpn_ds = htobe32 ((q->sq.sqn << 8) | 3);
+  ctrl->signature = 0;
+  ctrl->dci_stream_channel_id = 0;
+  ctrl->fm_ce_se = MLX5_WQE_CTRL_CQ_ONLY_FIRST_ERR;
+  ctrl->imm = 0;
+  wait->operation = htobe32 (MLX5_WAIT_COND_CYCLIC_SMALLER);
+  wait->lkey = 0;
+  wait->va_high = 0;
+  wait->va_low = 0;
+  wait->value = htobe64 (mlx5_ns_to_rt_ts (time_ns) & MLX5_WAIT_TIME_MASK);
+  wait->mask = htobe64 (MLX5_WAIT_TIME_MASK);
+
+  guint32 idx = q->sq_pi & q->wqebb_mask;
+  q->sq_pi++;
+  q->wqe_sq_end[idx] = q->sq_pi;
+  q->wqe_slot_end[idx] = slot;
+  MLX5_COUNTER_ADD (q->c.waits, 1);
+}
+
 static void
 sq_ring_doorbell (Mlx5Txq *q, const guint8 *last_wqe)
 {
@@ -404,6 +437,12 @@ sq_ring_doorbell (Mlx5Txq *q, const guint8 *last_wqe)
 guint
 mlx5_txq_commit (Mlx5Txq *q, guint n, const guint32 *lengths)
 {
+  return mlx5_txq_commit_at (q, n, lengths, NULL);
+}
+
+guint
+mlx5_txq_commit_at (Mlx5Txq *q, guint n, const guint32 *lengths, const guint64 *times)
+{
   guint32 slot_size = 1u << q->log_slot_size;
   guint64 bytes = 0;
   guint i;
@@ -419,6 +458,8 @@ mlx5_txq_commit (Mlx5Txq *q, guint n, const guint32 *lengths)
     gboolean signal = ++q->since_signal >= q->signal_every || i + 1 == n;
     if (signal)
       q->since_signal = 0;
+    if (times != NULL && times[i] != 0)
+      txq_build_wait (q, slot, times[i]);
     txq_build_send (q, slot, len, signal);
     bytes += len;
   }
@@ -439,6 +480,13 @@ mlx5_txq_commit (Mlx5Txq *q, guint n, const guint32 *lengths)
 guint
 mlx5_txq_send (Mlx5Txq *q, const guint8 *const *frames, const guint32 *lengths, guint n)
 {
+  return mlx5_txq_send_at (q, frames, lengths, NULL, n);
+}
+
+guint
+mlx5_txq_send_at (
+    Mlx5Txq *q, const guint8 *const *frames, const guint32 *lengths, const guint64 *times, guint n)
+{
   guint32 slot_size = 1u << q->log_slot_size;
 
   mlx5_txq_cancel (q);
@@ -453,7 +501,7 @@ mlx5_txq_send (Mlx5Txq *q, const guint8 *const *frames, const guint32 *lengths, 
     memcpy (slot_addr (q, q->slot_head + i), frames[i], len);
   }
   q->acquired = i;
-  guint sent = mlx5_txq_commit (q, i, lengths);
+  guint sent = mlx5_txq_commit_at (q, i, lengths, times);
   mlx5_txq_cancel (q);
   return sent;
 }
@@ -464,6 +512,7 @@ mlx5_txq_counters (Mlx5Txq *q, Mlx5TxCounters *c)
   c->packets = MLX5_COUNTER_GET (q->c.packets);
   c->bytes = MLX5_COUNTER_GET (q->c.bytes);
   c->doorbells = MLX5_COUNTER_GET (q->c.doorbells);
+  c->waits = MLX5_COUNTER_GET (q->c.waits);
   c->completions = MLX5_COUNTER_GET (q->c.completions);
   c->cqe_errors = MLX5_COUNTER_GET (q->c.cqe_errors);
   c->flushed = MLX5_COUNTER_GET (q->c.flushed);

@@ -10,6 +10,13 @@
  * Two ways to send: mlx5_txq_send() copies frames into slots; or, for writing in place,
  * mlx5_txq_acquire() hands out free slots, the caller writes frames into them and
  * mlx5_txq_commit() sends the first n of them (one doorbell). One thread at a time.
+ *
+ * Send scheduling: the _at variants take a time per frame (port real-time clock, ns; 0:
+ * none) and put a WAIT WQE before the SEND of each timed frame: the device sends it once
+ * its clock has passed that time, and everything behind it waits too. Times must lie
+ * within 4 s of the device's clock (the WAIT's cyclic window, mlx5-dma.h); the SQ has two
+ * WQEBBs per slot, so a WAIT never costs a slot. The device needs the wait_on_time
+ * capability and a real-time clock (the caller checks).
  */
 #ifndef DAQIRI_MLX5_TX_H
 #define DAQIRI_MLX5_TX_H
@@ -36,7 +43,8 @@ typedef struct {
 } Mlx5TxConfig;
 
 /* Slots: the power of two >= max_packet (at least 64 bytes); as many as fit ring_bytes
- * (0: 4 MiB), a power of two, at least 4, at most the device's SQ size. signal_every
+ * (0: 4 MiB), a power of two, at least 4, at most half the device's SQ size (the SQ has
+ * two WQEBBs a slot). signal_every
  * 0 means 32 (at most half the slots). Fails with DQ_ERROR_CONFIG naming the value and
  * the allowed range. Fills the geometry fields of cfg; leaves the others. */
 gboolean mlx5_tx_geometry_choose (const Mlx5Caps *caps, const char *what, gsize ring_bytes,
@@ -46,6 +54,7 @@ typedef struct {
   guint64 packets; /* WQEs posted */
   guint64 bytes;
   guint64 doorbells;
+  guint64 waits;       /* WAIT WQEs posted (scheduled frames) */
   guint64 completions; /* CQEs read */
   guint64 cqe_errors;  /* error CQEs other than flushes */
   guint64 flushed;     /* flush-error CQEs: WQEs the SQ in ERR completed unsent */
@@ -85,12 +94,18 @@ guint mlx5_txq_acquire (Mlx5Txq *q, guint n, guint8 **slots);
  * after it stay acquired). Returns how many were sent. */
 guint mlx5_txq_commit (Mlx5Txq *q, guint n, const guint32 *lengths);
 
+/* The same with a time per frame (NULL: none; times[i] 0: frame i unscheduled). */
+guint mlx5_txq_commit_at (Mlx5Txq *q, guint n, const guint32 *lengths, const guint64 *times);
+
 /* Gives back every acquired, uncommitted slot. */
 void mlx5_txq_cancel (Mlx5Txq *q);
 
 /* Copies up to n frames into free slots and sends them (one doorbell). Stops at the
  * first frame with a length out of range, or when no slot is free. Returns how many. */
 guint mlx5_txq_send (Mlx5Txq *q, const guint8 *const *frames, const guint32 *lengths, guint n);
+
+guint mlx5_txq_send_at (
+    Mlx5Txq *q, const guint8 *const *frames, const guint32 *lengths, const guint64 *times, guint n);
 
 void mlx5_txq_counters (Mlx5Txq *q, Mlx5TxCounters *c);
 

@@ -15,6 +15,10 @@
  *     ...
  *   }
  *
+ * Sending at a time (daqirisink schedule=pts): packet i leaves at the buffer's PTS plus
+ * packets[i].timestamp - packets[0].timestamp, so a received burst keeps its spacing; a
+ * producer sets the timestamps to the offsets it wants (0 in packet i: the PTS alone).
+ *
  * Header-data split (daqirisrc header-size=N; meta->header_size is N, 0 otherwise): the
  * buffer has two memories. Memory 0 holds the headers: packet i's first
  * MIN (length, header_size) bytes at packets[i].offset, header_stride bytes apart. Memory 1

@@ -36,6 +36,9 @@ emu_open (const char *name, DqPortInfo *info, Mlx5Caps *caps, GError **error)
   caps->real_time_ts = p->cfg.real_time;
   caps->device_frequency_khz = p->cfg.freq_khz;
   caps->tx_csum = TRUE;
+  caps->wait_on_time = TRUE;
+  caps->pp_min_bps = EMU_PP_MIN_RATE;
+  caps->pp_max_bps = p->cfg.rate_bps;
   return p;
 }
 
@@ -315,6 +318,28 @@ emu_sq_recover (gpointer dev, Mlx5Sq *sq, GError **error)
   esq->hw_ci = 0;
   esq->db_end = 0;
   esq->stray_since = 0;
+  esq->has_release = FALSE;
+  esq->pace_ready = 0;
+  g_mutex_unlock (&p->lock);
+  return TRUE;
+}
+
+/* The SQ's packet pacing rate (0: none), within caps' pp range */
+static gboolean
+emu_sq_set_rate (gpointer dev, Mlx5Sq *sq, guint64 rate_bps, guint typical_size, GError **error)
+{
+  EmuPort *p = dev;
+  if (rate_bps != 0 && (rate_bps < EMU_PP_MIN_RATE || rate_bps > p->cfg.rate_bps))
+    return bad_param (p, "SET_PP_RATE_LIMIT (rate out of range)", error);
+  g_mutex_lock (&p->lock);
+  EmuSq *esq = sq->priv;
+  if (esq == NULL || !g_ptr_array_find (p->sqs, esq, NULL)) {
+    g_mutex_unlock (&p->lock);
+    return bad_param (p, "MODIFY_SQ (unknown SQ)", error);
+  }
+  esq->rate_bps = rate_bps;
+  memset (&esq->pace, 0, sizeof esq->pace);
+  esq->pace_ready = 0;
   g_mutex_unlock (&p->lock);
   return TRUE;
 }
@@ -470,6 +495,7 @@ const Mlx5PortOps emu_port_ops = {
   .sq_create = emu_sq_create,
   .sq_destroy = emu_sq_destroy,
   .sq_recover = emu_sq_recover,
+  .sq_set_rate = emu_sq_set_rate,
   .flows_set = emu_flows_set,
   .rq_counters = emu_rq_counters,
   .clock_now = emu_clock_now,

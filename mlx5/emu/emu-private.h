@@ -16,6 +16,8 @@ G_BEGIN_DECLS
 #define EMU_MIN_FRAME 60
 #define EMU_MAX_FRAME 65535
 #define EMU_BF_SIZE 256
+/* the lowest packet pacing rate an SQ takes, bit/s (the highest: the line rate) */
+#define EMU_PP_MIN_RATE G_GUINT64_CONSTANT (1000000)
 #define EMU_INPUT_MAX 65536
 /* a cable with pause holds the sender back while this many frames wait at the peer */
 #define EMU_PEER_PAUSE 256
@@ -135,35 +137,6 @@ typedef struct {
   EmuStagedCqe staged[EMU_STAGED_CQES];
 } EmuRq;
 
-typedef struct {
-  guint8 *wqes;
-  volatile guint32 *dbrec;
-  guint log_wqebbs;
-  EmuCq *cq;
-  guint32 sqn;
-  guint8 *bf;     /* the UAR/BlueFlame page the host writes doorbells to: two buffers of
-                  * EMU_BF_SIZE, each starting with the 8-byte doorbell register */
-  guint32 hw_ci;  /* WQEBBs executed */
-  guint32 db_end; /* one past the WQE index the latest valid doorbell named: the
-                   * device executes WQEs that start before it */
-  /* a doorbell record that moved without a doorbell: its value, since when (monotonic
-   * us, 0: none) and whether it was counted */
-  guint32 stray_pi;
-  gint64 stray_since;
-  gboolean stray_counted;
-  gboolean in_error; /* ERR: every WQE the doorbells cover is flushed, nothing is sent */
-} EmuSq;
-
-/* The steering rules of one group of RQs. */
-typedef struct {
-  guint32 group;
-  EmuRq **rqs;
-  guint n_rqs;
-  guint rqt_size; /* RSS indirection table: next power of two >= n_rqs */
-  DqFlowRule *rules;
-  guint n_rules;
-} EmuSteerGroup;
-
 /* A train of frames on a wire (the formula in emu.h): it started at tick `anchor`, and
  * the S bits sent since take S * f / R ticks, kept exactly as a quotient and a
  * remainder: S * f = ticks * R + rem. The step of the last frame size, W * f =
@@ -181,6 +154,52 @@ typedef struct {
 /* The tick at which a frame of `bits` wire bits that is ready at tick `at` starts on
  * wire `w` (clock `freq_hz`, line rate `rate_bps`); the frame is then on the wire. */
 guint64 emu_wire_start (EmuWire *w, guint64 freq_hz, guint64 rate_bps, guint64 at, guint64 bits);
+/* The tick at which a frame ready at tick `at` would start, without sending it. */
+guint64 emu_wire_next (const EmuWire *w, guint64 at);
+
+typedef struct {
+  guint8 *wqes;
+  volatile guint32 *dbrec;
+  guint log_wqebbs;
+  EmuCq *cq;
+  guint32 sqn;
+  guint8 *bf;     /* the UAR/BlueFlame page the host writes doorbells to: two buffers of
+                  * EMU_BF_SIZE, each starting with the 8-byte doorbell register */
+  guint32 hw_ci;  /* WQEBBs executed */
+  guint32 db_end; /* one past the WQE index the latest valid doorbell named: the
+                   * device executes WQEs that start before it */
+  /* a doorbell record that moved without a doorbell: its value, since when (monotonic
+   * us, 0: none) and whether it was counted */
+  guint32 stray_pi;
+  gint64 stray_since;
+  gboolean stray_counted;
+  gboolean in_error; /* ERR: every WQE the doorbells cover is flushed, nothing is sent */
+  /* send scheduling: where the SQ's execution is in time (the tick of its latest WAIT's
+   * release or SEND), the tick at which the device took its latest doorbell, and once a
+   * WAIT passed, the tick `release` at which the SEND behind it is ready (valid with
+   * has_release) */
+  guint64 model_now;
+  guint64 db_tick;
+  guint64 release;
+  gboolean has_release;
+  /* packet pacing (rate_bps 0: none): the SQ's frames leave no faster than rate_bps bits
+   * of frame a second, as if on a wire of that rate with no overhead; a frame the pacer
+   * holds back was ready at tick pace_ready (0: none held) */
+  guint64 rate_bps;
+  EmuWire pace;
+  guint64 pace_ready;
+} EmuSq;
+
+/* The steering rules of one group of RQs. */
+typedef struct {
+  guint32 group;
+  EmuRq **rqs;
+  guint n_rqs;
+  guint rqt_size; /* RSS indirection table: next power of two >= n_rqs */
+  DqFlowRule *rules;
+  guint n_rules;
+} EmuSteerGroup;
+
 
 typedef struct {
   guint len;

@@ -102,10 +102,7 @@ emu_port_rate_bps (EmuPort *p)
 guint64
 emu_cqe_timestamp (EmuPort *p, guint64 ticks)
 {
-  if (!p->cfg.real_time)
-    return ticks;
-  return ((ticks / G_GUINT64_CONSTANT (1000000000)) << 32) |
-      (ticks % G_GUINT64_CONSTANT (1000000000));
+  return p->cfg.real_time ? mlx5_ns_to_rt_ts (ticks) : ticks;
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -117,12 +114,23 @@ wire_bits (EmuPort *p, guint len)
   return 8 * (guint64) (MAX (len, EMU_MIN_FRAME) + p->cfg.overhead);
 }
 
+/* the wire is busy until the train's last bit: ceil (S * f / R) ticks after its start */
+static inline guint64
+wire_busy_until (const EmuWire *w)
+{
+  return w->anchor + w->ticks + (w->rem != 0 ? 1 : 0);
+}
+
+guint64
+emu_wire_next (const EmuWire *w, guint64 at)
+{
+  return at >= wire_busy_until (w) ? at : w->anchor + w->ticks;
+}
+
 guint64
 emu_wire_start (EmuWire *w, guint64 freq_hz, guint64 rate_bps, guint64 at, guint64 bits)
 {
-  /* the wire is busy until the train's last bit: ceil (S * f / R) ticks after its start */
-  guint64 busy_until = w->anchor + w->ticks + (w->rem != 0 ? 1 : 0);
-  if (at >= busy_until) {
+  if (at >= wire_busy_until (w)) {
     /* the wire was idle: a new train starts */
     w->anchor = at;
     w->ticks = 0;
@@ -207,6 +215,7 @@ cable_peer (EmuPort *p, EmuCable *cable)
 typedef struct {
   guint8 bytes[16 * MLX5_SEND_WQE_BB];
   guint32 opcode;
+  guint32 opmod;
   guint32 index;
   guint32 qpn;
   guint ds;
@@ -225,6 +234,7 @@ sq_copy_wqe (EmuSq *sq, guint32 posted, EmuSendWqe *w)
   guint32 opmod_idx_opcode = be32toh (ctrl->opmod_idx_opcode);
   guint32 qpn_ds = be32toh (ctrl->qpn_ds);
   w->opcode = opmod_idx_opcode & 0xff;
+  w->opmod = opmod_idx_opcode >> 24;
   w->index = (opmod_idx_opcode >> 8) & 0xffff;
   w->qpn = qpn_ds >> 8;
   w->ds = qpn_ds & MLX5_WQE_DS_MASK;
@@ -240,10 +250,11 @@ sq_copy_wqe (EmuSq *sq, guint32 posted, EmuSendWqe *w)
 }
 
 /* Gathers a SEND WQE's frame into the bounce buffer: inline headers of the Ethernet
- * segment, then the data segments (pointer segments through the IOMMU, or inline).
- * Returns 0 and the length, or the error syndrome. */
+ * segment, then the data segments (pointer segments through the IOMMU, or inline; with
+ * `copy` FALSE pointer segments are only checked, their bytes not read: a frame that goes
+ * nowhere). Returns 0 and the length, or the error syndrome. */
 static guint8
-sq_gather (EmuPort *p, const EmuSendWqe *w, guint *frame_len, guint8 *cs_flags)
+sq_gather (EmuPort *p, const EmuSendWqe *w, gboolean copy, guint *frame_len, guint8 *cs_flags)
 {
   guint end = MIN (w->ds, w->n_bb * 4) * MLX5_WQE_DS_SIZE;
   guint len = 0;
@@ -281,7 +292,8 @@ sq_gather (EmuPort *p, const EmuSendWqe *w, guint *frame_len, guint8 *cs_flags)
     if (bc > 0) {
       if (!emu_dma_ok (p, be32toh (ds->lkey), be64toh (ds->addr), bc, &src))
         return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
-      memcpy (p->bounce + len, src, bc);
+      if (copy)
+        memcpy (p->bounce + len, src, bc);
       len += bc;
     }
     off += MLX5_WQE_DS_SIZE;
@@ -320,8 +332,146 @@ sq_flush_one (EmuPort *p, EmuSq *sq, guint32 posted)
   return TRUE;
 }
 
+/* A WAIT on time (mlx5-dma.h) at hw_ci: 0 with *passed TRUE when the port's real-time
+ * clock is past its time, FALSE while it waits; or the error syndrome of a WAIT this
+ * device cannot do. Once passed, sq->release says when the SEND behind it is ready: the
+ * WAIT's time, or when the device reached the WAIT if that was later (the SQ's own time,
+ * or when the doorbell that posted it came), as a NIC that executes an SQ at once. */
+static guint8
+sq_wait (EmuPort *p, EmuSq *sq, const EmuSendWqe *w, guint64 now, gboolean *passed)
+{
+  *passed = FALSE;
+  if (w->opmod != MLX5_OPC_MOD_WAIT_TIME || w->ds < 3 || !p->cfg.real_time)
+    return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+  const Mlx5WaitSeg *seg = (const Mlx5WaitSeg *) (w->bytes + MLX5_WQE_DS_SIZE);
+  if (be32toh (seg->operation) != MLX5_WAIT_COND_CYCLIC_SMALLER)
+    return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+  guint64 mask = be64toh (seg->mask);
+  if (mask != MLX5_WAIT_TIME_MASK)
+    return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+  /* with clock=rt a tick is a ns of CLOCK_REALTIME: both times as ns in the 8 s window */
+  guint64 at = mlx5_rt_ts_to_ns (be64toh (seg->value) & mask);
+  guint64 clock = mlx5_rt_ts_to_ns (mlx5_ns_to_rt_ts (now) & mask);
+  guint64 since = (clock + MLX5_WAIT_WINDOW_NS - at % MLX5_WAIT_WINDOW_NS) % MLX5_WAIT_WINDOW_NS;
+  if (since >= MLX5_WAIT_WINDOW_NS / 2)
+    return 0;
+  sq->release = MAX (now - since, MAX (sq->model_now, sq->db_tick));
+  sq->model_now = sq->release;
+  sq->has_release = TRUE;
+  *passed = TRUE;
+  return 0;
+}
+
+/* Whether the frame in the bounce buffer may go to `peer` now: with pause, a full RQ
+ * (this port) or a full input queue (another port) holds it back. */
+static gboolean
+sq_peer_has_room (EmuPort *p, EmuPort *peer, guint len)
+{
+  if (!p->cfg.pause || peer == NULL)
+    return TRUE;
+  if (peer == p) {
+    EmuHeaders h;
+    EmuRxMeta m;
+    emu_parse (p->bounce, len, &h);
+    EmuRq *rq = emu_steer (p, p->bounce, len, &h, &m);
+    return rq == NULL || emu_rq_has_room (p, rq, len);
+  }
+  g_mutex_lock (&peer->in_lock);
+  guint waiting = peer->input.length;
+  g_mutex_unlock (&peer->in_lock);
+  return waiting < EMU_PEER_PAUSE;
+}
+
+/* How far ahead of its clock the device lets a paced SQ run */
+#define EMU_PACE_AHEAD_NS 1000000
+
+/* The tick at which the SQ's pacer lets a frame of `len` bytes that is ready at `at`
+ * go; FALSE when that is more than EMU_PACE_AHEAD_NS after `now` (the frame waits). */
+static gboolean
+sq_pace_due (EmuPort *p, EmuSq *sq, guint64 at, guint64 now)
+{
+  if (sq->rate_bps == 0)
+    return TRUE;
+  if (sq->pace_ready != 0)
+    at = sq->pace_ready;
+  if (emu_wire_next (&sq->pace, at) <= now + ns_to_ticks (p, EMU_PACE_AHEAD_NS))
+    return TRUE;
+  if (sq->pace_ready == 0)
+    sq->pace_ready = at;
+  return FALSE;
+}
+
+/* Sends the frame in the bounce buffer, ready at tick `at`: through the pacer, onto the
+ * wire, to the peer. Returns its start tick. */
+static guint64
+sq_transmit (EmuPort *p, EmuSq *sq, EmuPort *peer, guint len, guint64 at, gint known_ok)
+{
+  if (sq->rate_bps != 0) {
+    if (sq->pace_ready != 0)
+      at = sq->pace_ready;
+    at = emu_wire_start (&sq->pace, p->freq_hz, sq->rate_bps, at, 8 * (guint64) len);
+    sq->pace_ready = 0;
+  }
+  guint64 start = emu_port_wire_start (p, &p->tx_wire, at, len);
+  if (MLX5_COUNTER_GET (p->c.tx_packets) == 0)
+    MLX5_COUNTER_SET (p->c.tx_first_start, start);
+  MLX5_COUNTER_SET (p->c.tx_last_start, start);
+  if (peer == p) {
+    emu_rx_frame (p, p->bounce, len, start, FALSE, known_ok);
+  } else if (peer != NULL) {
+    EmuFrame *f = g_malloc (sizeof (EmuFrame) + len);
+    f->len = len;
+    f->lossless = p->cfg.pause;
+    f->arrival_ns = emu_ticks_to_ns (p, start);
+    memcpy (f->data, p->bounce, len);
+    g_mutex_lock (&peer->in_lock);
+    g_queue_push_tail (&peer->input, f);
+    g_mutex_unlock (&peer->in_lock);
+    emu_port_kick (peer);
+  } else {
+    MLX5_COUNTER_ADD (p->c.tx_no_link, 1);
+  }
+  MLX5_COUNTER_ADD (p->c.tx_packets, 1);
+  MLX5_COUNTER_ADD (p->c.tx_bytes, len);
+  return start;
+}
+
+/* The device's checksums of the frame in the bounce buffer, as cs_flags ask; returns
+ * the CQE checksum bits a receiver here need not verify again (-1: verify). */
+static gint
+sq_checksum (EmuPort *p, guint len, guint8 cs_flags)
+{
+  if (cs_flags == 0)
+    return -1;
+  guint done = emu_csum_fill (p->bounce, len, cs_flags);
+  if (done & 1)
+    MLX5_COUNTER_ADD (p->c.tx_csum_l3, 1);
+  if (done & 2)
+    MLX5_COUNTER_ADD (p->c.tx_csum_l4, 1);
+  EmuHeaders h;
+  emu_parse (p->bounce, len, &h);
+  if (done == 3 || (done == 1 && h.l4_type == MLX5_CQE_L4_HDR_TYPE_NONE))
+    return MLX5_CQE_L2_OK | MLX5_CQE_L3_OK | (done == 3 ? MLX5_CQE_L4_OK : 0);
+  return -1;
+}
+
+/* The error CQE of the WQE at hw_ci; the SQ goes to ERR (flush_in_error_en): what
+ * follows is flushed until the host recovers it. */
+static void
+sq_fail (EmuPort *p, EmuSq *sq, const EmuSendWqe *w, guint8 syndrome)
+{
+  cq_error (
+      sq->cq, MLX5_CQE_REQ_ERR, syndrome, (guint8) w->opcode, sq->sqn, 0, (guint16) w->index, 0);
+  MLX5_COUNTER_ADD (p->c.tx_cqes, 1);
+  MLX5_COUNTER_ADD (p->c.tx_cqe_errors, 1);
+  sq->hw_ci += w->n_bb;
+  sq->in_error = TRUE;
+  sq->has_release = FALSE;
+  sq->pace_ready = 0;
+}
+
 /* Executes the WQE at hw_ci. TRUE: done (hw_ci moved on); FALSE: it has to wait (no
- * CQE room, or pause holds the frame back). */
+ * CQE room, a WAIT's time not come, the pacer, or pause holds the frame back). */
 static gboolean
 sq_execute (EmuPort *p, EmuSq *sq, guint32 posted, guint64 now, EmuCable *cable)
 {
@@ -332,15 +482,16 @@ sq_execute (EmuPort *p, EmuSq *sq, guint32 posted, guint64 now, EmuCable *cable)
   sq_copy_wqe (sq, posted, &w);
   if (!cq_has_room (sq->cq, 1))
     return FALSE;
-  /* a WQE of another index or QP, or an opcode we do not execute (SEND and NOP are
+  /* a WQE of another index or QP, or an opcode we do not execute (SEND, WAIT and NOP are
    * what we know) is a local QP operation error */
   if (w.index != (sq->hw_ci & 0xffff) || w.qpn != sq->sqn ||
-      (w.opcode != MLX5_OPCODE_SEND && w.opcode != MLX5_OPCODE_NOP))
+      (w.opcode != MLX5_OPCODE_SEND && w.opcode != MLX5_OPCODE_NOP && w.opcode != MLX5_OPCODE_WAIT))
     syndrome = MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
   else if (w.truncated)
     syndrome = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
-  else if (w.opcode == MLX5_OPCODE_SEND)
-    syndrome = sq_gather (p, &w, &len, &cs_flags);
+  EmuPort *peer = cable_peer (p, cable);
+  if (syndrome == 0 && w.opcode == MLX5_OPCODE_SEND)
+    syndrome = sq_gather (p, &w, peer != NULL, &len, &cs_flags);
   if (syndrome == 0 && w.opcode == MLX5_OPCODE_SEND) {
     if (p->fault_tx_error == 0) {
       p->fault_tx_error = -1;
@@ -349,70 +500,36 @@ sq_execute (EmuPort *p, EmuSq *sq, guint32 posted, guint64 now, EmuCable *cable)
       p->fault_tx_error--;
     }
   }
+  guint64 start = now;
+  if (syndrome == 0 && w.opcode == MLX5_OPCODE_WAIT) {
+    gboolean passed;
+    syndrome = sq_wait (p, sq, &w, now, &passed);
+    if (syndrome == 0 && !passed)
+      return FALSE;
+    start = sq->release;
+    if (syndrome == 0)
+      MLX5_COUNTER_ADD (p->c.tx_waits, 1);
+  }
   if (syndrome != 0) {
-    cq_error (
-        sq->cq, MLX5_CQE_REQ_ERR, syndrome, (guint8) w.opcode, sq->sqn, 0, (guint16) w.index, 0);
-    MLX5_COUNTER_ADD (p->c.tx_cqes, 1);
-    MLX5_COUNTER_ADD (p->c.tx_cqe_errors, 1);
-    sq->hw_ci += w.n_bb;
-    /* flush_in_error_en: what follows is flushed until the host recovers the SQ */
-    sq->in_error = TRUE;
+    sq_fail (p, sq, &w, syndrome);
     return TRUE;
   }
 
-  guint64 start = now;
   if (w.opcode == MLX5_OPCODE_SEND) {
-    gint known_ok = -1;
-    if (cs_flags != 0) {
-      guint done = emu_csum_fill (p->bounce, len, cs_flags);
-      if (done & 1)
-        MLX5_COUNTER_ADD (p->c.tx_csum_l3, 1);
-      if (done & 2)
-        MLX5_COUNTER_ADD (p->c.tx_csum_l4, 1);
-      EmuHeaders h;
-      emu_parse (p->bounce, len, &h);
-      /* what the device just computed it need not verify again */
-      if (done == 3 || (done == 1 && h.l4_type == MLX5_CQE_L4_HDR_TYPE_NONE))
-        known_ok = MLX5_CQE_L2_OK | MLX5_CQE_L3_OK | (done == 3 ? MLX5_CQE_L4_OK : 0);
+    /* ready when the SQ got to it: behind a WAIT at its release, else when the SQ's
+     * previous WQE was or its doorbell came, as a NIC that executes an SQ at once */
+    guint64 at = sq->has_release ? sq->release : MAX (sq->model_now, sq->db_tick);
+    if (!sq_pace_due (p, sq, at, now))
+      return FALSE;
+    if (!sq_peer_has_room (p, peer, len)) {
+      /* held back by pause: ready no earlier than now */
+      sq->model_now = MAX (sq->model_now, now);
+      MLX5_COUNTER_ADD (p->c.pause_waits, 1);
+      return FALSE;
     }
-    EmuPort *peer = cable_peer (p, cable);
-    if (peer == p) {
-      if (p->cfg.pause) {
-        EmuHeaders h;
-        EmuRxMeta m;
-        emu_parse (p->bounce, len, &h);
-        EmuRq *rq = emu_steer (p, p->bounce, len, &h, &m);
-        if (rq != NULL && !emu_rq_has_room (p, rq, len)) {
-          MLX5_COUNTER_ADD (p->c.pause_waits, 1);
-          return FALSE;
-        }
-      }
-      start = emu_port_wire_start (p, &p->tx_wire, now, len);
-      emu_rx_frame (p, p->bounce, len, start, FALSE, known_ok);
-    } else if (peer != NULL) {
-      g_mutex_lock (&peer->in_lock);
-      guint waiting = peer->input.length;
-      g_mutex_unlock (&peer->in_lock);
-      if (p->cfg.pause && waiting >= EMU_PEER_PAUSE) {
-        MLX5_COUNTER_ADD (p->c.pause_waits, 1);
-        return FALSE;
-      }
-      start = emu_port_wire_start (p, &p->tx_wire, now, len);
-      EmuFrame *f = g_malloc (sizeof (EmuFrame) + len);
-      f->len = len;
-      f->lossless = p->cfg.pause;
-      f->arrival_ns = emu_ticks_to_ns (p, start);
-      memcpy (f->data, p->bounce, len);
-      g_mutex_lock (&peer->in_lock);
-      g_queue_push_tail (&peer->input, f);
-      g_mutex_unlock (&peer->in_lock);
-      emu_port_kick (peer);
-    } else {
-      start = emu_port_wire_start (p, &p->tx_wire, now, len);
-      MLX5_COUNTER_ADD (p->c.tx_no_link, 1);
-    }
-    MLX5_COUNTER_ADD (p->c.tx_packets, 1);
-    MLX5_COUNTER_ADD (p->c.tx_bytes, len);
+    start = sq_transmit (p, sq, peer, len, at, peer != NULL ? sq_checksum (p, len, cs_flags) : -1);
+    sq->model_now = at;
+    sq->has_release = FALSE;
   }
   if (w.signaled) {
     sq_cqe (sq, (guint16) w.index, emu_cqe_timestamp (p, start));
@@ -487,15 +604,18 @@ sq_ring_doorbell (EmuSq *sq, guint64 doorbell, guint32 record)
 /* Takes the doorbells written since the last look, then the record they are checked
  * against (written before them). */
 static void
-sq_take_doorbells (EmuPort *p, EmuSq *sq)
+sq_take_doorbells (EmuPort *p, EmuSq *sq, guint64 now)
 {
   for (guint b = 0; b < 2; b++) {
     guint64 *reg = (guint64 *) (sq->bf + (gsize) b * EMU_BF_SIZE);
     if (G_LIKELY (__atomic_load_n (reg, __ATOMIC_RELAXED) == 0))
       continue;
     guint64 doorbell = __atomic_exchange_n (reg, 0, __ATOMIC_ACQUIRE);
+    gboolean was_idle = sq_covered (sq) == 0;
     if (!sq_ring_doorbell (sq, doorbell, sq_record (sq)))
       MLX5_COUNTER_ADD (p->c.doorbell_errors, 1);
+    else if (was_idle)
+      sq->db_tick = now; /* the SQ has work again from here on */
   }
 }
 
@@ -524,7 +644,7 @@ sq_run (EmuPort *p, EmuSq *sq, guint64 now, EmuCable *cable)
 {
   guint done = 0;
 
-  sq_take_doorbells (p, sq);
+  sq_take_doorbells (p, sq, now);
   while (done < SQ_BUDGET && sq_covered (sq) != 0) {
     guint32 posted = (sq_record (sq) - sq->hw_ci) & 0xffff;
     if (G_UNLIKELY (posted == 0 || posted > (1u << sq->log_wqebbs))) {

@@ -29,7 +29,9 @@
  *   mac=XX:XX:XX:XX:XX:XX   default: 02:00:00 + three bytes hashed from NAME.
  *   peer=NAME|none  where the cable from this port's TX goes: the RX of port NAME (it
  *                   need not exist yet: frames sent while it does not are lost and
- *                   counted), or nowhere. Default: this port's own RX (loopback).
+ *                   counted), or nowhere (the device then checks the DMA of the frames
+ *                   it sends but reads none of their bytes). Default: this port's own RX
+ *                   (loopback).
  *   pause=on|off    802.3x flow control on the cable: a frame whose receiving RQ has no
  *                   room holds the sender back instead of being dropped (to another port:
  *                   up to 256 frames wait at its input, then the sender waits). Frames
@@ -64,6 +66,16 @@
  * cable adds no delay; the receiving port serializes what arrives from all sources the
  * same way). At 100 Gb/s and 1 GHz, 576-byte frames are 4800 bits, 48 ns apart; with
  * overhead=0 they are 4608 bits, 46.08 ns apart (the "46 ns" of raw frame bits).
+ *
+ * A frame is there for the wire when its SQ gets to it: the device executes an SQ at
+ * once, so frames posted together are ready together (at the doorbell that gave the SQ
+ * work, or behind the SQ's previous WQE); pause holds a frame back to when room came.
+ * Send scheduling: a WAIT WQE on time (mlx5-dma.h; needs clock=rt) holds the SQ until the
+ * port clock passes its time, and the SEND behind it is ready at that time (or when the
+ * SQ got to the WAIT, if later). Packet pacing (Mlx5PortOps.sq_set_rate): the SQ's frames
+ * pass a wire of the SQ's rate first (the same formula, no overhead, bits of frame only),
+ * then the port's; the device executes a paced frame no more than 1 ms before that wire
+ * lets it go, so a paced SQ holds the sender back as a real one does.
  */
 #ifndef DAQIRI_MLX5_EMU_H
 #define DAQIRI_MLX5_EMU_H
@@ -144,6 +156,9 @@ typedef struct {
   guint64 tx_cqe_errors;    /* (flushes not counted) */
   guint64 tx_flushed;       /* flush-error CQEs: WQEs an SQ in ERR completed unsent */
   guint64 tx_no_link;       /* frames sent while the cable led nowhere */
+  guint64 tx_waits;         /* WAIT WQEs passed (send scheduling) */
+  guint64 tx_first_start;   /* ticks: when the first frame sent went on the wire */
+  guint64 tx_last_start;    /* ticks: when the latest frame sent went on the wire */
   guint64 tx_csum_l3;       /* IPv4 header checksums computed */
   guint64 tx_csum_l4;       /* TCP/UDP checksums computed */
   guint64 pause_waits;      /* times a sender waited for RX room (pause) */

@@ -212,6 +212,22 @@ mlx5_cmd_build_modify_sq_rdy (void *in, guint32 sqn)
 }
 
 void
+mlx5_cmd_build_modify_sq_rate (void *in, guint32 sqn, guint rate_limit_index)
+{
+  mlx5_cmd_build_modify_sq_state (in, sqn, MLX5_SQC_STATE_RDY, MLX5_SQC_STATE_RDY);
+  DEVX_SET64 (modify_sq_in, in, modify_bitmask, MLX5_MODIFY_SQ_BITMASK_PP_RATE_LIMIT_INDEX);
+  DEVX_SET (modify_sq_in, in, ctx.packet_pacing_rate_limit_index, rate_limit_index);
+}
+
+void
+mlx5_cmd_build_pp_context (void *ctx, guint64 rate_bps, guint typical_packet_size)
+{
+  guint64 kbps = (rate_bps + 999) / 1000;
+  DEVX_SET (set_pp_rate_limit_context, ctx, rate_limit, (guint32) MIN (kbps, G_MAXUINT32));
+  DEVX_SET (set_pp_rate_limit_context, ctx, typical_packet_size, MIN (typical_packet_size, 0xffff));
+}
+
+void
 mlx5_cmd_build_create_tir_direct (void *in, guint32 rqn, guint32 transport_domain)
 {
   DEVX_SET (create_tir_in, in, opcode, MLX5_CMD_OP_CREATE_TIR);
@@ -342,6 +358,7 @@ mlx5_hw_caps_parse_general (Mlx5HwCaps *caps, const void *out)
   caps->device_frequency_khz = GEN (device_frequency_khz);
   caps->wait_on_time = GEN (wait_on_time);
   caps->wait_on_data = GEN (wait_on_data);
+  caps->qos = GEN (qos);
   caps->bf = GEN (bf);
   caps->log_bf_reg_size = GEN (log_bf_reg_size);
   caps->eth_net_offloads = GEN (eth_net_offloads);
@@ -358,6 +375,17 @@ mlx5_hw_caps_parse_eth (Mlx5HwCaps *caps, const void *out)
   caps->enhanced_multi_pkt_send_wqe = ETH (enhanced_multi_pkt_send_wqe);
   caps->wqe_inline_mode = ETH (wqe_inline_mode);
 #undef ETH
+}
+
+void
+mlx5_hw_caps_parse_qos (Mlx5HwCaps *caps, const void *out)
+{
+#define QOS(field) DEVX_GET (query_hca_cap_out, out, capability.qos_cap.field)
+  caps->packet_pacing = QOS (packet_pacing);
+  caps->packet_pacing_typical_size = QOS (packet_pacing_typical_size);
+  caps->packet_pacing_min_rate = QOS (packet_pacing_min_rate);
+  caps->packet_pacing_max_rate = QOS (packet_pacing_max_rate);
+#undef QOS
 }
 
 void
@@ -588,6 +616,11 @@ mlx5_hw_caps_fill (
   caps->max_log_cq_size = hw->log_max_cq_sz;
   caps->real_time_ts = real_time;
   caps->device_frequency_khz = hw->device_frequency_khz;
+  caps->wait_on_time = hw->wait_on_time;
+  if (hw->qos && hw->packet_pacing && hw->packet_pacing_max_rate != 0) {
+    caps->pp_min_bps = (guint64) MAX (hw->packet_pacing_min_rate, 1u) * 1000;
+    caps->pp_max_bps = (guint64) hw->packet_pacing_max_rate * 1000;
+  }
 }
 
 guint

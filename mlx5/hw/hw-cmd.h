@@ -42,6 +42,11 @@ typedef struct {
   guint sq_ts_format, rq_ts_format; /* MLX5_TIMESTAMP_FORMAT_CAP_* */
   guint32 device_frequency_khz;
   gboolean wait_on_time, wait_on_data;
+  gboolean qos;
+  /* QoS (valid when qos): packet pacing and its rates, kb/s */
+  gboolean packet_pacing;
+  gboolean packet_pacing_typical_size;
+  guint32 packet_pacing_min_rate, packet_pacing_max_rate;
   gboolean bf;
   guint log_bf_reg_size;
   gboolean eth_net_offloads;
@@ -89,6 +94,12 @@ void mlx5_cmd_build_create_sq (void *in, const Mlx5Sq *sq, guint32 cqn, guint32 
 /* MODIFY_SQ from state `from` to `to` (MLX5_SQC_STATE_RST, _RDY, _ERR) */
 void mlx5_cmd_build_modify_sq_state (void *in, guint32 sqn, guint from, guint to);
 void mlx5_cmd_build_modify_sq_rdy (void *in, guint32 sqn);
+/* MODIFY_SQ RDY -> RDY that sets the packet pacing rate (the index mlx5dv_pp_alloc gave
+ * for a rate; 0: no limit) */
+void mlx5_cmd_build_modify_sq_rate (void *in, guint32 sqn, guint rate_limit_index);
+/* the packet pacing context of a rate, for mlx5dv_pp_alloc: rate_limit in kb/s (rate_bps
+ * rounded up to whole kb/s), typical_packet_size when the device takes one (0: none) */
+void mlx5_cmd_build_pp_context (void *ctx, guint64 rate_bps, guint typical_packet_size);
 void mlx5_cmd_build_create_tir_direct (void *in, guint32 rqn, guint32 transport_domain);
 
 /* entries of the RQT for n RQs: the next power of two >= n (mlx5_rss_rqt_size) */
@@ -122,6 +133,8 @@ guint32 mlx5_hw_q_counter_out_of_buffer (const void *out);
 void mlx5_hw_caps_parse_general (Mlx5HwCaps *caps, const void *out);
 /* fills the Ethernet offload capabilities from a QUERY_HCA_CAP output mailbox */
 void mlx5_hw_caps_parse_eth (Mlx5HwCaps *caps, const void *out);
+/* fills the QoS capabilities (packet pacing) from a QUERY_HCA_CAP output mailbox */
+void mlx5_hw_caps_parse_qos (Mlx5HwCaps *caps, const void *out);
 /* reads min_wqe_inline_mode, mtu and the permanent MAC of a QUERY_NIC_VPORT_CONTEXT
  * output mailbox */
 void mlx5_hw_vport_parse (const void *out, guint *min_wqe_inline_mode, guint *mtu, guint8 mac[6]);

@@ -287,6 +287,14 @@ query_caps (HwDev *dev, GError **error)
     if (ok)
       mlx5_hw_caps_parse_eth (&dev->hw, out);
   }
+  if (ok && dev->hw.qos) {
+    /* packet pacing is optional: a device that will not say has none */
+    memset (in, 0, sizeof in);
+    mlx5_cmd_build_query_hca_cap (in, MLX5_HCA_CAP_QOS);
+    if (general_cmd (dev, "QUERY_HCA_CAP (QoS)", in, sizeof in, out,
+            DEVX_ST_SZ_BYTES (query_hca_cap_out), NULL))
+      mlx5_hw_caps_parse_qos (&dev->hw, out);
+  }
   g_free (out);
   return ok;
 }
@@ -916,6 +924,40 @@ hw_sq_recover (gpointer priv, Mlx5Sq *sq, GError **error)
       obj_modify (dev, h->obj, "MODIFY_SQ (RST to RDY)", rdy, sizeof rdy, error);
 }
 
+/* Packet pacing: the kernel allocates the rate's index (mlx5dv_pp_alloc, as DPDK's mlx5
+ * driver does), MODIFY_SQ RDY -> RDY points the SQ at it; the earlier rate is freed after. */
+static gboolean
+hw_sq_set_rate (gpointer priv, Mlx5Sq *sq, guint64 rate_bps, guint typical_size, GError **error)
+{
+  HwDev *dev = priv;
+  HwSq *h = sq->priv;
+  struct mlx5dv_pp *pp = NULL;
+  if (rate_bps != 0) {
+    guint32 ctx[DEVX_ST_SZ_DW (set_pp_rate_limit_context)] = { 0 };
+    mlx5_cmd_build_pp_context (
+        ctx, rate_bps, dev->hw.packet_pacing_typical_size ? typical_size : 0);
+    pp = mlx5dv_pp_alloc (dev->ctx, sizeof ctx, ctx, 0);
+    if (pp == NULL) {
+      g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
+          "mlx5:%s: rate %" G_GUINT64_FORMAT " bit/s: mlx5dv_pp_alloc failed: %s (the device's "
+          "table of pacing rates may be full)",
+          dev->name, rate_bps, g_strerror (errno));
+      return FALSE;
+    }
+  }
+  guint32 mod[DEVX_ST_SZ_DW (modify_sq_in)] = { 0 };
+  mlx5_cmd_build_modify_sq_rate (mod, sq->sqn, pp != NULL ? pp->index : 0);
+  if (!obj_modify (dev, h->obj, "MODIFY_SQ (packet pacing rate)", mod, sizeof mod, error)) {
+    if (pp != NULL)
+      mlx5dv_pp_free (pp);
+    return FALSE;
+  }
+  if (h->pp != NULL)
+    mlx5dv_pp_free (h->pp);
+  h->pp = pp;
+  return TRUE;
+}
+
 static void
 hw_sq_destroy (gpointer priv, Mlx5Sq *sq)
 {
@@ -923,6 +965,8 @@ hw_sq_destroy (gpointer priv, Mlx5Sq *sq)
   if (h == NULL)
     return;
   hw_obj_destroy (&h->obj);
+  if (h->pp != NULL)
+    mlx5dv_pp_free (h->pp);
   umems_free (&h->mem);
   mlx5dv_devx_free_uar (h->uar);
   g_free (h);
@@ -998,6 +1042,7 @@ const Mlx5PortOps mlx5_hw_port_ops = {
   .sq_create = hw_sq_create,
   .sq_destroy = hw_sq_destroy,
   .sq_recover = hw_sq_recover,
+  .sq_set_rate = hw_sq_set_rate,
   .flows_set = hw_flows_set,
   .rq_counters = hw_rq_counters,
   .clock_now = hw_clock_now,

@@ -37,6 +37,7 @@ typedef struct {
   struct mlx5dv_devx_obj *obj;
   struct mlx5dv_devx_uar *uar;
   HwUmems mem;
+  struct mlx5dv_pp *pp; /* its packet pacing rate, NULL: none */
 } HwSq;
 
 /* the flow rules of one group of RQs (the queues of one element) */

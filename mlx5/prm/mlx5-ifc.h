@@ -41,6 +41,7 @@ enum {
 enum {
   MLX5_HCA_CAP_GENERAL = 0x0,
   MLX5_HCA_CAP_ETHERNET_OFFLOADS = 0x1,
+  MLX5_HCA_CAP_QOS = 0xc,
 };
 #define MLX5_HCA_CAP_OP_MOD(type, current) (((type) << 1) | ((current) ? 1 : 0))
 
@@ -199,7 +200,8 @@ struct mlx5_ifc_cmd_hca_cap_bits {
   u8 port_type[0x2];
   u8 reserved_at_1b8[0x49];
   u8 striding_rq[0x1];
-  u8 reserved_at_202[0x1a];
+  u8 reserved_at_202[0x19];
+  u8 qos[0x1];
   u8 eth_net_offloads[0x1];
   u8 reserved_at_21d[0x43];
   u8 bf[0x1];
@@ -239,9 +241,21 @@ struct mlx5_ifc_per_protocol_networking_offload_caps_bits {
   u8 reserved_at_1b[0x7e5];
 };
 
+/* QoS capabilities (op_mod 0x18/0x19): packet pacing, rates in kb/s */
+struct mlx5_ifc_qos_cap_bits {
+  u8 packet_pacing[0x1];
+  u8 reserved_at_1[0x5];
+  u8 packet_pacing_typical_size[0x1];
+  u8 reserved_at_7[0x39];
+  u8 packet_pacing_max_rate[0x20];
+  u8 packet_pacing_min_rate[0x20];
+  u8 reserved_at_80[0x780];
+};
+
 union mlx5_ifc_hca_cap_union_bits {
   struct mlx5_ifc_cmd_hca_cap_bits cmd_hca_cap;
   struct mlx5_ifc_per_protocol_networking_offload_caps_bits per_protocol_networking_offload_caps;
+  struct mlx5_ifc_qos_cap_bits qos_cap;
   u8 reserved_at_0[0x8000];
 };
 
@@ -477,7 +491,8 @@ struct mlx5_ifc_sqc_bits {
   u8 ts_format[0x2];
   u8 reserved_at_1c[0x2c];
   u8 cqn[0x18];
-  u8 reserved_at_60[0xa0];
+  u8 reserved_at_60[0x90];
+  u8 packet_pacing_rate_limit_index[0x10];
   u8 tis_lst_sz[0x10];
   u8 reserved_at_110[0x58];
   u8 tis_num_0[0x18];
@@ -514,6 +529,20 @@ struct mlx5_ifc_modify_sq_in_bits {
   u8 modify_bitmask[0x40];
   u8 reserved_at_c0[0x40];
   struct mlx5_ifc_sqc_bits ctx;
+};
+
+/* MODIFY_SQ modify_bitmask: which context fields a RDY -> RDY modify changes */
+enum {
+  MLX5_MODIFY_SQ_BITMASK_PP_RATE_LIMIT_INDEX = 0x1,
+};
+
+/* A packet pacing rate (mlx5dv_pp_alloc takes this context, the kernel the index) */
+struct mlx5_ifc_set_pp_rate_limit_context_bits {
+  u8 rate_limit[0x20]; /* kb/s */
+  u8 burst_upper_bound[0x20];
+  u8 reserved_at_40[0x10];
+  u8 typical_packet_size[0x10];
+  u8 reserved_at_60[0x120];
 };
 
 struct mlx5_ifc_tisc_bits {
@@ -666,7 +695,9 @@ MLX5_IFC_ASSERT_BITS (mbox_out, 0x80);
 MLX5_IFC_ASSERT_BITS (query_hca_cap_in, 0x80);
 MLX5_IFC_ASSERT_BITS (cmd_hca_cap, 0x800);
 MLX5_IFC_ASSERT_BITS (per_protocol_networking_offload_caps, 0x800);
+MLX5_IFC_ASSERT_BITS (qos_cap, 0x800);
 MLX5_IFC_ASSERT_BITS (query_hca_cap_out, 0x8080);
+MLX5_IFC_ASSERT_BITS (set_pp_rate_limit_context, 0x180);
 MLX5_IFC_ASSERT_BITS (query_nic_vport_context_in, 0x80);
 MLX5_IFC_ASSERT_BITS (nic_vport_context, 0x800);
 MLX5_IFC_ASSERT_BITS (query_nic_vport_context_out, 0x880);

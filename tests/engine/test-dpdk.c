@@ -704,6 +704,14 @@ test_bad_input (void)
   error = NULL;
   g_assert_null (dq_txq_create (port, &tc, &error));
   expect_error (error, DQ_ERROR_CONFIG, (const char *[]){ "max-packet-size 20", NULL });
+  tc = (DqTxConfig){ .scheduled = TRUE };
+  error = NULL;
+  g_assert_null (dq_txq_create (port, &tc, &error));
+  expect_error (error, DQ_ERROR_CONFIG, (const char *[]){ "schedule", "tx_pp", NULL });
+  tc = (DqTxConfig){ .rate_bps = 5000000 };
+  error = NULL;
+  g_assert_null (dq_txq_create (port, &tc, &error));
+  expect_error (error, DQ_ERROR_CONFIG, (const char *[]){ "rate 5000000 bit/s", NULL });
   dq_port_unref (port);
 }
 

@@ -366,6 +366,27 @@ test_modify_sq (void)
   EXPECT (modify_sq_in, in, copy, sqn, 0x48, 24, 0x1234);
   EXPECT (modify_sq_in, in, copy, ctx.state, 0x108, 4, 1);
   assert_zero (copy, sizeof copy);
+
+  /* packet pacing: RDY -> RDY, bit 0 of modify_bitmask, the rate's index */
+  memset (in, 0, sizeof in);
+  mlx5_cmd_build_modify_sq_rate (in, 0x1234, 0x2a);
+  memcpy (copy, in, sizeof in);
+  EXPECT (modify_sq_in, in, copy, opcode, 0x0, 16, 0x905);
+  EXPECT (modify_sq_in, in, copy, sq_state, 0x40, 4, 1);
+  EXPECT (modify_sq_in, in, copy, sqn, 0x48, 24, 0x1234);
+  EXPECT (modify_sq_in, in, copy, modify_bitmask, 0x80, 64, 1);
+  EXPECT (modify_sq_in, in, copy, ctx.state, 0x108, 4, 1);
+  EXPECT (modify_sq_in, in, copy, ctx.packet_pacing_rate_limit_index, 0x100 + 0xf0, 16, 0x2a);
+  assert_zero (copy, sizeof copy);
+
+  /* the rate's context for mlx5dv_pp_alloc: kb/s rounded up, the typical size */
+  guint8 ctx[DEVX_ST_SZ_BYTES (set_pp_rate_limit_context)], cctx[sizeof ctx];
+  memset (ctx, 0, sizeof ctx);
+  mlx5_cmd_build_pp_context (ctx, G_GUINT64_CONSTANT (10000000001), 1500);
+  memcpy (cctx, ctx, sizeof ctx);
+  EXPECT (set_pp_rate_limit_context, ctx, cctx, rate_limit, 0x0, 32, 10000001);
+  EXPECT (set_pp_rate_limit_context, ctx, cctx, typical_packet_size, 0x50, 16, 1500);
+  assert_zero (cctx, sizeof cctx);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -541,6 +562,23 @@ test_caps_parse (void)
   g_assert_cmpuint (caps.device_frequency_khz, ==, 1000000);
   g_assert_false (caps.wait_on_data);
   g_assert_true (caps.wait_on_time);
+  g_assert_false (caps.qos);
+  memset (out, 0, DEVX_ST_SZ_BYTES (query_hca_cap_out));
+  bits_set (out, c + 0x21b, 1, 1); /* qos */
+  mlx5_hw_caps_parse_general (&caps, out);
+  g_assert_true (caps.qos);
+
+  /* the QoS page: packet pacing from 1 Mb/s to 100 Gb/s, typical packet size taken */
+  memset (out, 0, DEVX_ST_SZ_BYTES (query_hca_cap_out));
+  bits_set (out, c + 0x0, 1, 1);           /* packet_pacing */
+  bits_set (out, c + 0x6, 1, 1);           /* packet_pacing_typical_size */
+  bits_set (out, c + 0x40, 32, 100000000); /* packet_pacing_max_rate, kb/s */
+  bits_set (out, c + 0x60, 32, 1000);      /* packet_pacing_min_rate */
+  mlx5_hw_caps_parse_qos (&caps, out);
+  g_assert_true (caps.packet_pacing);
+  g_assert_true (caps.packet_pacing_typical_size);
+  g_assert_cmpuint (caps.packet_pacing_max_rate, ==, 100000000);
+  g_assert_cmpuint (caps.packet_pacing_min_rate, ==, 1000);
 
   /* the Ethernet offload page over the same union */
   memset (out, 0, DEVX_ST_SZ_BYTES (query_hca_cap_out));
@@ -675,6 +713,19 @@ test_caps_check (void)
   mlx5_hw_caps_fill (&caps, &hw, &dv, FALSE);
   g_assert_true (caps.tx_csum);
   g_assert_cmpuint (caps.min_log_strides, ==, 3);
+  g_assert_cmpuint (caps.wait_on_time, ==, hw.wait_on_time);
+  /* no QoS page: no packet pacing; with one, its rates in bit/s */
+  g_assert_cmpuint (caps.pp_max_bps, ==, 0);
+  hw.qos = TRUE;
+  hw.packet_pacing = TRUE;
+  hw.packet_pacing_min_rate = 1000;
+  hw.packet_pacing_max_rate = 100000000;
+  mlx5_hw_caps_fill (&caps, &hw, &dv, FALSE);
+  g_assert_cmpuint (caps.pp_min_bps, ==, G_GUINT64_CONSTANT (1000000));
+  g_assert_cmpuint (caps.pp_max_bps, ==, G_GUINT64_CONSTANT (100000000000));
+  hw.packet_pacing = FALSE;
+  mlx5_hw_caps_fill (&caps, &hw, &dv, FALSE);
+  g_assert_cmpuint (caps.pp_max_bps, ==, 0);
   char *text = mlx5_hw_caps_describe (&hw, &dv);
   g_assert_nonnull (strstr (text, "striding_rq 1, ext_stride_num_range 1"));
   g_assert_nonnull (strstr (text, "rq_ts_format 2, sq_ts_format 2"));

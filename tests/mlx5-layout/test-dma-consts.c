@@ -101,6 +101,14 @@ static const Const consts[] = {
   K (MLX5_WQE_CTRL_CE_MASK, "MLX5_WQE_CTRL_CQ_UPDATE_AND_EQE"), /* CE = 3: every bit */
   CITED (MLX5_WQE_CTRL_CQ_ONLY_FIRST_ERR, "daqiri-facts §4.6: ONLY_FIRST_ERR = 0x04", 0x04),
   K (MLX5_WQE_DS_MASK, "MLX5_WQE_CTRL_DS_MASK"),
+  /* mlx5-dma.h: the WAIT WQE of send scheduling (not in kernel 6.1) */
+  CITED (MLX5_OPCODE_WAIT, "daqiri-facts §4.6: MLX5_OPCODE_WAIT 0x0F", 0x0f),
+  CITED (MLX5_OPC_MOD_WAIT_TIME, "daqiri-facts §4.6: opmod 2 = WAIT_TIME", 2),
+  CITED (MLX5_WAIT_COND_CYCLIC_SMALLER, "daqiri-facts §4.6: MLX5_WAIT_COND_CYCLIC_SMALLER 5", 5),
+  CITED (MLX5_WAIT_TIME_MASK, "daqiri-facts §4.6: mask = (8 << 32) - 1, an 8-second window",
+      0x7ffffffffULL),
+  CITED (
+      MLX5_WAIT_WINDOW_NS, "daqiri-facts §4.6: the mask's cyclic window, 8 s in ns", 8000000000ULL),
   K (MLX5_WQE_DS_SIZE, "MLX5_SEND_WQE_DS"),
   /* mlx5-dma.h: the flow tag is the width of the steering's flow_tag (mlx5_ifc.h) */
   KW (MLX5_FLOW_TAG_BITS,

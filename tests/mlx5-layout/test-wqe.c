@@ -10,6 +10,8 @@
 #include <glib.h>
 #include <infiniband/mlx5dv.h>
 
+#include "mlx5-dma.h"
+
 #define OFF(type, field, expected) g_assert_cmpuint (offsetof (struct type, field), ==, (expected))
 #define SIZE(type, expected) g_assert_cmpuint (sizeof (struct type), ==, (expected))
 #define FIELD_SIZE(type, field, expected) \
@@ -106,6 +108,21 @@ test_data_seg (void)
   FIELD_SIZE (mlx5_wqe_data_seg, addr, 8);
 }
 
+/* the WAIT WQE's wait segment (daqiri-facts §4.6: operation, lkey, va_high, va_low, then
+ * the 64-bit value and mask), 32 bytes: with the ctrl segment 3 DS, one WQEBB */
+static void
+test_wait_seg (void)
+{
+  g_assert_cmpuint (sizeof (Mlx5WaitSeg), ==, 32);
+  g_assert_cmpuint (offsetof (Mlx5WaitSeg, operation), ==, 0);
+  g_assert_cmpuint (offsetof (Mlx5WaitSeg, lkey), ==, 4);
+  g_assert_cmpuint (offsetof (Mlx5WaitSeg, va_high), ==, 8);
+  g_assert_cmpuint (offsetof (Mlx5WaitSeg, va_low), ==, 12);
+  g_assert_cmpuint (offsetof (Mlx5WaitSeg, value), ==, 16);
+  g_assert_cmpuint (offsetof (Mlx5WaitSeg, mask), ==, 24);
+  g_assert_cmpuint (sizeof (struct mlx5_wqe_ctrl_seg) + sizeof (Mlx5WaitSeg), ==, 3 * 16);
+}
+
 static void
 test_mprq_wqe (void)
 {
@@ -195,6 +212,7 @@ main (int argc, char **argv)
   g_test_add_func ("/mlx5-layout/wqe/ctrl-seg", test_ctrl_seg);
   g_test_add_func ("/mlx5-layout/wqe/eth-seg", test_eth_seg);
   g_test_add_func ("/mlx5-layout/wqe/data-seg", test_data_seg);
+  g_test_add_func ("/mlx5-layout/wqe/wait-seg", test_wait_seg);
   g_test_add_func ("/mlx5-layout/wqe/mprq-wqe", test_mprq_wqe);
   g_test_add_func ("/mlx5-layout/wqe/constants", test_constants);
   g_test_add_func ("/mlx5-layout/wqe/cqe-bytes", test_cqe_bytes);

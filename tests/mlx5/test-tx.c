@@ -14,6 +14,8 @@ typedef struct {
   guint32 hw_ci;     /* WQEBBs executed */
   GPtrArray *frames; /* GBytes of what was sent */
   GArray *cs_flags;  /* guint8 per frame */
+  GArray *waits;     /* guint64 per WAIT WQE: its time in the real-time format */
+  GArray *wait_at;   /* guint per WAIT WQE: the frames sent before it */
 } TxDev;
 
 static void
@@ -23,6 +25,8 @@ txdev_init (TxDev *d)
   mini_port_init (&d->port, TEST_LKEY);
   d->frames = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
   d->cs_flags = g_array_new (FALSE, FALSE, 1);
+  d->waits = g_array_new (FALSE, FALSE, sizeof (guint64));
+  d->wait_at = g_array_new (FALSE, FALSE, sizeof (guint));
 }
 
 static void
@@ -30,6 +34,30 @@ txdev_clear (TxDev *d)
 {
   g_ptr_array_unref (d->frames);
   g_array_unref (d->cs_flags);
+  g_array_unref (d->waits);
+  g_array_unref (d->wait_at);
+}
+
+/* A WAIT WQE, byte for byte: ctrl (opmod WAIT_TIME, 3 DS, unsignalled) and the wait
+ * segment (CYCLIC_SMALLER on time, the 8 s mask); keeps its time. */
+static void
+txdev_wait (TxDev *d, const guint8 *wqe)
+{
+  guint8 ctrl[8] = { MLX5_OPC_MOD_WAIT_TIME, 0, 0, MLX5_OPCODE_WAIT, 0x12, 0x34, 0x56, 0x03 };
+  ctrl[1] = (guint8) (d->hw_ci >> 8);
+  ctrl[2] = (guint8) d->hw_ci;
+  g_assert_cmpmem (wqe, 8, ctrl, 8);
+  g_assert_cmpuint (wqe[11], ==, MLX5_WQE_CTRL_CQ_ONLY_FIRST_ERR);
+  const guint8 seg_head[16] = { 0, 0, 0, 5 };
+  g_assert_cmpmem (wqe + 16, 16, seg_head, 16);
+  const guint8 mask[8] = { 0, 0, 0, 0x07, 0xff, 0xff, 0xff, 0xff };
+  g_assert_cmpmem (wqe + 40, 8, mask, 8);
+  guint64 value;
+  memcpy (&value, wqe + 32, 8);
+  value = be64toh (value);
+  g_assert_cmpuint (value & ~G_GUINT64_CONSTANT (0x7ffffffff), ==, 0);
+  g_array_append_val (d->waits, value);
+  g_array_append_val (d->wait_at, d->frames->len);
 }
 
 static void
@@ -62,6 +90,12 @@ txdev_execute (TxDev *d, gboolean complete)
     guint32 opmod_idx_opcode = be32toh (ctrl->opmod_idx_opcode);
     guint32 qpn_ds = be32toh (ctrl->qpn_ds);
 
+    if ((opmod_idx_opcode & 0xff) == MLX5_OPCODE_WAIT) {
+      txdev_wait (d, wqe);
+      d->hw_ci++;
+      n++;
+      continue;
+    }
     g_assert_cmpuint (opmod_idx_opcode & 0xff, ==, MLX5_OPCODE_SEND);
     g_assert_cmpuint ((opmod_idx_opcode >> 8) & 0xffff, ==, d->hw_ci & 0xffff);
     g_assert_cmpuint (opmod_idx_opcode >> 24, ==, 0);
@@ -196,6 +230,56 @@ test_wqe_layout (void)
   g_assert_cmpuint (c.packets, ==, 5);
   g_assert_cmpuint (c.bytes, ==, 60 + 42 + 14 + 60 + 60);
   g_assert_cmpuint (c.doorbells, ==, 3);
+  mlx5_txq_free (q);
+  txdev_clear (&d);
+}
+
+/* Send scheduling: a WAIT WQE before each timed frame, none before the others; the
+ * times in the real-time format under the 8 s mask; a WAIT takes a WQEBB but no slot,
+ * and the CQE of the SEND after it completes both. */
+static void
+test_wait_layout (void)
+{
+  TxDev d;
+  txdev_init (&d);
+  Mlx5Txq *q = txq_new (&d, 64 * 8, 64, 4); /* 8 slots, 16 WQEBBs */
+  guint8 f[8][60];
+  const guint8 *frames[8];
+  guint32 lens[8];
+  /* 1 700 000 123.456789012 s: seconds mod 8 = 3 */
+  const guint64 t = G_GUINT64_CONSTANT (1700000123456789012);
+  guint64 times[8] = { 0, t, t + 1000, 0, t + 2000000000, 0, 0, t + 9 };
+  for (guint i = 0; i < 8; i++) {
+    frames[i] = f[i];
+    lens[i] = 60;
+    fill_frame (f[i], 60, i);
+  }
+  for (guint round = 0; round < 3; round++) {
+    g_array_set_size (d.waits, 0);
+    g_array_set_size (d.wait_at, 0);
+    g_ptr_array_set_size (d.frames, 0);
+    g_assert_cmpuint (mlx5_txq_send_at (q, frames, lens, times, 8), ==, 8);
+    g_assert_cmpuint (txdev_execute (&d, TRUE), ==, 12);
+    g_assert_cmpuint (d.frames->len, ==, 8);
+    for (guint i = 0; i < 8; i++)
+      check_frame (g_ptr_array_index (d.frames, i), 60, i);
+    const guint64 want[4] = { (G_GUINT64_CONSTANT (3) << 32) | 456789012,
+      (G_GUINT64_CONSTANT (3) << 32) | 456790012, (G_GUINT64_CONSTANT (5) << 32) | 456789012,
+      (G_GUINT64_CONSTANT (3) << 32) | 456789021 };
+    const guint want_at[4] = { 1, 2, 4, 7 };
+    g_assert_cmpuint (d.waits->len, ==, 4);
+    for (guint k = 0; k < 4; k++) {
+      g_assert_cmphex (g_array_index (d.waits, guint64, k), ==, want[k]);
+      g_assert_cmpuint (g_array_index (d.wait_at, guint, k), ==, want_at[k]);
+    }
+    mlx5_txq_reclaim (q);
+    g_assert_true (mlx5_txq_idle (q));
+    g_assert_cmpuint (mlx5_txq_free_slots (q), ==, 8);
+  }
+  Mlx5TxCounters c;
+  mlx5_txq_counters (q, &c);
+  g_assert_cmpuint (c.packets, ==, 24);
+  g_assert_cmpuint (c.waits, ==, 12);
   mlx5_txq_free (q);
   txdev_clear (&d);
 }
@@ -400,6 +484,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/mlx5/tx/geometry", test_geometry);
   g_test_add_func ("/mlx5/tx/wqe-layout", test_wqe_layout);
+  g_test_add_func ("/mlx5/tx/wait-layout", test_wait_layout);
   g_test_add_func ("/mlx5/tx/reclaim-wrap", test_reclaim_wrap);
   g_test_add_func ("/mlx5/tx/acquire-commit", test_acquire_commit);
   g_test_add_func ("/mlx5/tx/src-mac", test_src_mac);
