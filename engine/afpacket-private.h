@@ -126,6 +126,7 @@ gboolean afp_check_max_packet (
 
 gpointer afp_txq_create (gpointer port_priv, const DqTxConfig *config, GError **error);
 void afp_txq_destroy (gpointer priv);
+guint afp_txq_max_frame (gpointer priv);
 int afp_txq_send (gpointer priv, const guint8 *const *frames, const guint32 *lengths,
     const guint64 *times, guint n, GError **error);
 gboolean afp_txq_flush (gpointer priv, GError **error);

@@ -347,6 +347,17 @@ afp_txq_wakeup (gpointer priv)
   dq_eventfd_signal (txq->wake_fd);
 }
 
+guint
+afp_txq_max_frame (gpointer priv)
+{
+  AfpTxQueue *txq = priv;
+  guint mtu;
+  /* the MTU may have changed since the last frame */
+  if (afp_port_read_mtu (txq->port->ifname, &mtu))
+    txq->frame_limit = port_frame_limit (mtu);
+  return MIN (txq->max_packet, txq->frame_limit + AFP_VLAN_HLEN);
+}
+
 void
 afp_txq_stats (gpointer priv, DqTxStats *stats)
 {

@@ -1078,6 +1078,7 @@ const DqEngineOps dq_afpacket_engine = {
   .txq_create = afp_txq_create,
   .txq_destroy = afp_txq_destroy,
   .txq_send = afp_txq_send,
+  .txq_max_frame = afp_txq_max_frame,
   .txq_flush = afp_txq_flush,
   .txq_wakeup = afp_txq_wakeup,
   .txq_stats = afp_txq_stats,

@@ -277,6 +277,8 @@ typedef struct {
   gboolean (*txq_flush) (gpointer txq, GError **error);
   void (*txq_wakeup) (gpointer txq);
   void (*txq_stats) (gpointer txq, DqTxStats *stats);
+  /* the longest frame the queue sends now (max-packet-size, the port's MTU + headers) */
+  guint (*txq_max_frame) (gpointer txq);
 
   /* In-place sending; all three NULL for an engine that only copies.
    * txq_acquire lends up to max_frames free, contiguous slots of at least frame_size
@@ -341,6 +343,11 @@ int dq_txq_send_at (DqTxQueue *txq, const guint8 *const *frames, const guint32 *
 gboolean dq_txq_flush (DqTxQueue *txq, GError **error);
 void dq_txq_wakeup (DqTxQueue *txq);
 void dq_txq_stats (DqTxQueue *txq, DqTxStats *stats);
+/* The longest frame (bytes from the Ethernet header, no FCS) the queue sends now: the
+ * lower of its max_packet_size and what the port's MTU allows (MTU + 18 on mlx5/emu,
+ * MTU + 14, or + 18 with a VLAN tag, on afpacket). Longer frames, and frames under 14
+ * bytes, are refused and counted in DqTxStats.errors. */
+guint dq_txq_max_frame (DqTxQueue *txq);
 
 /* In-place sending (see the send contract above). dq_txq_acquire() on an engine without
  * it fails with DQ_ERROR_CONFIG; dq_txq_commit() and dq_txq_cancel() of a run whose

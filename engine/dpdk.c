@@ -1124,6 +1124,13 @@ dpdk_txq_wakeup (gpointer priv)
   g_atomic_int_set (&txq->wake, 1);
 }
 
+static guint
+dpdk_txq_max_frame (gpointer priv)
+{
+  DpdkTxQueue *txq = priv;
+  return txq->max_packet;
+}
+
 static void
 dpdk_txq_stats (gpointer priv, DqTxStats *stats)
 {
@@ -1152,4 +1159,5 @@ const DqEngineOps dq_dpdk_engine = {
   .txq_flush = dpdk_txq_flush,
   .txq_wakeup = dpdk_txq_wakeup,
   .txq_stats = dpdk_txq_stats,
+  .txq_max_frame = dpdk_txq_max_frame,
 };

@@ -345,6 +345,12 @@ dq_txq_flush (DqTxQueue *txq, GError **error)
   return txq->port->ops->txq_flush (txq->priv, error);
 }
 
+guint
+dq_txq_max_frame (DqTxQueue *txq)
+{
+  return txq->port->ops->txq_max_frame (txq->priv);
+}
+
 void
 dq_txq_wakeup (DqTxQueue *txq)
 {

@@ -126,7 +126,14 @@ struct _GstDaqiriSink {
   guint64 *times;
   guint capacity;
 
+  /* frames the port does not send: the longest it takes (refreshed when a frame is
+   * longer), and whether a warning said so already (streaming thread) */
+  guint max_frame;
+  gboolean warned_oversize, warned_undersize;
+
   /* counters, protected by the object lock */
+  guint64 oversize;
+  guint64 undersize;
   guint64 malformed;
   guint64 in_place;
   guint64 copies;
@@ -179,15 +186,17 @@ make_stats (GstDaqiriSink *self)
   GST_OBJECT_LOCK (self);
   collect_stats (self, &s);
   guint64 malformed = self->malformed;
+  guint64 oversize = self->oversize, undersize = self->undersize;
   guint64 in_place = self->in_place;
   guint64 copies = self->copies;
   GST_OBJECT_UNLOCK (self);
   return gst_structure_new ("application/x-daqiri-sink-stats", "packets", G_TYPE_UINT64, s.packets,
       "bytes", G_TYPE_UINT64, s.bytes, "bursts", G_TYPE_UINT64, s.bursts, "errors", G_TYPE_UINT64,
-      s.errors, "malformed", G_TYPE_UINT64, malformed, "in-place", G_TYPE_UINT64, in_place,
-      "copies", G_TYPE_UINT64, copies, "ring-full-waits", G_TYPE_UINT64, s.ring_full_waits,
-      "scheduled", G_TYPE_UINT64, s.scheduled, "held", G_TYPE_UINT64, s.held, "late", G_TYPE_UINT64,
-      s.late, "late-dropped", G_TYPE_UINT64, s.late_dropped, NULL);
+      s.errors, "malformed", G_TYPE_UINT64, malformed, "oversize", G_TYPE_UINT64, oversize,
+      "undersize", G_TYPE_UINT64, undersize, "in-place", G_TYPE_UINT64, in_place, "copies",
+      G_TYPE_UINT64, copies, "ring-full-waits", G_TYPE_UINT64, s.ring_full_waits, "scheduled",
+      G_TYPE_UINT64, s.scheduled, "held", G_TYPE_UINT64, s.held, "late", G_TYPE_UINT64, s.late,
+      "late-dropped", G_TYPE_UINT64, s.late_dropped, NULL);
 }
 
 /* the properties kept as plain members */
@@ -252,6 +261,8 @@ gst_daqiri_sink_start (GstBaseSink *bsink)
   DqTxConfig config = tx_config (self);
   memset (&self->past, 0, sizeof self->past);
   self->malformed = self->in_place = self->copies = 0;
+  self->oversize = self->undersize = 0;
+  self->warned_oversize = self->warned_undersize = FALSE;
   GST_OBJECT_UNLOCK (self);
 
   DqPort *port = gst_daqiri_open_port (GST_ELEMENT_CAST (self), device);
@@ -268,6 +279,7 @@ gst_daqiri_sink_start (GstBaseSink *bsink)
   GST_OBJECT_LOCK (self);
   self->port = port;
   self->txq = txq;
+  self->max_frame = dq_txq_max_frame (txq);
   self->can_lend = dq_txq_can_acquire (txq);
   GST_OBJECT_UNLOCK (self);
   GST_INFO_OBJECT (self, "sending on %s; %s", dq_port_device (port),
@@ -493,6 +505,40 @@ send_frames (GstDaqiriSink *self, guint n, gboolean timed)
   return GST_FLOW_OK;
 }
 
+/* Whether the port sends a frame of `len` bytes; a frame it does not send is counted by
+ * its reason, and the first of each reason is warned about with its size and the limit. */
+static gboolean
+frame_sendable (GstDaqiriSink *self, guint32 len)
+{
+  if (len > self->max_frame)
+    self->max_frame = dq_txq_max_frame (self->txq); /* the MTU may have grown */
+  if (len >= 14 && len <= self->max_frame)
+    return TRUE;
+  gboolean over = len > self->max_frame;
+  GST_OBJECT_LOCK (self);
+  if (over)
+    self->oversize++;
+  else
+    self->undersize++;
+  guint max_packet = self->max_packet_size;
+  GST_OBJECT_UNLOCK (self);
+  if (over && !self->warned_oversize) {
+    self->warned_oversize = TRUE;
+    GST_ELEMENT_WARNING (self, STREAM, FAILED, ("a frame is too long to send"),
+        ("a frame of %u bytes is longer than %s sends: at most %u bytes (max-packet-size %u, "
+         "port MTU %u); such frames are not sent and are counted in stats oversize",
+            len, dq_port_device (self->port), self->max_frame, max_packet,
+            dq_port_info (self->port)->mtu));
+  } else if (!over && !self->warned_undersize) {
+    self->warned_undersize = TRUE;
+    GST_ELEMENT_WARNING (self, STREAM, FAILED, ("a frame is too short to send"),
+        ("a frame of %u bytes is shorter than an Ethernet header (14 bytes); such frames are "
+         "not sent and are counted in stats undersize",
+            len));
+  }
+  return FALSE;
+}
+
 typedef enum {
   IN_PLACE_SENT,
   IN_PLACE_NO, /* not a run of our ring laid out slot by slot: copy */
@@ -579,7 +625,7 @@ gst_daqiri_sink_render (GstBaseSink *bsink, GstBuffer *buffer)
     self->frames[0] = map.data;
     self->lengths[0] = (guint32) MIN (map.size, G_MAXUINT32);
     self->times[0] = due;
-    n = 1;
+    n = frame_sendable (self, self->lengths[0]) ? 1 : 0;
   } else {
     ensure_capacity (self, meta->n_packets);
     for (guint i = 0; i < meta->n_packets; i++) {
@@ -589,6 +635,8 @@ gst_daqiri_sink_render (GstBaseSink *bsink, GstBuffer *buffer)
         bad++;
         continue;
       }
+      if (!frame_sendable (self, p->length))
+        continue;
       self->frames[n] = map.data + p->offset;
       self->lengths[n] = p->length;
       self->times[n] = packet_time (due, &meta->packets[0], p);
@@ -695,8 +743,10 @@ gst_daqiri_sink_class_init (GstDaqiriSinkClass *klass)
           0, MAX_RATE, 0, rw));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
-          "Counters: packets, bytes, bursts, errors (refused by the port: too short or "
-          "too long), malformed (descriptor outside its buffer), in-place (packets handed "
+          "Counters: packets, bytes, bursts, errors (refused by the kernel or the NIC), "
+          "malformed (descriptor outside its buffer), oversize (frames longer than the port "
+          "sends: max-packet-size or its MTU; a warning names the first), undersize (frames "
+          "under 14 bytes), in-place (packets handed "
           "to the port from the TX slots upstream wrote them into, no copy), copies "
           "(packets copied into the ring), ring-full-waits; with schedule=pts: scheduled "
           "(sent with a time), held (held back beyond 1 s ahead), late (time passed when "

@@ -734,7 +734,11 @@ eng_txq_create (gpointer port_priv, const DqTxConfig *config, GError **error)
 {
   Mlx5EngPort *port = port_priv;
   Mlx5TxConfig cfg = { 0 };
-  guint max_packet = config->max_packet_size ? config->max_packet_size : port->mtu + FRAME_OVER_MTU;
+  /* the device refuses longer frames with an error completion, which would stop the
+   * queue: they are refused before they reach it */
+  guint max_packet = config->max_packet_size
+      ? MIN (config->max_packet_size, port->mtu + FRAME_OVER_MTU)
+      : port->mtu + FRAME_OVER_MTU;
 
   if (!mlx5_tx_geometry_choose (
           &port->caps, port->what, config->ring_bytes, max_packet, port->tx_signal, &cfg, error))
@@ -1144,6 +1148,13 @@ eng_txq_wakeup (gpointer priv)
   dq_eventfd_signal (txq->wake_fd);
 }
 
+static guint
+eng_txq_max_frame (gpointer priv)
+{
+  Mlx5EngTxq *txq = priv;
+  return txq->max_packet;
+}
+
 static void
 eng_txq_stats (gpointer priv, DqTxStats *stats)
 {
@@ -1172,7 +1183,8 @@ emu_port_open_engine (const char *arg, DqPortInfo *info, GError **error)
   .rxq_ring_placement = eng_rxq_ring_placement, .rxq_set_flows = eng_rxq_set_flows, \
   .txq_create = eng_txq_create, .txq_destroy = eng_txq_destroy, .txq_send = eng_txq_send, \
   .txq_flush = eng_txq_flush, .txq_wakeup = eng_txq_wakeup, .txq_stats = eng_txq_stats, \
-  .txq_acquire = eng_txq_acquire, .txq_commit = eng_txq_commit, .txq_cancel = eng_txq_cancel
+  .txq_max_frame = eng_txq_max_frame, .txq_acquire = eng_txq_acquire, \
+  .txq_commit = eng_txq_commit, .txq_cancel = eng_txq_cancel
 
 const DqEngineOps dq_emu_engine = {
   .name = "emu",

@@ -1,5 +1,5 @@
-/* daqirisink schedule=pts and rate over the emulated ConnectX, in one pipeline that
- * sends and receives on one looped-back port:
+/* daqirisink's transmit side over the emulated ConnectX: schedule=pts, rate, and frames
+ * the port does not send. Pipelines send and receive on one looped-back port:
  *
  *   appsrc (bursts with PTS) ! daqirisink device=emu:N,clock=rt schedule=pts
  *   daqirisrc device=emu:N,clock=rt ! appsink
@@ -10,6 +10,10 @@
  * clock (the port's) the mapping is exact; with the system clock it is a reading of both
  * clocks. Late packets (dropped and sent), held packets, the refusal without a real-time
  * clock, and pacing at 1 Gb/s from daqiritestsrc are checked in the element's stats.
+ * Frames longer than the port's MTU allows or shorter than an Ethernet header are not sent,
+ * counted by reason, and the first of each warned about with its size and the limit; the
+ * frames around them arrive, and the port's send queue never sees them (no error
+ * completion stops it).
  */
 #include "config.h"
 
@@ -345,10 +349,71 @@ GST_START_TEST (test_rate)
 
 GST_END_TEST;
 
-static Suite *
-tx_timing_suite (void)
+/* One burst of frames of 100, 2000 (over MTU 1500 + 18), 300, 10 (a runt), 1518 (the
+ * largest the port sends) and 1519 bytes: the three good ones arrive, byte for byte; one
+ * warning for each reason, naming the size and the limit. */
+GST_START_TEST (test_oversize)
 {
-  Suite *s = suite_create ("daqiri-e2e-tx-timing");
+  Rig rig;
+  rig_start (&rig, "emu:ovs0", "", FALSE);
+  GstBus *bus = gst_element_get_bus (rig.pipeline);
+  const guint sizes[6] = { 100, 2000, 300, 10, 1518, 1519 };
+  GstDaqiriTestPacketParams params;
+  gst_daqiri_test_packet_params_init (&params);
+  GstBuffer *buf = gst_buffer_new_allocate (NULL, 6 * 2048, NULL);
+  GstDaqiriPacket packets[6];
+  GstMapInfo map;
+  gst_buffer_map (buf, &map, GST_MAP_WRITE);
+  memset (map.data, 0xab, map.size);
+  for (guint i = 0; i < 6; i++) {
+    if (sizes[i] >= GST_DAQIRI_TEST_PACKET_MIN_SIZE)
+      gst_daqiri_test_packet_write (&params, map.data + i * 2048, sizes[i], i, 0);
+    packets[i] = (GstDaqiriPacket){ .offset = i * 2048, .length = sizes[i] };
+  }
+  gst_buffer_unmap (buf, &map);
+  gst_buffer_add_daqiri_packet_meta (buf, packets, 6);
+  fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (rig.src), buf), GST_FLOW_OK);
+  wait_for (&rig, 3);
+  g_usleep (50 * 1000);
+  fail_unless_equals_int (rig.arr->r.received, 3);
+  fail_unless (rig.arr->ts[0] != 0 && rig.arr->ts[2] != 0 && rig.arr->ts[4] != 0);
+  fail_unless_equals_uint64 (sink_stat (&rig, "packets"), 3);
+  fail_unless_equals_uint64 (sink_stat (&rig, "oversize"), 2);
+  fail_unless_equals_uint64 (sink_stat (&rig, "undersize"), 1);
+  fail_unless_equals_uint64 (sink_stat (&rig, "errors"), 0);
+
+  const gchar *want[2][3] = { { "2000 bytes", "at most 1518 bytes", "MTU 1500" },
+    { "10 bytes", "shorter than an Ethernet header", "undersize" } };
+  for (guint w = 0; w < 2; w++) {
+    GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_WARNING);
+    fail_unless (msg != NULL, "warning %u missing", w);
+    GError *error = NULL;
+    gchar *debug = NULL;
+    gst_message_parse_warning (msg, &error, &debug);
+    for (guint k = 0; k < 3; k++)
+      fail_unless (strstr (debug, want[w][k]) != NULL, "'%s' does not say '%s'", debug, want[w][k]);
+    g_free (debug);
+    g_error_free (error);
+    gst_message_unref (msg);
+  }
+  /* one warning per reason */
+  fail_unless (gst_bus_pop_filtered (bus, GST_MESSAGE_WARNING) == NULL);
+  EmuPort *port = emu_port_lookup ("ovs0");
+  EmuCounters c;
+  emu_port_counters (port, &c);
+  fail_unless_equals_uint64 (c.tx_packets, 3);
+  fail_unless_equals_uint64 (c.tx_cqe_errors, 0);
+  emu_port_unref (port);
+  gst_object_unref (bus);
+  rig_stop (&rig);
+}
+
+GST_END_TEST;
+
+static Suite *
+tx_suite (void)
+{
+  Suite *s = suite_create ("daqiri-e2e-tx");
   TCase *tc = tcase_create ("emu");
 
   tcase_set_timeout (tc, 60);
@@ -358,6 +423,7 @@ tx_timing_suite (void)
   tcase_add_test (tc, test_late);
   tcase_add_test (tc, test_refused_without_rt_clock);
   tcase_add_test (tc, test_rate);
+  tcase_add_test (tc, test_oversize);
   return s;
 }
 
@@ -371,6 +437,6 @@ main (int argc, char **argv)
   if (!gst_plugin_register_static (d->major_version, d->minor_version, d->name, d->description,
           d->plugin_init, d->version, d->license, d->source, d->package, d->origin))
     g_error ("cannot register the linked-in daqiri plugin");
-  int failed = gst_check_run_suite (tx_timing_suite (), "e2e-tx-timing", __FILE__);
+  int failed = gst_check_run_suite (tx_suite (), "e2e-tx", __FILE__);
   return failed != 0;
 }
