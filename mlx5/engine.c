@@ -752,6 +752,7 @@ eng_txq_create (gpointer port_priv, const DqTxConfig *config, GError **error)
     return NULL;
   }
   cfg.stamp_src_mac = port->tx_eth_src;
+  cfg.inline_bytes = port->caps.tx_inline_bytes;
   memcpy (cfg.mac, port->mac, 6);
   if (config->scheduled && !tx_check_schedule (port, error))
     return NULL;

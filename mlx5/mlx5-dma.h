@@ -97,6 +97,12 @@ typedef struct {
   guint64 mask;
 } Mlx5WaitSeg;
 
+/* Inline headers: a port whose minimum inline mode is L2 takes send WQEs that carry the
+ * frame's first bytes, the Ethernet header and one VLAN tag, in the Ethernet segment
+ * (inline_hdr_sz; 2 bytes in its first 16, the rest in the next 16-byte unit); the data
+ * segment points past them. */
+#define MLX5_ETH_L2_INLINE_SIZE 18
+
 /* qpn_ds: the low 6 bits count the WQE's 16-byte data segments (DS) */
 #define MLX5_WQE_DS_MASK 0x3fu
 #define MLX5_WQE_DS_SIZE 16

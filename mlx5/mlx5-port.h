@@ -100,6 +100,8 @@ typedef struct {
   gboolean tx_csum;               /* send WQEs can ask for L3/L4 checksums */
   gboolean wait_on_time;          /* WAIT WQEs on time (send scheduling; needs real_time_ts too) */
   guint64 pp_min_bps, pp_max_bps; /* packet pacing: the rates an SQ takes (0: none) */
+  guint tx_inline_bytes;          /* bytes of each frame a send WQE must carry inline (0, or
+                          * MLX5_ETH_L2_INLINE_SIZE for a port of minimum inline mode L2) */
 } Mlx5Caps;
 
 /* Counters the device keeps per RQ (on hardware: a queue counter set). */

@@ -8,7 +8,9 @@
  *    uses "only first error" (CE 1), never 0 (txq_build_send).
  *  - Ethernet segment: cs_flags L3 / L4 ask the device to compute the IPv4 header and
  *    TCP/UDP checksums; inline_hdr_sz 0 = no inline headers, the whole frame is read
- *    through the data segments.
+ *    through the data segments; inline_hdr_sz N = the frame's first N bytes are in the
+ *    segment from inline_hdr_start on, and the data segment holds the rest (a WQE of
+ *    ctrl + 2 DS of Ethernet segment + 1 data segment, still one WQEBB).
  *  - A send CQE's wqe_counter is the index of the WQE it completes; completions come in
  *    order, so it completes every earlier WQE too (cq_poll_one).
  *  - Doorbell: WQEs visible, then the SQ doorbell record (word MLX5_SND_DBR, big-endian,
@@ -65,6 +67,7 @@ struct _Mlx5Txq {
   guint signal_every;
   guint since_signal;
   guint8 cs_flags;
+  guint inline_bytes;
   gboolean stamp_src_mac;
   guint8 mac[6];
   guint bf_offset;
@@ -162,6 +165,7 @@ mlx5_txq_new (const Mlx5PortOps *ops, gpointer dev, const Mlx5TxConfig *cfg, GEr
   q->signal_every = MAX (cfg->signal_every, 1);
   q->cs_flags = cfg->csum ? (MLX5_ETH_WQE_L3_CSUM | MLX5_ETH_WQE_L4_CSUM) : 0;
   q->stamp_src_mac = cfg->stamp_src_mac;
+  q->inline_bytes = cfg->inline_bytes;
   memcpy (q->mac, cfg->mac, 6);
   q->wqe_sq_end = g_new0 (guint32, n_wqebbs);
   q->wqe_slot_end = g_new0 (guint32, n_wqebbs);
@@ -365,20 +369,31 @@ txq_build_send (Mlx5Txq *q, guint32 slot, guint32 len, gboolean signal)
   struct mlx5_wqe_data_seg *data =
       (struct mlx5_wqe_data_seg *) (wqe + 2 * (gsize) MLX5_WQE_DS_SIZE);
 
+  const guint8 *frame = slot_addr (q, slot);
+  guint inl = MIN (q->inline_bytes, len);
+  guint ds = 3;
+
+  /* the Ethernet segment: no LSO; inline headers when the port wants them */
+  memset (eth, 0, MLX5_WQE_DS_SIZE);
+  eth->cs_flags = q->cs_flags;
+  if (inl > 0) {
+    eth->inline_hdr_sz = htobe16 (inl);
+    memcpy (eth->inline_hdr_start, frame, inl);
+    data = (struct mlx5_wqe_data_seg *) (wqe + 3 * (gsize) MLX5_WQE_DS_SIZE);
+    ds = len > inl ? 4 : 3;
+  }
+  if (len > inl) {
+    data->byte_count = htobe32 (len - inl);
+    data->lkey = htobe32 (q->lkey);
+    data->addr = htobe64 ((guint64) (uintptr_t) (frame + inl));
+  }
+
   ctrl->opmod_idx_opcode = htobe32 (((q->sq_pi & 0xffff) << 8) | MLX5_OPCODE_SEND);
-  ctrl->qpn_ds = htobe32 ((q->sq.sqn << 8) | 3);
+  ctrl->qpn_ds = htobe32 ((q->sq.sqn << 8) | ds);
   ctrl->signature = 0;
   ctrl->dci_stream_channel_id = 0;
   ctrl->fm_ce_se = signal ? MLX5_WQE_CTRL_CQ_UPDATE : MLX5_WQE_CTRL_CQ_ONLY_FIRST_ERR;
   ctrl->imm = 0;
-
-  /* the first 16 bytes of the Ethernet segment: no LSO, no inline headers */
-  memset (eth, 0, MLX5_WQE_DS_SIZE);
-  eth->cs_flags = q->cs_flags;
-
-  data->byte_count = htobe32 (len);
-  data->lkey = htobe32 (q->lkey);
-  data->addr = htobe64 ((guint64) (uintptr_t) slot_addr (q, slot));
 
   guint32 idx = q->sq_pi & q->wqebb_mask;
   q->sq_pi++;

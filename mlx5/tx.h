@@ -3,7 +3,9 @@
  * Frames live in TX slots: a slab of 2^log_slots slots of 2^log_slot_size bytes in
  * registered memory, handed out in cyclic order. Each frame is one SEND WQE of one
  * 64-byte WQE basic block (ctrl segment, 16-byte Ethernet segment without inline
- * headers, one data segment pointing at the slot). A CQE is asked for every
+ * headers, one data segment pointing at the slot); on a port that needs inline headers
+ * (inline_bytes 18) the Ethernet segment carries the first 18 bytes of the frame (32
+ * bytes) and the data segment the rest. A CQE is asked for every
  * `signal_every` WQEs and on the last WQE of each burst; a CQE completes its WQE and
  * every WQE before it, which gives their slots back.
  *
@@ -39,6 +41,7 @@ typedef struct {
   guint signal_every;     /* CQE every N WQEs (and on the last of a burst) */
   gboolean csum;          /* ask the device for L3 and L4 checksums */
   gboolean stamp_src_mac; /* write `mac` into bytes 6..11 of every frame */
+  guint inline_bytes;     /* the frame's first bytes inline in the WQE (Mlx5Caps) */
   guint8 mac[6];
 } Mlx5TxConfig;
 

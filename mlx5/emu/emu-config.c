@@ -198,6 +198,14 @@ apply_key (EmuConfig *cfg, const char *key, const char *value, GError **error)
     if (!parse_bool (value, &cfg->gen_lossless))
       return bad_value (n, key, value, "on or off", error);
     cfg->keys |= EMU_KEY_GEN_LOSSLESS;
+  } else if (strcmp (key, "inline") == 0) {
+    if (strcmp (value, "none") == 0)
+      cfg->inline_l2 = FALSE;
+    else if (strcmp (value, "l2") == 0)
+      cfg->inline_l2 = TRUE;
+    else
+      return bad_value (n, key, value, "none or l2", error);
+    cfg->keys |= EMU_KEY_INLINE;
   } else if (strcmp (key, "overhead") == 0) {
     if (!parse_number (value, rate_units, 1, &v) || v > OVERHEAD_MAX ||
         !g_ascii_isdigit (value[strlen (value) - 1]))
@@ -208,7 +216,7 @@ apply_key (EmuConfig *cfg, const char *key, const char *value, GError **error)
     char *k = g_strescape (key, NULL);
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
         "emu:%s: unknown key '%s' (allowed: "
-        "rate, freq, clock, mtu, mac, peer, pause, overhead); for the generator: gen, "
+        "rate, freq, clock, mtu, mac, peer, pause, overhead, inline); for the generator: gen, "
         "gen-rate, gen-count, gen-lossless",
         n, k);
     g_free (k);
@@ -329,6 +337,8 @@ emu_config_compatible (const EmuConfig *port, const EmuConfig *other, GError **e
     key = "clock";
   else if ((k & EMU_KEY_OVERHEAD) && other->overhead != port->overhead)
     key = "overhead";
+  else if ((k & EMU_KEY_INLINE) && other->inline_l2 != port->inline_l2)
+    key = "inline";
   else if ((k & EMU_KEY_GEN) && other->gen_len != port->gen_len)
     key = "gen";
   else if ((k & EMU_KEY_GEN_RATE) && other->gen_rate != port->gen_rate)

@@ -37,6 +37,7 @@ emu_open (const char *name, DqPortInfo *info, Mlx5Caps *caps, GError **error)
   caps->device_frequency_khz = p->cfg.freq_khz;
   caps->tx_csum = TRUE;
   caps->wait_on_time = TRUE;
+  caps->tx_inline_bytes = p->cfg.inline_l2 ? MLX5_ETH_L2_INLINE_SIZE : 0;
   caps->pp_min_bps = EMU_PP_MIN_RATE;
   caps->pp_max_bps = p->cfg.rate_bps;
   return p;

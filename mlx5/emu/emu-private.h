@@ -43,6 +43,7 @@ enum {
   EMU_KEY_GEN_RATE = 1 << 9,
   EMU_KEY_GEN_COUNT = 1 << 10,
   EMU_KEY_GEN_LOSSLESS = 1 << 11,
+  EMU_KEY_INLINE = 1 << 12,
 };
 
 typedef struct {
@@ -57,6 +58,7 @@ typedef struct {
   gboolean pause;
   gboolean real_time;
   guint overhead;
+  gboolean inline_l2; /* send WQEs must carry the Ethernet header inline (inline=l2) */
   /* the generator the spec asks for (gen_len 0: none), started with the first RQ */
   guint gen_len;
   guint64 gen_rate;

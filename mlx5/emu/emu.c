@@ -301,6 +301,9 @@ sq_gather (EmuPort *p, const EmuSendWqe *w, gboolean copy, guint *frame_len, gui
   /* the MAC refuses runts and frames over the MTU */
   if (len < 14 || len > emu_max_frame (p))
     return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+  /* a port of minimum inline mode L2 takes no WQE without the Ethernet header inline */
+  if (p->cfg.inline_l2 && inl < MIN (len, MLX5_ETH_L2_INLINE_SIZE))
+    return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
   *frame_len = len;
   return 0;
 }

@@ -39,6 +39,10 @@
  *                   honour it); the generator follows its own `lossless`. Default on.
  *   overhead=0..64  wire bytes per frame besides the frame itself (default 24: preamble
  *                   and SFD 8, FCS 4, inter-frame gap 12).
+ *   inline=none|l2  l2: the port's minimum inline mode is L2, as on SR-IOV and e-switch
+ *                   ports: a SEND WQE must carry the frame's first 18 bytes (all of a
+ *                   shorter frame) inline in its Ethernet segment, else it completes with
+ *                   a local QP operation error. Default none.
  *   gen=LEN         the built-in generator (emu_port_generate) feeds the port's RX with
  *                   LEN-byte UDP frames (60 .. MTU + 18), from the moment the port has
  *                   its first receive queue (steered), on the port's device thread:

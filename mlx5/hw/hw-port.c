@@ -43,6 +43,7 @@
 
 #include "hw-private.h"
 #include "hw-sysfs.h"
+#include "../mlx5-dma.h"
 #include "../prm/mlx5-ifc.h"
 
 /* umem access: what the device only reads (RQ and SQ WQEs, doorbell records) is
@@ -536,6 +537,8 @@ hw_open (const char *spec, DqPortInfo *info, Mlx5Caps *caps, GError **error)
   /* what the host side sizes its rings by */
   mlx5_hw_caps_fill (&dev->caps, &dev->hw, &dv, dev->real_time);
   dev->caps.no_hw_ts = dev->clock == MLX5_HW_CLOCK_NONE;
+  if (mlx5_hw_tx_inline_mode (&dev->hw, dev->vport_ok) == MLX5_INLINE_MODE_L2)
+    dev->caps.tx_inline_bytes = MLX5_ETH_L2_INLINE_SIZE;
   *caps = dev->caps;
 
   info->clock_id = dev->clock == MLX5_HW_CLOCK_NONE ? CLOCK_MONOTONIC : -1;
@@ -839,17 +842,20 @@ tis_get (HwDev *dev, guint32 *tisn, GError **error)
   return ok;
 }
 
+/* The Ethernet header inline (mode L2, caps.tx_inline_bytes) is what daqiri's send WQEs
+ * carry; a port that wants the IP or TCP/UDP headers inline too is refused. */
 static gboolean
 check_tx_inline (HwDev *dev, GError **error)
 {
   static const char *const names[] = { "none", "L2", "IP", "TCP/UDP" };
   guint need = mlx5_hw_tx_inline_mode (&dev->hw, dev->vport_ok);
-  if (need == MLX5_INLINE_MODE_NONE)
+  if (need <= MLX5_INLINE_MODE_L2)
     return TRUE;
   g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
-      "%s: this port requires packet headers inline in send WQEs (minimum inline mode "
-      "%s, as ConnectX-4 Lx ports do); daqiri's send path does not inline headers",
-      dev->name, names[need & 3]);
+      "%s: this port requires packet headers inline in send WQEs up to the %s header "
+      "(minimum inline mode %s); daqiri's send WQEs carry the Ethernet header inline (L2) "
+      "only",
+      dev->name, names[need & 3], names[need & 3]);
   return FALSE;
 }
 

@@ -101,6 +101,10 @@ static const Const consts[] = {
   K (MLX5_WQE_CTRL_CE_MASK, "MLX5_WQE_CTRL_CQ_UPDATE_AND_EQE"), /* CE = 3: every bit */
   CITED (MLX5_WQE_CTRL_CQ_ONLY_FIRST_ERR, "daqiri-facts §4.6: ONLY_FIRST_ERR = 0x04", 0x04),
   K (MLX5_WQE_DS_MASK, "MLX5_WQE_CTRL_DS_MASK"),
+  /* mlx5-dma.h: the inline Ethernet header of minimum inline mode L2 (the kernel's en.h
+   * has MLX5E_MIN_INLINE, not in the public headers) */
+  CITED (MLX5_ETH_L2_INLINE_SIZE,
+      "PRM Ethernet segment: L2 inline = Ethernet header + one VLAN tag, 14 + 4 bytes", 18),
   /* mlx5-dma.h: the WAIT WQE of send scheduling (not in kernel 6.1) */
   CITED (MLX5_OPCODE_WAIT, "daqiri-facts §4.6: MLX5_OPCODE_WAIT 0x0F", 0x0f),
   CITED (MLX5_OPC_MOD_WAIT_TIME, "daqiri-facts §4.6: opmod 2 = WAIT_TIME", 2),

@@ -176,7 +176,7 @@ Mlx5Txq *
 mini_txq_new (const Mlx5PortOps *ops, gpointer dev, const Mlx5Caps *caps, gsize ring,
     guint max_packet, guint signal_every, gboolean csum)
 {
-  Mlx5TxConfig cfg = { .csum = csum };
+  Mlx5TxConfig cfg = { .csum = csum, .inline_bytes = caps->tx_inline_bytes };
   GError *error = NULL;
   g_assert_true (mlx5_tx_geometry_choose (caps, "t", ring, max_packet, signal_every, &cfg, &error));
   g_assert_no_error (error);

@@ -189,7 +189,7 @@ test_config (void)
     { "x,overhead=65", "overhead=65 is not allowed (allowed: 0 .. 64 bytes)" },
     { "x,colour=blue",
         "unknown key 'colour' (allowed: rate, freq, clock, mtu, mac, peer, "
-        "pause, overhead)" },
+        "pause, overhead, inline)" },
     { "x,rate", "'rate' is not KEY=VALUE" },
     { "x,gen=64,gen=65",
         "emu:x: the key 'gen' is given twice in emu:x,gen=64,gen=65 "
@@ -512,6 +512,68 @@ tx_wait_recovered (Rig *r, Mlx5Txq *tx, guint64 recoveries)
 /* The IOMMU on the send side, and malformed SQ WQEs: error CQEs with the PRM syndromes,
  * as a ConnectX has them: the SQ goes to ERR, the WQEs after the bad one complete with
  * flush errors unsent, the host recovers the SQ (ERR -> RST -> RDY) and sends on. */
+/* A port of minimum inline mode L2 (inline=l2): the ring, told so by the caps, puts the
+ * first 18 bytes of each frame inline and the frames arrive byte for byte, short and long;
+ * a ring that does not (its caps cleared) gets a local QP operation error, the SQ flushed
+ * and recovered, as a ConnectX refuses such a WQE. */
+static void
+test_inline_l2 (void)
+{
+  Rig r;
+  Mlx5Txq *tx = rig_open_loop (&r, "inl0,inline=l2", 4, 16 * 2048, TRUE);
+  g_assert_cmpuint (r.caps.tx_inline_bytes, ==, MLX5_ETH_L2_INLINE_SIZE);
+  GArray *got = rxpkts_new ();
+  const guint sizes[5] = { 60, 1518, 18, 14, 333 };
+  guint8 *slots[5];
+  guint32 lens[5];
+  TuFrameSpec raw = { .proto = 0 };
+  TuFrameSpec udp = { .proto = TU_PROTO_UDP, .good_csums = TRUE };
+  g_assert_cmpuint (mlx5_txq_acquire (tx, 5, slots), ==, 5);
+  for (guint i = 0; i < 5; i++) {
+    TuFrameSpec *s = sizes[i] >= 60 ? &udp : &raw;
+    s->len = sizes[i];
+    tu_frame_build (slots[i], s, 40 + i);
+    lens[i] = sizes[i];
+  }
+  g_assert_cmpuint (mlx5_txq_commit (tx, 5, lens), ==, 5);
+  rig_poll (&r, 0, got, 5, 1000);
+  g_assert_cmpuint (got->len, ==, 5);
+  for (guint i = 0; i < 5; i++) {
+    const RxPkt *p = &g_array_index (got, RxPkt, i);
+    TuFrameSpec s = sizes[i] >= 60 ? udp : raw;
+    s.len = sizes[i];
+    g_assert_cmpuint (p->len, ==, sizes[i]);
+    char *why = NULL;
+    if (sizes[i] >= 18 && !tu_frame_check (p->data, p->len, &s, 40 + i, &why))
+      g_error ("frame %u: %s", i, why);
+  }
+  EmuCounters c;
+  emu_port_counters (r.port, &c);
+  g_assert_cmpuint (c.tx_cqe_errors, ==, 0);
+  mlx5_txq_free (r.tx);
+
+  /* the same port, a ring that sends no inline headers: refused */
+  Mlx5Caps plain = r.caps;
+  plain.tx_inline_bytes = 0;
+  r.tx = tx = mini_txq_new (&emu_port_ops, r.dev, &plain, 16 * 2048, 1518, 0, TRUE);
+  g_assert_cmpuint (mlx5_txq_acquire (tx, 2, slots), ==, 2);
+  udp.len = 100;
+  tu_frame_build (slots[0], &udp, 50);
+  tu_frame_build (slots[1], &udp, 51);
+  lens[0] = lens[1] = 100;
+  g_assert_cmpuint (mlx5_txq_commit (tx, 2, lens), ==, 2);
+  tx_wait_recovered (&r, tx, 1);
+  Mlx5TxCounters tc;
+  mlx5_txq_counters (tx, &tc);
+  g_assert_cmpuint (tc.cqe_errors, ==, 1);
+  g_assert_cmpuint (tc.last_syndrome, ==, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+  g_assert_cmpuint (tc.flushed, ==, 1);
+  emu_port_counters (r.port, &c);
+  g_assert_cmpuint (c.tx_packets, ==, 5);
+  g_array_unref (got);
+  rig_close (&r);
+}
+
 static void
 test_iommu_tx (void)
 {
@@ -1611,6 +1673,7 @@ main (int argc, char **argv)
   g_test_add_func ("/mlx5/emu/loopback-strides", test_loopback_strides);
   g_test_add_func ("/mlx5/emu/iommu-rx", test_iommu_rx);
   g_test_add_func ("/mlx5/emu/iommu-tx", test_iommu_tx);
+  g_test_add_func ("/mlx5/emu/inline-l2", test_inline_l2);
   g_test_add_func ("/mlx5/emu/sq-doorbell", test_sq_doorbell);
   g_test_add_func ("/mlx5/emu/out-of-buffer", test_out_of_buffer);
   g_test_add_func ("/mlx5/emu/release-threads", test_release_threads);

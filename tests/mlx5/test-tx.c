@@ -11,11 +11,12 @@
 /* the port, and what the device executed */
 typedef struct {
   MiniPort port;
-  guint32 hw_ci;     /* WQEBBs executed */
-  GPtrArray *frames; /* GBytes of what was sent */
-  GArray *cs_flags;  /* guint8 per frame */
-  GArray *waits;     /* guint64 per WAIT WQE: its time in the real-time format */
-  GArray *wait_at;   /* guint per WAIT WQE: the frames sent before it */
+  guint32 hw_ci;      /* WQEBBs executed */
+  GPtrArray *frames;  /* GBytes of what was sent */
+  GArray *cs_flags;   /* guint8 per frame */
+  GArray *waits;      /* guint64 per WAIT WQE: its time in the real-time format */
+  GArray *wait_at;    /* guint per WAIT WQE: the frames sent before it */
+  guint inline_bytes; /* the inline headers the WQEs must carry */
 } TxDev;
 
 static void
@@ -86,7 +87,10 @@ txdev_execute (TxDev *d, gboolean complete)
     const guint8 *wqe = d->port.sq->wqes + (gsize) (d->hw_ci & mask) * 64;
     const struct mlx5_wqe_ctrl_seg *ctrl = (const struct mlx5_wqe_ctrl_seg *) wqe;
     const struct mlx5_wqe_eth_seg *eth = (const struct mlx5_wqe_eth_seg *) (wqe + 16);
-    const struct mlx5_wqe_data_seg *ds = (const struct mlx5_wqe_data_seg *) (wqe + 32);
+    guint inl = be16toh (eth->inline_hdr_sz);
+    /* inline headers take a second 16-byte unit of the Ethernet segment */
+    const struct mlx5_wqe_data_seg *ds =
+        (const struct mlx5_wqe_data_seg *) (wqe + (inl > 0 ? 48 : 32));
     guint32 opmod_idx_opcode = be32toh (ctrl->opmod_idx_opcode);
     guint32 qpn_ds = be32toh (ctrl->qpn_ds);
 
@@ -100,18 +104,28 @@ txdev_execute (TxDev *d, gboolean complete)
     g_assert_cmpuint ((opmod_idx_opcode >> 8) & 0xffff, ==, d->hw_ci & 0xffff);
     g_assert_cmpuint (opmod_idx_opcode >> 24, ==, 0);
     g_assert_cmpuint (qpn_ds >> 8, ==, MINI_PORT_SQN);
-    g_assert_cmpuint (qpn_ds & 0x3f, ==, 3);
     g_assert_cmpuint (ctrl->signature, ==, 0);
     g_assert_cmpuint (ctrl->imm, ==, 0);
     guint8 ce = ctrl->fm_ce_se & 0x0c;
     g_assert_true (ce == MLX5_WQE_CTRL_CQ_UPDATE || ce == MLX5_WQE_CTRL_CQ_ONLY_FIRST_ERR);
-    g_assert_cmpuint (be16toh (eth->inline_hdr_sz), ==, 0);
     g_assert_cmpuint (be16toh (eth->mss), ==, 0);
-    g_assert_cmpuint (be32toh (ds->lkey), ==, TEST_LKEY);
-    guint32 len = be32toh (ds->byte_count);
-    guint8 *addr = (guint8 *) (uintptr_t) be64toh (ds->addr);
-    g_assert_true (addr >= d->port.mr_addr && addr + len <= d->port.mr_addr + d->port.mr_size);
-    g_ptr_array_add (d->frames, g_bytes_new (addr, len));
+    /* the frame: its inline part, then what the data segment (if any) points at */
+    GByteArray *frame = g_byte_array_new ();
+    g_byte_array_append (frame, eth->inline_hdr_start, inl);
+    if ((qpn_ds & 0x3f) == (inl > 0 ? 4u : 3u)) {
+      g_assert_cmpuint (be32toh (ds->lkey), ==, TEST_LKEY);
+      guint32 len = be32toh (ds->byte_count);
+      guint8 *addr = (guint8 *) (uintptr_t) be64toh (ds->addr);
+      g_assert_true (addr >= d->port.mr_addr && addr + len <= d->port.mr_addr + d->port.mr_size);
+      g_byte_array_append (frame, addr, len);
+    } else {
+      /* a frame no longer than the inline part: no data segment */
+      g_assert_cmpuint (qpn_ds & 0x3f, ==, 3);
+      g_assert_cmpuint (inl, >, 0);
+    }
+    /* exactly the bytes the port wants inline: its 18 (or all of a shorter frame) */
+    g_assert_cmpuint (inl, ==, MIN (d->inline_bytes, frame->len));
+    g_ptr_array_add (d->frames, g_byte_array_free_to_bytes (frame));
     g_array_append_val (d->cs_flags, eth->cs_flags);
     if (complete && ce == MLX5_WQE_CTRL_CQ_UPDATE)
       txdev_cqe (d, MLX5_CQE_REQ, (guint16) d->hw_ci, 0);
@@ -280,6 +294,50 @@ test_wait_layout (void)
   mlx5_txq_counters (q, &c);
   g_assert_cmpuint (c.packets, ==, 24);
   g_assert_cmpuint (c.waits, ==, 12);
+  mlx5_txq_free (q);
+  txdev_clear (&d);
+}
+
+/* A port of minimum inline mode L2: each SEND WQE carries the frame's first 18 bytes in
+ * its Ethernet segment (inline_hdr_sz 18, 2 bytes in the first unit, 16 in the next) and
+ * the data segment the rest, past them (4 DS, one WQEBB); a frame of 16 bytes is all
+ * inline, with no data segment (3 DS). */
+static void
+test_inline_l2 (void)
+{
+  TxDev d;
+  txdev_init (&d);
+  d.inline_bytes = MLX5_ETH_L2_INLINE_SIZE;
+  Mlx5Caps caps = mini_port_caps;
+  caps.tx_inline_bytes = MLX5_ETH_L2_INLINE_SIZE;
+  Mlx5Txq *q = mini_txq_new (&mini_port_ops, &d.port, &caps, 64 * 16, 64, 2, TRUE);
+  guint8 f[3][60];
+  const guint8 *frames[3] = { f[0], f[1], f[2] };
+  guint32 lens[3] = { 60, 16, 18 };
+  for (guint i = 0; i < 3; i++)
+    fill_frame (f[i], lens[i], i);
+  g_assert_cmpuint (mlx5_txq_send (q, frames, lens, 3), ==, 3);
+
+  const guint8 *w0 = d.port.sq->wqes;
+  g_assert_cmpuint (w0[7] & 0x3f, ==, 4);
+  const guint8 eth_head[16] = { 0, 0, 0, 0, 0xc0, 0, 0, 0, 0, 0, 0, 0, 0, 18, f[0][0], f[0][1] };
+  g_assert_cmpmem (w0 + 16, 16, eth_head, 16);
+  g_assert_cmpmem (w0 + 32, 16, f[0] + 2, 16);
+  const struct mlx5_wqe_data_seg *ds = (const struct mlx5_wqe_data_seg *) (w0 + 48);
+  g_assert_cmpuint (be32toh (ds->byte_count), ==, 60 - 18);
+  const guint8 *slot0 = (const guint8 *) (uintptr_t) be64toh (ds->addr) - 18;
+  g_assert_cmpmem (slot0, 60, f[0], 60);
+  /* 16 and 18 bytes: all inline, no data segment */
+  g_assert_cmpuint (w0[64 + 7] & 0x3f, ==, 3);
+  g_assert_cmpuint (w0[64 + 16 + 13], ==, 16);
+  g_assert_cmpuint (w0[128 + 7] & 0x3f, ==, 3);
+  g_assert_cmpuint (w0[128 + 16 + 13], ==, 18);
+
+  g_assert_cmpuint (txdev_execute (&d, TRUE), ==, 3);
+  for (guint i = 0; i < 3; i++)
+    check_frame (g_ptr_array_index (d.frames, i), lens[i], i);
+  mlx5_txq_reclaim (q);
+  g_assert_true (mlx5_txq_idle (q));
   mlx5_txq_free (q);
   txdev_clear (&d);
 }
@@ -485,6 +543,7 @@ main (int argc, char **argv)
   g_test_add_func ("/mlx5/tx/geometry", test_geometry);
   g_test_add_func ("/mlx5/tx/wqe-layout", test_wqe_layout);
   g_test_add_func ("/mlx5/tx/wait-layout", test_wait_layout);
+  g_test_add_func ("/mlx5/tx/inline-l2", test_inline_l2);
   g_test_add_func ("/mlx5/tx/reclaim-wrap", test_reclaim_wrap);
   g_test_add_func ("/mlx5/tx/acquire-commit", test_acquire_commit);
   g_test_add_func ("/mlx5/tx/src-mac", test_src_mac);
