@@ -214,6 +214,8 @@ typedef struct {
   guint64 held;            /* frames held back by the sender, beyond DQ_TX_HORIZON_NS */
   guint64 late;            /* frames whose time had passed (sent or dropped) */
   guint64 late_dropped;    /* late frames not sent (DQ_TX_LATE_DROP) */
+  guint64 wqes;            /* mlx5/emu: send WQEs (an eMPW WQE carries up to 32 frames);
+                            * 0 on other engines */
 } DqTxStats;
 
 /* A run of TX slots lent by dq_txq_acquire(): slot i (0 <= i < n_slots) is the

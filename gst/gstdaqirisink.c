@@ -159,6 +159,7 @@ add_stats (DqTxStats *sum, const DqTxStats *s)
   sum->held += s->held;
   sum->late += s->late;
   sum->late_dropped += s->late_dropped;
+  sum->wqes += s->wqes;
 }
 
 /* both queues; object lock held */
@@ -194,9 +195,9 @@ make_stats (GstDaqiriSink *self)
       "bytes", G_TYPE_UINT64, s.bytes, "bursts", G_TYPE_UINT64, s.bursts, "errors", G_TYPE_UINT64,
       s.errors, "malformed", G_TYPE_UINT64, malformed, "oversize", G_TYPE_UINT64, oversize,
       "undersize", G_TYPE_UINT64, undersize, "in-place", G_TYPE_UINT64, in_place, "copies",
-      G_TYPE_UINT64, copies, "ring-full-waits", G_TYPE_UINT64, s.ring_full_waits, "scheduled",
-      G_TYPE_UINT64, s.scheduled, "held", G_TYPE_UINT64, s.held, "late", G_TYPE_UINT64, s.late,
-      "late-dropped", G_TYPE_UINT64, s.late_dropped, NULL);
+      G_TYPE_UINT64, copies, "ring-full-waits", G_TYPE_UINT64, s.ring_full_waits, "wqes",
+      G_TYPE_UINT64, s.wqes, "scheduled", G_TYPE_UINT64, s.scheduled, "held", G_TYPE_UINT64, s.held,
+      "late", G_TYPE_UINT64, s.late, "late-dropped", G_TYPE_UINT64, s.late_dropped, NULL);
 }
 
 /* the properties kept as plain members */
@@ -748,7 +749,9 @@ gst_daqiri_sink_class_init (GstDaqiriSinkClass *klass)
           "sends: max-packet-size or its MTU; a warning names the first), undersize (frames "
           "under 14 bytes), in-place (packets handed "
           "to the port from the TX slots upstream wrote them into, no copy), copies "
-          "(packets copied into the ring), ring-full-waits; with schedule=pts: scheduled "
+          "(packets copied into the ring), ring-full-waits, wqes (mlx5/emu: send WQEs; "
+          "small frames go several to an enhanced multi-packet WQE); with schedule=pts: "
+          "scheduled "
           "(sent with a time), held (held back beyond 1 s ahead), late (time passed when "
           "handed to the port), late-dropped",
           GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));

@@ -753,6 +753,7 @@ eng_txq_create (gpointer port_priv, const DqTxConfig *config, GError **error)
   }
   cfg.stamp_src_mac = port->tx_eth_src;
   cfg.inline_bytes = port->caps.tx_inline_bytes;
+  cfg.empw = port->caps.tx_empw;
   memcpy (cfg.mac, port->mac, 6);
   if (config->scheduled && !tx_check_schedule (port, error))
     return NULL;
@@ -1164,8 +1165,10 @@ eng_txq_stats (gpointer priv, DqTxStats *stats)
 
   mlx5_txq_counters (txq->ring, &c);
   dq_tx_counters_read (&txq->tx, stats);
-  /* errors: also the frames the device refused, and those it flushed unsent after an error */
-  stats->errors += c.cqe_errors + c.flushed;
+  /* errors: also the frames the device refused, and those it flushed unsent after an error
+   * (an eMPW WQE carries several) */
+  stats->errors += c.lost;
+  stats->wqes = c.wqes;
 }
 
 /* ---------------------------------------------------------------------------------- */

@@ -97,6 +97,12 @@ typedef struct {
   guint64 mask;
 } Mlx5WaitSeg;
 
+/* Enhanced multi-packet send WQE (eMPW): opcode ENHANCED_MPSW, the control segment, a
+ * 16-byte Ethernet segment (cs_flags for every packet, no inline headers), then one data
+ * segment per packet, each a whole frame: 2 + k DS, (2 + k + 3) / 4 WQEBBs, wrapping to
+ * the ring's start as any WQE does. One CQE (when asked) completes all its packets. */
+#define MLX5_OPCODE_ENHANCED_MPSW 0x29u
+
 /* Inline headers: a port whose minimum inline mode is L2 takes send WQEs that carry the
  * frame's first bytes, the Ethernet header and one VLAN tag, in the Ethernet segment
  * (inline_hdr_sz; 2 bytes in its first 16, the rest in the next 16-byte unit); the data

@@ -100,6 +100,7 @@ typedef struct {
   gboolean tx_csum;               /* send WQEs can ask for L3/L4 checksums */
   gboolean wait_on_time;          /* WAIT WQEs on time (send scheduling; needs real_time_ts too) */
   guint64 pp_min_bps, pp_max_bps; /* packet pacing: the rates an SQ takes (0: none) */
+  gboolean tx_empw;               /* enhanced multi-packet send WQEs allowed on its SQs */
   guint tx_inline_bytes;          /* bytes of each frame a send WQE must carry inline (0, or
                           * MLX5_ETH_L2_INLINE_SIZE for a port of minimum inline mode L2) */
 } Mlx5Caps;

@@ -17,6 +17,10 @@
  *    16 bits), then an 8-byte write of the last WQE's ctrl segment to the UAR/BlueFlame
  *    register, flushed from the write-combining buffer; the next doorbell uses the other
  *    half of the BlueFlame buffer (sq_ring_doorbell).
+ *  - eMPW WQE (opcode ENHANCED_MPSW): ctrl, a 16-byte Ethernet segment, then one data
+ *    segment per frame, DS 2 + k over (2 + k + 3) / 4 WQEBBs, each 16-byte unit of it at
+ *    its place in the ring (the WQE wraps at the ring's end); its CQE completes its k
+ *    frames (txq_build_empw).
  *  - A scheduled frame is a WAIT WQE (one WQEBB, unsignalled, no slot: ctrl + wait
  *    segment, mlx5-dma.h) and then its SEND: the device holds the SQ until the port's
  *    real-time clock passes the WAIT's time (txq_build_wait).
@@ -63,11 +67,14 @@ struct _Mlx5Txq {
   /* per WQEBB index of a WQE's first block: the counters once that WQE completes */
   guint32 *wqe_sq_end;
   guint32 *wqe_slot_end;
+  guint8 *wqe_packets; /* the packets of that WQE (0 for a WAIT) */
 
   guint signal_every;
   guint since_signal;
   guint8 cs_flags;
   guint inline_bytes;
+  gboolean empw;
+  guint8 *last_wqe; /* the latest WQE built: its ctrl segment rings the doorbell */
   gboolean stamp_src_mac;
   guint8 mac[6];
   guint bf_offset;
@@ -144,6 +151,7 @@ mlx5_txq_free (Mlx5Txq *q)
   mlx5_mem_free ((gpointer) q->cq.dbrec);
   g_free (q->wqe_sq_end);
   g_free (q->wqe_slot_end);
+  g_free (q->wqe_packets);
   g_free (q);
 }
 
@@ -166,9 +174,11 @@ mlx5_txq_new (const Mlx5PortOps *ops, gpointer dev, const Mlx5TxConfig *cfg, GEr
   q->cs_flags = cfg->csum ? (MLX5_ETH_WQE_L3_CSUM | MLX5_ETH_WQE_L4_CSUM) : 0;
   q->stamp_src_mac = cfg->stamp_src_mac;
   q->inline_bytes = cfg->inline_bytes;
+  q->empw = cfg->empw && cfg->inline_bytes == 0;
   memcpy (q->mac, cfg->mac, 6);
   q->wqe_sq_end = g_new0 (guint32, n_wqebbs);
   q->wqe_slot_end = g_new0 (guint32, n_wqebbs);
+  q->wqe_packets = g_new0 (guint8, n_wqebbs);
 
   q->slab_size = (gsize) q->n_slots << q->log_slot_size;
   q->slab = mlx5_mem_map (q->slab_size);
@@ -246,8 +256,9 @@ static guint
 cq_poll_one (Mlx5Txq *q, volatile struct mlx5_cqe64 *cqe)
 {
   guint8 opcode = mlx5_cqe_opcode (cqe);
+  gboolean failed = opcode == MLX5_CQE_REQ_ERR || opcode == MLX5_CQE_RESP_ERR;
 
-  if (opcode == MLX5_CQE_REQ_ERR || opcode == MLX5_CQE_RESP_ERR) {
+  if (failed) {
     q->in_error = TRUE;
     mlx5_err_cqe_count (
         cqe, &q->c.flushed, &q->c.cqe_errors, &q->c.last_syndrome, &q->c.last_vendor_syndrome);
@@ -263,6 +274,9 @@ cq_poll_one (Mlx5Txq *q, volatile struct mlx5_cqe64 *cqe)
   }
   guint32 idx = counter & q->wqebb_mask;
   guint32 before = q->slot_tail;
+  /* an error CQE completes its WQE unsent (and the good ones before it) */
+  if (failed)
+    MLX5_COUNTER_ADD (q->c.lost, q->wqe_packets[idx]);
   q->sq_ci = q->wqe_sq_end[idx];
   q->slot_tail = q->wqe_slot_end[idx];
   return q->slot_tail - before;
@@ -399,6 +413,9 @@ txq_build_send (Mlx5Txq *q, guint32 slot, guint32 len, gboolean signal)
   q->sq_pi++;
   q->wqe_sq_end[idx] = q->sq_pi;
   q->wqe_slot_end[idx] = slot + 1;
+  q->wqe_packets[idx] = 1;
+  q->last_wqe = wqe;
+  MLX5_COUNTER_ADD (q->c.wqes, 1);
 }
 
 /* A WAIT WQE holding the SQ until the port's real-time clock passes `time_ns`; it
@@ -428,7 +445,63 @@ txq_build_wait (Mlx5Txq *q, guint32 slot, guint64 time_ns)
   q->sq_pi++;
   q->wqe_sq_end[idx] = q->sq_pi;
   q->wqe_slot_end[idx] = slot;
+  q->wqe_packets[idx] = 0;
+  q->last_wqe = wqe;
   MLX5_COUNTER_ADD (q->c.waits, 1);
+}
+
+/* The 16-byte unit `unit` of the WQE that starts at WQEBB `pi` */
+static inline guint8 *
+wqe_unit (Mlx5Txq *q, guint32 pi, guint unit)
+{
+  return q->sq.wqes + ((gsize) ((pi + unit / 4) & q->wqebb_mask) << MLX5_SEND_WQE_SHIFT) +
+      (gsize) (unit % 4) * MLX5_WQE_DS_SIZE;
+}
+
+/* An eMPW WQE of the k frames in slots slot .. slot + k - 1 */
+static void
+txq_build_empw (Mlx5Txq *q, guint32 slot, guint k, const guint32 *lengths, gboolean signal)
+{
+  guint8 *wqe = wqe_unit (q, q->sq_pi, 0);
+  struct mlx5_wqe_ctrl_seg *ctrl = (struct mlx5_wqe_ctrl_seg *) wqe;
+  struct mlx5_wqe_eth_seg *eth = (struct mlx5_wqe_eth_seg *) (wqe + MLX5_WQE_DS_SIZE);
+
+  ctrl->opmod_idx_opcode = htobe32 (((q->sq_pi & 0xffff) << 8) | MLX5_OPCODE_ENHANCED_MPSW);
+  ctrl->qpn_ds = htobe32 ((q->sq.sqn << 8) | (2 + k));
+  ctrl->signature = 0;
+  ctrl->dci_stream_channel_id = 0;
+  ctrl->fm_ce_se = signal ? MLX5_WQE_CTRL_CQ_UPDATE : MLX5_WQE_CTRL_CQ_ONLY_FIRST_ERR;
+  ctrl->imm = 0;
+  memset (eth, 0, MLX5_WQE_DS_SIZE);
+  eth->cs_flags = q->cs_flags;
+  for (guint j = 0; j < k; j++) {
+    struct mlx5_wqe_data_seg *data = (struct mlx5_wqe_data_seg *) wqe_unit (q, q->sq_pi, 2 + j);
+    data->byte_count = htobe32 (lengths[j]);
+    data->lkey = htobe32 (q->lkey);
+    data->addr = htobe64 ((guint64) (uintptr_t) slot_addr (q, slot + j));
+  }
+
+  guint32 idx = q->sq_pi & q->wqebb_mask;
+  q->sq_pi += (2 + k + 3) / 4;
+  q->wqe_sq_end[idx] = q->sq_pi;
+  q->wqe_slot_end[idx] = slot + k;
+  q->wqe_packets[idx] = (guint8) k;
+  q->last_wqe = wqe;
+  MLX5_COUNTER_ADD (q->c.wqes, 1);
+  MLX5_COUNTER_ADD (q->c.empw_wqes, 1);
+}
+
+/* How many frames from i on go into one eMPW WQE (0: send frame i on its own) */
+static inline guint
+txq_empw_run (Mlx5Txq *q, const guint32 *lengths, const guint64 *times, guint i, guint n)
+{
+  if (!q->empw)
+    return 0;
+  guint k = 0;
+  while (i + k < n && k < MLX5_TX_EMPW_MAX_PACKETS && lengths[i + k] <= MLX5_TX_EMPW_MAX_LEN &&
+      (times == NULL || times[i + k] == 0))
+    k++;
+  return k >= 2 ? k : 0;
 }
 
 static void
@@ -463,29 +536,41 @@ mlx5_txq_commit_at (Mlx5Txq *q, guint n, const guint32 *lengths, const guint64 *
   guint i;
 
   n = MIN (n, q->acquired);
+  /* the frames up to the first bad length */
   for (i = 0; i < n; i++) {
     guint32 len = lengths[i];
     if (G_UNLIKELY (len == 0 || len > slot_size))
       break;
-    guint32 slot = q->slot_head + i;
     if (q->stamp_src_mac && len >= 12)
-      memcpy (slot_addr (q, slot) + 6, q->mac, 6);
-    gboolean signal = ++q->since_signal >= q->signal_every || i + 1 == n;
-    if (signal)
-      q->since_signal = 0;
-    if (times != NULL && times[i] != 0)
-      txq_build_wait (q, slot, times[i]);
-    txq_build_send (q, slot, len, signal);
+      memcpy (slot_addr (q, q->slot_head + i) + 6, q->mac, 6);
     bytes += len;
   }
-  if (i == 0)
+  n = i;
+  if (n == 0)
     return 0;
-  /* a burst cut short by a bad length still ends with a signalled WQE */
-  guint8 *last = q->sq.wqes + ((gsize) ((q->sq_pi - 1) & q->wqebb_mask) << MLX5_SEND_WQE_SHIFT);
+  for (i = 0; i < n;) {
+    guint32 slot = q->slot_head + i;
+    guint k = txq_empw_run (q, lengths, times, i, n);
+    q->since_signal += MAX (k, 1);
+    gboolean signal = q->since_signal >= q->signal_every;
+    if (signal)
+      q->since_signal = 0;
+    if (k > 0) {
+      txq_build_empw (q, slot, k, lengths + i, signal);
+      i += k;
+      continue;
+    }
+    if (times != NULL && times[i] != 0)
+      txq_build_wait (q, slot, times[i]);
+    txq_build_send (q, slot, lengths[i], signal);
+    i++;
+  }
+  /* the burst ends with a signalled WQE */
+  guint8 *last = q->last_wqe;
   ((struct mlx5_wqe_ctrl_seg *) last)->fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE;
   q->since_signal = 0;
-  q->slot_head += i;
-  q->acquired -= i;
+  q->slot_head += n;
+  q->acquired -= n;
   sq_ring_doorbell (q, last);
   MLX5_COUNTER_ADD (q->c.packets, i);
   MLX5_COUNTER_ADD (q->c.bytes, bytes);
@@ -528,6 +613,9 @@ mlx5_txq_counters (Mlx5Txq *q, Mlx5TxCounters *c)
   c->bytes = MLX5_COUNTER_GET (q->c.bytes);
   c->doorbells = MLX5_COUNTER_GET (q->c.doorbells);
   c->waits = MLX5_COUNTER_GET (q->c.waits);
+  c->wqes = MLX5_COUNTER_GET (q->c.wqes);
+  c->lost = MLX5_COUNTER_GET (q->c.lost);
+  c->empw_wqes = MLX5_COUNTER_GET (q->c.empw_wqes);
   c->completions = MLX5_COUNTER_GET (q->c.completions);
   c->cqe_errors = MLX5_COUNTER_GET (q->c.cqe_errors);
   c->flushed = MLX5_COUNTER_GET (q->c.flushed);

@@ -13,6 +13,11 @@
  * mlx5_txq_acquire() hands out free slots, the caller writes frames into them and
  * mlx5_txq_commit() sends the first n of them (one doorbell). One thread at a time.
  *
+ * Enhanced multi-packet WQEs (Mlx5TxConfig.empw; not with inline headers): a run of
+ * unscheduled frames of up to MLX5_TX_EMPW_MAX_LEN bytes goes out as eMPW WQEs of up to
+ * MLX5_TX_EMPW_MAX_PACKETS frames each (mlx5-dma.h), one data segment per frame: one
+ * control and Ethernet segment for many frames.
+ *
  * Send scheduling: the _at variants take a time per frame (port real-time clock, ns; 0:
  * none) and put a WAIT WQE before the SEND of each timed frame: the device sends it once
  * its clock has passed that time, and everything behind it waits too. Times must lie
@@ -33,6 +38,9 @@ G_BEGIN_DECLS
 #define MLX5_TX_MIN_SLOTS 4
 #define MLX5_TX_MIN_SLOT 64
 #define MLX5_TX_DEFAULT_SIGNAL_EVERY 32
+/* eMPW: at most this many packets in one WQE, each at most this long */
+#define MLX5_TX_EMPW_MAX_PACKETS 32
+#define MLX5_TX_EMPW_MAX_LEN 1024
 
 typedef struct {
   guint log_slots;        /* TX slots, log2 */
@@ -42,6 +50,7 @@ typedef struct {
   gboolean csum;          /* ask the device for L3 and L4 checksums */
   gboolean stamp_src_mac; /* write `mac` into bytes 6..11 of every frame */
   guint inline_bytes;     /* the frame's first bytes inline in the WQE (Mlx5Caps) */
+  gboolean empw;          /* pack runs of unscheduled small frames into eMPW WQEs */
   guint8 mac[6];
 } Mlx5TxConfig;
 
@@ -58,9 +67,12 @@ typedef struct {
   guint64 bytes;
   guint64 doorbells;
   guint64 waits;       /* WAIT WQEs posted (scheduled frames) */
+  guint64 wqes;        /* SEND and eMPW WQEs posted (packets / wqes: packets per WQE) */
+  guint64 empw_wqes;   /* of them eMPW */
   guint64 completions; /* CQEs read */
   guint64 cqe_errors;  /* error CQEs other than flushes */
   guint64 flushed;     /* flush-error CQEs: WQEs the SQ in ERR completed unsent */
+  guint64 lost;        /* packets of the WQEs that completed with an error or a flush */
   guint64 recoveries;  /* ERR -> RST -> RDY done */
   guint64 recovery_failures;
   guint64 device_errors; /* CQEs naming no WQE in flight, unknown opcodes */

@@ -37,6 +37,7 @@ emu_open (const char *name, DqPortInfo *info, Mlx5Caps *caps, GError **error)
   caps->device_frequency_khz = p->cfg.freq_khz;
   caps->tx_csum = TRUE;
   caps->wait_on_time = TRUE;
+  caps->tx_empw = TRUE;
   caps->tx_inline_bytes = p->cfg.inline_l2 ? MLX5_ETH_L2_INLINE_SIZE : 0;
   caps->pp_min_bps = EMU_PP_MIN_RATE;
   caps->pp_max_bps = p->cfg.rate_bps;
@@ -321,6 +322,8 @@ emu_sq_recover (gpointer dev, Mlx5Sq *sq, GError **error)
   esq->stray_since = 0;
   esq->has_release = FALSE;
   esq->pace_ready = 0;
+  esq->empw_next = 0;
+  esq->empw_checked = FALSE;
   g_mutex_unlock (&p->lock);
   return TRUE;
 }

@@ -190,6 +190,9 @@ typedef struct {
   guint64 rate_bps;
   EmuWire pace;
   guint64 pace_ready;
+  /* the eMPW WQE at hw_ci: checked whole, and packets of it already sent */
+  gboolean empw_checked;
+  guint empw_next;
 } EmuSq;
 
 /* The steering rules of one group of RQs. */

@@ -249,6 +249,25 @@ sq_copy_wqe (EmuSq *sq, guint32 posted, EmuSendWqe *w)
         sq->wqes + ((gsize) ((sq->hw_ci + b) & mask) << MLX5_SEND_WQE_SHIFT), MLX5_SEND_WQE_BB);
 }
 
+/* A pointer data segment's bytes, through the IOMMU, appended to the frame in the bounce
+ * buffer (*len bytes so far; with `copy` FALSE only checked). 0, or the error syndrome. */
+static guint8
+sq_gather_ptr (EmuPort *p, const struct mlx5_wqe_data_seg *ds, gboolean copy, guint *len)
+{
+  guint32 bc = be32toh (ds->byte_count);
+  guint8 *src;
+  if (*len + (guint64) bc > EMU_MAX_FRAME)
+    return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+  if (bc == 0)
+    return 0;
+  if (!emu_dma_ok (p, be32toh (ds->lkey), be64toh (ds->addr), bc, &src))
+    return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+  if (copy)
+    memcpy (p->bounce + *len, src, bc);
+  *len += bc;
+  return 0;
+}
+
 /* Gathers a SEND WQE's frame into the bounce buffer: inline headers of the Ethernet
  * segment, then the data segments (pointer segments through the IOMMU, or inline; with
  * `copy` FALSE pointer segments are only checked, their bytes not read: a frame that goes
@@ -286,16 +305,9 @@ sq_gather (EmuPort *p, const EmuSendWqe *w, gboolean copy, guint *frame_len, gui
       off += (4 + n + MLX5_WQE_DS_SIZE - 1) & ~(MLX5_WQE_DS_SIZE - 1);
       continue;
     }
-    guint8 *src;
-    if (len + (guint64) bc > EMU_MAX_FRAME)
-      return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
-    if (bc > 0) {
-      if (!emu_dma_ok (p, be32toh (ds->lkey), be64toh (ds->addr), bc, &src))
-        return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
-      if (copy)
-        memcpy (p->bounce + len, src, bc);
-      len += bc;
-    }
+    guint8 syndrome = sq_gather_ptr (p, ds, copy, &len);
+    if (syndrome != 0)
+      return syndrome;
     off += MLX5_WQE_DS_SIZE;
   }
   /* the MAC refuses runts and frames over the MTU */
@@ -471,6 +483,98 @@ sq_fail (EmuPort *p, EmuSq *sq, const EmuSendWqe *w, guint8 syndrome)
   sq->in_error = TRUE;
   sq->has_release = FALSE;
   sq->pace_ready = 0;
+  sq->empw_next = 0;
+  sq->empw_checked = FALSE;
+}
+
+/* An injected error (emu_port_fault_tx_error) for a WQE of `packets` packets: the
+ * syndrome when the packet the fault waits for is one of them, else 0. */
+static guint8
+sq_fault (EmuPort *p, guint packets)
+{
+  if (p->fault_tx_error < 0)
+    return 0;
+  if (p->fault_tx_error < packets) {
+    p->fault_tx_error = -1;
+    return p->fault_tx_syndrome;
+  }
+  p->fault_tx_error -= packets;
+  return 0;
+}
+
+/* Checks an eMPW WQE before any of its packets goes: its Ethernet segment, every data
+ * segment through the IOMMU and every length against the MAC; then the fault injection.
+ * 0, or the syndrome that fails the whole WQE. */
+static guint8
+sq_empw_check (EmuPort *p, const EmuSendWqe *w, guint n_ds)
+{
+  const struct mlx5_wqe_eth_seg *eth =
+      (const struct mlx5_wqe_eth_seg *) (w->bytes + MLX5_WQE_DS_SIZE);
+  if (n_ds < 3 || eth->inline_hdr_sz != 0 || p->cfg.inline_l2)
+    return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+  for (guint j = 2; j < n_ds; j++) {
+    const struct mlx5_wqe_data_seg *ds =
+        (const struct mlx5_wqe_data_seg *) (w->bytes + (gsize) j * MLX5_WQE_DS_SIZE);
+    guint len = 0;
+    guint8 syndrome = sq_gather_ptr (p, ds, FALSE, &len);
+    if (syndrome != 0)
+      return syndrome;
+    if (len < 14 || len > emu_max_frame (p))
+      return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+  }
+  return sq_fault (p, n_ds - 2);
+}
+
+/* The eMPW WQE at hw_ci (mlx5-dma.h): its packets from sq->empw_next on, one data segment
+ * each, through the pacer and onto the wire as SENDs go; the CQE (when asked) once all
+ * are sent, stamped with the last one's start. FALSE: a packet has to wait (the pacer,
+ * pause); the WQE goes on from that packet later. An error (a data segment the IOMMU
+ * refuses, a frame the MAC refuses, inline headers) is found before any packet goes and
+ * completes the WQE with an error CQE, none of its packets sent. */
+static gboolean
+sq_execute_empw (EmuPort *p, EmuSq *sq, const EmuSendWqe *w, guint64 now, EmuCable *cable)
+{
+  const struct mlx5_wqe_eth_seg *eth =
+      (const struct mlx5_wqe_eth_seg *) (w->bytes + MLX5_WQE_DS_SIZE);
+  guint n_ds = MIN (w->ds, w->n_bb * 4);
+  EmuPort *peer = cable_peer (p, cable);
+  guint64 start = now;
+
+  if (!sq->empw_checked) {
+    guint8 syndrome = sq_empw_check (p, w, n_ds);
+    if (syndrome != 0) {
+      sq_fail (p, sq, w, syndrome);
+      return TRUE;
+    }
+    sq->empw_checked = TRUE;
+  }
+  for (guint j = 2 + sq->empw_next; j < n_ds; j++) {
+    const struct mlx5_wqe_data_seg *ds =
+        (const struct mlx5_wqe_data_seg *) (w->bytes + (gsize) j * MLX5_WQE_DS_SIZE);
+    guint len = 0;
+    (void) sq_gather_ptr (p, ds, peer != NULL, &len); /* checked above */
+    guint64 at = MAX (sq->model_now, sq->db_tick);
+    if (!sq_pace_due (p, sq, at, now))
+      return FALSE;
+    if (!sq_peer_has_room (p, peer, len)) {
+      sq->model_now = MAX (sq->model_now, now);
+      MLX5_COUNTER_ADD (p->c.pause_waits, 1);
+      return FALSE;
+    }
+    start =
+        sq_transmit (p, sq, peer, len, at, peer != NULL ? sq_checksum (p, len, eth->cs_flags) : -1);
+    sq->model_now = at;
+    sq->empw_next = j - 1;
+  }
+  sq->empw_next = 0;
+  sq->empw_checked = FALSE;
+  MLX5_COUNTER_ADD (p->c.tx_empw_wqes, 1);
+  if (w->signaled) {
+    sq_cqe (sq, (guint16) w->index, emu_cqe_timestamp (p, start));
+    MLX5_COUNTER_ADD (p->c.tx_cqes, 1);
+  }
+  sq->hw_ci += w->n_bb;
+  return TRUE;
 }
 
 /* Executes the WQE at hw_ci. TRUE: done (hw_ci moved on); FALSE: it has to wait (no
@@ -485,24 +589,21 @@ sq_execute (EmuPort *p, EmuSq *sq, guint32 posted, guint64 now, EmuCable *cable)
   sq_copy_wqe (sq, posted, &w);
   if (!cq_has_room (sq->cq, 1))
     return FALSE;
-  /* a WQE of another index or QP, or an opcode we do not execute (SEND, WAIT and NOP are
-   * what we know) is a local QP operation error */
+  /* a WQE of another index or QP, or an opcode we do not execute (SEND, eMPW, WAIT and
+   * NOP are what we know) is a local QP operation error */
   if (w.index != (sq->hw_ci & 0xffff) || w.qpn != sq->sqn ||
-      (w.opcode != MLX5_OPCODE_SEND && w.opcode != MLX5_OPCODE_NOP && w.opcode != MLX5_OPCODE_WAIT))
+      (w.opcode != MLX5_OPCODE_SEND && w.opcode != MLX5_OPCODE_NOP &&
+          w.opcode != MLX5_OPCODE_WAIT && w.opcode != MLX5_OPCODE_ENHANCED_MPSW))
     syndrome = MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
   else if (w.truncated)
     syndrome = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+  else if (w.opcode == MLX5_OPCODE_ENHANCED_MPSW)
+    return sq_execute_empw (p, sq, &w, now, cable);
   EmuPort *peer = cable_peer (p, cable);
   if (syndrome == 0 && w.opcode == MLX5_OPCODE_SEND)
     syndrome = sq_gather (p, &w, peer != NULL, &len, &cs_flags);
-  if (syndrome == 0 && w.opcode == MLX5_OPCODE_SEND) {
-    if (p->fault_tx_error == 0) {
-      p->fault_tx_error = -1;
-      syndrome = p->fault_tx_syndrome;
-    } else if (p->fault_tx_error > 0) {
-      p->fault_tx_error--;
-    }
-  }
+  if (syndrome == 0 && w.opcode == MLX5_OPCODE_SEND)
+    syndrome = sq_fault (p, 1);
   guint64 start = now;
   if (syndrome == 0 && w.opcode == MLX5_OPCODE_WAIT) {
     gboolean passed;

@@ -76,7 +76,9 @@
  * work, or behind the SQ's previous WQE); pause holds a frame back to when room came.
  * Send scheduling: a WAIT WQE on time (mlx5-dma.h; needs clock=rt) holds the SQ until the
  * port clock passes its time, and the SEND behind it is ready at that time (or when the
- * SQ got to the WAIT, if later). Packet pacing (Mlx5PortOps.sq_set_rate): the SQ's frames
+ * SQ got to the WAIT, if later). An eMPW WQE (mlx5-dma.h) is checked whole first (every
+ * data segment through the IOMMU, every length) and then sends its frames one by one as
+ * SENDs go. Packet pacing (Mlx5PortOps.sq_set_rate): the SQ's frames
  * pass a wire of the SQ's rate first (the same formula, no overhead, bits of frame only),
  * then the port's; the device executes a paced frame no more than 1 ms before that wire
  * lets it go, so a paced SQ holds the sender back as a real one does.
@@ -161,6 +163,7 @@ typedef struct {
   guint64 tx_flushed;       /* flush-error CQEs: WQEs an SQ in ERR completed unsent */
   guint64 tx_no_link;       /* frames sent while the cable led nowhere */
   guint64 tx_waits;         /* WAIT WQEs passed (send scheduling) */
+  guint64 tx_empw_wqes;     /* eMPW WQEs executed to their end */
   guint64 tx_first_start;   /* ticks: when the first frame sent went on the wire */
   guint64 tx_last_start;    /* ticks: when the latest frame sent went on the wire */
   guint64 tx_csum_l3;       /* IPv4 header checksums computed */

@@ -617,6 +617,7 @@ mlx5_hw_caps_fill (
   caps->real_time_ts = real_time;
   caps->device_frequency_khz = hw->device_frequency_khz;
   caps->wait_on_time = hw->wait_on_time;
+  caps->tx_empw = hw->eth_net_offloads && hw->enhanced_multi_pkt_send_wqe;
   if (hw->qos && hw->packet_pacing && hw->packet_pacing_max_rate != 0) {
     caps->pp_min_bps = (guint64) MAX (hw->packet_pacing_min_rate, 1u) * 1000;
     caps->pp_max_bps = (guint64) hw->packet_pacing_max_rate * 1000;

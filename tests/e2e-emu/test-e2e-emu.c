@@ -781,8 +781,8 @@ GST_END_TEST;
 
 /* The same on the send side: an error completion mid-stream puts the SQ in ERR, the WQEs
  * posted after it are flushed unsent, daqirisink's queue recovers it and sends on. Every
- * frame is accounted for: received (each once, intact) + the sink's errors (the refused
- * one and the flushed ones) = sent. */
+ * frame is accounted for: received (each once, intact) + the sink's errors (the frames of
+ * the refused WQE and of the flushed ones; an eMPW WQE carries several) = sent. */
 GST_START_TEST (test_tx_error_recovery)
 {
   const guint n = 30000, skip = 12000;
@@ -800,7 +800,8 @@ GST_START_TEST (test_tx_error_recovery)
   fail_unless_equals_uint64 (c.tx_cqe_errors, 1);
   fail_unless (c.tx_flushed >= 1, "no WQE was flushed");
   guint64 errors = stat_u64 (tx, "errors");
-  fail_unless_equals_uint64 (errors, 1 + c.tx_flushed);
+  fail_unless (errors >= 1 + c.tx_flushed,
+      "%" G_GUINT64_FORMAT " frames lost in %" G_GUINT64_FORMAT " WQEs", errors, 1 + c.tx_flushed);
   receiver_wait (&r, (guint) (n - errors), 3000);
   g_mutex_lock (&r.lock);
   fail_unless_equals_uint64 (r.received + errors, n);

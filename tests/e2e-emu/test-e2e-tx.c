@@ -412,6 +412,50 @@ GST_START_TEST (test_oversize)
 
 GST_END_TEST;
 
+/* daqiritestsrc ! daqirisink with 64-byte frames in bursts of 64 written in place: every
+ * burst goes out as two eMPW WQEs of 32 frames (stats wqes), every frame arrives intact. */
+GST_START_TEST (test_empw_stats)
+{
+  const guint n = 6400;
+  Receiver r;
+  receiver_init (&r, n);
+  gchar *desc = g_strdup_printf (
+      "daqiritestsrc num-packets=%u burst-packets=64 ! daqirisink name=sink device=emu:empw0 "
+      "daqirisrc device=emu:empw0 burst-timeout=200000 ! appsink name=out sync=false "
+      "async=false",
+      n);
+  GstElement *pipeline = gst_parse_launch (desc, NULL);
+  g_free (desc);
+  GstElement *out = gst_bin_get_by_name (GST_BIN (pipeline), "out");
+  receiver_attach (&r, out);
+  gst_object_unref (out);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
+  fail_unless_equals_int (receiver_wait (&r, n, 5000), n);
+  fail_unless_equals_int (r.bad, 0);
+  GstElement *sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  GstStructure *s = NULL;
+  g_object_get (sink, "stats", &s, NULL);
+  guint64 packets = 0, wqes = 0, in_place = 0;
+  gst_structure_get_uint64 (s, "packets", &packets);
+  gst_structure_get_uint64 (s, "wqes", &wqes);
+  gst_structure_get_uint64 (s, "in-place", &in_place);
+  fail_unless_equals_uint64 (packets, n);
+  fail_unless_equals_uint64 (in_place, n);
+  fail_unless_equals_uint64 (wqes, n / 32);
+  gst_structure_free (s);
+  gst_object_unref (sink);
+  EmuPort *port = emu_port_lookup ("empw0");
+  EmuCounters c;
+  emu_port_counters (port, &c);
+  fail_unless_equals_uint64 (c.tx_empw_wqes, n / 32);
+  emu_port_unref (port);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (pipeline);
+  receiver_clear (&r);
+}
+
+GST_END_TEST;
+
 static Suite *
 tx_suite (void)
 {
@@ -426,6 +470,7 @@ tx_suite (void)
   tcase_add_test (tc, test_refused_without_rt_clock);
   tcase_add_test (tc, test_rate);
   tcase_add_test (tc, test_oversize);
+  tcase_add_test (tc, test_empw_stats);
   return s;
 }
 

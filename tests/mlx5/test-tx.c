@@ -17,6 +17,7 @@ typedef struct {
   GArray *waits;      /* guint64 per WAIT WQE: its time in the real-time format */
   GArray *wait_at;    /* guint per WAIT WQE: the frames sent before it */
   guint inline_bytes; /* the inline headers the WQEs must carry */
+  guint empw_wqes;
 } TxDev;
 
 static void
@@ -72,6 +73,40 @@ txdev_cqe (TxDev *d, guint8 opcode, guint16 wqe_counter, guint8 syndrome)
   mini_port_cqe_publish (&d->port, cqe, opcode);
 }
 
+/* An eMPW WQE at hw_ci, byte for byte: opcode 0x29, 2 + k DS, the Ethernet segment with
+ * the checksum flags and nothing inline, then k data segments (each 16-byte unit where it
+ * lies in the ring); keeps its k frames. Returns its WQEBBs. */
+static guint
+txdev_empw (TxDev *d, gboolean complete)
+{
+  guint32 mask = (1u << d->port.sq->log_wqebbs) - 1;
+  const guint8 *wqe = d->port.sq->wqes + (gsize) (d->hw_ci & mask) * 64;
+  guint32 qpn_ds = be32toh (((const struct mlx5_wqe_ctrl_seg *) wqe)->qpn_ds);
+  guint ds = qpn_ds & 0x3f, k = ds - 2;
+  g_assert_cmpuint (qpn_ds >> 8, ==, MINI_PORT_SQN);
+  g_assert_cmpuint (k, >=, 2);
+  g_assert_cmpuint (k, <=, MLX5_TX_EMPW_MAX_PACKETS);
+  const struct mlx5_wqe_eth_seg *eth = (const struct mlx5_wqe_eth_seg *) (wqe + 16);
+  g_assert_cmpuint (be16toh (eth->inline_hdr_sz), ==, 0);
+  g_assert_cmpuint (eth->cs_flags, ==, MLX5_ETH_WQE_L3_CSUM | MLX5_ETH_WQE_L4_CSUM);
+  for (guint j = 2; j < ds; j++) {
+    const guint8 *unit = d->port.sq->wqes + (gsize) ((d->hw_ci + j / 4) & mask) * 64 + (j % 4) * 16;
+    const struct mlx5_wqe_data_seg *seg = (const struct mlx5_wqe_data_seg *) unit;
+    g_assert_cmpuint (be32toh (seg->lkey), ==, TEST_LKEY);
+    guint32 len = be32toh (seg->byte_count);
+    g_assert_cmpuint (len, <=, MLX5_TX_EMPW_MAX_LEN);
+    guint8 *addr = (guint8 *) (uintptr_t) be64toh (seg->addr);
+    g_assert_true (addr >= d->port.mr_addr && addr + len <= d->port.mr_addr + d->port.mr_size);
+    g_ptr_array_add (d->frames, g_bytes_new (addr, len));
+    g_array_append_val (d->cs_flags, eth->cs_flags);
+  }
+  guint8 ce = wqe[11] & 0x0c;
+  if (complete && ce == MLX5_WQE_CTRL_CQ_UPDATE)
+    txdev_cqe (d, MLX5_CQE_REQ, (guint16) d->hw_ci, 0);
+  d->empw_wqes++;
+  return (ds + 3) / 4;
+}
+
 /* Executes the WQEs up to the doorbell record: checks each against the PRM layout and
  * the host's rules, keeps the frame, and completes signalled WQEs. `complete` FALSE
  * keeps CQEs back (the host must then run out of slots). Returns WQEs executed. */
@@ -97,6 +132,12 @@ txdev_execute (TxDev *d, gboolean complete)
     if ((opmod_idx_opcode & 0xff) == MLX5_OPCODE_WAIT) {
       txdev_wait (d, wqe);
       d->hw_ci++;
+      n++;
+      continue;
+    }
+    if ((opmod_idx_opcode & 0xff) == MLX5_OPCODE_ENHANCED_MPSW) {
+      g_assert_cmpuint ((opmod_idx_opcode >> 8) & 0xffff, ==, d->hw_ci & 0xffff);
+      d->hw_ci += txdev_empw (d, complete);
       n++;
       continue;
     }
@@ -342,6 +383,62 @@ test_inline_l2 (void)
   txdev_clear (&d);
 }
 
+/* eMPW: a run of small unscheduled frames goes out as WQEs of up to 32 frames, one data
+ * segment each, wrapping at the ring's end; a frame over MLX5_TX_EMPW_MAX_LEN or with a
+ * time goes on its own; every frame byte for byte, all slots back through the CQEs, over
+ * many passes of the ring. */
+static void
+test_empw (void)
+{
+  TxDev d;
+  txdev_init (&d);
+  Mlx5TxConfig cfg = { .csum = TRUE, .empw = TRUE };
+  GError *error = NULL;
+  /* 64 slots of 2 KiB, 128 WQEBBs, a CQE every 32 frames */
+  g_assert_true (mlx5_tx_geometry_choose (&mini_port_caps, "t", 64 * 2048, 2048, 32, &cfg, &error));
+  Mlx5Txq *q = mlx5_txq_new (&mini_port_ops, &d.port, &cfg, &error);
+  g_assert_no_error (error);
+  guint8 f[40][1500];
+  const guint8 *frames[40];
+  guint32 lens[40];
+  guint64 times[40] = { 0 };
+  guint32 seq = 0;
+  guint expect_wqes = 0;
+  for (guint round = 0; round < 50; round++) {
+    g_ptr_array_set_size (d.frames, 0);
+    g_array_set_size (d.cs_flags, 0);
+    guint first_empw = d.empw_wqes;
+    /* 40 frames: 60 .. 1024 bytes, one of 1500 at 35, one with a time at 20 */
+    for (guint i = 0; i < 40; i++) {
+      lens[i] = i == 35 ? 1500 : 60 + (seq + i) % 965;
+      fill_frame (f[i], lens[i], seq + i);
+      frames[i] = f[i];
+      times[i] = i == 20 ? G_GUINT64_CONSTANT (1700000000000000000) : 0;
+    }
+    g_assert_cmpuint (mlx5_txq_send_at (q, frames, lens, round % 2 ? times : NULL, 40), ==, 40);
+    txdev_execute (&d, TRUE);
+    g_assert_cmpuint (d.frames->len, ==, 40);
+    for (guint i = 0; i < 40; i++)
+      check_frame (g_ptr_array_index (d.frames, i), lens[i], seq + i);
+    /* without times: 32 + 3 in eMPW, 1500 alone, 4 in eMPW; with the time at 20: 20 in
+     * eMPW, 20 alone (behind its WAIT), 14 in eMPW, 1500 alone, 4 in eMPW */
+    g_assert_cmpuint (d.empw_wqes - first_empw, ==, 3);
+    g_assert_cmpuint (d.waits->len, ==, (round + 1) / 2);
+    expect_wqes += round % 2 ? 5 : 4;
+    mlx5_txq_reclaim (q);
+    g_assert_true (mlx5_txq_idle (q));
+    g_assert_cmpuint (mlx5_txq_free_slots (q), ==, 64);
+    seq += 40;
+  }
+  Mlx5TxCounters c;
+  mlx5_txq_counters (q, &c);
+  g_assert_cmpuint (c.packets, ==, 2000);
+  g_assert_cmpuint (c.wqes, ==, expect_wqes);
+  g_assert_cmpuint (c.empw_wqes, ==, d.empw_wqes);
+  mlx5_txq_free (q);
+  txdev_clear (&d);
+}
+
 /* slots come back only through CQEs; many passes over SQ, CQ and slots (16-bit WQE
  * index wrap) with every byte checked */
 static void
@@ -544,6 +641,7 @@ main (int argc, char **argv)
   g_test_add_func ("/mlx5/tx/wqe-layout", test_wqe_layout);
   g_test_add_func ("/mlx5/tx/wait-layout", test_wait_layout);
   g_test_add_func ("/mlx5/tx/inline-l2", test_inline_l2);
+  g_test_add_func ("/mlx5/tx/empw", test_empw);
   g_test_add_func ("/mlx5/tx/reclaim-wrap", test_reclaim_wrap);
   g_test_add_func ("/mlx5/tx/acquire-commit", test_acquire_commit);
   g_test_add_func ("/mlx5/tx/src-mac", test_src_mac);
