@@ -10,15 +10,21 @@
  *              rx-ring with 128-byte packets on the striding RQ, and on a header-data
  *              split RQ (42 header bytes, one two-segment WQE re-posted per packet), side
  *              by side: target split <= 2 x striding
- *   tx-copy    mlx5_txq_send of 64-byte frames in bursts of 32: copy into slots, WQE
- *              build, one doorbell per burst; the device is stalled while timed, so no
- *              completion is read (reclaim happens untimed between rounds)
+ *   tx-copy    mlx5_txq_send of 64-byte frames in bursts: copy into slots, WQE build, one
+ *              doorbell per burst; the device is stalled while timed, so no completion is
+ *              read (reclaim happens untimed between rounds)
  *   tx-inplace mlx5_txq_acquire + commit (frames written in place: no copy)
+ *   tx-copy-empw, tx-inplace-empw
+ *              the same with enhanced multi-packet WQEs (32 frames a WQE): target <= 6 ns
+ *              in place. The four TX variants run their rounds interleaved, each on a port
+ *              and queue of its own, and print the spread of their rounds too: on a shared
+ *              machine one round of 3 MiB of slots and WQEs varies by 2x from the next
+ *              (memory-bound writes), so only side-by-side medians compare
  *
  * Prints one JSON object per measurement (min and median over the rounds, ns per
  * packet) and a one-line summary against the targets (25 ns at 64 bytes; split <= 2 x
  * striding at 128 bytes).
- *   usage: bench-mlx5 [--rounds N] [--burst N]
+ *   usage: bench-mlx5 [--rounds N] [--burst N] [--tx-ring BYTES]
  */
 #include "daqiri-engine.h"
 #include "dq-bench-util.h"
@@ -31,11 +37,13 @@
 #include <string.h>
 
 #define TARGET_NS 25.0
+#define TARGET_EMPW_NS 6.0
 #define FRAME 64
 #define S_NS G_GINT64_CONSTANT (1000000000)
 
 static guint rounds = 15;
 static guint burst = 64;
+static gsize tx_ring = 256 << 10;
 
 typedef struct {
   double min, median;
@@ -213,26 +221,80 @@ bench_rx_engine (void)
   return res;
 }
 
-static Result
-bench_tx (gboolean in_place)
+/* One TX variant: its own emulated port (the cable leads nowhere) and send queue */
+typedef struct {
+  const char *name;
+  gboolean in_place, empw;
+  gpointer dev;
+  Mlx5Txq *q;
+  double *per;
+} TxVariant;
+
+static void
+tx_variant_open (TxVariant *v, guint index)
 {
   GError *error = NULL;
   Mlx5Caps caps;
-  gpointer dev = emu_open ("bench-tx,peer=none", &caps);
-  Mlx5TxConfig cfg = { .csum = TRUE };
-  if (!mlx5_tx_geometry_choose (&caps, "bench", 2 << 20, FRAME, 0, &cfg, &error))
+  char spec[32];
+  g_snprintf (spec, sizeof spec, "bench-tx%u,peer=none", index);
+  v->dev = emu_open (spec, &caps);
+  Mlx5TxConfig cfg = { .csum = TRUE, .empw = v->empw };
+  if (!mlx5_tx_geometry_choose (&caps, "bench", tx_ring, FRAME, 0, &cfg, &error))
     g_error ("%s", error->message);
-  Mlx5Txq *q = mlx5_txq_new (&emu_port_ops, dev, &cfg, &error);
-  if (q == NULL)
+  v->q = mlx5_txq_new (&emu_port_ops, v->dev, &cfg, &error);
+  if (v->q == NULL)
     g_error ("%s", error->message);
-  EmuPort *ep = dev;
-  guint n_slots = mlx5_txq_n_slots (q);
+  v->per = g_new (double, rounds);
+}
+
+/* One timed round: the device stalled, the ring filled with 64-byte frames in bursts
+ * (copied, or written in place), then the device lets them go, untimed. */
+static guint64
+tx_round (
+    TxVariant *v, const guint8 *const *frames, const guint32 *lens, guint8 **slots, gint64 *ns)
+{
+  EmuPort *ep = v->dev;
+  guint n_slots = mlx5_txq_n_slots (v->q);
+  guint64 sent = 0;
+  emu_port_fault_stall (ep, TRUE);
+  gint64 t0 = dq_bench_mono_ns ();
+  while (sent + burst <= n_slots) {
+    if (v->in_place) {
+      guint k = mlx5_txq_acquire (v->q, burst, slots);
+      for (guint i = 0; i < k; i++)
+        ((guint32 *) slots[i])[0] = (guint32) (sent + i);
+      sent += mlx5_txq_commit (v->q, k, lens);
+    } else {
+      sent += mlx5_txq_send (v->q, frames, lens, burst);
+    }
+  }
+  *ns = dq_bench_mono_ns () - t0;
+  emu_port_fault_stall (ep, FALSE);
+  if (!emu_port_wait_idle (ep, 10 * S_NS))
+    g_error ("the device did not go idle");
+  mlx5_txq_reclaim (v->q);
+  if (!mlx5_txq_idle (v->q))
+    g_error ("TX completions missing");
+  return sent;
+}
+
+/* The four TX variants (copy or in place, one WQE a frame or eMPW), their rounds
+ * interleaved so that each sees the same machine; per variant the median and the spread
+ * of the rounds (10th and 90th percentile). */
+static void
+bench_tx (Result out[4])
+{
+  TxVariant v[4] = {
+    { .name = "tx-copy" },
+    { .name = "tx-inplace", .in_place = TRUE },
+    { .name = "tx-copy-empw", .empw = TRUE },
+    { .name = "tx-inplace-empw", .in_place = TRUE, .empw = TRUE },
+  };
   guint8 frame[FRAME];
   const guint8 **frames = g_new (const guint8 *, burst);
   guint32 *lens = g_new (guint32, burst);
   guint8 **slots = g_new (guint8 *, burst);
-  double *per = g_new (double, rounds);
-  guint64 total = 0;
+  guint64 total[4] = { 0 };
 
   memset (frame, 0x5a, sizeof frame);
   frame[12] = 0x08;
@@ -240,37 +302,28 @@ bench_tx (gboolean in_place)
     frames[i] = frame;
     lens[i] = FRAME;
   }
-  for (guint r = 0; r < rounds + 1; r++) {
-    emu_port_fault_stall (ep, TRUE);
-    guint64 sent = 0;
-    gint64 t0 = dq_bench_mono_ns ();
-    while (sent + burst <= n_slots) {
-      if (in_place) {
-        guint k = mlx5_txq_acquire (q, burst, slots);
-        for (guint i = 0; i < k; i++)
-          ((guint32 *) slots[i])[0] = (guint32) (sent + i);
-        sent += mlx5_txq_commit (q, k, lens);
-      } else {
-        sent += mlx5_txq_send (q, frames, lens, burst);
-      }
+  for (guint k = 0; k < 4; k++)
+    tx_variant_open (&v[k], k);
+  for (guint r = 0; r < rounds + 1; r++)
+    for (guint k = 0; k < 4; k++) {
+      gint64 ns;
+      guint64 sent = tx_round (&v[k], frames, lens, slots, &ns);
+      round_keep (v[k].per, &total[k], r, ns, sent);
     }
-    gint64 t1 = dq_bench_mono_ns ();
-    emu_port_fault_stall (ep, FALSE);
-    if (!emu_port_wait_idle (ep, 10 * S_NS))
-      g_error ("the device did not go idle");
-    mlx5_txq_reclaim (q);
-    if (!mlx5_txq_idle (q))
-      g_error ("TX completions missing");
-    round_keep (per, &total, r, t1 - t0, sent);
+  for (guint k = 0; k < 4; k++) {
+    /* sorted by summarize: the spread from the same array */
+    out[k] = summarize (v[k].name, v[k].per, rounds, total[k]);
+    double p10 = v[k].per[rounds / 10], p90 = v[k].per[rounds - 1 - rounds / 10];
+    printf ("{\"bench\": \"mlx5-%s-spread\", \"unit\": \"ns/packet\", \"p10\": %.2f, "
+            "\"p90\": %.2f, \"max\": %.2f}\n",
+        v[k].name, p10, p90, v[k].per[rounds - 1]);
+    mlx5_txq_free (v[k].q);
+    emu_port_ops.close (v[k].dev);
+    g_free (v[k].per);
   }
-  Result res = summarize (in_place ? "tx-inplace" : "tx-copy", per, rounds, total);
-  g_free (per);
   g_free (slots);
   g_free (lens);
   g_free (frames);
-  mlx5_txq_free (q);
-  emu_port_ops.close (dev);
-  return res;
 }
 
 int
@@ -282,30 +335,36 @@ main (int argc, char **argv)
     if (strcmp (argv[i], "--rounds") == 0 && i + 1 < argc) {
       rounds = (guint) MAX (1, value);
       i++;
+    } else if (strcmp (argv[i], "--tx-ring") == 0 && i + 1 < argc) {
+      tx_ring = (gsize) CLAMP (value, 4096, 64 << 20);
+      i++;
     } else if (strcmp (argv[i], "--burst") == 0 && i + 1 < argc) {
       burst = (guint) CLAMP (value, 1, 512);
       i++;
     } else {
-      fprintf (stderr, "usage: %s [--rounds N] [--burst N]\n", argv[0]);
+      fprintf (stderr, "usage: %s [--rounds N] [--burst N] [--tx-ring BYTES]\n", argv[0]);
       return 2;
     }
   }
   Result rx = bench_rx_ring ("rx-ring", FRAME, 0);
   Result rxe = bench_rx_engine ();
-  Result txc = bench_tx (FALSE);
-  Result txi = bench_tx (TRUE);
+  Result tx[4];
+  bench_tx (tx);
   /* header-data split against striding, 128-byte packets, alternated */
   double mprq = 0, split = 0;
   for (guint i = 0; i < 2; i++) {
     mprq += bench_rx_ring ("rx-mprq-128", 128, 0).median / 2;
     split += bench_rx_ring ("rx-split-128", 128, 42).median / 2;
   }
-  gboolean met = rx.median <= TARGET_NS && txc.median <= TARGET_NS;
+  gboolean met = rx.median <= TARGET_NS && tx[0].median <= TARGET_NS;
+  gboolean empw_met = tx[3].median <= TARGET_EMPW_NS;
   gboolean split_met = split <= 2 * mprq;
   printf ("mlx5 host datapath, 64-byte packets, median ns/packet: RX %.1f (engine API %.1f), "
-          "TX %.1f (in place %.1f); target <= %.0f: %s; 128-byte packets: header-data split "
-          "%.1f vs striding %.1f, ratio %.2f, target <= 2: %s\n",
-      rx.median, rxe.median, txc.median, txi.median, TARGET_NS, met ? "met" : "NOT met", split,
-      mprq, mprq > 0 ? split / mprq : 0.0, split_met ? "met" : "NOT met");
+          "TX %.1f (in place %.1f); target <= %.0f: %s; TX eMPW %.1f (in place %.1f), target "
+          "in place <= %.0f: %s; 128-byte packets: header-data split %.1f vs striding %.1f, "
+          "ratio %.2f, target <= 2: %s\n",
+      rx.median, rxe.median, tx[0].median, tx[1].median, TARGET_NS, met ? "met" : "NOT met",
+      tx[2].median, tx[3].median, TARGET_EMPW_NS, empw_met ? "met" : "NOT met", split, mprq,
+      mprq > 0 ? split / mprq : 0.0, split_met ? "met" : "NOT met");
   return 0;
 }
