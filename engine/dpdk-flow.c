@@ -135,18 +135,26 @@ dpdk_flow_patterns (const DqFlowRule *rule, DpdkFlowPattern pat[2])
   return 2;
 }
 
-/* The attributes and actions of rule `index` steered to its queue; `queue` holds the
- * action's configuration. */
+/* The rte_flow rules of rule `index` steered to its queue: its n patterns, the attributes
+ * (priority: the index) and the actions; they point into the structure: fill it in place. */
+typedef struct {
+  DpdkFlowPattern pat[2];
+  guint n;
+  struct rte_flow_attr attr;
+  struct rte_flow_action_queue queue;
+  struct rte_flow_action actions[2];
+} SteerFlow;
+
 static void
-steer_actions (const DqFlowRule *rule, guint index, struct rte_flow_attr *attr,
-    struct rte_flow_action_queue *queue, struct rte_flow_action actions[2])
+steer_flow_fill (const DqFlowRule *rule, guint index, SteerFlow *f)
 {
-  memset (attr, 0, sizeof *attr);
-  attr->ingress = 1;
-  attr->priority = index;
-  queue->index = rule->queue;
-  actions[0] = (struct rte_flow_action){ .type = RTE_FLOW_ACTION_TYPE_QUEUE, .conf = queue };
-  actions[1] = (struct rte_flow_action){ .type = RTE_FLOW_ACTION_TYPE_END };
+  f->n = dpdk_flow_patterns (rule, f->pat);
+  memset (&f->attr, 0, sizeof f->attr);
+  f->attr.ingress = 1;
+  f->attr.priority = index;
+  f->queue.index = rule->queue;
+  f->actions[0] = (struct rte_flow_action){ .type = RTE_FLOW_ACTION_TYPE_QUEUE, .conf = &f->queue };
+  f->actions[1] = (struct rte_flow_action){ .type = RTE_FLOW_ACTION_TYPE_END };
 }
 
 static void
@@ -172,15 +180,11 @@ dpdk_flow_check (const DpdkFlowOps *ops, uint16_t port_id, const char *what,
   for (guint i = 0; i < n_rules; i++) {
     if (!(rules[i].keys & DQ_FLOW_QUEUE))
       continue;
-    DpdkFlowPattern pat[2];
-    struct rte_flow_attr attr;
-    struct rte_flow_action_queue queue;
-    struct rte_flow_action actions[2];
-    guint n = dpdk_flow_patterns (&rules[i], pat);
-    steer_actions (&rules[i], i, &attr, &queue, actions);
-    for (guint k = 0; k < n; k++) {
+    SteerFlow f;
+    steer_flow_fill (&rules[i], i, &f);
+    for (guint k = 0; k < f.n; k++) {
       struct rte_flow_error fe = { 0 };
-      int r = ops->validate (port_id, &attr, pat[k].items, actions, &fe);
+      int r = ops->validate (port_id, &f.attr, f.pat[k].items, f.actions, &fe);
       if (r != 0) {
         set_steer_error (error, what, rules, i, r < 0 ? -r : r, &fe);
         return FALSE;
@@ -227,20 +231,16 @@ static gboolean
 steer_rule_create (DpdkSteering *s, const char *what, const DqFlowRule *rules, guint index,
     DpdkSteerRule *r, GError **error)
 {
-  DpdkFlowPattern pat[2];
-  struct rte_flow_attr attr;
-  struct rte_flow_action_queue queue;
-  struct rte_flow_action actions[2];
-  guint n = dpdk_flow_patterns (&rules[index], pat);
-  steer_actions (&rules[index], index, &attr, &queue, actions);
+  SteerFlow f;
+  steer_flow_fill (&rules[index], index, &f);
 
   r->rule = rules[index];
   r->priority = index;
   r->n_flows = 0;
-  for (guint k = 0; k < n; k++) {
+  for (guint k = 0; k < f.n; k++) {
     struct rte_flow_error fe = { 0 };
     rte_errno = 0;
-    struct rte_flow *flow = s->ops->create (s->port_id, &attr, pat[k].items, actions, &fe);
+    struct rte_flow *flow = s->ops->create (s->port_id, &f.attr, f.pat[k].items, f.actions, &fe);
     if (flow == NULL) {
       set_steer_error (error, what, rules, index, rte_errno != 0 ? rte_errno : EINVAL, &fe);
       steer_rule_destroy (s, r);

@@ -470,6 +470,25 @@ sq_checksum (EmuPort *p, guint len, guint8 cs_flags)
   return -1;
 }
 
+/* Sends the frame in the bounce buffer, ready at tick `at`, with the checksums cs_flags
+ * asks for; *start: when it went on the wire. FALSE: the pacer or pause holds it back. */
+static gboolean
+sq_send_frame (EmuPort *p, EmuSq *sq, EmuPort *peer, guint len, guint64 at, guint64 now,
+    guint8 cs_flags, guint64 *start)
+{
+  if (!sq_pace_due (p, sq, at, now))
+    return FALSE;
+  if (!sq_peer_has_room (p, peer, len)) {
+    /* held back by pause: ready no earlier than now */
+    sq->model_now = MAX (sq->model_now, now);
+    MLX5_COUNTER_ADD (p->c.pause_waits, 1);
+    return FALSE;
+  }
+  *start = sq_transmit (p, sq, peer, len, at, peer != NULL ? sq_checksum (p, len, cs_flags) : -1);
+  sq->model_now = at;
+  return TRUE;
+}
+
 /* The error CQE of the WQE at hw_ci; the SQ goes to ERR (flush_in_error_en): what
  * follows is flushed until the host recovers it. */
 static void
@@ -553,17 +572,9 @@ sq_execute_empw (EmuPort *p, EmuSq *sq, const EmuSendWqe *w, guint64 now, EmuCab
         (const struct mlx5_wqe_data_seg *) (w->bytes + (gsize) j * MLX5_WQE_DS_SIZE);
     guint len = 0;
     (void) sq_gather_ptr (p, ds, peer != NULL, &len); /* checked above */
-    guint64 at = MAX (sq->model_now, sq->db_tick);
-    if (!sq_pace_due (p, sq, at, now))
+    if (!sq_send_frame (
+            p, sq, peer, len, MAX (sq->model_now, sq->db_tick), now, eth->cs_flags, &start))
       return FALSE;
-    if (!sq_peer_has_room (p, peer, len)) {
-      sq->model_now = MAX (sq->model_now, now);
-      MLX5_COUNTER_ADD (p->c.pause_waits, 1);
-      return FALSE;
-    }
-    start =
-        sq_transmit (p, sq, peer, len, at, peer != NULL ? sq_checksum (p, len, eth->cs_flags) : -1);
-    sq->model_now = at;
     sq->empw_next = j - 1;
   }
   sq->empw_next = 0;
@@ -623,16 +634,8 @@ sq_execute (EmuPort *p, EmuSq *sq, guint32 posted, guint64 now, EmuCable *cable)
     /* ready when the SQ got to it: behind a WAIT at its release, else when the SQ's
      * previous WQE was or its doorbell came, as a NIC that executes an SQ at once */
     guint64 at = sq->has_release ? sq->release : MAX (sq->model_now, sq->db_tick);
-    if (!sq_pace_due (p, sq, at, now))
+    if (!sq_send_frame (p, sq, peer, len, at, now, cs_flags, &start))
       return FALSE;
-    if (!sq_peer_has_room (p, peer, len)) {
-      /* held back by pause: ready no earlier than now */
-      sq->model_now = MAX (sq->model_now, now);
-      MLX5_COUNTER_ADD (p->c.pause_waits, 1);
-      return FALSE;
-    }
-    start = sq_transmit (p, sq, peer, len, at, peer != NULL ? sq_checksum (p, len, cs_flags) : -1);
-    sq->model_now = at;
     sq->has_release = FALSE;
   }
   if (w.signaled) {

@@ -1,5 +1,7 @@
 #include "dq-test-port.h"
 
+#include <string.h>
+
 DqPort *
 dq_test_port_open (const char *device)
 {
@@ -8,4 +10,16 @@ dq_test_port_open (const char *device)
   if (port == NULL || error != NULL)
     g_error ("device %s does not open: %s", device, error != NULL ? error->message : "no error");
   return port;
+}
+
+void
+dq_test_expect_error (GError *error, int code, const char *const *parts)
+{
+  g_assert_nonnull (error);
+  g_assert_true (error->domain == DQ_ERROR);
+  g_assert_cmpint (error->code, ==, code);
+  for (; *parts != NULL; parts++)
+    if (strstr (error->message, *parts) == NULL)
+      g_error ("'%s' does not mention '%s'", error->message, *parts);
+  g_error_free (error);
 }

@@ -1,7 +1,7 @@
-/* Opening a port in a test or benchmark that cannot go on without it. The helper's source
- * is compiled into each program that uses it (dq_test_port_dep), so that it calls the
- * engine registry that program links, whether the engine library or the plugin's own
- * objects. */
+/* Engine helpers for tests and benchmarks: opening a port a program cannot go on without,
+ * and checking an engine error. The helpers' source is compiled into each program that
+ * uses them (dq_test_port_dep), so that they call the engine registry that program links,
+ * whether the engine library or the plugin's own objects. */
 #ifndef DAQIRI_TEST_DQ_TEST_PORT_H
 #define DAQIRI_TEST_DQ_TEST_PORT_H
 
@@ -12,5 +12,9 @@
  * program with a message that names the device and the engine's error, which fails the
  * test that asked for it. */
 DqPort *dq_test_port_open (const char *device);
+
+/* Asserts that `error` is set, has DQ_ERROR code `code` and mentions every string of the
+ * NULL-terminated `parts`; frees it. */
+void dq_test_expect_error (GError *error, int code, const char *const *parts);
 
 #endif

@@ -615,16 +615,6 @@ test_ring_bad_frames (void)
   ring_close (&ring);
 }
 
-static void
-expect_error (GError *error, int code, const char *const *parts)
-{
-  g_assert_nonnull (error);
-  g_assert_cmpint (error->code, ==, code);
-  for (; *parts != NULL; parts++)
-    if (strstr (error->message, *parts) == NULL)
-      g_error ("'%s' does not mention '%s'", error->message, *parts);
-  g_error_free (error);
-}
 
 /* Bad devices and configurations: clear errors naming the value and what is allowed. */
 static void
@@ -632,29 +622,30 @@ test_bad_input (void)
 {
   GError *error = NULL;
   g_assert_null (dq_port_open ("dpdk:", &error));
-  expect_error (error, DQ_ERROR_DEVICE, (const char *[]){ "needs a name after 'dpdk:'", NULL });
+  dq_test_expect_error (
+      error, DQ_ERROR_DEVICE, (const char *[]){ "needs a name after 'dpdk:'", NULL });
   error = NULL;
   g_assert_null (dq_port_open ("dpdk:net_nosuchdriver0", &error));
-  expect_error (error, DQ_ERROR_DEVICE,
+  dq_test_expect_error (error, DQ_ERROR_DEVICE,
       (const char *[]){ "net_nosuchdriver0", "cannot probe", "DAQIRI_DPDK_EAL_ARGS", NULL });
 
   DqPort *port = dq_test_port_open ("dpdk:net_ring0");
   /* the same device under another string */
   error = NULL;
   g_assert_null (dq_port_open ("dpdk:net_ring0,nodeaction=x", &error));
-  expect_error (error, DQ_ERROR_BUSY, (const char *[]){ "already open", NULL });
+  dq_test_expect_error (error, DQ_ERROR_BUSY, (const char *[]){ "already open", NULL });
 
   DqRxConfig rc = rx_config (256, 1 * MS, 65536);
   error = NULL;
   g_assert_null (dq_rxq_create (port, &rc, &error));
-  expect_error (
+  dq_test_expect_error (
       error, DQ_ERROR_CONFIG, (const char *[]){ "ring-size 65536", "burst-packets", NULL });
 
   rc = rx_config (32, 1 * MS, 0);
   rc.max_packet_size = 70000;
   error = NULL;
   g_assert_null (dq_rxq_create (port, &rc, &error));
-  expect_error (error, DQ_ERROR_CONFIG,
+  dq_test_expect_error (error, DQ_ERROR_CONFIG,
       (const char *[]){ "max-packet-size 70000", "allowed 64 .. 65535", NULL });
   /* larger than an mbuf: capped (the device has no longer frames to deliver) */
   rc.max_packet_size = 9216;
@@ -667,7 +658,7 @@ test_bad_input (void)
   rc.n_queues = 1000;
   error = NULL;
   g_assert_null (dq_rxq_create (port, &rc, &error));
-  expect_error (error, DQ_ERROR_CONFIG, (const char *[]){ "queues 1000", NULL });
+  dq_test_expect_error (error, DQ_ERROR_CONFIG, (const char *[]){ "queues 1000", NULL });
 
   DqFlowRule *rules;
   guint n_rules;
@@ -678,12 +669,12 @@ test_bad_input (void)
   rc.n_flows = n_rules;
   error = NULL;
   g_assert_null (dq_rxq_create (port, &rc, &error));
-  expect_error (error, DQ_ERROR_FLOW,
+  dq_test_expect_error (error, DQ_ERROR_FLOW,
       (const char *[]){ "flow rule 1", "names queue 1", "rte_flow: ", "RSS alone", NULL });
   rc.n_queues = 1;
   error = NULL;
   g_assert_null (dq_rxq_create (port, &rc, &error));
-  expect_error (error, DQ_ERROR_FLOW, (const char *[]){ "queue=0 .. 0", NULL });
+  dq_test_expect_error (error, DQ_ERROR_FLOW, (const char *[]){ "queue=0 .. 0", NULL });
   g_free (rules);
 
   /* one queue index, one user */
@@ -691,27 +682,27 @@ test_bad_input (void)
   DqRxQueue *rxq = rxq_or_fail (port, &rc);
   error = NULL;
   g_assert_null (dq_rxq_create (port, &rc, &error));
-  expect_error (error, DQ_ERROR_BUSY, (const char *[]){ "RX queue 0 is in use", NULL });
+  dq_test_expect_error (error, DQ_ERROR_BUSY, (const char *[]){ "RX queue 0 is in use", NULL });
   /* and no reconfiguration under a running queue */
   rc.n_queues = 2;
   rc.queue_index = 1;
   error = NULL;
   g_assert_null (dq_rxq_create (port, &rc, &error));
-  expect_error (error, DQ_ERROR_BUSY, (const char *[]){ "runs 1 RX queue", NULL });
+  dq_test_expect_error (error, DQ_ERROR_BUSY, (const char *[]){ "runs 1 RX queue", NULL });
   dq_rxq_destroy (rxq);
 
   DqTxConfig tc = { .max_packet_size = 20 };
   error = NULL;
   g_assert_null (dq_txq_create (port, &tc, &error));
-  expect_error (error, DQ_ERROR_CONFIG, (const char *[]){ "max-packet-size 20", NULL });
+  dq_test_expect_error (error, DQ_ERROR_CONFIG, (const char *[]){ "max-packet-size 20", NULL });
   tc = (DqTxConfig){ .scheduled = TRUE };
   error = NULL;
   g_assert_null (dq_txq_create (port, &tc, &error));
-  expect_error (error, DQ_ERROR_CONFIG, (const char *[]){ "schedule", "tx_pp", NULL });
+  dq_test_expect_error (error, DQ_ERROR_CONFIG, (const char *[]){ "schedule", "tx_pp", NULL });
   tc = (DqTxConfig){ .rate_bps = 5000000 };
   error = NULL;
   g_assert_null (dq_txq_create (port, &tc, &error));
-  expect_error (error, DQ_ERROR_CONFIG, (const char *[]){ "rate 5000000 bit/s", NULL });
+  dq_test_expect_error (error, DQ_ERROR_CONFIG, (const char *[]){ "rate 5000000 bit/s", NULL });
   dq_port_unref (port);
 }
 
@@ -742,7 +733,7 @@ test_ring_two_queues (void)
   guint n_rules;
   g_assert_true (dq_flow_parse ("proto=udp mark=5; proto=tcp queue=1", &rules, &n_rules, NULL));
   g_assert_false (dq_rxq_set_flows (q1, DQ_RX_FILTER_RULES, rules, n_rules, &error));
-  expect_error (error, DQ_ERROR_FLOW,
+  dq_test_expect_error (error, DQ_ERROR_FLOW,
       (const char *[]){ "flow rule 2", "proto=tcp queue=1", "rte_flow: ", NULL });
   error = NULL;
   g_assert_true (dq_rxq_set_flows (q1, DQ_RX_FILTER_RULES, rules, 1, &error));
@@ -934,7 +925,7 @@ test_bad_eal_args (void)
     for (int i = 0; i < 2; i++) {
       GError *error = NULL;
       g_assert_null (dq_port_open ("dpdk:net_null0", &error));
-      expect_error (error, DQ_ERROR_DEVICE,
+      dq_test_expect_error (error, DQ_ERROR_DEVICE,
           (const char *[]){
               "EAL did not start", "--no-such-eal-option", "from DAQIRI_DPDK_EAL_ARGS", NULL });
     }
