@@ -168,14 +168,14 @@ mlx5_cmd_build_create_tis (void *in, guint32 transport_domain)
 void
 mlx5_cmd_build_create_sq (void *in, const Mlx5Sq *sq, guint32 cqn, guint32 pdn, guint32 tisn,
     guint32 uar_page, const Mlx5HwQueueMem *mem, guint page_shift, guint ts_format,
-    gboolean allow_multi_pkt_send_wqe)
+    gboolean allow_multi_pkt_send_wqe, guint min_wqe_inline_mode)
 {
   DEVX_SET (create_sq_in, in, opcode, MLX5_CMD_OP_CREATE_SQ);
   DEVX_SET (create_sq_in, in, ctx.flush_in_error_en, 1);
   /* eMPW (opcode 0x29) WQEs are refused unless the SQ allows multi-packet WQEs */
   DEVX_SET (create_sq_in, in, ctx.allow_multi_pkt_send_wqe, allow_multi_pkt_send_wqe ? 1 : 0);
-  /* min_wqe_inline_mode stays NONE: the send path inlines no headers (the port was
-   * checked not to require any) */
+  /* what the port requires inline (NONE or L2; the send path carries as much) */
+  DEVX_SET (create_sq_in, in, ctx.min_wqe_inline_mode, min_wqe_inline_mode);
   DEVX_SET (create_sq_in, in, ctx.state, MLX5_SQC_STATE_RST);
   DEVX_SET (create_sq_in, in, ctx.ts_format, ts_format);
   DEVX_SET (create_sq_in, in, ctx.cqn, cqn);

@@ -90,7 +90,7 @@ void mlx5_cmd_build_modify_rq_rdy (void *in, guint32 rqn);
 void mlx5_cmd_build_create_tis (void *in, guint32 transport_domain);
 void mlx5_cmd_build_create_sq (void *in, const Mlx5Sq *sq, guint32 cqn, guint32 pdn, guint32 tisn,
     guint32 uar_page, const Mlx5HwQueueMem *mem, guint page_shift, guint ts_format,
-    gboolean allow_multi_pkt_send_wqe);
+    gboolean allow_multi_pkt_send_wqe, guint min_wqe_inline_mode);
 /* MODIFY_SQ from state `from` to `to` (MLX5_SQC_STATE_RST, _RDY, _ERR) */
 void mlx5_cmd_build_modify_sq_state (void *in, guint32 sqn, guint from, guint to);
 void mlx5_cmd_build_modify_sq_rdy (void *in, guint32 sqn);

@@ -884,7 +884,8 @@ hw_sq_create (gpointer priv, Mlx5Sq *sq, GError **error)
   guint32 in[DEVX_ST_SZ_DW (create_sq_in)] = { 0 };
   guint32 out[DEVX_ST_SZ_DW (create_sq_out)];
   mlx5_cmd_build_create_sq (in, sq, sq->cq->cqn, dev->pdn, tisn, h->uar->page_id, &mem,
-      dev->page_shift, mlx5_hw_ts_format (dev->real_time), mpw);
+      dev->page_shift, mlx5_hw_ts_format (dev->real_time), mpw,
+      mlx5_hw_tx_inline_mode (&dev->hw, dev->vport_ok));
   char *what = g_strdup_printf (
       "CREATE_SQ (2^%u WQE basic blocks, CQ 0x%x, TIS 0x%x)", sq->log_wqebbs, sq->cq->cqn, tisn);
   h->obj = hw_obj_create (dev, what, in, sizeof in, out, sizeof out, error);

@@ -310,7 +310,7 @@ test_modify_rq (void)
 /* SQ */
 
 static void
-check_create_sq (guint page_shift, guint page_code, gboolean real_time, gboolean mpw)
+check_create_sq (guint page_shift, guint page_code, gboolean real_time, gboolean mpw, guint inl)
 {
   guint8 wqes[64];
   guint32 dbrec[2];
@@ -318,14 +318,14 @@ check_create_sq (guint page_shift, guint page_code, gboolean real_time, gboolean
   Mlx5HwQueueMem mem = { .umem_id = 7, .umem_offset = 0, .dbr_umem_id = 7, .dbr_offset = 0x40000 };
   guint8 in[DEVX_ST_SZ_BYTES (create_sq_in)], copy[sizeof in];
   memset (in, 0, sizeof in);
-  mlx5_cmd_build_create_sq (
-      in, &sq, 0x321, 0x654, 0x987, 0x5a5, &mem, page_shift, mlx5_hw_ts_format (real_time), mpw);
+  mlx5_cmd_build_create_sq (in, &sq, 0x321, 0x654, 0x987, 0x5a5, &mem, page_shift,
+      mlx5_hw_ts_format (real_time), mpw, inl);
   memcpy (copy, in, sizeof in);
   EXPECT (create_sq_in, in, copy, opcode, 0x0, 16, 0x904);
   /* sqc at 0x100 */
   EXPECT (create_sq_in, in, copy, ctx.flush_in_error_en, 0x103, 1, 1);
   EXPECT (create_sq_in, in, copy, ctx.allow_multi_pkt_send_wqe, 0x104, 1, mpw ? 1 : 0);
-  EXPECT (create_sq_in, in, copy, ctx.min_wqe_inline_mode, 0x105, 3, 0);
+  EXPECT (create_sq_in, in, copy, ctx.min_wqe_inline_mode, 0x105, 3, inl);
   EXPECT (create_sq_in, in, copy, ctx.state, 0x108, 4, 0);
   EXPECT (create_sq_in, in, copy, ctx.ts_format, 0x11a, 2, real_time ? 2 : 0);
   EXPECT (create_sq_in, in, copy, ctx.cqn, 0x148, 24, 0x321);
@@ -350,8 +350,8 @@ check_create_sq (guint page_shift, guint page_code, gboolean real_time, gboolean
 static void
 test_create_sq (void)
 {
-  check_create_sq (PAGE_4K, 0, FALSE, TRUE);
-  check_create_sq (PAGE_64K, 4, TRUE, FALSE);
+  check_create_sq (PAGE_4K, 0, FALSE, TRUE, MLX5_INLINE_MODE_NONE);
+  check_create_sq (PAGE_64K, 4, TRUE, FALSE, MLX5_INLINE_MODE_L2);
 }
 
 static void
