@@ -1,7 +1,16 @@
 /* afpacket engine, TX queues: one TPACKET_V2 ring per queue with PACKET_QDISC_BYPASS;
  * frames are copied into slots, flagged TP_STATUS_SEND_REQUEST and sent by one send() per
- * burst (see afpacket.c for the engine as a whole). */
+ * burst (see afpacket.c for the engine as a whole).
+ *
+ * Pacing (DqTxConfig.rate_bps): the socket's SO_MAX_PACING_RATE, which the kernel's fq
+ * qdisc honours for every socket's packets; the queue then goes through the qdisc (no
+ * PACKET_QDISC_BYPASS), and it is refused unless every TX queue of the interface has fq
+ * (the root, or each child of a root mq), read by netlink. */
 #include "afpacket-private.h"
+
+#include <linux/netlink.h>
+#include <linux/pkt_sched.h>
+#include <linux/rtnetlink.h>
 
 typedef struct {
   AfpPort *port;
@@ -102,6 +111,95 @@ afp_txq_destroy (gpointer priv)
   g_free (txq);
 }
 
+/* The kinds of the interface's qdiscs, by netlink (RTM_GETQDISC dump): the root's in
+ * root (NUL-terminated, "" when none is seen), and whether every child of the root is fq.
+ * FALSE with *error when netlink fails. */
+static gboolean
+qdisc_kinds (AfpPort *port, char *root, gsize root_size, gboolean *children_fq, GError **error)
+{
+  int fd = socket (AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+  struct {
+    struct nlmsghdr nh;
+    struct tcmsg tc;
+  } req = { .nh = { .nlmsg_len = sizeof req,
+                .nlmsg_type = RTM_GETQDISC,
+                .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+                .nlmsg_seq = 1 },
+    .tc = { .tcm_family = AF_UNSPEC } };
+  guint32 root_handle = 0;
+  gboolean done = FALSE, ok = fd >= 0 && send (fd, &req, sizeof req, 0) == (ssize_t) sizeof req;
+
+  root[0] = '\0';
+  *children_fq = TRUE;
+  while (ok && !done) {
+    guint8 buf[16384];
+    ssize_t n = recv (fd, buf, sizeof buf, 0);
+    if (n <= 0) {
+      ok = FALSE;
+      break;
+    }
+    for (struct nlmsghdr *nh = (struct nlmsghdr *) buf; NLMSG_OK (nh, (guint) n);
+         nh = NLMSG_NEXT (nh, n)) {
+      if (nh->nlmsg_type == NLMSG_DONE || nh->nlmsg_type == NLMSG_ERROR) {
+        done = TRUE;
+        ok = nh->nlmsg_type == NLMSG_DONE;
+        break;
+      }
+      const struct tcmsg *tc = NLMSG_DATA (nh);
+      if (nh->nlmsg_type != RTM_NEWQDISC || tc->tcm_ifindex != port->ifindex)
+        continue;
+      const char *kind = "";
+      int len = (int) (nh->nlmsg_len - NLMSG_LENGTH (sizeof *tc));
+      for (struct rtattr *a = (struct rtattr *) ((guint8 *) tc + NLMSG_ALIGN (sizeof *tc));
+           RTA_OK (a, len); a = RTA_NEXT (a, len))
+        if (a->rta_type == TCA_KIND && RTA_PAYLOAD (a) > 0)
+          kind = RTA_DATA (a);
+      if (tc->tcm_parent == TC_H_ROOT) {
+        g_strlcpy (root, kind, root_size);
+        root_handle = tc->tcm_handle;
+      } else if (TC_H_MAJ (tc->tcm_parent) != 0 && strcmp (kind, "fq") != 0) {
+        /* children are listed after their root in a dump */
+        if (root_handle != 0 && TC_H_MAJ (tc->tcm_parent) == TC_H_MAJ (root_handle))
+          *children_fq = FALSE;
+      }
+    }
+  }
+  if (!ok)
+    g_set_error (error, DQ_ERROR, DQ_ERROR_IO,
+        "afpacket:%s: cannot read the interface's qdiscs by netlink: %s", port->ifname,
+        g_strerror (errno));
+  if (fd >= 0)
+    close (fd);
+  return ok;
+}
+
+/* Pacing through fq: refused naming the qdisc there is when fq is not on every TX
+ * queue; else the socket's pacing rate (bytes/s) and the qdisc in the way. */
+static gboolean
+tx_pacing_set (AfpTxQueue *txq, guint64 rate_bps, GError **error)
+{
+  char root[IFNAMSIZ + 16];
+  gboolean children_fq;
+  if (!qdisc_kinds (txq->port, root, sizeof root, &children_fq, error))
+    return FALSE;
+  gboolean fq = strcmp (root, "fq") == 0 || (strcmp (root, "mq") == 0 && children_fq);
+  if (!fq) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "afpacket:%s: rate %" G_GUINT64_FORMAT " bit/s needs the fq qdisc, which paces "
+        "packet sockets, on the interface (tc qdisc replace dev %s root fq); it has '%s'",
+        txq->port->ifname, rate_bps, txq->port->ifname, root[0] ? root : "none");
+    return FALSE;
+  }
+  guint64 bytes = MAX (rate_bps / 8, 1);
+  if (setsockopt (txq->fd, SOL_SOCKET, SO_MAX_PACING_RATE, &bytes, sizeof bytes) != 0) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_IO,
+        "afpacket:%s: setsockopt (SO_MAX_PACING_RATE, %" G_GUINT64_FORMAT " bytes/s) failed: %s",
+        txq->port->ifname, bytes, g_strerror (errno));
+    return FALSE;
+  }
+  return TRUE;
+}
+
 gpointer
 afp_txq_create (gpointer port_priv, const DqTxConfig *config, GError **error)
 {
@@ -113,11 +211,15 @@ afp_txq_create (gpointer port_priv, const DqTxConfig *config, GError **error)
   txq->fd = -1;
   txq->wake_fd = -1;
   txq->frame_limit = port_frame_limit (txq->port->mtu);
-  char *what = g_strdup_printf ("afpacket:%s", txq->port->ifname);
-  gboolean plain = dq_tx_config_refuse_timing (
-      what, config, "the mlx5 and emu engines schedule and pace in the NIC", error);
-  g_free (what);
-  if (!plain || !tx_geometry_check (txq, config, &block, &n_blocks, error))
+  if (config->scheduled) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "afpacket:%s: sending at a time (schedule) is not possible on this engine (the "
+        "kernel's etf qdisc and SO_TXTIME are not driven); the mlx5 and emu engines schedule "
+        "in the NIC",
+        txq->port->ifname);
+    goto fail;
+  }
+  if (!tx_geometry_check (txq, config, &block, &n_blocks, error))
     goto fail;
   txq->wake_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (txq->wake_fd < 0) {
@@ -133,9 +235,12 @@ afp_txq_create (gpointer port_priv, const DqTxConfig *config, GError **error)
    * check frames before they enter the ring, so this should never trigger. */
   if (!afp_packet_set_int (
           txq->fd, PACKET_VERSION, TPACKET_V2, txq->port, "PACKET_VERSION (TPACKET_V2)", error) ||
-      !afp_packet_set_int (txq->fd, PACKET_LOSS, 1, txq->port, "PACKET_LOSS", error) ||
-      !afp_packet_set_int (
-          txq->fd, PACKET_QDISC_BYPASS, 1, txq->port, "PACKET_QDISC_BYPASS", error))
+      !afp_packet_set_int (txq->fd, PACKET_LOSS, 1, txq->port, "PACKET_LOSS", error))
+    goto fail;
+  /* paced frames go through fq; the others straight to the driver */
+  if (config->rate_bps != 0 ? !tx_pacing_set (txq, config->rate_bps, error)
+                            : !afp_packet_set_int (txq->fd, PACKET_QDISC_BYPASS, 1, txq->port,
+                                  "PACKET_QDISC_BYPASS", error))
     goto fail;
   /* Frames in flight are charged to the send buffer; a send buffer smaller than the ring
    * would stop the kernel half way through it. */

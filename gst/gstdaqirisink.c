@@ -740,7 +740,8 @@ gst_daqiri_sink_class_init (GstDaqiriSinkClass *klass)
       g_param_spec_uint64 ("rate", "Rate",
           "Pacing in the NIC: at most this many bits of Ethernet frames (header to payload "
           "end, no FCS) a second leave each transmit queue; 0: no limit. mlx5 (packet "
-          "pacing, within the device's range) and emu engines; others refuse it",
+          "pacing, within the device's range) and emu engines; afpacket through the fq "
+          "qdisc (SO_MAX_PACING_RATE), refused without fq on the interface; dpdk refuses it",
           0, MAX_RATE, 0, rw));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
