@@ -668,8 +668,7 @@ typedef struct {
   guint8 *lent_data;
   guint lent_n;
 
-  /* send scheduling */
-  gboolean scheduled;
+  /* send scheduling (the engine API lets only a queue made `scheduled` pass times) */
   DqTxLate late;
   guint64 *waits; /* n_slots, scratch: the WAIT time of each frame of a run (0: none) */
 
@@ -761,7 +760,6 @@ eng_txq_create (gpointer port_priv, const DqTxConfig *config, GError **error)
   Mlx5EngTxq *txq = g_new0 (Mlx5EngTxq, 1);
   txq->port = port;
   txq->max_packet = max_packet;
-  txq->scheduled = config->scheduled;
   txq->late = config->late;
   txq->wake_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (txq->wake_fd < 0) {
