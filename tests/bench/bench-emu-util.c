@@ -1,5 +1,6 @@
 /* The emulated-ConnectX benchmarks' shared setup: see bench-emu-util.h. */
 #include "bench-emu-util.h"
+#include "dq-linked-plugin.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -8,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* from plugin.c (GST_PLUGIN_DEFINE), linked in */
-const GstPluginDesc *gst_plugin_daqiri_get_desc (void);
 
 gboolean
 bench_emu_init (const char *who)
@@ -17,9 +16,7 @@ bench_emu_init (const char *who)
   g_unsetenv ("GST_PLUGIN_PATH_1_0");
   g_unsetenv ("GST_PLUGIN_PATH");
   gst_init (NULL, NULL);
-  const GstPluginDesc *d = gst_plugin_daqiri_get_desc ();
-  if (!gst_plugin_register_static (d->major_version, d->minor_version, d->name, d->description,
-          d->plugin_init, d->version, d->license, d->source, d->package, d->origin)) {
+  if (!dq_register_linked_plugin ()) {
     g_printerr ("%s: cannot register the daqiri plugin\n", who);
     return FALSE;
   }

@@ -10,10 +10,10 @@
 
 #include "clock-stub.h"
 #include "daqiri-engine.h"
+#include "dq-linked-plugin.h"
 #include "dq-test-port.h"
 #include "gstdaqiriclock.h"
 
-const GstPluginDesc *gst_plugin_daqiri_get_desc (void);
 
 static volatile guint64 sink_value;
 
@@ -122,9 +122,7 @@ int
 main (int argc, char **argv)
 {
   gst_init (&argc, &argv);
-  const GstPluginDesc *d = gst_plugin_daqiri_get_desc ();
-  if (!gst_plugin_register_static (d->major_version, d->minor_version, d->name, d->description,
-          d->plugin_init, d->version, d->license, d->source, d->package, d->origin))
+  if (!dq_register_linked_plugin ())
     return 1;
   stub_engine_register ();
 

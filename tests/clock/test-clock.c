@@ -16,13 +16,12 @@
 #include "daqiri-engine.h"
 #include "dq-test-port.h"
 #include "gstdaqiriclock.h"
+#include "dq-linked-plugin.h"
 
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
 
-/* from the plugin's objects (plugin.c) */
-const GstPluginDesc *gst_plugin_daqiri_get_desc (void);
 
 #define US ((GstClockTime) GST_USECOND)
 #define MS ((GstClockTime) GST_MSECOND)
@@ -967,9 +966,7 @@ main (int argc, char **argv)
     gst_object_unref (installed);
     return 1;
   }
-  const GstPluginDesc *d = gst_plugin_daqiri_get_desc ();
-  if (!gst_plugin_register_static (d->major_version, d->minor_version, d->name, d->description,
-          d->plugin_init, d->version, d->license, d->source, d->package, d->origin)) {
+  if (!dq_register_linked_plugin ()) {
     g_printerr ("registering the daqiri plugin failed\n");
     return 1;
   }

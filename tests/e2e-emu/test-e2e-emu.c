@@ -26,14 +26,13 @@
 #include "mlx5-dma.h"
 #include "dq-receiver.h"
 #include "gstdaqiritxpool.h"
+#include "dq-linked-plugin.h"
 
 #include <string.h>
 #include <unistd.h>
 
 #define N_FLOWS DQ_E2E_N_FLOWS
 
-/* from plugin.c (GST_PLUGIN_DEFINE), linked in */
-const GstPluginDesc *gst_plugin_daqiri_get_desc (void);
 
 static EmuPort *
 port_lookup (const gchar *name)
@@ -1031,9 +1030,7 @@ e2e_emu_suite (void)
 static void
 register_plugin (void)
 {
-  const GstPluginDesc *d = gst_plugin_daqiri_get_desc ();
-  if (!gst_plugin_register_static (d->major_version, d->minor_version, d->name, d->description,
-          d->plugin_init, d->version, d->license, d->source, d->package, d->origin))
+  if (!dq_register_linked_plugin ())
     g_error ("cannot register the linked-in daqiri plugin");
   /* the elements must be the linked-in ones, not a plugin file found on a path */
   GstPluginFeature *f = gst_registry_lookup_feature (gst_registry_get (), "daqirisrc");

@@ -27,6 +27,7 @@
 #include "dq-packet.h"
 #include "emu.h"
 #include "mlx5-rss.h"
+#include "dq-linked-plugin.h"
 
 #include <string.h>
 
@@ -42,8 +43,6 @@
 #define DST_IP 0x0a000002
 #define BURST 64
 
-/* from plugin.c (GST_PLUGIN_DEFINE), linked in */
-const GstPluginDesc *gst_plugin_daqiri_get_desc (void);
 
 static union {
   guint32 words[MLX5_RSS_KEY_LEN / 4];
@@ -485,9 +484,7 @@ e2e_rss_suite (void)
 static void
 register_plugin (void)
 {
-  const GstPluginDesc *d = gst_plugin_daqiri_get_desc ();
-  if (!gst_plugin_register_static (d->major_version, d->minor_version, d->name, d->description,
-          d->plugin_init, d->version, d->license, d->source, d->package, d->origin))
+  if (!dq_register_linked_plugin ())
     g_error ("cannot register the linked-in daqiri plugin");
 }
 

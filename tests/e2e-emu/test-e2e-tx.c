@@ -25,11 +25,10 @@
 
 #include "emu.h"
 #include "dq-receiver.h"
+#include "dq-linked-plugin.h"
 
 #include <string.h>
 
-/* from plugin.c (GST_PLUGIN_DEFINE), linked in */
-const GstPluginDesc *gst_plugin_daqiri_get_desc (void);
 
 #define FRAME 300
 #define PER_BURST 10
@@ -480,9 +479,7 @@ main (int argc, char **argv)
   g_unsetenv ("GST_PLUGIN_PATH_1_0");
   g_unsetenv ("GST_PLUGIN_PATH");
   gst_check_init (&argc, &argv);
-  const GstPluginDesc *d = gst_plugin_daqiri_get_desc ();
-  if (!gst_plugin_register_static (d->major_version, d->minor_version, d->name, d->description,
-          d->plugin_init, d->version, d->license, d->source, d->package, d->origin))
+  if (!dq_register_linked_plugin ())
     g_error ("cannot register the linked-in daqiri plugin");
   int failed = gst_check_run_suite (tx_suite (), "e2e-tx", __FILE__);
   return failed != 0;
