@@ -8,7 +8,7 @@
  * its own clock and on the system clock. */
 #include <gst/gst.h>
 
-#include "clock-stub.h"
+#include "clock-engine.h"
 #include "daqiri-engine.h"
 #include "dq-linked-plugin.h"
 #include "dq-test-port.h"
@@ -124,7 +124,7 @@ main (int argc, char **argv)
   gst_init (&argc, &argv);
   if (!dq_register_linked_plugin ())
     return 1;
-  stub_engine_register ();
+  ct_engine_register ();
 
   const guint n = 2000000;
   DqPort *port = dq_test_port_open ("clocktest:bench,bursts=0");

@@ -5,14 +5,14 @@
  * The plugin's objects are linked into this program and registered as a static plugin
  * (the plugin file is not loaded), so that the program shares the engine registry with
  * the elements: emulated ports (emu:NAME, per process) and the "clocktest" engine of
- * clock-stub.c, whose port clock the tests control. */
+ * clock-engine.c, whose port clock the tests control. */
 #include <gst/gst.h>
 #include <gst/app/gstappsink.h>
 #include <gst/check/gstcheck.h>
 #include <gst/check/gsttestclock.h>
 #include <gst/daqiri/daqiri.h>
 
-#include "clock-stub.h"
+#include "clock-engine.h"
 #include "daqiri-engine.h"
 #include "dq-test-port.h"
 #include "gstdaqiriclock.h"
@@ -301,7 +301,7 @@ check_drift (const char *name, gint64 ppm)
   GstElement *pipeline = launch (desc);
   g_free (desc);
   GstClock *tc = gst_test_clock_new_with_start_time (1000 * GST_SECOND);
-  stub_sim_clock = tc;
+  ct_sim_clock = tc;
   gst_pipeline_use_clock (GST_PIPELINE (pipeline), tc);
   GstElement *src = by_name (pipeline, "src");
   GstElement *sink = by_name (pipeline, "sink");
@@ -319,7 +319,7 @@ check_drift (const char *name, gint64 ppm)
     GstBuffer *buf = gst_sample_get_buffer (s);
     GstDaqiriPacketMeta *pm = gst_buffer_get_daqiri_packet_meta (buf);
     guint64 ts = pm->packets[0].timestamp;
-    GstClockTime expected = stub_base_time_at (device, ts) - base;
+    GstClockTime expected = ct_base_time_at (device, ts) - base;
     GstClockTime pts = GST_BUFFER_PTS (buf);
     GstClockTimeDiff err = GST_CLOCK_DIFF (expected, pts);
     worst = MAX (worst, ABS (err));
@@ -348,7 +348,7 @@ check_drift (const char *name, gint64 ppm)
       name, ppm, worst, worst_late, fixed_error);
 
   gst_element_set_state (pipeline, GST_STATE_NULL);
-  stub_sim_clock = NULL;
+  ct_sim_clock = NULL;
   gst_caps_unref (caps);
   gst_object_unref (src);
   gst_object_unref (sink);
@@ -381,7 +381,7 @@ GST_START_TEST (test_port_time_meta)
               "device=\"clocktest:meta,sim,offset=5000,bursts=20,packets=1\" ! appsink "
               "name=sink sync=false");
   GstClock *tc = gst_test_clock_new_with_start_time (GST_SECOND);
-  stub_sim_clock = tc;
+  ct_sim_clock = tc;
   gst_pipeline_use_clock (GST_PIPELINE (pipeline), tc);
   GstElement *sink = by_name (pipeline, "sink");
   set_state_sync (pipeline, GST_STATE_PLAYING);
@@ -399,7 +399,7 @@ GST_START_TEST (test_port_time_meta)
     gst_sample_unref (s);
   }
   gst_element_set_state (pipeline, GST_STATE_NULL);
-  stub_sim_clock = NULL;
+  ct_sim_clock = NULL;
   gst_caps_unref (caps);
   gst_object_unref (sink);
   gst_object_unref (pipeline);
@@ -893,7 +893,7 @@ GST_END_TEST;
 GST_START_TEST (test_map_sampling)
 {
   GstClock *tc = gst_test_clock_new_with_start_time (GST_SECOND);
-  stub_sim_clock = tc;
+  ct_sim_clock = tc;
   const char *device = "clocktest:samp,sim,ppm=30";
   DqPort *port = dq_test_port_open (device);
   GstDaqiriTimeMap map;
@@ -916,7 +916,7 @@ GST_START_TEST (test_map_sampling)
   fail_unless_equals_uint64 (map.interval, 40 * MS);
   gst_daqiri_time_map_clear (&map);
   dq_port_unref (port);
-  stub_sim_clock = NULL;
+  ct_sim_clock = NULL;
   gst_object_unref (tc);
 }
 
@@ -970,7 +970,7 @@ main (int argc, char **argv)
     g_printerr ("registering the daqiri plugin failed\n");
     return 1;
   }
-  stub_engine_register ();
+  ct_engine_register ();
 
   return gst_check_run_suite (clock_suite (), "daqiri-clock", __FILE__);
 }

@@ -1,15 +1,15 @@
-/* The "clocktest" engine (see clock-stub.h). */
-#include "clock-stub.h"
+/* The "clocktest" engine (see clock-engine.h). */
+#include "clock-engine.h"
 
 #include <gst/check/gsttestclock.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define STUB_MAX_PACKETS 16
-#define STUB_PACKET_BYTES 64
+#define CT_MAX_PACKETS 16
+#define CT_PACKET_BYTES 64
 
-GstClock *stub_sim_clock;
+GstClock *ct_sim_clock;
 
 typedef struct {
   char *name;
@@ -25,34 +25,34 @@ typedef struct {
   gulong slow_us;
   GMutex lock;
   guint32 rng;
-} StubPort;
+} CtPort;
 
 typedef struct {
-  StubPort *port;
+  CtPort *port;
   guint64 produced;
   guint64 packets;
   guint64 bytes;
   GMutex lock;
   GCond cond;
   gboolean woken;
-  guint8 data[STUB_MAX_PACKETS * STUB_PACKET_BYTES];
-} StubRxq;
+  guint8 data[CT_MAX_PACKETS * CT_PACKET_BYTES];
+} CtRxq;
 
 static GMutex ports_lock;
-static GHashTable *ports; /* name -> StubPort, the open ones */
+static GHashTable *ports; /* name -> CtPort, the open ones */
 
 static GstClockTime
-base_now (StubPort *sp)
+base_now (CtPort *sp)
 {
   if (sp->sim)
-    return gst_clock_get_time (stub_sim_clock);
+    return gst_clock_get_time (ct_sim_clock);
   struct timespec ts;
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return (GstClockTime) ts.tv_sec * GST_SECOND + (GstClockTime) ts.tv_nsec;
 }
 
 static guint64
-port_at (StubPort *sp, GstClockTime base)
+port_at (CtPort *sp, GstClockTime base)
 {
   if (sp->posix)
     return base;
@@ -61,7 +61,7 @@ port_at (StubPort *sp, GstClockTime base)
 }
 
 static GstClockTime
-base_at (StubPort *sp, guint64 port_time)
+base_at (CtPort *sp, guint64 port_time)
 {
   if (sp->posix)
     return port_time;
@@ -69,14 +69,14 @@ base_at (StubPort *sp, guint64 port_time)
   return sp->ref + (GstClockTime) (gint64) (d * 1000000 / (1000000 + sp->ppm));
 }
 
-static StubPort *
+static CtPort *
 lookup (const char *device)
 {
   const char *name = strchr (device, ':');
   g_assert_nonnull (name);
   char *n = g_strndup (name + 1, strcspn (name + 1, ","));
   g_mutex_lock (&ports_lock);
-  StubPort *sp = ports ? g_hash_table_lookup (ports, n) : NULL;
+  CtPort *sp = ports ? g_hash_table_lookup (ports, n) : NULL;
   g_mutex_unlock (&ports_lock);
   g_free (n);
   g_assert_nonnull (sp);
@@ -84,22 +84,22 @@ lookup (const char *device)
 }
 
 guint64
-stub_port_time_at (const char *device, GstClockTime base)
+ct_port_time_at (const char *device, GstClockTime base)
 {
   return port_at (lookup (device), base);
 }
 
 GstClockTime
-stub_base_time_at (const char *device, guint64 port_time)
+ct_base_time_at (const char *device, guint64 port_time)
 {
   return base_at (lookup (device), port_time);
 }
 
 static gpointer
-stub_port_open (const char *arg, DqPortInfo *info, GError **error)
+ct_port_open (const char *arg, DqPortInfo *info, GError **error)
 {
   char **parts = g_strsplit (arg, ",", -1);
-  StubPort *sp = g_new0 (StubPort, 1);
+  CtPort *sp = g_new0 (CtPort, 1);
   sp->name = g_strdup (parts[0]);
   sp->offset = GST_MSECOND;
   sp->bursts = 1000;
@@ -127,7 +127,7 @@ stub_port_open (const char *arg, DqPortInfo *info, GError **error)
     else if (g_str_has_prefix (kv, "slow="))
       sp->slow_us = (gulong) v;
     else if (g_str_has_prefix (kv, "packets="))
-      sp->packets = CLAMP ((guint) v, 1, STUB_MAX_PACKETS);
+      sp->packets = CLAMP ((guint) v, 1, CT_MAX_PACKETS);
     else {
       g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "clocktest: unknown key '%s'", kv);
       g_strfreev (parts);
@@ -137,7 +137,7 @@ stub_port_open (const char *arg, DqPortInfo *info, GError **error)
     }
   }
   g_strfreev (parts);
-  g_assert_true (!sp->sim || GST_IS_TEST_CLOCK (stub_sim_clock));
+  g_assert_true (!sp->sim || GST_IS_TEST_CLOCK (ct_sim_clock));
   g_mutex_init (&sp->lock);
   sp->ref = base_now (sp);
 
@@ -153,9 +153,9 @@ stub_port_open (const char *arg, DqPortInfo *info, GError **error)
 }
 
 static void
-stub_port_close (gpointer priv)
+ct_port_close (gpointer priv)
 {
-  StubPort *sp = priv;
+  CtPort *sp = priv;
   g_mutex_lock (&ports_lock);
   g_hash_table_remove (ports, sp->name);
   g_mutex_unlock (&ports_lock);
@@ -165,9 +165,9 @@ stub_port_close (gpointer priv)
 }
 
 static guint64
-stub_port_time (gpointer priv)
+ct_port_time (gpointer priv)
 {
-  StubPort *sp = priv;
+  CtPort *sp = priv;
   if (sp->slow_us > 0)
     g_usleep (sp->slow_us);
   guint64 t = port_at (sp, base_now (sp));
@@ -181,9 +181,9 @@ stub_port_time (gpointer priv)
 }
 
 static gpointer
-stub_rxq_create (gpointer port, const DqRxConfig *config, GError **error)
+ct_rxq_create (gpointer port, const DqRxConfig *config, GError **error)
 {
-  StubRxq *q = g_new0 (StubRxq, 1);
+  CtRxq *q = g_new0 (CtRxq, 1);
   q->port = port;
   g_mutex_init (&q->lock);
   g_cond_init (&q->cond);
@@ -191,19 +191,19 @@ stub_rxq_create (gpointer port, const DqRxConfig *config, GError **error)
 }
 
 static void
-stub_rxq_destroy (gpointer rxq)
+ct_rxq_destroy (gpointer rxq)
 {
-  StubRxq *q = rxq;
+  CtRxq *q = rxq;
   g_mutex_clear (&q->lock);
   g_cond_clear (&q->cond);
   g_free (q);
 }
 
 static int
-stub_rxq_poll (gpointer rxq, DqBurst *burst, gint64 timeout_ns, GError **error)
+ct_rxq_poll (gpointer rxq, DqBurst *burst, gint64 timeout_ns, GError **error)
 {
-  StubRxq *q = rxq;
-  StubPort *sp = q->port;
+  CtRxq *q = rxq;
+  CtPort *sp = q->port;
 
   if (q->produced >= sp->bursts) {
     gint64 wait_us = MIN (timeout_ns, 100 * GST_MSECOND) / 1000;
@@ -216,20 +216,20 @@ stub_rxq_poll (gpointer rxq, DqBurst *burst, gint64 timeout_ns, GError **error)
     return 0;
   }
   if (sp->sim)
-    gst_test_clock_advance_time (GST_TEST_CLOCK (stub_sim_clock), sp->step);
+    gst_test_clock_advance_time (GST_TEST_CLOCK (ct_sim_clock), sp->step);
 
   /* the first packet arrived between 1 us and 0.5 ms before the burst is handed out */
   guint64 now = port_at (sp, base_now (sp));
   guint64 age = GST_USECOND + (q->produced * 7919 * GST_USECOND) % (500 * GST_USECOND);
   DqPacket *pk = g_new0 (DqPacket, sp->packets);
   for (guint i = 0; i < sp->packets; i++) {
-    pk[i].offset = i * STUB_PACKET_BYTES;
-    pk[i].length = STUB_PACKET_BYTES;
+    pk[i].offset = i * CT_PACKET_BYTES;
+    pk[i].length = CT_PACKET_BYTES;
     pk[i].flags = DQ_PACKET_FLAG_TS_HW;
     pk[i].timestamp = now - age - (sp->packets - 1 - i) * GST_USECOND;
   }
   burst->data = q->data;
-  burst->size = (gsize) sp->packets * STUB_PACKET_BYTES;
+  burst->size = (gsize) sp->packets * CT_PACKET_BYTES;
   burst->n_packets = sp->packets;
   burst->packets = pk;
   burst->memory = DQ_MEMORY_HOST;
@@ -241,15 +241,15 @@ stub_rxq_poll (gpointer rxq, DqBurst *burst, gint64 timeout_ns, GError **error)
 }
 
 static void
-stub_rxq_release (gpointer rxq, DqBurst *burst)
+ct_rxq_release (gpointer rxq, DqBurst *burst)
 {
   g_free (burst->range);
 }
 
 static void
-stub_rxq_wakeup (gpointer rxq)
+ct_rxq_wakeup (gpointer rxq)
 {
-  StubRxq *q = rxq;
+  CtRxq *q = rxq;
   g_mutex_lock (&q->lock);
   q->woken = TRUE;
   g_cond_signal (&q->cond);
@@ -257,45 +257,45 @@ stub_rxq_wakeup (gpointer rxq)
 }
 
 static void
-stub_rxq_stats (gpointer rxq, DqRxStats *stats)
+ct_rxq_stats (gpointer rxq, DqRxStats *stats)
 {
-  StubRxq *q = rxq;
+  CtRxq *q = rxq;
   stats->packets = q->packets;
   stats->bytes = q->bytes;
   stats->bursts = q->produced;
 }
 
 static gsize
-stub_rxq_ring_bytes (gpointer rxq)
+ct_rxq_ring_bytes (gpointer rxq)
 {
-  return sizeof ((StubRxq *) rxq)->data;
+  return sizeof ((CtRxq *) rxq)->data;
 }
 
 static gpointer
-stub_txq_create (gpointer port, const DqTxConfig *config, GError **error)
+ct_txq_create (gpointer port, const DqTxConfig *config, GError **error)
 {
   g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG, "clocktest ports do not send");
   return NULL;
 }
 
-static const DqEngineOps stub_ops = {
+static const DqEngineOps ct_ops = {
   .name = "clocktest",
   .description = "test port with a controlled clock",
-  .port_open = stub_port_open,
-  .port_close = stub_port_close,
-  .port_time = stub_port_time,
-  .rxq_create = stub_rxq_create,
-  .rxq_destroy = stub_rxq_destroy,
-  .rxq_poll = stub_rxq_poll,
-  .rxq_release = stub_rxq_release,
-  .rxq_wakeup = stub_rxq_wakeup,
-  .rxq_stats = stub_rxq_stats,
-  .rxq_ring_bytes = stub_rxq_ring_bytes,
-  .txq_create = stub_txq_create,
+  .port_open = ct_port_open,
+  .port_close = ct_port_close,
+  .port_time = ct_port_time,
+  .rxq_create = ct_rxq_create,
+  .rxq_destroy = ct_rxq_destroy,
+  .rxq_poll = ct_rxq_poll,
+  .rxq_release = ct_rxq_release,
+  .rxq_wakeup = ct_rxq_wakeup,
+  .rxq_stats = ct_rxq_stats,
+  .rxq_ring_bytes = ct_rxq_ring_bytes,
+  .txq_create = ct_txq_create,
 };
 
 void
-stub_engine_register (void)
+ct_engine_register (void)
 {
-  dq_engine_register (&stub_ops);
+  dq_engine_register (&ct_ops);
 }

@@ -3,7 +3,7 @@
  *
  * device = clocktest:NAME[,KEY=VALUE]...
  *
- *   sim            the port clock follows stub_sim_clock (a GstTestClock) instead of
+ *   sim            the port clock follows ct_sim_clock (a GstTestClock) instead of
  *                  CLOCK_MONOTONIC; each receive poll then advances that clock by `step`
  *                  and returns a burst (the first `bursts` polls), so a long span of
  *                  time passes in a moment
@@ -19,8 +19,8 @@
  *   packets=N      packets per burst, 1..16 (default 4), 1 us apart
  *   slow=US        every read of the port time takes this long (a clock behind a slow bus)
  */
-#ifndef DQ_CLOCK_STUB_H
-#define DQ_CLOCK_STUB_H
+#ifndef DQ_CLOCK_ENGINE_H
+#define DQ_CLOCK_ENGINE_H
 
 #include <gst/gst.h>
 #include "daqiri-engine.h"
@@ -28,14 +28,14 @@
 G_BEGIN_DECLS
 
 /* the base clock of `sim` ports; set before such a port is opened */
-extern GstClock *stub_sim_clock;
+extern GstClock *ct_sim_clock;
 
 /* registers the engine (once) */
-void stub_engine_register (void);
+void ct_engine_register (void);
 
 /* The exact port time at base-clock time @base, and back (for the port @device, open). */
-guint64 stub_port_time_at (const char *device, GstClockTime base);
-GstClockTime stub_base_time_at (const char *device, guint64 port_time);
+guint64 ct_port_time_at (const char *device, GstClockTime base);
+GstClockTime ct_base_time_at (const char *device, guint64 port_time);
 
 G_END_DECLS
 
