@@ -537,7 +537,8 @@ hw_open (const char *spec, DqPortInfo *info, Mlx5Caps *caps, GError **error)
   /* what the host side sizes its rings by */
   mlx5_hw_caps_fill (&dev->caps, &dev->hw, &dv, dev->real_time);
   dev->caps.no_hw_ts = dev->clock == MLX5_HW_CLOCK_NONE;
-  if (mlx5_hw_tx_inline_mode (&dev->hw, dev->vport_ok) == MLX5_INLINE_MODE_L2)
+  dev->tx_inline_mode = mlx5_hw_tx_inline_mode (&dev->hw, dev->vport_ok);
+  if (dev->tx_inline_mode == MLX5_INLINE_MODE_L2)
     dev->caps.tx_inline_bytes = MLX5_ETH_L2_INLINE_SIZE;
   *caps = dev->caps;
 
@@ -848,7 +849,7 @@ static gboolean
 check_tx_inline (HwDev *dev, GError **error)
 {
   static const char *const names[] = { "none", "L2", "IP", "TCP/UDP" };
-  guint need = mlx5_hw_tx_inline_mode (&dev->hw, dev->vport_ok);
+  guint need = dev->tx_inline_mode;
   if (need <= MLX5_INLINE_MODE_L2)
     return TRUE;
   g_set_error (error, DQ_ERROR, DQ_ERROR_DEVICE,
@@ -884,8 +885,7 @@ hw_sq_create (gpointer priv, Mlx5Sq *sq, GError **error)
   guint32 in[DEVX_ST_SZ_DW (create_sq_in)] = { 0 };
   guint32 out[DEVX_ST_SZ_DW (create_sq_out)];
   mlx5_cmd_build_create_sq (in, sq, sq->cq->cqn, dev->pdn, tisn, h->uar->page_id, &mem,
-      dev->page_shift, mlx5_hw_ts_format (dev->real_time), mpw,
-      mlx5_hw_tx_inline_mode (&dev->hw, dev->vport_ok));
+      dev->page_shift, mlx5_hw_ts_format (dev->real_time), mpw, dev->tx_inline_mode);
   char *what = g_strdup_printf (
       "CREATE_SQ (2^%u WQE basic blocks, CQ 0x%x, TIS 0x%x)", sq->log_wqebbs, sq->cq->cqn, tisn);
   h->obj = hw_obj_create (dev, what, in, sizeof in, out, sizeof out, error);

@@ -79,6 +79,7 @@ typedef struct {
   Mlx5HwCaps hw;
   Mlx5Caps caps;
   gboolean vport_ok;
+  guint tx_inline_mode; /* MLX5_INLINE_MODE_* its send WQEs must carry, from the caps */
   Mlx5HwClock clock;
   gboolean real_time; /* queues stamp the real-time clock */
   int phc_fd;         /* the PTP hardware clock, or -1 */

@@ -1,4 +1,5 @@
-/* What the emulated-ConnectX benchmarks (bench-emu-rate, bench-emu-queues) share: the
+/* What the emulated-ConnectX benchmarks (bench-emu-rate, bench-emu-queues,
+ * bench-flow-change) share: the
  * daqiri plugin linked into the program and registered statically (emulated ports are per
  * process, so the benchmark reads the port the pipeline opened), one `daqirisrc name=src`
  * pipeline and its port, and the /proc and scheduler calls that find, time and pin the
