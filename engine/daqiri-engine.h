@@ -34,6 +34,15 @@
  * installs the new rules before it removes the old ones, software classifiers swap rule
  * sets between bursts. On failure the queue keeps what it had.
  *
+ * Two-segment sends (header-data split on the send side; dq_txq_can_split()): frame i is
+ * header_lengths[i] bytes at headers[i], copied into a TX slot, followed by payloads[i],
+ * which the device reads where it lies (one WQE of two data segments), in memory
+ * registered with the queue (dq_txq_register: host memory, or GPU memory that a ConnectX
+ * reads by GPUDirect RDMA and the emulated one by copies). The payload bytes must stay as
+ * they are until the device is done with the frame: the frames handed to the device so
+ * far, dq_txq_posted(), read after the sending call, is the mark; they are done once
+ * dq_txq_completed() reaches it (sent, or lost to an error: no longer read either way).
+ *
  * Threads: a TX queue is driven by one thread at a time (send, acquire, commit, cancel,
  * flush; the caller serializes them); dq_txq_wakeup() and dq_txq_stats() may be called
  * from any thread at any time.
@@ -131,7 +140,9 @@ typedef struct {
  * and that a NIC reaches through a dma-buf (GPUDirect RDMA): it gives a dma-buf fd covering
  * [mem, mem + size) at *offset into it (the caller closes the fd), or FALSE with *error set.
  * write, set with it, copies n host bytes to dst inside such memory (a copy-engine DMA; TRUE
- * once done): how a device played by software (the emulated ConnectX) writes it.
+ * once done): how a device played by software (the emulated ConnectX) writes it; read
+ * copies n bytes from src inside it to the host (how that device reads payloads it sends,
+ * dq_txq_register).
  * Only engines whose device writes the ring itself take such memory (mlx5 on a ConnectX by
  * dma-buf, the emulated ConnectX by write); the others refuse it. */
 typedef struct {
@@ -142,6 +153,7 @@ typedef struct {
   gboolean (*export_dmabuf) (
       gpointer mem, gsize size, int *fd, guint64 *offset, gpointer user, GError **error);
   gboolean (*write) (gpointer dst, gconstpointer src, gsize n, gpointer user);
+  gboolean (*read) (gpointer dst, gconstpointer src, gsize n, gpointer user);
 } DqRingMemory;
 
 /* What a queue set delivers: what its flow rules match (with no rules: everything), every
@@ -230,6 +242,17 @@ typedef struct {
   gpointer token; /* engine token of the lent run; NULL once given back */
 } DqTxSlots;
 
+/* Memory registered with a TX queue for payload segments (dq_txq_register) */
+typedef struct _DqTxMemory DqTxMemory;
+
+/* A frame's payload segment: `length` bytes at `data`, inside `memory`'s range (length 0:
+ * the frame is its header alone; memory and data are not read) */
+typedef struct {
+  DqTxMemory *memory;
+  gconstpointer data;
+  guint32 length;
+} DqTxPayload;
+
 typedef struct {
   const char *name;       /* e.g. "afpacket" */
   const char *clock_name; /* e.g. "CLOCK_REALTIME (kernel)" */
@@ -299,6 +322,20 @@ typedef struct {
   int (*txq_commit) (gpointer txq, DqTxSlots *slots, guint n, const guint32 *lengths,
       const guint64 *times, GError **error);
   void (*txq_cancel) (gpointer txq, DqTxSlots *slots);
+
+  /* Two-segment sends; all four NULL for an engine without them. txq_register returns the
+   * engine's handle of [base, base + size) (memory as dq_txq_register), txq_unregister
+   * drops it. txq_send_split is txq_send with frame i = headers[i] (header_lengths[i]
+   * bytes) then payloads[i] (inside its registered range, checked by the caller); a frame
+   * whose total length or header the queue does not take is refused and counted in
+   * DqTxStats.errors. txq_progress gives the frames handed to the device and those it
+   * completed (both counted since the queue was made), reading completions first. */
+  gpointer (*txq_register) (
+      gpointer txq, gpointer base, gsize size, const DqRingMemory *memory, GError **error);
+  void (*txq_unregister) (gpointer txq, gpointer handle);
+  int (*txq_send_split) (gpointer txq, const guint8 *const *headers, const guint32 *header_lengths,
+      const DqTxPayload *payloads, const guint64 *times, guint n, GError **error);
+  void (*txq_progress) (gpointer txq, guint64 *posted, guint64 *completed);
 } DqEngineOps;
 
 void dq_engine_register (const DqEngineOps *ops);
@@ -362,6 +399,25 @@ int dq_txq_commit (
 int dq_txq_commit_at (DqTxQueue *txq, DqTxSlots *slots, guint n, const guint32 *lengths,
     const guint64 *times, GError **error);
 void dq_txq_cancel (DqTxQueue *txq, DqTxSlots *slots);
+
+/* Two-segment sends (see the send contract above). dq_txq_register() registers
+ * [base, base + size) for payload segments: `memory` NULL for host memory, else GPU
+ * device memory described as for a ring (kind DQ_MEMORY_CUDA, export_dmabuf for a
+ * ConnectX, read for the emulated one). Fails with DQ_ERROR_CONFIG on an engine without
+ * two-segment sends or memory its device cannot reach. dq_txq_unregister() only once no
+ * frame that points into it is still posted (see dq_txq_completed); any thread. */
+gboolean dq_txq_can_split (DqTxQueue *txq);
+DqTxMemory *dq_txq_register (
+    DqTxQueue *txq, gpointer base, gsize size, const DqRingMemory *memory, GError **error);
+void dq_txq_unregister (DqTxQueue *txq, DqTxMemory *mem);
+/* As dq_txq_send_at (times may be NULL), frame i being headers[i] then payloads[i]. A
+ * payload outside its registered range is refused (DQ_ERROR_CONFIG, nothing sent). */
+int dq_txq_send_split (DqTxQueue *txq, const guint8 *const *headers, const guint32 *header_lengths,
+    const DqTxPayload *payloads, const guint64 *times, guint n, GError **error);
+/* Frames handed to the device so far, and frames it is done with (reads completions);
+ * equal, and 0, on engines that copy every frame before the sending call returns. */
+guint64 dq_txq_posted (DqTxQueue *txq);
+guint64 dq_txq_completed (DqTxQueue *txq);
 
 G_END_DECLS
 

@@ -39,6 +39,13 @@ dq_counter_get (guint64 *counter)
   return __atomic_load_n (counter, __ATOMIC_RELAXED);
 }
 
+/* A registration of payload memory (dq_txq_register): its range and the engine's handle */
+struct _DqTxMemory {
+  const guint8 *base;
+  gsize size;
+  gpointer handle;
+};
+
 /* Ring arithmetic. */
 static inline gboolean
 dq_is_pow2 (guint64 v)

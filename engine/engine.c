@@ -1,5 +1,6 @@
 /* Engine registry, shared ports and the thin dispatch layer over the engine tables. */
 #include "daqiri-engine.h"
+#include "engine-util.h"
 #include "engines.h"
 
 #include <string.h>
@@ -337,6 +338,98 @@ dq_txq_send_at (DqTxQueue *txq, const guint8 *const *frames, const guint32 *leng
   if (!txq_check_times (txq, times, error))
     return -1;
   return txq->port->ops->txq_send (txq->priv, frames, lengths, times, n, error);
+}
+
+gboolean
+dq_txq_can_split (DqTxQueue *txq)
+{
+  const DqEngineOps *ops = txq->port->ops;
+  return ops->txq_register != NULL && ops->txq_unregister != NULL && ops->txq_send_split != NULL &&
+      ops->txq_progress != NULL;
+}
+
+DqTxMemory *
+dq_txq_register (
+    DqTxQueue *txq, gpointer base, gsize size, const DqRingMemory *memory, GError **error)
+{
+  if (!dq_txq_can_split (txq)) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: the %s engine has no two-segment sends (frames are sent whole)", txq->port->device,
+        txq->port->ops->name);
+    return NULL;
+  }
+  if (base == NULL || size == 0) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: registering %" G_GSIZE_FORMAT " bytes at %p for payloads (allowed: a non-empty "
+        "range)",
+        txq->port->device, size, base);
+    return NULL;
+  }
+  gpointer handle = txq->port->ops->txq_register (txq->priv, base, size, memory, error);
+  if (handle == NULL)
+    return NULL;
+  DqTxMemory *mem = g_new (DqTxMemory, 1);
+  mem->base = base;
+  mem->size = size;
+  mem->handle = handle;
+  return mem;
+}
+
+void
+dq_txq_unregister (DqTxQueue *txq, DqTxMemory *mem)
+{
+  if (mem == NULL)
+    return;
+  txq->port->ops->txq_unregister (txq->priv, mem->handle);
+  g_free (mem);
+}
+
+int
+dq_txq_send_split (DqTxQueue *txq, const guint8 *const *headers, const guint32 *header_lengths,
+    const DqTxPayload *payloads, const guint64 *times, guint n, GError **error)
+{
+  if (!dq_txq_can_split (txq)) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: the %s engine has no two-segment sends (frames are sent whole)", txq->port->device,
+        txq->port->ops->name);
+    return -1;
+  }
+  if (!txq_check_times (txq, times, error))
+    return -1;
+  for (guint i = 0; i < n; i++) {
+    const DqTxPayload *p = &payloads[i];
+    const guint8 *data = p->data;
+    if (p->length == 0)
+      continue;
+    if (p->memory == NULL || data < p->memory->base ||
+        (gsize) (data - p->memory->base) > p->memory->size ||
+        p->length > p->memory->size - (gsize) (data - p->memory->base)) {
+      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+          "%s: frame %u's payload (%u bytes at %p) is outside its registered memory%s",
+          txq->port->device, i, p->length, p->data, p->memory == NULL ? " (none given)" : "");
+      return -1;
+    }
+  }
+  return txq->port->ops->txq_send_split (
+      txq->priv, headers, header_lengths, payloads, times, n, error);
+}
+
+guint64
+dq_txq_posted (DqTxQueue *txq)
+{
+  guint64 posted = 0, completed = 0;
+  if (dq_txq_can_split (txq))
+    txq->port->ops->txq_progress (txq->priv, &posted, &completed);
+  return posted;
+}
+
+guint64
+dq_txq_completed (DqTxQueue *txq)
+{
+  guint64 posted = 0, completed = 0;
+  if (dq_txq_can_split (txq))
+    txq->port->ops->txq_progress (txq->priv, &posted, &completed);
+  return completed;
 }
 
 gboolean

@@ -211,6 +211,17 @@ device_ring_write (gpointer dst, gconstpointer src, gsize n, gpointer user)
   return FALSE;
 }
 
+/* a device-to-host copy: how the emulated ConnectX reads payloads it sends from it */
+static gboolean
+device_ring_read (gpointer dst, gconstpointer src, gsize n, gpointer user)
+{
+  if (dq_cuda_memcpy (dst, src, n) == 0)
+    return TRUE;
+  GST_ERROR (
+      "cannot copy %" G_GSIZE_FORMAT " bytes out of GPU memory: %s", n, dq_cuda_last_error ());
+  return FALSE;
+}
+
 const DqRingMemory *
 gst_daqiri_cuda_device_ring_memory (void)
 {
@@ -219,7 +230,8 @@ gst_daqiri_cuda_device_ring_memory (void)
     .free = device_ring_free,
     .user = NULL,
     .export_dmabuf = device_ring_export,
-    .write = device_ring_write };
+    .write = device_ring_write,
+    .read = device_ring_read };
   return &ring;
 }
 

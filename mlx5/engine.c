@@ -672,8 +672,20 @@ typedef struct {
   DqTxLate late;
   guint64 *waits; /* n_slots, scratch: the WAIT time of each frame of a run (0: none) */
 
+  /* two-segment sends: the payload segments of a run (n_slots, scratch), and the frames
+   * posted and completed, 64-bit (from the ring's 32-bit counters, as last read) */
+  Mlx5TxPayload *payloads;
+  guint64 posted, completed;
+  guint32 posted_at, completed_at;
+
   DqTxCounters tx;
 } Mlx5EngTxq;
+
+/* A registration of payload memory (DqTxMemory.handle) */
+typedef struct {
+  guint32 lkey;
+  gpointer mr;
+} Mlx5EngTxMr;
 
 static void
 eng_txq_destroy (gpointer priv)
@@ -687,6 +699,7 @@ eng_txq_destroy (gpointer priv)
   g_free (txq->addrs);
   g_free (txq->lengths);
   g_free (txq->waits);
+  g_free (txq->payloads);
   g_free (txq);
 }
 
@@ -775,6 +788,7 @@ eng_txq_create (gpointer port_priv, const DqTxConfig *config, GError **error)
   txq->addrs = g_new (guint8 *, txq->n_slots);
   txq->lengths = g_new (guint32, txq->n_slots);
   txq->waits = g_new0 (guint64, txq->n_slots);
+  txq->payloads = g_new0 (Mlx5TxPayload, txq->n_slots);
   if (config->rate_bps != 0 && !tx_set_rate (port, txq, config->rate_bps, error))
     goto fail;
   /* a fresh queue hands out slot 0 first: where the slab starts */
@@ -792,6 +806,21 @@ static gboolean
 tx_frame_ok (Mlx5EngTxq *txq, guint32 len)
 {
   return len >= 14 && len <= txq->max_packet;
+}
+
+/* Frame i of a send: lengths[i] bytes, or with payloads a header of lengths[i] bytes (at
+ * least the inline headers) and its payload. */
+static gboolean
+tx_split_frame_ok (
+    Mlx5EngTxq *txq, const guint32 *lengths, const DqTxPayload *payloads, guint i, guint64 *bytes)
+{
+  if (payloads == NULL) {
+    *bytes = lengths[i];
+    return tx_frame_ok (txq, lengths[i]);
+  }
+  *bytes = (guint64) lengths[i] + payloads[i].length;
+  guint min_header = payloads[i].length > 0 ? MAX (txq->port->caps.tx_inline_bytes, 1u) : 1;
+  return lengths[i] >= min_header && *bytes <= txq->max_packet && *bytes >= 14;
 }
 
 /* Waits for free slots: TRUE when there are some, FALSE when woken. */
@@ -894,33 +923,42 @@ tx_count_dropped (Mlx5EngTxq *txq)
   dq_counter_add (&txq->tx.late_dropped, 1);
 }
 
-/* Frames i.. that go out now as one run, each with its WAIT time in txq->waits (from
- * index 0): good lengths, none held or dropped, at most n_slots. Returns the run's end. */
+/* Frames i.. that go out now as one run, each with its WAIT time in txq->waits and its
+ * payload segment in txq->payloads (from index 0): good lengths, none held or dropped, at
+ * most n_slots. Returns the run's end. */
 static guint
-tx_run_end (
-    Mlx5EngTxq *txq, const guint32 *lengths, const guint64 *times, guint i, guint n, guint64 now)
+tx_run_end (Mlx5EngTxq *txq, const guint32 *lengths, const DqTxPayload *payloads,
+    const guint64 *times, guint i, guint n, guint64 now)
 {
   guint j = i;
-  while (j < n && j - i < txq->n_slots && tx_frame_ok (txq, lengths[j]) &&
-      (times == NULL || tx_verdict (txq, times[j], now, &txq->waits[j - i]) == TX_SEND))
+  guint64 bytes;
+  while (j < n && j - i < txq->n_slots && tx_split_frame_ok (txq, lengths, payloads, j, &bytes) &&
+      (times == NULL || tx_verdict (txq, times[j], now, &txq->waits[j - i]) == TX_SEND)) {
+    if (payloads != NULL) {
+      const DqTxPayload *pl = &payloads[j];
+      txq->payloads[j - i] = (Mlx5TxPayload){ .addr = (guint64) (uintptr_t) pl->data,
+        .lkey = pl->length > 0 ? ((const Mlx5EngTxMr *) pl->memory->handle)->lkey : 0,
+        .length = pl->length };
+    }
     j++;
+  }
   return j;
 }
 
+/* txq_send and txq_send_split: frames (or headers, with payloads) copied into slots */
 static int
-eng_txq_send (gpointer priv, const guint8 *const *frames, const guint32 *lengths,
-    const guint64 *times, guint n, GError **error)
+tx_send_frames (Mlx5EngTxq *txq, const guint8 *const *frames, const guint32 *lengths,
+    const DqTxPayload *payloads, const guint64 *times, guint n, GError **error)
 {
-  Mlx5EngTxq *txq = priv;
   guint i = 0, sent = 0;
-  guint64 bytes = 0, errors = 0;
+  guint64 bytes = 0, errors = 0, frame_bytes;
   guint64 now = times != NULL ? tx_clock (txq) : 0;
 
   if (tx_refuse_if_lent (txq, "sending copies", error))
     return -1;
 
   while (i < n) {
-    if (!tx_frame_ok (txq, lengths[i])) {
+    if (!tx_split_frame_ok (txq, lengths, payloads, i, &frame_bytes)) {
       errors++;
       i++;
       continue;
@@ -940,13 +978,17 @@ eng_txq_send (gpointer priv, const guint8 *const *frames, const guint32 *lengths
         continue;
       }
     }
-    guint j = tx_run_end (txq, lengths, times, i, n, now);
-    guint k = mlx5_txq_send_at (
-        txq->ring, frames + i, lengths + i, times != NULL ? txq->waits : NULL, j - i);
+    guint j = tx_run_end (txq, lengths, payloads, times, i, n, now);
+    const guint64 *waits = times != NULL ? txq->waits : NULL;
+    guint k = payloads != NULL
+        ? mlx5_txq_send_split_at (txq->ring, frames + i, lengths + i, txq->payloads, waits, j - i)
+        : mlx5_txq_send_at (txq->ring, frames + i, lengths + i, waits, j - i);
     if (times != NULL)
       tx_count_scheduled (txq, times + i, txq->waits, k);
-    for (guint x = 0; x < k; x++)
-      bytes += lengths[i + x];
+    for (guint x = 0; x < k; x++) {
+      tx_split_frame_ok (txq, lengths, payloads, i + x, &frame_bytes);
+      bytes += frame_bytes;
+    }
     sent += k;
     i += k;
     if (i < j && !tx_wait_slots (txq))
@@ -956,6 +998,56 @@ eng_txq_send (gpointer priv, const guint8 *const *frames, const guint32 *lengths
   }
   dq_tx_counters_add_burst (&txq->tx, sent, bytes, errors);
   return (int) i;
+}
+
+static int
+eng_txq_send (gpointer priv, const guint8 *const *frames, const guint32 *lengths,
+    const guint64 *times, guint n, GError **error)
+{
+  return tx_send_frames (priv, frames, lengths, NULL, times, n, error);
+}
+
+static int
+eng_txq_send_split (gpointer priv, const guint8 *const *headers, const guint32 *header_lengths,
+    const DqTxPayload *payloads, const guint64 *times, guint n, GError **error)
+{
+  return tx_send_frames (priv, headers, header_lengths, payloads, times, n, error);
+}
+
+static gpointer
+eng_txq_register (
+    gpointer priv, gpointer base, gsize size, const DqRingMemory *memory, GError **error)
+{
+  Mlx5EngTxq *txq = priv;
+  Mlx5EngTxMr *reg = g_new0 (Mlx5EngTxMr, 1);
+  if (!mlx5_txq_register (
+          txq->ring, txq->port->what, base, size, memory, &reg->lkey, &reg->mr, error)) {
+    g_free (reg);
+    return NULL;
+  }
+  return reg;
+}
+
+static void
+eng_txq_unregister (gpointer priv, gpointer handle)
+{
+  Mlx5EngTxq *txq = priv;
+  Mlx5EngTxMr *reg = handle;
+  mlx5_txq_unregister (txq->ring, reg->mr);
+  g_free (reg);
+}
+
+static void
+eng_txq_progress (gpointer priv, guint64 *posted, guint64 *completed)
+{
+  Mlx5EngTxq *txq = priv;
+  guint32 c = mlx5_txq_completed (txq->ring), p = mlx5_txq_posted (txq->ring);
+  txq->completed += c - txq->completed_at;
+  txq->posted += p - txq->posted_at;
+  txq->completed_at = c;
+  txq->posted_at = p;
+  *posted = txq->posted;
+  *completed = txq->completed;
 }
 
 /* Tries to lend `want` slots that do not wrap the slab end (fewer when the slab ends
@@ -1186,7 +1278,9 @@ emu_port_open_engine (const char *arg, DqPortInfo *info, GError **error)
   .txq_create = eng_txq_create, .txq_destroy = eng_txq_destroy, .txq_send = eng_txq_send, \
   .txq_flush = eng_txq_flush, .txq_wakeup = eng_txq_wakeup, .txq_stats = eng_txq_stats, \
   .txq_max_frame = eng_txq_max_frame, .txq_acquire = eng_txq_acquire, \
-  .txq_commit = eng_txq_commit, .txq_cancel = eng_txq_cancel
+  .txq_commit = eng_txq_commit, .txq_cancel = eng_txq_cancel, .txq_register = eng_txq_register, \
+  .txq_unregister = eng_txq_unregister, .txq_send_split = eng_txq_send_split, \
+  .txq_progress = eng_txq_progress
 
 const DqEngineOps dq_emu_engine = {
   .name = "emu",

@@ -127,10 +127,10 @@ typedef struct {
   gboolean (*mr_reg_dmabuf) (gpointer dev, int fd, guint64 offset, gsize size, void *iova,
       guint32 *lkey, gpointer *handle, GError **error);
   /* registers device memory at [addr, addr + size) that the CPU cannot address, which the
-   * device writes only through write(dst, src, n, user) (a DMA copy; the emulated ConnectX);
-   * NULL: not this device. The handle goes to mr_dereg. */
-  gboolean (*mr_reg_device) (gpointer dev, void *addr, gsize size,
-      gboolean (*write) (gpointer dst, gconstpointer src, gsize n, gpointer user), gpointer user,
+   * device reaches only by DMA copies (the emulated ConnectX): memory->write(dst, src, n,
+   * user) for what it writes (received packets), memory->read for what it reads (sent
+   * payloads); NULL: not this device. The handle goes to mr_dereg. */
+  gboolean (*mr_reg_device) (gpointer dev, void *addr, gsize size, const DqRingMemory *memory,
       guint32 *lkey, gpointer *handle, GError **error);
 
   gboolean (*cq_create) (gpointer dev, Mlx5Cq *cq, GError **error);

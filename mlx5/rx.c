@@ -26,6 +26,7 @@
 
 #include "mlx5-dma.h"
 #include "mlx5-mem.h"
+#include "mlx5-mr.h"
 
 #include <string.h>
 #include <unistd.h>
@@ -336,67 +337,14 @@ mlx5_rxq_free (Mlx5Rxq *q)
   g_free (q);
 }
 
-/* GPU device memory through a dma-buf of it (GPUDirect RDMA without nvidia-peermem). */
-static gboolean
-rxq_register_dmabuf (Mlx5Rxq *q, GError **error)
-{
-  const DqRingMemory *m = &q->memory;
-  int fd = -1;
-  guint64 offset = 0;
-
-  if (!m->export_dmabuf (q->rq.buf, q->rq.buf_size, &fd, &offset, m->user, error))
-    return FALSE;
-  gboolean ok = q->ops->mr_reg_dmabuf (
-      q->dev, fd, offset, q->rq.buf_size, q->rq.buf, &q->rq.lkey, &q->mr, error);
-  close (fd); /* the registration holds the dma-buf */
-  return ok;
-}
-
-/* Registers the packet buffer with the device: host memory as it is; GPU device memory
- * (the host never touches it: the ring code reads CQEs only, never packet bytes) through a
- * dma-buf on a ConnectX, else by its device pointer, which a ConnectX takes where
- * nvidia-peermem is loaded; on the emulated ConnectX as memory it writes by DMA copies.
- * q->placement says which. */
+/* Registers the packet buffer with the device (mlx5-mr.h): GPU device memory is never
+ * touched by the host here (the ring code reads CQEs only, never packet bytes).
+ * q->placement says which way it went. */
 static gboolean
 rxq_register_ring (Mlx5Rxq *q, GError **error)
 {
-  const Mlx5PortOps *ops = q->ops;
-  const DqRingMemory *m = &q->memory;
-
-  if (m->export_dmabuf == NULL) {
-    q->placement =
-        m->alloc != NULL && m->kind == DQ_MEMORY_CUDA ? DQ_RING_GPU_MAPPED : DQ_RING_HOST;
-    return ops->mr_reg (q->dev, q->rq.buf, q->rq.buf_size, &q->rq.lkey, &q->mr, error);
-  }
-  if (ops->mr_reg_dmabuf != NULL) {
-    GError *dmabuf_error = NULL, *peer_error = NULL;
-    q->placement = DQ_RING_GPU_DMABUF;
-    if (rxq_register_dmabuf (q, &dmabuf_error))
-      return TRUE;
-    q->placement = DQ_RING_GPU_PEERMEM;
-    if (ops->mr_reg (q->dev, q->rq.buf, q->rq.buf_size, &q->rq.lkey, &q->mr, &peer_error)) {
-      g_info ("%s: GPU ring registered by its device pointer (nvidia-peermem): the dma-buf "
-              "way failed: %s",
-          q->what, dmabuf_error->message);
-      g_clear_error (&dmabuf_error);
-      return TRUE;
-    }
-    g_set_error (error, DQ_ERROR, dmabuf_error->code,
-        "%s; registering the device pointer instead (nvidia-peermem) failed too: %s",
-        dmabuf_error->message, peer_error->message);
-    g_clear_error (&dmabuf_error);
-    g_clear_error (&peer_error);
-    return FALSE;
-  }
-  q->placement = DQ_RING_GPU_COPY;
-  if (ops->mr_reg_device != NULL && m->write != NULL)
-    return ops->mr_reg_device (
-        q->dev, q->rq.buf, q->rq.buf_size, m->write, m->user, &q->rq.lkey, &q->mr, error);
-  g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-      "%s: the RX ring cannot be in GPU device memory: this device can neither register a "
-      "dma-buf nor write device memory by copies; allowed: host or pinned host memory",
-      q->what);
-  return FALSE;
+  return mlx5_mr_register (q->ops, q->dev, q->what, q->rq.buf, q->rq.buf_size, &q->memory,
+      &q->rq.lkey, &q->mr, &q->placement, error);
 }
 
 Mlx5Rxq *

@@ -34,6 +34,7 @@
 
 #include "mlx5-dma.h"
 #include "mlx5-mem.h"
+#include "mlx5-mr.h"
 
 #include <string.h>
 
@@ -97,8 +98,10 @@ mlx5_tx_geometry_choose (const Mlx5Caps *caps, const char *what, gsize ring_byte
     return FALSE;
   }
   guint ls = MAX (dq_log2_ceil (max_packet), dq_log2_ceil (MLX5_TX_MIN_SLOT));
-  /* two WQEBBs a slot (a WAIT before each SEND) */
-  guint max_log_slots = caps->max_log_wqebbs - 1;
+  /* WQEBBs a slot: a WAIT and its SEND; four where inline headers make a two-segment
+   * SEND two WQEBBs long */
+  guint log_bbs = caps->tx_inline_bytes > 0 ? 2 : 1;
+  guint max_log_slots = caps->max_log_wqebbs - log_bbs;
   guint64 n = ring >> ls;
   if (n < MLX5_TX_MIN_SLOTS) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
@@ -108,7 +111,7 @@ mlx5_tx_geometry_choose (const Mlx5Caps *caps, const char *what, gsize ring_byte
     return FALSE;
   }
   guint lslots = MIN (dq_log2_floor (n), max_log_slots);
-  if (caps->max_log_wqebbs < 1 || lslots < dq_log2_ceil (MLX5_TX_MIN_SLOTS)) {
+  if (caps->max_log_wqebbs < log_bbs || lslots < dq_log2_ceil (MLX5_TX_MIN_SLOTS)) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
         "%s: the device's send queues are too "
         "small (%u WQEs)",
@@ -128,7 +131,7 @@ mlx5_tx_geometry_choose (const Mlx5Caps *caps, const char *what, gsize ring_byte
   }
   cfg->log_slot_size = ls;
   cfg->log_slots = lslots;
-  cfg->log_wqebbs = lslots + 1;
+  cfg->log_wqebbs = lslots + log_bbs;
   cfg->signal_every = every;
   return TRUE;
 }
@@ -374,33 +377,51 @@ mlx5_txq_cancel (Mlx5Txq *q)
   q->acquired = 0;
 }
 
-static inline void
-txq_build_send (Mlx5Txq *q, guint32 slot, guint32 len, gboolean signal)
+/* The 16-byte unit `unit` of the WQE that starts at WQEBB `pi` */
+static inline guint8 *
+wqe_unit (Mlx5Txq *q, guint32 pi, guint unit)
 {
-  guint8 *wqe = q->sq.wqes + ((gsize) (q->sq_pi & q->wqebb_mask) << MLX5_SEND_WQE_SHIFT);
+  return q->sq.wqes + ((gsize) ((pi + unit / 4) & q->wqebb_mask) << MLX5_SEND_WQE_SHIFT) +
+      (gsize) (unit % 4) * MLX5_WQE_DS_SIZE;
+}
+
+static inline void
+wqe_data_seg (Mlx5Txq *q, guint unit, guint32 len, guint32 lkey, guint64 addr)
+{
+  struct mlx5_wqe_data_seg *data = (struct mlx5_wqe_data_seg *) wqe_unit (q, q->sq_pi, unit);
+  data->byte_count = htobe32 (len);
+  data->lkey = htobe32 (lkey);
+  data->addr = htobe64 (addr);
+}
+
+/* A SEND of the `len` bytes in `slot`, and with a payload segment the payload after them
+ * (a two-segment send; an empty payload adds nothing). */
+static inline void
+txq_build_send (
+    Mlx5Txq *q, guint32 slot, guint32 len, const Mlx5TxPayload *payload, gboolean signal)
+{
+  guint8 *wqe = wqe_unit (q, q->sq_pi, 0);
   struct mlx5_wqe_ctrl_seg *ctrl = (struct mlx5_wqe_ctrl_seg *) wqe;
   struct mlx5_wqe_eth_seg *eth = (struct mlx5_wqe_eth_seg *) (wqe + MLX5_WQE_DS_SIZE);
-  struct mlx5_wqe_data_seg *data =
-      (struct mlx5_wqe_data_seg *) (wqe + 2 * (gsize) MLX5_WQE_DS_SIZE);
 
   const guint8 *frame = slot_addr (q, slot);
   guint inl = MIN (q->inline_bytes, len);
-  guint ds = 3;
+  guint ds = 2;
 
-  /* the Ethernet segment: no LSO; inline headers when the port wants them */
+  /* the Ethernet segment: no LSO; inline headers when the port wants them (taken from
+   * the slot: a header shorter than that is refused before) */
   memset (eth, 0, MLX5_WQE_DS_SIZE);
   eth->cs_flags = q->cs_flags;
   if (inl > 0) {
     eth->inline_hdr_sz = htobe16 (inl);
     memcpy (eth->inline_hdr_start, frame, inl);
-    data = (struct mlx5_wqe_data_seg *) (wqe + 3 * (gsize) MLX5_WQE_DS_SIZE);
-    ds = len > inl ? 4 : 3;
+    ds = 3;
   }
-  if (len > inl) {
-    data->byte_count = htobe32 (len - inl);
-    data->lkey = htobe32 (q->lkey);
-    data->addr = htobe64 ((guint64) (uintptr_t) (frame + inl));
-  }
+  if (len > inl)
+    wqe_data_seg (q, ds++, len - inl, q->lkey, (guint64) (uintptr_t) (frame + inl));
+  /* (a data segment of 0 bytes would mean 2 GiB: an empty payload has none) */
+  if (payload != NULL && payload->length > 0)
+    wqe_data_seg (q, ds++, payload->length, payload->lkey, payload->addr);
 
   ctrl->opmod_idx_opcode = htobe32 (((q->sq_pi & 0xffff) << 8) | MLX5_OPCODE_SEND);
   ctrl->qpn_ds = htobe32 ((q->sq.sqn << 8) | ds);
@@ -410,7 +431,7 @@ txq_build_send (Mlx5Txq *q, guint32 slot, guint32 len, gboolean signal)
   ctrl->imm = 0;
 
   guint32 idx = q->sq_pi & q->wqebb_mask;
-  q->sq_pi++;
+  q->sq_pi += (ds + 3) / 4;
   q->wqe_sq_end[idx] = q->sq_pi;
   q->wqe_slot_end[idx] = slot + 1;
   q->wqe_packets[idx] = 1;
@@ -450,14 +471,6 @@ txq_build_wait (Mlx5Txq *q, guint32 slot, guint64 time_ns)
   MLX5_COUNTER_ADD (q->c.waits, 1);
 }
 
-/* The 16-byte unit `unit` of the WQE that starts at WQEBB `pi` */
-static inline guint8 *
-wqe_unit (Mlx5Txq *q, guint32 pi, guint unit)
-{
-  return q->sq.wqes + ((gsize) ((pi + unit / 4) & q->wqebb_mask) << MLX5_SEND_WQE_SHIFT) +
-      (gsize) (unit % 4) * MLX5_WQE_DS_SIZE;
-}
-
 /* An eMPW WQE of the k frames in slots slot .. slot + k - 1 */
 static void
 txq_build_empw (Mlx5Txq *q, guint32 slot, guint k, const guint32 *lengths, gboolean signal)
@@ -474,12 +487,8 @@ txq_build_empw (Mlx5Txq *q, guint32 slot, guint k, const guint32 *lengths, gbool
   ctrl->imm = 0;
   memset (eth, 0, MLX5_WQE_DS_SIZE);
   eth->cs_flags = q->cs_flags;
-  for (guint j = 0; j < k; j++) {
-    struct mlx5_wqe_data_seg *data = (struct mlx5_wqe_data_seg *) wqe_unit (q, q->sq_pi, 2 + j);
-    data->byte_count = htobe32 (lengths[j]);
-    data->lkey = htobe32 (q->lkey);
-    data->addr = htobe64 ((guint64) (uintptr_t) slot_addr (q, slot + j));
-  }
+  for (guint j = 0; j < k; j++)
+    wqe_data_seg (q, 2 + j, lengths[j], q->lkey, (guint64) (uintptr_t) slot_addr (q, slot + j));
 
   guint32 idx = q->sq_pi & q->wqebb_mask;
   q->sq_pi += (2 + k + 3) / 4;
@@ -528,29 +537,35 @@ mlx5_txq_commit (Mlx5Txq *q, guint n, const guint32 *lengths)
   return mlx5_txq_commit_at (q, n, lengths, NULL);
 }
 
-guint
-mlx5_txq_commit_at (Mlx5Txq *q, guint n, const guint32 *lengths, const guint64 *times)
+/* Sends the first n acquired slots, frame i being lengths[i] bytes of slot i followed,
+ * with payloads, by payloads[i] (a two-segment send, never in an eMPW WQE). */
+static guint
+txq_commit_frames (Mlx5Txq *q, guint n, const guint32 *lengths, const Mlx5TxPayload *payloads,
+    const guint64 *times)
 {
   guint32 slot_size = 1u << q->log_slot_size;
   guint64 bytes = 0;
   guint i;
 
   n = MIN (n, q->acquired);
-  /* the frames up to the first bad length */
+  /* the frames up to the first bad length (a split frame's inline headers come from its
+   * slot) */
   for (i = 0; i < n; i++) {
     guint32 len = lengths[i];
     if (G_UNLIKELY (len == 0 || len > slot_size))
       break;
+    if (payloads != NULL && payloads[i].length > 0 && G_UNLIKELY (len < q->inline_bytes))
+      break;
     if (q->stamp_src_mac && len >= 12)
       memcpy (slot_addr (q, q->slot_head + i) + 6, q->mac, 6);
-    bytes += len;
+    bytes += len + (payloads != NULL ? payloads[i].length : 0);
   }
   n = i;
   if (n == 0)
     return 0;
   for (i = 0; i < n;) {
     guint32 slot = q->slot_head + i;
-    guint k = txq_empw_run (q, lengths, times, i, n);
+    guint k = payloads == NULL ? txq_empw_run (q, lengths, times, i, n) : 0;
     q->since_signal += MAX (k, 1);
     gboolean signal = q->since_signal >= q->signal_every;
     if (signal)
@@ -562,7 +577,7 @@ mlx5_txq_commit_at (Mlx5Txq *q, guint n, const guint32 *lengths, const guint64 *
     }
     if (times != NULL && times[i] != 0)
       txq_build_wait (q, slot, times[i]);
-    txq_build_send (q, slot, lengths[i], signal);
+    txq_build_send (q, slot, lengths[i], payloads != NULL ? &payloads[i] : NULL, signal);
     i++;
   }
   /* the burst ends with a signalled WQE */
@@ -578,14 +593,15 @@ mlx5_txq_commit_at (Mlx5Txq *q, guint n, const guint32 *lengths, const guint64 *
 }
 
 guint
-mlx5_txq_send (Mlx5Txq *q, const guint8 *const *frames, const guint32 *lengths, guint n)
+mlx5_txq_commit_at (Mlx5Txq *q, guint n, const guint32 *lengths, const guint64 *times)
 {
-  return mlx5_txq_send_at (q, frames, lengths, NULL, n);
+  return txq_commit_frames (q, n, lengths, NULL, times);
 }
 
-guint
-mlx5_txq_send_at (
-    Mlx5Txq *q, const guint8 *const *frames, const guint32 *lengths, const guint64 *times, guint n)
+/* Copies up to n frames (or their headers) into free slots and sends them. */
+static guint
+txq_send_frames (Mlx5Txq *q, const guint8 *const *frames, const guint32 *lengths,
+    const Mlx5TxPayload *payloads, const guint64 *times, guint n)
 {
   guint32 slot_size = 1u << q->log_slot_size;
 
@@ -601,9 +617,63 @@ mlx5_txq_send_at (
     memcpy (slot_addr (q, q->slot_head + i), frames[i], len);
   }
   q->acquired = i;
-  guint sent = mlx5_txq_commit_at (q, i, lengths, times);
+  guint sent = txq_commit_frames (q, i, lengths, payloads, times);
   mlx5_txq_cancel (q);
   return sent;
+}
+
+guint
+mlx5_txq_send (Mlx5Txq *q, const guint8 *const *frames, const guint32 *lengths, guint n)
+{
+  return txq_send_frames (q, frames, lengths, NULL, NULL, n);
+}
+
+guint
+mlx5_txq_send_at (
+    Mlx5Txq *q, const guint8 *const *frames, const guint32 *lengths, const guint64 *times, guint n)
+{
+  return txq_send_frames (q, frames, lengths, NULL, times, n);
+}
+
+guint
+mlx5_txq_send_split_at (Mlx5Txq *q, const guint8 *const *headers, const guint32 *header_lengths,
+    const Mlx5TxPayload *payloads, const guint64 *times, guint n)
+{
+  return txq_send_frames (q, headers, header_lengths, payloads, times, n);
+}
+
+guint32
+mlx5_txq_posted (Mlx5Txq *q)
+{
+  return q->slot_head;
+}
+
+guint32
+mlx5_txq_completed (Mlx5Txq *q)
+{
+  mlx5_txq_reclaim (q);
+  return q->slot_tail;
+}
+
+gboolean
+mlx5_txq_register (Mlx5Txq *q, const char *what, void *addr, gsize size, const DqRingMemory *memory,
+    guint32 *lkey, gpointer *mr, GError **error)
+{
+  /* the device only reads payloads: device memory is registered for reading by copies,
+   * never shadowed for writes */
+  DqRingMemory m;
+  if (memory != NULL) {
+    m = *memory;
+    m.write = NULL;
+    memory = &m;
+  }
+  return mlx5_mr_register (q->ops, q->dev, what, addr, size, memory, lkey, mr, NULL, error);
+}
+
+void
+mlx5_txq_unregister (Mlx5Txq *q, gpointer mr)
+{
+  q->ops->mr_dereg (q->dev, mr);
 }
 
 void

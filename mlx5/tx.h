@@ -13,6 +13,13 @@
  * mlx5_txq_acquire() hands out free slots, the caller writes frames into them and
  * mlx5_txq_commit() sends the first n of them (one doorbell). One thread at a time.
  *
+ * Two-segment sends (mlx5_txq_send_split_at): a frame's headers are copied into its slot
+ * and its payload is read by the device where it lies, in memory registered with
+ * mlx5_txq_register (host memory, or GPU memory): a SEND of two data segments (with
+ * inline headers, the inline bytes come from the header, and the WQE takes two WQEBBs:
+ * the SQ then has four WQEBBs a slot). The payload must stay until the frame completed:
+ * mlx5_txq_completed() counts completed slots, one per frame.
+ *
  * Enhanced multi-packet WQEs (Mlx5TxConfig.empw; not with inline headers): a run of
  * unscheduled frames of up to MLX5_TX_EMPW_MAX_LEN bytes goes out as eMPW WQEs of up to
  * MLX5_TX_EMPW_MAX_PACKETS frames each (mlx5-dma.h), one data segment per frame: one
@@ -121,6 +128,33 @@ guint mlx5_txq_send (Mlx5Txq *q, const guint8 *const *frames, const guint32 *len
 
 guint mlx5_txq_send_at (
     Mlx5Txq *q, const guint8 *const *frames, const guint32 *lengths, const guint64 *times, guint n);
+
+/* A payload segment: `length` bytes at device address `addr` of the registration `lkey` */
+typedef struct {
+  guint64 addr;
+  guint32 lkey;
+  guint32 length;
+} Mlx5TxPayload;
+
+/* Copies up to n headers into free slots and sends each with its payload (one doorbell;
+ * an empty payload: the header alone). Stops at the first header of a length out of range
+ * (0, over the slot size, or shorter than the inline headers before a payload), or when
+ * no slot is free. Returns how many were sent. */
+guint mlx5_txq_send_split_at (Mlx5Txq *q, const guint8 *const *headers,
+    const guint32 *header_lengths, const Mlx5TxPayload *payloads, const guint64 *times, guint n);
+
+/* Slots sent so far (free-running, 32 bits), one per frame */
+guint32 mlx5_txq_posted (Mlx5Txq *q);
+
+/* Reads the CQ and returns the slots completed so far (free-running, 32 bits): a frame of
+ * slot s is done with (sent or lost) once this has passed s. */
+guint32 mlx5_txq_completed (Mlx5Txq *q);
+
+/* Registers [addr, addr + size) for payload segments (mlx5_mr_register); the handle goes
+ * to mlx5_txq_unregister, once no posted frame reads it. */
+gboolean mlx5_txq_register (Mlx5Txq *q, const char *what, void *addr, gsize size,
+    const DqRingMemory *memory, guint32 *lkey, gpointer *mr, GError **error);
+void mlx5_txq_unregister (Mlx5Txq *q, gpointer mr);
 
 void mlx5_txq_counters (Mlx5Txq *q, Mlx5TxCounters *c);
 

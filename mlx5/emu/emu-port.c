@@ -89,16 +89,17 @@ emu_mr_reg (gpointer dev, void *addr, gsize size, guint32 *lkey, gpointer *handl
   return TRUE;
 }
 
-/* Device memory: the device writes a host shadow and copies from it (see EmuMr). */
+/* Device memory: the device writes a host shadow and copies from it, and reads it by
+ * copies (see EmuMr). */
 static gboolean
-emu_mr_reg_device (gpointer dev, void *addr, gsize size, EmuDmaWrite write, gpointer user,
-    guint32 *lkey, gpointer *handle, GError **error)
+emu_mr_reg_device (gpointer dev, void *addr, gsize size, const DqRingMemory *memory, guint32 *lkey,
+    gpointer *handle, GError **error)
 {
   EmuPort *p = dev;
-  if (addr == NULL || size == 0 || write == NULL)
+  if (addr == NULL || size == 0 || (memory->write == NULL && memory->read == NULL))
     return bad_param (p, "device memory registration", error);
-  guint8 *shadow = g_try_malloc0 (size);
-  if (shadow == NULL) {
+  guint8 *shadow = memory->write != NULL ? g_try_malloc0 (size) : NULL;
+  if (memory->write != NULL && shadow == NULL) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
         "emu:%s: cannot allocate the %" G_GSIZE_FORMAT "-byte host shadow of the device-memory "
         "ring; allowed: a smaller ring-size",
@@ -108,9 +109,9 @@ emu_mr_reg_device (gpointer dev, void *addr, gsize size, EmuDmaWrite write, gpoi
   EmuMr *mr = g_new0 (EmuMr, 1);
   mr->addr = addr;
   mr->size = size;
+  mr->device = TRUE;
   mr->shadow = shadow;
-  mr->write = write;
-  mr->write_user = user;
+  mr->memory = *memory;
   mr_enter (p, mr, lkey, handle);
   return TRUE;
 }

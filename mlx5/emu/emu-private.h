@@ -85,19 +85,18 @@ typedef struct {
 
 #define EMU_STAGED_CQES 256
 
-typedef gboolean (*EmuDmaWrite) (gpointer dst, gconstpointer src, gsize n, gpointer user);
-
 /* A registered memory region: what the IOMMU lets the device touch. Device memory (GPU
- * memory the CPU cannot address) has a host shadow: the device composes what it writes
- * there and copies it over with `write` in batches, as a copy engine would. */
+ * memory the CPU cannot address; `device` set) is reached by copies, as a copy engine
+ * would: what the device writes is composed in a host shadow and copied over with
+ * memory.write in batches; what it sends is copied out with memory.read. */
 typedef struct {
   guint8 *addr;
   gsize size;
   guint32 lkey;
   gboolean used;
-  guint8 *shadow; /* NULL: host memory */
-  EmuDmaWrite write;
-  gpointer write_user;
+  gboolean device;
+  guint8 *shadow; /* device memory the device writes: its host shadow */
+  DqRingMemory memory;
 } EmuMr;
 
 /* Device-side copy of a CQ's context (the host's ring, doorbell record, size). */

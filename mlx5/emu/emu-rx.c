@@ -42,8 +42,8 @@ emu_rq_commit (EmuPort *p, EmuRq *rq)
     return;
   EmuMr *mr = rq->region_mr; /* set whenever CQEs are staged */
   if (mr != NULL && rq->dirty_hi > rq->dirty_lo) {
-    if (!mr->write (rq->region_device + rq->dirty_lo, rq->region + rq->dirty_lo,
-            rq->dirty_hi - rq->dirty_lo, mr->write_user))
+    if (!mr->memory.write (rq->region_device + rq->dirty_lo, rq->region + rq->dirty_lo,
+            rq->dirty_hi - rq->dirty_lo, mr->memory.user))
       MLX5_COUNTER_ADD (p->c.dma_write_errors, 1);
   }
   for (guint i = 0; i < rq->n_staged; i++)

@@ -173,19 +173,36 @@ emu_mr_lookup (EmuPort *p, guint32 lkey)
   return mr;
 }
 
-/* Whether the device may touch [addr, addr + len) through `lkey`; the pointer if so.
- * A refusal is counted: a real device would raise a protection error. */
-gboolean
-emu_dma_ok (EmuPort *p, guint32 lkey, guint64 addr, guint64 len, guint8 **ptr)
+/* The region through which the device may touch [addr, addr + len) by `lkey`, or NULL:
+ * a refusal is counted (a real device would raise a protection error). */
+static EmuMr *
+emu_dma_region (EmuPort *p, guint32 lkey, guint64 addr, guint64 len)
 {
   EmuMr *mr = emu_mr_lookup (p, lkey);
   guint64 base = mr != NULL ? (guint64) (uintptr_t) mr->addr : 0;
 
   if (mr == NULL || addr < base || len > mr->size || addr - base > mr->size - len) {
     MLX5_COUNTER_ADD (p->c.iommu_faults, 1);
-    return FALSE;
+    return NULL;
   }
-  *ptr = mr->shadow != NULL ? mr->shadow + (addr - base) : (guint8 *) (uintptr_t) addr;
+  return mr;
+}
+
+/* Whether the device may touch [addr, addr + len) through `lkey` by CPU access; the
+ * pointer if so (into the shadow of device memory it writes; device memory it only reads
+ * by copies has none and is refused here). */
+gboolean
+emu_dma_ok (EmuPort *p, guint32 lkey, guint64 addr, guint64 len, guint8 **ptr)
+{
+  EmuMr *mr = emu_dma_region (p, lkey, addr, len);
+  if (mr != NULL && mr->device && mr->shadow == NULL) {
+    MLX5_COUNTER_ADD (p->c.iommu_faults, 1);
+    mr = NULL;
+  }
+  if (mr == NULL)
+    return FALSE;
+  guint64 at = addr - (guint64) (uintptr_t) mr->addr;
+  *ptr = mr->shadow != NULL ? mr->shadow + at : (guint8 *) (uintptr_t) addr;
   return TRUE;
 }
 
@@ -255,15 +272,27 @@ static guint8
 sq_gather_ptr (EmuPort *p, const struct mlx5_wqe_data_seg *ds, gboolean copy, guint *len)
 {
   guint32 bc = be32toh (ds->byte_count);
-  guint8 *src;
+  guint64 addr = be64toh (ds->addr);
   if (*len + (guint64) bc > EMU_MAX_FRAME)
     return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
   if (bc == 0)
     return 0;
-  if (!emu_dma_ok (p, be32toh (ds->lkey), be64toh (ds->addr), bc, &src))
+  EmuMr *mr = emu_dma_region (p, be32toh (ds->lkey), addr, bc);
+  if (mr == NULL)
     return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
-  if (copy)
-    memcpy (p->bounce + *len, src, bc);
+  if (copy && mr->device && mr->shadow == NULL) {
+    /* device memory: read by a copy, as the NIC's DMA read would */
+    if (!mr->memory.read (
+            p->bounce + *len, (gconstpointer) (uintptr_t) addr, bc, mr->memory.user)) {
+      MLX5_COUNTER_ADD (p->c.dma_read_errors, 1);
+      return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+    }
+    MLX5_COUNTER_ADD (p->c.tx_device_reads, 1);
+  } else if (copy) {
+    guint64 at = addr - (guint64) (uintptr_t) mr->addr;
+    memcpy (
+        p->bounce + *len, mr->shadow != NULL ? mr->shadow + at : (guint8 *) (uintptr_t) addr, bc);
+  }
   *len += bc;
   return 0;
 }

@@ -171,6 +171,8 @@ typedef struct {
   guint64 pause_waits;      /* times a sender waited for RX room (pause) */
   guint64 iommu_faults;     /* DMA outside registered memory refused */
   guint64 dma_write_errors; /* copies into device memory that failed */
+  guint64 dma_read_errors;  /* copies out of device memory that failed (the WQE fails) */
+  guint64 tx_device_reads;  /* payload segments sent from device memory (copies out) */
   guint64 doorbell_errors;  /* SQ doorbells ignored: a UAR write naming another SQ or
                             * no posted WQE, a doorbell record past the ring or moved
                             * without a UAR write */

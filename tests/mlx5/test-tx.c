@@ -18,7 +18,16 @@ typedef struct {
   GArray *wait_at;    /* guint per WAIT WQE: the frames sent before it */
   guint inline_bytes; /* the inline headers the WQEs must carry */
   guint empw_wqes;
+  guint split_sends; /* SENDs of two data segments */
+  /* payload memory (two-segment sends): registered with lkey PAYLOAD_LKEY */
+  const guint8 *payload_addr;
+  gsize payload_size;
+  /* the TX slots (the first memory registered) */
+  const guint8 *slab;
+  gsize slab_size;
 } TxDev;
+
+#define PAYLOAD_LKEY 0x00cafe03u
 
 static void
 txdev_init (TxDev *d)
@@ -118,14 +127,15 @@ txdev_execute (TxDev *d, gboolean complete)
   guint n = 0;
 
   g_assert_cmpuint (pi, <=, 0xffff);
+  if (d->slab == NULL) {
+    d->slab = d->port.mr_addr;
+    d->slab_size = d->port.mr_size;
+  }
   while ((guint16) d->hw_ci != (guint16) pi) {
     const guint8 *wqe = d->port.sq->wqes + (gsize) (d->hw_ci & mask) * 64;
     const struct mlx5_wqe_ctrl_seg *ctrl = (const struct mlx5_wqe_ctrl_seg *) wqe;
     const struct mlx5_wqe_eth_seg *eth = (const struct mlx5_wqe_eth_seg *) (wqe + 16);
     guint inl = be16toh (eth->inline_hdr_sz);
-    /* inline headers take a second 16-byte unit of the Ethernet segment */
-    const struct mlx5_wqe_data_seg *ds =
-        (const struct mlx5_wqe_data_seg *) (wqe + (inl > 0 ? 48 : 32));
     guint32 opmod_idx_opcode = be32toh (ctrl->opmod_idx_opcode);
     guint32 qpn_ds = be32toh (ctrl->qpn_ds);
 
@@ -150,19 +160,33 @@ txdev_execute (TxDev *d, gboolean complete)
     guint8 ce = ctrl->fm_ce_se & 0x0c;
     g_assert_true (ce == MLX5_WQE_CTRL_CQ_UPDATE || ce == MLX5_WQE_CTRL_CQ_ONLY_FIRST_ERR);
     g_assert_cmpuint (be16toh (eth->mss), ==, 0);
-    /* the frame: its inline part, then what the data segment (if any) points at */
+    /* the frame: its inline part (18 bytes: 2 in the segment, 16 in the next unit), then
+     * what the data segments point at: the slot, and for a two-segment send the payload
+     * (each unit where it lies in the ring: a WQE of 5 DS takes two WQEBBs) */
     GByteArray *frame = g_byte_array_new ();
     g_byte_array_append (frame, eth->inline_hdr_start, inl);
-    if ((qpn_ds & 0x3f) == (inl > 0 ? 4u : 3u)) {
-      g_assert_cmpuint (be32toh (ds->lkey), ==, TEST_LKEY);
-      guint32 len = be32toh (ds->byte_count);
-      guint8 *addr = (guint8 *) (uintptr_t) be64toh (ds->addr);
-      g_assert_true (addr >= d->port.mr_addr && addr + len <= d->port.mr_addr + d->port.mr_size);
+    guint ds = qpn_ds & 0x3f, first = inl > 0 ? 3 : 2;
+    g_assert_cmpuint (inl, <=, 18);
+    g_assert_cmpuint (ds, >=, first);
+    g_assert_cmpuint (ds, <=, first + 2);
+    /* a frame no longer than the inline part has no data segment */
+    g_assert_true (ds > first || inl > 0);
+    for (guint u = first; u < ds; u++) {
+      const struct mlx5_wqe_data_seg *seg = (const struct mlx5_wqe_data_seg *) (d->port.sq->wqes +
+          (gsize) ((d->hw_ci + u / 4) & mask) * 64 + (u % 4) * 16);
+      guint32 len = be32toh (seg->byte_count);
+      guint8 *addr = (guint8 *) (uintptr_t) be64toh (seg->addr);
+      if (u == first + 1 || be32toh (seg->lkey) == PAYLOAD_LKEY) {
+        /* the payload segment: the last, into the payload memory */
+        g_assert_cmpuint (u, ==, ds - 1);
+        g_assert_cmpuint (be32toh (seg->lkey), ==, PAYLOAD_LKEY);
+        g_assert_true (addr >= d->payload_addr && addr + len <= d->payload_addr + d->payload_size);
+        d->split_sends++;
+      } else {
+        g_assert_cmpuint (be32toh (seg->lkey), ==, TEST_LKEY);
+        g_assert_true (addr >= d->slab && addr + len <= d->slab + d->slab_size);
+      }
       g_byte_array_append (frame, addr, len);
-    } else {
-      /* a frame no longer than the inline part: no data segment */
-      g_assert_cmpuint (qpn_ds & 0x3f, ==, 3);
-      g_assert_cmpuint (inl, >, 0);
     }
     /* exactly the bytes the port wants inline: its 18 (or all of a shorter frame) */
     g_assert_cmpuint (inl, ==, MIN (d->inline_bytes, frame->len));
@@ -170,7 +194,7 @@ txdev_execute (TxDev *d, gboolean complete)
     g_array_append_val (d->cs_flags, eth->cs_flags);
     if (complete && ce == MLX5_WQE_CTRL_CQ_UPDATE)
       txdev_cqe (d, MLX5_CQE_REQ, (guint16) d->hw_ci, 0);
-    d->hw_ci++;
+    d->hw_ci += (ds + 3) / 4;
     n++;
   }
   return n;
@@ -439,6 +463,165 @@ test_empw (void)
   txdev_clear (&d);
 }
 
+/* Registers `size` bytes at `mem` as the payload memory (lkey PAYLOAD_LKEY) */
+static gpointer
+txdev_register_payload (TxDev *d, Mlx5Txq *q, const guint8 *mem, gsize size)
+{
+  GError *error = NULL;
+  guint32 lkey = 0;
+  gpointer mr = NULL;
+  d->slab = d->port.mr_addr;
+  d->slab_size = d->port.mr_size;
+  d->port.lkey = PAYLOAD_LKEY;
+  g_assert_true (mlx5_txq_register (q, "t", (gpointer) mem, size, NULL, &lkey, &mr, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (lkey, ==, PAYLOAD_LKEY);
+  d->payload_addr = mem;
+  d->payload_size = size;
+  return mr;
+}
+
+/* Two-segment sends: the header copied into the slot, the payload read where it lies; the
+ * WQE byte for byte (4 DS: ctrl, Ethernet segment, slot, payload); never in an eMPW WQE;
+ * the frames rebuilt by the device equal header + payload; completions count the frames
+ * done with. */
+static void
+test_split_layout (void)
+{
+  TxDev d;
+  txdev_init (&d);
+  Mlx5TxConfig cfg = { .csum = TRUE, .empw = TRUE };
+  GError *error = NULL;
+  g_assert_true (mlx5_tx_geometry_choose (&mini_port_caps, "t", 64 * 2048, 2048, 32, &cfg, &error));
+  Mlx5Txq *q = mlx5_txq_new (&mini_port_ops, &d.port, &cfg, &error);
+  g_assert_no_error (error);
+  guint8 *payload = g_malloc (16 * 1024);
+  fill_frame (payload, 16 * 1024, 1);
+  gpointer mr = txdev_register_payload (&d, q, payload, 16 * 1024);
+
+  guint8 hdr[8][46];
+  const guint8 *headers[8];
+  guint32 hlens[8];
+  Mlx5TxPayload pl[8];
+  for (guint i = 0; i < 8; i++) {
+    hlens[i] = 14 + i * 4;
+    fill_frame (hdr[i], hlens[i], 100 + i);
+    headers[i] = hdr[i];
+    pl[i] = (Mlx5TxPayload){ (guint64) (uintptr_t) (payload + i * 1000), PAYLOAD_LKEY, 100 * i };
+  }
+  g_assert_cmpuint (mlx5_txq_posted (q), ==, 0);
+  g_assert_cmpuint (mlx5_txq_send_split_at (q, headers, hlens, pl, NULL, 8), ==, 8);
+  g_assert_cmpuint (mlx5_txq_posted (q), ==, 8);
+
+  /* WQE 1: ctrl (index 1, 4 DS), Ethernet segment (checksums, nothing inline), the slot's
+   * 18 header bytes, the payload's 100 bytes */
+  const guint8 *w1 = d.port.sq->wqes + 64;
+  const guint8 ctrl[8] = { 0, 0, 1, MLX5_OPCODE_SEND, 0x12, 0x34, 0x56, 0x04 };
+  g_assert_cmpmem (w1, 8, ctrl, 8);
+  const guint8 eth[16] = { 0, 0, 0, 0, MLX5_ETH_WQE_L3_CSUM | MLX5_ETH_WQE_L4_CSUM };
+  g_assert_cmpmem (w1 + 16, 16, eth, 16);
+  const struct mlx5_wqe_data_seg *s0 = (const struct mlx5_wqe_data_seg *) (w1 + 32);
+  const struct mlx5_wqe_data_seg *s1 = (const struct mlx5_wqe_data_seg *) (w1 + 48);
+  g_assert_cmpuint (be32toh (s0->byte_count), ==, 18);
+  g_assert_cmpuint (be32toh (s0->lkey), ==, TEST_LKEY);
+  g_assert_cmpmem ((const guint8 *) (uintptr_t) be64toh (s0->addr), 18, hdr[1], 18);
+  g_assert_cmpuint (be32toh (s1->byte_count), ==, 100);
+  g_assert_cmpuint (be32toh (s1->lkey), ==, PAYLOAD_LKEY);
+  g_assert_true ((const guint8 *) (uintptr_t) be64toh (s1->addr) == payload + 1000);
+
+  /* frame 0 has an empty payload: no segment for it (0 bytes would mean 2 GiB) */
+  g_assert_cmpuint (d.port.sq->wqes[7] & 0x3f, ==, 3);
+  g_assert_cmpuint (txdev_execute (&d, FALSE), ==, 8);
+  g_assert_cmpuint (d.split_sends, ==, 7);
+  g_assert_cmpuint (d.empw_wqes, ==, 0);
+  for (guint i = 0; i < 8; i++) {
+    gsize size;
+    const guint8 *f = g_bytes_get_data (g_ptr_array_index (d.frames, i), &size);
+    g_assert_cmpuint (size, ==, hlens[i] + 100 * i);
+    g_assert_cmpmem (f, hlens[i], hdr[i], hlens[i]);
+    g_assert_cmpmem (f + hlens[i], 100 * i, payload + i * 1000, 100 * i);
+  }
+  /* nothing completed yet: the payloads are still the device's */
+  g_assert_cmpuint (mlx5_txq_completed (q), ==, 0);
+  txdev_cqe (&d, MLX5_CQE_REQ, 7, 0);
+  g_assert_cmpuint (mlx5_txq_completed (q), ==, 8);
+  g_assert_true (mlx5_txq_idle (q));
+
+  /* a header of 0 bytes is refused: the frames before it go */
+  hlens[3] = 0;
+  g_assert_cmpuint (mlx5_txq_send_split_at (q, headers, hlens, pl, NULL, 8), ==, 3);
+  mlx5_txq_unregister (q, mr);
+  mlx5_txq_free (q);
+  g_free (payload);
+  txdev_clear (&d);
+}
+
+/* Two-segment sends on a port of minimum inline mode L2: 18 header bytes inline, the rest
+ * of the header and the payload in two data segments: 5 DS, two WQEBBs, the second unit
+ * pair in the next WQEBB (wrapping at the ring's end); with a WAIT before some, over many
+ * passes of the ring (four WQEBBs a slot); a header shorter than 18 bytes is refused. */
+static void
+test_split_inline (void)
+{
+  TxDev d;
+  txdev_init (&d);
+  d.inline_bytes = MLX5_ETH_L2_INLINE_SIZE;
+  Mlx5Caps caps = mini_port_caps;
+  caps.tx_inline_bytes = MLX5_ETH_L2_INLINE_SIZE;
+  Mlx5TxConfig cfg = { .inline_bytes = MLX5_ETH_L2_INLINE_SIZE };
+  GError *error = NULL;
+  g_assert_true (mlx5_tx_geometry_choose (&caps, "t", 16 * 2048, 2048, 4, &cfg, &error));
+  g_assert_cmpuint (cfg.log_slots, ==, 4);
+  g_assert_cmpuint (cfg.log_wqebbs, ==, 6);
+  Mlx5Txq *q = mlx5_txq_new (&mini_port_ops, &d.port, &cfg, &error);
+  g_assert_no_error (error);
+  guint8 *payload = g_malloc (64 * 1024);
+  fill_frame (payload, 64 * 1024, 3);
+  gpointer mr = txdev_register_payload (&d, q, payload, 64 * 1024);
+
+  guint8 hdr[12][64];
+  const guint8 *headers[12];
+  guint32 hlens[12];
+  guint64 times[12];
+  Mlx5TxPayload pl[12];
+  guint sent = 0;
+  for (guint round = 0; round < 40; round++) {
+    g_ptr_array_set_size (d.frames, 0);
+    guint waits_before = d.waits->len;
+    for (guint i = 0; i < 12; i++) {
+      hlens[i] = 18 + (round + i) % 40;
+      fill_frame (hdr[i], hlens[i], round * 12 + i);
+      headers[i] = hdr[i];
+      guint off = ((round * 12 + i) * 397) % (63 * 1024);
+      pl[i] = (Mlx5TxPayload){ (guint64) (uintptr_t) (payload + off), PAYLOAD_LKEY,
+        60 + (round + i) % 900 };
+      times[i] = i % 3 == 0 ? G_GUINT64_CONSTANT (1700000000000000000) + i : 0;
+    }
+    g_assert_cmpuint (mlx5_txq_send_split_at (q, headers, hlens, pl, times, 12), ==, 12);
+    g_assert_cmpuint (txdev_execute (&d, TRUE), ==, 16);
+    g_assert_cmpuint (d.waits->len - waits_before, ==, 4);
+    for (guint i = 0; i < 12; i++) {
+      gsize size;
+      const guint8 *f = g_bytes_get_data (g_ptr_array_index (d.frames, i), &size);
+      g_assert_cmpuint (size, ==, hlens[i] + pl[i].length);
+      g_assert_cmpmem (f, hlens[i], hdr[i], hlens[i]);
+      g_assert_cmpmem (
+          f + hlens[i], pl[i].length, (const guint8 *) (uintptr_t) pl[i].addr, pl[i].length);
+    }
+    sent += 12;
+    g_assert_cmpuint (mlx5_txq_completed (q), ==, sent);
+    g_assert_cmpuint (mlx5_txq_free_slots (q), ==, 16);
+  }
+  g_assert_cmpuint (d.split_sends, ==, sent);
+  /* a header shorter than the inline part cannot be sent split */
+  hlens[0] = 17;
+  g_assert_cmpuint (mlx5_txq_send_split_at (q, headers, hlens, pl, NULL, 12), ==, 0);
+  mlx5_txq_unregister (q, mr);
+  mlx5_txq_free (q);
+  g_free (payload);
+  txdev_clear (&d);
+}
+
 /* slots come back only through CQEs; many passes over SQ, CQ and slots (16-bit WQE
  * index wrap) with every byte checked */
 static void
@@ -642,6 +825,8 @@ main (int argc, char **argv)
   g_test_add_func ("/mlx5/tx/wait-layout", test_wait_layout);
   g_test_add_func ("/mlx5/tx/inline-l2", test_inline_l2);
   g_test_add_func ("/mlx5/tx/empw", test_empw);
+  g_test_add_func ("/mlx5/tx/split-layout", test_split_layout);
+  g_test_add_func ("/mlx5/tx/split-inline", test_split_inline);
   g_test_add_func ("/mlx5/tx/reclaim-wrap", test_reclaim_wrap);
   g_test_add_func ("/mlx5/tx/acquire-commit", test_acquire_commit);
   g_test_add_func ("/mlx5/tx/src-mac", test_src_mac);

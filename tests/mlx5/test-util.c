@@ -197,6 +197,17 @@ device_write (gpointer dst, gconstpointer src, gsize n, gpointer user)
 }
 
 static gboolean
+device_read (gpointer dst, gconstpointer src, gsize n, gpointer user)
+{
+  TuDeviceMem *d = user;
+  const guint8 *from = src;
+  g_assert_true (from >= d->mem && n <= d->size && (gsize) (from - d->mem) <= d->size - n);
+  memcpy (dst, d->backing + (from - d->mem), n);
+  d->reads++;
+  return TRUE;
+}
+
+static gboolean
 device_export (gpointer mem, gsize size, int *fd, guint64 *offset, gpointer user, GError **error)
 {
   TuDeviceMem *d = user;
@@ -214,7 +225,8 @@ tu_device_memory (TuDeviceMem *d)
     .free = device_free,
     .user = d,
     .export_dmabuf = device_export,
-    .write = device_write };
+    .write = device_write,
+    .read = device_read };
   return m;
 }
 

@@ -51,16 +51,17 @@ guint64 tu_wire_ticks (
 
 /* GPU device memory played on the CPU: an address range the CPU cannot touch (PROT_NONE:
  * any direct access by the emulator or the ring code faults) whose contents live in
- * `backing`, reached only through the ring memory's write hook, as a copy engine reaches
- * device memory. The next `failing_writes` writes fail. */
+ * `backing`, reached only through the ring memory's write and read hooks, as a copy engine
+ * reaches device memory. The next `failing_writes` writes fail. */
 typedef struct {
   guint8 *mem, *backing;
   gsize size;
-  guint writes, failing_writes, exports;
+  guint writes, failing_writes, exports, reads;
   guint64 bytes;
 } TuDeviceMem;
 
-/* ring memory of kind DQ_MEMORY_CUDA over d (zeroed first): alloc, free and write as above;
+/* ring memory of kind DQ_MEMORY_CUDA over d (zeroed first): alloc, free, write and read
+ * (counted in d->reads) as above;
  * export_dmabuf counted in d->exports and refused */
 DqRingMemory tu_device_memory (TuDeviceMem *d);
 /* where the test reads what the device wrote at p (inside d->mem) */
