@@ -271,6 +271,18 @@ int dq_packetize_cpu_range (const DqReorderConfig *cfg, const DqPacketizeTemplat
     const void *frame, uint64_t batch_id, uint32_t first, uint32_t n, void *out, size_t out_size,
     DqReorderPacket *pkts);
 
+/* Two-segment sends (a packet's payload sent from the frame where it lies): whether every
+ * byte of the packets other than the payload lies before it (the sequence and batch fields,
+ * no padding after the payload), so that a packet is its first payload_offset bytes
+ * followed by the payload. 1 if so. */
+int dq_packetize_split_ok (const DqReorderConfig *cfg, const DqPacketizeTemplate *tmpl);
+/* Those first payload_offset bytes of slots first .. first+n-1 (as dq_packetize_cpu_range
+ * writes them), packet j's at out + j * header_stride. -1 unless dq_packetize_split_ok, or
+ * when the range leaves the frame or out. */
+int dq_packetize_headers_cpu (const DqReorderConfig *cfg, const DqPacketizeTemplate *tmpl,
+    uint64_t batch_id, uint32_t first, uint32_t n, void *out, size_t out_size,
+    uint32_t header_stride);
+
 /* ---- 10-bit 4:2:2 video: pgroups -> planar I422_10LE ----------------------------------------
  *
  * SMPTE ST 2110-20 / RFC 4175 carry 10-bit 4:2:2 (YCbCr-4:2:2, depth 10) as pgroups: 5 bytes per

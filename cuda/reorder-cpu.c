@@ -658,6 +658,64 @@ dq_packetize_cpu (const DqReorderConfig *cfg, const DqPacketizeTemplate *t, cons
       cfg, t, frame, batch_id, 0, cfg->packets_per_batch, out, out_size, pkts);
 }
 
+/* Packet s's bytes other than the payload, in p (zeroed before): the template, the sequence
+ * and batch fields, the IPv4 total length and checksum and the UDP length of a packet of
+ * plen bytes */
+static void
+packetize_fields (const DqReorderConfig *cfg, const DqPacketizeTemplate *t, uint64_t batch_id,
+    uint32_t s, uint32_t plen, uint8_t *p)
+{
+  uint32_t seq_mask = cfg->seq_bit_width == 32 ? 0xffffffffu : (1u << cfg->seq_bit_width) - 1;
+  uint32_t batch_mask = cfg->batch_bit_width == 32 ? 0xffffffffu : (1u << cfg->batch_bit_width) - 1;
+  if (t->header_len)
+    memcpy (p, t->header, t->header_len);
+  uint32_t seq = (uint32_t) ((batch_id * cfg->packets_per_batch + s) & seq_mask);
+  dq_bits_set (p, cfg->seq_bit_offset, cfg->seq_bit_width, seq);
+  if (cfg->batch_bit_width)
+    dq_bits_set (
+        p, cfg->batch_bit_offset, cfg->batch_bit_width, (uint32_t) (batch_id & batch_mask));
+  if (t->ipv4_offset != DQ_PACKETIZE_NONE) {
+    uint8_t *ip = p + t->ipv4_offset;
+    dq_packet_put16 (ip + 2, (uint16_t) (plen - t->ipv4_offset));
+    dq_packet_fill_ipv4_csum (ip);
+  }
+  if (t->udp_offset != DQ_PACKETIZE_NONE) {
+    uint8_t *udp = p + t->udp_offset;
+    dq_packet_put16 (udp + 4, (uint16_t) (plen - t->udp_offset));
+    dq_packet_put16 (udp + 6, 0);
+  }
+}
+
+int
+dq_packetize_split_ok (const DqReorderConfig *cfg, const DqPacketizeTemplate *t)
+{
+  uint64_t p0 = (uint64_t) cfg->payload_offset * 8;
+  return dq_packetize_validate (cfg, t, NULL, 0) == 0 &&
+      dq_packetize_packet_length (cfg, t) == cfg->payload_offset + cfg->payload_size &&
+      (uint64_t) cfg->seq_bit_offset + cfg->seq_bit_width <= p0 &&
+      (cfg->batch_bit_width == 0 || (uint64_t) cfg->batch_bit_offset + cfg->batch_bit_width <= p0);
+}
+
+int
+dq_packetize_headers_cpu (const DqReorderConfig *cfg, const DqPacketizeTemplate *t,
+    uint64_t batch_id, uint32_t first, uint32_t n, void *out, size_t out_size,
+    uint32_t header_stride)
+{
+  if (!dq_packetize_split_ok (cfg, t))
+    return -1;
+  uint32_t ppb = cfg->packets_per_batch, hlen = cfg->payload_offset;
+  uint32_t plen = dq_packetize_packet_length (cfg, t);
+  if (n == 0 || first >= ppb || n > ppb - first || header_stride < hlen ||
+      (uint64_t) (n - 1) * header_stride + hlen > out_size)
+    return -1;
+  for (uint32_t j = 0; j < n; j++) {
+    uint8_t *p = (uint8_t *) out + (size_t) j * header_stride;
+    memset (p, 0, hlen);
+    packetize_fields (cfg, t, batch_id, first + j, plen, p);
+  }
+  return 0;
+}
+
 int
 dq_packetize_cpu_range (const DqReorderConfig *cfg, const DqPacketizeTemplate *t, const void *frame,
     uint64_t batch_id, uint32_t first, uint32_t n, void *out, size_t out_size,
@@ -670,32 +728,13 @@ dq_packetize_cpu_range (const DqReorderConfig *cfg, const DqPacketizeTemplate *t
   if (n == 0 || first >= ppb || n > ppb - first ||
       (uint64_t) (n - 1) * t->packet_stride + plen > out_size)
     return -1;
-  uint32_t seq_mask = cfg->seq_bit_width == 32 ? 0xffffffffu : (1u << cfg->seq_bit_width) - 1;
-  uint32_t batch_mask = cfg->batch_bit_width == 32 ? 0xffffffffu : (1u << cfg->batch_bit_width) - 1;
-
   for (uint32_t j = 0; j < n; j++) {
     uint32_t s = first + j;
     uint8_t *p = (uint8_t *) out + (size_t) j * t->packet_stride;
     memset (p, 0, plen);
-    if (t->header_len)
-      memcpy (p, t->header, t->header_len);
     memcpy (p + cfg->payload_offset, (const uint8_t *) frame + (size_t) s * cfg->payload_size,
         cfg->payload_size);
-    uint32_t seq = (uint32_t) ((batch_id * ppb + s) & seq_mask);
-    dq_bits_set (p, cfg->seq_bit_offset, cfg->seq_bit_width, seq);
-    if (cfg->batch_bit_width)
-      dq_bits_set (
-          p, cfg->batch_bit_offset, cfg->batch_bit_width, (uint32_t) (batch_id & batch_mask));
-    if (t->ipv4_offset != DQ_PACKETIZE_NONE) {
-      uint8_t *ip = p + t->ipv4_offset;
-      dq_packet_put16 (ip + 2, (uint16_t) (plen - t->ipv4_offset));
-      dq_packet_fill_ipv4_csum (ip);
-    }
-    if (t->udp_offset != DQ_PACKETIZE_NONE) {
-      uint8_t *udp = p + t->udp_offset;
-      dq_packet_put16 (udp + 4, (uint16_t) (plen - t->udp_offset));
-      dq_packet_put16 (udp + 6, 0);
-    }
+    packetize_fields (cfg, t, batch_id, s, plen, p);
     if (pkts)
       pkts[j] = (DqReorderPacket){ (uint32_t) ((size_t) j * t->packet_stride), plen, 0, 0, 0 };
   }

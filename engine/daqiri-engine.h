@@ -286,6 +286,8 @@ typedef struct {
   gsize (*rxq_ring_bytes) (gpointer rxq);
   /* NULL: the ring is always host memory */
   DqRingPlacement (*rxq_ring_placement) (gpointer rxq);
+  /* see dq_rxq_ring_range(); NULL: not known */
+  gboolean (*rxq_ring_range) (gpointer rxq, gpointer *base, gsize *size);
   /* see dq_rxq_set_flows(); NULL: the engine cannot change its rules while receiving */
   gboolean (*rxq_set_flows) (
       gpointer rxq, DqRxFilter filter, const DqFlowRule *rules, guint n_rules, GError **error);
@@ -361,6 +363,11 @@ void dq_rxq_wakeup (DqRxQueue *rxq);
 void dq_rxq_stats (DqRxQueue *rxq, DqRxStats *stats);
 gsize dq_rxq_ring_bytes (DqRxQueue *rxq);
 DqRingPlacement dq_rxq_ring_placement (DqRxQueue *rxq);
+/* The queue's packet buffer (with header-data split: its payload ring), in which every
+ * burst's data (payload) lies, in the memory dq_rxq_ring_placement() names: what a sender
+ * registers once to send payloads from it (dq_txq_register). FALSE where the engine does
+ * not say. */
+gboolean dq_rxq_ring_range (DqRxQueue *rxq, gpointer *base, gsize *size);
 /* Replaces the filter and the flow rules of the queue set `rxq` belongs to while it
  * receives, from any thread (one change at a time per queue set). `rules` is the whole
  * set, as DqRxConfig.flows; call it for every queue of the set, each takes its share. On

@@ -255,6 +255,15 @@ dq_rxq_ring_bytes (DqRxQueue *rxq)
   return rxq->port->ops->rxq_ring_bytes (rxq->priv);
 }
 
+gboolean
+dq_rxq_ring_range (DqRxQueue *rxq, gpointer *base, gsize *size)
+{
+  const DqEngineOps *ops = rxq->port->ops;
+  *base = NULL;
+  *size = 0;
+  return ops->rxq_ring_range != NULL && ops->rxq_ring_range (rxq->priv, base, size);
+}
+
 DqRingPlacement
 dq_rxq_ring_placement (DqRxQueue *rxq)
 {

@@ -184,6 +184,17 @@ gst_is_daqiri_burst_memory (GstMemory *mem)
       g_type_is_a (G_OBJECT_TYPE (mem->allocator), GST_TYPE_DAQIRI_BURST_ALLOCATOR);
 }
 
+GstDaqiriRxRing *
+gst_daqiri_burst_memory_ring (GstMemory *mem, const guint8 **data)
+{
+  if (!gst_is_daqiri_burst_memory (mem))
+    return NULL;
+  GstDaqiriBurstMemory *bmem = (GstDaqiriBurstMemory *) mem;
+  GstDaqiriBurstMemory *head = bmem->owner ? (GstDaqiriBurstMemory *) bmem->owner : bmem;
+  *data = bmem->data + mem->offset;
+  return gst_daqiri_rx_ring_ref (head->ring);
+}
+
 /* The burst's ring range as a GstMemory: the range goes back when it is freed. */
 static GstMemory *
 burst_memory_new (GstDaqiriRxRing *ring, const DqBurst *burst)

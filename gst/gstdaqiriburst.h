@@ -30,6 +30,10 @@ GstBuffer *gst_daqiri_burst_buffer_new_gstcuda (
 /* Whether @mem wraps a ring range. */
 gboolean gst_is_daqiri_burst_memory (GstMemory *mem);
 
+/* The RX ring @mem (a burst memory) lies in (a new reference), and the address of its
+ * first byte as the NIC reaches it (the GPU pointer for a ring in GPU memory). */
+GstDaqiriRxRing *gst_daqiri_burst_memory_ring (GstMemory *mem, const guint8 **data);
+
 G_END_DECLS
 
 #endif

@@ -17,6 +17,19 @@
  * into the next free slot, one buffer per run of slots lent (a frame may take several runs
  * where the ring wraps), so the sink sends them without a copy. Otherwise into a system
  * memory burst of packets-per-batch packets, one per frame.
+ *
+ * A frame in daqiri's GPU memory (daqirireorder memory=cuda) goes one of three ways:
+ *  - two-segment (two-segment=true, and daqirisink says in the allocation query that it
+ *    sends payloads from where they lie, GST_DAQIRI_TWO_SEGMENT): a header-data split burst
+ *    whose memory 0 holds the packets' first payload-offset bytes (made on the CPU) and
+ *    memory 1 is the frame itself; nothing is copied out of the GPU, and the frame is held
+ *    until the NIC has read it. Only where a packet is exactly its headers and its payload
+ *    (the sequence and batch fields before payload-offset, no padding:
+ *    dq_packetize_split_ok); else as below.
+ *  - memory=cuda: the packets are made on the GPU (dq_reorder_gpu_packetize) and copied to
+ *    the host once, into the TX slots or a system memory burst.
+ *  - memory=system: the frame is copied to the host and packetized there.
+ * stats counts each way, and the bytes copied out of GPU memory.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -25,6 +38,7 @@
 #include "gstdaqiripay.h"
 #include "gstdaqirielement.h"
 #include "gstdaqirireorder.h"
+#include "gstdaqiritxmem.h"
 #include "gstdaqiritxpool.h"
 
 #include <gst/daqiri/daqiri.h>
@@ -57,6 +71,9 @@ enum {
   PROP_PACKETS_PER_BATCH,
   PROP_PAYLOAD_OFFSET,
   PROP_PAYLOAD_SIZE,
+  PROP_MEMORY,
+  PROP_TWO_SEGMENT,
+  PROP_STATS,
 };
 
 struct _GstDaqiriPay {
@@ -66,6 +83,8 @@ struct _GstDaqiriPay {
   /* properties (object lock) */
   GstDaqiriAddresses addrs;
   DqReorderConfig cfg;
+  GstDaqiriMemory memory;
+  gboolean two_segment;
 
   /* streaming state */
   DqReorderConfig run_cfg;
@@ -74,7 +93,17 @@ struct _GstDaqiriPay {
   guint64 batch;
   gboolean caps_sent;
   DqReorderPacket *pkts;
-  GstBufferPool *slot_pool; /* downstream's TX slots, when offered */
+  GstBufferPool *slot_pool;  /* downstream's TX slots, when offered */
+  gboolean sink_two_segment; /* downstream sends payloads from where they lie */
+  gboolean run_two_segment;  /* GPU frames go out two-segment (properties and layout) */
+  GstDaqiriMemory run_memory;
+#ifdef DQ_HAVE_CUDA
+  DqReorderGpu *gpu; /* memory=cuda: the packetize kernel's context, and its output */
+  guint8 *dev_out;
+#endif
+
+  /* counters (object lock) */
+  guint64 frames, packets, two_segment_packets, gpu_packets, host_copy_bytes;
 };
 
 G_DEFINE_TYPE (GstDaqiriPay, gst_daqiri_pay, GST_TYPE_ELEMENT);
@@ -98,6 +127,10 @@ start (GstDaqiriPay *self)
   memset (h, 0, sizeof self->header);
   GST_OBJECT_LOCK (self);
   self->run_cfg = self->cfg;
+  self->run_memory = self->memory;
+  gboolean two_segment = self->two_segment;
+  self->frames = self->packets = self->two_segment_packets = 0;
+  self->gpu_packets = self->host_copy_bytes = 0;
   GstDaqiriAddresses addrs;
   gst_daqiri_addresses_copy (&self->addrs, &addrs);
   GST_OBJECT_UNLOCK (self);
@@ -128,10 +161,49 @@ start (GstDaqiriPay *self)
         ("the Ethernet/IPv4/UDP header takes bytes 0..%d", HEADER_LEN - 1));
     return FALSE;
   }
+#ifndef DQ_HAVE_CUDA
+  if (self->run_memory == GST_DAQIRI_MEMORY_CUDA) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("memory=cuda: this build has no CUDA (allowed: memory=system)"), (NULL));
+    return FALSE;
+  }
+#endif
+  self->run_two_segment = two_segment && dq_packetize_split_ok (&self->run_cfg, &self->tmpl);
+  if (two_segment && !self->run_two_segment)
+    GST_INFO_OBJECT (self,
+        "GPU frames cannot go out two-segment: a packet is not its first "
+        "payload-offset bytes followed by its payload (a sequence or batch "
+        "field after the payload, or padding to 60 bytes)");
   self->pkts = g_new (DqReorderPacket, self->run_cfg.packets_per_batch);
   self->batch = 0;
   self->caps_sent = FALSE;
+  self->sink_two_segment = FALSE;
   return TRUE;
+}
+
+static void
+stop (GstDaqiriPay *self)
+{
+  g_clear_pointer (&self->pkts, g_free);
+  if (self->slot_pool) {
+    gst_buffer_pool_set_active (self->slot_pool, FALSE);
+    gst_clear_object (&self->slot_pool);
+  }
+#ifdef DQ_HAVE_CUDA
+  g_clear_pointer (&self->gpu, dq_reorder_gpu_free);
+  g_clear_pointer (&self->dev_out, dq_cuda_free);
+#endif
+}
+
+static void
+count (GstDaqiriPay *self, guint64 packets, guint64 two_segment, guint64 gpu, guint64 copied)
+{
+  GST_OBJECT_LOCK (self);
+  self->packets += packets;
+  self->two_segment_packets += two_segment;
+  self->gpu_packets += gpu;
+  self->host_copy_bytes += copied;
+  GST_OBJECT_UNLOCK (self);
 }
 
 /* The frame's bytes where the CPU can read them: mapped, or, for a frame in daqiri's GPU
@@ -148,8 +220,10 @@ frame_bytes (GstDaqiriPay *self, GstBuffer *in, GstMapInfo *map, guint8 **copy)
       *copy = g_malloc (MAX (map->size, 1));
       int r = dq_cuda_memcpy (*copy, map->data, map->size);
       gst_buffer_unmap (in, map);
-      if (r == 0)
+      if (r == 0) {
+        count (self, 0, 0, 0, map->size);
         return *copy;
+      }
       g_clear_pointer (copy, g_free);
     }
     GST_ELEMENT_ERROR (self, RESOURCE, READ,
@@ -178,9 +252,22 @@ frame_bytes_done (GstBuffer *in, GstMapInfo *map, guint8 *copy)
     gst_buffer_unmap (in, map);
 }
 
-/* Asks downstream for a pool of TX slots that holds our packets; takes it when offered. */
+/* Whether downstream said it sends header-data split bursts two-segment */
+static gboolean
+query_two_segment (GstQuery *query)
+{
+  guint index;
+  const GstStructure *params = NULL;
+  gboolean yes = FALSE;
+  if (gst_query_find_allocation_meta (query, GST_DAQIRI_PACKET_META_API_TYPE, &index))
+    gst_query_parse_nth_allocation_meta (query, index, &params);
+  return params != NULL && gst_structure_get_boolean (params, GST_DAQIRI_TWO_SEGMENT, &yes) && yes;
+}
+
+/* Asks downstream for a pool of TX slots that holds our packets, and takes it when offered;
+ * and whether it sends two-segment. */
 static void
-negotiate_slot_pool (GstDaqiriPay *self)
+negotiate_downstream (GstDaqiriPay *self)
 {
   GstCaps *caps = gst_pad_get_current_caps (self->srcpad);
   if (caps == NULL)
@@ -188,7 +275,9 @@ negotiate_slot_pool (GstDaqiriPay *self)
   GstQuery *query = gst_query_new_allocation (caps, TRUE);
   GstBufferPool *pool = NULL;
   guint size = 0, min = 0, max = 0;
-  if (gst_pad_peer_query (self->srcpad, query) && gst_query_get_n_allocation_pools (query) > 0)
+  gboolean answered = gst_pad_peer_query (self->srcpad, query);
+  self->sink_two_segment = answered && query_two_segment (query);
+  if (answered && gst_query_get_n_allocation_pools (query) > 0)
     gst_query_parse_nth_allocation_pool (query, 0, &pool, &size, &min, &max);
   if (pool != NULL && gst_buffer_pool_has_option (pool, GST_BUFFER_POOL_OPTION_DAQIRI_TX_SLOTS)) {
     GstStructure *config = gst_buffer_pool_get_config (pool);
@@ -259,12 +348,219 @@ pay_into_slots (GstDaqiriPay *self, GstBuffer *in, const guint8 *frame)
   return ret;
 }
 
+/* A burst of packets-per-batch packets in system memory, pushed */
+static GstFlowReturn
+push_burst (GstDaqiriPay *self, GstBuffer *in, GstBuffer *out)
+{
+  gst_buffer_add_daqiri_packet_meta (
+      out, (const GstDaqiriPacket *) self->pkts, self->run_cfg.packets_per_batch);
+  GST_BUFFER_PTS (out) = GST_BUFFER_PTS (in);
+  GST_BUFFER_DURATION (out) = GST_BUFFER_DURATION (in);
+  GST_BUFFER_OFFSET (out) = self->batch;
+  return gst_pad_push (self->srcpad, out);
+}
+
+static GstBuffer *
+burst_alloc (GstDaqiriPay *self, gsize size, GstMapInfo *map)
+{
+  GstBuffer *out = gst_buffer_new_allocate (NULL, size, NULL);
+  if (out != NULL && gst_buffer_map (out, map, GST_MAP_WRITE))
+    return out;
+  if (out)
+    gst_buffer_unref (out);
+  GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+      ("cannot allocate a burst of %" G_GSIZE_FORMAT " bytes", size), (NULL));
+  return NULL;
+}
+
+/* The frame's packets made on the CPU: into downstream's TX slots, or a burst */
+static GstFlowReturn
+pay_on_cpu (GstDaqiriPay *self, GstBuffer *in)
+{
+  const DqReorderConfig *cfg = &self->run_cfg;
+  GstMapInfo imap, omap;
+  guint8 *copy;
+  const guint8 *frame = frame_bytes (self, in, &imap, &copy);
+  if (frame == NULL)
+    return GST_FLOW_ERROR;
+  if (self->slot_pool) {
+    count (self, cfg->packets_per_batch, 0, 0, 0);
+    GstFlowReturn ret = pay_into_slots (self, in, frame);
+    frame_bytes_done (in, &imap, copy);
+    return ret;
+  }
+  gsize out_size = (gsize) cfg->packets_per_batch * self->tmpl.packet_stride;
+  GstBuffer *out = burst_alloc (self, out_size, &omap);
+  if (out == NULL) {
+    frame_bytes_done (in, &imap, copy);
+    return GST_FLOW_ERROR;
+  }
+  int rc =
+      dq_packetize_cpu (cfg, &self->tmpl, frame, self->batch, omap.data, omap.size, self->pkts);
+  gst_buffer_unmap (out, &omap);
+  frame_bytes_done (in, &imap, copy);
+  if (rc != 0) {
+    gst_buffer_unref (out);
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("packetize failed"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  count (self, cfg->packets_per_batch, 0, 0, 0);
+  return push_burst (self, in, out);
+}
+
+/* A GPU frame two-segment: the packets' headers in system memory, the frame as their
+ * payloads (gstdaqiripay.c's top); the burst holds the frame until the sink is done. */
+static GstFlowReturn
+pay_two_segment (GstDaqiriPay *self, GstBuffer *in)
+{
+  const DqReorderConfig *cfg = &self->run_cfg;
+  guint32 n = cfg->packets_per_batch, hlen = cfg->payload_offset;
+  guint32 plen = self->tmpl.packet_stride;
+  GstMapInfo map;
+  GstBuffer *out = burst_alloc (self, (gsize) n * hlen, &map);
+  if (out == NULL)
+    return GST_FLOW_ERROR;
+  int rc = dq_packetize_headers_cpu (cfg, &self->tmpl, self->batch, 0, n, map.data, map.size, hlen);
+  gst_buffer_unmap (out, &map);
+  if (rc != 0) {
+    gst_buffer_unref (out);
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("writing the packets' headers failed"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  gst_buffer_append_memory (out, gst_memory_ref (gst_buffer_peek_memory (in, 0)));
+  for (guint32 s = 0; s < n; s++)
+    self->pkts[s] = (DqReorderPacket){ s * hlen, plen, 0, 0, 0 };
+  GstDaqiriPacketMeta *meta =
+      gst_buffer_add_daqiri_packet_meta (out, (const GstDaqiriPacket *) self->pkts, n);
+  meta->header_size = hlen;
+  meta->header_stride = hlen;
+  meta->payload_stride = cfg->payload_size;
+  GST_BUFFER_PTS (out) = GST_BUFFER_PTS (in);
+  GST_BUFFER_DURATION (out) = GST_BUFFER_DURATION (in);
+  GST_BUFFER_OFFSET (out) = self->batch;
+  count (self, n, n, 0, 0);
+  return gst_pad_push (self->srcpad, out);
+}
+
+#ifdef DQ_HAVE_CUDA
+/* Copies packets first .. first+n-1 of the GPU output to dst, dst_stride bytes apart */
+static gboolean
+gpu_out_copy (GstDaqiriPay *self, guint8 *dst, gsize dst_stride, guint32 first, guint32 n)
+{
+  guint32 plen = self->tmpl.packet_stride;
+  if (dq_cuda_memcpy2d (dst, dst_stride, self->dev_out + (gsize) first * plen, plen, plen, n) !=
+      0) {
+    GST_ELEMENT_ERROR (self, RESOURCE, READ,
+        ("cannot copy packets from GPU memory: %s", dq_cuda_last_error ()), (NULL));
+    return FALSE;
+  }
+  count (self, 0, 0, 0, (guint64) n * plen);
+  return TRUE;
+}
+
+/* The packetize kernel over the frame, into dev_out (made at the first frame) */
+static gboolean
+gpu_packetize (GstDaqiriPay *self, GstBuffer *in)
+{
+  const DqReorderConfig *cfg = &self->run_cfg;
+  gsize size = (gsize) cfg->packets_per_batch * self->tmpl.packet_stride;
+  char msg[256] = "";
+  if (self->gpu == NULL) {
+    DqReorderGpuOptions opts = { .device = -1 };
+    self->gpu = dq_reorder_gpu_new (cfg, &opts, msg, sizeof msg);
+    self->dev_out = self->gpu != NULL ? dq_cuda_malloc (size) : NULL;
+    if (self->dev_out == NULL) {
+      GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("memory=cuda: cannot set up the GPU"),
+          ("%s", self->gpu != NULL ? dq_cuda_last_error () : msg));
+      return FALSE;
+    }
+  }
+  GstMapInfo map;
+  if (!gst_buffer_map (in, &map, GST_MAP_READ | GST_DAQIRI_MAP_CUDA)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("cannot map the GPU frame"), (NULL));
+    return FALSE;
+  }
+  DqReorderCompletion c;
+  int rc = dq_reorder_gpu_packetize (
+      self->gpu, &self->tmpl, map.data, self->batch, self->dev_out, size, NULL);
+  if (rc == 0)
+    rc = dq_reorder_gpu_poll (self->gpu, 1, &c) == 1 ? 0 : -1;
+  gst_buffer_unmap (in, &map);
+  if (rc != 0) {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("packetize on the GPU failed"),
+        ("%s", dq_reorder_gpu_error (self->gpu)));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* memory=cuda: the packets made on the GPU, then copied once into the TX slots or a burst */
+static GstFlowReturn
+pay_on_gpu (GstDaqiriPay *self, GstBuffer *in)
+{
+  const DqReorderConfig *cfg = &self->run_cfg;
+  const guint32 n = cfg->packets_per_batch, plen = self->tmpl.packet_stride;
+  if (!gpu_packetize (self, in))
+    return GST_FLOW_ERROR;
+  count (self, n, 0, n, 0);
+  if (self->slot_pool == NULL) {
+    GstMapInfo map;
+    GstBuffer *out = burst_alloc (self, (gsize) n * plen, &map);
+    if (out == NULL)
+      return GST_FLOW_ERROR;
+    gboolean ok = gpu_out_copy (self, map.data, plen, 0, n);
+    gst_buffer_unmap (out, &map);
+    if (!ok) {
+      gst_buffer_unref (out);
+      return GST_FLOW_ERROR;
+    }
+    for (guint32 s = 0; s < n; s++)
+      self->pkts[s] = (DqReorderPacket){ s * plen, plen, 0, 0, 0 };
+    return push_burst (self, in, out);
+  }
+  guint32 done = 0;
+  GstFlowReturn ret = GST_FLOW_OK;
+  while (done < n && ret == GST_FLOW_OK) {
+    GstBuffer *out = NULL;
+    ret = gst_buffer_pool_acquire_buffer (self->slot_pool, &out, NULL);
+    if (ret != GST_FLOW_OK)
+      break;
+    GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (out);
+    GstMapInfo map;
+    if (meta == NULL || meta->n_packets == 0 || !gst_buffer_map (out, &map, GST_MAP_WRITE)) {
+      gst_buffer_unref (out);
+      GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("a TX slot buffer without slots"), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    /* the pool's slots: packet i at i * stride, each at least plen bytes */
+    guint k = MIN (meta->n_packets, n - done);
+    gsize stride = k > 1 ? meta->packets[1].offset - meta->packets[0].offset : plen;
+    gboolean ok = meta->packets[0].length >= plen && stride >= plen &&
+        meta->packets[0].offset + (gsize) (k - 1) * stride + plen <= map.size &&
+        gpu_out_copy (self, map.data + meta->packets[0].offset, stride, done, k);
+    gst_buffer_unmap (out, &map);
+    if (!ok) {
+      gst_buffer_unref (out);
+      return GST_FLOW_ERROR;
+    }
+    for (guint j = 0; j < k; j++)
+      meta->packets[j].length = plen;
+    meta->n_packets = k;
+    GST_BUFFER_PTS (out) = GST_BUFFER_PTS (in);
+    GST_BUFFER_DURATION (out) = done == 0 ? GST_BUFFER_DURATION (in) : 0;
+    GST_BUFFER_OFFSET (out) = self->batch;
+    done += k;
+    ret = gst_pad_push (self->srcpad, out);
+  }
+  return ret;
+}
+#endif
+
 static GstFlowReturn
 gst_daqiri_pay_chain (GstPad *pad, GstObject *parent, GstBuffer *in)
 {
   GstDaqiriPay *self = GST_DAQIRI_PAY (parent);
   const DqReorderConfig *cfg = &self->run_cfg;
-  GstMapInfo imap, omap;
 
   if (!self->pkts) {
     gst_buffer_unref (in);
@@ -289,51 +585,25 @@ gst_daqiri_pay_chain (GstPad *pad, GstObject *parent, GstBuffer *in)
       return GST_FLOW_NOT_NEGOTIATED;
     }
     self->caps_sent = TRUE;
-    negotiate_slot_pool (self);
+    negotiate_downstream (self);
   }
-  guint8 *copy;
-  const guint8 *frame = frame_bytes (self, in, &imap, &copy);
-  if (frame == NULL) {
-    gst_buffer_unref (in);
-    return GST_FLOW_ERROR;
-  }
-  if (self->slot_pool) {
-    GstFlowReturn ret = pay_into_slots (self, in, frame);
-    frame_bytes_done (in, &imap, copy);
-    gst_buffer_unref (in);
-    self->batch++;
-    return ret;
-  }
-
-  gsize out_size = (gsize) cfg->packets_per_batch * self->tmpl.packet_stride;
-  GstBuffer *out = gst_buffer_new_allocate (NULL, out_size, NULL);
-  if (!out || !gst_buffer_map (out, &omap, GST_MAP_WRITE)) {
-    if (out)
-      gst_buffer_unref (out);
-    frame_bytes_done (in, &imap, copy);
-    gst_buffer_unref (in);
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-        ("cannot allocate a burst of %" G_GSIZE_FORMAT " bytes", out_size), (NULL));
-    return GST_FLOW_ERROR;
-  }
-  int rc =
-      dq_packetize_cpu (cfg, &self->tmpl, frame, self->batch, omap.data, omap.size, self->pkts);
-  gst_buffer_unmap (out, &omap);
-  frame_bytes_done (in, &imap, copy);
-  if (rc != 0) {
-    gst_buffer_unref (out);
-    gst_buffer_unref (in);
-    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("packetize failed"), (NULL));
-    return GST_FLOW_ERROR;
-  }
-  gst_buffer_add_daqiri_packet_meta (
-      out, (const GstDaqiriPacket *) self->pkts, cfg->packets_per_batch);
-  GST_BUFFER_PTS (out) = GST_BUFFER_PTS (in);
-  GST_BUFFER_DURATION (out) = GST_BUFFER_DURATION (in);
-  GST_BUFFER_OFFSET (out) = self->batch;
+  gboolean gpu_frame = gst_buffer_n_memory (in) == 1 &&
+      gst_memory_is_type (gst_buffer_peek_memory (in, 0), GST_DAQIRI_CUDA_MEMORY_TYPE);
+  GstFlowReturn ret;
+  if (gpu_frame && self->run_two_segment && self->sink_two_segment)
+    ret = pay_two_segment (self, in);
+#ifdef DQ_HAVE_CUDA
+  else if (gpu_frame && self->run_memory == GST_DAQIRI_MEMORY_CUDA)
+    ret = pay_on_gpu (self, in);
+#endif
+  else
+    ret = pay_on_cpu (self, in);
+  GST_OBJECT_LOCK (self);
+  self->frames++;
+  GST_OBJECT_UNLOCK (self);
   self->batch++;
   gst_buffer_unref (in);
-  return gst_pad_push (self->srcpad, out);
+  return ret;
 }
 
 static gboolean
@@ -347,7 +617,7 @@ gst_daqiri_pay_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
     self->caps_sent = gst_pad_push_event (self->srcpad, gst_event_new_caps (caps));
     gst_caps_unref (caps);
     if (self->caps_sent && self->slot_pool == NULL)
-      negotiate_slot_pool (self);
+      negotiate_downstream (self);
     return self->caps_sent;
   }
   return gst_pad_event_default (pad, parent, event);
@@ -362,13 +632,8 @@ gst_daqiri_pay_change_state (GstElement *element, GstStateChange transition)
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED && !start (self))
     return GST_STATE_CHANGE_FAILURE;
   ret = GST_ELEMENT_CLASS (gst_daqiri_pay_parent_class)->change_state (element, transition);
-  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
-    g_clear_pointer (&self->pkts, g_free);
-    if (self->slot_pool) {
-      gst_buffer_pool_set_active (self->slot_pool, FALSE);
-      gst_clear_object (&self->slot_pool);
-    }
-  }
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
+    stop (self);
   return ret;
 }
 
@@ -378,7 +643,11 @@ gst_daqiri_pay_set_property (GObject *object, guint prop_id, const GValue *value
   GstDaqiriPay *self = GST_DAQIRI_PAY (object);
 
   GST_OBJECT_LOCK (self);
-  if (!gst_daqiri_addresses_set (&self->addrs, PROP_SRC_MAC, prop_id, value) &&
+  if (prop_id == PROP_MEMORY)
+    self->memory = g_value_get_enum (value);
+  else if (prop_id == PROP_TWO_SEGMENT)
+    self->two_segment = g_value_get_boolean (value);
+  else if (!gst_daqiri_addresses_set (&self->addrs, PROP_SRC_MAC, prop_id, value) &&
       !gst_daqiri_field_set (&self->cfg, PROP_SEQ_OFFSET, prop_id, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   GST_OBJECT_UNLOCK (self);
@@ -390,7 +659,17 @@ gst_daqiri_pay_get_property (GObject *object, guint prop_id, GValue *value, GPar
   GstDaqiriPay *self = GST_DAQIRI_PAY (object);
 
   GST_OBJECT_LOCK (self);
-  if (!gst_daqiri_addresses_get (&self->addrs, PROP_SRC_MAC, prop_id, value) &&
+  if (prop_id == PROP_MEMORY)
+    g_value_set_enum (value, self->memory);
+  else if (prop_id == PROP_TWO_SEGMENT)
+    g_value_set_boolean (value, self->two_segment);
+  else if (prop_id == PROP_STATS)
+    g_value_take_boxed (value,
+        gst_structure_new ("application/x-daqiri-pay-stats", "frames", G_TYPE_UINT64, self->frames,
+            "packets", G_TYPE_UINT64, self->packets, "two-segment", G_TYPE_UINT64,
+            self->two_segment_packets, "gpu-packetized", G_TYPE_UINT64, self->gpu_packets,
+            "host-copy-bytes", G_TYPE_UINT64, self->host_copy_bytes, NULL));
+  else if (!gst_daqiri_addresses_get (&self->addrs, PROP_SRC_MAC, prop_id, value) &&
       !gst_daqiri_field_get (&self->cfg, PROP_SEQ_OFFSET, prop_id, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   GST_OBJECT_UNLOCK (self);
@@ -412,6 +691,8 @@ gst_daqiri_pay_init (GstDaqiriPay *self)
   self->cfg.seq_bit_offset = DEFAULT_SEQ_OFFSET;
   self->cfg.payload_offset = DEFAULT_PAYLOAD_OFFSET;
   self->cfg.payload_size = DEFAULT_PAYLOAD_SIZE;
+  self->memory = GST_DAQIRI_MEMORY_SYSTEM;
+  self->two_segment = TRUE;
   gst_daqiri_addresses_init (&self->addrs);
   self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
   gst_pad_set_chain_function (self->sinkpad, gst_daqiri_pay_chain);
@@ -446,6 +727,28 @@ gst_daqiri_pay_class_init (GstDaqiriPayClass *klass)
   static const char *const notes[GST_DAQIRI_N_FIELDS] = { "the header takes bits 0..335", NULL,
     NULL, NULL, NULL, "at least 42", "frame bytes" };
   gst_daqiri_install_field_properties (gobject_class, PROP_SEQ_OFFSET, &d, notes);
+  g_object_class_install_property (gobject_class, PROP_MEMORY,
+      g_param_spec_enum ("memory", "Memory",
+          "Where the packets of a frame in daqiri GPU memory (daqirireorder memory=cuda) are "
+          "made when they do not go out two-segment: system (the frame copied to the host, "
+          "packets made on the CPU) or cuda (packets made on the GPU, then copied to the host "
+          "once, into the sink's TX slots where it offers them; needs a build with CUDA). "
+          "Frames in system memory are always packetized on the CPU",
+          GST_TYPE_DAQIRI_MEMORY, GST_DAQIRI_MEMORY_SYSTEM, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_TWO_SEGMENT,
+      g_param_spec_boolean ("two-segment", "Two-segment",
+          "A frame in daqiri GPU memory goes out as header-data split bursts (headers made on "
+          "the CPU, payloads read by the NIC from the frame where it lies: no copy out of the "
+          "GPU) when the sink sends that way (daqirisink on mlx5 and emu ports) and every "
+          "packet is its first payload-offset bytes followed by its payload (sequence and "
+          "batch fields before payload-offset, packets of at least 60 bytes)",
+          TRUE, RW_READY));
+  g_object_class_install_property (gobject_class, PROP_STATS,
+      g_param_spec_boxed ("stats", "Statistics",
+          "Counters: frames, packets, two-segment (packets whose payload stayed in the GPU "
+          "frame), gpu-packetized (packets made on the GPU, memory=cuda), host-copy-bytes "
+          "(bytes this element copied out of GPU memory)",
+          GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);

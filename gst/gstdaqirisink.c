@@ -37,6 +37,7 @@
 #include "gstdaqirisink.h"
 #include "gstdaqiriclock.h"
 #include "gstdaqirielement.h"
+#include "gstdaqiritxmem.h"
 #include "gstdaqiritxpool.h"
 
 #include <gst/daqiri/daqiripacketmeta.h>
@@ -120,11 +121,21 @@ struct _GstDaqiriSink {
                                  * query; written in place */
   gint flushing;
 
-  /* the frames of the burst being sent, and their send times (schedule=pts) */
+  /* the frames of the burst being sent, and their send times (schedule=pts); with
+   * header-data split their payload segments */
   const guint8 **frames;
   guint32 *lengths;
   guint64 *times;
+  DqTxPayload *payloads;
   guint capacity;
+
+  /* two-segment sends: the payload memory registered with txq, and the buffers sent from
+   * where they lie, each held until its frames completed (PendingSend, oldest first) */
+  GstDaqiriTxRegs *regs;
+  GQueue pending;
+  /* split bursts joined for an engine that sends whole frames */
+  guint8 *joined;
+  gsize joined_size;
 
   /* frames the port does not send: the longest it takes (refreshed when a frame is
    * longer), and whether a warning said so already (streaming thread) */
@@ -137,8 +148,16 @@ struct _GstDaqiriSink {
   guint64 malformed;
   guint64 in_place;
   guint64 copies;
+  guint64 two_segment;
+  guint64 joins;
+  guint64 registrations;
   DqTxStats past;
 };
+
+typedef struct {
+  guint64 mark; /* dq_txq_posted() after its frames */
+  GstBuffer *buffer;
+} PendingSend;
 
 #define gst_daqiri_sink_parent_class parent_class
 G_DEFINE_TYPE (GstDaqiriSink, gst_daqiri_sink, GST_TYPE_BASE_SINK);
@@ -190,6 +209,8 @@ make_stats (GstDaqiriSink *self)
   guint64 oversize = self->oversize, undersize = self->undersize;
   guint64 in_place = self->in_place;
   guint64 copies = self->copies;
+  guint64 two_segment = self->two_segment, joins = self->joins;
+  guint64 registrations = self->registrations;
   GST_OBJECT_UNLOCK (self);
   return gst_structure_new ("application/x-daqiri-sink-stats", "packets", G_TYPE_UINT64, s.packets,
       "bytes", G_TYPE_UINT64, s.bytes, "bursts", G_TYPE_UINT64, s.bursts, "errors", G_TYPE_UINT64,
@@ -197,7 +218,9 @@ make_stats (GstDaqiriSink *self)
       "undersize", G_TYPE_UINT64, undersize, "in-place", G_TYPE_UINT64, in_place, "copies",
       G_TYPE_UINT64, copies, "ring-full-waits", G_TYPE_UINT64, s.ring_full_waits, "wqes",
       G_TYPE_UINT64, s.wqes, "scheduled", G_TYPE_UINT64, s.scheduled, "held", G_TYPE_UINT64, s.held,
-      "late", G_TYPE_UINT64, s.late, "late-dropped", G_TYPE_UINT64, s.late_dropped, NULL);
+      "late", G_TYPE_UINT64, s.late, "late-dropped", G_TYPE_UINT64, s.late_dropped, "two-segment",
+      G_TYPE_UINT64, two_segment, "joined", G_TYPE_UINT64, joins, "registrations", G_TYPE_UINT64,
+      registrations, NULL);
 }
 
 /* the properties kept as plain members */
@@ -251,6 +274,19 @@ gst_daqiri_sink_get_property (GObject *object, guint prop_id, GValue *value, GPa
   GST_OBJECT_UNLOCK (self);
 }
 
+/* Lets go of the buffers sent from where they lie whose frames the device is done with:
+ * those posted up to `done` */
+static void
+release_sent (GstDaqiriSink *self, guint64 done)
+{
+  PendingSend *p;
+  while ((p = g_queue_peek_head (&self->pending)) != NULL && p->mark <= done) {
+    g_queue_pop_head (&self->pending);
+    gst_buffer_unref (p->buffer);
+    g_free (p);
+  }
+}
+
 static gboolean
 gst_daqiri_sink_start (GstBaseSink *bsink)
 {
@@ -262,6 +298,7 @@ gst_daqiri_sink_start (GstBaseSink *bsink)
   DqTxConfig config = tx_config (self);
   memset (&self->past, 0, sizeof self->past);
   self->malformed = self->in_place = self->copies = 0;
+  self->two_segment = self->joins = self->registrations = 0;
   self->oversize = self->undersize = 0;
   self->warned_oversize = self->warned_undersize = FALSE;
   GST_OBJECT_UNLOCK (self);
@@ -280,6 +317,7 @@ gst_daqiri_sink_start (GstBaseSink *bsink)
   GST_OBJECT_LOCK (self);
   self->port = port;
   self->txq = txq;
+  self->regs = dq_txq_can_split (txq) ? gst_daqiri_tx_regs_new (txq) : NULL;
   self->max_frame = dq_txq_max_frame (txq);
   self->can_lend = dq_txq_can_acquire (txq);
   GST_OBJECT_UNLOCK (self);
@@ -300,6 +338,8 @@ gst_daqiri_sink_stop (GstBaseSink *bsink)
   DqTxQueue *txq = self->txq;
   DqPort *port = self->port;
   GstDaqiriTxRing *ring = self->ring;
+  GstDaqiriTxRegs *regs = self->regs;
+  self->regs = NULL;
   self->txq = NULL;
   self->port = NULL;
   self->ring = NULL;
@@ -311,7 +351,11 @@ gst_daqiri_sink_stop (GstBaseSink *bsink)
     gst_daqiri_tx_ring_close (ring);
     gst_daqiri_tx_ring_unref (ring);
   }
+  /* registrations go before the queue; the buffers sent from where they lie after it, once
+   * nothing can read them */
+  gst_daqiri_tx_regs_free (regs);
   dq_txq_destroy (txq);
+  release_sent (self, G_MAXUINT64);
   dq_port_unref (port);
   return TRUE;
 }
@@ -358,7 +402,11 @@ gst_daqiri_sink_propose_allocation (GstBaseSink *bsink, GstQuery *query)
   GstDaqiriSink *self = GST_DAQIRI_SINK (bsink);
   GstCaps *caps = NULL;
 
-  gst_query_add_allocation_meta (query, GST_DAQIRI_PACKET_META_API_TYPE, NULL);
+  /* txq is fixed from start to stop */
+  GstStructure *params = gst_structure_new ("daqiri-packets", GST_DAQIRI_TWO_SEGMENT,
+      G_TYPE_BOOLEAN, self->txq != NULL && dq_txq_can_split (self->txq), NULL);
+  gst_query_add_allocation_meta (query, GST_DAQIRI_PACKET_META_API_TYPE, params);
+  gst_structure_free (params);
   GstDaqiriTxRing *ring = ensure_ring (self);
   if (ring == NULL)
     return TRUE;
@@ -415,6 +463,7 @@ ensure_capacity (GstDaqiriSink *self, guint n)
   self->frames = g_renew (const guint8 *, self->frames, self->capacity);
   self->lengths = g_renew (guint32, self->lengths, self->capacity);
   self->times = g_renew (guint64, self->times, self->capacity);
+  self->payloads = g_renew (DqTxPayload, self->payloads, self->capacity);
 }
 
 /* ---- schedule=pts: when each packet leaves ---- */
@@ -484,15 +533,19 @@ packet_time (guint64 base, const GstDaqiriPacket *first, const GstDaqiriPacket *
   return base + (p->timestamp - first->timestamp);
 }
 
+/* Sends frames[0 .. n-1] (with `split`, each followed by its payload segment) */
 static GstFlowReturn
-send_frames (GstDaqiriSink *self, guint n, gboolean timed)
+send_frames (GstDaqiriSink *self, guint n, gboolean timed, gboolean split)
 {
   guint sent = 0;
 
   while (sent < n) {
     GError *error = NULL;
-    int r = dq_txq_send_at (self->txq, self->frames + sent, self->lengths + sent,
-        timed ? self->times + sent : NULL, n - sent, &error);
+    const guint64 *times = timed ? self->times + sent : NULL;
+    int r = split ? dq_txq_send_split (self->txq, self->frames + sent, self->lengths + sent,
+                        self->payloads + sent, times, n - sent, &error)
+                  : dq_txq_send_at (self->txq, self->frames + sent, self->lengths + sent, times,
+                        n - sent, &error);
     if (r < 0) {
       GST_DAQIRI_POST_ENGINE_ERROR (self, "send", error);
       g_error_free (error);
@@ -589,24 +642,171 @@ render_in_place (GstDaqiriSink *self, GstBuffer *buffer, guint64 due)
   return IN_PLACE_SENT;
 }
 
+/* ---- header-data split bursts (daqirisrc header-size, daqiripay with GPU frames) ---- */
+
+static void
+count_malformed (GstDaqiriSink *self, guint64 bad, gsize size)
+{
+  if (bad == 0)
+    return;
+  GST_OBJECT_LOCK (self);
+  self->malformed += bad;
+  GST_OBJECT_UNLOCK (self);
+  GST_WARNING_OBJECT (self,
+      "%" G_GUINT64_FORMAT " packet descriptors point outside "
+      "the %" G_GSIZE_FORMAT "-byte buffer; not sent",
+      bad, size);
+}
+
+/* The packets of a split burst as headers (frames[], lengths[]) and payload offsets into
+ * the payload memory (payloads[].length, and the offset in payloads[].data); a packet
+ * whose parts are not inside their memories is counted as malformed, one the port does not
+ * send by its reason. Returns how many go. */
+static guint
+split_packets (GstDaqiriSink *self, const GstDaqiriPacketMeta *meta, const GstMapInfo *hmap,
+    gsize payload_size, guint64 due)
+{
+  guint n = 0;
+  guint64 bad = 0;
+  ensure_capacity (self, meta->n_packets);
+  for (guint i = 0; i < meta->n_packets; i++) {
+    const GstDaqiriPacket *p = &meta->packets[i];
+    guint32 hlen = MIN (p->length, meta->header_size);
+    guint32 plen = p->length - hlen;
+    gsize poff = meta->header_stride != 0 ? gst_daqiri_packet_payload_offset (meta, p) : 0;
+    if ((gsize) p->offset > hmap->size || hlen > hmap->size - p->offset ||
+        (plen > 0 &&
+            (meta->header_stride == 0 || poff > payload_size || plen > payload_size - poff))) {
+      bad++;
+      continue;
+    }
+    if (!frame_sendable (self, p->length))
+      continue;
+    self->frames[n] = hmap->data + p->offset;
+    self->lengths[n] = hlen;
+    self->payloads[n] = (DqTxPayload){ NULL, GSIZE_TO_POINTER (poff), plen };
+    self->times[n] = packet_time (due, &meta->packets[0], p);
+    n++;
+  }
+  count_malformed (self, bad, hmap->size);
+  return n;
+}
+
+/* Two-segment sends: each header copied into a slot, its payload read where it lies; the
+ * buffer is held until the device is done with its frames. */
+static GstFlowReturn
+send_two_segment (GstDaqiriSink *self, GstBuffer *buffer, GstMemory *pmem, guint n, gboolean timed)
+{
+  GError *error = NULL;
+  const guint8 *pdata;
+  guint64 made = gst_daqiri_tx_regs_made (self->regs);
+  DqTxMemory *reg = gst_daqiri_tx_regs_get (self->regs, pmem, &pdata, &error);
+  if (reg == NULL) {
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("cannot send payloads from where they lie"),
+        ("%s: %s", dq_port_device (self->port), error->message));
+    g_error_free (error);
+    return GST_FLOW_ERROR;
+  }
+  for (guint i = 0; i < n; i++) {
+    self->payloads[i].memory = reg;
+    self->payloads[i].data = pdata + GPOINTER_TO_SIZE (self->payloads[i].data);
+  }
+  GstFlowReturn ret = send_frames (self, n, timed, TRUE);
+  guint64 mark = dq_txq_posted (self->txq);
+  gst_daqiri_tx_regs_used (self->regs, reg, mark);
+  PendingSend *p = g_new (PendingSend, 1);
+  p->mark = mark;
+  p->buffer = gst_buffer_ref (buffer);
+  g_queue_push_tail (&self->pending, p);
+  release_sent (self, dq_txq_completed (self->txq));
+  GST_OBJECT_LOCK (self);
+  if (ret == GST_FLOW_OK)
+    self->two_segment += n;
+  self->registrations += gst_daqiri_tx_regs_made (self->regs) - made;
+  GST_OBJECT_UNLOCK (self);
+  return ret;
+}
+
+/* An engine that sends whole frames: header and payload joined by a copy */
+static GstFlowReturn
+send_joined (GstDaqiriSink *self, GstMemory *pmem, guint n, gboolean timed)
+{
+  GstMapInfo pmap;
+  if (!gst_memory_map (pmem, &pmap, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("cannot read the burst's payloads"),
+        ("%s sends whole frames from host memory and the payloads are not CPU-readable (GPU "
+         "memory?); allowed: a mlx5 or emu port (two-segment sends), or payloads in system "
+         "memory (daqirisrc memory=system)",
+            dq_port_device (self->port)));
+    return GST_FLOW_ERROR;
+  }
+  gsize total = 0;
+  for (guint i = 0; i < n; i++)
+    total += self->lengths[i] + self->payloads[i].length;
+  if (total > self->joined_size) {
+    self->joined_size = MAX (total, (gsize) 64 * 1024);
+    self->joined = g_realloc (self->joined, self->joined_size);
+  }
+  guint8 *at = self->joined;
+  for (guint i = 0; i < n; i++) {
+    guint32 hlen = self->lengths[i], plen = self->payloads[i].length;
+    memcpy (at, self->frames[i], hlen);
+    memcpy (at + hlen, pmap.data + GPOINTER_TO_SIZE (self->payloads[i].data), plen);
+    self->frames[i] = at;
+    self->lengths[i] = hlen + plen;
+    at += hlen + plen;
+  }
+  GstFlowReturn ret = send_frames (self, n, timed, FALSE);
+  gst_memory_unmap (pmem, &pmap);
+  GST_OBJECT_LOCK (self);
+  if (ret == GST_FLOW_OK) {
+    self->copies += n;
+    self->joins += n;
+  }
+  GST_OBJECT_UNLOCK (self);
+  return ret;
+}
+
+static GstFlowReturn
+render_split (GstDaqiriSink *self, GstBuffer *buffer, const GstDaqiriPacketMeta *meta,
+    gboolean timed, guint64 due)
+{
+  if (gst_buffer_n_memory (buffer) != 2) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("a header-data split burst without its payloads"),
+        ("the burst's packets are split after %u bytes, so it must hold two memories "
+         "(headers, payloads); it holds %u",
+            meta->header_size, gst_buffer_n_memory (buffer)));
+    return GST_FLOW_ERROR;
+  }
+  GstMemory *hmem = gst_buffer_peek_memory (buffer, 0);
+  GstMemory *pmem = gst_buffer_peek_memory (buffer, 1);
+  GstMapInfo hmap;
+  if (!gst_memory_map (hmem, &hmap, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("cannot read the burst's headers"),
+        ("the headers of a split burst must be CPU-readable (memory 0)"));
+    return GST_FLOW_ERROR;
+  }
+  guint n = split_packets (self, meta, &hmap, pmem->size, due);
+  GstFlowReturn ret = GST_FLOW_OK;
+  if (n > 0)
+    ret = self->regs != NULL ? send_two_segment (self, buffer, pmem, n, timed)
+                             : send_joined (self, pmem, n, timed);
+  gst_memory_unmap (hmem, &hmap);
+  return ret;
+}
+
 static GstFlowReturn
 gst_daqiri_sink_render (GstBaseSink *bsink, GstBuffer *buffer)
 {
   GstDaqiriSink *self = GST_DAQIRI_SINK (bsink);
   GstMapInfo map;
 
-  GstDaqiriPacketMeta *split = gst_buffer_get_daqiri_packet_meta (buffer);
-  if (split != NULL && split->header_size != 0) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("daqirisink sends whole packets, not header-data split bursts"),
-        ("the burst's packets are split after %u bytes (daqirisrc header-size); allowed: "
-         "daqirisrc header-size=0",
-            split->header_size));
-    return GST_FLOW_ERROR;
-  }
   /* schedule is fixed from start to stop: read without the lock */
   gboolean timed = self->schedule == GST_DAQIRI_SCHEDULE_PTS;
   guint64 due = timed ? buffer_port_time (self, buffer) : 0;
+  GstDaqiriPacketMeta *split = gst_buffer_get_daqiri_packet_meta (buffer);
+  if (split != NULL && split->header_size != 0)
+    return render_split (self, buffer, split, timed, due);
   switch (render_in_place (self, buffer, due)) {
     case IN_PLACE_SENT: return GST_FLOW_OK;
     case IN_PLACE_ERROR: return GST_FLOW_ERROR;
@@ -644,17 +844,9 @@ gst_daqiri_sink_render (GstBaseSink *bsink, GstBuffer *buffer)
       n++;
     }
   }
-  if (bad > 0) {
-    GST_OBJECT_LOCK (self);
-    self->malformed += bad;
-    GST_OBJECT_UNLOCK (self);
-    GST_WARNING_OBJECT (self,
-        "%" G_GUINT64_FORMAT " packet descriptors point outside "
-        "the %" G_GSIZE_FORMAT "-byte buffer; not sent",
-        bad, map.size);
-  }
+  count_malformed (self, bad, map.size);
 
-  GstFlowReturn ret = n > 0 ? send_frames (self, n, timed) : GST_FLOW_OK;
+  GstFlowReturn ret = n > 0 ? send_frames (self, n, timed, FALSE) : GST_FLOW_OK;
   gst_buffer_unmap (buffer, &map);
   if (ret == GST_FLOW_OK && n > 0) {
     GST_OBJECT_LOCK (self);
@@ -678,6 +870,7 @@ gst_daqiri_sink_event (GstBaseSink *bsink, GstEvent *event)
       GST_WARNING_OBJECT (self, "flush at EOS: %s", error ? error->message : "woken");
       g_clear_error (&error);
     }
+    release_sent (self, dq_txq_completed (self->txq));
   }
   return GST_BASE_SINK_CLASS (parent_class)->event (bsink, event);
 }
@@ -691,6 +884,8 @@ gst_daqiri_sink_finalize (GObject *object)
   g_free (self->frames);
   g_free (self->lengths);
   g_free (self->times);
+  g_free (self->payloads);
+  g_free (self->joined);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 

@@ -623,6 +623,15 @@ eng_rxq_ring_bytes (gpointer priv)
   return mlx5_rxq_ring_bytes (rxq->ring);
 }
 
+static gboolean
+eng_rxq_ring_range (gpointer priv, gpointer *base, gsize *size)
+{
+  Mlx5EngRxq *rxq = priv;
+  *base = mlx5_rxq_ring_base (rxq->ring);
+  *size = mlx5_rxq_ring_bytes (rxq->ring);
+  return TRUE;
+}
+
 /* The rules belong to the group: the first queue of the group that is told of a change
  * makes it, the others find it made. */
 static gboolean
@@ -1274,13 +1283,13 @@ emu_port_open_engine (const char *arg, DqPortInfo *info, GError **error)
   .port_close = eng_port_close, .port_time = eng_port_time, .rxq_create = eng_rxq_create, \
   .rxq_destroy = eng_rxq_destroy, .rxq_poll = eng_rxq_poll, .rxq_release = eng_rxq_release, \
   .rxq_wakeup = eng_rxq_wakeup, .rxq_stats = eng_rxq_stats, .rxq_ring_bytes = eng_rxq_ring_bytes, \
-  .rxq_ring_placement = eng_rxq_ring_placement, .rxq_set_flows = eng_rxq_set_flows, \
-  .txq_create = eng_txq_create, .txq_destroy = eng_txq_destroy, .txq_send = eng_txq_send, \
-  .txq_flush = eng_txq_flush, .txq_wakeup = eng_txq_wakeup, .txq_stats = eng_txq_stats, \
-  .txq_max_frame = eng_txq_max_frame, .txq_acquire = eng_txq_acquire, \
-  .txq_commit = eng_txq_commit, .txq_cancel = eng_txq_cancel, .txq_register = eng_txq_register, \
-  .txq_unregister = eng_txq_unregister, .txq_send_split = eng_txq_send_split, \
-  .txq_progress = eng_txq_progress
+  .rxq_ring_placement = eng_rxq_ring_placement, .rxq_ring_range = eng_rxq_ring_range, \
+  .rxq_set_flows = eng_rxq_set_flows, .txq_create = eng_txq_create, \
+  .txq_destroy = eng_txq_destroy, .txq_send = eng_txq_send, .txq_flush = eng_txq_flush, \
+  .txq_wakeup = eng_txq_wakeup, .txq_stats = eng_txq_stats, .txq_max_frame = eng_txq_max_frame, \
+  .txq_acquire = eng_txq_acquire, .txq_commit = eng_txq_commit, .txq_cancel = eng_txq_cancel, \
+  .txq_register = eng_txq_register, .txq_unregister = eng_txq_unregister, \
+  .txq_send_split = eng_txq_send_split, .txq_progress = eng_txq_progress
 
 const DqEngineOps dq_emu_engine = {
   .name = "emu",

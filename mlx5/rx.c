@@ -462,6 +462,12 @@ mlx5_rxq_ring_bytes (Mlx5Rxq *q)
   return q->rq.buf_size;
 }
 
+guint8 *
+mlx5_rxq_ring_base (Mlx5Rxq *q)
+{
+  return q->rq.buf;
+}
+
 guint
 mlx5_rxq_stride_size (Mlx5Rxq *q)
 {

@@ -114,6 +114,7 @@ void mlx5_rxq_free (Mlx5Rxq *q);
 
 Mlx5Rq *mlx5_rxq_rq (Mlx5Rxq *q);
 gsize mlx5_rxq_ring_bytes (Mlx5Rxq *q);          /* the packet buffer */
+guint8 *mlx5_rxq_ring_base (Mlx5Rxq *q);         /* where it starts */
 DqMemoryKind mlx5_rxq_memory_kind (Mlx5Rxq *q);  /* of the packet buffer */
 DqRingPlacement mlx5_rxq_placement (Mlx5Rxq *q); /* of the packet buffer */
 guint mlx5_rxq_stride_size (Mlx5Rxq *q);

@@ -1501,6 +1501,31 @@ test_packetize_roundtrip (void)
   CHECK_EQ (dq_packetize_cpu_range (&cfg, &t, frame, 7, 50, 1, pieces, sizeof pieces, pk), -1);
   CHECK_EQ (dq_packetize_cpu_range (&cfg, &t, frame, 7, 0, 0, pieces, sizeof pieces, pk), -1);
   CHECK_EQ (dq_packetize_cpu_range (&cfg, &t, frame, 7, 10, 3, pieces, 2 * 64 + 59, pk), -1);
+
+  /* headers only (two-segment sends): the packets' first 48 bytes, packed 48 apart, equal
+   * those of the whole packets; here the 10-byte payload makes 58-byte packets padded to
+   * 60, so the packet is not header + payload: refused until the payload is 12 bytes */
+  uint8_t heads[50 * 48];
+  CHECK_EQ (dq_packetize_split_ok (&cfg, &t), 0);
+  CHECK_EQ (dq_packetize_headers_cpu (&cfg, &t, 7, 0, 50, heads, sizeof heads, 48), -1);
+  DqReorderConfig c3 = cfg;
+  c3.payload_size = 12;
+  uint8_t out12[50 * 64];
+  CHECK_EQ (dq_packetize_split_ok (&c3, &t), 1);
+  CHECK_EQ (dq_packetize_cpu (&c3, &t, frame, 9, out12, sizeof out12, NULL), 0);
+  memset (heads, 0xee, sizeof heads);
+  CHECK_EQ (dq_packetize_headers_cpu (&c3, &t, 9, 0, 50, heads, sizeof heads, 48), 0);
+  for (uint32_t sl = 0; sl < 50; sl++)
+    CHECK (memcmp (heads + sl * 48, out12 + sl * 64, 48) == 0);
+  CHECK_EQ (dq_packetize_headers_cpu (&c3, &t, 9, 10, 5, heads, 4 * 48 + 48, 48), 0);
+  CHECK (memcmp (heads, out12 + 10 * 64, 48) == 0);
+  CHECK_EQ (dq_packetize_headers_cpu (&c3, &t, 9, 10, 5, heads, 4 * 48 + 47, 48), -1);
+  CHECK_EQ (dq_packetize_headers_cpu (&c3, &t, 9, 48, 3, heads, sizeof heads, 48), -1);
+  CHECK_EQ (dq_packetize_headers_cpu (&c3, &t, 9, 0, 5, heads, sizeof heads, 47), -1);
+  /* a sequence field after the payload cannot go in the header */
+  c3.seq_bit_offset = 60 * 8;
+  CHECK_EQ (dq_packetize_validate (&c3, &t, msg, sizeof msg), 0);
+  CHECK_EQ (dq_packetize_split_ok (&c3, &t), 0);
 }
 
 int

@@ -25,6 +25,7 @@
 
 #include "emu.h"
 #include "dq-receiver.h"
+#include "gstdaqiritxmem.h"
 #include "dq-linked-plugin.h"
 
 #include <string.h>
@@ -455,6 +456,89 @@ GST_START_TEST (test_empw_stats)
 
 GST_END_TEST;
 
+/* daqirisink's registrations of payload memory (gstdaqiritxmem.h): one per allocation,
+ * found again for any memory of it; holding the allocation while registered; beyond the
+ * limit the least recently used one that no posted frame reads is dropped, a busy one kept;
+ * an engine without two-segment sends says so. */
+GST_START_TEST (test_payload_registrations)
+{
+  GError *error = NULL;
+  DqPort *port = dq_port_open ("emu:regs0,peer=none", &error);
+  fail_unless (port != NULL, "%s", error ? error->message : "?");
+  DqTxConfig cfg = { 0 };
+  DqTxQueue *txq = dq_txq_create (port, &cfg, &error);
+  fail_unless (txq != NULL);
+  GstDaqiriTxRegs *regs = gst_daqiri_tx_regs_new (txq);
+  const guint n = GST_DAQIRI_TX_REGS_MAX;
+  GstMemory *mem[GST_DAQIRI_TX_REGS_MAX + 1];
+  DqTxMemory *reg[GST_DAQIRI_TX_REGS_MAX + 1];
+  const guint8 *data;
+  for (guint i = 0; i <= n; i++)
+    mem[i] = gst_allocator_alloc (NULL, 4096, NULL);
+  for (guint i = 0; i < n; i++) {
+    reg[i] = gst_daqiri_tx_regs_get (regs, mem[i], &data, &error);
+    fail_unless (reg[i] != NULL, "%s", error ? error->message : "?");
+    GstMapInfo map;
+    gst_memory_map (mem[i], &map, GST_MAP_READ);
+    fail_unless (data == map.data);
+    gst_memory_unmap (mem[i], &map);
+    /* the registration holds the allocation */
+    fail_unless_equals_int (GST_MINI_OBJECT_REFCOUNT_VALUE (mem[i]), 2);
+  }
+  fail_unless_equals_uint64 (gst_daqiri_tx_regs_made (regs), n);
+  /* a share of memory 0 is the same allocation: the same registration, its own address */
+  GstMemory *share = gst_memory_share (mem[0], 100, 200);
+  fail_unless (gst_daqiri_tx_regs_get (regs, share, &data, &error) == reg[0]);
+  GstMapInfo map0;
+  gst_memory_map (mem[0], &map0, GST_MAP_READ);
+  fail_unless (data == map0.data + 100);
+  gst_memory_unmap (mem[0], &map0);
+  gst_memory_unref (share);
+  /* memory 1 read by a frame not yet completed (a mark beyond what was posted) */
+  gst_daqiri_tx_regs_used (regs, reg[1], dq_txq_posted (txq) + 1);
+  fail_unless_equals_uint64 (gst_daqiri_tx_regs_made (regs), n);
+  /* one more: memory 2, the least recently used one no frame reads, is dropped */
+  reg[n] = gst_daqiri_tx_regs_get (regs, mem[n], &data, &error);
+  fail_unless (reg[n] != NULL);
+  fail_unless_equals_uint64 (gst_daqiri_tx_regs_made (regs), n + 1);
+  fail_unless_equals_int (GST_MINI_OBJECT_REFCOUNT_VALUE (mem[2]), 1);
+  fail_unless_equals_int (GST_MINI_OBJECT_REFCOUNT_VALUE (mem[1]), 2);
+  fail_unless_equals_int (GST_MINI_OBJECT_REFCOUNT_VALUE (mem[0]), 2);
+  /* memory 1 and 0 are still registered; memory 2 is registered again */
+  fail_unless (gst_daqiri_tx_regs_get (regs, mem[1], &data, &error) == reg[1]);
+  fail_unless (gst_daqiri_tx_regs_get (regs, mem[0], &data, &error) == reg[0]);
+  fail_unless_equals_uint64 (gst_daqiri_tx_regs_made (regs), n + 1);
+  fail_unless (gst_daqiri_tx_regs_get (regs, mem[2], &data, &error) != NULL);
+  fail_unless_equals_uint64 (gst_daqiri_tx_regs_made (regs), n + 2);
+  gst_daqiri_tx_regs_free (regs);
+  for (guint i = 0; i <= n; i++) {
+    fail_unless_equals_int (GST_MINI_OBJECT_REFCOUNT_VALUE (mem[i]), 1);
+    gst_memory_unref (mem[i]);
+  }
+  dq_txq_destroy (txq);
+  dq_port_unref (port);
+
+  /* an engine that sends whole frames says so, and holds nothing */
+  DqPort *lo = dq_port_open ("afpacket:lo", &error);
+  if (lo != NULL) {
+    txq = dq_txq_create (lo, &cfg, &error);
+    fail_unless (txq != NULL);
+    regs = gst_daqiri_tx_regs_new (txq);
+    GstMemory *m = gst_allocator_alloc (NULL, 64, NULL);
+    fail_unless (gst_daqiri_tx_regs_get (regs, m, &data, &error) == NULL);
+    fail_unless (error != NULL && strstr (error->message, "no two-segment sends"));
+    g_clear_error (&error);
+    fail_unless_equals_int (GST_MINI_OBJECT_REFCOUNT_VALUE (m), 1);
+    gst_memory_unref (m);
+    gst_daqiri_tx_regs_free (regs);
+    dq_txq_destroy (txq);
+    dq_port_unref (lo);
+  }
+  g_clear_error (&error);
+}
+
+GST_END_TEST;
+
 static Suite *
 tx_suite (void)
 {
@@ -470,6 +554,7 @@ tx_suite (void)
   tcase_add_test (tc, test_rate);
   tcase_add_test (tc, test_oversize);
   tcase_add_test (tc, test_empw_stats);
+  tcase_add_test (tc, test_payload_registrations);
   return s;
 }
 

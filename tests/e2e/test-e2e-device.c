@@ -17,6 +17,12 @@
  * changes nothing. And `filter`: none (nothing arrives), all (every packet, flow id 0),
  * rules again (every packet with its mark), switched between streams of packets.
  *
+ * Forwarding header-data split bursts: daqirisrc header-size=42 on an emulated port (fed
+ * by daqiritestsrc through another one) into the engine's daqirisink: every packet
+ * arrives intact and in order; the sink sent each from where it lies, header from a slot
+ * and payload from the receive ring (two-segment sends: emu, one registration of that
+ * ring), or joined the two parts by a copy (afpacket, dpdk).
+ *
  * dpdk only: packets recorded by daqirisink into a pcap file (net_pcap tx_pcap=) are
  * replayed by daqirisrc (rx_pcap=), every one intact, and the source ends the stream
  * (EOS) at the end of the file.
@@ -215,6 +221,61 @@ GST_START_TEST (test_send_receive)
   gst_element_set_state (rx, GST_STATE_NULL);
   gst_object_unref (rx);
   receiver_clear (&r);
+}
+
+GST_END_TEST;
+
+#define SPLIT_PACKETS 20000
+
+GST_START_TEST (test_forward_split)
+{
+  const Engine *e = engine;
+  const guint n = SPLIT_PACKETS;
+  Receiver r;
+  receiver_init (&r, n);
+  r.check_order = TRUE;
+  gchar *props = g_strdup_printf ("burst-packets=%u %s", RX_BURST, e->rx_props);
+  GstElement *rx = receiver_pipeline (&r, e->rx_device, props);
+  g_free (props);
+  gchar *launch = g_strdup_printf ("daqirisrc device=emu:fwd0,peer=none header-size=42 "
+                                   "filter=all burst-packets=%u ! daqirisink name=fwd device=%s",
+      RX_BURST, e->tx_device);
+  GError *error = NULL;
+  GstElement *fwd = gst_parse_launch (launch, &error);
+  g_free (launch);
+  fail_unless (fwd != NULL, "%s", error ? error->message : "?");
+  play (fwd);
+
+  gchar *rate = e->rate > 0 ? g_strdup_printf (" rate=%u", e->rate) : g_strdup ("");
+  launch = g_strdup_printf (
+      "daqiritestsrc num-packets=%u burst-packets=%u packet-size-min=%u packet-size-max=%u "
+      "n-flows=%u%s ! daqirisink name=tx device=emu:feed0,peer=fwd0",
+      n, TX_BURST, SIZE_MIN, SIZE_MAX, DQ_E2E_N_FLOWS, rate);
+  GstStructure *tx = run_sender (launch);
+  g_free (launch);
+  g_free (rate);
+  fail_unless_equals_uint64 (stat_u64 (tx, "packets"), n);
+  gst_structure_free (tx);
+
+  assert_all_received (&r, rx, n);
+  g_mutex_lock (&r.lock);
+  fail_unless_equals_int (r.bad, 0);
+  fail_unless_equals_int (r.duplicates, 0);
+  g_mutex_unlock (&r.lock);
+  fail_unless_equals_uint64 (r.bytes, test_packet_bytes (n, SIZE_MIN, SIZE_MAX));
+
+  GstStructure *s = element_stats (fwd, "fwd");
+  gboolean two_segment = g_str_has_prefix (e->tx_device, "emu:");
+  fail_unless_equals_uint64 (stat_u64 (s, "packets"), n);
+  fail_unless_equals_uint64 (stat_u64 (s, "malformed"), 0);
+  fail_unless_equals_uint64 (stat_u64 (s, "two-segment"), two_segment ? n : 0);
+  fail_unless_equals_uint64 (stat_u64 (s, "joined"), two_segment ? 0 : n);
+  fail_unless_equals_uint64 (stat_u64 (s, "copies"), two_segment ? 0 : n);
+  fail_unless_equals_uint64 (stat_u64 (s, "registrations"), two_segment ? 1 : 0);
+  gst_structure_free (s);
+  gst_element_set_state (fwd, GST_STATE_NULL);
+  gst_object_unref (fwd);
+  receiver_pipeline_free (&r, rx);
 }
 
 GST_END_TEST;
@@ -472,6 +533,7 @@ e2e_device_suite (void)
   tcase_set_timeout (tc, 120);
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_send_receive);
+  tcase_add_test (tc, test_forward_split);
   tcase_add_test (tc, test_flows_change_playing);
   tcase_add_test (tc, test_filter_modes_playing);
   if (strcmp (engine->name, "dpdk") == 0)

@@ -649,6 +649,11 @@ test_header_split (void)
 
   guint got = 0;
   DqBurst b;
+  gpointer ring_base;
+  gsize ring_size;
+  g_assert_true (dq_rxq_ring_range (rxq, &ring_base, &ring_size));
+  g_assert_true (ring_base == d.mem);
+  g_assert_cmpuint (ring_size, ==, d.size);
   while (got < n && dq_rxq_poll (rxq, &b, 200 * MS, &error) == 1) {
     g_assert_cmpuint (b.header_size, ==, 42);
     g_assert_cmpuint (b.header_stride, ==, 64);
