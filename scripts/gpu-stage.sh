@@ -14,7 +14,7 @@ build=${1:?usage: gpu-stage.sh BUILD_DIR OUT_DIR}
 out=${2:?usage: gpu-stage.sh BUILD_DIR OUT_DIR}
 rm -rf "$out"
 for f in tests/cuda/test-cuda-gpu tests/cuda/bench-reorder tests/reorder/test-reorder-gpu \
-    tests/reorder/bench-reorder-pipeline gst/libgstdaqiri.so gst/libgstdaqiri-1.0.so.0; do
+    tests/reorder/test-pay-gpu tests/reorder/bench-reorder-pipeline gst/libgstdaqiri.so gst/libgstdaqiri-1.0.so.0; do
   if [ -e "$build/$f" ]; then
     mkdir -p "$out/$(dirname "$f")"
     objcopy --strip-debug "$(readlink -f "$build/$f")" "$out/$f"

@@ -9,6 +9,8 @@
 #   run there:   bash scripts/gpu-tests.sh [BUILD_DIR] [--sanitize]
 # With a GStreamer runtime in the environment it also runs the element test
 # (tests/reorder/test-reorder-gpu: daqirireorder memory=cuda against memory=system) and the
+# GPU frames test (tests/reorder/test-pay-gpu: daqiripay's ways to the emulated ConnectX, and
+# with --bench the same side by side), the
 # pipeline benchmark (tests/reorder/bench-reorder-pipeline: daqirisrc ! daqirireorder ! fakesink
 # on the emulated ConnectX, memory=system and memory=cuda; reported, its rc fails nothing).
 # GST_RUN=PREFIX runs the element test through PREFIX, e.g. GST_RUN=.gst-trixie/run for the
@@ -125,6 +127,18 @@ fi
 # in system or GPU memory, and max-inflight 1 and 4. Reported only, except that a run that does
 # not finish (timeout: a hang) fails: it is the one check here of submissions overlapping on the
 # GPU while their bursts are slow to read (system memory across the bus).
+run_gst test-pay-gpu "GPU frames: daqiripay ! daqirisink emu: -> daqirisrc ! daqirireorder"
+rc_pay=$gst_rc
+pay_line=$gst_line
+bench_pay_line="bench-pay-gpu: not run"
+if [ "$have_gst" = 1 ] && [ -x "$build/tests/reorder/test-pay-gpu" ]; then
+  echo "== bench-pay-gpu (two-segment against GPU packetize + copy and CPU packetize)"
+  timeout 300 "${run[@]}" "$build/tests/reorder/test-pay-gpu" --bench 5 2>&1 |
+    tee "$logs/bench-pay-gpu.log"
+  bench_pay_line=$(grep -h '^bench-pay-gpu summary' "$logs/bench-pay-gpu.log" ||
+    echo "bench-pay-gpu: no summary line")
+fi
+
 run_gst bench-reorder-pipeline "daqirisrc ! daqirireorder ! fakesink, emulated ConnectX"
 rc_pipe=$gst_rc
 pipe_line=$gst_line
@@ -145,7 +159,10 @@ grep -h '^device:' "$logs/test-cuda-gpu.log" | head -1
 grep -h -E '^(test-cuda-gpu:|SKIP)' "$logs/test-cuda-gpu.log" || echo "test-cuda-gpu: no summary line (rc=$rc_test)"
 [ "$sanitize" = 1 ] && echo "$san_line"
 echo "$elem_line"
+echo "$pay_line"
+echo "$bench_pay_line"
 echo "$pipe_line"
 grep -h '^bench-reorder summary' "$logs/bench-reorder.log" || echo "bench-reorder: no summary line (rc=$rc_bench)"
-echo "gpu-tests: test rc=$rc_test, element test rc=$rc_elem, bench rc=$rc_bench, sanitizer rc=$rc_san, pipeline bench rc=$rc_pipe (only a timeout counts)"
-[ $rc_test -eq 0 ] && [ $rc_elem -eq 0 ] && [ $rc_bench -eq 0 ] && [ $rc_san -eq 0 ] && [ $rc_hang -eq 0 ]
+echo "gpu-tests: test rc=$rc_test, element test rc=$rc_elem, pay test rc=$rc_pay, bench rc=$rc_bench, sanitizer rc=$rc_san, pipeline bench rc=$rc_pipe (only a timeout counts)"
+[ $rc_test -eq 0 ] && [ $rc_elem -eq 0 ] && [ $rc_pay -eq 0 ] && [ $rc_bench -eq 0 ] &&
+  [ $rc_san -eq 0 ] && [ $rc_hang -eq 0 ]
