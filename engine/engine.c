@@ -423,21 +423,28 @@ dq_txq_send_split (DqTxQueue *txq, const guint8 *const *headers, const guint32 *
       txq->priv, headers, header_lengths, payloads, times, n, error);
 }
 
+/* frames posted and completed; 0 and 0 on an engine that copies every frame */
+static void
+txq_progress (DqTxQueue *txq, guint64 *posted, guint64 *completed)
+{
+  *posted = *completed = 0;
+  if (dq_txq_can_split (txq))
+    txq->port->ops->txq_progress (txq->priv, posted, completed);
+}
+
 guint64
 dq_txq_posted (DqTxQueue *txq)
 {
-  guint64 posted = 0, completed = 0;
-  if (dq_txq_can_split (txq))
-    txq->port->ops->txq_progress (txq->priv, &posted, &completed);
+  guint64 posted, completed;
+  txq_progress (txq, &posted, &completed);
   return posted;
 }
 
 guint64
 dq_txq_completed (DqTxQueue *txq)
 {
-  guint64 posted = 0, completed = 0;
-  if (dq_txq_can_split (txq))
-    txq->port->ops->txq_progress (txq->priv, &posted, &completed);
+  guint64 posted, completed;
+  txq_progress (txq, &posted, &completed);
   return completed;
 }
 

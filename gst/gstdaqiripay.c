@@ -298,16 +298,20 @@ negotiate_downstream (GstDaqiriPay *self)
   gst_caps_unref (caps);
 }
 
+/* Writes packets first .. first+k-1 of the frame into slots 0 .. k-1 of a lent run (slot j
+ * at meta->packets[j].offset in map, at least plen bytes each); FALSE with an error posted */
+typedef gboolean (*SlotWriter) (GstDaqiriPay *self, gconstpointer src, guint32 first, guint k,
+    const GstMapInfo *map, const GstDaqiriPacketMeta *meta);
+
 /* One frame into runs of TX slots: packet s into slot j of the run, each run pushed. */
 static GstFlowReturn
-pay_into_slots (GstDaqiriPay *self, GstBuffer *in, const guint8 *frame)
+pay_runs (GstDaqiriPay *self, GstBuffer *in, SlotWriter write, gconstpointer src)
 {
-  const DqReorderConfig *cfg = &self->run_cfg;
-  const guint32 plen = self->tmpl.packet_stride;
+  const guint32 n = self->run_cfg.packets_per_batch, plen = self->tmpl.packet_stride;
   guint32 done = 0;
   GstFlowReturn ret = GST_FLOW_OK;
 
-  while (done < cfg->packets_per_batch && ret == GST_FLOW_OK) {
+  while (done < n && ret == GST_FLOW_OK) {
     GstBuffer *out = NULL;
     ret = gst_buffer_pool_acquire_buffer (self->slot_pool, &out, NULL);
     if (ret != GST_FLOW_OK)
@@ -319,36 +323,48 @@ pay_into_slots (GstDaqiriPay *self, GstBuffer *in, const guint8 *frame)
       GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("a TX slot buffer without slots"), (NULL));
       return GST_FLOW_ERROR;
     }
-    guint n = MIN (meta->n_packets, cfg->packets_per_batch - done);
-    int rc = 0;
-    for (guint j = 0; j < n && rc == 0; j++) {
-      GstDaqiriPacket *slot = &meta->packets[j];
-      if (slot->length < plen || slot->offset > map.size - plen) {
-        rc = -1;
-        break;
-      }
-      rc = dq_packetize_cpu_range (cfg, &self->tmpl, frame, self->batch, done + j, 1,
-          map.data + slot->offset, slot->length, NULL);
-      slot->length = plen;
-    }
-    gst_buffer_unmap (out, &map);
-    if (rc != 0) {
-      gst_buffer_unref (out);
+    guint k = MIN (meta->n_packets, n - done);
+    gboolean ok = TRUE;
+    for (guint j = 0; j < k && ok; j++)
+      ok = meta->packets[j].length >= plen && map.size >= plen &&
+          meta->packets[j].offset <= map.size - plen;
+    if (!ok)
       GST_ELEMENT_ERROR (
-          self, STREAM, FAILED, ("cannot write a %u-byte packet into a TX slot", plen), (NULL));
+          self, STREAM, FAILED, ("a %u-byte packet does not fit a TX slot", plen), (NULL));
+    ok = ok && write (self, src, done, k, &map, meta);
+    gst_buffer_unmap (out, &map);
+    if (!ok) {
+      gst_buffer_unref (out);
       return GST_FLOW_ERROR;
     }
-    meta->n_packets = n;
+    for (guint j = 0; j < k; j++)
+      meta->packets[j].length = plen;
+    meta->n_packets = k;
     GST_BUFFER_PTS (out) = GST_BUFFER_PTS (in);
     GST_BUFFER_DURATION (out) = done == 0 ? GST_BUFFER_DURATION (in) : 0;
     GST_BUFFER_OFFSET (out) = self->batch;
-    done += n;
+    done += k;
     ret = gst_pad_push (self->srcpad, out);
   }
   return ret;
 }
 
-/* A burst of packets-per-batch packets in system memory, pushed */
+/* pay_runs' writer for packets made on the CPU from the frame in host memory */
+static gboolean
+write_cpu_packets (GstDaqiriPay *self, gconstpointer frame, guint32 first, guint k,
+    const GstMapInfo *map, const GstDaqiriPacketMeta *meta)
+{
+  const guint32 plen = self->tmpl.packet_stride;
+  for (guint j = 0; j < k; j++)
+    if (dq_packetize_cpu_range (&self->run_cfg, &self->tmpl, frame, self->batch, first + j, 1,
+            map->data + meta->packets[j].offset, plen, NULL) != 0) {
+      GST_ELEMENT_ERROR (
+          self, STREAM, FAILED, ("cannot write a %u-byte packet into a TX slot", plen), (NULL));
+      return FALSE;
+    }
+  return TRUE;
+}
+
 static GstFlowReturn
 push_burst (GstDaqiriPay *self, GstBuffer *in, GstBuffer *out)
 {
@@ -385,7 +401,7 @@ pay_on_cpu (GstDaqiriPay *self, GstBuffer *in)
     return GST_FLOW_ERROR;
   if (self->slot_pool) {
     count (self, cfg->packets_per_batch, 0, 0, 0);
-    GstFlowReturn ret = pay_into_slots (self, in, frame);
+    GstFlowReturn ret = pay_runs (self, in, write_cpu_packets, frame);
     frame_bytes_done (in, &imap, copy);
     return ret;
   }
@@ -494,6 +510,25 @@ gpu_packetize (GstDaqiriPay *self, GstBuffer *in)
   return TRUE;
 }
 
+/* pay_runs' writer for packets made on the GPU: one strided copy into the run (the pool's
+ * slots are evenly spaced) */
+static gboolean
+write_gpu_packets (GstDaqiriPay *self, gconstpointer unused, guint32 first, guint k,
+    const GstMapInfo *map, const GstDaqiriPacketMeta *meta)
+{
+  const guint32 plen = self->tmpl.packet_stride;
+  gsize stride = k > 1 ? (gsize) meta->packets[1].offset - meta->packets[0].offset : plen;
+  gboolean even = stride >= plen;
+  for (guint j = 2; j < k && even; j++)
+    even = (gsize) meta->packets[j].offset - meta->packets[j - 1].offset == stride;
+  if (!even) {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED,
+        ("the TX slots of a run are not evenly spaced %u bytes or more apart", plen), (NULL));
+    return FALSE;
+  }
+  return gpu_out_copy (self, map->data + meta->packets[0].offset, stride, first, k);
+}
+
 /* memory=cuda: the packets made on the GPU, then copied once into the TX slots or a burst */
 static GstFlowReturn
 pay_on_gpu (GstDaqiriPay *self, GstBuffer *in)
@@ -518,41 +553,7 @@ pay_on_gpu (GstDaqiriPay *self, GstBuffer *in)
       self->pkts[s] = (DqReorderPacket){ s * plen, plen, 0, 0, 0 };
     return push_burst (self, in, out);
   }
-  guint32 done = 0;
-  GstFlowReturn ret = GST_FLOW_OK;
-  while (done < n && ret == GST_FLOW_OK) {
-    GstBuffer *out = NULL;
-    ret = gst_buffer_pool_acquire_buffer (self->slot_pool, &out, NULL);
-    if (ret != GST_FLOW_OK)
-      break;
-    GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (out);
-    GstMapInfo map;
-    if (meta == NULL || meta->n_packets == 0 || !gst_buffer_map (out, &map, GST_MAP_WRITE)) {
-      gst_buffer_unref (out);
-      GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("a TX slot buffer without slots"), (NULL));
-      return GST_FLOW_ERROR;
-    }
-    /* the pool's slots: packet i at i * stride, each at least plen bytes */
-    guint k = MIN (meta->n_packets, n - done);
-    gsize stride = k > 1 ? meta->packets[1].offset - meta->packets[0].offset : plen;
-    gboolean ok = meta->packets[0].length >= plen && stride >= plen &&
-        meta->packets[0].offset + (gsize) (k - 1) * stride + plen <= map.size &&
-        gpu_out_copy (self, map.data + meta->packets[0].offset, stride, done, k);
-    gst_buffer_unmap (out, &map);
-    if (!ok) {
-      gst_buffer_unref (out);
-      return GST_FLOW_ERROR;
-    }
-    for (guint j = 0; j < k; j++)
-      meta->packets[j].length = plen;
-    meta->n_packets = k;
-    GST_BUFFER_PTS (out) = GST_BUFFER_PTS (in);
-    GST_BUFFER_DURATION (out) = done == 0 ? GST_BUFFER_DURATION (in) : 0;
-    GST_BUFFER_OFFSET (out) = self->batch;
-    done += k;
-    ret = gst_pad_push (self->srcpad, out);
-  }
-  return ret;
+  return pay_runs (self, in, write_gpu_packets, NULL);
 }
 #endif
 

@@ -207,6 +207,18 @@ txq_new (TxDev *d, gsize ring, guint max_packet, guint signal_every)
       &mini_port_ops, &d->port, &mini_port_caps, ring, max_packet, signal_every, TRUE);
 }
 
+/* A ring of `ring` bytes of 2 KiB slots on the port of `caps`, cfg as given (geometry
+ * chosen), a CQE every `every` frames */
+static Mlx5Txq *
+txq_new_cfg (TxDev *d, const Mlx5Caps *caps, Mlx5TxConfig *cfg, gsize ring, guint every)
+{
+  GError *error = NULL;
+  g_assert_true (mlx5_tx_geometry_choose (caps, "t", ring, 2048, every, cfg, &error));
+  Mlx5Txq *q = mlx5_txq_new (&mini_port_ops, &d->port, cfg, &error);
+  g_assert_no_error (error);
+  return q;
+}
+
 static void
 fill_frame (guint8 *buf, guint len, guint32 seq)
 {
@@ -417,11 +429,8 @@ test_empw (void)
   TxDev d;
   txdev_init (&d);
   Mlx5TxConfig cfg = { .csum = TRUE, .empw = TRUE };
-  GError *error = NULL;
   /* 64 slots of 2 KiB, 128 WQEBBs, a CQE every 32 frames */
-  g_assert_true (mlx5_tx_geometry_choose (&mini_port_caps, "t", 64 * 2048, 2048, 32, &cfg, &error));
-  Mlx5Txq *q = mlx5_txq_new (&mini_port_ops, &d.port, &cfg, &error);
-  g_assert_no_error (error);
+  Mlx5Txq *q = txq_new_cfg (&d, &mini_port_caps, &cfg, 64 * 2048, 32);
   guint8 f[40][1500];
   const guint8 *frames[40];
   guint32 lens[40];
@@ -491,10 +500,7 @@ test_split_layout (void)
   TxDev d;
   txdev_init (&d);
   Mlx5TxConfig cfg = { .csum = TRUE, .empw = TRUE };
-  GError *error = NULL;
-  g_assert_true (mlx5_tx_geometry_choose (&mini_port_caps, "t", 64 * 2048, 2048, 32, &cfg, &error));
-  Mlx5Txq *q = mlx5_txq_new (&mini_port_ops, &d.port, &cfg, &error);
-  g_assert_no_error (error);
+  Mlx5Txq *q = txq_new_cfg (&d, &mini_port_caps, &cfg, 64 * 2048, 32);
   guint8 *payload = g_malloc (16 * 1024);
   fill_frame (payload, 16 * 1024, 1);
   gpointer mr = txdev_register_payload (&d, q, payload, 16 * 1024);
@@ -569,12 +575,9 @@ test_split_inline (void)
   Mlx5Caps caps = mini_port_caps;
   caps.tx_inline_bytes = MLX5_ETH_L2_INLINE_SIZE;
   Mlx5TxConfig cfg = { .inline_bytes = MLX5_ETH_L2_INLINE_SIZE };
-  GError *error = NULL;
-  g_assert_true (mlx5_tx_geometry_choose (&caps, "t", 16 * 2048, 2048, 4, &cfg, &error));
+  Mlx5Txq *q = txq_new_cfg (&d, &caps, &cfg, 16 * 2048, 4);
   g_assert_cmpuint (cfg.log_slots, ==, 4);
   g_assert_cmpuint (cfg.log_wqebbs, ==, 6);
-  Mlx5Txq *q = mlx5_txq_new (&mini_port_ops, &d.port, &cfg, &error);
-  g_assert_no_error (error);
   guint8 *payload = g_malloc (64 * 1024);
   fill_frame (payload, 64 * 1024, 3);
   gpointer mr = txdev_register_payload (&d, q, payload, 64 * 1024);
