@@ -8,6 +8,7 @@ packages=(
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   libibverbs-dev rdma-core ibverbs-providers libdpdk-dev
   iproute2 tcpdump tcpreplay ethtool valgrind clang-tidy clang-format
+  gobject-introspection libgirepository1.0-dev gir1.2-gstreamer-1.0 python3-gi
 )
 
 missing=()

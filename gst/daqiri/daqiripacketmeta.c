@@ -177,3 +177,60 @@ gst_daqiri_packet_meta_validate_split (
   }
   return TRUE;
 }
+
+GstDaqiriPacketMeta *
+gst_daqiri_buffer_get_packet_meta (GstBuffer *buffer)
+{
+  g_return_val_if_fail (GST_IS_BUFFER (buffer), NULL);
+  return gst_buffer_get_daqiri_packet_meta (buffer);
+}
+
+guint
+gst_daqiri_packet_meta_get_n_packets (const GstDaqiriPacketMeta *meta)
+{
+  g_return_val_if_fail (meta != NULL, 0);
+  return meta->n_packets;
+}
+
+gboolean
+gst_daqiri_packet_meta_get_packet (
+    const GstDaqiriPacketMeta *meta, guint index, GstDaqiriPacket *packet)
+{
+  g_return_val_if_fail (meta != NULL && packet != NULL, FALSE);
+  memset (packet, 0, sizeof *packet);
+  if (index >= meta->n_packets)
+    return FALSE;
+  *packet = meta->packets[index];
+  return TRUE;
+}
+
+gboolean
+gst_daqiri_packet_meta_get_segments (const GstDaqiriPacketMeta *meta, guint index,
+    guint *header_offset, guint *header_length, guint64 *payload_offset, guint *payload_length)
+{
+  g_return_val_if_fail (meta != NULL, FALSE);
+  *header_offset = *header_length = *payload_length = 0;
+  *payload_offset = 0;
+  if (index >= meta->n_packets)
+    return FALSE;
+  const GstDaqiriPacket *p = &meta->packets[index];
+  *header_offset = p->offset;
+  *header_length = p->length;
+  if (meta->header_size == 0 || meta->header_stride == 0)
+    return TRUE;
+  *header_length = MIN (p->length, meta->header_size);
+  *payload_length = p->length - *header_length;
+  *payload_offset = gst_daqiri_packet_payload_offset (meta, p);
+  return TRUE;
+}
+
+const GstStructure *
+gst_daqiri_buffer_get_frame_info (GstBuffer *buffer)
+{
+  g_return_val_if_fail (GST_IS_BUFFER (buffer), NULL);
+  /* registered by daqirireorder; a buffer without one (or before the plugin loaded) has none */
+  if (gst_meta_get_info ("GstDaqiriFrameMeta") == NULL)
+    return NULL;
+  GstCustomMeta *meta = gst_buffer_get_custom_meta (buffer, "GstDaqiriFrameMeta");
+  return meta != NULL ? gst_custom_meta_get_structure (meta) : NULL;
+}

@@ -121,13 +121,33 @@ GST_DAQIRI_API const GstMetaInfo *gst_daqiri_packet_meta_get_info (void);
 #define gst_buffer_get_daqiri_packet_meta(b) \
   ((GstDaqiriPacketMeta *) gst_buffer_get_meta ((b), GST_DAQIRI_PACKET_META_API_TYPE))
 
-/* Adds a meta with a copy of @n_packets descriptors. */
+/**
+ * gst_buffer_add_daqiri_packet_meta:
+ * @buffer: a buffer
+ * @packets: (array length=n_packets): the descriptors
+ * @n_packets: how many
+ *
+ * Adds a meta with a copy of @n_packets descriptors.
+ *
+ * Returns: (transfer none): the meta
+ */
 GST_DAQIRI_API GstDaqiriPacketMeta *gst_buffer_add_daqiri_packet_meta (
     GstBuffer *buffer, const GstDaqiriPacket *packets, guint n_packets);
 
-/* Adds a meta that uses @packets in place, without a copy. @release (may be NULL) is
- * called with @release_data when the meta is freed; until then @packets must stay valid.
- * This is how sources hand out per-packet arrays from their own pools. */
+/**
+ * gst_buffer_add_daqiri_packet_meta_full: (skip)
+ * @buffer: a buffer
+ * @packets: the descriptors, used in place
+ * @n_packets: how many
+ * @release: (nullable): called with @release_data when the meta is freed
+ * @release_data: for @release
+ *
+ * Adds a meta that uses @packets in place, without a copy; until @release is called
+ * @packets must stay valid. This is how sources hand out per-packet arrays from their own
+ * pools.
+ *
+ * Returns: the meta
+ */
 GST_DAQIRI_API GstDaqiriPacketMeta *gst_buffer_add_daqiri_packet_meta_full (GstBuffer *buffer,
     GstDaqiriPacket *packets, guint n_packets, GDestroyNotify release, gpointer release_data);
 
@@ -140,6 +160,66 @@ GST_DAQIRI_API gboolean gst_daqiri_packet_meta_validate (
  * @payload_bytes; FALSE names the first bad one. */
 GST_DAQIRI_API gboolean gst_daqiri_packet_meta_validate_split (
     const GstDaqiriPacketMeta *meta, gsize header_bytes, gsize payload_bytes, guint *bad_index);
+
+/* ---- accessors (the same as the fields and macros above, for language bindings through
+ * GObject introspection: namespace GstDaqiri, e.g. GstDaqiri.buffer_get_packet_meta) ---- */
+
+/**
+ * gst_daqiri_buffer_get_packet_meta:
+ * @buffer: a buffer
+ *
+ * Returns: (transfer none) (nullable): the buffer's #GstDaqiriPacketMeta, or %NULL
+ */
+GST_DAQIRI_API GstDaqiriPacketMeta *gst_daqiri_buffer_get_packet_meta (GstBuffer *buffer);
+
+/**
+ * gst_daqiri_packet_meta_get_n_packets:
+ * @meta: a #GstDaqiriPacketMeta
+ *
+ * Returns: the number of packets
+ */
+GST_DAQIRI_API guint gst_daqiri_packet_meta_get_n_packets (const GstDaqiriPacketMeta *meta);
+
+/**
+ * gst_daqiri_packet_meta_get_packet:
+ * @meta: a #GstDaqiriPacketMeta
+ * @index: the packet, 0 .. n_packets - 1
+ * @packet: (out caller-allocates): its descriptor
+ *
+ * Returns: %FALSE when @index is out of range (@packet zeroed)
+ */
+GST_DAQIRI_API gboolean gst_daqiri_packet_meta_get_packet (
+    const GstDaqiriPacketMeta *meta, guint index, GstDaqiriPacket *packet);
+
+/**
+ * gst_daqiri_packet_meta_get_segments:
+ * @meta: a #GstDaqiriPacketMeta
+ * @index: the packet, 0 .. n_packets - 1
+ * @header_offset: (out): where the packet starts in the buffer's memory 0 (the whole packet
+ *   without header-data split)
+ * @header_length: (out): its bytes there
+ * @payload_offset: (out): where the rest starts in memory 1 (0 without split)
+ * @payload_length: (out): its bytes there (0 without split)
+ *
+ * Where packet @index lies: with header-data split its first MIN (length, header_size)
+ * bytes in memory 0 and the rest in memory 1; without, all of it in the buffer.
+ *
+ * Returns: %FALSE when @index is out of range (all 0)
+ */
+GST_DAQIRI_API gboolean gst_daqiri_packet_meta_get_segments (const GstDaqiriPacketMeta *meta,
+    guint index, guint *header_offset, guint *header_length, guint64 *payload_offset,
+    guint *payload_length);
+
+/**
+ * gst_daqiri_buffer_get_frame_info:
+ * @buffer: a frame of daqirireorder
+ *
+ * The fields of the frame's GstDaqiriFrameMeta (a #GstCustomMeta: batch-id, packets,
+ * missing, duplicates, late, short, flags, complete, flushed; docs/elements.md).
+ *
+ * Returns: (transfer none) (nullable): its structure, or %NULL without one
+ */
+GST_DAQIRI_API const GstStructure *gst_daqiri_buffer_get_frame_info (GstBuffer *buffer);
 
 G_END_DECLS
 
