@@ -278,6 +278,7 @@ typedef struct {
 
   guint burst_packets; /* packets a record holds */
   DqRxRules rules;     /* the software classifier's */
+  AfpGroups groups;    /* multicast groups the rules name (queue 0 of a set joins) */
 
   /* what a change of the rules needs (dq_rxq_set_flows), and what the queue set had
    * before, to go back to when the change fails half way */
@@ -623,6 +624,7 @@ afp_rxq_destroy (gpointer priv)
   g_free (rxq->block_refs);
   g_free (rxq->walked_seq);
   dq_rx_rules_clear (&rxq->rules);
+  afp_groups_clear (&rxq->groups);
   g_free (rxq->all_rules);
   g_mutex_clear (&rxq->stats_lock);
   g_free (rxq);
@@ -676,6 +678,7 @@ afp_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
   rxq->fd = -1;
   rxq->wake_fd = -1;
   rxq->ep_fd = -1;
+  rxq->groups = (AfpGroups) AFP_GROUPS_INIT;
   g_mutex_init (&rxq->stats_lock);
   /* a block cannot hold more packets than this, so larger records would never fill */
   rxq->burst_packets =
@@ -686,6 +689,9 @@ afp_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
   rxq->n_queues = config->n_queues;
   rxq->max_packet = geo.max_packet;
   if (!rx_rules_check (rxq, config->flows, config->n_flows, error))
+    goto fail;
+  if (config->queue_index == 0 &&
+      !afp_groups_sync (&rxq->groups, port, config->filter, config->flows, config->n_flows, error))
     goto fail;
   dq_rx_rules_init (
       &rxq->rules, config->filter, config->flows, config->n_flows, config->queue_index);
@@ -1025,6 +1031,12 @@ afp_rxq_set_flows (
   struct sock_filter *insns = rx_filter_compile (rxq, filter, rules, n_rules, &n_filter, error);
   if (insns == NULL)
     return FALSE;
+  /* the groups first: a rule whose group cannot be joined changes nothing */
+  if (rxq->queue_index == 0 &&
+      !afp_groups_sync (&rxq->groups, rxq->port, filter, rules, n_rules, error)) {
+    g_free (insns);
+    return FALSE;
+  }
   if (rxq->in_fanout) {
     fanout = rx_fanout_compile (filter, rules, n_rules, &n_fanout, error);
     if (fanout == NULL) {
@@ -1042,6 +1054,9 @@ afp_rxq_set_flows (
     GError *again = NULL;
     dq_rx_rules_publish (
         &rxq->rules, rxq->filter, rxq->all_rules, rxq->n_all_rules, rxq->queue_index);
+    if (rxq->queue_index == 0)
+      afp_groups_sync (
+          &rxq->groups, rxq->port, rxq->filter, rxq->all_rules, rxq->n_all_rules, NULL);
     insns = rx_filter_compile (rxq, rxq->filter, rxq->all_rules, rxq->n_all_rules, &n_filter, NULL);
     if (insns == NULL || !rx_filter_install (rxq, insns, n_filter, &again))
       g_warning ("afpacket:%s: the earlier socket filter could not be put back either: %s",
