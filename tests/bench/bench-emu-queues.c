@@ -36,7 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define FRAME_LEN 64
 #define MANY_QUEUES 4
@@ -115,7 +114,7 @@ run_one (const Options *o, const guint8 *frames, Run *r, guint index)
       name, r->queues);
   Bench bench;
 
-  if (!bench_build (&bench, launch, &r->error) || !bench_pause (&bench, name, &r->error))
+  if (!bench_build (&bench, name, launch, &r->error) || !bench_pause (&bench, &r->error))
     goto out;
 
   /* fill: the wire takes up to 65536 waiting frames at a time */
@@ -179,8 +178,6 @@ run_one (const Options *o, const guint8 *frames, Run *r, guint index)
 
 out:
   bench_clear (&bench);
-  g_free (launch);
-  g_free (name);
 }
 
 static void
@@ -239,25 +236,18 @@ main (int argc, char **argv)
     { "flows", 0, 0, G_OPTION_ARG_INT, &flows, "UDP flows, a multiple of 4 (64)", "F" },
     { "no-pin", 0, 0, G_OPTION_ARG_NONE, &no_pin, "do not pin the streaming thread", NULL },
     { NULL } };
-  GOptionContext *ctx = g_option_context_new ("- one daqirisrc draining 1 vs 4 emulated queues");
-  g_option_context_add_main_entries (ctx, entries, NULL);
-  g_option_context_add_group (ctx, gst_init_get_option_group ());
-  GError *err = NULL;
-  /* 64-byte frames in 64-byte strides: the default 64 MiB ring holds 1048576 */
-  if (!g_option_context_parse (ctx, &argc, &argv, &err) || packets < MANY_QUEUES * 1000 ||
-      packets > 1000000 || packets % MANY_QUEUES != 0 || repeat < 1 || flows < MANY_QUEUES ||
-      flows % MANY_QUEUES != 0 || flows > 4096) {
-    g_printerr ("bench-emu-queues: %s\n",
-        err ? err->message
-            : "an option is out of range (packets: 4000..1000000, a multiple of 4; "
-              "flows: 4..4096, a multiple of 4)");
+  if (!bench_parse_args ("bench-emu-queues", "- one daqirisrc draining 1 vs 4 emulated queues",
+          entries, &argc, &argv))
     return 2;
-  }
-  g_option_context_free (ctx);
+  /* 64-byte frames in 64-byte strides: the default 64 MiB ring holds 1048576 */
+  if (packets < MANY_QUEUES * 1000 || packets > 1000000 || packets % MANY_QUEUES != 0 ||
+      repeat < 1 || flows < MANY_QUEUES || flows % MANY_QUEUES != 0 || flows > 4096)
+    return bench_out_of_range ("bench-emu-queues",
+        "packets: 4000..1000000, a multiple of 4; flows: 4..4096, a multiple of 4");
   Options o = { .packets = (guint64) packets,
     .repeat = (guint) repeat,
     .flows = (guint) flows,
-    .pin = !no_pin && sysconf (_SC_NPROCESSORS_ONLN) >= 2 };
+    .pin = bench_pinning (no_pin) };
 
   if (!bench_emu_init ("bench-emu-queues"))
     return 2;

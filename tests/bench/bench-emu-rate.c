@@ -35,7 +35,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define RING_TARGET_BYTES (G_GUINT64_CONSTANT (64) << 20)
 #define RATE_TARGET_PPS 20000000.0
@@ -119,7 +118,6 @@ static void
 run_one (const Options *o, Run *r, guint index)
 {
   char *name = g_strdup_printf ("bench%u", index);
-  char *dev_thread = g_strdup_printf ("emu:%s", name);
   char *launch =
       g_strdup_printf ("daqirisrc name=src device=emu:%s,gen=%u,gen-rate=%" G_GUINT64_FORMAT
                        "%s%s %s ! fakesink enable-last-sample=false",
@@ -128,19 +126,14 @@ run_one (const Options *o, Run *r, guint index)
   Bench bench;
   Sample a, b;
 
-  if (!bench_build (&bench, launch, &r->error))
+  if (!bench_build (&bench, name, launch, &r->error))
     goto out;
   if (!bench_play (&bench, &r->error))
     goto out;
-  bench.port = emu_port_lookup (name);
+  bench.port = emu_port_lookup (bench.port_name);
   /* the device thread exists with the port; the streaming thread once PLAYING */
-  pid_t src_tid = 0, dev_tid = 0;
-  for (guint i = 0; i < 200 && (src_tid == 0 || dev_tid == 0); i++) {
-    src_tid = bench_thread_by_name ("src:src");
-    dev_tid = bench_thread_by_name (dev_thread);
-    if (src_tid == 0 || dev_tid == 0)
-      g_usleep (5000);
-  }
+  pid_t src_tid, dev_tid;
+  bench_find_threads (bench.port_name, 5000, &src_tid, &dev_tid);
   if (bench.port == NULL || src_tid == 0 || dev_tid == 0) {
     r->error = g_strdup ("the port or its threads did not show up");
     goto out;
@@ -184,9 +177,6 @@ run_one (const Options *o, Run *r, guint index)
 
 out:
   bench_clear (&bench);
-  g_free (launch);
-  g_free (dev_thread);
-  g_free (name);
 }
 
 /* The receiver alone: the generator fills the ring while the pipeline is PAUSED (the
@@ -213,10 +203,10 @@ run_drain (const Options *o, Drain *d, guint index, guint64 n)
           name, o->frame, n);
   Bench bench;
 
-  if (!bench_build (&bench, launch, &d->error))
+  if (!bench_build (&bench, name, launch, &d->error))
     goto out;
   gint64 t0 = g_get_monotonic_time ();
-  if (!bench_pause (&bench, name, &d->error))
+  if (!bench_pause (&bench, &d->error))
     goto out;
   /* the generator starts with the steering of the queue: time it from its first frame */
   while (emu_port_generated (bench.port) == 0 && g_get_monotonic_time () - t0 < 5 * G_USEC_PER_SEC)
@@ -261,8 +251,6 @@ run_drain (const Options *o, Drain *d, guint index, guint64 n)
 
 out:
   bench_clear (&bench);
-  g_free (launch);
-  g_free (name);
 }
 
 /* ---- output ---- */
@@ -367,23 +355,17 @@ main (int argc, char **argv)
     { "paced", 0, 0, G_OPTION_ARG_INT64, &paced, "rate of the paced runs (10000000)", "PPS" },
     { "soak", 0, 0, G_OPTION_ARG_INT, &soak, "RSS run length, 0: none (10)", "S" },
     { "no-pin", 0, 0, G_OPTION_ARG_NONE, &no_pin, "do not pin the two threads", NULL }, { NULL } };
-  GOptionContext *ctx = g_option_context_new ("- daqirisrc ! fakesink on the emulated "
-                                              "ConnectX's generator");
-  g_option_context_add_main_entries (ctx, entries, NULL);
-  g_option_context_add_group (ctx, gst_init_get_option_group ());
-  GError *err = NULL;
-  if (!g_option_context_parse (ctx, &argc, &argv, &err) || seconds < 1 || repeat < 1 ||
-      frame < 60 || frame > 1518 || paced < 1 || soak < 0) {
-    g_printerr ("bench-emu-rate: %s\n", err ? err->message : "an option is out of range");
+  if (!bench_parse_args ("bench-emu-rate",
+          "- daqirisrc ! fakesink on the emulated ConnectX's generator", entries, &argc, &argv))
     return 2;
-  }
-  g_option_context_free (ctx);
+  if (seconds < 1 || repeat < 1 || frame < 60 || frame > 1518 || paced < 1 || soak < 0)
+    return bench_out_of_range ("bench-emu-rate", NULL);
   o.seconds = (guint) seconds;
   o.repeat = (guint) repeat;
   o.frame = (guint) frame;
   o.paced = (guint64) paced;
   o.soak = (guint) soak;
-  o.pin = !no_pin && sysconf (_SC_NPROCESSORS_ONLN) >= 2;
+  o.pin = bench_pinning (no_pin);
   o.keys = keys;
   o.src_props = src_props;
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 
 gboolean
@@ -24,10 +25,45 @@ bench_emu_init (const char *who)
 }
 
 gboolean
-bench_build (Bench *b, const char *launch, char **error)
+bench_parse_args (
+    const char *who, const char *summary, const GOptionEntry *entries, int *argc, char ***argv)
+{
+  GOptionContext *ctx = g_option_context_new (summary);
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_option_context_add_group (ctx, gst_init_get_option_group ());
+  GError *err = NULL;
+  gboolean parsed = g_option_context_parse (ctx, argc, argv, &err);
+  if (!parsed) {
+    g_printerr ("%s: %s\n", who, err->message);
+    g_error_free (err);
+  }
+  g_option_context_free (ctx);
+  return parsed;
+}
+
+int
+bench_out_of_range (const char *who, const char *ranges)
+{
+  if (ranges != NULL)
+    g_printerr ("%s: an option is out of range (%s)\n", who, ranges);
+  else
+    g_printerr ("%s: an option is out of range\n", who);
+  return 2;
+}
+
+gboolean
+bench_pinning (gboolean no_pin)
+{
+  return !no_pin && sysconf (_SC_NPROCESSORS_ONLN) >= 2;
+}
+
+gboolean
+bench_build (Bench *b, char *port_name, char *launch, char **error)
 {
   GError *err = NULL;
   memset (b, 0, sizeof *b);
+  b->port_name = port_name;
+  b->launch = launch;
   b->pipeline = gst_parse_launch (launch, &err);
   if (b->pipeline == NULL) {
     *error = g_strdup (err ? err->message : "cannot build the pipeline");
@@ -39,10 +75,10 @@ bench_build (Bench *b, const char *launch, char **error)
 }
 
 gboolean
-bench_pause (Bench *b, const char *port_name, char **error)
+bench_pause (Bench *b, char **error)
 {
   if (gst_element_set_state (b->pipeline, GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE ||
-      (b->port = emu_port_lookup (port_name)) == NULL) {
+      (b->port = emu_port_lookup (b->port_name)) == NULL) {
     if (!bench_bus_error (b->pipeline, error))
       *error = g_strdup ("the pipeline does not start");
     return FALSE;
@@ -72,6 +108,8 @@ bench_clear (Bench *b)
     gst_element_set_state (b->pipeline, GST_STATE_NULL);
     gst_object_unref (b->pipeline);
   }
+  g_free (b->launch);
+  g_free (b->port_name);
 }
 
 void
@@ -143,6 +181,20 @@ bench_thread_by_name (const char *name)
   }
   closedir (d);
   return found;
+}
+
+void
+bench_find_threads (const char *port_name, gulong poll_us, pid_t *src_tid, pid_t *dev_tid)
+{
+  char *dev_thread = g_strdup_printf ("emu:%s", port_name);
+  *src_tid = *dev_tid = 0;
+  for (guint i = 0; i < 200 && (*src_tid == 0 || *dev_tid == 0); i++) {
+    *src_tid = bench_thread_by_name ("src:src");
+    *dev_tid = bench_thread_by_name (dev_thread);
+    if (*src_tid == 0 || *dev_tid == 0)
+      g_usleep (poll_us);
+  }
+  g_free (dev_thread);
 }
 
 void

@@ -19,27 +19,46 @@
  * FALSE, with a message on stderr, when it cannot be registered. */
 gboolean bench_emu_init (const char *who);
 
+/* Parses the command line against `entries` and GStreamer's options, `summary` being the
+ * line --help shows; FALSE, with "who: " and the parser's message on stderr, when it does
+ * not parse. The caller checks the ranges of the values itself. */
+gboolean bench_parse_args (
+    const char *who, const char *summary, const GOptionEntry *entries, int *argc, char ***argv);
+
+/* Prints "who: an option is out of range" on stderr, followed by " (ranges)" where ranges
+ * is not NULL; returns 2, the exit status of a refused command line. */
+int bench_out_of_range (const char *who, const char *ranges);
+
+/* Whether the benchmark's threads are to be pinned: not turned off by the user (no_pin)
+ * and at least two CPUs online. */
+gboolean bench_pinning (gboolean no_pin);
+
 /* One daqirisrc pipeline of a run: built from its launch line, its source (named "src"),
- * and the emulated port it opened, once looked up. */
+ * the name of the emulated port its device string opens, and that port, once looked up. */
 typedef struct {
   GstElement *pipeline;
   GstElement *src;
+  char *port_name;
+  char *launch;
   EmuPort *port;
 } Bench;
 
-/* Builds the pipeline; FALSE, with *error set, when it cannot be built. */
-gboolean bench_build (Bench *b, const char *launch, char **error);
+/* Builds the pipeline of `launch`, whose device string opens the emulated port
+ * `port_name`; takes both strings (bench_clear frees them, also after a failure). FALSE,
+ * with *error set, when it cannot be built. */
+gboolean bench_build (Bench *b, char *port_name, char *launch, char **error);
 
-/* Sets the pipeline PAUSED (its queues exist, nothing polls them) and looks up the
- * emulated port `port_name`; FALSE, with *error set (the bus's error, or "the pipeline
- * does not start"), when either fails. */
-gboolean bench_pause (Bench *b, const char *port_name, char **error);
+/* Sets the pipeline PAUSED (its queues exist, nothing polls them) and looks up its
+ * emulated port; FALSE, with *error set (the bus's error, or "the pipeline does not
+ * start"), when either fails. */
+gboolean bench_pause (Bench *b, char **error);
 
 /* Sets the pipeline PLAYING; FALSE, with *error set (the bus's error, or "the pipeline does
  * not start"), when it fails. */
 gboolean bench_play (Bench *b, char **error);
 
-/* Stops the pipeline and lets go of what the run held; b may be half built. */
+/* Stops the pipeline and lets go of what the run held, the two strings bench_build took
+ * included; b may be half built. */
 void bench_clear (Bench *b);
 
 /* The first error message on the pipeline's bus, taken off it, in *error (g_free it);
@@ -56,6 +75,11 @@ void bench_thread_sched_ns (pid_t tid, guint64 *run_ns, guint64 *wait_ns);
 
 /* The thread of this process whose name (comm) is `name`, or 0. */
 pid_t bench_thread_by_name (const char *name);
+
+/* Looks up to 200 times, poll_us apart, for the streaming thread of the source (src:src)
+ * and the device thread of the emulated port port_name (emu:PORT); a thread not found by
+ * then is 0 in *src_tid or *dev_tid. */
+void bench_find_threads (const char *port_name, gulong poll_us, pid_t *src_tid, pid_t *dev_tid);
 
 /* Pins thread tid to CPU cpu; a failure is reported on stderr, not fatal. */
 void bench_pin (const char *who, pid_t tid, int cpu);

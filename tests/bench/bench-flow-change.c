@@ -46,7 +46,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define FRAME_LEN 64
 #define KEPT_MARK 1
@@ -179,22 +178,16 @@ check_refusal_warns (GstElement *pipeline, GstElement *src, char **error)
 static void
 pin_threads (const char *port_name)
 {
-  char *dev_thread = g_strdup_printf ("emu:%s", port_name);
-  pid_t src_tid = 0, dev_tid = 0;
-  for (guint i = 0; i < 200 && (src_tid == 0 || dev_tid == 0); i++) {
-    src_tid = bench_thread_by_name ("src:src");
-    dev_tid = bench_thread_by_name (dev_thread);
-    if (src_tid == 0 || dev_tid == 0)
-      g_usleep (1000);
-  }
+  pid_t src_tid, dev_tid;
+  bench_find_threads (port_name, 1000, &src_tid, &dev_tid);
   if (dev_tid != 0)
     bench_pin ("bench-flow-change", dev_tid, 0);
   if (src_tid != 0)
     bench_pin ("bench-flow-change", src_tid, 1);
-  if (src_tid == 0 || dev_tid == 0)
-    g_printerr ("bench-flow-change: %s not found, not pinned\n",
-        src_tid == 0 ? "the streaming thread src:src" : dev_thread);
-  g_free (dev_thread);
+  if (src_tid == 0)
+    g_printerr ("bench-flow-change: the streaming thread src:src not found, not pinned\n");
+  else if (dev_tid == 0)
+    g_printerr ("bench-flow-change: emu:%s not found, not pinned\n", port_name);
 }
 
 /* Samples the stats every SAMPLE_US until the run ends; in churn mode changes the rules
@@ -273,7 +266,7 @@ run_one (const Options *o, Run *r, guint index)
   Bench bench;
 
   r->status = "failed";
-  if (!bench_build (&bench, launch, &r->error) || !bench_pause (&bench, name, &r->error) ||
+  if (!bench_build (&bench, name, launch, &r->error) || !bench_pause (&bench, &r->error) ||
       !bench_play (&bench, &r->error))
     goto out;
   if (o->pin)
@@ -287,8 +280,6 @@ run_one (const Options *o, Run *r, guint index)
 
 out:
   bench_clear (&bench);
-  g_free (launch);
-  g_free (name);
 }
 
 /* ---- output ---- */
@@ -388,25 +379,18 @@ main (int argc, char **argv)
         "time between two rule changes in churn runs (1000)", "US" },
     { "timeout", 0, 0, G_OPTION_ARG_INT, &timeout, "longest run, in seconds (60)", "S" },
     { "no-pin", 0, 0, G_OPTION_ARG_NONE, &no_pin, "do not pin the two threads", NULL }, { NULL } };
-  GOptionContext *ctx =
-      g_option_context_new ("- flow-rule changes under full load on the emulated ConnectX");
-  g_option_context_add_main_entries (ctx, entries, NULL);
-  g_option_context_add_group (ctx, gst_init_get_option_group ());
-  GError *err = NULL;
-  if (!g_option_context_parse (ctx, &argc, &argv, &err) || packets < 1000 ||
-      packets > G_GINT64_CONSTANT (1000000000000) || repeat < 1 || interval_us < 1 || timeout < 1) {
-    g_printerr ("bench-flow-change: %s\n",
-        err ? err->message
-            : "an option is out of range (packets: 1000..1e12; repeat, interval-us, "
-              "timeout: >= 1)");
+  if (!bench_parse_args ("bench-flow-change",
+          "- flow-rule changes under full load on the emulated ConnectX", entries, &argc, &argv))
     return 2;
-  }
-  g_option_context_free (ctx);
+  if (packets < 1000 || packets > G_GINT64_CONSTANT (1000000000000) || repeat < 1 ||
+      interval_us < 1 || timeout < 1)
+    return bench_out_of_range (
+        "bench-flow-change", "packets: 1000..1e12; repeat, interval-us, timeout: >= 1");
   Options o = { .packets = (guint64) packets,
     .repeat = (guint) repeat,
     .interval_us = (guint) interval_us,
     .timeout_s = (guint) timeout,
-    .pin = !no_pin && sysconf (_SC_NPROCESSORS_ONLN) >= 2 };
+    .pin = bench_pinning (no_pin) };
 
   if (!bench_emu_init ("bench-flow-change"))
     return 2;
