@@ -131,34 +131,37 @@ void dq_emu_async_wait (unsigned n);
   do { \
   } while (0)
 
+/* The shuffles' exchange: gives v (a type of at most 8 bytes) to the calling thread's warp
+ * through dq_emu_warp_exchange and returns the value of the same type that lane `from` of
+ * the warp gave. */
 template <typename T>
 static inline T
-__shfl_sync (unsigned, T v, int src, int width = 32)
+dq_emu_shfl_from (T v, unsigned from)
 {
   uint64_t bits = 0;
   memcpy (&bits, &v, sizeof v);
   const uint64_t *all = dq_emu_warp_exchange (bits);
-  unsigned lane = threadIdx.x & 31, base = lane - lane % (unsigned) width;
   T r;
-  uint64_t got = all[base + (unsigned) src % (unsigned) width];
+  uint64_t got = all[from];
   memcpy (&r, &got, sizeof r);
   return r;
 }
 
 template <typename T>
 static inline T
+__shfl_sync (unsigned, T v, int src, int width = 32)
+{
+  unsigned lane = threadIdx.x & 31, base = lane - lane % (unsigned) width;
+  return dq_emu_shfl_from (v, base + (unsigned) src % (unsigned) width);
+}
+
+template <typename T>
+static inline T
 __shfl_up_sync (unsigned, T v, unsigned d, int width = 32)
 {
-  uint64_t bits = 0;
-  memcpy (&bits, &v, sizeof v);
-  const uint64_t *all = dq_emu_warp_exchange (bits);
   unsigned lane = threadIdx.x & 31;
-  if (lane % (unsigned) width < d)
-    return v;
-  T r;
-  uint64_t got = all[lane - d];
-  memcpy (&r, &got, sizeof r);
-  return r;
+  /* a lane fewer than d into its segment keeps its own value */
+  return dq_emu_shfl_from (v, lane % (unsigned) width < d ? lane : lane - d);
 }
 
 static inline int
@@ -176,13 +179,7 @@ template <typename T>
 static inline T
 __shfl_xor_sync (unsigned, T v, int m)
 {
-  uint64_t bits = 0;
-  memcpy (&bits, &v, sizeof v);
-  const uint64_t *all = dq_emu_warp_exchange (bits);
-  T r;
-  uint64_t got = all[(threadIdx.x & 31) ^ (unsigned) m];
-  memcpy (&r, &got, sizeof r);
-  return r;
+  return dq_emu_shfl_from (v, (threadIdx.x & 31) ^ (unsigned) m);
 }
 
 static inline unsigned
@@ -449,9 +446,7 @@ cudaHostAlloc (T **p, size_t n, unsigned)
 static inline cudaError_t
 cudaFreeHost (void *p)
 {
-  dq_emu_synchronize ();
-  free (p);
-  return cudaSuccess;
+  return cudaFree (p);
 }
 template <typename T>
 static inline cudaError_t
@@ -476,11 +471,9 @@ cudaMemcpy2D (void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, 
   return cudaSuccess;
 }
 static inline cudaError_t
-cudaMemcpyAsync (void *d, const void *s, size_t n, int, cudaStream_t)
+cudaMemcpyAsync (void *d, const void *s, size_t n, int kind, cudaStream_t)
 {
-  dq_emu_synchronize ();
-  memmove (d, s, n);
-  return cudaSuccess;
+  return cudaMemcpy (d, s, n, kind);
 }
 static inline cudaError_t
 cudaMemset (void *d, int v, size_t n)
@@ -492,9 +485,7 @@ cudaMemset (void *d, int v, size_t n)
 static inline cudaError_t
 cudaMemsetAsync (void *d, int v, size_t n, cudaStream_t)
 {
-  dq_emu_synchronize ();
-  memset (d, v, n);
-  return cudaSuccess;
+  return cudaMemset (d, v, n);
 }
 static inline cudaError_t
 cudaStreamCreateWithFlags (cudaStream_t *s, unsigned)
