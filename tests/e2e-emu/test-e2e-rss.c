@@ -315,20 +315,33 @@ balanced_flows (Flow *flows, guint n_flows, guint nq)
   }
 }
 
+/* The fairness runs' setup: a new four-queue pipeline of the emulated port `name` (*port),
+ * n_flows flows (at most 64) spread evenly over the nq queues, `heavy` packets of each flow
+ * of queue 0 and `light` of each other flow pre-filled and delivered into *d. Returns the
+ * pipeline, for stop_pipeline. */
+static GstElement *
+deliver_fair (const char *name, guint n_flows, guint nq, guint heavy, guint light, EmuPort **port,
+    Delivery *d)
+{
+  Flow flows[64];
+  guint counts[64];
+  g_assert (n_flows <= G_N_ELEMENTS (flows));
+  GstElement *p = four_queue_pipeline (name, port);
+  balanced_flows (flows, n_flows, nq);
+  for (guint f = 0; f < n_flows; f++)
+    counts[f] = f % nq == 0 ? heavy : light;
+  deliver (p, *port, flows, n_flows, counts, nq, d);
+  return p;
+}
+
 /* Rings pre-filled with equal input per queue: the first half of the delivered packets
  * is shared out equally (the input shares) within one burst per queue. */
 GST_START_TEST (test_fair_equal)
 {
   const guint n_flows = 64, per_flow = 256, nq = 4;
   EmuPort *port;
-  GstElement *p = four_queue_pipeline ("rss-fair", &port);
-  Flow flows[64];
-  guint counts[64];
-  balanced_flows (flows, n_flows, nq);
-  for (guint f = 0; f < n_flows; f++)
-    counts[f] = per_flow;
   Delivery d;
-  deliver (p, port, flows, n_flows, counts, nq, &d);
+  GstElement *p = deliver_fair ("rss-fair", n_flows, nq, per_flow, per_flow, &port, &d);
 
   /* every queue had total / 4 waiting: in the first half, each delivered its share of
    * 1/4 (total / 8 packets) within one burst */
@@ -359,14 +372,8 @@ GST_START_TEST (test_fair_heavy_queue)
 {
   const guint n_flows = 64, light = 128, nq = 4;
   EmuPort *port;
-  GstElement *p = four_queue_pipeline ("rss-heavy", &port);
-  Flow flows[64];
-  guint counts[64];
-  balanced_flows (flows, n_flows, nq);
-  for (guint f = 0; f < n_flows; f++)
-    counts[f] = f % nq == 0 ? 4 * light : light;
   Delivery d;
-  deliver (p, port, flows, n_flows, counts, nq, &d);
+  GstElement *p = deliver_fair ("rss-heavy", n_flows, nq, 4 * light, light, &port, &d);
 
   guint light_input = light * n_flows / nq; /* packets of each light queue */
   guint last[4] = { 0 }, heavy_before = 0;
