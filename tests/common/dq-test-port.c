@@ -12,6 +12,26 @@ dq_test_port_open (const char *device)
   return port;
 }
 
+DqRxQueue *
+dq_test_rxq_create (DqPort *port, const DqRxConfig *config)
+{
+  GError *error = NULL;
+  DqRxQueue *rxq = dq_rxq_create (port, config, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (rxq);
+  return rxq;
+}
+
+DqFlowRule *
+dq_test_rules_parse (const char *text, guint *n)
+{
+  DqFlowRule *rules = NULL;
+  GError *error = NULL;
+  g_assert_true (dq_flow_parse (text, &rules, n, &error));
+  g_assert_no_error (error);
+  return rules;
+}
+
 void
 dq_test_expect_error (GError *error, int code, const char *const *parts)
 {

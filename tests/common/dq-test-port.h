@@ -1,5 +1,5 @@
-/* Engine helpers for tests and benchmarks: opening a port a program cannot go on without,
- * and checking an engine error. The helpers' source is compiled into each program that
+/* Engine helpers for tests and benchmarks: opening a port or a receive queue, or parsing
+ * flow rules, that a program cannot go on without, and checking an engine error. The helpers' source is compiled into each program that
  * uses them (dq_test_port_dep), so that they call the engine registry that program links,
  * whether the engine library or the plugin's own objects. */
 #ifndef DAQIRI_TEST_DQ_TEST_PORT_H
@@ -12,6 +12,15 @@
  * program with a message that names the device and the engine's error, which fails the
  * test that asked for it. */
 DqPort *dq_test_port_open (const char *device);
+
+/* A receive queue of port, made with dq_rxq_create from config: never NULL (the caller
+ * dq_rxq_destroys it). A queue that is not made, or made with an error set, fails the
+ * test with the engine's error. */
+DqRxQueue *dq_test_rxq_create (DqPort *port, const DqRxConfig *config);
+
+/* The flow rules of text, parsed with dq_flow_parse, their count in *n (the caller
+ * g_frees them). A text that does not parse fails the test with the parser's error. */
+DqFlowRule *dq_test_rules_parse (const char *text, guint *n);
 
 /* Asserts that `error` is set, has DQ_ERROR code `code` and mentions every string of the
  * NULL-terminated `parts`; frees it. */

@@ -450,25 +450,6 @@ rx_config (guint burst_packets, gsize ring_bytes, guint max_packet)
   return c;
 }
 
-static DqRxQueue *
-rxq_new (DqPort *port, const DqRxConfig *config)
-{
-  GError *error = NULL;
-  DqRxQueue *rxq = dq_rxq_create (port, config, &error);
-  g_assert_no_error (error);
-  g_assert_nonnull (rxq);
-  return rxq;
-}
-
-static DqFlowRule *
-rules_parse (const char *text, guint *n)
-{
-  DqFlowRule *rules = NULL;
-  GError *error = NULL;
-  g_assert_true (dq_flow_parse (text, &rules, n, &error));
-  g_assert_no_error (error);
-  return rules;
-}
 
 static DqRxStats
 rx_stats (DqRxQueue *rxq)
@@ -504,7 +485,7 @@ static void
 rx_rig_open (RxRig *rig, const DqRxConfig *c)
 {
   rig->port = dq_test_port_open (RX_DEVICE);
-  rig->rxq = rxq_new (rig->port, c);
+  rig->rxq = dq_test_rxq_create (rig->port, c);
   rig->s = sender_new (TX_IF);
 }
 
@@ -651,7 +632,7 @@ test_config_errors (void)
 
   /* a rule naming a queue the element does not have */
   guint n_rules;
-  DqFlowRule *rules = rules_parse ("proto=udp mark=1; dst-port=7 queue=3 mark=2", &n_rules);
+  DqFlowRule *rules = dq_test_rules_parse ("proto=udp mark=1; dst-port=7 queue=3 mark=2", &n_rules);
   c = rx_config (64, 0, 1500);
   c.flows = rules;
   c.n_flows = n_rules;
@@ -662,12 +643,12 @@ test_config_errors (void)
 
   /* the smallest ring that works: 2 pages, 2 blocks */
   c = rx_config (8, 2 * page, 64);
-  DqRxQueue *rxq = rxq_new (port, &c);
+  DqRxQueue *rxq = dq_test_rxq_create (port, &c);
   g_assert_cmpuint (dq_rxq_ring_bytes (rxq), ==, 2 * page);
   dq_rxq_destroy (rxq);
   /* default ring: 64 MiB */
   c = rx_config (8, 0, 0);
-  rxq = rxq_new (port, &c);
+  rxq = dq_test_rxq_create (port, &c);
   g_assert_cmpuint (dq_rxq_ring_bytes (rxq), ==, 64 << 20);
   dq_rxq_destroy (rxq);
 
@@ -808,7 +789,7 @@ test_rx_flows (void)
 {
   const guint n = 9 * 300;
   guint n_rules;
-  DqFlowRule *rules = rules_parse (FLOW_RULES, &n_rules);
+  DqFlowRule *rules = dq_test_rules_parse (FLOW_RULES, &n_rules);
   DqRxConfig c = rx_config (64, 8 << 20, 1518);
   c.flows = rules;
   c.n_flows = n_rules;
@@ -1168,7 +1149,7 @@ fanout_setup (Fanout *f, DqPort *port, guint n_queues, guint32 group, DqFlowRule
     c.group_id = group;
     c.flows = rules;
     c.n_flows = n_rules;
-    f->rxq[q] = rxq_new (port, &c);
+    f->rxq[q] = dq_test_rxq_create (port, &c);
   }
   f->st = stream_new (gen, NULL, 0, n, 1518, 32);
 }
@@ -1231,7 +1212,7 @@ static void
 fanout_run (guint n_queues, const char *rules_text, FrameGen gen)
 {
   guint n_rules = 0;
-  DqFlowRule *rules = rules_text ? rules_parse (rules_text, &n_rules) : NULL;
+  DqFlowRule *rules = rules_text ? dq_test_rules_parse (rules_text, &n_rules) : NULL;
   DqPort *port = dq_test_port_open (RX_DEVICE);
   Fanout f;
   Fanout *groups[] = { &f };
@@ -1293,7 +1274,7 @@ outgoing_run (guint n_queues)
     c.n_queues = n_queues;
     c.queue_index = q;
     c.group_id = group;
-    rxq[q] = rxq_new (port, &c);
+    rxq[q] = dq_test_rxq_create (port, &c);
   }
   Sender *out = sender_new (TX_IF);
   Sender *in = sender_new (RX_IF);
@@ -1517,7 +1498,7 @@ test_rx_release_threads (void)
   ReleaseJob job;
 
   memset (&job, 0, sizeof job);
-  job.rxq = rxq_new (port, &c);
+  job.rxq = dq_test_rxq_create (port, &c);
   job.bursts = g_async_queue_new ();
   g_mutex_init (&job.lock);
   job.seen = g_new0 (guint8, n);
@@ -1681,7 +1662,7 @@ test_tx_frames (void)
   DqPort *rx_port = dq_test_port_open (RX_DEVICE);
   DqRxConfig c = rx_config (64, 128 << 20, 1518);
   c.burst_timeout_ns = 2 * MS;
-  RxJob job = { rxq_new (rx_port, &c), NULL, 0 };
+  RxJob job = { dq_test_rxq_create (rx_port, &c), NULL, 0 };
   job.st = stream_new (gen_plain, NULL, 0, n, 1518, 64);
   GError *error = NULL;
   DqTxConfig tc = { 0, 0 }; /* defaults: 4 MiB ring, MTU-sized frames */
@@ -1776,7 +1757,7 @@ tx_link_open (TxLink *l, gsize rx_ring, gsize ring_bytes, guint max_packet)
   l->tx_port = dq_test_port_open (TX_DEVICE);
   l->rx_port = dq_test_port_open (RX_DEVICE);
   DqRxConfig c = rx_config (64, rx_ring, 1518);
-  l->rxq = rxq_new (l->rx_port, &c);
+  l->rxq = dq_test_rxq_create (l->rx_port, &c);
   l->txq = txq_new (l->tx_port, ring_bytes, max_packet);
 }
 

@@ -14,6 +14,7 @@
 #include <infiniband/mlx5dv.h>
 
 #include "daqiri-engine.h"
+#include "dq-test-port.h"
 #include "hw-cmd.h"
 #include "mlx5-ifc.h"
 
@@ -1038,21 +1039,12 @@ test_geometry (void)
 /* ------------------------------------------------------------------------------------ */
 /* steering plans */
 
-static DqFlowRule *
-rules_parse (const char *text, guint *n)
-{
-  DqFlowRule *rules = NULL;
-  GError *err = NULL;
-  g_assert_true (dq_flow_parse (text, &rules, n, &err));
-  g_assert_no_error (err);
-  return rules;
-}
 
 static GArray *
 plan_one (const char *text, guint n_rqs, GError **error)
 {
   guint n = 0;
-  DqFlowRule *rules = rules_parse (text, &n);
+  DqFlowRule *rules = dq_test_rules_parse (text, &n);
   Mlx5HwFlowGroup g = { .n_rqs = n_rqs, .rules = rules, .n_rules = n };
   GArray *plan = mlx5_hw_flow_plan (&g, 1, MLX5_HW_ROOT_PRIORITIES, error);
   g_free (rules);
@@ -1311,7 +1303,7 @@ test_plan_errors (void)
 
   /* the group is named when there are several */
   guint n;
-  DqFlowRule *r = rules_parse ("mark=4294967295", &n);
+  DqFlowRule *r = dq_test_rules_parse ("mark=4294967295", &n);
   Mlx5HwFlowGroup two[2] = { { .n_rqs = 1 }, { .n_rqs = 1, .rules = r, .n_rules = n } };
   plan = mlx5_hw_flow_plan (two, 2, MLX5_HW_ROOT_PRIORITIES, &err);
   g_assert_null (plan);
@@ -1328,8 +1320,8 @@ test_plan_groups (void)
 {
   GError *err = NULL;
   guint na, nb;
-  DqFlowRule *a = rules_parse ("dst-port=5000 mark=1", &na);
-  DqFlowRule *b = rules_parse ("proto=udp dst-port=5000 mark=2; proto=tcp mark=3", &nb);
+  DqFlowRule *a = dq_test_rules_parse ("dst-port=5000 mark=1", &na);
+  DqFlowRule *b = dq_test_rules_parse ("proto=udp dst-port=5000 mark=2; proto=tcp mark=3", &nb);
 
   /* A's rules, B's rules, then the catch-alls of the groups without rules in set order:
    * C takes what no rule took; D's catch-all can never match */
