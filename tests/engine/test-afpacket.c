@@ -482,10 +482,10 @@ typedef struct {
 } RxRig;
 
 static void
-rx_rig_open (RxRig *rig, const DqRxConfig *c)
+rx_rig_open (RxRig *rig, DqRxConfig c)
 {
   rig->port = dq_test_port_open (RX_DEVICE);
-  rig->rxq = dq_test_rxq_create (rig->port, c);
+  rig->rxq = dq_test_rxq_create (rig->port, &c);
   rig->s = sender_new (TX_IF);
 }
 
@@ -676,9 +676,8 @@ static void
 test_rx_frames (void)
 {
   const guint n = 20000;
-  DqRxConfig c = rx_config (64, 32 << 20, 1518);
   RxRig rig;
-  rx_rig_open (&rig, &c);
+  rx_rig_open (&rig, rx_config (64, 32 << 20, 1518));
   g_assert_cmpuint (dq_rxq_ring_bytes (rig.rxq), ==, 32 << 20);
   Stream *st = stream_new (gen_plain, NULL, 0, n, 1518, 64);
 
@@ -709,9 +708,8 @@ static void
 test_rx_truncate (void)
 {
   const guint n = 500;
-  DqRxConfig c = rx_config (32, 1 << 20, 128);
   RxRig rig;
-  rx_rig_open (&rig, &c);
+  rx_rig_open (&rig, rx_config (32, 1 << 20, 128));
   Stream *st = stream_new (gen_plain, NULL, 0, n, 128, 32);
 
   guint expect_truncated = 0;
@@ -794,7 +792,7 @@ test_rx_flows (void)
   c.flows = rules;
   c.n_flows = n_rules;
   RxRig rig;
-  rx_rig_open (&rig, &c);
+  rx_rig_open (&rig, c);
   Stream *st = stream_new (gen_flows, NULL, 0, n, 1518, 64);
   g_assert_cmpuint (st->expect->len, ==, 300 * 6);
 
@@ -821,7 +819,7 @@ test_rx_burst_split (void)
   DqRxConfig c = rx_config (7, 4 << 20, 1518);
   c.burst_timeout_ns = 20 * MS;
   RxRig rig;
-  rx_rig_open (&rig, &c);
+  rx_rig_open (&rig, c);
   Stream *st = stream_new (gen_plain, NULL, 0, n, 1518, 7);
   GArray *held = g_array_new (FALSE, FALSE, sizeof (DqBurst));
 
@@ -870,9 +868,8 @@ test_rx_burst_split (void)
 static void
 test_rx_ring_full (void)
 {
-  DqRxConfig c = rx_config (16, 64 << 10, 1518); /* 8 blocks of 8 KiB */
   RxRig rig;
-  rx_rig_open (&rig, &c);
+  rx_rig_open (&rig, rx_config (16, 64 << 10, 1518)); /* 8 blocks of 8 KiB */
   g_assert_cmpuint (dq_rxq_ring_bytes (rig.rxq), ==, 64 << 10);
   gpointer len1000 = GUINT_TO_POINTER (1000);
   GArray *held = g_array_new (FALSE, FALSE, sizeof (DqBurst));
@@ -958,9 +955,8 @@ drain_seq_range (DqRxQueue *rxq, guint32 lo, guint32 hi)
 static void
 test_rx_partial_hold (void)
 {
-  DqRxConfig c = rx_config (3, 64 << 10, 1518);
   RxRig rig;
-  rx_rig_open (&rig, &c);
+  rx_rig_open (&rig, rx_config (3, 64 << 10, 1518));
   gpointer len1000 = GUINT_TO_POINTER (1000);
 
   Stream *st = stream_new (gen_fixed, len1000, 0, 6, 1518, 3);
@@ -1046,11 +1042,11 @@ gen_fanout (guint32 seq, FrameSpec *spec, gpointer ctx)
   "proto=udp dst-port=6000 queue=1 mark=1; " \
   "proto=udp dst-port=6001 queue=0 mark=2; proto=udp mark=3"
 
+/* gen_fanout's frames, by turns for the three rules of QUEUE_RULES and, not IP, for none */
 static void
 gen_queue_rules (guint32 seq, FrameSpec *spec, gpointer ctx)
 {
-  spec_udp (spec, 60 + (seq * 53) % 900);
-  spec->sport = (guint16) (1000 + seq % 64);
+  gen_fanout (seq, spec, ctx);
   switch (seq % 4) {
     case 0:
       spec->dport = 6000;
@@ -1387,9 +1383,8 @@ latency_best (gint64 (*measure) (DqRxQueue *), DqRxQueue *rxq)
 static void
 test_rx_wakeup (void)
 {
-  DqRxConfig c = rx_config (16, 1 << 20, 1518);
   RxRig rig;
-  rx_rig_open (&rig, &c);
+  rx_rig_open (&rig, rx_config (16, 1 << 20, 1518));
 
   /* a timed poll with no traffic returns 0 after its timeout */
   DqBurst b;
@@ -1583,9 +1578,8 @@ link_set (const char *ifname, const char *state)
 static void
 test_rx_link_flap (void)
 {
-  DqRxConfig c = rx_config (32, 4 << 20, 1518);
   RxRig rig;
-  rx_rig_open (&rig, &c);
+  rx_rig_open (&rig, rx_config (32, 4 << 20, 1518));
   Stream *st = stream_new (gen_plain, NULL, 0, 100, 1518, 32);
 
   send_and_receive (rig.s, st, rig.rxq, 0, 100);
