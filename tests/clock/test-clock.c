@@ -17,6 +17,7 @@
 #include "dq-test-port.h"
 #include "gstdaqiriclock.h"
 #include "dq-linked-plugin.h"
+#include "dq-check-suite.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -925,11 +926,9 @@ GST_END_TEST;
 static Suite *
 clock_suite (void)
 {
-  Suite *s = suite_create ("daqiri-clock");
-  TCase *tc = tcase_create ("general");
+  TCase *tc;
+  Suite *s = dq_check_suite_new ("daqiri-clock", "general", 60, &tc);
 
-  tcase_set_timeout (tc, 60);
-  suite_add_tcase (s, tc);
 #ifdef CLOCK_TEST_EMU
   tcase_add_test (tc, test_pts_port_clock);
   tcase_add_test (tc, test_pts_system_clock);

@@ -27,6 +27,7 @@
 #include "dq-receiver.h"
 #include "gstdaqiritxpool.h"
 #include "dq-linked-plugin.h"
+#include "dq-check-suite.h"
 
 #include <string.h>
 #include <unistd.h>
@@ -1007,11 +1008,9 @@ GST_END_TEST;
 static Suite *
 e2e_emu_suite (void)
 {
-  Suite *s = suite_create ("daqiri-e2e-emu");
-  TCase *tc = tcase_create ("emu");
+  TCase *tc;
+  Suite *s = dq_check_suite_new ("daqiri-e2e-emu", "emu", 120, &tc);
 
-  tcase_set_timeout (tc, 120);
-  suite_add_tcase (s, tc);
   tcase_add_test (tc, test_loopback_million);
   tcase_add_test (tc, test_line_rate_576);
   tcase_add_test (tc, test_forward_unchanged);

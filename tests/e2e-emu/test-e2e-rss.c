@@ -28,6 +28,7 @@
 #include "emu.h"
 #include "mlx5-rss.h"
 #include "dq-linked-plugin.h"
+#include "dq-check-suite.h"
 
 #include <string.h>
 
@@ -477,10 +478,8 @@ GST_END_TEST;
 static Suite *
 e2e_rss_suite (void)
 {
-  Suite *s = suite_create ("daqiri-e2e-rss");
-  TCase *tc = tcase_create ("rss");
-  tcase_set_timeout (tc, 120);
-  suite_add_tcase (s, tc);
+  TCase *tc;
+  Suite *s = dq_check_suite_new ("daqiri-e2e-rss", "rss", 120, &tc);
   tcase_add_test (tc, test_spread);
   tcase_add_test (tc, test_fair_equal);
   tcase_add_test (tc, test_fair_heavy_queue);

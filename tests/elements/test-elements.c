@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dq-check-suite.h"
+
 static gboolean
 have_raw_socket (void)
 {
@@ -800,10 +802,9 @@ GST_END_TEST;
 static Suite *
 elements_suite (void)
 {
-  Suite *s = suite_create ("daqiri-elements");
-  TCase *tc = tcase_create ("general");
+  TCase *tc;
+  Suite *s = dq_check_suite_new ("daqiri-elements", "general", 0, &tc);
 
-  suite_add_tcase (s, tc);
   tcase_add_test (tc, test_src_defaults_and_ranges);
   tcase_add_test (tc, test_meta_split);
   tcase_add_test (tc, test_src_template_caps);

@@ -5,6 +5,7 @@
 #include <gst/daqiri/daqiri.h>
 #include <string.h>
 
+#include "dq-check-suite.h"
 #include "dq-test-csum.h"
 
 /* ---- an independent reading of the wire format ---------------------------------- */
@@ -1110,11 +1111,9 @@ GST_END_TEST;
 static Suite *
 testsrc_suite (void)
 {
-  Suite *s = suite_create ("daqiritestsrc");
-  TCase *lib = tcase_create ("testpacket");
-  TCase *el = tcase_create ("element");
+  TCase *lib;
+  Suite *s = dq_check_suite_new ("daqiritestsrc", "testpacket", 0, &lib);
 
-  suite_add_tcase (s, lib);
   tcase_add_test (lib, test_params_defaults);
   tcase_add_test (lib, test_write_layout);
   tcase_add_test (lib, test_write_every_size);
@@ -1126,7 +1125,7 @@ testsrc_suite (void)
   tcase_add_test (lib, test_check_truncated);
   tcase_add_test (lib, test_size_coverage);
 
-  suite_add_tcase (s, el);
+  TCase *el = dq_check_add_tcase (s, "element", 0);
   tcase_add_test (el, test_src_defaults);
   tcase_add_test (el, test_src_flows_alias);
   tcase_add_test (el, test_src_count_and_eos);

@@ -1,0 +1,31 @@
+/* Building the suite of a GStreamer check program (gst/check): the suite with its first
+ * test case, and more test cases, each with its timeout. Header only. */
+#ifndef DAQIRI_TEST_DQ_CHECK_SUITE_H
+#define DAQIRI_TEST_DQ_CHECK_SUITE_H
+
+#include <gst/check/gstcheck.h>
+
+/* Adds to suite s a new test case named `name`, whose tests time out after timeout_s
+ * seconds (0: check's default, CK_DEFAULT_TIMEOUT of the environment), and returns it for
+ * tcase_add_test. */
+static inline TCase *
+dq_check_add_tcase (Suite *s, const char *name, double timeout_s)
+{
+  TCase *tc = tcase_create (name);
+  if (timeout_s > 0)
+    tcase_set_timeout (tc, timeout_s);
+  suite_add_tcase (s, tc);
+  return tc;
+}
+
+/* A new suite named suite_name with one test case, made as dq_check_add_tcase makes it
+ * from tcase_name and timeout_s, in *tc. */
+static inline Suite *
+dq_check_suite_new (const char *suite_name, const char *tcase_name, double timeout_s, TCase **tc)
+{
+  Suite *s = suite_create (suite_name);
+  *tc = dq_check_add_tcase (s, tcase_name, timeout_s);
+  return s;
+}
+
+#endif
