@@ -655,6 +655,18 @@ large_cases (void)
     }
 }
 
+/* Copies the GPU's osz bytes of output at device address dout into go and checks them
+ * against the CPU twin's, ho, byte for byte; counts one case of osz bytes. */
+static void
+check_gpu_output (const uint8_t *ho, uint8_t *go, const uint8_t *dout, size_t osz)
+{
+  dcopy (go, dout, osz);
+  CHECK (memcmp (ho, go, osz) == 0);
+  n_bytes += osz;
+  n_subs++;
+  n_cases++;
+}
+
 static void
 gather_cases (void)
 {
@@ -694,11 +706,7 @@ gather_cases (void)
     CHECK_EQ (c.kind, DQ_JOB_GATHER);
     CHECK_EQ (c.job_short, s);
     CHECK_EQ (s, st.n_short);
-    dcopy (go, dout, osz);
-    CHECK (memcmp (ho, go, osz) == 0);
-    n_bytes += osz;
-    n_subs++;
-    n_cases++;
+    check_gpu_output (ho, go, dout, osz);
     free (ho);
     free (go);
     dq_cuda_free (d);
@@ -745,11 +753,7 @@ packetize_cases (void)
     CHECK_EQ (dq_reorder_gpu_packetize (g, &t, df, 1234567 + k, dout, osz, NULL), 0);
     CHECK_EQ (dq_reorder_gpu_poll (g, 1, &c), 1);
     CHECK_EQ (c.kind, DQ_JOB_PACKETIZE);
-    dcopy (go, dout, osz);
-    CHECK (memcmp (ho, go, osz) == 0);
-    n_bytes += osz;
-    n_subs++;
-    n_cases++;
+    check_gpu_output (ho, go, dout, osz);
     dq_reorder_gpu_free (g);
     free (frame);
     free (ho);
