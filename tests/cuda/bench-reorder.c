@@ -136,6 +136,65 @@ pool_cfg (const Pool *p, DqElemType in, DqElemType out)
 
 static double cpu_min_ratio = 1e9;
 
+/* What the CPU benchmark's passes work on: the reorderer, its pool of packets, and the
+ * four frames the reorderer fills in turn (fsz bytes each). */
+typedef struct {
+  DqReorderCpu *c;
+  const Pool *p;
+  uint8_t *const *frames;
+  uint64_t fsz, npk;
+  uint32_t ppb, burst, P;
+} CpuBench;
+
+/* Calls pass until min_t seconds have gone by; returns the units (packets, frames) the
+ * passes did per second, each pass returning how many it did given how many were done
+ * before it. */
+static double
+units_per_second (const CpuBench *b, double min_t, uint64_t (*pass) (const CpuBench *, uint64_t))
+{
+  uint64_t done = 0;
+  double t0 = now (), t;
+  do {
+    done += pass (b, done);
+    t = now () - t0;
+  } while (t < min_t);
+  return (double) done / t;
+}
+
+/* reorder: bursts of `burst` packets, frames back at once */
+static uint64_t
+pass_reorder (const CpuBench *b, uint64_t done)
+{
+  for (uint64_t k = 0; k < b->npk; k += b->burst) {
+    DqReorderCompletion out;
+    dq_reorder_cpu_push (b->c, b->p->data, b->p->size, b->p->desc + k, b->burst, &out);
+    for (uint32_t j = 0; j < out.n_batches; j++)
+      dq_reorder_cpu_add_frame (b->c, out.batches[j].frame, NULL);
+  }
+  return b->npk;
+}
+
+/* memcpy of the same payloads to the same slots, in the same order */
+static uint64_t
+pass_memcpy (const CpuBench *b, uint64_t done)
+{
+  const Pool *p = b->p;
+  for (uint64_t k = 0; k < b->npk; k++) {
+    const DqReorderPacket *d = &p->desc[k];
+    uint32_t slot = (uint32_t) ((d->offset / p->stride) % b->ppb);
+    memcpy (b->frames[k / b->ppb & 3] + (size_t) slot * b->P, p->data + d->offset + p->off, b->P);
+  }
+  return b->npk;
+}
+
+/* one bulk memcpy of a frame's bytes */
+static uint64_t
+pass_bulk (const CpuBench *b, uint64_t done)
+{
+  memcpy (b->frames[done & 3], b->p->data + (done & 1) * 64, b->fsz);
+  return 1;
+}
+
 static void
 bench_cpu (uint32_t P)
 {
@@ -151,44 +210,11 @@ bench_cpu (uint32_t P)
     memset (frames[i], 0, fsz);
     dq_reorder_cpu_add_frame (c, frames[i], NULL);
   }
-  const uint64_t npk = (uint64_t) p.nb * ppb;
+  CpuBench b = { c, &p, frames, fsz, (uint64_t) p.nb * ppb, ppb, burst, P };
   const double min_t = quick ? 0.05 : 0.3;
-  /* reorder: bursts of 256 packets, frames back at once */
-  uint64_t done = 0;
-  double t0 = now (), t;
-  do {
-    for (uint64_t k = 0; k < npk; k += burst) {
-      DqReorderCompletion out;
-      dq_reorder_cpu_push (c, p.data, p.size, p.desc + k, burst, &out);
-      for (uint32_t j = 0; j < out.n_batches; j++)
-        dq_reorder_cpu_add_frame (c, out.batches[j].frame, NULL);
-    }
-    done += npk;
-    t = now () - t0;
-  } while (t < min_t);
-  double reorder_bps = (double) done * P / t;
-  /* memcpy of the same payloads to the same slots, in the same order */
-  done = 0;
-  t0 = now ();
-  do {
-    for (uint64_t k = 0; k < npk; k++) {
-      const DqReorderPacket *d = &p.desc[k];
-      uint32_t slot = (uint32_t) ((d->offset / p.stride) % ppb);
-      memcpy (frames[k / ppb & 3] + (size_t) slot * P, p.data + d->offset + p.off, P);
-    }
-    done += npk;
-    t = now () - t0;
-  } while (t < min_t);
-  double memcpy_bps = (double) done * P / t;
-  /* one bulk memcpy of as many bytes */
-  done = 0;
-  t0 = now ();
-  do {
-    memcpy (frames[done & 3], p.data + (done & 1) * 64, fsz);
-    done++;
-    t = now () - t0;
-  } while (t < min_t);
-  double bulk_bps = (double) done * fsz / t;
+  double reorder_bps = units_per_second (&b, min_t, pass_reorder) * P;
+  double memcpy_bps = units_per_second (&b, min_t, pass_memcpy) * P;
+  double bulk_bps = units_per_second (&b, min_t, pass_bulk) * fsz;
   double r = reorder_bps / memcpy_bps;
   if (r < cpu_min_ratio)
     cpu_min_ratio = r;
