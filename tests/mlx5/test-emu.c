@@ -4,6 +4,7 @@
  * line-rate timestamp formula, steering with marks and RSS, the cable between two ports,
  * the generator. The send side (WQE formats, doorbells, checksum offload): test-emu-tx.c.
  */
+#include "dq-test-port.h"
 #include "emu-rig.h"
 #include "test-util.h"
 
@@ -159,6 +160,27 @@ test_toeplitz (void)
   }
 }
 
+/* Opens a rig on the emulated port of spec with one RX queue (rig_rx's geometry) that
+ * takes all traffic, and returns that queue. */
+static Mlx5Rxq *
+rig_open_one_queue (Rig *r, const char *spec, guint log_stride, guint log_strides, guint log_wqes)
+{
+  rig_open (r, spec);
+  Mlx5Rxq *q = rig_rx (r, log_stride, log_strides, log_wqes);
+  rig_steer (r, 1, NULL, 0);
+  return q;
+}
+
+/* Steers the rig's group 1 (rig_steer) by the flow rules of text, which must parse. */
+static void
+rig_steer_rules (Rig *r, const char *text)
+{
+  guint n_rules = 0;
+  DqFlowRule *rules = dq_test_rules_parse (text, &n_rules);
+  rig_steer (r, 1, rules, n_rules);
+  g_free (rules);
+}
+
 /* TX -> cable -> RX through small rings: packets of 1..16 strides, fillers exactly
  * where a packet does not fit the rest of a WQE, every byte checked, the CQ (128), RQ
  * (8 WQEs) and SQ (32 WQEBBs) wrapped hundreds of times */
@@ -166,10 +188,8 @@ static void
 test_loopback_strides (void)
 {
   Rig r;
-  rig_open (&r, "lb0");
-  Mlx5Rxq *q = rig_rx (&r, 6, 4, 3); /* 64-byte strides, 16 per WQE, 8 WQEs */
-  rig_steer (&r, 1, NULL, 0);
-  Mlx5Txq *tx = rig_tx (&r, 16 * 1024, 1024, FALSE); /* 16 slots */
+  Mlx5Rxq *q = rig_open_one_queue (&r, "lb0", 6, 4, 3); /* 64-byte strides, 16 per WQE, 8 WQEs */
+  Mlx5Txq *tx = rig_tx (&r, 16 * 1024, 1024, FALSE);    /* 16 slots */
   GRand *rand = g_rand_new_with_seed (11);
   GArray *got = rxpkts_new ();
   guint8 *frames[16];
@@ -265,9 +285,7 @@ static void
 test_iommu_rx (void)
 {
   Rig r;
-  rig_open (&r, "iommu0,pause=off");
-  Mlx5Rxq *q = rig_rx (&r, 6, 3, 2); /* 8 strides per WQE, 4 WQEs */
-  rig_steer (&r, 1, NULL, 0);
+  Mlx5Rxq *q = rig_open_one_queue (&r, "iommu0,pause=off", 6, 3, 2); /* 8 strides per WQE, 4 WQEs */
   Mlx5Rq *rq = mlx5_rxq_rq (q);
   guint8 *guard = g_malloc0 (4096);
   GArray *got = rxpkts_new ();
@@ -344,9 +362,8 @@ static void
 test_out_of_buffer (void)
 {
   Rig r;
-  rig_open (&r, "oob0");
-  Mlx5Rxq *q = rig_rx (&r, 6, 4, 2); /* 16 strides per WQE, 4 WQEs: 64 strides */
-  rig_steer (&r, 1, NULL, 0);
+  Mlx5Rxq *q =
+      rig_open_one_queue (&r, "oob0", 6, 4, 2); /* 16 strides per WQE, 4 WQEs: 64 strides */
   TuFrameSpec spec = { .len = 64, .proto = TU_PROTO_UDP, .good_csums = TRUE };
   guint8 frame[64];
   GArray *held = g_array_new (FALSE, FALSE, sizeof (Mlx5RxBurst));
@@ -455,9 +472,7 @@ static void
 test_release_threads (void)
 {
   Rig r;
-  rig_open (&r, "rel0");
-  Mlx5Rxq *q = rig_rx (&r, 7, 4, 4); /* 128-byte strides, 16 per WQE, 16 WQEs */
-  rig_steer (&r, 1, NULL, 0);
+  Mlx5Rxq *q = rig_open_one_queue (&r, "rel0", 7, 4, 4); /* 128-byte strides, 16 per WQE, 16 WQEs */
   Mlx5Txq *tx = rig_tx (&r, 64 * 512, 512, FALSE);
   Releaser rel[3];
   GThread *threads[3];
@@ -540,9 +555,7 @@ static void
 test_rx_error_injection (void)
 {
   Rig r;
-  rig_open (&r, "rxerr0");
-  Mlx5Rxq *q = rig_rx (&r, 6, 3, 2);
-  rig_steer (&r, 1, NULL, 0);
+  Mlx5Rxq *q = rig_open_one_queue (&r, "rxerr0", 6, 3, 2);
   TuFrameSpec spec = { .len = 150, .proto = TU_PROTO_UDP, .good_csums = TRUE };
   guint8 frame[150];
   GArray *got = rxpkts_new ();
@@ -592,9 +605,7 @@ static void
 check_train (const char *spec_text, guint n, const guint *lens, guint overhead)
 {
   Rig r;
-  rig_open (&r, spec_text);
-  Mlx5Rxq *q = rig_rx (&r, 11, 9, 3);
-  rig_steer (&r, 1, NULL, 0);
+  Mlx5Rxq *q = rig_open_one_queue (&r, spec_text, 11, 9, 3);
   Mlx5Txq *tx = rig_tx (&r, 256 * 2048, 1518, FALSE);
   GArray *got = rxpkts_new ();
   guint8 **fp = g_new (guint8 *, n);
@@ -665,10 +676,8 @@ static void
 test_rt_clock (void)
 {
   Rig r;
-  rig_open (&r, "rt0,clock=rt");
+  rig_open_one_queue (&r, "rt0,clock=rt", 11, 3, 2);
   g_assert_true (r.caps.real_time_ts);
-  rig_rx (&r, 11, 3, 2);
-  rig_steer (&r, 1, NULL, 0);
   GArray *got = rxpkts_new ();
   guint8 frame[64] = { 0 };
   guint64 before = (guint64) g_get_real_time () * 1000;
@@ -714,15 +723,12 @@ test_steering (void)
 {
   Rig r;
   GError *error = NULL;
-  DqFlowRule *rules = NULL;
-  guint n_rules = 0;
   rig_open (&r, "steer0,pause=off");
   for (guint i = 0; i < 3; i++)
     rig_rx (&r, 11, 3, 3);
-  g_assert_true (dq_flow_parse ("proto=udp dst-port=5000 mark=7 queue=1; "
-                                "proto=udp dst-port=6000 mark=11259375; proto=tcp mark=9 queue=2",
-      &rules, &n_rules, &error));
-  rig_steer (&r, 1, rules, n_rules);
+  rig_steer_rules (&r,
+      "proto=udp dst-port=5000 mark=7 queue=1; "
+      "proto=udp dst-port=6000 mark=11259375; proto=tcp mark=9 queue=2");
   TuFrameSpec s = { .len = 100, .proto = TU_PROTO_UDP, .good_csums = TRUE };
   guint8 frame[100];
   guint per_queue[3] = { 0 };
@@ -821,7 +827,6 @@ test_steering (void)
   g_array_unref (other);
   for (guint qi = 0; qi < 3; qi++)
     g_array_unref (got[qi]);
-  g_free (rules);
   rig_close (&r);
 }
 
@@ -901,9 +906,7 @@ test_generator (void)
 {
   Rig r;
   GError *error = NULL;
-  rig_open (&r, "gen0");
-  Mlx5Rxq *q = rig_rx (&r, 6, 4, 2); /* 64 packets of 64 bytes fill the ring */
-  rig_steer (&r, 1, NULL, 0);
+  Mlx5Rxq *q = rig_open_one_queue (&r, "gen0", 6, 4, 2); /* 64 packets of 64 bytes fill the ring */
   GArray *got = rxpkts_new ();
   EmuGenConfig g = { .frame_len = 64, .count = 1000, .first_seq = 5000, .lossless = TRUE };
 
@@ -996,34 +999,24 @@ test_generator_steering (void)
 {
   Rig r;
   GError *error = NULL;
-  DqFlowRule *rules = NULL;
-  guint n_rules = 0;
   rig_open (&r, "gensteer");
   rig_rx (&r, 6, 4, 4);
   rig_rx (&r, 6, 4, 4);
   GArray *q0 = rxpkts_new (), *q1 = rxpkts_new ();
 
-  g_assert_true (
-      dq_flow_parse ("proto=udp dst-port=5000 mark=7 queue=0", &rules, &n_rules, &error));
-  rig_steer (&r, 1, rules, n_rules);
-  g_free (rules);
+  rig_steer_rules (&r, "proto=udp dst-port=5000 mark=7 queue=0");
   EmuGenConfig g = { .frame_len = 64, .rate_pps = 20000, .lossless = TRUE };
   g_assert_true (emu_port_generate (r.port, &g, &error));
   rig_poll (&r, 0, q0, 20, 2000);
   g_assert_cmpuint (q0->len, >=, 20);
 
   /* to queue 1 with mark 9, while frames keep coming */
-  g_assert_true (
-      dq_flow_parse ("proto=udp dst-port=5000 mark=9 queue=1", &rules, &n_rules, &error));
-  rig_steer (&r, 1, rules, n_rules);
-  g_free (rules);
+  rig_steer_rules (&r, "proto=udp dst-port=5000 mark=9 queue=1");
   rig_poll (&r, 1, q1, 20, 2000);
   g_assert_cmpuint (q1->len, >=, 20);
 
   /* rules that take nothing the generator makes: its frames are steering misses */
-  g_assert_true (dq_flow_parse ("proto=udp dst-port=6000 queue=0", &rules, &n_rules, &error));
-  rig_steer (&r, 1, rules, n_rules);
-  g_free (rules);
+  rig_steer_rules (&r, "proto=udp dst-port=6000 queue=0");
   rig_drain (&r, 0, q0);
   rig_drain (&r, 1, q1);
   EmuCounters c0, c;
@@ -1056,9 +1049,7 @@ test_generator_steering (void)
   /* RSS over both queues with mark 3: the template's hash picks one */
   TuFrameSpec spec = { .src = 0x0a000001, .dst = 0x0a000002, .sport = 1000, .dport = 5000 };
   guint qi = rss_queue (&spec, 2);
-  g_assert_true (dq_flow_parse ("proto=udp mark=3", &rules, &n_rules, &error));
-  rig_steer (&r, 1, rules, n_rules);
-  g_free (rules);
+  rig_steer_rules (&r, "proto=udp mark=3");
   GArray *rss = rxpkts_new ();
   rig_poll (&r, qi, rss, 10, 2000);
   g_assert_cmpuint (rss->len, >=, 10);
