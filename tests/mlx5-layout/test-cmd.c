@@ -1062,6 +1062,19 @@ plan_entries (const char *text, guint n_rqs, guint n_entries)
   return plan;
 }
 
+/* The plan of `text` over n_rqs queues, which must fail with DQ_ERROR_FLOW and exactly
+ * `message`. */
+static void
+expect_plan_error (const char *text, guint n_rqs, const char *message)
+{
+  GError *err = NULL;
+  GArray *plan = plan_one (text, n_rqs, &err);
+  g_assert_null (plan);
+  g_assert_error (err, DQ_ERROR, DQ_ERROR_FLOW);
+  g_assert_cmpstr (err->message, ==, message);
+  g_clear_error (&err);
+}
+
 static const Mlx5HwFlowEntry *
 entry (GArray *plan, guint i)
 {
@@ -1223,7 +1236,6 @@ test_plan_fields (void)
 static void
 test_plan_priorities (void)
 {
-  GError *err = NULL;
   /* disjoint rules share priority 0; the broad UDP rule comes after the one it overlaps
    * with another queue (5000 -> 0), not after the one with its own action (5001 -> 1) */
   GArray *plan =
@@ -1256,14 +1268,10 @@ test_plan_priorities (void)
     g_assert_cmpuint (entry (plan, i)->priority, ==, i);
   g_array_unref (plan);
   g_string_append (text, "src=10.0.0.0/16 mark=17");
-  plan = plan_one (text->str, 1, &err);
-  g_assert_null (plan);
-  g_assert_error (err, DQ_ERROR, DQ_ERROR_FLOW);
-  g_assert_cmpstr (err->message, ==,
+  expect_plan_error (text->str, 1,
       "flow rule 17 (\"src=10.0.0.0/16 mark=17\"): it "
       "overlaps earlier rules with other actions 16 levels deep; the NIC's steering table "
       "has 16 priorities (make the rules disjoint or fewer)");
-  g_clear_error (&err);
   g_string_free (text, TRUE);
 }
 
@@ -1271,32 +1279,19 @@ static void
 test_plan_errors (void)
 {
   GError *err = NULL;
-  GArray *plan = plan_one ("proto=udp; queue=2", 2, &err);
-  g_assert_null (plan);
-  g_assert_error (err, DQ_ERROR, DQ_ERROR_FLOW);
-  g_assert_cmpstr (err->message, ==,
+  expect_plan_error ("proto=udp; queue=2", 2,
       "flow rule 2 (\"queue=2\"): queue 2 does not exist; "
       "there are 2 RX queues (0..1)");
-  g_clear_error (&err);
-
-  plan = plan_one ("queue=1", 1, &err);
-  g_assert_null (plan);
-  g_assert_cmpstr (err->message, ==,
+  expect_plan_error ("queue=1", 1,
       "flow rule 1 (\"queue=1\"): queue 1 does not exist; "
       "there is 1 RX queue (0..0)");
-  g_clear_error (&err);
-
-  plan = plan_one ("dst-port=80 mark=16777216", 1, &err);
-  g_assert_null (plan);
-  g_assert_error (err, DQ_ERROR, DQ_ERROR_FLOW);
-  g_assert_cmpstr (err->message, ==,
+  expect_plan_error ("dst-port=80 mark=16777216", 1,
       "flow rule 1 (\"dst-port=80 mark=16777216\"): mark "
       "16777216 does not fit the 24 bits a ConnectX delivers with each packet "
       "(0..16777215)");
-  g_clear_error (&err);
 
   Mlx5HwFlowGroup empty = { .n_rqs = 0 };
-  plan = mlx5_hw_flow_plan (&empty, 1, MLX5_HW_ROOT_PRIORITIES, &err);
+  GArray *plan = mlx5_hw_flow_plan (&empty, 1, MLX5_HW_ROOT_PRIORITIES, &err);
   g_assert_null (plan);
   g_assert_cmpstr (err->message, ==, "queue group 1 has no RX queues");
   g_clear_error (&err);
