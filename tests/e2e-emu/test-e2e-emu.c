@@ -74,6 +74,57 @@ send_mixed (guint n, const gchar *device)
       device);
 }
 
+/* A pipeline built from the launch line that format and its arguments make, set
+ * PLAYING; a line that does not build fails the test. */
+static GstElement *launch_playing (const gchar *format, ...) G_GNUC_PRINTF (1, 2);
+
+static GstElement *
+launch_playing (const gchar *format, ...)
+{
+  va_list args;
+  va_start (args, format);
+  gchar *launch = g_strdup_vprintf (format, args);
+  va_end (args);
+  GError *error = NULL;
+  GstElement *p = gst_parse_launch (launch, &error);
+  fail_unless (p != NULL, "%s: %s", launch, error ? error->message : "");
+  g_clear_error (&error);
+  g_free (launch);
+  play (p);
+  return p;
+}
+
+/* Starts r (n packets, in order) on device, 256 packets a burst, with the line-rate model
+ * of its emulated port port_name (*port, emu_port_unref it) checking every timestamp;
+ * returns the receiving pipeline (receiver_pipeline_free). */
+static GstElement *
+model_receiver (Receiver *r, guint n, const gchar *device, const gchar *port_name, EmuPort **port)
+{
+  receiver_init (r, n);
+  r->check_order = TRUE;
+  GstElement *rx = receiver_pipeline (r, device, "burst-packets=256");
+  *port = port_lookup (port_name);
+  r->model = TRUE;
+  r->freq_hz = emu_port_freq_hz (*port);
+  r->rate_bps = emu_port_rate_bps (*port);
+  r->overhead = 24;
+  return rx;
+}
+
+/* The stats of a daqirisink that sent `packets` frames of `bytes` bytes in all without
+ * an error or a malformed buffer, in_place of them written in place and `copies` copied. */
+static void
+assert_sink_sent (
+    GstStructure *stats, guint64 packets, guint64 bytes, guint64 in_place, guint64 copies)
+{
+  fail_unless_equals_uint64 (stat_u64 (stats, "packets"), packets);
+  fail_unless_equals_uint64 (stat_u64 (stats, "bytes"), bytes);
+  fail_unless_equals_uint64 (stat_u64 (stats, "errors"), 0);
+  fail_unless_equals_uint64 (stat_u64 (stats, "malformed"), 0);
+  fail_unless_equals_uint64 (stat_u64 (stats, "in-place"), in_place);
+  fail_unless_equals_uint64 (stat_u64 (stats, "copies"), copies);
+}
+
 /* ---- the tests ---- */
 
 /* 1 000 000 packets of 60..1500 bytes in 4 flows, daqiritestsrc ! daqirisink ->
@@ -85,14 +136,8 @@ GST_START_TEST (test_loopback_million)
   const guint n = 1000000;
   const gchar *device = "emu:loop,rate=25g";
   Receiver r;
-  receiver_init (&r, n);
-  r.check_order = TRUE;
-  GstElement *rx = receiver_pipeline (&r, device, "burst-packets=256");
-  EmuPort *port = port_lookup ("loop");
-  r.model = TRUE;
-  r.freq_hz = emu_port_freq_hz (port);
-  r.rate_bps = emu_port_rate_bps (port);
-  r.overhead = 24;
+  EmuPort *port;
+  GstElement *rx = model_receiver (&r, n, device, "loop", &port);
   fail_unless_equals_uint64 (r.rate_bps, G_GUINT64_CONSTANT (25000000000));
   fail_unless_equals_uint64 (r.freq_hz, G_GUINT64_CONSTANT (1000000000));
 
@@ -103,12 +148,7 @@ GST_START_TEST (test_loopback_million)
 
   guint64 bytes = test_packet_bytes (n, 60, 1500);
   fail_unless_equals_uint64 (r.bytes, bytes);
-  fail_unless_equals_uint64 (stat_u64 (tx, "packets"), n);
-  fail_unless_equals_uint64 (stat_u64 (tx, "bytes"), bytes);
-  fail_unless_equals_uint64 (stat_u64 (tx, "errors"), 0);
-  fail_unless_equals_uint64 (stat_u64 (tx, "malformed"), 0);
-  fail_unless_equals_uint64 (stat_u64 (tx, "in-place"), n);
-  fail_unless_equals_uint64 (stat_u64 (tx, "copies"), 0);
+  assert_sink_sent (tx, n, bytes, n, 0);
   gst_structure_free (tx);
 
   assert_port_clean (port, n, n);
@@ -143,14 +183,8 @@ GST_START_TEST (test_line_rate_576)
 {
   const guint n = 20000;
   Receiver r;
-  receiver_init (&r, n);
-  r.check_order = TRUE;
-  GstElement *rx = receiver_pipeline (&r, "emu:rate576", "burst-packets=256");
-  EmuPort *port = port_lookup ("rate576");
-  r.model = TRUE;
-  r.freq_hz = emu_port_freq_hz (port);
-  r.rate_bps = emu_port_rate_bps (port);
-  r.overhead = 24;
+  EmuPort *port;
+  GstElement *rx = model_receiver (&r, n, "emu:rate576", "rate576", &port);
 
   GstStructure *tx = run_testsrc (n,
       "burst-packets=128 packet-size-min=576 packet-size-max=576 n-flows=" G_STRINGIFY (N_FLOWS),
@@ -180,14 +214,8 @@ GST_START_TEST (test_forward_unchanged)
   r.check_order = TRUE;
   GstElement *rx = receiver_pipeline (&r, dev_a, NULL);
 
-  GError *error = NULL;
-  gchar *fw_launch = g_strdup_printf ("daqirisrc name=src device=%s ! daqirisink name=tx "
-                                      "device=%s",
-      dev_b, dev_b);
-  GstElement *fw = gst_parse_launch (fw_launch, &error);
-  g_free (fw_launch);
-  fail_unless (fw != NULL);
-  play (fw);
+  GstElement *fw =
+      launch_playing ("daqirisrc name=src device=%s ! daqirisink name=tx device=%s", dev_b, dev_b);
 
   GstStructure *tx = send_mixed (n, dev_a);
   fail_unless_equals_uint64 (stat_u64 (tx, "in-place"), n);
@@ -200,14 +228,9 @@ GST_START_TEST (test_forward_unchanged)
   GstStructure *ft = element_stats (fw, "tx");
   fail_unless_equals_uint64 (stat_u64 (fs, "packets"), n);
   fail_unless_equals_uint64 (stat_u64 (fs, "drops"), 0);
-  fail_unless_equals_uint64 (stat_u64 (ft, "packets"), n);
-  fail_unless_equals_uint64 (stat_u64 (ft, "bytes"), bytes);
   fail_unless_equals_uint64 (stat_u64 (fs, "bytes"), bytes);
-  fail_unless_equals_uint64 (stat_u64 (ft, "errors"), 0);
-  fail_unless_equals_uint64 (stat_u64 (ft, "malformed"), 0);
   /* ring memory of daqirisrc is not a TX slot: the forwarder copies */
-  fail_unless_equals_uint64 (stat_u64 (ft, "copies"), n);
-  fail_unless_equals_uint64 (stat_u64 (ft, "in-place"), 0);
+  assert_sink_sent (ft, n, bytes, 0, n);
   gst_structure_free (fs);
   gst_structure_free (ft);
 
@@ -307,15 +330,10 @@ GST_END_TEST;
 GST_START_TEST (test_state_cycles_under_traffic)
 {
   const gchar *device = "emu:cyc";
-  GError *error = NULL;
-  gchar *launch = g_strdup_printf (
-      "daqiritestsrc rate=50000 burst-packets=16 "
-      "packet-size-min=60 packet-size-max=1500 n-flows=%d ! daqirisink name=tx device=%s",
+  GstElement *sender = launch_playing ("daqiritestsrc rate=50000 burst-packets=16 "
+                                       "packet-size-min=60 packet-size-max=1500 n-flows=%d ! "
+                                       "daqirisink name=tx device=%s",
       N_FLOWS, device);
-  GstElement *sender = gst_parse_launch (launch, &error);
-  g_free (launch);
-  fail_unless (sender != NULL);
-  play (sender);
 
   Receiver r;
   receiver_init (&r, G_MAXUINT32 / 2);
@@ -718,6 +736,17 @@ push_sent (GstHarness *h, GstBuffer *buf, EmuPort *port)
   fail_unless (emu_port_wait_idle (port, 5 * GST_SECOND));
 }
 
+/* fill_packets of n packets from *seq on (size bytes, at offsets), then push_sent; *seq
+ * moves past them */
+static void
+fill_and_send (GstHarness *h, GstBuffer *buf, EmuPort *port, guint32 *seq, guint n, guint size,
+    const guint *offsets)
+{
+  fill_packets (buf, n, *seq, size, offsets);
+  *seq += n;
+  push_sent (h, buf, port);
+}
+
 static GstFlowReturn
 acquire_now (GstBufferPool *pool, GstBuffer **buf)
 {
@@ -865,17 +894,13 @@ GST_START_TEST (test_sink_slot_pool)
   fail_unless_equals_int (acquire_now (pool, &other), GST_FLOW_EOS);
 
   /* written in place and sent: no copy */
-  fill_packets (buf, 16, seq, 1000, NULL);
-  seq += 16;
-  push_sent (h, buf, port);
+  fill_and_send (h, buf, port, &seq, 16, 1000, NULL);
   fail_unless_equals_uint64 (harness_stat (h, "in-place"), 16);
   fail_unless_equals_uint64 (harness_stat (h, "copies"), 0);
 
   /* a partial run: 5 frames of 16 slots; the other 11 go back */
   fail_unless_equals_int (acquire_now (pool, &buf), GST_FLOW_OK);
-  fill_packets (buf, 5, seq, 700, NULL);
-  seq += 5;
-  push_sent (h, buf, port);
+  fill_and_send (h, buf, port, &seq, 5, 700, NULL);
   fail_unless_equals_uint64 (harness_stat (h, "in-place"), 21);
 
   /* frames packed 64-byte aligned instead of one per slot: copied, still right */
@@ -883,9 +908,7 @@ GST_START_TEST (test_sink_slot_pool)
   guint packed[8];
   for (guint i = 0; i < 8; i++)
     packed[i] = i * 128;
-  fill_packets (buf, 8, seq, 100, packed);
-  seq += 8;
-  push_sent (h, buf, port);
+  fill_and_send (h, buf, port, &seq, 8, 100, packed);
   fail_unless_equals_uint64 (harness_stat (h, "in-place"), 21);
   fail_unless_equals_uint64 (harness_stat (h, "copies"), 8);
 
@@ -917,9 +940,7 @@ GST_START_TEST (test_sink_slot_pool)
     fail_unless_equals_int (ret, GST_FLOW_OK);
     meta = gst_buffer_get_daqiri_packet_meta (buf);
     guint k = meta->n_packets;
-    fill_packets (buf, k, seq, 300, NULL);
-    seq += k;
-    push_sent (h, buf, port);
+    fill_and_send (h, buf, port, &seq, k, 300, NULL);
     fail_unless (++runs < 100000, "the kept buffer's slots were never reached");
   }
   fail_unless (runs >= 2, "acquiring stopped after %u runs", runs);
@@ -932,9 +953,7 @@ GST_START_TEST (test_sink_slot_pool)
   gst_buffer_unmap (kept, &kmap);
   gst_buffer_unref (kept);
   fail_unless_equals_int (acquire_now (pool, &buf), GST_FLOW_OK);
-  fill_packets (buf, 1, seq, 60, NULL);
-  seq += 1;
-  push_sent (h, buf, port);
+  fill_and_send (h, buf, port, &seq, 1, 60, NULL);
   fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
 
   /* every frame but the runt arrived, intact and in order */
