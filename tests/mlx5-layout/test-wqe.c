@@ -12,52 +12,104 @@
 
 #include "mlx5-dma.h"
 
-#define OFF(type, field, expected) g_assert_cmpuint (offsetof (struct type, field), ==, (expected))
 #define SIZE(type, expected) g_assert_cmpuint (sizeof (struct type), ==, (expected))
-#define FIELD_SIZE(type, field, expected) \
-  g_assert_cmpuint (sizeof (((struct type *) 0)->field), ==, (expected))
+
+/* A field of one of rdma-core's structs: its offset and size as the compiler lays them
+ * out, and the PRM's (size 0: its size is not pinned here). */
+typedef struct {
+  const char *type, *field;
+  gsize offset, size;
+  gsize prm_offset, prm_size;
+} FieldLayout;
+
+#define FIELD(type, field, prm_offset, prm_size) \
+  { \
+    G_STRINGIFY (type), G_STRINGIFY (field), offsetof (struct type, field), \
+        sizeof (((struct type *) 0)->field), (prm_offset), (prm_size) \
+  }
+
+static const FieldLayout fields[] = {
+  /* striding RQ: the WQE (ring index) of the packet, and its first stride */
+  FIELD (mlx5_cqe64, wqe_id, 2, 2),
+  FIELD (mlx5_cqe64, wqe_counter, 60, 2),
+  /* filler bit 31, strides consumed 30..16, bytes 15..0 */
+  FIELD (mlx5_cqe64, byte_cnt, 44, 4),
+  FIELD (mlx5_cqe64, timestamp, 48, 8),
+  /* flow tag (MARK) in the low 24 bits */
+  FIELD (mlx5_cqe64, sop_drop_qpn, 56, 4),
+  FIELD (mlx5_cqe64, signature, 62, 0),
+  /* opcode in the high nibble, owner bit 0 */
+  FIELD (mlx5_cqe64, op_own, 63, 1),
+  /* L2/L3/L4 checksum-ok bits; the header types beside them; the stripped VLAN */
+  FIELD (mlx5_cqe64, flags_rqpn, 24, 0),
+  FIELD (mlx5_cqe64, hds_ip_ext, 28, 1),
+  FIELD (mlx5_cqe64, l4_hdr_type_etc, 29, 0),
+  FIELD (mlx5_cqe64, vlan_info, 30, 0),
+  FIELD (mlx5_cqe64, srqn_uidx, 32, 0),
+
+  FIELD (mlx5_err_cqe, srqn, 32, 0),
+  FIELD (mlx5_err_cqe, vendor_err_synd, 54, 0),
+  FIELD (mlx5_err_cqe, syndrome, 55, 0),
+  FIELD (mlx5_err_cqe, s_wqe_opcode_qpn, 56, 0),
+  FIELD (mlx5_err_cqe, wqe_counter, 60, 0),
+  FIELD (mlx5_err_cqe, signature, 62, 0),
+  FIELD (mlx5_err_cqe, op_own, 63, 0),
+
+  /* opmod << 24 | WQE index << 8 | opcode */
+  FIELD (mlx5_wqe_ctrl_seg, opmod_idx_opcode, 0, 4),
+  /* SQN << 8 | data segments (16 bytes each) */
+  FIELD (mlx5_wqe_ctrl_seg, qpn_ds, 4, 4),
+  FIELD (mlx5_wqe_ctrl_seg, signature, 8, 0),
+  FIELD (mlx5_wqe_ctrl_seg, dci_stream_channel_id, 9, 0),
+  /* fence / completion mode / solicited */
+  FIELD (mlx5_wqe_ctrl_seg, fm_ce_se, 11, 1),
+  FIELD (mlx5_wqe_ctrl_seg, imm, 12, 0),
+
+  FIELD (mlx5_wqe_eth_seg, cs_flags, 4, 1),
+  FIELD (mlx5_wqe_eth_seg, mss, 6, 0),
+  FIELD (mlx5_wqe_eth_seg, inline_hdr_sz, 12, 2),
+  FIELD (mlx5_wqe_eth_seg, inline_hdr_start, 14, 0),
+  FIELD (mlx5_wqe_eth_seg, inline_hdr, 16, 0),
+
+  FIELD (mlx5_wqe_data_seg, byte_count, 0, 4),
+  FIELD (mlx5_wqe_data_seg, lkey, 4, 4),
+  FIELD (mlx5_wqe_data_seg, addr, 8, 8),
+
+  FIELD (mlx5_mprq_wqe, nseg, 0, 0),
+  FIELD (mlx5_mprq_wqe, dseg, 16, 0),
+};
+
+/* Checks every field of struct `type` in `fields` against the PRM; asserts that the
+ * table has at least one. */
+static void
+check_fields (const char *type)
+{
+  guint checked = 0;
+  for (guint i = 0; i < G_N_ELEMENTS (fields); i++) {
+    const FieldLayout *f = &fields[i];
+    if (strcmp (f->type, type) != 0)
+      continue;
+    if (f->offset != f->prm_offset)
+      g_error ("%s.%s at byte %zu, not %zu", type, f->field, f->offset, f->prm_offset);
+    if (f->prm_size != 0 && f->size != f->prm_size)
+      g_error ("%s.%s of %zu bytes, not %zu", type, f->field, f->size, f->prm_size);
+    checked++;
+  }
+  g_assert_cmpuint (checked, >, 0);
+}
 
 static void
 test_cqe64 (void)
 {
   SIZE (mlx5_cqe64, 64);
-  /* striding RQ: the WQE (ring index) of the packet, and its first stride */
-  OFF (mlx5_cqe64, wqe_id, 2);
-  FIELD_SIZE (mlx5_cqe64, wqe_id, 2);
-  OFF (mlx5_cqe64, wqe_counter, 60);
-  FIELD_SIZE (mlx5_cqe64, wqe_counter, 2);
-  /* filler bit 31, strides consumed 30..16, bytes 15..0 */
-  OFF (mlx5_cqe64, byte_cnt, 44);
-  FIELD_SIZE (mlx5_cqe64, byte_cnt, 4);
-  OFF (mlx5_cqe64, timestamp, 48);
-  FIELD_SIZE (mlx5_cqe64, timestamp, 8);
-  /* flow tag (MARK) in the low 24 bits */
-  OFF (mlx5_cqe64, sop_drop_qpn, 56);
-  FIELD_SIZE (mlx5_cqe64, sop_drop_qpn, 4);
-  OFF (mlx5_cqe64, signature, 62);
-  /* opcode in the high nibble, owner bit 0 */
-  OFF (mlx5_cqe64, op_own, 63);
-  FIELD_SIZE (mlx5_cqe64, op_own, 1);
-  /* L2/L3/L4 checksum-ok bits; the header types beside them; the stripped VLAN */
-  OFF (mlx5_cqe64, flags_rqpn, 24);
-  OFF (mlx5_cqe64, hds_ip_ext, 28);
-  FIELD_SIZE (mlx5_cqe64, hds_ip_ext, 1);
-  OFF (mlx5_cqe64, l4_hdr_type_etc, 29);
-  OFF (mlx5_cqe64, vlan_info, 30);
-  OFF (mlx5_cqe64, srqn_uidx, 32);
+  check_fields ("mlx5_cqe64");
 }
 
 static void
 test_err_cqe (void)
 {
   SIZE (mlx5_err_cqe, 64);
-  OFF (mlx5_err_cqe, srqn, 32);
-  OFF (mlx5_err_cqe, vendor_err_synd, 54);
-  OFF (mlx5_err_cqe, syndrome, 55);
-  OFF (mlx5_err_cqe, s_wqe_opcode_qpn, 56);
-  OFF (mlx5_err_cqe, wqe_counter, 60);
-  OFF (mlx5_err_cqe, signature, 62);
-  OFF (mlx5_err_cqe, op_own, 63);
+  check_fields ("mlx5_err_cqe");
   /* an error CQE is read through the same 64 bytes as a good one */
   g_assert_cmpuint (
       offsetof (struct mlx5_err_cqe, op_own), ==, offsetof (struct mlx5_cqe64, op_own));
@@ -69,43 +121,21 @@ static void
 test_ctrl_seg (void)
 {
   SIZE (mlx5_wqe_ctrl_seg, 16);
-  /* opmod << 24 | WQE index << 8 | opcode */
-  OFF (mlx5_wqe_ctrl_seg, opmod_idx_opcode, 0);
-  FIELD_SIZE (mlx5_wqe_ctrl_seg, opmod_idx_opcode, 4);
-  /* SQN << 8 | data segments (16 bytes each) */
-  OFF (mlx5_wqe_ctrl_seg, qpn_ds, 4);
-  FIELD_SIZE (mlx5_wqe_ctrl_seg, qpn_ds, 4);
-  OFF (mlx5_wqe_ctrl_seg, signature, 8);
-  OFF (mlx5_wqe_ctrl_seg, dci_stream_channel_id, 9);
-  /* fence / completion mode / solicited */
-  OFF (mlx5_wqe_ctrl_seg, fm_ce_se, 11);
-  FIELD_SIZE (mlx5_wqe_ctrl_seg, fm_ce_se, 1);
-  OFF (mlx5_wqe_ctrl_seg, imm, 12);
+  check_fields ("mlx5_wqe_ctrl_seg");
 }
 
 static void
 test_eth_seg (void)
 {
   SIZE (mlx5_wqe_eth_seg, 32);
-  OFF (mlx5_wqe_eth_seg, cs_flags, 4);
-  FIELD_SIZE (mlx5_wqe_eth_seg, cs_flags, 1);
-  OFF (mlx5_wqe_eth_seg, mss, 6);
-  OFF (mlx5_wqe_eth_seg, inline_hdr_sz, 12);
-  FIELD_SIZE (mlx5_wqe_eth_seg, inline_hdr_sz, 2);
-  OFF (mlx5_wqe_eth_seg, inline_hdr_start, 14);
-  OFF (mlx5_wqe_eth_seg, inline_hdr, 16);
+  check_fields ("mlx5_wqe_eth_seg");
 }
 
 static void
 test_data_seg (void)
 {
   SIZE (mlx5_wqe_data_seg, 16);
-  OFF (mlx5_wqe_data_seg, byte_count, 0);
-  FIELD_SIZE (mlx5_wqe_data_seg, byte_count, 4);
-  OFF (mlx5_wqe_data_seg, lkey, 4);
-  FIELD_SIZE (mlx5_wqe_data_seg, lkey, 4);
-  OFF (mlx5_wqe_data_seg, addr, 8);
-  FIELD_SIZE (mlx5_wqe_data_seg, addr, 8);
+  check_fields ("mlx5_wqe_data_seg");
 }
 
 /* the WAIT WQE's wait segment (daqiri-facts §4.6: operation, lkey, va_high, va_low, then
@@ -130,8 +160,7 @@ test_mprq_wqe (void)
    * then the data segment of the WQE's whole region */
   SIZE (mlx5_wqe_srq_next_seg, 16);
   SIZE (mlx5_mprq_wqe, 32);
-  OFF (mlx5_mprq_wqe, nseg, 0);
-  OFF (mlx5_mprq_wqe, dseg, 16);
+  check_fields ("mlx5_mprq_wqe");
   g_assert_cmpuint (1u << 5, ==, sizeof (struct mlx5_mprq_wqe));
 }
 
