@@ -656,20 +656,7 @@ afp_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
   AfpPort *port = port_priv;
   AfpRxGeometry geo;
 
-  if (config->ring_memory != NULL) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-        "afpacket:%s: the kernel's ring is host "
-        "memory; receiving into GPU-accessible memory needs the mlx5 or emu engine",
-        port->ifname);
-    return NULL;
-  }
-  if (config->header_size != 0) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-        "afpacket:%s: header-size %u: the kernel's ring keeps each packet whole; "
-        "header-data split needs the mlx5 or emu engine (allowed here: 0)",
-        port->ifname, config->header_size);
-    return NULL;
-  }
+  /* ring_memory and header_size are refused by the engine layer (DqPortInfo) */
   if (!rx_geometry_choose (port, config, &geo, error))
     return NULL;
 

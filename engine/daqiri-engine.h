@@ -259,10 +259,12 @@ typedef struct {
   int clock_id;           /* POSIX clock the port time is on, or -1 for a NIC clock */
   guint8 mac[6];
   guint mtu;
-  gboolean device_dma; /* the device itself writes the receive rings, so a ring can be GPU
+  gboolean device_dma;   /* the device itself writes the receive rings, so a ring can be GPU
                         * device memory (a ConnectX by GPUDirect RDMA, the emulated
                         * ConnectX by DMA copies); FALSE where the host's software copies
-                        * into them (afpacket, dpdk) */
+                        * into them (afpacket, dpdk): such engines take no ring_memory */
+  gboolean header_split; /* the device splits packets into a header and a payload ring
+                          * (DqRxConfig.header_size); FALSE: header_size must be 0 */
 } DqPortInfo;
 
 /* ---- the engine table ---- */

@@ -603,20 +603,7 @@ static gpointer
 dpdk_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
 {
   DpdkPort *port = port_priv;
-  if (config->ring_memory != NULL) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-        "%s: the dpdk engine copies into host "
-        "memory; receiving into GPU-accessible memory needs the mlx5 or emu engine",
-        port->what);
-    return NULL;
-  }
-  if (config->header_size != 0) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-        "%s: header-size %u: the dpdk engine copies each packet whole; header-data split "
-        "needs the mlx5 or emu engine (allowed here: 0)",
-        port->what, config->header_size);
-    return NULL;
-  }
+  /* ring_memory and header_size are refused by the engine layer (DqPortInfo) */
   DpdkRxQueue *rxq = g_new0 (DpdkRxQueue, 1);
   rxq->port = port;
   rxq->qid = (guint16) config->queue_index;

@@ -203,6 +203,20 @@ dq_rxq_create (DqPort *port, const DqRxConfig *config, GError **error)
         config->burst_packets, config->queue_index, config->n_queues);
     return NULL;
   }
+  if (config->ring_memory != NULL && !port->info.device_dma) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: the %s engine's software copies packets into its own host memory; receiving "
+        "into GPU-accessible memory needs the mlx5 or emu engine",
+        port->device, port->ops->name);
+    return NULL;
+  }
+  if (config->header_size != 0 && !port->info.header_split) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "%s: header-size %u: the %s engine keeps each packet whole; header-data split "
+        "needs the mlx5 or emu engine (allowed here: 0)",
+        port->device, config->header_size, port->ops->name);
+    return NULL;
+  }
   gpointer priv = port->ops->rxq_create (port->priv, config, error);
   if (priv == NULL)
     return NULL;

@@ -224,6 +224,7 @@ eng_port_open (const Mlx5PortOps *ops, const char *arg, DqPortInfo *info, GError
   /* the device writes its rings itself: a ConnectX by DMA (GPU memory through a dma-buf),
    * the emulated one by copies */
   info->device_dma = ops->mr_reg_dmabuf != NULL || ops->mr_reg_device != NULL;
+  info->header_split = TRUE;
   return port;
 }
 

@@ -25,6 +25,7 @@
 
 #include "emu.h"
 #include "dq-receiver.h"
+#include "dq-check-suite.h"
 #include "gstdaqiritxmem.h"
 #include "dq-linked-plugin.h"
 
@@ -542,11 +543,8 @@ GST_END_TEST;
 static Suite *
 tx_suite (void)
 {
-  Suite *s = suite_create ("daqiri-e2e-tx");
-  TCase *tc = tcase_create ("emu");
-
-  tcase_set_timeout (tc, 60);
-  suite_add_tcase (s, tc);
+  TCase *tc;
+  Suite *s = dq_check_suite_new ("daqiri-e2e-tx", "emu", 60, &tc);
   tcase_add_test (tc, test_schedule_port_clock);
   tcase_add_test (tc, test_schedule_system_clock);
   tcase_add_test (tc, test_late);

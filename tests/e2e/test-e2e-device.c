@@ -42,6 +42,7 @@
 
 #include "dq-netns.h"
 #include "dq-receiver.h"
+#include "dq-check-suite.h"
 #include "gstdaqiritxpool.h"
 
 #include <string.h>
@@ -156,16 +157,24 @@ flow_count (const GstStructure *stats, guint id, guint64 *bytes)
   return G_MAXUINT64;
 }
 
+/* The engine's receiving pipeline, playing, for n packets from one sender (in order) */
+static GstElement *
+start_receiver (const Engine *e, Receiver *r, guint n)
+{
+  receiver_init (r, n);
+  r->check_order = TRUE;
+  gchar *props = g_strdup_printf ("burst-packets=%u %s", RX_BURST, e->rx_props);
+  GstElement *rx = receiver_pipeline (r, e->rx_device, props);
+  g_free (props);
+  return rx;
+}
+
 GST_START_TEST (test_send_receive)
 {
   const Engine *e = engine;
   const guint n = N_PACKETS;
   Receiver r;
-  receiver_init (&r, n);
-  r.check_order = TRUE;
-  gchar *props = g_strdup_printf ("burst-packets=%u %s", RX_BURST, e->rx_props);
-  GstElement *rx = receiver_pipeline (&r, e->rx_device, props);
-  g_free (props);
+  GstElement *rx = start_receiver (e, &r, n);
 
   assert_sink_allocation (e);
 
@@ -232,11 +241,7 @@ GST_START_TEST (test_forward_split)
   const Engine *e = engine;
   const guint n = SPLIT_PACKETS;
   Receiver r;
-  receiver_init (&r, n);
-  r.check_order = TRUE;
-  gchar *props = g_strdup_printf ("burst-packets=%u %s", RX_BURST, e->rx_props);
-  GstElement *rx = receiver_pipeline (&r, e->rx_device, props);
-  g_free (props);
+  GstElement *rx = start_receiver (e, &r, n);
   gchar *launch = g_strdup_printf ("daqirisrc device=emu:fwd0,peer=none header-size=42 "
                                    "filter=all burst-packets=%u ! daqirisink name=fwd device=%s",
       RX_BURST, e->tx_device);
@@ -527,11 +532,8 @@ static Suite *
 e2e_device_suite (void)
 {
   /* check keeps the names: strings that outlive the run */
-  Suite *s = suite_create ("daqiri-e2e-device");
-  TCase *tc = tcase_create (engine->name);
-
-  tcase_set_timeout (tc, 120);
-  suite_add_tcase (s, tc);
+  TCase *tc;
+  Suite *s = dq_check_suite_new ("daqiri-e2e-device", engine->name, 120, &tc);
   tcase_add_test (tc, test_send_receive);
   tcase_add_test (tc, test_forward_split);
   tcase_add_test (tc, test_flows_change_playing);

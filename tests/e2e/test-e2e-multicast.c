@@ -11,12 +11,12 @@
  * group leaves the first and joins the second, whose datagrams then arrive.
  */
 #include <gst/check/gstcheck.h>
-#include <gst/app/gstappsink.h>
 #include <gst/app/gstappsrc.h>
 #include <gst/daqiri/daqiri.h>
 
 #include "dq-netns.h"
 #include "dq-receiver.h"
+#include "dq-check-suite.h"
 
 #include <string.h>
 
@@ -71,47 +71,33 @@ igmp_joined (const char *ifname, const char *group)
 }
 
 typedef struct {
-  GMutex lock;
-  GCond cond;
-  guint received, bad, wrong_group;
+  Receiver r;
+  guint bad, wrong_group;
   guint32 next_seq;
   guint32 mark;
   guint8 last_octet; /* of the group the datagrams must go to */
 } Mc;
 
-static GstFlowReturn
-on_sample (GstAppSink *sink, gpointer data)
+/* A datagram as udpsink sent it: to the group's MAC and address and our port, the
+ * sequence number next in line, the flow's mark, every payload byte (under the lock) */
+static void
+mc_packet (Receiver *r, const GstDaqiriPacket *p, const guint8 *f, gpointer data)
 {
   Mc *mc = data;
-  GstSample *s = gst_app_sink_pull_sample (sink);
-  GstBuffer *buf = gst_sample_get_buffer (s);
-  GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
-  GstMapInfo map;
-  gst_buffer_map (buf, &map, GST_MAP_READ);
-  g_mutex_lock (&mc->lock);
-  for (guint i = 0; meta != NULL && i < meta->n_packets; i++) {
-    const GstDaqiriPacket *p = &meta->packets[i];
-    const guint8 *f = map.data + p->offset;
-    const guint8 mac[6] = { 0x01, 0x00, 0x5e, 7, 7, mc->last_octet };
-    if (p->length != 42 + PAYLOAD || memcmp (f, mac, 6) != 0 || f[30] != 239 || f[31] != 7 ||
-        f[32] != 7 || f[33] != mc->last_octet || GST_READ_UINT16_BE (f + 36) != PORT) {
-      mc->wrong_group++;
-      continue;
-    }
-    guint32 seq = GST_READ_UINT32_BE (f + 42);
-    gboolean ok = p->flow_id == mc->mark && seq == mc->next_seq;
-    for (guint j = 4; ok && j < PAYLOAD; j++)
-      ok = f[42 + j] == (guint8) (seq * 3 + j);
-    if (!ok)
-      mc->bad++;
-    mc->next_seq = seq + 1;
-    mc->received++;
+  const guint8 mac[6] = { 0x01, 0x00, 0x5e, 7, 7, mc->last_octet };
+  if (p->length != 42 + PAYLOAD || memcmp (f, mac, 6) != 0 || f[30] != 239 || f[31] != 7 ||
+      f[32] != 7 || f[33] != mc->last_octet || GST_READ_UINT16_BE (f + 36) != PORT) {
+    mc->wrong_group++;
+    return;
   }
-  g_cond_broadcast (&mc->cond);
-  g_mutex_unlock (&mc->lock);
-  gst_buffer_unmap (buf, &map);
-  gst_sample_unref (s);
-  return GST_FLOW_OK;
+  guint32 seq = GST_READ_UINT32_BE (f + 42);
+  gboolean ok = p->flow_id == mc->mark && seq == mc->next_seq;
+  for (guint j = 4; ok && j < PAYLOAD; j++)
+    ok = f[42 + j] == (guint8) (seq * 3 + j);
+  if (!ok)
+    mc->bad++;
+  mc->next_seq = seq + 1;
+  r->received++;
 }
 
 /* Sends datagrams seq0 .. seq0+n-1 to group 239.7.7.<octet> through udpsink */
@@ -158,14 +144,18 @@ igmp_becomes (const char *ifname, const char *group, gboolean joined)
   return FALSE;
 }
 
+/* Waits for n datagrams (and a little longer for any that must not come), then checks
+ * every one was right */
 static void
-wait_received (Mc *mc, guint n)
+assert_received (Mc *mc, guint n)
 {
-  gint64 end = g_get_monotonic_time () + 5 * G_TIME_SPAN_SECOND;
-  g_mutex_lock (&mc->lock);
-  while (mc->received < n && g_get_monotonic_time () < end)
-    g_cond_wait_until (&mc->cond, &mc->lock, end);
-  g_mutex_unlock (&mc->lock);
+  fail_unless_equals_int (receiver_wait (&mc->r, n, 5000), n);
+  g_usleep (50000);
+  g_mutex_lock (&mc->r.lock);
+  fail_unless_equals_int (mc->r.received, n);
+  fail_unless_equals_int (mc->bad, 0);
+  fail_unless_equals_int (mc->wrong_group, 0);
+  g_mutex_unlock (&mc->r.lock);
 }
 
 GST_START_TEST (test_join_receive_leave)
@@ -175,8 +165,7 @@ GST_START_TEST (test_join_receive_leave)
   fail_if (igmp_joined (RX_IF, "239.7.7.7"));
 
   Mc mc = { .mark = 7, .last_octet = 7 };
-  g_mutex_init (&mc.lock);
-  g_cond_init (&mc.cond);
+  receiver_init (&mc.r, N_DATAGRAMS + 1000);
   GError *error = NULL;
   GstElement *rx = gst_parse_launch ("daqirisrc name=src device=afpacket:" RX_IF
                                      " flows=\"proto=udp dst=239.7.7.7 dst-port=5004 mark=7\" "
@@ -184,8 +173,7 @@ GST_START_TEST (test_join_receive_leave)
       &error);
   fail_unless (rx != NULL, "%s", error ? error->message : "?");
   GstElement *out = gst_bin_get_by_name (GST_BIN (rx), "out");
-  GstAppSinkCallbacks cb = { .new_sample = on_sample };
-  gst_app_sink_set_callbacks (GST_APP_SINK (out), &cb, &mc, NULL);
+  receiver_attach_full (&mc.r, out, mc_packet, &mc);
   play (rx);
   fail_unless (igmp_joined (RX_IF, "239.7.7.7"), "the group is not joined on " RX_IF);
   fail_if (igmp_joined (TX_IF, "239.7.7.7"));
@@ -193,13 +181,7 @@ GST_START_TEST (test_join_receive_leave)
   send_datagrams (7, 0, N_DATAGRAMS);
   /* another group: not joined, not in the rules, never delivered */
   send_datagrams (9, 0, 20);
-  wait_received (&mc, N_DATAGRAMS);
-  g_usleep (50000);
-  g_mutex_lock (&mc.lock);
-  fail_unless_equals_int (mc.received, N_DATAGRAMS);
-  fail_unless_equals_int (mc.bad, 0);
-  fail_unless_equals_int (mc.wrong_group, 0);
-  g_mutex_unlock (&mc.lock);
+  assert_received (&mc, N_DATAGRAMS);
 
   /* another group while PLAYING: the first is left, the second joined and received */
   GstElement *src = gst_bin_get_by_name (GST_BIN (rx), "src");
@@ -207,19 +189,14 @@ GST_START_TEST (test_join_receive_leave)
   gst_object_unref (src);
   fail_unless (igmp_becomes (RX_IF, "239.7.7.8", TRUE), "the new group is not joined");
   fail_unless (igmp_becomes (RX_IF, "239.7.7.7", FALSE), "the old group is not left");
-  g_mutex_lock (&mc.lock);
-  mc.received = 0;
+  g_mutex_lock (&mc.r.lock);
+  mc.r.received = 0;
   mc.next_seq = 1000;
   mc.mark = 8;
   mc.last_octet = 8;
-  g_mutex_unlock (&mc.lock);
+  g_mutex_unlock (&mc.r.lock);
   send_datagrams (8, 1000, 100);
-  wait_received (&mc, 100);
-  g_mutex_lock (&mc.lock);
-  fail_unless_equals_int (mc.received, 100);
-  fail_unless_equals_int (mc.bad, 0);
-  fail_unless_equals_int (mc.wrong_group, 0);
-  g_mutex_unlock (&mc.lock);
+  assert_received (&mc, 100);
 
   /* the queue gone (stopped, and the last burst downstream held released with the
    * pipeline): no membership left */
@@ -228,8 +205,7 @@ GST_START_TEST (test_join_receive_leave)
   gst_object_unref (rx);
   fail_unless (igmp_becomes (RX_IF, "239.7.7.8", FALSE), "still a member after the stop");
   fail_if (igmp_joined (RX_IF, "239.7.7.7"));
-  g_mutex_clear (&mc.lock);
-  g_cond_clear (&mc.cond);
+  receiver_clear (&mc.r);
 }
 
 GST_END_TEST;
@@ -237,10 +213,8 @@ GST_END_TEST;
 static Suite *
 mc_suite (void)
 {
-  Suite *s = suite_create ("daqiri-e2e-multicast");
-  TCase *tc = tcase_create ("afpacket");
-  tcase_set_timeout (tc, 60);
-  suite_add_tcase (s, tc);
+  TCase *tc;
+  Suite *s = dq_check_suite_new ("daqiri-e2e-multicast", "afpacket", 60, &tc);
   tcase_add_test (tc, test_join_receive_leave);
   return s;
 }

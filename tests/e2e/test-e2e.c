@@ -18,6 +18,7 @@
 
 #include "dq-netns.h"
 #include "dq-receiver.h"
+#include "dq-check-suite.h"
 
 #include <glib/gstdio.h>
 #include <signal.h>
@@ -315,11 +316,8 @@ GST_END_TEST;
 static Suite *
 e2e_suite (void)
 {
-  Suite *s = suite_create ("daqiri-e2e");
-  TCase *tc = tcase_create ("veth");
-
-  tcase_set_timeout (tc, 300);
-  suite_add_tcase (s, tc);
+  TCase *tc;
+  Suite *s = dq_check_suite_new ("daqiri-e2e", "veth", 300, &tc);
   tcase_add_test (tc, test_forward_unchanged);
   tcase_add_test (tc, test_tcpreplay_to_daqirisrc);
   tcase_add_test (tc, test_daqirisink_to_tcpdump);
