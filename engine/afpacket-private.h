@@ -133,11 +133,6 @@ typedef struct {
   guint n_groups;
 } AfpGroups;
 
-#define AFP_GROUPS_INIT \
-  { \
-    -1, NULL, 0 \
-  }
-
 /* Whether the rule names one multicast group (its address in *group, host order) */
 gboolean afp_rule_group (const DqFlowRule *rule, guint32 *group);
 /* Joins the groups of the rules not joined yet, then leaves those no rule names any more.
@@ -146,6 +141,58 @@ gboolean afp_groups_sync (AfpGroups *g, const AfpPort *port, DqRxFilter filter,
     const DqFlowRule *rules, guint n_rules, GError **error);
 /* Leaves every group */
 void afp_groups_clear (AfpGroups *g);
+
+/* ---------------------------------------------------------------------------------- */
+/* TX queues (afpacket-tx.c): the qdiscs in the way, sending at a time */
+
+/* The interface's qdiscs as an RTM_GETQDISC dump lists them, as far as pacing (fq) and
+ * sending at a time (etf) need to know: the root, the kinds of the qdiscs under it (the
+ * children of mq, mqprio or taprio, one per TX queue) and what the etf qdiscs among them
+ * run on. */
+#define AFP_QDISC_KIND_SIZE 16 /* TCA_KIND: at most IFNAMSIZ with its NUL */
+#define AFP_QDISC_CHILD_KINDS 4
+typedef struct {
+  gboolean root_seen;
+  char root[AFP_QDISC_KIND_SIZE]; /* "" until the root is seen */
+  guint32 root_handle;
+  guint children; /* qdiscs under the root */
+  /* their distinct kinds, in dump order; more than AFP_QDISC_CHILD_KINDS are not kept */
+  char child_kinds[AFP_QDISC_CHILD_KINDS][AFP_QDISC_KIND_SIZE];
+  guint n_child_kinds;
+  guint etf;             /* etf qdiscs seen, root or under it */
+  int etf_clockid;       /* the first one's clock, -1 when it gave none */
+  gboolean etf_clocks;   /* TRUE: they all run on etf_clockid */
+  gboolean etf_deadline; /* one of them is in deadline mode */
+} AfpQdiscs;
+
+struct nlmsghdr;
+
+void afp_qdiscs_init (AfpQdiscs *q);
+/* Takes in one message of an RTM_GETQDISC dump (others, and other interfaces' qdiscs, are
+ * passed over). A dump lists a root before the qdiscs under it. */
+void afp_qdiscs_note (AfpQdiscs *q, int ifindex, const struct nlmsghdr *nh);
+/* Sending at a time needs etf on every TX queue (the root, or every qdisc under a root
+ * mq, mqprio or taprio), in its default mode (deadline mode sends frames before their
+ * time) and on one clock, CLOCK_TAI or CLOCK_REALTIME. FALSE with *error
+ * (DQ_ERROR_CONFIG) naming the interface, the qdiscs it has and the tc command needed. */
+gboolean afp_qdiscs_check_etf (const AfpQdiscs *q, const char *ifname, GError **error);
+
+/* The control message that gives the frames of one sendmsg() their send time: SOL_SOCKET,
+ * SCM_TXTIME, the time as 8 bytes in host order (ns on the socket's SO_TXTIME clock). */
+typedef union {
+  struct cmsghdr header;
+  guint8 bytes[CMSG_SPACE (sizeof (guint64))];
+} AfpTxtimeControl;
+
+/* Writes the message for `txtime` into *control; returns msg_controllen */
+gsize afp_txtime_control (AfpTxtimeControl *control, guint64 txtime);
+
+/* The ns to add to a time on CLOCK_REALTIME (the afpacket port clock) for the same
+ * instant on `clock`: CLOCK_TAI, the kernel's TAI offset (adjtimex), CLOCK_REALTIME, 0.
+ * FALSE for any other clock. */
+gboolean afp_clock_offset (clockid_t clock, gint64 *offset_ns);
+/* port_ns (CLOCK_REALTIME) on the clock of afp_clock_offset's offset_ns */
+guint64 afp_port_time_on_clock (guint64 port_ns, gint64 offset_ns);
 
 /* ---------------------------------------------------------------------------------- */
 /* TX queues (afpacket-tx.c): the DqEngineOps entries */

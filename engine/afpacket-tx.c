@@ -5,12 +5,41 @@
  * Pacing (DqTxConfig.rate_bps): the socket's SO_MAX_PACING_RATE, which the kernel's fq
  * qdisc honours for every socket's packets; the queue then goes through the qdisc (no
  * PACKET_QDISC_BYPASS), and it is refused unless every TX queue of the interface has fq
- * (the root, or each child of a root mq), read by netlink. */
+ * (the root, or each child of a root mq), read by netlink.
+ *
+ * Sending at a time (DqTxConfig.scheduled): the etf qdisc ("earliest txtime first") sends
+ * each frame at the time its socket gave it (SO_TXTIME; SCM_TXTIME per sendmsg()), on its
+ * own clock, and it must sit on every TX queue (the root, or each child of a root mq,
+ * mqprio or taprio): read by netlink at creation, refused naming the qdisc otherwise. The
+ * queue goes through the qdisc. One sendmsg()'s time applies to every frame it sends, so
+ * frames flagged together share a time: a frame with another time than those flagged
+ * before it waits until they were sent. etf refuses a frame whose time has passed when it
+ * reaches the qdisc, and drops one that expires in it, so frames sent as soon as possible
+ * (time 0, late frames sent) are given now + AFP_TXTIME_LEAD_NS; etf also refuses a frame
+ * before the last it sent, and sends in time order, so no frame is given a time before
+ * the one given ahead of it (the order given is kept). A frame more than
+ * DQ_TX_HORIZON_NS ahead is held by the sender (after the frames before it went to the
+ * kernel); a frame whose time has passed is late, sent at once or dropped. etf reports a
+ * frame it dropped because its time passed in the queue on the socket's error queue
+ * (SOF_TXTIME_REPORT_ERRORS): counted in DqTxStats.errors. A frame etf refuses on the way
+ * in stays flagged in the ring (the kernel hands such a slot back to SEND_REQUEST) and
+ * goes out with the next sendmsg(), at that one's later time.
+ */
 #include "afpacket-private.h"
 
+#include <linux/errqueue.h>
+#include <linux/net_tstamp.h>
 #include <linux/netlink.h>
 #include <linux/pkt_sched.h>
 #include <linux/rtnetlink.h>
+#include <sys/timex.h>
+
+/* Frames sent as soon as possible on an etf queue leave this long after the sendmsg():
+ * the time the frame takes from our clock read to the qdisc, with room to spare. */
+#define AFP_TXTIME_LEAD_NS G_GUINT64_CONSTANT (200000)
+/* A held sender looks at the port clock at least this often: CLOCK_REALTIME may be
+ * stepped while it waits. */
+#define AFP_TX_HOLD_SLICE_NS G_GINT64_CONSTANT (10000000)
 
 typedef struct {
   AfpPort *port;
@@ -27,6 +56,13 @@ typedef struct {
   guint head;      /* next slot to fill */
   guint tail;      /* oldest slot handed to the kernel */
   guint in_flight; /* slots handed to the kernel, not yet reclaimed */
+
+  /* sending at a time (DqTxConfig.scheduled), through etf */
+  gboolean txtime;
+  DqTxLate late;
+  clockid_t txtime_clock; /* etf's, and the socket's SO_TXTIME clock */
+  gint64 txtime_offset;   /* port clock -> txtime_clock, read once per burst */
+  guint64 txtime_last;    /* the latest time given to the kernel, on txtime_clock */
 
   DqTxCounters tx;
 } AfpTxQueue;
@@ -111,11 +147,91 @@ afp_txq_destroy (gpointer priv)
   g_free (txq);
 }
 
-/* The kinds of the interface's qdiscs, by netlink (RTM_GETQDISC dump): the root's in
- * root (NUL-terminated, "" when none is seen), and whether every child of the root is fq.
- * FALSE with *error when netlink fails. */
+/* ---- the qdiscs in the way ---- */
+
+void
+afp_qdiscs_init (AfpQdiscs *q)
+{
+  memset (q, 0, sizeof *q);
+  q->etf_clockid = -1;
+  q->etf_clocks = TRUE;
+}
+
+/* a qdisc of kind `kind` somewhere under the root */
+static void
+qdiscs_note_child (AfpQdiscs *q, const char *kind)
+{
+  q->children++;
+  for (guint k = 0; k < q->n_child_kinds; k++)
+    if (strcmp (q->child_kinds[k], kind) == 0)
+      return;
+  if (q->n_child_kinds < AFP_QDISC_CHILD_KINDS)
+    g_strlcpy (q->child_kinds[q->n_child_kinds++], kind, AFP_QDISC_KIND_SIZE);
+}
+
+/* an etf qdisc, with its TCA_OPTIONS (len bytes of attributes at opts; NULL: none) */
+static void
+qdiscs_note_etf (AfpQdiscs *q, const struct rtattr *opts, int len)
+{
+  int clockid = -1;
+  for (const struct rtattr *a = opts; opts != NULL && RTA_OK (a, len); a = RTA_NEXT (a, len)) {
+    struct tc_etf_qopt qopt;
+    if (a->rta_type != TCA_ETF_PARMS || RTA_PAYLOAD (a) < sizeof qopt)
+      continue;
+    memcpy (&qopt, RTA_DATA (a), sizeof qopt);
+    clockid = qopt.clockid;
+    if (qopt.flags & TC_ETF_DEADLINE_MODE_ON)
+      q->etf_deadline = TRUE;
+  }
+  if (q->etf == 0)
+    q->etf_clockid = clockid;
+  else if (clockid != q->etf_clockid)
+    q->etf_clocks = FALSE;
+  q->etf++;
+}
+
+void
+afp_qdiscs_note (AfpQdiscs *q, int ifindex, const struct nlmsghdr *nh)
+{
+  if (nh->nlmsg_type != RTM_NEWQDISC || nh->nlmsg_len < NLMSG_LENGTH (sizeof (struct tcmsg)))
+    return;
+  const struct tcmsg *tc = NLMSG_DATA (nh);
+  if (tc->tcm_ifindex != ifindex)
+    return;
+  char kind[AFP_QDISC_KIND_SIZE] = "";
+  const struct rtattr *opts = NULL;
+  int opts_len = 0;
+  int len = (int) (nh->nlmsg_len - NLMSG_LENGTH (sizeof *tc));
+  for (const struct rtattr *a =
+           (const struct rtattr *) ((const guint8 *) tc + NLMSG_ALIGN (sizeof *tc));
+       RTA_OK (a, len); a = RTA_NEXT (a, len)) {
+    if (a->rta_type == TCA_KIND && RTA_PAYLOAD (a) > 0)
+      g_strlcpy (kind, RTA_DATA (a), MIN (sizeof kind, RTA_PAYLOAD (a) + 1));
+    if (a->rta_type == TCA_OPTIONS) {
+      opts = RTA_DATA (a);
+      opts_len = (int) RTA_PAYLOAD (a);
+    }
+  }
+  gboolean under_root = q->root_seen && tc->tcm_parent != TC_H_ROOT &&
+      TC_H_MAJ (tc->tcm_parent) != TC_H_MAJ (TC_H_INGRESS) &&
+      TC_H_MAJ (tc->tcm_parent) == TC_H_MAJ (q->root_handle);
+  if (tc->tcm_parent == TC_H_ROOT) {
+    q->root_seen = TRUE;
+    g_strlcpy (q->root, kind, sizeof q->root);
+    q->root_handle = tc->tcm_handle;
+  } else if (under_root) {
+    qdiscs_note_child (q, kind);
+  } else {
+    return; /* ingress, clsact */
+  }
+  if (strcmp (kind, "etf") == 0)
+    qdiscs_note_etf (q, opts, opts_len);
+}
+
+/* The interface's qdiscs, by netlink (RTM_GETQDISC dump). FALSE with *error when netlink
+ * fails. */
 static gboolean
-qdisc_kinds (AfpPort *port, char *root, gsize root_size, gboolean *children_fq, GError **error)
+qdiscs_read (AfpPort *port, AfpQdiscs *q, GError **error)
 {
   int fd = socket (AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
   struct {
@@ -126,11 +242,9 @@ qdisc_kinds (AfpPort *port, char *root, gsize root_size, gboolean *children_fq, 
                 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
                 .nlmsg_seq = 1 },
     .tc = { .tcm_family = AF_UNSPEC } };
-  guint32 root_handle = 0;
   gboolean done = FALSE, ok = fd >= 0 && send (fd, &req, sizeof req, 0) == (ssize_t) sizeof req;
 
-  root[0] = '\0';
-  *children_fq = TRUE;
+  afp_qdiscs_init (q);
   while (ok && !done) {
     guint8 buf[16384];
     ssize_t n = recv (fd, buf, sizeof buf, 0);
@@ -145,23 +259,7 @@ qdisc_kinds (AfpPort *port, char *root, gsize root_size, gboolean *children_fq, 
         ok = nh->nlmsg_type == NLMSG_DONE;
         break;
       }
-      const struct tcmsg *tc = NLMSG_DATA (nh);
-      if (nh->nlmsg_type != RTM_NEWQDISC || tc->tcm_ifindex != port->ifindex)
-        continue;
-      const char *kind = "";
-      int len = (int) (nh->nlmsg_len - NLMSG_LENGTH (sizeof *tc));
-      for (struct rtattr *a = (struct rtattr *) ((guint8 *) tc + NLMSG_ALIGN (sizeof *tc));
-           RTA_OK (a, len); a = RTA_NEXT (a, len))
-        if (a->rta_type == TCA_KIND && RTA_PAYLOAD (a) > 0)
-          kind = RTA_DATA (a);
-      if (tc->tcm_parent == TC_H_ROOT) {
-        g_strlcpy (root, kind, root_size);
-        root_handle = tc->tcm_handle;
-      } else if (TC_H_MAJ (tc->tcm_parent) != 0 && strcmp (kind, "fq") != 0) {
-        /* children are listed after their root in a dump */
-        if (root_handle != 0 && TC_H_MAJ (tc->tcm_parent) == TC_H_MAJ (root_handle))
-          *children_fq = FALSE;
-      }
+      afp_qdiscs_note (q, port->ifindex, nh);
     }
   }
   if (!ok)
@@ -173,21 +271,97 @@ qdisc_kinds (AfpPort *port, char *root, gsize root_size, gboolean *children_fq, 
   return ok;
 }
 
+/* Whether every TX queue has a qdisc of `kind`: the root is one, or the root is one of
+ * `parents` (NULL-terminated; qdiscs with a child per TX queue) and everything under it
+ * is `kind`. */
+static gboolean
+qdiscs_everywhere (const AfpQdiscs *q, const char *kind, const char *const *parents)
+{
+  if (strcmp (q->root, kind) == 0)
+    return TRUE;
+  if (q->children == 0 || q->n_child_kinds != 1 || strcmp (q->child_kinds[0], kind) != 0)
+    return FALSE;
+  for (guint k = 0; parents[k] != NULL; k++)
+    if (strcmp (q->root, parents[k]) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* "'noqueue'", "'mq' over 'fq_codel'", "'mqprio' over 'etf', 'pfifo_fast'", "none" */
+static char *
+qdiscs_describe (const AfpQdiscs *q)
+{
+  if (q->root[0] == '\0')
+    return g_strdup ("none");
+  GString *s = g_string_new (NULL);
+  g_string_append_printf (s, "'%s'", q->root);
+  for (guint k = 0; k < q->n_child_kinds; k++)
+    g_string_append_printf (s, "%s'%s'", k == 0 ? " over " : ", ", q->child_kinds[k]);
+  if (q->n_child_kinds == AFP_QDISC_CHILD_KINDS)
+    g_string_append (s, ", ...");
+  return g_string_free (s, FALSE);
+}
+
+/* CLOCK_TAI, CLOCK_REALTIME: the clocks a send time can be converted to */
+static const char *
+txtime_clock_name (int clockid)
+{
+  switch (clockid) {
+    case CLOCK_TAI: return "CLOCK_TAI";
+    case CLOCK_REALTIME: return "CLOCK_REALTIME";
+    default: return NULL;
+  }
+}
+
+gboolean
+afp_qdiscs_check_etf (const AfpQdiscs *q, const char *ifname, GError **error)
+{
+  static const char *const etf_parents[] = { "mq", "mqprio", "taprio", NULL };
+
+  if (!qdiscs_everywhere (q, "etf", etf_parents)) {
+    g_autofree char *has = qdiscs_describe (q);
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "afpacket:%s: schedule (sending at a time) needs the etf qdisc, which sends each "
+        "frame of a packet socket at its SO_TXTIME, on every TX queue of the interface "
+        "(tc qdisc replace dev %s root etf clockid CLOCK_TAI delta 200000; on a "
+        "multi-queue device one etf under each class of mqprio or taprio); it has %s",
+        ifname, ifname, has);
+    return FALSE;
+  }
+  if (q->etf_deadline) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "afpacket:%s: schedule (sending at a time): the interface's etf qdisc is in "
+        "deadline_mode, which sends frames before their time (allowed: etf without "
+        "deadline_mode)",
+        ifname);
+    return FALSE;
+  }
+  if (!q->etf_clocks || txtime_clock_name (q->etf_clockid) == NULL) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+        "afpacket:%s: schedule (sending at a time): the interface's etf qdiscs run on %s "
+        "%d (allowed: all on CLOCK_TAI, or all on CLOCK_REALTIME)",
+        ifname, q->etf_clocks ? "clockid" : "different clocks, the first on clockid",
+        q->etf_clockid);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 /* Pacing through fq: refused naming the qdisc there is when fq is not on every TX
  * queue; else the socket's pacing rate (bytes/s) and the qdisc in the way. */
 static gboolean
 tx_pacing_set (AfpTxQueue *txq, guint64 rate_bps, GError **error)
 {
-  char root[IFNAMSIZ + 16];
-  gboolean children_fq;
-  if (!qdisc_kinds (txq->port, root, sizeof root, &children_fq, error))
+  static const char *const fq_parents[] = { "mq", NULL };
+  AfpQdiscs q;
+  if (!qdiscs_read (txq->port, &q, error))
     return FALSE;
-  gboolean fq = strcmp (root, "fq") == 0 || (strcmp (root, "mq") == 0 && children_fq);
-  if (!fq) {
+  if (!qdiscs_everywhere (&q, "fq", fq_parents)) {
+    g_autofree char *has = qdiscs_describe (&q);
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
         "afpacket:%s: rate %" G_GUINT64_FORMAT " bit/s needs the fq qdisc, which paces "
-        "packet sockets, on the interface (tc qdisc replace dev %s root fq); it has '%s'",
-        txq->port->ifname, rate_bps, txq->port->ifname, root[0] ? root : "none");
+        "packet sockets, on the interface (tc qdisc replace dev %s root fq); it has %s",
+        txq->port->ifname, rate_bps, txq->port->ifname, has);
     return FALSE;
   }
   guint64 bytes = MAX (rate_bps / 8, 1);
@@ -197,6 +371,91 @@ tx_pacing_set (AfpTxQueue *txq, guint64 rate_bps, GError **error)
         txq->port->ifname, bytes, g_strerror (errno));
     return FALSE;
   }
+  return TRUE;
+}
+
+/* ---- sending at a time: send times on etf's clock ---- */
+
+gsize
+afp_txtime_control (AfpTxtimeControl *control, guint64 txtime)
+{
+  memset (control, 0, sizeof *control);
+  control->header.cmsg_level = SOL_SOCKET;
+  control->header.cmsg_type = SCM_TXTIME;
+  control->header.cmsg_len = CMSG_LEN (sizeof txtime);
+  memcpy (CMSG_DATA (&control->header), &txtime, sizeof txtime);
+  return sizeof control->bytes;
+}
+
+gboolean
+afp_clock_offset (clockid_t clock, gint64 *offset_ns)
+{
+  if (clock == CLOCK_REALTIME) {
+    *offset_ns = 0;
+    return TRUE;
+  }
+  if (clock != CLOCK_TAI)
+    return FALSE;
+  /* CLOCK_TAI is CLOCK_REALTIME + the timekeeper's TAI offset, whole seconds (0 until
+   * something, ptp4l or chrony, sets it) */
+  struct timex tx;
+  memset (&tx, 0, sizeof tx);
+  if (adjtimex (&tx) < 0)
+    return FALSE;
+  *offset_ns = (gint64) tx.tai * G_GINT64_CONSTANT (1000000000);
+  return TRUE;
+}
+
+guint64
+afp_port_time_on_clock (guint64 port_ns, gint64 offset_ns)
+{
+  return port_ns + (guint64) offset_ns;
+}
+
+/* the port clock (afp_port_time) */
+static guint64
+tx_port_now (void)
+{
+  return dq_clock_ns (CLOCK_REALTIME);
+}
+
+/* The time, on etf's clock, for frames of port time t (0: as soon as possible): t, but
+ * never earlier than now + AFP_TXTIME_LEAD_NS, nor than the time given before. */
+static guint64
+tx_txtime_for (AfpTxQueue *txq, guint64 t)
+{
+  guint64 soon = afp_port_time_on_clock (tx_port_now (), txq->txtime_offset) + AFP_TXTIME_LEAD_NS;
+  guint64 txtime = t != 0 ? afp_port_time_on_clock (t, txq->txtime_offset) : 0;
+  txtime = MAX (MAX (txtime, soon), txq->txtime_last);
+  txq->txtime_last = txtime;
+  return txtime;
+}
+
+/* etf on every TX queue, and the socket's SO_TXTIME on its clock */
+static gboolean
+tx_txtime_set (AfpTxQueue *txq, const DqTxConfig *config, GError **error)
+{
+  AfpQdiscs q;
+  if (!qdiscs_read (txq->port, &q, error) || !afp_qdiscs_check_etf (&q, txq->port->ifname, error))
+    return FALSE;
+  txq->txtime_clock = q.etf_clockid;
+  if (!afp_clock_offset (txq->txtime_clock, &txq->txtime_offset)) {
+    g_set_error (error, DQ_ERROR, DQ_ERROR_IO,
+        "afpacket:%s: cannot read the offset of %s from CLOCK_REALTIME (adjtimex): %s",
+        txq->port->ifname, txtime_clock_name (txq->txtime_clock), g_strerror (errno));
+    return FALSE;
+  }
+  struct sock_txtime st = { .clockid = txq->txtime_clock, .flags = SOF_TXTIME_REPORT_ERRORS };
+  if (setsockopt (txq->fd, SOL_SOCKET, SO_TXTIME, &st, sizeof st) != 0) {
+    int err = errno;
+    g_set_error (error, DQ_ERROR, err == EPERM ? DQ_ERROR_PERMISSION : DQ_ERROR_IO,
+        "afpacket:%s: setsockopt (SO_TXTIME, %s) failed: %s%s", txq->port->ifname,
+        txtime_clock_name (txq->txtime_clock), g_strerror (err),
+        err == EPERM ? " (sending at a time on this clock needs CAP_NET_ADMIN)" : "");
+    return FALSE;
+  }
+  txq->txtime = TRUE;
+  txq->late = config->late;
   return TRUE;
 }
 
@@ -211,12 +470,13 @@ afp_txq_create (gpointer port_priv, const DqTxConfig *config, GError **error)
   txq->fd = -1;
   txq->wake_fd = -1;
   txq->frame_limit = port_frame_limit (txq->port->mtu);
-  if (config->scheduled) {
+  if (config->scheduled && config->rate_bps != 0) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-        "afpacket:%s: sending at a time (schedule) is not possible on this engine (the "
-        "kernel's etf qdisc and SO_TXTIME are not driven); the mlx5 and emu engines schedule "
-        "in the NIC",
-        txq->port->ifname);
+        "afpacket:%s: rate %" G_GUINT64_FORMAT " bit/s and schedule (sending at a time) "
+        "cannot be combined on this engine: pacing needs the fq qdisc and sending at a time "
+        "the etf qdisc, and a TX queue has one qdisc (allowed with schedule: rate 0, and "
+        "times that space the frames)",
+        txq->port->ifname, config->rate_bps);
     goto fail;
   }
   if (!tx_geometry_check (txq, config, &block, &n_blocks, error))
@@ -237,10 +497,12 @@ afp_txq_create (gpointer port_priv, const DqTxConfig *config, GError **error)
           txq->fd, PACKET_VERSION, TPACKET_V2, txq->port, "PACKET_VERSION (TPACKET_V2)", error) ||
       !afp_packet_set_int (txq->fd, PACKET_LOSS, 1, txq->port, "PACKET_LOSS", error))
     goto fail;
-  /* paced frames go through fq; the others straight to the driver */
-  if (config->rate_bps != 0 ? !tx_pacing_set (txq, config->rate_bps, error)
-                            : !afp_packet_set_int (txq->fd, PACKET_QDISC_BYPASS, 1, txq->port,
-                                  "PACKET_QDISC_BYPASS", error))
+  /* paced frames go through fq, timed ones through etf; the others straight to the
+   * driver */
+  if (config->scheduled           ? !tx_txtime_set (txq, config, error)
+          : config->rate_bps != 0 ? !tx_pacing_set (txq, config->rate_bps, error)
+                                  : !afp_packet_set_int (txq->fd, PACKET_QDISC_BYPASS, 1, txq->port,
+                                        "PACKET_QDISC_BYPASS", error))
     goto fail;
   /* Frames in flight are charged to the send buffer; a send buffer smaller than the ring
    * would stop the kernel half way through it. */
@@ -299,21 +561,57 @@ tx_slot_next (AfpTxQueue *txq)
   return tx_slot (txq, txq->head);
 }
 
-/* Asks the kernel to send every slot flagged TP_STATUS_SEND_REQUEST. */
+/* Asks the kernel to send every slot flagged TP_STATUS_SEND_REQUEST; on an etf queue at
+ * the time for port time t (tx_txtime_for; 0: as soon as possible). */
 static gboolean
-tx_kick (AfpTxQueue *txq, GError **error)
+tx_kick (AfpTxQueue *txq, guint64 t, GError **error)
 {
-  if (send (txq->fd, NULL, 0, MSG_DONTWAIT) >= 0)
+  AfpTxtimeControl control;
+  struct msghdr msg = { 0 };
+  if (txq->txtime) {
+    msg.msg_control = &control;
+    msg.msg_controllen = afp_txtime_control (&control, tx_txtime_for (txq, t));
+  }
+  if (sendmsg (txq->fd, &msg, MSG_DONTWAIT) >= 0)
     return TRUE;
   int err = errno;
-  /* no memory for an skb, or the device queue is full: the slots stay flagged and go
-   * out with the next kick */
+  /* no memory for an skb, the device queue is full, or the qdisc refused the frame: the
+   * slots stay flagged and go out with the next kick */
   if (err == EAGAIN || err == ENOBUFS || err == EINTR)
     return TRUE;
   g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "afpacket:%s: send failed: %s%s", txq->port->ifname,
       g_strerror (err),
       err == ENETDOWN ? " (the interface is down; queued frames go out once it is up)" : "");
   return FALSE;
+}
+
+/* Takes the socket's error queue: etf reports there each frame it refused (time already
+ * passed on the way in: the slot stays flagged, the frame goes out with a later kick) or
+ * dropped (time passed in the qdisc: lost, counted in errors). */
+static void
+tx_txtime_errors_take (AfpTxQueue *txq)
+{
+  guint64 lost = 0;
+
+  for (;;) {
+    union {
+      struct cmsghdr header;
+      guint8 bytes[CMSG_SPACE (sizeof (struct sock_extended_err) + 64)];
+    } control;
+    struct msghdr msg = { .msg_control = &control, .msg_controllen = sizeof control };
+    if (recvmsg (txq->fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+      break;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR (&msg); c != NULL; c = CMSG_NXTHDR (&msg, c)) {
+      struct sock_extended_err ee;
+      if (c->cmsg_level != SOL_PACKET || c->cmsg_type != PACKET_TX_TIMESTAMP ||
+          c->cmsg_len < CMSG_LEN (sizeof ee))
+        continue;
+      memcpy (&ee, CMSG_DATA (c), sizeof ee);
+      lost += ee.ee_origin == SO_EE_ORIGIN_TXTIME && ee.ee_code == SO_EE_CODE_TXTIME_MISSED;
+    }
+  }
+  if (lost > 0)
+    dq_counter_add (&txq->tx.errors, lost);
 }
 
 /* Waits for the kernel to finish a slot. Returns 1 to try again, 0 when woken, -1 on
@@ -337,7 +635,52 @@ tx_wait (AfpTxQueue *txq, short events, gint64 slice_ns, GError **error)
     dq_eventfd_drain (txq->wake_fd);
     return 0;
   }
+  /* POLLERR while the error queue holds etf's reports: take them, or the next poll
+   * returns at once */
+  if ((pfd[0].revents & POLLERR) && txq->txtime)
+    tx_txtime_errors_take (txq);
   return 1;
+}
+
+/* ---- send scheduling (daqiri-engine.h), as the mlx5 engine does it ---- */
+
+typedef enum {
+  TX_SEND, /* now: at its time, or as soon as possible (late) */
+  TX_HOLD, /* beyond the horizon: the sender waits first */
+  TX_DROP, /* late, and late frames are dropped */
+} TxVerdict;
+
+/* What becomes of a frame with send time t (not 0) while the port clock reads `now`;
+ * *late: its time has passed */
+static TxVerdict
+tx_verdict (AfpTxQueue *txq, guint64 t, guint64 now, gboolean *late)
+{
+  *late = FALSE;
+  if (t > now + DQ_TX_HORIZON_NS)
+    return TX_HOLD;
+  if (t > now)
+    return TX_SEND;
+  *late = TRUE;
+  return txq->late == DQ_TX_LATE_DROP ? TX_DROP : TX_SEND;
+}
+
+/* Holds the sender until port time t is within the horizon: FALSE when woken first. */
+static gboolean
+tx_hold (AfpTxQueue *txq, guint64 t)
+{
+  dq_counter_add (&txq->tx.held, 1);
+  for (;;) {
+    guint64 now = tx_port_now ();
+    if (t <= now + DQ_TX_HORIZON_NS)
+      return TRUE;
+    struct pollfd pfd = { .fd = txq->wake_fd, .events = POLLIN };
+    struct timespec ts =
+        ns_to_timespec ((gint64) MIN (t - DQ_TX_HORIZON_NS - now, (guint64) AFP_TX_HOLD_SLICE_NS));
+    if (ppoll (&pfd, 1, &ts, NULL) > 0 && (pfd.revents & POLLIN)) {
+      dq_eventfd_drain (txq->wake_fd);
+      return FALSE;
+    }
+  }
 }
 
 static guint
@@ -366,62 +709,121 @@ tx_frame_acceptable (AfpTxQueue *txq, const guint8 *frame, guint32 len)
   return len <= tx_frame_limit (txq, frame);
 }
 
+/* A free slot for the next frame, waiting while the ring is full (the *flagged frames,
+ * of port time t, are sent first). NULL when woken (*woken) or on error (*failed). */
+static struct tpacket2_hdr *
+tx_slot_wait (
+    AfpTxQueue *txq, guint64 t, guint *flagged, gboolean *woken, gboolean *failed, GError **error)
+{
+  struct tpacket2_hdr *hdr = tx_slot_next (txq);
+  if (hdr != NULL)
+    return hdr;
+  dq_counter_add (&txq->tx.ring_full_waits, 1);
+  short events = POLLOUT;
+  while (hdr == NULL) {
+    if (!tx_kick (txq, t, error)) {
+      *failed = TRUE;
+      return NULL;
+    }
+    *flagged = 0;
+    guint before = txq->in_flight;
+    int r = tx_wait (txq, events, AFP_WAIT_SLICE_NS, error);
+    *failed = r < 0;
+    *woken = r == 0;
+    if (r <= 0)
+      return NULL;
+    hdr = tx_slot_next (txq);
+    /* POLLOUT without progress: the kernel's head is free but ours is not */
+    events = (hdr == NULL && txq->in_flight == before) ? 0 : POLLOUT;
+  }
+  return hdr;
+}
+
 int
 afp_txq_send (gpointer priv, const guint8 *const *frames, const guint32 *lengths,
     const guint64 *times, guint n, GError **error)
 {
   AfpTxQueue *txq = priv;
   guint queued = 0, consumed = 0;
-  guint64 bytes = 0, errors = 0;
+  guint64 bytes = 0, errors = 0, scheduled = 0, late = 0, dropped = 0;
   gboolean failed = FALSE, woken = FALSE;
+  /* frames flagged and not yet sent, all of one port time (0: as soon as possible) */
+  guint flagged = 0;
+  guint64 flagged_time = 0;
 
+  if (txq->txtime)
+    (void) afp_clock_offset (txq->txtime_clock, &txq->txtime_offset);
   for (; consumed < n && !failed && !woken; consumed++) {
     guint i = consumed;
     if (!tx_frame_acceptable (txq, frames[i], lengths[i])) {
       errors++;
       continue;
     }
-    struct tpacket2_hdr *hdr = tx_slot_next (txq);
-    if (hdr == NULL) {
-      dq_counter_add (&txq->tx.ring_full_waits, 1);
-      short events = POLLOUT;
-      while (hdr == NULL) {
-        if (!tx_kick (txq, error)) {
+    guint64 t = times != NULL ? times[i] : 0;
+    gboolean is_late = FALSE;
+    if (t != 0) {
+      TxVerdict v = tx_verdict (txq, t, tx_port_now (), &is_late);
+      if (v == TX_HOLD) {
+        /* the frames before it leave while it waits */
+        if (flagged > 0 && !tx_kick (txq, flagged_time, error)) {
           failed = TRUE;
           break;
         }
-        guint before = txq->in_flight;
-        int r = tx_wait (txq, events, AFP_WAIT_SLICE_NS, error);
-        if (r < 0)
-          failed = TRUE;
-        if (r == 0)
+        flagged = 0;
+        if (!tx_hold (txq, t)) {
           woken = TRUE;
-        if (r <= 0)
           break;
-        hdr = tx_slot_next (txq);
-        /* POLLOUT without progress: the kernel's head is free but ours is not */
-        events = (hdr == NULL && txq->in_flight == before) ? 0 : POLLOUT;
+        }
+        v = tx_verdict (txq, t, tx_port_now (), &is_late);
       }
-      if (hdr == NULL)
-        break; /* frame i stays unconsumed */
+      if (v == TX_DROP) {
+        late++;
+        dropped++;
+        continue;
+      }
     }
+    /* late frames that are sent go as soon as possible */
+    guint64 at = is_late ? 0 : t;
+    /* one sendmsg() gives its frames one time: those flagged with another go first */
+    if (flagged > 0 && at != flagged_time) {
+      if (!tx_kick (txq, flagged_time, error)) {
+        failed = TRUE;
+        break;
+      }
+      flagged = 0;
+    }
+    struct tpacket2_hdr *hdr = tx_slot_wait (txq, at, &flagged, &woken, &failed, error);
+    if (hdr == NULL)
+      break; /* frame i stays unconsumed */
     memcpy ((guint8 *) hdr + AFP_TX_DATA_OFFSET, frames[i], lengths[i]);
     hdr->tp_len = lengths[i];
     /* the kernel reads the frame once it sees SEND_REQUEST: publish with release */
     __atomic_store_n (&hdr->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
     txq->head = (txq->head + 1) % txq->n_slots;
     txq->in_flight++;
+    flagged++;
+    flagged_time = at;
     queued++;
     bytes += lengths[i];
+    scheduled += t != 0;
+    late += is_late;
   }
 
   if (queued > 0) {
     GError *kick_error = NULL;
-    if (!tx_kick (txq, failed ? &kick_error : error))
+    if (!tx_kick (txq, flagged > 0 ? flagged_time : 0, failed ? &kick_error : error))
       failed = TRUE;
     g_clear_error (&kick_error);
   }
+  if (txq->txtime)
+    tx_txtime_errors_take (txq);
   dq_tx_counters_add_burst (&txq->tx, queued, bytes, errors);
+  if (scheduled > 0)
+    dq_counter_add (&txq->tx.scheduled, scheduled);
+  if (late > 0)
+    dq_counter_add (&txq->tx.late, late);
+  if (dropped > 0)
+    dq_counter_add (&txq->tx.late_dropped, dropped);
   return failed ? -1 : (int) consumed;
 }
 
@@ -433,16 +835,20 @@ afp_txq_flush (gpointer priv, GError **error)
   for (;;) {
     tx_slots_reclaim (txq);
     if (txq->in_flight == 0)
-      return TRUE;
-    if (!tx_kick (txq, error))
+      break;
+    if (!tx_kick (txq, 0, error))
       return FALSE;
     tx_slots_reclaim (txq);
     if (txq->in_flight == 0)
-      return TRUE;
+      break;
     int r = tx_wait (txq, 0, AFP_TX_FLUSH_SLICE_NS, error);
     if (r <= 0)
       return FALSE;
   }
+  /* etf reports a frame it dropped before it lets go of the frame's slot */
+  if (txq->txtime)
+    tx_txtime_errors_take (txq);
+  return TRUE;
 }
 
 void

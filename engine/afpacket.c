@@ -14,7 +14,8 @@
  * TX (afpacket-tx.c): one TPACKET_V2 ring per queue with PACKET_QDISC_BYPASS (no qdisc,
  * and no copy to packet taps: tcpdump on the sending interface does not see these
  * frames); frames are copied into slots, flagged TP_STATUS_SEND_REQUEST and sent by one
- * send() per burst.
+ * send() per burst. Paced queues go through the fq qdisc, queues that send at a time
+ * through etf, one sendmsg() per distinct time.
  *
  * Timestamps are the kernel's software receive time, on CLOCK_REALTIME.
  */
@@ -665,7 +666,7 @@ afp_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
   rxq->fd = -1;
   rxq->wake_fd = -1;
   rxq->ep_fd = -1;
-  rxq->groups = (AfpGroups) AFP_GROUPS_INIT;
+  rxq->groups.fd = -1;
   g_mutex_init (&rxq->stats_lock);
   /* a block cannot hold more packets than this, so larger records would never fill */
   rxq->burst_packets =

@@ -924,7 +924,8 @@ gst_daqiri_sink_class_init (GstDaqiriSinkClass *klass)
           "packet's timestamp (GstDaqiriPacketMeta): a received burst keeps its spacing. "
           "Packets more than 1 s ahead are held (the sender waits; order is kept). mlx5 "
           "and emu engines with a real-time port clock (ConnectX-7: WAIT on time; emu: "
-          "clock=rt); others refuse it",
+          "clock=rt); afpacket where every TX queue of the interface has the etf qdisc "
+          "(SO_TXTIME; refused naming the qdisc otherwise); dpdk refuses it",
           GST_TYPE_DAQIRI_SCHEDULE, GST_DAQIRI_SCHEDULE_NONE, rw));
   g_object_class_install_property (gobject_class, PROP_LATE,
       g_param_spec_enum ("late", "Late packets",
