@@ -259,12 +259,16 @@ typedef struct {
   int clock_id;           /* POSIX clock the port time is on, or -1 for a NIC clock */
   guint8 mac[6];
   guint mtu;
-  gboolean device_dma;   /* the device itself writes the receive rings, so a ring can be GPU
+  gboolean device_dma;    /* the device itself writes the receive rings, so a ring can be GPU
                         * device memory (a ConnectX by GPUDirect RDMA, the emulated
                         * ConnectX by DMA copies); FALSE where the host's software copies
                         * into them (afpacket, dpdk): such engines take no ring_memory */
-  gboolean header_split; /* the device splits packets into a header and a payload ring
+  gboolean header_split;  /* the device splits packets into a header and a payload ring
                           * (DqRxConfig.header_size); FALSE: header_size must be 0 */
+  gboolean stamps_frames; /* the port stores each frame with a time rather than sending it
+                           * (a capture file): a sender passes each frame's own time
+                           * (its packet timestamp) as its send time, on a queue made
+                           * `scheduled`; nothing waits */
 } DqPortInfo;
 
 /* ---- the engine table ---- */

@@ -57,6 +57,9 @@ ensure_builtin (void)
 #ifdef DQ_HAVE_DPDK
     register_locked (&dq_dpdk_engine);
 #endif
+#ifdef DQ_HAVE_PCAP
+    register_locked (&dq_pcap_engine);
+#endif
 #ifdef DQ_HAVE_MLX5
     for (const DqEngineOps *const *e = dq_mlx5_engines (); *e != NULL; e++)
       register_locked (*e);

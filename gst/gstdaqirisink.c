@@ -117,6 +117,8 @@ struct _GstDaqiriSink {
   DqPort *port;
   DqTxQueue *txq;        /* copies */
   gboolean can_lend;     /* the engine lends TX slots */
+  gboolean stamps;       /* the port stores frames with their time (DqPortInfo.stamps_frames):
+                          * each gets its packet timestamp */
   GstDaqiriTxRing *ring; /* the pool's TX queue, made at the first allocation
                                  * query; written in place */
   gint flushing;
@@ -307,6 +309,9 @@ gst_daqiri_sink_start (GstBaseSink *bsink)
   g_free (device);
   if (port == NULL)
     return FALSE;
+  /* a capture file stores each frame with a time: the queue takes times */
+  gboolean stamps = dq_port_info (port)->stamps_frames;
+  config.scheduled = config.scheduled || stamps;
   DqTxQueue *txq = dq_txq_create (port, &config, &error);
   if (txq == NULL) {
     GST_DAQIRI_POST_ENGINE_ERROR (self, "transmit queue", error);
@@ -317,6 +322,7 @@ gst_daqiri_sink_start (GstBaseSink *bsink)
   GST_OBJECT_LOCK (self);
   self->port = port;
   self->txq = txq;
+  self->stamps = stamps;
   self->regs = dq_txq_can_split (txq) ? gst_daqiri_tx_regs_new (txq) : NULL;
   self->max_frame = dq_txq_max_frame (txq);
   self->can_lend = dq_txq_can_acquire (txq);
@@ -523,17 +529,20 @@ buffer_port_time (GstDaqiriSink *self, GstBuffer *buffer)
   return MAX (clock_to_port_time (self, (GstClockTime) when), 1);
 }
 
-/* The send time of packet p of a burst due at `base`: base plus its timestamp's offset
- * from the first packet's (GstDaqiriPacketMeta) */
+/* The send time of packet p of a burst due at `base` (schedule=pts): base plus its
+ * timestamp's offset from the first packet's (GstDaqiriPacketMeta). On a port that stores
+ * frames with their time (a capture file) without schedule: the packet's own timestamp. */
 static inline guint64
-packet_time (guint64 base, const GstDaqiriPacket *first, const GstDaqiriPacket *p)
+packet_time (
+    GstDaqiriSink *self, guint64 base, const GstDaqiriPacket *first, const GstDaqiriPacket *p)
 {
+  if (self->stamps && self->schedule != GST_DAQIRI_SCHEDULE_PTS)
+    return p->timestamp;
   if (base == 0 || first->timestamp == 0 || p->timestamp < first->timestamp)
     return base;
   return base + (p->timestamp - first->timestamp);
 }
 
-/* Sends frames[0 .. n-1] (with `split`, each followed by its payload segment) */
 static GstFlowReturn
 send_frames (GstDaqiriSink *self, guint n, gboolean timed, gboolean split)
 {
@@ -541,7 +550,7 @@ send_frames (GstDaqiriSink *self, guint n, gboolean timed, gboolean split)
 
   while (sent < n) {
     GError *error = NULL;
-    const guint64 *times = timed ? self->times + sent : NULL;
+    const guint64 *times = timed || self->stamps ? self->times + sent : NULL;
     int r = split ? dq_txq_send_split (self->txq, self->frames + sent, self->lengths + sent,
                         self->payloads + sent, times, n - sent, &error)
                   : dq_txq_send_at (self->txq, self->frames + sent, self->lengths + sent, times,
@@ -625,7 +634,7 @@ render_in_place (GstDaqiriSink *self, GstBuffer *buffer, guint64 due)
         (gsize) p->offset > size || (gsize) p->length > size - p->offset)
       return IN_PLACE_NO;
     self->lengths[i] = p->length;
-    self->times[i] = packet_time (due, &meta->packets[0], p);
+    self->times[i] = packet_time (self, due, &meta->packets[0], p);
   }
   int r = gst_daqiri_tx_slot_memory_commit (
       mem, meta->n_packets, self->lengths, due != 0 ? self->times : NULL, &error);
@@ -685,7 +694,7 @@ split_packets (GstDaqiriSink *self, const GstDaqiriPacketMeta *meta, const GstMa
     self->frames[n] = hmap->data + p->offset;
     self->lengths[n] = hlen;
     self->payloads[n] = (DqTxPayload){ NULL, GSIZE_TO_POINTER (poff), plen };
-    self->times[n] = packet_time (due, &meta->packets[0], p);
+    self->times[n] = packet_time (self, due, &meta->packets[0], p);
     n++;
   }
   count_malformed (self, bad, hmap->size);
@@ -840,7 +849,7 @@ gst_daqiri_sink_render (GstBaseSink *bsink, GstBuffer *buffer)
         continue;
       self->frames[n] = map.data + p->offset;
       self->lengths[n] = p->length;
-      self->times[n] = packet_time (due, &meta->packets[0], p);
+      self->times[n] = packet_time (self, due, &meta->packets[0], p);
       n++;
     }
   }
@@ -905,7 +914,9 @@ gst_daqiri_sink_class_init (GstDaqiriSinkClass *klass)
       g_param_spec_string ("device", "Device",
           "Port to send on, as ENGINE:NAME: afpacket:IFACE for any Linux interface, "
           "mlx5:DEV for a ConnectX, emu:NAME for the emulated ConnectX, dpdk:DEVARGS for a "
-          "DPDK device (builds with DPDK). Ports are shared between elements that name the "
+          "DPDK device (builds with DPDK), pcap:FILE to record into a capture file (each "
+          "packet with its timestamp, nanoseconds; builds with libpcap). Ports are shared "
+          "between elements that name the "
           "same device",
           DEFAULT_DEVICE, rw));
   g_object_class_install_property (gobject_class, PROP_RING_SIZE,

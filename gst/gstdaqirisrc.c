@@ -901,7 +901,9 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass *klass)
           "Port to receive from, as ENGINE:NAME: afpacket:IFACE for any Linux interface "
           "(eth0, veth1, lo), mlx5:DEV for a ConnectX (IB name, netdev or PCI address), "
           "emu:NAME for the emulated ConnectX, dpdk:DEVARGS for a DPDK device (net_ring0, "
-          "net_pcap0,rx_pcap=FILE, a PCI address; builds with DPDK). Ports are shared "
+          "net_pcap0,rx_pcap=FILE, a PCI address; builds with DPDK), "
+          "pcap:FILE[,pace=fast|recorded][,rate=PPS] to replay a capture file (EOS at its "
+          "end; builds with libpcap). Ports are shared "
           "between elements that name the same device",
           DEFAULT_DEVICE, rw));
   g_object_class_install_property (gobject_class, PROP_FLOWS,

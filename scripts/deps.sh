@@ -9,6 +9,7 @@ packages=(
   libibverbs-dev rdma-core ibverbs-providers libdpdk-dev
   iproute2 tcpdump tcpreplay ethtool valgrind clang-tidy clang-format
   gobject-introspection libgirepository1.0-dev gir1.2-gstreamer-1.0 python3-gi
+  libpcap-dev tshark
 )
 
 missing=()
