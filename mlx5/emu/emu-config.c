@@ -206,6 +206,22 @@ apply_key (EmuConfig *cfg, const char *key, const char *value, GError **error)
     else
       return bad_value (n, key, value, "none or l2", error);
     cfg->keys |= EMU_KEY_INLINE;
+  } else if (strcmp (key, "loss") == 0) {
+    /* EVERY[+PHASE]: frames PHASE, PHASE + EVERY, ... of those arriving are lost */
+    gchar *plus = strchr (value, '+');
+    gchar *end = NULL;
+    guint64 every = g_ascii_strtoull (value, &end, 10);
+    guint64 phase = 0;
+    gboolean ok = end != value && (end == plus || *end == '\0') && every >= 2 && every <= 1000000;
+    if (ok && plus != NULL) {
+      phase = g_ascii_strtoull (plus + 1, &end, 10);
+      ok = end != plus + 1 && *end == '\0' && phase < every;
+    }
+    if (!ok)
+      return bad_value (n, key, value, "EVERY[+PHASE]: 2 .. 1000000, PHASE < EVERY", error);
+    cfg->loss_every = (guint) every;
+    cfg->loss_phase = (guint) phase;
+    cfg->keys |= EMU_KEY_LOSS;
   } else if (strcmp (key, "overhead") == 0) {
     if (!parse_number (value, rate_units, 1, &v) || v > OVERHEAD_MAX ||
         !g_ascii_isdigit (value[strlen (value) - 1]))
@@ -216,7 +232,7 @@ apply_key (EmuConfig *cfg, const char *key, const char *value, GError **error)
     char *k = g_strescape (key, NULL);
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
         "emu:%s: unknown key '%s' (allowed: "
-        "rate, freq, clock, mtu, mac, peer, pause, overhead, inline); for the generator: gen, "
+        "rate, freq, clock, mtu, mac, peer, pause, overhead, inline, loss); for the generator: gen, "
         "gen-rate, gen-count, gen-lossless",
         n, k);
     g_free (k);
@@ -339,6 +355,9 @@ emu_config_compatible (const EmuConfig *port, const EmuConfig *other, GError **e
     key = "overhead";
   else if ((k & EMU_KEY_INLINE) && other->inline_l2 != port->inline_l2)
     key = "inline";
+  else if ((k & EMU_KEY_LOSS) &&
+      (other->loss_every != port->loss_every || other->loss_phase != port->loss_phase))
+    key = "loss";
   else if ((k & EMU_KEY_GEN) && other->gen_len != port->gen_len)
     key = "gen";
   else if ((k & EMU_KEY_GEN_RATE) && other->gen_rate != port->gen_rate)

@@ -44,6 +44,7 @@ enum {
   EMU_KEY_GEN_COUNT = 1 << 10,
   EMU_KEY_GEN_LOSSLESS = 1 << 11,
   EMU_KEY_INLINE = 1 << 12,
+  EMU_KEY_LOSS = 1 << 13,
 };
 
 typedef struct {
@@ -59,6 +60,8 @@ typedef struct {
   gboolean real_time;
   guint overhead;
   gboolean inline_l2; /* send WQEs must carry the Ethernet header inline (inline=l2) */
+  guint loss_every;   /* loss=EVERY[+PHASE]: 0, or every EVERY-th frame in is lost */
+  guint loss_phase;
   /* the generator the spec asks for (gen_len 0: none), started with the first RQ */
   guint gen_len;
   guint64 gen_rate;
@@ -282,6 +285,7 @@ struct _EmuPort {
 
   /* faults (under lock) */
   guint fault_rx_drop;
+  guint64 rx_arrived;    /* frames that arrived at the port's input (loss=) */
   gint64 fault_rx_error; /* -1: none; else packets to let through first */
   guint8 fault_rx_syndrome;
   gint64 fault_tx_error;

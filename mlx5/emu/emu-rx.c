@@ -473,8 +473,11 @@ emu_rx_steered (EmuPort *p, const guint8 *frame, guint len, guint64 at, gboolean
     MLX5_COUNTER_ADD (p->c.rx_oversize, 1);
     return TRUE;
   }
-  if (p->fault_rx_drop > 0) {
-    p->fault_rx_drop--;
+  guint64 arrived = p->rx_arrived++;
+  if (p->fault_rx_drop > 0 ||
+      (p->cfg.loss_every != 0 && arrived % p->cfg.loss_every == p->cfg.loss_phase)) {
+    if (p->fault_rx_drop > 0)
+      p->fault_rx_drop--;
     MLX5_COUNTER_ADD (p->c.rx_fault_drops, 1);
     return TRUE;
   }

@@ -39,6 +39,9 @@
  *                   honour it); the generator follows its own `lossless`. Default on.
  *   overhead=0..64  wire bytes per frame besides the frame itself (default 24: preamble
  *                   and SFD 8, FCS 4, inter-frame gap 12).
+ *   loss=EVERY[+PHASE]  the port's input loses frames PHASE, PHASE + EVERY, PHASE + 2 EVERY,
+ *                   ... of those arriving (0-based; EVERY 2 .. 1000000, PHASE < EVERY;
+ *                   default PHASE 0), counted in rx_fault_drops: a lossy path. Default none.
  *   inline=none|l2  l2: the port's minimum inline mode is L2, as on SR-IOV and e-switch
  *                   ports: a SEND WQE must carry the frame's first 18 bytes (all of a
  *                   shorter frame) inline in its Ethernet segment, else it completes with
@@ -151,7 +154,7 @@ typedef struct {
   guint64 rx_out_of_buffer; /* dropped: the RQ had no posted WQE with room */
   guint64 rx_steer_miss;    /* dropped: no flow rule and no catch-all took it */
   guint64 rx_oversize;      /* dropped: longer than MTU + 18, or shorter than 14 */
-  guint64 rx_fault_drops;   /* dropped by emu_port_fault_rx_drop() */
+  guint64 rx_fault_drops;   /* dropped by emu_port_fault_rx_drop() and loss= */
   guint64 rx_fillers;       /* filler CQEs written */
   guint64 rx_cqe_errors;    /* error CQEs written on RQs (flushes not counted) */
   guint64 rx_flushed;       /* flush-error CQEs: WQEs completed unused by an RQ in ERR */

@@ -35,7 +35,11 @@ test_config (void)
     { "x,overhead=65", "overhead=65 is not allowed (allowed: 0 .. 64 bytes)" },
     { "x,colour=blue",
         "unknown key 'colour' (allowed: rate, freq, clock, mtu, mac, peer, "
-        "pause, overhead, inline)" },
+        "pause, overhead, inline, loss)" },
+    { "x,loss=1", "loss=1 is not allowed (allowed: EVERY[+PHASE]: 2 .. 1000000, PHASE < EVERY)" },
+    { "x,loss=10+10", "loss=10+10 is not allowed" },
+    { "x,loss=10+", "loss=10+ is not allowed" },
+    { "x,loss=ten", "loss=ten is not allowed" },
     { "x,rate", "'rate' is not KEY=VALUE" },
     { "x,gen=64,gen=65",
         "emu:x: the key 'gen' is given twice in emu:x,gen=64,gen=65 "
@@ -86,6 +90,38 @@ test_config (void)
   g_assert_false (r.caps.real_time_ts);
   g_assert_cmpuint (r.caps.min_log_stride_size, ==, 6);
   g_assert_cmpuint (r.caps.max_log_strides, ==, 16);
+  rig_close (&r);
+}
+
+/* loss=EVERY+PHASE: of the frames arriving, PHASE, PHASE + EVERY, ... are lost and
+ * counted; the others arrive, in order */
+static void
+test_loss (void)
+{
+  Rig r;
+  rig_open (&r, "loss0,loss=10+5");
+  rig_rx (&r, 11, 3, 4);
+  rig_steer (&r, 0x700, NULL, 0);
+  TuFrameSpec spec = { .len = 100, .proto = TU_PROTO_UDP, .good_csums = TRUE };
+  guint8 frame[100];
+  for (guint32 s = 0; s < 100; s++) {
+    tu_frame_build (frame, &spec, s);
+    g_assert_true (emu_port_inject (r.port, frame, spec.len));
+  }
+  wait_idle (&r);
+  GArray *got = rxpkts_new ();
+  rig_poll (&r, 0, got, 90, 1000);
+  g_assert_cmpuint (got->len, ==, 90);
+  guint32 want = 0;
+  for (guint i = 0; i < got->len; i++, want++) {
+    if (want % 10 == 5)
+      want++;
+    g_assert_cmpuint (tu_frame_seq (g_array_index (got, RxPkt, i).data, 100), ==, want);
+  }
+  EmuCounters c;
+  emu_port_counters (r.port, &c);
+  g_assert_cmpuint (c.rx_fault_drops, ==, 10);
+  g_array_unref (got);
   rig_close (&r);
 }
 
@@ -1077,6 +1113,7 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/mlx5/emu/config", test_config);
+  g_test_add_func ("/mlx5/emu/loss", test_loss);
   g_test_add_func ("/mlx5/emu/clock-info", test_clock_info);
   g_test_add_func ("/mlx5/emu/toeplitz", test_toeplitz);
   g_test_add_func ("/mlx5/emu/loopback-strides", test_loopback_strides);
