@@ -13,16 +13,6 @@
 #include <string.h>
 #include <sys/socket.h>
 
-gboolean
-afp_rule_group (const DqFlowRule *rule, guint32 *group)
-{
-  if (!(rule->keys & DQ_FLOW_DST) || rule->dst_prefix != 32 ||
-      (rule->dst & 0xf0000000u) != 0xe0000000u)
-    return FALSE;
-  *group = rule->dst;
-  return TRUE;
-}
-
 static gboolean
 groups_has (const guint32 *groups, guint n, guint32 group)
 {
@@ -40,7 +30,7 @@ groups_wanted (DqRxFilter filter, const DqFlowRule *rules, guint n_rules, guint 
   *n = 0;
   for (guint i = 0; filter == DQ_RX_FILTER_RULES && i < n_rules; i++) {
     guint32 group;
-    if (afp_rule_group (&rules[i], &group) && !groups_has (want, *n, group))
+    if (dq_flow_rule_group (&rules[i], &group) && !groups_has (want, *n, group))
       want[(*n)++] = group;
   }
   return want;

@@ -133,8 +133,6 @@ typedef struct {
   guint n_groups;
 } AfpGroups;
 
-/* Whether the rule names one multicast group (its address in *group, host order) */
-gboolean afp_rule_group (const DqFlowRule *rule, guint32 *group);
 /* Joins the groups of the rules not joined yet, then leaves those no rule names any more.
  * FALSE (DQ_ERROR_FLOW, naming the group) when one cannot be joined: nothing changed. */
 gboolean afp_groups_sync (AfpGroups *g, const AfpPort *port, DqRxFilter filter,

@@ -69,6 +69,11 @@ typedef struct {
  * cut after 64 bytes. Linear in the length of `text`. */
 gboolean dq_flow_parse (const char *text, DqFlowRule **rules, guint *n_rules, GError **error);
 
+/* Whether the rule names one multicast group: dst one address (a prefix of 32) of
+ * 224.0.0.0/4; its address in *group (host order). An engine receives such a group only
+ * after joining it on the interface. */
+gboolean dq_flow_rule_group (const DqFlowRule *rule, guint32 *group);
+
 /* Canonical text of one rule ("proto=udp dst=10.0.0.0/8 dst-port=5000 mark=7"). */
 char *dq_flow_rule_to_string (const DqFlowRule *rule);
 

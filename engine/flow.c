@@ -786,3 +786,13 @@ dq_flow_classify (const DqFlowRule *rules, guint n_rules, const guint8 *frame, g
     *flow_id = rules[idx].mark;
   return TRUE;
 }
+
+gboolean
+dq_flow_rule_group (const DqFlowRule *rule, guint32 *group)
+{
+  if (!(rule->keys & DQ_FLOW_DST) || rule->dst_prefix != 32 ||
+      (rule->dst & 0xf0000000u) != 0xe0000000u)
+    return FALSE;
+  *group = rule->dst;
+  return TRUE;
+}

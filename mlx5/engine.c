@@ -286,6 +286,20 @@ rx_rules_check (
     return FALSE;
   for (guint i = 0; i < n_rules; i++) {
     const DqFlowRule *rule = &rules[i];
+    guint32 group;
+    /* the emulated ConnectX takes every frame on its cable; a ConnectX only the groups its
+     * vport joined, which this engine does not do yet */
+    if (port->ops != &emu_port_ops && dq_flow_rule_group (rule, &group)) {
+      char *text = dq_flow_rule_to_string (rule);
+      g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
+          "%s: flow rule %u (%s) names the multicast group %u.%u.%u.%u, which this engine "
+          "cannot join on a ConnectX yet (allowed: unicast destinations, or a multicast "
+          "group on the afpacket engine, which joins it)",
+          port->what, i + 1, text, group >> 24, (group >> 16) & 0xff, (group >> 8) & 0xff,
+          group & 0xff);
+      g_free (text);
+      return FALSE;
+    }
     if ((rule->keys & DQ_FLOW_MARK) && rule->mark > MLX5_FLOW_TAG_BITS) {
       char *text = dq_flow_rule_to_string (rule);
       g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,

@@ -921,12 +921,46 @@ test_counters (void)
   dq_flow_counters_free (fc);
 }
 
+/* a rule names a multicast group only with one address of 224.0.0.0/4 */
+static void
+test_rule_group (void)
+{
+  static const struct {
+    const char *text;
+    gboolean group;
+    guint32 addr;
+  } cases[] = {
+    { "dst=239.1.2.3", TRUE, 0xef010203u },
+    { "proto=udp dst=224.0.0.1 dst-port=5004 mark=3", TRUE, 0xe0000001u },
+    { "dst=239.255.255.255/32", TRUE, 0xefffffffu },
+    { "dst=239.0.0.0/8", FALSE, 0 },
+    { "dst=10.0.0.1", FALSE, 0 },
+    { "dst=240.0.0.1", FALSE, 0 },
+    { "src=239.1.2.3", FALSE, 0 },
+    { "proto=udp dst-port=5004", FALSE, 0 },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    DqFlowRule *rules = NULL;
+    guint n = 0;
+    GError *error = NULL;
+    g_assert_true (dq_flow_parse (cases[i].text, &rules, &n, &error));
+    g_assert_no_error (error);
+    g_assert_cmpuint (n, ==, 1);
+    guint32 group = 0;
+    g_assert_cmpint (dq_flow_rule_group (&rules[0], &group), ==, cases[i].group);
+    if (cases[i].group)
+      g_assert_cmphex (group, ==, cases[i].addr);
+    g_free (rules);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
 
   g_test_add_func ("/flow/parse/empty", test_parse_empty);
+  g_test_add_func ("/flow/rule-group", test_rule_group);
   g_test_add_func ("/flow/parse/valid-values", test_parse_valid_values);
   g_test_add_func ("/flow/parse/invalid-values", test_parse_invalid_values);
   g_test_add_func ("/flow/parse/structure-errors", test_parse_structure_errors);
