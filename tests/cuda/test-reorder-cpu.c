@@ -1510,9 +1510,11 @@ test_packetize_roundtrip (void)
   CHECK_EQ (dq_packetize_headers_cpu (&cfg, &t, 7, 0, 50, heads, sizeof heads, 48), -1);
   DqReorderConfig c3 = cfg;
   c3.payload_size = 12;
-  uint8_t out12[50 * 64];
+  uint8_t out12[50 * 64], frame12[50 * 12];
+  for (int i = 0; i < 50 * 12; i++)
+    frame12[i] = (uint8_t) (i * 29 + 5);
   CHECK_EQ (dq_packetize_split_ok (&c3, &t), 1);
-  CHECK_EQ (dq_packetize_cpu (&c3, &t, frame, 9, out12, sizeof out12, NULL), 0);
+  CHECK_EQ (dq_packetize_cpu (&c3, &t, frame12, 9, out12, sizeof out12, NULL), 0);
   memset (heads, 0xee, sizeof heads);
   CHECK_EQ (dq_packetize_headers_cpu (&c3, &t, 9, 0, 50, heads, sizeof heads, 48), 0);
   for (uint32_t sl = 0; sl < 50; sl++)
