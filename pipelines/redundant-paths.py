@@ -15,6 +15,7 @@ From a build tree run with
 usage: pipelines/redundant-paths.py [FRAMES (default 200)]
 """
 import sys
+import time
 
 import gi
 
@@ -41,6 +42,7 @@ def main():
         "! queue ! daqirisink device=emu:pa,peer=ra t. ! queue ! daqirisink device=emu:pb,peer=rb")
     tx.set_state(Gst.State.PLAYING)
     tx.get_bus().timed_pop_filtered(60 * Gst.SECOND, Gst.MessageType.EOS | Gst.MessageType.ERROR)
+    time.sleep(0.5)  # the last packets reach the receivers; EOS then flushes the window
     rx.send_event(Gst.Event.new_eos())
     out = rx.get_by_name("out")
     got = complete = 0

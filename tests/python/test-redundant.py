@@ -12,6 +12,7 @@ wins, the second is counted (duplicates, or late once its frame is out), and eve
 complete and equal to the payloads sent. Exits non-zero on any failure; one line per case.
 """
 import sys
+import time
 
 import gi
 
@@ -31,6 +32,16 @@ serial = 0
 def expected_slot(seq):
     """Payload bytes 4..17 of test packet seq of flow 0 (daqiritestpacket.h)."""
     return bytes([0, 0, 0, 0] + [(seq * 31 + j * 7) & 0xFF for j in range(8, 18)])
+
+
+def settle(reorder):
+    """Waits until the reorder has taken no packet for 300 ms (5 s at most)."""
+    last, still, deadline = -1, 0.0, time.monotonic() + 5
+    while still < 0.3 and time.monotonic() < deadline:
+        n = reorder.get_property("stats").get_uint64("packets")[1]
+        still = still + 0.05 if n == last else 0.0
+        last = n
+        time.sleep(0.05)
 
 
 def run(paths):
@@ -54,7 +65,9 @@ def run(paths):
     tx.set_state(Gst.State.PLAYING)
     msg = tx.get_bus().timed_pop_filtered(10 * Gst.SECOND, Gst.MessageType.EOS | Gst.MessageType.ERROR)
     assert msg is not None and msg.type == Gst.MessageType.EOS, "the sender did not finish"
-    # the last packets reach the receivers, then EOS flushes what the window holds
+    # the last packets reach the receivers (the reorder's count stops moving), then EOS
+    # flushes what the window holds
+    settle(rx.get_by_name("r"))
     out = rx.get_by_name("out")
     frames = good = 0
     rx.send_event(Gst.Event.new_eos())
