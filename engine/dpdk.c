@@ -538,6 +538,30 @@ rx_steering_apply (DpdkRxQueue *rxq, const DqFlowRule *rules, guint n_rules, GEr
       dpdk_steering_apply (&rxq->steer, port->what, rules, n_rules, error);
 }
 
+/* A rule naming a multicast group: the software devices (net_ring, net_null, net_pcap)
+ * deliver whatever comes; a NIC or a kernel interface (net_af_packet) takes multicast frames
+ * only for groups joined on it, which this engine does not do: refused, naming the group. */
+static gboolean
+rx_groups_check (const DpdkPort *port, const DqFlowRule *rules, guint n_rules, GError **error)
+{
+  static const char *const software[] = { "net_ring", "net_null", "net_pcap", NULL };
+  for (guint k = 0; software[k] != NULL; k++)
+    if (g_str_has_prefix (port->devargs, software[k]))
+      return TRUE;
+  for (guint i = 0; i < n_rules; i++) {
+    guint32 g;
+    if (!dq_flow_rule_group (&rules[i], &g))
+      continue;
+    g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
+        "%s: flow rule %u names the multicast group %u.%u.%u.%u, which the dpdk engine does "
+        "not join on this device (allowed: unicast destinations, any on net_ring, net_null "
+        "and net_pcap; the afpacket engine joins groups)",
+        port->what, i + 1, g >> 24, (g >> 16) & 0xff, (g >> 8) & 0xff, g & 0xff);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 static gboolean
 rx_geometry_choose (DpdkRxQueue *rxq, const DqRxConfig *config, GError **error)
 {
@@ -624,6 +648,7 @@ dpdk_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
   dpdk_steering_init (&rxq->steer, &dpdk_flow_ops_rte, port->port_id, rxq->qid);
   if (!dq_flow_rules_check_queues (
           port->what, config->flows, config->n_flows, config->n_queues, error) ||
+      !rx_groups_check (port, config->flows, config->n_flows, error) ||
       !rx_geometry_choose (rxq, config, error))
     goto failed;
   dq_rx_rules_init (
@@ -918,6 +943,7 @@ dpdk_rxq_set_flows (
 {
   DpdkRxQueue *rxq = priv;
   if (!dq_flow_rules_check_queues (rxq->port->what, rules, n_rules, rxq->n_queues, error) ||
+      !rx_groups_check (rxq->port, rules, n_rules, error) ||
       !rx_steering_apply (rxq, rules, n_rules, error))
     return FALSE;
   dq_rx_rules_publish (&rxq->rules, filter, rules, n_rules, rxq->qid);

@@ -879,6 +879,19 @@ test_af_packet_veth (void)
                                     "blocksz=4096,framesz=2048,framecnt=16384");
   DqPort *afp = dq_test_port_open ("afpacket:" TX_IF);
 
+  /* a kernel interface takes multicast only for joined groups, which dpdk does not join:
+   * a rule naming a group is refused, naming it */
+  guint n_rules;
+  DqFlowRule *group = dq_test_rules_parse ("proto=udp dst=239.1.2.3 mark=1", &n_rules);
+  DqRxConfig grc = rx_config (64, 1 * MS, 0);
+  grc.flows = group;
+  grc.n_flows = n_rules;
+  GError *error = NULL;
+  g_assert_null (dq_rxq_create (dpdk, &grc, &error));
+  dq_test_expect_error (error, DQ_ERROR_FLOW,
+      (const char *const[]){ "multicast group 239.1.2.3", "afpacket engine joins", NULL });
+  g_free (group);
+
   /* afpacket -> dpdk */
   DqRxConfig rc = rx_config (64, 1 * MS, 0);
   DqRxQueue *rxq = rxq_or_fail (dpdk, &rc);
