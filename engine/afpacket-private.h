@@ -122,25 +122,6 @@ gboolean afp_check_max_packet (
     const char *dir, const AfpPort *port, guint max_packet, GError **error);
 
 /* ---------------------------------------------------------------------------------- */
-/* multicast (afpacket-mcast.c) */
-
-/* The multicast groups a queue set's rules name, joined on the port's interface (an IGMP
- * membership held by a socket of its own): one per rule whose dst is one address of
- * 224.0.0.0/4 (a prefix of 32), under the filter `rules`; none under `all` or `none`. */
-typedef struct {
-  int fd; /* -1 until a group is joined */
-  guint32 *groups;
-  guint n_groups;
-} AfpGroups;
-
-/* Joins the groups of the rules not joined yet, then leaves those no rule names any more.
- * FALSE (DQ_ERROR_FLOW, naming the group) when one cannot be joined: nothing changed. */
-gboolean afp_groups_sync (AfpGroups *g, const AfpPort *port, DqRxFilter filter,
-    const DqFlowRule *rules, guint n_rules, GError **error);
-/* Leaves every group */
-void afp_groups_clear (AfpGroups *g);
-
-/* ---------------------------------------------------------------------------------- */
 /* TX queues (afpacket-tx.c): the qdiscs in the way, sending at a time */
 
 /* The interface's qdiscs as an RTM_GETQDISC dump lists them, as far as pacing (fq) and

@@ -20,6 +20,7 @@
  * Timestamps are the kernel's software receive time, on CLOCK_REALTIME.
  */
 #include "afpacket-private.h"
+#include "mcast.h"
 
 /* ---------------------------------------------------------------------------------- */
 /* helpers */
@@ -279,7 +280,7 @@ typedef struct {
 
   guint burst_packets; /* packets a record holds */
   DqRxRules rules;     /* the software classifier's */
-  AfpGroups groups;    /* multicast groups the rules name (queue 0 of a set joins) */
+  DqGroups groups;     /* multicast groups the rules name (queue 0 of a set joins) */
 
   /* what a change of the rules needs (dq_rxq_set_flows), and what the queue set had
    * before, to go back to when the change fails half way */
@@ -625,7 +626,7 @@ afp_rxq_destroy (gpointer priv)
   g_free (rxq->block_refs);
   g_free (rxq->walked_seq);
   dq_rx_rules_clear (&rxq->rules);
-  afp_groups_clear (&rxq->groups);
+  dq_groups_clear (&rxq->groups);
   g_free (rxq->all_rules);
   g_mutex_clear (&rxq->stats_lock);
   g_free (rxq);
@@ -651,6 +652,18 @@ rx_epoll_setup (AfpRxQueue *rxq, GError **error)
   return TRUE;
 }
 
+/* The memberships of the groups the rules name, on the port's interface */
+static gboolean
+afp_rx_groups_sync (
+    AfpRxQueue *rxq, DqRxFilter filter, const DqFlowRule *rules, guint n_rules, GError **error)
+{
+  gchar *what = g_strdup_printf ("afpacket:%s", rxq->port->ifname);
+  gboolean ok =
+      dq_groups_sync (&rxq->groups, rxq->port->ifindex, what, filter, rules, n_rules, error);
+  g_free (what);
+  return ok;
+}
+
 static gpointer
 afp_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
 {
@@ -666,7 +679,7 @@ afp_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
   rxq->fd = -1;
   rxq->wake_fd = -1;
   rxq->ep_fd = -1;
-  rxq->groups.fd = -1;
+  dq_groups_init (&rxq->groups);
   g_mutex_init (&rxq->stats_lock);
   /* a block cannot hold more packets than this, so larger records would never fill */
   rxq->burst_packets =
@@ -679,7 +692,7 @@ afp_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
   if (!rx_rules_check (rxq, config->flows, config->n_flows, error))
     goto fail;
   if (config->queue_index == 0 &&
-      !afp_groups_sync (&rxq->groups, port, config->filter, config->flows, config->n_flows, error))
+      !afp_rx_groups_sync (rxq, config->filter, config->flows, config->n_flows, error))
     goto fail;
   dq_rx_rules_init (
       &rxq->rules, config->filter, config->flows, config->n_flows, config->queue_index);
@@ -1020,8 +1033,7 @@ afp_rxq_set_flows (
   if (insns == NULL)
     return FALSE;
   /* the groups first: a rule whose group cannot be joined changes nothing */
-  if (rxq->queue_index == 0 &&
-      !afp_groups_sync (&rxq->groups, rxq->port, filter, rules, n_rules, error)) {
+  if (rxq->queue_index == 0 && !afp_rx_groups_sync (rxq, filter, rules, n_rules, error)) {
     g_free (insns);
     return FALSE;
   }
@@ -1043,8 +1055,7 @@ afp_rxq_set_flows (
     dq_rx_rules_publish (
         &rxq->rules, rxq->filter, rxq->all_rules, rxq->n_all_rules, rxq->queue_index);
     if (rxq->queue_index == 0)
-      afp_groups_sync (
-          &rxq->groups, rxq->port, rxq->filter, rxq->all_rules, rxq->n_all_rules, NULL);
+      afp_rx_groups_sync (rxq, rxq->filter, rxq->all_rules, rxq->n_all_rules, NULL);
     insns = rx_filter_compile (rxq, rxq->filter, rxq->all_rules, rxq->n_all_rules, &n_filter, NULL);
     if (insns == NULL || !rx_filter_install (rxq, insns, n_filter, &again))
       g_warning ("afpacket:%s: the earlier socket filter could not be put back either: %s",

@@ -21,6 +21,7 @@
 #include "mlx5-engine.h"
 #include "burst-pool.h"
 #include "engine-util.h"
+#include "mcast.h"
 
 #include "mlx5-dma.h"
 #include "mlx5-mem.h"
@@ -104,6 +105,7 @@ struct _Mlx5Group {
   DqFlowRule *rules;
   guint n_rules;
   gboolean installed; /* steering in place (all queues there, filter not NONE) */
+  DqGroups mcast;     /* multicast groups its rules name, joined on the netdev */
 };
 
 static gboolean
@@ -287,14 +289,13 @@ rx_rules_check (
   for (guint i = 0; i < n_rules; i++) {
     const DqFlowRule *rule = &rules[i];
     guint32 group;
-    /* the emulated ConnectX takes every frame on its cable; a ConnectX only the groups its
-     * vport joined, which this engine does not do yet */
-    if (port->ops != &emu_port_ops && dq_flow_rule_group (rule, &group)) {
+    /* a ConnectX takes only the groups joined on its netdev: without one, none */
+    if (port->ops->netdev_ifindex != NULL && dq_flow_rule_group (rule, &group) &&
+        port->ops->netdev_ifindex (port->dev) <= 0) {
       char *text = dq_flow_rule_to_string (rule);
       g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
-          "%s: flow rule %u (%s) names the multicast group %u.%u.%u.%u, which this engine "
-          "cannot join on a ConnectX yet (allowed: unicast destinations, or a multicast "
-          "group on the afpacket engine, which joins it)",
+          "%s: flow rule %u (%s) names the multicast group %u.%u.%u.%u, which is joined on "
+          "the device's network interface, and it has none (allowed: unicast destinations)",
           port->what, i + 1, text, group >> 24, (group >> 16) & 0xff, (group >> 8) & 0xff,
           group & 0xff);
       g_free (text);
@@ -321,6 +322,11 @@ static gboolean
 rx_group_steer (Mlx5EngPort *port, Mlx5Group *g, DqRxFilter filter, const DqFlowRule *rules,
     guint n_rules, GError **error)
 {
+  /* the groups first: a group that cannot be joined changes nothing */
+  if (port->ops->netdev_ifindex != NULL &&
+      !dq_groups_sync (&g->mcast, port->ops->netdev_ifindex (port->dev), port->what, filter, rules,
+          n_rules, error))
+    return FALSE;
   if (filter == DQ_RX_FILTER_NONE) {
     if (g->installed)
       port->ops->flows_set (port->dev, g->group_id, NULL, 0, NULL, 0, NULL);
@@ -366,6 +372,7 @@ rx_group_join (Mlx5EngRxq *rxq, const DqRxConfig *config, GError **error)
   }
   if (g == NULL) {
     g = g_new0 (Mlx5Group, 1);
+    dq_groups_init (&g->mcast);
     g->group_id = config->group_id;
     g->n_queues = config->n_queues;
     g->queues = g_new0 (Mlx5EngRxq *, config->n_queues);
@@ -404,6 +411,7 @@ rx_group_leave (Mlx5EngRxq *rxq)
   }
   g->queues[rxq->queue_index] = NULL;
   if (--g->n_present == 0) {
+    dq_groups_clear (&g->mcast);
     g_ptr_array_remove (port->groups, g);
     g_free (g->queues);
     g_free (g->rules);

@@ -163,6 +163,11 @@ typedef struct {
   gboolean (*flows_set) (gpointer dev, guint32 group, Mlx5Rq **rqs, guint n_rqs,
       const DqFlowRule *rules, guint n_rules, GError **error);
 
+  /* the kernel network interface in front of the device (its ifindex), on which multicast
+   * groups the rules name are joined so that the NIC takes their frames; 0: none. NULL:
+   * the device takes every frame on its cable (the emulated ConnectX). */
+  int (*netdev_ifindex) (gpointer dev);
+
   /* the device's counters of one RQ */
   void (*rq_counters) (gpointer dev, Mlx5Rq *rq, Mlx5RqCounters *counters);
 

@@ -34,6 +34,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -1034,6 +1035,15 @@ hw_clock_now (gpointer priv)
   return mlx5dv_ts_to_ns (&ci, cycles);
 }
 
+/* The netdev's ifindex: the kernel's mlx5 driver programs the NIC's multicast filter for
+ * the groups joined on it */
+static int
+hw_netdev_ifindex (gpointer priv)
+{
+  HwDev *dev = priv;
+  return dev->netdev != NULL ? (int) if_nametoindex (dev->netdev) : 0;
+}
+
 const Mlx5PortOps mlx5_hw_port_ops = {
   .name = "mlx5",
   .open = hw_open,
@@ -1051,6 +1061,7 @@ const Mlx5PortOps mlx5_hw_port_ops = {
   .sq_recover = hw_sq_recover,
   .sq_set_rate = hw_sq_set_rate,
   .flows_set = hw_flows_set,
+  .netdev_ifindex = hw_netdev_ifindex,
   .rq_counters = hw_rq_counters,
   .clock_now = hw_clock_now,
   .clock_info = hw_clock_info,

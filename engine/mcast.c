@@ -1,4 +1,4 @@
-/* Multicast groups of afpacket RX queues (see afpacket-private.h, AfpGroups).
+/* Multicast group memberships (see mcast.h).
  *
  * A packet socket sees what the interface receives, and an interface takes multicast frames
  * only for groups someone joined (the NIC's multicast MAC filter, and IGMP reports to the
@@ -6,12 +6,13 @@
  * IP_ADD_MEMBERSHIP on the interface; the membership lasts until IP_DROP_MEMBERSHIP or the
  * socket's close.
  */
-#include "afpacket-private.h"
+#include "mcast.h"
 
 #include <errno.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 static gboolean
 groups_has (const guint32 *groups, guint n, guint32 group)
@@ -36,27 +37,35 @@ groups_wanted (DqRxFilter filter, const DqFlowRule *rules, guint n_rules, guint 
   return want;
 }
 
+void
+dq_groups_init (DqGroups *g)
+{
+  g->fd = -1;
+  g->groups = NULL;
+  g->n_groups = 0;
+}
+
 static gboolean
-group_membership (AfpGroups *g, const AfpPort *port, guint32 group, gboolean join, GError **error)
+group_membership (
+    DqGroups *g, int ifindex, const char *what, guint32 group, gboolean join, GError **error)
 {
   struct ip_mreqn req;
   memset (&req, 0, sizeof req);
   req.imr_multiaddr.s_addr = htonl (group);
-  req.imr_ifindex = port->ifindex;
+  req.imr_ifindex = ifindex;
   if (setsockopt (
           g->fd, IPPROTO_IP, join ? IP_ADD_MEMBERSHIP : IP_DROP_MEMBERSHIP, &req, sizeof req) == 0)
     return TRUE;
   int err = errno;
-  g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW,
-      "afpacket:%s: cannot %s the multicast group %u.%u.%u.%u: %s", port->ifname,
-      join ? "join" : "leave", group >> 24, (group >> 16) & 0xff, (group >> 8) & 0xff, group & 0xff,
-      g_strerror (err));
+  g_set_error (error, DQ_ERROR, DQ_ERROR_FLOW, "%s: cannot %s the multicast group %u.%u.%u.%u: %s",
+      what, join ? "join" : "leave", group >> 24, (group >> 16) & 0xff, (group >> 8) & 0xff,
+      group & 0xff, g_strerror (err));
   return FALSE;
 }
 
 gboolean
-afp_groups_sync (AfpGroups *g, const AfpPort *port, DqRxFilter filter, const DqFlowRule *rules,
-    guint n_rules, GError **error)
+dq_groups_sync (DqGroups *g, int ifindex, const char *what, DqRxFilter filter,
+    const DqFlowRule *rules, guint n_rules, GError **error)
 {
   guint n_want;
   guint32 *want = groups_wanted (filter, rules, n_rules, &n_want);
@@ -64,8 +73,7 @@ afp_groups_sync (AfpGroups *g, const AfpPort *port, DqRxFilter filter, const DqF
     g->fd = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (g->fd < 0) {
       g_set_error (error, DQ_ERROR, DQ_ERROR_IO,
-          "afpacket:%s: cannot open a socket to join multicast groups: %s", port->ifname,
-          g_strerror (errno));
+          "%s: cannot open a socket to join multicast groups: %s", what, g_strerror (errno));
       g_free (want);
       return FALSE;
     }
@@ -76,9 +84,9 @@ afp_groups_sync (AfpGroups *g, const AfpPort *port, DqRxFilter filter, const DqF
   for (guint i = 0; i < n_want; i++) {
     if (groups_has (g->groups, g->n_groups, want[i]))
       continue;
-    if (!group_membership (g, port, want[i], TRUE, error)) {
+    if (!group_membership (g, ifindex, what, want[i], TRUE, error)) {
       for (guint j = 0; j < joined; j++)
-        group_membership (g, port, fresh[j], FALSE, NULL);
+        group_membership (g, ifindex, what, fresh[j], FALSE, NULL);
       g_free (fresh);
       g_free (want);
       return FALSE;
@@ -88,7 +96,7 @@ afp_groups_sync (AfpGroups *g, const AfpPort *port, DqRxFilter filter, const DqF
   g_free (fresh);
   for (guint i = 0; i < g->n_groups; i++)
     if (!groups_has (want, n_want, g->groups[i]))
-      group_membership (g, port, g->groups[i], FALSE, NULL);
+      group_membership (g, ifindex, what, g->groups[i], FALSE, NULL);
   g_free (g->groups);
   g->groups = want;
   g->n_groups = n_want;
@@ -96,7 +104,7 @@ afp_groups_sync (AfpGroups *g, const AfpPort *port, DqRxFilter filter, const DqF
 }
 
 void
-afp_groups_clear (AfpGroups *g)
+dq_groups_clear (DqGroups *g)
 {
   /* closing the socket drops its memberships */
   if (g->fd >= 0)
