@@ -7,6 +7,7 @@
 
 #include <glib.h>
 #include "daqiri-engine.h"
+#include <string.h>
 
 G_BEGIN_DECLS
 
@@ -34,6 +35,21 @@ void dq_burst_pool_put (DqBurstPool *pool, gpointer rec);
 void dq_burst_pool_release (DqBurstPool *pool, DqBurst *burst);
 /* frees every record; no record may be in use */
 void dq_burst_pool_clear (DqBurstPool *pool);
+
+/* Fills *burst with the n (>= 1) packets of a host-memory burst at data, their descriptors
+ * in packets (offsets from data, in order), identified by the record rec */
+static inline void
+dq_burst_fill (DqBurst *burst, guint8 *data, DqPacket *packets, guint n, gpointer rec)
+{
+  const DqPacket *last = &packets[n - 1];
+  memset (burst, 0, sizeof *burst);
+  burst->data = data;
+  burst->size = (gsize) last->offset + last->length;
+  burst->n_packets = n;
+  burst->packets = packets;
+  burst->memory = DQ_MEMORY_HOST;
+  burst->range = rec;
+}
 
 G_END_DECLS
 

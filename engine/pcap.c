@@ -350,15 +350,9 @@ static void
 rx_finish (PcapRxQueue *rxq, DqBurst *burst)
 {
   PcapBurstRec *rec = rxq->fill;
-  const DqPacket *last = &rec->packets[rxq->fill_n - 1];
   rec->block = rxq->cur;
-  memset (burst, 0, sizeof *burst);
-  burst->data = rxq->ring + (gsize) rxq->cur * rxq->block_size;
-  burst->size = (gsize) last->offset + last->length;
-  burst->n_packets = rxq->fill_n;
-  burst->packets = rec->packets;
-  burst->memory = DQ_MEMORY_HOST;
-  burst->range = rec;
+  dq_burst_fill (
+      burst, rxq->ring + (gsize) rxq->cur * rxq->block_size, rec->packets, rxq->fill_n, rec);
   dq_counter_add (&rxq->bursts, 1);
   rxq->fill = NULL;
   rxq->fill_n = 0;
