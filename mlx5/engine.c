@@ -1017,10 +1017,8 @@ tx_send_frames (Mlx5EngTxq *txq, const guint8 *const *frames, const guint32 *len
         : mlx5_txq_send_at (txq->ring, frames + i, lengths + i, waits, j - i);
     if (times != NULL)
       tx_count_scheduled (txq, times + i, txq->waits, k);
-    for (guint x = 0; x < k; x++) {
-      tx_split_frame_ok (txq, lengths, payloads, i + x, &frame_bytes);
-      bytes += frame_bytes;
-    }
+    for (guint x = 0; x < k; x++)
+      bytes += lengths[i + x] + (payloads != NULL ? payloads[i + x].length : 0);
     sent += k;
     i += k;
     if (i < j && !tx_wait_slots (txq))
