@@ -1,6 +1,8 @@
 /* A per-queue pool of burst records (see burst-pool.h). */
 #include "burst-pool.h"
 
+#include <string.h>
+
 void
 dq_burst_pool_init (DqBurstPool *pool, gsize rec_size)
 {
@@ -60,4 +62,80 @@ dq_burst_pool_clear (DqBurstPool *pool)
   }
   pool->all = pool->free = NULL;
   g_mutex_clear (&pool->lock);
+}
+
+void
+dq_block_ring_init (
+    DqBlockRing *r, guint8 *ring, gsize block_size, guint n_blocks, guint burst_packets)
+{
+  memset (r, 0, sizeof *r);
+  r->ring = ring;
+  r->block_size = block_size;
+  r->n_blocks = n_blocks;
+  r->busy = g_new0 (gint, n_blocks);
+  dq_burst_pool_init (&r->recs, sizeof (DqBlockRec) + burst_packets * sizeof (DqPacket));
+}
+
+void
+dq_block_ring_clear (DqBlockRing *r)
+{
+  dq_block_ring_drop (r);
+  if (r->busy != NULL)
+    dq_burst_pool_clear (&r->recs);
+  g_clear_pointer (&r->busy, g_free);
+}
+
+gboolean
+dq_block_ring_begin (DqBlockRing *r)
+{
+  if (r->fill != NULL)
+    return TRUE;
+  if (g_atomic_int_get (&r->busy[r->cur]))
+    return FALSE;
+  g_atomic_int_set (&r->busy[r->cur], 1);
+  r->fill = dq_burst_pool_get (&r->recs);
+  r->fill_n = 0;
+  r->fill_off = 0;
+  return TRUE;
+}
+
+void
+dq_block_ring_drop (DqBlockRing *r)
+{
+  if (r->fill == NULL)
+    return;
+  dq_burst_pool_put (&r->recs, r->fill);
+  r->fill = NULL;
+  r->fill_n = 0;
+  r->fill_off = 0;
+  g_atomic_int_set (&r->busy[r->cur], 0);
+}
+
+void
+dq_block_ring_finish (DqBlockRing *r, DqBurst *burst)
+{
+  DqBlockRec *rec = r->fill;
+  const DqPacket *last = &rec->packets[r->fill_n - 1];
+  rec->block = r->cur;
+  memset (burst, 0, sizeof *burst);
+  burst->data = r->ring + (gsize) r->cur * r->block_size;
+  burst->size = (gsize) last->offset + last->length;
+  burst->n_packets = r->fill_n;
+  burst->packets = rec->packets;
+  burst->memory = DQ_MEMORY_HOST;
+  burst->range = rec;
+  r->fill = NULL;
+  r->fill_n = 0;
+  r->fill_off = 0;
+  r->cur = (r->cur + 1) % r->n_blocks;
+}
+
+void
+dq_block_ring_release (DqBlockRing *r, DqBurst *burst)
+{
+  const DqBlockRec *rec = burst->range;
+  g_return_if_fail (rec != NULL);
+  guint block = rec->block;
+  dq_burst_pool_release (&r->recs, burst);
+  g_atomic_int_set (&r->busy[block], 0);
 }

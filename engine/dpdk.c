@@ -461,20 +461,13 @@ port_device_drops (DpdkPort *port)
 /* ---------------------------------------------------------------------------------- */
 /* RX queue */
 
-typedef struct {
-  DqBurstLink link;
-  guint block;
-  DqPacket packets[];
-} DpdkBurstRec;
-
 struct _DpdkRxQueue {
   DpdkPort *port;
   guint16 qid;
-  guint8 *ring;
   gsize ring_size;
+  DqBlockRing blocks; /* the ring: a burst a block */
   gsize block_size;
   guint n_blocks;
-  gint *block_busy; /* per block: 1 while its burst is out (atomic) */
   guint burst_packets;
   guint max_packet;
   guint64 burst_timeout_ns;
@@ -483,10 +476,6 @@ struct _DpdkRxQueue {
   guint n_queues;
 
   /* poller state, polling thread only */
-  guint cur;          /* block being filled, or next to fill */
-  DpdkBurstRec *fill; /* record of the burst being filled, NULL when none */
-  guint fill_n;
-  gsize fill_off;
   gint64 fill_start;                    /* monotonic ns of the burst's first packet */
   struct rte_mbuf *pend[DPDK_RX_BATCH]; /* received, not yet copied */
   guint pend_head, pend_n;
@@ -496,8 +485,6 @@ struct _DpdkRxQueue {
   guint64 nombuf_seen;
 
   gint wake; /* set by wakeup, cleared by poll (atomic) */
-
-  DqBurstPool recs;
 
   guint64 packets;
   guint64 bytes;
@@ -589,7 +576,6 @@ rx_geometry_choose (DpdkRxQueue *rxq, const DqRxConfig *config, GError **error)
   return TRUE;
 }
 
-static void rx_fill_drop (DpdkRxQueue *rxq);
 
 static void
 dpdk_rxq_destroy (gpointer priv)
@@ -598,17 +584,15 @@ dpdk_rxq_destroy (gpointer priv)
   DpdkPort *port = rxq->port;
 
   dpdk_steering_clear (&rxq->steer);
-  rx_fill_drop (rxq);
   if (rxq->pend_n > 0)
     rte_pktmbuf_free_bulk (rxq->pend + rxq->pend_head, rxq->pend_n);
   g_mutex_lock (&port->lock);
   if (rxq->qid < DPDK_MAX_RX_QUEUES && port->rxqs[rxq->qid] == rxq)
     port->rxqs[rxq->qid] = NULL;
   g_mutex_unlock (&port->lock);
-  if (rxq->ring != NULL)
-    munmap (rxq->ring, rxq->ring_size);
-  dq_burst_pool_clear (&rxq->recs);
-  g_free (rxq->block_busy);
+  dq_block_ring_clear (&rxq->blocks);
+  if (rxq->blocks.ring != NULL)
+    munmap (rxq->blocks.ring, rxq->ring_size);
   if (rxq->rules.active != NULL)
     dq_rx_rules_clear (&rxq->rules);
   g_free (rxq);
@@ -633,7 +617,6 @@ dpdk_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
   rxq->qid = (guint16) config->queue_index;
   rxq->burst_packets = MAX (config->burst_packets, 1);
   rxq->burst_timeout_ns = config->burst_timeout_ns;
-  dq_burst_pool_init (&rxq->recs, sizeof (DpdkBurstRec) + rxq->burst_packets * sizeof (DqPacket));
 
   if (config->n_queues == 0 || config->n_queues > port->max_rx_queues ||
       config->queue_index >= config->n_queues) {
@@ -654,15 +637,14 @@ dpdk_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
   dq_rx_rules_init (
       &rxq->rules, config->filter, config->flows, config->n_flows, config->queue_index);
 
-  rxq->ring =
+  guint8 *ring =
       mmap (NULL, rxq->ring_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (rxq->ring == MAP_FAILED) {
-    rxq->ring = NULL;
+  if (ring == MAP_FAILED) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_IO, "%s: cannot map a %" G_GSIZE_FORMAT "-byte ring: %s",
         port->what, rxq->ring_size, g_strerror (errno));
     goto failed;
   }
-  rxq->block_busy = g_new0 (gint, rxq->n_blocks);
+  dq_block_ring_init (&rxq->blocks, ring, rxq->block_size, rxq->n_blocks, rxq->burst_packets);
 
   g_mutex_lock (&port->lock);
   gboolean ok = TRUE;
@@ -694,16 +676,7 @@ failed:
   return NULL;
 }
 
-/* The burst being filled is abandoned (queue destroyed while one was open). */
-static void
-rx_fill_drop (DpdkRxQueue *rxq)
-{
-  if (rxq->fill != NULL) {
-    dq_burst_pool_put (&rxq->recs, rxq->fill);
-    rxq->fill = NULL;
-    g_atomic_int_set (&rxq->block_busy[rxq->cur], 0);
-  }
-}
+
 
 /* Copies up to `max` bytes of a (possibly chained) mbuf to `dst`. */
 static guint
@@ -724,7 +697,7 @@ mbuf_copy (guint8 *dst, const struct rte_mbuf *m, guint max)
 static gboolean
 rx_fill_from_pending (DpdkRxQueue *rxq)
 {
-  guint8 *block = rxq->ring + (gsize) rxq->cur * rxq->block_size;
+  DqBlockRing *blocks = &rxq->blocks;
   guint64 bytes = 0, truncated = 0, filtered = 0;
   guint delivered = 0;
   gboolean full = FALSE;
@@ -732,13 +705,13 @@ rx_fill_from_pending (DpdkRxQueue *rxq)
   const guint first = rxq->pend_head;
 
   while (rxq->pend_n > 0) {
-    if (rxq->fill_n == rxq->burst_packets || rxq->fill_off + rxq->max_packet > rxq->block_size) {
+    if (blocks->fill_n == rxq->burst_packets || !dq_block_ring_room (blocks, rxq->max_packet)) {
       full = TRUE;
       break;
     }
     struct rte_mbuf *m = rxq->pend[rxq->pend_head++];
     rxq->pend_n--;
-    guint8 *dst = block + rxq->fill_off;
+    guint8 *dst = dq_block_ring_next (blocks);
     guint len = mbuf_copy (dst, m, rxq->max_packet);
     guint32 flags = 0;
     int vlan = -1;
@@ -756,13 +729,10 @@ rx_fill_from_pending (DpdkRxQueue *rxq)
       flags |= DQ_PACKET_FLAG_TRUNCATED;
       truncated++;
     }
-    DqPacket *pkt = &rxq->fill->packets[rxq->fill_n++];
-    pkt->offset = (guint32) rxq->fill_off;
-    pkt->length = len;
+    DqPacket *pkt = dq_block_ring_add (blocks, len, DPDK_ALIGN);
     pkt->flow_id = flow_id;
     pkt->flags = flags;
     pkt->timestamp = rxq->pend_time;
-    rxq->fill_off += align_up (len, DPDK_ALIGN);
     bytes += len;
     delivered++;
   }
@@ -777,39 +747,16 @@ rx_fill_from_pending (DpdkRxQueue *rxq)
     dq_counter_add (&rxq->truncated, truncated);
   if (filtered > 0)
     dq_counter_add (&rxq->drops_filtered, filtered);
-  return full || rxq->fill_n == rxq->burst_packets ||
-      rxq->fill_off + rxq->max_packet > rxq->block_size;
+  return full || blocks->fill_n == rxq->burst_packets ||
+      !dq_block_ring_room (blocks, rxq->max_packet);
 }
 
 /* Hands the burst being filled out. */
 static void
 rx_fill_finish (DpdkRxQueue *rxq, DqBurst *burst)
 {
-  DpdkBurstRec *rec = rxq->fill;
-
-  rec->block = rxq->cur;
-  dq_burst_fill (
-      burst, rxq->ring + (gsize) rxq->cur * rxq->block_size, rec->packets, rxq->fill_n, rec);
+  dq_block_ring_finish (&rxq->blocks, burst);
   dq_counter_add (&rxq->bursts, 1);
-  rxq->fill = NULL;
-  rxq->fill_n = 0;
-  rxq->fill_off = 0;
-  rxq->cur = (rxq->cur + 1) % rxq->n_blocks;
-}
-
-/* Starts a burst in block cur when it is free. FALSE when the ring is full. */
-static gboolean
-rx_fill_begin (DpdkRxQueue *rxq)
-{
-  if (rxq->fill != NULL)
-    return TRUE;
-  if (g_atomic_int_get (&rxq->block_busy[rxq->cur]))
-    return FALSE;
-  g_atomic_int_set (&rxq->block_busy[rxq->cur], 1);
-  rxq->fill = dq_burst_pool_get (&rxq->recs);
-  rxq->fill_n = 0;
-  rxq->fill_off = 0;
-  return TRUE;
 }
 
 /* An empty read of a replayed file is its end, unless the PMD ran out of mbufs. */
@@ -838,16 +785,16 @@ dpdk_rxq_poll (gpointer priv, DqBurst *burst, gint64 timeout_ns, GError **error)
 
     if (g_atomic_int_compare_and_exchange (&rxq->wake, 1, 0))
       return 0;
-    if (rxq->ended && rxq->fill_n == 0)
+    if (rxq->ended && rxq->blocks.fill_n == 0)
       return DQ_RXQ_END;
     /* with the ring full (block cur still held) the device keeps the packets */
-    if (rx_fill_begin (rxq)) {
+    if (dq_block_ring_begin (&rxq->blocks)) {
       if (rxq->pend_n == 0 && !rxq->ended) {
         rxq->pend_head = 0;
         rxq->pend_n = rte_eth_rx_burst (port->port_id, rxq->qid, rxq->pend, DPDK_RX_BATCH);
         if (rxq->pend_n == 0 && port->replay && rx_replay_at_end (rxq)) {
           rxq->ended = TRUE;
-          if (rxq->fill_n > 0) {
+          if (rxq->blocks.fill_n > 0) {
             rx_fill_finish (rxq, burst);
             return 1;
           }
@@ -855,7 +802,7 @@ dpdk_rxq_poll (gpointer priv, DqBurst *burst, gint64 timeout_ns, GError **error)
         }
         if (rxq->pend_n > 0) {
           rxq->pend_time = dq_clock_ns (CLOCK_REALTIME);
-          if (rxq->fill_n == 0)
+          if (rxq->blocks.fill_n == 0)
             rxq->fill_start = dq_mono_ns ();
         }
       }
@@ -863,19 +810,20 @@ dpdk_rxq_poll (gpointer priv, DqBurst *burst, gint64 timeout_ns, GError **error)
         got = TRUE;
         rxq->idle = 0;
         dq_rx_rules_adopt (&rxq->rules);
-        if (rx_fill_from_pending (rxq) && rxq->fill_n > 0) {
+        if (rx_fill_from_pending (rxq) && rxq->blocks.fill_n > 0) {
           rx_fill_finish (rxq, burst);
           return 1;
         }
       }
       /* a partial burst waits at most burst-timeout for more packets */
-      if (rxq->fill_n > 0 && (guint64) (dq_mono_ns () - rxq->fill_start) >= rxq->burst_timeout_ns) {
+      if (rxq->blocks.fill_n > 0 &&
+          (guint64) (dq_mono_ns () - rxq->fill_start) >= rxq->burst_timeout_ns) {
         rx_fill_finish (rxq, burst);
         return 1;
       }
     }
     if (deadline >= 0 && dq_mono_ns () >= deadline) {
-      if (rxq->fill_n > 0) {
+      if (rxq->blocks.fill_n > 0) {
         rx_fill_finish (rxq, burst);
         return 1;
       }
@@ -896,12 +844,7 @@ static void
 dpdk_rxq_release (gpointer priv, DqBurst *burst)
 {
   DpdkRxQueue *rxq = priv;
-  DpdkBurstRec *rec = burst->range;
-
-  g_return_if_fail (rec != NULL);
-  guint block = rec->block;
-  dq_burst_pool_release (&rxq->recs, burst);
-  g_atomic_int_set (&rxq->block_busy[block], 0);
+  dq_block_ring_release (&rxq->blocks, burst);
 }
 
 static void

@@ -154,18 +154,9 @@ port_release (PcapPort *port, gboolean writing)
 /* reading: the capture replayed */
 
 typedef struct {
-  DqBurstLink link;
-  guint block;
-  DqPacket packets[];
-} PcapBurstRec;
-
-typedef struct {
   PcapPort *port;
   pcap_t *pcap;
-  guint8 *ring;
-  gsize block_size;
-  guint n_blocks;
-  gint *block_busy; /* per block: 1 while its burst is out (atomic) */
+  DqBlockRing blocks; /* the ring: a burst a block */
   guint burst_packets;
   guint max_packet;
   guint64 burst_timeout_ns;
@@ -173,10 +164,6 @@ typedef struct {
   int wake_fd;
 
   /* polling thread only */
-  guint cur;
-  PcapBurstRec *fill;
-  guint fill_n;
-  gsize fill_off;
   gint64 fill_start;
   gboolean ended;
   /* pacing: the first packet's record time and when it was delivered (monotonic) */
@@ -189,7 +176,6 @@ typedef struct {
   struct pcap_pkthdr *pend_hdr;
   const guint8 *pend_data;
 
-  DqBurstPool recs;
   guint64 packets, bytes, bursts, truncated, drops_filtered;
 } PcapRxQueue;
 
@@ -199,16 +185,13 @@ pcap_rxq_destroy (gpointer priv)
   PcapRxQueue *rxq = priv;
   if (rxq == NULL)
     return;
-  if (rxq->fill != NULL)
-    dq_burst_pool_put (&rxq->recs, rxq->fill);
   if (rxq->pcap != NULL)
     pcap_close (rxq->pcap);
   if (rxq->wake_fd >= 0)
     close (rxq->wake_fd);
-  dq_burst_pool_clear (&rxq->recs);
+  g_free (rxq->blocks.ring);
+  dq_block_ring_clear (&rxq->blocks);
   dq_rx_rules_clear (&rxq->rules);
-  g_free (rxq->ring);
-  g_free (rxq->block_busy);
   port_release (rxq->port, FALSE);
   g_free (rxq);
 }
@@ -266,19 +249,17 @@ pcap_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
   rxq->port = port;
   rxq->wake_fd = -1;
   rxq->max_packet = max_packet;
-  rxq->block_size = block;
-  rxq->n_blocks = (guint) MIN (ring / block, 1024);
+  guint n_blocks = (guint) MIN (ring / block, 1024);
   rxq->burst_packets = config->burst_packets;
   rxq->burst_timeout_ns = config->burst_timeout_ns;
-  dq_burst_pool_init (&rxq->recs, sizeof (PcapBurstRec) + rxq->burst_packets * sizeof (DqPacket));
   dq_rx_rules_init (&rxq->rules, config->filter, config->flows, config->n_flows, 0);
-  rxq->ring = g_try_malloc ((gsize) rxq->n_blocks * block);
-  rxq->block_busy = g_new0 (gint, rxq->n_blocks);
+  dq_block_ring_init (
+      &rxq->blocks, g_try_malloc ((gsize) n_blocks * block), block, n_blocks, rxq->burst_packets);
   rxq->wake_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (rxq->ring == NULL || rxq->wake_fd < 0) {
+  if (rxq->blocks.ring == NULL || rxq->wake_fd < 0) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
         "%s: cannot allocate a ring of %" G_GSIZE_FORMAT " bytes", port->what,
-        (gsize) rxq->n_blocks * block);
+        (gsize) n_blocks * block);
     pcap_rxq_destroy (rxq);
     return NULL;
   }
@@ -318,7 +299,7 @@ static void
 rx_take_pending (PcapRxQueue *rxq)
 {
   const struct pcap_pkthdr *h = rxq->pend_hdr;
-  guint8 *dst = rxq->ring + (gsize) rxq->cur * rxq->block_size + rxq->fill_off;
+  guint8 *dst = dq_block_ring_next (&rxq->blocks);
   guint len = MIN (h->caplen, rxq->max_packet);
   rxq->pend_hdr = NULL;
   rxq->delivered++;
@@ -333,15 +314,12 @@ rx_take_pending (PcapRxQueue *rxq)
     flags |= DQ_PACKET_FLAG_TRUNCATED;
     dq_counter_add (&rxq->truncated, 1);
   }
-  if (rxq->fill_n == 0)
+  if (rxq->blocks.fill_n == 0)
     rxq->fill_start = dq_mono_ns ();
-  DqPacket *p = &rxq->fill->packets[rxq->fill_n++];
-  p->offset = (guint32) rxq->fill_off;
-  p->length = len;
+  DqPacket *p = dq_block_ring_add (&rxq->blocks, len, PCAP_ALIGN);
   p->flow_id = flow_id;
   p->flags = flags;
   p->timestamp = dq_clock_ns (CLOCK_REALTIME);
-  rxq->fill_off += dq_round_up (len, PCAP_ALIGN);
   dq_counter_add (&rxq->packets, 1);
   dq_counter_add (&rxq->bytes, len);
 }
@@ -349,15 +327,8 @@ rx_take_pending (PcapRxQueue *rxq)
 static void
 rx_finish (PcapRxQueue *rxq, DqBurst *burst)
 {
-  PcapBurstRec *rec = rxq->fill;
-  rec->block = rxq->cur;
-  dq_burst_fill (
-      burst, rxq->ring + (gsize) rxq->cur * rxq->block_size, rec->packets, rxq->fill_n, rec);
+  dq_block_ring_finish (&rxq->blocks, burst);
   dq_counter_add (&rxq->bursts, 1);
-  rxq->fill = NULL;
-  rxq->fill_n = 0;
-  rxq->fill_off = 0;
-  rxq->cur = (rxq->cur + 1) % rxq->n_blocks;
 }
 
 /* Waits until `until` (monotonic ns), a wakeup, or a slice: TRUE when woken */
@@ -383,19 +354,15 @@ pcap_rxq_poll (gpointer priv, DqBurst *burst, gint64 timeout_ns, GError **error)
     guint64 wakes = 0;
     if (read (rxq->wake_fd, &wakes, sizeof wakes) == (ssize_t) sizeof wakes)
       return 0;
-    if (rxq->ended && rxq->fill_n == 0)
+    if (rxq->ended && rxq->blocks.fill_n == 0)
       return DQ_RXQ_END;
     dq_rx_rules_adopt (&rxq->rules);
     /* a burst in a free block */
-    if (rxq->fill == NULL) {
-      if (g_atomic_int_get (&rxq->block_busy[rxq->cur])) {
-        woken = rx_sleep (rxq, dq_mono_ns () + 100000);
-        if (woken || (deadline >= 0 && dq_mono_ns () >= deadline))
-          return 0;
-        continue;
-      }
-      g_atomic_int_set (&rxq->block_busy[rxq->cur], 1);
-      rxq->fill = dq_burst_pool_get (&rxq->recs);
+    if (!dq_block_ring_begin (&rxq->blocks)) {
+      woken = rx_sleep (rxq, dq_mono_ns () + 100000);
+      if (woken || (deadline >= 0 && dq_mono_ns () >= deadline))
+        return 0;
+      continue;
     }
     if (rxq->pend_hdr == NULL && !rxq->ended) {
       int r = pcap_next_ex (rxq->pcap, &rxq->pend_hdr, &rxq->pend_data);
@@ -417,8 +384,8 @@ pcap_rxq_poll (gpointer priv, DqBurst *burst, gint64 timeout_ns, GError **error)
       gint64 due = rx_due (rxq, record_ns (rxq->pend_hdr));
       if (due <= dq_mono_ns ()) {
         rx_take_pending (rxq);
-        gboolean full = rxq->fill_n == rxq->burst_packets ||
-            rxq->fill_off + dq_round_up (rxq->max_packet, PCAP_ALIGN) > rxq->block_size;
+        gboolean full = rxq->blocks.fill_n == rxq->burst_packets ||
+            !dq_block_ring_room (&rxq->blocks, rxq->max_packet);
         if (full) {
           rx_finish (rxq, burst);
           return 1;
@@ -427,19 +394,19 @@ pcap_rxq_poll (gpointer priv, DqBurst *burst, gint64 timeout_ns, GError **error)
       }
       /* not due yet: a partial burst goes out after burst-timeout */
       gint64 until = due;
-      if (rxq->fill_n > 0)
+      if (rxq->blocks.fill_n > 0)
         until = MIN (until, rxq->fill_start + (gint64) rxq->burst_timeout_ns);
       if (deadline >= 0)
         until = MIN (until, deadline);
       woken = rx_sleep (rxq, until);
     }
-    if (rxq->fill_n > 0 &&
+    if (rxq->blocks.fill_n > 0 &&
         (rxq->ended || dq_mono_ns () - rxq->fill_start >= (gint64) rxq->burst_timeout_ns)) {
       rx_finish (rxq, burst);
       return 1;
     }
     if (woken || (deadline >= 0 && dq_mono_ns () >= deadline)) {
-      if (rxq->fill_n > 0) {
+      if (rxq->blocks.fill_n > 0) {
         rx_finish (rxq, burst);
         return 1;
       }
@@ -452,11 +419,7 @@ static void
 pcap_rxq_release (gpointer priv, DqBurst *burst)
 {
   PcapRxQueue *rxq = priv;
-  PcapBurstRec *rec = burst->range;
-  g_return_if_fail (rec != NULL);
-  guint block = rec->block;
-  dq_burst_pool_release (&rxq->recs, burst);
-  g_atomic_int_set (&rxq->block_busy[block], 0);
+  dq_block_ring_release (&rxq->blocks, burst);
 }
 
 static void
@@ -481,7 +444,7 @@ static gsize
 pcap_rxq_ring_bytes (gpointer priv)
 {
   PcapRxQueue *rxq = priv;
-  return (gsize) rxq->n_blocks * rxq->block_size;
+  return (gsize) rxq->blocks.n_blocks * rxq->blocks.block_size;
 }
 
 static gboolean
