@@ -194,8 +194,7 @@ gst_daqiri_install_field_properties (
     }
     g_object_class_install_property (klass, first_id + i,
         g_param_spec_uint (fields[i].name, fields[i].nick, blurb, fields[i].min, fields[i].max,
-            *field_ptr (&d, i),
-            G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+            *field_ptr (&d, i), GST_DAQIRI_PARAM_RW_READY));
   }
 }
 
@@ -310,7 +309,7 @@ void
 gst_daqiri_install_address_properties (
     GObjectClass *klass, guint first_id, const char *dst_port_note)
 {
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY;
+  const GParamFlags rw = GST_DAQIRI_PARAM_RW_READY;
   GstDaqiriAddresses d;
   gst_daqiri_addresses_init (&d);
   g_object_class_install_property (klass, first_id + 0,

@@ -78,6 +78,10 @@ typedef enum {
 #define GST_TYPE_DAQIRI_MEMORY (gst_daqiri_memory_get_type ())
 GType gst_daqiri_memory_get_type (void);
 
+/* The flags of a property that may change only up to READY (most of the elements'). */
+#define GST_DAQIRI_PARAM_RW_READY \
+  (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)
+
 /* A property kept as a plain member of the element's instance struct: the property's id and
  * the member's offset (GST_DAQIRI_MEMBER). An element lists its plain properties in one table
  * and its set_property/get_property copy between the GValue and the member through it, by the

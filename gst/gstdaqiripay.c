@@ -704,8 +704,6 @@ gst_daqiri_pay_init (GstDaqiriPay *self)
   gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
 }
 
-#define RW_READY (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)
-
 static void
 gst_daqiri_pay_class_init (GstDaqiriPayClass *klass)
 {
@@ -735,7 +733,7 @@ gst_daqiri_pay_class_init (GstDaqiriPayClass *klass)
           "packets made on the CPU) or cuda (packets made on the GPU, then copied to the host "
           "once, into the sink's TX slots where it offers them; needs a build with CUDA). "
           "Frames in system memory are always packetized on the CPU",
-          GST_TYPE_DAQIRI_MEMORY, GST_DAQIRI_MEMORY_SYSTEM, RW_READY));
+          GST_TYPE_DAQIRI_MEMORY, GST_DAQIRI_MEMORY_SYSTEM, GST_DAQIRI_PARAM_RW_READY));
   g_object_class_install_property (gobject_class, PROP_TWO_SEGMENT,
       g_param_spec_boolean ("two-segment", "Two-segment",
           "A frame in daqiri GPU memory goes out as header-data split bursts (headers made on "
@@ -743,7 +741,7 @@ gst_daqiri_pay_class_init (GstDaqiriPayClass *klass)
           "GPU) when the sink sends that way (daqirisink on mlx5 and emu ports) and every "
           "packet is its first payload-offset bytes followed by its payload (sequence and "
           "batch fields before payload-offset, packets of at least 60 bytes)",
-          TRUE, RW_READY));
+          TRUE, GST_DAQIRI_PARAM_RW_READY));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "Counters: frames, packets, two-segment (packets whose payload stayed in the GPU "

@@ -1133,8 +1133,6 @@ gst_daqiri_reorder_init (GstDaqiriReorder *self)
   gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
 }
 
-#define RW_READY (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)
-
 static void
 gst_daqiri_reorder_class_init (GstDaqiriReorderClass *klass)
 {
@@ -1155,32 +1153,32 @@ gst_daqiri_reorder_class_init (GstDaqiriReorderClass *klass)
   g_object_class_install_property (gobject_class, PROP_INPUT_TYPE,
       g_param_spec_enum ("input-type", "Input type",
           "Element type of the payload (same, int4, int8, int16, int32)",
-          GST_TYPE_DAQIRI_ELEMENT_TYPE, d.input_type, RW_READY));
+          GST_TYPE_DAQIRI_ELEMENT_TYPE, d.input_type, GST_DAQIRI_PARAM_RW_READY));
   g_object_class_install_property (gobject_class, PROP_OUTPUT_TYPE,
       g_param_spec_enum ("output-type", "Output type",
           "Element type of the frame (same, fp16, bf16, fp32, fp64, int32)",
-          GST_TYPE_DAQIRI_ELEMENT_TYPE, d.output_type, RW_READY));
+          GST_TYPE_DAQIRI_ELEMENT_TYPE, d.output_type, GST_DAQIRI_PARAM_RW_READY));
   g_object_class_install_property (gobject_class, PROP_BYTE_ORDER,
       g_param_spec_enum ("byte-order", "Byte order", "Byte order of multi-byte input elements",
-          GST_TYPE_DAQIRI_BYTE_ORDER, d.byte_order, RW_READY));
+          GST_TYPE_DAQIRI_BYTE_ORDER, d.byte_order, GST_DAQIRI_PARAM_RW_READY));
   g_object_class_install_property (gobject_class, PROP_WINDOW,
       g_param_spec_uint ("window", "Window",
           "Batches open at once (at most half the batch-id range); 0: default. memory=cuda "
           "is fastest when it covers the batches one burst spans (packets beyond it take a "
           "serial path)",
-          0, DQ_REORDER_MAX_WINDOW, d.window, RW_READY));
+          0, DQ_REORDER_MAX_WINDOW, d.window, GST_DAQIRI_PARAM_RW_READY));
   g_object_class_install_property (gobject_class, PROP_TIMEOUT,
       g_param_spec_uint64 ("timeout", "Timeout",
           "Flush (flag FLUSHED) the oldest partial batch once its first burst's PTS is more "
           "than this many ns behind a newer burst's PTS or, in PLAYING, the clock's running "
           "time; 0: never",
-          0, G_MAXUINT64, 0, RW_READY));
+          0, G_MAXUINT64, 0, GST_DAQIRI_PARAM_RW_READY));
   g_object_class_install_property (gobject_class, PROP_MEMORY,
       g_param_spec_enum ("memory", "Memory",
           "Where frames are made: system (CPU twin of the kernels) or cuda (GPU kernels, "
           "frames in GPU memory with caps feature memory:DaqiriCUDA; needs a build with CUDA "
           "and a GPU). Both give the same bytes",
-          GST_TYPE_DAQIRI_MEMORY, GST_DAQIRI_MEMORY_SYSTEM, RW_READY));
+          GST_TYPE_DAQIRI_MEMORY, GST_DAQIRI_MEMORY_SYSTEM, GST_DAQIRI_PARAM_RW_READY));
   g_object_class_install_property (gobject_class, PROP_VIDEO_FORMAT,
       g_param_spec_enum ("video-format", "Video format",
           "Push frames as raw video (video/x-raw) of this format instead of "
@@ -1191,19 +1189,20 @@ gst_daqiri_reorder_class_init (GstDaqiriReorderClass *klass)
           "pixels, rows without padding, width even), unpacked into 16-bit planes. With "
           "memory=cuda the frames are GstCudaMemory of the pipeline's CUDA context (for "
           "cudadownload and the nvcodec elements). unknown: not video",
-          GST_TYPE_VIDEO_FORMAT, GST_VIDEO_FORMAT_UNKNOWN, RW_READY));
+          GST_TYPE_VIDEO_FORMAT, GST_VIDEO_FORMAT_UNKNOWN, GST_DAQIRI_PARAM_RW_READY));
   g_object_class_install_property (gobject_class, PROP_WIDTH,
       g_param_spec_uint ("width", "Width",
           "Picture width in pixels (with video-format); "
           "width x height x pixel size must be the frame size (UYVP and I422_10LE: "
           "width x height x 5/2 bytes, width even; UYVP: a multiple of 8)",
-          0, G_MAXINT, 0, RW_READY));
+          0, G_MAXINT, 0, GST_DAQIRI_PARAM_RW_READY));
   g_object_class_install_property (gobject_class, PROP_HEIGHT,
       g_param_spec_uint ("height", "Height", "Picture height in rows (with video-format)", 0,
-          G_MAXINT, 0, RW_READY));
+          G_MAXINT, 0, GST_DAQIRI_PARAM_RW_READY));
   g_object_class_install_property (gobject_class, PROP_FRAMERATE,
       gst_param_spec_fraction ("framerate", "Frame rate",
-          "Frame rate put in the video caps (0/1: variable)", 0, 1, G_MAXINT, 1, 0, 1, RW_READY));
+          "Frame rate put in the video caps (0/1: variable)", 0, 1, G_MAXINT, 1, 0, 1,
+          GST_DAQIRI_PARAM_RW_READY));
   g_object_class_install_property (gobject_class, PROP_MAX_INFLIGHT,
       g_param_spec_uint ("max-inflight", "Bursts in flight",
           "memory=cuda: bursts whose GPU work may still run while the next bursts are taken "
@@ -1211,7 +1210,7 @@ gst_daqiri_reorder_class_init (GstDaqiriReorderClass *klass)
           "come, or 0.2-0.4 ms after upstream goes quiet); 1: each burst's GPU work is awaited "
           "before the next burst is taken (the least latency, the lowest rate). With a "
           "timeout, 1 is used (the timeout is checked on each burst's result)",
-          1, REORDER_MAX_INFLIGHT, REORDER_DEFAULT_INFLIGHT, RW_READY));
+          1, REORDER_MAX_INFLIGHT, REORDER_DEFAULT_INFLIGHT, GST_DAQIRI_PARAM_RW_READY));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "packets, batches, complete, flushed, pushed, skipped, missing (slots), duplicates, "

@@ -904,7 +904,7 @@ gst_daqiri_sink_class_init (GstDaqiriSinkClass *klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstBaseSinkClass *basesink_class = GST_BASE_SINK_CLASS (klass);
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY;
+  const GParamFlags rw = GST_DAQIRI_PARAM_RW_READY;
 
   gobject_class->set_property = gst_daqiri_sink_set_property;
   gobject_class->get_property = gst_daqiri_sink_get_property;

@@ -890,7 +890,7 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass *klass)
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstBaseSrcClass *basesrc_class = GST_BASE_SRC_CLASS (klass);
   GstPushSrcClass *pushsrc_class = GST_PUSH_SRC_CLASS (klass);
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY;
+  const GParamFlags rw = GST_DAQIRI_PARAM_RW_READY;
 
   gobject_class->set_property = gst_daqiri_src_set_property;
   gobject_class->get_property = gst_daqiri_src_get_property;
@@ -978,8 +978,7 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass *klass)
           "memory:DaqiriCUDA, or GstCudaMemory, memory:CUDAMemory, when downstream asks for "
           "it, with GStreamer >= 1.24) that the NIC writes and daqirireorder memory=cuda "
           "reads in place; mlx5 and emu engines only, needs a build with CUDA and a GPU",
-          GST_TYPE_DAQIRI_MEMORY, GST_DAQIRI_MEMORY_SYSTEM,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+          GST_TYPE_DAQIRI_MEMORY, GST_DAQIRI_MEMORY_SYSTEM, GST_DAQIRI_PARAM_RW_READY));
   g_object_class_install_property (gobject_class, PROP_GPUDIRECT,
       g_param_spec_boolean ("gpudirect", "GPUDirect",
           "With memory=cuda, the ring in GPU device memory, written by the device itself: a "
@@ -987,7 +986,7 @@ gst_daqiri_src_class_init (GstDaqiriSrcClass *klass)
           "NIC, else nvidia-peermem), the emulated ConnectX (emu:) by batched copies; "
           "stats ring-memory says which. false, or other engines: pinned host memory mapped "
           "for the GPU",
-          TRUE, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+          TRUE, GST_DAQIRI_PARAM_RW_READY));
   g_object_class_install_property (gobject_class, PROP_STATS_INTERVAL,
       g_param_spec_uint64 ("stats-interval", "Stats interval",
           "Post the stats as a 'daqiri-src-stats' element message, with "

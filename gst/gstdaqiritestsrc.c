@@ -702,7 +702,7 @@ gst_daqiri_test_src_class_init (GstDaqiriTestSrcClass *klass)
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstBaseSrcClass *basesrc_class = GST_BASE_SRC_CLASS (klass);
   GstPushSrcClass *pushsrc_class = GST_PUSH_SRC_CLASS (klass);
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY;
+  const GParamFlags rw = GST_DAQIRI_PARAM_RW_READY;
 
   gobject_class->set_property = gst_daqiri_test_src_set_property;
   gobject_class->get_property = gst_daqiri_test_src_get_property;

@@ -1,5 +1,6 @@
 /* Building the suite of a GStreamer check program (gst/check): the suite with its first
- * test case, and more test cases, each with its timeout. Header only. */
+ * test case, and more test cases, each with its timeout; parsing a test's pipeline. Header
+ * only. */
 #ifndef DAQIRI_TEST_DQ_CHECK_SUITE_H
 #define DAQIRI_TEST_DQ_CHECK_SUITE_H
 
@@ -26,6 +27,24 @@ dq_check_suite_new (const char *suite_name, const char *tcase_name, double timeo
   Suite *s = suite_create (suite_name);
   *tc = dq_check_add_tcase (s, tcase_name, timeout_s);
   return s;
+}
+
+/* Parses the pipeline that printf-style `format` describes. The test fails, naming the
+ * description and the parser's message, unless it parses without error. */
+static inline GstElement *dq_check_launch (const char *format, ...) G_GNUC_PRINTF (1, 2);
+static inline GstElement *
+dq_check_launch (const char *format, ...)
+{
+  va_list args;
+  va_start (args, format);
+  gchar *desc = g_strdup_vprintf (format, args);
+  va_end (args);
+  GError *error = NULL;
+  GstElement *p = gst_parse_launch (desc, &error);
+  fail_unless (p != NULL && error == NULL, "%s: %s", desc, error != NULL ? error->message : "");
+  g_clear_error (&error);
+  g_free (desc);
+  return p;
 }
 
 #endif

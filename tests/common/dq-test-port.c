@@ -22,6 +22,35 @@ dq_test_rxq_create (DqPort *port, const DqRxConfig *config)
   return rxq;
 }
 
+DqTxQueue *
+dq_test_txq_create (DqPort *port, const DqTxConfig *config)
+{
+  GError *error = NULL;
+  DqTxQueue *txq = dq_txq_create (port, config, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (txq);
+  return txq;
+}
+
+void
+dq_test_link_open (DqTestLink *l, const char *tx_device, const DqTxConfig *tx,
+    const char *rx_device, const DqRxConfig *rx)
+{
+  l->tx_port = dq_test_port_open (tx_device);
+  l->rx_port = dq_test_port_open (rx_device);
+  l->rxq = dq_test_rxq_create (l->rx_port, rx);
+  l->txq = dq_test_txq_create (l->tx_port, tx);
+}
+
+void
+dq_test_link_close (DqTestLink *l)
+{
+  dq_txq_destroy (l->txq);
+  dq_rxq_destroy (l->rxq);
+  dq_port_unref (l->rx_port);
+  dq_port_unref (l->tx_port);
+}
+
 DqFlowRule *
 dq_test_rules_parse (const char *text, guint *n)
 {

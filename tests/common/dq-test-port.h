@@ -1,5 +1,6 @@
 /* Engine helpers for tests and benchmarks: opening a port or a receive queue, or parsing
- * flow rules, that a program cannot go on without, and checking an engine error. The helpers' source is compiled into each program that
+ * a transmit queue or a link of both, or parsing flow rules, that a program cannot go on
+ * without, and checking an engine error. The helpers' source is compiled into each program that
  * uses them (dq_test_port_dep), so that they call the engine registry that program links,
  * whether the engine library or the plugin's own objects. */
 #ifndef DAQIRI_TEST_DQ_TEST_PORT_H
@@ -17,6 +18,24 @@ DqPort *dq_test_port_open (const char *device);
  * dq_rxq_destroys it). A queue that is not made, or made with an error set, fails the
  * test with the engine's error. */
 DqRxQueue *dq_test_rxq_create (DqPort *port, const DqRxConfig *config);
+
+/* A transmit queue of port, made with dq_txq_create from config: never NULL (the caller
+ * dq_txq_destroys it); one that is not made fails the test with the engine's error. */
+DqTxQueue *dq_test_txq_create (DqPort *port, const DqTxConfig *config);
+
+/* Two ends of a link: a transmit queue on one device and a receive queue on another that
+ * receives what it sends. */
+typedef struct {
+  DqPort *tx_port, *rx_port;
+  DqTxQueue *txq;
+  DqRxQueue *rxq;
+} DqTestLink;
+
+/* Opens the ports and makes the queues (as dq_test_port_open and the _create helpers). */
+void dq_test_link_open (DqTestLink *l, const char *tx_device, const DqTxConfig *tx,
+    const char *rx_device, const DqRxConfig *rx);
+/* Destroys the queues and lets the ports go. */
+void dq_test_link_close (DqTestLink *l);
 
 /* The flow rules of text, parsed with dq_flow_parse, their count in *n (the caller
  * g_frees them). A text that does not parse fails the test with the parser's error. */

@@ -74,26 +74,6 @@ send_mixed (guint n, const gchar *device)
       device);
 }
 
-/* A pipeline built from the launch line that format and its arguments make, set
- * PLAYING; a line that does not build fails the test. */
-static GstElement *launch_playing (const gchar *format, ...) G_GNUC_PRINTF (1, 2);
-
-static GstElement *
-launch_playing (const gchar *format, ...)
-{
-  va_list args;
-  va_start (args, format);
-  gchar *launch = g_strdup_vprintf (format, args);
-  va_end (args);
-  GError *error = NULL;
-  GstElement *p = gst_parse_launch (launch, &error);
-  fail_unless (p != NULL, "%s: %s", launch, error ? error->message : "");
-  g_clear_error (&error);
-  g_free (launch);
-  play (p);
-  return p;
-}
-
 /* Starts r (n packets, in order) on device, 256 packets a burst, with the line-rate model
  * of its emulated port port_name (*port, emu_port_unref it) checking every timestamp;
  * returns the receiving pipeline (receiver_pipeline_free). */
@@ -215,7 +195,8 @@ GST_START_TEST (test_forward_unchanged)
   GstElement *rx = receiver_pipeline (&r, dev_a, NULL);
 
   GstElement *fw =
-      launch_playing ("daqirisrc name=src device=%s ! daqirisink name=tx device=%s", dev_b, dev_b);
+      dq_check_launch ("daqirisrc name=src device=%s ! daqirisink name=tx device=%s", dev_b, dev_b);
+  play (fw);
 
   GstStructure *tx = send_mixed (n, dev_a);
   fail_unless_equals_uint64 (stat_u64 (tx, "in-place"), n);
@@ -330,10 +311,11 @@ GST_END_TEST;
 GST_START_TEST (test_state_cycles_under_traffic)
 {
   const gchar *device = "emu:cyc";
-  GstElement *sender = launch_playing ("daqiritestsrc rate=50000 burst-packets=16 "
-                                       "packet-size-min=60 packet-size-max=1500 n-flows=%d ! "
-                                       "daqirisink name=tx device=%s",
+  GstElement *sender = dq_check_launch ("daqiritestsrc rate=50000 burst-packets=16 "
+                                        "packet-size-min=60 packet-size-max=1500 n-flows=%d ! "
+                                        "daqirisink name=tx device=%s",
       N_FLOWS, device);
+  play (sender);
 
   Receiver r;
   receiver_init (&r, G_MAXUINT32 / 2);
@@ -461,15 +443,12 @@ static GByteArray *
 reorder_frames (const gchar *props, guint *frames)
 {
   static guint serial;
-  gchar *desc = g_strdup_printf ("daqirisrc device=emu:hsr%u,gen=200,gen-count=200,gen-lossless=on "
-                                 "%s ! daqirireorder seq-offset=336 seq-bits=32 "
-                                 "packets-per-batch=4 payload-offset=46 payload-size=18 ! "
-                                 "appsink name=out sync=false",
-      serial++, props);
-  GError *error = NULL;
-  GstElement *p = gst_parse_launch (desc, &error);
-  g_free (desc);
-  fail_unless (p != NULL, "%s", error ? error->message : "");
+  GstElement *p =
+      dq_check_launch ("daqirisrc device=emu:hsr%u,gen=200,gen-count=200,gen-lossless=on "
+                       "%s ! daqirireorder seq-offset=336 seq-bits=32 "
+                       "packets-per-batch=4 payload-offset=46 payload-size=18 ! "
+                       "appsink name=out sync=false",
+          serial++, props);
   GstElement *out = gst_bin_get_by_name (GST_BIN (p), "out");
   play (p);
   GByteArray *bytes = g_byte_array_new ();

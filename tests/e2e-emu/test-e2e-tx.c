@@ -73,15 +73,11 @@ typedef struct {
 static void
 rig_start (Rig *rig, const gchar *device, const gchar *sink_props, gboolean system_clock)
 {
-  gchar *desc = g_strdup_printf (
+  rig->pipeline = dq_check_launch (
       "appsrc name=src format=time caps=application/x-daqiri-packets ! "
       "daqirisink name=sink device=%s %s "
       "daqirisrc device=%s burst-timeout=200000 ! appsink name=out sync=false async=false",
       device, sink_props, device);
-  GError *error = NULL;
-  rig->pipeline = gst_parse_launch (desc, &error);
-  g_free (desc);
-  fail_unless (rig->pipeline != NULL, "%s", error ? error->message : "?");
   if (system_clock)
     gst_pipeline_use_clock (GST_PIPELINE (rig->pipeline), gst_system_clock_obtain ());
   rig->src = gst_bin_get_by_name (GST_BIN (rig->pipeline), "src");
@@ -309,16 +305,13 @@ GST_START_TEST (test_rate)
   const guint n = 4000;
   Arrivals *arr = g_new0 (Arrivals, 1);
   receiver_init (&arr->r, MAX_SEQ);
-  gchar *desc = g_strdup_printf (
+  GstElement *pipeline = dq_check_launch (
       "daqiritestsrc num-packets=%u burst-packets=64 packet-size-min=1000 "
       "packet-size-max=1000 ! daqirisink name=sink device=emu:rate0 rate=1000000000 "
       "ring-size=67108864 "
       "daqirisrc device=emu:rate0 burst-timeout=200000 ! appsink name=out "
       "sync=false async=false",
       n);
-  GstElement *pipeline = gst_parse_launch (desc, NULL);
-  g_free (desc);
-  fail_unless (pipeline != NULL);
   GstElement *out = gst_bin_get_by_name (GST_BIN (pipeline), "out");
   receiver_attach_full (&arr->r, out, on_packet, arr);
   gst_object_unref (out);
@@ -420,13 +413,11 @@ GST_START_TEST (test_empw_stats)
   const guint n = 6400;
   Receiver r;
   receiver_init (&r, n);
-  gchar *desc = g_strdup_printf (
+  GstElement *pipeline = dq_check_launch (
       "daqiritestsrc num-packets=%u burst-packets=64 ! daqirisink name=sink device=emu:empw0 "
       "daqirisrc device=emu:empw0 burst-timeout=200000 ! appsink name=out sync=false "
       "async=false",
       n);
-  GstElement *pipeline = gst_parse_launch (desc, NULL);
-  g_free (desc);
   GstElement *out = gst_bin_get_by_name (GST_BIN (pipeline), "out");
   receiver_attach (&r, out);
   gst_object_unref (out);

@@ -61,12 +61,9 @@ run_tool (const gchar *cmdline)
 GST_START_TEST (test_recorded_read_by_tools)
 {
   gchar *path = g_build_filename (tmpdir, "rec.pcap", NULL);
-  gchar *desc = g_strdup_printf ("appsrc name=in caps=application/x-daqiri-packets "
-                                 "format=time ! daqirisink device=pcap:%s",
+  GstElement *p = dq_check_launch ("appsrc name=in caps=application/x-daqiri-packets "
+                                   "format=time ! daqirisink device=pcap:%s",
       path);
-  GstElement *p = gst_parse_launch (desc, NULL);
-  g_free (desc);
-  fail_unless (p != NULL);
   GstElement *in = gst_bin_get_by_name (GST_BIN (p), "in");
   play (p);
   GstDaqiriTestPacketParams params;

@@ -630,13 +630,10 @@ static void
 check_pts_with_clock (GstClock *forced)
 {
   guint16 port = udp_port_for_test () + 2;
-  gchar *launch = g_strdup_printf (
-      "daqirisrc name=src device=afpacket:lo "
-      "flows=\"proto=udp dst-port=%u\" burst-packets=1 ! appsink name=sink sync=false",
+  GstElement *pipeline = dq_check_launch ("daqirisrc name=src device=afpacket:lo "
+                                          "flows=\"proto=udp dst-port=%u\" burst-packets=1 ! "
+                                          "appsink name=sink sync=false",
       port);
-  GstElement *pipeline = gst_parse_launch (launch, NULL);
-  g_free (launch);
-  fail_unless (pipeline != NULL);
   if (forced != NULL)
     gst_pipeline_use_clock (GST_PIPELINE (pipeline), forced);
   GstElement *sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");

@@ -426,36 +426,16 @@ test_refused (void)
 
 /* ---- with etf on the veth ---- */
 
-typedef struct {
-  DqPort *tx_port, *rx_port;
-  DqTxQueue *txq;
-  DqRxQueue *rxq;
-} EtfLink;
+typedef DqTestLink EtfLink;
 
 static void
 etf_link_open (EtfLink *l, DqTxLate late)
 {
-  GError *error = NULL;
-  l->tx_port = dq_test_port_open (TX_DEVICE);
-  l->rx_port = dq_test_port_open (RX_DEVICE);
   DqRxConfig rc = {
     .burst_packets = 64, .burst_timeout_ns = MS, .max_packet_size = 1518, .n_queues = 1
   };
-  l->rxq = dq_rxq_create (l->rx_port, &rc, &error);
-  g_assert_no_error (error);
   DqTxConfig tc = { .max_packet_size = 1500, .scheduled = TRUE, .late = late };
-  l->txq = dq_txq_create (l->tx_port, &tc, &error);
-  g_assert_no_error (error);
-  g_assert_nonnull (l->txq);
-}
-
-static void
-etf_link_close (EtfLink *l)
-{
-  dq_txq_destroy (l->txq);
-  dq_rxq_destroy (l->rxq);
-  dq_port_unref (l->rx_port);
-  dq_port_unref (l->tx_port);
+  dq_test_link_open (l, TX_DEVICE, &tc, RX_DEVICE, &rc);
 }
 
 /* Receives test frames until `n` came or `timeout_ns` passed: their sequence numbers and
@@ -590,7 +570,7 @@ test_etf_send (void)
   g_assert_cmpuint (s.packets, ==, 8);
   g_assert_true (dq_txq_flush (l.txq, &error));
   g_assert_cmpuint (etf_receive (&l, seqs, stamps, 1, 100 * MS), ==, 0);
-  etf_link_close (&l);
+  dq_test_link_close (&l);
 
   /* late frames sent: at once, counted late and scheduled */
   etf_link_open (&l, DQ_TX_LATE_SEND);
@@ -604,7 +584,7 @@ test_etf_send (void)
   g_assert_cmpuint (s.scheduled, ==, 1);
   g_assert_cmpuint (s.late, ==, 1);
   g_assert_cmpuint (s.late_dropped, ==, 0);
-  etf_link_close (&l);
+  dq_test_link_close (&l);
 
   tc_or_fail ((const char *[]){ "qdisc", "del", "dev", TX_IF, "root", NULL });
 }

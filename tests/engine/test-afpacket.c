@@ -1656,11 +1656,9 @@ test_tx_frames (void)
   c.burst_timeout_ns = 2 * MS;
   RxJob job = { dq_test_rxq_create (rx_port, &c), NULL, 0 };
   job.st = stream_new (gen_plain, NULL, 0, n, 1518, 64);
-  GError *error = NULL;
   DqTxConfig tc = { 0, 0 }; /* defaults: 4 MiB ring, MTU-sized frames */
-  DqTxQueue *txq = dq_txq_create (tx_port, &tc, &error);
-  g_assert_no_error (error);
-  g_assert_nonnull (txq);
+  DqTxQueue *txq = dq_test_txq_create (tx_port, &tc);
+  GError *error = NULL;
 
   TestFrame *frames = g_new (TestFrame, burst);
   const guint8 *ptrs[32];
@@ -1724,42 +1722,16 @@ gen_tx_mixed (guint32 seq, FrameSpec *spec, gpointer ctx)
   }
 }
 
-static DqTxQueue *
-txq_new (DqPort *port, gsize ring_bytes, guint max_packet)
-{
-  GError *error = NULL;
-  DqTxConfig tc = { ring_bytes, max_packet };
-  DqTxQueue *txq = dq_txq_create (port, &tc, &error);
-  g_assert_no_error (error);
-  g_assert_nonnull (txq);
-  return txq;
-}
-
 /* The TX tests' two ends: a TX queue on TX_DEVICE (ring_bytes, max_packet; 0: defaults) and an
  * RX queue on RX_DEVICE (a 64-packet burst, rx_ring bytes) that receives what it sends. */
-typedef struct {
-  DqPort *tx_port, *rx_port;
-  DqTxQueue *txq;
-  DqRxQueue *rxq;
-} TxLink;
+typedef DqTestLink TxLink;
 
 static void
 tx_link_open (TxLink *l, gsize rx_ring, gsize ring_bytes, guint max_packet)
 {
-  l->tx_port = dq_test_port_open (TX_DEVICE);
-  l->rx_port = dq_test_port_open (RX_DEVICE);
   DqRxConfig c = rx_config (64, rx_ring, 1518);
-  l->rxq = dq_test_rxq_create (l->rx_port, &c);
-  l->txq = txq_new (l->tx_port, ring_bytes, max_packet);
-}
-
-static void
-tx_link_close (TxLink *l)
-{
-  dq_txq_destroy (l->txq);
-  dq_rxq_destroy (l->rxq);
-  dq_port_unref (l->rx_port);
-  dq_port_unref (l->tx_port);
+  DqTxConfig tc = { ring_bytes, max_packet };
+  dq_test_link_open (l, TX_DEVICE, &tc, RX_DEVICE, &c);
 }
 
 static void
@@ -1823,7 +1795,7 @@ test_tx_bad_frames (void)
 
   stream_free (st);
   g_free (oversize);
-  tx_link_close (&l);
+  dq_test_link_close (&l);
 }
 
 
@@ -1863,7 +1835,7 @@ test_tx_small_ring (void)
 
   g_free (frames);
   stream_free (st);
-  tx_link_close (&l);
+  dq_test_link_close (&l);
 }
 
 /* A wakeup makes a sender that has to wait for a slot return early, without an error,
@@ -1901,7 +1873,7 @@ test_tx_wakeup (void)
 
   stream_free (st);
   g_free (frames);
-  tx_link_close (&l);
+  dq_test_link_close (&l);
 }
 
 /* Interface down: the send reports it, the frames wait in the ring and leave with the
@@ -1939,7 +1911,7 @@ test_tx_link_down (void)
 
   stream_free (st);
   g_free (frames);
-  tx_link_close (&l);
+  dq_test_link_close (&l);
 }
 
 /* ---------------------------------------------------------------------------------- */

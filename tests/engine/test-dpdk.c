@@ -102,23 +102,11 @@ rx_config (guint burst_packets, guint64 timeout_ns, gsize ring)
   return c;
 }
 
-static DqRxQueue *
-rxq_or_fail (DqPort *port, const DqRxConfig *c)
-{
-  GError *error = NULL;
-  DqRxQueue *q = dq_rxq_create (port, c, &error);
-  g_assert_no_error (error);
-  return q;
-}
-
 static DqTxQueue *
 txq_or_fail (DqPort *port)
 {
-  GError *error = NULL;
   DqTxConfig c = { 0 };
-  DqTxQueue *q = dq_txq_create (port, &c, &error);
-  g_assert_no_error (error);
-  return q;
+  return dq_test_txq_create (port, &c);
 }
 
 /* A net_ring0 port with one RX queue (the given geometry) and the TX queue. */
@@ -134,7 +122,7 @@ ring_open (guint burst_packets, guint64 timeout_ns, gsize ring_bytes)
   Ring r;
   r.port = dq_test_port_open ("dpdk:net_ring0");
   DqRxConfig rc = rx_config (burst_packets, timeout_ns, ring_bytes);
-  r.rxq = rxq_or_fail (r.port, &rc);
+  r.rxq = dq_test_rxq_create (r.port, &rc);
   r.txq = txq_or_fail (r.port);
   return r;
 }
@@ -308,7 +296,7 @@ test_ring_loopback (void)
   g_assert_false (info->device_dma); /* the PMD's mbufs are copied into the ring */
 
   DqRxConfig rc = rx_config (64, 1 * MS, 0);
-  DqRxQueue *rxq = rxq_or_fail (port, &rc);
+  DqRxQueue *rxq = dq_test_rxq_create (port, &rc);
   g_assert_cmpuint (dq_rxq_ring_bytes (rxq), <=, (gsize) 64 << 20);
   g_assert_cmpuint (dq_rxq_ring_bytes (rxq), >=, (gsize) 32 << 20);
   DqTxQueue *txq = txq_or_fail (port);
@@ -365,7 +353,7 @@ test_ring_flows (void)
   DqRxConfig rc = rx_config (32, 1 * MS, 0);
   rc.flows = rules;
   rc.n_flows = n_rules;
-  DqRxQueue *rxq = rxq_or_fail (port, &rc);
+  DqRxQueue *rxq = dq_test_rxq_create (port, &rc);
   DqTxQueue *txq = txq_or_fail (port);
 
   Sender s = { .txq = txq, .first = 0, .n = n, .chunk = 64 };
@@ -421,7 +409,7 @@ test_ring_truncated_after_filter (void)
   rc.flows = rules;
   rc.n_flows = n_rules;
   rc.max_packet_size = max_packet;
-  DqRxQueue *rxq = rxq_or_fail (port, &rc);
+  DqRxQueue *rxq = dq_test_rxq_create (port, &rc);
   DqTxQueue *txq = txq_or_fail (port);
 
   guint want = 0, want_truncated = 0;
@@ -500,7 +488,7 @@ test_ring_held_bursts (void)
   /* 4 blocks of 32 packets of up to 1536 bytes (48 KiB each); a long burst timeout
    * keeps every burst whole (even when the sender is scheduled late) */
   DqRxConfig rc = rx_config (32, 1000 * MS, 4 * 49152);
-  DqRxQueue *rxq = rxq_or_fail (port, &rc);
+  DqRxQueue *rxq = dq_test_rxq_create (port, &rc);
   g_assert_cmpuint (dq_rxq_ring_bytes (rxq), ==, 4 * 49152);
   DqTxQueue *txq = txq_or_fail (port);
   GError *error = NULL;
@@ -679,7 +667,7 @@ test_bad_input (void)
 
   /* one queue index, one user */
   rc = rx_config (32, 1 * MS, 0);
-  DqRxQueue *rxq = rxq_or_fail (port, &rc);
+  DqRxQueue *rxq = dq_test_rxq_create (port, &rc);
   error = NULL;
   g_assert_null (dq_rxq_create (port, &rc, &error));
   dq_test_expect_error (error, DQ_ERROR_BUSY, (const char *[]){ "RX queue 0 is in use", NULL });
@@ -715,9 +703,9 @@ test_ring_two_queues (void)
   DqPort *port = dq_test_port_open ("dpdk:net_ring0");
   DqRxConfig rc = rx_config (32, 1 * MS, 0);
   rc.n_queues = 2;
-  DqRxQueue *q0 = rxq_or_fail (port, &rc);
+  DqRxQueue *q0 = dq_test_rxq_create (port, &rc);
   rc.queue_index = 1;
-  DqRxQueue *q1 = rxq_or_fail (port, &rc);
+  DqRxQueue *q1 = dq_test_rxq_create (port, &rc);
   DqTxQueue *txq = txq_or_fail (port);
   Sender s = { .txq = txq, .first = 0, .n = 500, .chunk = 100 };
   sender_run (&s);
@@ -744,7 +732,7 @@ test_ring_two_queues (void)
 
   /* back to one queue while a sender exists */
   rc = rx_config (32, 1 * MS, 0);
-  DqRxQueue *q = rxq_or_fail (port, &rc);
+  DqRxQueue *q = dq_test_rxq_create (port, &rc);
   s.first = 500;
   sender_run (&s);
   Check c2 = { .next_seq = 500 };
@@ -832,7 +820,7 @@ test_pcap_files (void)
   gchar *device = g_strdup_printf ("dpdk:net_pcap0,rx_pcap=%s,tx_pcap=%s", in, out);
   DqPort *port = dq_test_port_open (device);
   DqRxConfig rc = rx_config (128, 1 * MS, 0);
-  DqRxQueue *rxq = rxq_or_fail (port, &rc);
+  DqRxQueue *rxq = dq_test_rxq_create (port, &rc);
   Check c = { 0 };
   receive (rxq, &c, n, 500);
   assert_clean (&c, n);
@@ -894,7 +882,7 @@ test_af_packet_veth (void)
 
   /* afpacket -> dpdk */
   DqRxConfig rc = rx_config (64, 1 * MS, 0);
-  DqRxQueue *rxq = rxq_or_fail (dpdk, &rc);
+  DqRxQueue *rxq = dq_test_rxq_create (dpdk, &rc);
   DqTxQueue *afp_tx = txq_or_fail (afp);
   /* paced (about 250 kpps), and never more than half the PMD's ring ahead of the receiver:
    * its socket drops silently when that ring overflows */
@@ -911,7 +899,7 @@ test_af_packet_veth (void)
 
   /* dpdk -> afpacket */
   DqRxConfig arc = rx_config (64, 1 * MS, 0);
-  DqRxQueue *afp_rx = rxq_or_fail (afp, &arc);
+  DqRxQueue *afp_rx = dq_test_rxq_create (afp, &arc);
   DqTxQueue *txq = txq_or_fail (dpdk);
   Sender s2 = { .txq = txq, .first = 0, .n = 2000, .chunk = 32 };
   sender_run (&s2);

@@ -125,9 +125,8 @@ test_record (void)
   DqPort *port = dq_test_port_open (dev);
   g_assert_true (dq_port_info (port)->stamps_frames);
   DqTxConfig cfg = { .scheduled = TRUE };
+  DqTxQueue *txq = dq_test_txq_create (port, &cfg);
   GError *error = NULL;
-  DqTxQueue *txq = dq_txq_create (port, &cfg, &error);
-  g_assert_no_error (error);
   const guint n = 200;
   guint8 frames[200][2000];
   const guint8 *fp[200];

@@ -7,6 +7,7 @@
  * DQ_TEST_PACKETS overrides the packet count of the loopback test (valgrind runs).
  */
 #include "daqiri-engine.h"
+#include "dq-test-port.h"
 #include "emu.h"
 #include "test-util.h"
 
@@ -39,20 +40,14 @@ rxq_new (DqPort *port, guint burst, guint64 timeout_ns, gsize ring, guint max_pa
     .queue_index = queue,
     .n_queues = n_queues,
     .group_id = group };
-  GError *error = NULL;
-  DqRxQueue *q = dq_rxq_create (port, &cfg, &error);
-  g_assert_no_error (error);
-  return q;
+  return dq_test_rxq_create (port, &cfg);
 }
 
 static DqTxQueue *
 txq_new (DqPort *port, gsize ring, guint max_packet)
 {
   DqTxConfig cfg = { .ring_bytes = ring, .max_packet_size = max_packet };
-  GError *error = NULL;
-  DqTxQueue *q = dq_txq_create (port, &cfg, &error);
-  g_assert_no_error (error);
-  return q;
+  return dq_test_txq_create (port, &cfg);
 }
 
 /* An emulated port opened through the engine (device "emu:NAME[,KEYS]"), the emulator's

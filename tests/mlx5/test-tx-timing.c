@@ -34,9 +34,7 @@ typedef struct {
 static void
 rig_open (Rig *r, const char *device, const DqTxConfig *tc, gboolean rx)
 {
-  GError *error = NULL;
-  r->port = dq_port_open (device, &error);
-  g_assert_no_error (error);
+  r->port = dq_test_port_open (device);
   const char *name = device + strlen ("emu:");
   gchar *port_name = g_strndup (name, strcspn (name, ","));
   r->ep = emu_port_lookup (port_name);
@@ -49,11 +47,9 @@ rig_open (Rig *r, const char *device, const DqTxConfig *tc, gboolean rx)
       .max_packet_size = 2048,
       .n_queues = 1,
       .group_id = next_group++ };
-    r->rxq = dq_rxq_create (r->port, &rc, &error);
-    g_assert_no_error (error);
+    r->rxq = dq_test_rxq_create (r->port, &rc);
   }
-  r->txq = dq_txq_create (r->port, tc, &error);
-  g_assert_no_error (error);
+  r->txq = dq_test_txq_create (r->port, tc);
 }
 
 static void

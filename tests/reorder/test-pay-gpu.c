@@ -35,11 +35,7 @@
 #include <string.h>
 
 #include "daqiri-reorder.h"
-
-#ifdef DQ_TEST_EMU
-#define dq_cuda_available(msg, len) 1
-#define dq_cuda_device_info(buf, len) g_strlcpy ((buf), "the CUDA emulator in the plugin", (len))
-#endif
+#include "gpu-test-start.h"
 
 #define IN_HEADER 8 /* input packets: BE u32 sequence number, 4 bytes, the payload */
 #define OUT_HEADER 46
@@ -354,15 +350,7 @@ bench (guint rounds)
 int
 main (int argc, char **argv)
 {
-  char why[256];
-  gst_init (&argc, &argv);
-  if (!dq_cuda_available (why, sizeof why)) {
-    printf ("pay-gpu: skipped: %s\n", why);
-    return 77;
-  }
-  char dev[256];
-  dq_cuda_device_info (dev, sizeof dev);
-  printf ("device: %s\n", dev);
+  dq_gpu_test_start ("pay-gpu", &argc, &argv);
   if (argc > 1 && strcmp (argv[1], "--bench") == 0)
     return bench (argc > 2 ? (guint) atoi (argv[2]) : 5);
 

@@ -27,16 +27,11 @@
 #include <string.h>
 
 #include "daqiri-reorder.h"
+#include "gpu-test-start.h"
 
 #ifdef DQ_TEST_EMU
 /* Against the plugin on the CUDA emulator, GPU memory is host memory: the test's own CUDA calls
  * are plain host calls (linking the emulator here too would make a second emulator). */
-#define dq_cuda_available(msg, len) 1
-#define dq_cuda_device_info(buf, len) \
-  g_strlcpy ((buf), \
-      "the CUDA emulator (CPU fibers) in the " \
-      "plugin", \
-      (len))
 #define dq_cuda_memcpy(dst, src, size) emu_memcpy ((dst), (src), (size))
 static int
 emu_memcpy (void *dst, const void *src, size_t size)
@@ -798,15 +793,7 @@ lossless_case (guint window)
 int
 main (int argc, char **argv)
 {
-  char why[256];
-  gst_init (&argc, &argv);
-  if (!dq_cuda_available (why, sizeof why)) {
-    printf ("reorder-gpu: skipped: %s\n", why);
-    return 77;
-  }
-  char dev[256];
-  dq_cuda_device_info (dev, sizeof dev);
-  printf ("device: %s\n", dev);
+  dq_gpu_test_start ("reorder-gpu", &argc, &argv);
 
   guint failed = 0, passed = 0;
   guint64 frames_total = 0, bytes_total = 0;
