@@ -822,13 +822,10 @@ dpdk_rxq_poll (gpointer priv, DqBurst *burst, gint64 timeout_ns, GError **error)
         return 1;
       }
     }
-    if (deadline >= 0 && dq_mono_ns () >= deadline) {
-      if (rxq->blocks.fill_n > 0) {
-        rx_fill_finish (rxq, burst);
-        return 1;
-      }
+    /* a partial burst stays open: it goes out full or after burst-timeout, however often
+     * the caller polls */
+    if (deadline >= 0 && dq_mono_ns () >= deadline)
       return 0;
-    }
     if (got)
       continue;
     if (rxq->idle < DPDK_IDLE_SPINS) {

@@ -405,13 +405,10 @@ pcap_rxq_poll (gpointer priv, DqBurst *burst, gint64 timeout_ns, GError **error)
       rx_finish (rxq, burst);
       return 1;
     }
-    if (woken || (deadline >= 0 && dq_mono_ns () >= deadline)) {
-      if (rxq->blocks.fill_n > 0) {
-        rx_finish (rxq, burst);
-        return 1;
-      }
+    /* a partial burst stays open: it goes out full or after burst-timeout, however often
+     * the caller polls */
+    if (woken || (deadline >= 0 && dq_mono_ns () >= deadline))
       return 0;
-    }
   }
 }
 

@@ -303,7 +303,31 @@ test_pace (void)
   dq_port_unref (port);
   g_free (dev);
 
+  /* polls that return at once leave a partial burst open until it is full (burst-timeout
+   * 1 s here): 16 packets 1 ms apart come as two bursts of 8 */
+  capture_write (path, DLT_EN10MB, 16, 100 * NS, 1000000);
+  dev = g_strdup_printf ("pcap:%s,pace=recorded", path);
+  port = dq_test_port_open (dev);
+  DqRxConfig slow = { .burst_packets = 8, .burst_timeout_ns = NS, .n_queues = 1, .group_id = 1 };
+  rxq = dq_test_rxq_create (port, &slow);
+  for (guint k = 0; k < 2; k++) {
+    DqBurst b;
+    GError *error = NULL;
+    int r;
+    gint64 until = g_get_monotonic_time () + 2 * G_USEC_PER_SEC;
+    while ((r = dq_rxq_poll (rxq, &b, 0, &error)) == 0 && g_get_monotonic_time () < until)
+      ;
+    g_assert_no_error (error);
+    g_assert_cmpint (r, ==, 1);
+    g_assert_cmpuint (b.n_packets, ==, 8);
+    dq_rxq_release (rxq, &b);
+  }
+  dq_rxq_destroy (rxq);
+  dq_port_unref (port);
+  g_free (dev);
+
   /* rate=1000: 40 packets in at least 39 ms */
+  capture_write (path, DLT_EN10MB, 40, 100 * NS, 5000000);
   dev = g_strdup_printf ("pcap:%s,rate=1000", path);
   port = dq_test_port_open (dev);
   rxq = rxq_new (port, 8, 0, NULL, 0);
