@@ -1,13 +1,16 @@
-/* bench-engines: host cost per received packet of each engine, on one thread, side by
- * side in one run, through the engine API that daqirisrc calls (dq_rxq_poll +
- * dq_rxq_release), bursts of 256:
+/* bench-engines: host cost per received and per sent packet of each engine, on one thread,
+ * side by side in one run, through the engine API that daqirisrc and daqirisink call
+ * (dq_rxq_poll + dq_rxq_release; dq_txq_send of frames copied into the queue), bursts of 256:
  *
- *   mlx5           an emulated ConnectX (emu:): the device's generator fills the ring,
+ *   mlx5           an emulated ConnectX (emu:). RX: the device's generator fills the ring,
  *                  then is idle while the host drains it (CQE decode, bursts, stride
- *                  release, WQE re-post)
- *   dpdk:net_null  the null device hands out mbufs at once, doing no descriptor work; the
- *                  engine copies them into bursts
- *   dpdk:net_ring  a ring pre-filled by the port's own TX, untimed, then drained
+ *                  release, WQE re-post). TX: frames copied into slots, eMPW WQEs where
+ *                  they fit, a doorbell a burst, completions reclaimed; the cable leads
+ *                  nowhere (the device thread checks each WQE's DMA, reads no frame bytes)
+ *   dpdk:net_null  RX: the null device hands out mbufs at once, doing no descriptor work;
+ *                  the engine copies them into bursts. TX: mbufs filled, freed at once
+ *   dpdk:net_ring  RX: a ring pre-filled by the port's own TX, untimed, then drained.
+ *                  TX: frames enqueued, the ring drained untimed
  *
  * Time is the thread's CPU time (CLOCK_THREAD_CPUTIME_ID): the emulated device's thread
  * is not counted, DPDK's virtual devices run in the timed thread. Frames of 64, 256, 1024
@@ -20,9 +23,10 @@
  * says otherwise; the `huge` field of the output says which (scripts/bench-suite.sh runs
  * this program with and without 2 MiB huge pages).
  *
- * Output: one JSON object per measurement ({"bench": "engines", "engine", "dir": "rx",
- * "frame", "median", "min", ...}, ns/packet), then one line starting "bench-engines:" with
- * the target: mlx5 <= dpdk:net_null (64-byte frames).
+ * Output: one JSON object per measurement ({"bench": "engines", "engine", "dir": "rx"|"tx",
+ * "frame", "median", "min", "ring_full_waits" (TX: times a timed send waited for the
+ * device), ...}, ns/packet), then one line starting "bench-engines:" with the targets at
+ * 64 bytes: receive mlx5 <= dpdk:net_null; send mlx5 <= 1.2 x dpdk:net_ring.
  *
  * usage: bench-engines [--rounds N] [--frames 64,256,...]
  */
@@ -41,24 +45,28 @@
 #define RING_ROUND 512 /* packets a net_ring round: within the ring device's 1024 */
 #define NULL_ROUND (64u * 1024)
 #define BURST 256
+#define TX_ROUND (16u * 1024)
 #define DPDK_MBUF_FRAME 2048
 
 static guint rounds = 11;
 static guint frames[MAX_FRAMES] = { 64, 256, 1024, 8192 };
 static guint n_frames = 4;
 
+typedef enum { DIR_RX, DIR_TX } Dir;
 typedef enum { KIND_EMU, KIND_NULL, KIND_RING } Kind;
 
 /* One measured variant: an engine and a frame size; its port and queues */
 typedef struct {
   const char *engine;
   Kind kind;
+  Dir dir;
   guint frame;
   DqPort *port;
   DqRxQueue *rxq;
   DqTxQueue *txq;
   EmuPort *ep;
   guint64 per_round; /* packets a round */
+  guint64 waits;     /* TX: times the timed sends waited for ring space */
   double *ns;        /* ns/packet of each round kept */
   char *skipped;     /* why it does not run, or NULL */
 } Variant;
@@ -86,6 +94,14 @@ frame_build (guint len)
   dq_packet_write_headers (frame_bytes, len, &h);
 }
 
+/* The smallest ring the dpdk engine takes (two blocks of a burst), so that the warm-up
+ * round has touched all of it: a larger one would time the page faults of its first use */
+static gsize
+dpdk_rx_ring (guint frame)
+{
+  return 2 * (gsize) BURST * ((frame + 63) / 64 * 64);
+}
+
 static gboolean
 variant_open (Variant *v, guint index, GError **error)
 {
@@ -96,7 +112,8 @@ variant_open (Variant *v, guint index, GError **error)
     return FALSE;
   }
   if (v->kind == KIND_EMU)
-    dev = g_strdup_printf ("emu:be%u,mtu=9000,stride=64,strides=512", index);
+    dev = g_strdup_printf (
+        "emu:be%u,mtu=9000,stride=64,strides=512%s", index, v->dir == DIR_TX ? ",peer=none" : "");
   else if (v->kind == KIND_NULL)
     dev = g_strdup_printf ("dpdk:net_null%u,size=%u", index, v->frame);
   else
@@ -112,16 +129,18 @@ variant_open (Variant *v, guint index, GError **error)
     v->ep = emu_port_lookup (name);
     g_free (name);
   }
-  DqRxConfig rc = { .burst_packets = BURST,
-    .burst_timeout_ns = 1000000000,
-    .ring_bytes = RX_RING,
-    .max_packet_size = v->frame,
-    .n_queues = 1,
-    .group_id = 100 + index };
-  v->rxq = dq_rxq_create (v->port, &rc, error);
-  if (v->rxq == NULL)
-    return FALSE;
-  if (v->kind == KIND_RING) {
+  if (v->dir == DIR_RX || v->kind == KIND_RING) {
+    DqRxConfig rc = { .burst_packets = BURST,
+      .burst_timeout_ns = 1000000000,
+      .ring_bytes = v->kind == KIND_EMU ? RX_RING : dpdk_rx_ring (v->frame),
+      .max_packet_size = v->frame,
+      .n_queues = 1,
+      .group_id = 100 + index };
+    v->rxq = dq_rxq_create (v->port, &rc, error);
+    if (v->rxq == NULL)
+      return FALSE;
+  }
+  if (v->dir == DIR_TX || v->kind == KIND_RING) {
     DqTxConfig tc = { .max_packet_size = v->frame };
     v->txq = dq_txq_create (v->port, &tc, error);
     if (v->txq == NULL)
@@ -132,7 +151,9 @@ variant_open (Variant *v, guint index, GError **error)
       return FALSE;
     }
   }
-  if (v->kind == KIND_EMU)
+  if (v->dir == DIR_TX && v->kind != KIND_RING)
+    v->per_round = TX_ROUND;
+  else if (v->kind == KIND_EMU)
     v->per_round = (RX_RING / 64 / ((v->frame + 63) / 64)) / BURST * BURST;
   else if (v->kind == KIND_RING)
     v->per_round = RING_ROUND;
@@ -234,6 +255,19 @@ emu_prefill (Variant *v)
 static double
 variant_round (Variant *v)
 {
+  if (v->dir == DIR_TX) {
+    DqTxStats before, after;
+    frame_build (v->frame);
+    dq_txq_stats (v->txq, &before);
+    gint64 t0 = thread_ns ();
+    gboolean ok = send_frames (v->txq, v->frame, v->per_round);
+    gint64 t1 = thread_ns ();
+    dq_txq_stats (v->txq, &after);
+    v->waits += after.ring_full_waits - before.ring_full_waits;
+    if (ok && v->kind == KIND_RING)
+      ok = drain (v->rxq, v->per_round);
+    return ok ? (double) (t1 - t0) / (double) v->per_round : -1.0;
+  }
   gboolean ok = TRUE;
   if (v->kind == KIND_EMU) {
     ok = emu_prefill (v);
@@ -255,23 +289,26 @@ static void
 print_result (const Variant *v, guint kept, const char *huge)
 {
   if (v->skipped != NULL) {
-    printf ("{\"bench\": \"engines\", \"engine\": \"%s\", \"dir\": \"rx\", \"frame\": %u, "
+    printf ("{\"bench\": \"engines\", \"engine\": \"%s\", \"dir\": \"%s\", \"frame\": %u, "
             "\"huge\": %s, \"skipped\": \"%s\"}\n",
-        v->engine, v->frame, huge, v->skipped);
+        v->engine, v->dir == DIR_RX ? "rx" : "tx", v->frame, huge, v->skipped);
     return;
   }
   dq_bench_sort_doubles (v->ns, kept);
-  printf ("{\"bench\": \"engines\", \"engine\": \"%s\", \"dir\": \"rx\", \"frame\": %u, "
+  printf ("{\"bench\": \"engines\", \"engine\": \"%s\", \"dir\": \"%s\", \"frame\": %u, "
           "\"huge\": %s, \"unit\": \"ns/packet\", \"burst\": %u, \"rounds\": %u, "
-          "\"packets_per_round\": %" G_GUINT64_FORMAT ", \"min\": %.2f, \"median\": %.2f}\n",
-      v->engine, v->frame, huge, BURST, kept, v->per_round, v->ns[0], v->ns[kept / 2]);
+          "\"packets_per_round\": %" G_GUINT64_FORMAT ", \"ring_full_waits\": %" G_GUINT64_FORMAT
+          ", \"min\": %.2f, \"median\": %.2f}\n",
+      v->engine, v->dir == DIR_RX ? "rx" : "tx", v->frame, huge, BURST, kept, v->per_round,
+      v->waits, v->ns[0], v->ns[kept / 2]);
 }
 
 static double
-median_of (Variant *vs, guint n, const char *engine, guint frame, guint kept)
+median_of (Variant *vs, guint n, const char *engine, Dir dir, guint frame, guint kept)
 {
   for (guint i = 0; i < n; i++)
-    if (vs[i].skipped == NULL && vs[i].frame == frame && strcmp (vs[i].engine, engine) == 0)
+    if (vs[i].skipped == NULL && vs[i].dir == dir && vs[i].frame == frame &&
+        strcmp (vs[i].engine, engine) == 0)
       return vs[i].ns[kept / 2];
   return -1.0;
 }
@@ -320,12 +357,13 @@ main (int argc, char **argv)
     { "dpdk:net_ring", KIND_RING },
   };
   guint n = 0;
-  Variant *vs = g_new0 (Variant, G_N_ELEMENTS (engines) * n_frames);
-  for (guint e = 0; e < G_N_ELEMENTS (engines); e++)
+  Variant *vs = g_new0 (Variant, G_N_ELEMENTS (engines) * 2 * n_frames);
+  for (guint e = 0; e < G_N_ELEMENTS (engines) * 2; e++)
     for (guint f = 0; f < n_frames; f++) {
       Variant *v = &vs[n];
-      v->engine = engines[e].engine;
-      v->kind = engines[e].kind;
+      v->engine = engines[e % G_N_ELEMENTS (engines)].engine;
+      v->kind = engines[e % G_N_ELEMENTS (engines)].kind;
+      v->dir = e < G_N_ELEMENTS (engines) ? DIR_RX : DIR_TX;
       v->frame = frames[f];
       v->ns = g_new0 (double, rounds);
       GError *error = NULL;
@@ -358,13 +396,15 @@ main (int argc, char **argv)
   for (guint i = 0; i < n; i++)
     print_result (&vs[i], kept, huge);
 
-  double mlx = median_of (vs, n, "mlx5", 64, kept);
-  double null_dev = median_of (vs, n, "dpdk:net_null", 64, kept);
-  double ring = median_of (vs, n, "dpdk:net_ring", 64, kept);
-  printf ("bench-engines: receive, 64 B, huge pages %s: mlx5 %.1f ns/packet, dpdk:net_null %.1f, "
-          "dpdk:net_ring %.1f; target mlx5 <= net_null: %s\n",
-      huge, mlx, null_dev, ring,
-      mlx > 0 && null_dev > 0 ? (mlx <= null_dev ? "PASS" : "FAIL") : "n/a");
+  double mlx_rx = median_of (vs, n, "mlx5", DIR_RX, 64, kept);
+  double null_rx = median_of (vs, n, "dpdk:net_null", DIR_RX, 64, kept);
+  double mlx_tx = median_of (vs, n, "mlx5", DIR_TX, 64, kept);
+  double ring_tx = median_of (vs, n, "dpdk:net_ring", DIR_TX, 64, kept);
+  printf ("bench-engines: 64 B, huge pages %s: receive mlx5 %.1f ns/packet vs dpdk:net_null "
+          "%.1f (target <=: %s); send mlx5 %.1f vs dpdk:net_ring %.1f (target <= 1.2x: %s)\n",
+      huge, mlx_rx, null_rx,
+      mlx_rx > 0 && null_rx > 0 ? (mlx_rx <= null_rx ? "PASS" : "FAIL") : "n/a", mlx_tx, ring_tx,
+      mlx_tx > 0 && ring_tx > 0 ? (mlx_tx <= 1.2 * ring_tx ? "PASS" : "FAIL") : "n/a");
 
   for (guint i = 0; i < n; i++) {
     variant_close (&vs[i]);

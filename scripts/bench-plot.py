@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""Collects the results of scripts/bench-suite.sh and draws them.
+
+usage: bench-plot.py LOG_DIR OUT_DIR
+
+Reads LOG_DIR/NAME.log (one per benchmark): every line that is a JSON object is one
+measurement; bench-clock's "name  value unit" lines become measurements too. Writes
+OUT_DIR/results.json ({"machine", "date", "results": [..., each with "source": NAME]})
+and one PNG a benchmark that ran (engines.png, mlx5.png, emu-rate.png, emu-queues.png,
+flow-change.png, clock.png, afpacket-rx.png), and prints the files it wrote.
+"""
+import json
+import os
+import platform
+import re
+import statistics
+import sys
+import time
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+CLOCK_LINE = re.compile(r"^(\S+)\s+([0-9.]+) (ns/buffer|samples)$")
+
+
+def read_logs(log_dir):
+    results = []
+    for name in sorted(os.listdir(log_dir)):
+        if not name.endswith(".log"):
+            continue
+        source = name[: -len(".log")]
+        with open(os.path.join(log_dir, name), encoding="utf-8", errors="replace") as f:
+            for line in f:
+                line = line.strip()
+                obj = None
+                if line.startswith("{"):
+                    try:
+                        obj = json.loads(line)
+                    except ValueError:
+                        obj = None
+                elif source == "clock":
+                    m = CLOCK_LINE.match(line)
+                    if m:
+                        obj = {"bench": "clock", "name": m.group(1), "value": float(m.group(2)),
+                               "unit": m.group(3)}
+                if isinstance(obj, dict):
+                    obj["source"] = source
+                    results.append(obj)
+    return results
+
+
+def machine():
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
+            "python": platform.python_version()}
+
+
+def bars(ax, groups, series, values, ylabel, title):
+    """Grouped bars: one group per entry of `groups`, one bar per series; values[s][g]
+    (None: no bar)."""
+    width = 0.8 / max(len(series), 1)
+    for i, s in enumerate(series):
+        xs, ys = [], []
+        for j, g in enumerate(groups):
+            v = values[s].get(g)
+            if v is not None:
+                xs.append(j + (i - (len(series) - 1) / 2) * width)
+                ys.append(v)
+        rects = ax.bar(xs, ys, width, label=s)
+        ax.bar_label(rects, fmt="%.1f", fontsize=7, padding=1)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([str(g) for g in groups])
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+
+
+def save(fig, out_dir, name, written):
+    path = os.path.join(out_dir, name)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    written.append(path)
+
+
+def plot_engines(res, out_dir, written):
+    rows = [r for r in res if r.get("bench") == "engines" and "median" in r]
+    if not rows:
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, direction, word in zip(axes, ("rx", "tx"), ("received", "sent")):
+        sel = [r for r in rows if r["dir"] == direction]
+        frames = sorted({r["frame"] for r in sel})
+        series, values = [], {}
+        for r in sel:
+            if r["source"] == "engines-huge" and not r["engine"].startswith("dpdk"):
+                continue  # huge pages are DPDK's: mlx5 ran in both, once is enough
+            s = r["engine"] + (" (huge pages)" if r.get("huge") else "")
+            if s not in values:
+                series.append(s)
+                values[s] = {}
+            values[s][r["frame"]] = r["median"]
+        series.sort(key=lambda name: (not name.startswith("mlx5"), name))
+        bars(ax, frames, series, values, "host ns per packet (median, log scale)",
+             f"engine API, one thread: per packet {word}")
+        ax.set_yscale("log")
+        ax.set_xlabel("frame bytes")
+    save(fig, out_dir, "engines.png", written)
+
+
+def plot_mlx5(res, out_dir, written):
+    rows = [r for r in res if str(r.get("bench", "")).startswith("mlx5-") and "median" in r]
+    if not rows:
+        return
+    fig, ax = plt.subplots(figsize=(8, 0.4 * len(rows) + 1.2))
+    names = [f'{r["bench"][5:]} ({r.get("frame", "")} B)' for r in rows]
+    ax.barh(names, [r["median"] for r in rows])
+    for i, r in enumerate(rows):
+        ax.text(r["median"], i, f' {r["median"]:.1f}', va="center", fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("host ns per packet (median of rounds)")
+    ax.set_title("mlx5 rings on the emulated ConnectX (bench-mlx5)")
+    save(fig, out_dir, "mlx5.png", written)
+
+
+def plot_emu_rate(res, out_dir, written):
+    rows = [r for r in res if r.get("bench") == "emu-rate" and "received_pps" in r]
+    if not rows:
+        return
+    kinds = []
+    for r in rows:
+        if r["run"] not in kinds:
+            kinds.append(r["run"])
+    med = [statistics.median(r["received_pps"] / 1e6 for r in rows if r["run"] == k)
+           for k in kinds]
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    rects = ax.bar(kinds, med)
+    ax.bar_label(rects, fmt="%.1f", fontsize=8)
+    ax.set_ylabel("Mpps received (median)")
+    ax.set_title("daqirisrc ! fakesink on the emulated ConnectX (bench-emu-rate)")
+    save(fig, out_dir, "emu-rate.png", written)
+
+
+def plot_emu_queues(res, out_dir, written):
+    rows = [r for r in res if r.get("bench") == "emu-queues" and "host_pps" in r]
+    if not rows:
+        return
+    queues = sorted({r["queues"] for r in rows})
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for q in queues:
+        ys = [r["host_pps"] / 1e6 for r in rows if r["queues"] == q]
+        ax.scatter([str(q)] * len(ys), ys, alpha=0.6)
+        ax.plot([str(q)], [statistics.median(ys)], "k_", markersize=30)
+    ax.set_xlabel("queues drained by one daqirisrc")
+    ax.set_ylabel("host Mpps (one core)")
+    ax.set_title("several queues on one core (bench-emu-queues)")
+    save(fig, out_dir, "emu-queues.png", written)
+
+
+def plot_flow_change(res, out_dir, written):
+    rows = [r for r in res if r.get("bench") == "flow-change" and "mpps" in r]
+    if not rows:
+        return
+    modes = []
+    for r in rows:
+        if r["mode"] not in modes:
+            modes.append(r["mode"])
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
+    for ax, key, label in zip(axes, ("mpps", "lost"), ("Mpps", "packets lost")):
+        med = [statistics.median(r[key] for r in rows if r["mode"] == m) for m in modes]
+        rects = ax.bar(modes, med)
+        ax.bar_label(rects, fmt="%.1f" if key == "mpps" else "%d", fontsize=8)
+        ax.set_ylabel(f"{label} (median)")
+    axes[0].set_title("flow-rule changes under full load (bench-flow-change)")
+    save(fig, out_dir, "flow-change.png", written)
+
+
+def plot_clock(res, out_dir, written):
+    rows = [r for r in res if r.get("bench") == "clock" and r.get("unit") == "ns/buffer"]
+    if not rows:
+        return
+    fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.2))
+    ax.barh([r["name"] for r in rows], [r["value"] for r in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel("ns per buffer")
+    ax.set_title("daqirisrc's time code per buffer (bench-clock)")
+    save(fig, out_dir, "clock.png", written)
+
+
+def plot_afpacket(res, out_dir, written):
+    rows = [r for r in res if r.get("source") == "afpacket-rx" and "cpu_ns_per_packet" in r]
+    if not rows:
+        return
+    payloads = sorted({r["payload_bytes"] for r in rows})
+    series, values = [], {}
+    for r in rows:
+        if r["receiver"] not in values:
+            series.append(r["receiver"])
+            values[r["receiver"]] = {}
+        values[r["receiver"]][r["payload_bytes"]] = r["cpu_ns_per_packet"]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    bars(ax, payloads, series, values, "CPU ns per received packet (median, log scale)",
+         "receiving over a veth pair (bench-rx)")
+    ax.set_yscale("log")
+    ax.set_xlabel("UDP payload bytes")
+    save(fig, out_dir, "afpacket-rx.png", written)
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    log_dir, out_dir = sys.argv[1], sys.argv[2]
+    res = read_logs(log_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    written = []
+    with open(os.path.join(out_dir, "results.json"), "w", encoding="utf-8") as f:
+        json.dump({"machine": machine(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                   "results": res}, f, indent=1)
+    written.append(os.path.join(out_dir, "results.json"))
+    for plot in (plot_engines, plot_mlx5, plot_emu_rate, plot_emu_queues, plot_flow_change,
+                 plot_clock, plot_afpacket):
+        plot(res, out_dir, written)
+    for path in written:
+        print(f"bench-plot: wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
