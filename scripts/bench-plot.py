@@ -7,7 +7,7 @@ Reads LOG_DIR/NAME.log (one per benchmark): every line that is a JSON object is 
 measurement; bench-clock's "name  value unit" lines become measurements too. Writes
 OUT_DIR/results.json ({"machine", "date", "results": [..., each with "source": NAME]})
 and one PNG a benchmark that ran (engines.png, mlx5.png, emu-rate.png, emu-queues.png,
-flow-change.png, clock.png, afpacket-rx.png), and prints the files it wrote.
+flow-change.png, latency.png, clock.png, afpacket-rx.png), and prints the files it wrote.
 """
 import json
 import os
@@ -197,6 +197,22 @@ def plot_clock(res, out_dir, written):
     save(fig, out_dir, "clock.png", written)
 
 
+def plot_latency(res, out_dir, written):
+    rows = [r for r in res if r.get("bench") == "latency" and "p99_us" in r]
+    if not rows:
+        return
+    groups = [f'{r["rate"] // 1000} k/s, {r["burst_timeout_us"]:.0f} us' for r in rows]
+    series = ["p50", "p99", "max", "hand-over p99"]
+    keys = {"p50": "p50_us", "p99": "p99_us", "max": "max_us", "hand-over p99": "handover_p99_us"}
+    values = {s: {g: r[keys[s]] for g, r in zip(groups, rows)} for s in series}
+    fig, ax = plt.subplots(figsize=(10, 4))
+    bars(ax, groups, series, values, "us (log scale)",
+         "port time to sink on the emulated ConnectX (bench-latency)")
+    ax.set_yscale("log")
+    ax.set_xlabel("packets/s, burst-timeout")
+    save(fig, out_dir, "latency.png", written)
+
+
 def plot_afpacket(res, out_dir, written):
     rows = [r for r in res if r.get("source") == "afpacket-rx" and "cpu_ns_per_packet" in r]
     if not rows:
@@ -229,7 +245,7 @@ def main():
                    "results": res}, f, indent=1)
     written.append(os.path.join(out_dir, "results.json"))
     for plot in (plot_engines, plot_mlx5, plot_emu_rate, plot_emu_queues, plot_flow_change,
-                 plot_clock, plot_afpacket):
+                 plot_latency, plot_clock, plot_afpacket):
         plot(res, out_dir, written)
     for path in written:
         print(f"bench-plot: wrote {path}")
