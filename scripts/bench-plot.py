@@ -6,7 +6,7 @@ usage: bench-plot.py LOG_DIR OUT_DIR
 Reads LOG_DIR/NAME.log (one per benchmark): every line that is a JSON object is one
 measurement; bench-clock's "name  value unit" lines become measurements too. Writes
 OUT_DIR/results.json ({"machine", "date", "results": [..., each with "source": NAME]})
-and one PNG a benchmark that ran (engines.png, mlx5.png, emu-rate.png, emu-queues.png,
+and one PNG a benchmark that ran (engines.png, pipelines.png, mlx5.png, emu-rate.png, emu-queues.png,
 flow-change.png, latency.png, clock.png, afpacket-rx.png), and prints the files it wrote.
 """
 import json
@@ -197,6 +197,24 @@ def plot_clock(res, out_dir, written):
     save(fig, out_dir, "clock.png", written)
 
 
+def plot_pipelines(res, out_dir, written):
+    rows = [r for r in res if r.get("bench") == "pipelines" and "cpu_ns_per_packet" in r]
+    if not rows:
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, direction, what in zip(axes, ("rx", "tx"),
+                                   ("daqirisrc ! fakesink", "daqiritestsrc ! daqirisink")):
+        sel = [r for r in rows if r["dir"] == direction]
+        frames = sorted({r["frame"] for r in sel})
+        series = sorted({r["engine"] for r in sel}, key=lambda e: (not e.startswith("mlx5"), e))
+        values = {e: {f: statistics.median([r["cpu_ns_per_packet"] for r in sel
+                                            if r["engine"] == e and r["frame"] == f] or [0])
+                      for f in frames} for e in series}
+        bars(ax, frames, series, values, "host ns per packet (median)", what)
+        ax.set_xlabel("frame bytes")
+    save(fig, out_dir, "pipelines.png", written)
+
+
 def plot_latency(res, out_dir, written):
     rows = [r for r in res if r.get("bench") == "latency" and "p99_us" in r]
     if not rows:
@@ -244,8 +262,8 @@ def main():
         json.dump({"machine": machine(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                    "results": res}, f, indent=1)
     written.append(os.path.join(out_dir, "results.json"))
-    for plot in (plot_engines, plot_mlx5, plot_emu_rate, plot_emu_queues, plot_flow_change,
-                 plot_latency, plot_clock, plot_afpacket):
+    for plot in (plot_engines, plot_pipelines, plot_mlx5, plot_emu_rate, plot_emu_queues,
+                 plot_flow_change, plot_latency, plot_clock, plot_afpacket):
         plot(res, out_dir, written)
     for path in written:
         print(f"bench-plot: wrote {path}")

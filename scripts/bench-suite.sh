@@ -61,6 +61,7 @@ runs=(
   "emu-rate|$b/bench/bench-emu-rate --seconds $emu_seconds --repeat $emu_repeat --soak 0|"
   "emu-queues|$b/bench/bench-emu-queues --repeat $((emu_repeat * 3))|"
   "flow-change|$b/bench/bench-flow-change --packets $((packets * 5)) --repeat $repeat|"
+  "pipelines|$b/bench/bench-pipelines --repeat $repeat|"
   "latency|$b/bench/bench-latency --seconds $emu_seconds|"
   "clock|$b/clock/bench-clock|"
   "afpacket-rx|$b/bench/bench-rx --packets $packets --repeat $repeat --receivers bare,daqirisrc,udpsrc,dpdk|root"
