@@ -85,6 +85,18 @@ def bars(ax, groups, series, values, ylabel, title):
     ax.legend(fontsize=8)
 
 
+def median_bars(ax, rows, field, value, fmt, ylabel):
+    """One bar per value of rows' `field` (in order of appearance): the median of value(row)."""
+    kinds = []
+    for r in rows:
+        if r[field] not in kinds:
+            kinds.append(r[field])
+    med = [statistics.median(value(r) for r in rows if r[field] == k) for k in kinds]
+    rects = ax.bar(kinds, med)
+    ax.bar_label(rects, fmt=fmt, fontsize=8)
+    ax.set_ylabel(ylabel)
+
+
 def save(fig, out_dir, name, written):
     path = os.path.join(out_dir, name)
     fig.tight_layout()
@@ -137,16 +149,9 @@ def plot_emu_rate(res, out_dir, written):
     rows = [r for r in res if r.get("bench") == "emu-rate" and "received_pps" in r]
     if not rows:
         return
-    kinds = []
-    for r in rows:
-        if r["run"] not in kinds:
-            kinds.append(r["run"])
-    med = [statistics.median(r["received_pps"] / 1e6 for r in rows if r["run"] == k)
-           for k in kinds]
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    rects = ax.bar(kinds, med)
-    ax.bar_label(rects, fmt="%.1f", fontsize=8)
-    ax.set_ylabel("Mpps received (median)")
+    median_bars(ax, rows, "run", lambda r: r["received_pps"] / 1e6, "%.1f",
+                "Mpps received (median)")
     ax.set_title("daqirisrc ! fakesink on the emulated ConnectX (bench-emu-rate)")
     save(fig, out_dir, "emu-rate.png", written)
 
@@ -171,16 +176,10 @@ def plot_flow_change(res, out_dir, written):
     rows = [r for r in res if r.get("bench") == "flow-change" and "mpps" in r]
     if not rows:
         return
-    modes = []
-    for r in rows:
-        if r["mode"] not in modes:
-            modes.append(r["mode"])
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
     for ax, key, label in zip(axes, ("mpps", "lost"), ("Mpps", "packets lost")):
-        med = [statistics.median(r[key] for r in rows if r["mode"] == m) for m in modes]
-        rects = ax.bar(modes, med)
-        ax.bar_label(rects, fmt="%.1f" if key == "mpps" else "%d", fontsize=8)
-        ax.set_ylabel(f"{label} (median)")
+        median_bars(ax, rows, "mode", lambda r, k=key: r[k], "%.1f" if key == "mpps" else "%d",
+                    f"{label} (median)")
     axes[0].set_title("flow-rule changes under full load (bench-flow-change)")
     save(fig, out_dir, "flow-change.png", written)
 
