@@ -55,7 +55,7 @@ static guint n_frames = 4;
 typedef enum { DIR_RX, DIR_TX } Dir;
 typedef enum { KIND_EMU, KIND_NULL, KIND_RING } Kind;
 
-/* One measured variant: an engine and a frame size; its port and queues */
+/* One measured variant: an engine, a direction and a frame size; its port and queues */
 typedef struct {
   const char *engine;
   Kind kind;
@@ -251,7 +251,8 @@ emu_prefill (Variant *v)
   return emu_port_wait_idle (v->ep, G_GINT64_CONSTANT (10000000000));
 }
 
-/* One round of a variant: the untimed fill, the timed drain; ns/packet, or < 0 */
+/* One round of a variant: receive, the untimed fill and the timed drain; send, the timed
+ * sends and the untimed drain; ns/packet, or < 0 */
 static double
 variant_round (Variant *v)
 {
