@@ -7,6 +7,10 @@
  *   udpsrc     `udpsrc port=5004 ! fakesink`, the kernel's UDP stack and GStreamer
  *   bare       a bare TPACKET_V3 loop with daqiri's default ring geometry that reads each
  *              packet header and releases each block: the floor
+ *   engine     (only when asked for with --receivers) the afpacket engine alone, as
+ *              daqirisrc configures it (bursts of 256, 1 ms timeout, the default ring),
+ *              polled and released in a loop through the engine API: daqirisrc's cost
+ *              without GStreamer and the element
  *   dpdk       (only when asked for with --receivers, in builds with DPDK) `daqirisrc
  *              device=dpdk:net_af_packet0,iface=dqbrx,... ! fakesink`: the dpdk engine on
  *              DPDK's af_packet driver, mbufs copied into bursts — the A/B baseline
@@ -46,6 +50,7 @@
 #include <gst/gst.h>
 #include <gst/daqiri/daqiripacketmeta.h>
 
+#include "daqiri-engine.h"
 #include "dq-bench-util.h"
 #include "dq-packet.h"
 
@@ -138,7 +143,8 @@ static GOptionEntry entries[] = { { "packets", 'n', 0, G_OPTION_ARG_INT64, &opt_
   { "payloads", 0, 0, G_OPTION_ARG_STRING, &opt_payloads,
       "UDP payload sizes in bytes, comma-separated (default 64,1024)", "LIST" },
   { "receivers", 0, 0, G_OPTION_ARG_STRING, &opt_receivers,
-      "Receivers to run: bare, daqirisrc, udpsrc, dpdk (default bare,daqirisrc,udpsrc)", "LIST" },
+      "Receivers to run: bare, daqirisrc, udpsrc, dpdk, engine (default bare,daqirisrc,udpsrc)",
+      "LIST" },
   { "repeat", 0, 0, G_OPTION_ARG_INT, &opt_repeat,
       "Runs per receiver and payload, interleaved; the median is reported (default 3)", "N" },
   { "idle-ms", 0, 0, G_OPTION_ARG_INT, &opt_idle_ms,
@@ -808,6 +814,74 @@ child_bare_main (void)
   return 0;
 }
 
+/* ---- receiver: the afpacket engine alone ---- */
+
+static int
+child_engine_main (void)
+{
+  LineReader ctl = { .fd = CHILD_CTL_FD };
+  GError *error = NULL;
+  DqPort *port = dq_port_open ("afpacket:" RX_IFACE, &error);
+  if (port == NULL)
+    child_fail ("dq_port_open", error->message);
+  /* daqirisrc's defaults */
+  DqRxConfig rc = { .burst_packets = 256, .burst_timeout_ns = NS_PER_MS, .n_queues = 1 };
+  DqRxQueue *rxq = dq_rxq_create (port, &rc, &error);
+  if (rxq == NULL)
+    child_fail ("dq_rxq_create", error->message);
+  sleep_ms (SETTLE_MS);
+
+  guint64 received = 0, bursts = 0;
+  guint64 cpu0 = self_cpu_ns ();
+  guint64 runq0 = self_runq_delay_ns ();
+  guint64 sleeps0 = self_sleeps ();
+  IdleTracker idle;
+  idle_init (&idle, opt_idle_ms);
+  gaps.start = dq_bench_mono_ns ();
+  send_line (CHILD_STATUS_FD, "ready");
+
+  for (;;) {
+    DqBurst b;
+    int r = dq_rxq_poll (rxq, &b, (gint64) TICK_MS * NS_PER_MS, &error);
+    if (r < 0)
+      child_fail ("dq_rxq_poll", error->message);
+    if (r == 1) {
+      received += b.n_packets;
+      bursts++;
+      gap_note (&gaps, dq_bench_mono_ns ());
+      dq_rxq_release (rxq, &b);
+      if ((bursts & 63) != 0)
+        continue;
+    }
+    struct pollfd pfd = { .fd = CHILD_CTL_FD, .events = POLLIN };
+    poll (&pfd, 1, 0);
+    if (!idle_read_ctl (&idle, &ctl))
+      exit (1);
+    if (idle_update (&idle, received, dq_bench_mono_ns ()))
+      break;
+  }
+  guint64 cpu1 = self_cpu_ns ();
+  guint64 runq1 = self_runq_delay_ns ();
+  guint64 sleeps1 = self_sleeps ();
+
+  DqRxStats st;
+  dq_rxq_stats (rxq, &st);
+  send_line (CHILD_STATUS_FD,
+      "result received=%" G_GUINT64_FORMAT " buffers=%" G_GUINT64_FORMAT
+      " cpu_ns=%" G_GUINT64_FORMAT " idle_cpu_ns=%" G_GUINT64_FORMAT
+      " timed_out=%d stats_packets=%" G_GUINT64_FORMAT " kernel_drops=%" G_GUINT64_FORMAT
+      " ring_bytes=%" G_GSIZE_FORMAT " max_gap_us=%" G_GINT64_FORMAT
+      " max_gap_end_ms=%" G_GINT64_FORMAT " runq_delay_us=%" G_GUINT64_FORMAT
+      " sleeps=%" G_GUINT64_FORMAT,
+      received, bursts, cpu1 - cpu0, cpu1 - MIN (cpu1, MAX (idle.cpu_quiet, cpu0)), idle.timed_out,
+      st.packets, st.drops_ring_full, dq_rxq_ring_bytes (rxq), gaps.max_gap / 1000,
+      gaps.max_gap_end / NS_PER_MS, (runq1 - MIN (runq0, runq1)) / 1000,
+      sleeps1 - MIN (sleeps0, sleeps1));
+  dq_rxq_destroy (rxq);
+  dq_port_unref (port);
+  return 0;
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* sender */
 
@@ -1214,6 +1288,8 @@ receiver_start (const char *receiver, Child *c)
     g_ptr_array_add (argv, g_strdup_printf ("--bare-retire-ms=%d", opt_retire_ms));
     if (opt_bare_prefetch)
       g_ptr_array_add (argv, g_strdup ("--bare-prefetch"));
+  } else if (strcmp (receiver, "engine") == 0) {
+    g_ptr_array_add (argv, g_strdup ("--child=engine"));
   } else {
     gchar *pipeline = receiver_pipeline (receiver);
     g_ptr_array_add (argv, g_strdup ("--child=gst"));
@@ -1843,7 +1919,7 @@ parse_list (const char *text, const char *const *allowed, gchar ***out)
   for (guint i = 0; items[i]; i++) {
     g_strstrip (items[i]);
     if (allowed != NULL && !g_strv_contains (allowed, items[i]))
-      die ("unknown receiver \"%s\" (allowed: bare, daqirisrc, udpsrc)", items[i]);
+      die ("unknown receiver \"%s\" (allowed: bare, daqirisrc, udpsrc, dpdk, engine)", items[i]);
     n++;
   }
   *out = items;
@@ -1878,6 +1954,8 @@ main (int argc, char **argv)
   if (opt_child != NULL) {
     if (strcmp (opt_child, "bare") == 0)
       return child_bare_main ();
+    if (strcmp (opt_child, "engine") == 0)
+      return child_engine_main ();
     if (strcmp (opt_child, "gst") == 0 && opt_pipeline != NULL)
       return child_gst_main ();
     die ("bad --child");
@@ -1886,7 +1964,8 @@ main (int argc, char **argv)
   if (opt_packets <= 0 || opt_rate < 0 || opt_repeat < 1 || opt_idle_ms < 1 || opt_stall_ms < 0 ||
       opt_soak < 0 || opt_block_size <= 0 || opt_blocks < 2 || opt_retire_ms < 1)
     die ("an option is out of range (see --help)");
-  static const char *const receivers_allowed[] = { "bare", "daqirisrc", "udpsrc", "dpdk", NULL };
+  static const char *const receivers_allowed[] = { "bare", "daqirisrc", "udpsrc", "dpdk", "engine",
+    NULL };
   gchar **receivers = NULL, **payload_texts = NULL;
   guint n_receivers = parse_list (
       opt_receivers ? opt_receivers : "bare,daqirisrc,udpsrc", receivers_allowed, &receivers);
