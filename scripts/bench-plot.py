@@ -200,17 +200,29 @@ def plot_pipelines(res, out_dir, written):
     rows = [r for r in res if r.get("bench") == "pipelines" and "cpu_ns_per_packet" in r]
     if not rows:
         return
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     for ax, direction, what in zip(axes, ("rx", "tx"),
                                    ("daqirisrc ! fakesink", "daqiritestsrc ! daqirisink")):
-        sel = [r for r in rows if r["dir"] == direction]
+        sel = [r for r in rows if r["dir"] == direction and r.get("burst", 256) == 256]
         frames = sorted({r["frame"] for r in sel})
         series = sorted({r["engine"] for r in sel}, key=lambda e: (not e.startswith("mlx5"), e))
         values = {e: {f: statistics.median([r["cpu_ns_per_packet"] for r in sel
                                             if r["engine"] == e and r["frame"] == f] or [0])
                       for f in frames} for e in series}
-        bars(ax, frames, series, values, "host ns per packet (median)", what)
+        bars(ax, frames, series, values, "host ns per packet (median)", what + ", bursts of 256")
         ax.set_xlabel("frame bytes")
+    sweep = [r for r in rows if r["dir"] == "rx" and r["frame"] == 64]
+    ax = axes[2]
+    for e in sorted({r["engine"] for r in sweep}, key=lambda e: (not e.startswith("mlx5"), e)):
+        bursts = sorted({r["burst"] for r in sweep if r["engine"] == e})
+        ys = [statistics.median(r["cpu_ns_per_packet"] for r in sweep
+                                if r["engine"] == e and r["burst"] == b) for b in bursts]
+        ax.plot(bursts, ys, marker="o", label=e)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("burst-packets")
+    ax.set_ylabel("host ns per packet (median)")
+    ax.set_title("daqirisrc ! fakesink, 64 B, by burst size")
+    ax.legend(fontsize=8)
     save(fig, out_dir, "pipelines.png", written)
 
 

@@ -15,7 +15,9 @@
  *
  * Frames of 64 and 1500 bytes; runs alternate mlx5 and dpdk, --repeat times, the working
  * thread pinned to CPU 1 (unless --no-pin); medians compared. Targets: mlx5 >= 1.5 x the
- * dpdk pipeline's host rate at 64 bytes and >= 3 x at 1500 bytes.
+ * dpdk pipeline's host rate at 64 bytes and >= 3 x at 1500 bytes. Then the receive
+ * pipelines at 64 bytes with burst-packets 16, 64, 256, 1024 and 4096 (the emulated port's
+ * WQEs then hold 4096 strides, as a burst never spans two): cost per packet against burst.
  *
  * Output: one JSON object per run, then one line starting "bench-pipelines:". The exit
  * status is 0 unless a run fails (the targets are reported, not enforced).
@@ -43,6 +45,7 @@ typedef struct {
   Dir dir;
   gboolean mlx5;
   guint frame;
+  guint burst;
   gboolean ok;
   char *error;
   guint64 packets;
@@ -78,13 +81,21 @@ emu_ring (guint frame)
   return frame > 256 ? G_GUINT64_CONSTANT (256) << 20 : G_GUINT64_CONSTANT (64) << 20;
 }
 
+/* Strides a WQE of the emulated port: the default, or enough for a whole burst */
+static guint
+emu_strides (guint burst)
+{
+  return MAX (STRIDES_PER_WQE, burst);
+}
+
 /* The packets of `frame` bytes the emulated ring holds: whole packets a WQE (a packet
  * never spans two), in bursts */
 static guint64
-emu_fill (guint frame)
+emu_fill (guint frame, guint burst)
 {
-  guint64 wqes = emu_ring (frame) / (STRIDES_PER_WQE * 64);
-  return wqes * (STRIDES_PER_WQE / ((frame + 63) / 64)) / BURST * BURST;
+  guint strides = emu_strides (burst);
+  guint64 wqes = emu_ring (frame) / ((guint64) strides * 64);
+  return wqes * (strides / ((frame + 63) / 64)) / burst * burst;
 }
 
 static char *
@@ -92,14 +103,16 @@ launch_of (const Run *r, guint index, char **port_name)
 {
   *port_name = g_strdup_printf ("pl%u", index);
   if (r->dir == DIR_RX && r->mlx5)
-    return g_strdup_printf ("daqirisrc name=src device=emu:%s,gen=%u,gen-count=%" G_GUINT64_FORMAT
-                            ",gen-lossless=on burst-packets=%u ring-size=%" G_GUINT64_FORMAT
-                            " ! fakesink enable-last-sample=false",
-        *port_name, r->frame, emu_fill (r->frame), BURST, emu_ring (r->frame));
+    return g_strdup_printf (
+        "daqirisrc name=src device=emu:%s,gen=%u,gen-count=%" G_GUINT64_FORMAT
+        ",gen-lossless=on,strides=%u burst-packets=%u ring-size=%" G_GUINT64_FORMAT
+        " ! fakesink enable-last-sample=false",
+        *port_name, r->frame, emu_fill (r->frame, r->burst), emu_strides (r->burst), r->burst,
+        emu_ring (r->frame));
   if (r->dir == DIR_RX)
     return g_strdup_printf ("daqirisrc name=src device=dpdk:net_null%u,size=%u burst-packets=%u "
                             "max-packet-size=%u ! fakesink enable-last-sample=false",
-        index, r->frame, BURST, r->frame);
+        index, r->frame, r->burst, r->frame);
   const char *tail = "";
   char *dev = r->mlx5 ? g_strdup_printf ("emu:%s,peer=none", *port_name)
                       : g_strdup_printf ("dpdk:net_ring%u", index);
@@ -108,7 +121,7 @@ launch_of (const Run *r, guint index, char **port_name)
       : g_strdup_printf (" daqirisrc device=%s ! fakesink enable-last-sample=false", dev);
   char *l = g_strdup_printf ("daqiritestsrc name=src burst-packets=%u packet-size-min=%u "
                              "packet-size-max=%u ! daqirisink name=sink device=%s%s",
-      BURST, r->frame, r->frame, dev, drain);
+      r->burst, r->frame, r->frame, dev, drain);
   g_free (dev);
   g_free (drain);
   return l;
@@ -143,7 +156,8 @@ run_one (Run *r, guint index, double seconds, gboolean pin)
                                          : gst_bin_get_by_name (GST_BIN (b.pipeline), "sink");
   gboolean prefill = r->dir == DIR_RX && r->mlx5;
   if (prefill) {
-    if (!bench_pause (&b, &r->error) || !emu_prefilled (&b, emu_fill (r->frame), &r->error))
+    if (!bench_pause (&b, &r->error) ||
+        !emu_prefilled (&b, emu_fill (r->frame, r->burst), &r->error))
       goto out_counted;
   }
   gint tid = 0;
@@ -165,7 +179,7 @@ run_one (Run *r, guint index, double seconds, gboolean pin)
   guint64 p0 = 0, p1 = 0, cpu0 = 0, cpu1 = 0, waited;
   if (prefill) {
     /* from the first packet seen to the last of the ring */
-    guint64 want = emu_fill (r->frame);
+    guint64 want = emu_fill (r->frame, r->burst);
     while ((p0 = stats_packets (counted)) == 0 &&
         g_get_monotonic_time () - start < 10 * G_USEC_PER_SEC)
       g_usleep (20);
@@ -203,9 +217,11 @@ static void
 print_json (const Run *r)
 {
   GString *s = g_string_new (NULL);
-  g_string_printf (s, "{\"bench\":\"pipelines\",\"dir\":\"%s\",\"engine\":\"%s\",\"frame\":%u",
+  g_string_printf (s,
+      "{\"bench\":\"pipelines\",\"dir\":\"%s\",\"engine\":\"%s\",\"frame\":%u,\"burst\":%u",
       r->dir == DIR_RX ? "rx" : "tx",
-      r->mlx5 ? "mlx5" : (r->dir == DIR_RX ? "dpdk:net_null" : "dpdk:net_ring"), r->frame);
+      r->mlx5 ? "mlx5" : (r->dir == DIR_RX ? "dpdk:net_null" : "dpdk:net_ring"), r->frame,
+      r->burst);
   if (!r->ok) {
     bench_print_json_error (s, r->error);
     return;
@@ -221,12 +237,13 @@ print_json (const Run *r)
 
 /* median ns per packet of the runs of one kind; < 0 when none succeeded */
 static double
-median_ns (const Run *runs, guint n, Dir dir, gboolean mlx5, guint frame)
+median_ns (const Run *runs, guint n, Dir dir, gboolean mlx5, guint frame, guint burst)
 {
   double v[64];
   guint k = 0;
   for (guint i = 0; i < n && k < G_N_ELEMENTS (v); i++)
-    if (runs[i].ok && runs[i].dir == dir && runs[i].mlx5 == mlx5 && runs[i].frame == frame)
+    if (runs[i].ok && runs[i].dir == dir && runs[i].mlx5 == mlx5 && runs[i].frame == frame &&
+        runs[i].burst == burst)
       v[k++] = runs[i].cpu_ns;
   if (k == 0)
     return -1.0;
@@ -255,37 +272,49 @@ main (int argc, char **argv)
     return 2;
 
   static const guint frames[] = { 64, 1500 };
+  static const guint bursts[] = { 16, 64, 256, 1024, 4096 };
+  const guint ab = 2 * G_N_ELEMENTS (frames); /* the A/B kinds, then the burst sweep */
   guint n = 0;
-  Run runs[2 * 2 * G_N_ELEMENTS (frames) * 8];
-  memset (runs, 0, sizeof runs);
+  Run *runs = g_new0 (Run, (ab + G_N_ELEMENTS (bursts)) * 2 * (guint) repeat);
   gboolean failed = FALSE;
   for (guint rep = 0; rep < (guint) repeat; rep++)
-    for (guint d = 0; d < 2; d++)
-      for (guint f = 0; f < G_N_ELEMENTS (frames); f++)
-        for (guint m = 0; m < 2; m++) {
-          Run *r = &runs[n];
-          r->dir = (Dir) d;
-          r->frame = frames[f];
-          r->mlx5 = m == 0;
-          run_one (r, n, seconds, bench_pinning (no_pin));
-          print_json (r);
-          failed |= !r->ok;
-          n++;
-        }
+    for (guint k = 0; k < ab + G_N_ELEMENTS (bursts); k++) {
+      gboolean sweep = k >= ab;
+      /* the sweep's 256 is the A/B's receive run at 64 bytes */
+      if (sweep && bursts[k - ab] == BURST)
+        continue;
+      for (guint m = 0; m < 2; m++) {
+        Run *r = &runs[n];
+        r->dir = sweep ? DIR_RX : (Dir) (k / G_N_ELEMENTS (frames));
+        r->frame = sweep ? 64 : frames[k % G_N_ELEMENTS (frames)];
+        r->burst = sweep ? bursts[k - ab] : BURST;
+        r->mlx5 = m == 0;
+        run_one (r, n, seconds, bench_pinning (no_pin));
+        print_json (r);
+        failed |= !r->ok;
+        n++;
+      }
+    }
 
   printf ("bench-pipelines: host ns per packet, medians of %d runs:", repeat);
   for (guint d = 0; d < 2; d++)
     for (guint f = 0; f < G_N_ELEMENTS (frames); f++) {
-      double mx = median_ns (runs, n, (Dir) d, TRUE, frames[f]);
-      double dp = median_ns (runs, n, (Dir) d, FALSE, frames[f]);
+      double mx = median_ns (runs, n, (Dir) d, TRUE, frames[f], BURST);
+      double dp = median_ns (runs, n, (Dir) d, FALSE, frames[f], BURST);
       double want = frames[f] == 64 ? 1.5 : 3.0;
       printf (" %s %uB mlx5 %.1f vs %s %.1f (%.2fx, target >= %.1fx: %s);",
           d == DIR_RX ? "receive" : "send", frames[f], mx, d == DIR_RX ? "net_null" : "net_ring",
           dp, mx > 0 ? dp / mx : 0.0, want,
           mx > 0 && dp > 0 ? (dp / mx >= want ? "PASS" : "FAIL") : "n/a");
     }
+  printf (" receive 64B by burst-packets:");
+  for (guint k = 0; k < G_N_ELEMENTS (bursts); k++)
+    printf (" %u: mlx5 %.1f, net_null %.1f;", bursts[k],
+        median_ns (runs, n, DIR_RX, TRUE, 64, bursts[k]),
+        median_ns (runs, n, DIR_RX, FALSE, 64, bursts[k]));
   printf ("\n");
   for (guint i = 0; i < n; i++)
     g_free (runs[i].error);
+  g_free (runs);
   return failed ? 1 : 0;
 }
