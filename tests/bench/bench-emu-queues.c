@@ -140,7 +140,7 @@ run_one (const Options *o, const guint8 *frames, Run *r, guint index)
   guint64 first = 0, last = 0, cpu0 = 0, cpu1 = 0, waited = 0;
   gint64 t_first = 0, t_last = 0, start = g_get_monotonic_time ();
   for (;;) {
-    if (tid == 0 && (tid = bench_thread_by_name ("src:src")) != 0 && o->pin)
+    if (tid == 0 && (tid = bench_src_thread (&bench)) != 0 && o->pin)
       bench_pin ("bench-emu-queues", tid, 1);
     guint64 p = stats_packets (bench.src, NULL, 0);
     gint64 now = g_get_monotonic_time ();

@@ -133,7 +133,7 @@ run_one (const Options *o, Run *r, guint index)
   bench.port = emu_port_lookup (bench.port_name);
   /* the device thread exists with the port; the streaming thread once PLAYING */
   pid_t src_tid, dev_tid;
-  bench_find_threads (bench.port_name, 5000, &src_tid, &dev_tid);
+  bench_find_threads (&bench, 5000, &src_tid, &dev_tid);
   if (bench.port == NULL || src_tid == 0 || dev_tid == 0) {
     r->error = g_strdup ("the port or its threads did not show up");
     goto out;
@@ -227,7 +227,7 @@ run_drain (const Options *o, Drain *d, guint index, guint64 n)
   Sample a = { 0 }, b = { 0 };
   gint64 start = g_get_monotonic_time ();
   for (;;) {
-    if (src_tid == 0 && (src_tid = bench_thread_by_name ("src:src")) != 0) {
+    if (src_tid == 0 && (src_tid = bench_src_thread (&bench)) != 0) {
       if (o->pin)
         bench_pin ("bench-emu-rate", src_tid, 1);
       take_sample (bench.src, bench.port, src_tid, 0, &a);

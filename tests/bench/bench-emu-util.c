@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 
@@ -57,6 +58,13 @@ bench_pinning (gboolean no_pin)
   return !no_pin && sysconf (_SC_NPROCESSORS_ONLN) >= 2;
 }
 
+static GstPadProbeReturn
+note_src_thread (GstPad *pad, GstPadProbeInfo *info, gpointer user_data)
+{
+  g_atomic_int_set ((gint *) user_data, (gint) syscall (SYS_gettid));
+  return GST_PAD_PROBE_REMOVE;
+}
+
 gboolean
 bench_build (Bench *b, char *port_name, char *launch, char **error)
 {
@@ -71,7 +79,18 @@ bench_build (Bench *b, char *port_name, char *launch, char **error)
     return FALSE;
   }
   b->src = gst_bin_get_by_name (GST_BIN (b->pipeline), "src");
+  GstPad *pad = b->src != NULL ? gst_element_get_static_pad (b->src, "src") : NULL;
+  if (pad != NULL) {
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, note_src_thread, &b->src_tid, NULL);
+    gst_object_unref (pad);
+  }
   return TRUE;
+}
+
+pid_t
+bench_src_thread (Bench *b)
+{
+  return (pid_t) g_atomic_int_get (&b->src_tid);
 }
 
 gboolean
@@ -155,8 +174,9 @@ bench_thread_sched_ns (pid_t tid, guint64 *run_ns, guint64 *wait_ns)
   fclose (f);
 }
 
-pid_t
-bench_thread_by_name (const char *name)
+/* The thread of this process whose name (comm) is `name`, or 0. */
+static pid_t
+thread_by_name (const char *name)
 {
   DIR *d = opendir ("/proc/self/task");
   pid_t found = 0;
@@ -184,13 +204,13 @@ bench_thread_by_name (const char *name)
 }
 
 void
-bench_find_threads (const char *port_name, gulong poll_us, pid_t *src_tid, pid_t *dev_tid)
+bench_find_threads (Bench *b, gulong poll_us, pid_t *src_tid, pid_t *dev_tid)
 {
-  char *dev_thread = g_strdup_printf ("emu:%s", port_name);
+  char *dev_thread = g_strdup_printf ("emu:%s", b->port_name);
   *src_tid = *dev_tid = 0;
   for (guint i = 0; i < 200 && (*src_tid == 0 || *dev_tid == 0); i++) {
-    *src_tid = bench_thread_by_name ("src:src");
-    *dev_tid = bench_thread_by_name (dev_thread);
+    *src_tid = bench_src_thread (b);
+    *dev_tid = thread_by_name (dev_thread);
     if (*src_tid == 0 || *dev_tid == 0)
       g_usleep (poll_us);
   }

@@ -34,13 +34,17 @@ int bench_out_of_range (const char *who, const char *ranges);
 gboolean bench_pinning (gboolean no_pin);
 
 /* One daqirisrc pipeline of a run: built from its launch line, its source (named "src"),
- * the name of the emulated port its device string opens, and that port, once looked up. */
+ * the name of the emulated port its device string opens, that port, once looked up, and
+ * the thread that pushes the source's buffers, once it pushed one (noted by a probe on the
+ * source's src pad: GStreamer's pooled threads keep the names of the tasks they ran
+ * before, so a thread named "src:src" may be an idle one of an earlier run). */
 typedef struct {
   GstElement *pipeline;
   GstElement *src;
   char *port_name;
   char *launch;
   EmuPort *port;
+  gint src_tid;
 } Bench;
 
 /* Builds the pipeline of `launch`, whose device string opens the emulated port
@@ -73,13 +77,13 @@ void bench_print_json_error (GString *s, const char *error);
  * waited for one; both 0 when it cannot be read. */
 void bench_thread_sched_ns (pid_t tid, guint64 *run_ns, guint64 *wait_ns);
 
-/* The thread of this process whose name (comm) is `name`, or 0. */
-pid_t bench_thread_by_name (const char *name);
+/* The source's streaming thread once it pushed a buffer, else 0. */
+pid_t bench_src_thread (Bench *b);
 
-/* Looks up to 200 times, poll_us apart, for the streaming thread of the source (src:src)
- * and the device thread of the emulated port port_name (emu:PORT); a thread not found by
- * then is 0 in *src_tid or *dev_tid. */
-void bench_find_threads (const char *port_name, gulong poll_us, pid_t *src_tid, pid_t *dev_tid);
+/* Looks up to 200 times, poll_us apart, for the source's streaming thread and the device
+ * thread of b's emulated port (emu:PORT); a thread not found by then is 0 in *src_tid or
+ * *dev_tid. */
+void bench_find_threads (Bench *b, gulong poll_us, pid_t *src_tid, pid_t *dev_tid);
 
 /* Pins thread tid to CPU cpu; a failure is reported on stderr, not fatal. */
 void bench_pin (const char *who, pid_t tid, int cpu);

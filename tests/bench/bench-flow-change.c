@@ -176,10 +176,10 @@ check_refusal_warns (GstElement *pipeline, GstElement *src, char **error)
 /* ---- one run ---- */
 
 static void
-pin_threads (const char *port_name)
+pin_threads (Bench *bench)
 {
   pid_t src_tid, dev_tid;
-  bench_find_threads (port_name, 1000, &src_tid, &dev_tid);
+  bench_find_threads (bench, 1000, &src_tid, &dev_tid);
   if (dev_tid != 0)
     bench_pin ("bench-flow-change", dev_tid, 0);
   if (src_tid != 0)
@@ -187,7 +187,7 @@ pin_threads (const char *port_name)
   if (src_tid == 0)
     g_printerr ("bench-flow-change: the streaming thread src:src not found, not pinned\n");
   else if (dev_tid == 0)
-    g_printerr ("bench-flow-change: emu:%s not found, not pinned\n", port_name);
+    g_printerr ("bench-flow-change: emu:%s not found, not pinned\n", bench->port_name);
 }
 
 /* Samples the stats every SAMPLE_US until the run ends; in churn mode changes the rules
@@ -270,7 +270,7 @@ run_one (const Options *o, Run *r, guint index)
       !bench_play (&bench, &r->error))
     goto out;
   if (o->pin)
-    pin_threads (name);
+    pin_threads (&bench);
   measure (o, &bench, r);
   emu_port_counters (bench.port, &r->port);
   if (r->ok && r->churn && !check_refusal_warns (bench.pipeline, bench.src, &r->error))

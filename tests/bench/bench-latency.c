@@ -138,7 +138,7 @@ run_one (Run *r, guint index, double seconds, gboolean pin)
   if (!bench_play (&bench, &r->error))
     goto out;
   pr.clock = gst_pipeline_get_clock (GST_PIPELINE (bench.pipeline));
-  bench_find_threads (name, 1000, &src_tid, &dev_tid);
+  bench_find_threads (&bench, 1000, &src_tid, &dev_tid);
   if (pin && src_tid != 0)
     bench_pin (WHO, src_tid, 1);
   if (pin && dev_tid != 0)

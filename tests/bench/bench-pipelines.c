@@ -32,8 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #define WHO "bench-pipelines"
 #define BURST 256
@@ -51,15 +49,6 @@ typedef struct {
   guint64 packets;
   double cpu_ns; /* of the working thread, per packet */
 } Run;
-
-/* The thread that pushes the source's buffers: the working thread of the run (named by a
- * probe, as GStreamer's pooled threads keep the names of the tasks they ran before) */
-static GstPadProbeReturn
-note_thread (GstPad *pad, GstPadProbeInfo *info, gpointer user_data)
-{
-  g_atomic_int_set ((gint *) user_data, (gint) syscall (SYS_gettid));
-  return GST_PAD_PROBE_REMOVE;
-}
 
 static guint64
 stats_packets (GstElement *el)
@@ -160,15 +149,12 @@ run_one (Run *r, guint index, double seconds, gboolean pin)
         !emu_prefilled (&b, emu_fill (r->frame, r->burst), &r->error))
       goto out_counted;
   }
-  gint tid = 0;
-  GstPad *pad = gst_element_get_static_pad (b.src, "src");
-  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, note_thread, &tid, NULL);
-  gst_object_unref (pad);
   if (!bench_play (&b, &r->error))
     goto out_counted;
 
+  pid_t tid = 0;
   gint64 start = g_get_monotonic_time ();
-  while (g_atomic_int_get (&tid) == 0 && g_get_monotonic_time () - start < 2 * G_USEC_PER_SEC)
+  while ((tid = bench_src_thread (&b)) == 0 && g_get_monotonic_time () - start < 2 * G_USEC_PER_SEC)
     g_usleep (20);
   if (tid == 0) {
     r->error = g_strdup ("the source's streaming thread was not found");
