@@ -47,7 +47,7 @@ logs="$OUT_DIR/logs"
 mkdir -p "$logs"
 rm -f "$logs"/*.log
 
-# name | program and arguments (full run) | the same, --quick | needs (root, huge)
+# name | program and arguments | what it needs besides the build (root, huge pages)
 if [ "$quick" = 1 ]; then
   rounds=5 emu_seconds=1 emu_repeat=1 packets=200000 repeat=1
 else
@@ -64,7 +64,7 @@ runs=(
   "pipelines|$b/bench/bench-pipelines --repeat $repeat|"
   "latency|$b/bench/bench-latency --seconds $emu_seconds|"
   "clock|$b/clock/bench-clock|"
-  "afpacket-rx|$b/bench/bench-rx --packets $packets --repeat $repeat --receivers bare,daqirisrc,udpsrc,dpdk|root"
+  "afpacket-rx|$b/bench/bench-rx --packets $packets --repeat $repeat --receivers bare,engine,daqirisrc,udpsrc,dpdk|root"
 )
 
 huge_before=""
