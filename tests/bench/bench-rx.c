@@ -559,6 +559,51 @@ typedef struct {
 
 static GapMeter gaps; /* written by the streaming thread only */
 
+/* A receiver's measuring window, from "ready" to the stop `idle` decides: the process's CPU
+ * time, run-queue delay and sleeps at both ends. */
+typedef struct {
+  IdleTracker idle;
+  guint64 cpu0, runq0, sleeps0;
+  guint64 cpu1, runq1, sleeps1;
+} Window;
+
+/* Opens the window and tells the orchestrator the receiver is ready. */
+static void
+window_open (Window *w)
+{
+  w->cpu0 = self_cpu_ns ();
+  w->runq0 = self_runq_delay_ns ();
+  w->sleeps0 = self_sleeps ();
+  idle_init (&w->idle, opt_idle_ms);
+  __atomic_store_n (&gaps.start, dq_bench_mono_ns (), __ATOMIC_RELEASE);
+  send_line (CHILD_STATUS_FD, "ready");
+}
+
+/* Closes the window: call as soon as the receive loop stops. */
+static void
+window_close (Window *w)
+{
+  w->cpu1 = self_cpu_ns ();
+  w->runq1 = self_runq_delay_ns ();
+  w->sleeps1 = self_sleeps ();
+}
+
+/* Sends the result line: what every receiver reports, then `extra` (" key=value ..."). */
+static void
+window_report (const Window *w, guint64 received, guint64 buffers, const char *extra)
+{
+  send_line (CHILD_STATUS_FD,
+      "result received=%" G_GUINT64_FORMAT " buffers=%" G_GUINT64_FORMAT
+      " cpu_ns=%" G_GUINT64_FORMAT " idle_cpu_ns=%" G_GUINT64_FORMAT
+      " timed_out=%d max_gap_us=%" G_GINT64_FORMAT " max_gap_end_ms=%" G_GINT64_FORMAT
+      " runq_delay_us=%" G_GUINT64_FORMAT " sleeps=%" G_GUINT64_FORMAT "%s",
+      received, buffers, w->cpu1 - w->cpu0,
+      w->cpu1 - MIN (w->cpu1, MAX (w->idle.cpu_quiet, w->cpu0)), w->idle.timed_out,
+      gaps.max_gap / 1000, gaps.max_gap_end / NS_PER_MS,
+      (w->runq1 - MIN (w->runq0, w->runq1)) / 1000, w->sleeps1 - MIN (w->sleeps0, w->sleeps1),
+      extra);
+}
+
 static void
 gap_note (GapMeter *g, gint64 now)
 {
@@ -658,45 +703,33 @@ child_gst_main (void)
   if (text != NULL)
     child_fail ("pipeline error", text);
 
-  guint64 cpu0 = self_cpu_ns ();
-  guint64 runq0 = self_runq_delay_ns ();
-  guint64 sleeps0 = self_sleeps ();
-  IdleTracker idle;
-  idle_init (&idle, opt_idle_ms);
-  __atomic_store_n (&gaps.start, dq_bench_mono_ns (), __ATOMIC_RELEASE);
-  send_line (CHILD_STATUS_FD, "ready");
+  Window w;
+  window_open (&w);
 
   for (;;) {
     struct pollfd pfd = { .fd = CHILD_CTL_FD, .events = POLLIN };
     poll (&pfd, 1, TICK_MS);
-    if (!idle_read_ctl (&idle, &ctl))
+    if (!idle_read_ctl (&w.idle, &ctl))
       exit (1); /* the orchestrator is gone */
     guint64 n = __atomic_load_n (&probe_packets, __ATOMIC_RELAXED);
-    if (idle_update (&idle, n, dq_bench_mono_ns ()))
+    if (idle_update (&w.idle, n, dq_bench_mono_ns ()))
       break;
     if ((text = bus_error (bus)) != NULL)
       child_fail ("pipeline error", text);
   }
-  guint64 cpu1 = self_cpu_ns ();
-  guint64 runq1 = self_runq_delay_ns ();
-  guint64 sleeps1 = self_sleeps ();
+  window_close (&w);
 
   GstStructure *stats = NULL;
   if (g_object_class_find_property (G_OBJECT_GET_CLASS (src), "stats") != NULL)
     g_object_get (src, "stats", &stats, NULL);
-  send_line (CHILD_STATUS_FD,
-      "result received=%" G_GUINT64_FORMAT " buffers=%" G_GUINT64_FORMAT
-      " cpu_ns=%" G_GUINT64_FORMAT " idle_cpu_ns=%" G_GUINT64_FORMAT
-      " timed_out=%d stats_packets=%" G_GUINT64_FORMAT " stats_bursts=%" G_GUINT64_FORMAT
-      " kernel_drops=%" G_GUINT64_FORMAT " ring_bytes=%" G_GUINT64_FORMAT
-      " max_gap_us=%" G_GINT64_FORMAT " max_gap_end_ms=%" G_GINT64_FORMAT
-      " runq_delay_us=%" G_GUINT64_FORMAT " sleeps=%" G_GUINT64_FORMAT,
-      __atomic_load_n (&probe_packets, __ATOMIC_RELAXED),
-      __atomic_load_n (&probe_buffers, __ATOMIC_RELAXED), cpu1 - cpu0,
-      cpu1 - MIN (cpu1, MAX (idle.cpu_quiet, cpu0)), idle.timed_out, stats_u64 (stats, "packets"),
-      stats_u64 (stats, "bursts"), stats_u64 (stats, "drops-ring-full"),
-      stats_u64 (stats, "ring-bytes"), gaps.max_gap / 1000, gaps.max_gap_end / NS_PER_MS,
-      (runq1 - MIN (runq0, runq1)) / 1000, sleeps1 - MIN (sleeps0, sleeps1));
+  gchar *extra =
+      g_strdup_printf (" stats_packets=%" G_GUINT64_FORMAT " stats_bursts=%" G_GUINT64_FORMAT
+                       " kernel_drops=%" G_GUINT64_FORMAT " ring_bytes=%" G_GUINT64_FORMAT,
+          stats_u64 (stats, "packets"), stats_u64 (stats, "bursts"),
+          stats_u64 (stats, "drops-ring-full"), stats_u64 (stats, "ring-bytes"));
+  window_report (&w, __atomic_load_n (&probe_packets, __ATOMIC_RELAXED),
+      __atomic_load_n (&probe_buffers, __ATOMIC_RELAXED), extra);
+  g_free (extra);
   if (stats != NULL)
     gst_structure_free (stats);
 
@@ -754,13 +787,8 @@ child_bare_main (void)
 
   guint64 received = 0, blocks = 0, snap_bytes = 0;
   guint cur = 0;
-  guint64 cpu0 = self_cpu_ns ();
-  guint64 runq0 = self_runq_delay_ns ();
-  guint64 sleeps0 = self_sleeps ();
-  IdleTracker idle;
-  idle_init (&idle, opt_idle_ms);
-  gaps.start = dq_bench_mono_ns ();
-  send_line (CHILD_STATUS_FD, "ready");
+  Window w;
+  window_open (&w);
 
   for (;;) {
     struct tpacket_block_desc *desc =
@@ -787,28 +815,21 @@ child_bare_main (void)
       { .fd = CHILD_CTL_FD, .events = POLLIN },
     };
     poll (pfd, 2, TICK_MS);
-    if (!idle_read_ctl (&idle, &ctl))
+    if (!idle_read_ctl (&w.idle, &ctl))
       exit (1);
-    if (idle_update (&idle, received, dq_bench_mono_ns ()))
+    if (idle_update (&w.idle, received, dq_bench_mono_ns ()))
       break;
   }
-  guint64 cpu1 = self_cpu_ns ();
-  guint64 runq1 = self_runq_delay_ns ();
-  guint64 sleeps1 = self_sleeps ();
+  window_close (&w);
 
   memset (&st, 0, sizeof st);
   st_len = sizeof st;
   getsockopt (fd, SOL_PACKET, PACKET_STATISTICS, &st, &st_len);
-  send_line (CHILD_STATUS_FD,
-      "result received=%" G_GUINT64_FORMAT " buffers=%" G_GUINT64_FORMAT
-      " cpu_ns=%" G_GUINT64_FORMAT " idle_cpu_ns=%" G_GUINT64_FORMAT
-      " timed_out=%d kernel_drops=%u ring_bytes=%" G_GSIZE_FORMAT " snap_bytes=%" G_GUINT64_FORMAT
-      " max_gap_us=%" G_GINT64_FORMAT " max_gap_end_ms=%" G_GINT64_FORMAT
-      " runq_delay_us=%" G_GUINT64_FORMAT " sleeps=%" G_GUINT64_FORMAT,
-      received, blocks, cpu1 - cpu0, cpu1 - MIN (cpu1, MAX (idle.cpu_quiet, cpu0)), idle.timed_out,
-      st.tp_drops, block_size * n_blocks, snap_bytes, gaps.max_gap / 1000,
-      gaps.max_gap_end / NS_PER_MS, (runq1 - MIN (runq0, runq1)) / 1000,
-      sleeps1 - MIN (sleeps0, sleeps1));
+  gchar *extra = g_strdup_printf (" kernel_drops=%u ring_bytes=%" G_GSIZE_FORMAT
+                                  " snap_bytes=%" G_GUINT64_FORMAT,
+      st.tp_drops, block_size * n_blocks, snap_bytes);
+  window_report (&w, received, blocks, extra);
+  g_free (extra);
   munmap (ring, block_size * n_blocks);
   close (fd);
   return 0;
@@ -832,13 +853,8 @@ child_engine_main (void)
   sleep_ms (SETTLE_MS);
 
   guint64 received = 0, bursts = 0;
-  guint64 cpu0 = self_cpu_ns ();
-  guint64 runq0 = self_runq_delay_ns ();
-  guint64 sleeps0 = self_sleeps ();
-  IdleTracker idle;
-  idle_init (&idle, opt_idle_ms);
-  gaps.start = dq_bench_mono_ns ();
-  send_line (CHILD_STATUS_FD, "ready");
+  Window w;
+  window_open (&w);
 
   for (;;) {
     DqBurst b;
@@ -855,28 +871,20 @@ child_engine_main (void)
     }
     struct pollfd pfd = { .fd = CHILD_CTL_FD, .events = POLLIN };
     poll (&pfd, 1, 0);
-    if (!idle_read_ctl (&idle, &ctl))
+    if (!idle_read_ctl (&w.idle, &ctl))
       exit (1);
-    if (idle_update (&idle, received, dq_bench_mono_ns ()))
+    if (idle_update (&w.idle, received, dq_bench_mono_ns ()))
       break;
   }
-  guint64 cpu1 = self_cpu_ns ();
-  guint64 runq1 = self_runq_delay_ns ();
-  guint64 sleeps1 = self_sleeps ();
+  window_close (&w);
 
   DqRxStats st;
   dq_rxq_stats (rxq, &st);
-  send_line (CHILD_STATUS_FD,
-      "result received=%" G_GUINT64_FORMAT " buffers=%" G_GUINT64_FORMAT
-      " cpu_ns=%" G_GUINT64_FORMAT " idle_cpu_ns=%" G_GUINT64_FORMAT
-      " timed_out=%d stats_packets=%" G_GUINT64_FORMAT " kernel_drops=%" G_GUINT64_FORMAT
-      " ring_bytes=%" G_GSIZE_FORMAT " max_gap_us=%" G_GINT64_FORMAT
-      " max_gap_end_ms=%" G_GINT64_FORMAT " runq_delay_us=%" G_GUINT64_FORMAT
-      " sleeps=%" G_GUINT64_FORMAT,
-      received, bursts, cpu1 - cpu0, cpu1 - MIN (cpu1, MAX (idle.cpu_quiet, cpu0)), idle.timed_out,
-      st.packets, st.drops_ring_full, dq_rxq_ring_bytes (rxq), gaps.max_gap / 1000,
-      gaps.max_gap_end / NS_PER_MS, (runq1 - MIN (runq0, runq1)) / 1000,
-      sleeps1 - MIN (sleeps0, sleeps1));
+  gchar *extra = g_strdup_printf (" stats_packets=%" G_GUINT64_FORMAT
+                                  " kernel_drops=%" G_GUINT64_FORMAT " ring_bytes=%" G_GSIZE_FORMAT,
+      st.packets, st.drops_ring_full, dq_rxq_ring_bytes (rxq));
+  window_report (&w, received, bursts, extra);
+  g_free (extra);
   dq_rxq_destroy (rxq);
   dq_port_unref (port);
   return 0;
