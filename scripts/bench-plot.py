@@ -97,6 +97,20 @@ def median_bars(ax, rows, field, value, fmt, ylabel):
     ax.set_ylabel(ylabel)
 
 
+def grouped(rows, series_of, group_of, value_of):
+    """For bars(): the groups (sorted), the series (mlx5 first, then by name) and
+    values[series][group], the median of value_of over the rows of each pair."""
+    groups = sorted({group_of(r) for r in rows})
+    series = sorted({series_of(r) for r in rows}, key=lambda s: (not s.startswith("mlx5"), s))
+    values = {s: {} for s in series}
+    for s in series:
+        for g in groups:
+            vs = [value_of(r) for r in rows if series_of(r) == s and group_of(r) == g]
+            if vs:
+                values[s][g] = statistics.median(vs)
+    return groups, series, values
+
+
 def save(fig, out_dir, name, written):
     path = os.path.join(out_dir, name)
     fig.tight_layout()
@@ -111,18 +125,12 @@ def plot_engines(res, out_dir, written):
         return
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, direction, word in zip(axes, ("rx", "tx"), ("received", "sent")):
-        sel = [r for r in rows if r["dir"] == direction]
-        frames = sorted({r["frame"] for r in sel})
-        series, values = [], {}
-        for r in sel:
-            if r["source"] == "engines-huge" and not r["engine"].startswith("dpdk"):
-                continue  # huge pages are DPDK's: mlx5 ran in both, once is enough
-            s = r["engine"] + (" (huge pages)" if r.get("huge") else "")
-            if s not in values:
-                series.append(s)
-                values[s] = {}
-            values[s][r["frame"]] = r["median"]
-        series.sort(key=lambda name: (not name.startswith("mlx5"), name))
+        # huge pages are DPDK's: mlx5 ran in both runs, once is enough
+        sel = [r for r in rows if r["dir"] == direction and
+               (r["source"] != "engines-huge" or r["engine"].startswith("dpdk"))]
+        frames, series, values = grouped(
+            sel, lambda r: r["engine"] + (" (huge pages)" if r.get("huge") else ""),
+            lambda r: r["frame"], lambda r: r["median"])
         bars(ax, frames, series, values, "host ns per packet (median, log scale)",
              f"engine API, one thread: per packet {word}")
         ax.set_yscale("log")
@@ -204,11 +212,8 @@ def plot_pipelines(res, out_dir, written):
     for ax, direction, what in zip(axes, ("rx", "tx"),
                                    ("daqirisrc ! fakesink", "daqiritestsrc ! daqirisink")):
         sel = [r for r in rows if r["dir"] == direction and r.get("burst", 256) == 256]
-        frames = sorted({r["frame"] for r in sel})
-        series = sorted({r["engine"] for r in sel}, key=lambda e: (not e.startswith("mlx5"), e))
-        values = {e: {f: statistics.median([r["cpu_ns_per_packet"] for r in sel
-                                            if r["engine"] == e and r["frame"] == f] or [0])
-                      for f in frames} for e in series}
+        frames, series, values = grouped(sel, lambda r: r["engine"], lambda r: r["frame"],
+                                         lambda r: r["cpu_ns_per_packet"])
         bars(ax, frames, series, values, "host ns per packet (median)", what + ", bursts of 256")
         ax.set_xlabel("frame bytes")
     sweep = [r for r in rows if r["dir"] == "rx" and r["frame"] == 64]
@@ -246,13 +251,9 @@ def plot_afpacket(res, out_dir, written):
     rows = [r for r in res if r.get("source") == "afpacket-rx" and "cpu_ns_per_packet" in r]
     if not rows:
         return
-    payloads = sorted({r["payload_bytes"] for r in rows})
-    series, values = [], {}
-    for r in rows:
-        if r["receiver"] not in values:
-            series.append(r["receiver"])
-            values[r["receiver"]] = {}
-        values[r["receiver"]][r["payload_bytes"]] = r["cpu_ns_per_packet"]
+    payloads, series, values = grouped(rows, lambda r: r["receiver"],
+                                       lambda r: r["payload_bytes"],
+                                       lambda r: r["cpu_ns_per_packet"])
     fig, ax = plt.subplots(figsize=(8, 4))
     bars(ax, payloads, series, values, "CPU ns per received packet (median, log scale)",
          "receiving over a veth pair (bench-rx)")
