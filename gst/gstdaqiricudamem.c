@@ -200,26 +200,28 @@ device_ring_export (
   return TRUE;
 }
 
+/* a copy either way between host and device memory; `where` ends the error message */
+static gboolean
+device_ring_copy (gpointer dst, gconstpointer src, gsize n, const char *where)
+{
+  if (dq_cuda_memcpy (dst, src, n) == 0)
+    return TRUE;
+  GST_ERROR ("cannot copy %" G_GSIZE_FORMAT " bytes %s: %s", n, where, dq_cuda_last_error ());
+  return FALSE;
+}
+
 /* a host-to-device copy: how the emulated ConnectX writes the ring */
 static gboolean
 device_ring_write (gpointer dst, gconstpointer src, gsize n, gpointer user)
 {
-  if (dq_cuda_memcpy (dst, src, n) == 0)
-    return TRUE;
-  GST_ERROR (
-      "cannot copy %" G_GSIZE_FORMAT " bytes into the GPU ring: %s", n, dq_cuda_last_error ());
-  return FALSE;
+  return device_ring_copy (dst, src, n, "into the GPU ring");
 }
 
 /* a device-to-host copy: how the emulated ConnectX reads payloads it sends from it */
 static gboolean
 device_ring_read (gpointer dst, gconstpointer src, gsize n, gpointer user)
 {
-  if (dq_cuda_memcpy (dst, src, n) == 0)
-    return TRUE;
-  GST_ERROR (
-      "cannot copy %" G_GSIZE_FORMAT " bytes out of GPU memory: %s", n, dq_cuda_last_error ());
-  return FALSE;
+  return device_ring_copy (dst, src, n, "out of GPU memory");
 }
 
 const DqRingMemory *
