@@ -270,23 +270,36 @@ meta_text (GstBuffer *buf)
   return m ? gst_structure_to_string (gst_custom_meta_get_structure (m)) : g_strdup ("none");
 }
 
+/* The pipeline that printf-style `format` describes, or NULL with the parser's message
+ * printed. */
+static GstElement *launch (const char *format, ...) G_GNUC_PRINTF (1, 2);
+static GstElement *
+launch (const char *format, ...)
+{
+  va_list args;
+  va_start (args, format);
+  gchar *desc = g_strdup_vprintf (format, args);
+  va_end (args);
+  GError *err = NULL;
+  GstElement *p = gst_parse_launch (desc, &err);
+  if (p == NULL)
+    g_printerr ("%s: %s\n", desc, err->message);
+  g_clear_error (&err);
+  g_free (desc);
+  return p;
+}
+
 static gboolean
 run_case (const Case *c, GPtrArray *bursts, const char *memory, Run *run)
 {
   gboolean cuda = strcmp (memory, "cuda") == 0;
   const char *tail = cuda && c->gpu_tail ? c->gpu_tail : c->tail;
   gboolean gpu_in = cuda && c->gpu_bursts;
-  gchar *desc = g_strdup_printf (
-      "appsrc name=in format=time caps=application/x-daqiri-packets%s "
-      "! daqirireorder name=r memory=%s %s ! %s%sappsink name=out sync=false",
+  GstElement *p = launch ("appsrc name=in format=time caps=application/x-daqiri-packets%s "
+                          "! daqirireorder name=r memory=%s %s ! %s%sappsink name=out sync=false",
       gpu_in ? "(memory:DaqiriCUDA)" : "", memory, c->props, tail ? tail : "", tail ? " ! " : "");
-  GError *err = NULL;
-  GstElement *p = gst_parse_launch (desc, &err);
-  g_free (desc);
-  if (p == NULL) {
-    g_printerr ("%s\n", err->message);
+  if (p == NULL)
     return FALSE;
-  }
   GstElement *in = gst_bin_get_by_name (GST_BIN (p), "in");
   GstElement *out = gst_bin_get_by_name (GST_BIN (p), "out");
   GstElement *r = gst_bin_get_by_name (GST_BIN (p), "r");
@@ -412,21 +425,15 @@ emu_source_run (const char *memory, gboolean gpudirect, guint header_size, const
     guint *frames, gchar **caps_out, gchar **ring_out, gchar **error)
 {
   static guint serial;
-  gchar *desc = g_strdup_printf (
-      "daqirisrc name=s device=emu:gpu%u,gen=64,gen-count=%u,"
-      "gen-lossless=1 memory=%s gpudirect=%s header-size=%u burst-packets=128 ! %s%s"
-      "daqirireorder memory=%s seq-offset=336 seq-bits=32 packets-per-batch=%u "
-      "payload-offset=46 payload-size=18 ! appsink name=out sync=false",
-      serial++, EMU_FRAMES * EMU_PPB, memory, gpudirect ? "true" : "false", header_size,
-      filter ? filter : "", filter ? " ! " : "", memory, EMU_PPB);
-  GError *err = NULL;
-  GstElement *p = gst_parse_launch (desc, &err);
-  g_free (desc);
-  if (p == NULL) {
-    g_printerr ("%s\n", err->message);
-    g_error_free (err);
+  GstElement *p =
+      launch ("daqirisrc name=s device=emu:gpu%u,gen=64,gen-count=%u,"
+              "gen-lossless=1 memory=%s gpudirect=%s header-size=%u burst-packets=128 ! %s%s"
+              "daqirireorder memory=%s seq-offset=336 seq-bits=32 packets-per-batch=%u "
+              "payload-offset=46 payload-size=18 ! appsink name=out sync=false",
+          serial++, EMU_FRAMES * EMU_PPB, memory, gpudirect ? "true" : "false", header_size,
+          filter ? filter : "", filter ? " ! " : "", memory, EMU_PPB);
+  if (p == NULL)
     return NULL;
-  }
   GstElement *out = gst_bin_get_by_name (GST_BIN (p), "out");
   GstElement *src = gst_bin_get_by_name (GST_BIN (p), "s");
   GByteArray *bytes = NULL;
@@ -503,18 +510,12 @@ emu_source_run (const char *memory, gboolean gpudirect, guint header_size, const
 static gboolean
 split_readback_case (guint count, guint *packets)
 {
-  GError *err = NULL;
-  gchar *desc = g_strdup_printf ("daqirisrc device=emu:gpusplit,gen=200,gen-count=%u,"
-                                 "gen-lossless=1 memory=cuda header-size=42 ! "
-                                 "appsink name=out sync=false",
+  GstElement *p = launch ("daqirisrc device=emu:gpusplit,gen=200,gen-count=%u,"
+                          "gen-lossless=1 memory=cuda header-size=42 ! "
+                          "appsink name=out sync=false",
       count);
-  GstElement *p = gst_parse_launch (desc, &err);
-  g_free (desc);
-  if (p == NULL) {
-    g_printerr ("%s\n", err->message);
-    g_error_free (err);
+  if (p == NULL)
     return FALSE;
-  }
   GstElement *out = gst_bin_get_by_name (GST_BIN (p), "out");
   guint k = 0, bad = 0;
   guint8 *host = NULL;
@@ -626,10 +627,8 @@ static gboolean
 flush_run (const Case *c, GPtrArray *bursts, guint at, const char *memory, Seen *seen, guint *split,
     guint64 *packets)
 {
-  gchar *desc = g_strdup_printf (
-      "daqirireorder name=r memory=%s %s ! fakesink async=false", memory, c->props);
-  GstElement *p = gst_parse_launch (desc, NULL);
-  g_free (desc);
+  GstElement *p =
+      launch ("daqirireorder name=r memory=%s %s ! fakesink async=false", memory, c->props);
   if (p == NULL)
     return FALSE;
   GstElement *r = gst_bin_get_by_name (GST_BIN (p), "r");
