@@ -32,6 +32,22 @@ dq_test_txq_create (DqPort *port, const DqTxConfig *config)
   return txq;
 }
 
+DqRxStats
+dq_test_rx_stats (DqRxQueue *rxq)
+{
+  DqRxStats s;
+  dq_rxq_stats (rxq, &s);
+  return s;
+}
+
+DqTxStats
+dq_test_tx_stats (DqTxQueue *txq)
+{
+  DqTxStats s;
+  dq_txq_stats (txq, &s);
+  return s;
+}
+
 void
 dq_test_link_open (DqTestLink *l, const char *tx_device, const DqTxConfig *tx,
     const char *rx_device, const DqRxConfig *rx)

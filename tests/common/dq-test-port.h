@@ -23,6 +23,10 @@ DqRxQueue *dq_test_rxq_create (DqPort *port, const DqRxConfig *config);
  * dq_txq_destroys it); one that is not made fails the test with the engine's error. */
 DqTxQueue *dq_test_txq_create (DqPort *port, const DqTxConfig *config);
 
+/* The statistics of a queue (dq_rxq_stats, dq_txq_stats), as a value. */
+DqRxStats dq_test_rx_stats (DqRxQueue *rxq);
+DqTxStats dq_test_tx_stats (DqTxQueue *txq);
+
 /* Two ends of a link: a transmit queue on one device and a receive queue on another that
  * receives what it sends. */
 typedef struct {

@@ -474,14 +474,6 @@ assert_departed_at (guint64 stamp, guint64 t)
   g_assert_cmpuint (stamp, <=, t + 2 * MS);
 }
 
-static DqTxStats
-tx_stats (DqTxQueue *txq)
-{
-  DqTxStats s;
-  dq_txq_stats (txq, &s);
-  return s;
-}
-
 static gpointer
 wake_later (gpointer txq)
 {
@@ -540,7 +532,7 @@ test_etf_send (void)
   }
   g_assert_cmpuint (seqs[6], ==, 7);
   g_assert_cmpuint (stamps[6], >=, stamps[5]);
-  DqTxStats s = tx_stats (l.txq);
+  DqTxStats s = dq_test_tx_stats (l.txq);
   g_assert_cmpuint (s.packets, ==, 7);
   g_assert_cmpuint (s.scheduled, ==, 6);
   g_assert_cmpuint (s.late, ==, 1);
@@ -557,7 +549,7 @@ test_etf_send (void)
   g_assert_cmpuint (etf_receive (&l, seqs, stamps, 1, 2 * NS_PER_S), ==, 1);
   g_assert_cmpuint (seqs[0], ==, 0);
   assert_departed_at (stamps[0], times[0]);
-  g_assert_cmpuint (tx_stats (l.txq).held, ==, 1);
+  g_assert_cmpuint (dq_test_tx_stats (l.txq).held, ==, 1);
 
   /* a wakeup ends the hold: the frame is not consumed and never sent */
   times[0] = dq_port_time (l.tx_port) + DQ_TX_HORIZON_NS + 5 * NS_PER_S;
@@ -565,7 +557,7 @@ test_etf_send (void)
   g_assert_cmpint (dq_txq_send_at (l.txq, fp, lengths, times, 1, &error), ==, 0);
   g_assert_no_error (error);
   g_thread_join (waker);
-  s = tx_stats (l.txq);
+  s = dq_test_tx_stats (l.txq);
   g_assert_cmpuint (s.held, ==, 2);
   g_assert_cmpuint (s.packets, ==, 8);
   g_assert_true (dq_txq_flush (l.txq, &error));
@@ -580,7 +572,7 @@ test_etf_send (void)
   g_assert_cmpuint (etf_receive (&l, seqs, stamps, 1, 500 * MS), ==, 1);
   g_assert_cmpuint (stamps[0], >=, now);
   g_assert_cmpuint (stamps[0], <=, now + 5 * MS);
-  s = tx_stats (l.txq);
+  s = dq_test_tx_stats (l.txq);
   g_assert_cmpuint (s.scheduled, ==, 1);
   g_assert_cmpuint (s.late, ==, 1);
   g_assert_cmpuint (s.late_dropped, ==, 0);

@@ -357,8 +357,7 @@ stream_receive (Stream *st, DqRxQueue *rxq, gint64 idle_ms, GArray *held)
     int r = dq_rxq_poll (rxq, &b, idle_ms * MS, &error);
     g_assert_no_error (error);
     if (r == 0) {
-      DqRxStats s;
-      dq_rxq_stats (rxq, &s);
+      DqRxStats s = dq_test_rx_stats (rxq);
       g_error ("timed out: %u of %u frames received (next seq %u); engine stats: %" G_GUINT64_FORMAT
                " packets, %" G_GUINT64_FORMAT " ring-full drops, %" G_GUINT64_FORMAT " filtered",
           st->next, st->expect->len, g_array_index (st->expect, guint32, st->next), s.packets,
@@ -451,24 +450,16 @@ rx_config (guint burst_packets, gsize ring_bytes, guint max_packet)
 }
 
 
-static DqRxStats
-rx_stats (DqRxQueue *rxq)
-{
-  DqRxStats s;
-  dq_rxq_stats (rxq, &s);
-  return s;
-}
-
 /* The stats once drops_ring_full has reached `drops`, or after 2 s: the kernel counts a frame
  * when its receive path runs, which a loaded machine can put off past a short quiet poll. */
 static DqRxStats
 rx_stats_drops (DqRxQueue *rxq, guint64 drops)
 {
   const gint64 until = g_get_monotonic_time () + 2 * G_USEC_PER_SEC;
-  DqRxStats s = rx_stats (rxq);
+  DqRxStats s = dq_test_rx_stats (rxq);
   while (s.drops_ring_full < drops && g_get_monotonic_time () < until) {
     g_usleep (2000);
-    s = rx_stats (rxq);
+    s = dq_test_rx_stats (rxq);
   }
   return s;
 }
@@ -685,7 +676,7 @@ test_rx_frames (void)
   stream_check_ts_hi (st);
   assert_rx_quiet (rig.rxq, 20);
 
-  DqRxStats stats = rx_stats (rig.rxq);
+  DqRxStats stats = dq_test_rx_stats (rig.rxq);
   g_assert_cmpuint (stats.packets, ==, n);
   g_assert_cmpuint (stats.bytes, ==, st->bytes);
   g_assert_cmpuint (stats.bursts, ==, st->bursts);
@@ -715,7 +706,7 @@ test_rx_truncate (void)
     expect_truncated += size_for_seq (seq) > 128;
   send_and_receive (rig.s, st, rig.rxq, 0, n);
 
-  DqRxStats stats = rx_stats (rig.rxq);
+  DqRxStats stats = dq_test_rx_stats (rig.rxq);
   g_assert_cmpuint (st->truncated, ==, expect_truncated);
   g_assert_cmpuint (stats.truncated, ==, expect_truncated);
   g_assert_cmpuint (stats.packets, ==, n);
@@ -797,7 +788,7 @@ test_rx_flows (void)
   send_and_receive (rig.s, st, rig.rxq, 0, n);
   assert_rx_quiet (rig.rxq, 20);
 
-  DqRxStats stats = rx_stats (rig.rxq);
+  DqRxStats stats = dq_test_rx_stats (rig.rxq);
   g_assert_cmpuint (stats.packets, ==, 300 * 6);
   /* the kernel filter dropped the others: the software match never saw them */
   g_assert_cmpuint (stats.drops_filtered, ==, 0);
@@ -846,7 +837,7 @@ test_rx_burst_split (void)
   g_assert_cmpuint (again->next, ==, n);
   stream_free (again);
 
-  DqRxStats stats = rx_stats (rig.rxq);
+  DqRxStats stats = dq_test_rx_stats (rig.rxq);
   g_assert_cmpuint (stats.bursts, ==, held->len);
   held_release (rig.rxq, held, FALSE);
 
@@ -915,7 +906,7 @@ test_rx_ring_full (void)
     sender_send (rig.s, gen_fixed, len1000, 400 + round * 50, 50);
     stream_receive (after, rig.rxq, 2000, NULL);
   }
-  stats = rx_stats (rig.rxq);
+  stats = dq_test_rx_stats (rig.rxq);
   g_assert_cmpuint (stats.drops_ring_full, ==, 400 - got);
   g_assert_cmpuint (stats.packets, ==, got + 200);
 
@@ -993,11 +984,11 @@ test_rx_partial_hold (void)
     sender_send (rig.s, gen_fixed, len1000, seq, 40);
     received += drain_seq_range (rig.rxq, 6, seq + 40);
   }
-  DqRxStats stats = rx_stats (rig.rxq);
+  DqRxStats stats = dq_test_rx_stats (rig.rxq);
   const gint64 until = g_get_monotonic_time () + 2 * G_USEC_PER_SEC;
   while (received + stats.drops_ring_full < 800 && g_get_monotonic_time () < until) {
     received += drain_seq_range (rig.rxq, 6, seq);
-    stats = rx_stats (rig.rxq);
+    stats = dq_test_rx_stats (rig.rxq);
   }
   g_test_message (
       "partial hold: %u received, %" G_GUINT64_FORMAT " dropped", received, stats.drops_ring_full);
@@ -1019,7 +1010,7 @@ test_rx_partial_hold (void)
   Stream *after = stream_new (gen_fixed, len1000, 1000, 30, 1518, 3);
   sender_send (rig.s, gen_fixed, len1000, 1000, 30);
   stream_receive (after, rig.rxq, 2000, NULL);
-  g_assert_cmpuint (rx_stats (rig.rxq).drops_ring_full, ==, stats.drops_ring_full);
+  g_assert_cmpuint (dq_test_rx_stats (rig.rxq).drops_ring_full, ==, stats.drops_ring_full);
 
   stream_free (after);
   stream_free (st);
@@ -1154,7 +1145,7 @@ fanout_finish (Fanout *f)
 {
   for (guint q = 0; q < f->n_queues; q++) {
     assert_rx_quiet (f->rxq[q], 10);
-    DqRxStats stats = rx_stats (f->rxq[q]);
+    DqRxStats stats = dq_test_rx_stats (f->rxq[q]);
     g_assert_cmpuint (stats.packets, ==, f->per_queue[q]);
     g_assert_cmpuint (stats.drops_ring_full, ==, 0);
     g_assert_cmpuint (stats.drops_filtered, ==, 0);
@@ -1525,7 +1516,7 @@ test_rx_release_threads (void)
       g_async_queue_push (job.bursts, g_memdup2 (&b, sizeof b));
     }
     if (mono_ns () - idle_since > 2000 * MS) {
-      DqRxStats st = rx_stats (job.rxq);
+      DqRxStats st = dq_test_rx_stats (job.rxq);
       g_error ("timed out: %u of %u frames received, %u bursts polled, %d released; "
                "%" G_GUINT64_FORMAT " ring-full drops",
           received, n, polled, g_atomic_int_get (&job.released), st.drops_ring_full);
@@ -1540,7 +1531,7 @@ test_rx_release_threads (void)
   g_assert_cmpint (g_atomic_int_get (&job.released), ==, (gint) polled);
   for (guint i = 0; i < n; i++)
     g_assert_cmpuint (job.seen[i], ==, 1);
-  DqRxStats stats = rx_stats (job.rxq);
+  DqRxStats stats = dq_test_rx_stats (job.rxq);
   g_assert_cmpuint (stats.packets, ==, n);
   g_assert_cmpuint (stats.bursts, ==, polled);
   g_assert_cmpuint (stats.drops_ring_full, ==, 0);
@@ -1595,7 +1586,7 @@ test_rx_link_flap (void)
   link_set (RX_IF, "up");
   stream_expect_more (st, 100, 100);
   send_and_receive (rig.s, st, rig.rxq, 100, 100);
-  g_assert_cmpuint (rx_stats (rig.rxq).packets, ==, 200);
+  g_assert_cmpuint (dq_test_rx_stats (rig.rxq).packets, ==, 200);
 
   stream_free (st);
   rx_rig_close (&rig);
@@ -1687,13 +1678,12 @@ test_tx_frames (void)
   stream_check_ts_hi (job.st);
   assert_rx_quiet (job.rxq, 20);
 
-  DqTxStats ts;
-  dq_txq_stats (txq, &ts);
+  DqTxStats ts = dq_test_tx_stats (txq);
   g_assert_cmpuint (ts.packets, ==, n);
   g_assert_cmpuint (ts.bytes, ==, bytes);
   g_assert_cmpuint (ts.bursts, ==, (n + burst - 1) / burst);
   g_assert_cmpuint (ts.errors, ==, 0);
-  DqRxStats rs = rx_stats (job.rxq);
+  DqRxStats rs = dq_test_rx_stats (job.rxq);
   g_assert_cmpuint (rs.packets, ==, n);
   g_assert_cmpuint (rs.bytes, ==, bytes);
   g_assert_cmpuint (rs.drops_ring_full, ==, 0);
@@ -1783,15 +1773,14 @@ test_tx_bad_frames (void)
   g_assert_cmpint (sent, ==, (int) G_N_ELEMENTS (ptrs));
   g_assert_true (dq_txq_flush (l.txq, &error));
 
-  DqTxStats ts;
-  dq_txq_stats (l.txq, &ts);
+  DqTxStats ts = dq_test_tx_stats (l.txq);
   g_assert_cmpuint (ts.packets, ==, 5);
   g_assert_cmpuint (ts.errors, ==, 4);
   g_assert_cmpuint (ts.bursts, ==, 1);
 
   stream_receive (st, l.rxq, 2000, NULL);
   assert_rx_quiet (l.rxq, 20);
-  g_assert_cmpuint (rx_stats (l.rxq).packets, ==, 5);
+  g_assert_cmpuint (dq_test_rx_stats (l.rxq).packets, ==, 5);
 
   stream_free (st);
   g_free (oversize);
@@ -1824,8 +1813,7 @@ test_tx_small_ring (void)
   g_assert_no_error (error);
   stream_receive (st, l.rxq, 2000, NULL);
 
-  DqTxStats ts;
-  dq_txq_stats (l.txq, &ts);
+  DqTxStats ts = dq_test_tx_stats (l.txq);
   g_test_message (
       "4-slot ring: %" G_GUINT64_FORMAT " ring-full waits for %u frames", ts.ring_full_waits, n);
   g_assert_cmpuint (ts.packets, ==, n);
@@ -1856,7 +1844,7 @@ test_tx_wakeup (void)
   dq_txq_wakeup (l.txq);
   g_assert_cmpint (dq_txq_send (l.txq, ptrs, lens, 16, &error), ==, 4);
   g_assert_no_error (error);
-  dq_txq_stats (l.txq, &ts);
+  ts = dq_test_tx_stats (l.txq);
   g_assert_cmpuint (ts.packets, ==, 4);
   g_assert_cmpuint (ts.ring_full_waits, ==, 1);
   g_assert_true (dq_txq_flush (l.txq, &error));
@@ -1904,8 +1892,7 @@ test_tx_link_down (void)
   g_assert_true (dq_txq_flush (l.txq, &error));
   g_assert_no_error (error);
   stream_receive (st, l.rxq, 2000, NULL);
-  DqTxStats ts;
-  dq_txq_stats (l.txq, &ts);
+  DqTxStats ts = dq_test_tx_stats (l.txq);
   g_assert_cmpuint (ts.packets, ==, 8);
   g_assert_cmpuint (ts.errors, ==, 0);
 
