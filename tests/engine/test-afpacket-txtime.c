@@ -37,6 +37,15 @@
 
 static DqNetns *netns;
 
+/* TRUE where the veth pair is set up; otherwise the test is skipped. */
+static gboolean
+have_netns (void)
+{
+  if (netns == NULL)
+    g_test_skip ("needs root: a veth pair in a network namespace");
+  return netns != NULL;
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* the control message */
 
@@ -351,10 +360,8 @@ packet_socket_on (const char *ifname, guint16 protocol)
 static void
 test_control_kernel (void)
 {
-  if (netns == NULL) {
-    g_test_skip ("needs root: a veth pair in a network namespace");
+  if (!have_netns ())
     return;
-  }
   int tx = packet_socket_on (TX_IF, 0);
   int rx = packet_socket_on (RX_IF, ETHERTYPE_TEST);
   guint8 frame[FRAME_LEN], got[FRAME_LEN + 16];
@@ -396,10 +403,8 @@ expect_tx_refused (DqPort *port, const DqTxConfig *c, const char *const *parts)
 static void
 test_refused (void)
 {
-  if (netns == NULL) {
-    g_test_skip ("needs root: a veth pair in a network namespace");
+  if (!have_netns ())
     return;
-  }
   DqPort *port = dq_test_port_open (TX_DEVICE);
   DqTxConfig t = { .max_packet_size = 1500, .scheduled = TRUE };
   expect_tx_refused (port, &t,
@@ -485,10 +490,8 @@ wake_later (gpointer txq)
 static void
 test_etf_send (void)
 {
-  if (netns == NULL) {
-    g_test_skip ("needs root: a veth pair in a network namespace");
+  if (!have_netns ())
     return;
-  }
   char *why = NULL;
   if (!tc ((const char *[]){ "qdisc", "replace", "dev", TX_IF, "root", "etf", "clockid",
                "CLOCK_TAI", "delta", "200000", NULL },
