@@ -270,16 +270,10 @@ meta_text (GstBuffer *buf)
   return m ? gst_structure_to_string (gst_custom_meta_get_structure (m)) : g_strdup ("none");
 }
 
-/* The pipeline that printf-style `format` describes, or NULL with the parser's message
- * printed. */
-static GstElement *launch (const char *format, ...) G_GNUC_PRINTF (1, 2);
+/* The pipeline `desc` (freed here) describes, or NULL with the parser's message printed. */
 static GstElement *
-launch (const char *format, ...)
+launch (gchar *desc)
 {
-  va_list args;
-  va_start (args, format);
-  gchar *desc = g_strdup_vprintf (format, args);
-  va_end (args);
   GError *err = NULL;
   GstElement *p = gst_parse_launch (desc, &err);
   if (p == NULL)
@@ -295,9 +289,10 @@ run_case (const Case *c, GPtrArray *bursts, const char *memory, Run *run)
   gboolean cuda = strcmp (memory, "cuda") == 0;
   const char *tail = cuda && c->gpu_tail ? c->gpu_tail : c->tail;
   gboolean gpu_in = cuda && c->gpu_bursts;
-  GstElement *p = launch ("appsrc name=in format=time caps=application/x-daqiri-packets%s "
-                          "! daqirireorder name=r memory=%s %s ! %s%sappsink name=out sync=false",
-      gpu_in ? "(memory:DaqiriCUDA)" : "", memory, c->props, tail ? tail : "", tail ? " ! " : "");
+  GstElement *p = launch (g_strdup_printf (
+      "appsrc name=in format=time caps=application/x-daqiri-packets%s "
+      "! daqirireorder name=r memory=%s %s ! %s%sappsink name=out sync=false",
+      gpu_in ? "(memory:DaqiriCUDA)" : "", memory, c->props, tail ? tail : "", tail ? " ! " : ""));
   if (p == NULL)
     return FALSE;
   GstElement *in = gst_bin_get_by_name (GST_BIN (p), "in");
@@ -425,13 +420,13 @@ emu_source_run (const char *memory, gboolean gpudirect, guint header_size, const
     guint *frames, gchar **caps_out, gchar **ring_out, gchar **error)
 {
   static guint serial;
-  GstElement *p =
-      launch ("daqirisrc name=s device=emu:gpu%u,gen=64,gen-count=%u,"
-              "gen-lossless=1 memory=%s gpudirect=%s header-size=%u burst-packets=128 ! %s%s"
-              "daqirireorder memory=%s seq-offset=336 seq-bits=32 packets-per-batch=%u "
-              "payload-offset=46 payload-size=18 ! appsink name=out sync=false",
-          serial++, EMU_FRAMES * EMU_PPB, memory, gpudirect ? "true" : "false", header_size,
-          filter ? filter : "", filter ? " ! " : "", memory, EMU_PPB);
+  GstElement *p = launch (g_strdup_printf (
+      "daqirisrc name=s device=emu:gpu%u,gen=64,gen-count=%u,"
+      "gen-lossless=1 memory=%s gpudirect=%s header-size=%u burst-packets=128 ! %s%s"
+      "daqirireorder memory=%s seq-offset=336 seq-bits=32 packets-per-batch=%u "
+      "payload-offset=46 payload-size=18 ! appsink name=out sync=false",
+      serial++, EMU_FRAMES * EMU_PPB, memory, gpudirect ? "true" : "false", header_size,
+      filter ? filter : "", filter ? " ! " : "", memory, EMU_PPB));
   if (p == NULL)
     return NULL;
   GstElement *out = gst_bin_get_by_name (GST_BIN (p), "out");
@@ -510,10 +505,10 @@ emu_source_run (const char *memory, gboolean gpudirect, guint header_size, const
 static gboolean
 split_readback_case (guint count, guint *packets)
 {
-  GstElement *p = launch ("daqirisrc device=emu:gpusplit,gen=200,gen-count=%u,"
-                          "gen-lossless=1 memory=cuda header-size=42 ! "
-                          "appsink name=out sync=false",
-      count);
+  GstElement *p = launch (g_strdup_printf ("daqirisrc device=emu:gpusplit,gen=200,gen-count=%u,"
+                                           "gen-lossless=1 memory=cuda header-size=42 ! "
+                                           "appsink name=out sync=false",
+      count));
   if (p == NULL)
     return FALSE;
   GstElement *out = gst_bin_get_by_name (GST_BIN (p), "out");
@@ -627,8 +622,8 @@ static gboolean
 flush_run (const Case *c, GPtrArray *bursts, guint at, const char *memory, Seen *seen, guint *split,
     guint64 *packets)
 {
-  GstElement *p =
-      launch ("daqirireorder name=r memory=%s %s ! fakesink async=false", memory, c->props);
+  GstElement *p = launch (g_strdup_printf (
+      "daqirireorder name=r memory=%s %s ! fakesink async=false", memory, c->props));
   if (p == NULL)
     return FALSE;
   GstElement *r = gst_bin_get_by_name (GST_BIN (p), "r");
