@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "daqiri-reorder.h"
+#include "gpu-test-pull.h"
 #include "gpu-test-start.h"
 
 #define IN_HEADER 8 /* input packets: BE u32 sequence number, 4 bytes, the payload */
@@ -153,20 +154,6 @@ stat_of (GstElement *pipeline, const char *element, const char *field)
   return v;
 }
 
-static gchar *
-bus_error (GstElement *p)
-{
-  GstMessage *m = gst_bus_pop_filtered (GST_ELEMENT_BUS (p), GST_MESSAGE_ERROR);
-  if (m == NULL)
-    return NULL;
-  GError *e;
-  gst_message_parse_error (m, &e, NULL);
-  gchar *text = g_strdup (e->message);
-  g_error_free (e);
-  gst_message_unref (m);
-  return text;
-}
-
 /* One run of one way: every frame sent, received and checked */
 static void
 run_way (const Shape *s, Way way, GPtrArray *bursts, Result *res)
@@ -204,9 +191,9 @@ run_way (const Shape *s, Way way, GPtrArray *bursts, Result *res)
   GstElement *in = gst_bin_get_by_name (GST_BIN (tx), "in");
   if (gst_element_set_state (rx, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE ||
       gst_element_set_state (tx, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
-    res->error = bus_error (tx);
+    res->error = dq_bus_error (tx);
     if (res->error == NULL)
-      res->error = bus_error (rx);
+      res->error = dq_bus_error (rx);
     if (res->error == NULL)
       res->error = g_strdup ("a pipeline does not start");
     goto done;
@@ -216,16 +203,10 @@ run_way (const Shape *s, Way way, GPtrArray *bursts, Result *res)
   for (guint f = 0; f < bursts->len; f++)
     gst_app_src_push_buffer (GST_APP_SRC (in), gst_buffer_ref (g_ptr_array_index (bursts, f)));
   gst_app_src_end_of_stream (GST_APP_SRC (in));
-  guint idle = 0;
-  while (res->received < s->frames && idle < 10) {
-    GstSample *sample = gst_app_sink_try_pull_sample (GST_APP_SINK (out), GST_SECOND / 2);
-    if (sample == NULL) {
-      if ((res->error = bus_error (tx)) != NULL || (res->error = bus_error (rx)) != NULL)
-        break;
-      idle++;
-      continue;
-    }
-    idle = 0;
+  GstElement *const watched[] = { tx, rx };
+  GstSample *sample;
+  while (res->received < s->frames &&
+      (sample = dq_pull_sample (out, watched, G_N_ELEMENTS (watched), 10, &res->error)) != NULL) {
     GstBuffer *buf = gst_sample_get_buffer (sample);
     GstMapInfo map;
     gst_buffer_map (buf, &map, GST_MAP_READ);

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "daqiri-reorder.h"
+#include "gpu-test-pull.h"
 #include "gpu-test-start.h"
 
 #ifdef DQ_TEST_EMU
@@ -300,15 +301,9 @@ run_case (const Case *c, GPtrArray *bursts, const char *memory, Run *run)
   GstElement *r = gst_bin_get_by_name (GST_BIN (p), "r");
   g_object_set (out, "max-buffers", 0, "drop", FALSE, NULL);
   if (gst_element_set_state (p, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
-    GstMessage *m = gst_bus_pop_filtered (GST_ELEMENT_BUS (p), GST_MESSAGE_ERROR);
-    if (m) {
-      GError *e;
-      gst_message_parse_error (m, &e, NULL);
-      g_printerr ("memory=%s does not start: %s\n", memory, e->message);
-      run->error = g_strdup (e->message);
-      g_error_free (e);
-      gst_message_unref (m);
-    }
+    run->error = dq_bus_error (p);
+    if (run->error != NULL)
+      g_printerr ("memory=%s does not start: %s\n", memory, run->error);
     gst_element_set_state (p, GST_STATE_NULL);
     gst_object_unref (in);
     gst_object_unref (out);
@@ -436,24 +431,8 @@ emu_source_run (const char *memory, gboolean gpudirect, guint header_size, const
   if (gst_element_set_state (p, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE) {
     bytes = g_byte_array_new ();
     GstSample *sample;
-    guint idle = 0;
     /* until all frames are in, an error is posted, or 10 s pass without a frame */
-    while (*frames < EMU_FRAMES && idle < 20) {
-      sample = gst_app_sink_try_pull_sample (GST_APP_SINK (out), GST_SECOND / 2);
-      if (sample == NULL) {
-        GstMessage *m = gst_bus_pop_filtered (GST_ELEMENT_BUS (p), GST_MESSAGE_ERROR);
-        if (m) {
-          GError *e;
-          gst_message_parse_error (m, &e, NULL);
-          *error = g_strdup (e->message);
-          g_error_free (e);
-          gst_message_unref (m);
-          break;
-        }
-        idle++;
-        continue;
-      }
-      idle = 0;
+    while (*frames < EMU_FRAMES && (sample = dq_pull_sample (out, &p, 1, 20, error)) != NULL) {
       GstBuffer *buf = gst_sample_get_buffer (sample);
       GstMapInfo map;
       gsize size = gst_buffer_get_size (buf);
@@ -483,14 +462,8 @@ emu_source_run (const char *memory, gboolean gpudirect, guint header_size, const
     if (st)
       gst_structure_free (st);
   }
-  GstMessage *m = *error ? NULL : gst_bus_pop_filtered (GST_ELEMENT_BUS (p), GST_MESSAGE_ERROR);
-  if (m) {
-    GError *e;
-    gst_message_parse_error (m, &e, NULL);
-    *error = g_strdup (e->message);
-    g_error_free (e);
-    gst_message_unref (m);
-  }
+  if (*error == NULL)
+    *error = dq_bus_error (p);
   gst_element_set_state (p, GST_STATE_NULL);
   gst_object_unref (src);
   gst_object_unref (out);
