@@ -65,9 +65,9 @@ def machine():
             "python": platform.python_version()}
 
 
-def bars(ax, groups, series, values, ylabel, title):
+def bars(ax, groups, series, values, xlabel, ylabel, title, log=False):
     """Grouped bars: one group per entry of `groups`, one bar per series; values[s][g]
-    (None: no bar)."""
+    (None: no bar); a log scale of the values if `log`."""
     width = 0.8 / max(len(series), 1)
     for i, s in enumerate(series):
         xs, ys = [], []
@@ -83,6 +83,9 @@ def bars(ax, groups, series, values, ylabel, title):
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend(fontsize=8)
+    if log:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
 
 
 def median_bars(ax, rows, field, value, fmt, ylabel):
@@ -119,10 +122,7 @@ def save(fig, out_dir, name, written):
     written.append(path)
 
 
-def plot_engines(res, out_dir, written):
-    rows = [r for r in res if r.get("bench") == "engines" and "median" in r]
-    if not rows:
-        return
+def plot_engines(rows):
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, direction, word in zip(axes, ("rx", "tx"), ("received", "sent")):
         # huge pages are DPDK's: mlx5 ran in both runs, once is enough
@@ -131,17 +131,12 @@ def plot_engines(res, out_dir, written):
         frames, series, values = grouped(
             sel, lambda r: r["engine"] + (" (huge pages)" if r.get("huge") else ""),
             lambda r: r["frame"], lambda r: r["median"])
-        bars(ax, frames, series, values, "host ns per packet (median, log scale)",
-             f"engine API, one thread: per packet {word}")
-        ax.set_yscale("log")
-        ax.set_xlabel("frame bytes")
-    save(fig, out_dir, "engines.png", written)
+        bars(ax, frames, series, values, "frame bytes", "host ns per packet (median, log scale)",
+             f"engine API, one thread: per packet {word}", log=True)
+    return fig
 
 
-def plot_mlx5(res, out_dir, written):
-    rows = [r for r in res if str(r.get("bench", "")).startswith("mlx5-") and "median" in r]
-    if not rows:
-        return
+def plot_mlx5(rows):
     fig, ax = plt.subplots(figsize=(8, 0.4 * len(rows) + 1.2))
     names = [f'{r["bench"][5:]} ({r.get("frame", "")} B)' for r in rows]
     ax.barh(names, [r["median"] for r in rows])
@@ -150,24 +145,18 @@ def plot_mlx5(res, out_dir, written):
     ax.invert_yaxis()
     ax.set_xlabel("host ns per packet (median of rounds)")
     ax.set_title("mlx5 rings on the emulated ConnectX (bench-mlx5)")
-    save(fig, out_dir, "mlx5.png", written)
+    return fig
 
 
-def plot_emu_rate(res, out_dir, written):
-    rows = [r for r in res if r.get("bench") == "emu-rate" and "received_pps" in r]
-    if not rows:
-        return
+def plot_emu_rate(rows):
     fig, ax = plt.subplots(figsize=(7, 3.5))
     median_bars(ax, rows, "run", lambda r: r["received_pps"] / 1e6, "%.1f",
                 "Mpps received (median)")
     ax.set_title("daqirisrc ! fakesink on the emulated ConnectX (bench-emu-rate)")
-    save(fig, out_dir, "emu-rate.png", written)
+    return fig
 
 
-def plot_emu_queues(res, out_dir, written):
-    rows = [r for r in res if r.get("bench") == "emu-queues" and "host_pps" in r]
-    if not rows:
-        return
+def plot_emu_queues(rows):
     queues = sorted({r["queues"] for r in rows})
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for q in queues:
@@ -177,45 +166,36 @@ def plot_emu_queues(res, out_dir, written):
     ax.set_xlabel("queues drained by one daqirisrc")
     ax.set_ylabel("host Mpps (one core)")
     ax.set_title("several queues on one core (bench-emu-queues)")
-    save(fig, out_dir, "emu-queues.png", written)
+    return fig
 
 
-def plot_flow_change(res, out_dir, written):
-    rows = [r for r in res if r.get("bench") == "flow-change" and "mpps" in r]
-    if not rows:
-        return
+def plot_flow_change(rows):
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
     for ax, key, label in zip(axes, ("mpps", "lost"), ("Mpps", "packets lost")):
         median_bars(ax, rows, "mode", lambda r, k=key: r[k], "%.1f" if key == "mpps" else "%d",
                     f"{label} (median)")
     axes[0].set_title("flow-rule changes under full load (bench-flow-change)")
-    save(fig, out_dir, "flow-change.png", written)
+    return fig
 
 
-def plot_clock(res, out_dir, written):
-    rows = [r for r in res if r.get("bench") == "clock" and r.get("unit") == "ns/buffer"]
-    if not rows:
-        return
+def plot_clock(rows):
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.2))
     ax.barh([r["name"] for r in rows], [r["value"] for r in rows])
     ax.invert_yaxis()
     ax.set_xlabel("ns per buffer")
     ax.set_title("daqirisrc's time code per buffer (bench-clock)")
-    save(fig, out_dir, "clock.png", written)
+    return fig
 
 
-def plot_pipelines(res, out_dir, written):
-    rows = [r for r in res if r.get("bench") == "pipelines" and "cpu_ns_per_packet" in r]
-    if not rows:
-        return
+def plot_pipelines(rows):
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     for ax, direction, what in zip(axes, ("rx", "tx"),
                                    ("daqirisrc ! fakesink", "daqiritestsrc ! daqirisink")):
         sel = [r for r in rows if r["dir"] == direction and r.get("burst", 256) == 256]
         frames, series, values = grouped(sel, lambda r: r["engine"], lambda r: r["frame"],
                                          lambda r: r["cpu_ns_per_packet"])
-        bars(ax, frames, series, values, "host ns per packet (median)", what + ", bursts of 256")
-        ax.set_xlabel("frame bytes")
+        bars(ax, frames, series, values, "frame bytes", "host ns per packet (median)",
+             what + ", bursts of 256")
     sweep = [r for r in rows if r["dir"] == "rx" and r["frame"] == 64]
     ax = axes[2]
     for e in sorted({r["engine"] for r in sweep}, key=lambda e: (not e.startswith("mlx5"), e)):
@@ -228,38 +208,51 @@ def plot_pipelines(res, out_dir, written):
     ax.set_ylabel("host ns per packet (median)")
     ax.set_title("daqirisrc ! fakesink, 64 B, by burst size")
     ax.legend(fontsize=8)
-    save(fig, out_dir, "pipelines.png", written)
+    return fig
 
 
-def plot_latency(res, out_dir, written):
-    rows = [r for r in res if r.get("bench") == "latency" and "p99_us" in r]
-    if not rows:
-        return
+def plot_latency(rows):
     groups = [f'{r["rate"] // 1000} k/s, {r["burst_timeout_us"]:.0f} us' for r in rows]
     series = ["p50", "p99", "max", "hand-over p99"]
     keys = {"p50": "p50_us", "p99": "p99_us", "max": "max_us", "hand-over p99": "handover_p99_us"}
     values = {s: {g: r[keys[s]] for g, r in zip(groups, rows)} for s in series}
     fig, ax = plt.subplots(figsize=(10, 4))
-    bars(ax, groups, series, values, "us (log scale)",
-         "port time to sink on the emulated ConnectX (bench-latency)")
-    ax.set_yscale("log")
-    ax.set_xlabel("packets/s, burst-timeout")
-    save(fig, out_dir, "latency.png", written)
+    bars(ax, groups, series, values, "packets/s, burst-timeout", "us (log scale)",
+         "port time to sink on the emulated ConnectX (bench-latency)", log=True)
+    return fig
 
 
-def plot_afpacket(res, out_dir, written):
-    rows = [r for r in res if r.get("source") == "afpacket-rx" and "cpu_ns_per_packet" in r]
-    if not rows:
-        return
+def plot_afpacket(rows):
     payloads, series, values = grouped(rows, lambda r: r["receiver"],
                                        lambda r: r["payload_bytes"],
                                        lambda r: r["cpu_ns_per_packet"])
     fig, ax = plt.subplots(figsize=(8, 4))
-    bars(ax, payloads, series, values, "CPU ns per received packet (median, log scale)",
-         "receiving over a veth pair (bench-rx)")
-    ax.set_yscale("log")
-    ax.set_xlabel("UDP payload bytes")
-    save(fig, out_dir, "afpacket-rx.png", written)
+    bars(ax, payloads, series, values, "UDP payload bytes",
+         "CPU ns per received packet (median, log scale)", "receiving over a veth pair (bench-rx)",
+         log=True)
+    return fig
+
+
+# The plots, in the order they are written: the file, which results it draws, and the
+# function that draws them into a figure (a plot without results is not drawn).
+PLOTS = (
+    ("engines.png", lambda r: r.get("bench") == "engines" and "median" in r, plot_engines),
+    ("pipelines.png", lambda r: r.get("bench") == "pipelines" and "cpu_ns_per_packet" in r,
+     plot_pipelines),
+    ("mlx5.png", lambda r: str(r.get("bench", "")).startswith("mlx5-") and "median" in r,
+     plot_mlx5),
+    ("emu-rate.png", lambda r: r.get("bench") == "emu-rate" and "received_pps" in r,
+     plot_emu_rate),
+    ("emu-queues.png", lambda r: r.get("bench") == "emu-queues" and "host_pps" in r,
+     plot_emu_queues),
+    ("flow-change.png", lambda r: r.get("bench") == "flow-change" and "mpps" in r,
+     plot_flow_change),
+    ("latency.png", lambda r: r.get("bench") == "latency" and "p99_us" in r, plot_latency),
+    ("clock.png", lambda r: r.get("bench") == "clock" and r.get("unit") == "ns/buffer",
+     plot_clock),
+    ("afpacket-rx.png",
+     lambda r: r.get("source") == "afpacket-rx" and "cpu_ns_per_packet" in r, plot_afpacket),
+)
 
 
 def main():
@@ -274,9 +267,10 @@ def main():
         json.dump({"machine": machine(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                    "results": res}, f, indent=1)
     written.append(os.path.join(out_dir, "results.json"))
-    for plot in (plot_engines, plot_pipelines, plot_mlx5, plot_emu_rate, plot_emu_queues,
-                 plot_flow_change, plot_latency, plot_clock, plot_afpacket):
-        plot(res, out_dir, written)
+    for name, keep, draw in PLOTS:
+        rows = [r for r in res if keep(r)]
+        if rows:
+            save(draw(rows), out_dir, name, written)
     for path in written:
         print(f"bench-plot: wrote {path}")
     return 0
