@@ -17,6 +17,20 @@ fail (const char *fmt, ...)
   failures++;
 }
 
+int
+kernel_test_status (guint n_kernels, const char *skip_why)
+{
+  if (failures) {
+    g_printerr ("%u mismatches\n", failures);
+    return 1;
+  }
+  if (n_kernels == 0) {
+    g_print ("SKIP: %s\n", skip_why);
+    return 77;
+  }
+  return 0;
+}
+
 /* TRUE when dir holds every one of files as a regular file */
 static gboolean
 has_files (const char *dir, const char *const *files)

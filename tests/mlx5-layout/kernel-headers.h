@@ -13,6 +13,11 @@ extern guint failures;
 /* Prints "FAIL: <message>" on stderr and counts it in `failures`. */
 void fail (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
 
+/* The exit status of the test, at its end, having compared with `n_kernels` kernels: 1
+ * when `failures` is not 0 (their count printed), 77 (meson's skip) when there was no
+ * kernel to compare with ("SKIP: " and `skip_why` printed), else 0. */
+int kernel_test_status (guint n_kernels, const char *skip_why);
+
 /* The folders /usr/src/linux-headers-* /include/linux/mlx5 that hold every file named in
  * `files` (NULL-terminated), in the order /usr/src lists them; none when there is no
  * /usr/src. The caller g_ptr_array_unrefs the array (it frees the paths). */
