@@ -26,7 +26,7 @@
 #include "mlx5-dma.h"
 #include "dq-receiver.h"
 #include "gstdaqiritxpool.h"
-#include "dq-linked-plugin.h"
+#include "dq-check-linked.h"
 #include "dq-check-suite.h"
 
 #include <string.h>
@@ -1024,29 +1024,10 @@ e2e_emu_suite (void)
   return s;
 }
 
-static void
-register_plugin (void)
-{
-  if (!dq_register_linked_plugin ())
-    g_error ("cannot register the linked-in daqiri plugin");
-  /* the elements must be the linked-in ones, not a plugin file found on a path */
-  GstPluginFeature *f = gst_registry_lookup_feature (gst_registry_get (), "daqirisrc");
-  GstPlugin *plugin = f ? gst_plugin_feature_get_plugin (f) : NULL;
-  if (plugin == NULL || gst_plugin_get_filename (plugin) != NULL)
-    g_error ("daqirisrc comes from %s, not from this program",
-        plugin ? gst_plugin_get_filename (plugin) : "nowhere");
-  gst_object_unref (plugin);
-  gst_object_unref (f);
-}
-
 int
 main (int argc, char **argv)
 {
-  /* only the linked-in plugin: a plugin file of the same name would replace it */
-  g_unsetenv ("GST_PLUGIN_PATH_1_0");
-  g_unsetenv ("GST_PLUGIN_PATH");
-  gst_check_init (&argc, &argv);
-  register_plugin ();
+  dq_check_init_linked (&argc, &argv);
   int failed = gst_check_run_suite (e2e_emu_suite (), "e2e-emu", __FILE__);
   return failed != 0;
 }

@@ -27,7 +27,7 @@
 #include "dq-packet.h"
 #include "emu.h"
 #include "mlx5-rss.h"
-#include "dq-linked-plugin.h"
+#include "dq-check-linked.h"
 #include "dq-check-suite.h"
 
 #include <string.h>
@@ -487,22 +487,11 @@ e2e_rss_suite (void)
   return s;
 }
 
-static void
-register_plugin (void)
-{
-  if (!dq_register_linked_plugin ())
-    g_error ("cannot register the linked-in daqiri plugin");
-}
-
 int
 main (int argc, char **argv)
 {
-  /* only the linked-in plugin: a plugin file of the same name would replace it */
-  g_unsetenv ("GST_PLUGIN_PATH_1_0");
-  g_unsetenv ("GST_PLUGIN_PATH");
-  gst_check_init (&argc, &argv);
+  dq_check_init_linked (&argc, &argv);
   memcpy (oracle_key.bytes, mlx5_rss_default_key (), MLX5_RSS_KEY_LEN);
-  register_plugin ();
   int failed = gst_check_run_suite (e2e_rss_suite (), "e2e-rss", __FILE__);
   return failed != 0;
 }

@@ -27,7 +27,7 @@
 #include "dq-receiver.h"
 #include "dq-check-suite.h"
 #include "gstdaqiritxmem.h"
-#include "dq-linked-plugin.h"
+#include "dq-check-linked.h"
 
 #include <string.h>
 
@@ -550,11 +550,7 @@ tx_suite (void)
 int
 main (int argc, char **argv)
 {
-  g_unsetenv ("GST_PLUGIN_PATH_1_0");
-  g_unsetenv ("GST_PLUGIN_PATH");
-  gst_check_init (&argc, &argv);
-  if (!dq_register_linked_plugin ())
-    g_error ("cannot register the linked-in daqiri plugin");
+  dq_check_init_linked (&argc, &argv);
   int failed = gst_check_run_suite (tx_suite (), "e2e-tx", __FILE__);
   return failed != 0;
 }
