@@ -28,4 +28,13 @@ dq_check_init_linked (int *argc, char ***argv)
   gst_object_unref (f);
 }
 
+/* The main() of such a program, as GST_CHECK_MAIN makes one: runs the suite that
+ * suite_func() returns under the name `name`; fails when a test failed. */
+#define DQ_CHECK_LINKED_MAIN(suite_func, name) \
+  int main (int argc, char **argv) \
+  { \
+    dq_check_init_linked (&argc, &argv); \
+    return gst_check_run_suite (suite_func (), name, __FILE__) != 0; \
+  }
+
 #endif

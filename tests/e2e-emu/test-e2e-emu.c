@@ -1024,10 +1024,4 @@ e2e_emu_suite (void)
   return s;
 }
 
-int
-main (int argc, char **argv)
-{
-  dq_check_init_linked (&argc, &argv);
-  int failed = gst_check_run_suite (e2e_emu_suite (), "e2e-emu", __FILE__);
-  return failed != 0;
-}
+DQ_CHECK_LINKED_MAIN (e2e_emu_suite, "e2e-emu");

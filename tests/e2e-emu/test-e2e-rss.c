@@ -480,6 +480,7 @@ e2e_rss_suite (void)
 {
   TCase *tc;
   Suite *s = dq_check_suite_new ("daqiri-e2e-rss", "rss", 120, &tc);
+  memcpy (oracle_key.bytes, mlx5_rss_default_key (), MLX5_RSS_KEY_LEN);
   tcase_add_test (tc, test_spread);
   tcase_add_test (tc, test_fair_equal);
   tcase_add_test (tc, test_fair_heavy_queue);
@@ -487,11 +488,4 @@ e2e_rss_suite (void)
   return s;
 }
 
-int
-main (int argc, char **argv)
-{
-  dq_check_init_linked (&argc, &argv);
-  memcpy (oracle_key.bytes, mlx5_rss_default_key (), MLX5_RSS_KEY_LEN);
-  int failed = gst_check_run_suite (e2e_rss_suite (), "e2e-rss", __FILE__);
-  return failed != 0;
-}
+DQ_CHECK_LINKED_MAIN (e2e_rss_suite, "e2e-rss");

@@ -547,10 +547,4 @@ tx_suite (void)
   return s;
 }
 
-int
-main (int argc, char **argv)
-{
-  dq_check_init_linked (&argc, &argv);
-  int failed = gst_check_run_suite (tx_suite (), "e2e-tx", __FILE__);
-  return failed != 0;
-}
+DQ_CHECK_LINKED_MAIN (tx_suite, "e2e-tx");
