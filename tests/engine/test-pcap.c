@@ -64,6 +64,18 @@ capture_write (const char *path, int link, guint n, guint64 t0, guint64 gap_ns)
   pcap_close (dead);
 }
 
+/* Writes an Ethernet capture of n frames at path (as capture_write) and opens it as the
+ * port pcap:PATH, with `options` (",key=value...", or "") after the path. */
+static DqPort *
+replay_port (const char *path, guint n, guint64 t0, guint64 gap_ns, const char *options)
+{
+  capture_write (path, DLT_EN10MB, n, t0, gap_ns);
+  gchar *dev = g_strdup_printf ("pcap:%s%s", path, options);
+  DqPort *port = dq_test_port_open (dev);
+  g_free (dev);
+  return port;
+}
+
 static DqRxQueue *
 rxq_new (DqPort *port, guint burst, guint max_packet, const DqFlowRule *rules, guint n_rules)
 {
@@ -146,8 +158,7 @@ test_record (void)
   guint32 bad[2] = { 13, 70000 };
   g_assert_cmpint (dq_txq_send_at (txq, fp, bad, NULL, 2, &error), ==, 2);
   g_assert_true (dq_txq_flush (txq, &error));
-  DqTxStats st;
-  dq_txq_stats (txq, &st);
+  DqTxStats st = dq_test_tx_stats (txq);
   g_assert_cmpuint (st.packets, ==, n);
   g_assert_cmpuint (st.errors, ==, 2);
   dq_txq_destroy (txq);
@@ -185,18 +196,14 @@ static void
 test_replay (void)
 {
   gchar *path = tmp_path ("replay.pcap");
-  capture_write (path, DLT_EN10MB, 1000, 5 * NS, 1000);
-  gchar *dev = g_strdup_printf ("pcap:%s", path);
-  DqPort *port = dq_test_port_open (dev);
+  DqPort *port = replay_port (path, 1000, 5 * NS, 1000, "");
   DqRxQueue *rxq = rxq_new (port, 32, 0, NULL, 0);
   g_assert_cmpuint (drain (rxq, 32, check_whole, NULL), ==, 1000);
-  DqRxStats st;
-  dq_rxq_stats (rxq, &st);
+  DqRxStats st = dq_test_rx_stats (rxq);
   g_assert_cmpuint (st.packets, ==, 1000);
   g_assert_cmpuint (st.drops_filtered + st.truncated, ==, 0);
   dq_rxq_destroy (rxq);
   dq_port_unref (port);
-  g_free (dev);
   g_free (path);
 }
 
@@ -229,13 +236,10 @@ static void
 test_truncate_and_flows (void)
 {
   gchar *path = tmp_path ("flows.pcap");
-  capture_write (path, DLT_EN10MB, 500, NS, 1000);
-  gchar *dev = g_strdup_printf ("pcap:%s", path);
-  DqPort *port = dq_test_port_open (dev);
+  DqPort *port = replay_port (path, 500, NS, 1000, "");
   DqRxQueue *rxq = rxq_new (port, 16, 200, NULL, 0);
   g_assert_cmpuint (drain (rxq, 16, check_truncated, NULL), ==, 500);
-  DqRxStats st;
-  dq_rxq_stats (rxq, &st);
+  DqRxStats st = dq_test_rx_stats (rxq);
   guint expect_trunc = 0;
   for (guint i = 0; i < 500; i++)
     expect_trunc += frame_len (i) > 200;
@@ -255,12 +259,11 @@ test_truncate_and_flows (void)
   rules = dq_test_rules_parse ("proto=udp mark=9", &n_rules);
   rxq = rxq_new (port, 16, 0, rules, n_rules);
   g_assert_cmpuint (drain (rxq, 16, NULL, NULL), ==, 0);
-  dq_rxq_stats (rxq, &st);
+  st = dq_test_rx_stats (rxq);
   g_assert_cmpuint (st.drops_filtered, ==, 500);
   g_free (rules);
   dq_rxq_destroy (rxq);
   dq_port_unref (port);
-  g_free (dev);
   g_free (path);
 }
 
@@ -286,9 +289,7 @@ test_pace (void)
 {
   gchar *path = tmp_path ("pace.pcap");
   /* 40 frames recorded 5 ms apart */
-  capture_write (path, DLT_EN10MB, 40, 100 * NS, 5000000);
-  gchar *dev = g_strdup_printf ("pcap:%s,pace=recorded", path);
-  DqPort *port = dq_test_port_open (dev);
+  DqPort *port = replay_port (path, 40, 100 * NS, 5000000, ",pace=recorded");
   DqRxQueue *rxq = rxq_new (port, 8, 0, NULL, 0);
   Times t = { .gap = 5000000 };
   gint64 start = g_get_monotonic_time ();
@@ -301,13 +302,10 @@ test_pace (void)
   g_assert_cmpuint (t.early, ==, 0);
   dq_rxq_destroy (rxq);
   dq_port_unref (port);
-  g_free (dev);
 
   /* polls that return at once leave a partial burst open until it is full (burst-timeout
    * 1 s here): 16 packets 1 ms apart come as two bursts of 8 */
-  capture_write (path, DLT_EN10MB, 16, 100 * NS, 1000000);
-  dev = g_strdup_printf ("pcap:%s,pace=recorded", path);
-  port = dq_test_port_open (dev);
+  port = replay_port (path, 16, 100 * NS, 1000000, ",pace=recorded");
   DqRxConfig slow = { .burst_packets = 8, .burst_timeout_ns = NS, .n_queues = 1, .group_id = 1 };
   rxq = dq_test_rxq_create (port, &slow);
   for (guint k = 0; k < 2; k++) {
@@ -324,12 +322,9 @@ test_pace (void)
   }
   dq_rxq_destroy (rxq);
   dq_port_unref (port);
-  g_free (dev);
 
   /* rate=1000: 40 packets in at least 39 ms */
-  capture_write (path, DLT_EN10MB, 40, 100 * NS, 5000000);
-  dev = g_strdup_printf ("pcap:%s,rate=1000", path);
-  port = dq_test_port_open (dev);
+  port = replay_port (path, 40, 100 * NS, 5000000, ",rate=1000");
   rxq = rxq_new (port, 8, 0, NULL, 0);
   t = (Times){ .gap = 1000000 };
   g_assert_cmpuint (drain (rxq, 8, note_times, &t), ==, 40);
@@ -337,7 +332,6 @@ test_pace (void)
   g_assert_cmpuint (t.early, ==, 0);
   dq_rxq_destroy (rxq);
   dq_port_unref (port);
-  g_free (dev);
   g_free (path);
 }
 
@@ -397,9 +391,7 @@ test_refusals (void)
   dq_port_unref (port);
 
   /* several queues; reading and writing one port */
-  capture_write (text, DLT_EN10MB, 3, NS, 1);
-  dev = g_strdup_printf ("pcap:%s", text);
-  port = dq_test_port_open (dev);
+  port = replay_port (text, 3, NS, 1, "");
   DqRxConfig two = { .burst_packets = 8, .n_queues = 2, .group_id = 1 };
   g_assert_null (dq_rxq_create (port, &two, &error));
   dq_test_expect_error (error, DQ_ERROR_CONFIG, (const char *const[]){ "queues 2", NULL });
@@ -410,7 +402,6 @@ test_refusals (void)
   error = NULL;
   dq_rxq_destroy (rxq);
   dq_port_unref (port);
-  g_free (dev);
   g_free (missing);
   g_free (text);
   g_free (raw);
