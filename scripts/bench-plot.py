@@ -157,15 +157,19 @@ def plot_emu_rate(rows):
 
 
 def plot_emu_queues(rows):
-    queues = sorted({r["queues"] for r in rows})
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    for q in queues:
-        ys = [r["host_pps"] / 1e6 for r in rows if r["queues"] == q]
-        ax.scatter([str(q)] * len(ys), ys, alpha=0.6)
-        ax.plot([str(q)], [statistics.median(ys)], "k_", markersize=30)
-    ax.set_xlabel("queues drained by one daqirisrc")
-    ax.set_ylabel("host Mpps (one core)")
-    ax.set_title("several queues on one core (bench-emu-queues)")
+    def series(r):
+        elements, cores = r.get("elements", 1), r.get("cores", 1)
+        return (f'{elements} element{"s" if elements > 1 else ""}, '
+                f'{cores} core{"s" if cores > 1 else ""}')
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    for ax, key, scale, ylabel in (
+            (axes[0], "host_pps", 1e-6, "host Mpps (median)"),
+            (axes[1], "src_cpu_ns_per_packet", 1, "CPU ns per packet (median)")):
+        queues, names, values = grouped(rows, series, lambda r: r["queues"],
+                                        lambda r, k=key, f=scale: r[k] * f)
+        bars(ax, queues, names, values, "queues", ylabel,
+             "draining one emulated port (bench-emu-queues)")
     return fig
 
 

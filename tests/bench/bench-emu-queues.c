@@ -1,24 +1,39 @@
-/* bench-emu-queues: what polling several queues costs one daqirisrc. The same packets
- * are drained by one streaming thread from 1 queue and from 4 queues, side by side in one
- * run:
+/* bench-emu-queues: how the host rate of draining one emulated port scales with its
+ * receive queues, on one core and on two, side by side in one run.
  *
- *   daqirisrc name=src device=emu:NAME,pause=off queues=Q ! fakesink
+ * daqirisrc polls all its queues in its one streaming thread, so one element drains them
+ * on one core. Two cores take two elements on the same port, each with its own queues and
+ * its own share of the traffic, picked by a flow rule (the port steers the rules of every
+ * element: a user's way to spread one port's queues over threads):
+ *
+ *   one element   daqirisrc name=src device=emu:NAME,pause=off queues=Q ! fakesink
+ *   two elements  daqirisrc name=src device=emu:NAME,pause=off queues=Q/2
+ *                   flows="proto=udp dst-port=5000" ! fakesink
+ *                 daqirisrc name=src1 device=emu:NAME,pause=off queues=Q/2
+ *                   flows="proto=udp dst-port=5001" ! fakesink
+ *
+ * Configurations: 1, 2 and 4 queues in one element on one core; 2 and 4 queues in two
+ * elements on one core (both threads on CPU 1: the split's own cost) and on two cores (one
+ * thread on CPU 1, the other on CPU 0). One queue cannot be drained by two threads.
  *
  * Each run pre-fills the rings: with the pipeline PAUSED (the queues exist, nothing polls
  * them) N 64-byte UDP frames of F flows are put on the port's wire; the emulated device
- * steers them (RSS over the Q queues; the flows are picked so that each queue gets N/Q)
- * and writes them into the rings. Then PLAYING: the streaming thread, pinned to CPU 1,
- * drains the rings with no frame arriving meanwhile: host work only (poll the CQs, hand
- * out bursts, fakesink frees them, strides go back).
+ * steers them (to an element by its rule, to a queue by RSS; the flows are picked so that
+ * each queue gets N/Q) and writes them into the rings. Then PLAYING: the streaming threads
+ * drain the rings with no frame arriving meanwhile: host work only (poll the CQs, hand out
+ * bursts, fakesink frees them, strides go back).
  *
- * Per run: the streaming thread's CPU time per packet (/proc/self/task/TID/schedstat:
- * time on a CPU) and the host rate it gives, 1e9 / (ns per packet): packets/s of one core
- * doing nothing else; packets/s of wall time from the first delivered packet to the last
- * (stats sampled every 100 us), which on a shared machine also holds the time the thread
- * waited for a CPU; and the stats' queue-packets (checked: N/Q each). Runs alternate 1
- * and 4 queues so that the machine's noise spreads over both; the medians are compared.
+ * Per run: each streaming thread times itself in a probe on its source's pad: its CPU
+ * time (CLOCK_THREAD_CPUTIME_ID) and packets from its first buffer to the one that
+ * completes its share. ns per packet = all the threads' CPU time / packets; the host rate
+ * = packets/s of the cores doing nothing else (per core, its packets / its threads' CPU
+ * time, summed over the cores); packets/s of wall time from the first buffer to the last,
+ * which on a shared machine also holds the time the threads waited for a CPU; and the
+ * stats' queue-packets (checked: N/Q each). Runs go round the configurations so that the machine's noise
+ * spreads over all; medians are compared.
  *
- * Target: with 4 queues the host rate is >= 0.9 x the host rate with 1 queue.
+ * Target: with 4 queues the host rate of one element is >= 0.9 x the host rate with 1
+ * queue.
  *
  * Output: one JSON object per run, a table, and one line starting "bench-emu-queues:".
  * The exit status is 0 unless a run fails (the target is reported, not enforced).
@@ -30,16 +45,22 @@
 #include "dq-bench-util.h"
 #include "dq-packet.h"
 #include "bench-emu-util.h"
+#include <gst/daqiri/daqiri.h>
 #include "emu.h"
 #include "mlx5-rss.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #define FRAME_LEN 64
-#define MANY_QUEUES 4
+#define MAX_QUEUES 4
+#define MAX_ELEMENTS 2
 #define RATIO_TARGET 0.9
+#define DST_PORT 5000
 
 typedef struct {
   guint64 packets;
@@ -48,22 +69,42 @@ typedef struct {
   gboolean pin;
 } Options;
 
+/* a configuration: queues in all, spread over `elements` daqirisrc, whose threads run on
+ * `cores` CPUs */
 typedef struct {
   guint queues;
+  guint elements;
+  guint cores;
+} Config;
+
+static const Config configs[] = {
+  { 1, 1, 1 },
+  { 2, 1, 1 },
+  { 4, 1, 1 },
+  { 2, 2, 1 },
+  { 4, 2, 1 },
+  { 2, 2, 2 },
+  { 4, 2, 2 },
+};
+
+typedef struct {
+  Config c;
   gboolean ok;
   char *error;
   double seconds;
-  double pps;
-  double src_cpu_ns;
-  guint64 queue_packets[MANY_QUEUES];
+  double pps;      /* wall */
+  double cpu_ns;   /* all the threads' CPU ns / packets */
+  double host_pps; /* per core: packets / CPU time, summed */
+  guint64 queue_packets[MAX_QUEUES];
 } Run;
 
 /* ---- frames ---- */
 
-/* One frame per flow, 10.0.0.1:sport -> 10.0.0.2:5000, flow f on queue f mod 4 of an
- * RSS group of 4 (the emulator's hash, mlx5-rss.h's table). */
+/* One frame per flow, 10.0.0.1:sport -> 10.0.0.2:DST_PORT + e: flow f goes to element
+ * e = f mod elements (its rule) and to queue (f / elements) mod per of that element's RSS
+ * group of per queues (the emulator's hash, mlx5-rss.h's table). */
 static guint8 *
-make_frames (guint n_flows)
+make_frames (guint n_flows, guint elements, guint per)
 {
   guint8 *frames = g_malloc0 ((gsize) n_flows * FRAME_LEN);
   guint sport = 2000;
@@ -75,12 +116,12 @@ make_frames (guint n_flows)
         .src_ip = 0x0a000001,
         .dst_ip = 0x0a000002,
         .src_port = (guint16) sport++,
-        .dst_port = 5000 };
+        .dst_port = (guint16) (DST_PORT + f % elements) };
       dq_packet_write_headers (fr, FRAME_LEN, &h);
       guint8 in[12];
       memcpy (in, fr + DQ_PACKET_IPV4_OFFSET + 12, 8);
       memcpy (in + 8, fr + DQ_PACKET_UDP_OFFSET, 4);
-      if (mlx5_rss_rqt_pick (emu_toeplitz (in, 12), MANY_QUEUES) == f % MANY_QUEUES)
+      if (per == 1 || mlx5_rss_rqt_pick (emu_toeplitz (in, 12), per) == (f / elements) % per)
         break;
     }
   }
@@ -105,16 +146,86 @@ stats_packets (GstElement *src, guint64 *per_queue, guint n)
   return packets;
 }
 
+/* One element's drain, timed by its own streaming thread in a probe on the source's pad:
+ * from its first buffer to the one that completes its share of the packets, the thread's
+ * CPU time (CLOCK_THREAD_CPUTIME_ID) and the packets in between. */
+typedef struct {
+  GstElement *src;
+  int cpu;       /* to pin the thread to, or -1 */
+  guint64 share; /* packets it drains */
+  guint64 count; /* packets pushed so far */
+  guint64 first; /* packets when timing began (its first buffer) */
+  gint64 cpu0, cpu1, t0, t1;
+  gint done;
+} Drain;
+
+static gint64
+thread_cpu_ns (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (gint64) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static GstPadProbeReturn
+on_drain_buffer (GstPad *pad, GstPadProbeInfo *info, gpointer user_data)
+{
+  Drain *x = user_data;
+  GstDaqiriPacketMeta *m = gst_daqiri_buffer_get_packet_meta (GST_PAD_PROBE_INFO_BUFFER (info));
+  if (m == NULL || g_atomic_int_get (&x->done))
+    return GST_PAD_PROBE_OK;
+  x->count += m->n_packets;
+  if (x->t0 == 0) {
+    if (x->cpu >= 0)
+      bench_pin ("bench-emu-queues", (pid_t) syscall (SYS_gettid), x->cpu);
+    x->first = x->count;
+    x->cpu0 = thread_cpu_ns ();
+    x->t0 = dq_bench_mono_ns ();
+  } else if (x->count >= x->share) {
+    x->cpu1 = thread_cpu_ns ();
+    x->t1 = dq_bench_mono_ns ();
+    g_atomic_int_set (&x->done, 1);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+static char *
+launch_line (const char *name, const Config *c)
+{
+  if (c->elements == 1)
+    return g_strdup_printf ("daqirisrc name=src device=emu:%s,pause=off queues=%u ! "
+                            "fakesink enable-last-sample=false",
+        name, c->queues);
+  GString *s = g_string_new (NULL);
+  for (guint e = 0; e < c->elements; e++)
+    g_string_append_printf (s,
+        "daqirisrc name=src%s device=emu:%s,pause=off queues=%u flows=\"proto=udp "
+        "dst-port=%u\" ! fakesink enable-last-sample=false ",
+        e == 0 ? "" : "1", name, c->queues / c->elements, DST_PORT + e);
+  return g_string_free (s, FALSE);
+}
+
 static void
 run_one (const Options *o, const guint8 *frames, Run *r, guint index)
 {
+  const Config *c = &r->c;
   char *name = g_strdup_printf ("queues%u", index);
-  char *launch = g_strdup_printf ("daqirisrc name=src device=emu:%s,pause=off queues=%u ! "
-                                  "fakesink enable-last-sample=false",
-      name, r->queues);
   Bench bench;
+  Drain d[MAX_ELEMENTS];
 
-  if (!bench_build (&bench, name, launch, &r->error) || !bench_pause (&bench, &r->error))
+  memset (d, 0, sizeof d);
+  if (!bench_build (&bench, name, launch_line (name, c), &r->error))
+    goto out;
+  for (guint e = 0; e < c->elements; e++) {
+    d[e].src = e == 0 ? gst_object_ref (bench.src)
+                      : gst_bin_get_by_name (GST_BIN (bench.pipeline), "src1");
+    d[e].share = o->packets / c->elements;
+    d[e].cpu = !o->pin ? -1 : c->cores == 2 && e == 1 ? 0 : 1;
+    GstPad *pad = gst_element_get_static_pad (d[e].src, "src");
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, on_drain_buffer, &d[e], NULL);
+    gst_object_unref (pad);
+  }
+  if (!bench_pause (&bench, &r->error))
     goto out;
 
   /* fill: the wire takes up to 65536 waiting frames at a time */
@@ -123,105 +234,117 @@ run_one (const Options *o, const guint8 *frames, Run *r, guint index)
     while (!emu_port_inject (bench.port, fr, FRAME_LEN))
       g_usleep (100);
   }
-  EmuCounters c;
+  EmuCounters ec;
   emu_port_wait_idle (bench.port, 20 * G_USEC_PER_SEC * (gint64) 1000);
-  emu_port_counters (bench.port, &c);
-  if (c.rx_packets != o->packets) {
+  emu_port_counters (bench.port, &ec);
+  if (ec.rx_packets != o->packets) {
     r->error = g_strdup_printf ("the rings took %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
                                 " frames (%" G_GUINT64_FORMAT " out of buffer)",
-        c.rx_packets, o->packets, c.rx_out_of_buffer);
+        ec.rx_packets, o->packets, ec.rx_out_of_buffer);
     goto out;
   }
 
   /* drain */
   if (!bench_play (&bench, &r->error))
     goto out;
-  pid_t tid = 0;
-  guint64 first = 0, last = 0, cpu0 = 0, cpu1 = 0, waited = 0;
-  gint64 t_first = 0, t_last = 0, start = g_get_monotonic_time ();
-  for (;;) {
-    if (tid == 0 && (tid = bench_src_thread (&bench)) != 0 && o->pin)
-      bench_pin ("bench-emu-queues", tid, 1);
-    guint64 p = stats_packets (bench.src, NULL, 0);
-    gint64 now = g_get_monotonic_time ();
-    if (first == 0 && p > 0 && tid != 0) {
-      first = p;
-      t_first = now;
-      bench_thread_sched_ns (tid, &cpu0, &waited);
-    }
-    if (p >= o->packets || now - start > 20 * G_USEC_PER_SEC) {
-      last = p;
-      t_last = now;
-      bench_thread_sched_ns (tid, &cpu1, &waited);
-      break;
-    }
-    g_usleep (100);
+  gint64 start = g_get_monotonic_time ();
+  guint n_done = 0;
+  while (n_done < c->elements && g_get_monotonic_time () - start < 20 * G_USEC_PER_SEC) {
+    g_usleep (1000);
+    n_done = 0;
+    for (guint e = 0; e < c->elements; e++)
+      n_done += g_atomic_int_get (&d[e].done) ? 1 : 0;
   }
-  if (last < o->packets || first == 0 || last == first) {
-    r->error = g_strdup_printf (
-        "drained %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " packets", last, o->packets);
-    goto out;
+  guint64 packets = 0;
+  gint64 cpu = 0, t_first = G_MAXINT64, t_last = 0;
+  double host = 0, core_packets[2] = { 0, 0 }, core_cpu[2] = { 0, 0 };
+  for (guint e = 0; e < c->elements; e++) {
+    Drain *x = &d[e];
+    if (!g_atomic_int_get (&x->done)) {
+      r->error = g_strdup_printf ("element %u drained %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+                                  " packets",
+          e, stats_packets (x->src, NULL, 0), x->share);
+      goto out;
+    }
+    packets += x->count - x->first;
+    cpu += x->cpu1 - x->cpu0;
+    int k = c->cores == 2 && e == 1 ? 0 : 1;
+    core_packets[k] += (double) (x->count - x->first);
+    core_cpu[k] += (double) (x->cpu1 - x->cpu0);
+    t_first = MIN (t_first, x->t0);
+    t_last = MAX (t_last, x->t1);
   }
-  r->seconds = (double) (t_last - t_first) / G_USEC_PER_SEC;
-  r->pps = (double) (last - first) / r->seconds;
-  r->src_cpu_ns = (double) (cpu1 - cpu0) / (double) (last - first);
-  stats_packets (bench.src, r->queue_packets, r->queues);
-  for (guint q = 0; q < r->queues; q++) {
-    if (r->queue_packets[q] != o->packets / r->queues) {
+  for (guint k = 0; k < 2; k++)
+    if (core_cpu[k] > 0)
+      host += core_packets[k] * 1e9 / core_cpu[k];
+  r->seconds = (double) (t_last - t_first) / 1e9;
+  r->pps = r->seconds > 0 ? (double) packets / r->seconds : 0;
+  r->cpu_ns = (double) cpu / (double) packets;
+  r->host_pps = host;
+  guint per = c->queues / c->elements;
+  for (guint e = 0; e < c->elements; e++)
+    stats_packets (d[e].src, r->queue_packets + e * per, per);
+  for (guint q = 0; q < c->queues; q++) {
+    if (r->queue_packets[q] != o->packets / c->queues) {
       r->error = g_strdup_printf ("queue %u delivered %" G_GUINT64_FORMAT
                                   " packets, not %" G_GUINT64_FORMAT,
-          q, r->queue_packets[q], o->packets / r->queues);
+          q, r->queue_packets[q], o->packets / c->queues);
       goto out;
     }
   }
   r->ok = TRUE;
 
 out:
+  for (guint e = 0; e < MAX_ELEMENTS; e++)
+    if (d[e].src != NULL)
+      gst_object_unref (d[e].src);
   bench_clear (&bench);
 }
 
 static void
 print_json (const Options *o, const Run *r)
 {
+  GString *s = g_string_new (NULL);
+  g_string_printf (s, "{\"bench\":\"emu-queues\",\"queues\":%u,\"elements\":%u,\"cores\":%u",
+      r->c.queues, r->c.elements, r->c.cores);
   if (!r->ok) {
-    GString *s = g_string_new (NULL);
-    g_string_printf (s, "{\"bench\":\"emu-queues\",\"queues\":%u", r->queues);
     bench_print_json_error (s, r->error);
     return;
   }
-  GString *s = g_string_new (NULL);
-  g_string_printf (s,
-      "{\"bench\":\"emu-queues\",\"queues\":%u,\"frame\":%u,\"packets\":%" G_GUINT64_FORMAT
-      ",\"flows\":%u,\"drain_seconds\":%.4f,\"received_pps\":%.0f,"
-      "\"src_cpu_ns_per_packet\":%.2f,\"host_pps\":%.0f,\"queue_packets\":[",
-      r->queues, FRAME_LEN, o->packets, o->flows, r->seconds, r->pps, r->src_cpu_ns,
-      r->src_cpu_ns > 0 ? 1e9 / r->src_cpu_ns : 0.0);
-  for (guint q = 0; q < r->queues; q++)
+  g_string_append_printf (s,
+      ",\"frame\":%u,\"packets\":%" G_GUINT64_FORMAT ",\"flows\":%u,\"drain_seconds\":%.4f,"
+      "\"received_pps\":%.0f,\"src_cpu_ns_per_packet\":%.2f,\"host_pps\":%.0f,"
+      "\"queue_packets\":[",
+      FRAME_LEN, o->packets, o->flows, r->seconds, r->pps, r->cpu_ns, r->host_pps);
+  for (guint q = 0; q < r->c.queues; q++)
     g_string_append_printf (s, "%s%" G_GUINT64_FORMAT, q ? "," : "", r->queue_packets[q]);
   g_string_append (s, "]}");
   g_print ("%s\n", s->str);
   g_string_free (s, TRUE);
 }
 
-/* median, min and max of the good runs' `field` (packets/s or ns) */
+/* median, min and max of one configuration's good runs: which 0 host rate, 1 ns per
+ * packet, 2 wall rate */
+typedef struct {
+  double med, lo, hi;
+} Spread;
+
 static gboolean
-summarize (const Run *runs, guint n, gboolean cpu, double *med, double *lo, double *hi)
+summarize (const Run *runs, guint n, guint which, Spread *out)
 {
   double *v = g_new (double, n);
   guint k = 0;
   for (guint i = 0; i < n; i++)
     if (runs[i].ok)
-      v[k++] = cpu ? runs[i].src_cpu_ns : runs[i].pps;
-  if (k == 0) {
-    g_free (v);
-    return FALSE;
+      v[k++] = which == 0 ? runs[i].host_pps : which == 1 ? runs[i].cpu_ns : runs[i].pps;
+  if (k > 0) {
+    dq_bench_sort_doubles (v, k);
+    out->med = v[k / 2];
+    out->lo = v[0];
+    out->hi = v[k - 1];
   }
-  dq_bench_sort_doubles (v, k);
-  *med = v[k / 2];
-  *lo = v[0];
-  *hi = v[k - 1];
   g_free (v);
-  return TRUE;
+  return k > 0;
 }
 
 int
@@ -232,18 +355,18 @@ main (int argc, char **argv)
   gboolean no_pin = FALSE;
   GOptionEntry entries[] = { { "packets", 0, 0, G_OPTION_ARG_INT64, &packets,
                                  "frames pre-filled per run (1000000)", "N" },
-    { "repeat", 0, 0, G_OPTION_ARG_INT, &repeat, "runs of each queue count (9)", "R" },
-    { "flows", 0, 0, G_OPTION_ARG_INT, &flows, "UDP flows, a multiple of 4 (64)", "F" },
-    { "no-pin", 0, 0, G_OPTION_ARG_NONE, &no_pin, "do not pin the streaming thread", NULL },
+    { "repeat", 0, 0, G_OPTION_ARG_INT, &repeat, "runs of each configuration (9)", "R" },
+    { "flows", 0, 0, G_OPTION_ARG_INT, &flows, "UDP flows, a multiple of 8 (64)", "F" },
+    { "no-pin", 0, 0, G_OPTION_ARG_NONE, &no_pin, "do not pin the streaming threads", NULL },
     { NULL } };
-  if (!bench_parse_args ("bench-emu-queues", "- one daqirisrc draining 1 vs 4 emulated queues",
-          entries, &argc, &argv))
+  if (!bench_parse_args ("bench-emu-queues",
+          "- 1, 2 and 4 emulated queues drained on one core and on two", entries, &argc, &argv))
     return 2;
   /* 64-byte frames in 64-byte strides: the default 64 MiB ring holds 1048576 */
-  if (packets < MANY_QUEUES * 1000 || packets > 1000000 || packets % MANY_QUEUES != 0 ||
-      repeat < 1 || flows < MANY_QUEUES || flows % MANY_QUEUES != 0 || flows > 4096)
+  if (packets < MAX_QUEUES * 1000 || packets > 1000000 || packets % MAX_QUEUES != 0 || repeat < 1 ||
+      flows < 2 * MAX_QUEUES || flows % (2 * MAX_QUEUES) != 0 || flows > 4096)
     return bench_out_of_range ("bench-emu-queues",
-        "packets: 4000..1000000, a multiple of 4; flows: 4..4096, a multiple of 4");
+        "packets: 4000..1000000, a multiple of 4; flows: 8..4096, a multiple of 8");
   Options o = { .packets = (guint64) packets,
     .repeat = (guint) repeat,
     .flows = (guint) flows,
@@ -252,49 +375,57 @@ main (int argc, char **argv)
   if (!bench_emu_init ("bench-emu-queues"))
     return 2;
 
-  guint8 *frames = make_frames (o.flows);
-  Run *one = g_new0 (Run, o.repeat), *many = g_new0 (Run, o.repeat);
+  guint n_configs = G_N_ELEMENTS (configs);
+  guint8 *frames[G_N_ELEMENTS (configs)];
+  Run *runs[G_N_ELEMENTS (configs)];
+  for (guint k = 0; k < n_configs; k++) {
+    frames[k] = make_frames (o.flows, configs[k].elements, configs[k].queues / configs[k].elements);
+    runs[k] = g_new0 (Run, o.repeat);
+  }
   gboolean failed = FALSE;
   guint index = 0;
   for (guint i = 0; i < o.repeat; i++) {
-    one[i].queues = 1;
-    run_one (&o, frames, &one[i], index++);
-    print_json (&o, &one[i]);
-    many[i].queues = MANY_QUEUES;
-    run_one (&o, frames, &many[i], index++);
-    print_json (&o, &many[i]);
-    failed |= !one[i].ok || !many[i].ok;
+    for (guint k = 0; k < n_configs; k++) {
+      Run *r = &runs[k][i];
+      r->c = configs[k];
+      run_one (&o, frames[k], r, index++);
+      print_json (&o, r);
+      failed |= !r->ok;
+    }
   }
 
-  double p1 = 0, l1 = 0, h1 = 0, p4 = 0, l4 = 0, h4 = 0;
-  double c1 = 0, cl1 = 0, ch1 = 0, c4 = 0, cl4 = 0, ch4 = 0;
-  gboolean ok = summarize (one, o.repeat, FALSE, &p1, &l1, &h1) &&
-      summarize (many, o.repeat, FALSE, &p4, &l4, &h4) &&
-      summarize (one, o.repeat, TRUE, &c1, &cl1, &ch1) &&
-      summarize (many, o.repeat, TRUE, &c4, &cl4, &ch4) && c1 > 0 && c4 > 0;
-  /* host rate: 1e9 / ns per packet of the streaming thread */
-  double r1 = ok ? 1e3 / c1 : 0, r4 = ok ? 1e3 / c4 : 0;
-  double ratio = ok ? r4 / r1 : 0, wall_ratio = ok && p1 > 0 ? p4 / p1 : 0;
-  g_print ("\n| queues | host Mpps (1e3 / ns per packet) | daqirisrc thread ns/packet, median "
-           "(min..max) | wall Mpps, median (min..max) |\n"
-           "|---|---|---|---|\n"
-           "| 1 | %.2f | %.1f (%.1f..%.1f) | %.2f (%.2f..%.2f) |\n"
-           "| %u | %.2f | %.1f (%.1f..%.1f) | %.2f (%.2f..%.2f) |\n",
-      r1, c1, cl1, ch1, p1 / 1e6, l1 / 1e6, h1 / 1e6, MANY_QUEUES, r4, c4, cl4, ch4, p4 / 1e6,
-      l4 / 1e6, h4 / 1e6);
+  Spread host[G_N_ELEMENTS (configs)] = { { 0 } }, ns[G_N_ELEMENTS (configs)] = { { 0 } },
+                           wall[G_N_ELEMENTS (configs)] = { { 0 } };
+  gboolean ok = TRUE;
+  g_print ("\n| queues | elements | cores | host Mpps | ns/packet, median (min..max) | wall Mpps, "
+           "median (min..max) |\n|---|---|---|---|---|---|\n");
+  for (guint k = 0; k < n_configs; k++) {
+    if (!summarize (runs[k], o.repeat, 0, &host[k]) || !summarize (runs[k], o.repeat, 1, &ns[k]) ||
+        !summarize (runs[k], o.repeat, 2, &wall[k])) {
+      ok = FALSE;
+      continue;
+    }
+    g_print ("| %u | %u | %u | %.2f | %.1f (%.1f..%.1f) | %.2f (%.2f..%.2f) |\n", configs[k].queues,
+        configs[k].elements, configs[k].cores, host[k].med / 1e6, ns[k].med, ns[k].lo, ns[k].hi,
+        wall[k].med / 1e6, wall[k].lo / 1e6, wall[k].hi / 1e6);
+  }
+  /* configs[0]: 1 queue, configs[2]: 4 queues, one element on one core */
+  double ratio = ok ? host[2].med / host[0].med : 0;
   g_print ("bench-emu-queues: %uB, %" G_GUINT64_FORMAT " packets pre-filled, %u flows, %u runs "
-           "each; host rate 1 queue %.2f Mpps (%.1f ns/pkt), %u queues %.2f Mpps (%.1f ns/pkt), "
-           "ratio %.3f (target >= %.2f: %s); wall 1 queue %.2f Mpps, %u queues %.2f Mpps, ratio "
-           "%.3f\n",
-      FRAME_LEN, o.packets, o.flows, o.repeat, r1, c1, MANY_QUEUES, r4, c4, ratio, RATIO_TARGET,
-      ok && ratio >= RATIO_TARGET ? "PASS" : "FAIL", p1 / 1e6, MANY_QUEUES, p4 / 1e6, wall_ratio);
+           "each; host Mpps (ns/pkt) one core: 1 queue %.2f (%.1f), 2 queues %.2f (%.1f), 4 "
+           "queues %.2f (%.1f); two elements on one core: 2 queues %.2f, 4 queues %.2f; on two "
+           "cores: 2 queues %.2f (%.1f), 4 queues %.2f (%.1f); 4 / 1 queue on one core %.3f "
+           "(target >= %.2f: %s)\n",
+      FRAME_LEN, o.packets, o.flows, o.repeat, host[0].med / 1e6, ns[0].med, host[1].med / 1e6,
+      ns[1].med, host[2].med / 1e6, ns[2].med, host[3].med / 1e6, host[4].med / 1e6,
+      host[5].med / 1e6, ns[5].med, host[6].med / 1e6, ns[6].med, ratio, RATIO_TARGET,
+      ok && ratio >= RATIO_TARGET ? "PASS" : "FAIL");
 
-  for (guint i = 0; i < o.repeat; i++) {
-    g_free (one[i].error);
-    g_free (many[i].error);
+  for (guint k = 0; k < n_configs; k++) {
+    for (guint i = 0; i < o.repeat; i++)
+      g_free (runs[k][i].error);
+    g_free (runs[k]);
+    g_free (frames[k]);
   }
-  g_free (one);
-  g_free (many);
-  g_free (frames);
   return failed ? 1 : 0;
 }
