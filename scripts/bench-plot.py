@@ -7,7 +7,7 @@ Reads LOG_DIR/NAME.log (one per benchmark): every line that is a JSON object is 
 measurement; bench-clock's "name  value unit" lines become measurements too. Writes
 OUT_DIR/results.json ({"machine", "date", "results": [..., each with "source": NAME]})
 and one PNG a benchmark that ran (engines.png, pipelines.png, mlx5.png, emu-rate.png, emu-queues.png,
-flow-change.png, latency.png, clock.png, afpacket-rx.png), and prints the files it wrote.
+flow-change.png, latency.png (emu and afpacket), clock.png, afpacket-rx.png), and prints the files it wrote.
 """
 import json
 import os
@@ -216,13 +216,17 @@ def plot_pipelines(rows):
 
 
 def plot_latency(rows):
-    groups = [f'{r["rate"] // 1000} k/s, {r["burst_timeout_us"]:.0f} us' for r in rows]
+    devices = [d for d in ("emu", "afpacket") if any(r.get("device", "emu") == d for r in rows)]
+    fig, axes = plt.subplots(len(devices), 1, figsize=(10, 4 * len(devices)), squeeze=False)
     series = ["p50", "p99", "max", "hand-over p99"]
     keys = {"p50": "p50_us", "p99": "p99_us", "max": "max_us", "hand-over p99": "handover_p99_us"}
-    values = {s: {g: r[keys[s]] for g, r in zip(groups, rows)} for s in series}
-    fig, ax = plt.subplots(figsize=(10, 4))
-    bars(ax, groups, series, values, "packets/s, burst-timeout", "us (log scale)",
-         "port time to sink on the emulated ConnectX (bench-latency)", log=True)
+    for ax, device in zip(axes[:, 0], devices):
+        sel = [r for r in rows if r.get("device", "emu") == device]
+        groups = [f'{r["rate"] // 1000} k/s, {r["burst_timeout_us"]:.0f} us' for r in sel]
+        values = {s: {g: r[keys[s]] for g, r in zip(groups, sel)} for s in series}
+        what = "the emulated ConnectX" if device == "emu" else "afpacket over veth"
+        bars(ax, groups, series, values, "packets/s asked, burst-timeout", "us (log scale)",
+             f"port time to sink on {what} (bench-latency)", log=True)
     return fig
 
 

@@ -7,7 +7,8 @@
 #   scripts/bench-suite.sh            # everything this machine and user can run
 #   scripts/bench-suite.sh --quick    # fewer rounds and packets: minutes, noisier
 #
-# Parts that need root (veth pairs and raw sockets for bench-rx, 2 MiB huge pages for the
+# Parts that need root (veth pairs and raw sockets for bench-rx and bench-latency's
+# afpacket runs, 2 MiB huge pages for the
 # DPDK runs of bench-engines) are skipped with a message without it. As root, the suite
 # reserves the huge pages it uses and gives them back afterwards. GPU benchmarks run on the
 # GPU machine (scripts/gpu-tests.sh), not here.
@@ -63,6 +64,7 @@ runs=(
   "flow-change|$b/bench/bench-flow-change --packets $((packets * 5)) --repeat $repeat|"
   "pipelines|$b/bench/bench-pipelines --repeat $repeat|"
   "latency|$b/bench/bench-latency --seconds $emu_seconds|"
+  "latency-afpacket|$b/bench/bench-latency --engine afpacket --seconds $emu_seconds|root"
   "clock|$b/clock/bench-clock|"
   "afpacket-rx|$b/bench/bench-rx --packets $packets --repeat $repeat --receivers bare,engine,daqirisrc,udpsrc,dpdk|root"
 )
