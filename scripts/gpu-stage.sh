@@ -6,15 +6,16 @@
 #   ninja -C build-gpu && bash scripts/gpu-stage.sh build-gpu stage-gpu
 #   (there)  bash scripts/gpu-tests.sh stage-gpu
 #
-# The element test (tests/reorder/test-reorder-gpu) and the pipeline benchmark
-# (tests/reorder/bench-reorder-pipeline) also need a GStreamer runtime there: the system's, or one
+# The element test (tests/reorder/test-reorder-gpu) and the pipeline benchmarks
+# (tests/reorder/bench-reorder-pipeline, bench-reorder-drain) also need a GStreamer runtime there: the system's, or one
 # carried over whose environment is set before gpu-tests.sh runs.
 set -euo pipefail
 build=${1:?usage: gpu-stage.sh BUILD_DIR OUT_DIR}
 out=${2:?usage: gpu-stage.sh BUILD_DIR OUT_DIR}
 rm -rf "$out"
 for f in tests/cuda/test-cuda-gpu tests/cuda/bench-reorder tests/reorder/test-reorder-gpu \
-    tests/reorder/test-pay-gpu tests/reorder/bench-reorder-pipeline gst/libgstdaqiri.so gst/libgstdaqiri-1.0.so.0; do
+    tests/reorder/test-pay-gpu tests/reorder/bench-reorder-pipeline tests/reorder/bench-reorder-drain \
+    gst/libgstdaqiri.so gst/libgstdaqiri-1.0.so.0; do
   if [ -e "$build/$f" ]; then
     mkdir -p "$out/$(dirname "$f")"
     objcopy --strip-debug "$(readlink -f "$build/$f")" "$out/$f"

@@ -12,7 +12,10 @@
 # GPU frames test (tests/reorder/test-pay-gpu: daqiripay's ways to the emulated ConnectX, and
 # with --bench the same side by side), the
 # pipeline benchmark (tests/reorder/bench-reorder-pipeline: daqirisrc ! daqirireorder ! fakesink
-# on the emulated ConnectX, memory=system and memory=cuda; reported, its rc fails nothing).
+# on the emulated ConnectX, memory=system and memory=cuda; reported, its rc fails nothing) and
+# the drain benchmark (tests/reorder/bench-reorder-drain: the ring in GPU memory pre-filled, then
+# drained by daqirisrc ! daqirireorder ! fakesink; Gb/s and Mpps against the targets, and where
+# the time goes; reported, only a timeout fails).
 # GST_RUN=PREFIX runs the element test through PREFIX, e.g. GST_RUN=.gst-trixie/run for the
 # GStreamer 1.26 folder of scripts/gst-runtime.sh (the GStreamer >= 1.24 paths).
 #
@@ -86,27 +89,30 @@ if command -v gst-inspect-1.0 >/dev/null || [ -n "${GST_PLUGIN_SYSTEM_PATH_1_0:-
   export LD_LIBRARY_PATH="$PWD/$build/gst${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 
-# run_gst NAME TITLE: runs $build/tests/reorder/NAME (timeout 300) through the GStreamer runtime,
-# its output also in $logs/NAME.log; sets gst_rc and gst_line (its summary line, which starts
-# with NAME minus "test-", or why there is none).
+# run_gst NAME TITLE [ARGS...]: runs $build/tests/reorder/NAME ARGS (timeout $gst_timeout, 300 by
+# default) through the GStreamer runtime, its output also in $logs/NAME.log; sets gst_rc and
+# gst_line (its summary line, which starts with NAME minus "test-", or why there is none).
+gst_timeout=300
 run_gst() {
-  local bin=$build/tests/reorder/$1 prefix=${1#test-}
+  local bin=$build/tests/reorder/$1 prefix=${1#test-} title=$2
+  shift 2
   gst_rc=0
   if [ ! -x "$bin" ]; then
     gst_line="$prefix: not run (no $bin)"
     return
   fi
-  echo "== $1 ($2)"
+  echo "== ${bin##*/} ($title)"
   if [ "$have_gst" != 1 ]; then
     gst_line="$prefix: not run (no GStreamer runtime here)"
     return
   fi
   local start
   start=$(date +%s)
-  timeout 300 "${run[@]}" "$bin" 2>&1 | tee "$logs/$1.log"
+  local log=$logs/${bin##*/}.log
+  timeout "$gst_timeout" "${run[@]}" "$bin" "$@" 2>&1 | tee "$log"
   gst_rc=${PIPESTATUS[0]}
-  echo "($1: rc=$gst_rc, $(( $(date +%s) - start )) s)"
-  gst_line=$(grep -h "^$prefix:" "$logs/$1.log" || echo "$prefix: no summary line (rc=$gst_rc)")
+  echo "(${bin##*/}: rc=$gst_rc, $(( $(date +%s) - start )) s)"
+  gst_line=$(grep -h "^$prefix:" "$log" || echo "$prefix: no summary line (rc=$gst_rc)")
 }
 
 # daqirireorder memory=cuda against memory=system
@@ -148,6 +154,18 @@ if [ $rc_pipe -eq 124 ] || [ $rc_pipe -eq 137 ]; then
   pipe_line="$pipe_line; timed out: counted as a failure"
 fi
 
+# the ring in GPU memory pre-filled, then drained: the product's Gb/s and Mpps against the
+# targets; reported, only a timeout (a hang) fails
+gst_timeout=900
+run_gst bench-reorder-drain "ring in GPU memory pre-filled, drained by daqirisrc ! daqirireorder"
+gst_timeout=300
+rc_drain=$gst_rc
+drain_line=$gst_line
+if [ $rc_drain -eq 124 ] || [ $rc_drain -eq 137 ]; then
+  rc_hang=$rc_drain
+  drain_line="$drain_line; timed out: counted as a failure"
+fi
+
 echo "== bench-reorder"
 start=$(date +%s)
 "$bench_bin" 2>&1 | tee "$logs/bench-reorder.log"
@@ -162,7 +180,8 @@ echo "$elem_line"
 echo "$pay_line"
 echo "$bench_pay_line"
 echo "$pipe_line"
+echo "$drain_line"
 grep -h '^bench-reorder summary' "$logs/bench-reorder.log" || echo "bench-reorder: no summary line (rc=$rc_bench)"
-echo "gpu-tests: test rc=$rc_test, element test rc=$rc_elem, pay test rc=$rc_pay, bench rc=$rc_bench, sanitizer rc=$rc_san, pipeline bench rc=$rc_pipe (only a timeout counts)"
+echo "gpu-tests: test rc=$rc_test, element test rc=$rc_elem, pay test rc=$rc_pay, bench rc=$rc_bench, sanitizer rc=$rc_san, pipeline bench rc=$rc_pipe, drain bench rc=$rc_drain (only a timeout counts)"
 [ $rc_test -eq 0 ] && [ $rc_elem -eq 0 ] && [ $rc_pay -eq 0 ] && [ $rc_bench -eq 0 ] &&
   [ $rc_san -eq 0 ] && [ $rc_hang -eq 0 ]
