@@ -129,6 +129,18 @@ rq_flush (EmuPort *p, EmuRq *rq)
   }
 }
 
+/* An RQ in ERR completes the WQEs the host posted since with flush errors in the device
+ * pass that finds them, as a ConnectX does on their doorbell, whether frames come or
+ * not. Returns whether there was any to flush. */
+gboolean
+emu_rq_flush_posted (EmuPort *p, EmuRq *rq)
+{
+  if (!rq->in_error || rq_posted (p, rq) == 0 || !cq_has_room (rq->cq, 1))
+    return FALSE;
+  rq_flush (p, rq);
+  return TRUE;
+}
+
 /* Error CQE for `n` strides at the current position (consumes them); the RQ goes to ERR
  * and flushes what is posted, until the host recovers it (emu_rq_recover). */
 static void

@@ -24,6 +24,8 @@ gboolean emu_rx_frame (
 /* device memory: copies what was written since the last copy, then posts the CQEs waiting
  * for it (at the end of each device pass) */
 void emu_rq_commit (EmuPort *p, EmuRq *rq);
+/* an RQ in ERR: flushes the WQEs posted since (every device pass); TRUE if there were */
+gboolean emu_rq_flush_posted (EmuPort *p, EmuRq *rq);
 /* the largest frame (without FCS) the port takes */
 guint emu_max_frame (EmuPort *p);
 /* the device time at which a frame of len bytes that reaches the wire w at `at` starts,

@@ -888,6 +888,13 @@ port_idle_locked (EmuPort *p)
   }
   if (p->gen != NULL && p->gen->active)
     return FALSE;
+  /* WQEs posted to an RQ in ERR are flushed by the next pass */
+  for (guint i = 0; i < p->rqs->len; i++) {
+    EmuRq *rq = g_ptr_array_index (p->rqs, i);
+    if (rq->in_error && ((be32toh (rq->dbrec[MLX5_RCV_DBR]) - rq->hw_wqe) & 0xffff) != 0 &&
+        cq_has_room (rq->cq, 1))
+      return FALSE;
+  }
   g_mutex_lock (&p->in_lock);
   gboolean empty = g_queue_is_empty (&p->input);
   g_mutex_unlock (&p->in_lock);
@@ -907,8 +914,10 @@ device_pass (EmuPort *p)
       work += sq_run (p, g_ptr_array_index (p->sqs, i), now, &cable);
     work += input_run (p);
     work += gen_run (p, now);
-    for (guint i = 0; i < p->rqs->len; i++)
+    for (guint i = 0; i < p->rqs->len; i++) {
+      work += emu_rq_flush_posted (p, g_ptr_array_index (p->rqs, i)) ? 1 : 0;
       emu_rq_commit (p, g_ptr_array_index (p->rqs, i));
+    }
   }
   g_mutex_unlock (&p->lock);
   if (cable.peer != NULL)

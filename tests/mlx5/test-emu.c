@@ -635,6 +635,56 @@ test_rx_error_injection (void)
   rig_close (&r);
 }
 
+/* A WQE the host posts while the RQ is in ERR, before it has read the error CQE (a burst
+ * given back, a refill): the device flushes it in its next pass, with no frame to come,
+ * so that the host sees every posted WQE completed and recovers the RQ. */
+static void
+test_rx_error_posted_after (void)
+{
+  Rig r;
+  Mlx5Rxq *q = rig_open_one_queue (&r, "rxerr1,pause=off", 6, 3, 2); /* 8 strides, 4 WQEs */
+  TuFrameSpec spec = { .len = 60, .proto = TU_PROTO_UDP, .good_csums = TRUE };
+  guint8 frame[60];
+  DqPacket pkts[16];
+
+  /* WQE 0 filled and held */
+  for (guint32 s = 0; s < 8; s++) {
+    tu_frame_build (frame, &spec, s);
+    g_assert_true (emu_port_inject (r.port, frame, 60));
+  }
+  wait_idle (&r);
+  Mlx5RxBurst held = { 0 };
+  g_assert_true (mlx5_rxq_poll (q, &held, pkts, 16));
+  g_assert_cmpuint (held.n_packets, ==, 8);
+  /* the next frame completes in error: WQEs 1 (its rest), 2 and 3 are flushed */
+  emu_port_fault_rx_error (r.port, 0, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
+  tu_frame_build (frame, &spec, 8);
+  g_assert_true (emu_port_inject (r.port, frame, 60));
+  wait_idle (&r);
+  /* WQE 0 given back and posted again, the error not read yet; no more frames */
+  mlx5_rxq_release (q, held.wqe, held.strides);
+  g_assert_cmpuint (mlx5_rxq_refill (q), ==, 1);
+  wait_idle (&r);
+  EmuCounters c;
+  emu_port_counters (r.port, &c);
+  g_assert_cmpuint (c.rx_flushed, ==, 4);
+  rig_recover (&r, 0);
+  Mlx5RxCounters rc;
+  mlx5_rxq_counters (q, &rc);
+  g_assert_cmpuint (rc.cqe_errors, ==, 1);
+  g_assert_cmpuint (rc.flushed, ==, 4);
+  g_assert_cmpuint (rc.device_errors, ==, 0);
+  /* and the ring goes on */
+  GArray *got = rxpkts_new ();
+  tu_frame_build (frame, &spec, 9);
+  g_assert_true (emu_port_inject (r.port, frame, 60));
+  rig_poll (&r, 0, got, 1, 1000);
+  g_assert_cmpuint (got->len, ==, 1);
+  g_assert_cmpuint (tu_frame_seq (g_array_index (got, RxPkt, 0).data, 60), ==, 9);
+  g_array_unref (got);
+  rig_close (&r);
+}
+
 /* Timestamps follow the line-rate model exactly (formula in mlx5/emu/emu.h): frames
  * sent with one doorbell leave back to back. */
 static void
@@ -1121,6 +1171,7 @@ main (int argc, char **argv)
   g_test_add_func ("/mlx5/emu/out-of-buffer", test_out_of_buffer);
   g_test_add_func ("/mlx5/emu/release-threads", test_release_threads);
   g_test_add_func ("/mlx5/emu/rx-error-injection", test_rx_error_injection);
+  g_test_add_func ("/mlx5/emu/rx-error-posted-after", test_rx_error_posted_after);
   g_test_add_func ("/mlx5/emu/timestamps", test_timestamps);
   g_test_add_func ("/mlx5/emu/rt-clock", test_rt_clock);
   g_test_add_func ("/mlx5/emu/steering", test_steering);
