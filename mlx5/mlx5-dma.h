@@ -128,6 +128,40 @@ typedef struct {
 #define MLX5_CQE_L4_HDR_TYPE_TCP_ACK_NO_DATA 0x3
 #define MLX5_CQE_L4_HDR_TYPE_TCP_ACK_AND_DATA 0x4
 
+/* Compressed completions (CQ context cqe_comp_en). The device folds a run of RQ
+ * completions that differ only in a few fields into one "title" CQE, holding the fields
+ * they share, and 8-byte mini-CQEs, one per completion; op_own bits 3..2 (the CQE format)
+ * are MLX5_COMPRESSED on a CQE that starts compressed data. Every completion still takes
+ * one CQ index: the mini-CQEs fill some of their session's slots and the rest are left
+ * unwritten (reserved), so compression saves PCIe writes and reads, not CQ entries.
+ * Layouts (cqe_comp_layout):
+ *   BASIC     the title is the compressed CQE: byte_cnt = the session's completions N
+ *             (N >= 2), its other fields the shared ones, owner bit as for any CQE. The
+ *             N mini-CQEs follow in arrays of MLX5_MINI_CQE_ARRAY_SIZE, one 64-byte slot
+ *             each: array 0 in the slot after the title, array k > 0 in slot title + 8k;
+ *             the session's N indices are title .. title + N - 1. Only the title has an
+ *             owner bit: software rewrites op_own of the session's other slots once it
+ *             has read them, or a stale byte would pass for a CQE a lap later.
+ *   ENHANCED  the title is the last full CQE before the compressed ones (a completion of
+ *             its own). Each compressed CQE holds up to MLX5_ENH_MINI_CQES mini-CQEs in
+ *             bytes 0..55, their count minus one in op_own bits 7..4, and takes that many
+ *             indices; several may follow one title. Validity is byte 62
+ *             (validity_iteration_count; rdma-core's `signature`) = the index's lap over
+ *             the ring, 8 bits, on every CQE; nothing is rewritten by software.
+ * Mini-CQE format FTAG_STRIDX (mini_cqe_res_format 2), big-endian: bytes 0..1 flow tag
+ * bits 15..0, 2..3 stride index (wqe_counter), 4 flow tag bits 23..16, 5..7 the low 24
+ * bits of byte_cnt (bits 15..0 the packet's bytes; the stride count does not fit, so a
+ * reader derives it from the length). Everything else (wqe_id, checksum bits, header
+ * types, timestamp) is the title's. */
+#define MLX5_CQE_FORMAT_SHIFT 2
+#define MLX5_CQE_FORMAT_MASK 0x3u
+#define MLX5_COMPRESSED 0x3u
+#define MLX5_MINI_CQE_ARRAY_SIZE 8
+#define MLX5_ENH_MINI_CQES 7
+#define MLX5_CQE_COMPRESS_LAYOUT_BASIC 0
+#define MLX5_CQE_COMPRESS_LAYOUT_ENHANCED 1
+#define MLX5_CQE_FORMAT_FTAG_STRIDX 0x2u
+
 /* The opcode of a CQE, and whether the CQE at consumer index `ci` of a CQ of 2^log_size
  * entries belongs to software: its owner bit equals the wrap parity of ci (the device
  * flips the owner value it writes on each pass over the ring; the ring starts filled
@@ -136,6 +170,13 @@ static inline guint8
 mlx5_cqe_opcode (const volatile struct mlx5_cqe64 *cqe)
 {
   return cqe->op_own >> 4;
+}
+
+/* the format of a CQE, op_own bits 3..2 (MLX5_COMPRESSED: compressed data starts here) */
+static inline guint8
+mlx5_cqe_format (guint8 op_own)
+{
+  return (op_own >> MLX5_CQE_FORMAT_SHIFT) & MLX5_CQE_FORMAT_MASK;
 }
 
 static inline gboolean

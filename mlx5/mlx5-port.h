@@ -26,14 +26,23 @@ G_BEGIN_DECLS
 
 typedef struct _Mlx5Port Mlx5Port;
 
+/* Whether and how a CQ compresses completions (mlx5-dma.h): not at all, or in the basic
+ * or the enhanced layout, with mini-CQEs of format FTAG_STRIDX. */
+typedef enum {
+  MLX5_CQ_COMP_NONE,
+  MLX5_CQ_COMP_BASIC,
+  MLX5_CQ_COMP_ENHANCED,
+} Mlx5CqComp;
+
 /* A completion queue: 2^log_size 64-byte CQEs. */
 typedef struct {
   guint8 *ring;            /* 64-byte aligned, 2^log_size * 64 bytes, set to 0xff
                                  * (opcode INVALID, owner 1) before creation */
   volatile guint32 *dbrec; /* [0] = consumer index (be32, 24 bits) */
   guint log_size;
-  guint32 cqn;   /* set by cq_create */
-  gpointer priv; /* control path's handle */
+  Mlx5CqComp comp; /* RQ CQs only; the device must support it (Mlx5Caps.cqe_comp_*) */
+  guint32 cqn;     /* set by cq_create */
+  gpointer priv;   /* control path's handle */
 } Mlx5Cq;
 
 /* A striding (multi-packet) receive queue: 2^log_wqes WQEs of 32 bytes (next segment +
@@ -103,6 +112,10 @@ typedef struct {
   gboolean tx_empw;               /* enhanced multi-packet send WQEs allowed on its SQs */
   guint tx_inline_bytes;          /* bytes of each frame a send WQE must carry inline (0, or
                           * MLX5_ETH_L2_INLINE_SIZE for a port of minimum inline mode L2) */
+  /* compressed RQ completions with FTAG_STRIDX mini-CQEs (cqe_compression,
+   * mini_cqe_resp_flow_tag, mini_cqe_resp_stride_index), and in the enhanced layout too
+   * (enhanced_cqe_compression) */
+  gboolean cqe_comp_basic, cqe_comp_enhanced;
 } Mlx5Caps;
 
 /* Counters the device keeps per RQ (on hardware: a queue counter set). */

@@ -19,6 +19,27 @@
  *    Once every posted WQE has completed, the host takes the RQ ERR -> RST -> RDY
  *    (ops->rq_recover) with the doorbell record at 0; the device's WQE counter starts
  *    again at 0, and the host re-posts from ring slot 0 (rxq_recover).
+ *  - Compressed completions (mlx5-dma.h has the layouts; rxq_poll_zip): a CQE whose
+ *    format is MLX5_COMPRESSED starts a session (basic: the title, byte_cnt = its
+ *    completions; enhanced: up to 7 mini-CQEs after the title, the last full CQE). Each
+ *    mini-CQE is one completion and takes one CQ index; its packet gets wqe_id, checksum
+ *    bits and time from the title, flow tag, stride index and length from the mini-CQE,
+ *    and its stride count from the length. Mini-CQE arrays are copied out before their
+ *    slot's index is passed, so a doorbell may hand the slot back at any time (zip_load).
+ *    Basic: op_own of every slot of a session but the title is set to INVALID before the
+ *    index is passed (zip_take). Enhanced: a CQE is valid when byte 62 is the index's lap
+ *    mod 256 (cq_sw_owned); a slot the device left reserved keeps the byte of the lap it
+ *    was last written in, which would pass for valid 256 laps later, so on every 128th
+ *    lap the host writes the lap into the reserved slots it passes (zip_take): no slot's
+ *    byte is ever more than 128 laps old.
+ *    Layouts and formats checked against Linux (include/linux/mlx5/device.h: struct
+ *    mlx5_mini_cqe8, mlx5_get_cqe_format, get_cqe_enhanced_num_mini_cqes; en_rx.c:
+ *    mlx5e_decompress_cqes_start/_cont, mlx5e_read_title_slot, mlx5e_cqes_update_owner,
+ *    mlx5e_decompress_enhanced_cqe; wq.h: mlx5_cqwq_get_cqe_enhanced_comp) and DPDK
+ *    (drivers/common/mlx5/mlx5_prm.h: struct mlx5_mini_cqe8, MLX5_CQE_FORMAT,
+ *    MLX5_CQE_NUM_MINIS, MLX5_LEN_WITH_MARK_MASK, mlx5_common.h: check_cqe_iteration;
+ *    drivers/net/mlx5/mlx5_rx.c: mlx5_rx_poll_len, rxq_cq_to_mbuf, mlx5_rx_burst_mprq).
+ *    Neither writes the reserved slots' byte 62.
  */
 #include "rx.h"
 
@@ -30,6 +51,23 @@
 
 #include <string.h>
 #include <unistd.h>
+
+/* The compressed session being read (mlx5-dma.h): the title's fields every mini-CQE
+ * shares, and the mini-CQE array being read, copied out of the CQ. */
+typedef struct {
+  guint64 mini[MLX5_MINI_CQE_ARRAY_SIZE]; /* big-endian, as in the CQ */
+  guint32 left;        /* mini-CQEs still to read: of the session (basic), of the compressed
+                 * CQE (enhanced) */
+  guint32 next;        /* the next one's index: in the session (basic), in `mini` (enhanced) */
+  gboolean have_title; /* enhanced: the last CQE read was a packet's, the title */
+  guint32 wqe_id;
+  guint32 flags; /* DqPacket flags */
+  guint64 ts;    /* ns */
+} Mlx5RxZip;
+
+/* the laps over the CQ after which the enhanced layout's reserved slots get their
+ * validity byte written (see the top) */
+#define RX_VIC_SCRUB_LAPS 128
 
 struct _Mlx5Rxq {
   const Mlx5PortOps *ops;
@@ -52,15 +90,17 @@ struct _Mlx5Rxq {
   guint log_cq;
 
   /* polling thread state */
-  guint32 cq_ci;      /* CQEs consumed */
-  guint32 cq_ci_rung; /* value in the CQ doorbell record */
-  guint32 rq_pi;      /* WQEs posted (the RQ doorbell counter) */
-  guint32 cur_wqe;    /* counter of the WQE the device fills */
-  guint32 cur_stride; /* its next stride */
-  gboolean in_error;  /* an error CQE came: the RQ is in ERR until recovered */
+  guint32 post_window; /* WQEs that may be posted ahead of the CQ reader's (cur_wqe) */
+  guint32 cq_ci;       /* CQEs consumed */
+  guint32 cq_ci_rung;  /* value in the CQ doorbell record */
+  guint32 rq_pi;       /* WQEs posted (the RQ doorbell counter) */
+  guint32 cur_wqe;     /* counter of the WQE the device fills */
+  guint32 cur_stride;  /* its next stride */
+  gboolean in_error;   /* an error CQE came: the RQ is in ERR until recovered */
   gboolean real_time_ts;
   guint32 ts_flag; /* DQ_PACKET_FLAG_TS_HW, 0 without NIC time (caps->no_hw_ts) */
   Mlx5ClockInfo clock;
+  Mlx5RxZip zip; /* compressed completions */
 
   /* per ring slot: strides given back (packets released, fillers, errors); the WQE is
    * re-posted when this reaches `strides` */
@@ -245,6 +285,62 @@ mlx5_rx_geometry_split (const Mlx5Caps *caps, const char *what, gsize ring_bytes
   return TRUE;
 }
 
+gboolean
+mlx5_rx_cqe_comp_choose (
+    const Mlx5Caps *caps, const char *what, Mlx5RxCqeComp want, Mlx5CqComp *comp, GError **error)
+{
+  const char *allowed = caps->cqe_comp_enhanced ? "off, on, basic, enhanced"
+      : caps->cqe_comp_basic                    ? "off, on, basic"
+                                                : "off, on (which is off here)";
+  switch (want) {
+    case MLX5_RX_CQE_COMP_OFF: *comp = MLX5_CQ_COMP_NONE; return TRUE;
+    case MLX5_RX_CQE_COMP_ON:
+      *comp = caps->cqe_comp_enhanced ? MLX5_CQ_COMP_ENHANCED
+          : caps->cqe_comp_basic      ? MLX5_CQ_COMP_BASIC
+                                      : MLX5_CQ_COMP_NONE;
+      return TRUE;
+    case MLX5_RX_CQE_COMP_BASIC:
+      if (caps->cqe_comp_basic) {
+        *comp = MLX5_CQ_COMP_BASIC;
+        return TRUE;
+      }
+      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+          "%s: cqe-comp=basic is not possible: the device does not compress completions "
+          "with flow tag and stride index mini-CQEs (HCA capabilities cqe_compression, "
+          "mini_cqe_resp_flow_tag, mini_cqe_resp_stride_index) (allowed: cqe-comp=%s)",
+          what, allowed);
+      return FALSE;
+    case MLX5_RX_CQE_COMP_ENHANCED:
+      if (caps->cqe_comp_enhanced) {
+        *comp = MLX5_CQ_COMP_ENHANCED;
+        return TRUE;
+      }
+      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+          "%s: cqe-comp=enhanced is not possible: the device does not compress completions "
+          "in the enhanced layout (HCA capability enhanced_cqe_compression, with the basic "
+          "ones) (allowed: cqe-comp=%s)",
+          what, allowed);
+      return FALSE;
+  }
+  g_return_val_if_reached (FALSE);
+}
+
+void
+mlx5_rx_geometry_compress (Mlx5RxGeometry *geo, Mlx5CqComp comp)
+{
+  geo->cqe_comp = comp;
+  if (comp == MLX5_CQ_COMP_NONE)
+    return;
+  /* Every CQE the device writes names at least one stride of a posted WQE the CQ reader
+   * has not passed (packets, fillers, errors; a mini-CQE is one packet), so with at most
+   * 2^lw WQEs posted ahead of the reader a CQ of 2^(lw + log_strides) entries never
+   * overflows: a quarter of the ring's WQEs, and at least the 4 of the smallest ring */
+  guint lw = geo->log_wqes >= MLX5_RX_MIN_LOG_WQES + MLX5_RX_COMP_LOG_CQ_CUT
+      ? geo->log_wqes - MLX5_RX_COMP_LOG_CQ_CUT
+      : MIN (geo->log_wqes, MLX5_RX_MIN_LOG_WQES);
+  geo->log_cq_size = MIN (geo->log_cq_size, geo->log_strides + lw);
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* rings */
 
@@ -367,6 +463,9 @@ mlx5_rxq_new (const Mlx5PortOps *ops, gpointer dev, const Mlx5Caps *caps, const 
   q->real_time_ts = caps->real_time_ts;
   q->ts_flag = caps->no_hw_ts ? 0 : DQ_PACKET_FLAG_TS_HW;
   q->freed = g_new0 (gint, n_wqes);
+  q->post_window = n_wqes;
+  if (geo->split_header == 0 && geo->log_cq_size < geo->log_wqes + geo->log_strides)
+    q->post_window = 1u << (geo->log_cq_size - geo->log_strides);
 
   q->rq.buf_size = (gsize) n_wqes << q->log_region;
   if (geo->split_header != 0) {
@@ -415,6 +514,7 @@ mlx5_rxq_new (const Mlx5PortOps *ops, gpointer dev, const Mlx5Caps *caps, const 
   /* every CQE starts invalid with owner 1: nothing is software-owned on the first pass */
   memset (q->cq.ring, 0xff, cq_bytes);
   q->cq.log_size = geo->log_cq_size;
+  q->cq.comp = geo->split_header == 0 ? geo->cqe_comp : MLX5_CQ_COMP_NONE;
   if (!ops->cq_create (dev, &q->cq, error))
     goto fail;
   q->cq_created = TRUE;
@@ -423,12 +523,17 @@ mlx5_rxq_new (const Mlx5PortOps *ops, gpointer dev, const Mlx5Caps *caps, const 
   q->rq.log_strides = geo->log_strides;
   q->rq.log_stride_size = geo->log_stride_size;
   q->rq.cq = &q->cq;
-  for (guint32 i = 0; i < n_wqes; i++)
+  /* every WQE is written; those past the window are posted by mlx5_rxq_refill as the
+   * CQ reader moves on (their strides count as given back) */
+  for (guint32 i = 0; i < n_wqes; i++) {
     rxq_post_wqe (q, i);
+    if (i >= q->post_window)
+      q->freed[i] = (gint) q->strides;
+  }
   if (!ops->rq_create (dev, &q->rq, error))
     goto fail;
   q->rq_created = TRUE;
-  q->rq_pi = n_wqes;
+  q->rq_pi = q->post_window;
   rxq_ring_doorbell (q);
   mlx5_rxq_clock_refresh (q);
   return q;
@@ -486,6 +591,18 @@ mlx5_rxq_n_wqes (Mlx5Rxq *q)
   return q->wqe_mask + 1;
 }
 
+gsize
+mlx5_rxq_cq_bytes (Mlx5Rxq *q)
+{
+  return (gsize) MLX5_CQE_SIZE << q->log_cq;
+}
+
+Mlx5CqComp
+mlx5_rxq_cqe_comp (Mlx5Rxq *q)
+{
+  return q->cq.comp;
+}
+
 void
 mlx5_rxq_clock_refresh (Mlx5Rxq *q)
 {
@@ -502,10 +619,24 @@ cq_cqe (Mlx5Rxq *q, guint32 ci)
   return (volatile struct mlx5_cqe64 *) (q->cq.ring + ((gsize) (ci & q->cq_mask) << 6));
 }
 
+/* Whether the CQE at index ci is software's: by its owner bit, or in the enhanced layout
+ * by its validity byte (the lap of ci over the ring, mod 256) and a valid opcode (in a
+ * compressed CQE, its mini-CQE count stands there). */
+static inline gboolean
+cq_sw_owned (Mlx5Rxq *q, volatile struct mlx5_cqe64 *cqe, guint32 ci)
+{
+  if (q->cq.comp != MLX5_CQ_COMP_ENHANCED)
+    return mlx5_cqe_sw_owned (cqe, ci, q->log_cq);
+  if (cqe->signature != (guint8) (ci >> q->log_cq))
+    return FALSE;
+  guint8 op_own = cqe->op_own;
+  return (op_own >> 4) != MLX5_CQE_INVALID || mlx5_cqe_format (op_own) == MLX5_COMPRESSED;
+}
+
 gboolean
 mlx5_rxq_cq_ready (Mlx5Rxq *q)
 {
-  return mlx5_cqe_sw_owned (cq_cqe (q, q->cq_ci), q->cq_ci, q->log_cq);
+  return q->zip.left > 0 || cq_sw_owned (q, cq_cqe (q, q->cq_ci), q->cq_ci);
 }
 
 static inline void
@@ -578,6 +709,16 @@ cqe_packet_flags (const volatile struct mlx5_cqe64 *cqe)
   return flags;
 }
 
+/* Passes one CQ index: the CQ doorbell record is written every
+ * MLX5_RX_CQ_DOORBELL_EVERY. */
+static inline void
+cq_advance (Mlx5Rxq *q)
+{
+  q->cq_ci++;
+  if ((q->cq_ci & (MLX5_RX_CQ_DOORBELL_EVERY - 1)) == 0)
+    cq_ring_doorbell (q);
+}
+
 /* The next CQE if the device has handed it over (read barrier done, consumer index moved,
  * the CQ doorbell record written every MLX5_RX_CQ_DOORBELL_EVERY CQEs), else NULL. */
 static inline volatile struct mlx5_cqe64 *
@@ -588,10 +729,26 @@ cq_take (Mlx5Rxq *q)
     return NULL;
   /* the owner bit was read before anything it guards */
   mlx5_dma_rmb ();
-  q->cq_ci++;
-  if ((q->cq_ci & (MLX5_RX_CQ_DOORBELL_EVERY - 1)) == 0)
-    cq_ring_doorbell (q);
+  cq_advance (q);
   return cqe;
+}
+
+/* A CQE timestamp in ns of the port clock (0 without NIC time). */
+static inline guint64
+packet_time (Mlx5Rxq *q, guint64 ts)
+{
+  return q->ts_flag == 0 ? 0
+      : q->real_time_ts  ? mlx5_rt_ts_to_ns (ts)
+                         : mlx5_ts_to_ns (&q->clock, ts);
+}
+
+/* A packet's flow tag, checksum flags and time from its CQE. */
+static inline void
+packet_meta_from_cqe (Mlx5Rxq *q, DqPacket *pkt, const volatile struct mlx5_cqe64 *cqe)
+{
+  pkt->flow_id = be32toh (cqe->sop_drop_qpn) & MLX5_FLOW_TAG_BITS;
+  pkt->flags = cqe_packet_flags (cqe) | q->ts_flag;
+  pkt->timestamp = packet_time (q, be64toh (cqe->timestamp));
 }
 
 /* A packet's descriptor from its CQE: length, flow tag, checksum and time. */
@@ -599,14 +756,9 @@ static inline void
 packet_from_cqe (
     Mlx5Rxq *q, DqPacket *pkt, const volatile struct mlx5_cqe64 *cqe, guint32 offset, guint32 len)
 {
-  guint64 ts = be64toh (cqe->timestamp);
   pkt->offset = offset;
   pkt->length = len;
-  pkt->flow_id = be32toh (cqe->sop_drop_qpn) & MLX5_FLOW_TAG_BITS;
-  pkt->flags = cqe_packet_flags (cqe) | q->ts_flag;
-  pkt->timestamp = q->ts_flag == 0 ? 0
-      : q->real_time_ts            ? mlx5_rt_ts_to_ns (ts)
-                                   : mlx5_ts_to_ns (&q->clock, ts);
+  packet_meta_from_cqe (q, pkt, cqe);
 }
 
 /* Ends a poll: the burst holds n packets, the CQ doorbell record is written and n_new
@@ -694,73 +846,256 @@ rxq_poll_split (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
   return poll_end (q, b, n, max, complete, n_new, bytes);
 }
 
+/* What one poll has read so far, for the counters. */
+typedef struct {
+  guint n;     /* packets in the burst */
+  guint n_new; /* of them read in this poll */
+  guint64 bytes, fillers, minis;
+} RxTally;
+
+/* A packet at the cursor: `len` bytes in n_strides strides from `stride` (the cursor's)
+ * of WQE slot `slot`, into the burst; `pkt` is filled by the caller. TRUE when it used
+ * the WQE up. */
+static inline gboolean
+rx_packet (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkt, RxTally *t, guint32 slot, guint32 stride,
+    guint32 n_strides, guint32 len)
+{
+  if (t->n == 0) {
+    b->wqe = slot;
+    b->first_stride = stride;
+    b->strides = 0;
+  }
+  guint32 at = stride << q->log_stride_size;
+  pkt->offset = at - (b->first_stride << q->log_stride_size);
+  pkt->length = len;
+  b->strides += n_strides;
+  b->end = at + len;
+  t->bytes += len;
+  t->n_new++;
+  t->n++;
+  return cursor_advance (q, n_strides);
+}
+
+/* One full CQE of the striding RQ, taken off the CQ: a packet into pkts[t->n], a filler,
+ * an error or a CQE that contradicts the ring (cqe_device_error). *got: the packet, or
+ * NULL. TRUE when the cursor left the WQE. */
+static inline gboolean
+rx_full_cqe (Mlx5Rxq *q, volatile struct mlx5_cqe64 *cqe, Mlx5RxBurst *b, DqPacket *pkts,
+    RxTally *t, DqPacket **got)
+{
+  guint8 opcode = mlx5_cqe_opcode (cqe);
+  *got = NULL;
+  if (G_UNLIKELY (opcode != MLX5_CQE_RESP_SEND)) {
+    if (opcode == MLX5_CQE_RESP_ERR)
+      return cqe_error (q, cqe);
+    /* no RQ CQE has this opcode, and it names no strides: count it, move nothing */
+    MLX5_COUNTER_ADD (q->c.device_errors, 1);
+    return FALSE;
+  }
+  guint32 byte_cnt = be32toh (cqe->byte_cnt);
+  guint32 n_strides = (byte_cnt >> MLX5_MPRQ_STRIDES_SHIFT) & MLX5_MPRQ_STRIDES_MASK;
+  guint32 len = byte_cnt & MLX5_MPRQ_LEN_MASK;
+  guint32 slot = q->cur_wqe & q->wqe_mask;
+  guint32 stride = be16toh (cqe->wqe_counter);
+  gboolean filler = (byte_cnt & MLX5_MPRQ_FILLER_FLAG) != 0;
+
+  if (G_UNLIKELY (be16toh (cqe->wqe_id) != slot || stride != q->cur_stride || n_strides == 0 ||
+          n_strides > q->strides - stride ||
+          (!filler && (len == 0 || len > (n_strides << q->log_stride_size)))))
+    return cqe_device_error (q, n_strides);
+  if (filler) {
+    /* the rest of the WQE was skipped: no packet, give the strides back now */
+    t->fillers++;
+    strides_give_back (q, slot, n_strides);
+    return cursor_advance (q, n_strides);
+  }
+  DqPacket *pkt = &pkts[t->n];
+  packet_meta_from_cqe (q, pkt, cqe);
+  *got = pkt;
+  return rx_packet (q, b, pkt, t, slot, stride, n_strides, len);
+}
+
+/* Ends a poll of the striding RQ (poll_end, and the counters of the tally). */
+static inline gboolean
+rx_poll_end (Mlx5Rxq *q, Mlx5RxBurst *b, guint max, gboolean complete, const RxTally *t)
+{
+  if (t->fillers > 0)
+    MLX5_COUNTER_ADD (q->c.fillers, t->fillers);
+  if (t->minis > 0)
+    MLX5_COUNTER_ADD (q->c.compressed, t->minis);
+  return poll_end (q, b, t->n, max, complete, t->n_new, t->bytes);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* compressed completions (see the top, and mlx5-dma.h) */
+
+/* Copies the 64-byte slot at index ci (a mini-CQE array, or an enhanced compressed CQE)
+ * out of the CQ. */
+static inline void
+zip_load (Mlx5Rxq *q, guint32 ci)
+{
+  const volatile guint64 *w = (const volatile guint64 *) cq_cqe (q, ci);
+  for (guint i = 0; i < MLX5_MINI_CQE_ARRAY_SIZE; i++)
+    q->zip.mini[i] = w[i];
+}
+
+/* A compressed session that cannot be read (a count out of range, no title, another
+ * opcode): counted as a device error; `indices` CQ indices are passed and the rest of the
+ * cursor's WQE is given back, as for any CQE that contradicts the ring. */
+static gboolean
+zip_malformed (Mlx5Rxq *q, guint32 indices)
+{
+  for (guint32 i = 0; i < indices; i++)
+    cq_advance (q);
+  q->zip.have_title = FALSE;
+  return cqe_device_error (q, q->strides);
+}
+
+/* A CQE of format MLX5_COMPRESSED at the consumer index starts a session: FALSE when its
+ * mini-CQEs are to be read (zip.left), else what zip_malformed says. */
+static gboolean
+zip_start (Mlx5Rxq *q, volatile struct mlx5_cqe64 *cqe)
+{
+  guint8 op_own = cqe->op_own;
+  if (q->cq.comp == MLX5_CQ_COMP_ENHANCED) {
+    /* up to 7 mini-CQEs in this CQE, after the title: the last full CQE */
+    guint32 count = (guint32) (op_own >> 4) + 1;
+    if (G_UNLIKELY (count > MLX5_ENH_MINI_CQES || !q->zip.have_title))
+      return zip_malformed (q, count);
+    zip_load (q, q->cq_ci);
+    q->zip.left = count;
+    q->zip.next = 0;
+    return FALSE;
+  }
+  /* basic: this is the title; byte_cnt counts the session's completions, which take the
+   * indices from here, its mini-CQE arrays among them */
+  guint32 count = be32toh (cqe->byte_cnt);
+  if (G_UNLIKELY ((op_own >> 4) != MLX5_CQE_RESP_SEND || count < 2 || count > (1u << q->log_cq)))
+    return zip_malformed (q, 1);
+  q->zip.wqe_id = be16toh (cqe->wqe_id);
+  q->zip.flags = cqe_packet_flags (cqe) | q->ts_flag;
+  q->zip.ts = packet_time (q, be64toh (cqe->timestamp));
+  q->zip.left = count;
+  q->zip.next = 0;
+  return FALSE;
+}
+
+/* The session's next mini-CQE (big-endian), its CQ index passed. Basic: mini-CQE i lies
+ * in array i / 8, in the slot after the title for i < 8, else in slot title + i; each
+ * slot but the title's is made INVALID before its index is passed. Enhanced: in the
+ * compressed CQE; the indices after its own are reserved slots, whose validity byte gets
+ * the lap on every RX_VIC_SCRUB_LAPS-th lap. */
+static inline guint64
+zip_take (Mlx5Rxq *q)
+{
+  guint32 i = q->zip.next++;
+  guint64 m;
+  q->zip.left--;
+  if (q->cq.comp == MLX5_CQ_COMP_ENHANCED) {
+    m = q->zip.mini[i];
+    if (i > 0 && ((q->cq_ci >> q->log_cq) & (RX_VIC_SCRUB_LAPS - 1)) == 0)
+      cq_cqe (q, q->cq_ci)->signature = (guint8) (q->cq_ci >> q->log_cq);
+  } else {
+    if ((i & (MLX5_MINI_CQE_ARRAY_SIZE - 1)) == 0)
+      zip_load (q, q->cq_ci + (i == 0 ? 1 : 0));
+    m = q->zip.mini[i & (MLX5_MINI_CQE_ARRAY_SIZE - 1)];
+    if (i > 0)
+      cq_cqe (q, q->cq_ci)->op_own = MLX5_CQE_INVALID << 4;
+  }
+  cq_advance (q);
+  return m;
+}
+
+/* One mini-CQE (FTAG_STRIDX) with its title's fields: a packet into pkts[t->n], or a
+ * device error when it does not name the cursor's position. TRUE when the cursor left
+ * the WQE. */
+static inline gboolean
+rx_mini (Mlx5Rxq *q, guint64 mini, Mlx5RxBurst *b, DqPacket *pkts, RxTally *t)
+{
+  guint64 m = be64toh (mini);
+  guint32 stride = (guint32) (m >> 32) & 0xffff;
+  guint32 len = (guint32) m & MLX5_MPRQ_LEN_MASK;
+  guint32 n_strides = (len + (1u << q->log_stride_size) - 1) >> q->log_stride_size;
+  guint32 slot = q->cur_wqe & q->wqe_mask;
+
+  if (G_UNLIKELY (q->zip.wqe_id != slot || stride != q->cur_stride || len == 0 ||
+          n_strides > q->strides - stride))
+    return cqe_device_error (q, n_strides);
+  DqPacket *pkt = &pkts[t->n];
+  pkt->flow_id = ((guint32) (m >> 24) & 0xff) << 16 | (guint32) (m >> 48);
+  pkt->flags = q->zip.flags;
+  pkt->timestamp = q->zip.ts;
+  t->minis++;
+  return rx_packet (q, b, pkt, t, slot, stride, n_strides, len);
+}
+
+/* mlx5_rxq_poll on a CQ with compressed completions: full CQEs as without, sessions
+ * read one mini-CQE at a time (they may span polls and bursts). */
+static gboolean
+rxq_poll_zip (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
+{
+  RxTally t = { .n = b->n_packets };
+  gboolean complete = FALSE;
+  gboolean enhanced = q->cq.comp == MLX5_CQ_COMP_ENHANCED;
+
+  while (t.n < max) {
+    gboolean wqe_done;
+    if (q->zip.left > 0) {
+      wqe_done = rx_mini (q, zip_take (q), b, pkts, &t);
+    } else {
+      volatile struct mlx5_cqe64 *cqe = cq_cqe (q, q->cq_ci);
+      if (!cq_sw_owned (q, cqe, q->cq_ci))
+        break;
+      /* the validity was read before anything it guards */
+      mlx5_dma_rmb ();
+      if (mlx5_cqe_format (cqe->op_own) == MLX5_COMPRESSED) {
+        wqe_done = zip_start (q, cqe);
+      } else {
+        DqPacket *got;
+        cq_advance (q);
+        wqe_done = rx_full_cqe (q, cqe, b, pkts, &t, &got);
+        if (enhanced) {
+          /* a packet's full CQE is the title of compressed CQEs after it */
+          q->zip.have_title = got != NULL;
+          if (got != NULL) {
+            q->zip.wqe_id = be16toh (cqe->wqe_id);
+            q->zip.flags = got->flags;
+            q->zip.ts = got->timestamp;
+          }
+        }
+      }
+    }
+    /* a burst never crosses a WQE */
+    if (wqe_done && t.n > 0) {
+      complete = TRUE;
+      break;
+    }
+  }
+  return rx_poll_end (q, b, max, complete, &t);
+}
+
 gboolean
 mlx5_rxq_poll (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
 {
   if (q->rq.split_header != 0)
     return rxq_poll_split (q, b, pkts, max);
-  guint n = b->n_packets;
-  guint64 bytes = 0, fillers = 0;
-  guint n_new = 0;
+  if (q->cq.comp != MLX5_CQ_COMP_NONE)
+    return rxq_poll_zip (q, b, pkts, max);
+  RxTally t = { .n = b->n_packets };
   gboolean complete = FALSE;
 
-  while (n < max) {
+  while (t.n < max) {
     volatile struct mlx5_cqe64 *cqe = cq_take (q);
     if (cqe == NULL)
       break;
-    guint8 opcode = mlx5_cqe_opcode (cqe);
-    gboolean wqe_done;
-    if (G_UNLIKELY (opcode != MLX5_CQE_RESP_SEND)) {
-      if (opcode == MLX5_CQE_RESP_ERR) {
-        wqe_done = cqe_error (q, cqe);
-      } else {
-        /* no RQ CQE has this opcode, and it names no strides: count it, move nothing */
-        MLX5_COUNTER_ADD (q->c.device_errors, 1);
-        wqe_done = FALSE;
-      }
-    } else {
-      guint32 byte_cnt = be32toh (cqe->byte_cnt);
-      guint32 n_strides = (byte_cnt >> MLX5_MPRQ_STRIDES_SHIFT) & MLX5_MPRQ_STRIDES_MASK;
-      guint32 len = byte_cnt & MLX5_MPRQ_LEN_MASK;
-      guint32 slot = q->cur_wqe & q->wqe_mask;
-      guint32 stride = be16toh (cqe->wqe_counter);
-
-      gboolean filler = (byte_cnt & MLX5_MPRQ_FILLER_FLAG) != 0;
-
-      if (G_UNLIKELY (be16toh (cqe->wqe_id) != slot || stride != q->cur_stride || n_strides == 0 ||
-              n_strides > q->strides - stride ||
-              (!filler && (len == 0 || len > (n_strides << q->log_stride_size))))) {
-        wqe_done = cqe_device_error (q, n_strides);
-      } else if (filler) {
-        /* the rest of the WQE was skipped: no packet, give the strides back now */
-        fillers++;
-        strides_give_back (q, slot, n_strides);
-        wqe_done = cursor_advance (q, n_strides);
-      } else {
-        if (n == 0) {
-          b->wqe = slot;
-          b->first_stride = stride;
-          b->strides = 0;
-        }
-        DqPacket *pkt = &pkts[n++];
-        guint32 at = stride << q->log_stride_size;
-        packet_from_cqe (q, pkt, cqe, at - (b->first_stride << q->log_stride_size), len);
-        b->strides += n_strides;
-        b->end = at + len;
-        bytes += len;
-        n_new++;
-        wqe_done = cursor_advance (q, n_strides);
-      }
-    }
+    DqPacket *got;
     /* a burst never crosses a WQE */
-    if (wqe_done && n > 0) {
+    if (rx_full_cqe (q, cqe, b, pkts, &t, &got) && t.n > 0) {
       complete = TRUE;
       break;
     }
   }
-  if (fillers > 0)
-    MLX5_COUNTER_ADD (q->c.fillers, fillers);
-  return poll_end (q, b, n, max, complete, n_new, bytes);
+  return rx_poll_end (q, b, max, complete, &t);
 }
 
 guint8 *
@@ -834,6 +1169,7 @@ rxq_recover (Mlx5Rxq *q)
   q->rq_pi = 0;
   q->cur_wqe = 0;
   q->in_error = FALSE;
+  q->zip.have_title = FALSE;
   MLX5_COUNTER_ADD (q->c.recoveries, 1);
   return TRUE;
 }
@@ -867,8 +1203,13 @@ mlx5_rxq_refill (Mlx5Rxq *q)
     goto ring;
   }
   /* strictly in ring order: the oldest posted WQE first, and only once every stride of
-   * it is back (the device is done with it, and so is every reader) */
+   * it is back (the device is done with it, and so is every reader); and never more than
+   * post_window ahead of the CQ reader, so that the CQ holds every CQE the posted WQEs
+   * can bring (mlx5_rx_geometry_compress) */
   for (;;) {
+    /* (signed: a device that wrote past what was posted put the reader ahead) */
+    if ((gint32) (pi - q->cur_wqe) >= (gint32) q->post_window)
+      break;
     guint32 slot = pi & q->wqe_mask;
     gint freed = __atomic_load_n (&q->freed[slot], __ATOMIC_ACQUIRE);
     if ((guint32) freed < q->strides)
@@ -903,6 +1244,7 @@ mlx5_rxq_counters (Mlx5Rxq *q, Mlx5RxCounters *c)
   c->recovery_failures = MLX5_COUNTER_GET (q->c.recovery_failures);
   c->device_errors = MLX5_COUNTER_GET (q->c.device_errors);
   c->reposts = MLX5_COUNTER_GET (q->c.reposts);
+  c->compressed = MLX5_COUNTER_GET (q->c.compressed);
   c->last_syndrome = MLX5_COUNTER_GET (q->c.last_syndrome);
   c->last_vendor_syndrome = MLX5_COUNTER_GET (q->c.last_vendor_syndrome);
 }

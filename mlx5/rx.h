@@ -8,6 +8,15 @@
  * packet; this code reads the CQEs, cuts them into bursts (packets of one WQE), and
  * re-posts a WQE once every stride of it came back through mlx5_rxq_release().
  *
+ * Compressed completions (geometry cqe_comp, mlx5-dma.h for the layouts): the same
+ * packets come out of title CQEs and mini-CQEs as out of full CQEs (offset, length, flow
+ * tag, checksum flags), except the time: a mini-CQE has none, so its packet carries its
+ * title's NIC time (basic layout: the session's first packet's; enhanced: that of the
+ * last packet with a full CQE before it), never later than its own arrival. A compressed
+ * CQ is a quarter of the ring's strides (mlx5_rx_geometry_compress): the host then
+ * posts at most a quarter of the WQEs ahead of where it has read the CQ, so that the
+ * CQEs the device may write never outnumber the CQ's entries.
+ *
  * Threads: mlx5_rxq_poll() and mlx5_rxq_refill() belong to one polling thread;
  * mlx5_rxq_release() may be called from any thread, in any order.
  */
@@ -37,13 +46,38 @@ typedef struct {
   guint log_stride_size;      /* bytes per stride */
   guint log_strides;          /* strides per WQE */
   guint log_wqes;             /* WQEs in the ring */
-  guint log_cq_size;          /* CQEs in the CQ: one per stride at most */
+  guint log_cq_size;          /* CQEs in the CQ: one per stride of the WQEs that may be
+                               * posted ahead of the CQ reader (all, unless compressed) */
+  Mlx5CqComp cqe_comp;        /* compressed completions (mlx5_rx_geometry_compress) */
   const DqRingMemory *memory; /* the packet buffer's memory; NULL: host (mlx5_mem_map) */
   /* header-data split (split_header != 0; mlx5_rx_geometry_split): a cyclic RQ of one
    * packet per WQE, split_header bytes into a host header ring of hdr_stride-byte slots,
    * the rest into split_payload-byte slots of the packet buffer; the stride fields 0 */
   guint split_header, split_payload, hdr_stride;
 } Mlx5RxGeometry;
+
+/* What the cqe-comp key asks for: no compression, the best layout the device has (none
+ * on a device without), or one layout. */
+typedef enum {
+  MLX5_RX_CQE_COMP_OFF,
+  MLX5_RX_CQE_COMP_ON,
+  MLX5_RX_CQE_COMP_BASIC,
+  MLX5_RX_CQE_COMP_ENHANCED,
+} Mlx5RxCqeComp;
+
+/* The layout `want` gives on a device of `caps`: ON takes enhanced where the device has
+ * it, else basic, else none; BASIC and ENHANCED fail with DQ_ERROR_CONFIG naming the
+ * capability the device lacks and what is allowed. */
+gboolean mlx5_rx_cqe_comp_choose (
+    const Mlx5Caps *caps, const char *what, Mlx5RxCqeComp want, Mlx5CqComp *comp, GError **error);
+
+/* A compressed CQ for a striding geometry: geo->cqe_comp = comp and, unless comp is
+ * MLX5_CQ_COMP_NONE, a CQ of a quarter of the ring's strides (at least 4 WQEs' worth,
+ * never more than the ring's). Compression takes one CQ index per packet as plain CQEs
+ * do, so the CQ is smaller only because the ring code then posts no more WQEs ahead of
+ * its CQ reader than the CQ has strides for (see mlx5_rxq_refill). */
+void mlx5_rx_geometry_compress (Mlx5RxGeometry *geo, Mlx5CqComp comp);
+#define MLX5_RX_COMP_LOG_CQ_CUT 2
 
 /* Header-data split: header bytes per packet MLX5_RX_SPLIT_MIN_HEADER ..
  * MLX5_RX_SPLIT_MAX_HEADER; both rings' slots are multiples of MLX5_RX_SPLIT_ALIGN bytes
@@ -88,6 +122,7 @@ typedef struct {
   guint64 recovery_failures;
   guint64 device_errors; /* CQEs contradicting the ring state (counted, dropped) */
   guint64 reposts;       /* WQEs re-posted */
+  guint64 compressed;    /* packets read from mini-CQEs (counted in packets too) */
   guint8 last_syndrome;  /* of the last error CQE */
   guint8 last_vendor_syndrome;
 } Mlx5RxCounters;
@@ -120,6 +155,8 @@ DqRingPlacement mlx5_rxq_placement (Mlx5Rxq *q); /* of the packet buffer */
 guint mlx5_rxq_stride_size (Mlx5Rxq *q);
 guint mlx5_rxq_strides_per_wqe (Mlx5Rxq *q);
 guint mlx5_rxq_n_wqes (Mlx5Rxq *q);
+gsize mlx5_rxq_cq_bytes (Mlx5Rxq *q); /* of the CQ ring */
+Mlx5CqComp mlx5_rxq_cqe_comp (Mlx5Rxq *q);
 
 /* Reads CQEs into `b` and pkts[b->n_packets ..]: a new burst when b->n_packets is 0,
  * else the continuation of `b`. Returns TRUE when the burst is complete (`max` packets,
@@ -149,7 +186,8 @@ void mlx5_rxq_split_layout (
 void mlx5_rxq_release (Mlx5Rxq *q, guint32 wqe, guint32 strides);
 
 /* Re-posts, in ring order, the WQEs whose strides all came back, and rings the RQ
- * doorbell. Returns how many were posted. After an error CQE it posts nothing until every
+ * doorbell; no more WQEs are ever posted ahead of the CQ reader than the CQ has strides
+ * for (2^(log_cq_size - log_strides)). Returns how many were posted. After an error CQE it posts nothing until every
  * posted WQE has completed (the device flushes them), then recovers the RQ (ERR -> RST ->
  * RDY) and posts from ring slot 0. Polling thread. */
 guint mlx5_rxq_refill (Mlx5Rxq *q);

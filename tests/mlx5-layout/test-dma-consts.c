@@ -97,6 +97,22 @@ static const Const consts[] = {
   KP (MLX5_MPRQ_STRIDES_MASK, FN ("mpwrq_get_cqe_bc_consumed_strides") NUM BC_HIGH, 0),
   KW (MLX5_MPRQ_LEN_MASK, MPWRQ_BC "__be([0-9]+)\\s+byte_cnt\\s*;"),
   K (MLX5_MPRQ_MAX_LOG_STRIDES, "MLX5_MPWQE_LOG_NUM_STRIDES_MAX"),
+  /* mlx5-dma.h: compressed completions (device.h: the format accessor, the layouts and
+   * the mini-CQE array; FTAG_STRIDX and the enhanced layout's 7 mini-CQEs a CQE are not
+   * in kernel 6.1) */
+  KP (MLX5_CQE_FORMAT_SHIFT, FN ("mlx5_get_cqe_format") "\\(\\s*cqe->op_own\\s*>>\\s*" NUM, 0),
+  KP (MLX5_CQE_FORMAT_MASK,
+      FN ("mlx5_get_cqe_format") "\\(\\s*cqe->op_own\\s*>>\\s*[0-9]+\\s*\\)\\s*&\\s*" NUM, 0),
+  K (MLX5_COMPRESSED, "MLX5_COMPRESSED"),
+  K (MLX5_MINI_CQE_ARRAY_SIZE, "MLX5_MINI_CQE_ARRAY_SIZE"),
+  K (MLX5_CQE_COMPRESS_LAYOUT_BASIC, "MLX5_CQE_COMPRESS_LAYOUT_BASIC"),
+  K (MLX5_CQE_COMPRESS_LAYOUT_ENHANCED, "MLX5_CQE_COMPRESS_LAYOUT_ENHANCED"),
+  CITED (MLX5_CQE_FORMAT_FTAG_STRIDX,
+      "DPDK drivers/common/mlx5/mlx5_prm.h: MLX5_CQE_RESP_FORMAT_FTAG_STRIDX = 0x2", 0x2),
+  CITED (MLX5_ENH_MINI_CQES,
+      "Linux en_rx.c mlx5e_decompress_enhanced_cqe, DPDK mlx5_rx.c mlx5_rx_poll_len: the "
+      "count less one in op_own bits 7..4 (MLX5_CQE_NUM_MINIS), mini-CQEs in bytes 0..55",
+      7),
   /* mlx5-dma.h: the control segment (fm_ce_se, qpn_ds) */
   K (MLX5_WQE_CTRL_CE_MASK, "MLX5_WQE_CTRL_CQ_UPDATE_AND_EQE"), /* CE = 3: every bit */
   CITED (MLX5_WQE_CTRL_CQ_ONLY_FIRST_ERR, "daqiri-facts §4.6: ONLY_FIRST_ERR = 0x04", 0x04),
@@ -178,7 +194,7 @@ static const Const consts[] = {
  * (rx.h, tx.h), counters (mlx5-mem.h) and the RSS setup the hardware path and the
  * emulator share (mlx5-rss.h) */
 static const char *const not_prm_prefixes[] = { "MLX5_RX_", "MLX5_TX_", "MLX5_COUNTER_",
-  "MLX5_RSS_" };
+  "MLX5_CQ_COMP_", "MLX5_RSS_" };
 
 /* ------------------------------------------------------------------------------------ */
 /* the parser: `#define NAME expr` and enum members, their values computed on demand */
