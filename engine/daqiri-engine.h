@@ -214,6 +214,8 @@ typedef struct {
   guint64 truncated;
   guint64 errors;     /* error completions: each cost the packet (or WQE) it named */
   guint64 recoveries; /* times the queue was brought back from the error state */
+  guint64 compressed; /* mlx5/emu: packets that came in compressed completions (mini-CQEs) */
+  guint64 cq_bytes;   /* mlx5/emu: memory of the queue's completion queue; 0 elsewhere */
 } DqRxStats;
 
 typedef struct {

@@ -90,6 +90,7 @@ typedef struct {
   guint tx_signal;
   gboolean tx_csum;
   gboolean tx_eth_src;
+  Mlx5RxCqeComp cqe_comp;
 
   GMutex lock; /* groups */
   GPtrArray *groups;
@@ -150,6 +151,33 @@ parse_key_bool (const char *what, const char *key, const char *value, gboolean *
   return FALSE;
 }
 
+static gboolean
+parse_key_cqe_comp (const char *what, const char *value, Mlx5RxCqeComp *out, GError **error)
+{
+  static const struct {
+    const char *name;
+    Mlx5RxCqeComp v;
+  } values[] = {
+    { "off", MLX5_RX_CQE_COMP_OFF },
+    { "0", MLX5_RX_CQE_COMP_OFF },
+    { "on", MLX5_RX_CQE_COMP_ON },
+    { "1", MLX5_RX_CQE_COMP_ON },
+    { "basic", MLX5_RX_CQE_COMP_BASIC },
+    { "enhanced", MLX5_RX_CQE_COMP_ENHANCED },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (values); i++) {
+    if (g_ascii_strcasecmp (value, values[i].name) == 0) {
+      *out = values[i].v;
+      return TRUE;
+    }
+  }
+  char *s = g_strescape (value, NULL);
+  g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+      "%s: cqe-comp=%s is not allowed (allowed: off or 0, on or 1, basic, enhanced)", what, s);
+  g_free (s);
+  return FALSE;
+}
+
 /* Takes the engine's keys out of "NAME,KEY=VALUE,..."; returns the rest for the control
  * path, or NULL on a bad value. */
 static char *
@@ -177,6 +205,8 @@ port_take_keys (Mlx5EngPort *port, const char *arg, GError **error)
       ok = parse_key_bool (port->what, key, value, &port->tx_csum, error);
     else if (strcmp (key, "tx-eth-src") == 0)
       ok = parse_key_bool (port->what, key, value, &port->tx_eth_src, error);
+    else if (strcmp (key, "cqe-comp") == 0)
+      ok = parse_key_cqe_comp (port->what, value, &port->cqe_comp, error);
     else
       g_string_append_printf (rest, ",%s=%s", key, value);
   }
@@ -218,6 +248,13 @@ eng_port_open (const Mlx5PortOps *ops, const char *arg, DqPortInfo *info, GError
   port->dev = ops->open (rest, info, &port->caps, error);
   g_free (rest);
   if (port->dev == NULL) {
+    eng_port_free (port);
+    return NULL;
+  }
+  /* a layout the device does not have is refused now, not at the first queue */
+  Mlx5CqComp comp;
+  if (!mlx5_rx_cqe_comp_choose (&port->caps, port->what, port->cqe_comp, &comp, error)) {
+    ops->close (port->dev);
     eng_port_free (port);
     return NULL;
   }
@@ -448,9 +485,13 @@ eng_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
     if (!mlx5_rx_geometry_split (&port->caps, port->what, config->ring_bytes, max_packet,
             port->mtu + FRAME_OVER_MTU, config->header_size, &geo, error))
       return NULL;
-  } else if (!mlx5_rx_geometry_choose (&port->caps, port->what, config->ring_bytes, max_packet,
-                 port->stride, port->strides, &geo, error)) {
-    return NULL;
+  } else {
+    Mlx5CqComp comp;
+    if (!mlx5_rx_geometry_choose (&port->caps, port->what, config->ring_bytes, max_packet,
+            port->stride, port->strides, &geo, error) ||
+        !mlx5_rx_cqe_comp_choose (&port->caps, port->what, port->cqe_comp, &comp, error))
+      return NULL;
+    mlx5_rx_geometry_compress (&geo, comp);
   }
 
   Mlx5EngRxq *rxq = g_new0 (Mlx5EngRxq, 1);
@@ -630,6 +671,8 @@ eng_rxq_stats (gpointer priv, DqRxStats *stats)
   stats->truncated = MLX5_COUNTER_GET (rxq->truncated);
   stats->errors = c.cqe_errors;
   stats->recoveries = c.recoveries;
+  stats->compressed = c.compressed;
+  stats->cq_bytes = mlx5_rxq_cq_bytes (rxq->ring);
 }
 
 static DqRingPlacement

@@ -13,6 +13,13 @@
  *   tx-csum=on|off           L3/L4 checksum offload on every sent frame (default on)
  *   tx-eth-src=on|off        write the port's MAC into bytes 6..11 of every sent frame
  *                            (default off)
+ *   cqe-comp=off|on|basic|enhanced  compressed RX completions (mlx5-dma.h, rx.h): on
+ *                            takes the enhanced layout where the device has it, else the
+ *                            basic one, else none; basic and enhanced are refused on a
+ *                            device without them (the emulated ConnectX has both). A
+ *                            packet of a mini-CQE carries its title's time, not its own,
+ *                            and the CQ is a quarter of the ring's strides. Default off:
+ *                            every packet its own NIC time. Not with header-data split.
  */
 #ifndef DAQIRI_MLX5_ENGINE_H
 #define DAQIRI_MLX5_ENGINE_H

@@ -39,7 +39,7 @@
  *    (drivers/common/mlx5/mlx5_prm.h: struct mlx5_mini_cqe8, MLX5_CQE_FORMAT,
  *    MLX5_CQE_NUM_MINIS, MLX5_LEN_WITH_MARK_MASK, mlx5_common.h: check_cqe_iteration;
  *    drivers/net/mlx5/mlx5_rx.c: mlx5_rx_poll_len, rxq_cq_to_mbuf, mlx5_rx_burst_mprq).
- *    Neither writes the reserved slots' byte 62.
+ *    Neither writes the reserved slots' byte 62, nor does the emulated ConnectX.
  */
 #include "rx.h"
 

@@ -14,7 +14,7 @@ cq_has_room (EmuCq *cq, guint n)
 {
   guint32 ci = be32toh (__atomic_load_n (&cq->dbrec[0], __ATOMIC_ACQUIRE)) & 0xffffff;
   guint32 used = (cq->pi - ci) & 0xffffff;
-  return used + cq->staged + n <= (1u << cq->log_size);
+  return used + cq->staged + cq->held + n <= (1u << cq->log_size);
 }
 
 /* Sets the `size`-byte big-endian field at byte `offset` of the CQE (to the value's low
@@ -35,22 +35,37 @@ cqe_set (EmuCqe *c, guint offset, guint size, guint64 value)
   cqe_set ((c), G_STRUCT_OFFSET (struct mlx5_err_cqe, field), \
       sizeof (((struct mlx5_err_cqe *) NULL)->field), (value))
 
-/* Writes the CQE into the next slot of the CQ and passes it to the host: bytes 0 .. 55
- * in seven 8-byte stores, then, after a barrier, the last word in one 8-byte store with
- * op_own (the opcode, and the owner bit: the wrap parity of the producer index). Until
- * then the slot's old op_own keeps the host away from it. */
+/* Writes CQE `c` into the slot of CQ index `idx` and passes it to the host: bytes
+ * 0 .. 55 in seven 8-byte stores, then, after a barrier, the last word in one 8-byte
+ * store with op_own (`op_own_hi`: the opcode, or a compressed CQE's count, and the
+ * format; and the owner bit: the wrap parity of idx) and, in the enhanced compression
+ * layout, byte 62 the validity iteration count (idx's lap over the ring, mod 256). Until
+ * then the slot's old op_own and byte 62 keep the host away from it. */
 static inline void
-cq_post (EmuCq *cq, EmuCqe *c, guint8 opcode)
+cq_write (EmuCq *cq, guint32 idx, const EmuCqe *c, guint8 op_own_hi)
 {
   guint32 mask = (1u << cq->log_size) - 1;
-  volatile guint64 *dst = (volatile guint64 *) (cq->ring + ((gsize) (cq->pi & mask) << 6));
+  volatile guint64 *dst = (volatile guint64 *) (cq->ring + ((gsize) (idx & mask) << 6));
 #pragma GCC unroll 7
   for (guint i = 0; i < 7; i++)
     dst[i] = htobe64 (c->w[i]);
-  CQE_SET (c, op_own, (guint8) (opcode << 4) | ((cq->pi >> cq->log_size) & MLX5_CQE_OWNER_MASK));
+  guint64 last = (c->w[7] & ~G_GUINT64_CONSTANT (0xffff)) | op_own_hi |
+      ((idx >> cq->log_size) & MLX5_CQE_OWNER_MASK);
+  if (cq->comp == MLX5_CQ_COMP_ENHANCED)
+    last |= (guint64) ((idx >> cq->log_size) & 0xff) << 8;
   /* everything else before ownership passes to the host */
   mlx5_dma_wmb ();
-  dst[7] = htobe64 (c->w[7]);
+  dst[7] = htobe64 (last);
+}
+
+/* Writes the CQE into the next slot of the CQ (cq_write); a compressed CQ's open session
+ * is written out first, so that completions stay in order. */
+static inline void
+cq_post (EmuCq *cq, EmuCqe *c, guint8 opcode)
+{
+  if (G_UNLIKELY (cq->comp != MLX5_CQ_COMP_NONE))
+    emu_cq_zip_flush (cq);
+  cq_write (cq, cq->pi, c, (guint8) (opcode << 4));
   cq->pi++;
 }
 

@@ -41,6 +41,10 @@ emu_open (const char *name, DqPortInfo *info, Mlx5Caps *caps, GError **error)
   caps->tx_inline_bytes = p->cfg.inline_l2 ? MLX5_ETH_L2_INLINE_SIZE : 0;
   caps->pp_min_bps = EMU_PP_MIN_RATE;
   caps->pp_max_bps = p->cfg.rate_bps;
+  /* compressed completions in both layouts, with FTAG_STRIDX mini-CQEs, as a
+   * ConnectX-6 Dx or later */
+  caps->cqe_comp_basic = TRUE;
+  caps->cqe_comp_enhanced = TRUE;
   return p;
 }
 
@@ -136,12 +140,13 @@ emu_cq_create (gpointer dev, Mlx5Cq *cq, GError **error)
 {
   EmuPort *p = dev;
   if (cq->ring == NULL || cq->dbrec == NULL || ((uintptr_t) cq->ring & 63) != 0 ||
-      cq->log_size > EMU_MAX_LOG_CQ)
+      cq->log_size > EMU_MAX_LOG_CQ || cq->comp > MLX5_CQ_COMP_ENHANCED)
     return bad_param (p, "CREATE_CQ", error);
   EmuCq *ecq = g_new0 (EmuCq, 1);
   ecq->ring = cq->ring;
   ecq->dbrec = cq->dbrec;
   ecq->log_size = cq->log_size;
+  ecq->comp = cq->comp;
   g_mutex_lock (&p->lock);
   ecq->cqn = p->next_id++;
   g_ptr_array_add (p->cqs, ecq);

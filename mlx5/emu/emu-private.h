@@ -84,6 +84,7 @@ typedef struct {
 typedef struct {
   EmuCqe cqe;
   guint8 opcode;
+  gboolean packet; /* a packet's CQE, which a compressed CQ may fold into a session */
 } EmuStagedCqe;
 
 #define EMU_STAGED_CQES 256
@@ -102,15 +103,35 @@ typedef struct {
   DqRingMemory memory;
 } EmuMr;
 
+/* The completions a compressed CQ holds for a session not written yet (emu-cq.c). */
+#define EMU_CQE_COMP_MAX 64
+typedef struct {
+  gboolean open; /* basic: n > 0; enhanced: the title is written, mini-CQEs may follow */
+  guint n;       /* basic: completions held, the title's first; enhanced: mini-CQEs after
+                  * the title so far */
+  guint pending; /* enhanced: mini-CQEs held for the next compressed CQE */
+  guint32 rqn;   /* the RQ the session's completions are of */
+  EmuCqe title;
+  guint64 mini[EMU_CQE_COMP_MAX]; /* FTAG_STRIDX mini-CQEs, word values */
+} EmuCqZip;
+
 /* Device-side copy of a CQ's context (the host's ring, doorbell record, size). */
 typedef struct {
   guint8 *ring;
   volatile guint32 *dbrec;
   guint log_size;
   guint32 cqn;
-  guint32 pi;     /* CQEs written */
+  guint32 pi;     /* CQ indices written (a compressed CQE or session takes several) */
   guint32 staged; /* CQEs held back until their data is copied (device-memory RQs) */
+  Mlx5CqComp comp;
+  guint32 held; /* CQ indices of completions the session holds, not written yet */
+  EmuCqZip zip;
 } EmuCq;
+
+/* compressed CQs (emu-cq.c): a packet's CQE of RQ `rqn`, which may join a session; and
+ * the session written out (at the end of each device pass, and before any other CQE) */
+void emu_cq_post_packet (EmuCq *cq, const EmuCqe *c, guint32 rqn);
+void emu_cq_zip_flush (EmuCq *cq);
 
 typedef struct {
   guint8 *wqes;

@@ -46,25 +46,34 @@ emu_rq_commit (EmuPort *p, EmuRq *rq)
             rq->dirty_hi - rq->dirty_lo, mr->memory.user))
       MLX5_COUNTER_ADD (p->c.dma_write_errors, 1);
   }
-  for (guint i = 0; i < rq->n_staged; i++)
-    cq_post (rq->cq, &rq->staged[i].cqe, rq->staged[i].opcode);
+  for (guint i = 0; i < rq->n_staged; i++) {
+    if (rq->staged[i].packet)
+      emu_cq_post_packet (rq->cq, &rq->staged[i].cqe, rq->rqn);
+    else
+      cq_post (rq->cq, &rq->staged[i].cqe, rq->staged[i].opcode);
+  }
   rq->cq->staged -= rq->n_staged;
   rq->n_staged = 0;
   rq->dirty_lo = rq->dirty_hi = 0;
 }
 
-/* Posts an RQ completion; for a region in device memory it waits for the copy of the
- * data before it (emu_rq_commit, at the end of the region, of the device pass, or when
- * EMU_STAGED_CQES wait). */
+/* Posts an RQ completion (`packet`: a packet's, which a compressed CQ may fold into a
+ * session); for a region in device memory it waits for the copy of the data before it
+ * (emu_rq_commit, at the end of the region, of the device pass, or when EMU_STAGED_CQES
+ * wait). */
 static void
-rq_post (EmuPort *p, EmuRq *rq, EmuCqe *c, guint8 opcode)
+rq_post (EmuPort *p, EmuRq *rq, EmuCqe *c, guint8 opcode, gboolean packet)
 {
   if (rq->region_mr == NULL) {
-    cq_post (rq->cq, c, opcode);
+    if (packet)
+      emu_cq_post_packet (rq->cq, c, rq->rqn);
+    else
+      cq_post (rq->cq, c, opcode);
     return;
   }
   rq->staged[rq->n_staged].cqe = *c;
   rq->staged[rq->n_staged].opcode = opcode;
+  rq->staged[rq->n_staged].packet = packet;
   rq->n_staged++;
   rq->cq->staged++;
   if (rq->n_staged == EMU_STAGED_CQES)
@@ -114,7 +123,7 @@ rq_flush (EmuPort *p, EmuRq *rq)
     if (rq->split_header != 0) {
       /* one WQE, one flush CQE naming its counter */
       EmuCqe c = cqe_error (MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 0, rq->rqn, 0, (guint16) rq->hw_wqe, 0);
-      rq_post (p, rq, &c, MLX5_CQE_RESP_ERR);
+      rq_post (p, rq, &c, MLX5_CQE_RESP_ERR, FALSE);
       MLX5_COUNTER_ADD (p->c.rx_flushed, 1);
       rq->hw_wqe++;
       continue;
@@ -123,7 +132,7 @@ rq_flush (EmuPort *p, EmuRq *rq)
     guint32 left = rq_strides (rq) - rq->hw_stride;
     EmuCqe c = cqe_error (MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 0, rq->rqn, (guint16) slot,
         (guint16) rq->hw_stride, left << MLX5_MPRQ_STRIDES_SHIFT);
-    rq_post (p, rq, &c, MLX5_CQE_RESP_ERR);
+    rq_post (p, rq, &c, MLX5_CQE_RESP_ERR, FALSE);
     MLX5_COUNTER_ADD (p->c.rx_flushed, 1);
     rq_advance (p, rq, left);
   }
@@ -149,7 +158,7 @@ rq_error (EmuPort *p, EmuRq *rq, guint32 n, guint8 syndrome)
   if (rq->split_header != 0) {
     /* the WQE at the counter completes in error */
     EmuCqe c = cqe_error (syndrome, 0, rq->rqn, 0, (guint16) rq->hw_wqe, 0);
-    rq_post (p, rq, &c, MLX5_CQE_RESP_ERR);
+    rq_post (p, rq, &c, MLX5_CQE_RESP_ERR, FALSE);
     MLX5_COUNTER_ADD (p->c.rx_cqe_errors, 1);
     rq->hw_wqe++;
     rq->in_error = TRUE;
@@ -159,7 +168,7 @@ rq_error (EmuPort *p, EmuRq *rq, guint32 n, guint8 syndrome)
   guint32 slot = rq->hw_wqe & ((1u << rq->log_wqes) - 1);
   EmuCqe c = cqe_error (
       syndrome, 0, rq->rqn, (guint16) slot, (guint16) rq->hw_stride, n << MLX5_MPRQ_STRIDES_SHIFT);
-  rq_post (p, rq, &c, MLX5_CQE_RESP_ERR);
+  rq_post (p, rq, &c, MLX5_CQE_RESP_ERR, FALSE);
   MLX5_COUNTER_ADD (p->c.rx_cqe_errors, 1);
   rq_advance (p, rq, n);
   rq->in_error = TRUE;
@@ -242,7 +251,7 @@ rq_cqe (EmuPort *p, EmuRq *rq, guint32 slot, guint32 n_strides, guint len, guint
   CQE_SET (&c, timestamp, ts);
   CQE_SET (&c, sop_drop_qpn, m->tag & MLX5_FLOW_TAG_BITS);
   CQE_SET (&c, wqe_counter, (guint16) rq->hw_stride);
-  rq_post (p, rq, &c, MLX5_CQE_RESP_SEND);
+  rq_post (p, rq, &c, MLX5_CQE_RESP_SEND, TRUE);
 }
 
 static inline void
@@ -350,7 +359,7 @@ rq_deliver_split (
   CQE_SET (&c, timestamp, emu_cqe_timestamp (p, ticks));
   CQE_SET (&c, sop_drop_qpn, m->tag & MLX5_FLOW_TAG_BITS);
   CQE_SET (&c, wqe_counter, (guint16) rq->hw_wqe);
-  rq_post (p, rq, &c, MLX5_CQE_RESP_SEND);
+  rq_post (p, rq, &c, MLX5_CQE_RESP_SEND, TRUE);
   rq->hw_wqe++;
   rq_count_received (p, len);
   return;
@@ -390,7 +399,7 @@ rq_deliver (
     CQE_SET (&c, wqe_id, (guint16) slot);
     CQE_SET (&c, byte_cnt, MLX5_MPRQ_FILLER_FLAG | (left << MLX5_MPRQ_STRIDES_SHIFT));
     CQE_SET (&c, wqe_counter, (guint16) rq->hw_stride);
-    rq_post (p, rq, &c, MLX5_CQE_RESP_SEND);
+    rq_post (p, rq, &c, MLX5_CQE_RESP_SEND, FALSE);
     MLX5_COUNTER_ADD (p->c.rx_fillers, 1);
     rq_advance (p, rq, left);
     if (!rq_fetch (p, rq))

@@ -34,6 +34,8 @@
  *    over the group (Toeplitz hash into an indirection table of a power-of-two size,
  *    entry i = RQ i mod n) (steer).
  *  - Line rate and timestamps: see emu.h (emu_wire_start).
+ *  - Compressed completions, for a CQ created with compression: runs of packet CQEs
+ *    folded into sessions of the basic or the enhanced layout (emu-cq.c).
  */
 #include "emu-cq.h"
 #include "emu-rx.h"
@@ -918,6 +920,9 @@ device_pass (EmuPort *p)
       work += emu_rq_flush_posted (p, g_ptr_array_index (p->rqs, i)) ? 1 : 0;
       emu_rq_commit (p, g_ptr_array_index (p->rqs, i));
     }
+    /* a pass's compressed sessions end with it */
+    for (guint i = 0; i < p->cqs->len; i++)
+      emu_cq_zip_flush (g_ptr_array_index (p->cqs, i));
   }
   g_mutex_unlock (&p->lock);
   if (cable.peer != NULL)

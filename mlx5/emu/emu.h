@@ -85,6 +85,12 @@
  * pass a wire of the SQ's rate first (the same formula, no overhead, bits of frame only),
  * then the port's; the device executes a paced frame no more than 1 ms before that wire
  * lets it go, so a paced SQ holds the sender back as a real one does.
+ *
+ * Compressed completions: the device has the capabilities of a ConnectX-6 Dx or later
+ * (basic and enhanced layouts, flow tag and stride index mini-CQEs), used when the host
+ * creates a CQ with them (the engine key cqe-comp=, mlx5-engine.h). Runs of a pass's
+ * packet completions of one WQE that differ only in length, flow tag, stride and time are
+ * folded into sessions of up to 64; the title's time stands for the session's (emu-cq.c).
  */
 #ifndef DAQIRI_MLX5_EMU_H
 #define DAQIRI_MLX5_EMU_H

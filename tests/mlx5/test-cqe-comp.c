@@ -1,14 +1,24 @@
-/* Compressed completions (mlx5-dma.h has the layouts, rx.c the host side), against a
- * device played by the test (the port of mini-port.h): CQ rings written byte by byte as
- * the basic and the enhanced layouts have them, values computed here, and decoded by the
- * host ring code: packets, titles, sessions over two polls and across the ring's end, the
- * slots the host must make invalid (basic) or give their validity byte (enhanced),
- * malformed sessions (counts out of range, no title, mini-CQEs that do not name the
- * ring's position) counted and never read beyond their array, and the CQ of a quarter of
- * the ring with its window of posted WQEs.
+/* Compressed completions (mlx5-dma.h has the layouts, rx.c the host side, emu-cq.c the
+ * emulated device's).
+ *
+ * First against a device played by the test (the port of mini-port.h): CQ rings written
+ * byte by byte as the basic and the enhanced layouts have them, values computed here, and
+ * decoded by the host ring code: packets, titles, sessions over two polls and across the
+ * ring's end, the slots the host must make invalid (basic) or give their validity byte
+ * (enhanced), malformed sessions (counts out of range, no title, mini-CQEs that do not
+ * name the ring's position) counted and never read beyond their array, and the CQ of a
+ * quarter of the ring with its window of posted WQEs.
+ *
+ * Then against the emulated ConnectX: the bytes it writes for sessions of the longest
+ * length, and the same frames through a compressed and an uncompressed CQ giving the same
+ * packets (bytes, lengths, places, flow tags, flags, counters) with timestamps exact
+ * where a full CQE carries them and the title's where a mini-CQE does, over ring wraps,
+ * fillers, frames of another kind and an error completion. Last the engine key
+ * (cqe-comp=) and its stats.
  */
-#include "mini-port.h"
+#include "emu-rig.h"
 #include "mlx5-mem.h"
+#include "test-util.h"
 
 #include <string.h>
 
@@ -672,6 +682,481 @@ test_window (void)
   mlx5_rxq_free (d.q);
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* the emulated ConnectX */
+
+static void
+cqe_want (guint8 *want, guint16 wqe, guint32 byte_cnt, guint64 ts, guint32 tag, guint16 stride)
+{
+  memset (want, 0, 64);
+  put_be (want, 2, 2, wqe);
+  want[28] = CSUM_FLAGS;
+  want[29] = UDP_IPV4;
+  put_be (want, 44, 4, byte_cnt);
+  put_be (want, 48, 8, ts);
+  put_be (want, 56, 4, tag);
+  put_be (want, 60, 2, stride);
+}
+
+static void
+bytes_equal (
+    const guint8 *got, const guint8 *want, guint from, guint to, const char *what, guint32 idx)
+{
+  for (guint i = from; i < to; i++)
+    if (got[i] != want[i])
+      g_error ("%s at CQ index %u: byte %u is 0x%02x, want 0x%02x", what, idx, i, got[i], want[i]);
+}
+
+/* The bytes the emulated device writes for 66 frames of 60 bytes in one device pass into
+ * a WQE of 128 strides: the longest session (64 completions: EMU_CQE_COMP_MAX), then one
+ * of 2. Basic: titles at 0 and 64 (byte_cnt 64 and 2, format 3), mini-CQE arrays in
+ * slots 1, 8, 16 .. 56 and 65. Enhanced: full CQEs at 0 and 64 (the titles), compressed
+ * CQEs of 7 at 1, 8 .. 57 and of 1 at 65, byte 62 the lap. Every other slot as the host
+ * filled it. */
+static void
+check_emu_bytes (Mlx5CqComp comp)
+{
+  GError *error = NULL;
+  DqPortInfo info;
+  Mlx5Caps caps;
+  char *spec = g_strdup_printf ("zbytes%u,pause=off", comp);
+  gpointer dev = emu_port_ops.open (spec, &info, &caps, &error);
+  g_assert_no_error (error);
+  g_free (spec);
+  EmuPort *port = dev;
+  g_assert_true (caps.cqe_comp_basic);
+  g_assert_true (caps.cqe_comp_enhanced);
+
+  guint8 *ring = g_aligned_alloc (128, 64, 64);
+  memset (ring, 0xff, 128 * 64);
+  guint32 *cq_db = g_new0 (guint32, 2);
+  guint8 *buf = g_aligned_alloc0 (2, 128 * 64, 64);
+  Mlx5Cq cq = { .ring = ring, .dbrec = cq_db, .log_size = 7, .comp = comp };
+  gpointer mr;
+  guint32 lkey;
+  g_assert_true (emu_port_ops.mr_reg (dev, buf, 2 * 128 * 64, &lkey, &mr, &error));
+  g_assert_true (emu_port_ops.cq_create (dev, &cq, &error));
+  Mlx5Rq rq = { .wqes = g_aligned_alloc0 (2, 32, 64),
+    .dbrec = g_new0 (guint32, 2),
+    .log_wqes = 1,
+    .log_strides = 7,
+    .log_stride_size = 6,
+    .buf = buf,
+    .buf_size = 2 * 128 * 64,
+    .lkey = lkey,
+    .cq = &cq };
+  g_assert_true (emu_port_ops.rq_create (dev, &rq, &error));
+  for (guint i = 0; i < 2; i++) {
+    struct mlx5_mprq_wqe *w = (struct mlx5_mprq_wqe *) (rq.wqes + 32 * i);
+    w->dseg.byte_count = htobe32 (128 * 64);
+    w->dseg.lkey = htobe32 (lkey);
+    w->dseg.addr = htobe64 ((guint64) (uintptr_t) (buf + 128 * 64 * i));
+  }
+  rq.dbrec[MLX5_RCV_DBR] = htobe32 (2);
+  Mlx5Rq *rqs[1] = { &rq };
+  DqFlowRule rule = { .keys = DQ_FLOW_MARK, .mark = 0xa1b2c3 };
+  g_assert_true (emu_port_ops.flows_set (dev, 1, rqs, 1, &rule, 1, &error));
+
+  /* all 66 in one pass */
+  emu_port_fault_stall (port, TRUE);
+  TuFrameSpec fs = {
+    .len = 60, .proto = TU_PROTO_UDP, .src = 1, .dst = 2, .sport = 1, .dport = 2, .good_csums = TRUE
+  };
+  guint8 frame[60];
+  for (guint i = 0; i < 66; i++) {
+    tu_frame_build (frame, &fs, i);
+    g_assert_true (emu_port_inject (port, frame, 60));
+  }
+  emu_port_fault_stall (port, FALSE);
+  g_assert_true (emu_port_wait_idle (port, 5 * S_NS));
+  EmuCounters ec;
+  emu_port_counters (port, &ec);
+  g_assert_cmpuint (ec.rx_packets, ==, 66);
+
+  guint8 want[64];
+  guint32 mini_bc = 1u << 16 | 60;
+  static const guint32 titles[2] = { 0, 64 };
+  static const guint counts[2] = { 64, 2 };
+  gboolean written[128] = { FALSE };
+  for (guint s = 0; s < 2; s++) {
+    guint32 t = titles[s];
+    const guint8 *title = ring + t * 64;
+    guint64 ts = 0;
+    for (guint b = 48; b < 56; b++)
+      ts = ts << 8 | title[b];
+    g_assert_cmpuint (ts, >, 0);
+    if (comp == MLX5_CQ_COMP_BASIC) {
+      /* the title: the first completion's CQE, byte_cnt the count */
+      cqe_want (want, 0, counts[s], ts, 0xa1b2c3, (guint16) t);
+      want[63] = MLX5_CQE_RESP_SEND << 4 | MLX5_COMPRESSED << 2;
+      bytes_equal (title, want, 0, 64, "basic title", t);
+      written[t] = TRUE;
+      for (guint a = 0; a * 8 < counts[s]; a++) {
+        guint32 slot = t + (a == 0 ? 1 : 8 * a);
+        memset (want, 0, 64);
+        for (guint j = 0; j < 8 && a * 8 + j < counts[s]; j++)
+          put_be (want, 8 * j, 8, zmini (0xa1b2c3, (guint16) (t + a * 8 + j), 1, 60));
+        bytes_equal (ring + slot * 64, want, 0, 64, "mini-CQE array", slot);
+        written[slot] = TRUE;
+      }
+    } else {
+      cqe_want (want, 0, mini_bc, ts, 0xa1b2c3, (guint16) t);
+      want[62] = 0; /* lap 0 */
+      want[63] = MLX5_CQE_RESP_SEND << 4;
+      bytes_equal (title, want, 0, 64, "title (full CQE)", t);
+      written[t] = TRUE;
+      guint32 idx = t + 1;
+      for (guint i = 1; i < counts[s];) {
+        guint k = MIN (7, counts[s] - i);
+        memset (want, 0, 64);
+        for (guint j = 0; j < k; j++)
+          put_be (want, 8 * j, 8, zmini (0xa1b2c3, (guint16) (t + i + j), 1, 60));
+        want[62] = 0;
+        want[63] = (guint8) ((k - 1) << 4 | MLX5_COMPRESSED << 2);
+        bytes_equal (ring + idx * 64, want, 0, 64, "compressed CQE", idx);
+        written[idx] = TRUE;
+        idx += k;
+        i += k;
+      }
+      g_assert_cmpuint (idx, ==, t + counts[s]);
+    }
+  }
+  for (guint i = 0; i < 128; i++)
+    for (guint b = 0; !written[i] && b < 64; b++)
+      g_assert_cmphex (ring[i * 64 + b], ==, 0xff);
+  /* and the packets are where the mini-CQEs say */
+  for (guint i = 0; i < 66; i++) {
+    const guint8 *at = buf + i * 64;
+    tu_frame_build (frame, &fs, i);
+    g_assert_cmpmem (at, 60, frame, 60);
+  }
+
+  emu_port_ops.flows_set (dev, 1, NULL, 0, NULL, 0, &error);
+  emu_port_ops.rq_destroy (dev, &rq);
+  emu_port_ops.cq_destroy (dev, &cq);
+  emu_port_ops.mr_dereg (dev, mr);
+  emu_port_ops.close (dev);
+  g_aligned_free (rq.wqes);
+  g_free ((gpointer) rq.dbrec);
+  g_aligned_free (buf);
+  g_aligned_free (ring);
+  g_free (cq_db);
+}
+
+static void
+test_emu_bytes (void)
+{
+  check_emu_bytes (MLX5_CQ_COMP_BASIC);
+  check_emu_bytes (MLX5_CQ_COMP_ENHANCED);
+}
+
+/* A received packet, for the round trips: where it lies, what it says, its bytes. */
+typedef struct {
+  guint32 seq;
+  guint32 wqe, pos; /* ring slot of its WQE, byte offset in the WQE's region */
+  guint32 len, flow, flags;
+  guint64 ts;
+} RtPkt;
+
+typedef struct {
+  GArray *pkts;
+  Mlx5RxCounters c;
+  EmuCounters ec;
+  gsize cq_bytes;
+} RtRun;
+
+#define RT_ROUNDS 12
+#define RT_FRAMES 150
+#define RT_ERROR_ROUND 3
+#define RT_ERROR_AT 70
+
+static const guint rt_lens[] = { 60, 64, 65, 128, 200, 300, 60, 60, 60, 60, 1000, 60, 60, 70 };
+
+/* frame i of a round: its length, UDP destination port (5000, 6000, 7000 in runs of 5)
+ * and checksums (every 17th is wrong: another kind of completion) */
+static void
+rt_frame (guint8 *frame, guint32 seq, guint i, guint *len)
+{
+  static const guint16 dports[3] = { 5000, 6000, 7000 };
+  TuFrameSpec fs = { .len = rt_lens[i % G_N_ELEMENTS (rt_lens)],
+    .proto = TU_PROTO_UDP,
+    .src = 0x0a000001,
+    .dst = 0x0a000002,
+    .sport = 1000,
+    .dport = dports[(i / 5) % 3],
+    .good_csums = i % 17 != 16 };
+  tu_frame_build (frame, &fs, seq);
+  *len = fs.len;
+}
+
+/* Takes every completion of the queue until it is empty and out of the error state: each
+ * packet checked against the frame sent, recorded, its burst given back. */
+static void
+rt_drain (Mlx5Rxq *q, guint8 **frames, guint32 first_seq, GArray *out)
+{
+  DqPacket pkts[64];
+  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  for (;;) {
+    g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+    mlx5_rxq_refill (q);
+    Mlx5RxBurst b = { 0 };
+    mlx5_rxq_poll (q, &b, pkts, 64);
+    if (b.n_packets == 0) {
+      if (!mlx5_rxq_cq_ready (q) && !mlx5_rxq_in_error (q))
+        break;
+      continue;
+    }
+    const guint8 *data = mlx5_rxq_burst_data (q, &b);
+    for (guint i = 0; i < b.n_packets; i++) {
+      guint32 seq = tu_frame_seq (data + pkts[i].offset, pkts[i].length);
+      g_assert_cmpuint (seq - first_seq, <, RT_FRAMES);
+      g_assert_cmpmem (
+          data + pkts[i].offset, pkts[i].length, frames[seq - first_seq], pkts[i].length);
+      RtPkt p = { .seq = seq,
+        .wqe = b.wqe,
+        .pos = b.first_stride * mlx5_rxq_stride_size (q) + pkts[i].offset,
+        .len = pkts[i].length,
+        .flow = pkts[i].flow_id,
+        .flags = pkts[i].flags,
+        .ts = pkts[i].timestamp };
+      g_array_append_val (out, p);
+    }
+    mlx5_rxq_release (q, b.wqe, b.strides);
+  }
+}
+
+/* RT_ROUNDS rounds of RT_FRAMES frames through the port's cable into one RQ (64-byte
+ * strides, 64 a WQE, 64 WQEs) whose CQ compresses as `comp` says: each round sent while
+ * the device is stalled, so that it leaves back to back in one device pass; in round
+ * RT_ERROR_ROUND frame RT_ERROR_AT completes with an error (the rest of the pass is lost,
+ * the host recovers the RQ). */
+static void
+rt_run (Mlx5CqComp comp, RtRun *run)
+{
+  Rig r;
+  char *spec = g_strdup_printf ("zrt%u,pause=off", comp);
+  rig_open (&r, spec);
+  g_free (spec);
+  Mlx5RxGeometry geo = { .log_stride_size = 6, .log_strides = 6, .log_wqes = 6, .log_cq_size = 12 };
+  mlx5_rx_geometry_compress (&geo, comp);
+  GError *error = NULL;
+  Mlx5Rxq *q = mlx5_rxq_new (&emu_port_ops, r.dev, &r.caps, &geo, &error);
+  g_assert_no_error (error);
+  r.rx[r.n_rx++] = q;
+  DqFlowRule rules[3] = {
+    { .keys = DQ_FLOW_PROTO | DQ_FLOW_DST_PORT | DQ_FLOW_MARK,
+        .proto = 17,
+        .dst_port = 5000,
+        .mark = 0x123456 },
+    { .keys = DQ_FLOW_DST_PORT | DQ_FLOW_MARK, .dst_port = 6000, .mark = 0xa5b6c7 },
+    { .keys = DQ_FLOW_MARK, .mark = 0x000001 },
+  };
+  rig_steer (&r, 1, rules, 3);
+  rig_tx (&r, 512 * 1024, 1518, FALSE);
+
+  guint8 *frames[RT_FRAMES];
+  guint32 lens[RT_FRAMES];
+  for (guint i = 0; i < RT_FRAMES; i++)
+    frames[i] = g_malloc (1518);
+  run->pkts = g_array_new (FALSE, FALSE, sizeof (RtPkt));
+  for (guint round = 0; round < RT_ROUNDS; round++) {
+    guint32 first = round * RT_FRAMES;
+    for (guint i = 0; i < RT_FRAMES; i++) {
+      guint len;
+      rt_frame (frames[i], first + i, i, &len);
+      lens[i] = len;
+    }
+    emu_port_fault_stall (r.port, TRUE);
+    if (round == RT_ERROR_ROUND)
+      emu_port_fault_rx_error (r.port, RT_ERROR_AT, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
+    send_all (r.tx, frames, lens, RT_FRAMES);
+    emu_port_fault_stall (r.port, FALSE);
+    wait_idle (&r);
+    rt_drain (q, frames, first, run->pkts);
+  }
+  mlx5_rxq_counters (q, &run->c);
+  emu_port_counters (r.port, &run->ec);
+  run->cq_bytes = mlx5_rxq_cq_bytes (q);
+  for (guint i = 0; i < RT_FRAMES; i++)
+    g_free (frames[i]);
+  rig_close (&r);
+}
+
+/* the time of frame i of a round from the round's first: back to back at 100 Gb/s */
+static guint64
+rt_wire (guint i)
+{
+  guint lens[RT_FRAMES];
+  for (guint k = 0; k < RT_FRAMES; k++)
+    lens[k] = rt_lens[k % G_N_ELEMENTS (rt_lens)];
+  return tu_wire_ticks (
+      lens, i, 24, G_GUINT64_CONSTANT (1000000000), G_GUINT64_CONSTANT (100000000000));
+}
+
+/* Every packet's time: exactly the line-rate model's from its round's first packet, or,
+ * with compression (`shared`), that of the packet before it (its title's, or a packet of
+ * the same title's); returns how many took another's time. */
+static guint
+rt_check_times (const RtRun *run, gboolean shared)
+{
+  guint64 t0 = 0;
+  guint others = 0;
+  for (guint k = 0; k < run->pkts->len; k++) {
+    const RtPkt *p = &g_array_index (run->pkts, RtPkt, k);
+    guint i = p->seq % RT_FRAMES;
+    if (i == 0)
+      t0 = p->ts; /* a round's first packet: a full CQE or a basic title's own time */
+    if (p->ts == t0 + rt_wire (i))
+      continue;
+    g_assert_true (shared);
+    g_assert_cmpuint (k, >, 0);
+    g_assert_cmpuint (p->ts, ==, g_array_index (run->pkts, RtPkt, k - 1).ts);
+    others++;
+  }
+  return others;
+}
+
+/* The same frames through an uncompressed CQ and through a basic and an enhanced
+ * compressed one: the same packets (sequence, bytes, WQE, place, length, flow tag,
+ * flags), the same counters, times exact or the title's, a CQ of a quarter. */
+static void
+test_round_trip (void)
+{
+  RtRun off, on[2];
+  rt_run (MLX5_CQ_COMP_NONE, &off);
+  rt_run (MLX5_CQ_COMP_BASIC, &on[0]);
+  rt_run (MLX5_CQ_COMP_ENHANCED, &on[1]);
+
+  /* every frame but the failed one and the rest of its pass */
+  guint want = RT_ROUNDS * RT_FRAMES - (RT_FRAMES - RT_ERROR_AT);
+  g_assert_cmpuint (off.pkts->len, ==, want);
+  g_assert_cmpuint (off.c.compressed, ==, 0);
+  g_assert_cmpuint (rt_check_times (&off, FALSE), ==, 0);
+  g_assert_cmpuint (off.cq_bytes, ==, 64 * 64 * 64); /* a CQE a stride */
+  for (guint l = 0; l < 2; l++) {
+    RtRun *o = &on[l];
+    g_assert_cmpuint (o->pkts->len, ==, off.pkts->len);
+    for (guint k = 0; k < off.pkts->len; k++) {
+      const RtPkt *a = &g_array_index (off.pkts, RtPkt, k);
+      const RtPkt *b = &g_array_index (o->pkts, RtPkt, k);
+      if (a->seq != b->seq || a->wqe != b->wqe || a->pos != b->pos || a->len != b->len ||
+          a->flow != b->flow || a->flags != b->flags)
+        g_error ("layout %u, packet %u: seq %u/%u wqe %u/%u pos %u/%u len %u/%u flow 0x%x/0x%x "
+                 "flags 0x%x/0x%x",
+            l, k, a->seq, b->seq, a->wqe, b->wqe, a->pos, b->pos, a->len, b->len, a->flow, b->flow,
+            a->flags, b->flags);
+    }
+    g_assert_cmpuint (o->c.packets, ==, off.c.packets);
+    g_assert_cmpuint (o->c.bytes, ==, off.c.bytes);
+    g_assert_cmpuint (o->c.fillers, ==, off.c.fillers);
+    g_assert_cmpuint (o->c.cqe_errors, ==, 1);
+    g_assert_cmpuint (o->c.recoveries, ==, 1);
+    g_assert_cmpuint (o->c.device_errors, ==, 0);
+    /* flush completions: one per WQE posted when the error came, fewer with the window */
+    g_assert_cmpuint (o->c.flushed, >=, 1);
+    g_assert_cmpuint (o->c.compressed, >, want / 4);
+    guint others = rt_check_times (o, TRUE);
+    g_assert_cmpuint (others, >, 0);
+    g_assert_cmpuint (others, <=, o->c.compressed);
+    if (l == 1) /* enhanced: every mini-CQE's packet has its title's time */
+      g_assert_cmpuint (others, ==, o->c.compressed);
+    g_assert_cmpuint (o->ec.rx_packets, ==, off.ec.rx_packets);
+    g_assert_cmpuint (o->ec.rx_fillers, ==, off.ec.rx_fillers);
+    g_assert_cmpuint (o->ec.rx_cqe_errors, ==, 1);
+    g_assert_cmpuint (o->ec.rx_out_of_buffer, ==, off.ec.rx_out_of_buffer);
+    g_assert_cmpuint (o->ec.rx_cq_overruns, ==, 0);
+    g_assert_cmpuint (o->cq_bytes * 4, ==, off.cq_bytes);
+    g_array_free (o->pkts, TRUE);
+  }
+  g_assert_cmpuint (off.c.packets, ==, want);
+  g_assert_cmpuint (off.c.fillers, >, RT_ROUNDS);
+  g_assert_cmpuint (off.ec.rx_cq_overruns, ==, 0);
+  g_array_free (off.pkts, TRUE);
+}
+
+/* The engine key: values, its errors, the CQ it gives at the default ring, and packets
+ * through it with the generator. */
+static void
+test_engine_key (void)
+{
+  GError *error = NULL;
+  g_assert_null (dq_port_open ("emu:zk0,cqe-comp=maybe", &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
+  g_assert_cmpstr (error->message, ==,
+      "emu:zk0: cqe-comp=maybe is not allowed (allowed: off or 0, on or 1, basic, enhanced)");
+  g_clear_error (&error);
+
+  static const struct {
+    const char *device;
+    gsize cq_bytes; /* at the default 64 MiB ring of 64-byte strides */
+    gboolean compressed;
+  } cases[] = {
+    { "emu:zk1", 64u << 20, FALSE },
+    { "emu:zk2,cqe-comp=off", 64u << 20, FALSE },
+    { "emu:zk3,cqe-comp=on", 16u << 20, TRUE },
+    { "emu:zk4,cqe-comp=1", 16u << 20, TRUE },
+    { "emu:zk5,cqe-comp=basic", 16u << 20, TRUE },
+    { "emu:zk6,cqe-comp=enhanced", 16u << 20, TRUE },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    char *device = g_strdup_printf ("%s,gen=128,gen-count=20000,gen-lossless=on", cases[i].device);
+    DqPort *port = dq_port_open (device, &error);
+    g_assert_no_error (error);
+    DqRxConfig cfg = { .burst_packets = 256,
+      .burst_timeout_ns = 1000000,
+      .max_packet_size = 1518,
+      .n_queues = 1,
+      .group_id = 0x7700 + i };
+    DqRxQueue *rxq = dq_rxq_create (port, &cfg, &error);
+    g_assert_no_error (error);
+    guint64 got = 0;
+    guint32 next = 0;
+    gint64 deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+    while (got < 20000) {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      DqBurst b;
+      int r = dq_rxq_poll (rxq, &b, 1000000, &error);
+      g_assert_no_error (error);
+      if (r == 0)
+        continue;
+      for (guint k = 0; k < b.n_packets; k++) {
+        const guint8 *f = b.data + b.packets[k].offset;
+        g_assert_cmpuint (b.packets[k].length, ==, 128);
+        guint32 seq = (guint32) f[42] << 24 | (guint32) f[43] << 16 | (guint32) f[44] << 8 | f[45];
+        g_assert_cmpuint (seq, ==, next);
+        next++;
+      }
+      got += b.n_packets;
+      dq_rxq_release (rxq, &b);
+    }
+    DqRxStats st;
+    dq_rxq_stats (rxq, &st);
+    g_assert_cmpuint (st.packets, ==, 20000);
+    g_assert_cmpuint (st.cq_bytes, ==, cases[i].cq_bytes);
+    if (cases[i].compressed)
+      g_assert_cmpuint (st.compressed, >, 0);
+    else
+      g_assert_cmpuint (st.compressed, ==, 0);
+    dq_rxq_destroy (rxq);
+
+    /* header-data split keeps one full CQE per packet */
+    DqRxConfig split = cfg;
+    split.header_size = 42;
+    split.ring_bytes = 1 << 20;
+    split.group_id += 0x100;
+    rxq = dq_rxq_create (port, &split, &error);
+    g_assert_no_error (error);
+    dq_rxq_stats (rxq, &st);
+    /* payload slots of 1536 bytes (1518 - 42 rounded up to 64): 682 in 1 MiB, 512 taken,
+     * one full CQE each */
+    g_assert_cmpuint (st.cq_bytes, ==, 64u * 512);
+    g_assert_cmpuint (st.compressed, ==, 0);
+    dq_rxq_destroy (rxq);
+    dq_port_unref (port);
+    g_free (device);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -684,5 +1169,8 @@ main (int argc, char **argv)
   g_test_add_func ("/mlx5/cqe-comp/malformed-basic", test_malformed_basic);
   g_test_add_func ("/mlx5/cqe-comp/malformed-enhanced", test_malformed_enhanced);
   g_test_add_func ("/mlx5/cqe-comp/window", test_window);
+  g_test_add_func ("/mlx5/cqe-comp/emu-bytes", test_emu_bytes);
+  g_test_add_func ("/mlx5/cqe-comp/round-trip", test_round_trip);
+  g_test_add_func ("/mlx5/cqe-comp/engine-key", test_engine_key);
   return g_test_run ();
 }
