@@ -8,6 +8,7 @@
 #include <infiniband/mlx5dv.h>
 
 #include "hw-cmd.h"
+#include "../mlx5-dma.h"
 #include "../prm/mlx5-ifc.h"
 
 /* ---------------------------------------------------------------------------------- */
@@ -72,9 +73,18 @@ mlx5_cmd_build_create_cq (void *in, const Mlx5Cq *cq, const Mlx5HwQueueMem *mem,
     guint32 eqn, guint page_shift)
 {
   DEVX_SET (create_cq_in, in, opcode, MLX5_CMD_OP_CREATE_CQ);
-  /* 64-byte CQEs, no compression, no moderation: the CQ is polled, never armed; the
-   * EQ and UAR page are still required fields */
+  /* 64-byte CQEs, no moderation: the CQ is polled, never armed; the EQ and UAR page are
+   * still required fields */
   DEVX_SET (create_cq_in, in, cq_context.cqe_sz, MLX5_CQE_SIZE_64);
+  if (cq->comp != MLX5_CQ_COMP_NONE) {
+    /* mini-CQEs with the flow tag (the packet's mark) and stride index: what the ring
+     * code reads per packet; the rest comes from the title */
+    DEVX_SET (create_cq_in, in, cq_context.cqe_comp_en, 1);
+    DEVX_SET (create_cq_in, in, cq_context.mini_cqe_res_format, MLX5_CQE_FORMAT_FTAG_STRIDX);
+    DEVX_SET (create_cq_in, in, cq_context.cqe_comp_layout,
+        cq->comp == MLX5_CQ_COMP_ENHANCED ? MLX5_CQE_COMPRESS_LAYOUT_ENHANCED
+                                          : MLX5_CQE_COMPRESS_LAYOUT_BASIC);
+  }
   DEVX_SET (create_cq_in, in, cq_context.log_cq_size, cq->log_size);
   DEVX_SET (create_cq_in, in, cq_context.uar_page, uar_page);
   DEVX_SET (create_cq_in, in, cq_context.c_eqn_or_apu_element, eqn);
@@ -358,6 +368,10 @@ mlx5_hw_caps_parse_general (Mlx5HwCaps *caps, const void *out)
   caps->device_frequency_khz = GEN (device_frequency_khz);
   caps->wait_on_time = GEN (wait_on_time);
   caps->wait_on_data = GEN (wait_on_data);
+  caps->cqe_compression = GEN (cqe_compression);
+  caps->enhanced_cqe_compression = GEN (enhanced_cqe_compression);
+  caps->mini_cqe_resp_flow_tag = GEN (mini_cqe_resp_flow_tag);
+  caps->mini_cqe_resp_stride_index = GEN (mini_cqe_resp_stride_index);
   caps->qos = GEN (qos);
   caps->bf = GEN (bf);
   caps->log_bf_reg_size = GEN (log_bf_reg_size);
@@ -581,7 +595,8 @@ mlx5_hw_caps_describe (const Mlx5HwCaps *hw, const struct mlx5dv_context *dv)
       "sq_ts_format %u, device_frequency_khz %u, wait_on_time %u, wait_on_data %u, bf %u, "
       "log_bf_reg_size %u, general_obj_types 0x%" G_GINT64_MODIFIER "x, csum_cap %u, "
       "multi_pkt_send_wqe %u, enhanced_multi_pkt_send_wqe %u, wqe_inline_mode %u, "
-      "rdma-core flags 0x%" G_GINT64_MODIFIER "x",
+      "cqe_compression %u, enhanced_cqe_compression %u, mini_cqe_resp_flow_tag %u, "
+      "mini_cqe_resp_stride_index %u, rdma-core flags 0x%" G_GINT64_MODIFIER "x",
       hw->port_type, hw->eth_net_offloads ? 1u : 0u, hw->striding_rq ? 1u : 0u,
       hw->ext_stride_num_range ? 1u : 0u, s->supported_qpts, s->min_single_stride_log_num_of_bytes,
       s->max_single_stride_log_num_of_bytes, s->min_single_wqe_log_num_of_strides,
@@ -590,7 +605,9 @@ mlx5_hw_caps_describe (const Mlx5HwCaps *hw, const struct mlx5dv_context *dv)
       hw->sq_ts_format, hw->device_frequency_khz, hw->wait_on_time ? 1u : 0u,
       hw->wait_on_data ? 1u : 0u, hw->bf ? 1u : 0u, hw->log_bf_reg_size, hw->general_obj_types,
       hw->csum_cap ? 1u : 0u, hw->multi_pkt_send_wqe, hw->enhanced_multi_pkt_send_wqe ? 1u : 0u,
-      hw->wqe_inline_mode, (guint64) dv->flags);
+      hw->wqe_inline_mode, hw->cqe_compression ? 1u : 0u, hw->enhanced_cqe_compression ? 1u : 0u,
+      hw->mini_cqe_resp_flow_tag ? 1u : 0u, hw->mini_cqe_resp_stride_index ? 1u : 0u,
+      (guint64) dv->flags);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -618,6 +635,9 @@ mlx5_hw_caps_fill (
   caps->device_frequency_khz = hw->device_frequency_khz;
   caps->wait_on_time = hw->wait_on_time;
   caps->tx_empw = hw->eth_net_offloads && hw->enhanced_multi_pkt_send_wqe;
+  caps->cqe_comp_basic =
+      hw->cqe_compression && hw->mini_cqe_resp_flow_tag && hw->mini_cqe_resp_stride_index;
+  caps->cqe_comp_enhanced = caps->cqe_comp_basic && hw->enhanced_cqe_compression;
   if (hw->qos && hw->packet_pacing && hw->packet_pacing_max_rate != 0) {
     caps->pp_min_bps = (guint64) MAX (hw->packet_pacing_min_rate, 1u) * 1000;
     caps->pp_max_bps = (guint64) hw->packet_pacing_max_rate * 1000;

@@ -42,6 +42,10 @@ typedef struct {
   guint sq_ts_format, rq_ts_format; /* MLX5_TIMESTAMP_FORMAT_CAP_* */
   guint32 device_frequency_khz;
   gboolean wait_on_time, wait_on_data;
+  /* compressed CQEs, in the enhanced layout, and the mini-CQE formats with flow tag and
+   * with stride index */
+  gboolean cqe_compression, enhanced_cqe_compression;
+  gboolean mini_cqe_resp_flow_tag, mini_cqe_resp_stride_index;
   gboolean qos;
   /* QoS (valid when qos): packet pacing and its rates, kb/s */
   gboolean packet_pacing;
@@ -77,6 +81,8 @@ guint mlx5_hw_ts_format (gboolean real_time);
 void mlx5_cmd_build_query_hca_cap (void *in, guint cap_type);
 void mlx5_cmd_build_query_nic_vport_context (void *in);
 void mlx5_cmd_build_alloc_transport_domain (void *in);
+/* cq->comp other than MLX5_CQ_COMP_NONE: cqe_comp_en with FTAG_STRIDX mini-CQEs
+ * (mini_cqe_res_format 2) in the basic or the enhanced layout (cqe_comp_layout 0 or 1) */
 void mlx5_cmd_build_create_cq (void *in, const Mlx5Cq *cq, const Mlx5HwQueueMem *mem,
     guint32 uar_page, guint32 eqn, guint page_shift);
 void mlx5_cmd_build_alloc_q_counter (void *in);
@@ -202,7 +208,10 @@ char *mlx5_hw_caps_describe (const Mlx5HwCaps *hw, const struct mlx5dv_context *
 /* The limits the host side sizes its rings by: strides from mlx5dv_query_device (none
  * without striding RQ support for raw packet queues; fewer than 2^9 strides only with
  * ext_stride_num_range), WQ and CQ sizes from the HCA caps; an SQ (a DevX WQ) within
- * both log_max_wq_sz and log_max_qp_sz; TX checksum offload from csum_cap. */
+ * both log_max_wq_sz and log_max_qp_sz; TX checksum offload from csum_cap; compressed
+ * completions where cqe_compression and both mini-CQE formats daqiri reads
+ * (mini_cqe_resp_flow_tag, mini_cqe_resp_stride_index) are there, in the enhanced layout
+ * too with enhanced_cqe_compression. */
 void mlx5_hw_caps_fill (
     Mlx5Caps *caps, const Mlx5HwCaps *hw, const struct mlx5dv_context *dv, gboolean real_time);
 /* the minimum inline mode (MLX5_INLINE_MODE_*) send WQEs of this port need: from the

@@ -178,12 +178,16 @@ test_small_commands (void)
 /* ------------------------------------------------------------------------------------ */
 /* CQ */
 
+/* comp: MLX5_CQ_COMP_NONE leaves the compression fields 0 (assert_zero); the others set
+ * cqe_comp_en@0x11, mini_cqe_res_format@0x12/2 = 2 (FTAG_STRIDX, DPDK's
+ * MLX5_CQE_RESP_FORMAT_FTAG_STRIDX) and cqe_comp_layout@0x1e/2 (the kernel's
+ * cqe_compression_layout: 0 basic, 1 enhanced), offsets in the CQ context */
 static void
-check_create_cq (guint page_shift, guint page_code)
+check_create_cq (guint page_shift, guint page_code, Mlx5CqComp comp)
 {
   guint8 ring[64];
   guint32 dbrec[2];
-  Mlx5Cq cq = { .ring = ring, .dbrec = dbrec, .log_size = 13 };
+  Mlx5Cq cq = { .ring = ring, .dbrec = dbrec, .log_size = 13, .comp = comp };
   Mlx5HwQueueMem mem = {
     .umem_id = 0x11, .umem_offset = 0x40, .dbr_umem_id = 0x22, .dbr_offset = 0x1c0
   };
@@ -195,6 +199,12 @@ check_create_cq (guint page_shift, guint page_code)
   EXPECT (create_cq_in, in, copy, opcode, 0x0, 16, 0x400);
   EXPECT (create_cq_in, in, copy, cq_context.dbr_umem_valid, 0x86, 1, 1);
   EXPECT (create_cq_in, in, copy, cq_context.cqe_sz, 0x88, 3, 0); /* 64 bytes */
+  if (comp != MLX5_CQ_COMP_NONE) {
+    EXPECT (create_cq_in, in, copy, cq_context.cqe_comp_en, 0x91, 1, 1);
+    EXPECT (create_cq_in, in, copy, cq_context.mini_cqe_res_format, 0x92, 2, 2);
+    EXPECT (create_cq_in, in, copy, cq_context.cqe_comp_layout, 0x9e, 2,
+        comp == MLX5_CQ_COMP_ENHANCED ? 1 : 0);
+  }
   EXPECT (create_cq_in, in, copy, cq_context.dbr_umem_id, 0xa0, 32, 0x22);
   EXPECT (create_cq_in, in, copy, cq_context.log_cq_size, 0xe3, 5, 13);
   EXPECT (create_cq_in, in, copy, cq_context.uar_page, 0xe8, 24, 0x3c5);
@@ -212,8 +222,23 @@ check_create_cq (guint page_shift, guint page_code)
 static void
 test_create_cq (void)
 {
-  check_create_cq (PAGE_4K, 0);
-  check_create_cq (PAGE_64K, 4);
+  check_create_cq (PAGE_4K, 0, MLX5_CQ_COMP_NONE);
+  check_create_cq (PAGE_64K, 4, MLX5_CQ_COMP_NONE);
+  check_create_cq (PAGE_4K, 0, MLX5_CQ_COMP_BASIC);
+  check_create_cq (PAGE_4K, 0, MLX5_CQ_COMP_ENHANCED);
+
+  /* and the bytes themselves, without our layout: the CQ context starts at byte 0x10;
+   * byte 0x12 (bits 0x90..0x97) holds cqe_comp_en (bit 0x91: 0x40) and format 2 (bits
+   * 0x92..0x93 = 10b: 0x20), byte 0x13 ends with the layout (bits 0x9e..0x9f = 01b) */
+  guint8 ring[64];
+  guint32 dbrec[2];
+  Mlx5Cq cq = { .ring = ring, .dbrec = dbrec, .log_size = 13, .comp = MLX5_CQ_COMP_ENHANCED };
+  Mlx5HwQueueMem mem = { 0 };
+  guint8 in[DEVX_ST_SZ_BYTES (create_cq_in)];
+  memset (in, 0, sizeof in);
+  mlx5_cmd_build_create_cq (in, &cq, &mem, 0, 0, PAGE_4K);
+  g_assert_cmphex (in[0x12], ==, 0x60);
+  g_assert_cmphex (in[0x13], ==, 0x01);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -540,6 +565,10 @@ test_caps_parse (void)
   bits_set (out, c + 0x440, 2, 2);        /* sq_ts_format both */
   bits_set (out, c + 0x442, 2, 1);        /* rq_ts_format real time */
   bits_set (out, c + 0x4e0, 32, 1000000); /* device_frequency_khz */
+  bits_set (out, c + 0x5b0, 1, 1);        /* enhanced_cqe_compression */
+  bits_set (out, c + 0x5ba, 1, 1);        /* mini_cqe_resp_flow_tag (DPDK's offset) */
+  bits_set (out, c + 0x5bc, 1, 0);        /* mini_cqe_resp_stride_index */
+  bits_set (out, c + 0x5bf, 1, 1);        /* cqe_compression */
   bits_set (out, c + 0x68b, 1, 0);        /* wait_on_data */
   bits_set (out, c + 0x68c, 1, 1);        /* wait_on_time (facts §4.7) */
   Mlx5HwCaps caps;
@@ -563,6 +592,10 @@ test_caps_parse (void)
   g_assert_cmpuint (caps.device_frequency_khz, ==, 1000000);
   g_assert_false (caps.wait_on_data);
   g_assert_true (caps.wait_on_time);
+  g_assert_true (caps.enhanced_cqe_compression);
+  g_assert_true (caps.mini_cqe_resp_flow_tag);
+  g_assert_false (caps.mini_cqe_resp_stride_index);
+  g_assert_true (caps.cqe_compression);
   g_assert_false (caps.qos);
   memset (out, 0, DEVX_ST_SZ_BYTES (query_hca_cap_out));
   bits_set (out, c + 0x21b, 1, 1); /* qos */
@@ -659,6 +692,51 @@ caps_from (Mlx5HwCaps *hw, const guint8 *general, gboolean csum)
   bits_set (eth, CAP + 0x12, 2, 2);           /* wqe_inline_mode NOT_REQUIRED */
   mlx5_hw_caps_parse_eth (hw, eth);
   g_free (eth);
+}
+
+/* Compressed completions from the general capabilities: both mini-CQE formats the ring
+ * code reads and cqe_compression give the basic layout, enhanced_cqe_compression the
+ * enhanced one too; without one of the three, none (and the CQ stays uncompressed). */
+static void
+test_caps_cqe_comp (void)
+{
+  static const struct {
+    guint comp, enhanced, flow_tag, stride_index;
+    gboolean want_basic, want_enhanced;
+  } cases[] = {
+    { 0, 0, 0, 0, FALSE, FALSE }, /* a device without compression */
+    { 1, 0, 1, 1, TRUE, FALSE },  /* basic only (ConnectX-5 class) */
+    { 1, 1, 1, 1, TRUE, TRUE },   /* both (ConnectX-6 Dx and later) */
+    { 1, 1, 0, 1, FALSE, FALSE }, /* no flow tag mini-CQEs: the mark would be lost */
+    { 1, 1, 1, 0, FALSE, FALSE }, /* no stride index mini-CQEs */
+    { 0, 1, 1, 1, FALSE, FALSE }, /* enhanced alone means nothing */
+  };
+  guint8 *out = g_malloc (DEVX_ST_SZ_BYTES (query_hca_cap_out));
+  struct mlx5dv_context dv;
+  cx6_dv (&dv);
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    cx6_general (out);
+    bits_set (out, CAP + 0x5bf, 1, cases[i].comp);
+    bits_set (out, CAP + 0x5b0, 1, cases[i].enhanced);
+    bits_set (out, CAP + 0x5ba, 1, cases[i].flow_tag);
+    bits_set (out, CAP + 0x5bc, 1, cases[i].stride_index);
+    Mlx5HwCaps hw;
+    caps_from (&hw, out, TRUE);
+    Mlx5Caps caps;
+    mlx5_hw_caps_fill (&caps, &hw, &dv, FALSE);
+    if (caps.cqe_comp_basic != cases[i].want_basic ||
+        caps.cqe_comp_enhanced != cases[i].want_enhanced)
+      g_error ("case %u: basic %d enhanced %d, want %d %d", i, caps.cqe_comp_basic,
+          caps.cqe_comp_enhanced, cases[i].want_basic, cases[i].want_enhanced);
+    char *text = mlx5_hw_caps_describe (&hw, &dv);
+    char *want = g_strdup_printf ("cqe_compression %u, enhanced_cqe_compression %u, "
+                                  "mini_cqe_resp_flow_tag %u, mini_cqe_resp_stride_index %u",
+        cases[i].comp, cases[i].enhanced, cases[i].flow_tag, cases[i].stride_index);
+    g_assert_nonnull (strstr (text, want));
+    g_free (want);
+    g_free (text);
+  }
+  g_free (out);
 }
 
 /* the ConnectX-6 blob with one general field changed must fail the check, naming it */
@@ -1430,6 +1508,7 @@ main (int argc, char **argv)
   g_test_add_func ("/mlx5-layout/cmd/caps-parse", test_caps_parse);
   g_test_add_func ("/mlx5-layout/cmd/decisions", test_decisions);
   g_test_add_func ("/mlx5-layout/cmd/caps-check", test_caps_check);
+  g_test_add_func ("/mlx5-layout/cmd/caps-cqe-comp", test_caps_cqe_comp);
   g_test_add_func ("/mlx5-layout/cmd/clock-choose", test_clock_choose);
   g_test_add_func ("/mlx5-layout/cmd/rqt-check", test_rqt_check);
   g_test_add_func ("/mlx5-layout/cmd/geometry", test_geometry);

@@ -9,8 +9,9 @@
  *      below, so nothing goes unchecked;
  *   2. every member is compared with the kernel's member of the same struct and name
  *      (a few are named differently there: see the alias tables); members the 6.1
- *      kernel does not define (DevX umem fields, wait_on_time/wait_on_data) are checked
- *      against the offsets recorded in reference/daqiri-facts.md §4.9 instead;
+ *      kernel does not define (DevX umem fields, wait_on_time/wait_on_data,
+ *      mini_cqe_resp_flow_tag) are checked against the offsets recorded in
+ *      reference/daqiri-facts.md §4.9 (the last: DPDK's mlx5_prm.h) instead;
  *   3. whole struct sizes, and the command opcodes and enum values both headers name,
  *      must agree.
  * Every kernel header found is checked. Without one, steps 1 and the facts part run and
@@ -75,6 +76,10 @@ static const OurField our_fields[] = {
   S (cmd_hca_cap, sq_ts_format),
   S (cmd_hca_cap, rq_ts_format),
   S (cmd_hca_cap, device_frequency_khz),
+  S (cmd_hca_cap, enhanced_cqe_compression),
+  S (cmd_hca_cap, mini_cqe_resp_flow_tag),
+  S (cmd_hca_cap, mini_cqe_resp_stride_index),
+  S (cmd_hca_cap, cqe_compression),
   S (cmd_hca_cap, wait_on_data),
   S (cmd_hca_cap, wait_on_time),
   S (cmd_hca_cap, qos),
@@ -131,6 +136,9 @@ static const OurField our_fields[] = {
 
   S (cqc, dbr_umem_valid),
   S (cqc, cqe_sz),
+  S (cqc, cqe_comp_en),
+  S (cqc, mini_cqe_res_format),
+  S (cqc, cqe_comp_layout),
   S (cqc, dbr_umem_id),
   S (cqc, log_cq_size),
   S (cqc, uar_page),
@@ -280,10 +288,11 @@ static const char *const struct_alias[][2] = {
 static const char *const member_alias[][3] = {
   { "wq", "single_wqe_log_num_of_strides", "log_wqe_num_of_strides" },
   { "wq", "single_stride_log_num_of_bytes", "log_wqe_stride_size" },
+  { "cqc", "cqe_comp_layout", "cqe_compression_layout" },
 };
 
 /* reference/daqiri-facts.md §4.9 (bit offset, width) of members kernel 6.1 leaves
- * reserved (§11) */
+ * reserved (§11), and one the facts do not record (its source beside it) */
 typedef struct {
   const char *type, *member;
   gsize off, bits;
@@ -298,6 +307,9 @@ static const FactField fact_fields[] = {
   { "create_cq_in", "cq_umem_id", 0x2c0, 0x20 },
   { "cmd_hca_cap", "wait_on_data", 0x68b, 0x1 },
   { "cmd_hca_cap", "wait_on_time", 0x68c, 0x1 },
+  /* not in §4.9: DPDK's drivers/common/mlx5/mlx5_prm.h and later kernels' mlx5_ifc.h put
+   * it between mini_cqe_resp_l3_l4_tag (0x5b9) and mini_cqe_resp_stride_index (0x5bc) */
+  { "cmd_hca_cap", "mini_cqe_resp_flow_tag", 0x5ba, 0x1 },
 };
 
 /* Constants whose kernel definition, where it has a literal value, must match. */
