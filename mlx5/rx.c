@@ -60,6 +60,8 @@ typedef struct {
                  * CQE (enhanced) */
   guint32 next;        /* the next one's index: in the session (basic), in `mini` (enhanced) */
   gboolean have_title; /* enhanced: the last CQE read was a packet's, the title */
+  gboolean scrub;      /* enhanced: the compressed CQE's indices reach a lap whose reserved
+                        * slots get their validity byte */
   guint32 wqe_id;
   guint32 flags; /* DqPacket flags */
   guint64 ts;    /* ns */
@@ -68,6 +70,8 @@ typedef struct {
 /* the laps over the CQ after which the enhanced layout's reserved slots get their
  * validity byte written (see the top) */
 #define RX_VIC_SCRUB_LAPS 128
+/* how far ahead the enhanced layout's reader asks for CQ lines, in slots (2 KiB) */
+#define RX_ZIP_PREFETCH 32
 
 struct _Mlx5Rxq {
   const Mlx5PortOps *ops;
@@ -948,6 +952,8 @@ zip_malformed (Mlx5Rxq *q, guint32 indices)
   for (guint32 i = 0; i < indices; i++)
     cq_advance (q);
   q->zip.have_title = FALSE;
+  q->zip.left = 0;
+  q->zip.next = 0;
   return cqe_device_error (q, q->strides);
 }
 
@@ -965,6 +971,8 @@ zip_start (Mlx5Rxq *q, volatile struct mlx5_cqe64 *cqe)
     zip_load (q, q->cq_ci);
     q->zip.left = count;
     q->zip.next = 0;
+    q->zip.scrub = ((q->cq_ci >> q->log_cq) & (RX_VIC_SCRUB_LAPS - 1)) == 0 ||
+        (((q->cq_ci + count - 1) >> q->log_cq) & (RX_VIC_SCRUB_LAPS - 1)) == 0;
     return FALSE;
   }
   /* basic: this is the title; byte_cnt counts the session's completions, which take the
@@ -984,16 +992,21 @@ zip_start (Mlx5Rxq *q, volatile struct mlx5_cqe64 *cqe)
  * in array i / 8, in the slot after the title for i < 8, else in slot title + i; each
  * slot but the title's is made INVALID before its index is passed. Enhanced: in the
  * compressed CQE; the indices after its own are reserved slots, whose validity byte gets
- * the lap on every RX_VIC_SCRUB_LAPS-th lap. */
+ * the lap on every RX_VIC_SCRUB_LAPS-th lap (zip.scrub; writing it on another lap is
+ * harmless: the host has read the slot). */
 static inline guint64
-zip_take (Mlx5Rxq *q)
+zip_take (Mlx5Rxq *q, gboolean enhanced, guint32 *next, guint32 *left)
 {
-  guint32 i = q->zip.next++;
+  guint32 i = (*next)++;
   guint64 m;
-  q->zip.left--;
-  if (q->cq.comp == MLX5_CQ_COMP_ENHANCED) {
+  (*left)--;
+  if (enhanced) {
     m = q->zip.mini[i];
-    if (i > 0 && ((q->cq_ci >> q->log_cq) & (RX_VIC_SCRUB_LAPS - 1)) == 0)
+    /* one line read in seven (the compressed CQEs) is a pattern the CPU does not fetch
+     * ahead by itself: each index passed asks for the line RX_ZIP_PREFETCH slots on, a
+     * stream it follows (the basic layout's writes to every slot make one already) */
+    __builtin_prefetch ((const void *) cq_cqe (q, q->cq_ci + RX_ZIP_PREFETCH));
+    if (G_UNLIKELY (q->zip.scrub) && i > 0)
       cq_cqe (q, q->cq_ci)->signature = (guint8) (q->cq_ci >> q->log_cq);
   } else {
     if ((i & (MLX5_MINI_CQE_ARRAY_SIZE - 1)) == 0)
@@ -1037,11 +1050,13 @@ rxq_poll_zip (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
   RxTally t = { .n = b->n_packets };
   gboolean complete = FALSE;
   gboolean enhanced = q->cq.comp == MLX5_CQ_COMP_ENHANCED;
+  /* the session's position, kept in registers while the poll runs */
+  guint32 left = q->zip.left, next = q->zip.next;
 
   while (t.n < max) {
     gboolean wqe_done;
-    if (q->zip.left > 0) {
-      wqe_done = rx_mini (q, zip_take (q), b, pkts, &t);
+    if (left > 0) {
+      wqe_done = rx_mini (q, zip_take (q, enhanced, &next, &left), b, pkts, &t);
     } else {
       volatile struct mlx5_cqe64 *cqe = cq_cqe (q, q->cq_ci);
       if (!cq_sw_owned (q, cqe, q->cq_ci))
@@ -1050,6 +1065,8 @@ rxq_poll_zip (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
       mlx5_dma_rmb ();
       if (mlx5_cqe_format (cqe->op_own) == MLX5_COMPRESSED) {
         wqe_done = zip_start (q, cqe);
+        left = q->zip.left;
+        next = q->zip.next;
       } else {
         DqPacket *got;
         cq_advance (q);
@@ -1071,6 +1088,8 @@ rxq_poll_zip (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
       break;
     }
   }
+  q->zip.left = left;
+  q->zip.next = next;
   return rx_poll_end (q, b, max, complete, &t);
 }
 
