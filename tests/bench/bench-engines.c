@@ -7,6 +7,9 @@
  *                  release, WQE re-post). TX: frames copied into slots, eMPW WQEs where
  *                  they fit, a doorbell a burst, completions reclaimed; the cable leads
  *                  nowhere (the device thread checks each WQE's DMA, reads no frame bytes)
+ *   mlx5 cqe-comp=basic, =enhanced   RX only: the same with compressed completions in
+ *                  either layout; a round fills what its WQEs posted ahead of the reader
+ *                  hold (a quarter of the ring: its CQ covers no more)
  *   dpdk:net_null  RX: the null device hands out mbufs at once, doing no descriptor work;
  *                  the engine copies them into bursts. TX: mbufs filled, freed at once
  *   dpdk:net_ring  RX: a ring pre-filled by the port's own TX, untimed, then drained.
@@ -25,8 +28,10 @@
  *
  * Output: one JSON object per measurement ({"bench": "engines", "engine", "dir": "rx"|"tx",
  * "frame", "median", "min", "ring_full_waits" (TX: times a timed send waited for the
- * device), ...}, ns/packet), then one line starting "bench-engines:" with the targets at
- * 64 bytes: receive mlx5 <= dpdk:net_null; send mlx5 <= 1.2 x dpdk:net_ring.
+ * device), "cq_bytes" (mlx5 RX: the queue's CQ), ...}, ns/packet), then lines starting
+ * "bench-engines:" with the targets at 64 bytes: receive mlx5 <= dpdk:net_null; send mlx5
+ * <= 1.2 x dpdk:net_ring; with compressed completions, receive below the uncompressed and a
+ * CQ of at most a quarter.
  *
  * usage: bench-engines [--rounds N] [--frames 64,256,...]
  */
@@ -53,7 +58,7 @@ static guint frames[MAX_FRAMES] = { 64, 256, 1024, 8192 };
 static guint n_frames = 4;
 
 typedef enum { DIR_RX, DIR_TX } Dir;
-typedef enum { KIND_EMU, KIND_NULL, KIND_RING } Kind;
+typedef enum { KIND_EMU, KIND_EMU_BASIC, KIND_EMU_ENHANCED, KIND_NULL, KIND_RING } Kind;
 
 /* One measured variant: an engine, a direction and a frame size; its port and queues */
 typedef struct {
@@ -67,11 +72,18 @@ typedef struct {
   EmuPort *ep;
   guint64 per_round; /* packets a round */
   guint64 waits;     /* TX: times the timed sends waited for ring space */
+  guint64 cq_bytes;  /* RX, mlx5: the queue's completion queue */
   double *ns;        /* ns/packet of each round kept */
   char *skipped;     /* why it does not run, or NULL */
 } Variant;
 
 static guint8 frame_bytes[9018];
+
+static gboolean
+is_emu (Kind k)
+{
+  return k == KIND_EMU || k == KIND_EMU_BASIC || k == KIND_EMU_ENHANCED;
+}
 
 static gint64
 thread_ns (void)
@@ -106,14 +118,17 @@ static gboolean
 variant_open (Variant *v, guint index, GError **error)
 {
   gchar *dev;
-  if (v->kind != KIND_EMU && v->frame > DPDK_MBUF_FRAME) {
+  if (!is_emu (v->kind) && v->frame > DPDK_MBUF_FRAME) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
         "DPDK's virtual devices take frames of up to one mbuf (%u bytes)", DPDK_MBUF_FRAME);
     return FALSE;
   }
-  if (v->kind == KIND_EMU)
-    dev = g_strdup_printf (
-        "emu:be%u,mtu=9000,stride=64,strides=512%s", index, v->dir == DIR_TX ? ",peer=none" : "");
+  if (is_emu (v->kind))
+    dev = g_strdup_printf ("emu:be%u,mtu=9000,stride=64,strides=512%s%s", index,
+        v->dir == DIR_TX ? ",peer=none" : "",
+        v->kind == KIND_EMU_BASIC          ? ",cqe-comp=basic"
+            : v->kind == KIND_EMU_ENHANCED ? ",cqe-comp=enhanced"
+                                           : "");
   else if (v->kind == KIND_NULL)
     dev = g_strdup_printf ("dpdk:net_null%u,size=%u", index, v->frame);
   else
@@ -124,7 +139,7 @@ variant_open (Variant *v, guint index, GError **error)
     return FALSE;
   }
   g_free (dev);
-  if (v->kind == KIND_EMU) {
+  if (is_emu (v->kind)) {
     gchar *name = g_strdup_printf ("be%u", index);
     v->ep = emu_port_lookup (name);
     g_free (name);
@@ -132,7 +147,7 @@ variant_open (Variant *v, guint index, GError **error)
   if (v->dir == DIR_RX || v->kind == KIND_RING) {
     DqRxConfig rc = { .burst_packets = BURST,
       .burst_timeout_ns = 1000000000,
-      .ring_bytes = v->kind == KIND_EMU ? RX_RING : dpdk_rx_ring (v->frame),
+      .ring_bytes = is_emu (v->kind) ? RX_RING : dpdk_rx_ring (v->frame),
       .max_packet_size = v->frame,
       .n_queues = 1,
       .group_id = 100 + index };
@@ -153,9 +168,14 @@ variant_open (Variant *v, guint index, GError **error)
   }
   if (v->dir == DIR_TX && v->kind != KIND_RING)
     v->per_round = TX_ROUND;
-  else if (v->kind == KIND_EMU)
-    v->per_round = (RX_RING / 64 / ((v->frame + 63) / 64)) / BURST * BURST;
-  else if (v->kind == KIND_RING)
+  else if (is_emu (v->kind)) {
+    /* a round is what the posted WQEs hold: the whole ring, or with compressed
+     * completions the quarter its CQ covers (one CQE a 64-byte stride) */
+    DqRxStats st;
+    dq_rxq_stats (v->rxq, &st);
+    v->cq_bytes = st.cq_bytes;
+    v->per_round = (MIN (st.cq_bytes, RX_RING) / 64 / ((v->frame + 63) / 64)) / BURST * BURST;
+  } else if (v->kind == KIND_RING)
     v->per_round = RING_ROUND;
   else
     v->per_round = NULL_ROUND;
@@ -270,7 +290,7 @@ variant_round (Variant *v)
     return ok ? (double) (t1 - t0) / (double) v->per_round : -1.0;
   }
   gboolean ok = TRUE;
-  if (v->kind == KIND_EMU) {
+  if (is_emu (v->kind)) {
     ok = emu_prefill (v);
   } else if (v->kind == KIND_RING) {
     frame_build (v->frame);
@@ -281,7 +301,7 @@ variant_round (Variant *v)
   gint64 t1 = thread_ns ();
   /* the released strides' WQEs are re-posted at the next poll: untimed */
   DqBurst none;
-  if (ok && v->kind == KIND_EMU && dq_rxq_poll (v->rxq, &none, 0, NULL) != 0)
+  if (ok && is_emu (v->kind) && dq_rxq_poll (v->rxq, &none, 0, NULL) != 0)
     ok = FALSE;
   return ok ? (double) (t1 - t0) / (double) v->per_round : -1.0;
 }
@@ -299,9 +319,9 @@ print_result (const Variant *v, guint kept, const char *huge)
   printf ("{\"bench\": \"engines\", \"engine\": \"%s\", \"dir\": \"%s\", \"frame\": %u, "
           "\"huge\": %s, \"unit\": \"ns/packet\", \"burst\": %u, \"rounds\": %u, "
           "\"packets_per_round\": %" G_GUINT64_FORMAT ", \"ring_full_waits\": %" G_GUINT64_FORMAT
-          ", \"min\": %.2f, \"median\": %.2f}\n",
+          ", \"cq_bytes\": %" G_GUINT64_FORMAT ", \"min\": %.2f, \"median\": %.2f}\n",
       v->engine, v->dir == DIR_RX ? "rx" : "tx", v->frame, huge, BURST, kept, v->per_round,
-      v->waits, v->ns[0], v->ns[kept / 2]);
+      v->waits, v->cq_bytes, v->ns[0], v->ns[kept / 2]);
 }
 
 static double
@@ -352,15 +372,20 @@ main (int argc, char **argv)
   static const struct {
     const char *engine;
     Kind kind;
+    gboolean rx_only;
   } engines[] = {
-    { "mlx5", KIND_EMU },
-    { "dpdk:net_null", KIND_NULL },
-    { "dpdk:net_ring", KIND_RING },
+    { "mlx5", KIND_EMU, FALSE },
+    { "mlx5 cqe-comp=basic", KIND_EMU_BASIC, TRUE },
+    { "mlx5 cqe-comp=enhanced", KIND_EMU_ENHANCED, TRUE },
+    { "dpdk:net_null", KIND_NULL, FALSE },
+    { "dpdk:net_ring", KIND_RING, FALSE },
   };
   guint n = 0;
   Variant *vs = g_new0 (Variant, G_N_ELEMENTS (engines) * 2 * n_frames);
   for (guint e = 0; e < G_N_ELEMENTS (engines) * 2; e++)
     for (guint f = 0; f < n_frames; f++) {
+      if (e >= G_N_ELEMENTS (engines) && engines[e % G_N_ELEMENTS (engines)].rx_only)
+        continue;
       Variant *v = &vs[n];
       v->engine = engines[e % G_N_ELEMENTS (engines)].engine;
       v->kind = engines[e % G_N_ELEMENTS (engines)].kind;
@@ -406,6 +431,27 @@ main (int argc, char **argv)
       huge, mlx_rx, null_rx,
       mlx_rx > 0 && null_rx > 0 ? (mlx_rx <= null_rx ? "PASS" : "FAIL") : "n/a", mlx_tx, ring_tx,
       mlx_tx > 0 && ring_tx > 0 ? (mlx_tx <= 1.2 * ring_tx ? "PASS" : "FAIL") : "n/a");
+
+  for (guint i = 0; i < G_N_ELEMENTS (engines); i++) {
+    if (engines[i].kind != KIND_EMU_BASIC && engines[i].kind != KIND_EMU_ENHANCED)
+      continue;
+    double comp_rx = median_of (vs, n, engines[i].engine, DIR_RX, 64, kept);
+    guint64 cq_off = 0, cq_on = 0;
+    for (guint k = 0; k < n; k++) {
+      if (vs[k].dir != DIR_RX || vs[k].frame != 64)
+        continue;
+      if (vs[k].kind == KIND_EMU)
+        cq_off = vs[k].cq_bytes;
+      else if (vs[k].kind == engines[i].kind)
+        cq_on = vs[k].cq_bytes;
+    }
+    printf ("bench-engines: 64 B receive, %s: %.1f ns/packet against %.1f uncompressed (target "
+            "<: %s); CQ %" G_GUINT64_FORMAT " bytes a queue against %" G_GUINT64_FORMAT
+            " (target <= 1/4: %s)\n",
+        engines[i].engine, comp_rx, mlx_rx,
+        comp_rx > 0 && mlx_rx > 0 ? (comp_rx < mlx_rx ? "PASS" : "FAIL") : "n/a", cq_on, cq_off,
+        cq_on > 0 && cq_off > 0 ? (4 * cq_on <= cq_off ? "PASS" : "FAIL") : "n/a");
+  }
 
   for (guint i = 0; i < n; i++) {
     variant_close (&vs[i]);
