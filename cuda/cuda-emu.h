@@ -51,6 +51,15 @@ struct dim3 {
   dim3 (unsigned a = 1, unsigned b = 1, unsigned c = 1) : x (a), y (b), z (c)
   {}
 };
+struct uint2 {
+  unsigned x, y;
+};
+static inline uint2
+make_uint2 (unsigned a, unsigned b)
+{
+  uint2 v = { a, b };
+  return v;
+}
 struct uint4 {
   unsigned x, y, z, w;
 };

@@ -269,9 +269,9 @@ push_copy (const Params &p, Fin &f, uint32_t i, uint64_t frame, uint32_t slot)
 {
   uint32_t k = atomicAdd (&f.n_copy, 1u);
   CopyItem &c = p.copies[k];
-  uint32_t off = desc_u32 (p.desc, i, 0), len = desc_u32 (p.desc, i, 4);
-  c.pkt = (uint64_t) (p.data + off);
-  c.len = len;
+  const uint2 d = desc_offlen (p, i);
+  c.pkt = (uint64_t) (p.data + d.x);
+  c.len = d.y;
   c.dst = frame + (uint64_t) slot * p.lout;
 }
 
@@ -287,7 +287,7 @@ first_timestamps (const Params &p, Fin &f, uint64_t stamp0, uint64_t known = kNo
     if (!R.has_first && R.first_stamp != kNoStamp && R.first_stamp >= stamp0 &&
         R.first_stamp < stamp0 + p.n) {
       R.first_ts = R.first_stamp == known ? known_ts
-          : desc_ts (p.desc, (uint32_t) (R.first_stamp - stamp0));
+          : desc_ts (p, (uint32_t) (R.first_stamp - stamp0));
       R.has_first = 1;
     }
   }
@@ -885,7 +885,7 @@ finalize (const Params &p, Fin &f, bool early, uint64_t stamp)
    * chain of hand-overs: loaded while this block waits for the previous finalizer, else while
    * the state's words come in */
   if (c.c_first != kNoStamp && c.c_first - stamp < p.n)
-    c.c_ts = desc_ts (p.desc, (uint32_t) (c.c_first - stamp));
+    c.c_ts = desc_ts (p, (uint32_t) (c.c_first - stamp));
   load_state (p, f, early, state_words, c.w);
   merge_counts (p, f, c);
   prefetch_ring (p, f);

@@ -249,7 +249,9 @@ struct Params {
   /* job */
   const uint8_t *data;
   uint64_t data_size;
-  const uint8_t *desc;     /* DqReorderPacket array (device or mapped host) */
+  const uint8_t *desc;     /* packet i's offset (+0) and length (+4) at desc + i * desc_stride */
+  const uint8_t *desc_ts;  /* its timestamp at desc_ts + i * ts_stride */
+  uint32_t desc_stride, ts_stride;
   uint32_t n;
   uint32_t kind;           /* DqJobKind */
   uint32_t flush_mode;
@@ -512,14 +514,18 @@ __device__ __forceinline__ void wait_ready (const Params &p)
     pause_ns (0);
 }
 
-__device__ __forceinline__ uint32_t desc_u32 (const uint8_t *desc, uint32_t i, uint32_t field)
+/* Packet i's offset (x) and length (y), one 8-byte load; its timestamp. The descriptors are the
+ * caller's DqReorderPacket array in device memory, or a host submission's packed copy (reorder.cu,
+ * stage_descriptors): offsets and lengths 8 bytes apart, timestamps in an array of their own. */
+__device__ __forceinline__ uint2 desc_offlen (const Params &p, uint32_t i)
 {
-  return __ldcg ((const unsigned int *) (desc + (size_t) i * sizeof (DqReorderPacket) + field));
+  const uint64_t v = ld_cg64 (p.desc + (size_t) i * p.desc_stride);
+  return make_uint2 ((uint32_t) v, (uint32_t) (v >> 32));
 }
 
-__device__ __forceinline__ uint64_t desc_ts (const uint8_t *desc, uint32_t i)
+__device__ __forceinline__ uint64_t desc_ts (const Params &p, uint32_t i)
 {
-  return ld_cg64 (desc + (size_t) i * sizeof (DqReorderPacket) + 16);
+  return ld_cg64 (p.desc_ts + (size_t) i * p.ts_stride);
 }
 
 /* Batch id and slot of an unwrapped key; false if before the stream's start. */
@@ -777,8 +783,9 @@ read_packet (const Params &p)
   k.off = k.len = k.seq = k.key = 0;
   k.in_bounds = false;
   if (k.has) {
-    k.off = desc_u32 (p.desc, k.i, 0);
-    k.len = desc_u32 (p.desc, k.i, 4);
+    const uint2 d = desc_offlen (p, k.i);
+    k.off = d.x;
+    k.len = d.y;
     k.in_bounds = (uint64_t) k.off + k.len <= p.data_size && k.len >= p.need;
     if (k.in_bounds) {
       k.seq = dq_bits_get_raw (p.data + k.off, p.seq_off, p.seq_w);
@@ -1193,7 +1200,8 @@ gather_main (const __grid_constant__ Params p)
   const uint32_t i = blockIdx.x * p.per_block + t;
   if (t < p.per_block && i < p.n) {
     uint8_t *dst = p.out + (size_t) i * p.lout;
-    const uint32_t off = desc_u32 (p.desc, i, 0), len = desc_u32 (p.desc, i, 4);
+    const uint2 d = desc_offlen (p, i);
+    const uint32_t off = d.x, len = d.y;
     if ((uint64_t) off + len > p.data_size || len < p.pay_off + p.lin) {
       jobs[t] = Job { NULL, NULL, NULL, dst };       /* zero-filled */
       atomicAdd (&n_short, 1u);

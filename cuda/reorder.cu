@@ -45,9 +45,9 @@ packets_per_block (uint32_t n, uint32_t bytes, uint32_t wave)
 using namespace dqk;
 
 struct Slot {
-  DqReorderPacket *stage;      /* pinned, mapped: descriptors of host submissions */
+  uint64_t *stage;             /* pinned, mapped: host submissions' descriptors, packed */
   ResHdr *res;                 /* pinned, mapped */
-  DqReorderPacket *stage_d;    /* the same two, as the device sees them */
+  uint64_t *stage_d;           /* the same two, as the device sees them */
   ResHdr *res_d;
   DqReorderBatch *batches;
   DqReorderBatch *batches_d;   /* device: the finalizer writes here, then copies to batches */
@@ -532,7 +532,7 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
     goto fail;
   for (uint32_t k = 0; k < o.max_inflight; k++) {
     Slot *s = &ctx->slots[k];
-    CK (cudaHostAlloc (&s->stage, (size_t) o.max_packets * sizeof (DqReorderPacket),
+    CK (cudaHostAlloc ((void **) &s->stage, (size_t) o.max_packets * 2 * sizeof *s->stage,
         cudaHostAllocMapped), "cudaHostAlloc(descriptors)");
     size_t rb = sizeof (ResHdr) + (size_t) res_cap * sizeof (DqReorderBatch) +
         (size_t) rel_cap * sizeof (DqReorderFrame);
@@ -678,6 +678,23 @@ job_params (DqReorderGpu *ctx, Slot *s)
   return p;
 }
 
+/* Packs a host submission's descriptors into the slot's pinned memory as the kernels read them:
+ * offsets and lengths (8 bytes a packet), then the timestamps (read only for each batch's first
+ * packet), so that a third of DqReorderPacket's bytes cross the bus. */
+static void
+stage_descriptors (DqReorderGpu *ctx, Slot *s, const DqReorderPacket *pkts, uint32_t n, Params *p)
+{
+  const uint32_t cap = ctx->opt.max_packets;
+  uint64_t *ol = s->stage, *ts = s->stage + cap;
+  for (uint32_t i = 0; i < n; i++) {
+    ol[i] = (uint64_t) pkts[i].offset | (uint64_t) pkts[i].length << 32;
+    ts[i] = pkts[i].timestamp;
+  }
+  p->desc = (const uint8_t *) s->stage_d;
+  p->desc_ts = (const uint8_t *) (s->stage_d + cap);
+  p->desc_stride = p->ts_stride = sizeof *ol;
+}
+
 static int
 submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket *pkts,
     int device_desc, uint32_t n, uint32_t kind, uint32_t mode, void *out, void *user)
@@ -699,9 +716,10 @@ submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket 
   p.out = (uint8_t *) out;
   if (device_desc) {
     p.desc = (const uint8_t *) pkts;
+    p.desc_ts = p.desc + offsetof (DqReorderPacket, timestamp);
+    p.desc_stride = p.ts_stride = sizeof *pkts;
   } else if (n) {
-    memcpy (s->stage, pkts, (size_t) n * sizeof *pkts);
-    p.desc = (const uint8_t *) s->stage_d;
+    stage_descriptors (ctx, s, pkts, n, &p);
   }
   /* K1 in waves of a third of the blocks the GPU holds, so that the next submission's blocks
    * are resident beside this one's and run their claims and finalizer while its payloads move
@@ -861,22 +879,43 @@ k1_done (const Slot *s)
   return s->seq && __atomic_load_n (&s->res->done, __ATOMIC_ACQUIRE) == s->seq;
 }
 
-int
-dq_reorder_gpu_poll (DqReorderGpu *ctx, int wait, DqReorderCompletion *out)
+/* One turn of a host thread's wait (the cores' spin-wait hint). */
+static inline void
+spin_turn (void)
 {
-  if (!ctx->inflight)
-    return 0;
-  Slot *s = &ctx->slots[ctx->oldest];
-  if (!k1_done (s)) {
-    /* a K1 submission: its done word, no call into the runtime while it is not written (but
-     * the event every kQuietPolls polls, so that a failed kernel is reported); the emulator
-     * runs kernels inside event queries, so it always asks the event, and checks the word */
-    if (s->seq && !wait && !DQ_EMU_BUILD && ++ctx->quiet < kQuietPolls)
-      return 0;
+#if defined(__x86_64__) || defined(__i386__)
+  __asm__ __volatile__ ("pause" ::: "memory");
+#elif defined(__aarch64__)
+  __asm__ __volatile__ ("yield" ::: "memory");
+#endif
+}
+
+/* Whether slot s's kernels are done: 1, 0 (not yet, without wait) or an error. A K1 submission
+ * by its done word, which its finalizer writes last: no call into the runtime while the word is
+ * not written, except the event every kQuietPolls polls or turns of a wait, so that a failed
+ * kernel is reported; a wait spins on the word, which lands as the kernel ends (an event's
+ * completion is seen microseconds later). Other submissions by their event; on the emulator,
+ * which runs kernels inside event queries and synchronizations, every submission. */
+static int
+slot_done (DqReorderGpu *ctx, Slot *s, int wait)
+{
+  for (;;) {
+    if (k1_done (s))
+      return 1;
+    if (s->seq && !DQ_EMU_BUILD && ++ctx->quiet < kQuietPolls) {
+      if (!wait)
+        return 0;
+      spin_turn ();
+      continue;
+    }
     ctx->quiet = 0;
-    cudaError_t e = wait ? cudaEventSynchronize (s->done) : cudaEventQuery (s->done);
-    if (e == cudaErrorNotReady)
-      return 0;
+    const bool sync = wait && (DQ_EMU_BUILD || !s->seq);
+    const cudaError_t e = sync ? cudaEventSynchronize (s->done) : cudaEventQuery (s->done);
+    if (e == cudaErrorNotReady) {
+      if (!wait)
+        return 0;
+      continue;
+    }
     if (e != cudaSuccess)
       return cuda_fail (ctx->err, sizeof ctx->err, "reorder kernels", e);
     if (s->seq && !k1_done (s)) {
@@ -884,7 +923,19 @@ dq_reorder_gpu_poll (DqReorderGpu *ctx, int wait, DqReorderCompletion *out)
           (unsigned long long) s->seq);
       return DQ_REORDER_ERROR;
     }
+    return 1;
   }
+}
+
+int
+dq_reorder_gpu_poll (DqReorderGpu *ctx, int wait, DqReorderCompletion *out)
+{
+  if (!ctx->inflight)
+    return 0;
+  Slot *s = &ctx->slots[ctx->oldest];
+  const int done = slot_done (ctx, s, wait);
+  if (done != 1)
+    return done;
   const ResHdr *h = s->res;
   memset (out, 0, sizeof *out);
   out->user = s->user;
