@@ -1,13 +1,20 @@
 /* bench-kernels.cu — the benchmark's baselines and timing helpers (C ABI for bench-reorder.c).
  *
- * reference_reorder: the reference design, one thread block of 128 threads per packet, in
- * arrival order; the block reads the packet's big-endian sequence number, picks slot seq % ppb and
- * copies the payload there (16-byte accesses when source and destination allow, else 8, 4, 1). No
- * bounds checks, no duplicate handling, no zero-fill: the cost floor of that design. It lives here
- * only, as a baseline.
+ * reference_reorder: the reference design as its published semantics describe it, launch and
+ * per-packet work alike, so that the comparison is with what its users run: one 128-thread block
+ * per packet in arrival order over a device array of packet pointers; every setting a run-time
+ * argument (sequence and batch fields, slot limit, input and output element types, byte order),
+ * so the element conversions are compiled in beside the plain copy; the block reads the
+ * big-endian sequence number, block 0 writes the batch id, slot = seq % ppb (skipped past the
+ * slot limit), then copies the payload (16-byte accesses when source and destination allow, else
+ * 8, 4, 1) or converts its elements from 32-bit word loads (misaligned words combined from two
+ * aligned ones inside the packet, else read by bytes). No bounds checks, no duplicate handling,
+ * no zero-fill. It lives here only, as a baseline.
  *
  * code_fetch_kernel: what running code an SM has not run lately costs (the reorder's finalizer
  * is a different block on a different SM at each submission). */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,32 +33,118 @@ be_bits (const uint8_t *p, uint32_t off, uint32_t w)
   return v;
 }
 
+/* The reference design's element types and byte order (its ABI's codes). */
+enum { REF_SAME, REF_INT4, REF_INT8, REF_INT16, REF_INT32, REF_FP16, REF_BF16, REF_FP32, REF_FP64 };
+
+/* 4 bytes at a, as a little-endian word: one load when aligned; two aligned words combined when
+ * both lie inside [lo, hi); else byte by byte. */
+__device__ __forceinline__ uint32_t
+ref_word (const uint8_t *a, const uint8_t *lo, const uint8_t *hi)
+{
+  const uintptr_t k = (uintptr_t) a & 3;
+  if (k == 0)
+    return *(const uint32_t *) a;
+  const uint32_t *w = (const uint32_t *) (a - k);
+  if ((const uint8_t *) w >= lo && (const uint8_t *) (w + 2) <= hi)
+    return __byte_perm (w[0], w[1], (uint32_t) (k | (k + 1) << 4 | (k + 2) << 8 | (k + 3) << 12));
+  return (uint32_t) a[0] | (uint32_t) a[1] << 8 | (uint32_t) a[2] << 16 | (uint32_t) a[3] << 24;
+}
+
+__device__ __forceinline__ void
+ref_put (uint8_t *dst, uint32_t e, int32_t v, uint32_t to)
+{
+  switch (to) {
+  case REF_FP16:
+    ((__half *) dst)[e] = __float2half_rn ((float) v);
+    break;
+  case REF_BF16:
+    ((__nv_bfloat16 *) dst)[e] = __float2bfloat16_rn ((float) v);
+    break;
+  case REF_FP32:
+    ((float *) dst)[e] = (float) v;
+    break;
+  case REF_FP64:
+    ((double *) dst)[e] = (double) v;
+    break;
+  case REF_INT32:
+    ((int32_t *) dst)[e] = v;
+    break;
+  default:
+    break;
+  }
+}
+
+/* Converts the elements of one 32-bit word (word index w of the payload) into dst. */
+__device__ __forceinline__ void
+ref_convert_word (uint8_t *dst, uint32_t w, uint32_t x, uint32_t ti, uint32_t to, bool network)
+{
+  switch (ti) {
+  case REF_INT4:
+    for (uint32_t j = 0; j < 8; j++) {
+      const uint32_t byte = (x >> (8 * (j >> 1))) & 0xff;
+      const uint32_t nib = (j & 1) ? byte & 0xf : byte >> 4;
+      ref_put (dst, w * 8 + j, (int32_t) (nib & 8 ? nib | ~0xfu : nib), to);
+    }
+    break;
+  case REF_INT8:
+    for (uint32_t j = 0; j < 4; j++)
+      ref_put (dst, w * 4 + j, (int8_t) (x >> (8 * j)), to);
+    break;
+  case REF_INT16:
+    for (uint32_t j = 0; j < 2; j++) {
+      uint16_t h = (uint16_t) (x >> (16 * j));
+      if (network)
+        h = (uint16_t) (h << 8 | h >> 8);
+      ref_put (dst, w * 2 + j, (int16_t) h, to);
+    }
+    break;
+  case REF_INT32:
+    ref_put (dst, w, (int32_t) (network ? __byte_perm (x, 0, 0x0123) : x), to);
+    break;
+  default:
+    break;
+  }
+}
+
 __global__ void
-reference_reorder (uint8_t *out, const uint8_t *const *in, uint32_t len, uint32_t off,
-    uint32_t seq_off, uint32_t seq_w, uint32_t ppb)
+reference_reorder (uint8_t *out, const uint8_t *const *in, uint32_t in_len, uint32_t out_len,
+    uint32_t off, uint32_t n, uint16_t seq_off, uint8_t seq_w, uint16_t batch_off,
+    uint8_t batch_w, uint8_t has_batch, uint32_t ppb, uint32_t max_slot, uint8_t ti, uint8_t to,
+    uint8_t network, unsigned long long *batch_id)
 {
   const uint8_t *pkt = in[blockIdx.x];
   if (!pkt)
     return;
   const uint32_t seq = be_bits (pkt, seq_off, seq_w);
+  if (blockIdx.x == 0 && threadIdx.x == 0 && batch_id)
+    *batch_id = has_batch ? be_bits (pkt, batch_off, batch_w) : seq / ppb;
+  const uint32_t slot = seq % ppb;
+  if (slot > max_slot)
+    return;
   const uint8_t *src = pkt + off;
-  uint8_t *dst = out + (size_t) (seq % ppb) * len;
+  uint8_t *dst = out + (size_t) slot * out_len;
+  if (ti != REF_SAME && to != REF_SAME) {
+    const uint32_t words = in_len / 4;
+    for (uint32_t w = threadIdx.x; w < words; w += blockDim.x)
+      ref_convert_word (dst, w, ref_word (src + 4 * w, pkt, src + in_len), ti, to, network);
+    return;
+  }
   const uintptr_t a = (uintptr_t) src | (uintptr_t) dst;
   uint32_t done = 0;
   if ((a & 15) == 0) {
-    for (uint32_t i = threadIdx.x; i < len / 16; i += blockDim.x)
+    for (uint32_t i = threadIdx.x; i < in_len / 16; i += blockDim.x)
       ((uint4 *) dst)[i] = ((const uint4 *) src)[i];
-    done = len / 16 * 16;
+    done = in_len / 16 * 16;
   } else if ((a & 7) == 0) {
-    for (uint32_t i = threadIdx.x; i < len / 8; i += blockDim.x)
+    for (uint32_t i = threadIdx.x; i < in_len / 8; i += blockDim.x)
       ((uint2 *) dst)[i] = ((const uint2 *) src)[i];
-    done = len / 8 * 8;
+    done = in_len / 8 * 8;
   } else if ((a & 3) == 0) {
-    for (uint32_t i = threadIdx.x; i < len / 4; i += blockDim.x)
+    for (uint32_t i = threadIdx.x; i < in_len / 4; i += blockDim.x)
       ((uint32_t *) dst)[i] = ((const uint32_t *) src)[i];
-    done = len / 4 * 4;
+    done = in_len / 4 * 4;
   }
-  for (uint32_t i = done + threadIdx.x; i < len; i += blockDim.x)
+  for (uint32_t i = done + threadIdx.x; i < in_len; i += blockDim.x)
     dst[i] = src[i];
 }
 
@@ -199,12 +292,18 @@ bench_empty_launches_params (void *stream, uint32_t n, uint32_t bytes)
   return cudaGetLastError () == cudaSuccess ? 0 : -1;
 }
 
+/* One batch as the reference design launches it: plain copy (element types SAME), no batch
+ * field, slot limit ppb - 1, the batch id written to device memory. */
 int
 bench_reference_reorder (void *stream, void *out, const void *const *dev_in, uint32_t n,
     uint32_t len, uint32_t off, uint32_t seq_off, uint32_t seq_w, uint32_t ppb)
 {
+  static unsigned long long *id_d;
+  if (!id_d && cudaMalloc ((void **) &id_d, sizeof *id_d) != cudaSuccess)
+    return -1;
   reference_reorder<<<n, 128, 0, (cudaStream_t) stream>>> ((uint8_t *) out,
-      (const uint8_t *const *) dev_in, len, off, seq_off, seq_w, ppb);
+      (const uint8_t *const *) dev_in, len, len, off, n, (uint16_t) seq_off, (uint8_t) seq_w, 0,
+      0, 0, ppb, ppb - 1, REF_SAME, REF_SAME, 0, id_d);
   return cudaGetLastError () == cudaSuccess ? 0 : -1;
 }
 
