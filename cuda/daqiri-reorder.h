@@ -342,6 +342,10 @@ void *dq_cuda_malloc (size_t size);      /* device memory, NULL on failure */
 void *dq_cuda_malloc_host (size_t size); /* pinned, mapped host memory */
 void dq_cuda_free (void *dev_ptr);
 void dq_cuda_free_host (void *host_ptr);
+/* 1 when host memory at p is pinned and mapped at the same address for the device (as
+ * dq_cuda_malloc_host's is), so that kernels read it across the bus; else 0. The CUDA
+ * emulator answers the same for its own dq_cuda_malloc_host allocations. */
+int dq_cuda_host_mapped (const void *p);
 int dq_cuda_memcpy (void *dst, const void *src, size_t size); /* synchronous, any direction */
 /* Synchronous copy of `height` rows of `width` bytes between pitched buffers, any direction. */
 int dq_cuda_memcpy2d (
@@ -377,6 +381,12 @@ int dq_reorder_gpu_submit (DqReorderGpu *ctx, const void *dev_data, size_t data_
 /* The same with the descriptors already in device memory (dev_pkts, read by the kernels). */
 int dq_reorder_gpu_submit_device (DqReorderGpu *ctx, const void *dev_data, size_t data_size,
     const DqReorderPacket *dev_pkts, uint32_t n, void *user);
+/* One burst whose packets all take the timestamp `timestamp` (their descriptors' own are not
+ * read): pkts in host memory (staged, as dq_reorder_gpu_submit), or with pkts_readable where
+ * the kernels read them until the completion is polled (device memory, or pinned host memory
+ * mapped for the device: dq_cuda_host_mapped), with no copy on the host. */
+int dq_reorder_gpu_submit_stamped (DqReorderGpu *ctx, const void *dev_data, size_t data_size,
+    const DqReorderPacket *pkts, int pkts_readable, uint32_t n, uint64_t timestamp, void *user);
 int dq_reorder_gpu_flush (DqReorderGpu *ctx, DqFlushMode mode, void *user);
 /* Gather (as dq_gather_cpu) into dev_out; job_short of the completion counts short packets. */
 int dq_reorder_gpu_gather (DqReorderGpu *ctx, const void *dev_data, size_t data_size,

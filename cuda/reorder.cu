@@ -6,6 +6,10 @@
 
 #include <dlfcn.h>
 #include <unistd.h>
+#ifdef DQ_CUDA_EMU
+#include <map>
+#include <mutex>
+#endif
 
 namespace dqk {
 
@@ -235,6 +239,13 @@ dq_cuda_malloc (size_t size)
   return p;
 }
 
+#ifdef DQ_CUDA_EMU
+/* The emulator's "pinned, mapped" allocations, so that dq_cuda_host_mapped tells them from
+ * other host memory as the driver does. */
+static std::mutex emu_pinned_lock;
+static std::map<uintptr_t, size_t> emu_pinned;
+#endif
+
 void *
 dq_cuda_malloc_host (size_t size)
 {
@@ -247,6 +258,10 @@ dq_cuda_malloc_host (size_t size)
     cuda_fail (NULL, 0, "cudaHostAlloc", e);
     return NULL;
   }
+#ifdef DQ_CUDA_EMU
+  std::lock_guard<std::mutex> g (emu_pinned_lock);
+  emu_pinned[(uintptr_t) p] = size ? size : 1;
+#endif
   return p;
 }
 
@@ -260,8 +275,35 @@ dq_cuda_free (void *p)
 void
 dq_cuda_free_host (void *p)
 {
-  if (p)
-    cudaFreeHost (p);
+  if (!p)
+    return;
+#ifdef DQ_CUDA_EMU
+  {
+    std::lock_guard<std::mutex> g (emu_pinned_lock);
+    emu_pinned.erase ((uintptr_t) p);
+  }
+#endif
+  cudaFreeHost (p);
+}
+
+int
+dq_cuda_host_mapped (const void *p)
+{
+#ifdef DQ_CUDA_EMU
+  std::lock_guard<std::mutex> g (emu_pinned_lock);
+  auto it = emu_pinned.upper_bound ((uintptr_t) p);
+  if (it == emu_pinned.begin ())
+    return 0;
+  --it;
+  return (uintptr_t) p < it->first + it->second;
+#else
+  cudaPointerAttributes a;
+  if (cudaPointerGetAttributes (&a, p) != cudaSuccess) {
+    cudaGetLastError ();
+    return 0;
+  }
+  return a.type == cudaMemoryTypeHost && a.devicePointer == p;
+#endif
 }
 
 int
@@ -682,22 +724,30 @@ job_params (DqReorderGpu *ctx, Slot *s)
  * offsets and lengths (8 bytes a packet), then the timestamps (read only for each batch's first
  * packet), so that a third of DqReorderPacket's bytes cross the bus. */
 static void
-stage_descriptors (DqReorderGpu *ctx, Slot *s, const DqReorderPacket *pkts, uint32_t n, Params *p)
+stage_descriptors (DqReorderGpu *ctx, Slot *s, const DqReorderPacket *pkts, uint32_t n,
+    const uint64_t *stamp, Params *p)
 {
   const uint32_t cap = ctx->opt.max_packets;
   uint64_t *ol = s->stage, *ts = s->stage + cap;
-  for (uint32_t i = 0; i < n; i++) {
+  for (uint32_t i = 0; i < n; i++)
     ol[i] = (uint64_t) pkts[i].offset | (uint64_t) pkts[i].length << 32;
-    ts[i] = pkts[i].timestamp;
-  }
+  if (stamp)
+    ts[0] = *stamp;
+  else
+    for (uint32_t i = 0; i < n; i++)
+      ts[i] = pkts[i].timestamp;
   p->desc = (const uint8_t *) s->stage_d;
   p->desc_ts = (const uint8_t *) (s->stage_d + cap);
-  p->desc_stride = p->ts_stride = sizeof *ol;
+  p->desc_stride = sizeof *ol;
+  p->ts_stride = stamp ? 0 : sizeof *ts;
 }
 
+/* One submission. pkts: host descriptors (staged), or with device_desc where the kernels read
+ * them; stamp: NULL, or the timestamp every packet takes (the descriptors' own unread). */
 static int
 submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket *pkts,
-    int device_desc, uint32_t n, uint32_t kind, uint32_t mode, void *out, void *user)
+    int device_desc, const uint64_t *stamp, uint32_t n, uint32_t kind, uint32_t mode, void *out,
+    void *user)
 {
   if (n > ctx->opt.max_packets) {
     snprintf (ctx->err, sizeof ctx->err, "burst of %u packets exceeds max_packets %u", n,
@@ -716,10 +766,17 @@ submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket 
   p.out = (uint8_t *) out;
   if (device_desc) {
     p.desc = (const uint8_t *) pkts;
-    p.desc_ts = p.desc + offsetof (DqReorderPacket, timestamp);
-    p.desc_stride = p.ts_stride = sizeof *pkts;
+    p.desc_stride = sizeof *pkts;
+    if (stamp) {
+      s->stage[0] = *stamp;
+      p.desc_ts = (const uint8_t *) s->stage_d;
+      p.ts_stride = 0;
+    } else {
+      p.desc_ts = p.desc + offsetof (DqReorderPacket, timestamp);
+      p.ts_stride = sizeof *pkts;
+    }
   } else if (n) {
-    stage_descriptors (ctx, s, pkts, n, &p);
+    stage_descriptors (ctx, s, pkts, n, stamp, &p);
   }
   /* K1 in waves of a third of the blocks the GPU holds, so that the next submission's blocks
    * are resident beside this one's and run their claims and finalizer while its payloads move
@@ -792,14 +849,22 @@ int
 dq_reorder_gpu_submit (DqReorderGpu *ctx, const void *data, size_t size,
     const DqReorderPacket *pkts, uint32_t n, void *user)
 {
-  return submit (ctx, data, size, pkts, 0, n, DQ_JOB_REORDER, 0, NULL, user);
+  return submit (ctx, data, size, pkts, 0, NULL, n, DQ_JOB_REORDER, 0, NULL, user);
 }
 
 int
 dq_reorder_gpu_submit_device (DqReorderGpu *ctx, const void *data, size_t size,
     const DqReorderPacket *dev_pkts, uint32_t n, void *user)
 {
-  return submit (ctx, data, size, dev_pkts, 1, n, DQ_JOB_REORDER, 0, NULL, user);
+  return submit (ctx, data, size, dev_pkts, 1, NULL, n, DQ_JOB_REORDER, 0, NULL, user);
+}
+
+int
+dq_reorder_gpu_submit_stamped (DqReorderGpu *ctx, const void *data, size_t size,
+    const DqReorderPacket *pkts, int pkts_readable, uint32_t n, uint64_t timestamp, void *user)
+{
+  return submit (ctx, data, size, pkts, pkts_readable, &timestamp, n, DQ_JOB_REORDER, 0, NULL,
+      user);
 }
 
 int
@@ -809,14 +874,14 @@ dq_reorder_gpu_flush (DqReorderGpu *ctx, DqFlushMode mode, void *user)
     snprintf (ctx->err, sizeof ctx->err, "flush mode %d unknown", (int) mode);
     return DQ_REORDER_ERROR;
   }
-  return submit (ctx, NULL, 0, NULL, 0, 0, DQ_JOB_FLUSH, (uint32_t) mode, NULL, user);
+  return submit (ctx, NULL, 0, NULL, 0, NULL, 0, DQ_JOB_FLUSH, (uint32_t) mode, NULL, user);
 }
 
 int
 dq_reorder_gpu_gather (DqReorderGpu *ctx, const void *data, size_t size,
     const DqReorderPacket *pkts, uint32_t n, void *out, void *user)
 {
-  return submit (ctx, data, size, pkts, 0, n, DQ_JOB_GATHER, 0, out, user);
+  return submit (ctx, data, size, pkts, 0, NULL, n, DQ_JOB_GATHER, 0, out, user);
 }
 
 int

@@ -684,7 +684,8 @@ afp_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
   /* a block cannot hold more packets than this, so larger records would never fill */
   rxq->burst_packets =
       (guint) MIN ((gsize) config->burst_packets, geo.block_size / AFP_RX_MIN_PACKET_ROOM);
-  dq_burst_pool_init (&rxq->recs, sizeof (AfpBurstRec) + rxq->burst_packets * sizeof (DqPacket));
+  dq_burst_pool_init (
+      &rxq->recs, sizeof (AfpBurstRec) + rxq->burst_packets * sizeof (DqPacket), NULL);
 
   rxq->queue_index = config->queue_index;
   rxq->n_queues = config->n_queues;

@@ -4,12 +4,13 @@
 #include <string.h>
 
 void
-dq_burst_pool_init (DqBurstPool *pool, gsize rec_size)
+dq_burst_pool_init (DqBurstPool *pool, gsize rec_size, const DqRingMemory *memory)
 {
   g_mutex_init (&pool->lock);
   pool->free = NULL;
   pool->all = NULL;
   pool->rec_size = MAX (rec_size, sizeof (DqBurstLink));
+  pool->memory = memory != NULL && memory->desc_alloc != NULL ? memory : NULL;
 }
 
 gpointer
@@ -23,7 +24,11 @@ dq_burst_pool_get (DqBurstPool *pool)
   if (rec != NULL)
     return rec;
 
-  rec = g_malloc (pool->rec_size);
+  rec = pool->memory ? pool->memory->desc_alloc (pool->rec_size, pool->memory->user) : NULL;
+  const gboolean desc_mem = rec != NULL;
+  if (rec == NULL)
+    rec = g_malloc (pool->rec_size);
+  rec->desc_mem = desc_mem;
   rec->next = NULL;
   rec->all_next = pool->all;
   pool->all = rec;
@@ -57,7 +62,10 @@ dq_burst_pool_clear (DqBurstPool *pool)
 {
   for (DqBurstLink *rec = pool->all; rec != NULL;) {
     DqBurstLink *next = rec->all_next;
-    g_free (rec);
+    if (rec->desc_mem)
+      pool->memory->desc_free (rec, pool->memory->user);
+    else
+      g_free (rec);
     rec = next;
   }
   pool->all = pool->free = NULL;
@@ -73,7 +81,7 @@ dq_block_ring_init (
   r->block_size = block_size;
   r->n_blocks = n_blocks;
   r->busy = g_new0 (gint, n_blocks);
-  dq_burst_pool_init (&r->recs, sizeof (DqBlockRec) + burst_packets * sizeof (DqPacket));
+  dq_burst_pool_init (&r->recs, sizeof (DqBlockRec) + burst_packets * sizeof (DqPacket), NULL);
 }
 
 void

@@ -17,6 +17,7 @@ typedef struct _DqBurstLink DqBurstLink;
 struct _DqBurstLink {
   DqBurstLink *next;     /* free list */
   DqBurstLink *all_next; /* every record of the pool, for clear */
+  gboolean desc_mem;     /* allocated by the pool's memory's desc_alloc */
 };
 
 typedef struct {
@@ -24,9 +25,12 @@ typedef struct {
   DqBurstLink *free;
   DqBurstLink *all; /* written by the polling thread only, read at clear */
   gsize rec_size;
+  const DqRingMemory *memory; /* its desc_alloc, when set, gives the records */
 } DqBurstPool;
 
-void dq_burst_pool_init (DqBurstPool *pool, gsize rec_size);
+/* memory: NULL, or ring memory whose desc_alloc (if any) the records come from, so that the
+ * packet arrays lie where the ring's reader reads them (g_malloc where it gives none) */
+void dq_burst_pool_init (DqBurstPool *pool, gsize rec_size, const DqRingMemory *memory);
 /* a free record, or a new one: from the polling thread only */
 gpointer dq_burst_pool_get (DqBurstPool *pool);
 /* back to the free list: from any thread */

@@ -154,6 +154,11 @@ typedef struct {
       gpointer mem, gsize size, int *fd, guint64 *offset, gpointer user, GError **error);
   gboolean (*write) (gpointer dst, gconstpointer src, gsize n, gpointer user);
   gboolean (*read) (gpointer dst, gconstpointer src, gsize n, gpointer user);
+  /* optional: host memory for the queue's packet descriptors (DqBurst.packets) that the
+   * processor owning the ring reads directly (e.g. pinned and mapped for a GPU), NULL when
+   * none can be had (the queue then takes ordinary host memory); desc_free gives it back */
+  gpointer (*desc_alloc) (gsize size, gpointer user);
+  void (*desc_free) (gpointer mem, gpointer user);
 } DqRingMemory;
 
 /* What a queue set delivers: what its flow rules match (with no rules: everything), every

@@ -224,6 +224,20 @@ device_ring_read (gpointer dst, gconstpointer src, gsize n, gpointer user)
   return device_ring_copy (dst, src, n, "out of GPU memory");
 }
 
+/* packet descriptors in pinned, mapped host memory: daqirireorder memory=cuda hands them to
+ * its kernels as they lie, which read them across the bus (no copy on the host) */
+static gpointer
+desc_alloc (gsize size, gpointer user)
+{
+  return dq_cuda_malloc_host (size);
+}
+
+static void
+desc_free (gpointer mem, gpointer user)
+{
+  dq_cuda_free_host (mem);
+}
+
 const DqRingMemory *
 gst_daqiri_cuda_device_ring_memory (void)
 {
@@ -233,15 +247,20 @@ gst_daqiri_cuda_device_ring_memory (void)
     .user = NULL,
     .export_dmabuf = device_ring_export,
     .write = device_ring_write,
-    .read = device_ring_read };
+    .read = device_ring_read,
+    .desc_alloc = desc_alloc,
+    .desc_free = desc_free };
   return &ring;
 }
 
 const DqRingMemory *
 gst_daqiri_cuda_ring_memory (void)
 {
-  static const DqRingMemory ring = {
-    .kind = DQ_MEMORY_CUDA, .alloc = ring_alloc, .free = ring_free, .user = NULL
-  };
+  static const DqRingMemory ring = { .kind = DQ_MEMORY_CUDA,
+    .alloc = ring_alloc,
+    .free = ring_free,
+    .user = NULL,
+    .desc_alloc = desc_alloc,
+    .desc_free = desc_free };
   return &ring;
 }

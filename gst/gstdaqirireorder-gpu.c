@@ -201,11 +201,12 @@ gpu_add_frame (ReorderBackend *be, void *frame, void *user)
 }
 
 /* One more burst in flight: a burst in GPU memory is held (mapped) until its completion is
- * polled, a system-memory one is copied into pinned staging memory, which the kernels read
- * over the bus, and let go at once. */
+ * polled, its descriptors read where they lie when daqirisrc put them in pinned memory; a
+ * system-memory one is copied into pinned staging memory, which the kernels read over the
+ * bus, and let go at once. */
 static int
 gpu_submit (ReorderBackend *be, GstBuffer *buf, GstMapInfo *map, gboolean on_gpu,
-    const DqReorderPacket *pkts, guint n, guint frames)
+    const DqReorderPacket *pkts, guint n, guint64 timestamp, guint frames)
 {
   ReorderGpu *g = GPU (be);
   GstDaqiriReorder *self = be->element;
@@ -230,7 +231,11 @@ gpu_submit (ReorderBackend *be, GstBuffer *buf, GstMapInfo *map, gboolean on_gpu
       memcpy (f->staging, map->data, map->size);
     data = f->staging;
   }
-  if (dq_reorder_gpu_submit (g->gpu, data, map->size, pkts, n, f) != 0) {
+  /* descriptors the source put in pinned, mapped memory: read by the kernels where they lie
+   * while the buffer is held (on_gpu); else staged by the library */
+  const int readable = on_gpu && n > 0 && dq_cuda_host_mapped (pkts);
+  if (dq_reorder_gpu_submit_stamped (g->gpu, data, map->size, pkts, readable, n, timestamp, f) !=
+      0) {
     GST_ERROR_OBJECT (self, "GPU reorder failed: %s", dq_reorder_gpu_error (g->gpu));
     goto done;
   }
@@ -295,6 +300,7 @@ gpu_error (ReorderBackend *be)
 
 const ReorderBackendClass reorder_backend_gpu = {
   .name = "GPU",
+  .stamps = TRUE,
   .prepare = gpu_prepare,
   .configure_pool = gpu_configure_pool,
   .enter = gpu_enter,

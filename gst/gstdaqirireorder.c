@@ -836,13 +836,10 @@ chain_burst (GstDaqiriReorder *self, GstBuffer *buf)
     return GST_FLOW_ERROR;
   }
 
-  /* descriptors with the burst's PTS in place of the port timestamp (see the top comment) */
+  /* descriptors with the burst's PTS in place of the port timestamp (see the top comment):
+   * a backend that stamps them itself reads the source's own, unless the payload offsets
+   * change (header-data split) */
   guint n = meta->n_packets;
-  if (n > self->scratch_len) {
-    g_free (self->scratch);
-    self->scratch = g_new (DqReorderPacket, n);
-    self->scratch_len = n;
-  }
   GstClockTime pts = GST_BUFFER_PTS (buf);
   if (self->run_timeout && GST_CLOCK_TIME_IS_VALID (pts)) {
     GstClockTime now = running_time_now (self);
@@ -850,12 +847,21 @@ chain_burst (GstDaqiriReorder *self, GstBuffer *buf)
     if (self->have_offset)
       self->clock_offset = (gint64) now - (gint64) pts;
   }
-  for (guint i = 0; i < n; i++) {
-    memcpy (&self->scratch[i], &meta->packets[i], sizeof (DqReorderPacket));
-    self->scratch[i].timestamp = pts;
-    if (split != 0)
-      self->scratch[i].offset =
-          (guint32) gst_daqiri_packet_payload_offset (meta, &meta->packets[i]);
+  const DqReorderPacket *pkts = (const DqReorderPacket *) meta->packets;
+  if (split != 0 || !be->klass->stamps) {
+    if (n > self->scratch_len) {
+      g_free (self->scratch);
+      self->scratch = g_new (DqReorderPacket, n);
+      self->scratch_len = n;
+    }
+    for (guint i = 0; i < n; i++) {
+      memcpy (&self->scratch[i], &meta->packets[i], sizeof (DqReorderPacket));
+      self->scratch[i].timestamp = pts;
+      if (split != 0)
+        self->scratch[i].offset =
+            (guint32) gst_daqiri_packet_payload_offset (meta, &meta->packets[i]);
+    }
+    pkts = self->scratch;
   }
 
   /* frames: one per window slot, plus one for each batch this burst can open beyond the window
@@ -892,7 +898,7 @@ chain_burst (GstDaqiriReorder *self, GstBuffer *buf)
     }
 
   /* the backend takes the burst */
-  if (be->klass->submit (be, buf, &map, on_gpu, n ? self->scratch : NULL, n, frames) != 0) {
+  if (be->klass->submit (be, buf, &map, on_gpu, n ? pkts : NULL, n, pts, frames) != 0) {
     GST_ELEMENT_ERROR (
         self, STREAM, FAILED, ("reorder failed on a burst of %u packets", n), (NULL));
     return GST_FLOW_ERROR;

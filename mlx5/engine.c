@@ -500,7 +500,8 @@ eng_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
   rxq->burst_packets = config->burst_packets;
   rxq->burst_timeout_ns = config->burst_timeout_ns;
   rxq->max_packet = max_packet;
-  dq_burst_pool_init (&rxq->recs, sizeof (Mlx5BurstRec) + rxq->burst_packets * sizeof (DqPacket));
+  dq_burst_pool_init (&rxq->recs, sizeof (Mlx5BurstRec) + rxq->burst_packets * sizeof (DqPacket),
+      config->ring_memory);
   rxq->wake_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (rxq->wake_fd < 0) {
     g_set_error (

@@ -416,6 +416,11 @@ typedef struct {
   guint allocs, frees, exports;
   guint8 *mem;
   gsize size;
+  /* descriptor memory (desc_alloc): the blocks given out, or none when desc_fail */
+  guint desc_allocs, desc_frees;
+  guint8 *desc[64];
+  gsize desc_size;
+  gboolean desc_fail;
 } HookLog;
 
 static gpointer
@@ -440,6 +445,39 @@ hook_free (gpointer mem, gsize size, gpointer user)
   free (mem);
 }
 
+static gpointer
+hook_desc_alloc (gsize size, gpointer user)
+{
+  HookLog *log = user;
+  if (log->desc_fail || log->desc_allocs == G_N_ELEMENTS (log->desc))
+    return NULL;
+  log->desc_size = size;
+  return log->desc[log->desc_allocs++] = g_malloc (size);
+}
+
+static void
+hook_desc_free (gpointer mem, gpointer user)
+{
+  HookLog *log = user;
+  gboolean known = FALSE;
+  for (guint i = 0; i < log->desc_allocs; i++)
+    known |= log->desc[i] == mem;
+  g_assert_true (known);
+  log->desc_frees++;
+  g_free (mem);
+}
+
+/* Whether a burst's packet array lies in a block the hook gave out. */
+static gboolean
+in_desc_block (const HookLog *log, const DqBurst *b)
+{
+  for (guint i = 0; i < log->desc_allocs; i++)
+    if ((const guint8 *) b->packets >= log->desc[i] &&
+        (const guint8 *) (b->packets + b->n_packets) <= log->desc[i] + log->desc_size)
+      return TRUE;
+  return FALSE;
+}
+
 static gboolean
 hook_export_dmabuf (
     gpointer mem, gsize size, int *fd, guint64 *offset, gpointer user, GError **error)
@@ -452,28 +490,26 @@ hook_export_dmabuf (
   return FALSE;
 }
 
+/* Receives 40 frames into the hook's ring memory on emu:NAME, checking every byte; where
+ * the hook gives descriptor memory, every burst's packet array lies in it. */
 static void
-test_ring_memory_hook (void)
+ring_memory_receive (const char *name, DqRingMemory *rm, HookLog *log)
 {
-  HookLog log = { 0 };
-  DqRingMemory rm = {
-    .kind = DQ_MEMORY_CUDA, .alloc = hook_alloc, .free = hook_free, .user = &log
-  };
-  DqPort *p = port_open ("emu:hook0");
+  DqPort *p = port_open (name);
   DqRxConfig cfg = { .burst_packets = 16,
     .burst_timeout_ns = 1 * MS,
     .ring_bytes = 1 << 20,
     .n_queues = 1,
     .group_id = next_group++,
-    .ring_memory = &rm };
+    .ring_memory = rm };
   GError *error = NULL;
   DqRxQueue *rxq = dq_rxq_create (p, &cfg, &error);
   g_assert_no_error (error);
-  g_assert_cmpuint (log.allocs, ==, 1);
-  g_assert_cmpuint (log.size, ==, dq_rxq_ring_bytes (rxq));
+  g_assert_cmpuint (log->allocs, ==, 1);
+  g_assert_cmpuint (log->size, ==, dq_rxq_ring_bytes (rxq));
   g_assert_cmpstr (dq_ring_placement_name (dq_rxq_ring_placement (rxq)), ==, "gpu-mapped-host");
 
-  EmuPort *ep = emu_port_lookup ("hook0");
+  EmuPort *ep = emu_port_lookup (name + strlen ("emu:"));
   TuFrameSpec spec = { .len = 200, .proto = TU_PROTO_UDP, .good_csums = TRUE };
   guint8 frame[200];
   inject_frames (ep, &spec, 0, 40);
@@ -481,7 +517,8 @@ test_ring_memory_hook (void)
   DqBurst b;
   while (got < 40 && dq_rxq_poll (rxq, &b, 200 * MS, &error) == 1) {
     g_assert_cmpint (b.memory, ==, DQ_MEMORY_CUDA);
-    g_assert_true (b.data >= log.mem && b.data + b.size <= log.mem + log.size);
+    g_assert_true (b.data >= log->mem && b.data + b.size <= log->mem + log->size);
+    g_assert_true (in_desc_block (log, &b) == (rm->desc_alloc != NULL && !log->desc_fail));
     for (guint i = 0; i < b.n_packets; i++) {
       tu_frame_build (frame, &spec, got);
       g_assert_cmpuint (b.packets[i].length, ==, 200);
@@ -494,8 +531,45 @@ test_ring_memory_hook (void)
   g_assert_cmpuint (got, ==, 40);
   emu_port_unref (ep);
   dq_rxq_destroy (rxq);
-  g_assert_cmpuint (log.frees, ==, 1);
+  g_assert_cmpuint (log->frees, ==, 1);
+  g_assert_cmpuint (log->desc_frees, ==, log->desc_allocs);
   dq_port_unref (p);
+}
+
+static void
+test_ring_memory_hook (void)
+{
+  HookLog log = { 0 };
+  DqRingMemory rm = {
+    .kind = DQ_MEMORY_CUDA, .alloc = hook_alloc, .free = hook_free, .user = &log
+  };
+  ring_memory_receive ("emu:hook0", &rm, &log);
+  g_assert_cmpuint (log.desc_allocs, ==, 0);
+
+  /* descriptor memory from the hook: the packet arrays lie in it, and go back through it;
+   * where it gives none, ordinary memory serves */
+  {
+    HookLog dlog = { 0 };
+    DqRingMemory dm = rm;
+    dm.user = &dlog;
+    dm.desc_alloc = hook_desc_alloc;
+    dm.desc_free = hook_desc_free;
+    ring_memory_receive ("emu:hook2", &dm, &dlog);
+    g_assert_cmpuint (dlog.desc_allocs, >, 0);
+    g_assert_cmpuint (dlog.desc_size, >=, 16 * sizeof (DqPacket));
+    HookLog flog = { .desc_fail = TRUE };
+    dm.user = &flog;
+    ring_memory_receive ("emu:hook3", &dm, &flog);
+    g_assert_cmpuint (flog.desc_allocs, ==, 0);
+  }
+
+  DqRxConfig cfg = { .burst_packets = 16,
+    .burst_timeout_ns = 1 * MS,
+    .ring_bytes = 1 << 20,
+    .n_queues = 1,
+    .group_id = next_group++,
+    .ring_memory = &rm };
+  GError *error = NULL;
 
   /* GPU device memory (a hook that exports a dma-buf): the emulated ConnectX cannot take
    * it and says so; nothing is exported, the memory goes back through the hook */
