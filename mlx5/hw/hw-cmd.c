@@ -116,6 +116,19 @@ mlx5_hw_q_counter_out_of_buffer (const void *out)
   return DEVX_GET (query_q_counter_out, out, out_of_buffer);
 }
 
+/* A work queue's ring and doorbell record, both in registered umem: the wq context that
+ * CREATE_RQ and CREATE_SQ share */
+static void
+wq_set_umem (void *wq, const Mlx5HwQueueMem *mem)
+{
+  DEVX_SET (wq, wq, dbr_umem_valid, 1);
+  DEVX_SET (wq, wq, dbr_umem_id, mem->dbr_umem_id);
+  DEVX_SET64 (wq, wq, dbr_addr, mem->dbr_offset);
+  DEVX_SET (wq, wq, wq_umem_valid, 1);
+  DEVX_SET (wq, wq, wq_umem_id, mem->umem_id);
+  DEVX_SET64 (wq, wq, wq_umem_offset, mem->umem_offset);
+}
+
 void
 mlx5_cmd_build_create_rq (void *in, const Mlx5Rq *rq, guint32 cqn, guint32 pdn,
     const Mlx5HwQueueMem *mem, guint page_shift, guint ts_format, guint32 counter_set_id)
@@ -145,12 +158,7 @@ mlx5_cmd_build_create_rq (void *in, const Mlx5Rq *rq, guint32 cqn, guint32 pdn,
     DEVX_SET (create_rq_in, in, ctx.wq.single_stride_log_num_of_bytes,
         mlx5_hw_log_stride_size_encode (rq->log_stride_size));
   }
-  DEVX_SET (create_rq_in, in, ctx.wq.dbr_umem_valid, 1);
-  DEVX_SET (create_rq_in, in, ctx.wq.dbr_umem_id, mem->dbr_umem_id);
-  DEVX_SET64 (create_rq_in, in, ctx.wq.dbr_addr, mem->dbr_offset);
-  DEVX_SET (create_rq_in, in, ctx.wq.wq_umem_valid, 1);
-  DEVX_SET (create_rq_in, in, ctx.wq.wq_umem_id, mem->umem_id);
-  DEVX_SET64 (create_rq_in, in, ctx.wq.wq_umem_offset, mem->umem_offset);
+  wq_set_umem (DEVX_ADDR_OF (create_rq_in, in, ctx.wq), mem);
 }
 
 void
@@ -198,12 +206,7 @@ mlx5_cmd_build_create_sq (void *in, const Mlx5Sq *sq, guint32 cqn, guint32 pdn, 
   DEVX_SET (create_sq_in, in, ctx.wq.pd, pdn);
   DEVX_SET (create_sq_in, in, ctx.wq.uar_page, uar_page);
   DEVX_SET (create_sq_in, in, ctx.wq.log_wq_pg_sz, mlx5_hw_page_size_encode (page_shift));
-  DEVX_SET (create_sq_in, in, ctx.wq.dbr_umem_valid, 1);
-  DEVX_SET (create_sq_in, in, ctx.wq.dbr_umem_id, mem->dbr_umem_id);
-  DEVX_SET64 (create_sq_in, in, ctx.wq.dbr_addr, mem->dbr_offset);
-  DEVX_SET (create_sq_in, in, ctx.wq.wq_umem_valid, 1);
-  DEVX_SET (create_sq_in, in, ctx.wq.wq_umem_id, mem->umem_id);
-  DEVX_SET64 (create_sq_in, in, ctx.wq.wq_umem_offset, mem->umem_offset);
+  wq_set_umem (DEVX_ADDR_OF (create_sq_in, in, ctx.wq), mem);
 }
 
 void
@@ -707,32 +710,54 @@ check_ptr (const void *p, guint align, const char *what, GError **error)
   return TRUE;
 }
 
+/* A queue's ring (64-byte aligned) and doorbell record (8-byte aligned), `queue` naming
+ * it in the error */
+static gboolean
+check_ring (const void *ring, const void *dbrec, const char *queue, GError **error)
+{
+  char what[48];
+  g_snprintf (what, sizeof what, "the %s ring", queue);
+  if (!check_ptr (ring, 64, what, error))
+    return FALSE;
+  g_snprintf (what, sizeof what, "the %s doorbell record", queue);
+  return check_ptr (dbrec, 8, what, error);
+}
+
+/* A work queue completes into a CQ created before it */
+static gboolean
+check_cq_created (const Mlx5Cq *cq, const char *queue, GError **error)
+{
+  if (cq != NULL && cq->priv != NULL)
+    return TRUE;
+  g_set_error (
+      error, DQ_ERROR, DQ_ERROR_CONFIG, "mlx5: the %s's completion queue was not created", queue);
+  return FALSE;
+}
+
+/* A queue of 2^log_size `units` within the device's 2^max; `queue` is "a CQ" and the like */
+static gboolean
+check_log_size (guint log_size, guint max, const char *queue, const char *units, GError **error)
+{
+  if (log_size <= max)
+    return TRUE;
+  g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+      "mlx5: %s of 2^%u %s is larger than the device allows (2^%u)", queue, log_size, units, max);
+  return FALSE;
+}
+
 gboolean
 mlx5_hw_cq_check (const Mlx5Cq *cq, const Mlx5Caps *caps, GError **error)
 {
-  if (!check_ptr (cq->ring, 64, "the CQ ring", error) ||
-      !check_ptr ((const void *) cq->dbrec, 8, "the CQ doorbell record", error))
-    return FALSE;
-  if (cq->log_size > caps->max_log_cq_size) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-        "mlx5: a CQ of 2^%u CQEs is larger than the device allows (2^%u)", cq->log_size,
-        caps->max_log_cq_size);
-    return FALSE;
-  }
-  return TRUE;
+  return check_ring (cq->ring, (const void *) cq->dbrec, "CQ", error) &&
+      check_log_size (cq->log_size, caps->max_log_cq_size, "a CQ", "CQEs", error);
 }
 
 gboolean
 mlx5_hw_rq_check (const Mlx5Rq *rq, const Mlx5Caps *caps, GError **error)
 {
-  if (!check_ptr (rq->wqes, 64, "the RQ ring", error) ||
-      !check_ptr ((const void *) rq->dbrec, 8, "the RQ doorbell record", error))
+  if (!check_ring (rq->wqes, (const void *) rq->dbrec, "RQ", error) ||
+      !check_cq_created (rq->cq, "RQ", error))
     return FALSE;
-  if (rq->cq == NULL || rq->cq->priv == NULL) {
-    g_set_error (
-        error, DQ_ERROR, DQ_ERROR_CONFIG, "mlx5: the RQ's completion queue was not created");
-    return FALSE;
-  }
   if (rq->split_header != 0)
     goto wqes; /* header-data split: a cyclic RQ, no strides */
   if (caps->max_log_strides == 0) {
@@ -755,33 +780,15 @@ mlx5_hw_rq_check (const Mlx5Rq *rq, const Mlx5Caps *caps, GError **error)
     return FALSE;
   }
 wqes:
-  if (rq->log_wqes > caps->max_log_wqes) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-        "mlx5: an RQ of 2^%u WQEs is larger than the device allows (2^%u)", rq->log_wqes,
-        caps->max_log_wqes);
-    return FALSE;
-  }
-  return TRUE;
+  return check_log_size (rq->log_wqes, caps->max_log_wqes, "an RQ", "WQEs", error);
 }
 
 gboolean
 mlx5_hw_sq_check (const Mlx5Sq *sq, const Mlx5Caps *caps, GError **error)
 {
-  if (!check_ptr (sq->wqes, 64, "the SQ ring", error) ||
-      !check_ptr ((const void *) sq->dbrec, 8, "the SQ doorbell record", error))
-    return FALSE;
-  if (sq->cq == NULL || sq->cq->priv == NULL) {
-    g_set_error (
-        error, DQ_ERROR, DQ_ERROR_CONFIG, "mlx5: the SQ's completion queue was not created");
-    return FALSE;
-  }
-  if (sq->log_wqebbs > caps->max_log_wqebbs) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-        "mlx5: an SQ of 2^%u WQE basic blocks is larger than the device allows (2^%u)",
-        sq->log_wqebbs, caps->max_log_wqebbs);
-    return FALSE;
-  }
-  return TRUE;
+  return check_ring (sq->wqes, (const void *) sq->dbrec, "SQ", error) &&
+      check_cq_created (sq->cq, "SQ", error) &&
+      check_log_size (sq->log_wqebbs, caps->max_log_wqebbs, "an SQ", "WQE basic blocks", error);
 }
 
 /* ---------------------------------------------------------------------------------- */

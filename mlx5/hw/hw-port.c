@@ -268,35 +268,34 @@ uar_alloc (HwDev *dev, gboolean *nc, GError **error)
   return uar;
 }
 
+/* QUERY_HCA_CAP of one capability type (current values) into `out`, a query_hca_cap_out */
+static gboolean
+query_hca_cap (HwDev *dev, guint cap_type, const char *what, guint32 *out, GError **error)
+{
+  guint32 in[DEVX_ST_SZ_DW (query_hca_cap_in)];
+  memset (in, 0, sizeof in);
+  mlx5_cmd_build_query_hca_cap (in, cap_type);
+  return general_cmd (dev, what, in, sizeof in, out, DEVX_ST_SZ_BYTES (query_hca_cap_out), error);
+}
+
 static gboolean
 query_caps (HwDev *dev, GError **error)
 {
-  guint32 in[DEVX_ST_SZ_DW (query_hca_cap_in)];
   guint32 *out = g_malloc (DEVX_ST_SZ_BYTES (query_hca_cap_out));
   gboolean ok;
 
-  memset (in, 0, sizeof in);
-  mlx5_cmd_build_query_hca_cap (in, MLX5_HCA_CAP_GENERAL);
-  ok = general_cmd (dev, "QUERY_HCA_CAP (general)", in, sizeof in, out,
-      DEVX_ST_SZ_BYTES (query_hca_cap_out), error);
+  ok = query_hca_cap (dev, MLX5_HCA_CAP_GENERAL, "QUERY_HCA_CAP (general)", out, error);
   if (ok)
     mlx5_hw_caps_parse_general (&dev->hw, out);
   if (ok && dev->hw.eth_net_offloads) {
-    memset (in, 0, sizeof in);
-    mlx5_cmd_build_query_hca_cap (in, MLX5_HCA_CAP_ETHERNET_OFFLOADS);
-    ok = general_cmd (dev, "QUERY_HCA_CAP (Ethernet offloads)", in, sizeof in, out,
-        DEVX_ST_SZ_BYTES (query_hca_cap_out), error);
+    ok = query_hca_cap (
+        dev, MLX5_HCA_CAP_ETHERNET_OFFLOADS, "QUERY_HCA_CAP (Ethernet offloads)", out, error);
     if (ok)
       mlx5_hw_caps_parse_eth (&dev->hw, out);
   }
-  if (ok && dev->hw.qos) {
-    /* packet pacing is optional: a device that will not say has none */
-    memset (in, 0, sizeof in);
-    mlx5_cmd_build_query_hca_cap (in, MLX5_HCA_CAP_QOS);
-    if (general_cmd (dev, "QUERY_HCA_CAP (QoS)", in, sizeof in, out,
-            DEVX_ST_SZ_BYTES (query_hca_cap_out), NULL))
-      mlx5_hw_caps_parse_qos (&dev->hw, out);
-  }
+  /* packet pacing is optional: a device that will not say has none */
+  if (ok && dev->hw.qos && query_hca_cap (dev, MLX5_HCA_CAP_QOS, "QUERY_HCA_CAP (QoS)", out, NULL))
+    mlx5_hw_caps_parse_qos (&dev->hw, out);
   g_free (out);
   return ok;
 }
@@ -646,6 +645,14 @@ hw_mr_dereg (gpointer priv, gpointer handle)
 /* ---------------------------------------------------------------------------------- */
 /* CQ */
 
+static void
+hw_cq_free (HwCq *h)
+{
+  hw_obj_destroy (&h->obj);
+  umems_free (&h->mem);
+  g_free (h);
+}
+
 static gboolean
 hw_cq_create (gpointer priv, Mlx5Cq *cq, GError **error)
 {
@@ -666,8 +673,7 @@ hw_cq_create (gpointer priv, Mlx5Cq *cq, GError **error)
   h->obj = hw_obj_create (dev, what, in, sizeof in, out, sizeof out, error);
   g_free (what);
   if (h->obj == NULL) {
-    umems_free (&h->mem);
-    g_free (h);
+    hw_cq_free (h);
     return FALSE;
   }
   cq->cqn = DEVX_GET (create_cq_out, out, cqn);
@@ -681,15 +687,23 @@ hw_cq_destroy (gpointer priv, Mlx5Cq *cq)
   HwCq *h = cq->priv;
   if (h == NULL)
     return;
-  hw_obj_destroy (&h->obj);
-  umems_free (&h->mem);
-  g_free (h);
+  hw_cq_free (h);
   cq->priv = NULL;
 }
 
 /* ---------------------------------------------------------------------------------- */
 /* RQ */
 
+
+static void
+hw_rq_free (HwRq *h)
+{
+  hw_obj_destroy (&h->tir);
+  hw_obj_destroy (&h->obj);
+  hw_obj_destroy (&h->counter);
+  umems_free (&h->mem);
+  g_free (h);
+}
 
 static gboolean
 hw_rq_create (gpointer priv, Mlx5Rq *rq, GError **error)
@@ -760,11 +774,7 @@ hw_rq_create (gpointer priv, Mlx5Rq *rq, GError **error)
   return TRUE;
 
 fail:
-  hw_obj_destroy (&h->tir);
-  hw_obj_destroy (&h->obj);
-  hw_obj_destroy (&h->counter);
-  umems_free (&h->mem);
-  g_free (h);
+  hw_rq_free (h);
   rq->rqn = 0;
   return FALSE;
 }
@@ -778,11 +788,7 @@ hw_rq_destroy (gpointer priv, Mlx5Rq *rq)
     return;
   /* rules pointing at this RQ's TIR, or at an RQT listing it, go first */
   hw_groups_drop_rq (dev, rq);
-  hw_obj_destroy (&h->tir);
-  hw_obj_destroy (&h->obj);
-  hw_obj_destroy (&h->counter);
-  umems_free (&h->mem);
-  g_free (h);
+  hw_rq_free (h);
   rq->priv = NULL;
 }
 
@@ -861,6 +867,17 @@ check_tx_inline (HwDev *dev, GError **error)
   return FALSE;
 }
 
+static void
+hw_sq_free (HwSq *h)
+{
+  hw_obj_destroy (&h->obj);
+  if (h->pp != NULL)
+    mlx5dv_pp_free (h->pp);
+  umems_free (&h->mem);
+  mlx5dv_devx_free_uar (h->uar);
+  g_free (h);
+}
+
 static gboolean
 hw_sq_create (gpointer priv, Mlx5Sq *sq, GError **error)
 {
@@ -909,10 +926,7 @@ hw_sq_create (gpointer priv, Mlx5Sq *sq, GError **error)
   return TRUE;
 
 fail:
-  hw_obj_destroy (&h->obj);
-  umems_free (&h->mem);
-  mlx5dv_devx_free_uar (h->uar);
-  g_free (h);
+  hw_sq_free (h); /* no pacing rate yet */
   sq->sqn = 0;
   return FALSE;
 }
@@ -972,12 +986,7 @@ hw_sq_destroy (gpointer priv, Mlx5Sq *sq)
   HwSq *h = sq->priv;
   if (h == NULL)
     return;
-  hw_obj_destroy (&h->obj);
-  if (h->pp != NULL)
-    mlx5dv_pp_free (h->pp);
-  umems_free (&h->mem);
-  mlx5dv_devx_free_uar (h->uar);
-  g_free (h);
+  hw_sq_free (h);
   sq->priv = NULL;
   sq->bf_reg = NULL;
 }
