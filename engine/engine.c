@@ -374,16 +374,24 @@ dq_txq_can_split (DqTxQueue *txq)
       ops->txq_progress != NULL;
 }
 
+/* Two-segment sends only on an engine that has them */
+static gboolean
+txq_check_split (DqTxQueue *txq, GError **error)
+{
+  if (dq_txq_can_split (txq))
+    return TRUE;
+  g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+      "%s: the %s engine has no two-segment sends (frames are sent whole)", txq->port->device,
+      txq->port->ops->name);
+  return FALSE;
+}
+
 DqTxMemory *
 dq_txq_register (
     DqTxQueue *txq, gpointer base, gsize size, const DqRingMemory *memory, GError **error)
 {
-  if (!dq_txq_can_split (txq)) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-        "%s: the %s engine has no two-segment sends (frames are sent whole)", txq->port->device,
-        txq->port->ops->name);
+  if (!txq_check_split (txq, error))
     return NULL;
-  }
   if (base == NULL || size == 0) {
     g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
         "%s: registering %" G_GSIZE_FORMAT " bytes at %p for payloads (allowed: a non-empty "
@@ -414,12 +422,8 @@ int
 dq_txq_send_split (DqTxQueue *txq, const guint8 *const *headers, const guint32 *header_lengths,
     const DqTxPayload *payloads, const guint64 *times, guint n, GError **error)
 {
-  if (!dq_txq_can_split (txq)) {
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-        "%s: the %s engine has no two-segment sends (frames are sent whole)", txq->port->device,
-        txq->port->ops->name);
+  if (!txq_check_split (txq, error))
     return -1;
-  }
   if (!txq_check_times (txq, times, error))
     return -1;
   for (guint i = 0; i < n; i++) {

@@ -289,6 +289,23 @@ mlx5_rx_geometry_split (const Mlx5Caps *caps, const char *what, gsize ring_bytes
   return TRUE;
 }
 
+/* A compression asked for by name: taken when the device has it, else refused with what
+ * the device lacks (`lacks`, after "does not compress completions"). */
+static gboolean
+cqe_comp_require (gboolean have, Mlx5CqComp mode, const char *what, const char *name,
+    const char *lacks, const char *allowed, Mlx5CqComp *comp, GError **error)
+{
+  if (have) {
+    *comp = mode;
+    return TRUE;
+  }
+  g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+      "%s: cqe-comp=%s is not possible: the device does not compress completions %s "
+      "(allowed: cqe-comp=%s)",
+      what, name, lacks, allowed);
+  return FALSE;
+}
+
 gboolean
 mlx5_rx_cqe_comp_choose (
     const Mlx5Caps *caps, const char *what, Mlx5RxCqeComp want, Mlx5CqComp *comp, GError **error)
@@ -304,27 +321,15 @@ mlx5_rx_cqe_comp_choose (
                                       : MLX5_CQ_COMP_NONE;
       return TRUE;
     case MLX5_RX_CQE_COMP_BASIC:
-      if (caps->cqe_comp_basic) {
-        *comp = MLX5_CQ_COMP_BASIC;
-        return TRUE;
-      }
-      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-          "%s: cqe-comp=basic is not possible: the device does not compress completions "
+      return cqe_comp_require (caps->cqe_comp_basic, MLX5_CQ_COMP_BASIC, what, "basic",
           "with flow tag and stride index mini-CQEs (HCA capabilities cqe_compression, "
-          "mini_cqe_resp_flow_tag, mini_cqe_resp_stride_index) (allowed: cqe-comp=%s)",
-          what, allowed);
-      return FALSE;
+          "mini_cqe_resp_flow_tag, mini_cqe_resp_stride_index)",
+          allowed, comp, error);
     case MLX5_RX_CQE_COMP_ENHANCED:
-      if (caps->cqe_comp_enhanced) {
-        *comp = MLX5_CQ_COMP_ENHANCED;
-        return TRUE;
-      }
-      g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-          "%s: cqe-comp=enhanced is not possible: the device does not compress completions "
+      return cqe_comp_require (caps->cqe_comp_enhanced, MLX5_CQ_COMP_ENHANCED, what, "enhanced",
           "in the enhanced layout (HCA capability enhanced_cqe_compression, with the basic "
-          "ones) (allowed: cqe-comp=%s)",
-          what, allowed);
-      return FALSE;
+          "ones)",
+          allowed, comp, error);
   }
   g_return_val_if_reached (FALSE);
 }

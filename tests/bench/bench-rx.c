@@ -602,6 +602,24 @@ json_u64 (GString *out, const char *key, guint64 v)
     g_string_append_printf (out, ", \"%s\": %" G_GUINT64_FORMAT, key, v);
 }
 
+/* An element of a JSON array of counts: null for UNKNOWN, a separator before all but the
+ * first (index `i`) */
+static void
+json_u64_element (GString *out, guint i, guint64 v)
+{
+  if (v == UNKNOWN)
+    g_string_append_printf (out, "%snull", i ? ", " : "");
+  else
+    g_string_append_printf (out, "%s%" G_GUINT64_FORMAT, i ? ", " : "", v);
+}
+
+/* the sender's rate over its run, packets/s (0 unmeasured) */
+static double
+send_pps (const Run *r)
+{
+  return r->send_ns > 0 ? (double) r->sent * 1e9 / (double) r->send_ns : 0.0;
+}
+
 static guint64
 drops_of (const Run *r)
 {
@@ -693,8 +711,7 @@ cell_print_json (const Cell *c)
   json_u64 (out, "if_rx_packets", m->if_rx_packets);
   json_u64 (out, "if_rx_dropped", m->if_rx_dropped);
   json_u64 (out, "icmp_out", m->icmp_out);
-  g_string_append_printf (out, ", \"send_pps\": %.0f",
-      m->send_ns > 0 ? (double) m->sent * 1e9 / (double) m->send_ns : 0.0);
+  g_string_append_printf (out, ", \"send_pps\": %.0f", send_pps (m));
   g_string_append_printf (out, ", \"rate_pps\": %" G_GINT64_FORMAT, opt_rate);
   g_string_append_printf (out, ", \"repeat\": %u, \"cpu_ns_per_packet_all\": [", c->runs->len);
   for (guint i = 0; i < c->runs->len; i++) {
@@ -703,25 +720,16 @@ cell_print_json (const Cell *c)
   }
   g_string_append (out, "], \"drops_all\": [");
   for (guint i = 0; i < c->runs->len; i++) {
-    guint64 d = drops_of (g_ptr_array_index (c->runs, i));
-    if (d == UNKNOWN)
-      g_string_append_printf (out, "%snull", i ? ", " : "");
-    else
-      g_string_append_printf (out, "%s%" G_GUINT64_FORMAT, i ? ", " : "", d);
+    json_u64_element (out, i, drops_of (g_ptr_array_index (c->runs, i)));
   }
   g_string_append (out, "], \"kernel_drops_all\": [");
   for (guint i = 0; i < c->runs->len; i++) {
-    guint64 d = ((const Run *) g_ptr_array_index (c->runs, i))->kernel_drops;
-    if (d == UNKNOWN)
-      g_string_append_printf (out, "%snull", i ? ", " : "");
-    else
-      g_string_append_printf (out, "%s%" G_GUINT64_FORMAT, i ? ", " : "", d);
+    json_u64_element (out, i, ((const Run *) g_ptr_array_index (c->runs, i))->kernel_drops);
   }
   g_string_append (out, "], \"send_pps_all\": [");
   for (guint i = 0; i < c->runs->len; i++) {
-    const Run *r = g_ptr_array_index (c->runs, i);
-    g_string_append_printf (out, "%s%.0f", i ? ", " : "",
-        r->send_ns > 0 ? (double) r->sent * 1e9 / (double) r->send_ns : 0.0);
+    g_string_append_printf (
+        out, "%s%.0f", i ? ", " : "", send_pps (g_ptr_array_index (c->runs, i)));
   }
   g_string_append (out, "]");
   json_u64 (out, "drops_all_repeats", c->drops_all);
