@@ -53,6 +53,31 @@ parse_number (const char *s, const Unit *units, guint64 plain, guint64 *out)
   return TRUE;
 }
 
+/* A plain whole number from `min` to `max`, without a unit. */
+static gboolean
+parse_count (const char *s, guint min, guint max, guint *out)
+{
+  static const Unit no_units[] = { { NULL, 0 } };
+  guint64 v;
+  if (!parse_number (s, no_units, 1, &v) || v < min || v > max)
+    return FALSE;
+  *out = (guint) v;
+  return TRUE;
+}
+
+/* One of two words: `off` reads as FALSE, `on` as TRUE. */
+static gboolean
+parse_choice (const char *s, const char *off, const char *on, gboolean *out)
+{
+  if (strcmp (s, off) == 0)
+    *out = FALSE;
+  else if (strcmp (s, on) == 0)
+    *out = TRUE;
+  else
+    return FALSE;
+  return TRUE;
+}
+
 static gboolean
 parse_bool (const char *s, gboolean *out)
 {
@@ -110,135 +135,141 @@ bad_value (
   return FALSE;
 }
 
+/* EVERY[+PHASE]: frames PHASE, PHASE + EVERY, ... of those arriving are lost */
 static gboolean
-apply_key (EmuConfig *cfg, const char *key, const char *value, GError **error)
+parse_loss (const char *value, guint *every_out, guint *phase_out)
+{
+  gchar *plus = strchr (value, '+');
+  gchar *end = NULL;
+  guint64 every = g_ascii_strtoull (value, &end, 10);
+  guint64 phase = 0;
+  gboolean ok = end != value && (end == plus || *end == '\0') && every >= 2 && every <= 1000000;
+  if (ok && plus != NULL) {
+    phase = g_ascii_strtoull (plus + 1, &end, 10);
+    ok = end != plus + 1 && *end == '\0' && phase < every;
+  }
+  if (!ok)
+    return FALSE;
+  *every_out = (guint) every;
+  *phase_out = (guint) phase;
+  return TRUE;
+}
+
+/* A port name, or none */
+static gboolean
+parse_peer (const char *value, EmuConfig *cfg)
+{
+  if (strcmp (value, "none") == 0) {
+    cfg->peer_none = TRUE;
+    cfg->peer[0] = '\0';
+  } else if (name_valid (value)) {
+    cfg->peer_none = FALSE;
+    g_strlcpy (cfg->peer, value, sizeof cfg->peer);
+  } else {
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* The keys of a port's spec, each with what its value may be, in the order a port shared with
+ * another spec names the first that differs */
+typedef struct {
+  const char *key;
+  guint32 bit;
+  const char *allowed;
+} EmuKeyInfo;
+
+static const EmuKeyInfo emu_keys[] = {
+  { "rate", EMU_KEY_RATE, "1m .. 1600g, a number with k, m or g, e.g. 25g" },
+  { "freq", EMU_KEY_FREQ,
+      "1mhz .. 10ghz in whole kHz, a number with hz, "
+      "khz, mhz or ghz (plain: kHz), e.g. 156250khz" },
+  { "mtu", EMU_KEY_MTU, "68 .. 9978" },
+  { "mac", EMU_KEY_MAC, "six hex bytes, e.g. 02:00:00:00:00:01" },
+  { "peer", EMU_KEY_PEER,
+      "a port name of 1..32 of A-Z a-z 0-9 _ . -, "
+      "or none" },
+  { "pause", EMU_KEY_PAUSE, "on or off" },
+  { "clock", EMU_KEY_CLOCK, "free or rt" },
+  { "overhead", EMU_KEY_OVERHEAD, "0 .. 64 bytes" },
+  { "inline", EMU_KEY_INLINE, "none or l2" },
+  { "loss", EMU_KEY_LOSS, "EVERY[+PHASE]: 2 .. 1000000, PHASE < EVERY" },
+  { "gen", EMU_KEY_GEN, "a frame length of 60 .. MTU + 18 bytes" },
+  { "gen-rate", EMU_KEY_GEN_RATE,
+      "0 (back to back) .. 1g packets/s, a number with "
+      "k, m or g, e.g. 10m" },
+  { "gen-count", EMU_KEY_GEN_COUNT,
+      "0 (endless) or a number of frames, with k, m or "
+      "g" },
+  { "gen-lossless", EMU_KEY_GEN_LOSSLESS, "on or off" },
+};
+
+/* Sets the key's field from `value`; FALSE (the field left as it was) if the value is not
+ * allowed. */
+static gboolean
+parse_key_value (EmuConfig *cfg, guint32 bit, const char *value)
 {
   static const Unit rate_units[] = { { "k", 1000 }, { "m", 1000000 }, { "g", 1000000000 },
     { NULL, 0 } };
   static const Unit freq_units[] = { { "hz", 1 }, { "khz", 1000 }, { "mhz", 1000000 },
     { "ghz", 1000000000 }, { NULL, 0 } };
-  const char *n = cfg->name;
   guint64 v;
 
-  if (strcmp (key, "rate") == 0) {
-    if (!parse_number (value, rate_units, 1, &v) || v < RATE_MIN || v > RATE_MAX)
-      return bad_value (n, key, value, "1m .. 1600g, a number with k, m or g, e.g. 25g", error);
-    cfg->rate_bps = v;
-    cfg->keys |= EMU_KEY_RATE;
-  } else if (strcmp (key, "freq") == 0) {
-    /* kHz is the device_frequency_khz unit; Hz values must be whole kHz */
-    if (!parse_number (value, freq_units, 1000, &v) || v % 1000 != 0 || v / 1000 < FREQ_MIN_KHZ ||
-        v / 1000 > FREQ_MAX_KHZ)
-      return bad_value (n, key, value,
-          "1mhz .. 10ghz in whole kHz, a number with hz, "
-          "khz, mhz or ghz (plain: kHz), e.g. 156250khz",
-          error);
-    cfg->freq_khz = v / 1000;
-    cfg->keys |= EMU_KEY_FREQ;
-  } else if (strcmp (key, "mtu") == 0) {
-    if (!parse_number (value, rate_units, 1, &v) || v < MTU_MIN || v > MTU_MAX ||
-        !g_ascii_isdigit (value[strlen (value) - 1]))
-      return bad_value (n, key, value, "68 .. 9978", error);
-    cfg->mtu = (guint) v;
-    cfg->keys |= EMU_KEY_MTU;
-  } else if (strcmp (key, "mac") == 0) {
-    if (!parse_mac (value, cfg->mac))
-      return bad_value (n, key, value, "six hex bytes, e.g. 02:00:00:00:00:01", error);
-    cfg->keys |= EMU_KEY_MAC;
-  } else if (strcmp (key, "peer") == 0) {
-    if (strcmp (value, "none") == 0) {
-      cfg->peer_none = TRUE;
-      cfg->peer[0] = '\0';
-    } else if (name_valid (value)) {
-      cfg->peer_none = FALSE;
-      g_strlcpy (cfg->peer, value, sizeof cfg->peer);
-    } else {
-      return bad_value (n, key, value,
-          "a port name of 1..32 of A-Z a-z 0-9 _ . -, "
-          "or none",
-          error);
-    }
-    cfg->keys |= EMU_KEY_PEER;
-  } else if (strcmp (key, "pause") == 0) {
-    if (!parse_bool (value, &cfg->pause))
-      return bad_value (n, key, value, "on or off", error);
-    cfg->keys |= EMU_KEY_PAUSE;
-  } else if (strcmp (key, "clock") == 0) {
-    if (strcmp (value, "free") == 0)
-      cfg->real_time = FALSE;
-    else if (strcmp (value, "rt") == 0)
-      cfg->real_time = TRUE;
-    else
-      return bad_value (n, key, value, "free or rt", error);
-    cfg->keys |= EMU_KEY_CLOCK;
-  } else if (strcmp (key, "gen") == 0) {
-    /* checked against the MTU once every key is known */
-    if (!parse_number (value, rate_units, 1, &v) || v < EMU_MIN_FRAME || v > EMU_MAX_FRAME ||
-        !g_ascii_isdigit (value[strlen (value) - 1]))
-      return bad_value (n, key, value, "a frame length of 60 .. MTU + 18 bytes", error);
-    cfg->gen_len = (guint) v;
-    cfg->keys |= EMU_KEY_GEN;
-  } else if (strcmp (key, "gen-rate") == 0) {
-    if (!parse_number (value, rate_units, 1, &v) || v > GEN_RATE_MAX)
-      return bad_value (n, key, value,
-          "0 (back to back) .. 1g packets/s, a number with "
-          "k, m or g, e.g. 10m",
-          error);
-    cfg->gen_rate = v;
-    cfg->keys |= EMU_KEY_GEN_RATE;
-  } else if (strcmp (key, "gen-count") == 0) {
-    if (!parse_number (value, rate_units, 1, &v))
-      return bad_value (n, key, value,
-          "0 (endless) or a number of frames, with k, m or "
-          "g",
-          error);
-    cfg->gen_count = v;
-    cfg->keys |= EMU_KEY_GEN_COUNT;
-  } else if (strcmp (key, "gen-lossless") == 0) {
-    if (!parse_bool (value, &cfg->gen_lossless))
-      return bad_value (n, key, value, "on or off", error);
-    cfg->keys |= EMU_KEY_GEN_LOSSLESS;
-  } else if (strcmp (key, "inline") == 0) {
-    if (strcmp (value, "none") == 0)
-      cfg->inline_l2 = FALSE;
-    else if (strcmp (value, "l2") == 0)
-      cfg->inline_l2 = TRUE;
-    else
-      return bad_value (n, key, value, "none or l2", error);
-    cfg->keys |= EMU_KEY_INLINE;
-  } else if (strcmp (key, "loss") == 0) {
-    /* EVERY[+PHASE]: frames PHASE, PHASE + EVERY, ... of those arriving are lost */
-    gchar *plus = strchr (value, '+');
-    gchar *end = NULL;
-    guint64 every = g_ascii_strtoull (value, &end, 10);
-    guint64 phase = 0;
-    gboolean ok = end != value && (end == plus || *end == '\0') && every >= 2 && every <= 1000000;
-    if (ok && plus != NULL) {
-      phase = g_ascii_strtoull (plus + 1, &end, 10);
-      ok = end != plus + 1 && *end == '\0' && phase < every;
-    }
-    if (!ok)
-      return bad_value (n, key, value, "EVERY[+PHASE]: 2 .. 1000000, PHASE < EVERY", error);
-    cfg->loss_every = (guint) every;
-    cfg->loss_phase = (guint) phase;
-    cfg->keys |= EMU_KEY_LOSS;
-  } else if (strcmp (key, "overhead") == 0) {
-    if (!parse_number (value, rate_units, 1, &v) || v > OVERHEAD_MAX ||
-        !g_ascii_isdigit (value[strlen (value) - 1]))
-      return bad_value (n, key, value, "0 .. 64 bytes", error);
-    cfg->overhead = (guint) v;
-    cfg->keys |= EMU_KEY_OVERHEAD;
-  } else {
-    char *k = g_strescape (key, NULL);
-    g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
-        "emu:%s: unknown key '%s' (allowed: "
-        "rate, freq, clock, mtu, mac, peer, pause, overhead, inline, loss); for the generator: gen, "
-        "gen-rate, gen-count, gen-lossless",
-        n, k);
-    g_free (k);
-    return FALSE;
+  switch (bit) {
+    case EMU_KEY_RATE:
+      if (!parse_number (value, rate_units, 1, &v) || v < RATE_MIN || v > RATE_MAX)
+        return FALSE;
+      cfg->rate_bps = v;
+      return TRUE;
+    case EMU_KEY_FREQ:
+      /* kHz is the device_frequency_khz unit; Hz values must be whole kHz */
+      if (!parse_number (value, freq_units, 1000, &v) || v % 1000 != 0 || v / 1000 < FREQ_MIN_KHZ ||
+          v / 1000 > FREQ_MAX_KHZ)
+        return FALSE;
+      cfg->freq_khz = v / 1000;
+      return TRUE;
+    case EMU_KEY_MTU: return parse_count (value, MTU_MIN, MTU_MAX, &cfg->mtu);
+    case EMU_KEY_MAC: return parse_mac (value, cfg->mac);
+    case EMU_KEY_PEER: return parse_peer (value, cfg);
+    case EMU_KEY_PAUSE: return parse_bool (value, &cfg->pause);
+    case EMU_KEY_CLOCK: return parse_choice (value, "free", "rt", &cfg->real_time);
+    case EMU_KEY_GEN:
+      /* checked against the MTU once every key is known */
+      return parse_count (value, EMU_MIN_FRAME, EMU_MAX_FRAME, &cfg->gen_len);
+    case EMU_KEY_GEN_RATE:
+      if (!parse_number (value, rate_units, 1, &v) || v > GEN_RATE_MAX)
+        return FALSE;
+      cfg->gen_rate = v;
+      return TRUE;
+    case EMU_KEY_GEN_COUNT: return parse_number (value, rate_units, 1, &cfg->gen_count);
+    case EMU_KEY_GEN_LOSSLESS: return parse_bool (value, &cfg->gen_lossless);
+    case EMU_KEY_INLINE: return parse_choice (value, "none", "l2", &cfg->inline_l2);
+    case EMU_KEY_LOSS: return parse_loss (value, &cfg->loss_every, &cfg->loss_phase);
+    case EMU_KEY_OVERHEAD: return parse_count (value, 0, OVERHEAD_MAX, &cfg->overhead);
+    default: g_return_val_if_reached (FALSE);
   }
-  return TRUE;
+}
+
+static gboolean
+apply_key (EmuConfig *cfg, const char *key, const char *value, GError **error)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (emu_keys); i++) {
+    const EmuKeyInfo *k = &emu_keys[i];
+    if (strcmp (key, k->key) != 0)
+      continue;
+    if (!parse_key_value (cfg, k->bit, value))
+      return bad_value (cfg->name, key, value, k->allowed, error);
+    cfg->keys |= k->bit;
+    return TRUE;
+  }
+  char *k = g_strescape (key, NULL);
+  g_set_error (error, DQ_ERROR, DQ_ERROR_CONFIG,
+      "emu:%s: unknown key '%s' (allowed: "
+      "rate, freq, clock, mtu, mac, peer, pause, overhead, inline, loss); for the generator: gen, "
+      "gen-rate, gen-count, gen-lossless",
+      cfg->name, k);
+  g_free (k);
+  return FALSE;
 }
 
 /* TRUE when parts[1 .. i-1] (already cut at their '=': keys only) hold parts[i]'s key */
@@ -330,42 +361,37 @@ out:
   return ok;
 }
 
+/* TRUE when the two configurations set the key's field apart */
+static gboolean
+key_differs (const EmuConfig *a, const EmuConfig *b, guint32 bit)
+{
+  switch (bit) {
+    case EMU_KEY_RATE: return a->rate_bps != b->rate_bps;
+    case EMU_KEY_FREQ: return a->freq_khz != b->freq_khz;
+    case EMU_KEY_MTU: return a->mtu != b->mtu;
+    case EMU_KEY_MAC: return memcmp (a->mac, b->mac, 6) != 0;
+    case EMU_KEY_PEER: return a->peer_none != b->peer_none || strcmp (a->peer, b->peer) != 0;
+    case EMU_KEY_PAUSE: return a->pause != b->pause;
+    case EMU_KEY_CLOCK: return a->real_time != b->real_time;
+    case EMU_KEY_OVERHEAD: return a->overhead != b->overhead;
+    case EMU_KEY_INLINE: return a->inline_l2 != b->inline_l2;
+    case EMU_KEY_LOSS: return a->loss_every != b->loss_every || a->loss_phase != b->loss_phase;
+    case EMU_KEY_GEN: return a->gen_len != b->gen_len;
+    case EMU_KEY_GEN_RATE: return a->gen_rate != b->gen_rate;
+    case EMU_KEY_GEN_COUNT: return a->gen_count != b->gen_count;
+    case EMU_KEY_GEN_LOSSLESS: return a->gen_lossless != b->gen_lossless;
+    default: g_return_val_if_reached (FALSE);
+  }
+}
+
 gboolean
 emu_config_compatible (const EmuConfig *port, const EmuConfig *other, GError **error)
 {
   const char *key = NULL;
-  guint32 k = other->keys;
 
-  if ((k & EMU_KEY_RATE) && other->rate_bps != port->rate_bps)
-    key = "rate";
-  else if ((k & EMU_KEY_FREQ) && other->freq_khz != port->freq_khz)
-    key = "freq";
-  else if ((k & EMU_KEY_MTU) && other->mtu != port->mtu)
-    key = "mtu";
-  else if ((k & EMU_KEY_MAC) && memcmp (other->mac, port->mac, 6) != 0)
-    key = "mac";
-  else if ((k & EMU_KEY_PEER) &&
-      (other->peer_none != port->peer_none || strcmp (other->peer, port->peer) != 0))
-    key = "peer";
-  else if ((k & EMU_KEY_PAUSE) && other->pause != port->pause)
-    key = "pause";
-  else if ((k & EMU_KEY_CLOCK) && other->real_time != port->real_time)
-    key = "clock";
-  else if ((k & EMU_KEY_OVERHEAD) && other->overhead != port->overhead)
-    key = "overhead";
-  else if ((k & EMU_KEY_INLINE) && other->inline_l2 != port->inline_l2)
-    key = "inline";
-  else if ((k & EMU_KEY_LOSS) &&
-      (other->loss_every != port->loss_every || other->loss_phase != port->loss_phase))
-    key = "loss";
-  else if ((k & EMU_KEY_GEN) && other->gen_len != port->gen_len)
-    key = "gen";
-  else if ((k & EMU_KEY_GEN_RATE) && other->gen_rate != port->gen_rate)
-    key = "gen-rate";
-  else if ((k & EMU_KEY_GEN_COUNT) && other->gen_count != port->gen_count)
-    key = "gen-count";
-  else if ((k & EMU_KEY_GEN_LOSSLESS) && other->gen_lossless != port->gen_lossless)
-    key = "gen-lossless";
+  for (guint i = 0; i < G_N_ELEMENTS (emu_keys) && key == NULL; i++)
+    if ((other->keys & emu_keys[i].bit) && key_differs (port, other, emu_keys[i].bit))
+      key = emu_keys[i].key;
   if (key == NULL)
     return TRUE;
   g_set_error (error, DQ_ERROR, DQ_ERROR_BUSY,

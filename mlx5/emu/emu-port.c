@@ -62,6 +62,37 @@ bad_param (EmuPort *p, const char *what, GError **error)
   return FALSE;
 }
 
+static void
+steer_group_free (EmuSteerGroup *g)
+{
+  g_free (g->rqs);
+  g_free (g->rules);
+  g_free (g);
+}
+
+/* Steering that still names `erq` loses it: every group sending to it goes. */
+static void
+steer_drop_rq (EmuPort *p, EmuRq *erq)
+{
+  for (guint i = p->groups->len; i > 0; i--) {
+    EmuSteerGroup *g = g_ptr_array_index (p->groups, i - 1);
+    for (guint j = 0; j < g->n_rqs; j++) {
+      if (g->rqs[j] == erq) {
+        g_ptr_array_remove_index (p->groups, i - 1);
+        steer_group_free (g);
+        break;
+      }
+    }
+  }
+}
+
+static void
+sq_free (EmuSq *esq)
+{
+  g_free (esq->bf);
+  g_free (esq);
+}
+
 /* Enters `mr` in the IOMMU table: its lkey names its slot. */
 static void
 mr_enter (EmuPort *p, EmuMr *mr, guint32 *lkey, gpointer *handle)
@@ -167,18 +198,7 @@ emu_cq_destroy (gpointer dev, Mlx5Cq *cq)
     EmuRq *rq = g_ptr_array_index (p->rqs, i - 1);
     if (rq->cq == cq->priv) {
       g_warning ("emu:%s: CQ %u destroyed before its RQ %u", p->cfg.name, rq->cq->cqn, rq->rqn);
-      for (guint j = p->groups->len; j > 0; j--) {
-        EmuSteerGroup *g = g_ptr_array_index (p->groups, j - 1);
-        for (guint k = 0; k < g->n_rqs; k++) {
-          if (g->rqs[k] == rq) {
-            g_ptr_array_remove_index (p->groups, j - 1);
-            g_free (g->rqs);
-            g_free (g->rules);
-            g_free (g);
-            break;
-          }
-        }
-      }
+      steer_drop_rq (p, rq);
       g_ptr_array_remove_index (p->rqs, i - 1);
     }
   }
@@ -187,8 +207,7 @@ emu_cq_destroy (gpointer dev, Mlx5Cq *cq)
     if (sq->cq == cq->priv) {
       g_warning ("emu:%s: CQ %u destroyed before its SQ %u", p->cfg.name, sq->cq->cqn, sq->sqn);
       g_ptr_array_remove_index (p->sqs, i - 1);
-      g_free (sq->bf);
-      g_free (sq);
+      sq_free (sq);
     }
   }
   g_ptr_array_remove (p->cqs, cq->priv);
@@ -201,6 +220,23 @@ static gboolean
 cq_known (EmuPort *p, Mlx5Cq *cq)
 {
   return cq != NULL && cq->priv != NULL && g_ptr_array_find (p->cqs, cq->priv, NULL);
+}
+
+/* A queue on a CQ the device knows gets the CQ, the next number and its place in `table`;
+ * FALSE, with nothing entered, when the CQ is unknown. */
+static gboolean
+queue_attach (EmuPort *p, Mlx5Cq *cq, GPtrArray *table, gpointer q, EmuCq **q_cq, guint32 *qn)
+{
+  g_mutex_lock (&p->lock);
+  if (!cq_known (p, cq)) {
+    g_mutex_unlock (&p->lock);
+    return FALSE;
+  }
+  *q_cq = cq->priv;
+  *qn = p->next_id++;
+  g_ptr_array_add (table, q);
+  g_mutex_unlock (&p->lock);
+  return TRUE;
 }
 
 static gboolean
@@ -221,16 +257,10 @@ emu_rq_create (gpointer dev, Mlx5Rq *rq, GError **error)
   erq->log_strides = rq->log_strides;
   erq->log_stride_size = rq->log_stride_size;
   erq->split_header = rq->split_header;
-  g_mutex_lock (&p->lock);
-  if (!cq_known (p, rq->cq)) {
-    g_mutex_unlock (&p->lock);
+  if (!queue_attach (p, rq->cq, p->rqs, erq, &erq->cq, &erq->rqn)) {
     g_free (erq);
     return bad_param (p, "CREATE_RQ (unknown CQ)", error);
   }
-  erq->cq = rq->cq->priv;
-  erq->rqn = p->next_id++;
-  g_ptr_array_add (p->rqs, erq);
-  g_mutex_unlock (&p->lock);
   rq->rqn = erq->rqn;
   rq->priv = erq;
   return TRUE;
@@ -241,20 +271,7 @@ emu_rq_destroy (gpointer dev, Mlx5Rq *rq)
 {
   EmuPort *p = dev;
   g_mutex_lock (&p->lock);
-  /* steering that still names it loses it */
-  for (guint i = 0; i < p->groups->len; i++) {
-    EmuSteerGroup *g = g_ptr_array_index (p->groups, i);
-    for (guint j = 0; j < g->n_rqs; j++) {
-      if (g->rqs[j] == rq->priv) {
-        g_ptr_array_remove_index (p->groups, i);
-        g_free (g->rqs);
-        g_free (g->rules);
-        g_free (g);
-        i--;
-        break;
-      }
-    }
-  }
+  steer_drop_rq (p, rq->priv);
   g_ptr_array_remove (p->rqs, rq->priv);
   emu_steering_changed (p);
   g_mutex_unlock (&p->lock);
@@ -292,17 +309,10 @@ emu_sq_create (gpointer dev, Mlx5Sq *sq, GError **error)
   esq->dbrec = sq->dbrec;
   esq->log_wqebbs = sq->log_wqebbs;
   esq->bf = g_malloc0 ((gsize) 2 * EMU_BF_SIZE);
-  g_mutex_lock (&p->lock);
-  if (!cq_known (p, sq->cq)) {
-    g_mutex_unlock (&p->lock);
-    g_free (esq->bf);
-    g_free (esq);
+  if (!queue_attach (p, sq->cq, p->sqs, esq, &esq->cq, &esq->sqn)) {
+    sq_free (esq);
     return bad_param (p, "CREATE_SQ (unknown CQ)", error);
   }
-  esq->cq = sq->cq->priv;
-  esq->sqn = p->next_id++;
-  g_ptr_array_add (p->sqs, esq);
-  g_mutex_unlock (&p->lock);
   sq->sqn = esq->sqn;
   sq->bf_reg = (volatile guint64 *) esq->bf;
   sq->bf_size = EMU_BF_SIZE;
@@ -311,17 +321,28 @@ emu_sq_create (gpointer dev, Mlx5Sq *sq, GError **error)
   return TRUE;
 }
 
+/* Locks the port for a MODIFY_SQ of `sq`; NULL, unlocked and with the error, when the
+ * device does not know the SQ. */
+static EmuSq *
+sq_modify_begin (EmuPort *p, Mlx5Sq *sq, GError **error)
+{
+  g_mutex_lock (&p->lock);
+  EmuSq *esq = sq->priv;
+  if (esq != NULL && g_ptr_array_find (p->sqs, esq, NULL))
+    return esq;
+  g_mutex_unlock (&p->lock);
+  bad_param (p, "MODIFY_SQ (unknown SQ)", error);
+  return NULL;
+}
+
 /* MODIFY_SQ ERR -> RST -> RDY: WQE indices start again at 0 */
 static gboolean
 emu_sq_recover (gpointer dev, Mlx5Sq *sq, GError **error)
 {
   EmuPort *p = dev;
-  g_mutex_lock (&p->lock);
-  EmuSq *esq = sq->priv;
-  if (esq == NULL || !g_ptr_array_find (p->sqs, esq, NULL)) {
-    g_mutex_unlock (&p->lock);
-    return bad_param (p, "MODIFY_SQ (unknown SQ)", error);
-  }
+  EmuSq *esq = sq_modify_begin (p, sq, error);
+  if (esq == NULL)
+    return FALSE;
   esq->in_error = FALSE;
   esq->hw_ci = 0;
   esq->db_end = 0;
@@ -341,12 +362,9 @@ emu_sq_set_rate (gpointer dev, Mlx5Sq *sq, guint64 rate_bps, guint typical_size,
   EmuPort *p = dev;
   if (rate_bps != 0 && (rate_bps < EMU_PP_MIN_RATE || rate_bps > p->cfg.rate_bps))
     return bad_param (p, "SET_PP_RATE_LIMIT (rate out of range)", error);
-  g_mutex_lock (&p->lock);
-  EmuSq *esq = sq->priv;
-  if (esq == NULL || !g_ptr_array_find (p->sqs, esq, NULL)) {
-    g_mutex_unlock (&p->lock);
-    return bad_param (p, "MODIFY_SQ (unknown SQ)", error);
-  }
+  EmuSq *esq = sq_modify_begin (p, sq, error);
+  if (esq == NULL)
+    return FALSE;
   esq->rate_bps = rate_bps;
   memset (&esq->pace, 0, sizeof esq->pace);
   esq->pace_ready = 0;
@@ -362,10 +380,8 @@ emu_sq_destroy (gpointer dev, Mlx5Sq *sq)
   g_mutex_lock (&p->lock);
   gboolean known = g_ptr_array_remove (p->sqs, esq);
   g_mutex_unlock (&p->lock);
-  if (known) {
-    g_free (esq->bf);
-    g_free (esq);
-  }
+  if (known)
+    sq_free (esq);
   sq->priv = NULL;
   sq->bf_reg = NULL;
 }
@@ -407,9 +423,7 @@ emu_flows_set (gpointer dev, guint32 group, Mlx5Rq **rqs, guint n_rqs, const DqF
   for (guint i = 0; g != NULL && i < n_rqs; i++) {
     if (rqs[i] == NULL || rqs[i]->priv == NULL || !g_ptr_array_find (p->rqs, rqs[i]->priv, NULL)) {
       g_mutex_unlock (&p->lock);
-      g_free (g->rqs);
-      g_free (g->rules);
-      g_free (g);
+      steer_group_free (g);
       return bad_param (p, "steering rule (unknown RQ)", error);
     }
     g->rqs[i] = rqs[i]->priv;
@@ -419,9 +433,7 @@ emu_flows_set (gpointer dev, guint32 group, Mlx5Rq **rqs, guint n_rqs, const DqF
     EmuSteerGroup *old = g_ptr_array_index (p->groups, i);
     if (old->group == group) {
       g_ptr_array_remove_index (p->groups, i);
-      g_free (old->rqs);
-      g_free (old->rules);
-      g_free (old);
+      steer_group_free (old);
       at = i;
       break;
     }

@@ -1174,22 +1174,26 @@ emu_port_fault_rx_drop (EmuPort *p, guint n)
   g_mutex_unlock (&p->lock);
 }
 
+/* Arms an error completion: `skip` more pass, then one completes with `syndrome`. */
+static void
+fault_arm_error (EmuPort *p, gint64 *fault, guint8 *fault_syndrome, guint skip, guint8 syndrome)
+{
+  g_mutex_lock (&p->lock);
+  *fault = skip;
+  *fault_syndrome = syndrome;
+  g_mutex_unlock (&p->lock);
+}
+
 void
 emu_port_fault_rx_error (EmuPort *p, guint skip, guint8 syndrome)
 {
-  g_mutex_lock (&p->lock);
-  p->fault_rx_error = skip;
-  p->fault_rx_syndrome = syndrome;
-  g_mutex_unlock (&p->lock);
+  fault_arm_error (p, &p->fault_rx_error, &p->fault_rx_syndrome, skip, syndrome);
 }
 
 void
 emu_port_fault_tx_error (EmuPort *p, guint skip, guint8 syndrome)
 {
-  g_mutex_lock (&p->lock);
-  p->fault_tx_error = skip;
-  p->fault_tx_syndrome = syndrome;
-  g_mutex_unlock (&p->lock);
+  fault_arm_error (p, &p->fault_tx_error, &p->fault_tx_syndrome, skip, syndrome);
 }
 
 void
