@@ -46,6 +46,15 @@ by_name (GstElement *pipeline, const char *name)
   return e;
 }
 
+/* launch () of a pipeline whose source is named "src"; *src gets that source (a reference) */
+static GstElement *
+launch_with_src (const char *description, GstElement **src)
+{
+  GstElement *pipeline = launch (description);
+  *src = by_name (pipeline, "src");
+  return pipeline;
+}
+
 static void
 set_state_sync (GstElement *pipeline, GstState state)
 {
@@ -55,6 +64,14 @@ set_state_sync (GstElement *pipeline, GstState state)
     /* a live pipeline's sinks complete only with data: do not wait for them */
     return;
   }
+}
+
+/* Sets a live pipeline PLAYING and waits (5 s at most) until its source `src` is. */
+static void
+play_until_src_plays (GstElement *pipeline, GstElement *src)
+{
+  set_state_sync (pipeline, GST_STATE_PLAYING);
+  fail_unless (gst_element_get_state (src, NULL, NULL, 5 * GST_SECOND) == GST_STATE_CHANGE_SUCCESS);
 }
 
 /* clock time - port time, from the tightest of many back-to-back reads */
@@ -588,11 +605,10 @@ GST_END_TEST;
 /* the latency answer: live, min = burst-timeout, max = unbounded */
 GST_START_TEST (test_latency)
 {
-  GstElement *pipeline = launch ("daqirisrc name=src device=clocktest:lat,bursts=0 "
-                                 "burst-timeout=300000 ! fakesink");
-  GstElement *src = by_name (pipeline, "src");
-  set_state_sync (pipeline, GST_STATE_PLAYING);
-  fail_unless (gst_element_get_state (src, NULL, NULL, 5 * GST_SECOND) == GST_STATE_CHANGE_SUCCESS);
+  GstElement *src;
+  GstElement *pipeline = launch_with_src (
+      "daqirisrc name=src device=clocktest:lat,bursts=0 burst-timeout=300000 ! fakesink", &src);
+  play_until_src_plays (pipeline, src);
   GstQuery *q = gst_query_new_latency ();
   fail_unless (gst_element_query (src, q));
   gboolean live;
@@ -671,14 +687,12 @@ GST_END_TEST;
  * clock-provide of the reopened port makes it ask again). */
 GST_START_TEST (test_pipeline_clock_each_run)
 {
-  GstElement *pipeline = launch ("daqirisrc name=src device=clocktest:pick,bursts=0 ! "
-                                 "fakesink");
-  GstElement *src = by_name (pipeline, "src");
+  GstElement *src;
+  GstElement *pipeline =
+      launch_with_src ("daqirisrc name=src device=clocktest:pick,bursts=0 ! fakesink", &src);
   GstClock *before = NULL;
   for (guint run = 0; run < 2; run++) {
-    set_state_sync (pipeline, GST_STATE_PLAYING);
-    fail_unless (
-        gst_element_get_state (src, NULL, NULL, 5 * GST_SECOND) == GST_STATE_CHANGE_SUCCESS);
+    play_until_src_plays (pipeline, src);
     GstClock *clock = gst_pipeline_get_clock (GST_PIPELINE (pipeline));
     GstClock *provided = gst_element_provide_clock (src);
     fail_unless (provided != NULL);
@@ -781,40 +795,47 @@ truth (guint64 p)
   return 7 * GST_SECOND + (p - GST_SECOND) + (p - GST_SECOND) / 10000;
 }
 
+/* the fixture of the "time-map-fitted" tests: a map in FITTED mode on a test clock */
+static GstDaqiriTimeMap fit_map;
+static GstClock *fit_clock;
+
 static void
-map_fitted (GstDaqiriTimeMap *map, GstClock **clock)
+fitted_setup (void)
 {
-  *clock = gst_test_clock_new ();
-  gst_daqiri_time_map_init (map, NULL);
-  gst_daqiri_time_map_set_clock (map, *clock);
-  fail_unless_equals_int (map->mode, GST_DAQIRI_TIME_MAP_FITTED);
+  fit_clock = gst_test_clock_new ();
+  gst_daqiri_time_map_init (&fit_map, NULL);
+  gst_daqiri_time_map_set_clock (&fit_map, fit_clock);
+  fail_unless_equals_int (fit_map.mode, GST_DAQIRI_TIME_MAP_FITTED);
+}
+
+static void
+fitted_teardown (void)
+{
+  gst_daqiri_time_map_clear (&fit_map);
+  gst_object_unref (fit_clock);
 }
 
 /* the offset of the latest pair until MIN_FIT pairs, then the fit */
 GST_START_TEST (test_map_offset_then_fit)
 {
-  GstClock *clock;
-  GstDaqiriTimeMap map;
-  map_fitted (&map, &clock);
-  fail_unless_equals_uint64 (gst_daqiri_time_map_convert (&map, GST_SECOND), GST_CLOCK_TIME_NONE);
+  fail_unless_equals_uint64 (
+      gst_daqiri_time_map_convert (&fit_map, GST_SECOND), GST_CLOCK_TIME_NONE);
 
   guint64 p = GST_SECOND;
   for (guint i = 0; i < GST_DAQIRI_TIME_MAP_MIN_FIT - 1; i++, p += 50 * MS) {
-    gst_daqiri_time_map_add_observation (&map, p, truth (p));
+    gst_daqiri_time_map_add_observation (&fit_map, p, truth (p));
     /* 1:1 from the latest pair (far ahead: a slew this long has completed) */
     guint64 q = p + 10 * GST_SECOND;
-    fail_unless_equals_uint64 (gst_daqiri_time_map_convert (&map, q), truth (p) + (q - p));
+    fail_unless_equals_uint64 (gst_daqiri_time_map_convert (&fit_map, q), truth (p) + (q - p));
   }
-  fail_unless_equals_uint64 (map.n_fits, 0);
-  gst_daqiri_time_map_add_observation (&map, p, truth (p));
-  fail_unless_equals_uint64 (map.n_fits, 1);
+  fail_unless_equals_uint64 (fit_map.n_fits, 0);
+  gst_daqiri_time_map_add_observation (&fit_map, p, truth (p));
+  fail_unless_equals_uint64 (fit_map.n_fits, 1);
   /* the fit follows the 100 ppm rate: 20 s further on it is still within 2 ns */
   guint64 q = p + 20 * GST_SECOND;
-  GstClockTime got = gst_daqiri_time_map_convert (&map, q);
+  GstClockTime got = gst_daqiri_time_map_convert (&fit_map, q);
   fail_unless (ABS (GST_CLOCK_DIFF (truth (q), got)) <= 2, "fit off by %" G_GINT64_FORMAT,
       GST_CLOCK_DIFF (truth (q), got));
-  gst_daqiri_time_map_clear (&map);
-  gst_object_unref (clock);
 }
 
 GST_END_TEST;
@@ -823,20 +844,16 @@ GST_END_TEST;
  * conversion, so the converted times keep increasing */
 GST_START_TEST (test_map_slew)
 {
-  GstClock *clock;
-  GstDaqiriTimeMap map;
-  map_fitted (&map, &clock);
-
   guint64 p = GST_SECOND;
-  gst_daqiri_time_map_add_observation (&map, p, 3 * GST_SECOND);
-  GstClockTime prev = gst_daqiri_time_map_convert (&map, p);
+  gst_daqiri_time_map_add_observation (&fit_map, p, 3 * GST_SECOND);
+  GstClockTime prev = gst_daqiri_time_map_convert (&fit_map, p);
   fail_unless_equals_uint64 (prev, 3 * GST_SECOND);
   /* the clocks now seem 500 us further apart (below the restart threshold) */
-  gst_daqiri_time_map_add_observation (&map, p + MS, 3 * GST_SECOND + MS + 500 * US);
-  fail_unless (map.pending);
+  gst_daqiri_time_map_add_observation (&fit_map, p + MS, 3 * GST_SECOND + MS + 500 * US);
+  fail_unless (fit_map.pending);
   guint steps = 0;
-  for (p += 100 * US; map.pending; p += 100 * US, steps++) {
-    GstClockTime t = gst_daqiri_time_map_convert (&map, p);
+  for (p += 100 * US; fit_map.pending; p += 100 * US, steps++) {
+    GstClockTime t = gst_daqiri_time_map_convert (&fit_map, p);
     GstClockTimeDiff d = GST_CLOCK_DIFF (prev, t);
     fail_unless (d >= 100 * (gint64) US && d <= 105 * (gint64) US,
         "step %u: %" G_GINT64_FORMAT " ns", steps, d);
@@ -846,10 +863,8 @@ GST_START_TEST (test_map_slew)
   /* 500 us at 5 us per 100 us */
   fail_unless (steps >= 99 && steps <= 101, "%u steps", steps);
   fail_unless_equals_uint64 (
-      gst_daqiri_time_map_convert (&map, 5 * GST_SECOND), 7 * GST_SECOND + 500 * US);
-  fail_unless_equals_uint64 (map.n_restarts, 0);
-  gst_daqiri_time_map_clear (&map);
-  gst_object_unref (clock);
+      gst_daqiri_time_map_convert (&fit_map, 5 * GST_SECOND), 7 * GST_SECOND + 500 * US);
+  fail_unless_equals_uint64 (fit_map.n_restarts, 0);
 }
 
 GST_END_TEST;
@@ -858,34 +873,28 @@ GST_END_TEST;
  * a fit whose rate is off by more than 1000 ppm is refused */
 GST_START_TEST (test_map_restart_and_refuse)
 {
-  GstClock *clock;
-  GstDaqiriTimeMap map;
-  map_fitted (&map, &clock);
-
   guint64 p = GST_SECOND;
   for (guint i = 0; i < 10; i++, p += 50 * MS)
-    gst_daqiri_time_map_add_observation (&map, p, truth (p));
-  fail_unless (map.n_fits > 0);
-  gst_daqiri_time_map_convert (&map, p);
-  gst_daqiri_time_map_add_observation (&map, p, truth (p) + GST_SECOND);
-  fail_unless_equals_uint64 (map.n_restarts, 1);
-  fail_unless_equals_int (map.n_pairs, 1);
+    gst_daqiri_time_map_add_observation (&fit_map, p, truth (p));
+  fail_unless (fit_map.n_fits > 0);
+  gst_daqiri_time_map_convert (&fit_map, p);
+  gst_daqiri_time_map_add_observation (&fit_map, p, truth (p) + GST_SECOND);
+  fail_unless_equals_uint64 (fit_map.n_restarts, 1);
+  fail_unless_equals_int (fit_map.n_pairs, 1);
   fail_unless_equals_uint64 (
-      gst_daqiri_time_map_convert (&map, p + MS), truth (p) + GST_SECOND + MS);
+      gst_daqiri_time_map_convert (&fit_map, p + MS), truth (p) + GST_SECOND + MS);
 
   /* a port clock 1 % slow: refused, the latest offset is used */
-  gst_daqiri_time_map_clear (&map);
-  gst_daqiri_time_map_set_clock (&map, clock);
+  gst_daqiri_time_map_clear (&fit_map);
+  gst_daqiri_time_map_set_clock (&fit_map, fit_clock);
   for (guint64 i = 0; i < GST_DAQIRI_TIME_MAP_MIN_FIT + 2; i++)
     gst_daqiri_time_map_add_observation (
-        &map, GST_SECOND + i * 10 * MS, GST_SECOND + i * 10 * MS + i * 100 * US);
-  fail_unless_equals_uint64 (map.n_fits, 0);
-  fail_unless_equals_uint64 (map.n_rejected, 3);
+        &fit_map, GST_SECOND + i * 10 * MS, GST_SECOND + i * 10 * MS + i * 100 * US);
+  fail_unless_equals_uint64 (fit_map.n_fits, 0);
+  fail_unless_equals_uint64 (fit_map.n_rejected, 3);
   guint64 last = GST_DAQIRI_TIME_MAP_MIN_FIT + 1;
   fail_unless_equals_uint64 (
-      gst_daqiri_time_map_convert (&map, 10 * GST_SECOND), 10 * GST_SECOND + last * 100 * US);
-  gst_daqiri_time_map_clear (&map);
-  gst_object_unref (clock);
+      gst_daqiri_time_map_convert (&fit_map, 10 * GST_SECOND), 10 * GST_SECOND + last * 100 * US);
 }
 
 GST_END_TEST;
@@ -943,10 +952,12 @@ clock_suite (void)
   tcase_add_test (tc, test_pipeline_clock_each_run);
   tcase_add_test (tc, test_map_modes);
   tcase_add_test (tc, test_map_slow_reads);
-  tcase_add_test (tc, test_map_offset_then_fit);
-  tcase_add_test (tc, test_map_slew);
-  tcase_add_test (tc, test_map_restart_and_refuse);
   tcase_add_test (tc, test_map_sampling);
+  TCase *fitted = dq_check_add_tcase (s, "time-map-fitted", 60);
+  tcase_add_checked_fixture (fitted, fitted_setup, fitted_teardown);
+  tcase_add_test (fitted, test_map_offset_then_fit);
+  tcase_add_test (fitted, test_map_slew);
+  tcase_add_test (fitted, test_map_restart_and_refuse);
   return s;
 }
 

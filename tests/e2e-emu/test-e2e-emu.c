@@ -64,6 +64,14 @@ assert_port_clean (EmuPort *port, guint64 rx_packets, guint64 tx_packets)
   fail_unless_equals_uint64 (c.doorbell_errors, 0);
 }
 
+/* Stops a pipeline and drops it. */
+static void
+stop_pipeline (GstElement *pipeline)
+{
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (pipeline);
+}
+
 /* n packets of 60..1500 bytes in N_FLOWS flows, 64 a burst, sent to device by
  * daqiritestsrc ! daqirisink: the sink's stats (run_testsrc) */
 static GstStructure *
@@ -74,15 +82,23 @@ send_mixed (guint n, const gchar *device)
       device);
 }
 
+/* Starts r for n packets from one sender (in order) on device, with the daqirisrc
+ * properties props (or NULL); returns the receiving pipeline (receiver_pipeline_free). */
+static GstElement *
+ordered_receiver (Receiver *r, guint n, const gchar *device, const gchar *props)
+{
+  receiver_init (r, n);
+  r->check_order = TRUE;
+  return receiver_pipeline (r, device, props);
+}
+
 /* Starts r (n packets, in order) on device, 256 packets a burst, with the line-rate model
  * of its emulated port port_name (*port, emu_port_unref it) checking every timestamp;
  * returns the receiving pipeline (receiver_pipeline_free). */
 static GstElement *
 model_receiver (Receiver *r, guint n, const gchar *device, const gchar *port_name, EmuPort **port)
 {
-  receiver_init (r, n);
-  r->check_order = TRUE;
-  GstElement *rx = receiver_pipeline (r, device, "burst-packets=256");
+  GstElement *rx = ordered_receiver (r, n, device, "burst-packets=256");
   *port = port_lookup (port_name);
   r->model = TRUE;
   r->freq_hz = emu_port_freq_hz (*port);
@@ -190,9 +206,7 @@ GST_START_TEST (test_forward_unchanged)
   const gchar *dev_a = "emu:fwa,peer=fwb";
   const gchar *dev_b = "emu:fwb,peer=fwa";
   Receiver r;
-  receiver_init (&r, n);
-  r.check_order = TRUE;
-  GstElement *rx = receiver_pipeline (&r, dev_a, NULL);
+  GstElement *rx = ordered_receiver (&r, n, dev_a, NULL);
 
   GstElement *fw =
       dq_check_launch ("daqirisrc name=src device=%s ! daqirisink name=tx device=%s", dev_b, dev_b);
@@ -221,8 +235,7 @@ GST_START_TEST (test_forward_unchanged)
   emu_port_unref (a);
   emu_port_unref (b);
 
-  gst_element_set_state (fw, GST_STATE_NULL);
-  gst_object_unref (fw);
+  stop_pipeline (fw);
   receiver_pipeline_free (&r, rx);
 }
 
@@ -350,8 +363,7 @@ GST_START_TEST (test_state_cycles_under_traffic)
   fail_unless_equals_uint64 (stat_u64 (tx, "copies"), 0);
   fail_unless_equals_uint64 (stat_u64 (tx, "errors"), 0);
   gst_structure_free (tx);
-  gst_element_set_state (sender, GST_STATE_NULL);
-  gst_object_unref (sender);
+  stop_pipeline (sender);
   gst_object_unref (rx);
   g_ptr_array_set_size (r.held, 0);
   receiver_clear (&r);
@@ -465,8 +477,7 @@ reorder_frames (const gchar *props, guint *frames)
     (*frames)++;
   }
   gst_object_unref (out);
-  gst_element_set_state (p, GST_STATE_NULL);
-  gst_object_unref (p);
+  stop_pipeline (p);
   return bytes;
 }
 
@@ -523,8 +534,7 @@ GST_START_TEST (test_header_split)
   fail_unless_equals_uint64 (stat_u64 (st, "drops"), 0);
   gst_structure_free (st);
   gst_object_unref (sink);
-  gst_element_set_state (p, GST_STATE_NULL);
-  gst_object_unref (p);
+  stop_pipeline (p);
 
   /* daqirireorder reads sequence numbers and payloads in the payload memory: the same frames
    * as from whole packets */
@@ -560,8 +570,7 @@ GST_START_TEST (test_header_split)
   g_error_free (e);
   g_free (debug);
   gst_message_unref (m);
-  gst_element_set_state (p, GST_STATE_NULL);
-  gst_object_unref (p);
+  stop_pipeline (p);
 }
 
 GST_END_TEST;
@@ -830,9 +839,7 @@ GST_START_TEST (test_sink_slot_pool)
 {
   const gchar *device = "emu:pool";
   Receiver r;
-  receiver_init (&r, 100000);
-  r.check_order = TRUE;
-  GstElement *rx = receiver_pipeline (&r, device, "burst-timeout=100000");
+  GstElement *rx = ordered_receiver (&r, 100000, device, "burst-timeout=100000");
   GstHarness *h = sink_harness (device);
   EmuPort *port = port_lookup ("pool");
   guint32 seq = 0;

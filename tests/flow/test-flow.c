@@ -4,7 +4,6 @@
 #include "flow-test-util.h"
 #include "flow-counters.h"
 
-#include <stdarg.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------------------------ */
@@ -46,19 +45,16 @@ parse_error (const char *text)
   return message;
 }
 
+/* Parsing `text` fails with a message that holds each of `parts` (up to a NULL). */
 static void
-expect_error (const char *text, ...)
+expect_error (const char *text, const char *const *parts)
 {
   char *message = parse_error (text);
-  const char *part;
-  va_list args;
 
-  va_start (args, text);
-  while ((part = va_arg (args, const char *)) != NULL) {
-    if (!strstr (message, part))
-      g_error ("parsing \"%s\": message \"%s\" lacks \"%s\"", text, message, part);
+  for (; *parts != NULL; parts++) {
+    if (!strstr (message, *parts))
+      g_error ("parsing \"%s\": message \"%s\" lacks \"%s\"", text, message, *parts);
   }
-  va_end (args);
   g_free (message);
 }
 
@@ -256,59 +252,51 @@ test_parse_structure_errors (void)
       "flow rule 2 (\"proto=udp dst-port=99999\"): "
       "'dst-port=99999' is out of range; dst-port takes 0..65535");
 
-  expect_error ("udp", "flow rule 1 (\"udp\"): 'udp' is not key=value; " KEYS_TEXT, NULL);
-  expect_error ("proto=udp dst-port 5000", "flow rule 1 (\"proto=udp dst-port 5000\")",
-      "'dst-port' is not key=value", NULL);
-  expect_error ("protoo=udp", "unknown key 'protoo' in 'protoo=udp'; " KEYS_TEXT, NULL);
-  expect_error ("Proto=udp", "unknown key 'Proto'", KEYS_TEXT, NULL);
-  expect_error ("=5", "unknown key '' in '=5'", NULL);
-  expect_error ("dst_port=5", "unknown key 'dst_port'", NULL);
-  expect_error ("dst-port=", "'dst-port=' has no value; dst-port takes 0..65535", NULL);
-  expect_error ("mark=5 queue=", "'queue=' has no value; queue takes 0..1023", NULL);
-  expect_error ("proto==udp", "'proto==udp' is not valid", NULL);
-  expect_error ("dst-port=5 dst-port=6",
-      "'dst-port=6' repeats key dst-port "
-      "(already 'dst-port=5'); each key may appear once per rule",
-      NULL);
-  expect_error ("mark=1 mark=1", "'mark=1' repeats key mark", NULL);
-  expect_error ("proto=icmp dst-port=5",
-      "flow rule 1 (\"proto=icmp dst-port=5\"): "
-      "'dst-port=5' needs proto udp or tcp, but the rule has 'proto=icmp'",
-      NULL);
-  expect_error ("src-port=1 proto=47",
-      "'src-port=1' needs proto udp or tcp, but the "
-      "rule has 'proto=47'",
-      NULL);
-  expect_error ("ethertype=0x86dd src=1.2.3.4",
-      "'ethertype=0x86dd' conflicts with "
-      "'src=1.2.3.4': proto, src, dst and ports match IPv4 only (ethertype 0x0800)",
-      NULL);
-  expect_error ("dst-port=5 ethertype=0x86dd",
-      "'ethertype=0x86dd' conflicts with "
-      "'dst-port=5'",
-      NULL);
-  expect_error ("proto=udp ethertype=2054",
-      "'ethertype=2054' conflicts with "
-      "'proto=udp'",
-      NULL);
-  /* rules are counted without the empty ones */
-  expect_error (";; proto=udp ;;\n; bogus ;",
-      "flow rule 2 (\"bogus\"): 'bogus' is not "
-      "key=value",
-      NULL);
-  expect_error ("proto=udp,dst-port=5", "'proto=udp,dst-port=5' is not valid", NULL);
-  /* whitespace inside the rule is shown escaped, quotes and backslashes too */
-  expect_error ("mark=1\tqueue=x", "flow rule 1 (\"mark=1\\tqueue=x\"): 'queue=x'", NULL);
-  expect_error ("mark=\"5\"",
-      "flow rule 1 (\"mark=\\\"5\\\"\"): 'mark=\\\"5\\\"' is not "
-      "valid",
-      NULL);
-  expect_error ("mark=5\\", "'mark=5\\\\' is not valid", NULL);
-  /* control and non-ASCII bytes are escaped, never copied raw */
-  expect_error ("proto=udp\x01", "'proto=udp\\x01' is not valid", NULL);
-  expect_error ("proto=ud\xc3\xa9", "'proto=ud\\xc3\\xa9' is not valid", NULL);
-  expect_error ("\xff\xfe=1", "unknown key '\\xff\\xfe' in '\\xff\\xfe=1'", NULL);
-  expect_error ("mark=1 \x7f", "'\\x7f' is not key=value", NULL);
+  /* a rule text, and the parts its message must hold */
+  static const struct {
+    const char *text;
+    const char *parts[3];
+  } bad_rules[] = {
+    { "udp", { "flow rule 1 (\"udp\"): 'udp' is not key=value; " KEYS_TEXT } },
+    { "proto=udp dst-port 5000",
+        { "flow rule 1 (\"proto=udp dst-port 5000\")", "'dst-port' is not key=value" } },
+    { "protoo=udp", { "unknown key 'protoo' in 'protoo=udp'; " KEYS_TEXT } },
+    { "Proto=udp", { "unknown key 'Proto'", KEYS_TEXT } },
+    { "=5", { "unknown key '' in '=5'" } },
+    { "dst_port=5", { "unknown key 'dst_port'" } },
+    { "dst-port=", { "'dst-port=' has no value; dst-port takes 0..65535" } },
+    { "mark=5 queue=", { "'queue=' has no value; queue takes 0..1023" } },
+    { "proto==udp", { "'proto==udp' is not valid" } },
+    { "dst-port=5 dst-port=6",
+        { "'dst-port=6' repeats key dst-port "
+          "(already 'dst-port=5'); each key may appear once per rule" } },
+    { "mark=1 mark=1", { "'mark=1' repeats key mark" } },
+    { "proto=icmp dst-port=5",
+        { "flow rule 1 (\"proto=icmp dst-port=5\"): "
+          "'dst-port=5' needs proto udp or tcp, but the rule has 'proto=icmp'" } },
+    { "src-port=1 proto=47",
+        { "'src-port=1' needs proto udp or tcp, but the rule has 'proto=47'" } },
+    { "ethertype=0x86dd src=1.2.3.4",
+        { "'ethertype=0x86dd' conflicts with "
+          "'src=1.2.3.4': proto, src, dst and ports match IPv4 only (ethertype 0x0800)" } },
+    { "dst-port=5 ethertype=0x86dd", { "'ethertype=0x86dd' conflicts with 'dst-port=5'" } },
+    { "proto=udp ethertype=2054", { "'ethertype=2054' conflicts with 'proto=udp'" } },
+    /* rules are counted without the empty ones */
+    { ";; proto=udp ;;\n; bogus ;", { "flow rule 2 (\"bogus\"): 'bogus' is not key=value" } },
+    { "proto=udp,dst-port=5", { "'proto=udp,dst-port=5' is not valid" } },
+    /* whitespace inside the rule is shown escaped, quotes and backslashes too */
+    { "mark=1\tqueue=x", { "flow rule 1 (\"mark=1\\tqueue=x\"): 'queue=x'" } },
+    { "mark=\"5\"", { "flow rule 1 (\"mark=\\\"5\\\"\"): 'mark=\\\"5\\\"' is not valid" } },
+    { "mark=5\\", { "'mark=5\\\\' is not valid" } },
+    /* control and non-ASCII bytes are escaped, never copied raw */
+    { "proto=udp\x01", { "'proto=udp\\x01' is not valid" } },
+    { "proto=ud\xc3\xa9", { "'proto=ud\\xc3\\xa9' is not valid" } },
+    { "\xff\xfe=1", { "unknown key '\\xff\\xfe' in '\\xff\\xfe=1'" } },
+    { "mark=1 \x7f", { "'\\x7f' is not key=value" } },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (bad_rules); i++)
+    expect_error (bad_rules[i].text, bad_rules[i].parts);
 }
 
 static void

@@ -54,6 +54,13 @@ def pull_all(pipeline, want, timeout_s=10):
     return samples
 
 
+def stop_all_received(seq, *pipelines):
+    """Stops the pipelines; `seq` packets were checked, and that must be all N."""
+    for pipeline in pipelines:
+        pipeline.set_state(Gst.State.NULL)
+    assert seq == N, f"{seq} packets"
+
+
 def case_descriptors():
     p = Gst.parse_launch(
         f"daqiritestsrc num-packets={N} burst-packets=64 n-flows={FLOWS} packet-size-min=60 "
@@ -84,8 +91,7 @@ def case_descriptors():
         ok, _ = meta.get_packet(meta.get_n_packets())
         assert not ok, "a packet past the end"
         buf.unmap(data)
-    p.set_state(Gst.State.NULL)
-    assert seq == N, f"{seq} packets"
+    stop_all_received(seq, p)
     return f"{seq} packets, {total} bytes, flow ids and every byte checked"
 
 
@@ -122,9 +128,7 @@ def case_split():
             seq += 1
         buf.peek_memory(0).unmap(head)
         buf.peek_memory(1).unmap(rest)
-    tx.set_state(Gst.State.NULL)
-    rx.set_state(Gst.State.NULL)
-    assert seq == N, f"{seq} packets"
+    stop_all_received(seq, tx, rx)
     return f"{seq} packets from two segments, every byte checked, timestamps in order"
 
 

@@ -510,6 +510,31 @@ check_burst (GstBuffer *buf, Expect *e)
   return meta->n_packets;
 }
 
+/* A harness around a daqiritestsrc with the properties of the NULL-terminated list. */
+static GstHarness *src_harness (const gchar *first_property, ...) G_GNUC_NULL_TERMINATED;
+
+static GstHarness *
+src_harness (const gchar *first_property, ...)
+{
+  GstHarness *h = gst_harness_new ("daqiritestsrc");
+  va_list args;
+
+  va_start (args, first_property);
+  g_object_set_valist (G_OBJECT (h->element), first_property, args);
+  va_end (args);
+  return h;
+}
+
+/* Pulls the next burst into *buf and checks it with check_burst (); FALSE at EOS. */
+static gboolean
+pull_burst (GstHarness *h, Expect *e, GstBuffer **buf)
+{
+  if (!gst_harness_pull_until_eos (h, buf) || *buf == NULL)
+    return FALSE;
+  check_burst (*buf, e);
+  return TRUE;
+}
+
 static void
 assert_stats (GstElement *el, guint64 packets, guint64 bytes, guint64 bursts)
 {
@@ -616,10 +641,8 @@ GST_START_TEST (test_src_flows_alias)
   GstBuffer *buf = NULL;
   expect_init (&e, 5, 60, 200);
   gst_harness_play (h);
-  while (gst_harness_pull_until_eos (h, &buf) && buf != NULL) {
-    check_burst (buf, &e);
+  while (pull_burst (h, &e, &buf))
     gst_buffer_unref (buf);
-  }
   fail_unless_equals_uint64 (e.packets, 100);
   gst_harness_teardown (h);
 }
@@ -630,12 +653,11 @@ GST_END_TEST;
  * every packet with the expected sequence number, flow and size. */
 GST_START_TEST (test_src_count_and_eos)
 {
-  GstHarness *h = gst_harness_new ("daqiritestsrc");
+  GstHarness *h = src_harness ("num-packets", (guint64) 1000, "burst-packets", 64,
+      "packet-size-min", 60, "packet-size-max", 300, "n-flows", 3, NULL);
   GstBuffer *buf = NULL;
   Expect e;
 
-  g_object_set (h->element, "num-packets", (guint64) 1000, "burst-packets", 64, "packet-size-min",
-      60, "packet-size-max", 300, "n-flows", 3, NULL);
   expect_init (&e, 3, 60, 300);
   gst_harness_play (h);
 
@@ -673,11 +695,10 @@ GST_END_TEST;
 /* num-packets smaller than one burst, and a restart that begins again at seq 0 */
 GST_START_TEST (test_src_short_and_restart)
 {
-  GstHarness *h = gst_harness_new ("daqiritestsrc");
+  GstHarness *h = src_harness ("num-packets", (guint64) 5, "burst-packets", 256, NULL);
   GstBuffer *buf;
   Expect e;
 
-  g_object_set (h->element, "num-packets", (guint64) 5, "burst-packets", 256, NULL);
   for (guint run = 0; run < 2; run++) {
     expect_init (&e, 1, 60, 60);
     gst_harness_play (h);
@@ -704,16 +725,15 @@ GST_END_TEST;
 /* Addresses, ports, no checksum and many flows end up in every packet. */
 GST_START_TEST (test_src_addresses)
 {
-  GstHarness *h = gst_harness_new ("daqiritestsrc");
+  GstHarness *h = src_harness ("num-packets", (guint64) 700, "burst-packets", 100,
+      "packet-size-min", 128, "packet-size-max", 128, "n-flows", 300, "src-mac",
+      "AA:bb:CC:dd:EE:ff", "dst-mac", "0e:1f:20:31:42:53", "src", "192.168.7.9", "dst", "239.1.2.3",
+      "src-port", 1, "dst-port", 65235, "udp-checksum", FALSE, NULL);
   GstBuffer *buf = NULL;
   Expect e;
   static const guint8 smac[6] = { 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff };
   static const guint8 dmac[6] = { 0x0e, 0x1f, 0x20, 0x31, 0x42, 0x53 };
 
-  g_object_set (h->element, "num-packets", (guint64) 700, "burst-packets", 100, "packet-size-min",
-      128, "packet-size-max", 128, "n-flows", 300, "src-mac", "AA:bb:CC:dd:EE:ff", "dst-mac",
-      "0e:1f:20:31:42:53", "src", "192.168.7.9", "dst", "239.1.2.3", "src-port", 1, "dst-port",
-      65235, "udp-checksum", FALSE, NULL);
   expect_init (&e, 300, 128, 128);
   memcpy (e.params.src_mac, smac, 6);
   memcpy (e.params.dst_mac, dmac, 6);
@@ -723,11 +743,10 @@ GST_START_TEST (test_src_addresses)
   e.params.dst_port = 65235;
   e.params.udp_checksum = FALSE;
   gst_harness_play (h);
-  while (gst_harness_pull_until_eos (h, &buf) && buf != NULL) {
+  while (pull_burst (h, &e, &buf)) {
     GstMapInfo map;
     GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
-    guint64 first_seq = e.next_seq;
-    check_burst (buf, &e);
+    guint64 first_seq = GST_BUFFER_OFFSET (buf);
     gst_buffer_map (buf, &map, GST_MAP_READ);
     for (guint i = 0; i < meta->n_packets; i++)
       assert_frame (map.data + meta->packets[i].offset, meta->packets[i].length, dmac, smac,
@@ -745,19 +764,17 @@ GST_END_TEST;
 /* Sizes spread over the whole range: two rounds of 60..1514 give every size twice. */
 GST_START_TEST (test_src_sizes_cover_range)
 {
-  GstHarness *h = gst_harness_new ("daqiritestsrc");
-  GstBuffer *buf = NULL;
   const guint n = 1514 - 60 + 1;
+  GstHarness *h = src_harness ("num-packets", (guint64) 2 * n, "burst-packets", 256,
+      "packet-size-min", 60, "packet-size-max", 1514, "n-flows", 2, NULL);
+  GstBuffer *buf = NULL;
   guint *seen = g_new0 (guint, n);
   Expect e;
 
-  g_object_set (h->element, "num-packets", (guint64) 2 * n, "burst-packets", 256, "packet-size-min",
-      60, "packet-size-max", 1514, "n-flows", 2, NULL);
   expect_init (&e, 2, 60, 1514);
   gst_harness_play (h);
-  while (gst_harness_pull_until_eos (h, &buf) && buf != NULL) {
+  while (pull_burst (h, &e, &buf)) {
     GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
-    check_burst (buf, &e);
     for (guint i = 0; i < meta->n_packets; i++)
       seen[meta->packets[i].length - 60]++;
     gst_buffer_unref (buf);
@@ -774,12 +791,11 @@ GST_END_TEST;
  * clock holds the source between bursts, so each burst is back before the next. */
 GST_START_TEST (test_src_pool_reuse)
 {
-  GstHarness *h = gst_harness_new ("daqiritestsrc");
+  GstHarness *h = src_harness ("rate", (guint64) 1000000, "burst-packets", 32, "packet-size-max",
+      1500, "is-live", TRUE, NULL);
   GHashTable *blocks = g_hash_table_new (NULL, NULL);
   Expect e;
 
-  g_object_set (h->element, "rate", (guint64) 1000000, "burst-packets", 32, "packet-size-max", 1500,
-      "is-live", TRUE, NULL);
   expect_init (&e, 1, 60, 1500);
   gst_harness_play (h);
   for (guint i = 0; i < 200; i++) {
@@ -804,12 +820,11 @@ GST_END_TEST;
  * time, and its PTS is its first packet's due time, exactly. */
 GST_START_TEST (test_src_live_test_clock)
 {
-  GstHarness *h = gst_harness_new ("daqiritestsrc");
+  GstHarness *h = src_harness ("rate", (guint64) 1000, "burst-packets", 10, "is-live", TRUE,
+      "num-packets", (guint64) 50, NULL);
   GstTestClock *clock = gst_harness_get_testclock (h);
   Expect e;
 
-  g_object_set (h->element, "rate", (guint64) 1000, "burst-packets", 10, "is-live", TRUE,
-      "num-packets", (guint64) 50, NULL);
   expect_init (&e, 1, 60, 60);
   gst_harness_play (h);
 
@@ -851,11 +866,10 @@ GST_END_TEST;
  * back in PLAYING the bursts go on where they stopped, on the same schedule. */
 GST_START_TEST (test_src_live_pause_resume)
 {
-  GstHarness *h = gst_harness_new ("daqiritestsrc");
+  GstHarness *h = src_harness ("rate", (guint64) 1000, "burst-packets", 10, "is-live", TRUE, NULL);
   GstTestClock *clock = gst_harness_get_testclock (h);
   Expect e;
 
-  g_object_set (h->element, "rate", (guint64) 1000, "burst-packets", 10, "is-live", TRUE, NULL);
   expect_init (&e, 1, 60, 60);
   gst_harness_play (h);
   for (guint k = 0; k < 4; k++) {
@@ -893,11 +907,10 @@ GST_END_TEST;
  * waits for the next burst's time. */
 GST_START_TEST (test_src_rate_live)
 {
-  GstHarness *h = gst_harness_new ("daqiritestsrc");
+  GstHarness *h = src_harness ("rate", (guint64) 20000, "burst-packets", 50, "is-live", TRUE, NULL);
   Expect e;
 
   gst_harness_use_systemclock (h);
-  g_object_set (h->element, "rate", (guint64) 20000, "burst-packets", 50, "is-live", TRUE, NULL);
   expect_init (&e, 1, 60, 60);
   gst_harness_play (h);
   GstBuffer *buf = gst_harness_pull (h);
@@ -949,14 +962,13 @@ GST_END_TEST;
  * (valgrind) does not distort the timing. */
 GST_START_TEST (test_src_rate_count)
 {
-  GstHarness *h = gst_harness_new ("daqiritestsrc");
+  GstHarness *h = src_harness (
+      "rate", (guint64) 20000, "burst-packets", 64, "num-packets", (guint64) 10000, NULL);
   GPtrArray *bursts = g_ptr_array_new_with_free_func ((GDestroyNotify) gst_buffer_unref);
   GstBuffer *buf = NULL;
   gint64 t1 = 0, t_first = 0;
   Expect e;
 
-  g_object_set (h->element, "rate", (guint64) 20000, "burst-packets", 64, "num-packets",
-      (guint64) 10000, NULL);
   expect_init (&e, 1, 60, 60);
   const gint64 t0 = g_get_monotonic_time ();
   gst_harness_play (h);
@@ -1026,12 +1038,24 @@ assert_contains (const gchar *text, const gchar *part)
   fail_unless (strstr (text, part) != NULL, "\"%s\" does not mention \"%s\"", text, part);
 }
 
+/* Starts @el, which must fail with an ERROR that mentions each of @mentions (up to a NULL),
+ * and drops @el. */
+static void
+expect_start_error (GstElement *el, const gchar *const *mentions)
+{
+  gchar *text = start_error (el);
+  for (; *mentions != NULL; mentions++)
+    assert_contains (text, *mentions);
+  g_free (text);
+  gst_object_unref (el);
+}
+
 GST_START_TEST (test_src_bad_properties)
 {
   static const struct {
     const gchar *prop;
     const gchar *value;
-    const gchar *mentions[3];
+    const gchar *mentions[4];
   } bad_strings[] = {
     { "src-mac", "02:00:00:00:00", { "'src-mac'", "\"02:00:00:00:00\"", "02:00:00:00:00:01" } },
     { "dst-mac", "zz:00:00:00:00:01", { "'dst-mac'", "\"zz:00:00:00:00:01\"", ":" } },
@@ -1044,30 +1068,20 @@ GST_START_TEST (test_src_bad_properties)
   for (guint i = 0; i < G_N_ELEMENTS (bad_strings); i++) {
     GstElement *el = gst_element_factory_make ("daqiritestsrc", NULL);
     g_object_set (el, bad_strings[i].prop, bad_strings[i].value, NULL);
-    gchar *text = start_error (el);
-    for (guint m = 0; m < 3; m++)
-      assert_contains (text, bad_strings[i].mentions[m]);
-    g_free (text);
-    gst_object_unref (el);
+    expect_start_error (el, bad_strings[i].mentions);
   }
 
   GstElement *el = gst_element_factory_make ("daqiritestsrc", NULL);
   g_object_set (el, "packet-size-min", 1000, "packet-size-max", 200, NULL);
-  gchar *text = start_error (el);
-  assert_contains (text, "'packet-size-min' (1000)");
-  assert_contains (text, "'packet-size-max' (200)");
-  g_free (text);
-  gst_object_unref (el);
+  static const gchar *const sizes_mentions[] = { "'packet-size-min' (1000)",
+    "'packet-size-max' (200)", NULL };
+  expect_start_error (el, sizes_mentions);
 
   el = gst_element_factory_make ("daqiritestsrc", NULL);
   g_object_set (el, "dst-port", 65000, "n-flows", 1000, NULL);
-  text = start_error (el);
-  assert_contains (text, "'dst-port' (65000)");
-  assert_contains (text, "'n-flows' (1000)");
-  assert_contains (text, "65999");
-  assert_contains (text, "64536");
-  g_free (text);
-  gst_object_unref (el);
+  static const gchar *const ports_mentions[] = { "'dst-port' (65000)", "'n-flows' (1000)", "65999",
+    "64536", NULL };
+  expect_start_error (el, ports_mentions);
 
   /* the last port that fits is fine */
   el = gst_element_factory_make ("daqiritestsrc", NULL);
