@@ -75,6 +75,36 @@ assert_zero (const guint8 *buf, gsize len)
   } \
   G_STMT_END
 
+/* zero the mailbox `in`, build it with `call`, and copy it into `copy`, where each
+ * EXPECT clears the field it checked */
+#define BUILD_MAILBOX(in, copy, call) \
+  G_STMT_START \
+  { \
+    memset (in, 0, sizeof in); \
+    call; \
+    memcpy (copy, in, sizeof in); \
+  } \
+  G_STMT_END
+
+/* the work queue context that an RQ's and an SQ's context both hold, at bit 0x280 of
+ * their CREATE mailboxes */
+#define EXPECT_WQ(typ, in, copy, kind, pdn, dbr, log_stride, page_code, log_size, dbr_umem, umem) \
+  G_STMT_START \
+  { \
+    EXPECT (typ, in, copy, ctx.wq.wq_type, 0x280, 4, kind); \
+    EXPECT (typ, in, copy, ctx.wq.pd, 0x2c8, 24, pdn); \
+    EXPECT (typ, in, copy, ctx.wq.dbr_addr, 0x300, 64, dbr); \
+    EXPECT (typ, in, copy, ctx.wq.log_wq_stride, 0x38c, 4, log_stride); \
+    EXPECT (typ, in, copy, ctx.wq.log_wq_pg_sz, 0x393, 5, page_code); \
+    EXPECT (typ, in, copy, ctx.wq.log_wq_sz, 0x39b, 5, log_size); \
+    EXPECT (typ, in, copy, ctx.wq.dbr_umem_valid, 0x3a0, 1, 1); \
+    EXPECT (typ, in, copy, ctx.wq.wq_umem_valid, 0x3a1, 1, 1); \
+    EXPECT (typ, in, copy, ctx.wq.dbr_umem_id, 0x3c0, 32, dbr_umem); \
+    EXPECT (typ, in, copy, ctx.wq.wq_umem_id, 0x3e0, 32, umem); \
+    EXPECT (typ, in, copy, ctx.wq.wq_umem_offset, 0x400, 64, 0); \
+  } \
+  G_STMT_END
+
 #define PAGE_4K 12
 #define PAGE_64K 16
 
@@ -112,24 +142,23 @@ test_encodings (void)
 /* ------------------------------------------------------------------------------------ */
 /* small commands */
 
+/* QUERY_HCA_CAP of the capability page `type` asks for op_mod `op_mod` */
 static void
-test_query_hca_cap (void)
+check_query_hca_cap (guint type, guint op_mod)
 {
   guint8 in[DEVX_ST_SZ_BYTES (query_hca_cap_in)], copy[sizeof in];
   g_assert_cmpuint (sizeof in, ==, 16);
-  memset (in, 0, sizeof in);
-  mlx5_cmd_build_query_hca_cap (in, MLX5_HCA_CAP_GENERAL);
-  memcpy (copy, in, sizeof in);
+  BUILD_MAILBOX (in, copy, mlx5_cmd_build_query_hca_cap (in, type));
   EXPECT (query_hca_cap_in, in, copy, opcode, 0x0, 16, 0x100);
-  EXPECT (query_hca_cap_in, in, copy, op_mod, 0x30, 16, 0x1); /* general, current */
+  EXPECT (query_hca_cap_in, in, copy, op_mod, 0x30, 16, op_mod);
   assert_zero (copy, sizeof copy);
+}
 
-  memset (in, 0, sizeof in);
-  mlx5_cmd_build_query_hca_cap (in, MLX5_HCA_CAP_ETHERNET_OFFLOADS);
-  memcpy (copy, in, sizeof in);
-  EXPECT (query_hca_cap_in, in, copy, opcode, 0x0, 16, 0x100);
-  EXPECT (query_hca_cap_in, in, copy, op_mod, 0x30, 16, 0x3); /* Ethernet, current */
-  assert_zero (copy, sizeof copy);
+static void
+test_query_hca_cap (void)
+{
+  check_query_hca_cap (MLX5_HCA_CAP_GENERAL, 0x1);           /* general, current */
+  check_query_hca_cap (MLX5_HCA_CAP_ETHERNET_OFFLOADS, 0x3); /* Ethernet, current */
   g_assert_cmpuint (DEVX_ST_SZ_BYTES (query_hca_cap_out), ==, 0x1010);
 }
 
@@ -138,38 +167,28 @@ test_small_commands (void)
 {
   guint8 in[16], copy[16];
 
-  memset (in, 0, sizeof in);
-  mlx5_cmd_build_query_nic_vport_context (in);
-  memcpy (copy, in, sizeof in);
+  BUILD_MAILBOX (in, copy, mlx5_cmd_build_query_nic_vport_context (in));
   EXPECT (query_nic_vport_context_in, in, copy, opcode, 0x0, 16, 0x754);
   EXPECT (query_nic_vport_context_in, in, copy, op_mod, 0x30, 16, 0);
   assert_zero (copy, sizeof copy);
 
-  memset (in, 0, sizeof in);
-  mlx5_cmd_build_alloc_transport_domain (in);
-  memcpy (copy, in, sizeof in);
+  BUILD_MAILBOX (in, copy, mlx5_cmd_build_alloc_transport_domain (in));
   EXPECT (alloc_transport_domain_in, in, copy, opcode, 0x0, 16, 0x816);
   assert_zero (copy, sizeof copy);
 
-  memset (in, 0, sizeof in);
-  mlx5_cmd_build_alloc_q_counter (in);
-  memcpy (copy, in, sizeof in);
+  BUILD_MAILBOX (in, copy, mlx5_cmd_build_alloc_q_counter (in));
   EXPECT (alloc_q_counter_in, in, copy, opcode, 0x0, 16, 0x771);
   assert_zero (copy, sizeof copy);
 
   guint8 qin[DEVX_ST_SZ_BYTES (query_q_counter_in)], qcopy[sizeof qin];
-  memset (qin, 0, sizeof qin);
-  mlx5_cmd_build_query_q_counter (qin, 0x2a);
-  memcpy (qcopy, qin, sizeof qin);
+  BUILD_MAILBOX (qin, qcopy, mlx5_cmd_build_query_q_counter (qin, 0x2a));
   EXPECT (query_q_counter_in, qin, qcopy, opcode, 0x0, 16, 0x773);
   EXPECT (query_q_counter_in, qin, qcopy, clear, 0xc0, 1, 0);
   EXPECT (query_q_counter_in, qin, qcopy, counter_set_id, 0xf8, 8, 0x2a);
   assert_zero (qcopy, sizeof qcopy);
 
   guint8 tin[DEVX_ST_SZ_BYTES (create_tis_in)], tcopy[sizeof tin];
-  memset (tin, 0, sizeof tin);
-  mlx5_cmd_build_create_tis (tin, 0x12345);
-  memcpy (tcopy, tin, sizeof tin);
+  BUILD_MAILBOX (tin, tcopy, mlx5_cmd_build_create_tis (tin, 0x12345));
   EXPECT (create_tis_in, tin, tcopy, opcode, 0x0, 16, 0x912);
   EXPECT (create_tis_in, tin, tcopy, ctx.transport_domain, 0x228, 24, 0x12345);
   assert_zero (tcopy, sizeof tcopy);
@@ -193,9 +212,7 @@ check_create_cq (guint page_shift, guint page_code, Mlx5CqComp comp)
   };
   guint8 in[DEVX_ST_SZ_BYTES (create_cq_in)], copy[sizeof in];
   g_assert_cmpuint (sizeof in, ==, 0x110);
-  memset (in, 0, sizeof in);
-  mlx5_cmd_build_create_cq (in, &cq, &mem, 0x3c5, 0x1a, page_shift);
-  memcpy (copy, in, sizeof in);
+  BUILD_MAILBOX (in, copy, mlx5_cmd_build_create_cq (in, &cq, &mem, 0x3c5, 0x1a, page_shift));
   EXPECT (create_cq_in, in, copy, opcode, 0x0, 16, 0x400);
   EXPECT (create_cq_in, in, copy, cq_context.dbr_umem_valid, 0x86, 1, 1);
   EXPECT (create_cq_in, in, copy, cq_context.cqe_sz, 0x88, 3, 0); /* 64 bytes */
@@ -264,10 +281,9 @@ check_create_rq (guint page_shift, guint page_code, guint log_strides, guint str
   };
   guint8 in[DEVX_ST_SZ_BYTES (create_rq_in)], copy[sizeof in];
   g_assert_cmpuint (sizeof in, ==, 0x110);
-  memset (in, 0, sizeof in);
-  mlx5_cmd_build_create_rq (
-      in, &rq, 0x4567, 0x89ab, &mem, page_shift, mlx5_hw_ts_format (real_time), 0x21);
-  memcpy (copy, in, sizeof in);
+  BUILD_MAILBOX (in, copy,
+      mlx5_cmd_build_create_rq (
+          in, &rq, 0x4567, 0x89ab, &mem, page_shift, mlx5_hw_ts_format (real_time), 0x21));
   EXPECT (create_rq_in, in, copy, opcode, 0x0, 16, 0x908);
   /* rqc at 0x100 */
   EXPECT (create_rq_in, in, copy, ctx.vsd, 0x103, 1, 1);
@@ -276,24 +292,14 @@ check_create_rq (guint page_shift, guint page_code, guint log_strides, guint str
   EXPECT (create_rq_in, in, copy, ctx.ts_format, 0x11a, 2, real_time ? 2 : 0);
   EXPECT (create_rq_in, in, copy, ctx.cqn, 0x148, 24, 0x4567);
   EXPECT (create_rq_in, in, copy, ctx.counter_set_id, 0x160, 8, 0x21);
-  /* wq at 0x280 */
-  EXPECT (create_rq_in, in, copy, ctx.wq.wq_type, 0x280, 4, split_header ? 1 : 3); /* cyclic,
-                                                                                      striding */
-  EXPECT (create_rq_in, in, copy, ctx.wq.pd, 0x2c8, 24, 0x89ab);
-  EXPECT (create_rq_in, in, copy, ctx.wq.dbr_addr, 0x300, 64, 0x800);
-  EXPECT (create_rq_in, in, copy, ctx.wq.log_wq_stride, 0x38c, 4, 5); /* 32 B */
-  EXPECT (create_rq_in, in, copy, ctx.wq.log_wq_pg_sz, 0x393, 5, page_code);
-  EXPECT (create_rq_in, in, copy, ctx.wq.log_wq_sz, 0x39b, 5, 6);
-  EXPECT (create_rq_in, in, copy, ctx.wq.dbr_umem_valid, 0x3a0, 1, 1);
-  EXPECT (create_rq_in, in, copy, ctx.wq.wq_umem_valid, 0x3a1, 1, 1);
+  /* wq at 0x280: cyclic or striding, 32 B WQEs, 2^6 of them */
+  EXPECT_WQ (
+      create_rq_in, in, copy, split_header ? 1 : 3, 0x89ab, 0x800, 5, page_code, 6, 0xbb02, 0xaa01);
   EXPECT (create_rq_in, in, copy, ctx.wq.single_wqe_log_num_of_strides, 0x3b4, 4,
       split_header ? 0 : strides_code);
   EXPECT (create_rq_in, in, copy, ctx.wq.two_byte_shift_en, 0x3b8, 1, 0);
   EXPECT (create_rq_in, in, copy, ctx.wq.single_stride_log_num_of_bytes, 0x3bd, 3,
       split_header ? 0 : 5);
-  EXPECT (create_rq_in, in, copy, ctx.wq.dbr_umem_id, 0x3c0, 32, 0xbb02);
-  EXPECT (create_rq_in, in, copy, ctx.wq.wq_umem_id, 0x3e0, 32, 0xaa01);
-  EXPECT (create_rq_in, in, copy, ctx.wq.wq_umem_offset, 0x400, 64, 0);
   assert_zero (copy, sizeof copy);
 }
 
@@ -307,29 +313,29 @@ test_create_rq (void)
   check_create_rq (PAGE_4K, 0, 0, 0, FALSE, 42);
 }
 
+/* a MODIFY_RQ mailbox that takes RQ `rqn` from state `from` to `to` and sets nothing else */
+static void
+expect_modify_rq (const guint8 *in, guint8 *copy, guint32 rqn, guint from, guint to)
+{
+  EXPECT (modify_rq_in, in, copy, opcode, 0x0, 16, 0x909);
+  EXPECT (modify_rq_in, in, copy, rq_state, 0x40, 4, from);
+  EXPECT (modify_rq_in, in, copy, rqn, 0x48, 24, rqn);
+  EXPECT (modify_rq_in, in, copy, modify_bitmask, 0x80, 64, 0);
+  EXPECT (modify_rq_in, in, copy, ctx.state, 0x108, 4, to);
+  assert_zero (copy, DEVX_ST_SZ_BYTES (modify_rq_in));
+}
+
 static void
 test_modify_rq (void)
 {
   guint8 in[DEVX_ST_SZ_BYTES (modify_rq_in)], copy[sizeof in];
-  memset (in, 0, sizeof in);
-  mlx5_cmd_build_modify_rq_rdy (in, 0xabcdef);
-  memcpy (copy, in, sizeof in);
-  EXPECT (modify_rq_in, in, copy, opcode, 0x0, 16, 0x909);
-  EXPECT (modify_rq_in, in, copy, rq_state, 0x40, 4, 0); /* from RST */
-  EXPECT (modify_rq_in, in, copy, rqn, 0x48, 24, 0xabcdef);
-  EXPECT (modify_rq_in, in, copy, modify_bitmask, 0x80, 64, 0);
-  EXPECT (modify_rq_in, in, copy, ctx.state, 0x108, 4, 1); /* to RDY */
-  assert_zero (copy, sizeof copy);
+  BUILD_MAILBOX (in, copy, mlx5_cmd_build_modify_rq_rdy (in, 0xabcdef));
+  expect_modify_rq (in, copy, 0xabcdef, 0, 1); /* RST to RDY */
 
   /* recovery's first step: ERR (3) to RST (0), the PRM's rq_state codes */
-  memset (in, 0, sizeof in);
-  mlx5_cmd_build_modify_rq_state (in, 0x12, MLX5_RQC_STATE_ERR, MLX5_RQC_STATE_RST);
-  memcpy (copy, in, sizeof in);
-  EXPECT (modify_rq_in, in, copy, opcode, 0x0, 16, 0x909);
-  EXPECT (modify_rq_in, in, copy, rq_state, 0x40, 4, 3);
-  EXPECT (modify_rq_in, in, copy, rqn, 0x48, 24, 0x12);
-  EXPECT (modify_rq_in, in, copy, ctx.state, 0x108, 4, 0);
-  assert_zero (copy, sizeof copy);
+  BUILD_MAILBOX (
+      in, copy, mlx5_cmd_build_modify_rq_state (in, 0x12, MLX5_RQC_STATE_ERR, MLX5_RQC_STATE_RST));
+  expect_modify_rq (in, copy, 0x12, 3, 0);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -343,10 +349,9 @@ check_create_sq (guint page_shift, guint page_code, gboolean real_time, gboolean
   Mlx5Sq sq = { .wqes = wqes, .dbrec = dbrec, .log_wqebbs = 12 };
   Mlx5HwQueueMem mem = { .umem_id = 7, .umem_offset = 0, .dbr_umem_id = 7, .dbr_offset = 0x40000 };
   guint8 in[DEVX_ST_SZ_BYTES (create_sq_in)], copy[sizeof in];
-  memset (in, 0, sizeof in);
-  mlx5_cmd_build_create_sq (in, &sq, 0x321, 0x654, 0x987, 0x5a5, &mem, page_shift,
-      mlx5_hw_ts_format (real_time), mpw, inl);
-  memcpy (copy, in, sizeof in);
+  BUILD_MAILBOX (in, copy,
+      mlx5_cmd_build_create_sq (in, &sq, 0x321, 0x654, 0x987, 0x5a5, &mem, page_shift,
+          mlx5_hw_ts_format (real_time), mpw, inl));
   EXPECT (create_sq_in, in, copy, opcode, 0x0, 16, 0x904);
   /* sqc at 0x100 */
   EXPECT (create_sq_in, in, copy, ctx.flush_in_error_en, 0x103, 1, 1);
@@ -357,19 +362,9 @@ check_create_sq (guint page_shift, guint page_code, gboolean real_time, gboolean
   EXPECT (create_sq_in, in, copy, ctx.cqn, 0x148, 24, 0x321);
   EXPECT (create_sq_in, in, copy, ctx.tis_lst_sz, 0x200, 16, 1);
   EXPECT (create_sq_in, in, copy, ctx.tis_num_0, 0x268, 24, 0x987);
-  /* wq at 0x280 */
-  EXPECT (create_sq_in, in, copy, ctx.wq.wq_type, 0x280, 4, 1); /* cyclic */
-  EXPECT (create_sq_in, in, copy, ctx.wq.pd, 0x2c8, 24, 0x654);
+  /* wq at 0x280: cyclic, 64 B WQEBBs, 2^12 of them */
+  EXPECT_WQ (create_sq_in, in, copy, 1, 0x654, 0x40000, 6, page_code, 12, 7, 7);
   EXPECT (create_sq_in, in, copy, ctx.wq.uar_page, 0x2e8, 24, 0x5a5);
-  EXPECT (create_sq_in, in, copy, ctx.wq.dbr_addr, 0x300, 64, 0x40000);
-  EXPECT (create_sq_in, in, copy, ctx.wq.log_wq_stride, 0x38c, 4, 6); /* 64 B */
-  EXPECT (create_sq_in, in, copy, ctx.wq.log_wq_pg_sz, 0x393, 5, page_code);
-  EXPECT (create_sq_in, in, copy, ctx.wq.log_wq_sz, 0x39b, 5, 12);
-  EXPECT (create_sq_in, in, copy, ctx.wq.dbr_umem_valid, 0x3a0, 1, 1);
-  EXPECT (create_sq_in, in, copy, ctx.wq.wq_umem_valid, 0x3a1, 1, 1);
-  EXPECT (create_sq_in, in, copy, ctx.wq.dbr_umem_id, 0x3c0, 32, 7);
-  EXPECT (create_sq_in, in, copy, ctx.wq.wq_umem_id, 0x3e0, 32, 7);
-  EXPECT (create_sq_in, in, copy, ctx.wq.wq_umem_offset, 0x400, 64, 0);
   assert_zero (copy, sizeof copy);
 }
 
@@ -380,36 +375,36 @@ test_create_sq (void)
   check_create_sq (PAGE_64K, 4, TRUE, FALSE, MLX5_INLINE_MODE_L2);
 }
 
+/* a MODIFY_SQ mailbox that takes SQ `sqn` from state `from` to RDY, changing the context
+ * fields `bitmask` names (bit 0: the rate's index) and setting nothing else */
+static void
+expect_modify_sq (
+    const guint8 *in, guint8 *copy, guint32 sqn, guint from, guint64 bitmask, guint rate_index)
+{
+  EXPECT (modify_sq_in, in, copy, opcode, 0x0, 16, 0x905);
+  EXPECT (modify_sq_in, in, copy, sq_state, 0x40, 4, from);
+  EXPECT (modify_sq_in, in, copy, sqn, 0x48, 24, sqn);
+  EXPECT (modify_sq_in, in, copy, modify_bitmask, 0x80, 64, bitmask);
+  EXPECT (modify_sq_in, in, copy, ctx.state, 0x108, 4, 1);
+  EXPECT (modify_sq_in, in, copy, ctx.packet_pacing_rate_limit_index, 0x100 + 0xf0, 16, rate_index);
+  assert_zero (copy, DEVX_ST_SZ_BYTES (modify_sq_in));
+}
+
 static void
 test_modify_sq (void)
 {
   guint8 in[DEVX_ST_SZ_BYTES (modify_sq_in)], copy[sizeof in];
-  memset (in, 0, sizeof in);
-  mlx5_cmd_build_modify_sq_rdy (in, 0x1234);
-  memcpy (copy, in, sizeof in);
-  EXPECT (modify_sq_in, in, copy, opcode, 0x0, 16, 0x905);
-  EXPECT (modify_sq_in, in, copy, sq_state, 0x40, 4, 0);
-  EXPECT (modify_sq_in, in, copy, sqn, 0x48, 24, 0x1234);
-  EXPECT (modify_sq_in, in, copy, ctx.state, 0x108, 4, 1);
-  assert_zero (copy, sizeof copy);
+  BUILD_MAILBOX (in, copy, mlx5_cmd_build_modify_sq_rdy (in, 0x1234));
+  expect_modify_sq (in, copy, 0x1234, 0, 0, 0); /* RST to RDY */
 
   /* packet pacing: RDY -> RDY, bit 0 of modify_bitmask, the rate's index */
-  memset (in, 0, sizeof in);
-  mlx5_cmd_build_modify_sq_rate (in, 0x1234, 0x2a);
-  memcpy (copy, in, sizeof in);
-  EXPECT (modify_sq_in, in, copy, opcode, 0x0, 16, 0x905);
-  EXPECT (modify_sq_in, in, copy, sq_state, 0x40, 4, 1);
-  EXPECT (modify_sq_in, in, copy, sqn, 0x48, 24, 0x1234);
-  EXPECT (modify_sq_in, in, copy, modify_bitmask, 0x80, 64, 1);
-  EXPECT (modify_sq_in, in, copy, ctx.state, 0x108, 4, 1);
-  EXPECT (modify_sq_in, in, copy, ctx.packet_pacing_rate_limit_index, 0x100 + 0xf0, 16, 0x2a);
-  assert_zero (copy, sizeof copy);
+  BUILD_MAILBOX (in, copy, mlx5_cmd_build_modify_sq_rate (in, 0x1234, 0x2a));
+  expect_modify_sq (in, copy, 0x1234, 1, 1, 0x2a);
 
   /* the rate's context for mlx5dv_pp_alloc: kb/s rounded up, the typical size */
   guint8 ctx[DEVX_ST_SZ_BYTES (set_pp_rate_limit_context)], cctx[sizeof ctx];
-  memset (ctx, 0, sizeof ctx);
-  mlx5_cmd_build_pp_context (ctx, G_GUINT64_CONSTANT (10000000001), 1500);
-  memcpy (cctx, ctx, sizeof ctx);
+  BUILD_MAILBOX (
+      ctx, cctx, mlx5_cmd_build_pp_context (ctx, G_GUINT64_CONSTANT (10000000001), 1500));
   EXPECT (set_pp_rate_limit_context, ctx, cctx, rate_limit, 0x0, 32, 10000001);
   EXPECT (set_pp_rate_limit_context, ctx, cctx, typical_packet_size, 0x50, 16, 1500);
   assert_zero (cctx, sizeof cctx);
@@ -422,9 +417,7 @@ static void
 test_create_tir_direct (void)
 {
   guint8 in[DEVX_ST_SZ_BYTES (create_tir_in)], copy[sizeof in];
-  memset (in, 0, sizeof in);
-  mlx5_cmd_build_create_tir_direct (in, 0x00c0de, 0x77);
-  memcpy (copy, in, sizeof in);
+  BUILD_MAILBOX (in, copy, mlx5_cmd_build_create_tir_direct (in, 0x00c0de, 0x77));
   EXPECT (create_tir_in, in, copy, opcode, 0x0, 16, 0x900);
   EXPECT (create_tir_in, in, copy, ctx.disp_type, 0x120, 4, 0); /* direct */
   EXPECT (create_tir_in, in, copy, ctx.inline_rqn, 0x1e8, 24, 0x00c0de);
@@ -478,9 +471,9 @@ test_create_tir_rss (void)
   };
   for (guint k = 0; k < G_N_ELEMENTS (kinds); k++) {
     guint8 in[DEVX_ST_SZ_BYTES (create_tir_in)], copy[sizeof in];
-    memset (in, 0, sizeof in);
-    mlx5_cmd_build_create_tir_rss (in, 0x4242, 0x77, mlx5_rss_default_key (), kinds[k].l4_proto);
-    memcpy (copy, in, sizeof in);
+    BUILD_MAILBOX (in, copy,
+        mlx5_cmd_build_create_tir_rss (
+            in, 0x4242, 0x77, mlx5_rss_default_key (), kinds[k].l4_proto));
     EXPECT (create_tir_in, in, copy, opcode, 0x0, 16, 0x900);
     EXPECT (create_tir_in, in, copy, ctx.disp_type, 0x120, 4, 1); /* indirect */
     EXPECT (create_tir_in, in, copy, ctx.indirect_table, 0x208, 24, 0x4242);
@@ -543,34 +536,45 @@ test_failure_text (void)
   g_assert_cmpstr (mlx5_cmd_status_str (0x7), ==, "unknown status");
 }
 
+#define CAP 0x80 /* cmd_hca_cap / the Ethernet offload page at bit 0x80 of the output */
+
+/* the general capabilities of a ConnectX-6 Dx as daqiri reads them (kernel offsets) */
+static void
+cx6_general (guint8 *out)
+{
+  memset (out, 0, DEVX_ST_SZ_BYTES (query_hca_cap_out));
+  bits_set (out, CAP + 0x88, 8, 15);       /* log_max_qp_sz */
+  bits_set (out, CAP + 0xc8, 8, 22);       /* log_max_cq_sz */
+  bits_set (out, CAP + 0x1b6, 2, 1);       /* port_type Ethernet */
+  bits_set (out, CAP + 0x201, 1, 1);       /* striding_rq */
+  bits_set (out, CAP + 0x21c, 1, 1);       /* eth_net_offloads */
+  bits_set (out, CAP + 0x393, 5, 8);       /* log_max_rqt_size */
+  bits_set (out, CAP + 0x3a0, 1, 1);       /* ext_stride_num_range */
+  bits_set (out, CAP + 0x3db, 5, 16);      /* log_max_wq_sz */
+  bits_set (out, CAP + 0x440, 2, 2);       /* sq_ts_format both */
+  bits_set (out, CAP + 0x442, 2, 2);       /* rq_ts_format both */
+  bits_set (out, CAP + 0x4e0, 32, 156250); /* device_frequency_khz */
+}
+
 static void
 test_caps_parse (void)
 {
-  guint8 *out = g_malloc0 (DEVX_ST_SZ_BYTES (query_hca_cap_out));
-  /* cmd_hca_cap at bit 0x80 of the output, fields at the kernel's offsets */
-  const gsize c = 0x80;
-  bits_set (out, c + 0x88, 8, 15);  /* log_max_qp_sz */
-  bits_set (out, c + 0xc8, 8, 22);  /* log_max_cq_sz */
-  bits_set (out, c + 0x1b6, 2, 1);  /* port_type Ethernet */
-  bits_set (out, c + 0x201, 1, 1);  /* striding_rq */
-  bits_set (out, c + 0x21c, 1, 1);  /* eth_net_offloads */
-  bits_set (out, c + 0x260, 1, 1);  /* bf */
-  bits_set (out, c + 0x26b, 5, 9);  /* log_bf_reg_size */
-  bits_set (out, c + 0x393, 5, 8);  /* log_max_rqt_size */
-  bits_set (out, c + 0x3a0, 1, 1);  /* ext_stride_num_range */
-  bits_set (out, c + 0x3a3, 5, 13); /* log_max_stride_sz_rq */
-  bits_set (out, c + 0x3ab, 5, 6);  /* log_min_stride_sz_rq */
-  bits_set (out, c + 0x3db, 5, 16); /* log_max_wq_sz */
-  bits_set (out, c + 0x400, 64, G_GUINT64_CONSTANT (0x0000000400000040));
-  bits_set (out, c + 0x440, 2, 2);        /* sq_ts_format both */
-  bits_set (out, c + 0x442, 2, 1);        /* rq_ts_format real time */
-  bits_set (out, c + 0x4e0, 32, 1000000); /* device_frequency_khz */
-  bits_set (out, c + 0x5b0, 1, 1);        /* enhanced_cqe_compression */
-  bits_set (out, c + 0x5ba, 1, 1);        /* mini_cqe_resp_flow_tag (DPDK's offset) */
-  bits_set (out, c + 0x5bc, 1, 0);        /* mini_cqe_resp_stride_index */
-  bits_set (out, c + 0x5bf, 1, 1);        /* cqe_compression */
-  bits_set (out, c + 0x68b, 1, 0);        /* wait_on_data */
-  bits_set (out, c + 0x68c, 1, 1);        /* wait_on_time (facts §4.7) */
+  guint8 *out = g_malloc (DEVX_ST_SZ_BYTES (query_hca_cap_out));
+  /* the ConnectX-6 Dx's page, with more fields set and two changed */
+  cx6_general (out);
+  bits_set (out, CAP + 0x260, 1, 1);  /* bf */
+  bits_set (out, CAP + 0x26b, 5, 9);  /* log_bf_reg_size */
+  bits_set (out, CAP + 0x3a3, 5, 13); /* log_max_stride_sz_rq */
+  bits_set (out, CAP + 0x3ab, 5, 6);  /* log_min_stride_sz_rq */
+  bits_set (out, CAP + 0x400, 64, G_GUINT64_CONSTANT (0x0000000400000040));
+  bits_set (out, CAP + 0x442, 2, 1);        /* rq_ts_format real time */
+  bits_set (out, CAP + 0x4e0, 32, 1000000); /* device_frequency_khz */
+  bits_set (out, CAP + 0x5b0, 1, 1);        /* enhanced_cqe_compression */
+  bits_set (out, CAP + 0x5ba, 1, 1);        /* mini_cqe_resp_flow_tag (DPDK's offset) */
+  bits_set (out, CAP + 0x5bc, 1, 0);        /* mini_cqe_resp_stride_index */
+  bits_set (out, CAP + 0x5bf, 1, 1);        /* cqe_compression */
+  bits_set (out, CAP + 0x68b, 1, 0);        /* wait_on_data */
+  bits_set (out, CAP + 0x68c, 1, 1);        /* wait_on_time (facts §4.7) */
   Mlx5HwCaps caps;
   memset (&caps, 0, sizeof caps);
   mlx5_hw_caps_parse_general (&caps, out);
@@ -598,16 +602,16 @@ test_caps_parse (void)
   g_assert_true (caps.cqe_compression);
   g_assert_false (caps.qos);
   memset (out, 0, DEVX_ST_SZ_BYTES (query_hca_cap_out));
-  bits_set (out, c + 0x21b, 1, 1); /* qos */
+  bits_set (out, CAP + 0x21b, 1, 1); /* qos */
   mlx5_hw_caps_parse_general (&caps, out);
   g_assert_true (caps.qos);
 
   /* the QoS page: packet pacing from 1 Mb/s to 100 Gb/s, typical packet size taken */
   memset (out, 0, DEVX_ST_SZ_BYTES (query_hca_cap_out));
-  bits_set (out, c + 0x0, 1, 1);           /* packet_pacing */
-  bits_set (out, c + 0x6, 1, 1);           /* packet_pacing_typical_size */
-  bits_set (out, c + 0x40, 32, 100000000); /* packet_pacing_max_rate, kb/s */
-  bits_set (out, c + 0x60, 32, 1000);      /* packet_pacing_min_rate */
+  bits_set (out, CAP + 0x0, 1, 1);           /* packet_pacing */
+  bits_set (out, CAP + 0x6, 1, 1);           /* packet_pacing_typical_size */
+  bits_set (out, CAP + 0x40, 32, 100000000); /* packet_pacing_max_rate, kb/s */
+  bits_set (out, CAP + 0x60, 32, 1000);      /* packet_pacing_min_rate */
   mlx5_hw_caps_parse_qos (&caps, out);
   g_assert_true (caps.packet_pacing);
   g_assert_true (caps.packet_pacing_typical_size);
@@ -616,10 +620,10 @@ test_caps_parse (void)
 
   /* the Ethernet offload page over the same union */
   memset (out, 0, DEVX_ST_SZ_BYTES (query_hca_cap_out));
-  bits_set (out, c + 0x0, 1, 1);  /* csum_cap */
-  bits_set (out, c + 0x10, 2, 2); /* multi_pkt_send_wqe */
-  bits_set (out, c + 0x12, 2, 1); /* wqe_inline_mode VPORT_CONTEXT */
-  bits_set (out, c + 0x1a, 1, 1); /* enhanced_multi_pkt_send_wqe */
+  bits_set (out, CAP + 0x0, 1, 1);  /* csum_cap */
+  bits_set (out, CAP + 0x10, 2, 2); /* multi_pkt_send_wqe */
+  bits_set (out, CAP + 0x12, 2, 1); /* wqe_inline_mode VPORT_CONTEXT */
+  bits_set (out, CAP + 0x1a, 1, 1); /* enhanced_multi_pkt_send_wqe */
   mlx5_hw_caps_parse_eth (&caps, out);
   g_assert_true (caps.csum_cap);
   g_assert_cmpuint (caps.multi_pkt_send_wqe, ==, 2);
@@ -649,26 +653,6 @@ test_caps_parse (void)
 
 /* ------------------------------------------------------------------------------------ */
 /* bring-up requirements, from fabricated QUERY_HCA_CAP outputs */
-
-#define CAP 0x80 /* cmd_hca_cap / the Ethernet offload page at bit 0x80 of the output */
-
-/* the general capabilities of a ConnectX-6 Dx as daqiri reads them (kernel offsets) */
-static void
-cx6_general (guint8 *out)
-{
-  memset (out, 0, DEVX_ST_SZ_BYTES (query_hca_cap_out));
-  bits_set (out, CAP + 0x88, 8, 15);       /* log_max_qp_sz */
-  bits_set (out, CAP + 0xc8, 8, 22);       /* log_max_cq_sz */
-  bits_set (out, CAP + 0x1b6, 2, 1);       /* port_type Ethernet */
-  bits_set (out, CAP + 0x201, 1, 1);       /* striding_rq */
-  bits_set (out, CAP + 0x21c, 1, 1);       /* eth_net_offloads */
-  bits_set (out, CAP + 0x393, 5, 8);       /* log_max_rqt_size */
-  bits_set (out, CAP + 0x3a0, 1, 1);       /* ext_stride_num_range */
-  bits_set (out, CAP + 0x3db, 5, 16);      /* log_max_wq_sz */
-  bits_set (out, CAP + 0x440, 2, 2);       /* sq_ts_format both */
-  bits_set (out, CAP + 0x442, 2, 2);       /* rq_ts_format both */
-  bits_set (out, CAP + 0x4e0, 32, 156250); /* device_frequency_khz */
-}
 
 static void
 cx6_dv (struct mlx5dv_context *dv)
@@ -739,41 +723,46 @@ test_caps_cqe_comp (void)
   g_free (out);
 }
 
-/* the ConnectX-6 blob with one general field changed must fail the check, naming it */
+/* the capabilities of the ConnectX-6 blob with one general field changed */
 static void
-assert_general_refused (gsize off, guint width, guint64 value, const char *expect)
+cx6_caps_with (Mlx5HwCaps *hw, gsize off, guint width, guint64 value)
 {
   guint8 *out = g_malloc (DEVX_ST_SZ_BYTES (query_hca_cap_out));
   cx6_general (out);
   bits_set (out, CAP + off, width, value);
-  Mlx5HwCaps hw;
-  caps_from (&hw, out, TRUE);
-  struct mlx5dv_context dv;
-  cx6_dv (&dv);
+  caps_from (hw, out, TRUE);
+  g_free (out);
+}
+
+/* the check must fail with a device error that says `expect` */
+static void
+assert_caps_refused (const Mlx5HwCaps *hw, const struct mlx5dv_context *dv, const char *expect)
+{
   GError *error = NULL;
-  g_assert_false (mlx5_hw_caps_check (&hw, &dv, &error));
+  g_assert_false (mlx5_hw_caps_check (hw, dv, &error));
   g_assert_error (error, DQ_ERROR, DQ_ERROR_DEVICE);
   if (strstr (error->message, expect) == NULL)
     g_error ("\"%s\" does not say \"%s\"", error->message, expect);
   g_error_free (error);
-  g_free (out);
+}
+
+/* the ConnectX-6 blob with one general field changed must fail the check, naming it */
+static void
+assert_general_refused (gsize off, guint width, guint64 value, const char *expect)
+{
+  Mlx5HwCaps hw;
+  cx6_caps_with (&hw, off, width, value);
+  struct mlx5dv_context dv;
+  cx6_dv (&dv);
+  assert_caps_refused (&hw, &dv, expect);
 }
 
 static void
 assert_dv_refused (const struct mlx5dv_context *dv, gboolean ext, const char *expect)
 {
-  guint8 *out = g_malloc (DEVX_ST_SZ_BYTES (query_hca_cap_out));
-  cx6_general (out);
-  bits_set (out, CAP + 0x3a0, 1, ext ? 1 : 0);
   Mlx5HwCaps hw;
-  caps_from (&hw, out, TRUE);
-  GError *error = NULL;
-  g_assert_false (mlx5_hw_caps_check (&hw, dv, &error));
-  g_assert_error (error, DQ_ERROR, DQ_ERROR_DEVICE);
-  if (strstr (error->message, expect) == NULL)
-    g_error ("\"%s\" does not say \"%s\"", error->message, expect);
-  g_error_free (error);
-  g_free (out);
+  cx6_caps_with (&hw, 0x3a0, 1, ext ? 1 : 0); /* ext_stride_num_range */
+  assert_caps_refused (&hw, dv, expect);
 }
 
 static void
@@ -847,6 +836,20 @@ test_caps_check (void)
   assert_dv_refused (&bad, FALSE, "strides per WQE are 2^3..2^8");
 }
 
+/* mlx5_hw_clock_choose must succeed and pick `want`; it starts from another clock, so
+ * that a call that picks none is seen */
+static void
+expect_clock (const Mlx5HwCaps *hw, gboolean real_time_ts, gboolean phc_readable,
+    int clock_info_errno, gboolean need_hw_ts, char **warning, Mlx5HwClock want)
+{
+  Mlx5HwClock clock = want == MLX5_HW_CLOCK_NONE ? MLX5_HW_CLOCK_FREE_RUNNING : MLX5_HW_CLOCK_NONE;
+  GError *error = NULL;
+  g_assert_true (mlx5_hw_clock_choose (
+      hw, real_time_ts, phc_readable, clock_info_errno, need_hw_ts, &clock, warning, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (clock, ==, want);
+}
+
 static void
 test_clock_choose (void)
 {
@@ -858,27 +861,18 @@ test_clock_choose (void)
   GError *error = NULL;
 
   /* real time where rdma-core says so, the PHC reads and the queues can stamp it */
-  g_assert_true (mlx5_hw_clock_choose (&hw, TRUE, TRUE, 0, FALSE, &clock, &warning, &error));
-  g_assert_cmpint (clock, ==, MLX5_HW_CLOCK_REAL_TIME);
+  expect_clock (&hw, TRUE, TRUE, 0, FALSE, &warning, MLX5_HW_CLOCK_REAL_TIME);
   g_assert_null (warning);
   /* ... even when the clock conversion fails: real time needs none */
-  g_assert_true (
-      mlx5_hw_clock_choose (&hw, TRUE, TRUE, EOPNOTSUPP, TRUE, &clock, &warning, &error));
-  g_assert_cmpint (clock, ==, MLX5_HW_CLOCK_REAL_TIME);
+  expect_clock (&hw, TRUE, TRUE, EOPNOTSUPP, TRUE, &warning, MLX5_HW_CLOCK_REAL_TIME);
   /* an unreadable PHC: free-running */
-  g_assert_true (mlx5_hw_clock_choose (&hw, TRUE, FALSE, 0, FALSE, &clock, &warning, &error));
-  g_assert_cmpint (clock, ==, MLX5_HW_CLOCK_FREE_RUNNING);
+  expect_clock (&hw, TRUE, FALSE, 0, FALSE, &warning, MLX5_HW_CLOCK_FREE_RUNNING);
   /* queues that stamp only free-running: free-running */
   hw.rq_ts_format = MLX5_TIMESTAMP_FORMAT_CAP_FREE_RUNNING;
-  g_assert_true (mlx5_hw_clock_choose (&hw, TRUE, TRUE, 0, FALSE, &clock, &warning, &error));
-  g_assert_cmpint (clock, ==, MLX5_HW_CLOCK_FREE_RUNNING);
-  g_assert_no_error (error);
+  expect_clock (&hw, TRUE, TRUE, 0, FALSE, &warning, MLX5_HW_CLOCK_FREE_RUNNING);
 
   /* no clock conversion: without a need for NIC time, no NIC time and a warning */
-  g_assert_true (
-      mlx5_hw_clock_choose (&hw, FALSE, FALSE, EOPNOTSUPP, FALSE, &clock, &warning, &error));
-  g_assert_cmpint (clock, ==, MLX5_HW_CLOCK_NONE);
-  g_assert_no_error (error);
+  expect_clock (&hw, FALSE, FALSE, EOPNOTSUPP, FALSE, &warning, MLX5_HW_CLOCK_NONE);
   g_assert_nonnull (strstr (warning, "mlx5dv_get_clock_info) failed: "));
   g_assert_nonnull (strstr (warning, "port time is CLOCK_MONOTONIC"));
   g_free (warning);
@@ -922,21 +916,13 @@ test_rqt_check (void)
 static void
 test_decisions (void)
 {
-  Mlx5HwCaps hw;
-  memset (&hw, 0, sizeof hw);
-  hw.log_max_wq_sz = 16;
-  hw.log_max_qp_sz = 15;
-  hw.log_max_cq_sz = 22;
-  hw.device_frequency_khz = 156250;
-  hw.ext_stride_num_range = TRUE;
+  Mlx5HwCaps hw = { .log_max_wq_sz = 16,
+    .log_max_qp_sz = 15,
+    .log_max_cq_sz = 22,
+    .device_frequency_khz = 156250,
+    .ext_stride_num_range = TRUE };
   struct mlx5dv_context dv;
-  memset (&dv, 0, sizeof dv);
-  dv.comp_mask = MLX5DV_CONTEXT_MASK_STRIDING_RQ;
-  dv.striding_rq_caps.min_single_stride_log_num_of_bytes = 6;
-  dv.striding_rq_caps.max_single_stride_log_num_of_bytes = 13;
-  dv.striding_rq_caps.min_single_wqe_log_num_of_strides = 3;
-  dv.striding_rq_caps.max_single_wqe_log_num_of_strides = 16;
-  dv.striding_rq_caps.supported_qpts = 1u << IBV_QPT_RAW_PACKET;
+  cx6_dv (&dv);
   Mlx5Caps caps;
   mlx5_hw_caps_fill (&caps, &hw, &dv, FALSE);
   g_assert_cmpuint (caps.min_log_stride_size, ==, 6);
@@ -1044,6 +1030,13 @@ sample_caps (void)
 
 /* `errp` is read after the call that fills it (arguments are evaluated in no set order) */
 static void
+expect_ok (gboolean ok, GError **errp)
+{
+  g_assert_true (ok);
+  g_assert_no_error (*errp);
+}
+
+static void
 expect_error (gboolean ok, GError **errp, int code, const char *message)
 {
   g_assert_false (ok);
@@ -1062,8 +1055,7 @@ test_geometry (void)
   GError *err = NULL;
 
   Mlx5Cq cq = { .ring = ring, .dbrec = dbrec, .log_size = 22, .priv = &created };
-  g_assert_true (mlx5_hw_cq_check (&cq, &caps, &err));
-  g_assert_no_error (err);
+  expect_ok (mlx5_hw_cq_check (&cq, &caps, &err), &err);
   cq.log_size = 23;
   expect_error (mlx5_hw_cq_check (&cq, &caps, &err), &err, DQ_ERROR_CONFIG,
       "mlx5: a CQ of 2^23 CQEs is larger than the device allows (2^22)");
@@ -1079,8 +1071,7 @@ test_geometry (void)
   Mlx5Rq rq = {
     .wqes = ring, .dbrec = dbrec, .log_wqes = 6, .log_strides = 9, .log_stride_size = 11, .cq = &cq
   };
-  g_assert_true (mlx5_hw_rq_check (&rq, &caps, &err));
-  g_assert_no_error (err);
+  expect_ok (mlx5_hw_rq_check (&rq, &caps, &err), &err);
   rq.log_stride_size = 5;
   expect_error (mlx5_hw_rq_check (&rq, &caps, &err), &err, DQ_ERROR_CONFIG,
       "mlx5: a stride of 32 bytes is outside what the device allows (64..8192 bytes)");
@@ -1107,8 +1098,7 @@ test_geometry (void)
   rq.dbrec = dbrec;
 
   Mlx5Sq sq = { .wqes = ring, .dbrec = dbrec, .log_wqebbs = 15, .cq = &cq };
-  g_assert_true (mlx5_hw_sq_check (&sq, &caps, &err));
-  g_assert_no_error (err);
+  expect_ok (mlx5_hw_sq_check (&sq, &caps, &err), &err);
   sq.log_wqebbs = 16;
   expect_error (mlx5_hw_sq_check (&sq, &caps, &err), &err, DQ_ERROR_CONFIG,
       "mlx5: an SQ of 2^16 WQE basic blocks is larger than the device allows (2^15)");
@@ -1197,6 +1187,38 @@ expect_match (const Mlx5HwFlowEntry *e, const MatchField *fields, guint n)
   g_assert_cmpuint (e->criteria, ==, n ? MLX5_MATCH_OUTER_HEADERS : 0);
 }
 
+/* the entry matches IPv4 protocol `proto`, UDP (17) or TCP (6), from port `sport` to `dport` */
+static void
+expect_ports_match (const Mlx5HwFlowEntry *e, guint32 proto, guint32 sport, guint32 dport)
+{
+  MatchField f[] = {
+    { M_ETHERTYPE, 0xffff, 0x0800 },
+    { M_IP_PROTOCOL, 0xff, proto },
+    { M_UDP_SPORT, 0xffff, sport },
+    { M_UDP_DPORT, 0xffff, dport },
+  };
+  if (proto == 6) {
+    f[2] = (MatchField){ M_TCP_SPORT, 0xffff, sport };
+    f[3] = (MatchField){ M_TCP_DPORT, 0xffff, dport };
+  }
+  expect_match (e, f, G_N_ELEMENTS (f));
+}
+
+/* the entry matches a first VLAN tag `vid` over `ethertype`: an 802.1Q tag, or with
+ * `s_tag` an 802.1ad one */
+static void
+expect_vlan_match (const Mlx5HwFlowEntry *e, gboolean s_tag, guint32 ethertype, guint32 vid)
+{
+  MatchField f[] = {
+    { M_ETHERTYPE, 0xffff, ethertype },
+    { M_CVLAN_TAG, 1, 1 },
+    { M_FIRST_VID, 0xfff, vid },
+  };
+  if (s_tag)
+    f[1] = (MatchField){ M_SVLAN_TAG, 1, 1 };
+  expect_match (e, f, G_N_ELEMENTS (f));
+}
+
 static void
 test_plan_catch_all (void)
 {
@@ -1245,20 +1267,8 @@ test_plan_fields (void)
 
   /* ports without a protocol: a UDP and a TCP entry */
   plan = plan_entries ("src-port=53 dst-port=5353 mark=3", 1, 2);
-  MatchField u[] = {
-    { M_ETHERTYPE, 0xffff, 0x0800 },
-    { M_IP_PROTOCOL, 0xff, 17 },
-    { M_UDP_SPORT, 0xffff, 53 },
-    { M_UDP_DPORT, 0xffff, 5353 },
-  };
-  MatchField t[] = {
-    { M_ETHERTYPE, 0xffff, 0x0800 },
-    { M_IP_PROTOCOL, 0xff, 6 },
-    { M_TCP_SPORT, 0xffff, 53 },
-    { M_TCP_DPORT, 0xffff, 5353 },
-  };
-  expect_match (entry (plan, 0), u, G_N_ELEMENTS (u));
-  expect_match (entry (plan, 1), t, G_N_ELEMENTS (t));
+  expect_ports_match (entry (plan, 0), 17, 53, 5353);
+  expect_ports_match (entry (plan, 1), 6, 53, 5353);
   g_assert_cmpuint (entry (plan, 0)->priority, ==, 0);
   g_assert_cmpuint (entry (plan, 1)->priority, ==, 0);
   g_assert_cmpuint (entry (plan, 1)->tag, ==, 3);
@@ -1282,18 +1292,8 @@ test_plan_fields (void)
 
   /* a VLAN id: an 802.1Q and an 802.1ad first tag */
   plan = plan_entries ("vlan=100 ethertype=0x88b5 mark=16777215", 1, 2);
-  MatchField cv[] = {
-    { M_ETHERTYPE, 0xffff, 0x88b5 },
-    { M_CVLAN_TAG, 1, 1 },
-    { M_FIRST_VID, 0xfff, 100 },
-  };
-  MatchField sv[] = {
-    { M_ETHERTYPE, 0xffff, 0x88b5 },
-    { M_SVLAN_TAG, 1, 1 },
-    { M_FIRST_VID, 0xfff, 100 },
-  };
-  expect_match (entry (plan, 0), cv, G_N_ELEMENTS (cv));
-  expect_match (entry (plan, 1), sv, G_N_ELEMENTS (sv));
+  expect_vlan_match (entry (plan, 0), FALSE, 0x88b5, 100);
+  expect_vlan_match (entry (plan, 1), TRUE, 0x88b5, 100);
   g_assert_cmpuint (entry (plan, 0)->tag, ==, 0xffffff);
   g_assert_cmpuint (entry (plan, 0)->priority, ==, 0);
   g_assert_cmpuint (entry (plan, 1)->priority, ==, 0);

@@ -765,13 +765,31 @@ static const char sample[] = "#define DQ_A 0x10\n"
                              "#define DQ_UNKNOWN (DQ_NOWHERE + 1)\n"
                              "static inline u8 dq_get(u8 x)\n{\n\treturn (x >> 4) & 0x7;\n}\n";
 
+/* a name and the value it is known to have */
+typedef struct {
+  const char *name;
+  guint64 value;
+} KnownValue;
+
+/* every known name evaluates in `k` (the text `where`) to its value */
+static void
+check_known (KText *k, const KnownValue *known, guint n, const char *where)
+{
+  for (guint i = 0; i < n; i++) {
+    guint64 v;
+    if (!eval_name (k, known[i].name, 0, &v))
+      fail ("parser: %s not found in %s", known[i].name, where);
+    else if (v != known[i].value)
+      fail ("parser: %s in %s parsed as 0x%" G_GINT64_MODIFIER
+            "x, known to be 0x%" G_GINT64_MODIFIER "x",
+          known[i].name, where, v, known[i].value);
+  }
+}
+
 static void
 self_check_sample (void)
 {
-  static const struct {
-    const char *name;
-    guint64 value;
-  } known[] = {
+  static const KnownValue known[] = {
     { "DQ_A", 16 },
     { "DQ_SPACED", 7 },
     { "DQ_B", 8 },
@@ -789,15 +807,7 @@ self_check_sample (void)
   static const char *const absent[] = { "DQ_F", "DQ_COMMENTED", "DQ_UNKNOWN", "DQ_NOWHERE" };
   KText *k = ktext_new ();
   ktext_add (k, sample);
-  for (guint i = 0; i < G_N_ELEMENTS (known); i++) {
-    guint64 v;
-    if (!eval_name (k, known[i].name, 0, &v))
-      fail ("parser: %s not found in the sample", known[i].name);
-    else if (v != known[i].value)
-      fail ("parser: %s parsed as 0x%" G_GINT64_MODIFIER "x, the sample says 0x%" G_GINT64_MODIFIER
-            "x",
-          known[i].name, v, known[i].value);
-  }
+  check_known (k, known, G_N_ELEMENTS (known), "the sample");
   for (guint i = 0; i < G_N_ELEMENTS (absent); i++) {
     guint64 v;
     if (eval_name (k, absent[i], 0, &v))
@@ -841,10 +851,7 @@ self_check_sample (void)
 static void
 self_check_kernel (KText *k, const char *where)
 {
-  static const struct {
-    const char *name;
-    guint64 value;
-  } known[] = {
+  static const KnownValue known[] = {
     { "MLX5_CQE_INVALID", 15 },
     { "MLX5_COMPRESSED", 3 },
     { "MLX5_HW_START_PADDING", 0x80000000u },
@@ -852,15 +859,7 @@ self_check_kernel (KText *k, const char *where)
     { "MLX5_WQE_CTRL_CQ_UPDATE_AND_EQE", 0xc },
     { "MLX5_FENCE_MODE_SMALL_AND_FENCE", 0x80 },
   };
-  for (guint i = 0; i < G_N_ELEMENTS (known); i++) {
-    guint64 v;
-    if (!eval_name (k, known[i].name, 0, &v))
-      fail ("parser: %s not found in %s", known[i].name, where);
-    else if (v != known[i].value)
-      fail ("parser: %s in %s parsed as 0x%" G_GINT64_MODIFIER
-            "x, known to be 0x%" G_GINT64_MODIFIER "x",
-          known[i].name, where, v, known[i].value);
-  }
+  check_known (k, known, G_N_ELEMENTS (known), where);
 }
 
 /* ------------------------------------------------------------------------------------ */

@@ -292,11 +292,9 @@ static const char *const member_alias[][3] = {
 };
 
 /* reference/daqiri-facts.md §4.9 (bit offset, width) of members kernel 6.1 leaves
- * reserved (§11), and one the facts do not record (its source beside it) */
-typedef struct {
-  const char *type, *member;
-  gsize off, bits;
-} FactField;
+ * reserved (§11), and one the facts do not record (its source beside it); laid out as
+ * our own fields */
+typedef OurField FactField;
 
 static const FactField fact_fields[] = {
   { "wq", "dbr_umem_id", 0x140, 0x20 },
@@ -390,7 +388,8 @@ static const OurConst our_consts[] = {
 typedef struct _KType KType;
 
 typedef struct {
-  char *name;        /* NULL: an anonymous struct/union, its members visible */
+  const char *name;  /* NULL: an anonymous struct/union, its members visible; one of the
+                      * header's tokens */
   char *type;        /* NULL: u8; else a named type */
   KType *anon;       /* the anonymous struct/union */
   gint64 count;      /* product of the dimensions; -1 unknown */
@@ -417,7 +416,6 @@ static void
 kmember_free (gpointer p)
 {
   KMember *m = p;
-  g_free (m->name);
   g_free (m->type);
   g_free (m);
 }
@@ -581,7 +579,7 @@ parse_members (KHeader *h, KType *t)
     const char *k = tok (h, h->pos);
     KMember *m = g_new0 (KMember, 1);
     if (strcmp (k, "u8") == 0 && is_ident (tok (h, h->pos + 1))) {
-      m->name = g_strdup (tok (h, h->pos + 1));
+      m->name = tok (h, h->pos + 1);
       h->pos += 2;
       m->count = parse_dims (h, &m->flexible);
     } else if ((strcmp (k, "struct") == 0 || strcmp (k, "union") == 0) &&
@@ -592,11 +590,11 @@ parse_members (KHeader *h, KType *t)
       parse_members (h, m->anon);
       h->pos++; /* } */
       if (is_ident (tok (h, h->pos)))
-        m->name = g_strdup (tok (h, h->pos++));
+        m->name = tok (h, h->pos++);
       m->count = parse_dims (h, &m->flexible);
     } else if ((strcmp (k, "struct") == 0 || strcmp (k, "union") == 0) &&
         (m->type = ifc_name (tok (h, h->pos + 1))) != NULL && is_ident (tok (h, h->pos + 2))) {
-      m->name = g_strdup (tok (h, h->pos + 2));
+      m->name = tok (h, h->pos + 2);
       h->pos += 3;
       m->count = parse_dims (h, &m->flexible);
     } else if (strcmp (k, "DECLARE_FLEX_ARRAY") == 0 && strcmp (tok (h, h->pos + 1), "(") == 0) {
@@ -609,7 +607,7 @@ parse_members (KHeader *h, KType *t)
         p = G_MAXUINT;
       if (p != G_MAXUINT && strcmp (tok (h, p + 1), ",") == 0 && is_ident (tok (h, p + 2)) &&
           strcmp (tok (h, p + 3), ")") == 0 && (m->type || strcmp (tok (h, p), "u8") == 0)) {
-        m->name = g_strdup (tok (h, p + 2));
+        m->name = tok (h, p + 2);
         m->flexible = TRUE;
         m->count = 0;
         h->pos = p + 4;
@@ -761,7 +759,7 @@ kmember_names (const KType *t, GPtrArray *out)
     if (m->name == NULL && m->anon)
       kmember_names (m->anon, out);
     else if (m->name && !g_str_has_prefix (m->name, "reserved"))
-      g_ptr_array_add (out, m->name);
+      g_ptr_array_add (out, (gpointer) m->name);
   }
 }
 
@@ -785,22 +783,26 @@ alias_member (const char *type, const char *member)
   return member;
 }
 
+/* the field `member` of `type` in a list of n, or NULL */
+static const OurField *
+field_find (const OurField *fields, guint n, const char *type, const char *member)
+{
+  for (guint i = 0; i < n; i++)
+    if (strcmp (fields[i].type, type) == 0 && strcmp (fields[i].member, member) == 0)
+      return &fields[i];
+  return NULL;
+}
+
 static const FactField *
 fact_find (const char *type, const char *member)
 {
-  for (guint i = 0; i < G_N_ELEMENTS (fact_fields); i++)
-    if (strcmp (fact_fields[i].type, type) == 0 && strcmp (fact_fields[i].member, member) == 0)
-      return &fact_fields[i];
-  return NULL;
+  return field_find (fact_fields, G_N_ELEMENTS (fact_fields), type, member);
 }
 
 static const OurField *
 our_find (const char *type, const char *member)
 {
-  for (guint i = 0; i < G_N_ELEMENTS (our_fields); i++)
-    if (strcmp (our_fields[i].type, type) == 0 && strcmp (our_fields[i].member, member) == 0)
-      return &our_fields[i];
-  return NULL;
+  return field_find (our_fields, G_N_ELEMENTS (our_fields), type, member);
 }
 
 /* 1. the parser on our header agrees with the compiler, and the list is complete */
