@@ -12,14 +12,21 @@ dq_test_port_open (const char *device)
   return port;
 }
 
+/* the queue a _create call returned, which must be there and without an error */
+static gpointer
+expect_created (gpointer queue, GError *error)
+{
+  g_assert_no_error (error);
+  g_assert_nonnull (queue);
+  return queue;
+}
+
 DqRxQueue *
 dq_test_rxq_create (DqPort *port, const DqRxConfig *config)
 {
   GError *error = NULL;
   DqRxQueue *rxq = dq_rxq_create (port, config, &error);
-  g_assert_no_error (error);
-  g_assert_nonnull (rxq);
-  return rxq;
+  return expect_created (rxq, error);
 }
 
 DqTxQueue *
@@ -27,9 +34,7 @@ dq_test_txq_create (DqPort *port, const DqTxConfig *config)
 {
   GError *error = NULL;
   DqTxQueue *txq = dq_txq_create (port, config, &error);
-  g_assert_no_error (error);
-  g_assert_nonnull (txq);
-  return txq;
+  return expect_created (txq, error);
 }
 
 DqRxStats

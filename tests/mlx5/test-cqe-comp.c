@@ -180,6 +180,31 @@ zcounters (ZDev *d)
   return c;
 }
 
+/* Polls up to `max` packets into p: the poll must return `more` (TRUE: a WQE used up, or
+ * the CQ has more) and give `n` packets. */
+static Mlx5RxBurst
+zpoll (ZDev *d, DqPacket *p, guint max, gboolean more, guint n)
+{
+  Mlx5RxBurst b = { 0 };
+  if (more)
+    g_assert_true (mlx5_rxq_poll (d->q, &b, p, max));
+  else
+    g_assert_false (mlx5_rxq_poll (d->q, &b, p, max));
+  g_assert_cmpuint (b.n_packets, ==, n);
+  return b;
+}
+
+/* the ring counted `packets` packets, `compressed` of them from mini-CQEs, and no device
+ * errors */
+static void
+zassert_counted (ZDev *d, guint64 packets, guint64 compressed)
+{
+  Mlx5RxCounters c = zcounters (d);
+  g_assert_cmpuint (c.packets, ==, packets);
+  g_assert_cmpuint (c.compressed, ==, compressed);
+  g_assert_cmpuint (c.device_errors, ==, 0);
+}
+
 static void
 zassert_pkt (const DqPacket *p, guint32 offset, guint32 len, guint32 tag, guint64 ts)
 {
@@ -217,10 +242,8 @@ test_basic_layout (void)
   g_assert_cmpuint (stride, ==, 16);
   zbasic (&d, 1, 0, 1, 200, minis, 11, MLX5_CQE_RESP_SEND << 4);
 
-  Mlx5RxBurst b = { 0 };
   DqPacket p[32];
-  g_assert_true (mlx5_rxq_poll (d.q, &b, p, 32)); /* WQE 0 used up */
-  g_assert_cmpuint (b.n_packets, ==, 12);
+  Mlx5RxBurst b = zpoll (&d, p, 32, TRUE, 12); /* WQE 0 used up */
   g_assert_cmpuint (b.wqe, ==, 0);
   g_assert_cmpuint (b.strides, ==, 16);
   zassert_pkt (&p[0], 0, 60, 0x000001, 100);
@@ -239,11 +262,9 @@ test_basic_layout (void)
   for (guint i = 2; i < 12; i++)
     g_assert_cmphex (zslot (&d, i)[63], ==, MLX5_CQE_INVALID << 4);
   g_assert_cmphex (zslot (&d, 12)[63], ==, 0xff);
+  zassert_counted (&d, 12, 11);
   Mlx5RxCounters c = zcounters (&d);
-  g_assert_cmpuint (c.packets, ==, 12);
-  g_assert_cmpuint (c.compressed, ==, 11);
   g_assert_cmpuint (c.bytes, ==, 60 + 60 + 64 + 100 + 128 + 65 + 1 + 64 * 4 + 70);
-  g_assert_cmpuint (c.device_errors, ==, 0);
 
   /* WQE 1: a session of 5 read in two polls (3, then 2), then a filler */
   guint64 m5[5];
@@ -251,14 +272,10 @@ test_basic_layout (void)
     m5[i] = zmini (0x10 + i, (guint16) (2 * i), 2, 128);
   zbasic (&d, 12, 1, 0, 300, m5, 5, 0);
   zfull (&d, 17, 1, 10, 6, 0, TRUE, 0, 0);
-  Mlx5RxBurst b1 = { 0 };
-  g_assert_true (mlx5_rxq_poll (d.q, &b1, p, 3)); /* max packets */
-  g_assert_cmpuint (b1.n_packets, ==, 3);
+  Mlx5RxBurst b1 = zpoll (&d, p, 3, TRUE, 3); /* max packets */
   g_assert_cmpuint (be32toh (d.port.cq->dbrec[0]), ==, 15);
-  g_assert_true (mlx5_rxq_cq_ready (d.q)); /* the session's rest */
-  Mlx5RxBurst b2 = { 0 };
-  g_assert_true (mlx5_rxq_poll (d.q, &b2, p + 3, 8)); /* the filler ends WQE 1 */
-  g_assert_cmpuint (b2.n_packets, ==, 2);
+  g_assert_true (mlx5_rxq_cq_ready (d.q));        /* the session's rest */
+  Mlx5RxBurst b2 = zpoll (&d, p + 3, 8, TRUE, 2); /* the filler ends WQE 1 */
   g_assert_cmpuint (b2.wqe, ==, 1);
   g_assert_cmpuint (b2.first_stride, ==, 6);
   for (guint i = 0; i < 5; i++)
@@ -282,17 +299,12 @@ test_basic_layout (void)
   zfields (e, 2, 2, 3u << 16, 0, 0);
   e[55] = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
   zpublish (&d, 20, MLX5_CQE_RESP_ERR << 4);
-  Mlx5RxBurst b3 = { 0 };
-  g_assert_false (mlx5_rxq_poll (d.q, &b3, p, 8));
-  g_assert_cmpuint (b3.n_packets, ==, 2);
+  zpoll (&d, p, 8, FALSE, 2);
   zassert_pkt (&p[0], 0, 64, 7, 400);
   zassert_pkt (&p[1], 64, 64, 8, 400);
   g_assert_true (mlx5_rxq_in_error (d.q));
-  c = zcounters (&d);
-  g_assert_cmpuint (c.cqe_errors, ==, 1);
-  g_assert_cmpuint (c.compressed, ==, 18);
-  g_assert_cmpuint (c.packets, ==, 19);
-  g_assert_cmpuint (c.device_errors, ==, 0);
+  g_assert_cmpuint (zcounters (&d).cqe_errors, ==, 1);
+  zassert_counted (&d, 19, 18);
   mlx5_rxq_free (d.q);
 }
 
@@ -314,10 +326,8 @@ test_enhanced_layout (void)
   guint64 m2[2] = { zmini (0xffffff, 13, 1, 64), zmini (0x000001, 14, 2, 65) };
   zenhanced (&d, 12, m2, 2, 0x55);
 
-  Mlx5RxBurst b = { 0 };
   DqPacket p[32];
-  g_assert_true (mlx5_rxq_poll (d.q, &b, p, 32));
-  g_assert_cmpuint (b.n_packets, ==, 14);
+  Mlx5RxBurst b = zpoll (&d, p, 32, TRUE, 14);
   g_assert_cmpuint (b.strides, ==, 16);
   zassert_pkt (&p[0], 0, 60, 0x050505, 500);
   for (guint i = 0; i < 10; i++)
@@ -337,10 +347,7 @@ test_enhanced_layout (void)
     g_assert_cmphex (zslot (&d, i)[63], ==, MLX5_CQE_RESP_SEND << 4);
   }
   g_assert_false (mlx5_rxq_cq_ready (d.q));
-  Mlx5RxCounters c = zcounters (&d);
-  g_assert_cmpuint (c.packets, ==, 14);
-  g_assert_cmpuint (c.compressed, ==, 12);
-  g_assert_cmpuint (c.device_errors, ==, 0);
+  zassert_counted (&d, 14, 12);
   mlx5_rxq_free (d.q);
 }
 
@@ -362,9 +369,7 @@ check_wrap (Mlx5CqComp comp)
   /* WQE 0: 8 full CQEs of 2 strides, indices 0..7 */
   for (guint i = 0; i < 8; i++)
     zfull (&d, i, 0, (guint16) (2 * i), 2, 128, FALSE, 1000 + i, i);
-  Mlx5RxBurst b = { 0 };
-  g_assert_true (mlx5_rxq_poll (d.q, &b, p, 32));
-  g_assert_cmpuint (b.n_packets, ==, 8);
+  Mlx5RxBurst b = zpoll (&d, p, 32, TRUE, 8);
   mlx5_rxq_release (d.q, b.wqe, b.strides);
   g_assert_cmpuint (mlx5_rxq_refill (d.q), ==, 1); /* WQE 1; never more than one ahead */
   g_assert_cmpuint (mlx5_rxq_refill (d.q), ==, 0);
@@ -390,9 +395,7 @@ check_wrap (Mlx5CqComp comp)
     zenhanced (&d, 13, m, 6, 1);
   }
   zfull (&d, 19, 1, 11, 5, 0, TRUE, 0, 0);
-  b = (Mlx5RxBurst){ 0 };
-  g_assert_true (mlx5_rxq_poll (d.q, &b, p, 32));
-  g_assert_cmpuint (b.n_packets, ==, 11);
+  b = zpoll (&d, p, 32, TRUE, 11);
   for (guint i = 0; i < 5; i++)
     zassert_pkt (&p[i], i * 64, 64, 0x100 + i, 2000 + i);
   for (guint i = 0; i < 6; i++)
@@ -406,18 +409,13 @@ check_wrap (Mlx5CqComp comp)
    * is slot 14, the basic session's array 0 or an enhanced reserved slot */
   for (guint i = 0; i < 10; i++)
     zfull (&d, 20 + i, 2, (guint16) i, 1, 64, FALSE, 4000 + i, 0x300 + i);
-  b = (Mlx5RxBurst){ 0 };
-  g_assert_false (mlx5_rxq_poll (d.q, &b, p, 32));
-  g_assert_cmpuint (b.n_packets, ==, 10);
+  b = zpoll (&d, p, 32, FALSE, 10);
   g_assert_false (mlx5_rxq_cq_ready (d.q));
   if (comp == MLX5_CQ_COMP_BASIC)
     g_assert_cmphex (zslot (&d, 30)[63], ==, MLX5_CQE_INVALID << 4);
   else
     g_assert_cmphex (zslot (&d, 30)[62], ==, 0); /* lap 0's scrub */
-  Mlx5RxCounters c = zcounters (&d);
-  g_assert_cmpuint (c.packets, ==, seen + 10);
-  g_assert_cmpuint (c.compressed, ==, 6);
-  g_assert_cmpuint (c.device_errors, ==, 0);
+  zassert_counted (&d, seen + 10, 6);
   mlx5_rxq_free (d.q);
 }
 
@@ -449,9 +447,7 @@ test_enhanced_scrub (void)
         m[i] = zmini (lap, (guint16) (8 * h + 1 + i), 1, 64);
       zenhanced (&d, base + 8 * h + 1, m, 7, -1);
     }
-    Mlx5RxBurst b = { 0 };
-    g_assert_true (mlx5_rxq_poll (d.q, &b, p, 32));
-    g_assert_cmpuint (b.n_packets, ==, 16);
+    Mlx5RxBurst b = zpoll (&d, p, 32, TRUE, 16);
     g_assert_cmpuint (p[15].flow_id, ==, lap);
     mlx5_rxq_release (d.q, b.wqe, b.strides);
     g_assert_cmpuint (mlx5_rxq_refill (d.q), ==, 1);
@@ -460,14 +456,9 @@ test_enhanced_scrub (void)
   }
   zfull (&d, 255 * 16, 255 & 3, 0, 1, 64, FALSE, 255, 0);
   zfull (&d, 255 * 16 + 1, 255 & 3, 1, 1, 64, FALSE, 255, 1);
-  Mlx5RxBurst b = { 0 };
-  g_assert_false (mlx5_rxq_poll (d.q, &b, p, 32));
-  g_assert_cmpuint (b.n_packets, ==, 2);
+  zpoll (&d, p, 32, FALSE, 2);
   g_assert_false (mlx5_rxq_cq_ready (d.q));
-  Mlx5RxCounters c = zcounters (&d);
-  g_assert_cmpuint (c.packets, ==, 255 * 16 + 2);
-  g_assert_cmpuint (c.compressed, ==, 255 * 14);
-  g_assert_cmpuint (c.device_errors, ==, 0);
+  zassert_counted (&d, 255 * 16 + 2, 255 * 14);
   mlx5_rxq_free (d.q);
 }
 
@@ -494,9 +485,7 @@ test_malformed_basic (void)
   zfields (zslot (&d, idx), 3, 0, 2, 0, 0);
   zpublish (&d, idx, MLX5_CQE_REQ << 4 | MLX5_COMPRESSED << 2);
   idx++;
-  Mlx5RxBurst b = { 0 };
-  g_assert_false (mlx5_rxq_poll (d.q, &b, p, 64));
-  g_assert_cmpuint (b.n_packets, ==, 0);
+  zpoll (&d, p, 64, FALSE, 0);
   Mlx5RxCounters c = zcounters (&d);
   g_assert_cmpuint (c.device_errors, ==, 4);
   g_assert_cmpuint (be32toh (d.port.cq->dbrec[0]), ==, 4);
@@ -508,9 +497,7 @@ test_malformed_basic (void)
     zmini (4, 3, 0xff, 9000) };
   zbasic (&d, idx, 0, 0, 7, bad, 4, 0);
   idx += 4;
-  b = (Mlx5RxBurst){ 0 };
-  g_assert_true (mlx5_rxq_poll (d.q, &b, p, 64));
-  g_assert_cmpuint (b.n_packets, ==, 1); /* the first was right */
+  zpoll (&d, p, 64, TRUE, 1); /* the first was right */
   zassert_pkt (&p[0], 0, 64, 1, 7);
   c = zcounters (&d);
   g_assert_cmpuint (c.device_errors, ==, 7);
@@ -519,9 +506,7 @@ test_malformed_basic (void)
 
   /* and a good session after all that, in the next WQE */
   zbasic (&d, idx, 1, 0, 9, m, 2, 0);
-  b = (Mlx5RxBurst){ 0 };
-  g_assert_false (mlx5_rxq_poll (d.q, &b, p, 64));
-  g_assert_cmpuint (b.n_packets, ==, 2);
+  zpoll (&d, p, 64, FALSE, 2);
   zassert_pkt (&p[0], 0, 64, 1, 9);
   zassert_pkt (&p[1], 64, 64, 2, 9);
   g_assert_cmpuint (zcounters (&d).device_errors, ==, 7);
@@ -542,9 +527,7 @@ test_malformed_enhanced (void)
   /* a compressed CQE with no title before it: its 3 indices passed, WQE 0 given up */
   zenhanced (&d, idx, m, 3, 0);
   idx += 3;
-  Mlx5RxBurst b = { 0 };
-  g_assert_false (mlx5_rxq_poll (d.q, &b, p, 64));
-  g_assert_cmpuint (b.n_packets, ==, 0);
+  Mlx5RxBurst b = zpoll (&d, p, 64, FALSE, 0);
   g_assert_cmpuint (zcounters (&d).device_errors, ==, 1);
   g_assert_cmpuint (be32toh (d.port.cq->dbrec[0]), ==, 3);
 
@@ -559,13 +542,9 @@ test_malformed_enhanced (void)
     zpublish (&d, idx + 1, (guint8) ((counts[i] - 1) << 4 | MLX5_COMPRESSED << 2));
     idx += 1 + counts[i];
   }
-  b = (Mlx5RxBurst){ 0 };
-  g_assert_true (mlx5_rxq_poll (d.q, &b, p, 64)); /* the title, then WQE 1 given up */
-  g_assert_cmpuint (b.n_packets, ==, 1);
+  b = zpoll (&d, p, 64, TRUE, 1); /* the title, then WQE 1 given up */
   zassert_pkt (&p[0], 0, 64, 0x77, 11);
-  b = (Mlx5RxBurst){ 0 };
-  g_assert_true (mlx5_rxq_poll (d.q, &b, p, 64));
-  g_assert_cmpuint (b.n_packets, ==, 1);
+  b = zpoll (&d, p, 64, TRUE, 1);
   g_assert_cmpuint (b.wqe, ==, 2);
   Mlx5RxCounters c = zcounters (&d);
   g_assert_cmpuint (c.device_errors, ==, 3);
@@ -579,9 +558,7 @@ test_malformed_enhanced (void)
     zmini (4, 4, 1, 0) };
   zenhanced (&d, idx + 1, mix, 4, 0);
   idx += 5;
-  b = (Mlx5RxBurst){ 0 };
-  g_assert_false (mlx5_rxq_poll (d.q, &b, p, 64));
-  g_assert_cmpuint (b.n_packets, ==, 3);
+  b = zpoll (&d, p, 64, FALSE, 3);
   zassert_pkt (&p[0], 0, 64, 0x78, 12);
   zassert_pkt (&p[1], 64, 64, 1, 12);
   zassert_pkt (&p[2], 3 * 64, 64, 3, 12);
@@ -667,9 +644,7 @@ test_window (void)
       m[i] = zmini (w, (guint16) i, 1, 64);
     zbasic (&d, idx, (guint16) (w & 7), 0, w, m, 8, 0);
     idx += 8;
-    Mlx5RxBurst b = { 0 };
-    g_assert_true (mlx5_rxq_poll (d.q, &b, p, 16));
-    g_assert_cmpuint (b.n_packets, ==, 8);
+    Mlx5RxBurst b = zpoll (&d, p, 16, TRUE, 8);
     g_assert_cmpuint (b.wqe, ==, w & 7);
     mlx5_rxq_release (d.q, b.wqe, b.strides);
     /* one WQE read: one more posted, the window stays 2 */
@@ -685,17 +660,12 @@ test_window (void)
 /* ---------------------------------------------------------------------------------- */
 /* the emulated ConnectX */
 
+/* the CQE the emulator must write for a packet: the shared fields (zfields), the rest 0 */
 static void
 cqe_want (guint8 *want, guint16 wqe, guint32 byte_cnt, guint64 ts, guint32 tag, guint16 stride)
 {
   memset (want, 0, 64);
-  put_be (want, 2, 2, wqe);
-  want[28] = CSUM_FLAGS;
-  want[29] = UDP_IPV4;
-  put_be (want, 44, 4, byte_cnt);
-  put_be (want, 48, 8, ts);
-  put_be (want, 56, 4, tag);
-  put_be (want, 60, 2, stride);
+  zfields (want, wqe, stride, byte_cnt, ts, tag);
 }
 
 static void

@@ -525,6 +525,22 @@ test_sq_doorbell (void)
   rig_close (&r);
 }
 
+/* A UDP or TCP frame of `len` bytes from src:sport to dst:dport, with `ip_options` words
+ * of IPv4 options; its checksums left zero or garbage. */
+static TuFrameSpec
+l4_frame (guint len, guint8 proto, guint32 src, guint16 sport, guint32 dst, guint16 dport,
+    guint ip_options)
+{
+  TuFrameSpec spec = { .len = len,
+    .proto = proto,
+    .src = src,
+    .dst = dst,
+    .sport = sport,
+    .dport = dport,
+    .ip_options = ip_options };
+  return spec;
+}
+
 /* Checksum offload: the device computes what cs_flags ask for; the test recomputes every
  * checksum independently (RFC 1071) and compares; RX flags report what verifies. */
 static void
@@ -534,38 +550,11 @@ test_checksums (void)
   Mlx5Txq *on = rig_open_loop (&r, "csum0", 3, 64 * 2048, TRUE);
   GArray *got = rxpkts_new ();
   const TuFrameSpec specs[] = {
-    { .len = 60,
-        .proto = TU_PROTO_UDP,
-        .src = 0x0a000001,
-        .dst = 0x0a000002,
-        .sport = 1,
-        .dport = 2 },
-    { .len = 61,
-        .proto = TU_PROTO_UDP,
-        .src = 0xc0a80001,
-        .dst = 0xffffffff,
-        .sport = 65535,
-        .dport = 5000 },
-    { .len = 1518,
-        .proto = TU_PROTO_UDP,
-        .src = 0x01020304,
-        .dst = 0x05060708,
-        .sport = 9,
-        .dport = 9,
-        .ip_options = 3 },
-    { .len = 99,
-        .proto = TU_PROTO_TCP,
-        .src = 0x0a0a0a0a,
-        .dst = 0x0b0b0b0b,
-        .sport = 80,
-        .dport = 4000 },
-    { .len = 1000,
-        .proto = TU_PROTO_TCP,
-        .src = 0x7f000001,
-        .dst = 0x7f000001,
-        .sport = 1,
-        .dport = 1,
-        .ip_options = 10 },
+    l4_frame (60, TU_PROTO_UDP, 0x0a000001, 1, 0x0a000002, 2, 0),
+    l4_frame (61, TU_PROTO_UDP, 0xc0a80001, 65535, 0xffffffff, 5000, 0),
+    l4_frame (1518, TU_PROTO_UDP, 0x01020304, 9, 0x05060708, 9, 3),
+    l4_frame (99, TU_PROTO_TCP, 0x0a0a0a0a, 80, 0x0b0b0b0b, 4000, 0),
+    l4_frame (1000, TU_PROTO_TCP, 0x7f000001, 1, 0x7f000001, 1, 10),
     { .len = 70, .proto = TU_PROTO_ICMP, .src = 1, .dst = 2 },
     { .len = 80, .proto = 0 },
   };

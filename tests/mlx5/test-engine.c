@@ -79,18 +79,78 @@ emu_rx_close (EmuRx *r)
   dq_port_unref (r->port);
 }
 
+/* Injects frame `seq` of `spec` into the port, without waiting for the device. */
+static void
+inject_frame (EmuPort *ep, const TuFrameSpec *spec, guint32 seq)
+{
+  guint8 *frame = g_malloc (spec->len);
+  tu_frame_build (frame, spec, seq);
+  g_assert_true (emu_port_inject (ep, frame, spec->len));
+  g_free (frame);
+}
+
 /* Injects frames first .. first + count - 1 of `spec` into the port and waits until the
  * device has taken them all. */
 static void
 inject_frames (EmuPort *ep, const TuFrameSpec *spec, guint32 first, guint32 count)
 {
-  guint8 *frame = g_malloc (spec->len);
-  for (guint32 s = first; s < first + count; s++) {
-    tu_frame_build (frame, spec, s);
-    g_assert_true (emu_port_inject (ep, frame, spec->len));
-  }
+  for (guint32 s = first; s < first + count; s++)
+    inject_frame (ep, spec, s);
   g_assert_true (emu_port_wait_idle (ep, 1000 * MS));
-  g_free (frame);
+}
+
+/* Frame `seq` of a run of UDP frames whose lengths vary: base + (seq * step) % span bytes. */
+static TuFrameSpec
+varied_frame (guint32 seq, guint base, guint step, guint span)
+{
+  TuFrameSpec spec = {
+    .len = base + (seq * step) % span, .proto = TU_PROTO_UDP, .good_csums = TRUE
+  };
+  return spec;
+}
+
+/* Injects frames 0 .. n - 1 of that run while the device is stalled, so that it takes them
+ * in passes of many, and waits until it has; returns their bytes. */
+static guint64
+inject_varied_frames (EmuPort *ep, guint n, guint base, guint step, guint span)
+{
+  guint64 bytes = 0;
+  emu_port_fault_stall (ep, TRUE);
+  for (guint32 s = 0; s < n; s++) {
+    TuFrameSpec spec = varied_frame (s, base, step, span);
+    inject_frame (ep, &spec, s);
+    bytes += spec.len;
+  }
+  emu_port_fault_stall (ep, FALSE);
+  g_assert_true (emu_port_wait_idle (ep, 2000 * MS));
+  return bytes;
+}
+
+/* dq_rxq_create refuses `cfg` on the port with DQ_ERROR `code` and an error that says
+ * `says` (NULL: any message) */
+static void
+expect_rxq_refused (DqPort *p, const DqRxConfig *cfg, int code, const char *says)
+{
+  GError *error = NULL;
+  g_assert_null (dq_rxq_create (p, cfg, &error));
+  g_assert_error (error, DQ_ERROR, code);
+  if (says != NULL)
+    g_assert_nonnull (strstr (error->message, says));
+  g_clear_error (&error);
+}
+
+/* The configuration of an RX queue alone in a new group, its ring in `rm`: bursts of
+ * `burst` packets or 1 ms. */
+static DqRxConfig
+ring_memory_config (guint burst, gsize ring, const DqRingMemory *rm)
+{
+  DqRxConfig cfg = { .burst_packets = burst,
+    .burst_timeout_ns = 1 * MS,
+    .ring_bytes = ring,
+    .n_queues = 1,
+    .group_id = next_group++,
+    .ring_memory = rm };
+  return cfg;
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -168,39 +228,26 @@ test_config_errors (void)
     .burst_packets = 8, .n_queues = 2, .flows = &rule, .n_flows = 1, .group_id = next_group++
   };
 
-  g_assert_null (dq_rxq_create (p, &cfg, &error));
-  g_assert_error (error, DQ_ERROR, DQ_ERROR_FLOW);
-  g_assert_nonnull (strstr (error->message,
+  expect_rxq_refused (p, &cfg, DQ_ERROR_FLOW,
       "sends to queue 2, but there are only 2 queues "
-      "(allowed queue=0 .. 1)"));
-  g_clear_error (&error);
+      "(allowed queue=0 .. 1)");
   rule.keys = DQ_FLOW_MARK;
   rule.mark = 0x1000000;
-  g_assert_null (dq_rxq_create (p, &cfg, &error));
-  g_assert_error (error, DQ_ERROR, DQ_ERROR_FLOW);
-  g_assert_nonnull (strstr (error->message,
+  expect_rxq_refused (p, &cfg, DQ_ERROR_FLOW,
       "mark 16777216 does not fit the NIC's 24-bit "
-      "flow tag (allowed mark=0 .. 16777215)"));
-  g_clear_error (&error);
+      "flow tag (allowed mark=0 .. 16777215)");
   cfg.n_flows = 0;
   cfg.ring_bytes = 4096;
-  g_assert_null (dq_rxq_create (p, &cfg, &error));
-  g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
-  g_assert_nonnull (strstr (error->message, "emu:cfgerr: ring-size 4096 is too small"));
-  g_clear_error (&error);
+  expect_rxq_refused (p, &cfg, DQ_ERROR_CONFIG, "emu:cfgerr: ring-size 4096 is too small");
   cfg.ring_bytes = 0;
   cfg.max_packet_size = 70000;
-  g_assert_null (dq_rxq_create (p, &cfg, &error));
-  g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
-  g_clear_error (&error);
+  expect_rxq_refused (p, &cfg, DQ_ERROR_CONFIG, NULL);
   /* a queue index taken twice */
   cfg.max_packet_size = 0;
   cfg.ring_bytes = 1 << 20;
   DqRxQueue *q0 = dq_rxq_create (p, &cfg, &error);
   g_assert_no_error (error);
-  g_assert_null (dq_rxq_create (p, &cfg, &error));
-  g_assert_error (error, DQ_ERROR, DQ_ERROR_BUSY);
-  g_clear_error (&error);
+  expect_rxq_refused (p, &cfg, DQ_ERROR_BUSY, NULL);
   DqTxConfig tcfg = { .ring_bytes = 1000 };
   g_assert_null (dq_txq_create (p, &tcfg, &error));
   g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
@@ -496,12 +543,7 @@ static void
 ring_memory_receive (const char *name, DqRingMemory *rm, HookLog *log)
 {
   DqPort *p = port_open (name);
-  DqRxConfig cfg = { .burst_packets = 16,
-    .burst_timeout_ns = 1 * MS,
-    .ring_bytes = 1 << 20,
-    .n_queues = 1,
-    .group_id = next_group++,
-    .ring_memory = rm };
+  DqRxConfig cfg = ring_memory_config (16, 1 << 20, rm);
   GError *error = NULL;
   DqRxQueue *rxq = dq_rxq_create (p, &cfg, &error);
   g_assert_no_error (error);
@@ -563,12 +605,7 @@ test_ring_memory_hook (void)
     g_assert_cmpuint (flog.desc_allocs, ==, 0);
   }
 
-  DqRxConfig cfg = { .burst_packets = 16,
-    .burst_timeout_ns = 1 * MS,
-    .ring_bytes = 1 << 20,
-    .n_queues = 1,
-    .group_id = next_group++,
-    .ring_memory = &rm };
+  DqRxConfig cfg = ring_memory_config (16, 1 << 20, &rm);
   GError *error = NULL;
 
   /* GPU device memory (a hook that exports a dma-buf): the emulated ConnectX cannot take
@@ -582,10 +619,7 @@ test_ring_memory_hook (void)
     dcfg.ring_memory = &dm;
     dcfg.group_id = next_group++;
     DqPort *dp = port_open ("emu:hook1");
-    g_assert_null (dq_rxq_create (dp, &dcfg, &error));
-    g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
-    g_assert_nonnull (strstr (error->message, "GPU device memory cannot be registered"));
-    g_clear_error (&error);
+    expect_rxq_refused (dp, &dcfg, DQ_ERROR_CONFIG, "GPU device memory cannot be registered");
     g_assert_cmpuint (dlog.exports, ==, 0);
     g_assert_cmpuint (dlog.allocs, ==, 1);
     g_assert_cmpuint (dlog.frees, ==, 1);
@@ -595,10 +629,7 @@ test_ring_memory_hook (void)
   /* an engine that can only receive into host memory says so */
   DqPort *lo = dq_port_open ("afpacket:lo", &error);
   if (lo != NULL) {
-    g_assert_null (dq_rxq_create (lo, &cfg, &error));
-    g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
-    g_assert_nonnull (strstr (error->message, "mlx5 or emu engine"));
-    g_clear_error (&error);
+    expect_rxq_refused (lo, &cfg, DQ_ERROR_CONFIG, "mlx5 or emu engine");
     dq_port_unref (lo);
   }
   g_clear_error (&error);
@@ -613,12 +644,7 @@ test_device_ring_memory (void)
   DqRingMemory dm = tu_device_memory (&d);
   DqPort *p = port_open ("emu:devmem0");
   g_assert_true (dq_port_info (p)->device_dma);
-  DqRxConfig cfg = { .burst_packets = 64,
-    .burst_timeout_ns = 1 * MS,
-    .ring_bytes = 4 << 20,
-    .n_queues = 1,
-    .group_id = next_group++,
-    .ring_memory = &dm };
+  DqRxConfig cfg = ring_memory_config (64, 4 << 20, &dm);
   GError *error = NULL;
   DqRxQueue *rxq = dq_rxq_create (p, &cfg, &error);
   g_assert_no_error (error);
@@ -627,17 +653,8 @@ test_device_ring_memory (void)
 
   /* 2000 frames of 64 .. 1514 bytes, taken by the device in passes of many */
   const guint n = 2000;
-  guint64 sent_bytes = 0;
   guint8 frame[1514];
-  emu_port_fault_stall (ep, TRUE);
-  for (guint32 s = 0; s < n; s++) {
-    TuFrameSpec spec = { .len = 64 + (s * 97) % 1451, .proto = TU_PROTO_UDP, .good_csums = TRUE };
-    tu_frame_build (frame, &spec, s);
-    g_assert_true (emu_port_inject (ep, frame, spec.len));
-    sent_bytes += spec.len;
-  }
-  emu_port_fault_stall (ep, FALSE);
-  g_assert_true (emu_port_wait_idle (ep, 2000 * MS));
+  guint64 sent_bytes = inject_varied_frames (ep, n, 64, 97, 1451);
 
   guint got = 0;
   DqBurst b;
@@ -646,9 +663,7 @@ test_device_ring_memory (void)
     g_assert_true (b.data >= d.mem && b.data + b.size <= d.mem + d.size);
     const guint8 *data = tu_device_view (&d, b.data);
     for (guint i = 0; i < b.n_packets; i++, got++) {
-      TuFrameSpec spec = {
-        .len = 64 + (got * 97) % 1451, .proto = TU_PROTO_UDP, .good_csums = TRUE
-      };
+      TuFrameSpec spec = varied_frame (got, 64, 97, 1451);
       tu_frame_build (frame, &spec, got);
       g_assert_cmpuint (b.packets[i].length, ==, spec.len);
       g_assert_cmpmem (data + b.packets[i].offset, spec.len, frame, spec.len);
@@ -693,13 +708,8 @@ test_header_split (void)
   TuDeviceMem d;
   DqRingMemory dm = tu_device_memory (&d);
   DqPort *p = port_open ("emu:split0");
-  DqRxConfig cfg = { .burst_packets = 32,
-    .burst_timeout_ns = 1 * MS,
-    .ring_bytes = 1 << 20,
-    .n_queues = 1,
-    .group_id = next_group++,
-    .ring_memory = &dm,
-    .header_size = 42 };
+  DqRxConfig cfg = ring_memory_config (32, 1 << 20, &dm);
+  cfg.header_size = 42;
   GError *error = NULL;
   DqRxQueue *rxq = dq_rxq_create (p, &cfg, &error);
   g_assert_no_error (error);
@@ -707,14 +717,7 @@ test_header_split (void)
 
   const guint n = 300;
   guint8 frame[1514];
-  emu_port_fault_stall (ep, TRUE);
-  for (guint32 s = 0; s < n; s++) {
-    TuFrameSpec spec = { .len = 60 + (s * 89) % 1455, .proto = TU_PROTO_UDP, .good_csums = TRUE };
-    tu_frame_build (frame, &spec, s);
-    g_assert_true (emu_port_inject (ep, frame, spec.len));
-  }
-  emu_port_fault_stall (ep, FALSE);
-  g_assert_true (emu_port_wait_idle (ep, 2000 * MS));
+  inject_varied_frames (ep, n, 60, 89, 1455);
 
   guint got = 0;
   DqBurst b;
@@ -731,9 +734,7 @@ test_header_split (void)
     g_assert_true (b.payload >= d.mem && b.payload + b.payload_size <= d.mem + d.size);
     for (guint i = 0; i < b.n_packets; i++, got++) {
       const DqPacket *pkt = &b.packets[i];
-      TuFrameSpec spec = {
-        .len = 60 + (got * 89) % 1455, .proto = TU_PROTO_UDP, .good_csums = TRUE
-      };
+      TuFrameSpec spec = varied_frame (got, 60, 89, 1455);
       tu_frame_build (frame, &spec, got);
       g_assert_cmpuint (pkt->length, ==, spec.len);
       g_assert_cmpuint (pkt->flow_id, ==, 0);
@@ -759,10 +760,7 @@ test_header_split (void)
   cfg.ring_memory = NULL;
   cfg.header_size = 8;
   cfg.group_id = next_group++;
-  g_assert_null (dq_rxq_create (p, &cfg, &error));
-  g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
-  g_assert_nonnull (strstr (error->message, "header-size 8 is not allowed"));
-  g_clear_error (&error);
+  expect_rxq_refused (p, &cfg, DQ_ERROR_CONFIG, "header-size 8 is not allowed");
   dq_port_unref (p);
   DqPort *lo = dq_port_open ("afpacket:lo", &error);
   if (lo != NULL) {
@@ -787,7 +785,6 @@ test_ring_full (void)
   DqRxQueue *rxq = rig.rxq;
   EmuPort *ep = rig.ep;
   TuFrameSpec spec = { .len = 1000, .proto = TU_PROTO_UDP, .good_csums = TRUE };
-  guint8 frame[1000];
   DqBurst held[8];
   guint n_held = 0, got = 0;
   GError *error = NULL;
@@ -826,8 +823,7 @@ test_ring_full (void)
   /* the polling thread re-posts the WQEs the next time it polls */
   g_assert_cmpint (dq_rxq_poll (rxq, &b, 0, &error), ==, 0);
   for (guint32 s = 200; s < 240; s++) {
-    tu_frame_build (frame, &spec, s);
-    g_assert_true (emu_port_inject (ep, frame, 1000));
+    inject_frame (ep, &spec, s);
     g_assert_cmpint (dq_rxq_poll (rxq, &b, 1000 * MS, &error), ==, 1);
     g_assert_cmpuint (b.n_packets, ==, 1);
     g_assert_cmpuint (tu_frame_seq (b.data + b.packets[0].offset, 1000), ==, s);
@@ -922,21 +918,16 @@ test_truncate (void)
 {
   EmuRx rig;
   emu_rx_open (&rig, "emu:tr0", 4, 1 * MS, 1 << 20, 100);
-  DqRxQueue *rxq = rig.rxq;
-  EmuPort *ep = rig.ep;
   TuFrameSpec spec = { .len = 300, .proto = TU_PROTO_UDP, .good_csums = TRUE };
-  guint8 frame[300];
   DqBurst b;
   GError *error = NULL;
 
-  tu_frame_build (frame, &spec, 9);
-  g_assert_true (emu_port_inject (ep, frame, 300));
+  inject_frame (rig.ep, &spec, 9);
   spec.len = 100;
-  tu_frame_build (frame, &spec, 10);
-  g_assert_true (emu_port_inject (ep, frame, 100));
-  g_assert_cmpint (dq_rxq_poll (rxq, &b, 1000 * MS, &error), ==, 1);
+  inject_frame (rig.ep, &spec, 10);
+  g_assert_cmpint (dq_rxq_poll (rig.rxq, &b, 1000 * MS, &error), ==, 1);
   if (b.n_packets < 2) {
-    dq_rxq_release (rxq, &b);
+    dq_rxq_release (rig.rxq, &b);
     g_error ("expected both packets in one burst");
   }
   g_assert_cmpuint (b.packets[0].length, ==, 100);
@@ -945,9 +936,9 @@ test_truncate (void)
   g_assert_cmpuint (b.packets[1].flags & DQ_PACKET_FLAG_TRUNCATED, ==, 0);
   /* 300 bytes took 5 strides of 64: the next packet starts after them */
   g_assert_cmpuint (b.packets[1].offset, ==, 320);
-  dq_rxq_release (rxq, &b);
+  dq_rxq_release (rig.rxq, &b);
   DqRxStats st;
-  dq_rxq_stats (rxq, &st);
+  dq_rxq_stats (rig.rxq, &st);
   g_assert_cmpuint (st.truncated, ==, 1);
   emu_rx_close (&rig);
 }

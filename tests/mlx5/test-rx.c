@@ -129,109 +129,138 @@ assert_reposts (Mlx5Rxq *q, guint64 reposts)
   g_assert_cmpuint (c.device_errors, ==, 0);
 }
 
+/* The burst holds one packet, at WQE `wqe` from stride `stride`, of `len` bytes that end
+ * in `last`. */
+static void
+assert_one_packet (Mlx5Rxq *q, Mlx5RxBurst *b, const DqPacket *p, guint16 wqe, guint32 stride,
+    guint32 len, guint8 last)
+{
+  g_assert_cmpuint (b->n_packets, ==, 1);
+  g_assert_cmpuint (b->wqe, ==, wqe);
+  g_assert_cmpuint (b->first_stride, ==, stride);
+  g_assert_cmpuint (p[0].length, ==, len);
+  g_assert_cmpuint (mlx5_rxq_burst_data (q, b)[len - 1], ==, last);
+}
+
+/* Polls the next burst of up to `max` packets into *b and pkts: FALSE once the CQ has
+ * none. */
+static gboolean
+next_burst (Mlx5Rxq *q, Mlx5RxBurst *b, DqPacket *pkts, guint max)
+{
+  *b = (Mlx5RxBurst){ 0 };
+  mlx5_rxq_poll (q, b, pkts, max);
+  return b->n_packets > 0;
+}
+
 /* ---------------------------------------------------------------------------------- */
+
+/* the geometry chosen on the port of `caps` for a ring of `ring` bytes (0: the default),
+ * frames of up to `max_packet` bytes, and `stride` and `strides` (0: chosen); it must be
+ * allowed */
+static Mlx5RxGeometry
+geometry (const Mlx5Caps *caps, gsize ring, guint max_packet, guint stride, guint strides)
+{
+  Mlx5RxGeometry geo;
+  GError *error = NULL;
+  g_assert_true (
+      mlx5_rx_geometry_choose (caps, "t", ring, max_packet, stride, strides, &geo, &error));
+  g_assert_no_error (error);
+  return geo;
+}
+
+/* the same choice on device `name` must be refused with a configuration error that says
+ * `says`, and `also` where not NULL */
+static void
+expect_geometry_refused (const Mlx5Caps *caps, const char *name, gsize ring, guint max_packet,
+    guint stride, guint strides, const char *says, const char *also)
+{
+  Mlx5RxGeometry geo;
+  GError *error = NULL;
+  g_assert_false (
+      mlx5_rx_geometry_choose (caps, name, ring, max_packet, stride, strides, &geo, &error));
+  g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
+  g_assert_nonnull (strstr (error->message, says));
+  if (also != NULL)
+    g_assert_nonnull (strstr (error->message, also));
+  g_clear_error (&error);
+}
 
 static void
 test_geometry (void)
 {
-  Mlx5RxGeometry geo;
-  GError *error = NULL;
-
   /* defaults: 64-byte strides (a 1518-byte frame takes 24), 512 per WQE (32 KiB), 2048
    * WQEs in 64 MiB, CQ 2^20 */
-  g_assert_true (mlx5_rx_geometry_choose (&mini_port_caps, "t", 0, 1518, 0, 0, &geo, &error));
-  g_assert_no_error (error);
+  Mlx5RxGeometry geo = geometry (&mini_port_caps, 0, 1518, 0, 0);
   g_assert_cmpuint (geo.log_stride_size, ==, 6);
   g_assert_cmpuint (geo.log_strides, ==, 9);
   g_assert_cmpuint (geo.log_wqes, ==, 11);
   g_assert_cmpuint (geo.log_cq_size, ==, 20);
 
-  /* a 100 MB ring rounds down to a power of two */
-  g_assert_true (
-      mlx5_rx_geometry_choose (&mini_port_caps, "t", 100000000, 100, 0, 0, &geo, &error));
-  g_assert_cmpuint (geo.log_stride_size, ==, 6);
-  g_assert_cmpuint (geo.log_strides, ==, 9);
-  g_assert_cmpuint (geo.log_wqes, ==, 11); /* 95 MiB / 32 KiB = 3051 -> 2048 */
-  /* a stride given: 128 bytes */
-  g_assert_true (
-      mlx5_rx_geometry_choose (&mini_port_caps, "t", 100000000, 100, 128, 0, &geo, &error));
-  g_assert_cmpuint (geo.log_stride_size, ==, 7);
-  g_assert_cmpuint (geo.log_strides, ==, 9);
-  g_assert_cmpuint (geo.log_wqes, ==, 10); /* 95 MiB / 64 KiB = 1525 -> 1024 */
-
-  /* jumbo frames span strides: 9018 bytes need 141 of 64 -> still 512 per WQE; 65535
-   * bytes need 1024 */
-  g_assert_true (mlx5_rx_geometry_choose (&mini_port_caps, "t", 0, 9018, 0, 0, &geo, &error));
-  g_assert_cmpuint (geo.log_stride_size, ==, 6);
-  g_assert_cmpuint (geo.log_strides, ==, 9);
-  g_assert_true (mlx5_rx_geometry_choose (&mini_port_caps, "t", 0, 65535, 0, 0, &geo, &error));
-  g_assert_cmpuint (geo.log_stride_size, ==, 6);
-  g_assert_cmpuint (geo.log_strides, ==, 10);
-
-  /* a small ring lowers the strides per WQE to keep 4 WQEs (256 of 64 bytes) */
-  g_assert_true (mlx5_rx_geometry_choose (&mini_port_caps, "t", 65536, 1518, 0, 0, &geo, &error));
-  g_assert_cmpuint (geo.log_strides, ==, 8);
-  g_assert_cmpuint (geo.log_wqes, ==, 2);
-  /* ... down to the device minimum (2 KiB strides: 8 per WQE) */
-  g_assert_true (
-      mlx5_rx_geometry_choose (&mini_port_caps, "t", 65536, 1518, 2048, 0, &geo, &error));
-  g_assert_cmpuint (geo.log_strides, ==, 3);
-  g_assert_cmpuint (geo.log_wqes, ==, 2);
+  static const struct {
+    gsize ring;
+    guint max_packet, stride;
+    guint log_stride_size, log_strides, log_wqes;
+  } cases[] = {
+    /* a 100 MB ring rounds down to a power of two: 95 MiB / 32 KiB = 3051 -> 2048 */
+    { 100000000, 100, 0, 6, 9, 11 },
+    /* a stride given: 128 bytes; 95 MiB / 64 KiB = 1525 -> 1024 */
+    { 100000000, 100, 128, 7, 9, 10 },
+    /* jumbo frames span strides: 9018 bytes need 141 of 64 -> still 512 per WQE; 65535
+     * bytes need 1024 (64 KiB WQEs: 1024 in 64 MiB) */
+    { 0, 9018, 0, 6, 9, 11 },
+    { 0, 65535, 0, 6, 10, 10 },
+    /* a small ring lowers the strides per WQE to keep 4 WQEs (256 of 64 bytes) */
+    { 65536, 1518, 0, 6, 8, 2 },
+    /* ... down to the device minimum (2 KiB strides: 8 per WQE) */
+    { 65536, 1518, 2048, 11, 3, 2 },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    geo = geometry (&mini_port_caps, cases[i].ring, cases[i].max_packet, cases[i].stride, 0);
+    g_assert_cmpuint (geo.log_stride_size, ==, cases[i].log_stride_size);
+    g_assert_cmpuint (geo.log_strides, ==, cases[i].log_strides);
+    g_assert_cmpuint (geo.log_wqes, ==, cases[i].log_wqes);
+    g_assert_cmpuint (geo.log_cq_size, ==, geo.log_strides + geo.log_wqes);
+  }
 
   /* the CQ limit caps the WQE count */
   Mlx5Caps caps = mini_port_caps;
   caps.max_log_cq_size = 12;
-  g_assert_true (mlx5_rx_geometry_choose (&caps, "t", 0, 1518, 0, 0, &geo, &error));
+  geo = geometry (&caps, 0, 1518, 0, 0);
   g_assert_cmpuint (geo.log_wqes + geo.log_strides, ==, 12);
   g_assert_cmpuint (geo.log_cq_size, ==, 12);
   /* ... but a ring-size asked for is refused, not cut (64 MiB needs 2^20 CQEs) */
-  g_assert_false (mlx5_rx_geometry_choose (&caps, "emu:t", 64 << 20, 1518, 0, 0, &geo, &error));
-  g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
-  g_assert_nonnull (strstr (error->message,
+  expect_geometry_refused (&caps, "emu:t", 64 << 20, 1518, 0, 0,
       "emu:t: ring-size 67108864 is more than one receive queue holds with 512 strides of 64 "
       "bytes per WQE: at most 8 WQEs (the device's CQ limit) (allowed: ring-size <= 262144, "
-      "or a larger stride=N in the device string)"));
-  g_clear_error (&error);
+      "or a larger stride=N in the device string)",
+      NULL);
   /* and the RQ's own limit of 2^15 WQEs: 1 GiB of 32 KiB regions (with a CQ of 2^24) */
   caps.max_log_cq_size = 24;
-  g_assert_true (mlx5_rx_geometry_choose (&caps, "t", 1u << 30, 1518, 0, 0, &geo, &error));
+  geo = geometry (&caps, 1u << 30, 1518, 0, 0);
   g_assert_cmpuint (geo.log_wqes, ==, 15);
-  g_assert_false (mlx5_rx_geometry_choose (&caps, "t", 2u << 30, 1518, 0, 0, &geo, &error));
-  g_assert_nonnull (strstr (error->message, "at most 32768 WQEs (the RQ's WQE limit)"));
-  g_clear_error (&error);
+  expect_geometry_refused (
+      &caps, "t", 2u << 30, 1518, 0, 0, "at most 32768 WQEs (the RQ's WQE limit)", NULL);
 
   /* errors name the value and what is allowed */
-  g_assert_false (
-      mlx5_rx_geometry_choose (&mini_port_caps, "emu:t", 0, 1518, 100, 0, &geo, &error));
-  g_assert_error (error, DQ_ERROR, DQ_ERROR_CONFIG);
-  g_assert_nonnull (strstr (error->message,
+  expect_geometry_refused (&mini_port_caps, "emu:t", 0, 1518, 100, 0,
       "emu:t: stride 100 is not allowed "
-      "(allowed: a power of two 64 .. 8192)"));
-  g_clear_error (&error);
-
-  g_assert_false (mlx5_rx_geometry_choose (&mini_port_caps, "t", 0, 1518, 2048, 5, &geo, &error));
-  g_assert_nonnull (strstr (error->message,
+      "(allowed: a power of two 64 .. 8192)",
+      NULL);
+  expect_geometry_refused (&mini_port_caps, "t", 0, 1518, 2048, 5,
       "strides 5 per WQE is not allowed "
-      "(allowed: a power of two 8 .. 65536)"));
-  g_clear_error (&error);
-
-  g_assert_false (mlx5_rx_geometry_choose (&mini_port_caps, "t", 0, 9018, 1024, 8, &geo, &error));
-  g_assert_nonnull (strstr (error->message,
+      "(allowed: a power of two 8 .. 65536)",
+      NULL);
+  expect_geometry_refused (&mini_port_caps, "t", 0, 9018, 1024, 8,
       "cannot hold max-packet-size 9018 "
-      "(allowed: strides >= 16)"));
-  g_clear_error (&error);
-
-  g_assert_false (mlx5_rx_geometry_choose (&mini_port_caps, "t", 4096, 1518, 0, 0, &geo, &error));
-  g_assert_nonnull (strstr (error->message, "ring-size 4096 is too small"));
+      "(allowed: strides >= 16)",
+      NULL);
   /* 4 WQEs of 32 strides (a 1518-byte frame needs 24) of 64 bytes */
-  g_assert_nonnull (strstr (error->message, "(allowed: ring-size >= 8192)"));
-  g_clear_error (&error);
-
-  g_assert_false (mlx5_rx_geometry_choose (&mini_port_caps, "t", 0, 70000, 0, 0, &geo, &error));
-  g_assert_nonnull (strstr (error->message,
+  expect_geometry_refused (&mini_port_caps, "t", 4096, 1518, 0, 0, "ring-size 4096 is too small",
+      "(allowed: ring-size >= 8192)");
+  expect_geometry_refused (&mini_port_caps, "t", 0, 70000, 0, 0,
       "max-packet-size 70000 is out of range "
-      "(allowed 1 .. 65535)"));
-  g_clear_error (&error);
+      "(allowed 1 .. 65535)",
+      NULL);
 }
 
 /* the WQEs the host posts, the doorbell record, and a first burst */
@@ -372,11 +401,7 @@ test_filler_and_ring_order (void)
   g_assert_cmpuint (b0.wqe, ==, 0);
   g_assert_cmpuint (b0.strides, ==, 14);
   g_assert_false (mlx5_rxq_poll (q, &b1, p1, 32));
-  g_assert_cmpuint (b1.n_packets, ==, 1);
-  g_assert_cmpuint (b1.wqe, ==, 1);
-  g_assert_cmpuint (b1.first_stride, ==, 0);
-  g_assert_cmpuint (p1[0].length, ==, 150);
-  g_assert_cmpuint (mlx5_rxq_burst_data (q, &b1)[149], ==, 0x77);
+  assert_one_packet (q, &b1, p1, 1, 0, 150, 0x77);
   Mlx5RxCounters c;
   mlx5_rxq_counters (q, &c);
   g_assert_cmpuint (c.fillers, ==, 1);
@@ -427,12 +452,9 @@ test_wrap_around (void)
         expected_oob++;
     }
     /* the host drains the CQ in bursts of up to 5 and releases them all */
-    for (;;) {
-      Mlx5RxBurst b = { 0 };
-      DqPacket pkts[5];
-      mlx5_rxq_poll (q, &b, pkts, 5);
-      if (b.n_packets == 0)
-        break;
+    Mlx5RxBurst b;
+    DqPacket pkts[5];
+    while (next_burst (q, &b, pkts, 5)) {
       guint8 *data = mlx5_rxq_burst_data (q, &b);
       for (guint i = 0; i < b.n_packets; i++) {
         g_assert_cmpuint (pkts[i].timestamp, ==, next_check);
@@ -459,19 +481,15 @@ test_wrap_around (void)
   guint64 oob_before = d.oob;
   for (guint i = 0; i < 100; i++)
     mini_rx (&d, 64, 0x55, 0, 0);
-  for (;;) {
-    Mlx5RxBurst b = { 0 };
-    DqPacket pkts[64];
-    mlx5_rxq_poll (q, &b, pkts, 64);
-    if (b.n_packets == 0)
-      break;
+  Mlx5RxBurst b;
+  DqPacket pkts[64];
+  while (next_burst (q, &b, pkts, 64))
     g_array_append_val (held, b);
-  }
   g_assert_cmpuint (d.oob - oob_before, >=, 100 - 32);
   g_assert_cmpuint (mlx5_rxq_refill (q), ==, 0);
   for (guint i = 0; i < held->len; i++) {
-    Mlx5RxBurst *b = &g_array_index (held, Mlx5RxBurst, i);
-    mlx5_rxq_release (q, b->wqe, b->strides);
+    Mlx5RxBurst *h = &g_array_index (held, Mlx5RxBurst, i);
+    mlx5_rxq_release (q, h->wqe, h->strides);
   }
   g_array_free (held, TRUE);
   g_assert_cmpuint (mlx5_rxq_refill (q), >=, 3);
@@ -627,11 +645,7 @@ test_error_cqe (void)
   g_assert_true (mini_rx (&d, 100, 0x07, 0, 0));
   Mlx5RxBurst b3 = { 0 };
   g_assert_false (mlx5_rxq_poll (q, &b3, pkts, 16));
-  g_assert_cmpuint (b3.n_packets, ==, 1);
-  g_assert_cmpuint (b3.wqe, ==, 0);
-  g_assert_cmpuint (b3.first_stride, ==, 0);
-  g_assert_cmpuint (pkts[0].length, ==, 100);
-  g_assert_cmpuint (mlx5_rxq_burst_data (q, &b3)[99], ==, 0x07);
+  assert_one_packet (q, &b3, pkts, 0, 0, 100, 0x07);
 
   /* an error whose position is wrong gives up the rest of the WQE; recovery again */
   mini_err_cqe (&d, 3, 0, 1, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);

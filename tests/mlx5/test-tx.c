@@ -22,6 +22,7 @@ typedef struct {
   /* payload memory (two-segment sends): registered with lkey PAYLOAD_LKEY */
   const guint8 *payload_addr;
   gsize payload_size;
+  gpointer payload_mr; /* its registration (txdev_payload_new) */
   /* the TX slots (the first memory registered) */
   const guint8 *slab;
   gsize slab_size;
@@ -38,6 +39,18 @@ txdev_init (TxDev *d)
   d->cs_flags = g_array_new (FALSE, FALSE, 1);
   d->waits = g_array_new (FALSE, FALSE, sizeof (guint64));
   d->wait_at = g_array_new (FALSE, FALSE, sizeof (guint));
+}
+
+/* A device whose port has minimum inline mode L2: the host must inline each frame's first
+ * 18 bytes. Returns the capabilities of that port. */
+static Mlx5Caps
+txdev_init_inline_l2 (TxDev *d)
+{
+  txdev_init (d);
+  d->inline_bytes = MLX5_ETH_L2_INLINE_SIZE;
+  Mlx5Caps caps = mini_port_caps;
+  caps.tx_inline_bytes = MLX5_ETH_L2_INLINE_SIZE;
+  return caps;
 }
 
 static void
@@ -219,11 +232,30 @@ txq_new_cfg (TxDev *d, const Mlx5Caps *caps, Mlx5TxConfig *cfg, gsize ring, guin
   return q;
 }
 
+/* An eMPW ring with checksums: 64 slots of 2 KiB, 128 WQEBBs, a CQE every 32 frames */
+static Mlx5Txq *
+txq_new_empw (TxDev *d)
+{
+  Mlx5TxConfig cfg = { .csum = TRUE, .empw = TRUE };
+  return txq_new_cfg (d, &mini_port_caps, &cfg, 64 * 2048, 32);
+}
+
 static void
 fill_frame (guint8 *buf, guint len, guint32 seq)
 {
   for (guint i = 0; i < len; i++)
     buf[i] = (guint8) (seq * 7 + i);
+}
+
+/* Fills f[i] (lens[i] bytes, fill_frame seq i) for i < n and sends them, frames[i]
+ * pointing at f[i], in one burst. */
+static void
+fill_and_send (
+    Mlx5Txq *q, guint8 f[][60], const guint8 *const *frames, const guint32 *lens, guint n)
+{
+  for (guint i = 0; i < n; i++)
+    fill_frame (f[i], lens[i], i);
+  g_assert_cmpuint (mlx5_txq_send (q, frames, lens, n), ==, n);
 }
 
 static void
@@ -287,9 +319,7 @@ test_wqe_layout (void)
   const guint8 *frames[3] = { f[0], f[1], f[2] };
   guint32 lens[3] = { 60, 42, 14 };
 
-  for (guint i = 0; i < 3; i++)
-    fill_frame (f[i], lens[i], i);
-  g_assert_cmpuint (mlx5_txq_send (q, frames, lens, 3), ==, 3);
+  fill_and_send (q, f, frames, lens, 3);
   g_assert_cmpuint (be32toh (d.port.sq->dbrec[MLX5_SND_DBR]), ==, 3);
   /* the doorbell: the first 8 bytes of the last WQE's ctrl segment, at BF offset 0 */
   g_assert_cmpmem (d.port.bf, 8, d.port.sq->wqes + 2 * 64, 8);
@@ -383,17 +413,12 @@ static void
 test_inline_l2 (void)
 {
   TxDev d;
-  txdev_init (&d);
-  d.inline_bytes = MLX5_ETH_L2_INLINE_SIZE;
-  Mlx5Caps caps = mini_port_caps;
-  caps.tx_inline_bytes = MLX5_ETH_L2_INLINE_SIZE;
+  Mlx5Caps caps = txdev_init_inline_l2 (&d);
   Mlx5Txq *q = mini_txq_new (&mini_port_ops, &d.port, &caps, 64 * 16, 64, 2, TRUE);
   guint8 f[3][60];
   const guint8 *frames[3] = { f[0], f[1], f[2] };
   guint32 lens[3] = { 60, 16, 18 };
-  for (guint i = 0; i < 3; i++)
-    fill_frame (f[i], lens[i], i);
-  g_assert_cmpuint (mlx5_txq_send (q, frames, lens, 3), ==, 3);
+  fill_and_send (q, f, frames, lens, 3);
 
   const guint8 *w0 = d.port.sq->wqes;
   g_assert_cmpuint (w0[7] & 0x3f, ==, 4);
@@ -428,9 +453,7 @@ test_empw (void)
 {
   TxDev d;
   txdev_init (&d);
-  Mlx5TxConfig cfg = { .csum = TRUE, .empw = TRUE };
-  /* 64 slots of 2 KiB, 128 WQEBBs, a CQE every 32 frames */
-  Mlx5Txq *q = txq_new_cfg (&d, &mini_port_caps, &cfg, 64 * 2048, 32);
+  Mlx5Txq *q = txq_new_empw (&d);
   guint8 f[40][1500];
   const guint8 *frames[40];
   guint32 lens[40];
@@ -490,6 +513,36 @@ txdev_register_payload (TxDev *d, Mlx5Txq *q, const guint8 *mem, gsize size)
   return mr;
 }
 
+/* `size` bytes of payload memory, filled (fill_frame seq `seq`) and registered */
+static guint8 *
+txdev_payload_new (TxDev *d, Mlx5Txq *q, gsize size, guint32 seq)
+{
+  guint8 *payload = g_malloc (size);
+  fill_frame (payload, size, seq);
+  d->payload_mr = txdev_register_payload (d, q, payload, size);
+  return payload;
+}
+
+/* Frees the ring, the payload memory of txdev_payload_new and the device. */
+static void
+txdev_close_split (TxDev *d, Mlx5Txq *q, guint8 *payload)
+{
+  mlx5_txq_unregister (q, d->payload_mr);
+  mlx5_txq_free (q);
+  g_free (payload);
+  txdev_clear (d);
+}
+
+/* With header `bad` cut to `len` bytes, a split send of n frames goes only as far as the
+ * frame before it. */
+static void
+expect_split_stops_at (Mlx5Txq *q, const guint8 **headers, guint32 *hlens, const Mlx5TxPayload *pl,
+    guint n, guint bad, guint32 len)
+{
+  hlens[bad] = len;
+  g_assert_cmpuint (mlx5_txq_send_split_at (q, headers, hlens, pl, NULL, n), ==, bad);
+}
+
 /* Two-segment sends: the header copied into the slot, the payload read where it lies; the
  * WQE byte for byte (4 DS: ctrl, Ethernet segment, slot, payload); never in an eMPW WQE;
  * the frames rebuilt by the device equal header + payload; completions count the frames
@@ -499,11 +552,8 @@ test_split_layout (void)
 {
   TxDev d;
   txdev_init (&d);
-  Mlx5TxConfig cfg = { .csum = TRUE, .empw = TRUE };
-  Mlx5Txq *q = txq_new_cfg (&d, &mini_port_caps, &cfg, 64 * 2048, 32);
-  guint8 *payload = g_malloc (16 * 1024);
-  fill_frame (payload, 16 * 1024, 1);
-  gpointer mr = txdev_register_payload (&d, q, payload, 16 * 1024);
+  Mlx5Txq *q = txq_new_empw (&d);
+  guint8 *payload = txdev_payload_new (&d, q, 16 * 1024, 1);
 
   guint8 hdr[8][46];
   const guint8 *headers[8];
@@ -554,12 +604,8 @@ test_split_layout (void)
   g_assert_true (mlx5_txq_idle (q));
 
   /* a header of 0 bytes is refused: the frames before it go */
-  hlens[3] = 0;
-  g_assert_cmpuint (mlx5_txq_send_split_at (q, headers, hlens, pl, NULL, 8), ==, 3);
-  mlx5_txq_unregister (q, mr);
-  mlx5_txq_free (q);
-  g_free (payload);
-  txdev_clear (&d);
+  expect_split_stops_at (q, headers, hlens, pl, 8, 3, 0);
+  txdev_close_split (&d, q, payload);
 }
 
 /* Two-segment sends on a port of minimum inline mode L2: 18 header bytes inline, the rest
@@ -570,17 +616,12 @@ static void
 test_split_inline (void)
 {
   TxDev d;
-  txdev_init (&d);
-  d.inline_bytes = MLX5_ETH_L2_INLINE_SIZE;
-  Mlx5Caps caps = mini_port_caps;
-  caps.tx_inline_bytes = MLX5_ETH_L2_INLINE_SIZE;
+  Mlx5Caps caps = txdev_init_inline_l2 (&d);
   Mlx5TxConfig cfg = { .inline_bytes = MLX5_ETH_L2_INLINE_SIZE };
   Mlx5Txq *q = txq_new_cfg (&d, &caps, &cfg, 16 * 2048, 4);
   g_assert_cmpuint (cfg.log_slots, ==, 4);
   g_assert_cmpuint (cfg.log_wqebbs, ==, 6);
-  guint8 *payload = g_malloc (64 * 1024);
-  fill_frame (payload, 64 * 1024, 3);
-  gpointer mr = txdev_register_payload (&d, q, payload, 64 * 1024);
+  guint8 *payload = txdev_payload_new (&d, q, 64 * 1024, 3);
 
   guint8 hdr[12][64];
   const guint8 *headers[12];
@@ -617,12 +658,8 @@ test_split_inline (void)
   }
   g_assert_cmpuint (d.split_sends, ==, sent);
   /* a header shorter than the inline part cannot be sent split */
-  hlens[0] = 17;
-  g_assert_cmpuint (mlx5_txq_send_split_at (q, headers, hlens, pl, NULL, 12), ==, 0);
-  mlx5_txq_unregister (q, mr);
-  mlx5_txq_free (q);
-  g_free (payload);
-  txdev_clear (&d);
+  expect_split_stops_at (q, headers, hlens, pl, 12, 0, 17);
+  txdev_close_split (&d, q, payload);
 }
 
 /* slots come back only through CQEs; many passes over SQ, CQ and slots (16-bit WQE
