@@ -159,14 +159,6 @@ typedef struct {
   gint done;
 } Drain;
 
-static gint64
-thread_cpu_ns (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (gint64) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static GstPadProbeReturn
 on_drain_buffer (GstPad *pad, GstPadProbeInfo *info, gpointer user_data)
 {
@@ -179,10 +171,10 @@ on_drain_buffer (GstPad *pad, GstPadProbeInfo *info, gpointer user_data)
     if (x->cpu >= 0)
       bench_pin ("bench-emu-queues", (pid_t) syscall (SYS_gettid), x->cpu);
     x->first = x->count;
-    x->cpu0 = thread_cpu_ns ();
+    x->cpu0 = dq_bench_thread_cpu_ns ();
     x->t0 = dq_bench_mono_ns ();
   } else if (x->count >= x->share) {
-    x->cpu1 = thread_cpu_ns ();
+    x->cpu1 = dq_bench_thread_cpu_ns ();
     x->t1 = dq_bench_mono_ns ();
     g_atomic_int_set (&x->done, 1);
   }

@@ -85,14 +85,6 @@ is_emu (Kind k)
   return k == KIND_EMU || k == KIND_EMU_BASIC || k == KIND_EMU_ENHANCED;
 }
 
-static gint64
-thread_ns (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (gint64) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* the test frame every TX sends: Ethernet/IPv4/UDP, `len` bytes */
 static void
 frame_build (guint len)
@@ -280,9 +272,9 @@ variant_round (Variant *v)
     DqTxStats before, after;
     frame_build (v->frame);
     dq_txq_stats (v->txq, &before);
-    gint64 t0 = thread_ns ();
+    gint64 t0 = dq_bench_thread_cpu_ns ();
     gboolean ok = send_frames (v->txq, v->frame, v->per_round);
-    gint64 t1 = thread_ns ();
+    gint64 t1 = dq_bench_thread_cpu_ns ();
     dq_txq_stats (v->txq, &after);
     v->waits += after.ring_full_waits - before.ring_full_waits;
     if (ok && v->kind == KIND_RING)
@@ -296,9 +288,9 @@ variant_round (Variant *v)
     frame_build (v->frame);
     ok = send_frames (v->txq, v->frame, v->per_round);
   }
-  gint64 t0 = thread_ns ();
+  gint64 t0 = dq_bench_thread_cpu_ns ();
   ok = ok && drain (v->rxq, v->per_round);
-  gint64 t1 = thread_ns ();
+  gint64 t1 = dq_bench_thread_cpu_ns ();
   /* the released strides' WQEs are re-posted at the next poll: untimed */
   DqBurst none;
   if (ok && is_emu (v->kind) && dq_rxq_poll (v->rxq, &none, 0, NULL) != 0)

@@ -1,8 +1,8 @@
-/* Small helpers the benchmarks share: a monotonic clock in nanoseconds, and an ascending
- * sort of doubles from which a benchmark takes the minimum, maximum and median of its
- * repeated runs (each benchmark picks its own median of an even count). Header-only and
- * plain C (no GLib), so that the GPU benchmarks, which run where there is no GLib, use it
- * too. */
+/* Small helpers the benchmarks share: a monotonic clock and the calling thread's CPU clock in
+ * nanoseconds, and an ascending sort of doubles from which a benchmark takes the minimum,
+ * maximum and median of its repeated runs (each benchmark picks its own median of an even
+ * count). Header-only and plain C (no GLib), so that the GPU benchmarks, which run where
+ * there is no GLib, use it too. */
 #ifndef DAQIRI_TEST_DQ_BENCH_UTIL_H
 #define DAQIRI_TEST_DQ_BENCH_UTIL_H
 
@@ -17,6 +17,15 @@ dq_bench_mono_ns (void)
 {
   struct timespec ts;
   clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* CLOCK_THREAD_CPUTIME_ID in ns: the CPU time the calling thread has used (differences). */
+static inline int64_t
+dq_bench_thread_cpu_ns (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
   return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
