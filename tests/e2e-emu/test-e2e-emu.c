@@ -82,16 +82,6 @@ send_mixed (guint n, const gchar *device)
       device);
 }
 
-/* Starts r for n packets from one sender (in order) on device, with the daqirisrc
- * properties props (or NULL); returns the receiving pipeline (receiver_pipeline_free). */
-static GstElement *
-ordered_receiver (Receiver *r, guint n, const gchar *device, const gchar *props)
-{
-  receiver_init (r, n);
-  r->check_order = TRUE;
-  return receiver_pipeline (r, device, props);
-}
-
 /* Starts r (n packets, in order) on device, 256 packets a burst, with the line-rate model
  * of its emulated port port_name (*port, emu_port_unref it) checking every timestamp;
  * returns the receiving pipeline (receiver_pipeline_free). */

@@ -253,6 +253,14 @@ receiver_pipeline (Receiver *r, const gchar *device, const gchar *extra)
   return pipeline;
 }
 
+GstElement *
+ordered_receiver (Receiver *r, guint n, const gchar *device, const gchar *extra)
+{
+  receiver_init (r, n);
+  r->check_order = TRUE;
+  return receiver_pipeline (r, device, extra);
+}
+
 void
 receiver_pipeline_free (Receiver *r, GstElement *rx)
 {

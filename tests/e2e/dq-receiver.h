@@ -93,6 +93,9 @@ void play (GstElement *pipeline);
 GstElement *receiver_pipeline (Receiver *r, const gchar *device, const gchar *extra);
 /* the same pipeline, attached to the receiver but left in NULL */
 GstElement *receiver_pipeline_new (Receiver *r, const gchar *device, const gchar *extra);
+/* receiver_init (r, n) for n packets from one sender (checked in order), then
+ * receiver_pipeline (r, device, extra): the receiving pipeline (receiver_pipeline_free) */
+GstElement *ordered_receiver (Receiver *r, guint n, const gchar *device, const gchar *extra);
 /* the end of a test's receiving side: the pipeline set to NULL and unreffed, then the
  * receiver cleared */
 void receiver_pipeline_free (Receiver *r, GstElement *rx);

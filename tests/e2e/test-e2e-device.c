@@ -161,10 +161,8 @@ flow_count (const GstStructure *stats, guint id, guint64 *bytes)
 static GstElement *
 start_receiver (const Engine *e, Receiver *r, guint n)
 {
-  receiver_init (r, n);
-  r->check_order = TRUE;
   gchar *props = g_strdup_printf ("burst-packets=%u %s", RX_BURST, e->rx_props);
-  GstElement *rx = receiver_pipeline (r, e->rx_device, props);
+  GstElement *rx = ordered_receiver (r, n, e->rx_device, props);
   g_free (props);
   return rx;
 }
@@ -502,10 +500,8 @@ GST_START_TEST (test_pcap_replay_eos)
   gst_structure_free (tx);
 
   Receiver r;
-  receiver_init (&r, n);
-  r.check_order = TRUE;
   gchar *device = g_strdup_printf ("dpdk:net_pcap2,rx_pcap=%s", file);
-  GstElement *rx = receiver_pipeline (&r, device, "burst-packets=128");
+  GstElement *rx = ordered_receiver (&r, n, device, "burst-packets=128");
   g_free (device);
   GstBus *bus = gst_element_get_bus (rx);
   GstMessage *msg =

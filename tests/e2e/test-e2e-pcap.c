@@ -202,10 +202,8 @@ GST_START_TEST (test_tcpdump_capture_replayed)
   fail_unless (WIFEXITED (status) && WEXITSTATUS (status) == 0, "tcpdump did not finish");
 
   Receiver r;
-  receiver_init (&r, N_CAPTURE);
-  r.check_order = TRUE;
   gchar *dev = g_strdup_printf ("pcap:%s", path);
-  GstElement *rx = receiver_pipeline (&r, dev, "burst-packets=64");
+  GstElement *rx = ordered_receiver (&r, N_CAPTURE, dev, "burst-packets=64");
   g_free (dev);
   fail_unless_equals_int (receiver_wait (&r, N_CAPTURE, 5000), N_CAPTURE);
   GstMessage *m = gst_bus_timed_pop_filtered (
