@@ -272,6 +272,26 @@ gst_daqiri_member_get (gconstpointer instance, const GstDaqiriMember *members, g
   }
 }
 
+gboolean
+gst_daqiri_member_set_locked (GObject *object, const GstDaqiriMember *members, guint n_members,
+    guint prop_id, const GValue *value)
+{
+  GST_OBJECT_LOCK (object);
+  gboolean found = gst_daqiri_member_set (object, members, n_members, prop_id, value);
+  GST_OBJECT_UNLOCK (object);
+  return found;
+}
+
+gboolean
+gst_daqiri_member_get_locked (
+    GObject *object, const GstDaqiriMember *members, guint n_members, guint prop_id, GValue *value)
+{
+  GST_OBJECT_LOCK (object);
+  gboolean found = gst_daqiri_member_get (object, members, n_members, prop_id, value);
+  GST_OBJECT_UNLOCK (object);
+  return found;
+}
+
 /* ---- the addresses of daqiritestsrc and daqiripay ---- */
 
 void

@@ -100,6 +100,12 @@ gboolean gst_daqiri_member_set (gpointer instance, const GstDaqiriMember *member
     guint prop_id, const GValue *value);
 gboolean gst_daqiri_member_get (gconstpointer instance, const GstDaqiriMember *members,
     guint n_members, guint prop_id, GValue *value);
+/* The same for an element's set_property / get_property: they take the object lock
+ * themselves. FALSE: `prop_id` is not in the table (the caller warns). */
+gboolean gst_daqiri_member_set_locked (GObject *object, const GstDaqiriMember *members,
+    guint n_members, guint prop_id, const GValue *value);
+gboolean gst_daqiri_member_get_locked (
+    GObject *object, const GstDaqiriMember *members, guint n_members, guint prop_id, GValue *value);
 
 /* A new allocator of `type` (a GstAllocator subtype) that the process keeps for good: its
  * floating reference sunk, and flagged as an object the leak tracer may find alive at exit. */

@@ -253,12 +253,9 @@ static void
 gst_daqiri_sink_set_property (
     GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
 {
-  GstDaqiriSink *self = GST_DAQIRI_SINK (object);
-
-  GST_OBJECT_LOCK (self);
-  if (!gst_daqiri_member_set (self, sink_members, G_N_ELEMENTS (sink_members), prop_id, value))
+  if (!gst_daqiri_member_set_locked (
+          object, sink_members, G_N_ELEMENTS (sink_members), prop_id, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-  GST_OBJECT_UNLOCK (self);
 }
 
 static void
@@ -270,10 +267,9 @@ gst_daqiri_sink_get_property (GObject *object, guint prop_id, GValue *value, GPa
     g_value_take_boxed (value, make_stats (self));
     return;
   }
-  GST_OBJECT_LOCK (self);
-  if (!gst_daqiri_member_get (self, sink_members, G_N_ELEMENTS (sink_members), prop_id, value))
+  if (!gst_daqiri_member_get_locked (
+          object, sink_members, G_N_ELEMENTS (sink_members), prop_id, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-  GST_OBJECT_UNLOCK (self);
 }
 
 /* Lets go of the buffers sent from where they lie whose frames the device is done with:

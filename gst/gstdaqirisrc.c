@@ -358,10 +358,9 @@ gst_daqiri_src_set_property (GObject *object, guint prop_id, const GValue *value
     set_steering (self, prop_id, value);
     return;
   }
-  GST_OBJECT_LOCK (self);
-  if (!gst_daqiri_member_set (self, src_members, G_N_ELEMENTS (src_members), prop_id, value))
+  if (!gst_daqiri_member_set_locked (
+          object, src_members, G_N_ELEMENTS (src_members), prop_id, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-  GST_OBJECT_UNLOCK (self);
 }
 
 static void
@@ -373,10 +372,9 @@ gst_daqiri_src_get_property (GObject *object, guint prop_id, GValue *value, GPar
     g_value_take_boxed (value, make_stats (self));
     return;
   }
-  GST_OBJECT_LOCK (self);
-  if (!gst_daqiri_member_get (self, src_members, G_N_ELEMENTS (src_members), prop_id, value))
+  if (!gst_daqiri_member_get_locked (
+          object, src_members, G_N_ELEMENTS (src_members), prop_id, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-  GST_OBJECT_UNLOCK (self);
 }
 
 static void
