@@ -639,6 +639,24 @@ async_wait ()
 }
 #endif
 
+/* Thread t's units of round r in move_async (u = (r * kAsyncUnits + k) * kThreads + t, those
+ * below total; upp units a job, inv = dq_unit_inv (upp)): f (k, jobs[j], u, j), j the unit's
+ * job. f computes the unit's offset in its job, u - j * upp, itself, inside its checks of the
+ * job: there it compiles as with the loop written out in each (the same PTX). */
+template <class F>
+__device__ __forceinline__ void
+each_round_unit (const Job *jobs, uint32_t r, uint32_t t, uint32_t total, uint32_t inv, F f)
+{
+DQ_UNROLL
+  for (uint32_t k = 0; k < kAsyncUnits; k++) {
+    const uint32_t u = (r * kAsyncUnits + k) * kThreads + t;
+    if (u < total) {
+      const uint32_t j = dq_unit_quot (u, inv);
+      f (k, jobs[j], u, j);
+    }
+  }
+}
+
 /* The block's jobs' payloads (L bytes each, L % 16 == 0, every source and destination 16-byte
  * aligned; jobs without a destination skipped, without a source zero-filled), each thread over
  * its units u = t + i * kThreads, through `stage` (kAsyncStage bytes: a thread's place for
@@ -659,16 +677,11 @@ move_async (const Job *jobs, uint32_t njobs, uint32_t L, uint8_t *stage)
   uint4 *const place = (uint4 *) stage + t;
   /* round r, unit k: u = (r * U + k) * kThreads + t, in place (r % R * U + k) * kThreads */
   auto issue = [&] (uint32_t r) {
-DQ_UNROLL
-    for (uint32_t k = 0; k < U; k++) {
-      const uint32_t u = (r * U + k) * kThreads + t;
-      if (u < total) {
-        const uint32_t j = dq_unit_quot (u, inv);
-        const Job &jb = jobs[j];
-        if (jb.dst && jb.src)
-          async_load16 (place + (r % R * U + k) * kThreads, jb.src + (u - j * upp) * 16);
-      }
-    }
+    each_round_unit (jobs, r, t, total, inv,
+        [&] (uint32_t k, const Job &jb, uint32_t u, uint32_t j) {
+      if (jb.dst && jb.src)
+        async_load16 (place + (r % R * U + k) * kThreads, jb.src + (u - j * upp) * 16);
+    });
     async_commit ();          /* one group a round, empty or not: wait_group counts rounds */
   };
   for (uint32_t r = 0; r < R - 1; r++)
@@ -676,17 +689,12 @@ DQ_UNROLL
   for (uint32_t r = 0; r < rounds; r++) {
     issue (r + R - 1);        /* beyond the last round: an empty group */
     async_wait<R - 1> ();     /* round r has landed */
-DQ_UNROLL
-    for (uint32_t k = 0; k < U; k++) {
-      const uint32_t u = (r * U + k) * kThreads + t;
-      if (u < total) {
-        const uint32_t j = dq_unit_quot (u, inv);
-        const Job &jb = jobs[j];
-        if (jb.dst)
-          *(uint4 *) (jb.dst + (u - j * upp) * 16) = jb.src
-              ? place[(r % R * U + k) * kThreads] : make_uint4 (0, 0, 0, 0);
-      }
-    }
+    each_round_unit (jobs, r, t, total, inv,
+        [&] (uint32_t k, const Job &jb, uint32_t u, uint32_t j) {
+      if (jb.dst)
+        *(uint4 *) (jb.dst + (u - j * upp) * 16) = jb.src
+            ? place[(r % R * U + k) * kThreads] : make_uint4 (0, 0, 0, 0);
+    });
   }
   async_wait<0> ();
 }

@@ -105,6 +105,18 @@ struct _DqReorderGpu {
   char err[256];
 };
 
+/* The sequence number's and the batch id's bit fields in a packet, from cfg, into a kernel's
+ * parameters (Params, PacketizeParams). */
+template <class P>
+static void
+set_key_fields (P &p, const DqReorderConfig *cfg)
+{
+  p.seq_off = cfg->seq_bit_offset;
+  p.seq_w = cfg->seq_bit_width;
+  p.batch_off = cfg->batch_bit_offset;
+  p.batch_w = cfg->batch_bit_width;
+}
+
 /* K1's copies through shared memory (sm_90 on, reorder-move.cuh: bulk and asynchronous): the
  * shared memory each of the blocks an SM holds (registers bound them) can have beside K1's own,
  * up to 48 KiB; none where that would hold fewer blocks per SM, or is under 16 KiB.
@@ -592,10 +604,7 @@ dq_reorder_gpu_new (const DqReorderConfig *cfg, const DqReorderGpuOptions *opts,
   {
     Params &p = ctx->base;
     memset (&p, 0, sizeof p);
-    p.seq_off = cfg->seq_bit_offset;
-    p.seq_w = cfg->seq_bit_width;
-    p.batch_off = cfg->batch_bit_offset;
-    p.batch_w = cfg->batch_bit_width;
+    set_key_fields (p, cfg);
     p.ppb = ppb;
     p.pay_off = cfg->payload_offset;
     p.lin = cfg->payload_size;
@@ -913,10 +922,7 @@ dq_reorder_gpu_packetize (DqReorderGpu *ctx, const DqPacketizeTemplate *tmpl,
   q.ppb = ppb;
   q.pay_off = cfg->payload_offset;
   q.pay_size = cfg->payload_size;
-  q.seq_off = cfg->seq_bit_offset;
-  q.seq_w = cfg->seq_bit_width;
-  q.batch_off = cfg->batch_bit_offset;
-  q.batch_w = cfg->batch_bit_width;
+  set_key_fields (q, cfg);
   q.batch_id = batch_id;
   q.frame = (const uint8_t *) frame;
   q.out = (uint8_t *) out;
