@@ -7,6 +7,7 @@
  * generator (seq -> addresses, ports, size, VLAN, expected mark and queue).
  */
 #include "daqiri-engine.h"
+#include "dq-bench-util.h"
 #include "dq-netns.h"
 #include "dq-packet.h"
 #include "dq-test-port.h"
@@ -1303,24 +1304,16 @@ typedef struct {
   gint64 cpu_ns; /* CPU time the poll used */
 } PollJob;
 
-static gint64
-thread_cpu_ns (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (gint64) ts.tv_sec * G_GINT64_CONSTANT (1000000000) + ts.tv_nsec;
-}
-
 static gpointer
 poll_thread (gpointer data)
 {
   PollJob *job = data;
   DqBurst b;
   GError *error = NULL;
-  gint64 cpu0 = thread_cpu_ns ();
+  gint64 cpu0 = dq_bench_thread_cpu_ns ();
   job->result = dq_rxq_poll (job->rxq, &b, job->timeout_ns, &error);
   job->returned_at = mono_ns ();
-  job->cpu_ns = thread_cpu_ns () - cpu0;
+  job->cpu_ns = dq_bench_thread_cpu_ns () - cpu0;
   g_assert_no_error (error);
   if (job->result == 1)
     dq_rxq_release (job->rxq, &b);
