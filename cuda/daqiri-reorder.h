@@ -387,6 +387,12 @@ int dq_reorder_gpu_submit_device (DqReorderGpu *ctx, const void *dev_data, size_
  * mapped for the device: dq_cuda_host_mapped), with no copy on the host. */
 int dq_reorder_gpu_submit_stamped (DqReorderGpu *ctx, const void *dev_data, size_t data_size,
     const DqReorderPacket *pkts, int pkts_readable, uint32_t n, uint64_t timestamp, void *user);
+/* One burst whose descriptors the kernels read packed where they lie, a third of a
+ * DqReorderPacket's bytes: packed[i] = offset | (uint64_t) length << 32, in device memory or
+ * pinned host memory mapped for the device, read until the completion is polled; every packet
+ * takes `timestamp`. */
+int dq_reorder_gpu_submit_packed (DqReorderGpu *ctx, const void *dev_data, size_t data_size,
+    const uint64_t *packed, uint32_t n, uint64_t timestamp, void *user);
 int dq_reorder_gpu_flush (DqReorderGpu *ctx, DqFlushMode mode, void *user);
 /* Gather (as dq_gather_cpu) into dev_out; job_short of the completion counts short packets. */
 int dq_reorder_gpu_gather (DqReorderGpu *ctx, const void *dev_data, size_t data_size,

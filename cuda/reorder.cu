@@ -751,12 +751,15 @@ stage_descriptors (DqReorderGpu *ctx, Slot *s, const DqReorderPacket *pkts, uint
   p->ts_stride = stamp ? 0 : sizeof *ts;
 }
 
-/* One submission. pkts: host descriptors (staged), or with device_desc where the kernels read
- * them; stamp: NULL, or the timestamp every packet takes (the descriptors' own unread). */
+/* Where a submission's descriptors are: host records the library stages, records the kernels
+ * read where they lie, or packed words (offset | length << 32) the kernels read where they lie. */
+enum DescWhere { DESC_STAGED, DESC_RECORDS, DESC_PACKED };
+
+/* One submission. pkts: descriptors as `where` says (DESC_PACKED: uint64_t words, with a
+ * stamp); stamp: NULL, or the timestamp every packet takes (the descriptors' own unread). */
 static int
-submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket *pkts,
-    int device_desc, const uint64_t *stamp, uint32_t n, uint32_t kind, uint32_t mode, void *out,
-    void *user)
+submit (DqReorderGpu *ctx, const void *data, size_t size, const void *pkts, DescWhere where,
+    const uint64_t *stamp, uint32_t n, uint32_t kind, uint32_t mode, void *out, void *user)
 {
   if (n > ctx->opt.max_packets) {
     snprintf (ctx->err, sizeof ctx->err, "burst of %u packets exceeds max_packets %u", n,
@@ -773,19 +776,19 @@ submit (DqReorderGpu *ctx, const void *data, size_t size, const DqReorderPacket 
   p.data = (const uint8_t *) data;
   p.data_size = size;
   p.out = (uint8_t *) out;
-  if (device_desc) {
+  if (where != DESC_STAGED) {
     p.desc = (const uint8_t *) pkts;
-    p.desc_stride = sizeof *pkts;
+    p.desc_stride = where == DESC_PACKED ? sizeof (uint64_t) : sizeof (DqReorderPacket);
     if (stamp) {
       s->stage[0] = *stamp;
       p.desc_ts = (const uint8_t *) s->stage_d;
       p.ts_stride = 0;
     } else {
       p.desc_ts = p.desc + offsetof (DqReorderPacket, timestamp);
-      p.ts_stride = sizeof *pkts;
+      p.ts_stride = sizeof (DqReorderPacket);
     }
   } else if (n) {
-    stage_descriptors (ctx, s, pkts, n, stamp, &p);
+    stage_descriptors (ctx, s, (const DqReorderPacket *) pkts, n, stamp, &p);
   }
   /* K1 in waves of a third of the blocks the GPU holds, so that the next submission's blocks
    * are resident beside this one's and run their claims and finalizer while its payloads move
@@ -858,21 +861,29 @@ int
 dq_reorder_gpu_submit (DqReorderGpu *ctx, const void *data, size_t size,
     const DqReorderPacket *pkts, uint32_t n, void *user)
 {
-  return submit (ctx, data, size, pkts, 0, NULL, n, DQ_JOB_REORDER, 0, NULL, user);
+  return submit (ctx, data, size, pkts, DESC_STAGED, NULL, n, DQ_JOB_REORDER, 0, NULL, user);
 }
 
 int
 dq_reorder_gpu_submit_device (DqReorderGpu *ctx, const void *data, size_t size,
     const DqReorderPacket *dev_pkts, uint32_t n, void *user)
 {
-  return submit (ctx, data, size, dev_pkts, 1, NULL, n, DQ_JOB_REORDER, 0, NULL, user);
+  return submit (ctx, data, size, dev_pkts, DESC_RECORDS, NULL, n, DQ_JOB_REORDER, 0, NULL, user);
 }
 
 int
 dq_reorder_gpu_submit_stamped (DqReorderGpu *ctx, const void *data, size_t size,
     const DqReorderPacket *pkts, int pkts_readable, uint32_t n, uint64_t timestamp, void *user)
 {
-  return submit (ctx, data, size, pkts, pkts_readable, &timestamp, n, DQ_JOB_REORDER, 0, NULL,
+  return submit (ctx, data, size, pkts, pkts_readable ? DESC_RECORDS : DESC_STAGED, &timestamp, n,
+      DQ_JOB_REORDER, 0, NULL, user);
+}
+
+int
+dq_reorder_gpu_submit_packed (DqReorderGpu *ctx, const void *data, size_t size,
+    const uint64_t *packed, uint32_t n, uint64_t timestamp, void *user)
+{
+  return submit (ctx, data, size, packed, DESC_PACKED, &timestamp, n, DQ_JOB_REORDER, 0, NULL,
       user);
 }
 
@@ -883,14 +894,15 @@ dq_reorder_gpu_flush (DqReorderGpu *ctx, DqFlushMode mode, void *user)
     snprintf (ctx->err, sizeof ctx->err, "flush mode %d unknown", (int) mode);
     return DQ_REORDER_ERROR;
   }
-  return submit (ctx, NULL, 0, NULL, 0, NULL, 0, DQ_JOB_FLUSH, (uint32_t) mode, NULL, user);
+  return submit (ctx, NULL, 0, NULL, DESC_STAGED, NULL, 0, DQ_JOB_FLUSH, (uint32_t) mode, NULL,
+      user);
 }
 
 int
 dq_reorder_gpu_gather (DqReorderGpu *ctx, const void *data, size_t size,
     const DqReorderPacket *pkts, uint32_t n, void *out, void *user)
 {
-  return submit (ctx, data, size, pkts, 0, NULL, n, DQ_JOB_GATHER, 0, out, user);
+  return submit (ctx, data, size, pkts, DESC_STAGED, NULL, n, DQ_JOB_GATHER, 0, out, user);
 }
 
 int

@@ -245,6 +245,7 @@ burst_buffer (GstMemory *mem, GstMemory *bmem)
   meta->header_size = burst->header_size;
   meta->header_stride = burst->header_stride;
   meta->payload_stride = burst->payload_stride;
+  meta->_packed = burst->packed;
   return buf;
 }
 

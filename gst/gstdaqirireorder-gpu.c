@@ -201,12 +201,13 @@ gpu_add_frame (ReorderBackend *be, void *frame, void *user)
 }
 
 /* One more burst in flight: a burst in GPU memory is held (mapped) until its completion is
- * polled, its descriptors read where they lie when daqirisrc put them in pinned memory; a
- * system-memory one is copied into pinned staging memory, which the kernels read over the
+ * polled, its descriptors read where daqirisrc put them in pinned memory (the packed offsets
+ * and lengths beside them where it wrote those: a third of the records' bytes across the bus);
+ * a system-memory one is copied into pinned staging memory, which the kernels read over the
  * bus, and let go at once. */
 static int
 gpu_submit (ReorderBackend *be, GstBuffer *buf, GstMapInfo *map, gboolean on_gpu,
-    const DqReorderPacket *pkts, guint n, guint64 timestamp, guint frames)
+    const DqReorderPacket *pkts, const guint64 *packed, guint n, guint64 timestamp, guint frames)
 {
   ReorderGpu *g = GPU (be);
   GstDaqiriReorder *self = be->element;
@@ -234,8 +235,10 @@ gpu_submit (ReorderBackend *be, GstBuffer *buf, GstMapInfo *map, gboolean on_gpu
   /* descriptors the source put in pinned, mapped memory: read by the kernels where they lie
    * while the buffer is held (on_gpu); else staged by the library */
   const int readable = on_gpu && n > 0 && dq_cuda_host_mapped (pkts);
-  if (dq_reorder_gpu_submit_stamped (g->gpu, data, map->size, pkts, readable, n, timestamp, f) !=
-      0) {
+  const int rc = readable && packed != NULL && dq_cuda_host_mapped (packed)
+      ? dq_reorder_gpu_submit_packed (g->gpu, data, map->size, packed, n, timestamp, f)
+      : dq_reorder_gpu_submit_stamped (g->gpu, data, map->size, pkts, readable, n, timestamp, f);
+  if (rc != 0) {
     GST_ERROR_OBJECT (self, "GPU reorder failed: %s", dq_reorder_gpu_error (g->gpu));
     goto done;
   }

@@ -287,6 +287,7 @@ eng_port_time (gpointer priv)
 
 typedef struct _Mlx5BurstRec Mlx5BurstRec;
 
+/* A burst's record: burst_packets descriptors, then (with pack) as many packed words. */
 struct _Mlx5BurstRec {
   DqBurstLink link;
   guint32 wqe;
@@ -302,6 +303,7 @@ struct _Mlx5EngRxq {
   guint burst_packets;
   guint64 burst_timeout_ns;
   guint max_packet;
+  gboolean pack; /* the records carry DqBurst.packed (descriptor memory of the ring) */
   int wake_fd;
 
   /* polling thread */
@@ -500,7 +502,10 @@ eng_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
   rxq->burst_packets = config->burst_packets;
   rxq->burst_timeout_ns = config->burst_timeout_ns;
   rxq->max_packet = max_packet;
-  dq_burst_pool_init (&rxq->recs, sizeof (Mlx5BurstRec) + rxq->burst_packets * sizeof (DqPacket),
+  rxq->pack = config->ring_memory != NULL && config->ring_memory->desc_alloc != NULL;
+  dq_burst_pool_init (&rxq->recs,
+      sizeof (Mlx5BurstRec) +
+          rxq->burst_packets * (sizeof (DqPacket) + (rxq->pack ? sizeof (guint64) : 0)),
       config->ring_memory);
   rxq->wake_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (rxq->wake_fd < 0) {
@@ -529,16 +534,21 @@ rx_burst_emit (Mlx5EngRxq *rxq, DqBurst *burst)
 {
   Mlx5BurstRec *rec = rxq->open;
   guint64 truncated = 0;
+  guint64 *packed = rxq->pack ? (guint64 *) (rec->packets + rxq->burst_packets) : NULL;
 
   rec->wqe = rxq->ob.wqe;
   rec->strides = rxq->ob.strides;
   for (guint i = 0; i < rxq->ob.n_packets; i++) {
-    if (G_UNLIKELY (rec->packets[i].length > rxq->max_packet)) {
-      rec->packets[i].length = rxq->max_packet;
-      rec->packets[i].flags |= DQ_PACKET_FLAG_TRUNCATED;
+    DqPacket *p = &rec->packets[i];
+    if (G_UNLIKELY (p->length > rxq->max_packet)) {
+      p->length = rxq->max_packet;
+      p->flags |= DQ_PACKET_FLAG_TRUNCATED;
       truncated++;
     }
+    if (packed != NULL)
+      packed[i] = p->offset | (guint64) p->length << 32;
   }
+  burst->packed = packed;
   burst->data = mlx5_rxq_burst_data (rxq->ring, &rxq->ob);
   burst->size = mlx5_rxq_burst_size (rxq->ring, &rxq->ob);
   burst->n_packets = rxq->ob.n_packets;

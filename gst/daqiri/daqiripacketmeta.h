@@ -87,7 +87,9 @@ typedef struct {
  * GstDaqiriPacketMeta:
  * @meta: parent
  * @n_packets: number of packets
- * @packets: @n_packets descriptors, in receive order
+ * @packets: @n_packets descriptors, in receive order (to change them, copy the buffer first:
+ *   daqirisrc's bursts also carry their offsets and lengths packed for GPU readers, which the
+ *   copy drops)
  */
 typedef struct {
   GstMeta meta;
@@ -104,7 +106,10 @@ typedef struct {
   guint payload_stride;
   /*< private >*/
   guint _split_reserved;
-  gpointer _gst_reserved[GST_PADDING - 2];
+  /* NULL, or the packets' offsets and lengths packed (offset | length << 32) where daqirisrc
+   * put them for a GPU reader (daqirireorder); as long-lived as packets; copies drop it */
+  const guint64 *_packed;
+  gpointer _gst_reserved[GST_PADDING - 3];
 } GstDaqiriPacketMeta;
 
 /* Header-data split: where packet p's bytes past the header lie in the buffer's second

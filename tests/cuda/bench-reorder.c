@@ -251,6 +251,7 @@ typedef struct {
   uint8_t *d_data;
   DqReorderPacket *d_desc;
   DqReorderPacket *m_desc; /* the descriptors in pinned host memory the GPU reads */
+  uint64_t *m_packed;      /* the same packed, offset | length << 32 */
   void **d_ptrs;
 } GPool;
 
@@ -264,8 +265,9 @@ gpool_make (GPool *g, uint32_t P, uint32_t ppb, uint32_t off, uint64_t target)
   g->d_desc = dq_cuda_malloc (nd * sizeof *g->d_desc);
   g->d_ptrs = dq_cuda_malloc (nd * sizeof (void *));
   g->m_desc = dq_cuda_malloc_host (nd * sizeof *g->m_desc);
+  g->m_packed = dq_cuda_malloc_host (nd * sizeof *g->m_packed);
   void **hp = malloc (nd * sizeof (void *));
-  if (!g->d_data || !g->d_desc || !g->d_ptrs || !g->m_desc || !hp) {
+  if (!g->d_data || !g->d_desc || !g->d_ptrs || !g->m_desc || !g->m_packed || !hp) {
     fprintf (stderr, "GPU pool of %zu bytes: %s\n", p->size, dq_cuda_last_error ());
     exit (2);
   }
@@ -275,6 +277,8 @@ gpool_make (GPool *g, uint32_t P, uint32_t ppb, uint32_t off, uint64_t target)
   dq_cuda_memcpy (g->d_desc, p->desc, nd * sizeof *g->d_desc);
   dq_cuda_memcpy (g->d_ptrs, hp, nd * sizeof (void *));
   memcpy (g->m_desc, p->desc, nd * sizeof *g->m_desc);
+  for (size_t k = 0; k < nd; k++)
+    g->m_packed[k] = p->desc[k].offset | (uint64_t) p->desc[k].length << 32;
   free (hp);
 }
 
@@ -285,6 +289,7 @@ gpool_free (GPool *g)
   dq_cuda_free (g->d_desc);
   dq_cuda_free (g->d_ptrs);
   dq_cuda_free_host (g->m_desc);
+  dq_cuda_free_host (g->m_packed);
   pool_free (&g->hp);
 }
 
@@ -300,8 +305,9 @@ batches_for (uint64_t batch_bytes)
 }
 
 /* Where a submission's descriptors are: device memory (submit_device), host memory (submit: the
- * context stages them), pinned host memory the kernels read across the bus (submit_device). */
-enum { DESC_DEVICE, DESC_HOST, DESC_PINNED };
+ * context stages them), pinned host memory the kernels read across the bus (submit_device), the
+ * same packed, 8 bytes a packet (submit_packed, every packet the batch's first's timestamp). */
+enum { DESC_DEVICE, DESC_HOST, DESC_PINNED, DESC_PACKED };
 
 /* Reorder K batches back to back; returns ms (GPU time between events). */
 static void
@@ -366,13 +372,16 @@ run_reorder (
   for (uint32_t k = 0; k < warm + K; k++) {
     if (k == warm)
       bench_event_record (e0, stream);
-    const DqReorderPacket *d = desc == DESC_HOST ? p->desc
-        : desc == DESC_PINNED                    ? g->m_desc
-                                                 : g->d_desc;
-    d += (size_t) ((uint64_t) k * per % p->nb) * p->ppb;
+    const DqReorderPacket *d = desc == DESC_HOST || desc == DESC_PACKED ? p->desc
+        : desc == DESC_PINNED                                           ? g->m_desc
+                                                                        : g->d_desc;
+    const size_t first = (size_t) ((uint64_t) k * per % p->nb) * p->ppb;
+    d += first;
     for (;;) {
-      int rc = desc == DESC_HOST
-          ? dq_reorder_gpu_submit (ctx, g->d_data, p->size, d, n, NULL)
+      int rc = desc == DESC_HOST ? dq_reorder_gpu_submit (ctx, g->d_data, p->size, d, n, NULL)
+          : desc == DESC_PACKED
+          ? dq_reorder_gpu_submit_packed (
+                ctx, g->d_data, p->size, g->m_packed + first, n, d->timestamp, NULL)
           : dq_reorder_gpu_submit_device (ctx, g->d_data, p->size, d, n, NULL);
       if (rc == 0)
         break;
@@ -580,17 +589,19 @@ bench_gpu_reorder (uint32_t P, uint32_t ppb, uint32_t off, void *stream)
   /* the element's way: descriptors in host memory; and in pinned host memory */
   double ms_host = run_reorder (&g, &cfg, K, 1, DESC_HOST, &nf);
   double ms_pinned = run_reorder (&g, &cfg, K, 1, DESC_PINNED, &nf);
+  double ms_packed = run_reorder (&g, &cfg, K, 1, DESC_PACKED, &nf);
   double ms_ref = run_reference (&g, stream, K, 1);
   double ms_copy = run_copy (&g, stream, K, 1);
   double gb = (double) K * batch_bytes / 1e9;
   double gbps = gb / (ms / 1e3), ref = gb / (ms_ref / 1e3), cp = gb / (ms_copy / 1e3);
   printf ("bench gpu-reorder payload=%u ppb=%u offset=%u batches=%u GBps=%.1f copy_GBps=%.1f "
           "ref_GBps=%.1f vs_copy=%.3f vs_ref=%.2f us_per_batch=%.2f us_host_desc=%.2f "
-          "host_vs_device=%.2f us_pinned_desc=%.2f pinned_vs_device=%.2f ref_us_per_batch=%.2f "
+          "host_vs_device=%.2f us_pinned_desc=%.2f pinned_vs_device=%.2f us_packed_desc=%.2f "
+          "packed_vs_device=%.2f ref_us_per_batch=%.2f "
           "Mpps=%.0f no_frame=%llu\n",
       P, ppb, off, K, gbps, cp, ref, gbps / cp, gbps / ref, ms * 1e3 / K, ms_host * 1e3 / K,
-      ms_host / ms, ms_pinned * 1e3 / K, ms_pinned / ms, ms_ref * 1e3 / K,
-      (double) K * ppb / (ms / 1e3) / 1e6, (unsigned long long) nf);
+      ms_host / ms, ms_pinned * 1e3 / K, ms_pinned / ms, ms_packed * 1e3 / K, ms_packed / ms,
+      ms_ref * 1e3 / K, (double) K * ppb / (ms / 1e3) / 1e6, (unsigned long long) nf);
   if (ms_host / ms > host_vs_device)
     host_vs_device = ms_host / ms;
   fflush (stdout);

@@ -597,6 +597,64 @@ reorder_cases (void)
   }
 }
 
+/* A stream's bursts through the GPU beside the CPU twin, compared submission by submission:
+ * descriptors in device memory (submit_device), or packed (offset | length << 32) in pinned,
+ * mapped host memory with every packet of a burst taking its first packet's timestamp
+ * (submit_packed: how daqirireorder takes daqirisrc memory=cuda bursts; the CPU twin gets the
+ * same stamps). */
+static void
+stream_through (const char *name, const DqReorderConfig *cfg, DqStream *st, int packed)
+{
+  uint32_t maxb = 1;
+  for (uint32_t k = 0; k < st->n_bursts; k++)
+    if (st->burst_len[k] > maxb)
+      maxb = st->burst_len[k];
+  uint8_t *ddata = dmalloc (st->size);
+  dcopy (ddata, st->data, st->size);
+  DqReorderPacket *dpk = NULL, *stamped = NULL;
+  uint64_t *words = NULL;
+  if (packed) {
+    words = dq_cuda_malloc_host ((size_t) st->n * sizeof *words);
+    CHECK (words != NULL);
+    stamped = malloc ((size_t) st->n * sizeof *stamped);
+    memcpy (stamped, st->pkts, (size_t) st->n * sizeof *stamped);
+    for (uint32_t i = 0; i < st->n; i++)
+      words[i] = st->pkts[i].offset | (uint64_t) st->pkts[i].length << 32;
+  } else {
+    dpk = dmalloc ((size_t) st->n * sizeof *dpk);
+    dcopy (dpk, st->pkts, (size_t) st->n * sizeof *dpk);
+  }
+  Rig r;
+  rig_init (&r, name, cfg, 6, 0, maxb);
+  n_cases++;
+  uint32_t pos = 0;
+  for (uint32_t k = 0; k < st->n_bursts && !r.failed; k++) {
+    const uint32_t n = st->burst_len[k];
+    DqReorderCompletion c, g;
+    if (packed) {
+      const uint64_t stamp = n ? st->pkts[pos].timestamp : 0;
+      for (uint32_t i = 0; i < n; i++)
+        stamped[pos + i].timestamp = stamp;
+      CHECK_EQ (dq_reorder_cpu_push (r.cpu, st->data, st->size, stamped + pos, n, &c), 0);
+      CHECK_EQ (
+          dq_reorder_gpu_submit_packed (r.gpu, ddata, st->size, words + pos, n, stamp, NULL), 0);
+    } else {
+      CHECK_EQ (dq_reorder_cpu_push (r.cpu, st->data, st->size, st->pkts + pos, n, &c), 0);
+      CHECK_EQ (dq_reorder_gpu_submit_device (r.gpu, ddata, st->size, dpk + pos, n, NULL), 0);
+    }
+    pos += n;
+    gpu_wait (&r, &g);
+    compare (&r, &c, &g, k);
+    recycle (&r, &c);
+  }
+  step_flush (&r, DQ_FLUSH_ALL, 9999);
+  rig_free (&r);
+  free (stamped);
+  dq_cuda_free_host (words);
+  dq_cuda_free (dpk);
+  dq_cuda_free (ddata);
+}
+
 /* Big bursts through the device-descriptor path: 64..8192-byte payloads, large batches. */
 static void
 large_cases (void)
@@ -623,36 +681,29 @@ large_cases (void)
       DqStreamSpec sp = { 6, 0.002, 0.002, 0.001, 0.0, 50, 0, ppb, 0 };
       DqStream st;
       dqt_stream_make (&st, &cfg, &sp, 1000 + si * 4 + ci);
-      Rig r;
-      uint32_t maxb = 1;
-      for (uint32_t k = 0; k < st.n_bursts; k++)
-        if (st.burst_len[k] > maxb)
-          maxb = st.burst_len[k];
-      uint8_t *ddata = dmalloc (st.size);
-      dcopy (ddata, st.data, st.size);
-      DqReorderPacket *dpk = dmalloc ((size_t) st.n * sizeof *dpk);
-      dcopy (dpk, st.pkts, (size_t) st.n * sizeof *dpk);
-      rig_init (&r, name, &cfg, 6, 0, maxb);
-      n_cases++;
-      uint32_t pos = 0;
-      for (uint32_t k = 0; k < st.n_bursts && !r.failed; k++) {
-        DqReorderCompletion c, g;
-        CHECK_EQ (
-            dq_reorder_cpu_push (r.cpu, st.data, st.size, st.pkts + pos, st.burst_len[k], &c), 0);
-        CHECK_EQ (
-            dq_reorder_gpu_submit_device (r.gpu, ddata, st.size, dpk + pos, st.burst_len[k], NULL),
-            0);
-        pos += st.burst_len[k];
-        gpu_wait (&r, &g);
-        compare (&r, &c, &g, k);
-        recycle (&r, &c);
-      }
-      step_flush (&r, DQ_FLUSH_ALL, 9999);
-      rig_free (&r);
-      dq_cuda_free (dpk);
-      dq_cuda_free (ddata);
+      stream_through (name, &cfg, &st, 0);
       dqt_stream_free (&st);
     }
+}
+
+/* The same through the packed-descriptor path, 64- and 1024-byte payloads. */
+static void
+packed_cases (void)
+{
+  static const uint32_t sizes[] = { 64, 1024 };
+  for (uint32_t si = 0; si < 2; si++) {
+    uint32_t L = sizes[si];
+    DqReorderConfig cfg = cfg_make (1024 * SCALE / 8, L, 64 - si * 18, DQ_ELEM_SAME, DQ_ELEM_SAME,
+        si ? DQ_BYTE_ORDER_NETWORK : DQ_BYTE_ORDER_HOST);
+    cfg.window = 2;
+    char name[64];
+    snprintf (name, sizeof name, "packed-%u", L);
+    DqStreamSpec sp = { 6, 0.002, 0.002, 0.001, 0.0, 50, 0, cfg.packets_per_batch, 0 };
+    DqStream st;
+    dqt_stream_make (&st, &cfg, &sp, 3000 + si);
+    stream_through (name, &cfg, &st, 1);
+    dqt_stream_free (&st);
+  }
 }
 
 /* Copies the GPU's osz bytes of output at device address dout into go and checks them
@@ -954,6 +1005,7 @@ main (void)
   gather_cases ();
   reorder_cases ();
   large_cases ();
+  packed_cases ();
   dmabuf_case ();
   printf ("test-cuda-%s: %s: %llu cases, %llu submissions, %llu batches, %.1f MB compared bit for "
           "bit with the CPU twin%s\n",
