@@ -612,9 +612,10 @@ flush_run (const Case *c, GPtrArray *bursts, guint at, const char *memory, Seen 
   GstSegment seg;
   gst_segment_init (&seg, GST_FORMAT_TIME);
   if (ok) {
+    GstCaps *caps = gst_caps_from_string ("application/x-daqiri-packets");
     gst_pad_push_event (src, gst_event_new_stream_start ("flush"));
-    gst_pad_push_event (
-        src, gst_event_new_caps (gst_caps_from_string ("application/x-daqiri-packets")));
+    gst_pad_push_event (src, gst_event_new_caps (caps));
+    gst_caps_unref (caps);
     gst_pad_push_event (src, gst_event_new_segment (&seg));
   }
   for (guint i = 0; ok && i < bursts->len; i++) {
