@@ -131,7 +131,8 @@ typedef struct {
   /* NULL, or the packets' offsets and lengths again, packed: packed[i] = packets[i].offset |
    * (guint64) packets[i].length << 32, beside `packets` in the descriptor memory of the ring
    * (DqRingMemory.desc_alloc), for a processor that reads them across a bus (8 bytes a packet
-   * instead of 24). Engines that take such memory write it; valid while packets is. */
+   * instead of 24). Engines that take such memory write it, without header-data split; valid
+   * while packets is. */
   const guint64 *packed;
   /*< private >*/
   gpointer range; /* engine token that identifies the ring range */

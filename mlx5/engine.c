@@ -303,7 +303,7 @@ struct _Mlx5EngRxq {
   guint burst_packets;
   guint64 burst_timeout_ns;
   guint max_packet;
-  gboolean pack; /* the records carry DqBurst.packed (descriptor memory of the ring) */
+  gboolean pack; /* the records carry DqBurst.packed (descriptor memory of the ring, no split) */
   int wake_fd;
 
   /* polling thread */
@@ -502,7 +502,10 @@ eng_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
   rxq->burst_packets = config->burst_packets;
   rxq->burst_timeout_ns = config->burst_timeout_ns;
   rxq->max_packet = max_packet;
-  rxq->pack = config->ring_memory != NULL && config->ring_memory->desc_alloc != NULL;
+  /* the packed words give the ring's offsets: none with header-data split, where a reader of
+   * the payloads computes their own */
+  rxq->pack = config->ring_memory != NULL && config->ring_memory->desc_alloc != NULL &&
+      config->header_size == 0;
   dq_burst_pool_init (&rxq->recs,
       sizeof (Mlx5BurstRec) +
           rxq->burst_packets * (sizeof (DqPacket) + (rxq->pack ? sizeof (guint64) : 0)),

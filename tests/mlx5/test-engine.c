@@ -703,14 +703,29 @@ test_device_ring_memory (void)
   dq_port_unref (p);
 }
 
+static gpointer
+plain_desc_alloc (gsize size, gpointer user)
+{
+  return g_malloc0 (size);
+}
+
+static void
+plain_desc_free (gpointer mem, gpointer user)
+{
+  g_free (mem);
+}
+
 /* Header-data split through the engine: each burst's headers in host memory, the rest of
  * every packet in the payload ring (here GPU memory played by TuDeviceMem), byte for byte;
- * other engines refuse header-size. */
+ * no packed offsets (they would be the headers'), though the memory gives descriptor
+ * memory; other engines refuse header-size. */
 static void
 test_header_split (void)
 {
   TuDeviceMem d;
   DqRingMemory dm = tu_device_memory (&d);
+  dm.desc_alloc = plain_desc_alloc;
+  dm.desc_free = plain_desc_free;
   DqPort *p = port_open ("emu:split0");
   DqRxConfig cfg = ring_memory_config (32, 1 << 20, &dm);
   cfg.header_size = 42;
@@ -735,6 +750,7 @@ test_header_split (void)
     g_assert_cmpuint (b.header_stride, ==, 64);
     g_assert_cmpint (b.memory, ==, DQ_MEMORY_HOST);
     g_assert_cmpint (b.payload_memory, ==, DQ_MEMORY_CUDA);
+    g_assert_null (b.packed);
     g_assert_true (b.payload >= d.mem && b.payload + b.payload_size <= d.mem + d.size);
     for (guint i = 0; i < b.n_packets; i++, got++) {
       const DqPacket *pkt = &b.packets[i];
