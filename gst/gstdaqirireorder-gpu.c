@@ -235,7 +235,8 @@ gpu_submit (ReorderBackend *be, GstBuffer *buf, GstMapInfo *map, gboolean on_gpu
   /* descriptors the source put in pinned, mapped memory: read by the kernels where they lie
    * while the buffer is held (on_gpu); else staged by the library */
   const int readable = on_gpu && n > 0 && dq_cuda_host_mapped (pkts);
-  const int rc = readable && packed != NULL && dq_cuda_host_mapped (packed)
+  /* the packed words lie in the records' own block (DqBurst.packed): mapped with them */
+  const int rc = readable && packed != NULL
       ? dq_reorder_gpu_submit_packed (g->gpu, data, map->size, packed, n, timestamp, f)
       : dq_reorder_gpu_submit_stamped (g->gpu, data, map->size, pkts, readable, n, timestamp, f);
   if (rc != 0) {
