@@ -5,7 +5,9 @@
  *        64, 256, 1024 and 8192 bytes and batches of 1024..65536 packets; microseconds per
  *        1024-packet batch, and where it goes (gpu-batch1024-split: host time per submit and
  *        poll call, GPU time per submission queued behind a spinning kernel, latency of one
- *        submission alone, the same for an empty kernel; gpu-batch16384-split: the same for the
+ *        submission alone, the same for an empty kernel, the floor of a lone submission (a
+ *        launch whose kernel writes a word the host spins on) and the reference's batch alone
+ *        (launch, stream synchronized); gpu-batch16384-split: the same for the
  *        64 B target's 16384-packet batch, device descriptors); gpu-launch-params: the host's
  *        time per launch of an empty kernel with 8, 512 and 1408 bytes of parameters (in focus
  *        runs too); gpu-code-fetch: cycles of code an SM has not run lately against the same
@@ -245,6 +247,7 @@ int bench_empty_launches (void *stream, uint32_t n);
 int bench_empty_launches_params (void *stream, uint32_t n, uint32_t bytes);
 int bench_code_fetch (double *cold_cycles, double *warm_cycles, int *blocks);
 int bench_spin (void *stream, double us);
+int bench_flag_launch (void *stream, unsigned long long *flag, unsigned long long v);
 
 typedef struct {
   Pool hp;
@@ -477,6 +480,34 @@ bench_batch_split (GPool *g, const DqReorderConfig *cfg, int host_desc)
   }
 #undef SUBMIT
   dq_bench_sort_doubles (lat, LAT);
+  /* the floor of a lone submission (one launch whose kernel writes a word the host spins on) and
+   * the reference's batch alone (its launch, then the stream synchronized), the same way */
+  double flag_lat[LAT], ref_lat[LAT];
+  unsigned long long *flag = dq_cuda_malloc_host (sizeof *flag);
+  void *ref_out = dq_cuda_malloc ((size_t) p->ppb * p->P);
+  if (!flag || !ref_out) {
+    fprintf (stderr, "out of memory for the latency floor\n");
+    exit (2);
+  }
+  *flag = 0;
+  for (int r = 0; r < LAT; r++) {
+    const unsigned long long v = (unsigned long long) r + 1;
+    double t0 = now ();
+    bench_flag_launch (stream, flag, v);
+    while (__atomic_load_n (flag, __ATOMIC_ACQUIRE) != v)
+      ;
+    flag_lat[r] = (now () - t0) * 1e6;
+    t0 = now ();
+    bench_reference_reorder (stream, ref_out,
+        (const void *const *) (g->d_ptrs + (size_t) (r % p->nb) * p->ppb), p->ppb, p->P, p->off,
+        (p->off - 4) * 8, 32, p->ppb);
+    dq_cuda_stream_synchronize (stream);
+    ref_lat[r] = (now () - t0) * 1e6;
+  }
+  dq_bench_sort_doubles (flag_lat, LAT);
+  dq_bench_sort_doubles (ref_lat, LAT);
+  dq_cuda_free_host (flag);
+  dq_cuda_free (ref_out);
   /* the empty kernel, the same ways */
   bench_spin (stream, 2000.0);
   bench_event_record (e0, stream);
@@ -485,12 +516,14 @@ bench_batch_split (GPool *g, const DqReorderConfig *cfg, int host_desc)
   double empty_host_us = (now () - t0) * 1e6 / 200;
   bench_event_record (e1, stream);
   double empty_gpu_us = bench_event_ms (e0, e1) * 1e3 / 200;
-  printf ("bench gpu-batch%u-split payload=%u desc=%s host_submit_us=%.2f host_poll_ready_us=%.2f "
-          "host_poll_notready_us=%.2f gpu_queued_us=%.2f enqueue_us=%.0f spin_us=%.0f "
-          "latency_us_min=%.2f latency_us_med=%.2f empty_host_us=%.2f empty_gpu_queued_us=%.2f\n",
+  printf (
+      "bench gpu-batch%u-split payload=%u desc=%s host_submit_us=%.2f host_poll_ready_us=%.2f "
+      "host_poll_notready_us=%.2f gpu_queued_us=%.2f enqueue_us=%.0f spin_us=%.0f "
+      "latency_us_min=%.2f latency_us_med=%.2f floor_latency_us_med=%.2f ref_latency_us_med=%.2f "
+      "empty_host_us=%.2f empty_gpu_queued_us=%.2f\n",
       p->ppb, p->P, host_desc ? "host" : "device", submit_us / rounds, ready_us / rounds,
       notready_us / rounds, gpu_us / rounds, enqueue_us / rounds, Q * 40.0, lat[0], lat[LAT / 2],
-      empty_host_us, empty_gpu_us);
+      flag_lat[LAT / 2], ref_lat[LAT / 2], empty_host_us, empty_gpu_us);
   fflush (stdout);
   bench_event_free (e0);
   bench_event_free (e1);
