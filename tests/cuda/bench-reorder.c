@@ -15,18 +15,20 @@
  *        against the plain reorder of the same packets, alternated three times (median).
  * One submission = one batch (descriptors in device memory unless "desc=host"), packets shuffled
  * within the batch, nothing lost; except gpu-burst: submissions of several consecutive batches,
- * what a batch costs when a burst carries many. The streamed regime is gpu-burst with 65536
- * packets per submission for batches of 1024..16384 packets (and gpu-reorder's 65536-packet
- * batches): a stream submitted as a receive ring under heavy traffic hands it over. The targets
- * count the one-batch regime; the summary gives the streamed figures beside them. Bandwidths
- * count bytes read + bytes written. Input pools are
- * several times the L2; sequence numbers wrap exactly at the end of the pool, so cycling through
- * it gives ever-increasing batch ids.
+ * what a batch costs when a burst carries many (beside the reference launched alike, and
+ * launched one batch at a time as the design does: ref_batch_us). The streamed regime is
+ * gpu-burst with 65536 packets per submission for batches of 1024..16384 packets (and
+ * gpu-reorder's 65536-packet batches): a stream submitted as a receive ring under heavy traffic
+ * hands it over. The targets count the one-batch regime; the summary gives the streamed figures
+ * beside them. Bandwidths count bytes read + bytes written. Input pools are several times the
+ * L2; sequence numbers wrap exactly at the end of the pool, so cycling through it gives
+ * ever-increasing batch ids.
  * Lines starting "bench " are machine-readable (key=value); the last line is the summary.
  * Environment: DQ_BENCH_QUICK=1 for a short run; DQ_BENCH_FOCUS=1 for the one-batch cases the
  * targets read only (no CPU part, no bursts, no conversions), to run two builds alternately;
  * with it, DQ_BENCH_CASES=PAYLOADxPACKETS,... (e.g. 2048x16384,8192x65536) for other one-batch
- * cases instead; DQ_BENCH_INFLIGHT=N for N submissions in flight (default 8). */
+ * cases instead, and DQ_BENCH_BURSTS=PAYLOADxPACKETSxBATCHES,... (e.g. 64x1024x8) for gpu-burst
+ * cases after them; DQ_BENCH_INFLIGHT=N for N submissions in flight (default 8). */
 #include <stdarg.h>
 
 #include "dq-bench-util.h"
@@ -691,15 +693,17 @@ bench_gpu_burst (uint32_t P, uint32_t ppb, uint32_t per, uint32_t window, void *
   uint64_t nf = 0;
   double ms = run_reorder (&g, &cfg, K, per, DESC_DEVICE, &nf);
   double ms_ref = run_reference (&g, stream, K, per);
+  /* the reference as the design runs it: one launch a batch */
+  double ms_ref1 = run_reference (&g, stream, K * per, 1);
   double ms_copy = run_copy (&g, stream, K, per);
   double gb = (double) K * per * batch_bytes / 1e9;
   double gbps = gb / (ms / 1e3), ref = gb / (ms_ref / 1e3), cp = gb / (ms_copy / 1e3);
   double us = ms * 1e3 / ((double) K * per);
   printf ("bench gpu-burst payload=%u ppb=%u batches_per_burst=%u window=%u bursts=%u "
           "us_per_batch=%.3f us_per_burst=%.2f GBps=%.1f copy_GBps=%.1f ref_GBps=%.1f vs_copy=%.3f "
-          "vs_ref=%.2f no_frame=%llu\n",
+          "vs_ref=%.2f ref_batch_us=%.3f vs_ref_batch=%.2f no_frame=%llu\n",
       P, ppb, per, window, K, us, ms * 1e3 / K, gbps, cp, ref, gbps / cp, gbps / ref,
-      (unsigned long long) nf);
+      ms_ref1 * 1e3 / ((double) K * per), ms_ref1 / ms, (unsigned long long) nf);
   fflush (stdout);
   if (P == 64 && ppb == 1024 && per == 64 && window >= per)
     us_burst64 = us;
@@ -828,6 +832,20 @@ main (void)
     } else {
       for (int i = 0; i < 7; i++)
         bench_gpu_reorder (cases[i][0], cases[i][1], 64, stream);
+    }
+    /* DQ_BENCH_BURSTS=PAYLOADxPACKETSxBATCHES,...: gpu-burst cases, the window the burst */
+    list = getenv ("DQ_BENCH_BURSTS");
+    if (list) {
+      unsigned pl, pp, per;
+      int used;
+      while (sscanf (list, "%ux%ux%u%n", &pl, &pp, &per, &used) == 3 && pl && pp && per &&
+          (uint64_t) pp * per <= (1u << 20) && per <= DQ_REORDER_MAX_WINDOW) {
+        bench_gpu_burst (pl, pp, per, per, stream);
+        list += used;
+        if (*list != ',')
+          break;
+        list++;
+      }
     }
     printf ("bench-reorder focus: batches of 16384 packets: 64B %.2fx one-block-per-packet, "
             "256B %.1f%% of copy, >=1KB %.1f%% of copy; 1024-packet batch %.2f us; the "
