@@ -712,6 +712,26 @@ bench_gpu_burst (uint32_t P, uint32_t ppb, uint32_t per, uint32_t window, void *
   gpool_free (&g);
 }
 
+/* The next case of a DQ_BENCH_* list: `count` nonzero numbers joined by 'x' into v, the list
+ * moved past them and their comma; 0 at its end or at anything else. */
+static int
+next_case (const char **list, unsigned *v, int count)
+{
+  const char *s = *list;
+  for (int i = 0; i < count; i++) {
+    char *end;
+    unsigned long x = strtoul (s, &end, 10);
+    if (end == s || x == 0 || x > UINT32_MAX || (i + 1 < count && *end != 'x'))
+      return 0;
+    v[i] = (unsigned) x;
+    s = i + 1 < count ? end + 1 : end;
+  }
+  if (*s != ',' && *s != '\0')
+    return 0;
+  *list = *s == ',' ? s + 1 : s;
+  return 1;
+}
+
 /* The median of three. */
 static double
 median3 (const double v[3])
@@ -819,34 +839,19 @@ main (void)
       { 1024, 4096 }, { 1024, 16384 }, { 1024, 65536 }, { 8192, 16384 } };
     /* DQ_BENCH_CASES=PAYLOADxPACKETS,...: other one-batch cases instead */
     const char *list = getenv ("DQ_BENCH_CASES");
+    unsigned v[3];
     if (list) {
-      unsigned pl, pp;
-      int used;
-      while (sscanf (list, "%ux%u%n", &pl, &pp, &used) == 2 && pl && pp && pp <= (1u << 20)) {
-        bench_gpu_reorder (pl, pp, 64, stream);
-        list += used;
-        if (*list != ',')
-          break;
-        list++;
-      }
+      while (next_case (&list, v, 2) && v[1] <= (1u << 20))
+        bench_gpu_reorder (v[0], v[1], 64, stream);
     } else {
       for (int i = 0; i < 7; i++)
         bench_gpu_reorder (cases[i][0], cases[i][1], 64, stream);
     }
     /* DQ_BENCH_BURSTS=PAYLOADxPACKETSxBATCHES,...: gpu-burst cases, the window the burst */
     list = getenv ("DQ_BENCH_BURSTS");
-    if (list) {
-      unsigned pl, pp, per;
-      int used;
-      while (sscanf (list, "%ux%ux%u%n", &pl, &pp, &per, &used) == 3 && pl && pp && per &&
-          (uint64_t) pp * per <= (1u << 20) && per <= DQ_REORDER_MAX_WINDOW) {
-        bench_gpu_burst (pl, pp, per, per, stream);
-        list += used;
-        if (*list != ',')
-          break;
-        list++;
-      }
-    }
+    while (list && next_case (&list, v, 3) && (uint64_t) v[1] * v[2] <= (1u << 20) &&
+        v[2] <= DQ_REORDER_MAX_WINDOW)
+      bench_gpu_burst (v[0], v[1], v[2], v[2], stream);
     printf ("bench-reorder focus: batches of 16384 packets: 64B %.2fx one-block-per-packet, "
             "256B %.1f%% of copy, >=1KB %.1f%% of copy; 1024-packet batch %.2f us; the "
             "element's packed descriptors at most %.2fx device (target 1.2x), staged %.2fx\n",
