@@ -5,9 +5,10 @@
  *        64, 256, 1024 and 8192 bytes and batches of 1024..65536 packets; microseconds per
  *        1024-packet batch, and where it goes (gpu-batch1024-split: host time per submit and
  *        poll call, GPU time per submission queued behind a spinning kernel, latency of one
- *        submission alone, the same for an empty kernel, the floor of a lone submission (a
- *        launch whose kernel writes a word the host spins on) and the reference's batch alone
- *        (launch, stream synchronized); gpu-batch16384-split: the same for the
+ *        submission alone and its GPU time (events on either side), the same for an empty
+ *        kernel, the floor of a lone submission (a launch whose kernel writes a word the host
+ *        spins on; its GPU time likewise) and the reference's batch alone (launch, stream
+ *        synchronized); gpu-batch16384-split: the same for the
  *        64 B target's 16384-packet batch, device descriptors); gpu-launch-params: the host's
  *        time per launch of an empty kernel with 8, 512 and 1408 bytes of parameters (in focus
  *        runs too); gpu-code-fetch: cycles of code an SM has not run lately against the same
@@ -16,7 +17,8 @@
  * One submission = one batch (descriptors in device memory unless "desc=host"), packets shuffled
  * within the batch, nothing lost; except gpu-burst: submissions of several consecutive batches,
  * what a batch costs when a burst carries many (beside the reference launched alike, and
- * launched one batch at a time as the design does: ref_batch_us). The streamed regime is
+ * launched one batch at a time as the design does: ref_batch_us; and with packed descriptors in
+ * pinned memory, as daqirireorder takes daqirisrc memory=cuda bursts). The streamed regime is
  * gpu-burst with 65536 packets per submission for batches of 1024..16384 packets (and
  * gpu-reorder's 65536-packet batches): a stream submitted as a receive ring under heavy traffic
  * hands it over. The targets count the one-batch regime; the summary gives the streamed figures
@@ -480,11 +482,22 @@ bench_batch_split (GPool *g, const DqReorderConfig *cfg, int host_desc)
     lat[r] = (now () - t0) * 1e6;
     recycle (ctx, &c);
   }
+  /* the GPU's own time for a submission alone: events on either side of it */
+  double lone_gpu[LAT];
+  for (int r = 0; r < LAT; r++) {
+    bench_event_record (e0, stream);
+    SUBMIT ();
+    bench_event_record (e1, stream);
+    dq_reorder_gpu_poll (ctx, 1, &c);
+    recycle (ctx, &c);
+    lone_gpu[r] = bench_event_ms (e0, e1) * 1e3;
+  }
 #undef SUBMIT
   dq_bench_sort_doubles (lat, LAT);
+  dq_bench_sort_doubles (lone_gpu, LAT);
   /* the floor of a lone submission (one launch whose kernel writes a word the host spins on) and
    * the reference's batch alone (its launch, then the stream synchronized), the same way */
-  double flag_lat[LAT], ref_lat[LAT];
+  double flag_lat[LAT], ref_lat[LAT], flag_gpu[LAT];
   unsigned long long *flag = dq_cuda_malloc_host (sizeof *flag);
   void *ref_out = dq_cuda_malloc ((size_t) p->ppb * p->P);
   if (!flag || !ref_out) {
@@ -499,6 +512,10 @@ bench_batch_split (GPool *g, const DqReorderConfig *cfg, int host_desc)
     while (__atomic_load_n (flag, __ATOMIC_ACQUIRE) != v)
       ;
     flag_lat[r] = (now () - t0) * 1e6;
+    bench_event_record (e0, stream);
+    bench_flag_launch (stream, flag, v + 1000);
+    bench_event_record (e1, stream);
+    flag_gpu[r] = bench_event_ms (e0, e1) * 1e3;
     t0 = now ();
     bench_reference_reorder (stream, ref_out,
         (const void *const *) (g->d_ptrs + (size_t) (r % p->nb) * p->ppb), p->ppb, p->P, p->off,
@@ -508,6 +525,7 @@ bench_batch_split (GPool *g, const DqReorderConfig *cfg, int host_desc)
   }
   dq_bench_sort_doubles (flag_lat, LAT);
   dq_bench_sort_doubles (ref_lat, LAT);
+  dq_bench_sort_doubles (flag_gpu, LAT);
   dq_cuda_free_host (flag);
   dq_cuda_free (ref_out);
   /* the empty kernel, the same ways */
@@ -522,10 +540,11 @@ bench_batch_split (GPool *g, const DqReorderConfig *cfg, int host_desc)
       "bench gpu-batch%u-split payload=%u desc=%s host_submit_us=%.2f host_poll_ready_us=%.2f "
       "host_poll_notready_us=%.2f gpu_queued_us=%.2f enqueue_us=%.0f spin_us=%.0f "
       "latency_us_min=%.2f latency_us_med=%.2f floor_latency_us_med=%.2f ref_latency_us_med=%.2f "
-      "empty_host_us=%.2f empty_gpu_queued_us=%.2f\n",
+      "lone_gpu_us_med=%.2f floor_gpu_us_med=%.2f empty_host_us=%.2f empty_gpu_queued_us=%.2f\n",
       p->ppb, p->P, host_desc ? "host" : "device", submit_us / rounds, ready_us / rounds,
       notready_us / rounds, gpu_us / rounds, enqueue_us / rounds, Q * 40.0, lat[0], lat[LAT / 2],
-      flag_lat[LAT / 2], ref_lat[LAT / 2], empty_host_us, empty_gpu_us);
+      flag_lat[LAT / 2], ref_lat[LAT / 2], lone_gpu[LAT / 2], flag_gpu[LAT / 2], empty_host_us,
+      empty_gpu_us);
   fflush (stdout);
   bench_event_free (e0);
   bench_event_free (e1);
@@ -692,6 +711,9 @@ bench_gpu_burst (uint32_t P, uint32_t ppb, uint32_t per, uint32_t window, void *
   uint32_t K = batches_for (batch_bytes * per);
   uint64_t nf = 0;
   double ms = run_reorder (&g, &cfg, K, per, DESC_DEVICE, &nf);
+  /* descriptors as daqirireorder takes daqirisrc memory=cuda bursts: packed, in pinned memory */
+  uint64_t nf_packed = 0;
+  double ms_packed = run_reorder (&g, &cfg, K, per, DESC_PACKED, &nf_packed);
   double ms_ref = run_reference (&g, stream, K, per);
   /* the reference as the design runs it: one launch a batch */
   double ms_ref1 = run_reference (&g, stream, K * per, 1);
@@ -701,9 +723,11 @@ bench_gpu_burst (uint32_t P, uint32_t ppb, uint32_t per, uint32_t window, void *
   double us = ms * 1e3 / ((double) K * per);
   printf ("bench gpu-burst payload=%u ppb=%u batches_per_burst=%u window=%u bursts=%u "
           "us_per_batch=%.3f us_per_burst=%.2f GBps=%.1f copy_GBps=%.1f ref_GBps=%.1f vs_copy=%.3f "
-          "vs_ref=%.2f ref_batch_us=%.3f vs_ref_batch=%.2f no_frame=%llu\n",
+          "vs_ref=%.2f ref_batch_us=%.3f vs_ref_batch=%.2f packed_us_per_batch=%.3f "
+          "packed_vs_ref_batch=%.2f no_frame=%llu\n",
       P, ppb, per, window, K, us, ms * 1e3 / K, gbps, cp, ref, gbps / cp, gbps / ref,
-      ms_ref1 * 1e3 / ((double) K * per), ms_ref1 / ms, (unsigned long long) nf);
+      ms_ref1 * 1e3 / ((double) K * per), ms_ref1 / ms, ms_packed * 1e3 / ((double) K * per),
+      ms_ref1 / ms_packed, (unsigned long long) (nf + nf_packed));
   fflush (stdout);
   if (P == 64 && ppb == 1024 && per == 64 && window >= per)
     us_burst64 = us;
