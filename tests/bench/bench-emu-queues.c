@@ -44,6 +44,7 @@
 
 #include "dq-bench-util.h"
 #include "dq-packet.h"
+#include "dq-test-frame.h"
 #include "bench-emu-util.h"
 #include <gst/daqiri/daqiri.h>
 #include "emu.h"
@@ -111,12 +112,8 @@ make_frames (guint n_flows, guint elements, guint per)
   for (guint f = 0; f < n_flows; f++) {
     guint8 *fr = frames + (gsize) f * FRAME_LEN;
     for (;;) {
-      DqPacketHeaders h = { .dst_mac = { 2, 0, 0, 0, 0, 2 },
-        .src_mac = { 2, 0, 0, 0, 0, 1 },
-        .src_ip = 0x0a000001,
-        .dst_ip = 0x0a000002,
-        .src_port = (guint16) sport++,
-        .dst_port = (guint16) (DST_PORT + f % elements) };
+      const DqPacketHeaders h =
+          dq_test_headers ((guint16) sport++, (guint16) (DST_PORT + f % elements));
       dq_packet_write_headers (fr, FRAME_LEN, &h);
       guint8 in[12];
       memcpy (in, fr + DQ_PACKET_IPV4_OFFSET + 12, 8);

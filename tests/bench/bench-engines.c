@@ -38,6 +38,7 @@
 #include "daqiri-engine.h"
 #include "dq-bench-util.h"
 #include "dq-packet.h"
+#include "dq-test-frame.h"
 #include "emu.h"
 
 #include <stdio.h>
@@ -89,12 +90,7 @@ is_emu (Kind k)
 static void
 frame_build (guint len)
 {
-  const DqPacketHeaders h = { .dst_mac = { 0x02, 0, 0, 0, 0, 0x02 },
-    .src_mac = { 0x02, 0, 0, 0, 0, 0x01 },
-    .src_ip = 0x0a000001,
-    .dst_ip = 0x0a000002,
-    .src_port = 5000,
-    .dst_port = 6000 };
+  const DqPacketHeaders h = dq_test_headers (5000, 6000);
   dq_packet_write_headers (frame_bytes, len, &h);
 }
 

@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "dq-packet.h"
+#include "dq-test-frame.h"
 #include "dq-test-csum.h"
 #include "dq-test-util.h"
 #include "reorder-priv.h"
@@ -1407,12 +1408,7 @@ test_packetize_roundtrip (void)
 {
   dq_test_name = "packetize-roundtrip";
   /* Ethernet + IPv4 + UDP (42 bytes), BE u32 seq at 42, batch byte at 46, payload at 48 */
-  const DqPacketHeaders h = { .dst_mac = { 2, 0, 0, 0, 0, 2 },
-    .src_mac = { 2, 0, 0, 0, 0, 1 },
-    .src_ip = 0x0a000001,
-    .dst_ip = 0x0a000002,
-    .src_port = 5000,
-    .dst_port = 5001 };
+  const DqPacketHeaders h = dq_test_headers (5000, 5001);
   uint8_t hdr[42];
   CHECK_EQ (dq_packet_write_headers (hdr, sizeof hdr, &h), 0);
   DqReorderConfig cfg = cfg_simple (50, 10, 0);

@@ -56,6 +56,7 @@
 #include "daqiri-reorder.h"
 #include "dq-bench-util.h"
 #include "dq-packet.h"
+#include "dq-test-frame.h"
 #include "emu.h"
 
 #include <stdio.h>
@@ -222,12 +223,7 @@ static guint8 *
 make_frame (guint len)
 {
   guint8 *f = g_malloc0 (len);
-  DqPacketHeaders h = { .dst_mac = { 2, 0, 0, 0, 0, 2 },
-    .src_mac = { 2, 0, 0, 0, 0, 1 },
-    .src_ip = 0x0a000001,
-    .dst_ip = 0x0a000002,
-    .src_port = 1000,
-    .dst_port = 5000 };
+  const DqPacketHeaders h = dq_test_headers (1000, 5000);
   dq_packet_write_headers (f, len, &h);
   for (guint i = PAYLOAD_OFFSET; i < len; i++)
     f[i] = (guint8) i;
