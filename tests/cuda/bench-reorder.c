@@ -14,8 +14,10 @@
  *        runs too); gpu-code-fetch: cycles of code an SM has not run lately against the same
  *        code again; int4/int8/int16 -> fp16/bf16/fp32
  *        against the plain reorder of the same packets, alternated three times (median).
- * One submission = one batch (descriptors in device memory unless "desc=host"), packets shuffled
- * within the batch, nothing lost; except gpu-burst: submissions of several consecutive batches,
+ * One submission = one batch (descriptors in device memory unless "desc=host" or "desc=packed":
+ * staged by the library, or packed words in pinned memory as daqirireorder takes daqirisrc
+ * memory=cuda bursts), packets shuffled within the batch, nothing lost; except gpu-burst:
+ * submissions of several consecutive batches,
  * what a batch costs when a burst carries many (beside the reference launched alike, and
  * launched one batch at a time as the design does: ref_batch_us; and with packed descriptors in
  * pinned memory, as daqirireorder takes daqirisrc memory=cuda bursts). The streamed regime is
@@ -419,12 +421,27 @@ run_reorder (
   return ms;
 }
 
+/* Batch k of the pool (cycling) submitted with its descriptors as `desc` says (DESC_DEVICE,
+ * DESC_HOST: staged by the library, DESC_PACKED: packed words in pinned memory). */
+static int
+split_submit (DqReorderGpu *ctx, GPool *g, int desc, uint32_t k)
+{
+  const Pool *p = &g->hp;
+  const size_t first = (size_t) (k % p->nb) * p->ppb;
+  if (desc == DESC_HOST)
+    return dq_reorder_gpu_submit (ctx, g->d_data, p->size, p->desc + first, p->ppb, NULL);
+  if (desc == DESC_PACKED)
+    return dq_reorder_gpu_submit_packed (
+        ctx, g->d_data, p->size, g->m_packed + first, p->ppb, p->desc[first].timestamp, NULL);
+  return dq_reorder_gpu_submit_device (ctx, g->d_data, p->size, g->d_desc + first, p->ppb, NULL);
+}
+
 /* Where a small batch's time goes: the host's time per submit call and per poll call; the GPU's
  * own time per submission, with Q submissions queued behind a spinning kernel (so that the host's
  * launch rate does not pace them); the latency of one submission alone (submit, poll with wait);
  * the same two for an empty kernel. */
 static void
-bench_batch_split (GPool *g, const DqReorderConfig *cfg, int host_desc)
+bench_batch_split (GPool *g, const DqReorderConfig *cfg, int desc)
 {
   Pool *p = &g->hp;
   enum { Q = 48, NF = Q + 8, LAT = 31 };
@@ -434,11 +451,7 @@ bench_batch_split (GPool *g, const DqReorderConfig *cfg, int host_desc)
   void *stream = dq_reorder_gpu_stream (ctx);
   DqReorderCompletion c;
   uint32_t k = 0;
-#define SUBMIT() \
-  (host_desc ? dq_reorder_gpu_submit (ctx, g->d_data, p->size, \
-                   p->desc + (size_t) (k++ % p->nb) * p->ppb, p->ppb, NULL) \
-             : dq_reorder_gpu_submit_device (ctx, g->d_data, p->size, \
-                   g->d_desc + (size_t) (k++ % p->nb) * p->ppb, p->ppb, NULL))
+#define SUBMIT() split_submit (ctx, g, desc, k++)
   for (int w = 0; w < 4; w++) {
     SUBMIT ();
     while (dq_reorder_gpu_poll (ctx, 1, &c) == 1)
@@ -541,10 +554,13 @@ bench_batch_split (GPool *g, const DqReorderConfig *cfg, int host_desc)
       "host_poll_notready_us=%.2f gpu_queued_us=%.2f enqueue_us=%.0f spin_us=%.0f "
       "latency_us_min=%.2f latency_us_med=%.2f floor_latency_us_med=%.2f ref_latency_us_med=%.2f "
       "lone_gpu_us_med=%.2f floor_gpu_us_med=%.2f empty_host_us=%.2f empty_gpu_queued_us=%.2f\n",
-      p->ppb, p->P, host_desc ? "host" : "device", submit_us / rounds, ready_us / rounds,
-      notready_us / rounds, gpu_us / rounds, enqueue_us / rounds, Q * 40.0, lat[0], lat[LAT / 2],
-      flag_lat[LAT / 2], ref_lat[LAT / 2], lone_gpu[LAT / 2], flag_gpu[LAT / 2], empty_host_us,
-      empty_gpu_us);
+      p->ppb, p->P,
+      desc == DESC_HOST         ? "host"
+          : desc == DESC_PACKED ? "packed"
+                                : "device",
+      submit_us / rounds, ready_us / rounds, notready_us / rounds, gpu_us / rounds,
+      enqueue_us / rounds, Q * 40.0, lat[0], lat[LAT / 2], flag_lat[LAT / 2], ref_lat[LAT / 2],
+      lone_gpu[LAT / 2], flag_gpu[LAT / 2], empty_host_us, empty_gpu_us);
   fflush (stdout);
   bench_event_free (e0);
   bench_event_free (e1);
@@ -678,11 +694,12 @@ bench_gpu_reorder (uint32_t P, uint32_t ppb, uint32_t off, void *stream)
   if (ppb == 1024 && P == 64 && off == 64) {
     us_1024 = ms * 1e3 / K;
     us_1024_host = ms_host * 1e3 / K;
-    bench_batch_split (&g, &cfg, 0);
-    bench_batch_split (&g, &cfg, 1);
+    bench_batch_split (&g, &cfg, DESC_DEVICE);
+    bench_batch_split (&g, &cfg, DESC_HOST);
+    bench_batch_split (&g, &cfg, DESC_PACKED);
   }
   if (ppb == 16384 && P == 64 && off == 64) /* the 64 B target's batch: the same split */
-    bench_batch_split (&g, &cfg, 0);
+    bench_batch_split (&g, &cfg, DESC_DEVICE);
   gpool_free (&g);
 }
 
