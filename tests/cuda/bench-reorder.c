@@ -17,10 +17,10 @@
  * One submission = one batch (descriptors in device memory unless "desc=host" or "desc=packed":
  * staged by the library, or packed words in pinned memory as daqirireorder takes daqirisrc
  * memory=cuda bursts), packets shuffled within the batch, nothing lost; except gpu-burst:
- * submissions of several consecutive batches,
- * what a batch costs when a burst carries many (beside the reference launched alike, and
- * launched one batch at a time as the design does: ref_batch_us; and with packed descriptors in
- * pinned memory, as daqirireorder takes daqirisrc memory=cuda bursts). The streamed regime is
+ * submissions of several consecutive batches, what a batch costs when a burst carries many
+ * (beside the reference launched alike, and launched one batch at a time as the design does:
+ * ref_batch_us; and with packed descriptors in pinned memory, as daqirireorder takes daqirisrc
+ * memory=cuda bursts). The streamed regime is
  * gpu-burst with 65536 packets per submission for batches of 1024..16384 packets (and
  * gpu-reorder's 65536-packet batches): a stream submitted as a receive ring under heavy traffic
  * hands it over. The targets count the one-batch regime; the summary gives the streamed figures
@@ -438,8 +438,8 @@ split_submit (DqReorderGpu *ctx, GPool *g, int desc, uint32_t k)
 
 /* Where a small batch's time goes: the host's time per submit call and per poll call; the GPU's
  * own time per submission, with Q submissions queued behind a spinning kernel (so that the host's
- * launch rate does not pace them); the latency of one submission alone (submit, poll with wait);
- * the same two for an empty kernel. */
+ * launch rate does not pace them); the latency of one submission alone (submit, poll with wait)
+ * and its GPU time; the same for an empty kernel, and the floor and the reference alone. */
 static void
 bench_batch_split (GPool *g, const DqReorderConfig *cfg, int desc)
 {
@@ -451,9 +451,8 @@ bench_batch_split (GPool *g, const DqReorderConfig *cfg, int desc)
   void *stream = dq_reorder_gpu_stream (ctx);
   DqReorderCompletion c;
   uint32_t k = 0;
-#define SUBMIT() split_submit (ctx, g, desc, k++)
   for (int w = 0; w < 4; w++) {
-    SUBMIT ();
+    split_submit (ctx, g, desc, k++);
     while (dq_reorder_gpu_poll (ctx, 1, &c) == 1)
       recycle (ctx, &c);
   }
@@ -464,7 +463,7 @@ bench_batch_split (GPool *g, const DqReorderConfig *cfg, int desc)
     bench_event_record (e0, stream);
     double t0 = now ();
     for (int q = 0; q < Q; q++)
-      if (SUBMIT () != 0) {
+      if (split_submit (ctx, g, desc, k++) != 0) {
         fprintf (stderr, "submit: %s\n", dq_reorder_gpu_error (ctx));
         exit (2);
       }
@@ -490,7 +489,7 @@ bench_batch_split (GPool *g, const DqReorderConfig *cfg, int desc)
   double lat[LAT];
   for (int r = 0; r < LAT; r++) {
     double t0 = now ();
-    SUBMIT ();
+    split_submit (ctx, g, desc, k++);
     dq_reorder_gpu_poll (ctx, 1, &c);
     lat[r] = (now () - t0) * 1e6;
     recycle (ctx, &c);
@@ -499,13 +498,12 @@ bench_batch_split (GPool *g, const DqReorderConfig *cfg, int desc)
   double lone_gpu[LAT];
   for (int r = 0; r < LAT; r++) {
     bench_event_record (e0, stream);
-    SUBMIT ();
+    split_submit (ctx, g, desc, k++);
     bench_event_record (e1, stream);
     dq_reorder_gpu_poll (ctx, 1, &c);
     recycle (ctx, &c);
     lone_gpu[r] = bench_event_ms (e0, e1) * 1e3;
   }
-#undef SUBMIT
   dq_bench_sort_doubles (lat, LAT);
   dq_bench_sort_doubles (lone_gpu, LAT);
   /* the floor of a lone submission (one launch whose kernel writes a word the host spins on) and
