@@ -8,8 +8,8 @@
  *        submission alone and its GPU time (events on either side), the same for an empty
  *        kernel, the floor of a lone submission (a launch whose kernel writes a word the host
  *        spins on; its GPU time likewise) and the reference's batch alone (launch, stream
- *        synchronized); gpu-batch16384-split: the same for the
- *        64 B target's 16384-packet batch, device descriptors); gpu-launch-params: the host's
+ *        synchronized); gpu-batch16384-split: the same for the 64 B target's 16384-packet
+ *        batch, device descriptors); gpu-launch-params: the host's
  *        time per launch of an empty kernel with 8, 512 and 1408 bytes of parameters (in focus
  *        runs too); gpu-code-fetch: cycles of code an SM has not run lately against the same
  *        code again; int4/int8/int16 -> fp16/bf16/fp32
@@ -20,10 +20,9 @@
  * submissions of several consecutive batches, what a batch costs when a burst carries many
  * (beside the reference launched alike, and launched one batch at a time as the design does:
  * ref_batch_us; and with packed descriptors in pinned memory, as daqirireorder takes daqirisrc
- * memory=cuda bursts). The streamed regime is
- * gpu-burst with 65536 packets per submission for batches of 1024..16384 packets (and
- * gpu-reorder's 65536-packet batches): a stream submitted as a receive ring under heavy traffic
- * hands it over. The targets count the one-batch regime; the summary gives the streamed figures
+ * memory=cuda bursts). The streamed regime is gpu-burst with 65536 packets per submission for
+ * batches of 1024..16384 packets (and gpu-reorder's 65536-packet batches): a stream submitted as
+ * a receive ring under heavy traffic hands it over. The targets count the one-batch regime; the summary gives the streamed figures
  * beside them. Bandwidths count bytes read + bytes written. Input pools are several times the
  * L2; sequence numbers wrap exactly at the end of the pool, so cycling through it gives
  * ever-increasing batch ids.
