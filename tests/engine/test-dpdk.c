@@ -109,30 +109,16 @@ txq_or_fail (DqPort *port)
   return dq_test_txq_create (port, &c);
 }
 
-/* A net_ring0 port with one RX queue (the given geometry) and the TX queue. */
-typedef struct {
-  DqPort *port;
-  DqRxQueue *rxq;
-  DqTxQueue *txq;
-} Ring;
-
-static Ring
+/* A net_ring0 port with one RX queue (the given geometry) and the TX queue: the link's
+ * two ends are the one port, whose TX queue 0 loops back to RX queue 0. */
+static DqTestLink
 ring_open (guint burst_packets, guint64 timeout_ns, gsize ring_bytes)
 {
-  Ring r;
-  r.port = dq_test_port_open ("dpdk:net_ring0");
+  DqTestLink l;
   DqRxConfig rc = rx_config (burst_packets, timeout_ns, ring_bytes);
-  r.rxq = dq_test_rxq_create (r.port, &rc);
-  r.txq = txq_or_fail (r.port);
-  return r;
-}
-
-static void
-ring_close (Ring *r)
-{
-  dq_txq_destroy (r->txq);
-  dq_rxq_destroy (r->rxq);
-  dq_port_unref (r->port);
+  DqTxConfig tc = { 0 };
+  dq_test_link_open (&l, "dpdk:net_ring0", &tc, "dpdk:net_ring0", &rc);
+  return l;
 }
 
 typedef struct {
@@ -450,7 +436,7 @@ test_ring_truncated_after_filter (void)
 static void
 test_ring_burst_timeout (void)
 {
-  Ring ring = ring_open (256, 5 * MS, 0);
+  DqTestLink ring = ring_open (256, 5 * MS, 0);
   DqRxQueue *rxq = ring.rxq;
   GError *error = NULL;
   DqBurst b;
@@ -474,7 +460,7 @@ test_ring_burst_timeout (void)
   check_burst (&c, &b);
   assert_clean (&c, 5);
   dq_rxq_release (rxq, &b);
-  ring_close (&ring);
+  dq_test_link_close (&ring);
 }
 
 /* Polls that return at once (timeout 0, as daqirisrc's first look at its queues) leave a
@@ -483,7 +469,7 @@ test_ring_burst_timeout (void)
 static void
 test_ring_burst_fills_across_polls (void)
 {
-  Ring ring = ring_open (256, 1000 * MS, 0);
+  DqTestLink ring = ring_open (256, 1000 * MS, 0);
   Sender s = { .txq = ring.txq, .first = 0, .n = 300, .chunk = 100 };
   sender_run (&s);
   g_assert_cmpint (s.consumed, ==, 300);
@@ -509,7 +495,7 @@ test_ring_burst_fills_across_polls (void)
   check_burst (&c, &b);
   dq_rxq_release (ring.rxq, &b);
   assert_clean (&c, 300);
-  ring_close (&ring);
+  dq_test_link_close (&ring);
 }
 
 /* A reader that holds every burst: the ring fills, polling stops, the net_ring device
@@ -585,7 +571,7 @@ poller_run (gpointer data)
 static void
 test_ring_wakeups (void)
 {
-  Ring ring = ring_open (32, 1 * MS, 2 * 49152);
+  DqTestLink ring = ring_open (32, 1 * MS, 2 * 49152);
   DqTxQueue *txq = ring.txq;
 
   Poller p = { .rxq = ring.rxq, .result = 99 };
@@ -609,14 +595,14 @@ test_ring_wakeups (void)
   dq_txq_stats (txq, &ts);
   g_assert_cmpuint (ts.packets, ==, (guint64) s.consumed);
   g_assert_cmpuint (ts.ring_full_waits, >, 0);
-  ring_close (&ring);
+  dq_test_link_close (&ring);
 }
 
 /* Frames the device cannot take are refused and counted, the good ones sent. */
 static void
 test_ring_bad_frames (void)
 {
-  Ring ring = ring_open (32, 1 * MS, 0);
+  DqTestLink ring = ring_open (32, 1 * MS, 0);
   guint8 good[3][FRAME_MAX], big[4000] = { 0 }, tiny[10] = { 0 };
   const guint8 *frames[5] = { tiny, good[0], big, good[1], good[2] };
   guint32 lens[5] = { 10, 0, 4000, 0, 0 };
@@ -635,7 +621,7 @@ test_ring_bad_frames (void)
   dq_txq_stats (ring.txq, &ts);
   g_assert_cmpuint (ts.packets, ==, 3);
   g_assert_cmpuint (ts.errors, ==, 2);
-  ring_close (&ring);
+  dq_test_link_close (&ring);
 }
 
 
