@@ -1,4 +1,5 @@
 #include "dq-test-port.h"
+#include "dq-bench-util.h"
 
 #include <string.h>
 
@@ -51,6 +52,41 @@ dq_test_tx_stats (DqTxQueue *txq)
   DqTxStats s;
   dq_txq_stats (txq, &s);
   return s;
+}
+
+static gpointer
+poll_thread (gpointer data)
+{
+  DqTestPoll *p = data;
+  DqBurst b;
+  GError *error = NULL;
+  gint64 cpu0 = dq_bench_thread_cpu_ns ();
+  p->result = dq_rxq_poll (p->rxq, &b, p->timeout_ns, &error);
+  p->returned_at = g_get_monotonic_time () * 1000;
+  p->cpu_ns = dq_bench_thread_cpu_ns () - cpu0;
+  g_assert_no_error (error);
+  if (p->result == 1)
+    dq_rxq_release (p->rxq, &b);
+  return NULL;
+}
+
+void
+dq_test_poll_start (DqTestPoll *p, DqRxQueue *rxq, gint64 timeout_ns)
+{
+  p->rxq = rxq;
+  p->timeout_ns = timeout_ns;
+  p->result = -2;
+  p->returned_at = 0;
+  p->cpu_ns = 0;
+  p->thread = g_thread_new ("poller", poll_thread, p);
+}
+
+int
+dq_test_poll_join (DqTestPoll *p)
+{
+  g_thread_join (p->thread);
+  p->thread = NULL;
+  return p->result;
 }
 
 void

@@ -1,8 +1,9 @@
 /* Engine helpers for tests and benchmarks: opening a port or a receive queue, or parsing
  * a transmit queue or a link of both, or parsing flow rules, that a program cannot go on
- * without, and checking an engine error. The helpers' source is compiled into each program that
- * uses them (dq_test_port_dep), so that they call the engine registry that program links,
- * whether the engine library or the plugin's own objects. */
+ * without, polling a receive queue in a thread of its own, and checking an engine error.
+ * The helpers' source is compiled into each program that uses them (dq_test_port_dep), so
+ * that they call the engine registry that program links, whether the engine library or the
+ * plugin's own objects. */
 #ifndef DAQIRI_TEST_DQ_TEST_PORT_H
 #define DAQIRI_TEST_DQ_TEST_PORT_H
 
@@ -26,6 +27,25 @@ DqTxQueue *dq_test_txq_create (DqPort *port, const DqTxConfig *config);
 /* The statistics of a queue (dq_rxq_stats, dq_txq_stats), as a value. */
 DqRxStats dq_test_rx_stats (DqRxQueue *rxq);
 DqTxStats dq_test_tx_stats (DqTxQueue *txq);
+
+/* A poll of a receive queue in a thread of its own, for a test that wakes a blocked
+ * poll: dq_test_poll_start starts it, dq_test_poll_join waits for it to return. `result`
+ * is what dq_rxq_poll returned (-2 while it has not returned; a poll error fails the test),
+ * `returned_at` when it returned (g_get_monotonic_time in ns), `cpu_ns` the CPU time the
+ * thread spent in it. A burst the poll gets is released at once. */
+typedef struct {
+  DqRxQueue *rxq;
+  gint64 timeout_ns;
+  int result;
+  gint64 returned_at;
+  gint64 cpu_ns;
+  GThread *thread;
+} DqTestPoll;
+
+/* Starts the poll of rxq, for at most timeout_ns (-1: until woken). */
+void dq_test_poll_start (DqTestPoll *p, DqRxQueue *rxq, gint64 timeout_ns);
+/* Waits for the poll to return; returns its result. */
+int dq_test_poll_join (DqTestPoll *p);
 
 /* Two ends of a link: a transmit queue on one device and a receive queue on another that
  * receives what it sends. */

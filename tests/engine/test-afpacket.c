@@ -1296,45 +1296,20 @@ test_rx_ignore_outgoing (void)
 
 /* ---- wakeup ---- */
 
-typedef struct {
-  DqRxQueue *rxq;
-  gint64 timeout_ns;
-  int result;
-  gint64 returned_at;
-  gint64 cpu_ns; /* CPU time the poll used */
-} PollJob;
-
-static gpointer
-poll_thread (gpointer data)
-{
-  PollJob *job = data;
-  DqBurst b;
-  GError *error = NULL;
-  gint64 cpu0 = dq_bench_thread_cpu_ns ();
-  job->result = dq_rxq_poll (job->rxq, &b, job->timeout_ns, &error);
-  job->returned_at = mono_ns ();
-  job->cpu_ns = dq_bench_thread_cpu_ns () - cpu0;
-  g_assert_no_error (error);
-  if (job->result == 1)
-    dq_rxq_release (job->rxq, &b);
-  return NULL;
-}
-
 /* A poll without timeout blocks (using little CPU: no spinning) until woken. */
 static gint64
 wakeup_latency (DqRxQueue *rxq)
 {
-  PollJob job = { rxq, -1, -2, 0, 0 };
-  GThread *thread = g_thread_new ("poller", poll_thread, &job);
+  DqTestPoll poll;
+  dq_test_poll_start (&poll, rxq, -1);
   g_usleep (200 * 1000);
-  g_assert_cmpint (job.result, ==, -2); /* still blocked */
+  g_assert_cmpint (poll.result, ==, -2); /* still blocked */
   gint64 t0 = mono_ns ();
   dq_rxq_wakeup (rxq);
-  g_thread_join (thread);
-  g_assert_cmpint (job.result, ==, 0);
-  g_test_message ("blocked poll used %.3f ms CPU in 200 ms", job.cpu_ns / 1e6);
-  g_assert_cmpint (job.cpu_ns, <, 50 * MS);
-  return job.returned_at - t0;
+  g_assert_cmpint (dq_test_poll_join (&poll), ==, 0);
+  g_test_message ("blocked poll used %.3f ms CPU in 200 ms", poll.cpu_ns / 1e6);
+  g_assert_cmpint (poll.cpu_ns, <, 50 * MS);
+  return poll.returned_at - t0;
 }
 
 /* A wakeup that comes first makes the next poll return at once: how soon. */

@@ -550,22 +550,6 @@ test_ring_held_bursts (void)
   dq_port_unref (port);
 }
 
-typedef struct {
-  DqRxQueue *rxq;
-  int result;
-} Poller;
-
-static gpointer
-poller_run (gpointer data)
-{
-  Poller *p = data;
-  DqBurst b;
-  GError *error = NULL;
-  p->result = dq_rxq_poll (p->rxq, &b, -1, &error);
-  g_assert_no_error (error);
-  return NULL;
-}
-
 /* A poll without timeout returns 0 when woken; a sender stuck on a full device returns
  * what it consumed when woken. */
 static void
@@ -574,18 +558,17 @@ test_ring_wakeups (void)
   DqTestLink ring = ring_open (32, 1 * MS, 2 * 49152);
   DqTxQueue *txq = ring.txq;
 
-  Poller p = { .rxq = ring.rxq, .result = 99 };
-  GThread *th = g_thread_new ("poller", poller_run, &p);
+  DqTestPoll poll;
+  dq_test_poll_start (&poll, ring.rxq, -1);
   g_usleep (20000);
   gint64 t0 = g_get_monotonic_time ();
   dq_rxq_wakeup (ring.rxq);
-  g_thread_join (th);
-  g_assert_cmpint (p.result, ==, 0);
+  g_assert_cmpint (dq_test_poll_join (&poll), ==, 0);
   g_assert_cmpint (g_get_monotonic_time () - t0, <, 200000);
 
   /* nobody polls: the device queue (1024) fills and the sender waits until woken */
   Sender s = { .txq = txq, .first = 0, .n = 5000, .chunk = 5000 };
-  th = g_thread_new ("sender", sender_run, &s);
+  GThread *th = g_thread_new ("sender", sender_run, &s);
   g_usleep (50000);
   dq_txq_wakeup (txq);
   g_thread_join (th);
