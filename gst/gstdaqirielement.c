@@ -66,6 +66,18 @@ parse_mac (const gchar *text, guint8 mac[6])
   return TRUE;
 }
 
+/* Posts the ERROR of an address property whose value does not parse: it names the
+ * property, the value, what the value is not (`what`) and the form allowed (`expected`). */
+static void
+refuse_address (GstElement *element, const char *property, const char *text, const char *what,
+    const char *expected)
+{
+  GST_ELEMENT_ERROR (element, RESOURCE, SETTINGS,
+      ("property '%s': \"%s\" is not %s; expected %s", property, GST_STR_NULL (text), what,
+          expected),
+      (NULL));
+}
+
 /* A property holding a MAC address ("aa:bb:cc:dd:ee:ff") or an IPv4 address (dotted
  * decimal, stored in host byte order), or an ERROR naming the property, the value and the form
  * allowed. */
@@ -74,11 +86,8 @@ gst_daqiri_take_mac (GstElement *element, const char *property, const char *text
 {
   if (parse_mac (text, mac))
     return TRUE;
-  GST_ELEMENT_ERROR (element, RESOURCE, SETTINGS,
-      ("property '%s': \"%s\" is not a MAC address; expected six two-digit hex bytes "
-       "separated by ':', like 02:00:00:00:00:01",
-          property, GST_STR_NULL (text)),
-      (NULL));
+  refuse_address (element, property, text, "a MAC address",
+      "six two-digit hex bytes separated by ':', like 02:00:00:00:00:01");
   return FALSE;
 }
 
@@ -91,11 +100,8 @@ gst_daqiri_take_ipv4 (GstElement *element, const char *property, const char *tex
     *addr = g_ntohl (in.s_addr);
     return TRUE;
   }
-  GST_ELEMENT_ERROR (element, RESOURCE, SETTINGS,
-      ("property '%s': \"%s\" is not an IPv4 address; expected four decimal numbers "
-       "0-255 separated by '.', like 10.0.0.1",
-          property, GST_STR_NULL (text)),
-      (NULL));
+  refuse_address (element, property, text, "an IPv4 address",
+      "four decimal numbers 0-255 separated by '.', like 10.0.0.1");
   return FALSE;
 }
 
