@@ -393,6 +393,16 @@ int dq_reorder_gpu_submit_stamped (DqReorderGpu *ctx, const void *dev_data, size
  * takes `timestamp`. */
 int dq_reorder_gpu_submit_packed (DqReorderGpu *ctx, const void *dev_data, size_t data_size,
     const uint64_t *packed, uint32_t n, uint64_t timestamp, void *user);
+/* The same with 4-byte stride words, a sixth of a DqReorderPacket's bytes, for bursts whose
+ * packets all start on strides of 1 << shift bytes from dev_data: words[i] = offset >> shift |
+ * length << DQ_REORDER_WORD_LENGTH_SHIFT (offsets up to DQ_REORDER_WORD_INDEX_MASK strides,
+ * lengths up to DQ_REORDER_WORD_MAX_LENGTH bytes, shift at most DQ_REORDER_WORD_MAX_SHIFT). */
+#define DQ_REORDER_WORD_LENGTH_SHIFT 18
+#define DQ_REORDER_WORD_INDEX_MASK ((1u << DQ_REORDER_WORD_LENGTH_SHIFT) - 1)
+#define DQ_REORDER_WORD_MAX_LENGTH ((1u << (32 - DQ_REORDER_WORD_LENGTH_SHIFT)) - 1)
+#define DQ_REORDER_WORD_MAX_SHIFT 14
+int dq_reorder_gpu_submit_words (DqReorderGpu *ctx, const void *dev_data, size_t data_size,
+    const uint32_t *words, uint32_t shift, uint32_t n, uint64_t timestamp, void *user);
 int dq_reorder_gpu_flush (DqReorderGpu *ctx, DqFlushMode mode, void *user);
 /* Gather (as dq_gather_cpu) into dev_out; job_short of the completion counts short packets. */
 int dq_reorder_gpu_gather (DqReorderGpu *ctx, const void *dev_data, size_t data_size,

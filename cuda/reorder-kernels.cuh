@@ -249,9 +249,10 @@ struct Params {
   /* job */
   const uint8_t *data;
   uint64_t data_size;
-  const uint8_t *desc;     /* packet i's offset (+0) and length (+4) at desc + i * desc_stride */
+  const uint8_t *desc;     /* packet i's offset (+0) and length (+4) at desc + i * desc_stride,
+                            * or its stride word there (desc_stride 4: 1 << desc_shift bytes) */
   const uint8_t *desc_ts;  /* its timestamp at desc_ts + i * ts_stride */
-  uint32_t desc_stride, ts_stride;
+  uint32_t desc_stride, ts_stride, desc_shift;
   uint32_t n;
   uint32_t kind;           /* DqJobKind */
   uint32_t flush_mode;
@@ -514,11 +515,19 @@ __device__ __forceinline__ void wait_ready (const Params &p)
     pause_ns (0);
 }
 
-/* Packet i's offset (x) and length (y), one 8-byte load; its timestamp. The descriptors are the
- * caller's DqReorderPacket array in device memory, or a host submission's packed copy (reorder.cu,
- * stage_descriptors): offsets and lengths 8 bytes apart, timestamps in an array of their own. */
+/* Packet i's offset (x) and length (y), one load; its timestamp. The descriptors are the
+ * caller's DqReorderPacket array, a host submission's packed copy (reorder.cu,
+ * stage_descriptors) or the caller's packed words (offsets and lengths 8 bytes apart, timestamps
+ * in an array of their own), or the caller's 4-byte stride words (desc_stride 4: the offset in
+ * strides of 1 << desc_shift bytes in the low bits, the length above). A word's offset stays
+ * below 2^32 (index mask and shift bounded in daqiri-reorder.h). */
 __device__ __forceinline__ uint2 desc_offlen (const Params &p, uint32_t i)
 {
+  if (p.desc_stride == sizeof (uint32_t)) {
+    const uint32_t w = __ldcg ((const unsigned int *) p.desc + i);
+    return make_uint2 ((w & DQ_REORDER_WORD_INDEX_MASK) << p.desc_shift,
+        w >> DQ_REORDER_WORD_LENGTH_SHIFT);
+  }
   const uint64_t v = ld_cg64 (p.desc + (size_t) i * p.desc_stride);
   return make_uint2 ((uint32_t) v, (uint32_t) (v >> 32));
 }

@@ -752,14 +752,17 @@ stage_descriptors (DqReorderGpu *ctx, Slot *s, const DqReorderPacket *pkts, uint
 }
 
 /* Where a submission's descriptors are: host records the library stages, records the kernels
- * read where they lie, or packed words (offset | length << 32) the kernels read where they lie. */
-enum DescWhere { DESC_STAGED, DESC_RECORDS, DESC_PACKED };
+ * read where they lie, packed words (offset | length << 32) or stride words (offset >> shift |
+ * length << 18) the kernels read where they lie. */
+enum DescWhere { DESC_STAGED, DESC_RECORDS, DESC_PACKED, DESC_WORDS };
 
-/* One submission. pkts: descriptors as `where` says (DESC_PACKED: uint64_t words, with a
- * stamp); stamp: NULL, or the timestamp every packet takes (the descriptors' own unread). */
+/* One submission. pkts: descriptors as `where` says (DESC_PACKED: uint64_t words, DESC_WORDS:
+ * uint32_t words in strides of 1 << shift bytes, either with a stamp); stamp: NULL, or the
+ * timestamp every packet takes (the descriptors' own unread). */
 static int
 submit (DqReorderGpu *ctx, const void *data, size_t size, const void *pkts, DescWhere where,
-    const uint64_t *stamp, uint32_t n, uint32_t kind, uint32_t mode, void *out, void *user)
+    uint32_t shift, const uint64_t *stamp, uint32_t n, uint32_t kind, uint32_t mode, void *out,
+    void *user)
 {
   if (n > ctx->opt.max_packets) {
     snprintf (ctx->err, sizeof ctx->err, "burst of %u packets exceeds max_packets %u", n,
@@ -778,7 +781,10 @@ submit (DqReorderGpu *ctx, const void *data, size_t size, const void *pkts, Desc
   p.out = (uint8_t *) out;
   if (where != DESC_STAGED) {
     p.desc = (const uint8_t *) pkts;
-    p.desc_stride = where == DESC_PACKED ? sizeof (uint64_t) : sizeof (DqReorderPacket);
+    p.desc_stride = where == DESC_WORDS ? sizeof (uint32_t)
+        : where == DESC_PACKED          ? sizeof (uint64_t)
+                                        : sizeof (DqReorderPacket);
+    p.desc_shift = shift;
     if (stamp) {
       s->stage[0] = *stamp;
       p.desc_ts = (const uint8_t *) s->stage_d;
@@ -861,30 +867,44 @@ int
 dq_reorder_gpu_submit (DqReorderGpu *ctx, const void *data, size_t size,
     const DqReorderPacket *pkts, uint32_t n, void *user)
 {
-  return submit (ctx, data, size, pkts, DESC_STAGED, NULL, n, DQ_JOB_REORDER, 0, NULL, user);
+  return submit (ctx, data, size, pkts, DESC_STAGED, 0, NULL, n, DQ_JOB_REORDER, 0, NULL, user);
 }
 
 int
 dq_reorder_gpu_submit_device (DqReorderGpu *ctx, const void *data, size_t size,
     const DqReorderPacket *dev_pkts, uint32_t n, void *user)
 {
-  return submit (ctx, data, size, dev_pkts, DESC_RECORDS, NULL, n, DQ_JOB_REORDER, 0, NULL, user);
+  return submit (
+      ctx, data, size, dev_pkts, DESC_RECORDS, 0, NULL, n, DQ_JOB_REORDER, 0, NULL, user);
 }
 
 int
 dq_reorder_gpu_submit_stamped (DqReorderGpu *ctx, const void *data, size_t size,
     const DqReorderPacket *pkts, int pkts_readable, uint32_t n, uint64_t timestamp, void *user)
 {
-  return submit (ctx, data, size, pkts, pkts_readable ? DESC_RECORDS : DESC_STAGED, &timestamp, n,
-      DQ_JOB_REORDER, 0, NULL, user);
+  return submit (ctx, data, size, pkts, pkts_readable ? DESC_RECORDS : DESC_STAGED, 0, &timestamp,
+      n, DQ_JOB_REORDER, 0, NULL, user);
 }
 
 int
 dq_reorder_gpu_submit_packed (DqReorderGpu *ctx, const void *data, size_t size,
     const uint64_t *packed, uint32_t n, uint64_t timestamp, void *user)
 {
-  return submit (ctx, data, size, packed, DESC_PACKED, &timestamp, n, DQ_JOB_REORDER, 0, NULL,
+  return submit (ctx, data, size, packed, DESC_PACKED, 0, &timestamp, n, DQ_JOB_REORDER, 0, NULL,
       user);
+}
+
+int
+dq_reorder_gpu_submit_words (DqReorderGpu *ctx, const void *data, size_t size,
+    const uint32_t *words, uint32_t shift, uint32_t n, uint64_t timestamp, void *user)
+{
+  if (shift > DQ_REORDER_WORD_MAX_SHIFT) {
+    snprintf (ctx->err, sizeof ctx->err, "stride words: shift %u is out of range (0..%u)", shift,
+        DQ_REORDER_WORD_MAX_SHIFT);
+    return DQ_REORDER_ERROR;
+  }
+  return submit (ctx, data, size, words, DESC_WORDS, shift, &timestamp, n, DQ_JOB_REORDER, 0,
+      NULL, user);
 }
 
 int
@@ -894,7 +914,7 @@ dq_reorder_gpu_flush (DqReorderGpu *ctx, DqFlushMode mode, void *user)
     snprintf (ctx->err, sizeof ctx->err, "flush mode %d unknown", (int) mode);
     return DQ_REORDER_ERROR;
   }
-  return submit (ctx, NULL, 0, NULL, DESC_STAGED, NULL, 0, DQ_JOB_FLUSH, (uint32_t) mode, NULL,
+  return submit (ctx, NULL, 0, NULL, DESC_STAGED, 0, NULL, 0, DQ_JOB_FLUSH, (uint32_t) mode, NULL,
       user);
 }
 
@@ -902,7 +922,7 @@ int
 dq_reorder_gpu_gather (DqReorderGpu *ctx, const void *data, size_t size,
     const DqReorderPacket *pkts, uint32_t n, void *out, void *user)
 {
-  return submit (ctx, data, size, pkts, DESC_STAGED, NULL, n, DQ_JOB_GATHER, 0, out, user);
+  return submit (ctx, data, size, pkts, DESC_STAGED, 0, NULL, n, DQ_JOB_GATHER, 0, out, user);
 }
 
 int

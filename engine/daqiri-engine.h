@@ -110,6 +110,14 @@ typedef struct _DqPort DqPort;
 typedef struct _DqRxQueue DqRxQueue;
 typedef struct _DqTxQueue DqTxQueue;
 
+/* A stride word (DqBurst.words): the packet's offset in strides of 1 << word_shift bytes in its
+ * low DQ_BURST_WORD_LENGTH_SHIFT bits, its length in bytes in the rest: offsets up to 2^18 - 1
+ * strides of up to 1 << DQ_BURST_WORD_MAX_SHIFT bytes, lengths up to DQ_BURST_WORD_MAX_LENGTH. */
+#define DQ_BURST_WORD_LENGTH_SHIFT 18
+#define DQ_BURST_WORD_INDEX_MASK ((1u << DQ_BURST_WORD_LENGTH_SHIFT) - 1)
+#define DQ_BURST_WORD_MAX_LENGTH ((1u << (32 - DQ_BURST_WORD_LENGTH_SHIFT)) - 1)
+#define DQ_BURST_WORD_MAX_SHIFT 14
+
 /* A burst of received packets in ring memory. With header-data split (DqRxConfig
  * header_size), `data` holds the packets' headers, header_stride bytes apart (a packet's
  * DqPacket.offset is its header's), each the first MIN (length, header_size) bytes of the
@@ -128,12 +136,14 @@ typedef struct {
   guint8 *payload;
   gsize payload_size;
   DqMemoryKind payload_memory;
-  /* NULL, or the packets' offsets and lengths again, packed: packed[i] = packets[i].offset |
-   * (guint64) packets[i].length << 32, beside `packets` in the descriptor memory of the ring
-   * (DqRingMemory.desc_alloc), for a processor that reads them across a bus (8 bytes a packet
-   * instead of 24). Engines that take such memory write it, without header-data split; valid
-   * while packets is. */
-  const guint64 *packed;
+  /* NULL, or the packets' offsets and lengths again as 4-byte stride words (a sixth of a
+   * DqPacket's bytes), beside `packets` in the descriptor memory of the ring
+   * (DqRingMemory.desc_alloc), for a processor that reads them across a bus: words[i] =
+   * packets[i].offset >> word_shift | packets[i].length << DQ_BURST_WORD_LENGTH_SHIFT (see
+   * below). Engines that take such memory write them where every packet starts on a stride of
+   * 1 << word_shift bytes, without header-data split; valid while packets is. */
+  const guint32 *words;
+  guint word_shift;
   /*< private >*/
   gpointer range; /* engine token that identifies the ring range */
 } DqBurst;

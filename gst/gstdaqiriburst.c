@@ -13,6 +13,7 @@
 #include <gst/daqiri/daqiri.h>
 #include <string.h>
 #include "gstdaqirielement.h"
+#include "daqiri-reorder.h"
 #ifdef DQ_HAVE_CUDA
 #include "gstdaqirigstcuda.h"
 #endif
@@ -245,7 +246,11 @@ burst_buffer (GstMemory *mem, GstMemory *bmem)
   meta->header_size = burst->header_size;
   meta->header_stride = burst->header_stride;
   meta->payload_stride = burst->payload_stride;
-  meta->_packed = burst->packed;
+  /* the engine's stride words are the reorder library's */
+  G_STATIC_ASSERT (DQ_BURST_WORD_LENGTH_SHIFT == DQ_REORDER_WORD_LENGTH_SHIFT);
+  G_STATIC_ASSERT (DQ_BURST_WORD_MAX_SHIFT == DQ_REORDER_WORD_MAX_SHIFT);
+  meta->_word_shift = burst->word_shift;
+  meta->_words = burst->words;
   return buf;
 }
 

@@ -53,12 +53,14 @@ struct _ReorderBackendClass {
   /* One more free frame (mapped as the backend reads it). 0, or -1. */
   int (*add_frame) (ReorderBackend *be, void *frame, void *user);
   /* One burst: its buffer, mapped (`map`, with GST_DAQIRI_MAP_CUDA when on_gpu), and its n
-   * descriptors (pkts), every packet taking the time `timestamp`; packed: NULL, or pkts'
-   * offsets and lengths packed where the source put them (GstDaqiriPacketMeta._packed). The
+   * descriptors (pkts), every packet taking the time `timestamp`; words: NULL, or pkts'
+   * offsets and lengths as stride words (strides of 1 << word_shift bytes) where the source put
+   * them (GstDaqiriPacketMeta._words). The
    * backend takes the buffer and the map in every case, and lets them go once it has read
    * them. `frames`: the frames it may take. 0, or -1 (logged). */
   int (*submit) (ReorderBackend *be, GstBuffer *buf, GstMapInfo *map, gboolean on_gpu,
-      const DqReorderPacket *pkts, const guint64 *packed, guint n, guint64 timestamp, guint frames);
+      const DqReorderPacket *pkts, const guint32 *words, guint word_shift, guint n,
+      guint64 timestamp, guint frames);
   /* TRUE: submit reads pkts as the source gave them, their timestamps aside (they may lie in
    * the buffer's meta, held with the buffer); FALSE: pkts carry `timestamp` already */
   gboolean stamps;

@@ -78,7 +78,8 @@ cpu_host_bytes (ReorderCpu *c, const guint8 *data, gsize size)
 
 static int
 cpu_submit (ReorderBackend *be, GstBuffer *buf, GstMapInfo *map, gboolean on_gpu,
-    const DqReorderPacket *pkts, const guint64 *packed, guint n, guint64 timestamp, guint frames)
+    const DqReorderPacket *pkts, const guint32 *words, guint word_shift, guint n, guint64 timestamp,
+    guint frames)
 {
   ReorderCpu *c = CPU (be);
   const guint8 *data = on_gpu ? cpu_host_bytes (c, map->data, map->size) : map->data;

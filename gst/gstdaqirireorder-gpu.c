@@ -201,13 +201,14 @@ gpu_add_frame (ReorderBackend *be, void *frame, void *user)
 }
 
 /* One more burst in flight: a burst in GPU memory is held (mapped) until its completion is
- * polled, its descriptors read where daqirisrc put them in pinned memory (the packed offsets
- * and lengths beside them where it wrote those: a third of the records' bytes across the bus);
+ * polled, its descriptors read where daqirisrc put them in pinned memory (the stride words
+ * beside them where it wrote those: a sixth of the records' bytes across the bus);
  * a system-memory one is copied into pinned staging memory, which the kernels read over the
  * bus, and let go at once. */
 static int
 gpu_submit (ReorderBackend *be, GstBuffer *buf, GstMapInfo *map, gboolean on_gpu,
-    const DqReorderPacket *pkts, const guint64 *packed, guint n, guint64 timestamp, guint frames)
+    const DqReorderPacket *pkts, const guint32 *words, guint word_shift, guint n, guint64 timestamp,
+    guint frames)
 {
   ReorderGpu *g = GPU (be);
   GstDaqiriReorder *self = be->element;
@@ -235,9 +236,9 @@ gpu_submit (ReorderBackend *be, GstBuffer *buf, GstMapInfo *map, gboolean on_gpu
   /* descriptors the source put in pinned, mapped memory: read by the kernels where they lie
    * while the buffer is held (on_gpu); else staged by the library */
   const int readable = on_gpu && n > 0 && dq_cuda_host_mapped (pkts);
-  /* the packed words lie in the records' own block (DqBurst.packed): mapped with them */
-  const int rc = readable && packed != NULL
-      ? dq_reorder_gpu_submit_packed (g->gpu, data, map->size, packed, n, timestamp, f)
+  /* the stride words lie in the records' own block (DqBurst.words): mapped with them */
+  const int rc = readable && words != NULL
+      ? dq_reorder_gpu_submit_words (g->gpu, data, map->size, words, word_shift, n, timestamp, f)
       : dq_reorder_gpu_submit_stamped (g->gpu, data, map->size, pkts, readable, n, timestamp, f);
   if (rc != 0) {
     GST_ERROR_OBJECT (self, "GPU reorder failed: %s", dq_reorder_gpu_error (g->gpu));

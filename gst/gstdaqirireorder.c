@@ -898,9 +898,10 @@ chain_burst (GstDaqiriReorder *self, GstBuffer *buf)
     }
 
   /* the backend takes the burst */
-  /* the source's packed copy of the offsets and lengths, while pkts are its own records */
-  const guint64 *packed = pkts == (const DqReorderPacket *) meta->packets ? meta->_packed : NULL;
-  if (be->klass->submit (be, buf, &map, on_gpu, n ? pkts : NULL, packed, n, pts, frames) != 0) {
+  /* the source's stride words of the offsets and lengths, while pkts are its own records */
+  const guint32 *words = pkts == (const DqReorderPacket *) meta->packets ? meta->_words : NULL;
+  if (be->klass->submit (
+          be, buf, &map, on_gpu, n ? pkts : NULL, words, meta->_word_shift, n, pts, frames) != 0) {
     GST_ELEMENT_ERROR (
         self, STREAM, FAILED, ("reorder failed on a burst of %u packets", n), (NULL));
     return GST_FLOW_ERROR;

@@ -287,7 +287,7 @@ eng_port_time (gpointer priv)
 
 typedef struct _Mlx5BurstRec Mlx5BurstRec;
 
-/* A burst's record: burst_packets descriptors, then (with pack) as many packed words. */
+/* A burst's record: burst_packets descriptors, then (with pack) as many stride words. */
 struct _Mlx5BurstRec {
   DqBurstLink link;
   guint32 wqe;
@@ -303,7 +303,8 @@ struct _Mlx5EngRxq {
   guint burst_packets;
   guint64 burst_timeout_ns;
   guint max_packet;
-  gboolean pack; /* the records carry DqBurst.packed (descriptor memory of the ring, no split) */
+  gboolean pack;         /* the records carry DqBurst.words (descriptor memory of the ring) */
+  guint log_stride_size; /* the ring's stride: DqBurst.word_shift */
   int wake_fd;
 
   /* polling thread */
@@ -502,13 +503,17 @@ eng_rxq_create (gpointer port_priv, const DqRxConfig *config, GError **error)
   rxq->burst_packets = config->burst_packets;
   rxq->burst_timeout_ns = config->burst_timeout_ns;
   rxq->max_packet = max_packet;
-  /* the packed words give the ring's offsets: none with header-data split, where a reader of
-   * the payloads computes their own */
+  /* the stride words give the ring's offsets: none with header-data split, where a reader of
+   * the payloads computes their own, nor where a length or a stride does not fit a word (a
+   * burst lies in one WQE, so its stride indexes do) */
+  rxq->log_stride_size = geo.log_stride_size;
   rxq->pack = config->ring_memory != NULL && config->ring_memory->desc_alloc != NULL &&
-      config->header_size == 0;
+      config->header_size == 0 && max_packet <= DQ_BURST_WORD_MAX_LENGTH &&
+      geo.log_stride_size <= DQ_BURST_WORD_MAX_SHIFT &&
+      geo.log_strides <= DQ_BURST_WORD_LENGTH_SHIFT;
   dq_burst_pool_init (&rxq->recs,
       sizeof (Mlx5BurstRec) +
-          rxq->burst_packets * (sizeof (DqPacket) + (rxq->pack ? sizeof (guint64) : 0)),
+          rxq->burst_packets * (sizeof (DqPacket) + (rxq->pack ? sizeof (guint32) : 0)),
       config->ring_memory);
   rxq->wake_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (rxq->wake_fd < 0) {
@@ -537,7 +542,7 @@ rx_burst_emit (Mlx5EngRxq *rxq, DqBurst *burst)
 {
   Mlx5BurstRec *rec = rxq->open;
   guint64 truncated = 0;
-  guint64 *packed = rxq->pack ? (guint64 *) (rec->packets + rxq->burst_packets) : NULL;
+  guint32 *words = rxq->pack ? (guint32 *) (rec->packets + rxq->burst_packets) : NULL;
 
   rec->wqe = rxq->ob.wqe;
   rec->strides = rxq->ob.strides;
@@ -548,10 +553,11 @@ rx_burst_emit (Mlx5EngRxq *rxq, DqBurst *burst)
       p->flags |= DQ_PACKET_FLAG_TRUNCATED;
       truncated++;
     }
-    if (packed != NULL)
-      packed[i] = p->offset | (guint64) p->length << 32;
+    if (words != NULL)
+      words[i] = p->offset >> rxq->log_stride_size | p->length << DQ_BURST_WORD_LENGTH_SHIFT;
   }
-  burst->packed = packed;
+  burst->words = words;
+  burst->word_shift = rxq->log_stride_size;
   burst->data = mlx5_rxq_burst_data (rxq->ring, &rxq->ob);
   burst->size = mlx5_rxq_burst_size (rxq->ring, &rxq->ob);
   burst->n_packets = rxq->ob.n_packets;

@@ -30,7 +30,8 @@ packet_meta_init (GstMeta *meta, gpointer params, GstBuffer *buffer)
   pmeta->release = NULL;
   pmeta->release_data = NULL;
   pmeta->header_size = pmeta->header_stride = pmeta->payload_stride = 0;
-  pmeta->_packed = NULL;
+  pmeta->_word_shift = 0;
+  pmeta->_words = NULL;
   return TRUE;
 }
 
@@ -43,7 +44,8 @@ packet_meta_free (GstMeta *meta, GstBuffer *buffer)
     pmeta->release (pmeta->release_data);
   pmeta->release = NULL;
   pmeta->packets = NULL;
-  pmeta->_packed = NULL;
+  pmeta->_word_shift = 0;
+  pmeta->_words = NULL;
   pmeta->n_packets = 0;
 }
 

@@ -88,8 +88,8 @@ typedef struct {
  * @meta: parent
  * @n_packets: number of packets
  * @packets: @n_packets descriptors, in receive order (to change them, copy the buffer first:
- *   daqirisrc's bursts also carry their offsets and lengths packed for GPU readers, which the
- *   copy drops)
+ *   daqirisrc's bursts also carry their offsets and lengths as stride words for GPU readers,
+ *   which the copy drops)
  */
 typedef struct {
   GstMeta meta;
@@ -105,10 +105,11 @@ typedef struct {
   guint header_stride;
   guint payload_stride;
   /*< private >*/
-  guint _split_reserved;
-  /* NULL, or the packets' offsets and lengths packed (offset | length << 32) where daqirisrc
-   * put them for a GPU reader (daqirireorder); as long-lived as packets; copies drop it */
-  const guint64 *_packed;
+  /* NULL, or the packets' offsets and lengths as 4-byte stride words (offset >> _word_shift |
+   * length << 18) where daqirisrc put them for a GPU reader (daqirireorder); as long-lived as
+   * packets; copies drop them */
+  guint _word_shift;
+  const guint32 *_words;
   gpointer _gst_reserved[GST_PADDING - 3];
 } GstDaqiriPacketMeta;
 

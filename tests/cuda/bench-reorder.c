@@ -14,13 +14,13 @@
  *        runs too); gpu-code-fetch: cycles of code an SM has not run lately against the same
  *        code again; int4/int8/int16 -> fp16/bf16/fp32
  *        against the plain reorder of the same packets, alternated three times (median).
- * One submission = one batch (descriptors in device memory unless "desc=host" or "desc=packed":
- * staged by the library, or packed words in pinned memory as daqirireorder takes daqirisrc
- * memory=cuda bursts), packets shuffled within the batch, nothing lost; except gpu-burst:
+ * One submission = one batch (descriptors in device memory unless "desc=host", "desc=packed" or
+ * "desc=words": staged by the library, packed words in pinned memory, or stride words there as
+ * daqirireorder takes daqirisrc memory=cuda bursts), packets shuffled within the batch, nothing lost; except gpu-burst:
  * submissions of several consecutive batches, what a batch costs when a burst carries many
  * (beside the reference launched alike, and launched one batch at a time as the design does:
- * ref_batch_us; and with packed descriptors in pinned memory, as daqirireorder takes daqirisrc
- * memory=cuda bursts). The streamed regime is gpu-burst with 65536 packets per submission for
+ * ref_batch_us; and with packed descriptors and stride words in pinned memory, the latter as
+ * daqirireorder takes daqirisrc memory=cuda bursts). The streamed regime is gpu-burst with 65536 packets per submission for
  * batches of 1024..16384 packets (and gpu-reorder's 65536-packet batches): a stream submitted as
  * a receive ring under heavy traffic hands it over. The targets count the one-batch regime; the summary gives the streamed figures
  * beside them. Bandwidths count bytes read + bytes written. Input pools are several times the
@@ -32,6 +32,7 @@
  * with it, DQ_BENCH_CASES=PAYLOADxPACKETS,... (e.g. 2048x16384,8192x65536) for other one-batch
  * cases instead, and DQ_BENCH_BURSTS=PAYLOADxPACKETSxBATCHES,... (e.g. 64x1024x8) for gpu-burst
  * cases after them; DQ_BENCH_INFLIGHT=N for N submissions in flight (default 8). */
+#include <math.h>
 #include <stdarg.h>
 
 #include "dq-bench-util.h"
@@ -260,8 +261,12 @@ typedef struct {
   DqReorderPacket *d_desc;
   DqReorderPacket *m_desc; /* the descriptors in pinned host memory the GPU reads */
   uint64_t *m_packed;      /* the same packed, offset | length << 32 */
+  uint32_t *m_words;       /* the same as stride words (gpool_words) */
   void **d_ptrs;
 } GPool;
+
+/* Stride words index 64-byte strides: the pool's packets lie a multiple of 64 bytes apart. */
+#define WORD_SHIFT 6
 
 static void
 gpool_make (GPool *g, uint32_t P, uint32_t ppb, uint32_t off, uint64_t target)
@@ -274,8 +279,9 @@ gpool_make (GPool *g, uint32_t P, uint32_t ppb, uint32_t off, uint64_t target)
   g->d_ptrs = dq_cuda_malloc (nd * sizeof (void *));
   g->m_desc = dq_cuda_malloc_host (nd * sizeof *g->m_desc);
   g->m_packed = dq_cuda_malloc_host (nd * sizeof *g->m_packed);
+  g->m_words = dq_cuda_malloc_host (nd * sizeof *g->m_words);
   void **hp = malloc (nd * sizeof (void *));
-  if (!g->d_data || !g->d_desc || !g->d_ptrs || !g->m_desc || !g->m_packed || !hp) {
+  if (!g->d_data || !g->d_desc || !g->d_ptrs || !g->m_desc || !g->m_packed || !g->m_words || !hp) {
     fprintf (stderr, "GPU pool of %zu bytes: %s\n", p->size, dq_cuda_last_error ());
     exit (2);
   }
@@ -298,7 +304,36 @@ gpool_free (GPool *g)
   dq_cuda_free (g->d_ptrs);
   dq_cuda_free_host (g->m_desc);
   dq_cuda_free_host (g->m_packed);
+  dq_cuda_free_host (g->m_words);
   pool_free (&g->hp);
+}
+
+/* The pool's descriptors as stride words for submissions of `per` batches, each word relative
+ * to its submission's first byte (as a source's burst lies in one receive WQE); FALSE where a
+ * submission spans more strides than a word indexes (the element's bursts never do). */
+static int
+gpool_words (GPool *g, uint32_t per)
+{
+  const Pool *p = &g->hp;
+  const size_t span = (size_t) per * p->ppb * p->stride;
+  if (span > (size_t) (DQ_REORDER_WORD_INDEX_MASK + 1) << WORD_SHIFT)
+    return 0;
+  for (size_t k = 0; k < (size_t) p->nb * p->ppb; k++) {
+    const size_t base = k / ((size_t) per * p->ppb) * span;
+    g->m_words[k] = (uint32_t) ((p->desc[k].offset - base) >> WORD_SHIFT) |
+        p->desc[k].length << DQ_REORDER_WORD_LENGTH_SHIFT;
+  }
+  return 1;
+}
+
+/* Submission of n packets from pool packet `first` with stride words (gpool_words made for this
+ * submission size): the submission's own bytes, as a source's burst. */
+static int
+submit_words (DqReorderGpu *ctx, GPool *g, size_t first, uint32_t n)
+{
+  const Pool *p = &g->hp;
+  return dq_reorder_gpu_submit_words (ctx, g->d_data + first * p->stride, (size_t) n * p->stride,
+      g->m_words + first, WORD_SHIFT, n, p->desc[first].timestamp, NULL);
 }
 
 static uint32_t
@@ -314,8 +349,9 @@ batches_for (uint64_t batch_bytes)
 
 /* Where a submission's descriptors are: device memory (submit_device), host memory (submit: the
  * context stages them), pinned host memory the kernels read across the bus (submit_device), the
- * same packed, 8 bytes a packet (submit_packed, every packet the batch's first's timestamp). */
-enum { DESC_DEVICE, DESC_HOST, DESC_PINNED, DESC_PACKED };
+ * same packed, 8 bytes a packet (submit_packed, every packet the batch's first's timestamp), or
+ * as stride words, 4 bytes a packet (submit_words, the same stamps; daqirireorder's path). */
+enum { DESC_DEVICE, DESC_HOST, DESC_PINNED, DESC_PACKED, DESC_WORDS };
 
 /* Reorder K batches back to back; returns ms (GPU time between events). */
 static void
@@ -387,6 +423,7 @@ run_reorder (
     d += first;
     for (;;) {
       int rc = desc == DESC_HOST ? dq_reorder_gpu_submit (ctx, g->d_data, p->size, d, n, NULL)
+          : desc == DESC_WORDS   ? submit_words (ctx, g, first, n)
           : desc == DESC_PACKED
           ? dq_reorder_gpu_submit_packed (
                 ctx, g->d_data, p->size, g->m_packed + first, n, d->timestamp, NULL)
@@ -421,7 +458,8 @@ run_reorder (
 }
 
 /* Batch k of the pool (cycling) submitted with its descriptors as `desc` says (DESC_DEVICE,
- * DESC_HOST: staged by the library, DESC_PACKED: packed words in pinned memory). */
+ * DESC_HOST: staged by the library, DESC_PACKED: packed words in pinned memory, DESC_WORDS:
+ * stride words there, made by gpool_words for one batch a submission). */
 static int
 split_submit (DqReorderGpu *ctx, GPool *g, int desc, uint32_t k)
 {
@@ -432,6 +470,8 @@ split_submit (DqReorderGpu *ctx, GPool *g, int desc, uint32_t k)
   if (desc == DESC_PACKED)
     return dq_reorder_gpu_submit_packed (
         ctx, g->d_data, p->size, g->m_packed + first, p->ppb, p->desc[first].timestamp, NULL);
+  if (desc == DESC_WORDS)
+    return submit_words (ctx, g, first, p->ppb);
   return dq_reorder_gpu_submit_device (ctx, g->d_data, p->size, g->d_desc + first, p->ppb, NULL);
 }
 
@@ -554,6 +594,7 @@ bench_batch_split (GPool *g, const DqReorderConfig *cfg, int desc)
       p->ppb, p->P,
       desc == DESC_HOST         ? "host"
           : desc == DESC_PACKED ? "packed"
+          : desc == DESC_WORDS  ? "words"
                                 : "device",
       submit_us / rounds, ready_us / rounds, notready_us / rounds, gpu_us / rounds,
       enqueue_us / rounds, Q * 40.0, lat[0], lat[LAT / 2], flag_lat[LAT / 2], ref_lat[LAT / 2],
@@ -616,7 +657,7 @@ run_copy (GPool *g, void *stream, uint32_t K, uint32_t per)
  * throughput regime; small batches are bound by launch latency) */
 static double r64_vs_ref[2] = { 1e9, 1e9 }, r64_vs_ref_max = 0, r256_vs_copy[2] = { 1e9, 1e9 },
               r1k_vs_copy[2] = { 1e9, 1e9 }, us_1024 = 0, us_1024_host = 0, conv_min = 1e9,
-              host_vs_device = 0, packed_vs_device = 0;
+              host_vs_device = 0, packed_vs_device = 0, words_vs_device = 0;
 
 static void
 take_min (double *m, double v, uint32_t ppb)
@@ -653,11 +694,13 @@ bench_gpu_reorder (uint32_t P, uint32_t ppb, uint32_t off, void *stream)
   uint32_t K = batches_for (batch_bytes);
   uint64_t nf = 0;
   double ms = run_reorder (&g, &cfg, K, 1, DESC_DEVICE, &nf);
-  /* descriptors in host memory (staged); in pinned memory, as records and packed (how
-   * daqirireorder takes daqirisrc memory=cuda bursts) */
+  /* descriptors in host memory (staged); in pinned memory, as records and packed */
   double ms_host = run_reorder (&g, &cfg, K, 1, DESC_HOST, &nf);
   double ms_pinned = run_reorder (&g, &cfg, K, 1, DESC_PINNED, &nf);
   double ms_packed = run_reorder (&g, &cfg, K, 1, DESC_PACKED, &nf);
+  /* as stride words (daqirireorder's path), where a batch fits a word's strides */
+  const int words = gpool_words (&g, 1);
+  double ms_words = words ? run_reorder (&g, &cfg, K, 1, DESC_WORDS, &nf) : NAN;
   double ms_ref = run_reference (&g, stream, K, 1);
   double ms_copy = run_copy (&g, stream, K, 1);
   double gb = (double) K * batch_bytes / 1e9;
@@ -665,15 +708,18 @@ bench_gpu_reorder (uint32_t P, uint32_t ppb, uint32_t off, void *stream)
   printf ("bench gpu-reorder payload=%u ppb=%u offset=%u batches=%u GBps=%.1f copy_GBps=%.1f "
           "ref_GBps=%.1f vs_copy=%.3f vs_ref=%.2f us_per_batch=%.2f us_host_desc=%.2f "
           "host_vs_device=%.2f us_pinned_desc=%.2f pinned_vs_device=%.2f us_packed_desc=%.2f "
-          "packed_vs_device=%.2f ref_us_per_batch=%.2f "
+          "packed_vs_device=%.2f us_words_desc=%.2f words_vs_device=%.2f ref_us_per_batch=%.2f "
           "Mpps=%.0f no_frame=%llu\n",
       P, ppb, off, K, gbps, cp, ref, gbps / cp, gbps / ref, ms * 1e3 / K, ms_host * 1e3 / K,
       ms_host / ms, ms_pinned * 1e3 / K, ms_pinned / ms, ms_packed * 1e3 / K, ms_packed / ms,
-      ms_ref * 1e3 / K, (double) K * ppb / (ms / 1e3) / 1e6, (unsigned long long) nf);
+      ms_words * 1e3 / K, ms_words / ms, ms_ref * 1e3 / K, (double) K * ppb / (ms / 1e3) / 1e6,
+      (unsigned long long) nf);
   if (ms_host / ms > host_vs_device)
     host_vs_device = ms_host / ms;
   if (ms_packed / ms > packed_vs_device)
     packed_vs_device = ms_packed / ms;
+  if (words && ms_words / ms > words_vs_device)
+    words_vs_device = ms_words / ms;
   fflush (stdout);
   if (off == 64) {
     if (P == 64) {
@@ -694,6 +740,7 @@ bench_gpu_reorder (uint32_t P, uint32_t ppb, uint32_t off, void *stream)
     bench_batch_split (&g, &cfg, DESC_DEVICE);
     bench_batch_split (&g, &cfg, DESC_HOST);
     bench_batch_split (&g, &cfg, DESC_PACKED);
+    bench_batch_split (&g, &cfg, DESC_WORDS);
   }
   if (ppb == 16384 && P == 64 && off == 64) /* the 64 B target's batch: the same split */
     bench_batch_split (&g, &cfg, DESC_DEVICE);
@@ -725,9 +772,12 @@ bench_gpu_burst (uint32_t P, uint32_t ppb, uint32_t per, uint32_t window, void *
   uint32_t K = batches_for (batch_bytes * per);
   uint64_t nf = 0;
   double ms = run_reorder (&g, &cfg, K, per, DESC_DEVICE, &nf);
-  /* descriptors as daqirireorder takes daqirisrc memory=cuda bursts: packed, in pinned memory */
-  uint64_t nf_packed = 0;
+  /* descriptors in pinned memory, packed, and as stride words (as daqirireorder takes daqirisrc
+   * memory=cuda bursts) where a burst fits a word's strides */
+  uint64_t nf_packed = 0, nf_words = 0;
   double ms_packed = run_reorder (&g, &cfg, K, per, DESC_PACKED, &nf_packed);
+  double ms_words =
+      gpool_words (&g, per) ? run_reorder (&g, &cfg, K, per, DESC_WORDS, &nf_words) : NAN;
   double ms_ref = run_reference (&g, stream, K, per);
   /* the reference as the design runs it: one launch a batch */
   double ms_ref1 = run_reference (&g, stream, K * per, 1);
@@ -738,10 +788,12 @@ bench_gpu_burst (uint32_t P, uint32_t ppb, uint32_t per, uint32_t window, void *
   printf ("bench gpu-burst payload=%u ppb=%u batches_per_burst=%u window=%u bursts=%u "
           "us_per_batch=%.3f us_per_burst=%.2f GBps=%.1f copy_GBps=%.1f ref_GBps=%.1f vs_copy=%.3f "
           "vs_ref=%.2f ref_batch_us=%.3f vs_ref_batch=%.2f packed_us_per_batch=%.3f "
-          "packed_vs_ref_batch=%.2f no_frame=%llu\n",
+          "packed_vs_ref_batch=%.2f words_us_per_batch=%.3f words_vs_ref_batch=%.2f "
+          "no_frame=%llu\n",
       P, ppb, per, window, K, us, ms * 1e3 / K, gbps, cp, ref, gbps / cp, gbps / ref,
       ms_ref1 * 1e3 / ((double) K * per), ms_ref1 / ms, ms_packed * 1e3 / ((double) K * per),
-      ms_ref1 / ms_packed, (unsigned long long) (nf + nf_packed));
+      ms_ref1 / ms_packed, ms_words * 1e3 / ((double) K * per), ms_ref1 / ms_words,
+      (unsigned long long) (nf + nf_packed + nf_words));
   fflush (stdout);
   if (P == 64 && ppb == 1024 && per == 64 && window >= per)
     us_burst64 = us;
@@ -892,9 +944,10 @@ main (void)
       bench_gpu_burst (v[0], v[1], v[2], v[2], stream);
     printf ("bench-reorder focus: batches of 16384 packets: 64B %.2fx one-block-per-packet, "
             "256B %.1f%% of copy, >=1KB %.1f%% of copy; 1024-packet batch %.2f us; the "
-            "element's packed descriptors at most %.2fx device (target 1.2x), staged %.2fx\n",
-        r64_vs_ref[1], r256_vs_copy[1] * 100, r1k_vs_copy[1] * 100, us_1024, packed_vs_device,
-        host_vs_device);
+            "element's stride words at most %.2fx device (target 1.2x), packed %.2fx, staged "
+            "%.2fx\n",
+        r64_vs_ref[1], r256_vs_copy[1] * 100, r1k_vs_copy[1] * 100, us_1024, words_vs_device,
+        packed_vs_device, host_vs_device);
     return bench_sync () == 0 ? 0 : 1;
   }
   {

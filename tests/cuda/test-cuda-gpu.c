@@ -597,33 +597,94 @@ reorder_cases (void)
   }
 }
 
-/* A stream's bursts through the GPU beside the CPU twin, compared submission by submission:
- * descriptors in device memory (submit_device), or packed (offset | length << 32) in pinned,
- * mapped host memory with every packet of a burst taking its first packet's timestamp
- * (submit_packed: how daqirireorder takes daqirisrc memory=cuda bursts; the CPU twin gets the
- * same stamps). */
+/* How stream_through hands the kernels a burst's descriptors. */
+typedef enum {
+  DESC_DEVICE, /* DqReorderPacket records in device memory (submit_device) */
+  DESC_PACKED, /* offset | length << 32 in pinned, mapped host memory (submit_packed) */
+  DESC_WORDS,  /* stride words in pinned, mapped host memory (submit_words) */
+} DescMode;
+
+/* Stride words need every packet of a burst on a stride from the burst's start: the stream
+ * rewritten as a ring would hold it, each burst from a 64-byte stride of its own, each packet
+ * from the next stride after the one before; descriptors pointing outside the data point
+ * outside the burst (the largest stride index). cpu: the offsets and lengths the words say,
+ * relative to their burst; base: each burst's first byte, and the end (n_bursts + 1). */
+#define WORD_SHIFT 6
+static uint8_t *
+stream_to_strides (const DqStream *st, uint32_t *words, DqReorderPacket *cpu, size_t *base)
+{
+  const size_t stride = (size_t) 1 << WORD_SHIFT;
+  uint8_t *out = calloc (st->size + (size_t) st->n * stride + stride, 1);
+  CHECK (out != NULL);
+  size_t at = 0;
+  uint32_t pos = 0;
+  for (uint32_t k = 0; k < st->n_bursts; k++) {
+    base[k] = at;
+    size_t in_burst = 0;
+    for (uint32_t i = pos; i < pos + st->burst_len[k]; i++) {
+      const DqReorderPacket *p = &st->pkts[i];
+      CHECK (p->length <= DQ_REORDER_WORD_MAX_LENGTH);
+      cpu[i] = *p;
+      if ((size_t) p->offset + p->length > st->size) {
+        words[i] = DQ_REORDER_WORD_INDEX_MASK | p->length << DQ_REORDER_WORD_LENGTH_SHIFT;
+        cpu[i].offset = DQ_REORDER_WORD_INDEX_MASK << WORD_SHIFT;
+        continue;
+      }
+      memcpy (out + at + in_burst, st->data + p->offset, p->length);
+      words[i] = (uint32_t) (in_burst >> WORD_SHIFT) | p->length << DQ_REORDER_WORD_LENGTH_SHIFT;
+      cpu[i].offset = (uint32_t) in_burst;
+      in_burst += (p->length + stride - 1) / stride * stride;
+      if (p->length == 0)
+        in_burst += stride;
+    }
+    CHECK (in_burst <= (size_t) DQ_REORDER_WORD_INDEX_MASK << WORD_SHIFT);
+    at += in_burst;
+    pos += st->burst_len[k];
+  }
+  base[st->n_bursts] = at;
+  return out;
+}
+
+/* A stream's bursts through the GPU beside the CPU twin, compared submission by submission,
+ * its descriptors as `mode` says; in the pinned modes every packet of a burst takes its first
+ * packet's timestamp (how daqirireorder takes daqirisrc memory=cuda bursts; the CPU twin gets
+ * the same stamps). */
 static void
-stream_through (const char *name, const DqReorderConfig *cfg, DqStream *st, int packed)
+stream_through (const char *name, const DqReorderConfig *cfg, DqStream *st, DescMode mode)
 {
   uint32_t maxb = 1;
   for (uint32_t k = 0; k < st->n_bursts; k++)
     if (st->burst_len[k] > maxb)
       maxb = st->burst_len[k];
-  uint8_t *ddata = dmalloc (st->size);
-  dcopy (ddata, st->data, st->size);
+  /* the bytes the CPU twin reads, at host_data + base[k] for burst k (0 outside DESC_WORDS) */
+  const uint8_t *host_data = st->data;
+  size_t data_size = st->size;
+  size_t *base = calloc (st->n_bursts + 1, sizeof *base);
+  uint8_t *relocated = NULL;
   DqReorderPacket *dpk = NULL, *stamped = NULL;
-  uint64_t *words = NULL;
-  if (packed) {
-    words = dq_cuda_malloc_host ((size_t) st->n * sizeof *words);
-    CHECK (words != NULL);
+  uint64_t *packed = NULL;
+  uint32_t *words = NULL;
+  if (mode != DESC_DEVICE) {
     stamped = malloc ((size_t) st->n * sizeof *stamped);
     memcpy (stamped, st->pkts, (size_t) st->n * sizeof *stamped);
+  }
+  if (mode == DESC_PACKED) {
+    packed = dq_cuda_malloc_host ((size_t) st->n * sizeof *packed);
+    CHECK (packed != NULL);
     for (uint32_t i = 0; i < st->n; i++)
-      words[i] = st->pkts[i].offset | (uint64_t) st->pkts[i].length << 32;
+      packed[i] = st->pkts[i].offset | (uint64_t) st->pkts[i].length << 32;
+  } else if (mode == DESC_WORDS) {
+    words = dq_cuda_malloc_host ((size_t) st->n * sizeof *words);
+    CHECK (words != NULL);
+    relocated = stream_to_strides (st, words, stamped, base);
+    host_data = relocated;
+    data_size = base[st->n_bursts];
   } else {
     dpk = dmalloc ((size_t) st->n * sizeof *dpk);
     dcopy (dpk, st->pkts, (size_t) st->n * sizeof *dpk);
   }
+  uint8_t *ddata = dmalloc (data_size);
+  dcopy (ddata, host_data, data_size);
   Rig r;
   rig_init (&r, name, cfg, 6, 0, maxb);
   n_cases++;
@@ -631,13 +692,23 @@ stream_through (const char *name, const DqReorderConfig *cfg, DqStream *st, int 
   for (uint32_t k = 0; k < st->n_bursts && !r.failed; k++) {
     const uint32_t n = st->burst_len[k];
     DqReorderCompletion c, g;
-    if (packed) {
+    if (mode == DESC_WORDS) {
+      /* the burst's own bytes, as a ring buffer of the source holds them */
+      const uint64_t stamp = n ? st->pkts[pos].timestamp : 0;
+      const size_t bsize = base[k + 1] - base[k];
+      for (uint32_t i = 0; i < n; i++)
+        stamped[pos + i].timestamp = stamp;
+      CHECK_EQ (dq_reorder_cpu_push (r.cpu, host_data + base[k], bsize, stamped + pos, n, &c), 0);
+      CHECK_EQ (dq_reorder_gpu_submit_words (
+                    r.gpu, ddata + base[k], bsize, words + pos, WORD_SHIFT, n, stamp, NULL),
+          0);
+    } else if (mode == DESC_PACKED) {
       const uint64_t stamp = n ? st->pkts[pos].timestamp : 0;
       for (uint32_t i = 0; i < n; i++)
         stamped[pos + i].timestamp = stamp;
       CHECK_EQ (dq_reorder_cpu_push (r.cpu, st->data, st->size, stamped + pos, n, &c), 0);
       CHECK_EQ (
-          dq_reorder_gpu_submit_packed (r.gpu, ddata, st->size, words + pos, n, stamp, NULL), 0);
+          dq_reorder_gpu_submit_packed (r.gpu, ddata, st->size, packed + pos, n, stamp, NULL), 0);
     } else {
       CHECK_EQ (dq_reorder_cpu_push (r.cpu, st->data, st->size, st->pkts + pos, n, &c), 0);
       CHECK_EQ (dq_reorder_gpu_submit_device (r.gpu, ddata, st->size, dpk + pos, n, NULL), 0);
@@ -650,6 +721,9 @@ stream_through (const char *name, const DqReorderConfig *cfg, DqStream *st, int 
   step_flush (&r, DQ_FLUSH_ALL, 9999);
   rig_free (&r);
   free (stamped);
+  free (relocated);
+  free (base);
+  dq_cuda_free_host (packed);
   dq_cuda_free_host (words);
   dq_cuda_free (dpk);
   dq_cuda_free (ddata);
@@ -681,27 +755,29 @@ large_cases (void)
       DqStreamSpec sp = { 6, 0.002, 0.002, 0.001, 0.0, 50, 0, ppb, 0 };
       DqStream st;
       dqt_stream_make (&st, &cfg, &sp, 1000 + si * 4 + ci);
-      stream_through (name, &cfg, &st, 0);
+      stream_through (name, &cfg, &st, DESC_DEVICE);
       dqt_stream_free (&st);
     }
 }
 
-/* The same through the packed-descriptor path, 64- and 1024-byte payloads. */
+/* The same through the packed-descriptor and stride-word paths, 64- and 1024-byte payloads. */
 static void
 packed_cases (void)
 {
   static const uint32_t sizes[] = { 64, 1024 };
-  for (uint32_t si = 0; si < 2; si++) {
+  for (uint32_t ci = 0; ci < 4; ci++) {
+    const uint32_t si = ci & 1;
+    const DescMode mode = ci < 2 ? DESC_PACKED : DESC_WORDS;
     uint32_t L = sizes[si];
     DqReorderConfig cfg = cfg_make (1024 * SCALE / 8, L, 64 - si * 18, DQ_ELEM_SAME, DQ_ELEM_SAME,
         si ? DQ_BYTE_ORDER_NETWORK : DQ_BYTE_ORDER_HOST);
     cfg.window = 2;
     char name[64];
-    snprintf (name, sizeof name, "packed-%u", L);
+    snprintf (name, sizeof name, "%s-%u", mode == DESC_PACKED ? "packed" : "words", L);
     DqStreamSpec sp = { 6, 0.002, 0.002, 0.001, 0.0, 50, 0, cfg.packets_per_batch, 0 };
     DqStream st;
     dqt_stream_make (&st, &cfg, &sp, 3000 + si);
-    stream_through (name, &cfg, &st, 1);
+    stream_through (name, &cfg, &st, mode);
     dqt_stream_free (&st);
   }
 }
@@ -938,6 +1014,11 @@ api_cases (void)
   memset (pk, 0, sizeof pk);
   CHECK_EQ (dq_reorder_gpu_submit (g, f, 64, pk, 9, NULL), DQ_REORDER_ERROR);
   CHECK (strstr (dq_reorder_gpu_error (g), "max_packets") != NULL);
+  const uint32_t word = 64u << DQ_REORDER_WORD_LENGTH_SHIFT;
+  CHECK_EQ (
+      dq_reorder_gpu_submit_words (g, f, 64, &word, DQ_REORDER_WORD_MAX_SHIFT + 1, 1, 0, NULL),
+      DQ_REORDER_ERROR);
+  CHECK (strstr (dq_reorder_gpu_error (g), "shift 15 is out of range (0..14)") != NULL);
   CHECK_EQ (dq_reorder_gpu_submit (g, f, 64, pk, 1, (void *) 1), 0);
   CHECK_EQ (dq_reorder_gpu_submit (g, f, 64, pk, 1, (void *) 2), 0);
   CHECK_EQ (dq_reorder_gpu_submit (g, f, 64, pk, 1, (void *) 3), DQ_REORDER_BUSY);

@@ -561,14 +561,21 @@ ring_memory_receive (const char *name, DqRingMemory *rm, HookLog *log)
     g_assert_cmpint (b.memory, ==, DQ_MEMORY_CUDA);
     g_assert_true (b.data >= log->mem && b.data + b.size <= log->mem + log->size);
     g_assert_true (in_desc_block (log, &b) == (rm->desc_alloc != NULL && !log->desc_fail));
-    /* with descriptor memory, the packed offsets and lengths right behind the packet array */
-    g_assert_true ((b.packed != NULL) == (rm->desc_alloc != NULL));
+    /* with descriptor memory, the stride words right behind the packet array: the emulated
+     * port's 64-byte strides */
+    g_assert_true ((b.words != NULL) == (rm->desc_alloc != NULL));
+    if (b.words != NULL) {
+      g_assert_cmpuint (b.word_shift, ==, 6);
+      g_assert_true (b.words == (const guint32 *) (b.packets + 16));
+    }
     for (guint i = 0; i < b.n_packets; i++) {
       tu_frame_build (frame, &spec, got);
       g_assert_cmpuint (b.packets[i].length, ==, 200);
       g_assert_true (memcmp (b.data + b.packets[i].offset, frame, 200) == 0);
-      if (b.packed != NULL)
-        g_assert_cmphex (b.packed[i], ==, b.packets[i].offset | (guint64) 200 << 32);
+      if (b.words != NULL) {
+        g_assert_cmpuint (b.packets[i].offset % 64, ==, 0);
+        g_assert_cmphex (b.words[i], ==, b.packets[i].offset / 64 | 200u << 18);
+      }
       got++;
     }
     dq_rxq_release (rxq, &b);
@@ -602,7 +609,7 @@ test_ring_memory_hook (void)
     dm.desc_free = hook_desc_free;
     ring_memory_receive ("emu:hook2", &dm, &dlog);
     g_assert_cmpuint (dlog.desc_allocs, >, 0);
-    g_assert_cmpuint (dlog.desc_size, >=, 16 * (sizeof (DqPacket) + sizeof (guint64)));
+    g_assert_cmpuint (dlog.desc_size, >=, 16 * (sizeof (DqPacket) + sizeof (guint32)));
     HookLog flog = { .desc_fail = TRUE };
     dm.user = &flog;
     ring_memory_receive ("emu:hook3", &dm, &flog);
@@ -750,7 +757,7 @@ test_header_split (void)
     g_assert_cmpuint (b.header_stride, ==, 64);
     g_assert_cmpint (b.memory, ==, DQ_MEMORY_HOST);
     g_assert_cmpint (b.payload_memory, ==, DQ_MEMORY_CUDA);
-    g_assert_null (b.packed);
+    g_assert_null (b.words);
     g_assert_true (b.payload >= d.mem && b.payload + b.payload_size <= d.mem + d.size);
     for (guint i = 0; i < b.n_packets; i++, got++) {
       const DqPacket *pkt = &b.packets[i];
