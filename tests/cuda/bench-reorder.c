@@ -16,13 +16,15 @@
  *        against the plain reorder of the same packets, alternated three times (median).
  * One submission = one batch (descriptors in device memory unless "desc=host", "desc=packed" or
  * "desc=words": staged by the library, packed words in pinned memory, or stride words there as
- * daqirireorder takes daqirisrc memory=cuda bursts), packets shuffled within the batch, nothing lost; except gpu-burst:
- * submissions of several consecutive batches, what a batch costs when a burst carries many
- * (beside the reference launched alike, and launched one batch at a time as the design does:
- * ref_batch_us; and with packed descriptors and stride words in pinned memory, the latter as
- * daqirireorder takes daqirisrc memory=cuda bursts). The streamed regime is gpu-burst with 65536 packets per submission for
- * batches of 1024..16384 packets (and gpu-reorder's 65536-packet batches): a stream submitted as
- * a receive ring under heavy traffic hands it over. The targets count the one-batch regime; the summary gives the streamed figures
+ * daqirireorder takes daqirisrc memory=cuda bursts; the words on a pool of power-of-two strides
+ * where a batch spans more than 2^18 of the pool's own, beside device descriptors on it:
+ * words_stride), packets shuffled within the batch, nothing lost; except gpu-burst: submissions
+ * of several consecutive batches, what a batch costs when a burst carries many (beside the
+ * reference launched alike, and launched one batch at a time as the design does: ref_batch_us;
+ * and with packed descriptors and stride words in pinned memory). The streamed regime is
+ * gpu-burst with 65536 packets per submission for batches of 1024..16384 packets (and
+ * gpu-reorder's 65536-packet batches): a stream submitted as a receive ring under heavy traffic
+ * hands it over. The targets count the one-batch regime; the summary gives the streamed figures
  * beside them. Bandwidths count bytes read + bytes written. Input pools are several times the
  * L2; sequence numbers wrap exactly at the end of the pool, so cycling through it gives
  * ever-increasing batch ids.
@@ -56,8 +58,10 @@ log2u (uint64_t v)
   return l;
 }
 
-/* A pool of nb batches of ppb packets: stride bytes apart, header with the BE sequence number in
- * its last 4 bytes before the payload, packets of each batch in a random order. */
+/* A pool of nb batches of ppb packets: stride bytes apart (a multiple of 64, or with pow2 the
+ * power of two that holds a packet, as a ring of strides that size), header with the BE
+ * sequence number in its last 4 bytes before the payload, packets of each batch in a random
+ * order. */
 typedef struct {
   uint32_t P, ppb, nb, stride, off;
   uint8_t *data;
@@ -66,13 +70,16 @@ typedef struct {
 } Pool;
 
 static void
-pool_make (Pool *p, uint32_t P, uint32_t ppb, uint32_t off, uint64_t target_bytes, uint32_t min_nb)
+pool_make (Pool *p, uint32_t P, uint32_t ppb, uint32_t off, uint64_t target_bytes, uint32_t min_nb,
+    int pow2)
 {
   memset (p, 0, sizeof *p);
   p->P = P;
   p->ppb = ppb;
   p->off = off;
   p->stride = (off + P + 63) & ~63u;
+  if (pow2)
+    p->stride = 1u << log2u (p->stride);
   uint64_t per = (uint64_t) ppb * p->stride;
   uint32_t nb = min_nb;
   while ((uint64_t) nb * per < target_bytes)
@@ -208,7 +215,7 @@ bench_cpu (uint32_t P)
 {
   const uint32_t ppb = 1024, burst = 256;
   Pool p;
-  pool_make (&p, P, ppb, 64, quick ? (8u << 20) : (64u << 20), 4);
+  pool_make (&p, P, ppb, 64, quick ? (8u << 20) : (64u << 20), 4, 0);
   DqReorderConfig cfg = pool_cfg (&p, DQ_ELEM_SAME, DQ_ELEM_SAME);
   DqReorderCpu *c = dq_reorder_cpu_new (&cfg, NULL, 0);
   uint64_t fsz = dq_reorder_frame_size (&cfg);
@@ -262,16 +269,14 @@ typedef struct {
   DqReorderPacket *m_desc; /* the descriptors in pinned host memory the GPU reads */
   uint64_t *m_packed;      /* the same packed, offset | length << 32 */
   uint32_t *m_words;       /* the same as stride words (gpool_words) */
+  uint32_t word_shift;     /* their strides: the largest power of two the pool's stride is of */
   void **d_ptrs;
 } GPool;
 
-/* Stride words index 64-byte strides: the pool's packets lie a multiple of 64 bytes apart. */
-#define WORD_SHIFT 6
-
 static void
-gpool_make (GPool *g, uint32_t P, uint32_t ppb, uint32_t off, uint64_t target)
+gpool_make (GPool *g, uint32_t P, uint32_t ppb, uint32_t off, uint64_t target, int pow2)
 {
-  pool_make (&g->hp, P, ppb, off, target, 4);
+  pool_make (&g->hp, P, ppb, off, target, 4, pow2);
   Pool *p = &g->hp;
   size_t nd = (size_t) p->nb * ppb;
   g->d_data = dq_cuda_malloc (p->size);
@@ -316,11 +321,14 @@ gpool_words (GPool *g, uint32_t per)
 {
   const Pool *p = &g->hp;
   const size_t span = (size_t) per * p->ppb * p->stride;
-  if (span > (size_t) (DQ_REORDER_WORD_INDEX_MASK + 1) << WORD_SHIFT)
+  g->word_shift = 0;
+  while (g->word_shift < DQ_REORDER_WORD_MAX_SHIFT && !(p->stride >> g->word_shift & 1))
+    g->word_shift++;
+  if (span > (size_t) (DQ_REORDER_WORD_INDEX_MASK + 1) << g->word_shift)
     return 0;
   for (size_t k = 0; k < (size_t) p->nb * p->ppb; k++) {
     const size_t base = k / ((size_t) per * p->ppb) * span;
-    g->m_words[k] = (uint32_t) ((p->desc[k].offset - base) >> WORD_SHIFT) |
+    g->m_words[k] = (uint32_t) ((p->desc[k].offset - base) >> g->word_shift) |
         p->desc[k].length << DQ_REORDER_WORD_LENGTH_SHIFT;
   }
   return 1;
@@ -333,7 +341,7 @@ submit_words (DqReorderGpu *ctx, GPool *g, size_t first, uint32_t n)
 {
   const Pool *p = &g->hp;
   return dq_reorder_gpu_submit_words (ctx, g->d_data + first * p->stride, (size_t) n * p->stride,
-      g->m_words + first, WORD_SHIFT, n, p->desc[first].timestamp, NULL);
+      g->m_words + first, g->word_shift, n, p->desc[first].timestamp, NULL);
 }
 
 static uint32_t
@@ -688,7 +696,8 @@ static void
 bench_gpu_reorder (uint32_t P, uint32_t ppb, uint32_t off, void *stream)
 {
   GPool g;
-  gpool_make (&g, P, ppb, off, quick ? (64ull << 20) : (256ull << 20));
+  const uint64_t target = quick ? (64ull << 20) : (256ull << 20);
+  gpool_make (&g, P, ppb, off, target, 0);
   DqReorderConfig cfg = pool_cfg (&g.hp, DQ_ELEM_SAME, DQ_ELEM_SAME);
   uint64_t batch_bytes = (uint64_t) ppb * P * 2;
   uint32_t K = batches_for (batch_bytes);
@@ -698,9 +707,22 @@ bench_gpu_reorder (uint32_t P, uint32_t ppb, uint32_t off, void *stream)
   double ms_host = run_reorder (&g, &cfg, K, 1, DESC_HOST, &nf);
   double ms_pinned = run_reorder (&g, &cfg, K, 1, DESC_PINNED, &nf);
   double ms_packed = run_reorder (&g, &cfg, K, 1, DESC_PACKED, &nf);
-  /* as stride words (daqirireorder's path), where a batch fits a word's strides */
-  const int words = gpool_words (&g, 1);
-  double ms_words = words ? run_reorder (&g, &cfg, K, 1, DESC_WORDS, &nf) : NAN;
+  /* as stride words (daqirireorder's path): where a batch spans more of the pool's 64-byte
+   * strides than a word indexes, beside device descriptors on a pool of power-of-two strides
+   * (a ring whose stride holds a packet, as a receive WQE's batch never spans more) */
+  double ms_words, ms_words_dev = ms;
+  uint32_t words_stride = g.hp.stride;
+  if (gpool_words (&g, 1)) {
+    ms_words = run_reorder (&g, &cfg, K, 1, DESC_WORDS, &nf);
+  } else {
+    GPool g2;
+    gpool_make (&g2, P, ppb, off, target, 1);
+    DqReorderConfig cfg2 = pool_cfg (&g2.hp, DQ_ELEM_SAME, DQ_ELEM_SAME);
+    words_stride = g2.hp.stride;
+    ms_words_dev = run_reorder (&g2, &cfg2, K, 1, DESC_DEVICE, &nf);
+    ms_words = gpool_words (&g2, 1) ? run_reorder (&g2, &cfg2, K, 1, DESC_WORDS, &nf) : NAN;
+    gpool_free (&g2);
+  }
   double ms_ref = run_reference (&g, stream, K, 1);
   double ms_copy = run_copy (&g, stream, K, 1);
   double gb = (double) K * batch_bytes / 1e9;
@@ -708,18 +730,18 @@ bench_gpu_reorder (uint32_t P, uint32_t ppb, uint32_t off, void *stream)
   printf ("bench gpu-reorder payload=%u ppb=%u offset=%u batches=%u GBps=%.1f copy_GBps=%.1f "
           "ref_GBps=%.1f vs_copy=%.3f vs_ref=%.2f us_per_batch=%.2f us_host_desc=%.2f "
           "host_vs_device=%.2f us_pinned_desc=%.2f pinned_vs_device=%.2f us_packed_desc=%.2f "
-          "packed_vs_device=%.2f us_words_desc=%.2f words_vs_device=%.2f ref_us_per_batch=%.2f "
-          "Mpps=%.0f no_frame=%llu\n",
+          "packed_vs_device=%.2f us_words_desc=%.2f words_vs_device=%.2f words_stride=%u "
+          "ref_us_per_batch=%.2f Mpps=%.0f no_frame=%llu\n",
       P, ppb, off, K, gbps, cp, ref, gbps / cp, gbps / ref, ms * 1e3 / K, ms_host * 1e3 / K,
       ms_host / ms, ms_pinned * 1e3 / K, ms_pinned / ms, ms_packed * 1e3 / K, ms_packed / ms,
-      ms_words * 1e3 / K, ms_words / ms, ms_ref * 1e3 / K, (double) K * ppb / (ms / 1e3) / 1e6,
-      (unsigned long long) nf);
+      ms_words * 1e3 / K, ms_words / ms_words_dev, words_stride, ms_ref * 1e3 / K,
+      (double) K * ppb / (ms / 1e3) / 1e6, (unsigned long long) nf);
   if (ms_host / ms > host_vs_device)
     host_vs_device = ms_host / ms;
   if (ms_packed / ms > packed_vs_device)
     packed_vs_device = ms_packed / ms;
-  if (words && ms_words / ms > words_vs_device)
-    words_vs_device = ms_words / ms;
+  if (ms_words / ms_words_dev > words_vs_device)
+    words_vs_device = ms_words / ms_words_dev;
   fflush (stdout);
   if (off == 64) {
     if (P == 64) {
@@ -760,7 +782,7 @@ bench_gpu_burst (uint32_t P, uint32_t ppb, uint32_t per, uint32_t window, void *
   uint64_t target = quick ? (64ull << 20) : (256ull << 20);
   if (target < (uint64_t) per * ppb * (P + 128))
     target = (uint64_t) per * ppb * (P + 128);
-  gpool_make (&g, P, ppb, 64, target);
+  gpool_make (&g, P, ppb, 64, target, 0);
   if (g.hp.nb % per) {
     fprintf (
         stderr, "bench gpu-burst: a pool of %u batches does not hold bursts of %u\n", g.hp.nb, per);
@@ -848,7 +870,7 @@ bench_gpu_convert (DqElemType in, DqElemType out)
 {
   const uint32_t P = 1024, ppb = 4096;
   GPool g;
-  gpool_make (&g, P, ppb, 64, quick ? (64ull << 20) : (256ull << 20));
+  gpool_make (&g, P, ppb, 64, quick ? (64ull << 20) : (256ull << 20), 0);
   const DqReorderConfig cfg = pool_cfg (&g.hp, in, out);
   const DqReorderConfig plain = pool_cfg (&g.hp, DQ_ELEM_SAME, DQ_ELEM_SAME);
   const uint32_t lout = dq_reorder_output_payload_size (&cfg);
