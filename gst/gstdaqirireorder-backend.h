@@ -55,9 +55,9 @@ struct _ReorderBackendClass {
   /* One burst: its buffer, mapped (`map`, with GST_DAQIRI_MAP_CUDA when on_gpu), and its n
    * descriptors (pkts), every packet taking the time `timestamp`; words: NULL, or pkts'
    * offsets and lengths as stride words (strides of 1 << word_shift bytes) where the source put
-   * them (GstDaqiriPacketMeta._words). The
-   * backend takes the buffer and the map in every case, and lets them go once it has read
-   * them. `frames`: the frames it may take. 0, or -1 (logged). */
+   * them (GstDaqiriPacketMeta._words). The backend takes the buffer and the map in every case,
+   * and lets them go once it has read them. `frames`: the frames it may take. 0, or -1
+   * (logged). */
   int (*submit) (ReorderBackend *be, GstBuffer *buf, GstMapInfo *map, gboolean on_gpu,
       const DqReorderPacket *pkts, const guint32 *words, guint word_shift, guint n,
       guint64 timestamp, guint frames);
