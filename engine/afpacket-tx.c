@@ -642,27 +642,7 @@ tx_wait (AfpTxQueue *txq, short events, gint64 slice_ns, GError **error)
   return 1;
 }
 
-/* ---- send scheduling (daqiri-engine.h), as the mlx5 engine does it ---- */
-
-typedef enum {
-  TX_SEND, /* now: at its time, or as soon as possible (late) */
-  TX_HOLD, /* beyond the horizon: the sender waits first */
-  TX_DROP, /* late, and late frames are dropped */
-} TxVerdict;
-
-/* What becomes of a frame with send time t (not 0) while the port clock reads `now`;
- * *late: its time has passed */
-static TxVerdict
-tx_verdict (AfpTxQueue *txq, guint64 t, guint64 now, gboolean *late)
-{
-  *late = FALSE;
-  if (t > now + DQ_TX_HORIZON_NS)
-    return TX_HOLD;
-  if (t > now)
-    return TX_SEND;
-  *late = TRUE;
-  return txq->late == DQ_TX_LATE_DROP ? TX_DROP : TX_SEND;
-}
+/* ---- send scheduling (daqiri-engine.h: dq_tx_verdict) ---- */
 
 /* Holds the sender until port time t is within the horizon: FALSE when woken first. */
 static gboolean
@@ -762,8 +742,8 @@ afp_txq_send (gpointer priv, const guint8 *const *frames, const guint32 *lengths
     guint64 t = times != NULL ? times[i] : 0;
     gboolean is_late = FALSE;
     if (t != 0) {
-      TxVerdict v = tx_verdict (txq, t, tx_port_now (), &is_late);
-      if (v == TX_HOLD) {
+      DqTxVerdict v = dq_tx_verdict (t, tx_port_now (), txq->late, &is_late);
+      if (v == DQ_TX_HOLD) {
         /* the frames before it leave while it waits */
         if (flagged > 0 && !tx_kick (txq, flagged_time, error)) {
           failed = TRUE;
@@ -774,9 +754,9 @@ afp_txq_send (gpointer priv, const guint8 *const *frames, const guint32 *lengths
           woken = TRUE;
           break;
         }
-        v = tx_verdict (txq, t, tx_port_now (), &is_late);
+        v = dq_tx_verdict (t, tx_port_now (), txq->late, &is_late);
       }
-      if (v == TX_DROP) {
+      if (v == DQ_TX_DROP) {
         late++;
         dropped++;
         continue;

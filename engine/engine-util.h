@@ -1,6 +1,6 @@
 /* Small helpers the engines share: clocks in nanoseconds, statistics counters that one
- * thread adds to while any other reads them, eventfd wakeups. Internal to the engines (not
- * installed). */
+ * thread adds to while any other reads them, the send-time rule of scheduled sends, eventfd
+ * wakeups. Internal to the engines (not installed). */
 #ifndef DAQIRI_ENGINE_UTIL_H
 #define DAQIRI_ENGINE_UTIL_H
 
@@ -119,6 +119,29 @@ dq_tx_config_refuse_timing (
     return FALSE;
   }
   return TRUE;
+}
+
+/* Send scheduling (daqiri-engine.h), the rule every engine that sends at a time follows. */
+typedef enum {
+  DQ_TX_SEND, /* now: at its time, or as soon as possible (no time, or late) */
+  DQ_TX_HOLD, /* beyond the horizon: the sender waits first */
+  DQ_TX_DROP, /* late, and late frames are dropped */
+} DqTxVerdict;
+
+/* What becomes of a frame with send time t (0: none) while the port clock reads `now`, on
+ * a queue whose late frames go as `late` says; *is_late: its time has passed. */
+static inline DqTxVerdict
+dq_tx_verdict (guint64 t, guint64 now, DqTxLate late, gboolean *is_late)
+{
+  *is_late = FALSE;
+  if (t == 0)
+    return DQ_TX_SEND;
+  if (t > now + DQ_TX_HORIZON_NS)
+    return DQ_TX_HOLD;
+  if (t > now)
+    return DQ_TX_SEND;
+  *is_late = TRUE;
+  return late == DQ_TX_LATE_DROP ? DQ_TX_DROP : DQ_TX_SEND;
 }
 
 /* One send's outcome: packets, bytes and a burst when anything went out; the frames

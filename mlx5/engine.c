@@ -953,13 +953,7 @@ tx_refuse_if_lent (Mlx5EngTxq *txq, const char *what, GError **error)
   return TRUE;
 }
 
-/* ---- send scheduling (daqiri-engine.h): times are port-clock ns ---- */
-
-typedef enum {
-  TX_SEND, /* now, behind a WAIT for its time when *wait is not 0 */
-  TX_HOLD, /* beyond the horizon: the sender waits first */
-  TX_DROP, /* late, and late frames are dropped */
-} TxVerdict;
+/* ---- send scheduling (daqiri-engine.h: dq_tx_verdict): times are port-clock ns ---- */
 
 static inline guint64
 tx_clock (Mlx5EngTxq *txq)
@@ -967,20 +961,15 @@ tx_clock (Mlx5EngTxq *txq)
   return txq->port->ops->clock_now (txq->port->dev);
 }
 
-/* What becomes of a frame with send time t (0: none) while the port clock reads `now` */
-static TxVerdict
+/* dq_tx_verdict on this queue; *wait: a frame sent at its time goes behind a WAIT for it,
+ * t; else 0 (no time, or late: as soon as possible) */
+static DqTxVerdict
 tx_verdict (Mlx5EngTxq *txq, guint64 t, guint64 now, guint64 *wait)
 {
-  *wait = 0;
-  if (t == 0)
-    return TX_SEND;
-  if (t > now + DQ_TX_HORIZON_NS)
-    return TX_HOLD;
-  if (t > now) {
-    *wait = t;
-    return TX_SEND;
-  }
-  return txq->late == DQ_TX_LATE_DROP ? TX_DROP : TX_SEND;
+  gboolean is_late;
+  DqTxVerdict v = dq_tx_verdict (t, now, txq->late, &is_late);
+  *wait = v == DQ_TX_SEND && !is_late ? t : 0;
+  return v;
 }
 
 /* Holds the sender until time t is within the horizon: FALSE when woken first. */
@@ -1028,7 +1017,7 @@ tx_run_end (Mlx5EngTxq *txq, const guint32 *lengths, const DqTxPayload *payloads
   guint j = i;
   guint64 bytes;
   while (j < n && j - i < txq->n_slots && tx_split_frame_ok (txq, lengths, payloads, j, &bytes) &&
-      (times == NULL || tx_verdict (txq, times[j], now, &txq->waits[j - i]) == TX_SEND)) {
+      (times == NULL || tx_verdict (txq, times[j], now, &txq->waits[j - i]) == DQ_TX_SEND)) {
     if (payloads != NULL) {
       const DqTxPayload *pl = &payloads[j];
       txq->payloads[j - i] = (Mlx5TxPayload){ .addr = (guint64) (uintptr_t) pl->data,
@@ -1060,14 +1049,14 @@ tx_send_frames (Mlx5EngTxq *txq, const guint8 *const *frames, const guint32 *len
     }
     if (times != NULL) {
       guint64 wait;
-      TxVerdict v = tx_verdict (txq, times[i], now, &wait);
-      if (v == TX_HOLD) {
+      DqTxVerdict v = tx_verdict (txq, times[i], now, &wait);
+      if (v == DQ_TX_HOLD) {
         if (!tx_hold (txq, times[i]))
           break;
         now = tx_clock (txq);
         continue;
       }
-      if (v == TX_DROP) {
+      if (v == DQ_TX_DROP) {
         tx_count_dropped (txq);
         i++;
         continue;
@@ -1271,15 +1260,15 @@ eng_txq_commit (gpointer priv, DqTxSlots *slots, guint n, const guint32 *lengths
     }
     txq->waits[w] = 0;
     if (times != NULL) {
-      TxVerdict v = tx_verdict (txq, times[i], now, &txq->waits[w]);
-      if (v == TX_HOLD) {
+      DqTxVerdict v = tx_verdict (txq, times[i], now, &txq->waits[w]);
+      if (v == DQ_TX_HOLD) {
         sent += mlx5_txq_commit_at (txq->ring, w - sent, txq->lengths + sent, txq->waits + sent);
         if (!tx_hold (txq, times[i]))
           break;
         now = tx_clock (txq);
         v = tx_verdict (txq, times[i], now, &txq->waits[w]);
       }
-      if (v == TX_DROP) {
+      if (v == DQ_TX_DROP) {
         tx_count_dropped (txq);
         continue;
       }
