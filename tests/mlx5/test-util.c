@@ -235,3 +235,12 @@ tu_device_view (const TuDeviceMem *d, const guint8 *p)
 {
   return d->backing + (p - d->mem);
 }
+
+void
+tu_assert_refused (GError **error, const char *input, const char *says)
+{
+  g_assert_nonnull (*error);
+  if (strstr ((*error)->message, says) == NULL)
+    g_error ("'%s': got '%s', expected '%s'", input, (*error)->message, says);
+  g_clear_error (error);
+}

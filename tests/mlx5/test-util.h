@@ -1,7 +1,8 @@
 /* Helpers of the mlx5 tests: frames with a sequence number and a payload derived from
  * it (headers written with engine/dq-packet.h), checksums computed independently of the
  * emulated device (the reference RFC 1071 of tests/common), the exact line-rate
- * timestamp formula of mlx5/emu/emu.h, and GPU device memory played on the CPU. */
+ * timestamp formula of mlx5/emu/emu.h, GPU device memory played on the CPU, and the check
+ * of a refused configuration. */
 #ifndef DAQIRI_TEST_MLX5_UTIL_H
 #define DAQIRI_TEST_MLX5_UTIL_H
 
@@ -66,6 +67,11 @@ typedef struct {
 DqRingMemory tu_device_memory (TuDeviceMem *d);
 /* where the test reads what the device wrote at p (inside d->mem) */
 const guint8 *tu_device_view (const TuDeviceMem *d, const guint8 *p);
+
+/* A refused device string or configuration `input`: asserts that *error is set and that its
+ * message says `says` (else fails naming the input, the message and what was expected);
+ * clears *error. */
+void tu_assert_refused (GError **error, const char *input, const char *says);
 
 G_END_DECLS
 
