@@ -78,13 +78,8 @@ enum {
   PROP_PACKET_SIZE_MAX,
   PROP_N_FLOWS,
   PROP_RATE,
-  PROP_SRC_MAC,
-  PROP_DST_MAC,
-  PROP_SRC,
-  PROP_DST,
-  PROP_SRC_PORT,
-  PROP_DST_PORT,
-  PROP_UDP_CHECKSUM,
+  PROP_SRC_MAC, /* .. the GST_DAQIRI_N_ADDRESSES address properties (gstdaqirielement.h) */
+  PROP_UDP_CHECKSUM = PROP_SRC_MAC + GST_DAQIRI_N_ADDRESSES,
   PROP_IS_LIVE,
   PROP_STATS,
   PROP_FLOWS, /* deprecated alias of n-flows */
