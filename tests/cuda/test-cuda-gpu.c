@@ -692,26 +692,22 @@ stream_through (const char *name, const DqReorderConfig *cfg, DqStream *st, Desc
   for (uint32_t k = 0; k < st->n_bursts && !r.failed; k++) {
     const uint32_t n = st->burst_len[k];
     DqReorderCompletion c, g;
-    if (mode == DESC_WORDS) {
-      /* the burst's own bytes, as a ring buffer of the source holds them */
-      const uint64_t stamp = n ? st->pkts[pos].timestamp : 0;
-      const size_t bsize = base[k + 1] - base[k];
-      for (uint32_t i = 0; i < n; i++)
-        stamped[pos + i].timestamp = stamp;
-      CHECK_EQ (dq_reorder_cpu_push (r.cpu, host_data + base[k], bsize, stamped + pos, n, &c), 0);
-      CHECK_EQ (dq_reorder_gpu_submit_words (
-                    r.gpu, ddata + base[k], bsize, words + pos, WORD_SHIFT, n, stamp, NULL),
-          0);
-    } else if (mode == DESC_PACKED) {
-      const uint64_t stamp = n ? st->pkts[pos].timestamp : 0;
-      for (uint32_t i = 0; i < n; i++)
-        stamped[pos + i].timestamp = stamp;
-      CHECK_EQ (dq_reorder_cpu_push (r.cpu, st->data, st->size, stamped + pos, n, &c), 0);
-      CHECK_EQ (
-          dq_reorder_gpu_submit_packed (r.gpu, ddata, st->size, packed + pos, n, stamp, NULL), 0);
-    } else {
+    if (mode == DESC_DEVICE) {
       CHECK_EQ (dq_reorder_cpu_push (r.cpu, st->data, st->size, st->pkts + pos, n, &c), 0);
       CHECK_EQ (dq_reorder_gpu_submit_device (r.gpu, ddata, st->size, dpk + pos, n, NULL), 0);
+    } else {
+      const uint64_t stamp = n ? st->pkts[pos].timestamp : 0;
+      for (uint32_t i = 0; i < n; i++)
+        stamped[pos + i].timestamp = stamp;
+      /* DESC_WORDS: the burst's own bytes, as a source's ring holds them; DESC_PACKED: the
+       * whole stream (base 0) */
+      const size_t bsize = mode == DESC_WORDS ? base[k + 1] - base[k] : data_size;
+      CHECK_EQ (dq_reorder_cpu_push (r.cpu, host_data + base[k], bsize, stamped + pos, n, &c), 0);
+      CHECK_EQ (mode == DESC_WORDS
+              ? dq_reorder_gpu_submit_words (
+                    r.gpu, ddata + base[k], bsize, words + pos, WORD_SHIFT, n, stamp, NULL)
+              : dq_reorder_gpu_submit_packed (r.gpu, ddata, bsize, packed + pos, n, stamp, NULL),
+          0);
     }
     pos += n;
     gpu_wait (&r, &g);
