@@ -334,16 +334,6 @@ gpool_words (GPool *g, uint32_t per)
   return 1;
 }
 
-/* Submission of n packets from pool packet `first` with stride words (gpool_words made for this
- * submission size): the submission's own bytes, as a source's burst. */
-static int
-submit_words (DqReorderGpu *ctx, GPool *g, size_t first, uint32_t n)
-{
-  const Pool *p = &g->hp;
-  return dq_reorder_gpu_submit_words (ctx, g->d_data + first * p->stride, (size_t) n * p->stride,
-      g->m_words + first, g->word_shift, n, p->desc[first].timestamp, NULL);
-}
-
 static uint32_t
 batches_for (uint64_t batch_bytes)
 {
@@ -360,6 +350,30 @@ batches_for (uint64_t batch_bytes)
  * same packed, 8 bytes a packet (submit_packed, every packet the batch's first's timestamp), or
  * as stride words, 4 bytes a packet (submit_words, the same stamps; daqirireorder's path). */
 enum { DESC_DEVICE, DESC_HOST, DESC_PINNED, DESC_PACKED, DESC_WORDS };
+
+/* The n packets of the pool from packet `first` in one submission, their descriptors as `desc`
+ * says (DESC_WORDS: made by gpool_words for this submission size; the submission's own bytes,
+ * as a source's burst). */
+static int
+submit_desc (DqReorderGpu *ctx, GPool *g, int desc, size_t first, uint32_t n)
+{
+  const Pool *p = &g->hp;
+  switch (desc) {
+    case DESC_HOST:
+      return dq_reorder_gpu_submit (ctx, g->d_data, p->size, p->desc + first, n, NULL);
+    case DESC_PINNED:
+      return dq_reorder_gpu_submit_device (ctx, g->d_data, p->size, g->m_desc + first, n, NULL);
+    case DESC_PACKED:
+      return dq_reorder_gpu_submit_packed (
+          ctx, g->d_data, p->size, g->m_packed + first, n, p->desc[first].timestamp, NULL);
+    case DESC_WORDS:
+      return dq_reorder_gpu_submit_words (ctx, g->d_data + first * p->stride,
+          (size_t) n * p->stride, g->m_words + first, g->word_shift, n, p->desc[first].timestamp,
+          NULL);
+    default:
+      return dq_reorder_gpu_submit_device (ctx, g->d_data, p->size, g->d_desc + first, n, NULL);
+  }
+}
 
 /* Reorder K batches back to back; returns ms (GPU time between events). */
 static void
@@ -424,18 +438,9 @@ run_reorder (
   for (uint32_t k = 0; k < warm + K; k++) {
     if (k == warm)
       bench_event_record (e0, stream);
-    const DqReorderPacket *d = desc == DESC_HOST || desc == DESC_PACKED ? p->desc
-        : desc == DESC_PINNED                                           ? g->m_desc
-                                                                        : g->d_desc;
     const size_t first = (size_t) ((uint64_t) k * per % p->nb) * p->ppb;
-    d += first;
     for (;;) {
-      int rc = desc == DESC_HOST ? dq_reorder_gpu_submit (ctx, g->d_data, p->size, d, n, NULL)
-          : desc == DESC_WORDS   ? submit_words (ctx, g, first, n)
-          : desc == DESC_PACKED
-          ? dq_reorder_gpu_submit_packed (
-                ctx, g->d_data, p->size, g->m_packed + first, n, d->timestamp, NULL)
-          : dq_reorder_gpu_submit_device (ctx, g->d_data, p->size, d, n, NULL);
+      int rc = submit_desc (ctx, g, desc, first, n);
       if (rc == 0)
         break;
       if (rc != DQ_REORDER_BUSY) {
@@ -465,22 +470,11 @@ run_reorder (
   return ms;
 }
 
-/* Batch k of the pool (cycling) submitted with its descriptors as `desc` says (DESC_DEVICE,
- * DESC_HOST: staged by the library, DESC_PACKED: packed words in pinned memory, DESC_WORDS:
- * stride words there, made by gpool_words for one batch a submission). */
+/* Batch k of the pool (cycling), one a submission, with its descriptors as `desc` says. */
 static int
 split_submit (DqReorderGpu *ctx, GPool *g, int desc, uint32_t k)
 {
-  const Pool *p = &g->hp;
-  const size_t first = (size_t) (k % p->nb) * p->ppb;
-  if (desc == DESC_HOST)
-    return dq_reorder_gpu_submit (ctx, g->d_data, p->size, p->desc + first, p->ppb, NULL);
-  if (desc == DESC_PACKED)
-    return dq_reorder_gpu_submit_packed (
-        ctx, g->d_data, p->size, g->m_packed + first, p->ppb, p->desc[first].timestamp, NULL);
-  if (desc == DESC_WORDS)
-    return submit_words (ctx, g, first, p->ppb);
-  return dq_reorder_gpu_submit_device (ctx, g->d_data, p->size, g->d_desc + first, p->ppb, NULL);
+  return submit_desc (ctx, g, desc, (size_t) (k % g->hp.nb) * g->hp.ppb, g->hp.ppb);
 }
 
 /* Where a small batch's time goes: the host's time per submit call and per poll call; the GPU's
