@@ -403,6 +403,22 @@ int dq_reorder_gpu_submit_packed (DqReorderGpu *ctx, const void *dev_data, size_
 #define DQ_REORDER_WORD_MAX_SHIFT 14
 int dq_reorder_gpu_submit_words (DqReorderGpu *ctx, const void *dev_data, size_t data_size,
     const uint32_t *words, uint32_t shift, uint32_t n, uint64_t timestamp, void *user);
+/* Several bursts of one buffer (a receive ring) as one submission, taken in run order as one
+ * burst of all their packets: run k's n stride words (as dq_reorder_gpu_submit_words, in any
+ * host memory, copied before the call returns) count their strides from dev_data + offset (a
+ * multiple of 1 << shift, at most data_size), and its packets take its timestamp. A stride
+ * index that, counted from dev_data, passes DQ_REORDER_WORD_INDEX_MASK takes that index: outside
+ * the data, as data_size is at most DQ_REORDER_WORD_INDEX_MASK << shift. 1 to
+ * DQ_REORDER_MAX_RUNS runs, max_packets packets in all. */
+#define DQ_REORDER_MAX_RUNS 32
+typedef struct {
+  const uint32_t *words;
+  uint32_t n;
+  uint64_t offset;    /* bytes from dev_data to the stride the run's indexes count from */
+  uint64_t timestamp; /* ns: every packet of the run */
+} DqReorderWordRun;
+int dq_reorder_gpu_submit_word_runs (DqReorderGpu *ctx, const void *dev_data, size_t data_size,
+    const DqReorderWordRun *runs, uint32_t n_runs, uint32_t shift, void *user);
 int dq_reorder_gpu_flush (DqReorderGpu *ctx, DqFlushMode mode, void *user);
 /* Gather (as dq_gather_cpu) into dev_out; job_short of the completion counts short packets. */
 int dq_reorder_gpu_gather (DqReorderGpu *ctx, const void *dev_data, size_t data_size,

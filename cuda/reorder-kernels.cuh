@@ -251,8 +251,13 @@ struct Params {
   uint64_t data_size;
   const uint8_t *desc;     /* packet i's offset (+0) and length (+4) at desc + i * desc_stride,
                             * or its stride word there (desc_stride 4: 1 << desc_shift bytes) */
-  const uint8_t *desc_ts;  /* its timestamp at desc_ts + i * ts_stride */
+  const uint8_t *desc_ts;  /* its timestamp at desc_ts + i * ts_stride (n_runs 0) */
   uint32_t desc_stride, ts_stride, desc_shift;
+  /* several bursts' runs (dq_reorder_gpu_submit_word_runs): run k from packet run_start[k]
+   * on, every packet of it taking run_ts[k] */
+  uint32_t n_runs;
+  uint32_t run_start[DQ_REORDER_MAX_RUNS];
+  uint64_t run_ts[DQ_REORDER_MAX_RUNS];
   uint32_t n;
   uint32_t kind;           /* DqJobKind */
   uint32_t flush_mode;
@@ -518,9 +523,10 @@ __device__ __forceinline__ void wait_ready (const Params &p)
 /* Packet i's offset (x) and length (y), one load; its timestamp. The descriptors are the
  * caller's DqReorderPacket array, a host submission's packed copy (reorder.cu,
  * stage_descriptors) or the caller's packed words (offsets and lengths 8 bytes apart, timestamps
- * in an array of their own), or the caller's 4-byte stride words (desc_stride 4: the offset in
- * strides of 1 << desc_shift bytes in the low bits, the length above). A word's offset stays
- * below 2^32 (index mask and shift bounded in daqiri-reorder.h). */
+ * in an array of their own), or 4-byte stride words (desc_stride 4: the offset in strides of
+ * 1 << desc_shift bytes in the low bits, the length above), the caller's or a submission of
+ * runs' copy (stage_word_runs: its timestamps in the parameters). A word's offset stays below
+ * 2^32 (index mask and shift bounded in daqiri-reorder.h). */
 __device__ __forceinline__ uint2 desc_offlen (const Params &p, uint32_t i)
 {
   if (p.desc_stride == sizeof (uint32_t)) {
@@ -534,6 +540,12 @@ __device__ __forceinline__ uint2 desc_offlen (const Params &p, uint32_t i)
 
 __device__ __forceinline__ uint64_t desc_ts (const Params &p, uint32_t i)
 {
+  if (p.n_runs) {
+    uint32_t k = 0;
+    while (k + 1 < p.n_runs && p.run_start[k + 1] <= i)
+      k++;
+    return p.run_ts[k];
+  }
   return ld_cg64 (p.desc_ts + (size_t) i * p.ts_stride);
 }
 

@@ -751,14 +751,50 @@ stage_descriptors (DqReorderGpu *ctx, Slot *s, const DqReorderPacket *pkts, uint
   p->ts_stride = stamp ? 0 : sizeof *ts;
 }
 
+/* Copies a submission's runs of stride words into the slot's pinned memory as one array, each
+ * word's stride index counted from the submission's data (saturated at the index mask: outside
+ * it), and where each run starts and its timestamp into the parameters (empty runs left out). */
+struct WordRuns {
+  const DqReorderWordRun *runs;
+  uint32_t n;
+};
+
+static void
+stage_word_runs (Slot *s, const WordRuns &wr, uint32_t shift, Params *p)
+{
+  const DqReorderWordRun *runs = wr.runs;
+  const uint32_t n_runs = wr.n;
+  uint32_t *w = (uint32_t *) s->stage;
+  uint32_t at = 0;
+  p->n_runs = 0;
+  for (uint32_t k = 0; k < n_runs; k++) {
+    if (runs[k].n == 0)
+      continue;
+    const uint32_t base = (uint32_t) (runs[k].offset >> shift); /* at most the mask */
+    const uint32_t *x = runs[k].words;
+    for (uint32_t i = 0; i < runs[k].n; i++) {
+      const uint32_t idx = (x[i] & DQ_REORDER_WORD_INDEX_MASK) + base;
+      w[at + i] = (x[i] & ~DQ_REORDER_WORD_INDEX_MASK) |
+          (idx < DQ_REORDER_WORD_INDEX_MASK ? idx : DQ_REORDER_WORD_INDEX_MASK);
+    }
+    p->run_start[p->n_runs] = at;
+    p->run_ts[p->n_runs++] = runs[k].timestamp;
+    at += runs[k].n;
+  }
+  p->desc = (const uint8_t *) s->stage_d;
+  p->desc_stride = sizeof *w;
+  p->desc_shift = shift;
+}
+
 /* Where a submission's descriptors are: host records the library stages, records the kernels
  * read where they lie, packed words (offset | length << 32) or stride words (offset >> shift |
- * length << 18) the kernels read where they lie. */
-enum DescWhere { DESC_STAGED, DESC_RECORDS, DESC_PACKED, DESC_WORDS };
+ * length << 18) the kernels read where they lie, runs of stride words the library stages. */
+enum DescWhere { DESC_STAGED, DESC_RECORDS, DESC_PACKED, DESC_WORDS, DESC_WORD_RUNS };
 
 /* One submission. pkts: descriptors as `where` says (DESC_PACKED: uint64_t words, DESC_WORDS:
- * uint32_t words in strides of 1 << shift bytes, either with a stamp); stamp: NULL, or the
- * timestamp every packet takes (the descriptors' own unread). */
+ * uint32_t words in strides of 1 << shift bytes, either with a stamp; DESC_WORD_RUNS: a
+ * WordRuns, their timestamps their own); stamp: NULL, or the timestamp every packet takes (the
+ * descriptors' own unread). */
 static int
 submit (DqReorderGpu *ctx, const void *data, size_t size, const void *pkts, DescWhere where,
     uint32_t shift, const uint64_t *stamp, uint32_t n, uint32_t kind, uint32_t mode, void *out,
@@ -779,7 +815,9 @@ submit (DqReorderGpu *ctx, const void *data, size_t size, const void *pkts, Desc
   p.data = (const uint8_t *) data;
   p.data_size = size;
   p.out = (uint8_t *) out;
-  if (where != DESC_STAGED) {
+  if (where == DESC_WORD_RUNS) {
+    stage_word_runs (s, *(const WordRuns *) pkts, shift, &p);
+  } else if (where != DESC_STAGED) {
     p.desc = (const uint8_t *) pkts;
     p.desc_stride = where == DESC_WORDS ? sizeof (uint32_t)
         : where == DESC_PACKED          ? sizeof (uint64_t)
@@ -905,6 +943,48 @@ dq_reorder_gpu_submit_words (DqReorderGpu *ctx, const void *data, size_t size,
   }
   return submit (ctx, data, size, words, DESC_WORDS, shift, &timestamp, n, DQ_JOB_REORDER, 0,
       NULL, user);
+}
+
+int
+dq_reorder_gpu_submit_word_runs (DqReorderGpu *ctx, const void *data, size_t size,
+    const DqReorderWordRun *runs, uint32_t n_runs, uint32_t shift, void *user)
+{
+  const char *why = NULL;
+  uint64_t n = 0;
+  if (shift > DQ_REORDER_WORD_MAX_SHIFT)
+    why = "shift";
+  else if (n_runs == 0 || n_runs > DQ_REORDER_MAX_RUNS || !runs)
+    why = "n_runs";
+  else if (size > (size_t) DQ_REORDER_WORD_INDEX_MASK << shift)
+    why = "data_size";
+  for (uint32_t k = 0; !why && k < n_runs; k++) {
+    if (runs[k].offset > size || runs[k].offset & ((1ull << shift) - 1)) {
+      snprintf (ctx->err, sizeof ctx->err,
+          "stride-word runs: run %u's offset %llu is not a multiple of the %u-byte stride "
+          "within data_size %zu",
+          k, (unsigned long long) runs[k].offset, 1u << shift, size);
+      return DQ_REORDER_ERROR;
+    }
+    if (runs[k].n && !runs[k].words)
+      why = "words";
+    n += runs[k].n;
+  }
+  if (why) {
+    snprintf (ctx->err, sizeof ctx->err,
+        "stride-word runs: %s out of range (shift 0..%u, 1..%u runs with words, data_size at "
+        "most %u strides); shift %u, %u runs, data_size %zu",
+        why, DQ_REORDER_WORD_MAX_SHIFT, DQ_REORDER_MAX_RUNS, DQ_REORDER_WORD_INDEX_MASK, shift,
+        n_runs, size);
+    return DQ_REORDER_ERROR;
+  }
+  if (n > ctx->opt.max_packets) {
+    snprintf (ctx->err, sizeof ctx->err, "stride-word runs of %llu packets exceed max_packets %u",
+        (unsigned long long) n, ctx->opt.max_packets);
+    return DQ_REORDER_ERROR;
+  }
+  const WordRuns wr = { runs, n_runs };
+  return submit (ctx, data, size, &wr, DESC_WORD_RUNS, shift, NULL, (uint32_t) n, DQ_JOB_REORDER,
+      0, NULL, user);
 }
 
 int

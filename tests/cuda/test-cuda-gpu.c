@@ -602,6 +602,7 @@ typedef enum {
   DESC_DEVICE, /* DqReorderPacket records in device memory (submit_device) */
   DESC_PACKED, /* offset | length << 32 in pinned, mapped host memory (submit_packed) */
   DESC_WORDS,  /* stride words in pinned, mapped host memory (submit_words) */
+  DESC_RUNS,   /* 1 to 4 bursts' stride words a submission (submit_word_runs) */
 } DescMode;
 
 /* Stride words need every packet of a burst on a stride from the burst's start: the stream
@@ -645,17 +646,29 @@ stream_to_strides (const DqStream *st, uint32_t *words, DqReorderPacket *cpu, si
   return out;
 }
 
+/* The bursts of submission k (DESC_RUNS: 1, 2, 3, 4, 1, ... bursts a submission; else one). */
+static uint32_t
+bursts_in (DescMode mode, uint32_t k)
+{
+  return mode == DESC_RUNS ? 1 + k % 4 : 1;
+}
+
 /* A stream's bursts through the GPU beside the CPU twin, compared submission by submission,
  * its descriptors as `mode` says; in the pinned modes every packet of a burst takes its first
  * packet's timestamp (how daqirireorder takes daqirisrc memory=cuda bursts; the CPU twin gets
- * the same stamps). */
+ * the same stamps). DESC_RUNS: the CPU twin takes a submission's bursts as one, each packet's
+ * offset counted from the first burst's start. */
 static void
 stream_through (const char *name, const DqReorderConfig *cfg, DqStream *st, DescMode mode)
 {
   uint32_t maxb = 1;
-  for (uint32_t k = 0; k < st->n_bursts; k++)
-    if (st->burst_len[k] > maxb)
-      maxb = st->burst_len[k];
+  for (uint32_t k = 0, sub = 0; k < st->n_bursts; sub++) {
+    uint32_t n = 0;
+    for (uint32_t e = k + bursts_in (mode, sub); k < e && k < st->n_bursts; k++)
+      n += st->burst_len[k];
+    if (n > maxb)
+      maxb = n;
+  }
   /* the bytes the CPU twin reads, at host_data + base[k] for burst k (0 outside DESC_WORDS) */
   const uint8_t *host_data = st->data;
   size_t data_size = st->size;
@@ -673,7 +686,7 @@ stream_through (const char *name, const DqReorderConfig *cfg, DqStream *st, Desc
     CHECK (packed != NULL);
     for (uint32_t i = 0; i < st->n; i++)
       packed[i] = st->pkts[i].offset | (uint64_t) st->pkts[i].length << 32;
-  } else if (mode == DESC_WORDS) {
+  } else if (mode == DESC_WORDS || mode == DESC_RUNS) {
     words = dq_cuda_malloc_host ((size_t) st->n * sizeof *words);
     CHECK (words != NULL);
     relocated = stream_to_strides (st, words, stamped, base);
@@ -689,9 +702,35 @@ stream_through (const char *name, const DqReorderConfig *cfg, DqStream *st, Desc
   rig_init (&r, name, cfg, 6, 0, maxb);
   n_cases++;
   uint32_t pos = 0;
-  for (uint32_t k = 0; k < st->n_bursts && !r.failed; k++) {
-    const uint32_t n = st->burst_len[k];
+  for (uint32_t k = 0, sub = 0; k < st->n_bursts && !r.failed; sub++) {
+    uint32_t n = st->burst_len[k];
     DqReorderCompletion c, g;
+    if (mode == DESC_RUNS) {
+      const uint32_t k0 = k, pos0 = pos;
+      DqReorderWordRun runs[4];
+      uint32_t m = 0;
+      for (; m < bursts_in (mode, sub) && k < st->n_bursts; m++, k++) {
+        const uint32_t nb = st->burst_len[k];
+        const uint64_t stamp = nb ? st->pkts[pos].timestamp : 0;
+        runs[m] = (DqReorderWordRun){ words + pos, nb, base[k] - base[k0], stamp };
+        for (uint32_t i = pos; i < pos + nb; i++) {
+          stamped[i].timestamp = stamp;
+          if (stamped[i].offset != DQ_REORDER_WORD_INDEX_MASK << WORD_SHIFT)
+            stamped[i].offset += (uint32_t) (base[k] - base[k0]);
+        }
+        pos += nb;
+      }
+      n = pos - pos0;
+      const size_t gsize = base[k] - base[k0];
+      CHECK_EQ (dq_reorder_cpu_push (r.cpu, host_data + base[k0], gsize, stamped + pos0, n, &c), 0);
+      CHECK_EQ (dq_reorder_gpu_submit_word_runs (
+                    r.gpu, ddata + base[k0], gsize, runs, m, WORD_SHIFT, NULL),
+          0);
+      gpu_wait (&r, &g);
+      compare (&r, &c, &g, sub);
+      recycle (&r, &c);
+      continue;
+    }
     if (mode == DESC_DEVICE) {
       CHECK_EQ (dq_reorder_cpu_push (r.cpu, st->data, st->size, st->pkts + pos, n, &c), 0);
       CHECK_EQ (dq_reorder_gpu_submit_device (r.gpu, ddata, st->size, dpk + pos, n, NULL), 0);
@@ -710,8 +749,9 @@ stream_through (const char *name, const DqReorderConfig *cfg, DqStream *st, Desc
           0);
     }
     pos += n;
+    k++;
     gpu_wait (&r, &g);
-    compare (&r, &c, &g, k);
+    compare (&r, &c, &g, sub);
     recycle (&r, &c);
   }
   step_flush (&r, DQ_FLUSH_ALL, 9999);
@@ -756,20 +796,22 @@ large_cases (void)
     }
 }
 
-/* The same through the packed-descriptor and stride-word paths, 64- and 1024-byte payloads. */
+/* The same through the packed-descriptor, stride-word and stride-word-run paths, 64- and
+ * 1024-byte payloads. */
 static void
 packed_cases (void)
 {
   static const uint32_t sizes[] = { 64, 1024 };
-  for (uint32_t ci = 0; ci < 4; ci++) {
+  static const char *names[] = { "packed", "words", "runs" };
+  for (uint32_t ci = 0; ci < 6; ci++) {
     const uint32_t si = ci & 1;
-    const DescMode mode = ci < 2 ? DESC_PACKED : DESC_WORDS;
+    const DescMode mode = ci < 2 ? DESC_PACKED : ci < 4 ? DESC_WORDS : DESC_RUNS;
     uint32_t L = sizes[si];
     DqReorderConfig cfg = cfg_make (1024 * SCALE / 8, L, 64 - si * 18, DQ_ELEM_SAME, DQ_ELEM_SAME,
         si ? DQ_BYTE_ORDER_NETWORK : DQ_BYTE_ORDER_HOST);
     cfg.window = 2;
     char name[64];
-    snprintf (name, sizeof name, "%s-%u", mode == DESC_PACKED ? "packed" : "words", L);
+    snprintf (name, sizeof name, "%s-%u", names[ci / 2], L);
     DqStreamSpec sp = { 6, 0.002, 0.002, 0.001, 0.0, 50, 0, cfg.packets_per_batch, 0 };
     DqStream st;
     dqt_stream_make (&st, &cfg, &sp, 3000 + si);
@@ -1015,6 +1057,21 @@ api_cases (void)
       dq_reorder_gpu_submit_words (g, f, 64, &word, DQ_REORDER_WORD_MAX_SHIFT + 1, 1, 0, NULL),
       DQ_REORDER_ERROR);
   CHECK (strstr (dq_reorder_gpu_error (g), "shift 15 is out of range (0..14)") != NULL);
+  const uint32_t five[5] = { word, word, word, word, word };
+  DqReorderWordRun runs[2] = { { five, 5, 0, 0 }, { five, 5, 64, 0 } };
+  CHECK_EQ (dq_reorder_gpu_submit_word_runs (g, f, 128, runs, 2, 6, NULL), DQ_REORDER_ERROR);
+  CHECK (strstr (dq_reorder_gpu_error (g), "runs of 10 packets exceed max_packets 8") != NULL);
+  runs[1].offset = 96;
+  CHECK_EQ (dq_reorder_gpu_submit_word_runs (g, f, 128, runs, 2, 6, NULL), DQ_REORDER_ERROR);
+  CHECK (strstr (dq_reorder_gpu_error (g),
+             "run 1's offset 96 is not a multiple of the 64-byte stride within data_size 128") !=
+      NULL);
+  CHECK_EQ (dq_reorder_gpu_submit_word_runs (g, f, 128, runs, 0, 6, NULL), DQ_REORDER_ERROR);
+  CHECK (strstr (dq_reorder_gpu_error (g), "n_runs out of range") != NULL);
+  CHECK_EQ (dq_reorder_gpu_submit_word_runs (
+                g, f, (size_t) DQ_REORDER_WORD_INDEX_MASK + 1, runs, 1, 0, NULL),
+      DQ_REORDER_ERROR);
+  CHECK (strstr (dq_reorder_gpu_error (g), "data_size out of range") != NULL);
   CHECK_EQ (dq_reorder_gpu_submit (g, f, 64, pk, 1, (void *) 1), 0);
   CHECK_EQ (dq_reorder_gpu_submit (g, f, 64, pk, 1, (void *) 2), 0);
   CHECK_EQ (dq_reorder_gpu_submit (g, f, 64, pk, 1, (void *) 3), DQ_REORDER_BUSY);
