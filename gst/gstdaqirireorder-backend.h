@@ -28,8 +28,9 @@ G_BEGIN_DECLS
 struct _ReorderBackend {
   const ReorderBackendClass *klass;
   GstDaqiriReorder *element;
-  guint max_inflight; /* submissions that may run at once (1: each awaited) */
-  guint max_frames;   /* frames the free-frame queue holds; 0: no bound */
+  guint max_inflight;  /* submissions that may run at once (1: each awaited) */
+  guint max_frames;    /* frames the free-frame queue holds; 0: no bound */
+  guint64 submissions; /* of bursts, one or grouped, so far (stats submissions) */
 };
 
 struct _ReorderBackendClass {

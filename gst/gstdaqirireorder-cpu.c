@@ -89,6 +89,7 @@ cpu_submit (ReorderBackend *be, GstBuffer *buf, GstMapInfo *map, gboolean on_gpu
   gst_buffer_unmap (buf, map);
   gst_buffer_unref (buf);
   c->pending = r == 0;
+  be->submissions += r == 0;
   return r;
 }
 

@@ -3,9 +3,17 @@
  * on it, and the element's GstCuda interop (the pipeline's CUDA context, GstCudaMemory frames).
  *
  * Bursts in flight. A burst is submitted and stays mapped (or copied into its pinned staging)
- * until its completion is polled; up to max_inflight bursts run on the GPU while the element
- * takes the next ones from upstream. Completions come back in submission order: a poll that
- * returns a burst's completion lets that burst go. */
+ * until its completion is polled; up to max_inflight submissions run on the GPU while the
+ * element takes the next bursts from upstream. Completions come back in submission order: a
+ * poll that returns a submission's completion lets its bursts go.
+ *
+ * Grouped submissions (submit-packets). A burst of daqirisrc memory=cuda (stride words, in GPU
+ * memory) that comes while earlier submissions still run on the GPU is held, not launched: the
+ * next such bursts join it, as runs of one submission (dq_reorder_gpu_submit_word_runs), until
+ * it holds submit-packets packets, a burst cannot join (another stride, not after the first
+ * burst in the ring, too far from it), or the GPU has nothing else left to run (a poll finds
+ * the group the oldest in flight). The group is the newest entry in flight, counted as one;
+ * every burst keeps its own timestamp. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -21,21 +29,33 @@
 /* the capacity of the GPU context's free-frame queue */
 #define REORDER_GPU_FRAMES 512
 
-/* A burst submitted to the GPU and not yet polled: held, mapped, until its kernels are done. */
+/* A submission to the GPU not yet polled: its bursts held, mapped, until its kernels are done. */
 typedef struct {
-  GstBuffer *buf; /* the burst (NULL: read from staging, or a slot not in use) */
-  GstMapInfo map;
+  GstBuffer *bufs[DQ_REORDER_MAX_RUNS]; /* the bursts (none: read from staging) */
+  GstMapInfo maps[DQ_REORDER_MAX_RUNS];
+  guint n_bufs;
   guint8 *staging; /* pinned, device-mapped copy of a system-memory burst */
   gsize staging_size;
-  guint frames; /* frames it may take: the batches it spans, plus one */
+  guint frames; /* frames it may take: for each burst the batches it spans, plus one */
 } InFlight;
+
+/* The group being gathered (the newest entry in flight, not launched yet). */
+typedef struct {
+  gboolean open;
+  DqReorderWordRun runs[DQ_REORDER_MAX_RUNS]; /* one a burst, offsets from base */
+  const guint8 *base;                         /* the first burst's data (device address) */
+  gsize span;                                 /* from base to the end of the furthest burst */
+  guint shift, n;
+} Group;
 
 typedef struct {
   ReorderBackend base;
   DqReorderGpu *gpu;
-  /* bursts in flight, oldest first: inflight[(if_first + k) % MAX], k < if_count */
+  /* submissions in flight, oldest first: inflight[(if_first + k) % MAX], k < if_count */
   InFlight inflight[REORDER_MAX_INFLIGHT];
   guint if_first, if_count, if_frames;
+  Group group;
+  guint submit_packets; /* a group's packets at most (0: no groups) */
 } ReorderGpu;
 
 #define GPU(be) ((ReorderGpu *) (be))
@@ -151,12 +171,108 @@ gpu_finish_frame (ReorderBackend *be, GstBuffer *frame)
 static void
 inflight_release (ReorderGpu *g, InFlight *f)
 {
-  if (f->buf) {
-    gst_buffer_unmap (f->buf, &f->map);
-    gst_clear_buffer (&f->buf);
+  for (guint k = 0; k < f->n_bufs; k++) {
+    gst_buffer_unmap (f->bufs[k], &f->maps[k]);
+    gst_clear_buffer (&f->bufs[k]);
   }
+  f->n_bufs = 0;
   g->if_frames -= f->frames;
   f->frames = 0;
+}
+
+static InFlight *
+inflight_newest (ReorderGpu *g)
+{
+  return &g->inflight[(g->if_first + g->if_count - 1) % REORDER_MAX_INFLIGHT];
+}
+
+/* One more entry in flight, holding `frames` (its bursts are added to it). */
+static InFlight *
+inflight_push (ReorderGpu *g, guint frames)
+{
+  g->if_count++;
+  InFlight *f = inflight_newest (g);
+  f->frames = frames;
+  g->if_frames += frames;
+  return f;
+}
+
+static void
+inflight_hold (InFlight *f, GstBuffer *buf, const GstMapInfo *map)
+{
+  f->bufs[f->n_bufs] = buf;
+  f->maps[f->n_bufs++] = *map;
+}
+
+/* The submission of a single burst, or the group's runs, failed: its bursts let go. */
+static int
+inflight_failed (ReorderGpu *g)
+{
+  GST_ERROR_OBJECT (g->base.element, "GPU reorder failed: %s", dq_reorder_gpu_error (g->gpu));
+  inflight_release (g, inflight_newest (g));
+  g->if_count--;
+  return -1;
+}
+
+/* Whether a burst of stride words (strides of 1 << shift bytes) at data, n packets, can join
+ * the group: after its first burst on the same strides, the words still indexing every stride
+ * from it, the group under submit-packets and the runs a submission takes. */
+static gboolean
+group_takes (ReorderGpu *g, const GstMapInfo *map, guint shift, guint n)
+{
+  const Group *gr = &g->group;
+  const guintptr at = (guintptr) map->data, base = (guintptr) gr->base;
+  if (!gr->open || shift != gr->shift || gr->n + n > g->submit_packets ||
+      inflight_newest (g)->n_bufs == DQ_REORDER_MAX_RUNS || at < base)
+    return FALSE;
+  return ((at - base) & ((1u << shift) - 1)) == 0 &&
+      at - base + map->size <= (gsize) DQ_REORDER_WORD_INDEX_MASK << shift;
+}
+
+/* Launches the group (one burst: its words read where they lie). */
+static int
+group_launch (ReorderGpu *g)
+{
+  Group *gr = &g->group;
+  InFlight *f = inflight_newest (g);
+  gr->open = FALSE;
+  const int rc = f->n_bufs == 1
+      ? dq_reorder_gpu_submit_words (g->gpu, gr->base, gr->span, gr->runs[0].words, gr->shift,
+            gr->runs[0].n, gr->runs[0].timestamp, f)
+      : dq_reorder_gpu_submit_word_runs (
+            g->gpu, gr->base, gr->span, gr->runs, f->n_bufs, gr->shift, f);
+  if (rc != 0)
+    return inflight_failed (g);
+  g->base.submissions++;
+  GST_LOG_OBJECT (g->base.element, "%u bursts of %u packets in all submitted, %u in flight",
+      f->n_bufs, gr->n, g->if_count);
+  return 0;
+}
+
+/* The burst joins the group, opened for it where none is; launched once it is full. */
+static int
+group_add (ReorderGpu *g, GstBuffer *buf, GstMapInfo *map, const guint32 *words, guint shift,
+    guint n, guint64 timestamp, guint frames)
+{
+  Group *gr = &g->group;
+  InFlight *f;
+  if (!gr->open) {
+    memset (gr, 0, sizeof *gr);
+    gr->open = TRUE;
+    gr->base = map->data;
+    gr->shift = shift;
+    f = inflight_push (g, frames);
+  } else {
+    f = inflight_newest (g);
+    f->frames += frames;
+    g->if_frames += frames;
+  }
+  const gsize offset = (gsize) (map->data - gr->base);
+  gr->runs[f->n_bufs] = (DqReorderWordRun){ words, n, offset, timestamp };
+  gr->span = MAX (gr->span, offset + map->size);
+  gr->n += n;
+  inflight_hold (f, buf, map);
+  return gr->n >= g->submit_packets ? group_launch (g) : 0;
 }
 
 static ReorderBackend *
@@ -174,6 +290,7 @@ gpu_create (GstDaqiriReorder *self)
   }
   ReorderGpu *g = g_new0 (ReorderGpu, 1);
   g->gpu = gpu;
+  g->submit_packets = self->run_submit_packets;
   g->base.max_inflight = self->run_inflight;
   g->base.max_frames = REORDER_GPU_FRAMES;
   return &g->base;
@@ -202,9 +319,9 @@ gpu_add_frame (ReorderBackend *be, void *frame, void *user)
 
 /* One more burst in flight: a burst in GPU memory is held (mapped) until its completion is
  * polled, its descriptors read where daqirisrc put them in pinned memory (the stride words
- * beside them where it wrote those: a sixth of the records' bytes across the bus);
- * a system-memory one is copied into pinned staging memory, which the kernels read over the
- * bus, and let go at once. */
+ * beside them where it wrote those: a sixth of the records' bytes across the bus; such a burst
+ * may join a group, above); a system-memory one is copied into pinned staging memory, which
+ * the kernels read over the bus, and let go at once. */
 static int
 gpu_submit (ReorderBackend *be, GstBuffer *buf, GstMapInfo *map, gboolean on_gpu,
     const DqReorderPacket *pkts, const guint32 *words, guint word_shift, guint n, guint64 timestamp,
@@ -212,6 +329,22 @@ gpu_submit (ReorderBackend *be, GstBuffer *buf, GstMapInfo *map, gboolean on_gpu
 {
   ReorderGpu *g = GPU (be);
   GstDaqiriReorder *self = be->element;
+  /* descriptors the source put in pinned, mapped memory: read by the kernels where they lie
+   * while the buffer is held (on_gpu); else staged by the library */
+  const int readable = on_gpu && n > 0 && dq_cuda_host_mapped (pkts);
+  /* the stride words lie in the records' own block (DqBurst.words): mapped with them */
+  const gboolean runs = readable && words != NULL;
+  if (g->group.open && !(runs && group_takes (g, map, word_shift, n)) && group_launch (g) != 0) {
+    gst_buffer_unmap (buf, map);
+    gst_buffer_unref (buf);
+    return -1;
+  }
+  if (runs) {
+    /* a group is gathered while earlier submissions run; else the burst goes at once */
+    const gboolean hold = g->group.open || (n < g->submit_packets && g->if_count > 0);
+    const int r = group_add (g, buf, map, words, word_shift, n, timestamp, frames);
+    return r == 0 && !hold && g->group.open ? group_launch (g) : r;
+  }
   InFlight *f = &g->inflight[(g->if_first + g->if_count) % REORDER_MAX_INFLIGHT];
   const guint8 *data = map->data;
   int r = -1;
@@ -233,25 +366,16 @@ gpu_submit (ReorderBackend *be, GstBuffer *buf, GstMapInfo *map, gboolean on_gpu
       memcpy (f->staging, map->data, map->size);
     data = f->staging;
   }
-  /* descriptors the source put in pinned, mapped memory: read by the kernels where they lie
-   * while the buffer is held (on_gpu); else staged by the library */
-  const int readable = on_gpu && n > 0 && dq_cuda_host_mapped (pkts);
-  /* the stride words lie in the records' own block (DqBurst.words): mapped with them */
-  const int rc = readable && words != NULL
-      ? dq_reorder_gpu_submit_words (g->gpu, data, map->size, words, word_shift, n, timestamp, f)
-      : dq_reorder_gpu_submit_stamped (g->gpu, data, map->size, pkts, readable, n, timestamp, f);
-  if (rc != 0) {
+  if (dq_reorder_gpu_submit_stamped (g->gpu, data, map->size, pkts, readable, n, timestamp, f)) {
     GST_ERROR_OBJECT (self, "GPU reorder failed: %s", dq_reorder_gpu_error (g->gpu));
     goto done;
   }
   r = 0;
-  f->frames = frames;
-  g->if_frames += frames;
-  g->if_count++;
+  inflight_push (g, frames);
+  be->submissions++;
   GST_LOG_OBJECT (self, "burst of %u packets submitted, %u in flight", n, g->if_count);
   if (on_gpu) {
-    f->buf = buf;
-    f->map = *map;
+    inflight_hold (f, buf, map);
     return 0;
   }
 done:
@@ -264,6 +388,8 @@ static int
 gpu_flush (ReorderBackend *be, DqFlushMode mode)
 {
   ReorderGpu *g = GPU (be);
+  if (g->group.open && group_launch (g) != 0)
+    return -1;
   if (dq_reorder_gpu_flush (g->gpu, mode, NULL) != 0) {
     GST_ERROR_OBJECT (be->element, "GPU reorder failed: %s", dq_reorder_gpu_error (g->gpu));
     return -1;
@@ -271,11 +397,18 @@ gpu_flush (ReorderBackend *be, DqFlushMode mode)
   return 0;
 }
 
-/* The completion of the oldest submission; a burst's is let go. */
+/* The completion of the oldest submission; its bursts are let go. A group that is the oldest
+ * entry in flight (the GPU has nothing else to run) is launched first. */
 static int
 gpu_poll (ReorderBackend *be, gboolean wait, DqReorderCompletion *c)
 {
   ReorderGpu *g = GPU (be);
+  if (g->group.open && g->if_count == 1) {
+    if (group_launch (g) != 0)
+      return -1;
+    if (!wait)
+      return 0;
+  }
   int r = dq_reorder_gpu_poll (g->gpu, wait, c);
   if (r < 0)
     GST_ERROR_OBJECT (be->element, "GPU reorder failed: %s", dq_reorder_gpu_error (g->gpu));

@@ -23,6 +23,8 @@ typedef struct {
 /* memory=cuda: the most bursts whose GPU work may run at once (property max-inflight) */
 #define REORDER_MAX_INFLIGHT 16
 #define REORDER_DEFAULT_INFLIGHT 4
+/* memory=cuda: the most packets of bursts grouped into one submission (property submit-packets) */
+#define REORDER_DEFAULT_SUBMIT_PACKETS 4096
 
 /* The reorder backends (gstdaqirireorder-backend.h). */
 typedef struct _ReorderBackend ReorderBackend;
@@ -40,6 +42,7 @@ struct _GstDaqiriReorder {
   guint width, height;
   gint fps_n, fps_d;
   guint max_inflight;
+  guint submit_packets;
 
   /* streaming state (stream lock) */
   DqReorderConfig run_cfg;
@@ -48,7 +51,8 @@ struct _GstDaqiriReorder {
   GstVideoInfo vinfo;
   const ReorderBackendClass *run_backend; /* the backend of run_memory, while started */
   ReorderBackend *backend;                /* NULL: not running */
-  guint run_inflight; /* memory=cuda: bursts in flight at most (1 with a timeout) */
+  guint run_inflight;       /* memory=cuda: submissions in flight at most (1 with a timeout) */
+  guint run_submit_packets; /* memory=cuda: a grouped submission's packets at most */
   /* memory=cuda with GstCudaMemory out (video, or frames downstream takes only as
    * memory:CUDAMemory): the pipeline's GstCudaContext, current on the thread whenever CUDA is
    * called (backend_enter ()) */
@@ -90,7 +94,7 @@ struct _GstDaqiriReorder {
 
   /* counters (object lock) */
   guint64 st_batches, st_complete, st_flushed, st_pushed, st_missing, st_duplicates, st_late,
-      st_short, st_skipped, st_packets, st_no_frame;
+      st_short, st_skipped, st_packets, st_no_frame, st_submissions;
 };
 
 /* The frame is UYVP pgroups, pushed as planar I422_10LE (video-format=i422-10le). */

@@ -68,6 +68,7 @@ enum {
   PROP_HEIGHT,
   PROP_FRAMERATE,
   PROP_MAX_INFLIGHT,
+  PROP_SUBMIT_PACKETS,
   PROP_STATS,
 };
 
@@ -386,12 +387,13 @@ start_reorder (GstDaqiriReorder *self)
   self->run_memory = self->memory;
   self->run_timeout = self->timeout;
   self->run_inflight = self->timeout ? 1 : self->max_inflight;
+  self->run_submit_packets = self->submit_packets;
   GstVideoFormat video_format = self->video_format;
   guint width = self->width, height = self->height;
   gint fps_n = self->fps_n, fps_d = self->fps_d;
   self->st_batches = self->st_complete = self->st_flushed = self->st_pushed = 0;
   self->st_missing = self->st_duplicates = self->st_late = self->st_short = 0;
-  self->st_skipped = self->st_packets = self->st_no_frame = 0;
+  self->st_skipped = self->st_packets = self->st_no_frame = self->st_submissions = 0;
   GST_OBJECT_UNLOCK (self);
   self->video = FALSE;
   self->skipped_unseen = 0;
@@ -498,6 +500,7 @@ account (GstDaqiriReorder *self, const DqReorderCompletion *c)
   self->st_missing = c->stats.missing_slots;
   self->st_skipped = c->stats.skipped - self->skipped_unseen;
   self->st_no_frame = c->stats.no_frame;
+  self->st_submissions = self->backend ? self->backend->submissions : self->st_submissions;
   for (guint i = 0; i < c->n_batches; i++) {
     guint flags = batch_flags (&c->batches[i]);
     if (flags & DQ_BATCH_FLUSHED)
@@ -1037,7 +1040,7 @@ make_stats (GstDaqiriReorder *self)
       self->st_pushed, "skipped", G_TYPE_UINT64, self->st_skipped, "missing", G_TYPE_UINT64,
       self->st_missing, "duplicates", G_TYPE_UINT64, self->st_duplicates, "late", G_TYPE_UINT64,
       self->st_late, "short", G_TYPE_UINT64, self->st_short, "no-frame", G_TYPE_UINT64,
-      self->st_no_frame, NULL);
+      self->st_no_frame, "submissions", G_TYPE_UINT64, self->st_submissions, NULL);
   GST_OBJECT_UNLOCK (self);
   return s;
 }
@@ -1056,6 +1059,7 @@ static const GstDaqiriMember reorder_members[] = {
   GST_DAQIRI_MEMBER (PROP_WIDTH, GstDaqiriReorder, width),
   GST_DAQIRI_MEMBER (PROP_HEIGHT, GstDaqiriReorder, height),
   GST_DAQIRI_MEMBER (PROP_MAX_INFLIGHT, GstDaqiriReorder, max_inflight),
+  GST_DAQIRI_MEMBER (PROP_SUBMIT_PACKETS, GstDaqiriReorder, submit_packets),
 };
 
 static void
@@ -1123,6 +1127,7 @@ gst_daqiri_reorder_init (GstDaqiriReorder *self)
   self->video_format = GST_VIDEO_FORMAT_UNKNOWN;
   self->fps_d = 1;
   self->max_inflight = REORDER_DEFAULT_INFLIGHT;
+  self->submit_packets = REORDER_DEFAULT_SUBMIT_PACKETS;
   g_mutex_init (&self->t_lock);
   g_cond_init (&self->t_cond);
   self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
@@ -1214,10 +1219,18 @@ gst_daqiri_reorder_class_init (GstDaqiriReorderClass *klass)
           "before the next burst is taken (the least latency, the lowest rate). With a "
           "timeout, 1 is used (the timeout is checked on each burst's result)",
           1, REORDER_MAX_INFLIGHT, REORDER_DEFAULT_INFLIGHT, GST_DAQIRI_PARAM_RW_READY));
+  g_object_class_install_property (gobject_class, PROP_SUBMIT_PACKETS,
+      g_param_spec_uint ("submit-packets", "Packets a submission",
+          "memory=cuda with daqirisrc memory=cuda bursts: a burst that comes while earlier "
+          "bursts' GPU work still runs waits, and the next bursts of the same ring join it, "
+          "up to this many packets in one kernel launch (fewer launches for small bursts; "
+          "each burst keeps its own timestamp). A burst that finds the GPU idle, or has this "
+          "many packets, goes at once. 0: every burst on its own",
+          0, 65536, REORDER_DEFAULT_SUBMIT_PACKETS, GST_DAQIRI_PARAM_RW_READY));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "packets, batches, complete, flushed, pushed, skipped, missing (slots), duplicates, "
-          "late, short, no-frame",
+          "late, short, no-frame, submissions",
           GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);

@@ -5,7 +5,7 @@
  *   daqirisrc device=emu:NAME,mtu=9000,stride=S,strides=W memory=cuda gpudirect=true
  *       burst-packets=B ring-size=R max-packet-size=L !
  *     daqirireorder memory=cuda max-inflight=K seq-offset=336 seq-bits=32
- *       packets-per-batch=1024 payload-offset=46 payload-size=L-46 window=WIN !
+ *       packets-per-batch=1024 payload-offset=46 payload-size=L-46 window=WIN submit-packets=P !
  *     fakesink enable-last-sample=false
  *
  * Frames of L bytes (64, 1024, 8192: UDP, the big-endian sequence number at byte 42, the
@@ -49,6 +49,7 @@
  *
  * usage: bench-reorder-drain [--quick] [--sizes L,..] [--inflight K,..] [--bursts B,..]
  *          [--repeat R] [--packets N] [--ring-max BYTES] [--shuffle] [--timeout S]
+ *          [--submit-packets P]
  */
 #include <gst/gst.h>
 
@@ -93,6 +94,7 @@ typedef struct {
   guint64 ring_max; /* bytes */
   gboolean shuffle;
   guint timeout_s;
+  guint submit_packets; /* daqirireorder's submit-packets */
   gboolean cuda_ok;
   char cuda_why[256];
 } Options;
@@ -118,6 +120,7 @@ typedef struct {
   double fill_seconds;
   double seconds, mpps, gbps;
   guint64 bursts;
+  guint64 submissions;                 /* daqirireorder's (grouped bursts count once) */
   double wall_ns, cpu_ns;              /* per burst, streaming thread */
   double chain_ns, down_ns, source_ns; /* per burst, wall; chain_ns < 0: no hooks */
   Status lib_status;                   /* the library alone */
@@ -452,9 +455,9 @@ run_gst (const Options *o, const Geometry *g, guint burst, guint inflight, gbool
   char *re = with_reorder
       ? g_strdup_printf ("daqirireorder name=re memory=cuda max-inflight=%u seq-offset=%u "
                          "seq-bits=32 packets-per-batch=%u payload-offset=%u payload-size=%u "
-                         "window=%u ! ",
+                         "window=%u submit-packets=%u ! ",
             inflight, SEQ_OFFSET * 8, PPB, PAYLOAD_OFFSET, payload_of (g->frame),
-            window_for (burst))
+            window_for (burst), o->submit_packets)
       : g_strdup ("");
   char *launch = g_strdup_printf ("%s ! %sfakesink name=sink enable-last-sample=false", src, re);
   g_free (src);
@@ -503,6 +506,8 @@ run_gst (const Options *o, const Geometry *g, guint burst, guint inflight, gbool
   for (guint i = 0; i < 1000 && !g_atomic_int_get (&p.pushed_all); i++)
     g_usleep (1000);
   g_atomic_pointer_set (&traced, NULL);
+  if (with_reorder)
+    r->submissions = stat_u64 (reorder, "submissions");
   if (with_reorder && (error = check_reorder (reorder, g->packets)) != NULL)
     goto fail;
   guint64 drops = stat_u64 (b.src, "drops");
@@ -716,14 +721,16 @@ json_status (GString *s, const char *key, Status st, const char *error)
 }
 
 static void
-print_json (const char *kind, const Geometry *g, guint burst, guint inflight, const Run *r)
+print_json (const Options *o, const char *kind, const Geometry *g, guint burst, guint inflight,
+    const Run *r)
 {
   GString *s = g_string_new (NULL);
   g_string_printf (s,
       "{\"bench\":\"reorder-drain\",\"run\":\"%s\",\"frame\":%u,\"payload\":%u,\"burst\":%u", kind,
       g->frame, payload_of (g->frame), burst);
   if (inflight)
-    g_string_append_printf (s, ",\"inflight\":%u", inflight);
+    g_string_append_printf (
+        s, ",\"inflight\":%u,\"submit_packets\":%u", inflight, o->submit_packets);
   g_string_append_printf (s, ",\"packets\":%" G_GUINT64_FORMAT ",\"ring_bytes\":%" G_GUINT64_FORMAT,
       g->packets, g->ring);
   gboolean ok = r->status == ST_OK;
@@ -737,6 +744,8 @@ print_json (const char *kind, const Geometry *g, guint burst, guint inflight, co
     json_num (s, "source_ns_per_burst", ok ? r->source_ns : -1, 0);
     json_num (s, "reorder_ns_per_burst", ok && r->chain_ns >= 0 ? r->chain_ns - r->down_ns : -1, 0);
     json_num (s, "downstream_ns_per_burst", ok ? r->down_ns : -1, 0);
+    json_num (s, "bursts_per_submission",
+        ok && r->submissions ? (double) r->bursts / (double) r->submissions : -1, 2);
   }
   json_status (s, "status", r->status, r->error);
   if (inflight) {
@@ -871,7 +880,7 @@ int
 main (int argc, char **argv)
 {
   gboolean quick = FALSE, shuffle = FALSE;
-  gint repeat = 1, timeout_s = 120;
+  gint repeat = 1, timeout_s = 120, submit_packets = 4096;
   gint64 packets = DEFAULT_PACKETS, ring_max = (gint64) DEFAULT_RING_MAX;
   gchar *sizes = NULL, *inflight = NULL, *bursts = NULL;
   GOptionEntry entries[] = { { "quick", 0, 0, G_OPTION_ARG_NONE, &quick,
@@ -886,6 +895,8 @@ main (int argc, char **argv)
         "N" },
     { "ring-max", 0, 0, G_OPTION_ARG_INT64, &ring_max, "largest ring in bytes (4 GiB)", "BYTES" },
     { "shuffle", 0, 0, G_OPTION_ARG_NONE, &shuffle, "packets shuffled within each batch", NULL },
+    { "submit-packets", 0, 0, G_OPTION_ARG_INT, &submit_packets,
+        "daqirireorder submit-packets (4096; 0: every burst on its own)", "N" },
     { "timeout", 0, 0, G_OPTION_ARG_INT, &timeout_s, "time limit of one drain in seconds (120)",
         "S" },
     { NULL } };
@@ -901,7 +912,8 @@ main (int argc, char **argv)
     .packets = (guint64) MAX (packets, 0),
     .ring_max = (guint64) MAX (ring_max, 0),
     .shuffle = shuffle,
-    .timeout_s = (guint) MAX (timeout_s, 0) };
+    .timeout_s = (guint) MAX (timeout_s, 0),
+    .submit_packets = (guint) CLAMP (submit_packets, 0, 65536) };
   gboolean ok =
       parse_list (sizes ? sizes : "64,1024,8192", "sizes", 64, PORT_MTU + 18, FALSE, o.sizes) &&
       parse_list (inflight ? inflight
@@ -917,10 +929,11 @@ main (int argc, char **argv)
   g_free (bursts);
   if (!ok)
     return 2;
-  if (repeat < 1 || timeout_s < 1 || packets < 0 || ring_max < (1 << 20))
+  if (repeat < 1 || timeout_s < 1 || packets < 0 || ring_max < (1 << 20) || submit_packets < 0 ||
+      submit_packets > 65536)
     return bench_out_of_range (WHO,
         "--repeat >= 1, --timeout >= 1, --packets >= 0, --ring-max "
-        ">= 1 MiB");
+        ">= 1 MiB, --submit-packets 0..65536");
   if (!bench_emu_init (WHO))
     return 2;
   hooks_install ();
@@ -974,7 +987,7 @@ main (int argc, char **argv)
         else if (pt->inflight)
           run_library (&o, &pt->geo, pt->burst, pt->inflight, perm, r);
       }
-      print_json (pt->inflight ? "pipeline" : "source", &pt->geo, pt->burst, pt->inflight, r);
+      print_json (&o, pt->inflight ? "pipeline" : "source", &pt->geo, pt->burst, pt->inflight, r);
     }
 
   /* the table: medians */

@@ -410,22 +410,71 @@ run_case (const Case *c, GPtrArray *bursts, const char *memory, Run *run)
  * order, concatenated (NULL when the pipeline fails); *frames how many. */
 #define EMU_FRAMES 400
 #define EMU_PPB 64
+
+/* What a run's bursts and frames say: each frame's PTS is that of the burst that brought its
+ * batch's first packet (packet k has sequence number k, in order), grouped submissions or not. */
+typedef struct {
+  GMutex lock;
+  GArray *bursts; /* (packets so far, PTS) per burst into daqirireorder (lock) */
+  guint n_bursts;
+  guint64 submissions; /* daqirireorder's stats */
+  gboolean pts_ok;
+} EmuCheck;
+
+typedef struct {
+  guint64 end; /* packets up to the end of this burst */
+  GstClockTime pts;
+} BurstAt;
+
+static GstPadProbeReturn
+note_burst (GstPad *pad, GstPadProbeInfo *info, gpointer data)
+{
+  EmuCheck *check = data;
+  GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
+  GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
+  g_mutex_lock (&check->lock);
+  GArray *a = check->bursts;
+  BurstAt b = { (a->len ? g_array_index (a, BurstAt, a->len - 1).end : 0) +
+        (meta ? meta->n_packets : 0),
+    GST_BUFFER_PTS (buf) };
+  g_array_append_val (a, b);
+  g_mutex_unlock (&check->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+/* Whether a frame of batch `batch` has the PTS of the burst holding packet batch * EMU_PPB. */
+static gboolean
+frame_pts_ok (GArray *bursts, guint64 batch, GstClockTime pts)
+{
+  for (guint k = 0; k < bursts->len; k++)
+    if (g_array_index (bursts, BurstAt, k).end > batch * EMU_PPB)
+      return g_array_index (bursts, BurstAt, k).pts == pts;
+  return FALSE;
+}
+
 static GByteArray *
 emu_source_run (const char *memory, gboolean gpudirect, guint header_size, const char *filter,
-    guint *frames, gchar **caps_out, gchar **ring_out, gchar **error)
+    guint *frames, gchar **caps_out, gchar **ring_out, gchar **error, EmuCheck *check)
 {
   static guint serial;
   GstElement *p = launch (g_strdup_printf (
       "daqirisrc name=s device=emu:gpu%u,gen=64,gen-count=%u,"
       "gen-lossless=1 memory=%s gpudirect=%s header-size=%u burst-packets=128 ! %s%s"
-      "daqirireorder memory=%s seq-offset=336 seq-bits=32 packets-per-batch=%u "
+      "daqirireorder name=r memory=%s seq-offset=336 seq-bits=32 packets-per-batch=%u "
       "payload-offset=46 payload-size=18 ! appsink name=out sync=false",
       serial++, EMU_FRAMES * EMU_PPB, memory, gpudirect ? "true" : "false", header_size,
       filter ? filter : "", filter ? " ! " : "", memory, EMU_PPB));
+  memset (check, 0, sizeof *check);
   if (p == NULL)
     return NULL;
   GstElement *out = gst_bin_get_by_name (GST_BIN (p), "out");
   GstElement *src = gst_bin_get_by_name (GST_BIN (p), "s");
+  GstElement *r = gst_bin_get_by_name (GST_BIN (p), "r");
+  GstPad *rsink = gst_element_get_static_pad (r, "sink");
+  g_mutex_init (&check->lock);
+  check->bursts = g_array_new (FALSE, FALSE, sizeof (BurstAt));
+  check->pts_ok = TRUE;
+  gst_pad_add_probe (rsink, GST_PAD_PROBE_TYPE_BUFFER, note_burst, check, NULL);
   GByteArray *bytes = NULL;
   *frames = 0;
   if (gst_element_set_state (p, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE) {
@@ -438,6 +487,11 @@ emu_source_run (const char *memory, gboolean gpudirect, guint header_size, const
       gsize size = gst_buffer_get_size (buf);
       guint8 *host = g_malloc (size);
       gboolean cuda = strcmp (memory, "cuda") == 0;
+      /* the probe ran on the streaming thread before the frame was made */
+      g_mutex_lock (&check->lock);
+      check->pts_ok = check->pts_ok &&
+          frame_pts_ok (check->bursts, GST_BUFFER_OFFSET (buf), GST_BUFFER_PTS (buf));
+      g_mutex_unlock (&check->lock);
       if (gst_buffer_map (buf, &map, cuda ? GST_MAP_READ | GST_DAQIRI_MAP_CUDA : GST_MAP_READ)) {
         if (cuda)
           dq_cuda_memcpy (host, map.data, size);
@@ -461,10 +515,21 @@ emu_source_run (const char *memory, gboolean gpudirect, guint header_size, const
     *ring_out = g_strdup (st ? gst_structure_get_string (st, "ring-memory") : NULL);
     if (st)
       gst_structure_free (st);
+    g_object_get (r, "stats", &st, NULL);
+    check->submissions = 0;
+    if (st && !gst_structure_get_uint64 (st, "submissions", &check->submissions))
+      check->pts_ok = FALSE;
+    if (st)
+      gst_structure_free (st);
   }
   if (*error == NULL)
     *error = dq_bus_error (p);
   gst_element_set_state (p, GST_STATE_NULL);
+  check->n_bursts = check->bursts->len;
+  g_array_unref (check->bursts);
+  g_mutex_clear (&check->lock);
+  gst_object_unref (rsink);
+  gst_object_unref (r);
   gst_object_unref (src);
   gst_object_unref (out);
   gst_object_unref (p);
@@ -884,10 +949,11 @@ main (int argc, char **argv)
     guint nf_sys = 0, nf_gpu = 0;
     gchar *caps_sys = NULL, *caps_gpu = NULL, *err_sys = NULL, *err_gpu = NULL;
     gchar *ring_sys = NULL, *ring_gpu = NULL;
+    EmuCheck ck_sys, ck_gpu;
     GByteArray *sys =
-        emu_source_run ("system", FALSE, 0, NULL, &nf_sys, &caps_sys, &ring_sys, &err_sys);
+        emu_source_run ("system", FALSE, 0, NULL, &nf_sys, &caps_sys, &ring_sys, &err_sys, &ck_sys);
     GByteArray *gpu = emu_source_run (
-        "cuda", gpudirect, header_size, filter, &nf_gpu, &caps_gpu, &ring_gpu, &err_gpu);
+        "cuda", gpudirect, header_size, filter, &nf_gpu, &caps_gpu, &ring_gpu, &err_gpu, &ck_gpu);
     /* where the rings were: device memory written by copies, or pinned host memory */
     const char *ring_want = gpudirect ? "gpu-copy" : "gpu-mapped-host";
     gboolean ring_ok = g_strcmp0 (ring_sys, "host") == 0 && g_strcmp0 (ring_gpu, ring_want) == 0;
@@ -913,10 +979,25 @@ main (int argc, char **argv)
         g_byte_array_unref (gpu);
       continue;
     }
+    /* every frame has the PTS of the burst that brought its first packet; the GPU's bursts
+     * (stride words, not split) go in groups while earlier ones are in flight: on the
+     * emulator, where its events lag as a GPU's work does, fewer submissions than bursts */
+    gboolean grouped = ck_gpu.submissions > 0 && ck_gpu.submissions <= ck_gpu.n_bursts;
+#ifdef DQ_TEST_EMU
+    if (g_getenv ("DQ_CUDA_EMU_EVENT_LAG") && header_size == 0)
+      grouped = grouped && ck_gpu.submissions < ck_gpu.n_bursts;
+#endif
+    const gboolean runs_ok = ck_sys.pts_ok && ck_gpu.pts_ok && grouped;
+    if (!runs_ok)
+      printf ("  emu source: frame PTS %s / %s, %" G_GUINT64_FORMAT " submissions for %u bursts "
+              "(memory=cuda)\n",
+          ck_sys.pts_ok ? "right" : "wrong", ck_gpu.pts_ok ? "right" : "wrong", ck_gpu.submissions,
+          ck_gpu.n_bursts);
     gboolean caps_ok =
         caps_gpu && strstr (caps_gpu, feature) && caps_sys && !strstr (caps_sys, "memory:");
     gboolean ok = sys && gpu && nf_sys == EMU_FRAMES && nf_gpu == EMU_FRAMES &&
-        sys->len == gpu->len && memcmp (sys->data, gpu->data, sys->len) == 0 && caps_ok && ring_ok;
+        sys->len == gpu->len && memcmp (sys->data, gpu->data, sys->len) == 0 && caps_ok &&
+        ring_ok && runs_ok;
     if (!ring_ok)
       printf ("  emu source: rings not in the memory asked for (%s wanted)\n", ring_want);
     /* the frames hold the generator's pattern: payload byte i of packet k is k + 46 + i */
@@ -928,10 +1009,11 @@ main (int argc, char **argv)
         printf ("  emu source: the frames do not hold the generator's bytes\n");
     }
     printf ("%s emu:gen -> daqirisrc memory=cuda gpudirect=%s header-size=%u (%s) -> "
-            "daqirireorder memory=cuda: %u / %u frames, %u bytes; caps %s%s%s\n",
+            "daqirireorder memory=cuda: %u / %u frames, %u bytes, %" G_GUINT64_FORMAT
+            " submissions for %u bursts; caps %s%s%s\n",
         ok ? "PASS" : "FAIL", gpudirect ? "true" : "false", header_size, feature, nf_gpu, nf_sys,
-        sys ? sys->len : 0, caps_gpu ? caps_gpu : "none", err_gpu ? "; error: " : "",
-        err_gpu ? err_gpu : "");
+        sys ? sys->len : 0, ck_gpu.submissions, ck_gpu.n_bursts, caps_gpu ? caps_gpu : "none",
+        err_gpu ? "; error: " : "", err_gpu ? err_gpu : "");
     g_free (caps_sys);
     g_free (caps_gpu);
     g_free (err_sys);
