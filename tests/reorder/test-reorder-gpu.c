@@ -429,14 +429,13 @@ typedef struct {
 static GstPadProbeReturn
 note_burst (GstPad *pad, GstPadProbeInfo *info, gpointer data)
 {
+  GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (GST_PAD_PROBE_INFO_BUFFER (info));
   EmuCheck *check = data;
-  GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
-  GstDaqiriPacketMeta *meta = gst_buffer_get_daqiri_packet_meta (buf);
   g_mutex_lock (&check->lock);
   GArray *a = check->bursts;
   BurstAt b = { (a->len ? g_array_index (a, BurstAt, a->len - 1).end : 0) +
         (meta ? meta->n_packets : 0),
-    GST_BUFFER_PTS (buf) };
+    GST_BUFFER_PTS (GST_PAD_PROBE_INFO_BUFFER (info)) };
   g_array_append_val (a, b);
   g_mutex_unlock (&check->lock);
   return GST_PAD_PROBE_OK;
