@@ -751,14 +751,15 @@ stage_descriptors (DqReorderGpu *ctx, Slot *s, const DqReorderPacket *pkts, uint
   p->ts_stride = stamp ? 0 : sizeof *ts;
 }
 
-/* Copies a submission's runs of stride words into the slot's pinned memory as one array, each
- * word's stride index counted from the submission's data (saturated at the index mask: outside
- * it), and where each run starts and its timestamp into the parameters (empty runs left out). */
+/* The runs of a dq_reorder_gpu_submit_word_runs call, as submit takes them. */
 struct WordRuns {
   const DqReorderWordRun *runs;
   uint32_t n;
 };
 
+/* Copies a submission's runs of stride words into the slot's pinned memory as one array, each
+ * word's stride index counted from the submission's data (saturated at the index mask: outside
+ * it), and where each run starts and its timestamp into the parameters (empty runs left out). */
 static void
 stage_word_runs (Slot *s, const WordRuns &wr, uint32_t shift, Params *p)
 {
