@@ -703,7 +703,7 @@ stream_through (const char *name, const DqReorderConfig *cfg, DqStream *st, Desc
   n_cases++;
   uint32_t pos = 0;
   for (uint32_t k = 0, sub = 0; k < st->n_bursts && !r.failed; sub++) {
-    uint32_t n = st->burst_len[k];
+    const uint32_t n = st->burst_len[k];
     DqReorderCompletion c, g;
     if (mode == DESC_RUNS) {
       const uint32_t k0 = k, pos0 = pos;
@@ -720,18 +720,14 @@ stream_through (const char *name, const DqReorderConfig *cfg, DqStream *st, Desc
         }
         pos += nb;
       }
-      n = pos - pos0;
       const size_t gsize = base[k] - base[k0];
-      CHECK_EQ (dq_reorder_cpu_push (r.cpu, host_data + base[k0], gsize, stamped + pos0, n, &c), 0);
+      CHECK_EQ (
+          dq_reorder_cpu_push (r.cpu, host_data + base[k0], gsize, stamped + pos0, pos - pos0, &c),
+          0);
       CHECK_EQ (dq_reorder_gpu_submit_word_runs (
                     r.gpu, ddata + base[k0], gsize, runs, m, WORD_SHIFT, NULL),
           0);
-      gpu_wait (&r, &g);
-      compare (&r, &c, &g, sub);
-      recycle (&r, &c);
-      continue;
-    }
-    if (mode == DESC_DEVICE) {
+    } else if (mode == DESC_DEVICE) {
       CHECK_EQ (dq_reorder_cpu_push (r.cpu, st->data, st->size, st->pkts + pos, n, &c), 0);
       CHECK_EQ (dq_reorder_gpu_submit_device (r.gpu, ddata, st->size, dpk + pos, n, NULL), 0);
     } else {
@@ -748,8 +744,10 @@ stream_through (const char *name, const DqReorderConfig *cfg, DqStream *st, Desc
               : dq_reorder_gpu_submit_packed (r.gpu, ddata, bsize, packed + pos, n, stamp, NULL),
           0);
     }
-    pos += n;
-    k++;
+    if (mode != DESC_RUNS) {
+      pos += n;
+      k++;
+    }
     gpu_wait (&r, &g);
     compare (&r, &c, &g, sub);
     recycle (&r, &c);
