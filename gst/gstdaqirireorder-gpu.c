@@ -257,10 +257,7 @@ group_add (ReorderGpu *g, GstBuffer *buf, GstMapInfo *map, const guint32 *words,
   Group *gr = &g->group;
   InFlight *f;
   if (!gr->open) {
-    memset (gr, 0, sizeof *gr);
-    gr->open = TRUE;
-    gr->base = map->data;
-    gr->shift = shift;
+    *gr = (Group){ .open = TRUE, .base = map->data, .shift = shift };
     f = inflight_push (g, frames);
   } else {
     f = inflight_newest (g);

@@ -500,7 +500,7 @@ account (GstDaqiriReorder *self, const DqReorderCompletion *c)
   self->st_missing = c->stats.missing_slots;
   self->st_skipped = c->stats.skipped - self->skipped_unseen;
   self->st_no_frame = c->stats.no_frame;
-  self->st_submissions = self->backend ? self->backend->submissions : self->st_submissions;
+  self->st_submissions = self->backend->submissions;
   for (guint i = 0; i < c->n_batches; i++) {
     guint flags = batch_flags (&c->batches[i]);
     if (flags & DQ_BATCH_FLUSHED)

@@ -913,7 +913,7 @@ main (int argc, char **argv)
     .ring_max = (guint64) MAX (ring_max, 0),
     .shuffle = shuffle,
     .timeout_s = (guint) MAX (timeout_s, 0),
-    .submit_packets = (guint) CLAMP (submit_packets, 0, 65536) };
+    .submit_packets = (guint) submit_packets }; /* checked below */
   gboolean ok =
       parse_list (sizes ? sizes : "64,1024,8192", "sizes", 64, PORT_MTU + 18, FALSE, o.sizes) &&
       parse_list (inflight ? inflight
